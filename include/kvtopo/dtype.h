@@ -1,0 +1,48 @@
+// Element types of cache tensors and the KV-cache dtype names users pass (--kv-cache-dtype).
+//
+// Every fp8, int8 and packed ("uint8") cache dtype stores one byte per element; fp32 four;
+// bf16 and fp16 two. `auto` resolves to the model dtype.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kvtopo/status.h"
+
+namespace kvtopo {
+
+enum class ElementType { kFloat32, kBfloat16, kFloat16, kUint8, kInt8, kFloat8E4m3, kFloat8E5m2 };
+
+int64_t ElementBytes(ElementType type);
+std::string_view ElementTypeName(ElementType type);
+// Accepts torch and HF spellings: float32/fp32/float, bfloat16/bf16, float16/fp16/half, uint8,
+// int8, float8_e4m3fn/fp8_e4m3, float8_e5m2/fp8_e5m2.
+Result<ElementType> ParseElementType(std::string_view name);
+
+// How an attention cache quantizes its elements (changes the page formula).
+enum class KvQuantMode { kNone, kNvfp4, kFp8PerTokenHead, kInt8PerTokenHead };
+
+enum class KvCacheDtype {
+  kAuto,
+  kFloat32,
+  kBfloat16,
+  kFloat16,
+  kFp8,
+  kFp8E4m3,
+  kFp8E5m2,
+  kFp8Inc,
+  kFp8DsMla,     // DeepSeek sparse-MLA row: 512 fp8 NoPE + 4 fp32 scales + 64 bf16 RoPE = 656 B
+  kNvfp4DsMla,   // NVFP4 sparse-MLA row: 432 B per token
+  kFp8PerTokenHead,
+  kInt8PerTokenHead,
+  kNvfp4,
+};
+
+std::string_view KvCacheDtypeName(KvCacheDtype dtype);
+// The error lists every accepted name.
+Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name);
+// The element stored for `dtype`; kAuto resolves to `model_dtype`.
+ElementType StorageElement(KvCacheDtype dtype, ElementType model_dtype);
+KvQuantMode QuantModeOf(KvCacheDtype dtype);
+
+}  // namespace kvtopo

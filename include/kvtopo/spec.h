@@ -1,0 +1,116 @@
+// LayerSpec: what one layer keeps in the paged KV cache on one rank, and the exact byte counts
+// that follow from it (page size, memory per request).
+//
+// A LayerSpec is a value object: equal specs (every field) may share a cache group. The model
+// layer builds them from a config.json or an embedded profile; the planner groups them; the
+// runtime reads only the group geometries derived from them (geometry.h).
+//
+// Formulas (bytes per page per layer per rank, B = block_size, H = num_kv_heads per rank):
+//   full attention / sliding window / chunked local: B * H * (head_size + head_size_v) * elem
+//     NVFP4: B * H * (fd(head_size) + fd(head_size_v)), fd(x) = x/2 + x/16
+//   MLA / sliding-window MLA: B * H * head_size * elem (latent only, no factor 2)
+//     fp8_ds_mla: 656 B per token; nvfp4_ds_mla: 432 B per token; NVFP4: B * H * fd(head_size)
+//   per-token-head quant (fp8/int8): + 2 * B * H * 4 bytes of scales
+//   recurrent: sum over state tensors of prod(shape) * elem; independent of B
+//   page_size_padded, when set, replaces the computed size (it must not be smaller).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvtopo/dtype.h"
+#include "kvtopo/status.h"
+
+namespace kvtopo {
+
+enum class CacheKind {
+  kFullAttention,
+  kMla,
+  kSlidingWindow,
+  kSlidingWindowMla,
+  kChunkedLocal,
+  kRecurrent,  // Mamba / GDN / KDA state
+};
+std::string_view CacheKindName(CacheKind kind);
+bool IsAttention(CacheKind kind);
+bool IsMla(CacheKind kind);
+bool IsWindowed(CacheKind kind);  // sliding window (either form) or chunked local
+
+enum class Role { kTarget, kDraft };
+std::string_view RoleName(Role role);
+
+// Recurrent cache mode (--mamba-cache-mode).
+enum class RecurrentMode { kNone, kAlign, kAll };
+std::string_view RecurrentModeName(RecurrentMode mode);
+Result<RecurrentMode> ParseRecurrentMode(std::string_view name);
+
+// One tensor of a recurrent state (per request, per layer, per rank).
+struct StateTensor {
+  std::vector<int64_t> shape;
+  ElementType dtype = ElementType::kBfloat16;
+  bool operator==(const StateTensor&) const = default;
+};
+
+// How a cache spreads token positions over the DCP group.
+struct DcpLayout {
+  bool replicated = false;     // every rank holds the complete sequence (DCP1 geometry)
+  int64_t kv_shard_count = 0;  // 0: all DCP ranks; else a positive divisor of the DCP size
+  bool operator==(const DcpLayout&) const = default;
+};
+
+struct LayerSpec {
+  std::string name;  // e.g. "model.layers.3.self_attn"; unique within a model + draft
+  Role role = Role::kTarget;
+  CacheKind kind = CacheKind::kFullAttention;
+  int64_t block_size = 16;  // tokens per physical page on one rank
+
+  // Attention fields.
+  int64_t num_kv_heads = 1;  // per rank
+  int64_t head_size = 0;     // K (or MLA latent) width
+  int64_t head_size_v = 0;   // V width (full attention and sliding window)
+  KvCacheDtype cache_dtype = KvCacheDtype::kAuto;
+  ElementType model_dtype = ElementType::kBfloat16;  // what kAuto resolves to
+  int64_t sliding_window = 0;        // windowed kinds
+  int64_t attention_chunk_size = 0;  // chunked local
+  int64_t extra_retained_tokens = 0;  // kept behind a window (MTP, DFlash proof block)
+
+  // Recurrent fields.
+  std::vector<StateTensor> state;
+  RecurrentMode recurrent_mode = RecurrentMode::kAlign;
+  int64_t num_speculative_blocks = 0;  // S
+
+  int64_t page_size_padded = 0;  // 0: none
+  DcpLayout dcp;
+  // The backend re-computes the last cached block (EAGLE-style "volatile last block").
+  bool volatile_last_block = false;
+  bool causal = true;
+  std::string attention_backend;  // registry name, e.g. "B12X_MLA"; empty for recurrent
+
+  bool operator==(const LayerSpec&) const = default;
+};
+
+// Page size before padding and after it. Errors: non-positive sizes, overflow.
+Result<int64_t> RealPageSizeBytes(const LayerSpec& spec);
+Result<int64_t> PageSizeBytes(const LayerSpec& spec);
+
+// Bytes per token of an attention page (the page of a 1-token block); 0 for recurrent.
+Result<int64_t> AttentionBytesPerToken(const LayerSpec& spec);
+
+// What bounds one request's pages on one rank.
+struct RequestBounds {
+  int64_t max_model_len = 0;           // L
+  int64_t max_tokens_in_flight = 0;    // T: max_num_batched_tokens
+  int64_t dcp_shard_count = 1;         // token-position shards of this layer's group
+};
+
+// Pages one request of length L can hold on one rank for this layer:
+//   full attention / MLA: cdiv(cdiv(L, shards), B)
+//   sliding window: cdiv(min(W - 1 + extra + T, L), B) + 1
+//   chunked local: cdiv(min(chunk + T, L), B)
+//   recurrent: none 1 + S, align 2 + S, all cdiv(L, B) + S
+Result<int64_t> MaxPagesPerRequest(const LayerSpec& spec, const RequestBounds& bounds);
+Result<int64_t> MaxMemoryPerRequestBytes(const LayerSpec& spec, const RequestBounds& bounds);
+
+}  // namespace kvtopo

@@ -1,0 +1,187 @@
+#include "kvtopo/spec.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "internal/checked_math.h"
+#include "kvtopo/state_shapes.h"
+
+namespace kvtopo {
+
+using internal::CeilDiv;
+using internal::CheckedMul;
+
+std::string_view CacheKindName(CacheKind kind) {
+  switch (kind) {
+    case CacheKind::kFullAttention: return "full_attention";
+    case CacheKind::kMla: return "mla";
+    case CacheKind::kSlidingWindow: return "sliding_window";
+    case CacheKind::kSlidingWindowMla: return "sliding_window_mla";
+    case CacheKind::kChunkedLocal: return "chunked_local";
+    case CacheKind::kRecurrent: return "recurrent";
+  }
+  return "?";
+}
+
+bool IsAttention(CacheKind kind) { return kind != CacheKind::kRecurrent; }
+bool IsMla(CacheKind kind) { return kind == CacheKind::kMla || kind == CacheKind::kSlidingWindowMla; }
+bool IsWindowed(CacheKind kind) {
+  return kind == CacheKind::kSlidingWindow || kind == CacheKind::kSlidingWindowMla ||
+         kind == CacheKind::kChunkedLocal;
+}
+
+std::string_view RoleName(Role role) { return role == Role::kTarget ? "target" : "draft"; }
+
+std::string_view RecurrentModeName(RecurrentMode mode) {
+  switch (mode) {
+    case RecurrentMode::kNone: return "none";
+    case RecurrentMode::kAlign: return "align";
+    case RecurrentMode::kAll: return "all";
+  }
+  return "?";
+}
+
+Result<RecurrentMode> ParseRecurrentMode(std::string_view name) {
+  if (name == "none") return RecurrentMode::kNone;
+  if (name == "align") return RecurrentMode::kAlign;
+  if (name == "all") return RecurrentMode::kAll;
+  return InvalidArgument(
+      fmt::format("unknown --mamba-cache-mode '{}'; accepted: none, align, all", name));
+}
+
+namespace {
+
+// Packed NVFP4 width of `x` elements: fp4 data plus one fp8 scale per 16 values.
+int64_t Nvfp4Width(int64_t x) { return x / 2 + x / 16; }
+
+Status CheckAttentionFields(const LayerSpec& s) {
+  if (s.block_size <= 0) {
+    return InvalidArgument(
+        fmt::format("layer '{}': block size must be positive, got {}", s.name, s.block_size));
+  }
+  if (s.num_kv_heads <= 0 || s.head_size <= 0) {
+    return InvalidArgument(fmt::format(
+        "layer '{}': num_kv_heads and head_size must be positive, got {} and {}", s.name,
+        s.num_kv_heads, s.head_size));
+  }
+  if (!IsMla(s.kind) && s.head_size_v <= 0) {
+    return InvalidArgument(fmt::format("layer '{}': head_size_v must be positive, got {}",
+                                       s.name, s.head_size_v));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<int64_t> RealPageSizeBytes(const LayerSpec& s) {
+  if (s.kind == CacheKind::kRecurrent) {
+    if (s.state.empty()) {
+      return InvalidArgument(fmt::format("recurrent layer '{}' has no state tensors", s.name));
+    }
+    return StateBytes(s.state);
+  }
+  KVTOPO_RETURN_IF_ERROR(CheckAttentionFields(s));
+  const auto what = fmt::format("page size of layer '{}'", s.name);
+  const int64_t elem = ElementBytes(StorageElement(s.cache_dtype, s.model_dtype));
+  const KvQuantMode quant = QuantModeOf(s.cache_dtype);
+  int64_t per_token = 0;  // bytes per token on this rank, before per-token-head scales
+  if (IsMla(s.kind)) {
+    if (s.cache_dtype == KvCacheDtype::kFp8DsMla) {
+      per_token = 656;
+    } else if (s.cache_dtype == KvCacheDtype::kNvfp4DsMla) {
+      per_token = 432;
+    } else if (quant == KvQuantMode::kNvfp4) {
+      KVTOPO_ASSIGN_OR_RETURN(per_token, CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size), what));
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(per_token,
+                              internal::CheckedProduct({s.num_kv_heads, s.head_size, elem}, what));
+    }
+  } else if (quant == KvQuantMode::kNvfp4) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        per_token,
+        CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size) + Nvfp4Width(s.head_size_v), what));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(
+        per_token,
+        internal::CheckedProduct({s.num_kv_heads, s.head_size + s.head_size_v, elem}, what));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(int64_t page, CheckedMul(per_token, s.block_size, what));
+  return page;
+}
+
+Result<int64_t> PageSizeBytes(const LayerSpec& s) {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t page, RealPageSizeBytes(s));
+  if (IsAttention(s.kind)) {
+    const KvQuantMode quant = QuantModeOf(s.cache_dtype);
+    if (quant == KvQuantMode::kFp8PerTokenHead || quant == KvQuantMode::kInt8PerTokenHead) {
+      // One fp32 K scale and one fp32 V scale per token per head.
+      KVTOPO_ASSIGN_OR_RETURN(
+          int64_t scales,
+          internal::CheckedProduct({2, s.block_size, s.num_kv_heads, 4}, "per-token-head scales"));
+      KVTOPO_ASSIGN_OR_RETURN(page, internal::CheckedAdd(page, scales, "page size"));
+    }
+  }
+  if (s.page_size_padded != 0) {
+    if (s.page_size_padded < page) {
+      return Internal(fmt::format("layer '{}': padded page {} B is smaller than its page {} B",
+                                  s.name, s.page_size_padded, page));
+    }
+    return s.page_size_padded;
+  }
+  return page;
+}
+
+Result<int64_t> AttentionBytesPerToken(const LayerSpec& s) {
+  if (s.kind == CacheKind::kRecurrent) return int64_t{0};
+  LayerSpec one = s;
+  one.block_size = 1;
+  one.page_size_padded = 0;
+  return PageSizeBytes(one);
+}
+
+Result<int64_t> MaxPagesPerRequest(const LayerSpec& s, const RequestBounds& b) {
+  if (b.max_model_len <= 0) {
+    return InvalidArgument(
+        fmt::format("--max-model-len must be positive, got {}", b.max_model_len));
+  }
+  if (b.dcp_shard_count <= 0) {
+    return InvalidArgument(
+        fmt::format("DCP shard count must be positive, got {}", b.dcp_shard_count));
+  }
+  if (s.block_size <= 0) {
+    return InvalidArgument(
+        fmt::format("layer '{}': block size must be positive, got {}", s.name, s.block_size));
+  }
+  const int64_t L = b.max_model_len;
+  const int64_t B = s.block_size;
+  const int64_t S = s.num_speculative_blocks;
+  switch (s.kind) {
+    case CacheKind::kFullAttention:
+    case CacheKind::kMla:
+      return CeilDiv(CeilDiv(L, b.dcp_shard_count), B);
+    case CacheKind::kSlidingWindow:
+    case CacheKind::kSlidingWindowMla: {
+      const int64_t span = s.sliding_window - 1 + s.extra_retained_tokens + b.max_tokens_in_flight;
+      return CeilDiv(std::min(span, L), B) + 1;
+    }
+    case CacheKind::kChunkedLocal:
+      return CeilDiv(std::min(s.attention_chunk_size + b.max_tokens_in_flight, L), B);
+    case CacheKind::kRecurrent:
+      switch (s.recurrent_mode) {
+        case RecurrentMode::kNone: return 1 + S;
+        case RecurrentMode::kAlign: return 2 + S;
+        case RecurrentMode::kAll: return CeilDiv(L, B) + S;
+      }
+  }
+  return Internal("unhandled cache kind");
+}
+
+Result<int64_t> MaxMemoryPerRequestBytes(const LayerSpec& s, const RequestBounds& b) {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t pages, MaxPagesPerRequest(s, b));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(s));
+  return CheckedMul(pages, page, fmt::format("memory per request of layer '{}'", s.name));
+}
+
+}  // namespace kvtopo

@@ -1,0 +1,209 @@
+#include "kvtopo/geometry.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace kvtopo {
+namespace {
+
+LayerSpec MlaSpec(int64_t block) {
+  return LayerSpec{.name = "model.layers.3.self_attn",
+                   .kind = CacheKind::kMla,
+                   .block_size = block,
+                   .num_kv_heads = 1,
+                   .head_size = 576,
+                   .cache_dtype = KvCacheDtype::kFp8};
+}
+
+LayerSpec KdaSpec(int64_t block, int64_t spec_blocks) {
+  return LayerSpec{.name = "model.layers.0.kda",
+                   .kind = CacheKind::kRecurrent,
+                   .block_size = block,
+                   .state = {{{6, 128, 128}, ElementType::kFloat32}},
+                   .recurrent_mode = RecurrentMode::kAlign,
+                   .num_speculative_blocks = spec_blocks};
+}
+
+const ParallelConfig kTp16Dcp16{.tensor_parallel_size = 16, .decode_context_parallel_size = 16};
+const GeometryOptions kMillion{.max_model_len = 1000000, .max_num_seqs = 1,
+                               .max_num_batched_tokens = 4096};
+
+// The seed "Define per-cache DCP block-table geometry": L = 1,000,000, B = 768, S = 7, DCP16.
+TEST(GroupGeometry, SeedRegressionRecurrentWidthIsNotDcpScaled) {
+  auto rec = ComputeGroupGeometry(KdaSpec(768, 7), kTp16Dcp16, kMillion);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->placement, Placement::kRecurrent);
+  EXPECT_EQ(rec->dcp_shard_count, 1);
+  EXPECT_EQ(rec->manager_block_size, 768);
+  EXPECT_EQ(rec->required_columns, 1310);
+  EXPECT_EQ(rec->block_table_width, 1310);
+  EXPECT_EQ(rec->max_pages_per_request, 9);
+
+  auto attn = ComputeGroupGeometry(MlaSpec(768), kTp16Dcp16, kMillion);
+  ASSERT_TRUE(attn.ok());
+  EXPECT_EQ(attn->placement, Placement::kSharded);
+  EXPECT_EQ(attn->dcp_shard_count, 16);
+  EXPECT_EQ(attn->manager_block_size, 12288);
+  EXPECT_EQ(attn->block_table_width, 82);
+  EXPECT_EQ(attn->max_pages_per_request, 82);
+
+  // The DCP-scaled recurrent row the engine used to build: 82 + 7 columns.
+  const int64_t scaled_width = attn->block_table_width + 7;
+  EXPECT_EQ(scaled_width, 89);
+  // Checkpoint boundary 82 (62,976 tokens) still fits the scaled row; boundary 83 does not.
+  EXPECT_EQ(RecurrentAlignColumnsNeeded(82 * 768, 768, 7), 89);
+  const int64_t checkpoint = 83 * 768;
+  EXPECT_EQ(checkpoint, 63744);
+  EXPECT_GT(RecurrentAlignColumnsNeeded(checkpoint, 768, 7), scaled_width);
+  EXPECT_LE(RecurrentAlignColumnsNeeded(checkpoint, 768, 7), rec->block_table_width);
+  // And the geometry's row addresses the last checkpoint of a full-length request.
+  EXPECT_EQ(RecurrentAlignColumnsNeeded(1000000, 768, 7), rec->block_table_width);
+}
+
+TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
+  LayerSpec draft = MlaSpec(64);
+  draft.role = Role::kDraft;
+  draft.dcp.replicated = true;
+  auto g = ComputeGroupGeometry(draft, {.tensor_parallel_size = 4,
+                                        .decode_context_parallel_size = 4},
+                                {.max_model_len = 4096, .max_num_seqs = 8});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->placement, Placement::kReplicated);
+  EXPECT_EQ(g->manager_block_size, 64);
+  EXPECT_EQ(g->block_table_width, 64);
+  EXPECT_EQ(g->block_table_bytes_per_rank, 64 * 4 * 8);
+
+  LayerSpec indexer = MlaSpec(64);
+  indexer.dcp.kv_shard_count = 2;
+  g = ComputeGroupGeometry(indexer, {.tensor_parallel_size = 4,
+                                     .decode_context_parallel_size = 4},
+                           {.max_model_len = 4096, .max_num_seqs = 1});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->placement, Placement::kPartial);
+  EXPECT_EQ(g->dcp_shard_count, 2);
+  EXPECT_EQ(g->manager_block_size, 128);
+  EXPECT_EQ(g->required_columns, 32);
+  EXPECT_EQ(g->max_pages_per_request, 32);
+}
+
+TEST(GroupGeometry, SmallBlocksAlignTo128TokensAndSplitIntoKernelBlocks) {
+  LayerSpec s = MlaSpec(16);
+  auto g = ComputeGroupGeometry(s, {}, {.max_model_len = 100, .max_num_seqs = 1});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->required_columns, 7);
+  EXPECT_EQ(g->manager_table_width, 8);  // aligned to 128 / 16 = 8 columns
+  EXPECT_EQ(g->block_table_width, 8);
+
+  s.block_size = 256;
+  g = ComputeGroupGeometry(s, {}, {.max_model_len = 1000, .max_num_seqs = 1,
+                                   .kernel_block_size = 64});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->manager_table_width, 4);
+  EXPECT_EQ(g->block_table_width, 16);  // each manager block is 4 kernel blocks
+}
+
+TEST(GroupGeometry, RecurrentNoneModeUsesOnePlusS) {
+  LayerSpec s = KdaSpec(1000000, 3);
+  s.recurrent_mode = RecurrentMode::kNone;
+  auto g = ComputeGroupGeometry(s, kTp16Dcp16, kMillion);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->block_table_width, 4);
+}
+
+TEST(GroupGeometry, ValidationMessagesNameValueAndKnob) {
+  auto msg = [](const LayerSpec& s, const ParallelConfig& p) {
+    return ComputeGroupGeometry(s, p, kMillion).status().message();
+  };
+  EXPECT_EQ(msg(MlaSpec(768), {.tensor_parallel_size = 16, .decode_context_parallel_size = 0}),
+            "--decode-context-parallel-size must be positive, got 0");
+  EXPECT_EQ(msg(MlaSpec(768), {.tensor_parallel_size = 16, .decode_context_parallel_size = 3}),
+            "--tensor-parallel-size 16 is not divisible by --decode-context-parallel-size 3; "
+            "DCP splits each TP group, so choose a DCP size that divides the TP size");
+  LayerSpec partial = MlaSpec(768);
+  partial.dcp.kv_shard_count = 3;
+  EXPECT_EQ(msg(partial, kTp16Dcp16),
+            "layer 'model.layers.3.self_attn': KV shard count 3 must be a positive divisor of "
+            "--decode-context-parallel-size 16");
+  partial.dcp.kv_shard_count = -2;
+  EXPECT_EQ(msg(partial, kTp16Dcp16),
+            "layer 'model.layers.3.self_attn': KV shard count -2 must be a positive divisor of "
+            "--decode-context-parallel-size 16");
+  LayerSpec both = MlaSpec(768);
+  both.dcp = {.replicated = true, .kv_shard_count = 4};
+  EXPECT_EQ(msg(both, kTp16Dcp16),
+            "layer 'model.layers.3.self_attn' is DCP-replicated but asks for 4 KV shards; a "
+            "replicated cache has one shard, so drop the shard count or the replication");
+  EXPECT_EQ(msg(MlaSpec(768), {.tensor_parallel_size = 16, .decode_context_parallel_size = 16,
+                               .dcp_kv_cache_interleave_size = 5}),
+            "--block-size 768 is not a multiple of --dcp-kv-cache-interleave-size 5; choose an "
+            "interleave that divides the block size");
+  LayerSpec swa{.name = "draft.0", .role = Role::kDraft, .kind = CacheKind::kSlidingWindow,
+                .block_size = 64, .num_kv_heads = 8, .head_size = 128, .head_size_v = 128,
+                .sliding_window = 2048};
+  EXPECT_EQ(msg(swa, kTp16Dcp16),
+            "sliding_window layer 'draft.0' is DCP-sharded; DCP supports windowed KV only when "
+            "it is replicated: replicate it or set --decode-context-parallel-size 1");
+  swa.dcp.replicated = true;
+  EXPECT_TRUE(ComputeGroupGeometry(swa, kTp16Dcp16, kMillion).ok());
+  EXPECT_EQ(ComputeGroupGeometry(MlaSpec(768), kTp16Dcp16, {.max_model_len = 0})
+                .status()
+                .message(),
+            "--max-model-len must be positive, got 0");
+}
+
+// Every row any manager can build fits the geometry's width, and every shard count divides N.
+TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
+  std::mt19937_64 rng(20261129);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const int64_t kDcp[] = {1, 2, 4, 8, 16};
+  for (int iter = 0; iter < 3000; ++iter) {
+    const int64_t N = kDcp[pick(0, 4)];
+    const int64_t L = pick(1, 2000000);
+    const int64_t B = int64_t{16} << pick(0, 6);  // 16 .. 1024
+    const int64_t S = pick(0, 8);
+    const ParallelConfig p{.tensor_parallel_size = N * pick(1, 2),
+                           .decode_context_parallel_size = N};
+    const GeometryOptions opt{.max_model_len = L, .max_num_seqs = 4,
+                              .max_num_batched_tokens = 8192};
+    LayerSpec attn = MlaSpec(B);
+    const int kind = static_cast<int>(pick(0, 2));
+    if (kind == 1) attn.dcp.replicated = true;
+    if (kind == 2) {
+      std::vector<int64_t> divisors;
+      for (int64_t d = 1; d <= N; ++d) {
+        if (N % d == 0) divisors.push_back(d);
+      }
+      attn.dcp.kv_shard_count = divisors[pick(0, static_cast<int64_t>(divisors.size()) - 1)];
+    }
+    auto ga = ComputeGroupGeometry(attn, p, opt);
+    ASSERT_TRUE(ga.ok()) << ga.status().ToString();
+    ASSERT_EQ(N % ga->dcp_shard_count, 0);
+    LayerSpec rec = KdaSpec(B, S);
+    rec.recurrent_mode = static_cast<RecurrentMode>(pick(0, 2));
+    auto gr = ComputeGroupGeometry(rec, p, opt);
+    ASSERT_TRUE(gr.ok()) << gr.status().ToString();
+    ASSERT_EQ(gr->dcp_shard_count, 1);
+    for (int probe = 0; probe < 8; ++probe) {
+      const int64_t n = probe == 0 ? L : pick(1, L);
+      const int64_t lookahead = pick(0, 8);
+      // Attention manager row: cdiv(min(n + lookahead, L), manager block).
+      const int64_t attn_row = (std::min(n + lookahead, L) + ga->manager_block_size - 1) /
+                               ga->manager_block_size;
+      ASSERT_LE(attn_row, ga->manager_table_width) << "L=" << L << " B=" << B << " N=" << N;
+      // Recurrent rows: align cdiv(n, B) + S; all cdiv(n + S*B, B); none 1 + S.
+      int64_t rec_row = 0;
+      switch (rec.recurrent_mode) {
+        case RecurrentMode::kAlign: rec_row = RecurrentAlignColumnsNeeded(n, B, S); break;
+        case RecurrentMode::kAll: rec_row = (n + S * B + B - 1) / B; break;
+        case RecurrentMode::kNone: rec_row = 1 + S; break;
+      }
+      ASSERT_LE(rec_row, gr->manager_table_width) << "L=" << L << " B=" << B << " S=" << S;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvtopo

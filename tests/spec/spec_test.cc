@@ -1,0 +1,183 @@
+#include "kvtopo/spec.h"
+
+#include <gtest/gtest.h>
+
+#include "kvtopo/state_shapes.h"
+
+namespace kvtopo {
+namespace {
+
+LayerSpec Gqa(int64_t block, int64_t heads, int64_t head, KvCacheDtype dtype) {
+  return LayerSpec{.name = "attn",
+                   .kind = CacheKind::kFullAttention,
+                   .block_size = block,
+                   .num_kv_heads = heads,
+                   .head_size = head,
+                   .head_size_v = head,
+                   .cache_dtype = dtype};
+}
+
+LayerSpec Mla(int64_t block, KvCacheDtype dtype) {
+  return LayerSpec{.name = "mla",
+                   .kind = CacheKind::kMla,
+                   .block_size = block,
+                   .num_kv_heads = 1,
+                   .head_size = 576,
+                   .cache_dtype = dtype};
+}
+
+TEST(PageSize, WorkedExamplesFromResearchNotes) {
+  EXPECT_EQ(*PageSizeBytes(Gqa(16, 8, 128, KvCacheDtype::kBfloat16)), 65536);
+  EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kBfloat16)), 73728);
+  EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kFp8)), 36864);
+  EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kFp8DsMla)), 41984);
+  EXPECT_EQ(*PageSizeBytes(Mla(1, KvCacheDtype::kNvfp4DsMla)), 432);
+}
+
+TEST(PageSize, AutoResolvesToModelDtype) {
+  LayerSpec s = Gqa(16, 8, 128, KvCacheDtype::kAuto);
+  s.model_dtype = ElementType::kFloat32;
+  EXPECT_EQ(*PageSizeBytes(s), 131072);
+}
+
+TEST(PageSize, KAndVHeadSizesMayDiffer) {
+  LayerSpec s = Gqa(16, 2, 192, KvCacheDtype::kBfloat16);
+  s.head_size_v = 128;
+  EXPECT_EQ(*PageSizeBytes(s), 16 * 2 * (192 + 128) * 2);
+}
+
+TEST(PageSize, Nvfp4PacksDataAndScales) {
+  // fd(128) = 64 + 8 = 72 bytes per head for K and for V.
+  EXPECT_EQ(*PageSizeBytes(Gqa(16, 8, 128, KvCacheDtype::kNvfp4)), 16 * 8 * 144);
+  // MLA latent: fd(576) = 288 + 36.
+  EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kNvfp4)), 64 * 324);
+}
+
+TEST(PageSize, PerTokenHeadScalesAddEightBytesPerTokenHead) {
+  EXPECT_EQ(*PageSizeBytes(Gqa(16, 8, 128, KvCacheDtype::kFp8PerTokenHead)),
+            16 * 8 * 256 + 2 * 16 * 8 * 4);
+  EXPECT_EQ(*PageSizeBytes(Gqa(16, 4, 64, KvCacheDtype::kInt8PerTokenHead)),
+            16 * 4 * 128 + 2 * 16 * 4 * 4);
+}
+
+TEST(PageSize, PaddingReplacesButNeverShrinks) {
+  LayerSpec s = Mla(64, KvCacheDtype::kFp8);
+  s.page_size_padded = 40000;
+  EXPECT_EQ(*PageSizeBytes(s), 40000);
+  EXPECT_EQ(*RealPageSizeBytes(s), 36864);
+  s.page_size_padded = 100;
+  EXPECT_EQ(PageSizeBytes(s).status().code(), StatusCode::kInternal);
+}
+
+TEST(PageSize, RejectsNonPositiveAndOverflow) {
+  LayerSpec s = Gqa(0, 8, 128, KvCacheDtype::kBfloat16);
+  EXPECT_EQ(PageSizeBytes(s).status().message(),
+            "layer 'attn': block size must be positive, got 0");
+  s = Gqa(int64_t{1} << 40, int64_t{1} << 20, 128, KvCacheDtype::kBfloat16);
+  EXPECT_EQ(PageSizeBytes(s).status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(Dtype, ParseListsAcceptedNames) {
+  EXPECT_EQ(*ParseKvCacheDtype("FP8"), KvCacheDtype::kFp8);
+  EXPECT_EQ(*ParseKvCacheDtype("fp8_ds_mla"), KvCacheDtype::kFp8DsMla);
+  auto bad = ParseKvCacheDtype("fp4");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "unknown --kv-cache-dtype 'fp4'; accepted: auto, float32, bfloat16, float16, fp8, "
+            "fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla, nvfp4_ds_mla, fp8_per_token_head, "
+            "int8_per_token_head, nvfp4");
+  EXPECT_EQ(ElementBytes(StorageElement(KvCacheDtype::kFp8E5m2, ElementType::kBfloat16)), 1);
+  EXPECT_EQ(ElementBytes(StorageElement(KvCacheDtype::kAuto, ElementType::kFloat16)), 2);
+}
+
+// research/fork_and_models.md C.3: Qwen3-Next-80B GDN state (conv_dim 8192), bf16.
+TEST(StateShapes, GdnQwen3NextTable) {
+  const GdnDims dims{.num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128,
+                     .head_v_dim = 128, .conv_kernel = 4};
+  struct Row {
+    int64_t tp, spec, conv, ssm;
+  };
+  for (const Row& r : {Row{1, 0, 49152, 1048576}, Row{1, 3, 98304, 1048576},
+                       Row{2, 0, 24576, 524288}, Row{4, 0, 12288, 262144},
+                       Row{8, 0, 6144, 131072}}) {
+    auto state = GdnState(dims, r.tp, r.spec, ElementType::kBfloat16, ElementType::kBfloat16);
+    ASSERT_TRUE(state.ok());
+    ASSERT_EQ(state->size(), 2u);
+    EXPECT_EQ(*StateBytes({(*state)[0]}), r.conv) << "tp " << r.tp;
+    EXPECT_EQ(*StateBytes({(*state)[1]}), r.ssm) << "tp " << r.tp;
+    EXPECT_EQ(*StateBytes(*state), r.conv + r.ssm);
+  }
+  auto fp32 = GdnState(dims, 1, 0, ElementType::kBfloat16, ElementType::kFloat32);
+  EXPECT_EQ(*StateBytes(*fp32), 2146304);
+  EXPECT_EQ((*GdnState(dims, 1, 0, ElementType::kBfloat16, ElementType::kBfloat16))[0].shape,
+            (std::vector<int64_t>{3, 8192}));
+}
+
+TEST(StateShapes, GdnRejectsTpThatDoesNotDivide) {
+  const GdnDims dims{.num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128,
+                     .head_v_dim = 128, .conv_kernel = 4};
+  auto bad = GdnState(dims, 3, 0, ElementType::kBfloat16, ElementType::kBfloat16);
+  EXPECT_EQ(bad.status().message(),
+            "GDN state: conv dim = 8192 is not divisible by --tensor-parallel-size 3; choose a "
+            "tensor-parallel size that divides it");
+}
+
+TEST(StateShapes, KdaKimiLinearAndKimiK3) {
+  auto linear = KdaState({.num_heads = 32, .head_dim = 128, .conv_kernel = 4}, 1,
+                         ElementType::kBfloat16);
+  EXPECT_EQ(*StateBytes(*linear), 2170880);
+  auto k3 = KdaState({.num_heads = 96, .head_dim = 128, .conv_kernel = 4}, 16,
+                     ElementType::kBfloat16);
+  EXPECT_EQ(*StateBytes(*k3), 407040);
+  EXPECT_EQ((*k3)[3].shape, (std::vector<int64_t>{6, 128, 128}));
+  EXPECT_EQ((*k3)[3].dtype, ElementType::kFloat32);
+}
+
+TEST(StateShapes, Mamba2PadsGroupsToTp) {
+  const Mamba2Dims dims{.intermediate_size = 4096, .n_groups = 1, .state_size = 128,
+                        .num_heads = 64, .head_dim = 64, .conv_kernel = 4};
+  auto s = Mamba2State(dims, 2, 2, ElementType::kBfloat16, ElementType::kFloat32);
+  ASSERT_TRUE(s.ok());
+  // G' = 1 + (2 - 1) = 2: conv dim (4096 + 2*2*128) / 2 = 2304, width 3 + 2.
+  EXPECT_EQ((*s)[0].shape, (std::vector<int64_t>{2304, 5}));
+  EXPECT_EQ((*s)[1].shape, (std::vector<int64_t>{32, 64, 128}));
+  EXPECT_EQ(*StateBytes(*s), 2304 * 5 * 2 + 32 * 64 * 128 * 4);
+}
+
+TEST(MemoryPerRequest, FormulasPerKind) {
+  const RequestBounds dcp16{.max_model_len = 1000000, .max_tokens_in_flight = 8192,
+                            .dcp_shard_count = 16};
+  LayerSpec mla = Mla(768, KvCacheDtype::kFp8);
+  EXPECT_EQ(*MaxPagesPerRequest(mla, dcp16), 82);  // cdiv(62,500, 768)
+  EXPECT_EQ(*MaxMemoryPerRequestBytes(mla, dcp16), 82 * 768 * 576);
+
+  LayerSpec swa = Gqa(16, 8, 128, KvCacheDtype::kBfloat16);
+  swa.kind = CacheKind::kSlidingWindow;
+  swa.sliding_window = 4096;
+  const RequestBounds one{.max_model_len = 32768, .max_tokens_in_flight = 2048,
+                          .dcp_shard_count = 1};
+  EXPECT_EQ(*MaxPagesPerRequest(swa, one), (4095 + 2048 + 15) / 16 + 1);
+  swa.extra_retained_tokens = 4096;
+  EXPECT_EQ(*MaxPagesPerRequest(swa, one), (4095 + 4096 + 2048 + 15) / 16 + 1);
+  const RequestBounds short_len{.max_model_len = 1000, .max_tokens_in_flight = 2048,
+                                .dcp_shard_count = 1};
+  EXPECT_EQ(*MaxPagesPerRequest(swa, short_len), 63 + 1);  // min(..., L) = 1000
+
+  LayerSpec chunk = Gqa(16, 8, 128, KvCacheDtype::kBfloat16);
+  chunk.kind = CacheKind::kChunkedLocal;
+  chunk.attention_chunk_size = 8192;
+  EXPECT_EQ(*MaxPagesPerRequest(chunk, one), (8192 + 2048) / 16);
+
+  LayerSpec rec{.name = "kda", .kind = CacheKind::kRecurrent, .block_size = 768,
+                .state = {{{6, 128, 128}, ElementType::kFloat32}}, .num_speculative_blocks = 7};
+  rec.recurrent_mode = RecurrentMode::kNone;
+  EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 8);
+  rec.recurrent_mode = RecurrentMode::kAlign;
+  EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 9);
+  EXPECT_EQ(*MaxMemoryPerRequestBytes(rec, dcp16), 9 * 393216);
+  rec.recurrent_mode = RecurrentMode::kAll;
+  EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 1303 + 7);
+}
+
+}  // namespace
+}  // namespace kvtopo
