@@ -1,0 +1,129 @@
+// Plan: cache groups with one GroupGeometry each, the pool layout, capacity and diagnostics for
+// one launch. The planner is a pure function of the layer specs and the launch options.
+//
+// Pipeline (research/vllm_kv_cache.md §3, fork_and_models.md A.4):
+//   1. partition the layers by placement: DCP-replicated layers apart from the rest;
+//   2. per partition: hybrid attention + recurrent block alignment (§3.7), then grouping
+//      (uniform spec, uniform type, or same-spec buckets + page unification + strided split);
+//   3. promotion of replicated sliding-window draft blocks to the sharded target block (#520);
+//   4. geometry per group, pool layout, capacity in both pool modes, scheduler/hash blocks.
+// Replicated and sharded groups are never unified, and a target page is never padded or
+// resized because of a draft. Thread safety: value types; PlanFromSpecs is pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvtopo/geometry.h"
+#include "kvtopo/ids.h"
+#include "kvtopo/launch.h"
+#include "kvtopo/spec.h"
+#include "kvtopo/status.h"
+
+namespace kvtopo {
+
+// What the planner needs to know about an attention backend.
+struct BackendTraits {
+  std::vector<int64_t> kernel_block_sizes;  // exact sizes the kernels take
+  int64_t kernel_block_multiple_of = 0;     // or: any multiple of this (0: none)
+  bool indexes_kv_by_block_stride = false;  // pages may be padded to a larger stride
+};
+
+struct PlanInputs {
+  ParallelConfig parallel;
+  CacheOptions cache;
+  int64_t kv_cache_memory_bytes = 0;  // per rank
+  bool kv_cache_memory_is_default = false;
+  std::map<std::string, BackendTraits> backends;  // by registry name; missing: kernel block = B
+};
+
+struct PlannedGroup {
+  GroupId id{0};
+  Role role = Role::kTarget;
+  LayerSpec spec;  // the merged spec (block size and padding as planned); name = first layer
+  std::vector<std::string> layers;
+  // True when the layers differ in page size but share a type and a block size ("uniform type"):
+  // one block id then holds one page of every layer, with the per-layer pages below.
+  bool uniform_type = false;
+  std::vector<int64_t> layer_page_bytes;  // one per layer
+  GroupGeometry geometry;
+  int partition = 0;  // 0: sharded / recurrent target side, 1: DCP-replicated
+  int64_t natural_page_size_bytes = 0;  // before padding
+};
+
+struct PoolTensor {
+  int64_t size_bytes = 0;
+  int64_t page_stride_bytes = 0;
+  std::vector<std::string> shared_by;
+};
+
+struct PoolLayout {
+  int64_t num_blocks = 0;       // including the null block
+  int64_t bytes_per_block = 0;  // all tensors' pages of one block id
+  int64_t page_stride_bytes = 0;
+  std::vector<PoolTensor> tensors;
+};
+
+struct Capacity {
+  int64_t memory_bytes = 0;
+  int64_t blocks_per_request = 0;  // one max-length request, all groups
+  int64_t max_tokens = 0;          // int(max_concurrency * L)
+  double max_concurrency = 0;
+};
+
+// One pool per placement partition: no padding across partitions; memory split so every pool
+// runs out together.
+struct PartitionPool {
+  int partition = 0;
+  int64_t num_blocks = 0;
+  int64_t bytes_per_block = 0;
+  int64_t memory_bytes = 0;
+};
+struct SplitPoolCapacity {
+  std::vector<PartitionPool> pools;
+  Capacity capacity;
+};
+
+struct Promotion {
+  bool considered = false;  // a replicated sliding-window draft group met sharded target groups
+  bool applied = false;
+  std::string reason;
+  int64_t block_size_before = 0;
+  int64_t block_size_after = 0;
+  int64_t bytes_per_block_before = 0;
+  int64_t bytes_per_block_after = 0;
+  int64_t max_tokens_before = 0;
+  int64_t max_tokens_after = 0;
+};
+
+struct Plan {
+  ModelCacheSpecs model;
+  ParallelConfig parallel;
+  CacheOptions cache;
+  std::vector<PlannedGroup> groups;
+  PoolLayout pool;
+  Capacity capacity;
+  SplitPoolCapacity split_pools;
+  Promotion promotion;
+  int64_t scheduler_block_size = 0;
+  int64_t hash_block_size = 0;
+  int64_t block_table_bytes_per_rank = 0;
+  int64_t max_model_len_that_fits = 0;  // largest L one request fits in (0: none)
+  bool kv_cache_memory_is_default = false;
+  std::vector<Diagnostic> diagnostics;  // model diagnostics first, then the planner's
+
+  bool accepted() const;
+};
+
+// Plans `specs` under `inputs`. Configuration problems become error diagnostics in the plan
+// (the launch is rejected); malformed inputs (non-positive sizes, overflow) are errors.
+Result<Plan> PlanFromSpecs(const ModelCacheSpecs& specs, const PlanInputs& inputs);
+
+// The kernel block size for a manager block `block_size` on `traits`: B itself if supported,
+// else the largest exact supported size dividing B; 0 if none.
+int64_t SelectKernelBlockSize(int64_t block_size, const BackendTraits& traits);
+
+}  // namespace kvtopo
