@@ -1,0 +1,22 @@
+// Renderings of a Plan: the stable JSON schema (docs/plan-json.md), a readable table for a
+// terminal, and an SVG drawing of the pool. Pure functions of the plan.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kvtopo/plan.h"
+
+namespace kvtopo {
+
+inline constexpr int kPlanJsonSchemaVersion = 1;
+
+nlohmann::json PlanToJson(const Plan& plan);
+std::string FormatPlanTable(const Plan& plan);
+std::string RenderPlanSvg(const Plan& plan);
+
+// "12.00 GiB", "58.6 KiB", "512 B".
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace kvtopo
