@@ -3,8 +3,7 @@
 namespace kvtopo::cli {
 
 void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
-  (void)app;
-  (void)registry;
+  RegisterPlanCommands(app, registry);
 }
 
 }  // namespace kvtopo::cli

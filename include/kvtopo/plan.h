@@ -127,3 +127,14 @@ Result<Plan> PlanFromSpecs(const ModelCacheSpecs& specs, const PlanInputs& input
 int64_t SelectKernelBlockSize(int64_t block_size, const BackendTraits& traits);
 
 }  // namespace kvtopo
+
+namespace kvtopo {
+
+// The per-rank KV-cache budget a plan assumes when the user gives none (--kv-cache-memory).
+inline constexpr int64_t kDefaultKvCacheMemoryBytes = int64_t{32} << 30;
+
+// Builds the launch's cache specs (model layer), looks up its backends and plans it.
+// `kv_cache_memory_bytes` 0 means kDefaultKvCacheMemoryBytes, and the plan says so.
+Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes);
+
+}  // namespace kvtopo

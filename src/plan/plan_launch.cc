@@ -1,0 +1,33 @@
+#include <set>
+
+#include "kvtopo/backend.h"
+#include "kvtopo/model.h"
+#include "kvtopo/plan.h"
+
+namespace kvtopo {
+
+Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes) {
+  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecs(launch));
+  PlanInputs inputs;
+  inputs.parallel = launch.parallel;
+  inputs.cache = launch.cache;
+  inputs.cache.max_model_len = specs.max_model_len;
+  inputs.kv_cache_memory_is_default = kv_cache_memory_bytes == 0;
+  inputs.kv_cache_memory_bytes =
+      kv_cache_memory_bytes == 0 ? kDefaultKvCacheMemoryBytes : kv_cache_memory_bytes;
+  std::set<std::string> names;
+  for (const LayerSpec& s : specs.layers) {
+    if (!s.attention_backend.empty()) names.insert(s.attention_backend);
+  }
+  for (const std::string& name : names) {
+    KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, FindBackend(name));
+    inputs.backends[name] = BackendTraits{
+        .kernel_block_sizes = caps.kernel_block_sizes,
+        .kernel_block_multiple_of = caps.kernel_block_multiple,
+        .indexes_kv_by_block_stride = caps.indexes_kv_by_block_stride,
+    };
+  }
+  return PlanFromSpecs(specs, inputs);
+}
+
+}  // namespace kvtopo

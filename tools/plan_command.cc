@@ -1,0 +1,91 @@
+// `kvtopo plan` and `kvtopo check`.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "commands.h"
+#include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
+#include "launch_flags.h"
+
+namespace kvtopo::cli {
+namespace {
+
+struct PlanArgs {
+  LaunchFlags launch;
+  bool json = false;
+  std::string svg_path;
+};
+
+Result<Plan> MakePlan(const PlanArgs& args) {
+  KVTOPO_ASSIGN_OR_RETURN(LaunchConfig config, ToLaunchConfig(args.launch));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t memory, KvCacheMemoryBytes(args.launch));
+  return PlanLaunch(config, memory);
+}
+
+int RunPlan(const PlanArgs& args) {
+  auto plan = MakePlan(args);
+  if (!plan.ok()) return ReportError(plan.status());
+  if (!args.svg_path.empty()) {
+    std::ofstream out(args.svg_path);
+    out << RenderPlanSvg(*plan);
+    if (!out) {
+      return ReportError(InvalidArgument("--svg: cannot write '" + args.svg_path + "'"));
+    }
+  }
+  if (args.json) {
+    std::printf("%s\n", PlanToJson(*plan).dump(2).c_str());
+  } else {
+    std::fputs(FormatPlanTable(*plan).c_str(), stdout);
+  }
+  return plan->accepted() ? kExitOk : kExitRejected;
+}
+
+int RunCheck(const PlanArgs& args) {
+  auto plan = MakePlan(args);
+  if (!plan.ok()) return ReportError(plan.status());
+  if (args.json) {
+    nlohmann::json j = PlanToJson(*plan);
+    std::printf("%s\n", nlohmann::json{{"accepted", j["accepted"]},
+                                       {"diagnostics", j["diagnostics"]}}
+                            .dump(2)
+                            .c_str());
+  } else if (plan->accepted()) {
+    std::printf("accepted: %s, %lld tokens of KV cache (%.2f max-length requests)\n",
+                plan->model.model_name.c_str(),
+                static_cast<long long>(plan->capacity.max_tokens),
+                plan->capacity.max_concurrency);
+    for (const Diagnostic& d : plan->diagnostics) {
+      std::printf("  %s [%s] %s\n", std::string(SeverityName(d.severity)).c_str(), d.code.c_str(),
+                  d.message.c_str());
+    }
+  } else {
+    std::printf("rejected: %s\n", plan->model.model_name.c_str());
+    for (const Diagnostic& d : plan->diagnostics) {
+      std::printf("  %s [%s] %s\n", std::string(SeverityName(d.severity)).c_str(), d.code.c_str(),
+                  d.message.c_str());
+    }
+  }
+  return plan->accepted() ? kExitOk : kExitRejected;
+}
+
+}  // namespace
+
+void RegisterPlanCommands(CLI::App& app, CommandRegistry& registry) {
+  auto plan_args = std::make_shared<PlanArgs>();
+  CLI::App* plan = app.add_subcommand(
+      "plan", "plan a launch: cache groups, geometry per group, pool layout, capacity");
+  AddLaunchFlags(plan, plan_args->launch);
+  plan->add_flag("--json", plan_args->json, "print the plan as JSON (docs/plan-json.md)");
+  plan->add_option("--svg", plan_args->svg_path, "write an SVG drawing of the pool to FILE");
+  registry.Add(plan, [plan_args] { return RunPlan(*plan_args); });
+
+  auto check_args = std::make_shared<PlanArgs>();
+  CLI::App* check = app.add_subcommand(
+      "check", "accept (exit 0) or reject (exit 1, with every diagnostic) a launch");
+  AddLaunchFlags(check, check_args->launch);
+  check->add_flag("--json", check_args->json, "print {accepted, diagnostics} as JSON");
+  registry.Add(check, [check_args] { return RunCheck(*check_args); });
+}
+
+}  // namespace kvtopo::cli
