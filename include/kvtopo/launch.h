@@ -64,6 +64,9 @@ struct LaunchConfig {
   bool shard_draft_flag = false;  // --shard-draft
   // The value of VLLM_DCP_SHARD_DRAFT in the environment, if set.
   std::optional<std::string> dcp_shard_draft_env;
+  // VLLM_DSPARK_DRAFT_KV_WINDOW: > 0 bounds a DSpark draft's cache to a sliding window of this
+  // many tokens (sliding-window MLA); 0 keeps the full draft cache.
+  int64_t dspark_draft_kv_window = 0;
 };
 
 struct ModelCacheSpecs {
@@ -75,6 +78,9 @@ struct ModelCacheSpecs {
   int64_t num_lookahead_tokens = 0;    // research/vllm_kv_cache.md §5.8
   std::vector<LayerSpec> layers;       // target layers first, then draft layers
   std::vector<Diagnostic> diagnostics;  // launch validation; errors reject the launch
+  std::string speculative_method;       // empty without --speculative-config
+  std::string attention_backend;        // the target's resolved backend
+  std::string draft_attention_backend;  // the draft's resolved backend; empty without a draft
 };
 
 }  // namespace kvtopo

@@ -1,0 +1,49 @@
+// BackendCaps: what one attention backend can do, read from the registry profiles/backends.json
+// (embedded in the library). The model layer validates launches against it; the planner reads
+// kernel block sizes and whether pages may be padded. Capabilities are data, not code.
+//
+// Thread safety: the registry is parsed once on first use (thread-safe static) and read-only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvtopo/status.h"
+
+namespace kvtopo {
+
+struct BackendCaps {
+  std::string name;  // upper case, e.g. "B12X_MLA"
+  bool mla = false;     // serves MLA latent caches (else K/V attention)
+  bool sparse = false;  // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
+  std::vector<int64_t> head_sizes;          // supported head sizes (MLA: latent row width)
+  std::vector<int64_t> kernel_block_sizes;  // exact kernel block sizes, if any
+  int64_t kernel_block_multiple = 0;        // "multiple of x"; 0 when exact sizes are listed
+  int64_t preferred_block_size = 16;        // used when --block-size is 0
+  bool returns_lse = false;          // returns the softmax LSE for decode: can run under DCP
+  bool owns_dcp_collectives = false;  // takes rank-local queries and combines itself
+  bool supports_non_causal = false;   // block-parallel (DFlash / DSpark) drafts
+  bool local_dcp_draft_contract = false;  // runs a replicated draft as DCP1 inside a DCP launch
+  bool indexes_kv_by_block_stride = false;  // pages may be padded (page_size_padded)
+  bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
+  bool supports_pcp = false;                 // prefill context parallelism
+  bool supports_sliding_window = false;
+  int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
+  int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
+
+  bool SupportsHeadSize(int64_t head_size) const;
+  // True when `block_size` is a kernel block size or a multiple of one (kernel block splitting).
+  bool SupportsBlockSize(int64_t block_size) const;
+  // The smallest kernel block size ("multiple of x" counts as x).
+  int64_t MinKernelBlockSize() const;
+  bool operator==(const BackendCaps&) const = default;
+};
+
+// Case-insensitive lookup. NotFound lists every registered backend.
+Result<BackendCaps> FindBackend(std::string_view name);
+// Every registered backend, in registry order.
+Result<std::vector<BackendCaps>> ListBackends();
+
+}  // namespace kvtopo

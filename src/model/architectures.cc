@@ -1,0 +1,352 @@
+#include "model/architectures.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "model/config_reader.h"
+#include "model/embedded_profiles.h"
+
+namespace kvtopo::internal {
+namespace {
+
+std::string LayerName(int64_t i, const char* suffix) {
+  return fmt::format("model.layers.{}.{}", i, suffix);
+}
+
+// MLA latent row: kv_lora_rank + qk_rope_head_dim (rope 0 for NoPE models).
+Result<int64_t> MlaHeadSize(const ConfigReader& r) {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t lora, r.Int("kv_lora_rank"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t rope, r.Int("qk_rope_head_dim"));
+  if (lora <= 0) return r.Invalid("kv_lora_rank", fmt::format("must be positive, got {}", lora));
+  if (rope < 0) {
+    return r.Invalid("qk_rope_head_dim", fmt::format("must not be negative, got {}", rope));
+  }
+  return lora + rope;
+}
+
+Result<int64_t> Positive(const ConfigReader& r, std::string_view key) {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t v, r.Int(key));
+  if (v <= 0) return r.Invalid(key, fmt::format("must be positive, got {}", v));
+  return v;
+}
+
+// Indexer K cache row: index_head_dim fp8 values plus one fp32 scale.
+Result<int64_t> IndexerHeadSize(const ConfigReader& r) {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t dim, Positive(r, "index_head_dim"));
+  KVTOPO_RETURN_IF_ERROR(Positive(r, "index_n_heads").status());
+  return dim + 4;
+}
+
+void AddMla(ModelDescription& m, int64_t i, int64_t head, int64_t indexer_head, bool mtp) {
+  m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
+                              .type = LayerType::kMla,
+                              .mtp = mtp,
+                              .head_size = head});
+  if (indexer_head > 0) {
+    m.layers.push_back(RawLayer{.name = LayerName(i, "indexer"),
+                                .type = LayerType::kIndexer,
+                                .mtp = mtp,
+                                .head_size = indexer_head});
+  }
+}
+
+Status ReadCommon(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
+  KVTOPO_ASSIGN_OR_RETURN(m.max_position_embeddings, Positive(r, "max_position_embeddings"));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_attention_heads, Positive(r, "num_attention_heads"));
+  return Status::Ok();
+}
+
+// DeepSeek-V3 / Kimi-K2 family, optionally with the DSA indexer (V3.2, GLM-5.x) and MTP.
+Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
+                       ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t head, MlaHeadSize(r));
+  int64_t indexer = 0;
+  if (with_indexer) {
+    KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
+  }
+  int64_t mtp = 0;
+  if (with_mtp) {
+    KVTOPO_ASSIGN_OR_RETURN(mtp, r.IntOr("num_nextn_predict_layers", 0));
+  }
+  if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
+  for (int64_t i = 0; i < n + mtp; ++i) AddMla(m, i, head, indexer, i >= n);
+  return Status::Ok();
+}
+
+// Kimi-Linear / Kimi-K3 (and GLM-5.3-Flash with an indexer): MLA at linear_attn_config
+// .full_attn_layers (1-based), KDA everywhere else.
+Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t head, MlaHeadSize(r));
+  int64_t indexer = 0;
+  if (with_indexer) {
+    KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, r.IntOr("num_nextn_predict_layers", 0));
+  if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
+  KVTOPO_ASSIGN_OR_RETURN(ConfigReader lin, r.Object("linear_attn_config"));
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> full, lin.IntList("full_attn_layers"));
+  std::set<int64_t> full_set;
+  for (int64_t one_based : full) {
+    if (one_based < 1 || one_based > n) {
+      return lin.Invalid("full_attn_layers",
+                         fmt::format("holds {}, outside the 1-based layer range [1, {}]",
+                                     one_based, n));
+    }
+    full_set.insert(one_based - 1);
+  }
+  KdaDims kda;
+  KVTOPO_ASSIGN_OR_RETURN(kda.num_heads, Positive(lin, "num_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(kda.head_dim, Positive(lin, "head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(kda.conv_kernel, Positive(lin, "short_conv_kernel_size"));
+  for (int64_t i = 0; i < n; ++i) {
+    if (full_set.count(i)) {
+      AddMla(m, i, head, indexer, false);
+    } else {
+      m.layers.push_back(
+          RawLayer{.name = LayerName(i, "self_attn"), .type = LayerType::kKda, .kda = kda});
+    }
+  }
+  for (int64_t i = n; i < n + mtp; ++i) AddMla(m, i, head, indexer, true);
+  return Status::Ok();
+}
+
+Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval"));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t head, Positive(r, "head_dim"));
+  GdnDims gdn;
+  KVTOPO_ASSIGN_OR_RETURN(gdn.num_k_heads, Positive(r, "linear_num_key_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.num_v_heads, Positive(r, "linear_num_value_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.head_k_dim, Positive(r, "linear_key_head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.head_v_dim, Positive(r, "linear_value_head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.conv_kernel, Positive(r, "linear_conv_kernel_dim"));
+  for (int64_t i = 0; i < n; ++i) {
+    if ((i + 1) % interval == 0) {
+      m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
+                                  .type = LayerType::kAttention,
+                                  .num_kv_heads_total = m.num_kv_heads_total,
+                                  .head_size = head,
+                                  .head_size_v = head});
+    } else {
+      m.layers.push_back(
+          RawLayer{.name = LayerName(i, "linear_attn"), .type = LayerType::kGdn, .gdn = gdn});
+    }
+  }
+  return Status::Ok();
+}
+
+// gpt-oss: layer_types alternates sliding_attention / full_attention.
+Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t head, Positive(r, "head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window"));
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
+  if (static_cast<int64_t>(types.size()) != n) {
+    return r.Invalid("layer_types", fmt::format("has {} entries but num_hidden_layers is {}",
+                                                types.size(), n));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const bool sliding = types[i] == "sliding_attention";
+    if (!sliding && types[i] != "full_attention") {
+      return r.Invalid("layer_types",
+                       fmt::format("entry {} is '{}'; accepted: sliding_attention, "
+                                   "full_attention",
+                                   i, types[i]));
+    }
+    m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
+                                .type = sliding ? LayerType::kSlidingWindow
+                                                : LayerType::kAttention,
+                                .num_kv_heads_total = m.num_kv_heads_total,
+                                .head_size = head,
+                                .head_size_v = head,
+                                .sliding_window = sliding ? window : 0});
+  }
+  return Status::Ok();
+}
+
+// DFlash drafts (Qwen3 blocks): all layers SWA when dflash_config.use_swa, else full.
+Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t head, Positive(r, "head_dim"));
+  bool use_swa = false;
+  int64_t window = 0;
+  if (r.Has("dflash_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader d, r.Object("dflash_config"));
+    KVTOPO_ASSIGN_OR_RETURN(use_swa, d.BoolOr("use_swa", false));
+    if (use_swa) {
+      if (d.Has("swa_window_size")) {
+        KVTOPO_ASSIGN_OR_RETURN(window, Positive(d, "swa_window_size"));
+      } else {
+        KVTOPO_ASSIGN_OR_RETURN(window, Positive(r, "sliding_window"));
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
+                                .type = use_swa ? LayerType::kSlidingWindow
+                                                : LayerType::kAttention,
+                                .num_kv_heads_total = m.num_kv_heads_total,
+                                .head_size = head,
+                                .head_size_v = head,
+                                .sliding_window = window});
+  }
+  return Status::Ok();
+}
+
+Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
+  if (!root.Has("kvtopo")) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(ConfigReader k, root.Object("kvtopo"));
+  KVTOPO_ASSIGN_OR_RETURN(m.kind, k.StringOr("kind", "target"));
+  if (m.kind != "target" && m.kind != "draft") {
+    return k.Invalid("kind", fmt::format("is '{}'; accepted: target, draft", m.kind));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(m.default_backend, k.StringOr("default_backend", ""));
+  KVTOPO_ASSIGN_OR_RETURN(m.block_size, k.IntOr("block_size", 0));
+  if (m.block_size < 0) return k.Invalid("block_size", "must not be negative");
+  KVTOPO_ASSIGN_OR_RETURN(m.method, k.StringOr("method", ""));
+  if (k.Has("causal")) {
+    KVTOPO_ASSIGN_OR_RETURN(bool causal, k.BoolOr("causal", true));
+    m.causal = causal;
+  }
+  if (k.Has("default_drafts")) {
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader d, k.Object("default_drafts"));
+    for (const auto& [method, value] : d.json().items()) {
+      KVTOPO_ASSIGN_OR_RETURN(std::string profile, d.String(method));
+      m.default_drafts.emplace_back(method, profile);
+    }
+  }
+  return Status::Ok();
+}
+
+struct ArchitectureReader {
+  const char* architecture;
+  bool nested_text_config;  // the text model lives in text_config
+  Status (*read)(const ConfigReader&, ModelDescription&);
+};
+
+const std::vector<ArchitectureReader>& Readers() {
+  static const std::vector<ArchitectureReader> kReaders = {
+      {"DeepseekV3ForCausalLM", false,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, true, m); }},
+      {"KimiK25ForConditionalGeneration", true,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, true, m); }},
+      {"DeepseekV32ForCausalLM", false,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, true, true, m); }},
+      {"GlmMoeDsaForCausalLM", false,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, true, true, m); }},
+      {"KimiLinearForCausalLM", false,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, false, m); }},
+      {"KimiK3ForConditionalGeneration", true,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, false, m); }},
+      {"Glm5NextForConditionalGeneration", true,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, true, m); }},
+      {"Qwen3NextForCausalLM", false, ReadQwen3Next},
+      {"GptOssForCausalLM", false, ReadGptOss},
+      // Drafts.
+      {"K3DSparkModel", false,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, false, m); }},
+      {"Eagle3DeepseekV2ForCausalLM", false,
+       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, false, m); }},
+      {"DFlashDraftModel", false, ReadDflash},
+  };
+  return kReaders;
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedArchitectures() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const ArchitectureReader& r : Readers()) names.emplace_back(r.architecture);
+    return names;
+  }();
+  return kNames;
+}
+
+Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file) {
+  ConfigReader root(config, file);
+  if (!config.is_object()) {
+    return InvalidArgument(fmt::format("config.json '{}' must hold a JSON object", file));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> archs, root.StringList("architectures"));
+  if (archs.empty()) return root.Invalid("architectures", "is empty");
+  ModelDescription m;
+  m.file = file;
+  m.architecture = archs.front();
+  const auto& readers = Readers();
+  auto it = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
+    return m.architecture == r.architecture;
+  });
+  if (it == readers.end()) {
+    return InvalidArgument(fmt::format(
+        "config.json '{}': architecture '{}' is not supported; supported: {}", file,
+        m.architecture, fmt::join(SupportedArchitectures(), ", ")));
+  }
+  if (it->nested_text_config) {
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object("text_config"));
+    // The dtype may sit at the top level only.
+    if (!text.Has("torch_dtype") && !text.Has("dtype")) {
+      nlohmann::json merged = text.json();
+      if (root.Has("torch_dtype")) merged["torch_dtype"] = config["torch_dtype"];
+      if (root.Has("dtype")) merged["dtype"] = config["dtype"];
+      KVTOPO_RETURN_IF_ERROR(it->read(ConfigReader(merged, file, "text_config"), m));
+    } else {
+      KVTOPO_RETURN_IF_ERROR(it->read(text, m));
+    }
+  } else {
+    KVTOPO_RETURN_IF_ERROR(it->read(root, m));
+  }
+  KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
+  return m;
+}
+
+Result<LoadedConfig> LoadModelConfig(const std::string& model) {
+  std::string accepted;
+  for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
+    if (f.stem == "backends") continue;
+    if (f.stem == model) {
+      std::string file = fmt::format("profiles/{}.json", f.stem);
+      KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
+                              ParseJsonText(f.content, fmt::format("config.json '{}'", file)));
+      return LoadedConfig{std::move(j), file, model};
+    }
+    accepted += (accepted.empty() ? "" : ", ") + std::string(f.stem);
+  }
+  std::error_code ec;
+  std::filesystem::path path(model);
+  if (std::filesystem::is_directory(path, ec)) path /= "config.json";
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return NotFound(fmt::format(
+        "model '{}' is neither an embedded profile ({}) nor a config.json file or a directory "
+        "holding one; pass --model with a profile name or a path",
+        model, accepted));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (!in.good() && !in.eof()) {
+    return NotFound(fmt::format("cannot read config.json '{}'", path.string()));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(
+      nlohmann::json j,
+      ParseJsonText(buffer.str(), fmt::format("config.json '{}'", path.string())));
+  return LoadedConfig{std::move(j), path.string(), model};
+}
+
+}  // namespace kvtopo::internal

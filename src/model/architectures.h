@@ -1,0 +1,72 @@
+// ModelDescription: the cache-relevant shape of one model (target or draft) read from its
+// config.json, independent of the launch. One reader per architecture family; the launch
+// (TP, dtype, backend, placement) is applied later by BuildModelCacheSpecs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvtopo/dtype.h"
+#include "kvtopo/state_shapes.h"
+#include "kvtopo/status.h"
+
+namespace kvtopo::internal {
+
+enum class LayerType {
+  kMla,            // MLA latent cache (one "head" of kv_lora_rank + qk_rope_head_dim)
+  kIndexer,        // sparse-attention indexer K cache next to an MLA layer
+  kAttention,      // K/V attention (GQA/MQA/MHA)
+  kSlidingWindow,  // K/V attention over a window
+  kKda,            // Kimi Delta Attention recurrent state
+  kGdn,            // Gated DeltaNet recurrent state
+};
+
+struct RawLayer {
+  std::string name;  // e.g. "model.layers.3.self_attn"
+  LayerType type = LayerType::kAttention;
+  bool mtp = false;  // in-model MTP layer: cached only when the launch speculates with MTP
+  int64_t num_kv_heads_total = 1;  // K/V attention; MLA and indexer: 1
+  int64_t head_size = 0;
+  int64_t head_size_v = 0;
+  int64_t sliding_window = 0;
+  KdaDims kda;
+  GdnDims gdn;
+};
+
+struct ModelDescription {
+  std::string file;          // where it came from, for messages
+  std::string architecture;  // architectures[0]
+  ElementType dtype = ElementType::kBfloat16;
+  int64_t max_position_embeddings = 0;
+  int64_t num_attention_heads = 0;  // query heads (B12X gathered-head and GQA rules)
+  int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
+  std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers
+  // The optional "kvtopo" block (docs/profiles.md).
+  std::string kind = "target";  // "target" or "draft"
+  std::string default_backend;  // empty: chosen by layer kind
+  std::vector<std::pair<std::string, std::string>> default_drafts;  // method -> profile
+  int64_t block_size = 0;           // a draft's own backend-selected block size; 0: none
+  std::string method;               // drafts: the speculative method it implements
+  std::optional<bool> causal;       // drafts: attention causality; unset: by method
+};
+
+// Reads the cache shape of `config` (file names the source in messages).
+Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file);
+
+// Architectures DescribeModel accepts, for messages and docs.
+const std::vector<std::string>& SupportedArchitectures();
+
+struct LoadedConfig {
+  nlohmann::json json;
+  std::string file;  // "profiles/<stem>.json" for embedded profiles, else the path read
+  std::string name;  // the profile name, or the path as given
+};
+// Resolves an embedded profile name, a config.json path or a directory holding one.
+Result<LoadedConfig> LoadModelConfig(const std::string& model);
+
+}  // namespace kvtopo::internal

@@ -1,0 +1,120 @@
+// The backend registry: profiles/backends.json, parsed once.
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "kvtopo/backend.h"
+#include "model/config_reader.h"
+#include "model/embedded_profiles.h"
+
+namespace kvtopo {
+namespace {
+
+using internal::ConfigReader;
+
+Result<BackendCaps> ParseBackend(const ConfigReader& r) {
+  BackendCaps b;
+  KVTOPO_ASSIGN_OR_RETURN(b.name, r.String("name"));
+  KVTOPO_ASSIGN_OR_RETURN(b.mla, r.BoolOr("mla", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.sparse, r.BoolOr("sparse", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.head_sizes, r.IntList("head_sizes"));
+  if (!r.Has("kernel_block_sizes") || !r.json()["kernel_block_sizes"].is_array()) {
+    return r.IllTyped("kernel_block_sizes", "a list of integers or \"multiple of x\" strings");
+  }
+  for (const nlohmann::json& e : r.json()["kernel_block_sizes"]) {
+    if (e.is_number_integer() && e.get<int64_t>() > 0) {
+      b.kernel_block_sizes.push_back(e.get<int64_t>());
+      continue;
+    }
+    int64_t x = 0;
+    if (e.is_string() && std::sscanf(e.get<std::string>().c_str(), "multiple of %ld", &x) == 1 &&
+        x > 0) {
+      b.kernel_block_multiple = b.kernel_block_multiple ? std::min(b.kernel_block_multiple, x) : x;
+      continue;
+    }
+    return r.IllTyped("kernel_block_sizes", "a list of integers or \"multiple of x\" strings");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(b.preferred_block_size, r.Int("preferred_block_size"));
+  KVTOPO_ASSIGN_OR_RETURN(b.returns_lse, r.BoolOr("returns_lse", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.owns_dcp_collectives, r.BoolOr("owns_dcp_collectives", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.supports_non_causal, r.BoolOr("supports_non_causal", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.local_dcp_draft_contract, r.BoolOr("local_dcp_draft_contract", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.indexes_kv_by_block_stride,
+                          r.BoolOr("indexes_kv_by_block_stride", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.spec_decode_with_interleave,
+                          r.BoolOr("spec_decode_with_interleave", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.supports_pcp, r.BoolOr("supports_pcp", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
+  KVTOPO_ASSIGN_OR_RETURN(b.dcp_max_local_kv_tokens, r.IntOr("dcp_max_local_kv_tokens", 0));
+  if (!b.SupportsBlockSize(b.preferred_block_size)) {
+    return r.Invalid("preferred_block_size", "is not a supported kernel block size");
+  }
+  return b;
+}
+
+Result<std::vector<BackendCaps>> LoadRegistry() {
+  for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+    if (f.stem != "backends") continue;
+    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
+                            internal::ParseJsonText(f.content, "profiles/backends.json"));
+    ConfigReader root(j, "profiles/backends.json");
+    if (!root.Has("backends") || !j["backends"].is_array()) {
+      return root.IllTyped("backends", "a list of backend objects");
+    }
+    std::vector<BackendCaps> out;
+    for (size_t i = 0; i < j["backends"].size(); ++i) {
+      const nlohmann::json& e = j["backends"][i];
+      if (!e.is_object()) return root.IllTyped("backends", "a list of backend objects");
+      KVTOPO_ASSIGN_OR_RETURN(
+          BackendCaps b,
+          ParseBackend(ConfigReader(e, "profiles/backends.json", fmt::format("backends[{}]", i))));
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+  return Internal("the backend registry profiles/backends.json is not embedded");
+}
+
+const Result<std::vector<BackendCaps>>& Registry() {
+  static const Result<std::vector<BackendCaps>> kRegistry = LoadRegistry();
+  return kRegistry;
+}
+
+}  // namespace
+
+bool BackendCaps::SupportsHeadSize(int64_t head_size) const {
+  return std::find(head_sizes.begin(), head_sizes.end(), head_size) != head_sizes.end();
+}
+
+bool BackendCaps::SupportsBlockSize(int64_t block_size) const {
+  if (block_size <= 0) return false;
+  if (kernel_block_multiple > 0 && block_size % kernel_block_multiple == 0) return true;
+  return std::any_of(kernel_block_sizes.begin(), kernel_block_sizes.end(),
+                     [&](int64_t k) { return block_size % k == 0; });
+}
+
+int64_t BackendCaps::MinKernelBlockSize() const {
+  int64_t m = kernel_block_multiple;
+  for (int64_t k : kernel_block_sizes) m = m ? std::min(m, k) : k;
+  return m;
+}
+
+Result<std::vector<BackendCaps>> ListBackends() { return Registry(); }
+
+Result<BackendCaps> FindBackend(std::string_view name) {
+  const Result<std::vector<BackendCaps>>& registry = Registry();
+  if (!registry.ok()) return registry.status();
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string accepted;
+  for (const BackendCaps& b : *registry) {
+    if (b.name == upper) return b;
+    accepted += (accepted.empty() ? "" : ", ") + b.name;
+  }
+  return NotFound(
+      fmt::format("unknown attention backend '{}'; accepted: {} (or \"auto\")", name, accepted));
+}
+
+}  // namespace kvtopo

@@ -1,0 +1,134 @@
+#include "model/config_reader.h"
+
+#include <fmt/format.h>
+
+namespace kvtopo::internal {
+
+ConfigReader::ConfigReader(const nlohmann::json& obj, std::string file, std::string prefix)
+    : obj_(&obj), file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+std::string ConfigReader::Path(std::string_view key) const {
+  return prefix_.empty() ? std::string(key) : fmt::format("{}.{}", prefix_, key);
+}
+
+Status ConfigReader::Missing(std::string_view key) const {
+  return InvalidArgument(
+      fmt::format("config.json '{}': field '{}' is missing", file_, Path(key)));
+}
+
+Status ConfigReader::IllTyped(std::string_view key, std::string_view expected) const {
+  const nlohmann::json* v = Find(key);
+  std::string got = v ? v->dump() : "nothing";
+  if (got.size() > 60) got = got.substr(0, 57) + "...";
+  return InvalidArgument(fmt::format("config.json '{}': field '{}' must be {}, got {}", file_,
+                                     Path(key), expected, got));
+}
+
+Status ConfigReader::Invalid(std::string_view key, std::string_view rule) const {
+  return InvalidArgument(fmt::format("config.json '{}': field '{}' {}", file_, Path(key), rule));
+}
+
+const nlohmann::json* ConfigReader::Find(std::string_view key) const {
+  if (!obj_->is_object()) return nullptr;
+  auto it = obj_->find(key);
+  return it == obj_->end() ? nullptr : &*it;
+}
+
+bool ConfigReader::Has(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  return v != nullptr && !v->is_null();
+}
+
+Result<int64_t> ConfigReader::Int(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr || v->is_null()) return Missing(key);
+  if (!v->is_number_integer()) return IllTyped(key, "an integer");
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return IllTyped(key, "an integer that fits 64 bits");
+  }
+  return v->get<int64_t>();
+}
+
+Result<int64_t> ConfigReader::IntOr(std::string_view key, int64_t fallback) const {
+  if (!Has(key)) return fallback;
+  return Int(key);
+}
+
+Result<std::string> ConfigReader::String(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr || v->is_null()) return Missing(key);
+  if (!v->is_string()) return IllTyped(key, "a string");
+  return v->get<std::string>();
+}
+
+Result<std::string> ConfigReader::StringOr(std::string_view key, std::string fallback) const {
+  if (!Has(key)) return fallback;
+  return String(key);
+}
+
+Result<bool> ConfigReader::BoolOr(std::string_view key, bool fallback) const {
+  if (!Has(key)) return fallback;
+  const nlohmann::json* v = Find(key);
+  if (!v->is_boolean()) return IllTyped(key, "true or false");
+  return v->get<bool>();
+}
+
+Result<std::vector<int64_t>> ConfigReader::IntList(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr || v->is_null()) return Missing(key);
+  if (!v->is_array()) return IllTyped(key, "a list of integers");
+  std::vector<int64_t> out;
+  for (const nlohmann::json& e : *v) {
+    if (!e.is_number_integer()) return IllTyped(key, "a list of integers");
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ConfigReader::StringList(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr || v->is_null()) return Missing(key);
+  if (!v->is_array()) return IllTyped(key, "a list of strings");
+  std::vector<std::string> out;
+  for (const nlohmann::json& e : *v) {
+    if (!e.is_string()) return IllTyped(key, "a list of strings");
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+Result<ConfigReader> ConfigReader::Object(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr || v->is_null()) return Missing(key);
+  if (!v->is_object()) return IllTyped(key, "an object");
+  return ConfigReader(*v, file_, Path(key));
+}
+
+Result<ElementType> ConfigReader::Dtype() const {
+  const char* key = Has("torch_dtype") ? "torch_dtype" : "dtype";
+  KVTOPO_ASSIGN_OR_RETURN(std::string name, String(key));
+  Result<ElementType> type = ParseElementType(name);
+  if (!type.ok()) return IllTyped(key, "a torch dtype (bfloat16, float16, float32)");
+  return *type;
+}
+
+Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Re-parse with exceptions only to get the position for the message.
+    std::string detail = "syntax error";
+    try {
+      nlohmann::json unused = nlohmann::json::parse(text);
+      (void)unused;
+    } catch (const nlohmann::json::exception& e) {
+      detail = e.what();
+    }
+    for (char& c : detail) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    return InvalidArgument(fmt::format("{} is not valid JSON: {}", what, detail));
+  }
+  return j;
+}
+
+}  // namespace kvtopo::internal

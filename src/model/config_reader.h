@@ -1,0 +1,55 @@
+// Typed access to config.json fields with errors that name the field and the file:
+//   config.json 'profiles/kimi-k3.json': field 'text_config.kv_lora_rank' is missing
+// Never throws; nlohmann exceptions stay inside.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvtopo/dtype.h"
+#include "kvtopo/status.h"
+
+namespace kvtopo::internal {
+
+class ConfigReader {
+ public:
+  // `obj` must outlive the reader. `file` names the source in messages; `prefix` is the dotted
+  // path of `obj` inside the file ("" for the root).
+  ConfigReader(const nlohmann::json& obj, std::string file, std::string prefix = "");
+
+  bool Has(std::string_view key) const;  // present and not null
+  Result<int64_t> Int(std::string_view key) const;
+  Result<int64_t> IntOr(std::string_view key, int64_t fallback) const;  // absent/null: fallback
+  Result<std::string> String(std::string_view key) const;
+  Result<std::string> StringOr(std::string_view key, std::string fallback) const;
+  Result<bool> BoolOr(std::string_view key, bool fallback) const;
+  Result<std::vector<int64_t>> IntList(std::string_view key) const;
+  Result<std::vector<std::string>> StringList(std::string_view key) const;
+  Result<ConfigReader> Object(std::string_view key) const;
+  // The model dtype: torch_dtype (or dtype), parsed as an element type.
+  Result<ElementType> Dtype() const;
+
+  const nlohmann::json& json() const { return *obj_; }
+  const std::string& file() const { return file_; }
+  std::string Path(std::string_view key) const;
+  Status Missing(std::string_view key) const;
+  Status IllTyped(std::string_view key, std::string_view expected) const;
+  Status Invalid(std::string_view key, std::string_view rule) const;
+
+ private:
+  const nlohmann::json* Find(std::string_view key) const;
+
+  const nlohmann::json* obj_;
+  std::string file_;
+  std::string prefix_;
+};
+
+// Parses JSON text; a one-line InvalidArgument naming `what` on malformed input.
+Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what);
+
+}  // namespace kvtopo::internal
