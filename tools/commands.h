@@ -31,5 +31,6 @@ class CommandRegistry {
 // Registers every subcommand (defined in tools/*_command.cc).
 void RegisterCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterPlanCommands(CLI::App& app, CommandRegistry& registry);
+void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 
 }  // namespace kvtopo::cli

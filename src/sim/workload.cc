@@ -1,0 +1,164 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kvtopo/model.h"
+#include "kvtopo/simulate.h"
+
+namespace kvtopo {
+
+Result<Workload> ParseWorkloadJsonl(std::string_view text) {
+  Workload w;
+  w.name = "file";
+  int64_t line_no = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+      if (end == text.size()) break;
+      continue;
+    }
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      return InvalidArgument(fmt::format("workload line {}: not a JSON object", line_no));
+    }
+    WorkloadRequest r;
+    auto field = [&](const char* name, int64_t& out, bool required, int64_t min) -> Status {
+      if (!j.contains(name)) {
+        return required ? InvalidArgument(fmt::format("workload line {}: field '{}' is missing",
+                                                      line_no, name))
+                        : Status::Ok();
+      }
+      if (!j[name].is_number_integer() || j[name].get<int64_t>() < min) {
+        return InvalidArgument(fmt::format(
+            "workload line {}: field '{}' must be an integer >= {}", line_no, name, min));
+      }
+      out = j[name].get<int64_t>();
+      return Status::Ok();
+    };
+    KVTOPO_RETURN_IF_ERROR(field("prompt_len", r.prompt_len, true, 1));
+    KVTOPO_RETURN_IF_ERROR(field("arrival_step", r.arrival_step, false, 0));
+    KVTOPO_RETURN_IF_ERROR(field("shared_prefix_id", r.shared_prefix_id, false, -1));
+    KVTOPO_RETURN_IF_ERROR(field("shared_prefix_len", r.shared_prefix_len, false, 0));
+    KVTOPO_RETURN_IF_ERROR(field("decode_steps", r.decode_steps, false, 0));
+    if (r.shared_prefix_len > r.prompt_len) {
+      return InvalidArgument(fmt::format(
+          "workload line {}: shared_prefix_len {} is longer than prompt_len {}", line_no,
+          r.shared_prefix_len, r.prompt_len));
+    }
+    if (j.contains("accepted_drafts")) {
+      if (!j["accepted_drafts"].is_array()) {
+        return InvalidArgument(
+            fmt::format("workload line {}: field 'accepted_drafts' must be a list", line_no));
+      }
+      for (const auto& v : j["accepted_drafts"]) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+          return InvalidArgument(fmt::format(
+              "workload line {}: 'accepted_drafts' holds non-negative integers", line_no));
+        }
+        r.accepted_drafts.push_back(v.get<int64_t>());
+      }
+    }
+    for (const auto& [key, value] : j.items()) {
+      static const char* kKeys[] = {"prompt_len",        "arrival_step", "shared_prefix_id",
+                                    "shared_prefix_len", "decode_steps", "accepted_drafts"};
+      if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+        return InvalidArgument(fmt::format(
+            "workload line {}: unknown field '{}'; accepted: prompt_len, arrival_step, "
+            "shared_prefix_id, shared_prefix_len, decode_steps, accepted_drafts",
+            line_no, key));
+      }
+    }
+    w.requests.push_back(std::move(r));
+  }
+  if (w.requests.empty()) return InvalidArgument("workload file holds no requests");
+  return w;
+}
+
+std::vector<std::string> BuiltinWorkloadNames() {
+  return {"million", "decode-steady", "prefix-hit", "hybrid"};
+}
+
+Result<Workload> BuiltinWorkload(std::string_view name) {
+  Workload w;
+  w.name = std::string(name);
+  if (name == "million") {
+    // One request grown to 1,000,000 tokens in 768-token chunks (one recurrent checkpoint each).
+    w.requests.push_back({.prompt_len = 1'000'000});
+    w.prefill_chunk_tokens = 768;
+  } else if (name == "decode-steady") {
+    for (int i = 0; i < 256; ++i) w.requests.push_back({.prompt_len = 2048, .decode_steps = 512});
+    w.num_lookahead_tokens = 3;
+    w.num_speculative_tokens = 0;
+  } else if (name == "prefix-hit") {
+    for (int i = 0; i < 1000; ++i) {
+      w.requests.push_back({.prompt_len = 4096 + 256, .shared_prefix_id = 0,
+                            .shared_prefix_len = 4096, .decode_steps = 16});
+    }
+    w.num_lookahead_tokens = 0;
+    w.num_speculative_tokens = 0;
+  } else if (name == "hybrid") {
+    for (int i = 0; i < 64; ++i) w.requests.push_back({.prompt_len = 32768, .decode_steps = 256});
+    w.prefill_chunk_tokens = 8192;
+    w.num_lookahead_tokens = 0;
+    w.num_speculative_tokens = 0;
+  } else {
+    return InvalidArgument(fmt::format(
+        "unknown workload '{}'; built-in: million, decode-steady, prefix-hit, hybrid, or "
+        "--workload-file FILE",
+        name));
+  }
+  return w;
+}
+
+namespace {
+
+LayerSpec Attention(std::string name, CacheKind kind) {
+  return LayerSpec{.name = std::move(name), .kind = kind, .block_size = 16, .num_kv_heads = 8,
+                   .head_size = 128, .head_size_v = 128,
+                   .cache_dtype = KvCacheDtype::kBfloat16, .attention_backend = "FLASH_ATTN"};
+}
+
+}  // namespace
+
+Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memory_bytes) {
+  if (name == "million") return PlanLaunch(DefaultLaunchConfig(), kv_cache_memory_bytes);
+  ModelCacheSpecs specs;
+  PlanInputs inputs;
+  inputs.cache.max_num_seqs = 256;
+  inputs.cache.max_num_batched_tokens = 8192;
+  inputs.kv_cache_memory_is_default = kv_cache_memory_bytes == 0;
+  inputs.kv_cache_memory_bytes =
+      kv_cache_memory_bytes ? kv_cache_memory_bytes : kDefaultKvCacheMemoryBytes;
+  if (name == "decode-steady" || name == "prefix-hit") {
+    // An 8B-class dense model: 32 layers, 8 KV heads of 128, bf16, 16-token blocks.
+    specs.model_name = "synthetic-dense-32l";
+    specs.max_model_len = 8192;
+    for (int i = 0; i < 32; ++i) {
+      specs.layers.push_back(Attention(fmt::format("layers.{}.attn", i), CacheKind::kFullAttention));
+    }
+  } else if (name == "hybrid") {
+    specs.model_name = "synthetic-hybrid-3g";
+    specs.max_model_len = 40960;
+    specs.layers.push_back(Attention("layers.0.attn", CacheKind::kFullAttention));
+    LayerSpec swa = Attention("layers.1.swa", CacheKind::kSlidingWindow);
+    swa.sliding_window = 4096;
+    specs.layers.push_back(swa);
+    // A recurrent state of exactly one attention page (16 tokens x 4 KiB): (16, 2048) bf16.
+    specs.layers.push_back(LayerSpec{.name = "layers.2.recurrent",
+                                     .kind = CacheKind::kRecurrent,
+                                     .block_size = 16,
+                                     .state = {{{16, 2048}, ElementType::kBfloat16}},
+                                     .recurrent_mode = RecurrentMode::kAlign});
+  } else {
+    return InvalidArgument(fmt::format("no default plan for workload '{}'; pass a MODEL", name));
+  }
+  inputs.cache.max_model_len = specs.max_model_len;
+  inputs.backends["FLASH_ATTN"] = {.kernel_block_multiple_of = 16};
+  return PlanFromSpecs(specs, inputs);
+}
+
+}  // namespace kvtopo

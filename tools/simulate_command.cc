@@ -1,0 +1,190 @@
+// `kvtopo simulate`: the no-weight reproducer.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "kvtopo/plan.h"
+#include "kvtopo/simulate.h"
+#include "launch_flags.h"
+
+namespace kvtopo::cli {
+namespace {
+
+struct SimulateArgs {
+  LaunchFlags launch;
+  std::string workload = "million";
+  std::string workload_file;
+  uint64_t seed = 0;
+  bool json = false;
+  bool inject = false;
+  bool no_slot_checks = false;
+};
+
+nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const GroupReport& g : r.groups) {
+    groups.push_back({{"group", g.group},
+                      {"kind", g.kind},
+                      {"placement", g.placement},
+                      {"table_width", g.table_width},
+                      {"peak_pages", g.peak_pages},
+                      {"pages_at_end", g.pages_at_end}});
+  }
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankReport& k : r.ranks) {
+    ranks.push_back({{"rank", k.rank},
+                     {"free_pages", k.free_pages},
+                     {"peak_local_tokens", k.peak_local_tokens}});
+  }
+  return {{"workload", r.workload},
+          {"model", r.model},
+          {"seed", seed},
+          {"num_blocks", r.num_blocks},
+          {"pool_sizing", r.pool_sizing},
+          {"steps", r.steps},
+          {"tokens", r.tokens_scheduled},
+          {"allocations", r.allocations},
+          {"allocation_failures", r.allocation_failures},
+          {"preemptions", r.preemptions},
+          {"requests_finished", r.requests_finished},
+          {"prefix_query_tokens", r.prefix_query_tokens},
+          {"prefix_hit_tokens", r.prefix_hit_tokens},
+          {"hit_rate", r.prefix_hit_rate},
+          {"groups", groups},
+          {"ranks", ranks},
+          {"invariant_checks", r.invariant_checks},
+          {"invariant_violations", r.invariant_violations},
+          {"first_violation", r.first_violation},
+          {"first_violation_tokens", r.first_violation_tokens},
+          {"wall_seconds", r.wall_seconds},
+          {"runtime_seconds", r.runtime_seconds},
+          {"get_computed_blocks_seconds", r.get_computed_blocks_seconds},
+          {"get_computed_blocks_calls", r.get_computed_blocks_calls},
+          {"allocate_slots_seconds", r.allocate_slots_seconds},
+          {"allocate_slots_calls", r.allocate_slots_calls},
+          {"free_seconds", r.free_seconds},
+          {"free_calls", r.free_calls},
+          {"hash_seconds", r.hash_seconds}};
+}
+
+void PrintReport(const SimulateReport& r, uint64_t seed) {
+  std::printf("workload %s on %s, seed %llu\n", r.workload.c_str(), r.model.c_str(),
+              static_cast<unsigned long long>(seed));
+  std::printf("pool       %lld blocks (%s)\n", static_cast<long long>(r.num_blocks),
+              r.pool_sizing.c_str());
+  std::printf("steps      %lld, tokens %lld, allocations %lld, not-enough-blocks %lld, "
+              "preemptions %lld, finished %lld\n",
+              static_cast<long long>(r.steps), static_cast<long long>(r.tokens_scheduled),
+              static_cast<long long>(r.allocations), static_cast<long long>(r.allocation_failures),
+              static_cast<long long>(r.preemptions), static_cast<long long>(r.requests_finished));
+  std::printf("prefix     %.2f%% hit (%lld of %lld prompt tokens)\n", 100 * r.prefix_hit_rate,
+              static_cast<long long>(r.prefix_hit_tokens),
+              static_cast<long long>(r.prefix_query_tokens));
+  std::printf("%5s %-20s %-11s %7s %11s %10s\n", "group", "kind", "placement", "width",
+              "peak pages", "end pages");
+  for (const GroupReport& g : r.groups) {
+    std::printf("%5d %-20s %-11s %7lld %11lld %10lld\n", g.group, g.kind.c_str(),
+                g.placement.c_str(), static_cast<long long>(g.table_width),
+                static_cast<long long>(g.peak_pages), static_cast<long long>(g.pages_at_end));
+  }
+  if (!r.ranks.empty()) {
+    std::printf("ranks      %zu, %lld free pages each at the end; peak local tokens rank 0 %lld, "
+                "rank %zu %lld\n",
+                r.ranks.size(), static_cast<long long>(r.ranks[0].free_pages),
+                static_cast<long long>(r.ranks[0].peak_local_tokens), r.ranks.size() - 1,
+                static_cast<long long>(r.ranks.back().peak_local_tokens));
+  }
+  std::printf("checks     %lld invariant checks, %lld violations\n",
+              static_cast<long long>(r.invariant_checks),
+              static_cast<long long>(r.invariant_violations));
+  if (!r.first_violation.empty()) {
+    std::printf("VIOLATION  at %lld tokens: %s\n",
+                static_cast<long long>(r.first_violation_tokens), r.first_violation.c_str());
+  }
+  auto per = [](double s, int64_t n) { return n > 0 ? 1e9 * s / static_cast<double>(n) : 0.0; };
+  std::printf("time       wall %.3f s; runtime calls %.4f s (get_computed_blocks %.0f ns x %lld, "
+              "allocate_slots %.0f ns x %lld, free %.0f ns x %lld); hashing %.4f s\n",
+              r.wall_seconds, r.runtime_seconds,
+              per(r.get_computed_blocks_seconds, r.get_computed_blocks_calls),
+              static_cast<long long>(r.get_computed_blocks_calls),
+              per(r.allocate_slots_seconds, r.allocate_slots_calls),
+              static_cast<long long>(r.allocate_slots_calls), per(r.free_seconds, r.free_calls),
+              static_cast<long long>(r.free_calls), r.hash_seconds);
+}
+
+int RunSimulate(const SimulateArgs& args) {
+  Result<Workload> workload = args.workload_file.empty()
+                                  ? BuiltinWorkload(args.workload)
+                                  : Result<Workload>(InvalidArgument("unread"));
+  if (!args.workload_file.empty()) {
+    std::ifstream in(args.workload_file);
+    if (!in) return ReportError(NotFound("--workload-file: cannot read '" + args.workload_file + "'"));
+    std::stringstream text;
+    text << in.rdbuf();
+    workload = ParseWorkloadJsonl(text.str());
+  }
+  if (!workload.ok()) return ReportError(workload.status());
+  auto memory = KvCacheMemoryBytes(args.launch);
+  if (!memory.ok()) return ReportError(memory.status());
+  Result<Plan> plan = InvalidArgument("unplanned");
+  if (args.launch.model.empty() && args.workload_file.empty() && args.workload != "million") {
+    plan = DefaultPlanForWorkload(args.workload, *memory);
+  } else {
+    auto config = ToLaunchConfig(args.launch);
+    if (!config.ok()) return ReportError(config.status());
+    plan = PlanLaunch(*config, *memory);
+  }
+  if (!plan.ok()) return ReportError(plan.status());
+  SimulateOptions options;
+  options.seed = args.seed;
+  options.max_num_seqs = plan->cache.max_num_seqs;
+  options.max_num_batched_tokens = plan->cache.max_num_batched_tokens;
+  options.enable_prefix_caching = plan->cache.enable_prefix_caching;
+  options.inject_dcp_scaled_recurrent_table = args.inject;
+  options.check_slot_mapping = !args.no_slot_checks;
+  if (*memory > 0) options.num_blocks = plan->pool.num_blocks;
+  if (!args.json && isatty(STDERR_FILENO)) {
+    options.progress = [](int64_t done, int64_t total) {
+      std::fprintf(stderr, "\r  simulating: %lld / %lld requests finished",
+                   static_cast<long long>(done), static_cast<long long>(total));
+    };
+  }
+  auto report = Simulate(*plan, *workload, options);
+  if (options.progress) std::fputs("\r\033[K", stderr);
+  if (!report.ok()) return ReportError(report.status());
+  if (args.json) {
+    std::printf("%s\n", ReportJson(*report, args.seed).dump(2).c_str());
+  } else {
+    PrintReport(*report, args.seed);
+  }
+  return report->invariant_violations == 0 ? kExitOk : kExitRejected;
+}
+
+}  // namespace
+
+void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* sim = app.add_subcommand(
+      "simulate", "drive the real runtime through a workload without weights; check invariants");
+  AddLaunchFlags(sim, args->launch);
+  sim->add_option("--workload", args->workload,
+                  "built-in workload: million, decode-steady, prefix-hit, hybrid");
+  sim->add_option("--workload-file", args->workload_file,
+                  "JSON lines: arrival_step, prompt_len, shared_prefix_id, shared_prefix_len, "
+                  "decode_steps, accepted_drafts");
+  sim->add_option("--seed", args->seed, "token-id seed (results are deterministic for a seed)");
+  sim->add_flag("--json", args->json, "print the report as JSON");
+  sim->add_flag("--inject-dcp-scaled-recurrent-table", args->inject,
+                "demonstration: size recurrent tables cdiv(L, B*N) + S as before the fix");
+  sim->add_flag("--no-slot-checks", args->no_slot_checks,
+                "skip the per-token slot-mapping check (page ownership is still checked)");
+  registry.Add(sim, [args] { return RunSimulate(*args); });
+}
+
+}  // namespace kvtopo::cli
