@@ -2,9 +2,10 @@
 
 namespace kvtopo::cli {
 
+void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry);
+
 void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
-  (void)app;
-  (void)registry;
+  RegisterProfilesCommand(app, registry);
 }
 
 }  // namespace kvtopo::cli
