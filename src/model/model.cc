@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "internal/checked_math.h"
 #include "kvtopo/backend.h"
@@ -460,7 +462,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(cache.kv_cache_dtype);
     const bool mtp = method == "mtp";
     const ModelDescription* draft_model = &model;
-    std::string draft_file = target.file;
     if (mtp) {
       if (std::none_of(model.layers.begin(), model.layers.end(),
                        [](const RawLayer& l) { return l.mtp; })) {
@@ -492,7 +493,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
             loaded.name, draft.method, method, draft.method));
       }
       draft_model = &draft;
-      draft_file = loaded.file;
       b.out.draft_name = loaded.name;
     }
 
@@ -607,7 +607,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                           "--decode-context-parallel-size 1",
                           N, b.out.draft_name, draft_backend.name));
     }
-    (void)draft_file;
   }
 
   ValidateLayers(b);
