@@ -4,6 +4,7 @@ namespace kvtopo::cli {
 
 void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterPlanCommands(app, registry);
+  RegisterProfilesCommand(app, registry);
   RegisterSimulateCommand(app, registry);
 }
 

@@ -32,5 +32,6 @@ class CommandRegistry {
 void RegisterCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterPlanCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry);
 
 }  // namespace kvtopo::cli

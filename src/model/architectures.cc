@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"

@@ -1,0 +1,668 @@
+// BuildModelCacheSpecs: config.json + launch options -> per-layer cache specs, placement and
+// launch diagnostics (DESIGN.md §3 rules 2, 3 and 5; research notes fork_and_models.md A.1-A.4,
+// vllm_kv_cache.md §3.7, §4.6, §5.8).
+#include "kvtopo/model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "internal/checked_math.h"
+#include "kvtopo/backend.h"
+#include "model/architectures.h"
+#include "model/embedded_profiles.h"
+
+namespace kvtopo {
+namespace {
+
+using internal::CeilDiv;
+using internal::LayerType;
+using internal::ModelDescription;
+using internal::RawLayer;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsFalsyEnv(std::string_view value) {
+  const std::string v = Lower(value);
+  return v == "0" || v == "false" || v == "no";
+}
+
+bool HasIndexer(const ModelDescription& m) {
+  return std::any_of(m.layers.begin(), m.layers.end(),
+                     [](const RawLayer& l) { return l.type == LayerType::kIndexer; });
+}
+bool HasMla(const ModelDescription& m) {
+  return std::any_of(m.layers.begin(), m.layers.end(),
+                     [](const RawLayer& l) { return l.type == LayerType::kMla; });
+}
+
+// The backend a model uses when nothing names one: its profile's default, else by layer kind.
+std::string DefaultBackendName(const ModelDescription& m) {
+  if (!m.default_backend.empty()) return m.default_backend;
+  if (HasIndexer(m)) return "B12X_MLA_SPARSE";
+  if (HasMla(m)) return "TRITON_MLA";
+  return "FLASH_ATTN";
+}
+
+// Methods whose engine groups recompute the last cached block (EAGLE-style proposers).
+bool IsEagleStyle(std::string_view method) {
+  return method == "eagle" || method == "eagle3" || method == "mtp";
+}
+
+// Lookahead slots per §5.8: every model-based proposer reserves S; ngram reserves none.
+int64_t LookaheadTokens(const SpeculativeConfig& spec) {
+  return spec.method == "ngram" ? 0 : spec.num_speculative_tokens;
+}
+
+// What the validator needs to know about each spec beyond the LayerSpec itself.
+struct LayerContext {
+  const ModelDescription* model = nullptr;
+  const BackendCaps* backend = nullptr;  // null for recurrent layers
+  bool indexer = false;
+  bool external_draft = false;
+};
+
+struct Builder {
+  const LaunchConfig& config;
+  ModelCacheSpecs out;
+  std::vector<LayerContext> context;
+  std::set<std::pair<std::string, std::string>> seen;  // (code, message) dedupe
+
+  void Add(Severity severity, std::string code, std::string message) {
+    if (!seen.emplace(code, message).second) return;
+    out.diagnostics.push_back(Diagnostic{severity, std::move(code), std::move(message)});
+  }
+  void Error(std::string code, std::string message) {
+    Add(Severity::kError, std::move(code), std::move(message));
+  }
+};
+
+struct AttentionOptions {
+  Role role = Role::kTarget;
+  int64_t block_size = 0;
+  KvCacheDtype dtype = KvCacheDtype::kAuto;
+  std::string backend;
+  std::string name_prefix;
+  bool causal = true;
+  bool volatile_last_block = false;
+  bool replicated = false;
+};
+
+LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t tp,
+                        const AttentionOptions& o) {
+  LayerSpec s;
+  s.name = o.name_prefix + raw.name;
+  s.role = o.role;
+  s.block_size = o.block_size;
+  s.model_dtype = m.dtype;
+  s.cache_dtype = o.dtype;
+  s.causal = o.causal;
+  s.volatile_last_block = o.volatile_last_block;
+  s.attention_backend = o.backend;
+  s.dcp.replicated = o.replicated;
+  switch (raw.type) {
+    case LayerType::kMla:
+      s.kind = CacheKind::kMla;
+      s.num_kv_heads = 1;
+      s.head_size = raw.head_size;
+      break;
+    case LayerType::kIndexer:
+      // index_head_dim fp8 values + one fp32 scale per token, whatever the MLA cache dtype.
+      s.kind = CacheKind::kMla;
+      s.num_kv_heads = 1;
+      s.head_size = raw.head_size;
+      s.cache_dtype = KvCacheDtype::kFp8;
+      break;
+    case LayerType::kAttention:
+    case LayerType::kSlidingWindow:
+      s.kind = raw.type == LayerType::kSlidingWindow ? CacheKind::kSlidingWindow
+                                                     : CacheKind::kFullAttention;
+      s.num_kv_heads = std::max<int64_t>(1, raw.num_kv_heads_total / tp);
+      s.head_size = raw.head_size;
+      s.head_size_v = raw.head_size_v;
+      s.sliding_window = raw.sliding_window;
+      break;
+    case LayerType::kKda:
+    case LayerType::kGdn:
+      break;
+  }
+  return s;
+}
+
+struct RecurrentOptions {
+  RecurrentMode mode = RecurrentMode::kAlign;
+  int64_t block_size = 0;
+  int64_t num_speculative_tokens = 0;
+};
+
+Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, int64_t tp,
+                                const RecurrentOptions& o) {
+  LayerSpec s;
+  s.name = raw.name;
+  s.kind = CacheKind::kRecurrent;
+  s.block_size = o.block_size;
+  s.model_dtype = m.dtype;
+  s.recurrent_mode = o.mode;
+  s.num_speculative_blocks = o.num_speculative_tokens;
+  s.num_kv_heads = 0;
+  if (raw.type == LayerType::kKda) {
+    KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, m.dtype));
+  } else {
+    // GDN widens its conv state by the speculative tokens; conv and SSM use the model dtype.
+    KVTOPO_ASSIGN_OR_RETURN(s.state,
+                            GdnState(raw.gdn, tp, o.num_speculative_tokens, m.dtype, m.dtype));
+  }
+  return s;
+}
+
+// Largest rank-local token count of a length-L sequence over N ranks with interleave I.
+int64_t LargestLocalShard(int64_t L, int64_t N, int64_t I) {
+  const int64_t rounds = L / (N * I);
+  const int64_t rem = L % (N * I);
+  return rounds * I + std::min(rem, I);
+}
+
+std::string RoleKnob(const LayerSpec& s) {
+  return s.role == Role::kTarget ? "--attention-backend"
+                                 : "the speculative config's draft_attention_backend";
+}
+
+void ValidateLayers(Builder& b) {
+  const ParallelConfig& p = b.config.parallel;
+  const int64_t N = p.decode_context_parallel_size;
+  const int64_t tp = p.tensor_parallel_size;
+  const int64_t L = b.out.max_model_len;
+  for (size_t i = 0; i < b.out.layers.size(); ++i) {
+    const LayerSpec& s = b.out.layers[i];
+    const LayerContext& c = b.context[i];
+    if (!IsAttention(s.kind) || c.backend == nullptr) continue;
+    const BackendCaps& be = *c.backend;
+    const std::string role(RoleName(s.role));
+    if (c.indexer) continue;  // the indexer K cache is served by the sparse MLA backend's indexer
+
+    if (IsMla(s.kind) != be.mla) {
+      b.Error("backend-kind",
+              fmt::format("{} layer '{}' is {} but backend {} serves {} caches; choose a "
+                          "matching backend with {}",
+                          role, s.name, IsMla(s.kind) ? "an MLA cache" : "a K/V attention cache",
+                          be.name, be.mla ? "MLA" : "K/V attention", RoleKnob(s)));
+      continue;
+    }
+    if (!be.SupportsHeadSize(s.head_size)) {
+      b.Error("backend-head-size",
+              fmt::format("{} layer '{}' has head size {} but backend {} supports only {}; "
+                          "choose another backend with {}",
+                          role, s.name, s.head_size, be.name, fmt::join(be.head_sizes, ", "),
+                          RoleKnob(s)));
+    }
+    if (!be.SupportsBlockSize(s.block_size)) {
+      b.Error("backend-block-size",
+              fmt::format("{} layer '{}' uses block size {} which is not a multiple of a {} "
+                          "kernel block size (smallest {}); change --block-size",
+                          role, s.name, s.block_size, be.name, be.MinKernelBlockSize()));
+    }
+    if (!s.causal && !be.supports_non_causal) {
+      b.Error("backend-non-causal",
+              fmt::format("{} layer '{}' is non-causal (block-parallel drafting) but backend {} "
+                          "supports only causal attention; choose a non-causal backend with {}",
+                          role, s.name, be.name, RoleKnob(s)));
+    }
+    if (IsWindowed(s.kind) && !be.supports_sliding_window) {
+      b.Error("backend-sliding-window",
+              fmt::format("{} layer '{}' uses a sliding window but backend {} has none; choose "
+                          "another backend with {}",
+                          role, s.name, be.name, RoleKnob(s)));
+    }
+    if (!IsMla(s.kind) &&
+        (s.cache_dtype == KvCacheDtype::kFp8DsMla || s.cache_dtype == KvCacheDtype::kNvfp4DsMla)) {
+      b.Error("kv-cache-dtype-kind",
+              fmt::format("{} layer '{}' is a K/V attention cache but its cache dtype {} is "
+                          "MLA-only; set {}",
+                          role, s.name, KvCacheDtypeName(s.cache_dtype),
+                          s.role == Role::kTarget ? "--kv-cache-dtype"
+                                                  : "the speculative config's "
+                                                    "draft_kv_cache_dtype"));
+    }
+
+    if (N <= 1) continue;
+    if (s.dcp.replicated) {
+      if (p.prefill_context_parallel_size > 1) {
+        b.Error("replicated-pcp",
+                fmt::format("{} layer '{}' keeps a replicated (DCP1) cache, which cannot run with "
+                            "--prefill-context-parallel-size {}; set it to 1",
+                            role, s.name, p.prefill_context_parallel_size));
+      }
+      if (s.role == Role::kDraft && !be.local_dcp_draft_contract) {
+        b.Error("replicated-draft-backend",
+                fmt::format("draft layer '{}' is replicated under --decode-context-parallel-size "
+                            "{} but backend {} cannot run a DCP1 draft inside a DCP launch; "
+                            "choose a backend with the local-DCP draft contract via {}",
+                            s.name, N, be.name, RoleKnob(s)));
+      }
+      continue;
+    }
+    // Sharded attention under DCP.
+    if (IsWindowed(s.kind)) {
+      b.Error("sliding-window-dcp",
+              fmt::format("{} layer '{}' uses a sliding window and is DCP-sharded; DCP supports "
+                          "sliding-window KV only when it is replicated; set "
+                          "--decode-context-parallel-size 1",
+                          role, s.name));
+    }
+    if (!be.returns_lse) {
+      b.Error("dcp-backend-lse",
+              fmt::format("{} layer '{}' is DCP-sharded but backend {} does not return the "
+                          "softmax LSE needed to combine shards; choose another backend with {} "
+                          "or set --decode-context-parallel-size 1",
+                          role, s.name, be.name, RoleKnob(s)));
+    }
+    if (p.prefill_context_parallel_size > 1 && !be.supports_pcp) {
+      b.Error(be.dcp_gathered_head_multiple > 0 ? "b12x-dcp-pcp" : "backend-pcp",
+              fmt::format("backend {} ({} layer '{}') does not support prefill context "
+                          "parallelism; set --prefill-context-parallel-size 1",
+                          be.name, role, s.name));
+    }
+    if (b.out.num_speculative_tokens > 0 && p.dcp_kv_cache_interleave_size > 1 &&
+        !be.spec_decode_with_interleave) {
+      b.Error("spec-interleave-backend",
+              fmt::format("speculative decoding with --dcp-kv-cache-interleave-size {} needs "
+                          "backend support, which {} ({} layer '{}') lacks; set the interleave "
+                          "to 1 or choose another backend with {}",
+                          p.dcp_kv_cache_interleave_size, be.name, role, s.name, RoleKnob(s)));
+    }
+    if (s.block_size % p.dcp_kv_cache_interleave_size != 0) {
+      b.Error("block-size-interleave",
+              fmt::format("{} layer '{}': block size {} is not a multiple of "
+                          "--dcp-kv-cache-interleave-size {}; change --block-size or the "
+                          "interleave",
+                          role, s.name, s.block_size, p.dcp_kv_cache_interleave_size));
+    }
+    const ModelDescription& m = *c.model;
+    if (be.dcp_gathered_head_multiple > 0) {
+      // Backend-owned dense MLA DCP: gathered query heads fill the kernel's head tile.
+      if (m.num_attention_heads % tp != 0) {
+        b.Error("b12x-dcp-gathered-heads",
+                fmt::format("{} has {} query heads, not divisible by --tensor-parallel-size {}; "
+                            "backend {} needs whole local heads under DCP",
+                            m.architecture, m.num_attention_heads, tp, be.name));
+      } else {
+        const int64_t local = m.num_attention_heads / tp;
+        if ((local * N) % be.dcp_gathered_head_multiple != 0) {
+          b.Error("b12x-dcp-gathered-heads",
+                  fmt::format("backend {} under DCP gathers local heads x DCP = {} x {} = {} "
+                              "query heads, which must be a multiple of {}; change "
+                              "--decode-context-parallel-size (or --tensor-parallel-size)",
+                              be.name, local, N, local * N, be.dcp_gathered_head_multiple));
+        }
+      }
+    }
+    if (be.dcp_max_local_kv_tokens > 0) {
+      const int64_t shard = LargestLocalShard(L, N, p.dcp_kv_cache_interleave_size);
+      if (shard > be.dcp_max_local_kv_tokens) {
+        b.Error("b12x-dcp-local-shard",
+                fmt::format("backend {} holds at most {} tokens per rank-local KV shard, but "
+                            "--max-model-len {} over DCP {} puts {} on rank 0; lower "
+                            "--max-model-len or raise --decode-context-parallel-size",
+                            be.name, be.dcp_max_local_kv_tokens, L, N, shard));
+      }
+    }
+    if (!IsMla(s.kind) && s.kind != CacheKind::kRecurrent) {
+      // GQA/MQA rules for DCP (vllm_kv_cache.md §4.6).
+      const int64_t kv = std::max<int64_t>(1, m.num_kv_heads_total);
+      const int64_t q = m.num_attention_heads;
+      if (tp <= kv) {
+        b.Error("gqa-dcp-tp-kv-heads",
+                fmt::format("{} layers: --tensor-parallel-size {} must be greater than the "
+                            "total KV heads {} for GQA/MQA decode context parallelism; raise "
+                            "--tensor-parallel-size or set --decode-context-parallel-size 1",
+                            role, tp, kv));
+      } else if (N > tp / kv) {
+        b.Error("gqa-dcp-size",
+                fmt::format("{} layers: --decode-context-parallel-size {} exceeds "
+                            "tensor-parallel size / KV heads = {} / {} = {} for GQA/MQA; lower "
+                            "it",
+                            role, N, tp, kv, tp / kv));
+      }
+      if (q % kv != 0 || (q / kv) % N != 0) {
+        b.Error("gqa-dcp-q-per-kv",
+                fmt::format("{} layers: query heads per KV head {} / {} must be a multiple of "
+                            "--decode-context-parallel-size {}; change it",
+                            role, q, kv, N));
+      }
+    }
+  }
+}
+
+Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view knob) {
+  Result<BackendCaps> caps = FindBackend(name);
+  if (!caps.ok()) {
+    return InvalidArgument(fmt::format("{}: {}", knob, caps.status().message()));
+  }
+  return caps;
+}
+
+Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
+  KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
+  KVTOPO_ASSIGN_OR_RETURN(ModelDescription model, internal::DescribeModel(target.json, target.file));
+  if (model.kind == "draft") {
+    return InvalidArgument(fmt::format(
+        "'{}' is a draft model; pass it as \"model\" in --speculative-config and name a target "
+        "model instead",
+        target.name));
+  }
+  const ParallelConfig& p = config.parallel;
+  const CacheOptions& cache = config.cache;
+  const int64_t tp = p.tensor_parallel_size;
+  const int64_t N = p.decode_context_parallel_size;
+
+  Builder b{config, {}, {}, {}};
+  b.out.model_name = target.name;
+  b.out.architecture = model.architecture;
+  if (cache.max_model_len < 0) {
+    return InvalidArgument(
+        fmt::format("--max-model-len must be positive, got {}", cache.max_model_len));
+  }
+  b.out.max_model_len = cache.max_model_len ? cache.max_model_len : model.max_position_embeddings;
+  if (b.out.max_model_len > model.max_position_embeddings) {
+    b.Add(Severity::kWarning, "max-model-len-exceeds-model",
+          fmt::format("--max-model-len {} exceeds the model's max_position_embeddings {} in "
+                      "'{}'; lower --max-model-len unless the model is known to extrapolate",
+                      b.out.max_model_len, model.max_position_embeddings, target.file));
+  }
+  if (cache.block_size < 0) {
+    return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
+  }
+
+  // Target backend and block size.
+  const std::string target_backend_name =
+      cache.attention_backend.empty() ? DefaultBackendName(model) : cache.attention_backend;
+  KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
+                          ResolveBackend(target_backend_name, "--attention-backend"));
+  b.out.attention_backend = target_backend.name;
+  const int64_t block_size =
+      cache.block_size ? cache.block_size : target_backend.preferred_block_size;
+
+  // Speculative decoding.
+  std::optional<SpeculativeConfig> spec = config.speculative;
+  const int64_t S = spec ? spec->num_speculative_tokens : 0;
+  if (spec && S <= 0) {
+    return InvalidArgument(fmt::format(
+        "--speculative-config: 'num_speculative_tokens' must be positive, got {}", S));
+  }
+  b.out.num_speculative_tokens = S;
+  b.out.num_lookahead_tokens = spec ? LookaheadTokens(*spec) : 0;
+  b.out.speculative_method = spec ? spec->method : "";
+  const bool eagle_style = spec && IsEagleStyle(spec->method);
+
+  // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> align (no kvtopo model supports
+  // "all"); caching off -> none with one state page over the whole sequence.
+  RecurrentOptions rec;
+  rec.num_speculative_tokens = S;
+  if (!cache.enable_prefix_caching) {
+    rec.mode = RecurrentMode::kNone;
+    if (cache.mamba_cache_mode && *cache.mamba_cache_mode != RecurrentMode::kNone) {
+      b.Add(Severity::kWarning, "mamba-cache-mode-forced",
+            fmt::format("--mamba-cache-mode {} needs prefix caching; with "
+                        "--no-enable-prefix-caching recurrent layers use mode none",
+                        RecurrentModeName(*cache.mamba_cache_mode)));
+    }
+  } else {
+    rec.mode = cache.mamba_cache_mode.value_or(RecurrentMode::kAlign);
+    if (rec.mode == RecurrentMode::kNone) rec.mode = RecurrentMode::kAlign;
+    if (rec.mode == RecurrentMode::kAll) {
+      rec.mode = RecurrentMode::kAlign;
+      b.Add(Severity::kWarning, "mamba-cache-mode-all-unsupported",
+            fmt::format("{} does not support --mamba-cache-mode all; using align",
+                        model.architecture));
+    }
+  }
+  if (cache.mamba_block_size < 0) {
+    return InvalidArgument(
+        fmt::format("--mamba-block-size must be positive, got {}", cache.mamba_block_size));
+  }
+  rec.block_size = cache.mamba_block_size ? cache.mamba_block_size
+                   : rec.mode == RecurrentMode::kNone ? b.out.max_model_len
+                                                      : block_size;
+
+  // Target layers (trunk).
+  AttentionOptions target_opts{.role = Role::kTarget,
+                               .block_size = block_size,
+                               .dtype = cache.kv_cache_dtype,
+                               .backend = target_backend.name,
+                               .causal = true,
+                               .volatile_last_block = eagle_style};
+  // Keep the BackendCaps alive for the contexts.
+  std::vector<std::unique_ptr<BackendCaps>> backends;
+  backends.push_back(std::make_unique<BackendCaps>(target_backend));
+  const BackendCaps* target_caps = backends.back().get();
+  for (const RawLayer& raw : model.layers) {
+    if (raw.mtp) continue;
+    if (raw.type == LayerType::kKda || raw.type == LayerType::kGdn) {
+      KVTOPO_ASSIGN_OR_RETURN(LayerSpec s, RecurrentSpec(raw, model, tp, rec));
+      b.out.layers.push_back(std::move(s));
+      b.context.push_back({&model, nullptr, false, false});
+    } else {
+      b.out.layers.push_back(AttentionSpec(raw, model, tp, target_opts));
+      b.context.push_back({&model, target_caps, raw.type == LayerType::kIndexer, false});
+    }
+  }
+
+  // Draft layers.
+  ModelDescription draft;
+  if (spec && spec->method != "ngram") {
+    const std::string& method = spec->method;
+    const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(cache.kv_cache_dtype);
+    const bool mtp = method == "mtp";
+    const ModelDescription* draft_model = &model;
+    if (mtp) {
+      if (std::none_of(model.layers.begin(), model.layers.end(),
+                       [](const RawLayer& l) { return l.mtp; })) {
+        return InvalidArgument(fmt::format(
+            "--speculative-config method 'mtp' needs in-model MTP layers, but config.json '{}' "
+            "declares none (num_nextn_predict_layers); choose another method",
+            target.file));
+      }
+      b.out.draft_name = target.name + " (mtp)";
+    } else {
+      std::string draft_ref = spec->model;
+      if (draft_ref.empty()) {
+        auto it = std::find_if(model.default_drafts.begin(), model.default_drafts.end(),
+                               [&](const auto& d) { return d.first == method; });
+        if (it == model.default_drafts.end()) {
+          return InvalidArgument(fmt::format(
+              "--speculative-config: method '{}' needs a 'model' (a draft profile name or "
+              "config path); '{}' has no default {} draft",
+              method, target.name, method));
+        }
+        draft_ref = it->second;
+      }
+      KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded, internal::LoadModelConfig(draft_ref));
+      KVTOPO_ASSIGN_OR_RETURN(draft, internal::DescribeModel(loaded.json, loaded.file));
+      if (!draft.method.empty() && draft.method != method) {
+        return InvalidArgument(fmt::format(
+            "--speculative-config: draft '{}' implements method '{}', not '{}'; set \"method\": "
+            "\"{}\" or choose another draft",
+            loaded.name, draft.method, method, draft.method));
+      }
+      draft_model = &draft;
+      b.out.draft_name = loaded.name;
+    }
+
+    // Backend: "" inherits --attention-backend (else the draft's own default); "auto" picks
+    // the draft's default independently of the target.
+    std::string draft_backend_name = spec->draft_attention_backend;
+    if (draft_backend_name.empty()) {
+      draft_backend_name = !cache.attention_backend.empty() ? cache.attention_backend
+                           : mtp                           ? target_backend.name
+                                                           : DefaultBackendName(*draft_model);
+    } else if (draft_backend_name == "auto") {
+      draft_backend_name = DefaultBackendName(*draft_model);
+    }
+    KVTOPO_ASSIGN_OR_RETURN(
+        const BackendCaps draft_backend,
+        ResolveBackend(draft_backend_name, "--speculative-config 'draft_attention_backend'"));
+    backends.push_back(std::make_unique<BackendCaps>(draft_backend));
+    const BackendCaps* draft_caps = backends.back().get();
+    b.out.draft_attention_backend = draft_backend.name;
+
+    // Block size: the draft's own backend-selected block, else the target's when the draft
+    // backend's kernels take it, else the draft backend's preferred block.
+    int64_t draft_block = block_size;
+    if (!mtp && draft_model->block_size > 0) {
+      draft_block = draft_model->block_size;
+    } else if (!draft_backend.SupportsBlockSize(block_size)) {
+      draft_block = draft_backend.preferred_block_size;
+    }
+
+    const bool causal =
+        draft_model->causal.value_or(!(method == "dspark" || method == "dflash"));
+    // Placement under DCP (fork_and_models.md A.1, A.4; DESIGN.md §3 rule 2).
+    const std::optional<std::string>& env = config.dcp_shard_draft_env;
+    bool replicated = false;
+    if (N > 1) {
+      if (method == "dflash") {
+        replicated = true;  // DFlash owns TP-local heads and has no cross-rank LSE combine
+      } else if (mtp) {
+        replicated = !config.shard_draft_flag && env.has_value() && IsFalsyEnv(*env);
+      } else if (method == "dspark") {
+        replicated = !config.shard_draft_flag && !(env.has_value() && *env == "1");
+      } else if (!causal) {
+        replicated = !config.shard_draft_flag && !(env.has_value() && IsTruthyEnv(*env));
+      }
+    }
+    AttentionOptions draft_opts{.role = Role::kDraft,
+                                .block_size = draft_block,
+                                .dtype = draft_dtype,
+                                .backend = draft_backend.name,
+                                .name_prefix = mtp ? "" : "draft.",
+                                .causal = causal,
+                                .volatile_last_block = eagle_style,
+                                .replicated = replicated};
+    const int64_t first_draft = static_cast<int64_t>(b.out.layers.size());
+    for (const RawLayer& raw : draft_model->layers) {
+      if (mtp != raw.mtp) continue;
+      if (raw.type == LayerType::kKda || raw.type == LayerType::kGdn) {
+        KVTOPO_ASSIGN_OR_RETURN(LayerSpec s, RecurrentSpec(raw, *draft_model, tp, rec));
+        s.name = draft_opts.name_prefix + s.name;
+        s.role = Role::kDraft;
+        b.out.layers.push_back(std::move(s));
+        b.context.push_back({draft_model, nullptr, false, !mtp});
+        continue;
+      }
+      b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, draft_opts));
+      b.context.push_back({draft_model, draft_caps, raw.type == LayerType::kIndexer, !mtp});
+    }
+
+    // Draft windows.
+    const bool dspark_window = method == "dspark" && config.dspark_draft_kv_window != 0;
+    if (config.dspark_draft_kv_window != 0 && method != "dspark") {
+      b.Add(Severity::kWarning, "dspark-window-ignored",
+            fmt::format("VLLM_DSPARK_DRAFT_KV_WINDOW {} applies only to DSpark drafts; method "
+                        "'{}' ignores it",
+                        config.dspark_draft_kv_window, method));
+    }
+    if (dspark_window && config.dspark_draft_kv_window < draft_block) {
+      b.Error("dspark-window",
+              fmt::format("VLLM_DSPARK_DRAFT_KV_WINDOW {} must be 0 (full draft cache) or at "
+                          "least one block ({} tokens); change it",
+                          config.dspark_draft_kv_window, draft_block));
+    }
+    const int64_t dflash_window = method == "dflash" ? spec->dflash_draft_window_size : 0;
+    if (spec->dflash_draft_window_size > 0 && method != "dflash") {
+      b.Add(Severity::kWarning, "dflash-window-ignored",
+            fmt::format("dflash_draft_window_size {} applies only to method dflash; '{}' "
+                        "ignores it",
+                        spec->dflash_draft_window_size, method));
+    }
+    for (size_t i = static_cast<size_t>(first_draft); i < b.out.layers.size(); ++i) {
+      LayerSpec& s = b.out.layers[i];
+      if (b.context[i].indexer || !IsAttention(s.kind)) continue;
+      if (dspark_window && config.dspark_draft_kv_window >= draft_block && IsMla(s.kind)) {
+        s.kind = CacheKind::kSlidingWindowMla;
+        s.sliding_window = config.dspark_draft_kv_window;
+      }
+      if (method == "dflash") {
+        if (dflash_window > 0) {
+          s.kind = CacheKind::kSlidingWindow;
+          s.sliding_window = dflash_window;
+        }
+        // A DFlash window keeps one more window so its prefix-lookup proof block survives.
+        if (IsWindowed(s.kind)) s.extra_retained_tokens = s.sliding_window;
+      }
+    }
+
+    if (method == "dspark" && N > 1 && draft_backend.name != "B12X_MLA") {
+      b.Error("dspark-dcp-backend",
+              fmt::format("target --decode-context-parallel-size {} with the external DSpark "
+                          "draft '{}' needs draft_attention_backend B12X_MLA, got {}; set "
+                          "\"draft_attention_backend\": \"B12X_MLA\" or "
+                          "--decode-context-parallel-size 1",
+                          N, b.out.draft_name, draft_backend.name));
+    }
+  }
+
+  ValidateLayers(b);
+  return std::move(b.out);
+}
+
+}  // namespace
+
+bool IsTruthyEnv(std::string_view value) {
+  const std::string v = Lower(value);
+  return v == "1" || v == "true" || v == "yes";
+}
+
+LaunchConfig DefaultLaunchConfig() {
+  LaunchConfig c;
+  c.model = "kimi-k3";
+  c.parallel = ParallelConfig{.tensor_parallel_size = 16, .decode_context_parallel_size = 16};
+  c.cache.block_size = 768;
+  c.cache.max_model_len = 1'000'000;
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  c.cache.attention_backend = "B12X_MLA";
+  c.speculative = SpeculativeConfig{.method = "dspark",
+                                    .model = "kimi-k3-dspark",
+                                    .num_speculative_tokens = 7,
+                                    .draft_attention_backend = "B12X_MLA"};
+  return c;
+}
+
+Result<ModelCacheSpecs> BuildModelCacheSpecs(const LaunchConfig& config) {
+  const std::string name = config.model.empty() ? "kimi-k3" : config.model;
+  KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded, internal::LoadModelConfig(name));
+  return Build(loaded, config);
+}
+
+Result<ModelCacheSpecs> BuildModelCacheSpecsFromJson(const nlohmann::json& model_config,
+                                                     const LaunchConfig& config) {
+  const std::string name = config.model.empty() ? "<config>" : config.model;
+  return Build(internal::LoadedConfig{model_config, name, name}, config);
+}
+
+Result<std::vector<ProfileInfo>> ListProfiles() {
+  std::vector<ProfileInfo> out;
+  for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+    if (f.stem == "backends") {
+      KVTOPO_ASSIGN_OR_RETURN(std::vector<BackendCaps> list, ListBackends());
+      out.push_back({std::string(f.stem), "backends", "", static_cast<int64_t>(list.size())});
+      continue;
+    }
+    KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
+                            internal::LoadModelConfig(std::string(f.stem)));
+    KVTOPO_ASSIGN_OR_RETURN(ModelDescription m,
+                            internal::DescribeModel(loaded.json, loaded.file));
+    out.push_back({std::string(f.stem), m.kind, m.architecture,
+                   static_cast<int64_t>(m.layers.size())});
+  }
+  return out;
+}
+
+}  // namespace kvtopo

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include "kvtopo/backend.h"
+#include "kvtopo/model.h"
+
+namespace kvtopo {
+namespace {
+
+TEST(SpeculativeConfig, BackendNamesAreCaseInsensitive) {
+  auto spec = ParseSpeculativeConfig(
+      R"({"method":"EAGLE3","num_speculative_tokens":2,"draft_attention_backend":"triton_mla"})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->method, "eagle3");
+  EXPECT_EQ(spec->draft_attention_backend, "TRITON_MLA");
+  EXPECT_FALSE(spec->draft_kv_cache_dtype.has_value());
+}
+
+TEST(SpeculativeConfig, AliasIsCopiedWhenTheDraftBackendIsUnset) {
+  auto alias = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"attention_backend":"FlashMLA"})");
+  ASSERT_TRUE(alias.ok());
+  EXPECT_EQ(alias->draft_attention_backend, "FLASHMLA");
+  auto both = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"attention_backend":"FLASHMLA",
+          "draft_attention_backend":"TRITON_MLA"})");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->draft_attention_backend, "TRITON_MLA");
+  auto alias_auto = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"attention_backend":"auto"})");
+  ASSERT_TRUE(alias_auto.ok());
+  EXPECT_EQ(alias_auto->draft_attention_backend, "");
+  auto draft_auto = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"draft_attention_backend":"AUTO"})");
+  ASSERT_TRUE(draft_auto.ok());
+  EXPECT_EQ(draft_auto->draft_attention_backend, "auto");
+}
+
+TEST(SpeculativeConfig, NullDtypeInheritsAndWindowParses) {
+  auto spec = ParseSpeculativeConfig(
+      R"({"method":"dflash","model":"glm-5.3-flash-dflash2","num_speculative_tokens":15,
+          "draft_kv_cache_dtype":null,"dflash_draft_window_size":4096})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->model, "glm-5.3-flash-dflash2");
+  EXPECT_FALSE(spec->draft_kv_cache_dtype.has_value());
+  EXPECT_EQ(spec->dflash_draft_window_size, 4096);
+}
+
+TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
+  auto key = ParseSpeculativeConfig(R"({"method":"eagle3","num_speculative_tokens":2,"foo":1})");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(key.status().message().find("unknown key 'foo'"), std::string::npos);
+  EXPECT_NE(key.status().message().find("draft_kv_cache_dtype"), std::string::npos);
+
+  auto method = ParseSpeculativeConfig(R"({"method":"medusa","num_speculative_tokens":2})");
+  ASSERT_FALSE(method.ok());
+  EXPECT_NE(method.status().message().find("dspark"), std::string::npos);
+
+  auto backend = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"draft_attention_backend":"XFORMERS"})");
+  ASSERT_FALSE(backend.ok());
+  EXPECT_NE(backend.status().message().find("B12X_MLA"), std::string::npos);
+
+  auto dtype = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"draft_kv_cache_dtype":"fp7"})");
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_NE(dtype.status().message().find("fp8"), std::string::npos);
+
+  EXPECT_FALSE(ParseSpeculativeConfig(R"({"method":"eagle3","num_speculative_tokens":0})").ok());
+  EXPECT_FALSE(ParseSpeculativeConfig(R"({"method":"eagle3"})").ok());
+  EXPECT_FALSE(ParseSpeculativeConfig(
+                   R"({"method":"dflash","num_speculative_tokens":2,"dflash_draft_window_size":0})")
+                   .ok());
+}
+
+TEST(SpeculativeConfig, MalformedJsonIsAOneLineError) {
+  auto bad = ParseSpeculativeConfig(R"({"method": "eagle3",)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message().find('\n'), std::string::npos);
+  EXPECT_EQ(bad.status().message().rfind("--speculative-config is not valid JSON", 0), 0u);
+  EXPECT_FALSE(ParseSpeculativeConfig("[1, 2]").ok());
+}
+
+TEST(SpeculativeConfig, LookaheadPerMethod) {
+  LaunchConfig c = DefaultLaunchConfig();
+  auto dspark = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(dspark.ok());
+  EXPECT_EQ(dspark->num_lookahead_tokens, 7);
+  c.speculative = *ParseSpeculativeConfig(R"({"method":"ngram","num_speculative_tokens":5})");
+  auto ngram = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(ngram.ok());
+  EXPECT_EQ(ngram->num_lookahead_tokens, 0);
+  EXPECT_EQ(ngram->num_speculative_tokens, 5);
+}
+
+TEST(BackendRegistry, LookupAndCapabilities) {
+  auto b12x = FindBackend("b12x_mla");
+  ASSERT_TRUE(b12x.ok()) << b12x.status().ToString();
+  EXPECT_EQ(b12x->name, "B12X_MLA");
+  EXPECT_TRUE(b12x->SupportsHeadSize(576));
+  EXPECT_FALSE(b12x->SupportsHeadSize(512));
+  EXPECT_TRUE(b12x->SupportsBlockSize(944));
+  EXPECT_FALSE(b12x->SupportsBlockSize(936));
+  EXPECT_TRUE(b12x->owns_dcp_collectives);
+  EXPECT_EQ(b12x->dcp_gathered_head_multiple, 8);
+  EXPECT_EQ(b12x->dcp_max_local_kv_tokens, 1'048'576);
+  EXPECT_FALSE(b12x->indexes_kv_by_block_stride);
+
+  auto flashmla = FindBackend("FLASHMLA");
+  ASSERT_TRUE(flashmla.ok());
+  EXPECT_TRUE(flashmla->SupportsBlockSize(128));
+  EXPECT_FALSE(flashmla->SupportsBlockSize(32));
+  EXPECT_EQ(flashmla->MinKernelBlockSize(), 64);
+
+  auto fa = FindBackend("flash_attn");
+  ASSERT_TRUE(fa.ok());
+  EXPECT_TRUE(fa->local_dcp_draft_contract);
+  EXPECT_TRUE(fa->indexes_kv_by_block_stride);
+
+  auto missing = FindBackend("XFORMERS");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("TRITON_ATTN"), std::string::npos);
+
+  auto all = ListBackends();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 8u);
+}
+
+}  // namespace
+}  // namespace kvtopo
