@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,5 +31,10 @@ class CommandRegistry {
 
 // Registers every subcommand (defined in tools/*_command.cc).
 void RegisterCommands(CLI::App& app, CommandRegistry& registry);
+void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry);
+
+// vLLM's single-dash long aliases (-tp, -dcp), which CLI11 cannot declare, rewritten to their
+// long names ("-dcp 4" and "-dcp=4" both work).
+std::vector<std::string> NormalizeVllmAliases(int argc, char** argv);
 
 }  // namespace kvtopo::cli

@@ -1,7 +1,9 @@
 // kvtopo: plan, check and simulate paged KV caches under DCP, speculative decoding and hybrids.
 // Exit codes: 0 accepted / success, 1 configuration rejected, 2 usage error.
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -15,8 +17,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   kvtopo::cli::CommandRegistry registry;
   kvtopo::cli::RegisterCommands(app, registry);
+  // CLI11 wants argv in reverse for the vector overload.
+  std::vector<std::string> args = kvtopo::cli::NormalizeVllmAliases(argc, argv);
+  args.erase(args.begin());
+  std::reverse(args.begin(), args.end());
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
