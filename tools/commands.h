@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,5 +34,10 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterPlanCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry);
+
+// vLLM's single-dash long aliases (-tp, -dcp, -pcp), which CLI11 cannot declare, rewritten to
+// their long names ("-dcp 4" and "-dcp=4" both work).
+std::vector<std::string> NormalizeVllmAliases(int argc, char** argv);
 
 }  // namespace kvtopo::cli

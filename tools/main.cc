@@ -1,29 +1,13 @@
 // kvtopo: plan, check and simulate paged KV caches under DCP, speculative decoding and hybrids.
 // Exit codes: 0 accepted / success, 1 configuration rejected, 2 usage error.
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-
-namespace {
-
-// vLLM spells some long flags with one dash (-tp, -dcp, -pcp); CLI11 reads one-dash names as
-// single letters, so they are rewritten to their long form first.
-std::vector<std::string> NormalizeArgs(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  for (std::string& a : args) {
-    if (a == "-tp") a = "--tensor-parallel-size";
-    if (a == "-dcp") a = "--decode-context-parallel-size";
-    if (a == "-pcp") a = "--prefill-context-parallel-size";
-  }
-  return args;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -33,10 +17,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   kvtopo::cli::CommandRegistry registry;
   kvtopo::cli::RegisterCommands(app, registry);
+  // CLI11 wants argv in reverse for the vector overload.
+  std::vector<std::string> args = kvtopo::cli::NormalizeVllmAliases(argc, argv);
+  args.erase(args.begin());
+  std::reverse(args.begin(), args.end());
   try {
-    std::vector<std::string> args = NormalizeArgs(argc, argv);
-    std::reverse(args.begin(), args.end());
-    args.pop_back();  // the program name
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

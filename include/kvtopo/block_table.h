@@ -1,0 +1,58 @@
+// BlockTable: one rank's worker-side block table for one cache group.
+//
+// num_rows x geometry.block_table_width int32 kernel block ids, one row per request slot. The
+// width comes from the geometry and is never recomputed here. Manager block m expands to the
+// kernel blocks m*k .. m*k+k-1 (k = block_size / kernel_block_size), so manager column j
+// occupies kernel columns [j*k, (j+1)*k). Rows are append-only: Append writes past the row's
+// current length; WriteFrom rewrites a suffix (recurrent align rows move their speculative
+// columns to the row's end each step, see KVCacheManager::LastUpdate). A write that would go
+// past the row returns an OutOfRange error and writes nothing.
+//
+// Invariants (CheckInvariants): every row length is within [0, width] and a multiple of k;
+// entries past a row's length are 0.
+//
+// Thread safety: none; one worker thread owns a table.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kvtopo/geometry.h"
+#include "kvtopo/ids.h"
+#include "kvtopo/status.h"
+
+namespace kvtopo {
+
+class BlockTable {
+ public:
+  BlockTable(const GroupGeometry& geometry, int32_t num_rows);
+
+  int32_t num_rows() const { return num_rows_; }
+  int64_t width() const { return width_; }  // kernel entries per row
+  int64_t kernel_blocks_per_block() const { return k_; }
+
+  // Appends manager blocks to `row` (expanded to kernel blocks).
+  Status Append(int32_t row, std::span<const BlockId> manager_blocks);
+  // Writes manager blocks at manager columns [first_column, first_column + size); the first
+  // column must not lie past the row's current end. The row then ends at the written suffix's
+  // end, or keeps its length if that is longer.
+  Status WriteFrom(int32_t row, int64_t first_column, std::span<const BlockId> manager_blocks);
+  void ClearRow(int32_t row);
+
+  // The row's kernel block ids, its full width (entries past row_length are 0).
+  std::span<const int32_t> Row(int32_t row) const;
+  int64_t row_length(int32_t row) const { return lengths_[row]; }  // kernel entries
+
+  void CheckInvariants() const;
+
+ private:
+  friend class BlockTablePeer;
+  int64_t width_;
+  int64_t k_;
+  int32_t num_rows_;
+  std::vector<int32_t> data_;      // num_rows_ * width_
+  std::vector<int64_t> lengths_;   // kernel entries used per row
+};
+
+}  // namespace kvtopo

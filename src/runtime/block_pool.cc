@@ -1,0 +1,201 @@
+#include "kvtopo/block_pool.h"
+
+#include <bit>
+
+#include "kvtopo/status.h"
+
+namespace kvtopo {
+
+BlockPool::BlockPool(int32_t num_blocks, bool enable_caching) : caching_(enable_caching) {
+  KVTOPO_CHECK(num_blocks >= 1);
+  meta_.resize(num_blocks);
+  head_ = tail_ = sentinel();
+  // Block 0 is the null block: never in the list.
+  for (int32_t i = 1; i < num_blocks; ++i) PushBack(i);
+  // At most one entry per block; a load factor <= 1/2 keeps probe runs short.
+  const size_t capacity = std::bit_ceil(static_cast<size_t>(num_blocks) * 2);
+  map_.resize(capacity);
+  map_mask_ = capacity - 1;
+}
+
+double BlockPool::Usage() const {
+  const int32_t usable = num_blocks() - 1;
+  return usable == 0 ? 0.0 : 1.0 - static_cast<double>(num_free_) / usable;
+}
+
+void BlockPool::Unlink(int32_t i) {
+  Meta& m = meta_[i];
+  Next(m.prev) = m.next;
+  Prev(m.next) = m.prev;
+  m.prev = m.next = -1;
+  --num_free_;
+}
+
+void BlockPool::PushBack(int32_t i) {
+  Meta& m = meta_[i];
+  m.prev = tail_;
+  m.next = sentinel();
+  Next(tail_) = i;
+  tail_ = i;
+  ++num_free_;
+}
+
+void BlockPool::Evict(int32_t i) {
+  if (meta_[i].group >= 0) {
+    MapErase(i);
+    meta_[i].group = -1;
+    meta_[i].hash = BlockHash{};
+  }
+}
+
+bool BlockPool::Allocate(int32_t count, std::vector<BlockId>& out) {
+  KVTOPO_CHECK(count >= 0);
+  if (count > num_free_) return false;
+  for (int32_t k = 0; k < count; ++k) out.push_back(AllocateOne());
+  return true;
+}
+
+BlockId BlockPool::AllocateOne() {
+  KVTOPO_CHECK(num_free_ > 0);
+  const int32_t i = head_;
+  Unlink(i);
+  Evict(i);
+  meta_[i].ref_count = 1;
+  return BlockId{i};
+}
+
+void BlockPool::Touch(std::span<const BlockId> blocks) {
+  for (BlockId b : blocks) {
+    const int32_t i = Index(b);
+    if (i == 0) continue;
+    if (meta_[i].ref_count == 0) Unlink(i);
+    ++meta_[i].ref_count;
+  }
+}
+
+void BlockPool::FreeOne(BlockId block) {
+  const int32_t i = Index(block);
+  if (i == 0) return;
+  KVTOPO_CHECK_MSG(meta_[i].ref_count > 0, "double free of a block");
+  if (--meta_[i].ref_count == 0) PushBack(i);
+}
+
+void BlockPool::Free(std::span<const BlockId> blocks_in_eviction_order) {
+  for (BlockId b : blocks_in_eviction_order) FreeOne(b);
+}
+
+size_t BlockPool::SlotOf(const BlockHash& hash, int32_t group) const {
+  // The hash is already uniform; fold the group in so groups do not share probe runs.
+  return (hash.low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull)) & map_mask_;
+}
+
+std::optional<BlockId> BlockPool::Lookup(const BlockHash& hash, GroupId group) const {
+  if (!caching_) return std::nullopt;
+  const int32_t g = group.value();
+  for (size_t s = SlotOf(hash, g);; s = (s + 1) & map_mask_) {
+    const Slot& slot = map_[s];
+    if (slot.group < 0) return std::nullopt;
+    if (slot.group == g && slot.hash == hash) return BlockId{slot.block};
+  }
+}
+
+void BlockPool::Cache(BlockId block, const BlockHash& hash, GroupId group) {
+  const int32_t i = Index(block);
+  KVTOPO_CHECK(caching_ && i != 0);
+  Meta& m = meta_[i];
+  KVTOPO_CHECK_MSG(m.group < 0, "a block is hashed twice");
+  KVTOPO_CHECK(group.value() >= 0);
+  m.group = group.value();
+  m.hash = hash;
+  size_t s = SlotOf(hash, m.group);
+  while (map_[s].group >= 0) s = (s + 1) & map_mask_;
+  map_[s] = Slot{.hash = hash, .group = m.group, .block = i};
+  ++map_size_;
+}
+
+void BlockPool::MapErase(int32_t block) {
+  const Meta& m = meta_[block];
+  size_t s = SlotOf(m.hash, m.group);
+  while (map_[s].block != block || map_[s].group < 0) {
+    KVTOPO_CHECK(map_[s].group >= 0);
+    s = (s + 1) & map_mask_;
+  }
+  // Backward-shift deletion: pull later entries of the run into the hole when their home slot
+  // does not lie cyclically in (hole, current].
+  size_t hole = s;
+  for (size_t j = (s + 1) & map_mask_; map_[j].group >= 0; j = (j + 1) & map_mask_) {
+    const size_t home = SlotOf(map_[j].hash, map_[j].group);
+    const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (!stays) {
+      map_[hole] = map_[j];
+      hole = j;
+    }
+  }
+  map_[hole] = Slot{};
+  --map_size_;
+}
+
+bool BlockPool::ResetPrefixCache() {
+  if (num_free_ != num_blocks() - 1) return false;
+  for (Slot& slot : map_) slot = Slot{};
+  map_size_ = 0;
+  for (Meta& m : meta_) {
+    m.group = -1;
+    m.hash = BlockHash{};
+  }
+  return true;
+}
+
+void BlockPool::RecordLookup(TokenCount query_tokens, TokenCount hit_tokens) {
+  ++stats_.requests;
+  stats_.query_tokens += query_tokens.value();
+  stats_.hit_tokens += hit_tokens.value();
+}
+
+void BlockPool::CheckInvariants() const {
+  const int32_t n = num_blocks();
+  KVTOPO_CHECK(meta_[0].prev == -1 && meta_[0].next == -1 && meta_[0].group == -1);
+  KVTOPO_CHECK(meta_[0].ref_count == 0);
+  // Walk the list forward; each step must be mirrored by the back link.
+  int32_t count = 0;
+  int32_t prev = sentinel();
+  for (int32_t i = head_; i != sentinel(); i = meta_[i].next) {
+    KVTOPO_CHECK(i > 0 && i < n);
+    KVTOPO_CHECK(meta_[i].prev == prev);
+    KVTOPO_CHECK_MSG(meta_[i].ref_count == 0, "a referenced block is in the free list");
+    prev = i;
+    KVTOPO_CHECK_MSG(++count <= n, "free list has a cycle");
+  }
+  KVTOPO_CHECK(tail_ == prev);
+  KVTOPO_CHECK(count == num_free_);
+  int32_t hashed = 0;
+  for (int32_t i = 1; i < n; ++i) {
+    const Meta& m = meta_[i];
+    KVTOPO_CHECK(m.ref_count >= 0);
+    KVTOPO_CHECK_MSG((m.ref_count == 0) == (m.prev != -1), "free-list membership != ref 0");
+    if (m.group >= 0) {
+      KVTOPO_CHECK(caching_);
+      ++hashed;
+      size_t s = SlotOf(m.hash, m.group);
+      bool found = false;
+      for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
+        if (map_[s].block == i) {
+          KVTOPO_CHECK(map_[s].group == m.group && map_[s].hash == m.hash);
+          found = true;
+          break;
+        }
+      }
+      KVTOPO_CHECK_MSG(found, "a hashed block is missing from the prefix-cache map");
+    }
+  }
+  int32_t entries = 0;
+  for (const Slot& slot : map_) {
+    if (slot.group < 0) continue;
+    ++entries;
+    KVTOPO_CHECK(slot.block > 0 && slot.block < n);
+    KVTOPO_CHECK(meta_[slot.block].group == slot.group && meta_[slot.block].hash == slot.hash);
+  }
+  KVTOPO_CHECK(entries == hashed && entries == map_size_);
+}
+
+}  // namespace kvtopo

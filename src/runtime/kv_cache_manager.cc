@@ -1,0 +1,682 @@
+// KVCacheManager: per-kind group managers and the hit coordinator over one shared BlockPool.
+//
+// Each group's behaviour follows vLLM v1's single-type managers (research notes §5.4-5.8), but
+// every size comes from the group's GroupGeometry. Requests live in a slot vector that is
+// recycled, so rows keep their capacity and steady-state steps do not allocate.
+#include "kvtopo/kv_cache_manager.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "internal/checked_math.h"
+
+namespace kvtopo {
+
+using internal::CeilDiv;
+
+namespace {
+
+enum class Behavior { kFull, kSliding, kChunked, kRecurrentNone, kRecurrentAll, kRecurrentAlign };
+
+Behavior BehaviorOf(const GroupGeometry& g) {
+  switch (g.kind) {
+    case CacheKind::kFullAttention:
+    case CacheKind::kMla:
+      return Behavior::kFull;
+    case CacheKind::kSlidingWindow:
+    case CacheKind::kSlidingWindowMla:
+      return Behavior::kSliding;
+    case CacheKind::kChunkedLocal:
+      return Behavior::kChunked;
+    case CacheKind::kRecurrent:
+      switch (g.recurrent_mode) {
+        case RecurrentMode::kNone: return Behavior::kRecurrentNone;
+        case RecurrentMode::kAll: return Behavior::kRecurrentAll;
+        case RecurrentMode::kAlign: return Behavior::kRecurrentAlign;
+      }
+  }
+  return Behavior::kFull;
+}
+
+bool IsRecurrent(Behavior b) {
+  return b == Behavior::kRecurrentNone || b == Behavior::kRecurrentAll ||
+         b == Behavior::kRecurrentAlign;
+}
+
+}  // namespace
+
+// One request's row in one group.
+struct Row {
+  std::vector<BlockId> blocks;
+  int64_t num_cached = 0;   // columns already offered to the prefix cache
+  int64_t update_from = 0;  // first column the last allocation changed
+  int64_t last_state = -1;  // recurrent align: the previous running-state column
+  bool allocated = false;   // allocated at least once: a running request
+};
+
+struct RequestState {
+  int64_t id = -1;
+  bool live = false;
+  std::vector<int32_t> tokens;
+  std::vector<BlockHash> hashes;  // one per full hash block
+  BlockHashExtraKeys extra;
+  int64_t num_computed = 0;
+  std::vector<Row> rows;  // per group
+};
+
+struct KVCacheManager::Impl {
+  struct Group {
+    CacheGroup spec;
+    GroupId id{0};
+    Behavior behavior = Behavior::kFull;
+    int64_t bs = 0;              // manager block size (tokens one block id covers)
+    int64_t hashes_per_block = 1;  // s: hash blocks per manager block
+    int64_t spec_blocks = 0;     // S (recurrent)
+    int64_t admission_cap = 0;   // windowed kinds: geometry.max_pages_per_request
+  };
+
+  KVCacheManagerOptions options;
+  BlockPool pool;
+  std::vector<Group> groups;
+  std::vector<int32_t> lookup_order;  // full attention first
+  int64_t alignment = 1;              // hybrid hit granularity: lcm of manager blocks
+  std::vector<RequestState> states;
+  std::vector<int32_t> free_states;
+  std::unordered_map<int64_t, int32_t> index;
+  std::vector<uint32_t> recurrent_cached_step;  // per block: step a recurrent group cached it
+  uint32_t step = 1;
+  std::vector<BlockId> scratch;  // align-mode speculative blocks being moved
+
+  Impl(KVCacheManagerOptions opts)
+      : options(std::move(opts)), pool(options.num_blocks, options.enable_prefix_caching) {}
+
+  bool caching() const { return options.enable_prefix_caching; }
+
+  RequestState& State(RequestId request) {
+    auto it = index.find(request.value());
+    KVTOPO_CHECK_MSG(it != index.end(), fmt::format("unknown request {}", request.value()));
+    return states[it->second];
+  }
+  const RequestState& State(RequestId request) const {
+    return const_cast<Impl*>(this)->State(request);
+  }
+
+  // ---- per-group rules -------------------------------------------------------------------
+
+  int64_t SkippedTokens(const Group& g, int64_t n) const {
+    switch (g.behavior) {
+      case Behavior::kFull:
+      case Behavior::kRecurrentNone:
+        return 0;
+      case Behavior::kSliding:
+        return std::max<int64_t>(
+            0, n - (g.spec.geometry.sliding_window - 1) - g.spec.geometry.extra_retained_tokens);
+      case Behavior::kChunked: {
+        const int64_t c = g.spec.geometry.attention_chunk_size;
+        return n / c * c;
+      }
+      case Behavior::kRecurrentAll:
+      case Behavior::kRecurrentAlign:
+        return std::max<int64_t>(0, n - 1);  // only the last state is needed
+    }
+    return 0;
+  }
+
+  static int64_t Evictable(const BlockPool& pool, std::span<const BlockId> blocks) {
+    int64_t count = 0;
+    for (BlockId b : blocks) count += (b != kNullBlock && pool.ref_count(b) == 0) ? 1 : 0;
+    return count;
+  }
+
+  int64_t NumBlocksToAllocate(const Group& g, const Row& row, int64_t num_tokens,
+                              std::span<const BlockId> hits, int64_t total_computed,
+                              int64_t num_main, bool cap) const {
+    const int64_t have = static_cast<int64_t>(row.blocks.size());
+    const int64_t num_hits = static_cast<int64_t>(hits.size());
+    if (g.behavior == Behavior::kRecurrentNone) return row.allocated ? 0 : 1 + g.spec_blocks;
+    if (g.behavior == Behavior::kRecurrentAlign) {
+      if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
+      const int64_t required = CeilDiv(num_main, g.bs) + g.spec_blocks;
+      int64_t fresh = required - num_hits - have;
+      if (fresh > 0) fresh = row.allocated ? 1 : 1 + g.spec_blocks;
+      return std::max<int64_t>(fresh, 0) + Evictable(pool, hits);
+    }
+    if (g.behavior == Behavior::kRecurrentAll) {
+      if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
+      num_tokens += g.spec_blocks * g.bs;
+    }
+    int64_t need = CeilDiv(num_tokens, g.bs);
+    if (cap && g.admission_cap > 0) need = std::min(need, g.admission_cap);
+    if (row.allocated) return std::max<int64_t>(need - have, 0);
+    const int64_t skipped_blocks = SkippedTokens(g, total_computed) / g.bs;
+    const int64_t fresh = std::max<int64_t>(need - std::max(skipped_blocks, num_hits + have), 0);
+    const int64_t skip_hits = std::clamp<int64_t>(skipped_blocks - have, 0, num_hits);
+    return fresh + Evictable(pool, hits.subspan(skip_hits));
+  }
+
+  // A recurrent hit whose state another request cached in this same step is not readable yet.
+  bool DeferredHit(std::span<const BlockId> hits) const {
+    const BlockId last = hits.back();
+    return last != kNullBlock && recurrent_cached_step[last.value()] == step;
+  }
+
+  void RemoveSkippedBlocks(const Group& g, Row& row, int64_t total_computed) {
+    if (g.behavior == Behavior::kFull || g.behavior == Behavior::kRecurrentNone) return;
+    int64_t n = total_computed;
+    // Recurrent: keep the states of up to S unverified draft tokens.
+    if (IsRecurrent(g.behavior)) n = std::max<int64_t>(0, n - g.spec_blocks);
+    const int64_t k = std::min<int64_t>(SkippedTokens(g, n) / g.bs,
+                                        static_cast<int64_t>(row.blocks.size()));
+    for (int64_t i = k - 1; i >= 0; --i) {
+      if (row.blocks[i] == kNullBlock) break;
+      pool.FreeOne(row.blocks[i]);
+      row.blocks[i] = kNullBlock;
+    }
+    if (g.behavior == Behavior::kRecurrentAlign && row.last_state >= 0 &&
+        row.last_state < CeilDiv(n, g.bs) - 1) {
+      BlockId& b = row.blocks[row.last_state];
+      if (b != kNullBlock) {
+        pool.FreeOne(b);
+        b = kNullBlock;
+      }
+    }
+  }
+
+  void AllocateNewComputedBlocks(const Group& g, Row& row, std::span<const BlockId> hits,
+                                 int64_t total_computed) {
+    KVTOPO_CHECK_MSG(row.blocks.empty(), "prefix hits for a request that already has blocks");
+    const int64_t skipped = std::min<int64_t>(SkippedTokens(g, total_computed) / g.bs,
+                                              static_cast<int64_t>(hits.size()));
+    row.blocks.insert(row.blocks.end(), skipped, kNullBlock);
+    const auto kept = hits.subspan(skipped);
+    if (caching()) pool.Touch(kept);
+    row.blocks.insert(row.blocks.end(), kept.begin(), kept.end());
+    row.num_cached = static_cast<int64_t>(row.blocks.size());
+  }
+
+  void AllocateNewBlocks(const Group& g, Row& row, int64_t num_tokens, int64_t num_main) {
+    const int64_t prev = static_cast<int64_t>(row.blocks.size());
+    switch (g.behavior) {
+      case Behavior::kRecurrentNone:
+        if (!row.allocated) {
+          for (int64_t i = 0; i < 1 + g.spec_blocks; ++i) row.blocks.push_back(pool.AllocateOne());
+        }
+        break;
+      case Behavior::kRecurrentAlign:
+        AllocateAlign(g, row, num_main);
+        break;
+      case Behavior::kRecurrentAll:
+        num_tokens += g.spec_blocks * g.bs;
+        [[fallthrough]];
+      default: {
+        const int64_t need = CeilDiv(num_tokens, g.bs);
+        for (int64_t i = prev; i < need; ++i) row.blocks.push_back(pool.AllocateOne());
+      }
+    }
+    row.allocated = true;
+  }
+
+  // Align mode: column cdiv(n, B) - 1 holds the running state, the S speculative blocks follow
+  // it, older checkpoints are null except the previous running state (kept for the copy).
+  void AllocateAlign(const Group& g, Row& row, int64_t num_main) {
+    const int64_t S = g.spec_blocks;
+    const int64_t required = CeilDiv(num_main, g.bs) + S;
+    const int64_t prev = static_cast<int64_t>(row.blocks.size());
+    if (required <= prev) return;
+    scratch.clear();
+    if (row.allocated) {
+      row.last_state = prev - 1 - S;
+      for (int64_t i = prev - S; i < prev; ++i) {
+        scratch.push_back(row.blocks[i]);
+        row.blocks[i] = kNullBlock;
+      }
+      row.update_from = std::min(row.update_from, prev - S);
+    } else if (prev > 0) {
+      row.last_state = prev - 1;  // the prefix-hit state
+    }
+    const int64_t skip = required - S - 1;
+    row.blocks.resize(required, kNullBlock);
+    row.blocks[skip] = pool.AllocateOne();
+    for (int64_t i = 0; i < S; ++i) {
+      row.blocks[skip + 1 + i] = row.allocated ? scratch[i] : pool.AllocateOne();
+    }
+  }
+
+  BlockHash CoarseHash(const Group& g, const RequestState& st, int64_t column) const {
+    const int64_t s = g.hashes_per_block;
+    return CombineBlockHashes(std::span<const BlockHash>(st.hashes).subspan(column * s, s));
+  }
+
+  void CacheBlocks(const Group& g, Row& row, const RequestState& st, int64_t num_tokens,
+                   int64_t num_main) {
+    if (g.behavior == Behavior::kRecurrentNone) return;
+    const int64_t available = static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block;
+    const int64_t full = std::min<int64_t>(
+        {num_tokens / g.bs, available, static_cast<int64_t>(row.blocks.size())});
+    if (g.behavior == Behavior::kRecurrentAlign) {
+      // Only the running state holds a checkpoint, and only when it sits exactly on a block
+      // boundary with no unverified tokens behind it.
+      const int64_t running = CeilDiv(num_main, g.bs) - 1;
+      if (num_tokens == num_main && num_main % g.bs == 0 && full == running + 1 &&
+          running >= row.num_cached && row.blocks[running] != kNullBlock &&
+          !pool.is_cached(row.blocks[running])) {
+        CacheOne(g, row.blocks[running], CoarseHash(g, st, running));
+      }
+      row.num_cached = std::max(row.num_cached, full);
+      return;
+    }
+    for (int64_t i = row.num_cached; i < full; ++i) {
+      const BlockId b = row.blocks[i];
+      if (b == kNullBlock || pool.is_cached(b)) continue;
+      CacheOne(g, b, CoarseHash(g, st, i));
+    }
+    row.num_cached = std::max(row.num_cached, full);
+  }
+
+  void CacheOne(const Group& g, BlockId b, const BlockHash& hash) {
+    pool.Cache(b, hash, g.id);
+    if (IsRecurrent(g.behavior)) recurrent_cached_step[b.value()] = step;
+  }
+
+  // Longest hit for one group, at most max_len tokens, ending on a multiple of `align`.
+  // Fills `out` with the row prefix (nulls for skipped columns) and returns its token length.
+  int64_t FindLongestHit(const Group& g, const RequestState& st, int64_t max_len, int64_t align,
+                         std::vector<BlockId>& out) const {
+    out.clear();
+    const int64_t bs = g.bs;
+    const int64_t limit =
+        std::min<int64_t>(max_len / bs, static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block);
+    auto lookup = [&](int64_t j) { return pool.Lookup(CoarseHash(g, st, j), g.id); };
+    auto trim_to_alignment = [&] {
+      while (!out.empty() && (static_cast<int64_t>(out.size()) * bs) % align != 0) out.pop_back();
+    };
+    switch (g.behavior) {
+      case Behavior::kFull: {
+        for (int64_t j = 0; j < limit; ++j) {
+          auto hit = lookup(j);
+          if (!hit) break;
+          out.push_back(*hit);
+        }
+        if (g.spec.volatile_last_block && !out.empty()) out.pop_back();
+        trim_to_alignment();
+        break;
+      }
+      case Behavior::kSliding: {
+        const bool eagle = g.spec.volatile_last_block;
+        const int64_t need =
+            std::max<int64_t>(1, CeilDiv(g.spec.geometry.sliding_window - 1, bs)) + (eagle ? 1 : 0);
+        int64_t run = 0;  // hits in [i, run_end]
+        int64_t run_end = -1;
+        for (int64_t i = limit - 1; i >= 0; --i) {
+          auto hit = lookup(i);
+          if (!hit) {
+            run = 0;
+            continue;
+          }
+          if (run == 0) {
+            // A run may only end where the hit length (after the EAGLE pop) is aligned.
+            const int64_t len = (eagle ? i : i + 1) * bs;
+            if (len % align != 0) continue;
+            run_end = i;
+          }
+          if (++run == need) {
+            out.assign(i, kNullBlock);
+            for (int64_t j = i; j <= run_end; ++j) out.push_back(*lookup(j));
+            if (eagle) out.pop_back();
+            return static_cast<int64_t>(out.size()) * bs;
+          }
+        }
+        // No full window found: the leading run from column 0 still counts.
+        for (int64_t j = 0; j < limit; ++j) {
+          auto hit = lookup(j);
+          if (!hit) break;
+          out.push_back(*hit);
+        }
+        if (eagle && !out.empty()) out.pop_back();
+        trim_to_alignment();
+        break;
+      }
+      case Behavior::kChunked: {
+        if (bs != align || g.spec.volatile_last_block) break;
+        const int64_t c = g.spec.geometry.attention_chunk_size;
+        const int64_t first = std::min(max_len / c * c / bs, limit);
+        out.assign(first, kNullBlock);
+        for (int64_t j = first; j < limit; ++j) {
+          auto hit = lookup(j);
+          if (!hit) break;
+          out.push_back(*hit);
+        }
+        break;
+      }
+      case Behavior::kRecurrentNone:
+        break;
+      case Behavior::kRecurrentAll:
+      case Behavior::kRecurrentAlign: {
+        for (int64_t i = limit - 1; i >= 0; --i) {
+          if (((i + 1) * bs) % align != 0) continue;
+          if (auto hit = lookup(i)) {
+            out.assign(i, kNullBlock);
+            out.push_back(*hit);
+            break;
+          }
+        }
+        break;
+      }
+    }
+    return static_cast<int64_t>(out.size()) * bs;
+  }
+};
+
+// ---- KVCacheManager --------------------------------------------------------------------------
+
+Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOptions options) {
+  if (options.groups.empty()) {
+    return InvalidArgument("KVCacheManagerOptions.groups is empty; the plan has no cache groups");
+  }
+  if (options.num_blocks < 1) {
+    return InvalidArgument(fmt::format(
+        "KVCacheManagerOptions.num_blocks must be at least 1 (the null block), got {}",
+        options.num_blocks));
+  }
+  if (options.max_model_len <= 0) {
+    return InvalidArgument(
+        fmt::format("--max-model-len must be positive, got {}", options.max_model_len));
+  }
+  const bool caching = options.enable_prefix_caching;
+  if (caching && options.hash_block_size <= 0) {
+    return InvalidArgument(fmt::format(
+        "hash block size must be positive with --enable-prefix-caching, got {}",
+        options.hash_block_size));
+  }
+  auto impl = std::make_unique<Impl>(options);
+  int64_t lcm = 1;
+  for (size_t i = 0; i < options.groups.size(); ++i) {
+    const GroupGeometry& geo = options.groups[i].geometry;
+    if (geo.manager_block_size <= 0 || geo.block_size <= 0) {
+      return InvalidArgument(fmt::format("cache group {}: block size must be positive", i));
+    }
+    if (caching && geo.manager_block_size % options.hash_block_size != 0) {
+      return InvalidArgument(fmt::format(
+          "hash block size {} does not divide the manager block size {} of cache group {}; set "
+          "a prefix-match unit that divides every group's block",
+          options.hash_block_size, geo.manager_block_size, i));
+    }
+    Impl::Group g;
+    g.spec = options.groups[i];
+    g.id = GroupId{static_cast<int32_t>(i)};
+    g.behavior = BehaviorOf(geo);
+    g.bs = geo.manager_block_size;
+    g.hashes_per_block = caching ? geo.manager_block_size / options.hash_block_size : 1;
+    g.spec_blocks = geo.kind == CacheKind::kRecurrent ? geo.num_speculative_blocks : 0;
+    g.admission_cap = IsWindowed(geo.kind) ? geo.max_pages_per_request : 0;
+    if (g.behavior == Behavior::kSliding && geo.sliding_window <= 0) {
+      return InvalidArgument(fmt::format("cache group {}: sliding window must be positive", i));
+    }
+    if (g.behavior == Behavior::kChunked && geo.attention_chunk_size <= 0) {
+      return InvalidArgument(fmt::format("cache group {}: attention chunk must be positive", i));
+    }
+    KVTOPO_ASSIGN_OR_RETURN(lcm, internal::CheckedLcm(lcm, g.bs, "hit alignment"));
+    impl->groups.push_back(std::move(g));
+  }
+  impl->alignment = lcm;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < impl->groups.size(); ++i) {
+      const bool full = impl->groups[i].behavior == Behavior::kFull;
+      if (full == (pass == 0)) impl->lookup_order.push_back(static_cast<int32_t>(i));
+    }
+  }
+  impl->recurrent_cached_step.assign(options.num_blocks, 0);
+  return std::unique_ptr<KVCacheManager>(new KVCacheManager(std::move(impl)));
+}
+
+KVCacheManager::KVCacheManager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+KVCacheManager::~KVCacheManager() = default;
+
+int32_t KVCacheManager::num_groups() const { return static_cast<int32_t>(impl_->groups.size()); }
+const CacheGroup& KVCacheManager::group(GroupId group) const {
+  return impl_->groups.at(group.value()).spec;
+}
+
+void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                                BlockHashExtraKeys extra_keys) {
+  Impl& m = *impl_;
+  KVTOPO_CHECK_MSG(!m.index.contains(request.value()),
+                   fmt::format("request {} is already registered", request.value()));
+  int32_t slot;
+  if (!m.free_states.empty()) {
+    slot = m.free_states.back();
+    m.free_states.pop_back();
+  } else {
+    slot = static_cast<int32_t>(m.states.size());
+    m.states.emplace_back();
+  }
+  m.index.emplace(request.value(), slot);
+  RequestState& st = m.states[slot];
+  st.id = request.value();
+  st.live = true;
+  st.tokens.assign(prompt_token_ids.begin(), prompt_token_ids.end());
+  st.hashes.clear();
+  st.extra = std::move(extra_keys);
+  st.num_computed = 0;
+  st.rows.resize(m.groups.size());
+  for (Row& row : st.rows) {
+    row.blocks.clear();
+    row.num_cached = row.update_from = 0;
+    row.last_state = -1;
+    row.allocated = false;
+  }
+  if (m.caching()) {
+    ExtendBlockHashes(st.tokens, m.options.hash_block_size, st.extra, st.hashes);
+  }
+}
+
+void KVCacheManager::AppendTokens(RequestId request, std::span<const int32_t> token_ids) {
+  RequestState& st = impl_->State(request);
+  st.tokens.insert(st.tokens.end(), token_ids.begin(), token_ids.end());
+  if (impl_->caching()) {
+    ExtendBlockHashes(st.tokens, impl_->options.hash_block_size, st.extra, st.hashes);
+  }
+}
+
+void KVCacheManager::RewindComputedTokens(RequestId request, TokenCount num_rejected) {
+  RequestState& st = impl_->State(request);
+  KVTOPO_CHECK(num_rejected.value() >= 0 && num_rejected.value() <= st.num_computed);
+  st.num_computed -= num_rejected.value();
+}
+
+TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& out) {
+  Impl& m = *impl_;
+  const RequestState& st = m.State(request);
+  out.blocks.resize(m.groups.size());
+  for (auto& blocks : out.blocks) blocks.clear();
+  out.num_tokens = TokenCount{0};
+  if (!m.caching()) return out.num_tokens;
+  const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
+  // At least one token is recomputed so the step produces logits.
+  int64_t length = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
+  if (m.groups.size() == 1) {
+    const auto& g = m.groups[0];
+    length = m.FindLongestHit(g, st, length, g.bs, out.blocks[0]);
+  } else {
+    // Fixed point: each group accepts the current length or shrinks it; repeat until stable.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (int32_t gi : m.lookup_order) {
+        const int64_t hit = m.FindLongestHit(m.groups[gi], st, length, m.alignment, out.blocks[gi]);
+        if (hit < length) {
+          length = hit;
+          changed = true;
+        }
+      }
+    }
+  }
+  out.num_tokens = TokenCount{length};
+  m.pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens);
+  return out.num_tokens;
+}
+
+ComputedBlocks KVCacheManager::GetComputedBlocks(RequestId request) {
+  ComputedBlocks out;
+  GetComputedBlocks(request, out);
+  return out;
+}
+
+bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
+  Impl& m = *impl_;
+  RequestState& st = m.State(request);
+  const int64_t num_new = step.num_new_tokens.value();
+  const int64_t num_new_computed = step.num_new_computed_tokens.value();
+  KVTOPO_CHECK_MSG(num_new > 0, "AllocateSlots needs at least one new token");
+  KVTOPO_CHECK(num_new_computed >= 0 && step.num_lookahead_tokens.value() >= 0);
+  KVTOPO_CHECK(num_new_computed == 0 || step.computed != nullptr);
+  const int64_t L = m.options.max_model_len;
+  const size_t num_groups = m.groups.size();
+  auto hits = [&](size_t gi) -> std::span<const BlockId> {
+    if (step.computed == nullptr || num_new_computed == 0) return {};
+    return step.computed->blocks[gi];
+  };
+
+  const int64_t local = st.num_computed + num_new_computed;
+  const int64_t total_computed = std::min(local, L);
+  const int64_t free = m.pool.num_free_blocks();
+  if (step.full_sequence_must_fit) {
+    const int64_t n_full = std::min<int64_t>(static_cast<int64_t>(st.tokens.size()), L);
+    int64_t needed = 0;
+    for (size_t gi = 0; gi < num_groups; ++gi) {
+      needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], n_full, hits(gi), total_computed,
+                                      n_full, /*cap=*/true);
+    }
+    if (needed > free) return false;
+  }
+  const int64_t num_main = total_computed + num_new;
+  const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
+
+  // Free out-of-window blocks first so this step can reuse them.
+  for (size_t gi = 0; gi < num_groups; ++gi) {
+    m.RemoveSkippedBlocks(m.groups[gi], st.rows[gi], total_computed);
+  }
+  int64_t needed = 0;
+  for (size_t gi = 0; gi < num_groups; ++gi) {
+    needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], need_slots, hits(gi),
+                                    total_computed, num_main, /*cap=*/false);
+  }
+  if (needed > m.pool.num_free_blocks()) return false;
+
+  // Take every group's hits before any fresh allocation, which could otherwise pop (and evict)
+  // an evictable hit block of a later group from the free list.
+  for (size_t gi = 0; gi < num_groups; ++gi) {
+    Row& row = st.rows[gi];
+    row.update_from = static_cast<int64_t>(row.blocks.size());
+    if (num_new_computed > 0) {
+      m.AllocateNewComputedBlocks(m.groups[gi], row, hits(gi), total_computed);
+    }
+  }
+  for (size_t gi = 0; gi < num_groups; ++gi) {
+    m.AllocateNewBlocks(m.groups[gi], st.rows[gi], need_slots, num_main);
+  }
+  if (m.caching()) {
+    // Commit only known tokens, never unverified drafts; hybrids cache at hit granularity.
+    int64_t n = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
+    if (num_groups > 1) n = n / m.alignment * m.alignment;
+    for (size_t gi = 0; gi < num_groups; ++gi) {
+      m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, num_main);
+    }
+  }
+  st.num_computed = local + num_new;
+  return true;
+}
+
+void KVCacheManager::Free(RequestId request) {
+  Impl& m = *impl_;
+  auto it = m.index.find(request.value());
+  KVTOPO_CHECK_MSG(it != m.index.end(), fmt::format("unknown request {}", request.value()));
+  RequestState& st = m.states[it->second];
+  for (Row& row : st.rows) {
+    // Reverse order: the tail of the hash chain becomes the first eviction candidate.
+    for (auto b = row.blocks.rbegin(); b != row.blocks.rend(); ++b) m.pool.FreeOne(*b);
+    row.blocks.clear();
+  }
+  st.live = false;
+  st.id = -1;
+  m.free_states.push_back(it->second);
+  m.index.erase(it);
+}
+
+void KVCacheManager::NewStep() { ++impl_->step; }
+
+std::span<const BlockId> KVCacheManager::BlockIds(RequestId request, GroupId group) const {
+  return impl_->State(request).rows.at(group.value()).blocks;
+}
+
+KVCacheManager::RowUpdate KVCacheManager::LastUpdate(RequestId request, GroupId group) const {
+  const Row& row = impl_->State(request).rows.at(group.value());
+  const int64_t from = std::min<int64_t>(row.update_from, row.blocks.size());
+  return RowUpdate{.first_column = from,
+                   .block_ids = std::span<const BlockId>(row.blocks).subspan(from)};
+}
+
+TokenCount KVCacheManager::num_computed_tokens(RequestId request) const {
+  return TokenCount{impl_->State(request).num_computed};
+}
+TokenCount KVCacheManager::num_tokens(RequestId request) const {
+  return TokenCount{static_cast<int64_t>(impl_->State(request).tokens.size())};
+}
+int32_t KVCacheManager::num_free_blocks() const { return impl_->pool.num_free_blocks(); }
+double KVCacheManager::Usage() const { return impl_->pool.Usage(); }
+const PrefixCacheStats& KVCacheManager::prefix_cache_stats() const { return impl_->pool.stats(); }
+bool KVCacheManager::ResetPrefixCache() { return impl_->pool.ResetPrefixCache(); }
+
+void KVCacheManager::CheckInvariants() const {
+  const Impl& m = *impl_;
+  m.pool.CheckInvariants();
+  const int32_t n = m.pool.num_blocks();
+  std::vector<int32_t> refs(n, 0);
+  std::vector<int32_t> owner_group(n, -1);
+  std::vector<int64_t> seen_in_row(n, -1);
+  int64_t row_serial = 0;
+  for (const auto& [id, slot] : m.index) {
+    const RequestState& st = m.states[slot];
+    KVTOPO_CHECK(st.live && st.id == id);
+    KVTOPO_CHECK(st.rows.size() == m.groups.size());
+    for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+      const Impl::Group& g = m.groups[gi];
+      const Row& row = st.rows[gi];
+      ++row_serial;
+      KVTOPO_CHECK_MSG(static_cast<int64_t>(row.blocks.size()) <= g.spec.geometry.manager_table_width,
+                       fmt::format("request {} group {}: row of {} columns exceeds the block-table "
+                                   "width {}",
+                                   id, gi, row.blocks.size(), g.spec.geometry.manager_table_width));
+      int64_t resident = 0;
+      for (BlockId b : row.blocks) {
+        if (b == kNullBlock) continue;
+        const int32_t i = b.value();
+        KVTOPO_CHECK(i > 0 && i < n);
+        KVTOPO_CHECK_MSG(seen_in_row[i] != row_serial, "a block appears twice in one row");
+        seen_in_row[i] = row_serial;
+        KVTOPO_CHECK_MSG(owner_group[i] == -1 || owner_group[i] == static_cast<int32_t>(gi),
+                         "a block is held by two groups");
+        owner_group[i] = static_cast<int32_t>(gi);
+        ++refs[i];
+        ++resident;
+      }
+      if (g.behavior == Behavior::kRecurrentAlign) {
+        KVTOPO_CHECK_MSG(resident <= 2 + g.spec_blocks, "align row holds more than 2 + S pages");
+      }
+      if (g.behavior == Behavior::kRecurrentNone) {
+        KVTOPO_CHECK(resident <= 1 + g.spec_blocks);
+      }
+    }
+  }
+  for (int32_t i = 1; i < n; ++i) {
+    KVTOPO_CHECK_MSG(refs[i] == m.pool.ref_count(BlockId{i}),
+                     fmt::format("block {}: {} row references but ref count {}", i, refs[i],
+                                 m.pool.ref_count(BlockId{i})));
+  }
+}
+
+}  // namespace kvtopo

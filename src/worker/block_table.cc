@@ -1,0 +1,66 @@
+#include "kvtopo/block_table.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kvtopo {
+
+BlockTable::BlockTable(const GroupGeometry& geometry, int32_t num_rows)
+    : width_(geometry.block_table_width),
+      k_(geometry.block_size / geometry.kernel_block_size),
+      num_rows_(num_rows) {
+  KVTOPO_CHECK(num_rows >= 0 && width_ >= 0 && k_ >= 1);
+  KVTOPO_CHECK(geometry.block_size % geometry.kernel_block_size == 0);
+  data_.assign(static_cast<size_t>(num_rows) * width_, 0);
+  lengths_.assign(num_rows, 0);
+}
+
+Status BlockTable::Append(int32_t row, std::span<const BlockId> manager_blocks) {
+  KVTOPO_CHECK(row >= 0 && row < num_rows_);
+  return WriteFrom(row, lengths_[row] / k_, manager_blocks);
+}
+
+Status BlockTable::WriteFrom(int32_t row, int64_t first_column,
+                             std::span<const BlockId> manager_blocks) {
+  KVTOPO_CHECK(row >= 0 && row < num_rows_);
+  const int64_t start = first_column * k_;
+  KVTOPO_CHECK_MSG(first_column >= 0 && start <= lengths_[row],
+                   "block-table write leaves a gap in the row");
+  const int64_t end = start + static_cast<int64_t>(manager_blocks.size()) * k_;
+  if (end > width_) {
+    return OutOfRange(fmt::format(
+        "block-table row {} would need {} kernel entries but the group's block-table width is "
+        "{}; the plan's geometry is too narrow for this request (check --max-model-len)",
+        row, end, width_));
+  }
+  int32_t* out = data_.data() + static_cast<size_t>(row) * width_ + start;
+  for (BlockId b : manager_blocks) {
+    const int32_t base = b.value() * static_cast<int32_t>(k_);
+    for (int64_t i = 0; i < k_; ++i) *out++ = base + static_cast<int32_t>(i);
+  }
+  lengths_[row] = std::max(lengths_[row], end);
+  return Status::Ok();
+}
+
+void BlockTable::ClearRow(int32_t row) {
+  KVTOPO_CHECK(row >= 0 && row < num_rows_);
+  std::fill_n(data_.begin() + static_cast<size_t>(row) * width_, lengths_[row], 0);
+  lengths_[row] = 0;
+}
+
+std::span<const int32_t> BlockTable::Row(int32_t row) const {
+  KVTOPO_CHECK(row >= 0 && row < num_rows_);
+  return std::span<const int32_t>(data_).subspan(static_cast<size_t>(row) * width_, width_);
+}
+
+void BlockTable::CheckInvariants() const {
+  KVTOPO_CHECK(data_.size() == static_cast<size_t>(num_rows_) * width_);
+  for (int32_t r = 0; r < num_rows_; ++r) {
+    KVTOPO_CHECK(lengths_[r] >= 0 && lengths_[r] <= width_ && lengths_[r] % k_ == 0);
+    const int32_t* row = data_.data() + static_cast<size_t>(r) * width_;
+    for (int64_t c = lengths_[r]; c < width_; ++c) KVTOPO_CHECK(row[c] == 0);
+  }
+}
+
+}  // namespace kvtopo

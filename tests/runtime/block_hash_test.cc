@@ -1,0 +1,57 @@
+#include "kvtopo/block_hash.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kvtopo {
+namespace {
+
+TEST(BlockHash, ChainedOverFullBlocksOnly) {
+  std::vector<int32_t> tokens(40);
+  for (int i = 0; i < 40; ++i) tokens[i] = i;
+  std::vector<BlockHash> hashes;
+  ExtendBlockHashes(tokens, 16, {}, hashes);
+  ASSERT_EQ(hashes.size(), 2u);  // 8 trailing tokens are not a full block
+  EXPECT_EQ(hashes[0], HashBlockTokens(RootBlockHash(), std::span(tokens).first(16),
+                                       TokenPos{0}, {}));
+  EXPECT_EQ(hashes[1], HashBlockTokens(hashes[0], std::span(tokens).subspan(16, 16),
+                                       TokenPos{16}, {}));
+  // Incremental extension gives the same chain.
+  tokens.resize(48, 5);
+  ExtendBlockHashes(tokens, 16, {}, hashes);
+  std::vector<BlockHash> fresh;
+  ExtendBlockHashes(tokens, 16, {}, fresh);
+  EXPECT_EQ(hashes, fresh);
+}
+
+TEST(BlockHash, ExtraKeysSeparateEntries) {
+  std::vector<int32_t> tokens(32, 1);
+  std::vector<BlockHash> plain, lora, salted, mm;
+  ExtendBlockHashes(tokens, 16, {}, plain);
+  ExtendBlockHashes(tokens, 16, {.lora_id = 3}, lora);
+  ExtendBlockHashes(tokens, 16, {.cache_salt = "s"}, salted);
+  ExtendBlockHashes(tokens, 16,
+                    {.mm_items = {{.identifier = "img", .offset = TokenPos{20},
+                                   .length = TokenCount{4}}}},
+                    mm);
+  EXPECT_NE(plain[0], lora[0]);
+  EXPECT_NE(plain[0], salted[0]);
+  EXPECT_NE(plain[1], salted[1]);  // through the parent chain
+  // The salt is mixed into the first block only.
+  EXPECT_EQ(HashBlockTokens(salted[0], std::span(tokens).subspan(16, 16), TokenPos{16}, {}),
+            salted[1]);
+  EXPECT_EQ(plain[0], mm[0]);  // the image does not overlap block 0
+  EXPECT_NE(plain[1], mm[1]);
+}
+
+TEST(BlockHash, CoarseningCombinesConsecutiveHashes) {
+  const BlockHash a{1, 2}, b{3, 4};
+  const BlockHash ab[] = {a, b};
+  const BlockHash ba[] = {b, a};
+  EXPECT_EQ(CombineBlockHashes(std::span(ab).first(1)), a);
+  EXPECT_NE(CombineBlockHashes(ab), CombineBlockHashes(ba));
+}
+
+}  // namespace
+}  // namespace kvtopo

@@ -1,0 +1,247 @@
+#include "kvtopo/kv_cache_manager.h"
+
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/test_groups.h"
+
+namespace kvtopo {
+namespace {
+
+using testing::GroupParams;
+using testing::MakeGroup;
+
+std::vector<int32_t> Row(const KVCacheManager& m, int64_t request, int32_t group = 0) {
+  std::vector<int32_t> ids;
+  for (BlockId b : m.BlockIds(RequestId{request}, GroupId{group})) ids.push_back(b.value());
+  return ids;
+}
+
+std::vector<int32_t> Tokens(int32_t n, int32_t first = 0) {
+  std::vector<int32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+std::unique_ptr<KVCacheManager> Make(std::vector<CacheGroup> groups, int32_t num_blocks,
+                                     int64_t hash_block_size = 16, bool caching = true) {
+  auto m = KVCacheManager::Create({.num_blocks = num_blocks,
+                                   .enable_prefix_caching = caching,
+                                   .hash_block_size = hash_block_size,
+                                   .max_model_len = 4096,
+                                   .groups = std::move(groups)});
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(m).value();
+}
+
+bool Step(KVCacheManager& m, int64_t request, int64_t num_new, int64_t lookahead = 0) {
+  const bool ok = m.AllocateSlots(RequestId{request},
+                                  {.num_new_tokens = TokenCount{num_new},
+                                   .num_lookahead_tokens = TokenCount{lookahead}});
+  m.CheckInvariants();
+  return ok;
+}
+
+TEST(KVCacheManager, RejectsBadOptions) {
+  auto no_groups = KVCacheManager::Create({.num_blocks = 4, .max_model_len = 16});
+  EXPECT_FALSE(no_groups.ok());
+  auto bad_hash = KVCacheManager::Create({.num_blocks = 4,
+                                          .hash_block_size = 24,
+                                          .max_model_len = 4096,
+                                          .groups = {MakeGroup({.block_size = 16})}});
+  ASSERT_FALSE(bad_hash.ok());
+  EXPECT_NE(bad_hash.status().message().find("hash block size 24"), std::string::npos);
+}
+
+TEST(KVCacheManager, AllocatesPositionalBlocksAndGrowsOnDecode) {
+  auto m = Make({MakeGroup({.block_size = 16})}, 10);
+  m->AddRequest(RequestId{1}, Tokens(40));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{1}).num_tokens, TokenCount{0});
+  ASSERT_TRUE(Step(*m, 1, 40));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
+  for (int t = 40; t < 48; ++t) {
+    m->AppendTokens(RequestId{1}, std::vector<int32_t>{t});
+    ASSERT_TRUE(Step(*m, 1, 1));
+  }
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
+  m->AppendTokens(RequestId{1}, std::vector<int32_t>{48});
+  ASSERT_TRUE(Step(*m, 1, 1, /*lookahead=*/3));  // slots for 49 + 3 tokens
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3, 4}));
+  auto update = m->LastUpdate(RequestId{1}, GroupId{0});
+  EXPECT_EQ(update.first_column, 3);
+  EXPECT_EQ(update.block_ids.size(), 1u);
+  m->Free(RequestId{1});
+  EXPECT_EQ(m->num_free_blocks(), 9);
+  m->CheckInvariants();
+}
+
+TEST(KVCacheManager, NotEnoughBlocksIsAValue) {
+  auto m = Make({MakeGroup({.block_size = 16})}, 4);
+  m->AddRequest(RequestId{1}, Tokens(64));
+  EXPECT_FALSE(Step(*m, 1, 64));  // 4 blocks needed, 3 free
+  EXPECT_EQ(m->num_free_blocks(), 3);
+  EXPECT_TRUE(Row(*m, 1).empty());
+  ASSERT_TRUE(Step(*m, 1, 48));   // a smaller chunk fits
+  m->AddRequest(RequestId{2}, Tokens(8, 1000));
+  EXPECT_FALSE(m->AllocateSlots(RequestId{2}, {.num_new_tokens = TokenCount{8},
+                                               .full_sequence_must_fit = true}));
+}
+
+TEST(KVCacheManager, PrefixHitStillRecomputesTheLastPromptToken) {
+  auto m = Make({MakeGroup({.block_size = 16})}, 10);
+  m->AddRequest(RequestId{1}, Tokens(32));
+  ASSERT_TRUE(Step(*m, 1, 32));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2}));
+  m->Free(RequestId{1});  // free list: 3..9, 2, 1
+
+  // Same 32 tokens: a full 2-block hit would leave nothing to compute, so only 16 tokens hit.
+  m->AddRequest(RequestId{2}, Tokens(32));
+  ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_EQ(hits.num_tokens, TokenCount{16});
+  ASSERT_EQ(hits.blocks[0].size(), 1u);
+  EXPECT_EQ(hits.blocks[0][0], BlockId{1});
+  ASSERT_TRUE(m->AllocateSlots(RequestId{2}, {.num_new_tokens = TokenCount{16},
+                                              .num_new_computed_tokens = hits.num_tokens,
+                                              .computed = &hits}));
+  m->CheckInvariants();
+  EXPECT_EQ(Row(*m, 2), (std::vector<int32_t>{1, 3}));  // 1 reused, 3 fresh from the head
+  EXPECT_EQ(m->num_computed_tokens(RequestId{2}), TokenCount{32});
+
+  // One more token and both blocks hit; the two requests share block 1.
+  m->AddRequest(RequestId{3}, Tokens(33));
+  hits = m->GetComputedBlocks(RequestId{3});
+  EXPECT_EQ(hits.num_tokens, TokenCount{32});
+  EXPECT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{2}}));
+  ASSERT_TRUE(m->AllocateSlots(RequestId{3}, {.num_new_tokens = TokenCount{1},
+                                              .num_new_computed_tokens = hits.num_tokens,
+                                              .computed = &hits}));
+  m->CheckInvariants();
+  EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_EQ(m->prefix_cache_stats().hit_tokens, 48);
+  m->Free(RequestId{2});
+  m->Free(RequestId{3});
+  EXPECT_EQ(m->num_free_blocks(), 9);
+  m->CheckInvariants();
+}
+
+TEST(KVCacheManager, EvictsLeastRecentlyFreedChainTailFirst) {
+  auto m = Make({MakeGroup({.block_size = 16})}, 10);
+  m->AddRequest(RequestId{1}, Tokens(48));
+  ASSERT_TRUE(Step(*m, 1, 48));  // 1 2 3
+  m->AddRequest(RequestId{2}, Tokens(32, 500));
+  ASSERT_TRUE(Step(*m, 2, 32));  // 4 5
+  m->Free(RequestId{1});         // free list: 6 7 8 9 3 2 1
+  m->Free(RequestId{2});         // ... 5 4
+  m->AddRequest(RequestId{3}, Tokens(80, 900));
+  ASSERT_TRUE(Step(*m, 3, 80));
+  EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{6, 7, 8, 9, 3}));  // the tail of chain 1 goes first
+  // Blocks 1 and 2 are still cached: a request repeating request 1 hits them.
+  m->AddRequest(RequestId{4}, Tokens(49));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{4}).num_tokens, TokenCount{32});
+}
+
+TEST(KVCacheManager, DcpShardedGroupCoversManagerBlocks) {
+  // MLA, B = 16, DCP4: one block id covers 64 global tokens; hashes at 64-token granularity.
+  auto m = Make({MakeGroup({.block_size = 16, .dcp = 4})}, 10, 64);
+  m->AddRequest(RequestId{1}, Tokens(130));
+  ASSERT_TRUE(Step(*m, 1, 130));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
+  m->AddRequest(RequestId{2}, Tokens(130));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens, TokenCount{128});
+}
+
+TEST(KVCacheManager, SlidingWindowRecyclesOutOfWindowBlocks) {
+  // Window 32, B = 16, four usable blocks.
+  auto m = Make({MakeGroup({.kind = CacheKind::kSlidingWindow, .block_size = 16, .window = 32})},
+                5);
+  m->AddRequest(RequestId{1}, Tokens(64));
+  ASSERT_TRUE(Step(*m, 1, 64));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(m->num_free_blocks(), 0);
+  // Token 64: positions before 64 - 31 = 33 are out of the window, so columns 0 and 1 are freed
+  // (in reverse: 2 then 1) before the new block is taken from the head.
+  m->AppendTokens(RequestId{1}, std::vector<int32_t>{64});
+  ASSERT_TRUE(Step(*m, 1, 1));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 3, 4, 2}));
+  EXPECT_EQ(m->num_free_blocks(), 1);
+  for (int t = 65; t < 81; ++t) {
+    m->AppendTokens(RequestId{1}, std::vector<int32_t>{t});
+    ASSERT_TRUE(Step(*m, 1, 1));
+  }
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 0, 4, 2, 1}));
+}
+
+TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
+  auto m = Make({MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16,
+                            .mode = RecurrentMode::kAlign, .spec_blocks = 7})},
+                32);
+  m->AddRequest(RequestId{1}, Tokens(32));
+  ASSERT_TRUE(Step(*m, 1, 32));
+  // cdiv(32, 16) + 7 = 9 columns: running state in column 1, speculative 2..8.
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  m->AppendTokens(RequestId{1}, std::vector<int32_t>{32});
+  ASSERT_TRUE(Step(*m, 1, 1));
+  // New running state (9) in column 2, previous state kept in column 1, speculative blocks
+  // moved to the row's end.
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 1, 9, 2, 3, 4, 5, 6, 7, 8}));
+  auto update = m->LastUpdate(RequestId{1}, GroupId{0});
+  EXPECT_EQ(update.first_column, 2);
+  EXPECT_EQ(update.block_ids.size(), 8u);
+  for (int t = 33; t < 48; ++t) {
+    m->AppendTokens(RequestId{1}, std::vector<int32_t>{t});
+    ASSERT_TRUE(Step(*m, 1, 1));
+    EXPECT_EQ(Row(*m, 1).size(), 10u);
+  }
+  // By token 48 the state two steps back (block 1) is released.
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 9, 2, 3, 4, 5, 6, 7, 8}));
+  m->AppendTokens(RequestId{1}, std::vector<int32_t>{48});
+  ASSERT_TRUE(Step(*m, 1, 1));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 9, 10, 2, 3, 4, 5, 6, 7, 8}));
+  // 2 + S resident pages, position-indexed row cdiv(49, 16) + 7 = 11 columns.
+  EXPECT_EQ(m->num_free_blocks(), 31 - 9);
+  m->Free(RequestId{1});
+  EXPECT_EQ(m->num_free_blocks(), 31);
+}
+
+TEST(KVCacheManager, HybridHitIsCommonToAllGroups) {
+  // Sharded MLA (DCP2, B = 16: 32-token blocks) + replicated recurrent align with B = 16.
+  std::vector<CacheGroup> groups = {
+      MakeGroup({.block_size = 16, .dcp = 2}),
+      MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16, .dcp = 2,
+                 .mode = RecurrentMode::kAlign, .spec_blocks = 1})};
+  auto m = Make(groups, 40, 16);
+  m->AddRequest(RequestId{1}, Tokens(64));
+  ASSERT_TRUE(Step(*m, 1, 64));  // state at 64 is aligned to lcm(32, 16) = 32: cached
+  m->AddRequest(RequestId{2}, Tokens(80));
+  ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_EQ(hits.num_tokens, TokenCount{64});
+  EXPECT_EQ(hits.blocks[0].size(), 2u);
+  EXPECT_EQ(hits.blocks[1].size(), 4u);  // [null, null, null, state@64]
+  EXPECT_EQ(hits.blocks[1][0], kNullBlock);
+  const SlotRequest step{.num_new_tokens = TokenCount{16},
+                         .num_new_computed_tokens = hits.num_tokens,
+                         .computed = &hits};
+  // The recurrent state was cached in this very step: the request waits one step.
+  EXPECT_FALSE(m->AllocateSlots(RequestId{2}, step));
+  m->NewStep();
+  ASSERT_TRUE(m->AllocateSlots(RequestId{2}, {.num_new_tokens = TokenCount{16},
+                                              .num_new_computed_tokens = hits.num_tokens,
+                                              .computed = &hits}));
+  m->CheckInvariants();
+  m->Free(RequestId{1});
+  m->Free(RequestId{2});
+  EXPECT_EQ(m->num_free_blocks(), 39);
+}
+
+TEST(KVCacheManager, VolatileGroupDropsTheLastHitBlock) {
+  auto m = Make({MakeGroup({.block_size = 16}, /*volatile_last_block=*/true)}, 10);
+  m->AddRequest(RequestId{1}, Tokens(48));
+  ASSERT_TRUE(Step(*m, 1, 48));
+  m->AddRequest(RequestId{2}, Tokens(49));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens, TokenCount{32});
+}
+
+}  // namespace
+}  // namespace kvtopo

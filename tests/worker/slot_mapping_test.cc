@@ -1,0 +1,192 @@
+#include "kvtopo/slot_mapping.h"
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kvtopo/block_table.h"
+#include "runtime/test_groups.h"
+
+namespace kvtopo {
+namespace {
+
+using testing::GroupParams;
+using testing::MakeGeometry;
+
+// Brute force: the count of p < L with (p / I) mod N == r.
+int64_t BruteLocalLen(int64_t L, int64_t N, int64_t r, int64_t I) {
+  int64_t count = 0;
+  for (int64_t p = 0; p < L; ++p) count += ((p / I) % N == r) ? 1 : 0;
+  return count;
+}
+
+TEST(LocalSeqLen, MatchesBruteForceOverRandomInputs) {
+  std::mt19937_64 rng(11);
+  for (int64_t N : {1, 2, 4, 16}) {
+    for (int64_t I : {1, 16}) {
+      for (int trial = 0; trial < 40; ++trial) {
+        const int64_t L = static_cast<int64_t>(rng() % 3000);
+        for (int64_t r = 0; r < N; ++r) {
+          ASSERT_EQ(LocalSeqLen(TokenCount{L}, N, r, I).value(), BruteLocalLen(L, N, r, I))
+              << "L=" << L << " N=" << N << " r=" << r << " I=" << I;
+        }
+      }
+    }
+  }
+}
+
+TEST(LocalSeqLen, BatchFormPadsAndShortSequencesStayOnRankZero) {
+  // L = 10, DCP4, I = 16: rank 0 holds all 10 tokens.
+  const std::vector<int32_t> seq_lens = {10, 37};
+  std::vector<int32_t> out(4, 99);
+  FillLocalSeqLens(seq_lens, 4, 0, 16, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{10, 16, 0, 0}));
+  FillLocalSeqLens(seq_lens, 4, 2, 16, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{0, 5, 0, 0}));
+  FillLocalSeqLens(seq_lens, 4, 1, 16, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{0, 16, 0, 0}));
+}
+
+// For every rank, positions it holds form a dense local stream: the k-th held position sits at
+// local index k, i.e. slot row[k / b] * b + k % b. Checked against enumeration.
+void CheckCoverage(const GroupGeometry& g, int64_t num_ranks, int64_t seq_len,
+                   const std::vector<int32_t>& row) {
+  std::vector<TokenPos> positions;
+  for (int64_t p = 0; p < seq_len; ++p) positions.emplace_back(p);
+  std::vector<int64_t> holders(seq_len, 0);
+  const int64_t b = g.kernel_block_size;
+  for (int64_t r = 0; r < num_ranks; ++r) {
+    const SlotLayout layout = SlotLayoutFor(g, Rank{static_cast<int32_t>(r)});
+    std::vector<int64_t> slots(seq_len + 5);
+    ASSERT_TRUE(ComputeSlotMapping(layout, row, positions, slots).ok());
+    for (int64_t i = seq_len; i < seq_len + 5; ++i) ASSERT_EQ(slots[i], kPadSlot);
+    int64_t local = 0;
+    for (int64_t p = 0; p < seq_len; ++p) {
+      if (slots[p] == kPadSlot) continue;
+      ++holders[p];
+      ASSERT_EQ(slots[p], static_cast<int64_t>(row[local / b]) * b + local % b) << "p=" << p;
+      ++local;
+    }
+    ASSERT_EQ(local, LocalSeqLen(g, Rank{static_cast<int32_t>(r)}, TokenCount{seq_len}).value());
+  }
+  const int64_t expected_holders = num_ranks / (g.interleaved_slots() ? g.dcp_shard_count : 1);
+  for (int64_t p = 0; p < seq_len; ++p) ASSERT_EQ(holders[p], expected_holders) << "p=" << p;
+}
+
+TEST(SlotMapping, EachShardedPositionOnExactlyOneRankReplicatedOnEvery) {
+  std::mt19937_64 rng(5);
+  for (int64_t N : {1, 2, 4, 16}) {
+    for (int64_t I : {1, 16}) {
+      for (int64_t kernel : {0, 16}) {
+        const GroupParams base{.block_size = 32, .dcp = N, .interleave = I,
+                               .kernel_block_size = kernel};
+        std::vector<GroupGeometry> groups = {MakeGeometry(base)};
+        GroupParams replicated = base;
+        replicated.replicated = true;
+        groups.push_back(MakeGeometry(replicated));
+        if (N >= 4) {
+          GroupParams partial = base;
+          partial.kv_shards = N / 2;
+          groups.push_back(MakeGeometry(partial));
+        }
+        GroupParams recurrent{.kind = CacheKind::kRecurrent, .block_size = 32, .dcp = N,
+                              .interleave = I, .spec_blocks = 2};
+        groups.push_back(MakeGeometry(recurrent));
+        for (const GroupGeometry& g : groups) {
+          const int64_t seq_len = 1 + static_cast<int64_t>(rng() % 700);
+          const int64_t k = g.block_size / g.kernel_block_size;
+          BlockTable table(g, 1);
+          std::vector<BlockId> blocks;
+          const int64_t columns = (seq_len + g.manager_block_size - 1) / g.manager_block_size;
+          for (int64_t j = 0; j < columns; ++j) blocks.emplace_back(static_cast<int32_t>(3 + 2 * j));
+          ASSERT_TRUE(table.Append(0, blocks).ok());
+          std::vector<int32_t> row(table.Row(0).begin(),
+                                   table.Row(0).begin() + table.row_length(0));
+          ASSERT_EQ(static_cast<int64_t>(row.size()), columns * k);
+          CheckCoverage(g, N, seq_len, row);
+        }
+      }
+    }
+  }
+}
+
+TEST(SlotMapping, WorkedExampleDcp4Interleave1) {
+  const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = 4});
+  const std::vector<int32_t> row = {7};
+  const std::vector<TokenPos> positions = {TokenPos{0}, TokenPos{5}, TokenPos{36}};
+  std::vector<int64_t> out(3);
+  ASSERT_TRUE(ComputeSlotMapping(SlotLayoutFor(g, Rank{1}), row, positions, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{-1, 7 * 16 + 1, -1}));
+  const std::vector<TokenPos> too_far = {TokenPos{64}};
+  EXPECT_FALSE(ComputeSlotMapping(SlotLayoutFor(g, Rank{0}), row, too_far, out).ok());
+}
+
+TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
+  // B = 64, kernel 16: manager block m -> kernel blocks 4m .. 4m+3; width from the geometry.
+  const GroupGeometry g = MakeGeometry({.block_size = 64, .max_model_len = 128,
+                                        .kernel_block_size = 16});
+  BlockTable table(g, 2);
+  EXPECT_EQ(table.width(), g.block_table_width);
+  EXPECT_EQ(table.width(), 8);  // cdiv(128, 64) = 2 manager columns x 4
+  const std::vector<BlockId> first = {BlockId{5}};
+  ASSERT_TRUE(table.Append(1, first).ok());
+  EXPECT_EQ(std::vector<int32_t>(table.Row(1).begin(), table.Row(1).begin() + 4),
+            (std::vector<int32_t>{20, 21, 22, 23}));
+  const std::vector<BlockId> two = {BlockId{6}, BlockId{7}};
+  Status overflow = table.Append(1, two);
+  EXPECT_EQ(overflow.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(table.row_length(1), 4);  // nothing written
+  EXPECT_EQ(table.Row(0)[0], 0);      // the neighbouring row is untouched
+  table.CheckInvariants();
+  ASSERT_TRUE(table.WriteFrom(1, 0, two).ok());
+  EXPECT_EQ(table.Row(1)[4], 28);
+  table.ClearRow(1);
+  table.CheckInvariants();
+}
+
+#ifdef KVTOPO_CLI_PATH
+std::string RunCli(const std::string& args, int* exit_code) {
+  const std::string command = std::string(KVTOPO_CLI_PATH) + " " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  *exit_code = WEXITSTATUS(status);
+  return out;
+}
+
+TEST(SlotsCli, JsonSchemaAndUsageErrors) {
+  int rc = -1;
+  const std::string out =
+      RunCli("slots -dcp 4 --block-size 16 --seq-len 37 --block-ids 7,3 --json", &rc);
+  ASSERT_EQ(rc, 0);
+  const auto json = nlohmann::json::parse(out);
+  EXPECT_EQ(json["local_lens"], nlohmann::json({10, 9, 9, 9}));
+  ASSERT_EQ(json["slot_mapping"].size(), 4u);
+  EXPECT_EQ(json["slot_mapping"][1][5], 113);
+  EXPECT_EQ(json["slot_mapping"][0][5], -1);
+  const std::string interleaved = RunCli(
+      "slots --decode-context-parallel-size 4 --cp-kv-cache-interleave-size 16 --block-size 16 "
+      "--seq-len 10 --block-ids 7 --json",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(interleaved)["local_lens"], nlohmann::json({10, 0, 0, 0}));
+  RunCli("slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7", &rc);
+  EXPECT_EQ(rc, 2);
+  RunCli("slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 --seq-len 8 "
+         "--block-ids 7", &rc);
+  EXPECT_EQ(rc, 2);
+  RunCli("slots -dcp 4 --block-size 16 --seq-len 8 --block-ids 7,x", &rc);
+  EXPECT_EQ(rc, 2);
+  RunCli("slots -dcp 0 --block-size 16 --seq-len 8 --block-ids 7", &rc);
+  EXPECT_EQ(rc, 2);
+}
+#endif
+
+}  // namespace
+}  // namespace kvtopo
