@@ -260,6 +260,7 @@ void Simulator::Finish(SimRequest& r) {
   free_rows_.push_back(r.row);
   r.row = -1;
   r.state = State::kFinished;
+  running_.erase(std::find(running_.begin(), running_.end(), &r));
   r.tokens = {};
   ++report_.requests_finished;
 }
