@@ -93,7 +93,11 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
                 g.placement.c_str(), static_cast<long long>(g.table_width),
                 static_cast<long long>(g.peak_pages), static_cast<long long>(g.pages_at_end));
   }
-  if (!r.ranks.empty()) {
+  if (r.ranks.size() == 1) {
+    std::printf("ranks      1, %lld free pages at the end; peak local tokens %lld\n",
+                static_cast<long long>(r.ranks[0].free_pages),
+                static_cast<long long>(r.ranks[0].peak_local_tokens));
+  } else if (!r.ranks.empty()) {
     std::printf("ranks      %zu, %lld free pages each at the end; peak local tokens rank 0 %lld, "
                 "rank %zu %lld\n",
                 r.ranks.size(), static_cast<long long>(r.ranks[0].free_pages),

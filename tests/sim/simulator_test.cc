@@ -1,0 +1,157 @@
+#include "kvtopo/simulate.h"
+
+#include <gtest/gtest.h>
+
+#include "kvtopo/model.h"
+
+namespace kvtopo {
+namespace {
+
+// The seed's validation: one request grown to 1,000,000 tokens on the default 5-group plan
+// (3 recurrent KDA groups, the sharded MLA group, the replicated DSpark draft), every rank.
+TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
+  auto plan = DefaultPlanForWorkload("million", 0);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto workload = BuiltinWorkload("million");
+  ASSERT_TRUE(workload.ok());
+  SimulateOptions options;
+  options.check_slot_mapping = false;  // page ownership and addressability are the point here
+  auto report = Simulate(*plan, *workload, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
+  EXPECT_EQ(report->steps, 1303);  // cdiv(1,000,000, 768) chunks
+  EXPECT_EQ(report->tokens_scheduled, 1000000);
+  EXPECT_EQ(report->allocations, 1303);
+  EXPECT_EQ(report->invariant_checks, 1303);
+  EXPECT_EQ(report->requests_finished, 1);
+  ASSERT_EQ(report->groups.size(), 5u);
+  EXPECT_EQ(report->groups[0].table_width, 1310);
+  EXPECT_EQ(report->groups[0].peak_pages, 9);  // 2 + S resident recurrent pages
+  EXPECT_EQ(report->groups[3].peak_pages, 82);
+  EXPECT_EQ(report->groups[4].peak_pages, 1303);
+  ASSERT_EQ(report->ranks.size(), 16u);
+  EXPECT_EQ(report->ranks[0].peak_local_tokens, 62500);
+  EXPECT_EQ(report->ranks[15].peak_local_tokens, 62500);
+  EXPECT_EQ(report->ranks[0].free_pages, report->num_blocks - 1);
+}
+
+TEST(Simulate, DcpScaledRecurrentTableFailsAtTheFirstUnaddressableCheckpoint) {
+  auto plan = DefaultPlanForWorkload("million", 0);
+  ASSERT_TRUE(plan.ok());
+  auto workload = BuiltinWorkload("million");
+  SimulateOptions options;
+  options.inject_dcp_scaled_recurrent_table = true;
+  auto report = Simulate(*plan, *workload, options);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->invariant_violations, 1);
+  EXPECT_EQ(report->first_violation_tokens, 63744);  // 83 x 768
+  EXPECT_EQ(report->steps, 83);
+  EXPECT_EQ(report->groups[0].table_width, 89);  // cdiv(1,000,000, 768 * 16) + 7
+  EXPECT_NE(report->first_violation.find("cannot hold column 89 needed at 63744 tokens"),
+            std::string::npos)
+      << report->first_violation;
+}
+
+Workload Small(int requests, int64_t prompt, int64_t decode) {
+  Workload w;
+  w.name = "small";
+  for (int i = 0; i < requests; ++i) {
+    w.requests.push_back({.arrival_step = i % 3, .prompt_len = prompt + 17 * i,
+                          .decode_steps = decode, .accepted_drafts = {2, 0, 1}});
+  }
+  w.num_speculative_tokens = 2;
+  w.num_lookahead_tokens = 2;
+  return w;
+}
+
+TEST(Simulate, PreemptsWhenThePoolIsShortAndStillFinishes) {
+  auto plan = DefaultPlanForWorkload("hybrid", 0);
+  ASSERT_TRUE(plan.ok());
+  SimulateOptions options;
+  options.max_num_batched_tokens = 512;
+  options.num_blocks = 220;
+  options.max_num_seqs = 8;
+  auto report = Simulate(*plan, Small(12, 700, 40), options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
+  EXPECT_EQ(report->requests_finished, 12);
+  EXPECT_GT(report->preemptions, 0);
+  EXPECT_EQ(report->ranks[0].free_pages, 219);  // every block back but the null block
+}
+
+TEST(Simulate, DeterministicForASeed) {
+  auto plan = DefaultPlanForWorkload("hybrid", 0);
+  ASSERT_TRUE(plan.ok());
+  SimulateOptions options;
+  options.max_num_batched_tokens = 1024;
+  options.num_blocks = 300;
+  options.seed = 7;
+  auto a = Simulate(*plan, Small(10, 900, 30), options);
+  auto b = Simulate(*plan, Small(10, 900, 30), options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->steps, b->steps);
+  EXPECT_EQ(a->allocations, b->allocations);
+  EXPECT_EQ(a->preemptions, b->preemptions);
+  EXPECT_EQ(a->tokens_scheduled, b->tokens_scheduled);
+  for (size_t g = 0; g < a->groups.size(); ++g) {
+    EXPECT_EQ(a->groups[g].peak_pages, b->groups[g].peak_pages);
+  }
+}
+
+TEST(Simulate, SharedPrefixesHitAfterTheFirstRequest) {
+  auto plan = DefaultPlanForWorkload("prefix-hit", 0);
+  ASSERT_TRUE(plan.ok());
+  Workload w;
+  w.name = "prefix";
+  for (int i = 0; i < 4; ++i) {
+    w.requests.push_back({.arrival_step = i, .prompt_len = 320, .shared_prefix_id = 0,
+                          .shared_prefix_len = 256, .decode_steps = 2});
+  }
+  w.num_lookahead_tokens = 0;
+  w.num_speculative_tokens = 0;
+  auto report = Simulate(*plan, w, {});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->invariant_violations, 0);
+  // Requests 1..3 each hit the 256 shared tokens (16 blocks of 16).
+  EXPECT_EQ(report->prefix_hit_tokens, 3 * 256);
+  EXPECT_EQ(report->prefix_query_tokens, 4 * 320);
+}
+
+TEST(Simulate, RejectedPlanIsAnError) {
+  LaunchConfig config = DefaultLaunchConfig();
+  config.parallel.decode_context_parallel_size = 2;  // 12 gathered heads: B12X needs 8k
+  auto plan = PlanLaunch(config, 0);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->accepted());
+  auto report = Simulate(*plan, *BuiltinWorkload("million"), {});
+  EXPECT_EQ(report.status().code(), StatusCode::kRejected);
+}
+
+TEST(Workload, JsonLinesParseAndErrors) {
+  auto w = ParseWorkloadJsonl(
+      "{\"prompt_len\": 100, \"decode_steps\": 4}\n\n"
+      "{\"arrival_step\": 2, \"prompt_len\": 50, \"shared_prefix_id\": 1, "
+      "\"shared_prefix_len\": 32, \"accepted_drafts\": [1, 0]}\n");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(w->requests.size(), 2u);
+  EXPECT_EQ(w->requests[1].arrival_step, 2);
+  EXPECT_EQ(w->requests[1].accepted_drafts, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(ParseWorkloadJsonl("{\"decode_steps\": 4}").status().message(),
+            "workload line 1: field 'prompt_len' is missing");
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4}\n{oops").status().message(),
+            "workload line 2: not a JSON object");
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": -4}").status().message(),
+            "workload line 1: field 'prompt_len' must be an integer >= 1");
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4, \"speed\": 1}").status().message(),
+            "workload line 1: unknown field 'speed'; accepted: prompt_len, arrival_step, "
+            "shared_prefix_id, shared_prefix_len, decode_steps, accepted_drafts");
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4, \"shared_prefix_len\": 9}").status().message(),
+            "workload line 1: shared_prefix_len 9 is longer than prompt_len 4");
+  EXPECT_EQ(ParseWorkloadJsonl("").status().message(), "workload file holds no requests");
+  EXPECT_EQ(BuiltinWorkload("nope").status().message(),
+            "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, or "
+            "--workload-file FILE");
+}
+
+}  // namespace
+}  // namespace kvtopo
