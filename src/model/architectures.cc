@@ -335,7 +335,7 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     return NotFound(fmt::format(
         "model '{}' is neither an embedded profile ({}) nor a config.json file or a directory "
-        "holding one; pass --model with a profile name or a path",
+        "holding one; pass an embedded profile name (kvtopo profiles) or a path as MODEL",
         model, accepted));
   }
   std::ifstream in(path, std::ios::binary);

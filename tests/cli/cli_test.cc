@@ -1,0 +1,144 @@
+// The CLI's contract: exit 0 accepted, 1 rejected, 2 usage error with a one-line message.
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace kvtopo {
+namespace {
+
+using ::kvtopo::testing::RunCli;
+
+TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
+  auto r = RunCli("plan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["accepted"], true);
+  EXPECT_EQ(j["model"]["name"], "kimi-k3");
+  EXPECT_EQ(j["model"]["draft"], "kimi-k3-dspark");
+  EXPECT_EQ(j["model"]["max_model_len"], 1000000);
+  EXPECT_EQ(j["model"]["num_speculative_tokens"], 7);
+  EXPECT_EQ(j["parallel"]["tensor_parallel_size"], 16);
+  EXPECT_EQ(j["parallel"]["decode_context_parallel_size"], 16);
+  ASSERT_EQ(j["groups"].size(), 5u);
+  EXPECT_EQ(j["groups"][0]["kind"], "recurrent");
+  EXPECT_EQ(j["groups"][0]["block_table_width"], 1310);
+  EXPECT_EQ(j["groups"][3]["kind"], "mla");
+  EXPECT_EQ(j["groups"][3]["placement"], "sharded");
+  EXPECT_EQ(j["groups"][3]["manager_block_size"], 12288);
+  EXPECT_EQ(j["groups"][3]["block_table_width"], 82);
+  EXPECT_EQ(j["groups"][3]["kv_cache_dtype"], "fp8");
+  EXPECT_EQ(j["groups"][4]["role"], "draft");
+  EXPECT_EQ(j["groups"][4]["placement"], "replicated");
+  EXPECT_EQ(j["capacity"]["kv_cache_memory_is_default"], true);
+  EXPECT_EQ(j["capacity"]["memory_bytes"], int64_t{32} << 30);
+  EXPECT_EQ(j["scheduler_block_size"], 12288);
+  EXPECT_EQ(j["hash_block_size"], 768);
+  EXPECT_TRUE(j["diagnostics"].empty());
+}
+
+TEST(PlanCli, TableSaysTheBudgetIsTheDefault) {
+  auto r = RunCli("plan");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("32.00 GiB per rank (default budget; pass --kv-cache-memory to set yours)"),
+            std::string::npos)
+      << r.out;
+  r = RunCli("plan --kv-cache-memory 40GiB");
+  EXPECT_NE(r.out.find("memory     40.00 GiB per rank\n"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, SvgDrawsEveryTensor) {
+  const std::string path = ::testing::TempDir() + "/kvtopo_pool.svg";
+  auto r = RunCli("plan glm-5.3-flash -tp 4 -dcp 4 --kv-cache-memory 12GiB --svg " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(path);
+  std::stringstream svg;
+  svg << in.rdbuf();
+  EXPECT_EQ(svg.str().rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_NE(svg.str().find("tensor 0 "), std::string::npos);
+  EXPECT_NE(svg.str().find("</svg>"), std::string::npos);
+}
+
+TEST(CheckCli, AcceptsRejectsAndExplains) {
+  EXPECT_EQ(RunCli("check").exit_code, 0);
+  auto r = RunCli("check -dcp 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("[b12x-dcp-gathered-heads]"), std::string::npos) << r.out;
+  r = RunCli("check --speculative-config "
+             "'{\"method\":\"dspark\",\"num_speculative_tokens\":7,"
+             "\"draft_attention_backend\":\"TRITON_MLA\"}' --json");
+  EXPECT_EQ(r.exit_code, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["accepted"], false);
+  bool found = false;
+  for (const auto& d : j["diagnostics"]) found = found || d["code"] == "dspark-dcp-backend";
+  EXPECT_TRUE(found) << r.out;
+  r = RunCli("check --kv-cache-memory 1GiB");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("[kv-cache-memory]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the largest --max-model-len that fits is"), std::string::npos);
+}
+
+TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
+  const char* bad[] = {
+      "plan --bogus",
+      "plan --speculative-config '{bad'",
+      "plan --speculative-config '{\"method\":\"warp\",\"num_speculative_tokens\":1}'",
+      "plan --kv-cache-memory 0",
+      "plan --kv-cache-memory 12XB",
+      "plan --kv-cache-memory 99999999999TiB",
+      "plan --block-size -5",
+      "plan --block-size 0",
+      "plan --max-model-len 9000000000000000000",
+      "plan nosuchmodel",
+      "plan --kv-cache-dtype fp4",
+      "check --enable-prefix-caching --no-enable-prefix-caching",
+      "simulate --workload nope",
+      "simulate --workload-file /nonexistent.jsonl",
+  };
+  for (const char* args : bad) {
+    auto r = RunCli(args, /*merge_stderr=*/true);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.rfind("kvtopo: ", 0), 0u) << args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, VersionAndHelp) {
+  auto r = RunCli("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "kvtopo 0.1.0\n");
+  r = RunCli("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"plan", "check", "slots", "simulate", "profiles"}) {
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+  }
+}
+
+TEST(SimulateCli, MillionInjectedFailureNamesTheTokenCount) {
+  auto r = RunCli("simulate --workload million --inject-dcp-scaled-recurrent-table --json");
+  EXPECT_EQ(r.exit_code, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["invariant_violations"], 1);
+  EXPECT_EQ(j["first_violation_tokens"], 63744);
+}
+
+TEST(SimulateCli, WorkloadFileRuns) {
+  const std::string path = ::testing::TempDir() + "/kvtopo_workload.jsonl";
+  std::ofstream(path) << "{\"prompt_len\": 300, \"decode_steps\": 5}\n"
+                         "{\"prompt_len\": 200, \"arrival_step\": 1, \"decode_steps\": 3}\n";
+  auto r = RunCli("simulate qwen3-next-80b -tp 4 --max-model-len 4096 --workload-file " + path +
+                  " --json --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["requests_finished"], 2);
+  EXPECT_EQ(j["invariant_violations"], 0);
+  EXPECT_EQ(j["seed"], 3);
+}
+
+}  // namespace
+}  // namespace kvtopo

@@ -1,0 +1,31 @@
+// Runs the kvtopo binary built with the tests and captures its output and exit code.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace kvtopo::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout, or stdout and stderr together when asked
+};
+
+// `args` is appended to the binary's path and run by the shell.
+inline CliResult RunCli(const std::string& args, bool merge_stderr = false) {
+  const std::string command =
+      std::string(KVTOPO_CLI_PATH) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  CliResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace kvtopo::testing
