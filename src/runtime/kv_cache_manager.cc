@@ -497,7 +497,8 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
   if (!m.caching()) return out.num_tokens;
   const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
   // At least one token is recomputed so the step produces logits.
-  int64_t length = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
+  const int64_t max_hit = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
+  int64_t length = max_hit;
   if (m.groups.size() == 1) {
     const auto& g = m.groups[0];
     length = m.FindLongestHit(g, st, length, g.bs, out.blocks[0]);
@@ -507,7 +508,13 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
     while (changed) {
       changed = false;
       for (int32_t gi : m.lookup_order) {
-        const int64_t hit = m.FindLongestHit(m.groups[gi], st, length, m.alignment, out.blocks[gi]);
+        const Impl::Group& g = m.groups[gi];
+        // A group that drops its last hit block looks one block further, so that it can accept
+        // the current length instead of always shrinking it by a block.
+        const int64_t lookup_len =
+            g.spec.volatile_last_block ? std::min(length + g.bs, max_hit) : length;
+        const int64_t hit = m.FindLongestHit(g, st, lookup_len, m.alignment, out.blocks[gi]);
+        KVTOPO_CHECK(hit <= length);
         if (hit < length) {
           length = hit;
           changed = true;
