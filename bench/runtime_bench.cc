@@ -1,8 +1,8 @@
 // Runtime and worker hot paths. Figures are recorded in docs/BENCHMARKS.md.
+#include <benchmark/benchmark.h>
+
 #include <numeric>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "kvtopo/block_hash.h"
 #include "kvtopo/block_pool.h"
@@ -14,8 +14,12 @@ namespace kvtopo {
 namespace {
 
 GroupGeometry MlaGeometry(int64_t block, int64_t dcp, int64_t max_len) {
-  LayerSpec spec{.name = "mla", .kind = CacheKind::kMla, .block_size = block,
-                 .num_kv_heads = 1, .head_size = 576, .cache_dtype = KvCacheDtype::kFp8};
+  LayerSpec spec{.name = "mla",
+                 .kind = CacheKind::kMla,
+                 .block_size = block,
+                 .num_kv_heads = 1,
+                 .head_size = 576,
+                 .cache_dtype = KvCacheDtype::kFp8};
   auto g = ComputeGroupGeometry(
       spec, {.tensor_parallel_size = dcp, .decode_context_parallel_size = dcp},
       {.max_model_len = max_len, .max_num_seqs = 256, .max_num_batched_tokens = 8192});
@@ -52,9 +56,10 @@ BENCHMARK(BM_HashBlocks)->Arg(16)->Arg(64);
 
 void BM_PrefixMatch(benchmark::State& state) {
   auto m = KVCacheManager::Create({.num_blocks = 4096,
-                                    .hash_block_size = 16,
-                                    .max_model_len = 65536,
-                                    .groups = {{.geometry = MlaGeometry(16, 1, 65536)}}}).value();
+                                   .hash_block_size = 16,
+                                   .max_model_len = 65536,
+                                   .groups = {{.geometry = MlaGeometry(16, 1, 65536)}}})
+               .value();
   std::vector<int32_t> prompt(8192);
   std::iota(prompt.begin(), prompt.end(), 0);
   m->AddRequest(RequestId{1}, prompt);
@@ -75,9 +80,10 @@ void BM_AllocateSlotsDecode(benchmark::State& state) {
   const int64_t dcp = state.range(0);
   const int64_t kRequests = 256;
   auto m = KVCacheManager::Create({.num_blocks = 200000,
-                                    .hash_block_size = 16 * dcp,
-                                    .max_model_len = 1 << 20,
-                                    .groups = {{.geometry = MlaGeometry(16, dcp, 1 << 20)}}}).value();
+                                   .hash_block_size = 16 * dcp,
+                                   .max_model_len = 1 << 20,
+                                   .groups = {{.geometry = MlaGeometry(16, dcp, 1 << 20)}}})
+               .value();
   std::vector<int32_t> prompt(1000, 3);
   for (int64_t r = 0; r < kRequests; ++r) {
     prompt[0] = static_cast<int32_t>(r);
@@ -97,7 +103,8 @@ void BM_AllocateSlotsDecode(benchmark::State& state) {
     }
     if (++steps % 4096 == 0) {  // keep the lengths bounded
       state.PauseTiming();
-      for (int64_t r = 0; r < kRequests; ++r) m->RewindComputedTokens(RequestId{r}, TokenCount{4096});
+      for (int64_t r = 0; r < kRequests; ++r)
+        m->RewindComputedTokens(RequestId{r}, TokenCount{4096});
       state.ResumeTiming();
     }
   }

@@ -1,11 +1,11 @@
 // Seeded randomized runs of the manager and the worker tables over mixed group kinds, DCP 1 / 2
 // / 4 / 16 and interleave 1 / 16: invariants after every step, tables never written past their
 // rows, worker rows mirror manager rows, and the pool is full again once every request is freed.
+#include <gtest/gtest.h>
+
 #include <map>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
@@ -26,8 +26,8 @@ struct Live {
 // `aligned_prefill`: split prefills at the hit granularity as a recurrent-aware scheduler does,
 // so recurrent align groups checkpoint their state. `expect_hits`: false when a group (recurrent
 // none) can never hit, which makes every hybrid lookup miss.
-void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t seed,
-               int steps, int64_t aligned_prefill = 0, bool expect_hits = true) {
+void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t seed, int steps,
+               int64_t aligned_prefill = 0, bool expect_hits = true) {
   const int32_t num_blocks = 160;
   const int64_t L = groups[0].geometry.max_model_len;
   auto created = KVCacheManager::Create({.num_blocks = num_blocks,
@@ -70,9 +70,8 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
       // Prefill in chunks; with `aligned_prefill`, every chunk but the last ends on a multiple
       // of it (hits are multiples of it too), so recurrent states checkpoint at each boundary.
       int64_t done = hit.value();
-      int64_t chunk = aligned_prefill > 0
-                          ? aligned_prefill * (1 + static_cast<int64_t>(rng() % 4))
-                          : prompt_len - done;
+      int64_t chunk = aligned_prefill > 0 ? aligned_prefill * (1 + static_cast<int64_t>(rng() % 4))
+                                          : prompt_len - done;
       chunk = std::min(chunk, prompt_len - done);
       bool ok = m.AllocateSlots(RequestId{id}, {.num_new_tokens = TokenCount{chunk},
                                                 .num_new_computed_tokens = hit,
@@ -81,7 +80,8 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
       done += chunk;
       while (ok && done < prompt_len) {
         m.CheckInvariants();
-        chunk = std::min(aligned_prefill * (1 + static_cast<int64_t>(rng() % 4)), prompt_len - done);
+        chunk =
+            std::min(aligned_prefill * (1 + static_cast<int64_t>(rng() % 4)), prompt_len - done);
         ok = m.AllocateSlots(RequestId{id}, {.num_new_tokens = TokenCount{chunk}});
         done += chunk;
       }
@@ -109,8 +109,8 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
       if (m.num_tokens(id).value() + 4 >= L) continue;
       m.AppendTokens(id, std::vector<int32_t>{static_cast<int32_t>(rng() % 50000)});
       const int64_t pending = m.num_tokens(id).value() - m.num_computed_tokens(id).value();
-      if (!m.AllocateSlots(id, {.num_new_tokens = TokenCount{pending},
-                                .num_lookahead_tokens = TokenCount{3}})) {
+      if (!m.AllocateSlots(
+              id, {.num_new_tokens = TokenCount{pending}, .num_lookahead_tokens = TokenCount{3}})) {
         m.CheckInvariants();
         continue;
       }
@@ -161,32 +161,55 @@ TEST_P(RuntimeProperty, MixedGroupsKeepInvariants) {
   const int64_t L = 2048;
   const uint64_t seed = static_cast<uint64_t>(dcp * 100 + interleave);
   // Sharded MLA alone.
-  RunRandom({MakeGroup({.block_size = 16, .dcp = dcp, .interleave = interleave,
-                        .max_model_len = L})},
-            16 * dcp, seed, 400);
+  RunRandom(
+      {MakeGroup({.block_size = 16, .dcp = dcp, .interleave = interleave, .max_model_len = L})},
+      16 * dcp, seed, 400);
   // Sharded MLA + replicated sliding window + recurrent align (S = 3), all hit-aligned.
-  RunRandom({MakeGroup({.block_size = 16, .dcp = dcp, .interleave = interleave,
-                        .max_model_len = L}),
-             MakeGroup({.kind = CacheKind::kSlidingWindow, .block_size = 16, .dcp = dcp,
-                        .interleave = interleave, .max_model_len = L, .window = 64,
-                        .replicated = dcp > 1},
-                       /*volatile_last_block=*/true),
-             MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16, .dcp = dcp,
-                        .interleave = interleave, .max_model_len = L,
-                        .mode = RecurrentMode::kAlign, .spec_blocks = 3})},
-            16, seed + 1, 400, /*aligned_prefill=*/16 * dcp);
+  RunRandom(
+      {MakeGroup({.block_size = 16, .dcp = dcp, .interleave = interleave, .max_model_len = L}),
+       MakeGroup({.kind = CacheKind::kSlidingWindow,
+                  .block_size = 16,
+                  .dcp = dcp,
+                  .interleave = interleave,
+                  .max_model_len = L,
+                  .window = 64,
+                  .replicated = dcp > 1},
+                 /*volatile_last_block=*/true),
+       MakeGroup({.kind = CacheKind::kRecurrent,
+                  .block_size = 16,
+                  .dcp = dcp,
+                  .interleave = interleave,
+                  .max_model_len = L,
+                  .mode = RecurrentMode::kAlign,
+                  .spec_blocks = 3})},
+      16, seed + 1, 400, /*aligned_prefill=*/16 * dcp);
   // Full attention + replicated chunked local + recurrent all (S = 1) + recurrent none.
-  RunRandom({MakeGroup({.kind = CacheKind::kFullAttention, .block_size = 16, .dcp = dcp,
-                        .interleave = interleave, .max_model_len = L}),
-             MakeGroup({.kind = CacheKind::kChunkedLocal, .block_size = 16, .dcp = dcp,
-                        .interleave = interleave, .max_model_len = L, .window = 128,
+  RunRandom({MakeGroup({.kind = CacheKind::kFullAttention,
+                        .block_size = 16,
+                        .dcp = dcp,
+                        .interleave = interleave,
+                        .max_model_len = L}),
+             MakeGroup({.kind = CacheKind::kChunkedLocal,
+                        .block_size = 16,
+                        .dcp = dcp,
+                        .interleave = interleave,
+                        .max_model_len = L,
+                        .window = 128,
                         .replicated = dcp > 1}),
-             MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16, .dcp = dcp,
-                        .interleave = interleave, .max_model_len = L,
-                        .mode = RecurrentMode::kAll, .spec_blocks = 1}),
-             MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16, .dcp = dcp,
-                        .interleave = interleave, .max_model_len = L,
-                        .mode = RecurrentMode::kNone, .spec_blocks = 2})},
+             MakeGroup({.kind = CacheKind::kRecurrent,
+                        .block_size = 16,
+                        .dcp = dcp,
+                        .interleave = interleave,
+                        .max_model_len = L,
+                        .mode = RecurrentMode::kAll,
+                        .spec_blocks = 1}),
+             MakeGroup({.kind = CacheKind::kRecurrent,
+                        .block_size = 16,
+                        .dcp = dcp,
+                        .interleave = interleave,
+                        .max_model_len = L,
+                        .mode = RecurrentMode::kNone,
+                        .spec_blocks = 2})},
             16, seed + 2, 300, /*aligned_prefill=*/16 * dcp, /*expect_hits=*/false);
 }
 
