@@ -5,12 +5,12 @@
 // SlotLayoutFor(geometry, rank) and call PrintSlots). Prints, per rank, the local length and,
 // per position, the owning rank and its slot; --json prints
 //   {"local_lens": [per rank], "slot_mapping": [[per position, -1 if not owned], per rank]}.
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "kvtopo/block_table.h"
@@ -95,16 +95,16 @@ int PrintSlots(SlotLayout layout, int64_t num_ranks, int64_t seq_len,
 
 int RunSlots(const SlotsArgs& args) {
   if (args.dcp_size <= 0) {
-    return Usage(fmt::format("--decode-context-parallel-size must be positive, got {}",
-                             args.dcp_size));
+    return Usage(
+        fmt::format("--decode-context-parallel-size must be positive, got {}", args.dcp_size));
   }
   if (args.dcp_size > 4096) {
-    return Usage(fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks",
-                             args.dcp_size));
+    return Usage(
+        fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks", args.dcp_size));
   }
   if (args.interleave <= 0) {
-    return Usage(fmt::format("--dcp-kv-cache-interleave-size must be positive, got {}",
-                             args.interleave));
+    return Usage(
+        fmt::format("--dcp-kv-cache-interleave-size must be positive, got {}", args.interleave));
   }
   if (args.block_size <= 0) {
     return Usage(fmt::format("--block-size must be positive, got {}", args.block_size));
@@ -145,11 +145,10 @@ void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<SlotsArgs>();
   CLI::App* sub = app.add_subcommand(
       "slots", "Show, per DCP rank, the local length and the slot of every token position");
-  sub->add_option("--decode-context-parallel-size", args->dcp_size,
-                  "DCP ranks N (alias -dcp)")
+  sub->add_option("--decode-context-parallel-size", args->dcp_size, "DCP ranks N (alias -dcp)")
       ->capture_default_str();
-  sub->add_option("--dcp-kv-cache-interleave-size,--cp-kv-cache-interleave-size",
-                  args->interleave, "tokens per round-robin chunk I")
+  sub->add_option("--dcp-kv-cache-interleave-size,--cp-kv-cache-interleave-size", args->interleave,
+                  "tokens per round-robin chunk I")
       ->capture_default_str();
   sub->add_option("--block-size", args->block_size, "tokens per page on one rank B")
       ->capture_default_str();

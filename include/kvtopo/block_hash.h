@@ -36,8 +36,8 @@ struct MultimodalItem {
 
 // What, besides token ids, makes two equal token blocks different cache entries.
 struct BlockHashExtraKeys {
-  int64_t lora_id = 0;     // 0: no LoRA adapter
-  std::string cache_salt;  // mixed into the first block only
+  int64_t lora_id = 0;                   // 0: no LoRA adapter
+  std::string cache_salt;                // mixed into the first block only
   std::vector<MultimodalItem> mm_items;  // sorted by offset
 };
 

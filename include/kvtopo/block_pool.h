@@ -30,9 +30,9 @@
 namespace kvtopo {
 
 struct PrefixCacheStats {
-  int64_t requests = 0;       // lookups made
-  int64_t query_tokens = 0;   // tokens asked for
-  int64_t hit_tokens = 0;     // tokens found
+  int64_t requests = 0;      // lookups made
+  int64_t query_tokens = 0;  // tokens asked for
+  int64_t hit_tokens = 0;    // tokens found
   bool operator==(const PrefixCacheStats&) const = default;
 };
 

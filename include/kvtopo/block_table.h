@@ -51,8 +51,8 @@ class BlockTable {
   int64_t width_;
   int64_t k_;
   int32_t num_rows_;
-  std::vector<int32_t> data_;      // num_rows_ * width_
-  std::vector<int64_t> lengths_;   // kernel entries used per row
+  std::vector<int32_t> data_;     // num_rows_ * width_
+  std::vector<int64_t> lengths_;  // kernel entries used per row
 };
 
 }  // namespace kvtopo

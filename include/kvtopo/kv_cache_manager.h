@@ -60,11 +60,11 @@ struct ComputedBlocks {
 };
 
 struct SlotRequest {
-  TokenCount num_new_tokens{0};            // tokens to compute this step (> 0)
-  TokenCount num_new_computed_tokens{0};   // prefix-hit tokens (first allocation only)
+  TokenCount num_new_tokens{0};              // tokens to compute this step (> 0)
+  TokenCount num_new_computed_tokens{0};     // prefix-hit tokens (first allocation only)
   const ComputedBlocks* computed = nullptr;  // the hits behind num_new_computed_tokens
-  TokenCount num_lookahead_tokens{0};      // draft-token KV slots reserved past the new tokens
-  bool full_sequence_must_fit = false;     // admission: the whole request must fit now
+  TokenCount num_lookahead_tokens{0};        // draft-token KV slots reserved past the new tokens
+  bool full_sequence_must_fit = false;       // admission: the whole request must fit now
 };
 
 class KVCacheManager {

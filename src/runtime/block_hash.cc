@@ -65,9 +65,8 @@ void ExtendBlockHashes(std::span<const int32_t> tokens, int64_t hash_block_size,
   const int64_t num_full = static_cast<int64_t>(tokens.size()) / hash_block_size;
   for (int64_t k = static_cast<int64_t>(hashes.size()); k < num_full; ++k) {
     const BlockHash parent = k == 0 ? RootBlockHash() : hashes[k - 1];
-    hashes.push_back(HashBlockTokens(
-        parent, tokens.subspan(k * hash_block_size, hash_block_size),
-        TokenPos{k * hash_block_size}, extra));
+    hashes.push_back(HashBlockTokens(parent, tokens.subspan(k * hash_block_size, hash_block_size),
+                                     TokenPos{k * hash_block_size}, extra));
   }
 }
 

@@ -5,12 +5,12 @@
 // recycled, so rows keep their capacity and steady-state steps do not allocate.
 #include "kvtopo/kv_cache_manager.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "internal/checked_math.h"
 
@@ -34,9 +34,12 @@ Behavior BehaviorOf(const GroupGeometry& g) {
       return Behavior::kChunked;
     case CacheKind::kRecurrent:
       switch (g.recurrent_mode) {
-        case RecurrentMode::kNone: return Behavior::kRecurrentNone;
-        case RecurrentMode::kAll: return Behavior::kRecurrentAll;
-        case RecurrentMode::kAlign: return Behavior::kRecurrentAlign;
+        case RecurrentMode::kNone:
+          return Behavior::kRecurrentNone;
+        case RecurrentMode::kAll:
+          return Behavior::kRecurrentAll;
+        case RecurrentMode::kAlign:
+          return Behavior::kRecurrentAlign;
       }
   }
   return Behavior::kFull;
@@ -73,10 +76,10 @@ struct KVCacheManager::Impl {
     CacheGroup spec;
     GroupId id{0};
     Behavior behavior = Behavior::kFull;
-    int64_t bs = 0;              // manager block size (tokens one block id covers)
+    int64_t bs = 0;                // manager block size (tokens one block id covers)
     int64_t hashes_per_block = 1;  // s: hash blocks per manager block
-    int64_t spec_blocks = 0;     // S (recurrent)
-    int64_t admission_cap = 0;   // windowed kinds: geometry.max_pages_per_request
+    int64_t spec_blocks = 0;       // S (recurrent)
+    int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request
   };
 
   KVCacheManagerOptions options;
@@ -169,8 +172,8 @@ struct KVCacheManager::Impl {
     int64_t n = total_computed;
     // Recurrent: keep the states of up to S unverified draft tokens.
     if (IsRecurrent(g.behavior)) n = std::max<int64_t>(0, n - g.spec_blocks);
-    const int64_t k = std::min<int64_t>(SkippedTokens(g, n) / g.bs,
-                                        static_cast<int64_t>(row.blocks.size()));
+    const int64_t k =
+        std::min<int64_t>(SkippedTokens(g, n) / g.bs, static_cast<int64_t>(row.blocks.size()));
     for (int64_t i = k - 1; i >= 0; --i) {
       if (row.blocks[i] == kNullBlock) break;
       pool.FreeOne(row.blocks[i]);
@@ -255,8 +258,8 @@ struct KVCacheManager::Impl {
                    int64_t num_main) {
     if (g.behavior == Behavior::kRecurrentNone) return;
     const int64_t available = static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block;
-    const int64_t full = std::min<int64_t>(
-        {num_tokens / g.bs, available, static_cast<int64_t>(row.blocks.size())});
+    const int64_t full =
+        std::min<int64_t>({num_tokens / g.bs, available, static_cast<int64_t>(row.blocks.size())});
     if (g.behavior == Behavior::kRecurrentAlign) {
       // Only the running state holds a checkpoint, and only when it sits exactly on a block
       // boundary with no unverified tokens behind it.
@@ -288,8 +291,8 @@ struct KVCacheManager::Impl {
                          std::vector<BlockId>& out) const {
     out.clear();
     const int64_t bs = g.bs;
-    const int64_t limit =
-        std::min<int64_t>(max_len / bs, static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block);
+    const int64_t limit = std::min<int64_t>(
+        max_len / bs, static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block);
     auto lookup = [&](int64_t j) { return pool.Lookup(CoarseHash(g, st, j), g.id); };
     auto trim_to_alignment = [&] {
       while (!out.empty() && (static_cast<int64_t>(out.size()) * bs) % align != 0) out.pop_back();
@@ -378,9 +381,9 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     return InvalidArgument("KVCacheManagerOptions.groups is empty; the plan has no cache groups");
   }
   if (options.num_blocks < 1) {
-    return InvalidArgument(fmt::format(
-        "KVCacheManagerOptions.num_blocks must be at least 1 (the null block), got {}",
-        options.num_blocks));
+    return InvalidArgument(
+        fmt::format("KVCacheManagerOptions.num_blocks must be at least 1 (the null block), got {}",
+                    options.num_blocks));
   }
   if (options.max_model_len <= 0) {
     return InvalidArgument(
@@ -388,9 +391,9 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
   }
   const bool caching = options.enable_prefix_caching;
   if (caching && options.hash_block_size <= 0) {
-    return InvalidArgument(fmt::format(
-        "hash block size must be positive with --enable-prefix-caching, got {}",
-        options.hash_block_size));
+    return InvalidArgument(
+        fmt::format("hash block size must be positive with --enable-prefix-caching, got {}",
+                    options.hash_block_size));
   }
   auto impl = std::make_unique<Impl>(options);
   int64_t lcm = 1;
@@ -497,7 +500,8 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
   if (!m.caching()) return out.num_tokens;
   const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
   // At least one token is recomputed so the step produces logits.
-  int64_t length = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
+  const int64_t max_hit = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
+  int64_t length = max_hit;
   if (m.groups.size() == 1) {
     const auto& g = m.groups[0];
     length = m.FindLongestHit(g, st, length, g.bs, out.blocks[0]);
@@ -507,7 +511,13 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
     while (changed) {
       changed = false;
       for (int32_t gi : m.lookup_order) {
-        const int64_t hit = m.FindLongestHit(m.groups[gi], st, length, m.alignment, out.blocks[gi]);
+        const Impl::Group& g = m.groups[gi];
+        // A group that drops its last hit block looks one block further, so that it can accept
+        // the current length instead of always shrinking it by a block.
+        const int64_t lookup_len =
+            g.spec.volatile_last_block ? std::min(length + g.bs, max_hit) : length;
+        const int64_t hit = m.FindLongestHit(g, st, lookup_len, m.alignment, out.blocks[gi]);
+        KVTOPO_CHECK(hit <= length);
         if (hit < length) {
           length = hit;
           changed = true;
@@ -562,8 +572,8 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   }
   int64_t needed = 0;
   for (size_t gi = 0; gi < num_groups; ++gi) {
-    needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], need_slots, hits(gi),
-                                    total_computed, num_main, /*cap=*/false);
+    needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], need_slots, hits(gi), total_computed,
+                                    num_main, /*cap=*/false);
   }
   if (needed > m.pool.num_free_blocks()) return false;
 
@@ -647,10 +657,11 @@ void KVCacheManager::CheckInvariants() const {
       const Impl::Group& g = m.groups[gi];
       const Row& row = st.rows[gi];
       ++row_serial;
-      KVTOPO_CHECK_MSG(static_cast<int64_t>(row.blocks.size()) <= g.spec.geometry.manager_table_width,
-                       fmt::format("request {} group {}: row of {} columns exceeds the block-table "
-                                   "width {}",
-                                   id, gi, row.blocks.size(), g.spec.geometry.manager_table_width));
+      KVTOPO_CHECK_MSG(
+          static_cast<int64_t>(row.blocks.size()) <= g.spec.geometry.manager_table_width,
+          fmt::format("request {} group {}: row of {} columns exceeds the block-table "
+                      "width {}",
+                      id, gi, row.blocks.size(), g.spec.geometry.manager_table_width));
       int64_t resident = 0;
       for (BlockId b : row.blocks) {
         if (b == kNullBlock) continue;

@@ -1,8 +1,8 @@
 #include "kvtopo/block_table.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace kvtopo {
 

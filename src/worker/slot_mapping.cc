@@ -1,8 +1,8 @@
 #include "kvtopo/slot_mapping.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace kvtopo {
 
@@ -40,9 +40,9 @@ Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> ker
     KVTOPO_CHECK(p >= 0);
     const int64_t j = p / virtual_block;
     if (j >= columns) {
-      return OutOfRange(fmt::format(
-          "position {} needs block-table column {} but the row has only {} block ids", p, j,
-          columns));
+      return OutOfRange(
+          fmt::format("position {} needs block-table column {} but the row has only {} block ids",
+                      p, j, columns));
     }
     if ((p / I) % n != slice) {
       out[i] = kPadSlot;
@@ -55,8 +55,7 @@ Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> ker
   return Status::Ok();
 }
 
-TokenCount LocalSeqLen(TokenCount seq_len, int64_t num_shards, int64_t slice,
-                       int64_t interleave) {
+TokenCount LocalSeqLen(TokenCount seq_len, int64_t num_shards, int64_t slice, int64_t interleave) {
   KVTOPO_CHECK(num_shards >= 1 && interleave >= 1 && slice >= 0 && slice < num_shards);
   const int64_t L = seq_len.value();
   const int64_t stripe = num_shards * interleave;

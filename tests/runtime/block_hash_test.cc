@@ -1,8 +1,8 @@
 #include "kvtopo/block_hash.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace kvtopo {
 namespace {
@@ -13,10 +13,10 @@ TEST(BlockHash, ChainedOverFullBlocksOnly) {
   std::vector<BlockHash> hashes;
   ExtendBlockHashes(tokens, 16, {}, hashes);
   ASSERT_EQ(hashes.size(), 2u);  // 8 trailing tokens are not a full block
-  EXPECT_EQ(hashes[0], HashBlockTokens(RootBlockHash(), std::span(tokens).first(16),
-                                       TokenPos{0}, {}));
-  EXPECT_EQ(hashes[1], HashBlockTokens(hashes[0], std::span(tokens).subspan(16, 16),
-                                       TokenPos{16}, {}));
+  EXPECT_EQ(hashes[0],
+            HashBlockTokens(RootBlockHash(), std::span(tokens).first(16), TokenPos{0}, {}));
+  EXPECT_EQ(hashes[1],
+            HashBlockTokens(hashes[0], std::span(tokens).subspan(16, 16), TokenPos{16}, {}));
   // Incremental extension gives the same chain.
   tokens.resize(48, 5);
   ExtendBlockHashes(tokens, 16, {}, hashes);
@@ -31,10 +31,9 @@ TEST(BlockHash, ExtraKeysSeparateEntries) {
   ExtendBlockHashes(tokens, 16, {}, plain);
   ExtendBlockHashes(tokens, 16, {.lora_id = 3}, lora);
   ExtendBlockHashes(tokens, 16, {.cache_salt = "s"}, salted);
-  ExtendBlockHashes(tokens, 16,
-                    {.mm_items = {{.identifier = "img", .offset = TokenPos{20},
-                                   .length = TokenCount{4}}}},
-                    mm);
+  ExtendBlockHashes(
+      tokens, 16,
+      {.mm_items = {{.identifier = "img", .offset = TokenPos{20}, .length = TokenCount{4}}}}, mm);
   EXPECT_NE(plain[0], lora[0]);
   EXPECT_NE(plain[0], salted[0]);
   EXPECT_NE(plain[1], salted[1]);  // through the parent chain

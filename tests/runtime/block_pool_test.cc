@@ -1,10 +1,10 @@
 #include "kvtopo/block_pool.h"
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace kvtopo {
 namespace {

@@ -1,9 +1,9 @@
 #include "kvtopo/kv_cache_manager.h"
 
+#include <gtest/gtest.h>
+
 #include <numeric>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "runtime/test_groups.h"
 
@@ -37,9 +37,9 @@ std::unique_ptr<KVCacheManager> Make(std::vector<CacheGroup> groups, int32_t num
 }
 
 bool Step(KVCacheManager& m, int64_t request, int64_t num_new, int64_t lookahead = 0) {
-  const bool ok = m.AllocateSlots(RequestId{request},
-                                  {.num_new_tokens = TokenCount{num_new},
-                                   .num_lookahead_tokens = TokenCount{lookahead}});
+  const bool ok = m.AllocateSlots(
+      RequestId{request},
+      {.num_new_tokens = TokenCount{num_new}, .num_lookahead_tokens = TokenCount{lookahead}});
   m.CheckInvariants();
   return ok;
 }
@@ -83,10 +83,10 @@ TEST(KVCacheManager, NotEnoughBlocksIsAValue) {
   EXPECT_FALSE(Step(*m, 1, 64));  // 4 blocks needed, 3 free
   EXPECT_EQ(m->num_free_blocks(), 3);
   EXPECT_TRUE(Row(*m, 1).empty());
-  ASSERT_TRUE(Step(*m, 1, 48));   // a smaller chunk fits
+  ASSERT_TRUE(Step(*m, 1, 48));  // a smaller chunk fits
   m->AddRequest(RequestId{2}, Tokens(8, 1000));
-  EXPECT_FALSE(m->AllocateSlots(RequestId{2}, {.num_new_tokens = TokenCount{8},
-                                               .full_sequence_must_fit = true}));
+  EXPECT_FALSE(m->AllocateSlots(RequestId{2},
+                                {.num_new_tokens = TokenCount{8}, .full_sequence_must_fit = true}));
 }
 
 TEST(KVCacheManager, PrefixHitStillRecomputesTheLastPromptToken) {
@@ -154,8 +154,8 @@ TEST(KVCacheManager, DcpShardedGroupCoversManagerBlocks) {
 
 TEST(KVCacheManager, SlidingWindowRecyclesOutOfWindowBlocks) {
   // Window 32, B = 16, four usable blocks.
-  auto m = Make({MakeGroup({.kind = CacheKind::kSlidingWindow, .block_size = 16, .window = 32})},
-                5);
+  auto m =
+      Make({MakeGroup({.kind = CacheKind::kSlidingWindow, .block_size = 16, .window = 32})}, 5);
   m->AddRequest(RequestId{1}, Tokens(64));
   ASSERT_TRUE(Step(*m, 1, 64));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3, 4}));
@@ -174,8 +174,10 @@ TEST(KVCacheManager, SlidingWindowRecyclesOutOfWindowBlocks) {
 }
 
 TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
-  auto m = Make({MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16,
-                            .mode = RecurrentMode::kAlign, .spec_blocks = 7})},
+  auto m = Make({MakeGroup({.kind = CacheKind::kRecurrent,
+                            .block_size = 16,
+                            .mode = RecurrentMode::kAlign,
+                            .spec_blocks = 7})},
                 32);
   m->AddRequest(RequestId{1}, Tokens(32));
   ASSERT_TRUE(Step(*m, 1, 32));
@@ -207,10 +209,12 @@ TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
 
 TEST(KVCacheManager, HybridHitIsCommonToAllGroups) {
   // Sharded MLA (DCP2, B = 16: 32-token blocks) + replicated recurrent align with B = 16.
-  std::vector<CacheGroup> groups = {
-      MakeGroup({.block_size = 16, .dcp = 2}),
-      MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 16, .dcp = 2,
-                 .mode = RecurrentMode::kAlign, .spec_blocks = 1})};
+  std::vector<CacheGroup> groups = {MakeGroup({.block_size = 16, .dcp = 2}),
+                                    MakeGroup({.kind = CacheKind::kRecurrent,
+                                               .block_size = 16,
+                                               .dcp = 2,
+                                               .mode = RecurrentMode::kAlign,
+                                               .spec_blocks = 1})};
   auto m = Make(groups, 40, 16);
   m->AddRequest(RequestId{1}, Tokens(64));
   ASSERT_TRUE(Step(*m, 1, 64));  // state at 64 is aligned to lcm(32, 16) = 32: cached

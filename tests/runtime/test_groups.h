@@ -1,9 +1,9 @@
 // Cache groups for runtime and worker tests, built through the real geometry code.
 #pragma once
 
-#include <cstdint>
-
 #include <gtest/gtest.h>
+
+#include <cstdint>
 
 #include "kvtopo/geometry.h"
 #include "kvtopo/kv_cache_manager.h"
@@ -26,8 +26,12 @@ struct GroupParams {
 };
 
 inline GroupGeometry MakeGeometry(const GroupParams& p) {
-  LayerSpec spec{.name = "layer", .kind = p.kind, .block_size = p.block_size, .num_kv_heads = 1,
-                 .head_size = 64, .head_size_v = 64};
+  LayerSpec spec{.name = "layer",
+                 .kind = p.kind,
+                 .block_size = p.block_size,
+                 .num_kv_heads = 1,
+                 .head_size = 64,
+                 .head_size_v = 64};
   if (p.kind == CacheKind::kRecurrent) {
     spec.state = {{{4, 8}, ElementType::kFloat32}};
     spec.recurrent_mode = p.mode;

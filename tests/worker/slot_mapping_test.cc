@@ -1,12 +1,12 @@
 #include "kvtopo/slot_mapping.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "kvtopo/block_table.h"
 #include "runtime/test_groups.h"
@@ -82,8 +82,8 @@ TEST(SlotMapping, EachShardedPositionOnExactlyOneRankReplicatedOnEvery) {
   for (int64_t N : {1, 2, 4, 16}) {
     for (int64_t I : {1, 16}) {
       for (int64_t kernel : {0, 16}) {
-        const GroupParams base{.block_size = 32, .dcp = N, .interleave = I,
-                               .kernel_block_size = kernel};
+        const GroupParams base{
+            .block_size = 32, .dcp = N, .interleave = I, .kernel_block_size = kernel};
         std::vector<GroupGeometry> groups = {MakeGeometry(base)};
         GroupParams replicated = base;
         replicated.replicated = true;
@@ -93,8 +93,11 @@ TEST(SlotMapping, EachShardedPositionOnExactlyOneRankReplicatedOnEvery) {
           partial.kv_shards = N / 2;
           groups.push_back(MakeGeometry(partial));
         }
-        GroupParams recurrent{.kind = CacheKind::kRecurrent, .block_size = 32, .dcp = N,
-                              .interleave = I, .spec_blocks = 2};
+        GroupParams recurrent{.kind = CacheKind::kRecurrent,
+                              .block_size = 32,
+                              .dcp = N,
+                              .interleave = I,
+                              .spec_blocks = 2};
         groups.push_back(MakeGeometry(recurrent));
         for (const GroupGeometry& g : groups) {
           const int64_t seq_len = 1 + static_cast<int64_t>(rng() % 700);
@@ -102,7 +105,8 @@ TEST(SlotMapping, EachShardedPositionOnExactlyOneRankReplicatedOnEvery) {
           BlockTable table(g, 1);
           std::vector<BlockId> blocks;
           const int64_t columns = (seq_len + g.manager_block_size - 1) / g.manager_block_size;
-          for (int64_t j = 0; j < columns; ++j) blocks.emplace_back(static_cast<int32_t>(3 + 2 * j));
+          for (int64_t j = 0; j < columns; ++j)
+            blocks.emplace_back(static_cast<int32_t>(3 + 2 * j));
           ASSERT_TRUE(table.Append(0, blocks).ok());
           std::vector<int32_t> row(table.Row(0).begin(),
                                    table.Row(0).begin() + table.row_length(0));
@@ -127,8 +131,8 @@ TEST(SlotMapping, WorkedExampleDcp4Interleave1) {
 
 TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   // B = 64, kernel 16: manager block m -> kernel blocks 4m .. 4m+3; width from the geometry.
-  const GroupGeometry g = MakeGeometry({.block_size = 64, .max_model_len = 128,
-                                        .kernel_block_size = 16});
+  const GroupGeometry g =
+      MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
   BlockTable table(g, 2);
   EXPECT_EQ(table.width(), g.block_table_width);
   EXPECT_EQ(table.width(), 8);  // cdiv(128, 64) = 2 manager columns x 4
@@ -178,8 +182,10 @@ TEST(SlotsCli, JsonSchemaAndUsageErrors) {
   EXPECT_EQ(nlohmann::json::parse(interleaved)["local_lens"], nlohmann::json({10, 0, 0, 0}));
   RunCli("slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7", &rc);
   EXPECT_EQ(rc, 2);
-  RunCli("slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 --seq-len 8 "
-         "--block-ids 7", &rc);
+  RunCli(
+      "slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 --seq-len 8 "
+      "--block-ids 7",
+      &rc);
   EXPECT_EQ(rc, 2);
   RunCli("slots -dcp 4 --block-size 16 --seq-len 8 --block-ids 7,x", &rc);
   EXPECT_EQ(rc, 2);

@@ -1,0 +1,138 @@
+// Runtime and worker hot paths. Figures are recorded in docs/BENCHMARKS.md.
+#include <benchmark/benchmark.h>
+
+#include <numeric>
+#include <vector>
+
+#include "kvtopo/block_hash.h"
+#include "kvtopo/block_pool.h"
+#include "kvtopo/block_table.h"
+#include "kvtopo/kv_cache_manager.h"
+#include "kvtopo/slot_mapping.h"
+
+namespace kvtopo {
+namespace {
+
+GroupGeometry MlaGeometry(int64_t block, int64_t dcp, int64_t max_len) {
+  LayerSpec spec{.name = "mla",
+                 .kind = CacheKind::kMla,
+                 .block_size = block,
+                 .num_kv_heads = 1,
+                 .head_size = 576,
+                 .cache_dtype = KvCacheDtype::kFp8};
+  auto g = ComputeGroupGeometry(
+      spec, {.tensor_parallel_size = dcp, .decode_context_parallel_size = dcp},
+      {.max_model_len = max_len, .max_num_seqs = 256, .max_num_batched_tokens = 8192});
+  return *g;
+}
+
+void BM_BlockPoolAllocateFree(benchmark::State& state) {
+  BlockPool pool(4096, true);
+  std::vector<BlockId> blocks;
+  blocks.reserve(64);
+  for (auto _ : state) {
+    blocks.clear();
+    if (!pool.Allocate(64, blocks)) state.SkipWithError("out of blocks");
+    pool.Free(blocks);
+  }
+  state.SetItemsProcessed(state.iterations() * 64);
+}
+BENCHMARK(BM_BlockPoolAllocateFree);
+
+void BM_HashBlocks(benchmark::State& state) {
+  const int64_t block = state.range(0);
+  std::vector<int32_t> tokens(8192);
+  std::iota(tokens.begin(), tokens.end(), 0);
+  std::vector<BlockHash> hashes;
+  hashes.reserve(8192);
+  for (auto _ : state) {
+    hashes.clear();
+    ExtendBlockHashes(tokens, block, {}, hashes);
+    benchmark::DoNotOptimize(hashes.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(tokens.size()));
+}
+BENCHMARK(BM_HashBlocks)->Arg(16)->Arg(64);
+
+void BM_PrefixMatch(benchmark::State& state) {
+  auto m = KVCacheManager::Create({.num_blocks = 4096,
+                                   .hash_block_size = 16,
+                                   .max_model_len = 65536,
+                                   .groups = {{.geometry = MlaGeometry(16, 1, 65536)}}})
+               .value();
+  std::vector<int32_t> prompt(8192);
+  std::iota(prompt.begin(), prompt.end(), 0);
+  m->AddRequest(RequestId{1}, prompt);
+  if (!m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{8192}})) {
+    state.SkipWithError("allocation failed");
+  }
+  m->AddRequest(RequestId{2}, prompt);
+  ComputedBlocks hits;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(m->GetComputedBlocks(RequestId{2}, hits));
+  }
+  state.SetItemsProcessed(state.iterations() * 512);  // blocks matched
+}
+BENCHMARK(BM_PrefixMatch);
+
+// Steady-state decode: 256 running requests, one new token and 3 lookahead slots each.
+void BM_AllocateSlotsDecode(benchmark::State& state) {
+  const int64_t dcp = state.range(0);
+  const int64_t kRequests = 256;
+  auto m = KVCacheManager::Create({.num_blocks = 200000,
+                                   .hash_block_size = 16 * dcp,
+                                   .max_model_len = 1 << 20,
+                                   .groups = {{.geometry = MlaGeometry(16, dcp, 1 << 20)}}})
+               .value();
+  std::vector<int32_t> prompt(1000, 3);
+  for (int64_t r = 0; r < kRequests; ++r) {
+    prompt[0] = static_cast<int32_t>(r);
+    m->AddRequest(RequestId{r}, prompt);
+    if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1000}})) {
+      state.SkipWithError("prefill failed");
+    }
+  }
+  int64_t steps = 0;
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRequests; ++r) {
+      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1},
+                                           .num_lookahead_tokens = TokenCount{3}})) {
+        state.SkipWithError("out of blocks");
+        break;
+      }
+    }
+    if (++steps % 4096 == 0) {  // keep the lengths bounded
+      state.PauseTiming();
+      for (int64_t r = 0; r < kRequests; ++r)
+        m->RewindComputedTokens(RequestId{r}, TokenCount{4096});
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kRequests);
+}
+BENCHMARK(BM_AllocateSlotsDecode)->Arg(1)->Arg(16);
+
+void BM_SlotMapping8192Tokens16Ranks(benchmark::State& state) {
+  const GroupGeometry g = MlaGeometry(64, 16, 1 << 20);
+  BlockTable table(g, 1);
+  std::vector<BlockId> blocks;
+  for (int32_t j = 0; j < 8; ++j) blocks.emplace_back(100 + j);
+  if (!table.Append(0, blocks).ok()) state.SkipWithError("table");
+  std::vector<TokenPos> positions;
+  for (int64_t p = 0; p < 8192; ++p) positions.emplace_back(p);
+  std::vector<int64_t> slots(8192);
+  const auto row = table.Row(0).first(table.row_length(0));
+  for (auto _ : state) {
+    for (int32_t r = 0; r < 16; ++r) {
+      if (!ComputeSlotMapping(SlotLayoutFor(g, Rank{r}), row, positions, slots).ok()) {
+        state.SkipWithError("slots");
+      }
+      benchmark::DoNotOptimize(slots.data());
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 8192 * 16);
+}
+BENCHMARK(BM_SlotMapping8192Tokens16Ranks);
+
+}  // namespace
+}  // namespace kvtopo
