@@ -8,7 +8,7 @@
 // Formulas (bytes per page per layer per rank, B = block_size, H = num_kv_heads per rank):
 //   full attention / sliding window / chunked local: B * H * (head_size + head_size_v) * elem
 //     NVFP4: B * H * (fd(head_size) + fd(head_size_v)), fd(x) = x/2 + x/16
-//   MLA / sliding-window MLA: B * H * head_size * elem (latent only, no factor 2)
+//   MLA / sliding-window MLA: B * (H * head_size * elem + row_extra) (latent only, no factor 2)
 //     fp8_ds_mla: 656 B per token; nvfp4_ds_mla: 432 B per token; NVFP4: B * H * fd(head_size)
 //   per-token-head quant (fp8/int8): + 2 * B * H * 4 bytes of scales
 //   recurrent: sum over state tensors of prod(shape) * elem; independent of B
@@ -75,6 +75,10 @@ struct LayerSpec {
   int64_t sliding_window = 0;        // windowed kinds
   int64_t attention_chunk_size = 0;  // chunked local
   int64_t extra_retained_tokens = 0;  // kept behind a window (MTP, DFlash proof block)
+  // MLA only: bytes per token stored in the same row beside the latent, e.g. a sparse-indexer
+  // key fused into the row (GLM-5.3-Flash on B12X). Added to the row for every dtype but the
+  // fixed DeepSeek row formats (fp8_ds_mla, nvfp4_ds_mla), which have their own layout.
+  int64_t row_extra_bytes_per_token = 0;
 
   // Recurrent fields.
   std::vector<StateTensor> state;

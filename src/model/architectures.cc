@@ -43,12 +43,17 @@ Result<int64_t> IndexerHeadSize(const ConfigReader& r) {
   return dim + 4;
 }
 
-void AddMla(ModelDescription& m, int64_t i, int64_t head, int64_t indexer_head, bool mtp) {
+// `fuse_indexer`: the indexer key lives in the MLA row (GLM-5.3-Flash's B12X layout: a 528-byte
+// NoPE record and the 128-byte key in one 656-byte fp8_ds_mla row) rather than in a cache of
+// its own, so the layer's single page holds both.
+void AddMla(ModelDescription& m, int64_t i, int64_t head, int64_t indexer_head, bool mtp,
+            bool fuse_indexer = false) {
   m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
                               .type = LayerType::kMla,
                               .mtp = mtp,
-                              .head_size = head});
-  if (indexer_head > 0) {
+                              .head_size = head,
+                              .fused_indexer_bytes = fuse_indexer ? indexer_head : 0});
+  if (indexer_head > 0 && !fuse_indexer) {
     m.layers.push_back(RawLayer{.name = LayerName(i, "indexer"),
                                 .type = LayerType::kIndexer,
                                 .mtp = mtp,
@@ -82,8 +87,8 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
   return Status::Ok();
 }
 
-// Kimi-Linear / Kimi-K3 (and GLM-5.3-Flash with an indexer): MLA at linear_attn_config
-// .full_attn_layers (1-based), KDA everywhere else.
+// Kimi-Linear / Kimi-K3 (and GLM-5.3-Flash, whose indexer key is fused into the MLA row): MLA
+// at linear_attn_config.full_attn_layers (1-based), KDA everywhere else.
 Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
@@ -111,13 +116,13 @@ Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription
   KVTOPO_ASSIGN_OR_RETURN(kda.conv_kernel, Positive(lin, "short_conv_kernel_size"));
   for (int64_t i = 0; i < n; ++i) {
     if (full_set.count(i)) {
-      AddMla(m, i, head, indexer, false);
+      AddMla(m, i, head, indexer, false, with_indexer);
     } else {
       m.layers.push_back(
           RawLayer{.name = LayerName(i, "self_attn"), .type = LayerType::kKda, .kda = kda});
     }
   }
-  for (int64_t i = n; i < n + mtp; ++i) AddMla(m, i, head, indexer, true);
+  for (int64_t i = n; i < n + mtp; ++i) AddMla(m, i, head, indexer, true, with_indexer);
   return Status::Ok();
 }
 

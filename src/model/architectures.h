@@ -34,6 +34,8 @@ struct RawLayer {
   int64_t head_size = 0;
   int64_t head_size_v = 0;
   int64_t sliding_window = 0;
+  // MLA: a sparse-indexer key kept in the MLA row instead of a cache of its own (bytes/token).
+  int64_t fused_indexer_bytes = 0;
   KdaDims kda;
   GdnDims gdn;
 };

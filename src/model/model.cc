@@ -113,6 +113,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       s.kind = CacheKind::kMla;
       s.num_kv_heads = 1;
       s.head_size = raw.head_size;
+      s.row_extra_bytes_per_token = raw.fused_indexer_bytes;
       break;
     case LayerType::kIndexer:
       // index_head_dim fp8 values + one fp32 scale per token, whatever the MLA cache dtype.

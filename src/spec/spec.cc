@@ -98,6 +98,10 @@ Result<int64_t> RealPageSizeBytes(const LayerSpec& s) {
       KVTOPO_ASSIGN_OR_RETURN(per_token,
                               internal::CheckedProduct({s.num_kv_heads, s.head_size, elem}, what));
     }
+    if (s.cache_dtype != KvCacheDtype::kFp8DsMla && s.cache_dtype != KvCacheDtype::kNvfp4DsMla) {
+      KVTOPO_ASSIGN_OR_RETURN(per_token,
+                              internal::CheckedAdd(per_token, s.row_extra_bytes_per_token, what));
+    }
   } else if (quant == KvQuantMode::kNvfp4) {
     KVTOPO_ASSIGN_OR_RETURN(
         per_token,
