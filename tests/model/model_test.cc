@@ -342,8 +342,10 @@ TEST(Profiles, Glm53FlashWithDflash2UnderDcp4) {
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   EXPECT_EQ(CountErrors(*specs), 0) << Codes(*specs);
   auto mla = Select(*specs, Role::kTarget, CacheKind::kMla);
-  ASSERT_EQ(mla.size(), 22u);  // 11 NoPE MLA + 11 indexers
+  ASSERT_EQ(mla.size(), 11u);  // 11 NoPE MLA rows, each holding its indexer key
   EXPECT_EQ(mla[0].head_size, 512);
+  EXPECT_EQ(mla[0].row_extra_bytes_per_token, 132);
+  EXPECT_EQ(*AttentionBytesPerToken(mla[0]), 512 * 2 + 132);  // bf16 latent + fp8 key + scale
   EXPECT_EQ(mla[0].block_size, 64);
   EXPECT_EQ(Select(*specs, Role::kTarget, CacheKind::kRecurrent).size(), 34u);
   auto draft = Role_(*specs, Role::kDraft);
