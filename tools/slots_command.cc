@@ -1,9 +1,8 @@
 // `kvtopo slots`: where does each token of one request live under DCP?
 //
-// Takes a sharded group's layout from flags (the MODEL / --group form, which reads a planned
-// group's geometry, arrives with the planner: it only has to build a SlotLayout with
-// SlotLayoutFor(geometry, rank) and call PrintSlots). Prints, per rank, the local length and,
-// per position, the owning rank and its slot; --json prints
+// Takes a sharded group's layout from flags, or, with a MODEL and/or --group, the geometry of a
+// planned group (the launch flags of `kvtopo plan` apply). Prints, per rank, the local length
+// and, per position, the owning rank and its slot; --json prints
 //   {"local_lens": [per rank], "slot_mapping": [[per position, -1 if not owned], per rank]}.
 #include <fmt/format.h>
 
@@ -14,15 +13,16 @@
 
 #include "commands.h"
 #include "kvtopo/block_table.h"
+#include "kvtopo/plan.h"
 #include "kvtopo/slot_mapping.h"
+#include "launch_flags.h"
 
 namespace kvtopo::cli {
 namespace {
 
 struct SlotsArgs {
-  int64_t dcp_size = 1;
-  int64_t interleave = 1;
-  int64_t block_size = 16;
+  LaunchFlags launch;  // MODEL and the launch flags; dcp, interleave and block size also here
+  int64_t group = -1;  // a planned group; -1: the flags' own sharded layout
   int64_t seq_len = 0;
   std::string block_ids;
   bool json = false;
@@ -93,50 +93,107 @@ int PrintSlots(SlotLayout layout, int64_t num_ranks, int64_t seq_len,
   return kExitOk;
 }
 
-int RunSlots(const SlotsArgs& args) {
-  if (args.dcp_size <= 0) {
-    return Usage(
-        fmt::format("--decode-context-parallel-size must be positive, got {}", args.dcp_size));
+// The MODEL / --group form: the layout and kernel blocks of a planned group's geometry.
+int RunPlannedSlots(const SlotsArgs& args) {
+  auto config = ToLaunchConfig(args.launch);
+  if (!config.ok()) return ReportError(config.status());
+  auto memory = KvCacheMemoryBytes(args.launch);
+  if (!memory.ok()) return ReportError(memory.status());
+  auto plan = PlanLaunch(*config, *memory);
+  if (!plan.ok()) return ReportError(plan.status());
+  if (!plan->accepted()) {
+    return ReportError(Rejected(fmt::format("the launch is rejected: {} (run kvtopo check)",
+                                            plan->diagnostics.front().message)));
   }
-  if (args.dcp_size > 4096) {
-    return Usage(
-        fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks", args.dcp_size));
+  const int64_t group = args.group < 0 ? 0 : args.group;
+  if (group >= static_cast<int64_t>(plan->groups.size())) {
+    return Usage(fmt::format("--group {} does not exist; the plan has groups 0..{}", group,
+                             plan->groups.size() - 1));
   }
-  if (args.interleave <= 0) {
-    return Usage(
-        fmt::format("--dcp-kv-cache-interleave-size must be positive, got {}", args.interleave));
+  const GroupGeometry& geometry = plan->groups[group].geometry;
+  if (geometry.kind == CacheKind::kRecurrent) {
+    return Usage(fmt::format("--group {} is a recurrent group: its state has no token slots",
+                             group));
   }
-  if (args.block_size <= 0) {
-    return Usage(fmt::format("--block-size must be positive, got {}", args.block_size));
+  if (args.seq_len < 0 || args.seq_len > geometry.max_model_len) {
+    return Usage(fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len,
+                             args.seq_len));
+  }
+  auto ids = ParseBlockIds(args.block_ids);
+  if (!ids.ok()) return Usage(ids.status().message());
+  const int64_t needed =
+      (args.seq_len + geometry.manager_block_size - 1) / geometry.manager_block_size;
+  if (static_cast<int64_t>(ids->size()) < needed) {
+    return Usage(fmt::format("--seq-len {} needs {} block ids in group {} ({} tokens per block "
+                             "id), got {} in --block-ids",
+                             args.seq_len, needed, group, geometry.manager_block_size,
+                             ids->size()));
+  }
+  BlockTable table(geometry, 1);
+  std::vector<BlockId> blocks;
+  for (int32_t id : *ids) blocks.emplace_back(id);
+  if (Status st = table.Append(0, blocks); !st.ok()) return Usage(st.message());
+  const auto row = table.Row(0).subspan(0, table.row_length(0));
+  return PrintSlots(SlotLayoutFor(geometry, Rank{0}), geometry.dcp_size, args.seq_len,
+                    std::vector<int32_t>(row.begin(), row.end()), args.json);
+}
+
+// The flags form: a sharded layout of N ranks, interleave I and B-token pages.
+int RunFlagSlots(const SlotsArgs& args, int64_t dcp_size, int64_t interleave, int64_t block_size) {
+  if (dcp_size <= 0) {
+    return Usage(
+        fmt::format("--decode-context-parallel-size must be positive, got {}", dcp_size));
+  }
+  if (dcp_size > 4096) {
+    return Usage(
+        fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks", dcp_size));
+  }
+  if (interleave <= 0) {
+    return Usage(
+        fmt::format("--dcp-kv-cache-interleave-size must be positive, got {}", interleave));
+  }
+  if (block_size <= 0) {
+    return Usage(fmt::format("--block-size must be positive, got {}", block_size));
   }
   if (args.seq_len < 0 || args.seq_len > (int64_t{1} << 24)) {
     return Usage(fmt::format("--seq-len must be in [0, 16777216], got {}", args.seq_len));
   }
-  if (args.dcp_size > 1 && args.block_size % args.interleave != 0) {
+  if (dcp_size > 1 && block_size % interleave != 0) {
     return Usage(fmt::format(
         "--block-size {} is not a multiple of --dcp-kv-cache-interleave-size {}; choose an "
         "interleave that divides the block size",
-        args.block_size, args.interleave));
+        block_size, interleave));
   }
   auto ids = ParseBlockIds(args.block_ids);
   if (!ids.ok()) return Usage(ids.status().message());
-  const int64_t tokens_per_block = args.block_size * args.dcp_size;
+  const int64_t tokens_per_block = block_size * dcp_size;
   const int64_t needed = (args.seq_len + tokens_per_block - 1) / tokens_per_block;
   if (static_cast<int64_t>(ids->size()) < needed) {
     return Usage(fmt::format(
         "--seq-len {} needs {} block ids at --block-size {} x --decode-context-parallel-size {}, "
         "got {} in --block-ids",
-        args.seq_len, needed, args.block_size, args.dcp_size, ids->size()));
+        args.seq_len, needed, block_size, dcp_size, ids->size()));
   }
   for (int32_t id : *ids) {
-    if (static_cast<int64_t>(id) * args.block_size + args.block_size > INT64_C(1) << 53) {
+    if (static_cast<int64_t>(id) * block_size + block_size > INT64_C(1) << 53) {
       return Usage(fmt::format("--block-ids: block id {} is too large", id));
     }
   }
-  const SlotLayout layout{.num_shards = args.dcp_size,
-                          .interleave = args.interleave,
-                          .kernel_block_size = args.block_size};
-  return PrintSlots(layout, args.dcp_size, args.seq_len, *ids, args.json);
+  const SlotLayout layout{.num_shards = dcp_size,
+                          .interleave = interleave,
+                          .kernel_block_size = block_size};
+  return PrintSlots(layout, dcp_size, args.seq_len, *ids, args.json);
+}
+
+int RunSlots(const SlotsArgs& args) {
+  if (!args.launch.model.empty() || args.group >= 0) return RunPlannedSlots(args);
+  const CLI::App& app = *args.launch.app;
+  const int64_t dcp_size =
+      app.count("--decode-context-parallel-size") ? args.launch.decode_context_parallel_size : 1;
+  const int64_t interleave =
+      app.count("--dcp-kv-cache-interleave-size") ? args.launch.interleave : 1;
+  const int64_t block_size = app.count("--block-size") ? args.launch.block_size : 16;
+  return RunFlagSlots(args, dcp_size, interleave, block_size);
 }
 
 }  // namespace
@@ -145,13 +202,10 @@ void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<SlotsArgs>();
   CLI::App* sub = app.add_subcommand(
       "slots", "Show, per DCP rank, the local length and the slot of every token position");
-  sub->add_option("--decode-context-parallel-size", args->dcp_size, "DCP ranks N (alias -dcp)")
-      ->capture_default_str();
-  sub->add_option("--dcp-kv-cache-interleave-size,--cp-kv-cache-interleave-size", args->interleave,
-                  "tokens per round-robin chunk I")
-      ->capture_default_str();
-  sub->add_option("--block-size", args->block_size, "tokens per page on one rank B")
-      ->capture_default_str();
+  AddLaunchFlags(sub, args->launch);
+  sub->add_option("--group", args->group,
+                  "a planned group of MODEL (default launch without MODEL): its geometry gives "
+                  "the layout");
   sub->add_option("--seq-len", args->seq_len, "tokens in the request")->required();
   sub->add_option("--block-ids", args->block_ids, "the request's block ids, e.g. 7,3,9")
       ->required();

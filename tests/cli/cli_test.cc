@@ -142,3 +142,26 @@ TEST(SimulateCli, WorkloadFileRuns) {
 
 }  // namespace
 }  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+using ::kvtopo::testing::RunCli;
+
+// A planned group's geometry: GLM-5.3-Flash's sharded MLA group, DCP4, interleave 4, block 960.
+TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
+  auto r = RunCli("slots glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --group 4 "
+                  "--seq-len 10 --block-ids 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["local_lens"], nlohmann::json({4, 4, 2, 0}));
+  // Block 2 of 960-token pages: slots from 1920; rank 1 holds positions 4..7.
+  EXPECT_EQ(j["slot_mapping"][1], nlohmann::json({-1, -1, -1, -1, 1920, 1921, 1922, 1923, -1, -1}));
+  EXPECT_EQ(j["slot_mapping"][2][8], 1920);
+  EXPECT_EQ(RunCli("slots --group 0 --seq-len 20 --block-ids 5").exit_code, 2);  // recurrent
+  EXPECT_EQ(RunCli("slots --group 9 --seq-len 20 --block-ids 5").exit_code, 2);
+  EXPECT_EQ(RunCli("slots --group 3 --seq-len 20000 --block-ids 5").exit_code, 2);  // 2 ids needed
+}
+
+}  // namespace
+}  // namespace kvtopo
