@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,8 +29,6 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
@@ -127,8 +126,8 @@ std::vector<T> ToIntVector(py::handle obj, const std::string& what) {
     while (!format.empty() && std::string_view("@=<>!").find(format[0]) != std::string::npos) {
       format.erase(0, 1);
     }
-    const bool is_int = format.size() == 1 && std::string_view("bhilqBHILQ").find(format[0]) !=
-                                                  std::string_view::npos;
+    const bool is_int = format.size() == 1 &&
+                        std::string_view("bhilqBHILQ").find(format[0]) != std::string_view::npos;
     if (info.ndim == 1 && is_int) {
       const bool is_signed = std::islower(static_cast<unsigned char>(format[0]));
       const auto* base = static_cast<const char*>(info.ptr);
@@ -137,12 +136,18 @@ std::vector<T> ToIntVector(py::handle obj, const std::string& what) {
         const char* p = base + i * info.strides[0];
         int64_t v = 0;
         switch (info.itemsize) {
-          case 1: v = is_signed ? *reinterpret_cast<const int8_t*>(p)
-                                : *reinterpret_cast<const uint8_t*>(p); break;
-          case 2: v = is_signed ? *reinterpret_cast<const int16_t*>(p)
-                                : *reinterpret_cast<const uint16_t*>(p); break;
-          case 4: v = is_signed ? *reinterpret_cast<const int32_t*>(p)
-                                : *reinterpret_cast<const uint32_t*>(p); break;
+          case 1:
+            v = is_signed ? *reinterpret_cast<const int8_t*>(p)
+                          : *reinterpret_cast<const uint8_t*>(p);
+            break;
+          case 2:
+            v = is_signed ? *reinterpret_cast<const int16_t*>(p)
+                          : *reinterpret_cast<const uint16_t*>(p);
+            break;
+          case 4:
+            v = is_signed ? *reinterpret_cast<const int32_t*>(p)
+                          : *reinterpret_cast<const uint32_t*>(p);
+            break;
           case 8: {
             if (!is_signed && *reinterpret_cast<const uint64_t*>(p) >
                                   static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -191,15 +196,14 @@ struct BorrowedInt32View {
 
 template <typename T>
 void BindOwnedArray(py::module_& m, const char* name) {
-  py::class_<OwnedArray<T>>(m, name, py::buffer_protocol())
-      .def_buffer([](OwnedArray<T>& a) {
-        std::vector<py::ssize_t> strides(a.shape.size(), sizeof(T));
-        for (int i = static_cast<int>(a.shape.size()) - 2; i >= 0; --i) {
-          strides[i] = strides[i + 1] * a.shape[i + 1];
-        }
-        return py::buffer_info(a.data.data(), sizeof(T), py::format_descriptor<T>::format(),
-                               static_cast<py::ssize_t>(a.shape.size()), a.shape, strides);
-      });
+  py::class_<OwnedArray<T>>(m, name, py::buffer_protocol()).def_buffer([](OwnedArray<T>& a) {
+    std::vector<py::ssize_t> strides(a.shape.size(), sizeof(T));
+    for (int i = static_cast<int>(a.shape.size()) - 2; i >= 0; --i) {
+      strides[i] = strides[i + 1] * a.shape[i + 1];
+    }
+    return py::buffer_info(a.data.data(), sizeof(T), py::format_descriptor<T>::format(),
+                           static_cast<py::ssize_t>(a.shape.size()), a.shape, strides);
+  });
 }
 
 // ---- launch options ------------------------------------------------------------------------
@@ -233,7 +237,7 @@ std::string FlagName(std::string_view option) {
 
 struct Launch {
   LaunchConfig config;
-  int64_t kv_cache_memory_bytes = 0;  // 0: the planner's default
+  int64_t kv_cache_memory_bytes = 0;         // 0: the planner's default
   std::optional<nlohmann::json> model_json;  // a dict model
 };
 
@@ -261,12 +265,14 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
   }
   if (given.contains("dcp_kv_cache_interleave_size") &&
       given.contains("cp_kv_cache_interleave_size")) {
-    const int64_t a = ToInt64(given["dcp_kv_cache_interleave_size"], "dcp_kv_cache_interleave_size");
+    const int64_t a =
+        ToInt64(given["dcp_kv_cache_interleave_size"], "dcp_kv_cache_interleave_size");
     const int64_t b = ToInt64(given["cp_kv_cache_interleave_size"], "cp_kv_cache_interleave_size");
     if (a != b) {
       RaisePython(PyExc_ValueError,
                   "dcp_kv_cache_interleave_size and its alias cp_kv_cache_interleave_size "
-                  "disagree (" + std::to_string(a) + " vs " + std::to_string(b) + ")");
+                  "disagree (" +
+                      std::to_string(a) + " vs " + std::to_string(b) + ")");
     }
   }
   if (auto it = given.find("cp_kv_cache_interleave_size"); it != given.end()) {
@@ -284,9 +290,9 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
     c.model = py::str(py::module_::import("os").attr("fspath")(model));
     if (c.model.empty()) RaisePython(PyExc_ValueError, "model must not be empty");
   } else {
-    RaisePython(PyExc_TypeError,
-                "model must be None, a profile name, a config path or a dict, got " +
-                    TypeName(model));
+    RaisePython(
+        PyExc_TypeError,
+        "model must be None, a profile name, a config path or a dict, got " + TypeName(model));
   }
 
   std::unordered_map<std::string, int64_t> ints;
@@ -298,8 +304,8 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
     if (it == given.end()) continue;
     const int64_t value = ToInt64(it->second, name);
     if (value <= 0) {
-      ThrowStatus(InvalidArgument(FlagName(name) + " must be positive, got " +
-                                  std::to_string(value)));
+      ThrowStatus(
+          InvalidArgument(FlagName(name) + " must be positive, got " + std::to_string(value)));
     }
     ints[name] = value;
   }
@@ -321,8 +327,7 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         ValueOrThrow(ParseKvCacheDtype(ToString(given["kv_cache_dtype"], "kv_cache_dtype")));
   }
   if (given.contains("enable_prefix_caching")) {
-    c.cache.enable_prefix_caching =
-        ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
+    c.cache.enable_prefix_caching = ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
   }
   if (given.contains("mamba_cache_mode")) {
     c.cache.mamba_cache_mode =
@@ -425,8 +430,8 @@ class PyKVCacheManager {
   PyKVCacheManager(const Plan& plan, std::optional<int64_t> num_blocks,
                    std::optional<bool> enable_prefix_caching) {
     if (!plan.accepted()) {
-      RaisePython(g_rejected_error, "cannot build a KVCacheManager from a rejected plan; " +
-                                        RejectionMessage(plan));
+      RaisePython(g_rejected_error,
+                  "cannot build a KVCacheManager from a rejected plan; " + RejectionMessage(plan));
     }
     const int64_t blocks = num_blocks.value_or(plan.pool.num_blocks);
     if (blocks < 1) {
@@ -476,10 +481,9 @@ class PyKVCacheManager {
                                   .offset = TokenPos{offset},
                                   .length = TokenCount{length}});
       }
-      std::stable_sort(extra.mm_items.begin(), extra.mm_items.end(),
-                       [](const MultimodalItem& a, const MultimodalItem& b) {
-                         return a.offset < b.offset;
-                       });
+      std::stable_sort(
+          extra.mm_items.begin(), extra.mm_items.end(),
+          [](const MultimodalItem& a, const MultimodalItem& b) { return a.offset < b.offset; });
     }
     const RequestId id{next_id_++};
     manager_->AddRequest(id, tokens, std::move(extra));
@@ -515,7 +519,8 @@ class PyKVCacheManager {
       if (computed->manager != this || computed->request_key != Key(request_id)) {
         RaisePython(PyExc_ValueError,
                     "computed= comes from another request or manager; pass the result of "
-                    "get_computed_blocks(" + Repr(request_id) + ")");
+                    "get_computed_blocks(" +
+                        Repr(request_id) + ")");
       }
       if (computed->epoch != epoch_) {
         RaisePython(PyExc_ValueError,
@@ -591,7 +596,10 @@ class PyKVCacheManager {
     return manager_->num_tokens(Lookup(request_id)).value();
   }
   bool Contains(py::handle request_id) const {
-    if (!PyLong_Check(request_id.ptr()) && !PyUnicode_Check(request_id.ptr())) return false;
+    if (PyBool_Check(request_id.ptr()) ||
+        (!PyLong_Check(request_id.ptr()) && !PyUnicode_Check(request_id.ptr()))) {
+      return false;
+    }
     return ids_.contains(Key(request_id));
   }
   bool ResetPrefixCache() {
@@ -647,9 +655,8 @@ void ValidateSlotGeometry(const GroupGeometry& g) {
   if (g.block_size <= 0 || g.kernel_block_size <= 0 || g.block_size % g.kernel_block_size != 0 ||
       n < 1 || g.interleave < 1 || (n > 1 && g.kernel_block_size % g.interleave != 0)) {
     RaisePython(PyExc_ValueError,
-                "the group geometry cannot map slots (block size " +
-                    std::to_string(g.block_size) + ", kernel block size " +
-                    std::to_string(g.kernel_block_size) + ", interleave " +
+                "the group geometry cannot map slots (block size " + std::to_string(g.block_size) +
+                    ", kernel block size " + std::to_string(g.kernel_block_size) + ", interleave " +
                     std::to_string(g.interleave) + "); use a geometry from an accepted plan");
   }
 }
@@ -671,7 +678,8 @@ py::memoryview SlotMapping(const GroupGeometry& g, int64_t rank,
   std::vector<TokenPos> positions;
   positions.reserve(raw.size());
   for (int64_t p : raw) {
-    if (p < 0) RaisePython(PyExc_ValueError, "positions must be non-negative, got " + std::to_string(p));
+    if (p < 0)
+      RaisePython(PyExc_ValueError, "positions must be non-negative, got " + std::to_string(p));
     positions.emplace_back(p);
   }
   const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
@@ -684,16 +692,19 @@ py::memoryview SlotMapping(const GroupGeometry& g, int64_t rank,
 }
 
 struct PyBlockTable {
-  PyBlockTable(const GroupGeometry& g, int64_t num_rows) : geometry(g), table(Checked(g, num_rows)) {}
+  PyBlockTable(const GroupGeometry& g, int64_t num_rows)
+      : geometry(g), table(Checked(g, num_rows)) {}
 
   static BlockTable Checked(const GroupGeometry& g, int64_t num_rows) {
     if (num_rows < 1 || num_rows > std::numeric_limits<int32_t>::max()) {
-      RaisePython(PyExc_ValueError, "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
+      RaisePython(PyExc_ValueError,
+                  "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
     }
     if (g.block_table_width < 0 || g.block_size <= 0 || g.kernel_block_size <= 0 ||
         g.block_size % g.kernel_block_size != 0) {
-      RaisePython(PyExc_ValueError, "the group geometry has no valid block table; use a geometry "
-                                    "from an accepted plan");
+      RaisePython(PyExc_ValueError,
+                  "the group geometry has no valid block table; use a geometry "
+                  "from an accepted plan");
     }
     return BlockTable(g, static_cast<int32_t>(num_rows));
   }
@@ -723,10 +734,9 @@ struct PyBlockTable {
     const int32_t r = CheckedRow(row);
     const int64_t length_columns = table.row_length(r) / table.kernel_blocks_per_block();
     if (first_column < 0 || first_column > length_columns) {
-      RaisePython(PyExc_ValueError, "first_column must be in [0, " +
-                                        std::to_string(length_columns) +
-                                        "] (a write may not leave a gap), got " +
-                                        std::to_string(first_column));
+      RaisePython(PyExc_ValueError,
+                  "first_column must be in [0, " + std::to_string(length_columns) +
+                      "] (a write may not leave a gap), got " + std::to_string(first_column));
     }
     ThrowIfError(table.WriteFrom(r, first_column, CheckedBlocks(block_ids)));
   }
@@ -771,14 +781,14 @@ struct CheckResult {
 
 void BindPlan(py::module_& m) {
   py::class_<Diagnostic>(m, "Diagnostic", "One finding about a launch: (severity, code, message).")
-      .def_property_readonly("severity",
-                             [](const Diagnostic& d) { return std::string(SeverityName(d.severity)); })
+      .def_property_readonly(
+          "severity", [](const Diagnostic& d) { return std::string(SeverityName(d.severity)); })
       .def_readonly("code", &Diagnostic::code)
       .def_readonly("message", &Diagnostic::message)
       .def("__iter__",
            [](const Diagnostic& d) {
-             return py::iter(py::make_tuple(std::string(SeverityName(d.severity)), d.code,
-                                            d.message));
+             return py::iter(
+                 py::make_tuple(std::string(SeverityName(d.severity)), d.code, d.message));
            })
       .def("__eq__", [](const Diagnostic& a, const Diagnostic& b) { return a == b; })
       .def("__repr__", [](const Diagnostic& d) {
@@ -788,8 +798,11 @@ void BindPlan(py::module_& m) {
 
   py::class_<GroupGeometry>(m, "GroupGeometry",
                             "How one cache group lays out under DCP (the planner's geometry).")
-      .def_property_readonly("kind", [](const GroupGeometry& g) { return std::string(CacheKindName(g.kind)); })
-      .def_property_readonly("placement", [](const GroupGeometry& g) { return std::string(PlacementName(g.placement)); })
+      .def_property_readonly(
+          "kind", [](const GroupGeometry& g) { return std::string(CacheKindName(g.kind)); })
+      .def_property_readonly(
+          "placement",
+          [](const GroupGeometry& g) { return std::string(PlacementName(g.placement)); })
       .def_readonly("dcp_size", &GroupGeometry::dcp_size)
       .def_readonly("interleave", &GroupGeometry::interleave)
       .def_readonly("dcp_shard_count", &GroupGeometry::dcp_shard_count)
@@ -805,7 +818,9 @@ void BindPlan(py::module_& m) {
       .def_readonly("block_table_bytes_per_rank", &GroupGeometry::block_table_bytes_per_rank)
       .def_readonly("max_model_len", &GroupGeometry::max_model_len)
       .def_readonly("max_num_seqs", &GroupGeometry::max_num_seqs)
-      .def_property_readonly("recurrent_mode", [](const GroupGeometry& g) { return std::string(RecurrentModeName(g.recurrent_mode)); })
+      .def_property_readonly(
+          "recurrent_mode",
+          [](const GroupGeometry& g) { return std::string(RecurrentModeName(g.recurrent_mode)); })
       .def_readonly("num_speculative_blocks", &GroupGeometry::num_speculative_blocks)
       .def_readonly("sliding_window", &GroupGeometry::sliding_window)
       .def_readonly("attention_chunk_size", &GroupGeometry::attention_chunk_size)
@@ -822,25 +837,33 @@ void BindPlan(py::module_& m) {
   };
   py::class_<PlannedGroup>(m, "Group", "One cache group of a plan.")
       .def_property_readonly("id", [](const PlannedGroup& g) { return g.id.value(); })
-      .def_property_readonly("kind", [](const PlannedGroup& g) { return std::string(CacheKindName(g.spec.kind)); })
-      .def_property_readonly("role", [](const PlannedGroup& g) { return std::string(RoleName(g.role)); })
-      .def_property_readonly("placement", [](const PlannedGroup& g) { return std::string(PlacementName(g.geometry.placement)); })
+      .def_property_readonly(
+          "kind", [](const PlannedGroup& g) { return std::string(CacheKindName(g.spec.kind)); })
+      .def_property_readonly("role",
+                             [](const PlannedGroup& g) { return std::string(RoleName(g.role)); })
+      .def_property_readonly(
+          "placement",
+          [](const PlannedGroup& g) { return std::string(PlacementName(g.geometry.placement)); })
       .def_readonly("layers", &PlannedGroup::layers)
       .def_property_readonly("num_layers", [](const PlannedGroup& g) { return g.layers.size(); })
       .def_readonly("uniform_type", &PlannedGroup::uniform_type)
       .def_readonly("layer_page_size_bytes", &PlannedGroup::layer_page_bytes)
       .def_readonly("natural_page_size_bytes", &PlannedGroup::natural_page_size_bytes)
       .def_readonly("geometry", &PlannedGroup::geometry)
-      .def_property_readonly("attention_backend", [](const PlannedGroup& g) { return g.spec.attention_backend; })
-      .def_property_readonly("volatile_last_block", [](const PlannedGroup& g) { return g.spec.volatile_last_block; })
-      .def_property_readonly("kv_cache_dtype", [](const PlannedGroup& g) {
-        // As in the JSON report: recurrent groups report their state dtype.
-        if (g.spec.kind == CacheKind::kRecurrent) {
-          return std::string(ElementTypeName(g.spec.state.empty() ? ElementType::kFloat32
-                                                                  : g.spec.state.front().dtype));
-        }
-        return std::string(KvCacheDtypeName(g.spec.cache_dtype));
-      })
+      .def_property_readonly("attention_backend",
+                             [](const PlannedGroup& g) { return g.spec.attention_backend; })
+      .def_property_readonly("volatile_last_block",
+                             [](const PlannedGroup& g) { return g.spec.volatile_last_block; })
+      .def_property_readonly(
+          "kv_cache_dtype",
+          [](const PlannedGroup& g) {
+            // As in the JSON report: recurrent groups report their state dtype.
+            if (g.spec.kind == CacheKind::kRecurrent) {
+              return std::string(ElementTypeName(
+                  g.spec.state.empty() ? ElementType::kFloat32 : g.spec.state.front().dtype));
+            }
+            return std::string(KvCacheDtypeName(g.spec.cache_dtype));
+          })
       .def_property_readonly("dcp_shard_count", geo(&GroupGeometry::dcp_shard_count))
       .def_property_readonly("block_size", geo(&GroupGeometry::block_size))
       .def_property_readonly("manager_block_size", geo(&GroupGeometry::manager_block_size))
@@ -853,20 +876,23 @@ void BindPlan(py::module_& m) {
       .def_property_readonly("block_table_bytes_per_rank",
                              geo(&GroupGeometry::block_table_bytes_per_rank))
       .def_property_readonly("num_speculative_blocks", geo(&GroupGeometry::num_speculative_blocks))
-      .def_property_readonly("sliding_window", [](const PlannedGroup& g) -> py::object {
-        if (!IsWindowed(g.spec.kind)) return py::none();
-        return py::int_(g.spec.sliding_window);
-      })
-      .def_property_readonly("recurrent_mode", [](const PlannedGroup& g) -> py::object {
-        if (g.spec.kind != CacheKind::kRecurrent) return py::none();
-        return py::str(std::string(RecurrentModeName(g.spec.recurrent_mode)));
-      })
+      .def_property_readonly("sliding_window",
+                             [](const PlannedGroup& g) -> py::object {
+                               if (!IsWindowed(g.spec.kind)) return py::none();
+                               return py::int_(g.spec.sliding_window);
+                             })
+      .def_property_readonly(
+          "recurrent_mode",
+          [](const PlannedGroup& g) -> py::object {
+            if (g.spec.kind != CacheKind::kRecurrent) return py::none();
+            return py::str(std::string(RecurrentModeName(g.spec.recurrent_mode)));
+          })
       .def("__repr__", [](const PlannedGroup& g) {
-        return "Group(id=" + std::to_string(g.id.value()) + ", kind=" +
-               std::string(CacheKindName(g.spec.kind)) + ", role=" +
-               std::string(RoleName(g.role)) + ", placement=" +
-               std::string(PlacementName(g.geometry.placement)) + ", layers=" +
-               std::to_string(g.layers.size()) + ")";
+        return "Group(id=" + std::to_string(g.id.value()) +
+               ", kind=" + std::string(CacheKindName(g.spec.kind)) +
+               ", role=" + std::string(RoleName(g.role)) +
+               ", placement=" + std::string(PlacementName(g.geometry.placement)) +
+               ", layers=" + std::to_string(g.layers.size()) + ")";
       });
 
   py::class_<Capacity>(m, "Capacity", "What the pool holds: tokens and max-length requests.")
@@ -876,25 +902,27 @@ void BindPlan(py::module_& m) {
       .def_readonly("max_concurrency", &Capacity::max_concurrency)
       .def("__repr__", [](const Capacity& c) {
         return "Capacity(memory_bytes=" + std::to_string(c.memory_bytes) +
-               ", max_tokens=" + std::to_string(c.max_tokens) + ", max_concurrency=" +
-               py::repr(py::float_(c.max_concurrency)).cast<std::string>() + ")";
+               ", max_tokens=" + std::to_string(c.max_tokens) +
+               ", max_concurrency=" + py::repr(py::float_(c.max_concurrency)).cast<std::string>() +
+               ")";
       });
 
   py::class_<PoolLayout>(m, "PoolLayout", "The shared block pool of a plan.")
       .def_readonly("num_blocks", &PoolLayout::num_blocks)
       .def_readonly("bytes_per_block", &PoolLayout::bytes_per_block)
       .def_readonly("page_stride_bytes", &PoolLayout::page_stride_bytes)
-      .def_property_readonly("tensors", [](const PoolLayout& p) {
-        py::list out;
-        for (const PoolTensor& t : p.tensors) {
-          py::dict d;
-          d["size_bytes"] = t.size_bytes;
-          d["page_stride_bytes"] = t.page_stride_bytes;
-          d["shared_by"] = t.shared_by;
-          out.append(d);
-        }
-        return out;
-      })
+      .def_property_readonly("tensors",
+                             [](const PoolLayout& p) {
+                               py::list out;
+                               for (const PoolTensor& t : p.tensors) {
+                                 py::dict d;
+                                 d["size_bytes"] = t.size_bytes;
+                                 d["page_stride_bytes"] = t.page_stride_bytes;
+                                 d["shared_by"] = t.shared_by;
+                                 out.append(d);
+                               }
+                               return out;
+                             })
       .def("__repr__", [](const PoolLayout& p) {
         return "PoolLayout(num_blocks=" + std::to_string(p.num_blocks) +
                ", bytes_per_block=" + std::to_string(p.bytes_per_block) + ")";
@@ -921,14 +949,16 @@ void BindPlan(py::module_& m) {
                              [](const Plan& p) { return p.model.num_speculative_tokens; })
       .def_property_readonly("num_lookahead_tokens",
                              [](const Plan& p) { return p.model.num_lookahead_tokens; })
-      .def_property_readonly("parallel", [](const Plan& p) {
-        py::dict d;
-        d["tensor_parallel_size"] = p.parallel.tensor_parallel_size;
-        d["decode_context_parallel_size"] = p.parallel.decode_context_parallel_size;
-        d["prefill_context_parallel_size"] = p.parallel.prefill_context_parallel_size;
-        d["dcp_kv_cache_interleave_size"] = p.parallel.dcp_kv_cache_interleave_size;
-        return d;
-      })
+      .def_property_readonly(
+          "parallel",
+          [](const Plan& p) {
+            py::dict d;
+            d["tensor_parallel_size"] = p.parallel.tensor_parallel_size;
+            d["decode_context_parallel_size"] = p.parallel.decode_context_parallel_size;
+            d["prefill_context_parallel_size"] = p.parallel.prefill_context_parallel_size;
+            d["dcp_kv_cache_interleave_size"] = p.parallel.dcp_kv_cache_interleave_size;
+            return d;
+          })
       .def_property_readonly("enable_prefix_caching",
                              [](const Plan& p) { return p.cache.enable_prefix_caching; })
       .def_property_readonly("max_num_seqs", [](const Plan& p) { return p.cache.max_num_seqs; })
@@ -943,15 +973,16 @@ void BindPlan(py::module_& m) {
       .def_readonly("max_model_len_that_fits", &Plan::max_model_len_that_fits)
       .def_property_readonly("diagnostics",
                              [](const Plan& p) { return DiagnosticsList(p.diagnostics); })
-      .def("to_json", [](const Plan& p, int indent) { return PlanToJson(p).dump(indent); },
-           py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
+      .def(
+          "to_json", [](const Plan& p, int indent) { return PlanToJson(p).dump(indent); },
+          py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
       .def("table", &FormatPlanTable, "The table `kvtopo plan` prints.")
       .def("svg", &RenderPlanSvg, "The SVG drawing of `kvtopo plan --svg`.")
       .def("__repr__", [](const Plan& p) {
-        return "Plan(model=" + p.model.model_name + ", accepted=" +
-               (p.accepted() ? "True" : "False") + ", groups=" +
-               std::to_string(p.groups.size()) + ", max_tokens=" +
-               std::to_string(p.capacity.max_tokens) + ")";
+        return "Plan(model=" + p.model.model_name +
+               ", accepted=" + (p.accepted() ? "True" : "False") +
+               ", groups=" + std::to_string(p.groups.size()) +
+               ", max_tokens=" + std::to_string(p.capacity.max_tokens) + ")";
       });
 
   py::class_<CheckResult>(m, "CheckResult",
@@ -965,17 +996,18 @@ void BindPlan(py::module_& m) {
            [](const CheckResult& c) {
              return py::iter(py::make_tuple(c.accepted, DiagnosticsList(c.diagnostics)));
            })
-      .def("to_json",
-           [](const CheckResult& c, int indent) {
-             nlohmann::json diags = nlohmann::json::array();
-             for (const Diagnostic& d : c.diagnostics) {
-               diags.push_back({{"severity", std::string(SeverityName(d.severity))},
-                                {"code", d.code},
-                                {"message", d.message}});
-             }
-             return nlohmann::json{{"accepted", c.accepted}, {"diagnostics", diags}}.dump(indent);
-           },
-           py::arg("indent") = 2, "The JSON of `kvtopo check --json`.")
+      .def(
+          "to_json",
+          [](const CheckResult& c, int indent) {
+            nlohmann::json diags = nlohmann::json::array();
+            for (const Diagnostic& d : c.diagnostics) {
+              diags.push_back({{"severity", std::string(SeverityName(d.severity))},
+                               {"code", d.code},
+                               {"message", d.message}});
+            }
+            return nlohmann::json{{"accepted", c.accepted}, {"diagnostics", diags}}.dump(indent);
+          },
+          py::arg("indent") = 2, "The JSON of `kvtopo check --json`.")
       .def("__repr__", [](const CheckResult& c) {
         return std::string("CheckResult(accepted=") + (c.accepted ? "True" : "False") +
                ", diagnostics=" + std::to_string(c.diagnostics.size()) + ")";
@@ -986,8 +1018,8 @@ void BindPlan(py::module_& m) {
       [](py::object model, py::kwargs options) {
         auto plan = std::make_shared<Plan>(MakePlan(model, options));
         if (!plan->accepted()) {
-          py::object exc = py::reinterpret_borrow<py::object>(g_rejected_error)(
-              RejectionMessage(*plan));
+          py::object exc =
+              py::reinterpret_borrow<py::object>(g_rejected_error)(RejectionMessage(*plan));
           exc.attr("plan") = py::cast(plan);
           exc.attr("diagnostics") = DiagnosticsList(plan->diagnostics);
           PyErr_SetObject(g_rejected_error, exc.ptr());
@@ -1013,25 +1045,32 @@ void BindPlan(py::module_& m) {
       py::arg("model") = py::none(),
       "check(model=None, **options) -> CheckResult\n\n"
       "Accepts or rejects a launch like `kvtopo check`; a rejection is a result, not an error.");
-  m.def("parse_byte_size", [](const std::string& text) { return ValueOrThrow(ParseByteSize(text)); },
-        py::arg("text"), "Bytes from '12GiB', '512M' or '1000000' (as --kv-cache-memory).");
-  m.def("option_names", [] {
-    std::vector<std::string> names;
-    for (const char* n : kOptionNames) names.emplace_back(n);
-    return names;
-  }, "The launch options plan() and check() accept.");
-  m.def("profiles", [] {
-    py::list out;
-    for (const ProfileInfo& p : ValueOrThrow(ListProfiles())) {
-      py::dict d;
-      d["name"] = p.name;
-      d["kind"] = p.kind;
-      d["architecture"] = p.architecture;
-      d["num_layers"] = p.num_layers;
-      out.append(d);
-    }
-    return out;
-  }, "The embedded profiles (kvtopo profiles).");
+  m.def(
+      "parse_byte_size", [](const std::string& text) { return ValueOrThrow(ParseByteSize(text)); },
+      py::arg("text"), "Bytes from '12GiB', '512M' or '1000000' (as --kv-cache-memory).");
+  m.def(
+      "option_names",
+      [] {
+        std::vector<std::string> names;
+        for (const char* n : kOptionNames) names.emplace_back(n);
+        return names;
+      },
+      "The launch options plan() and check() accept.");
+  m.def(
+      "profiles",
+      [] {
+        py::list out;
+        for (const ProfileInfo& p : ValueOrThrow(ListProfiles())) {
+          py::dict d;
+          d["name"] = p.name;
+          d["kind"] = p.kind;
+          d["architecture"] = p.architecture;
+          d["num_layers"] = p.num_layers;
+          out.append(d);
+        }
+        return out;
+      },
+      "The embedded profiles (kvtopo profiles).");
 }
 
 void BindRuntime(py::module_& m) {
@@ -1058,8 +1097,8 @@ void BindRuntime(py::module_& m) {
            py::arg("plan"), py::kw_only(), py::arg("num_blocks") = py::none(),
            py::arg("enable_prefix_caching") = py::none())
       .def("add_request", &PyKVCacheManager::AddRequest, py::arg("request_id"),
-           py::arg("token_ids"), py::kw_only(), py::arg("lora_id") = 0,
-           py::arg("cache_salt") = "", py::arg("mm_items") = py::none(),
+           py::arg("token_ids"), py::kw_only(), py::arg("lora_id") = 0, py::arg("cache_salt") = "",
+           py::arg("mm_items") = py::none(),
            "Registers a request with its prompt token ids (mm_items: (identifier, offset, "
            "length) tuples).")
       .def("get_computed_blocks", &PyKVCacheManager::GetComputedBlocks, py::arg("request_id"),
@@ -1073,8 +1112,8 @@ void BindRuntime(py::module_& m) {
            "when there are not enough free blocks (nothing else changed).")
       .def("append_tokens", &PyKVCacheManager::AppendTokens, py::arg("request_id"),
            py::arg("token_ids"))
-      .def("rewind_computed_tokens", &PyKVCacheManager::RewindComputedTokens,
-           py::arg("request_id"), py::arg("num_rejected"))
+      .def("rewind_computed_tokens", &PyKVCacheManager::RewindComputedTokens, py::arg("request_id"),
+           py::arg("num_rejected"))
       .def("free", &PyKVCacheManager::Free, py::arg("request_id"))
       .def("new_step", [](PyKVCacheManager& self) { self.manager().NewStep(); })
       .def("block_ids", &PyKVCacheManager::BlockIds, py::arg("request_id"), py::arg("group"))
@@ -1084,11 +1123,12 @@ void BindRuntime(py::module_& m) {
       .def("num_tokens", &PyKVCacheManager::NumTokens, py::arg("request_id"))
       .def("__contains__", &PyKVCacheManager::Contains)
       .def("__len__", &PyKVCacheManager::num_requests)
-      .def_property_readonly("num_free_blocks",
-                             [](const PyKVCacheManager& self) { return self.manager().num_free_blocks(); })
+      .def_property_readonly(
+          "num_free_blocks",
+          [](const PyKVCacheManager& self) { return self.manager().num_free_blocks(); })
       .def_property_readonly("num_blocks", &PyKVCacheManager::num_blocks)
-      .def_property_readonly("num_groups",
-                             [](const PyKVCacheManager& self) { return self.manager().num_groups(); })
+      .def_property_readonly(
+          "num_groups", [](const PyKVCacheManager& self) { return self.manager().num_groups(); })
       .def_property_readonly("max_model_len", &PyKVCacheManager::max_model_len)
       .def_property_readonly("usage",
                              [](const PyKVCacheManager& self) { return self.manager().Usage(); })
@@ -1102,9 +1142,10 @@ void BindRuntime(py::module_& m) {
                                return d;
                              })
       .def("reset_prefix_cache", &PyKVCacheManager::ResetPrefixCache)
-      .def("check_invariants",
-           [](const PyKVCacheManager& self) { self.manager().CheckInvariants(); },
-           "Aborts the process if an internal invariant is broken (a kvtopo bug).");
+      .def(
+          "check_invariants",
+          [](const PyKVCacheManager& self) { self.manager().CheckInvariants(); },
+          "Aborts the process if an internal invariant is broken (a kvtopo bug).");
 }
 
 void BindWorker(py::module_& m) {
@@ -1140,71 +1181,80 @@ void BindWorker(py::module_& m) {
       .def_readonly("geometry", &PyBlockTable::geometry)
       .def_property_readonly("num_rows", [](const PyBlockTable& t) { return t.table.num_rows(); })
       .def_property_readonly("width", [](const PyBlockTable& t) { return t.table.width(); })
-      .def_property_readonly("kernel_blocks_per_block",
-                             [](const PyBlockTable& t) { return t.table.kernel_blocks_per_block(); })
-      .def("append",
-           [](PyBlockTable& t, int64_t row, py::handle block_ids) {
-             const int32_t r = t.CheckedRow(row);
-             ThrowIfError(t.table.Append(r, t.CheckedBlocks(block_ids)));
-           },
-           py::arg("row"), py::arg("block_ids"), "Appends manager block ids to the row.")
+      .def_property_readonly(
+          "kernel_blocks_per_block",
+          [](const PyBlockTable& t) { return t.table.kernel_blocks_per_block(); })
+      .def(
+          "append",
+          [](PyBlockTable& t, int64_t row, py::handle block_ids) {
+            const int32_t r = t.CheckedRow(row);
+            ThrowIfError(t.table.Append(r, t.CheckedBlocks(block_ids)));
+          },
+          py::arg("row"), py::arg("block_ids"), "Appends manager block ids to the row.")
       .def("write_from", &PyBlockTable::WriteFrom, py::arg("row"), py::arg("first_column"),
            py::arg("block_ids"),
            "Writes manager block ids from a manager column (see KVCacheManager.last_update).")
-      .def("clear_row", [](PyBlockTable& t, int64_t row) { t.table.ClearRow(t.CheckedRow(row)); },
-           py::arg("row"))
-      .def("row_length",
-           [](const PyBlockTable& t, int64_t row) { return t.table.row_length(t.CheckedRow(row)); },
-           py::arg("row"), "Kernel entries in use in the row.")
-      .def("row",
-           [](py::object self, int64_t row) {
-             const PyBlockTable& t = self.cast<const PyBlockTable&>();
-             std::span<const int32_t> data = t.table.Row(t.CheckedRow(row));
-             BorrowedInt32View view{.owner = self,
-                                    .data = data.data(),
-                                    .size = static_cast<py::ssize_t>(data.size())};
-             return py::memoryview(py::cast(std::move(view)));
-           },
-           py::arg("row"), "The row's kernel block ids, full width, as a read-only memoryview.")
-      .def("slot_mapping",
-           [](const PyBlockTable& t, int64_t row, int64_t rank, py::handle positions,
-              std::optional<int64_t> num_slots) {
-             const int32_t r = t.CheckedRow(row);
-             return SlotMapping(t.geometry, rank, t.table.Row(r).first(t.table.row_length(r)),
-                                positions, num_slots);
-           },
-           py::arg("row"), py::arg("rank"), py::arg("positions"), py::arg("num_slots") = py::none(),
-           "Slots (int64 memoryview) of the row's positions on `rank`; -1 where the rank does "
-           "not hold the position, and for padding up to num_slots.")
+      .def(
+          "clear_row", [](PyBlockTable& t, int64_t row) { t.table.ClearRow(t.CheckedRow(row)); },
+          py::arg("row"))
+      .def(
+          "row_length",
+          [](const PyBlockTable& t, int64_t row) { return t.table.row_length(t.CheckedRow(row)); },
+          py::arg("row"), "Kernel entries in use in the row.")
+      .def(
+          "row",
+          [](py::object self, int64_t row) {
+            const PyBlockTable& t = self.cast<const PyBlockTable&>();
+            std::span<const int32_t> data = t.table.Row(t.CheckedRow(row));
+            BorrowedInt32View view{
+                .owner = self, .data = data.data(), .size = static_cast<py::ssize_t>(data.size())};
+            return py::memoryview(py::cast(std::move(view)));
+          },
+          py::arg("row"), "The row's kernel block ids, full width, as a read-only memoryview.")
+      .def(
+          "slot_mapping",
+          [](const PyBlockTable& t, int64_t row, int64_t rank, py::handle positions,
+             std::optional<int64_t> num_slots) {
+            const int32_t r = t.CheckedRow(row);
+            return SlotMapping(t.geometry, rank, t.table.Row(r).first(t.table.row_length(r)),
+                               positions, num_slots);
+          },
+          py::arg("row"), py::arg("rank"), py::arg("positions"), py::arg("num_slots") = py::none(),
+          "Slots (int64 memoryview) of the row's positions on `rank`; -1 where the rank does "
+          "not hold the position, and for padding up to num_slots.")
       .def("check_invariants", [](const PyBlockTable& t) { t.table.CheckInvariants(); });
 
-  m.def("slot_mapping",
-        [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
-           std::optional<int64_t> num_slots) {
-          const std::vector<int32_t> row = ToIntVector<int32_t>(kernel_row, "kernel_row");
-          return SlotMapping(g, rank, row, positions, num_slots);
-        },
-        py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),
-        py::arg("num_slots") = py::none(),
-        "Slots (int64 memoryview) of `positions` on `rank` for a request whose kernel block "
-        "row is `kernel_row` (only its used entries); -1 where the rank does not hold a "
-        "position.");
-  m.def("owner_slice",
-        [](int64_t position, int64_t num_shards, int64_t interleave) {
-          if (position < 0 || num_shards < 1 || interleave < 1) {
-            RaisePython(PyExc_ValueError, "owner_slice needs position >= 0, num_shards >= 1 and "
-                                          "interleave >= 1");
-          }
-          return OwnerSlice(TokenPos{position}, num_shards, interleave);
-        },
-        py::arg("position"), py::arg("num_shards"), py::arg("interleave"),
-        "(position // interleave) % num_shards: the slice holding a position.");
-  m.def("holds_position",
-        [](const GroupGeometry& g, int64_t rank, int64_t position) {
-          if (position < 0) RaisePython(PyExc_ValueError, "position must be non-negative");
-          return HoldsPosition(SlotLayoutFor(g, CheckedRank(g, rank)), TokenPos{position});
-        },
-        py::arg("geometry"), py::arg("rank"), py::arg("position"));
+  m.def(
+      "slot_mapping",
+      [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
+         std::optional<int64_t> num_slots) {
+        const std::vector<int32_t> row = ToIntVector<int32_t>(kernel_row, "kernel_row");
+        return SlotMapping(g, rank, row, positions, num_slots);
+      },
+      py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),
+      py::arg("num_slots") = py::none(),
+      "Slots (int64 memoryview) of `positions` on `rank` for a request whose kernel block "
+      "row is `kernel_row` (only its used entries); -1 where the rank does not hold a "
+      "position.");
+  m.def(
+      "owner_slice",
+      [](int64_t position, int64_t num_shards, int64_t interleave) {
+        if (position < 0 || num_shards < 1 || interleave < 1) {
+          RaisePython(PyExc_ValueError,
+                      "owner_slice needs position >= 0, num_shards >= 1 and "
+                      "interleave >= 1");
+        }
+        return OwnerSlice(TokenPos{position}, num_shards, interleave);
+      },
+      py::arg("position"), py::arg("num_shards"), py::arg("interleave"),
+      "(position // interleave) % num_shards: the slice holding a position.");
+  m.def(
+      "holds_position",
+      [](const GroupGeometry& g, int64_t rank, int64_t position) {
+        if (position < 0) RaisePython(PyExc_ValueError, "position must be non-negative");
+        return HoldsPosition(SlotLayoutFor(g, CheckedRank(g, rank)), TokenPos{position});
+      },
+      py::arg("geometry"), py::arg("rank"), py::arg("position"));
 
   auto check_shards = [](int64_t num_shards, int64_t slice, int64_t interleave) {
     if (num_shards < 1 || interleave < 1 || slice < 0 || slice >= num_shards) {
@@ -1214,43 +1264,46 @@ void BindWorker(py::module_& m) {
                       std::to_string(slice) + ")");
     }
   };
-  m.def("local_seq_len",
-        [](const GroupGeometry& g, int64_t rank, int64_t seq_len) {
-          if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
-          const Rank r = CheckedRank(g, rank);
-          if (g.interleave < 1 || g.dcp_shard_count < 1) ValidateSlotGeometry(g);
-          return LocalSeqLen(g, r, TokenCount{seq_len}).value();
-        },
-        py::arg("geometry"), py::arg("rank"), py::arg("seq_len"),
-        "Tokens of a seq_len-token sequence the group keeps on `rank`.");
-  m.def("local_seq_len_of_slice",
-        [check_shards](int64_t seq_len, int64_t num_shards, int64_t slice, int64_t interleave) {
-          check_shards(num_shards, slice, interleave);
-          if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
-          return LocalSeqLen(TokenCount{seq_len}, num_shards, slice, interleave).value();
-        },
-        py::arg("seq_len"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
-        "floor(L / (n*I)) * I + clamp(L mod (n*I) - s*I, 0, I).");
-  m.def("fill_local_seq_lens",
-        [check_shards](py::handle seq_lens, int64_t num_shards, int64_t slice, int64_t interleave,
-                       std::optional<int64_t> num_rows) {
-          check_shards(num_shards, slice, interleave);
-          const std::vector<int32_t> lens = ToIntVector<int32_t>(seq_lens, "seq_lens");
-          for (int32_t l : lens) {
-            if (l < 0) RaisePython(PyExc_ValueError, "seq_lens must be non-negative");
-          }
-          const int64_t rows = num_rows.value_or(static_cast<int64_t>(lens.size()));
-          if (rows < static_cast<int64_t>(lens.size())) {
-            RaisePython(PyExc_ValueError, "num_rows must be at least len(seq_lens)");
-          }
-          std::vector<int32_t> out(rows, 0);
-          FillLocalSeqLens(lens, num_shards, slice, interleave, out);
-          return ToMemoryView(std::move(out));
-        },
-        py::arg("seq_lens"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
-        py::arg("num_rows") = py::none(),
-        "Rank-local lengths (int32 memoryview) for attention metadata; rows past len(seq_lens) "
-        "are 0.");
+  m.def(
+      "local_seq_len",
+      [](const GroupGeometry& g, int64_t rank, int64_t seq_len) {
+        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
+        const Rank r = CheckedRank(g, rank);
+        if (g.interleave < 1 || g.dcp_shard_count < 1) ValidateSlotGeometry(g);
+        return LocalSeqLen(g, r, TokenCount{seq_len}).value();
+      },
+      py::arg("geometry"), py::arg("rank"), py::arg("seq_len"),
+      "Tokens of a seq_len-token sequence the group keeps on `rank`.");
+  m.def(
+      "local_seq_len_of_slice",
+      [check_shards](int64_t seq_len, int64_t num_shards, int64_t slice, int64_t interleave) {
+        check_shards(num_shards, slice, interleave);
+        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
+        return LocalSeqLen(TokenCount{seq_len}, num_shards, slice, interleave).value();
+      },
+      py::arg("seq_len"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
+      "floor(L / (n*I)) * I + clamp(L mod (n*I) - s*I, 0, I).");
+  m.def(
+      "fill_local_seq_lens",
+      [check_shards](py::handle seq_lens, int64_t num_shards, int64_t slice, int64_t interleave,
+                     std::optional<int64_t> num_rows) {
+        check_shards(num_shards, slice, interleave);
+        const std::vector<int32_t> lens = ToIntVector<int32_t>(seq_lens, "seq_lens");
+        for (int32_t l : lens) {
+          if (l < 0) RaisePython(PyExc_ValueError, "seq_lens must be non-negative");
+        }
+        const int64_t rows = num_rows.value_or(static_cast<int64_t>(lens.size()));
+        if (rows < static_cast<int64_t>(lens.size())) {
+          RaisePython(PyExc_ValueError, "num_rows must be at least len(seq_lens)");
+        }
+        std::vector<int32_t> out(rows, 0);
+        FillLocalSeqLens(lens, num_shards, slice, interleave, out);
+        return ToMemoryView(std::move(out));
+      },
+      py::arg("seq_lens"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
+      py::arg("num_rows") = py::none(),
+      "Rank-local lengths (int32 memoryview) for attention metadata; rows past len(seq_lens) "
+      "are 0.");
 }
 
 }  // namespace

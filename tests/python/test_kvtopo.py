@@ -124,6 +124,20 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(a.num_speculative_tokens, 3)
         self.assertEqual(a.to_json(), b.to_json())
 
+    def test_shard_draft_flag_and_environment_agree(self):
+        unsharded = kvtopo.plan().to_json()
+        sharded = kvtopo.plan(shard_draft=True).to_json()
+        self.assertNotEqual(sharded, unsharded)
+        saved = os.environ.get("VLLM_DCP_SHARD_DRAFT")
+        os.environ["VLLM_DCP_SHARD_DRAFT"] = "1"
+        try:
+            self.assertEqual(kvtopo.plan().to_json(), sharded)
+        finally:
+            if saved is None:
+                del os.environ["VLLM_DCP_SHARD_DRAFT"]
+            else:
+                os.environ["VLLM_DCP_SHARD_DRAFT"] = saved
+
     def test_check(self):
         result = kvtopo.check()
         self.assertTrue(result.accepted)
