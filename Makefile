@@ -3,6 +3,7 @@ SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
+PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 DEBIAN_PACKAGES := cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev pybind11-dev clang-format
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -19,7 +20,7 @@ deps:
 	fi
 
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=$(PYTHON)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -38,6 +39,12 @@ test: build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-python
+
+# The Python module's unittest suite against the module built in $(BUILD) (no install needed).
+test-python: build
+	PYTHONPATH=$(CURDIR)/$(BUILD)/python KVTOPO_BUILD_DIR=$(CURDIR)/$(BUILD) \
+	  $(PYTHON) -m unittest discover -s tests/python -v
 
 bench: build
 	./scripts/bench.sh $(BUILD)
@@ -46,4 +53,4 @@ format: deps
 	find include src tools tests bench python -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-wheel

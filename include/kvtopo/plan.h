@@ -137,4 +137,9 @@ inline constexpr int64_t kDefaultKvCacheMemoryBytes = int64_t{32} << 30;
 // `kv_cache_memory_bytes` 0 means kDefaultKvCacheMemoryBytes, and the plan says so.
 Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes);
 
+// The second half of PlanLaunch: looks up the backends `specs` name and plans them under the
+// launch's parallel and cache options (for specs built elsewhere, e.g. from a parsed config).
+Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& launch,
+                             int64_t kv_cache_memory_bytes);
+
 }  // namespace kvtopo

@@ -8,6 +8,11 @@ namespace kvtopo {
 
 Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes) {
   KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecs(launch));
+  return PlanLaunchSpecs(specs, launch, kv_cache_memory_bytes);
+}
+
+Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& launch,
+                             int64_t kv_cache_memory_bytes) {
   PlanInputs inputs;
   inputs.parallel = launch.parallel;
   inputs.cache = launch.cache;

@@ -1,0 +1,1325 @@
+// kvtopo._kvtopo: the Python binding of the planner, the runtime and the worker helpers.
+//
+// Contract with Python callers:
+//   * launch options are the CLI's long flag names with underscores and mean exactly what the
+//     flags mean (tools/launch_flags.cc); messages are the library's, unchanged;
+//   * a Status error becomes ValueError (invalid argument), kvtopo.RejectedError (rejected
+//     configuration), LookupError (not found), OverflowError (out of range) or RuntimeError;
+//   * every precondition the C++ API enforces with KVTOPO_CHECK is checked here first, so no
+//     Python misuse reaches an abort: unknown request ids raise KeyError, bad sizes ValueError;
+//   * "not enough blocks" is not an error: allocate_slots returns None;
+//   * arrays come back as memoryviews over int32/int64 storage (buffer protocol, no NumPy).
+//
+// Thread safety: the module holds the GIL throughout; a KVCacheManager or BlockTable object must
+// not be used from two Python threads at once (as in C++).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kvtopo/block_table.h"
+#include "kvtopo/kv_cache_manager.h"
+#include "kvtopo/model.h"
+#include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
+#include "kvtopo/slot_mapping.h"
+#include "kvtopo/units.h"
+
+namespace py = pybind11;
+
+namespace kvtopo::python {
+namespace {
+
+// kvtopo.RejectedError; created in the module init and alive for the interpreter's lifetime.
+PyObject* g_rejected_error = nullptr;
+
+[[noreturn]] void RaisePython(PyObject* type, const std::string& message) {
+  PyErr_SetString(type, message.c_str());
+  throw py::error_already_set();
+}
+
+[[noreturn]] void ThrowStatus(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+      RaisePython(PyExc_ValueError, status.message());
+    case StatusCode::kRejected:
+      RaisePython(g_rejected_error, status.message());
+    case StatusCode::kNotFound:
+      RaisePython(PyExc_LookupError, status.message());
+    case StatusCode::kOutOfRange:
+      RaisePython(PyExc_OverflowError, status.message());
+    case StatusCode::kOk:
+    case StatusCode::kInternal:
+      break;
+  }
+  RaisePython(PyExc_RuntimeError, status.message());
+}
+
+void ThrowIfError(const Status& status) {
+  if (!status.ok()) ThrowStatus(status);
+}
+
+template <typename T>
+T ValueOrThrow(Result<T> result) {
+  if (!result.ok()) ThrowStatus(result.status());
+  return std::move(result).value();
+}
+
+std::string TypeName(py::handle obj) { return py::str(py::type::handle_of(obj).attr("__name__")); }
+
+// An integer (anything with __index__, but not a bool) as int64.
+int64_t ToInt64(py::handle obj, const std::string& what) {
+  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
+    RaisePython(PyExc_TypeError, what + " must be an int, got " + TypeName(obj));
+  }
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) RaisePython(PyExc_OverflowError, what + " does not fit in 64 bits");
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return value;
+}
+
+bool ToBool(py::handle obj, const std::string& what) {
+  if (!PyBool_Check(obj.ptr())) {
+    RaisePython(PyExc_TypeError, what + " must be a bool, got " + TypeName(obj));
+  }
+  return obj.ptr() == Py_True;
+}
+
+std::string ToString(py::handle obj, const std::string& what) {
+  if (!PyUnicode_Check(obj.ptr())) {
+    RaisePython(PyExc_TypeError, what + " must be a str, got " + TypeName(obj));
+  }
+  return obj.cast<std::string>();
+}
+
+// A 1-D sequence of integers: a buffer of any integer format (memoryview, array.array, a
+// NumPy or torch array) or any iterable of ints. Values outside T's range are errors.
+template <typename T>
+std::vector<T> ToIntVector(py::handle obj, const std::string& what) {
+  std::vector<T> out;
+  auto push = [&](int64_t v) {
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
+      RaisePython(PyExc_OverflowError,
+                  what + ": value " + std::to_string(v) + " is out of range for its type");
+    }
+    out.push_back(static_cast<T>(v));
+  };
+  if (PyObject_CheckBuffer(obj.ptr())) {
+    py::buffer_info info = py::reinterpret_borrow<py::buffer>(obj).request();
+    std::string format = info.format;
+    while (!format.empty() && std::string_view("@=<>!").find(format[0]) != std::string::npos) {
+      format.erase(0, 1);
+    }
+    const bool is_int = format.size() == 1 &&
+                        std::string_view("bhilqBHILQ").find(format[0]) != std::string_view::npos;
+    if (info.ndim == 1 && is_int) {
+      const bool is_signed = std::islower(static_cast<unsigned char>(format[0]));
+      const auto* base = static_cast<const char*>(info.ptr);
+      out.reserve(info.shape[0]);
+      for (py::ssize_t i = 0; i < info.shape[0]; ++i) {
+        const char* p = base + i * info.strides[0];
+        int64_t v = 0;
+        switch (info.itemsize) {
+          case 1:
+            v = is_signed ? *reinterpret_cast<const int8_t*>(p)
+                          : *reinterpret_cast<const uint8_t*>(p);
+            break;
+          case 2:
+            v = is_signed ? *reinterpret_cast<const int16_t*>(p)
+                          : *reinterpret_cast<const uint16_t*>(p);
+            break;
+          case 4:
+            v = is_signed ? *reinterpret_cast<const int32_t*>(p)
+                          : *reinterpret_cast<const uint32_t*>(p);
+            break;
+          case 8: {
+            if (!is_signed && *reinterpret_cast<const uint64_t*>(p) >
+                                  static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+              RaisePython(PyExc_OverflowError, what + ": value out of range");
+            }
+            v = *reinterpret_cast<const int64_t*>(p);
+            break;
+          }
+          default:
+            RaisePython(PyExc_TypeError, what + ": unsupported integer item size");
+        }
+        push(v);
+      }
+      return out;
+    }
+  }
+  if (PyUnicode_Check(obj.ptr()) || !py::isinstance<py::iterable>(obj)) {
+    RaisePython(PyExc_TypeError, what + " must be a sequence of ints, got " + TypeName(obj));
+  }
+  for (py::handle item : py::reinterpret_borrow<py::iterable>(obj)) push(ToInt64(item, what));
+  return out;
+}
+
+// ---- buffers -------------------------------------------------------------------------------
+
+// An owned 1-D or 2-D array handed to Python as a writable memoryview.
+template <typename T>
+struct OwnedArray {
+  std::vector<T> data;
+  std::vector<py::ssize_t> shape;
+};
+
+template <typename T>
+py::memoryview ToMemoryView(std::vector<T> data) {
+  OwnedArray<T> array{.data = std::move(data), .shape = {}};
+  array.shape = {static_cast<py::ssize_t>(array.data.size())};
+  return py::memoryview(py::cast(std::move(array)));
+}
+
+// A read-only view into storage owned by another Python object (a block-table row).
+struct BorrowedInt32View {
+  py::object owner;
+  const int32_t* data = nullptr;
+  py::ssize_t size = 0;
+};
+
+template <typename T>
+void BindOwnedArray(py::module_& m, const char* name) {
+  py::class_<OwnedArray<T>>(m, name, py::buffer_protocol()).def_buffer([](OwnedArray<T>& a) {
+    std::vector<py::ssize_t> strides(a.shape.size(), sizeof(T));
+    for (int i = static_cast<int>(a.shape.size()) - 2; i >= 0; --i) {
+      strides[i] = strides[i + 1] * a.shape[i + 1];
+    }
+    return py::buffer_info(a.data.data(), sizeof(T), py::format_descriptor<T>::format(),
+                           static_cast<py::ssize_t>(a.shape.size()), a.shape, strides);
+  });
+}
+
+// ---- launch options ------------------------------------------------------------------------
+
+constexpr std::array<const char*, 18> kOptionNames = {
+    "tensor_parallel_size",
+    "decode_context_parallel_size",
+    "prefill_context_parallel_size",
+    "dcp_kv_cache_interleave_size",
+    "cp_kv_cache_interleave_size",
+    "block_size",
+    "max_model_len",
+    "kv_cache_dtype",
+    "kv_cache_memory",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_prefix_caching",
+    "mamba_cache_mode",
+    "mamba_block_size",
+    "attention_backend",
+    "speculative_config",
+    "shard_draft",
+    "prefix_match_unit",
+};
+
+std::string FlagName(std::string_view option) {
+  std::string flag = "--";
+  for (char c : option) flag += c == '_' ? '-' : c;
+  return flag;
+}
+
+struct Launch {
+  LaunchConfig config;
+  int64_t kv_cache_memory_bytes = 0;         // 0: the planner's default
+  std::optional<nlohmann::json> model_json;  // a dict model
+};
+
+nlohmann::json PyToJson(py::handle obj) {
+  const std::string text = py::module_::import("json").attr("dumps")(obj).cast<std::string>();
+  return nlohmann::json::parse(text);
+}
+
+// Mirrors cli::ToLaunchConfig and cli::KvCacheMemoryBytes option by option.
+Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
+  std::unordered_map<std::string, py::handle> given;
+  for (auto [key, value] : kwargs) {
+    const std::string name = py::str(key);
+    bool known = false;
+    for (const char* accepted : kOptionNames) known |= name == accepted;
+    if (!known) {
+      std::string list;
+      for (const char* accepted : kOptionNames) {
+        list += list.empty() ? "" : ", ";
+        list += accepted;
+      }
+      RaisePython(PyExc_TypeError, "unknown option '" + name + "'; accepted options: " + list);
+    }
+    if (!value.is_none()) given.emplace(name, value);  // None: not given
+  }
+  if (given.contains("dcp_kv_cache_interleave_size") &&
+      given.contains("cp_kv_cache_interleave_size")) {
+    const int64_t a =
+        ToInt64(given["dcp_kv_cache_interleave_size"], "dcp_kv_cache_interleave_size");
+    const int64_t b = ToInt64(given["cp_kv_cache_interleave_size"], "cp_kv_cache_interleave_size");
+    if (a != b) {
+      RaisePython(PyExc_ValueError,
+                  "dcp_kv_cache_interleave_size and its alias cp_kv_cache_interleave_size "
+                  "disagree (" +
+                      std::to_string(a) + " vs " + std::to_string(b) + ")");
+    }
+  }
+  if (auto it = given.find("cp_kv_cache_interleave_size"); it != given.end()) {
+    given["dcp_kv_cache_interleave_size"] = it->second;
+    given.erase(it);
+  }
+
+  Launch launch;
+  LaunchConfig& c = launch.config;
+  if (model.is_none()) {
+    c = DefaultLaunchConfig();
+  } else if (py::isinstance<py::dict>(model)) {
+    launch.model_json = PyToJson(model);
+  } else if (PyUnicode_Check(model.ptr()) || py::hasattr(model, "__fspath__")) {
+    c.model = py::str(py::module_::import("os").attr("fspath")(model));
+    if (c.model.empty()) RaisePython(PyExc_ValueError, "model must not be empty");
+  } else {
+    RaisePython(
+        PyExc_TypeError,
+        "model must be None, a profile name, a config path or a dict, got " + TypeName(model));
+  }
+
+  std::unordered_map<std::string, int64_t> ints;
+  for (const char* name :
+       {"tensor_parallel_size", "decode_context_parallel_size", "prefill_context_parallel_size",
+        "dcp_kv_cache_interleave_size", "block_size", "max_model_len", "max_num_seqs",
+        "max_num_batched_tokens", "mamba_block_size", "prefix_match_unit"}) {
+    auto it = given.find(name);
+    if (it == given.end()) continue;
+    const int64_t value = ToInt64(it->second, name);
+    if (value <= 0) {
+      ThrowStatus(
+          InvalidArgument(FlagName(name) + " must be positive, got " + std::to_string(value)));
+    }
+    ints[name] = value;
+  }
+  auto set = [&](const char* name, int64_t& field) {
+    if (auto it = ints.find(name); it != ints.end()) field = it->second;
+  };
+  set("tensor_parallel_size", c.parallel.tensor_parallel_size);
+  set("decode_context_parallel_size", c.parallel.decode_context_parallel_size);
+  set("prefill_context_parallel_size", c.parallel.prefill_context_parallel_size);
+  set("dcp_kv_cache_interleave_size", c.parallel.dcp_kv_cache_interleave_size);
+  set("block_size", c.cache.block_size);
+  set("max_model_len", c.cache.max_model_len);
+  set("max_num_seqs", c.cache.max_num_seqs);
+  set("max_num_batched_tokens", c.cache.max_num_batched_tokens);
+  set("mamba_block_size", c.cache.mamba_block_size);
+  set("prefix_match_unit", c.cache.prefix_match_unit);
+  if (given.contains("kv_cache_dtype")) {
+    c.cache.kv_cache_dtype =
+        ValueOrThrow(ParseKvCacheDtype(ToString(given["kv_cache_dtype"], "kv_cache_dtype")));
+  }
+  if (given.contains("enable_prefix_caching")) {
+    c.cache.enable_prefix_caching = ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
+  }
+  if (given.contains("mamba_cache_mode")) {
+    c.cache.mamba_cache_mode =
+        ValueOrThrow(ParseRecurrentMode(ToString(given["mamba_cache_mode"], "mamba_cache_mode")));
+  }
+  if (given.contains("attention_backend")) {
+    c.cache.attention_backend = ToString(given["attention_backend"], "attention_backend");
+  }
+  if (given.contains("speculative_config")) {
+    py::handle spec = given["speculative_config"];
+    std::string text;
+    if (py::isinstance<py::dict>(spec)) {
+      text = py::module_::import("json").attr("dumps")(spec).cast<std::string>();
+    } else if (PyUnicode_Check(spec.ptr())) {
+      text = spec.cast<std::string>();
+    } else {
+      RaisePython(PyExc_TypeError,
+                  "speculative_config must be a dict or a JSON string, got " + TypeName(spec));
+    }
+    c.speculative = ValueOrThrow(ParseSpeculativeConfig(text));
+  }
+  c.shard_draft_flag =
+      given.contains("shard_draft") ? ToBool(given["shard_draft"], "shard_draft") : false;
+  py::object env = py::module_::import("os").attr("environ").attr("get")("VLLM_DCP_SHARD_DRAFT");
+  if (!env.is_none()) c.dcp_shard_draft_env = env.cast<std::string>();
+
+  if (given.contains("kv_cache_memory")) {
+    py::handle memory = given["kv_cache_memory"];
+    std::string text;
+    int64_t bytes = 0;
+    if (PyUnicode_Check(memory.ptr())) {
+      text = memory.cast<std::string>();
+      bytes = ValueOrThrow(ParseByteSize(text));
+    } else {
+      bytes = ToInt64(memory, "kv_cache_memory");
+      text = std::to_string(bytes);
+    }
+    if (bytes <= 0) {
+      ThrowStatus(InvalidArgument("--kv-cache-memory must be positive, got '" + text + "'"));
+    }
+    launch.kv_cache_memory_bytes = bytes;
+  }
+  return launch;
+}
+
+Plan MakePlan(py::handle model, const py::kwargs& kwargs) {
+  const Launch launch = ToLaunch(model, kwargs);
+  if (launch.model_json) {
+    ModelCacheSpecs specs =
+        ValueOrThrow(BuildModelCacheSpecsFromJson(*launch.model_json, launch.config));
+    return ValueOrThrow(PlanLaunchSpecs(specs, launch.config, launch.kv_cache_memory_bytes));
+  }
+  return ValueOrThrow(PlanLaunch(launch.config, launch.kv_cache_memory_bytes));
+}
+
+py::list DiagnosticsList(const std::vector<Diagnostic>& diagnostics) {
+  py::list out;
+  for (const Diagnostic& d : diagnostics) out.append(py::cast(d));
+  return out;
+}
+
+std::string RejectionMessage(const Plan& plan) {
+  std::string message = "rejected: " + plan.model.model_name;
+  for (const Diagnostic& d : plan.diagnostics) {
+    if (d.severity != Severity::kError) continue;
+    message += "\n  error [" + d.code + "] " + d.message;
+  }
+  return message;
+}
+
+// ---- runtime -------------------------------------------------------------------------------
+
+// Prefix hits as get_computed_blocks hands them out; remembers where they came from so
+// allocate_slots only accepts fresh hits of the same request and manager.
+struct PyComputedBlocks {
+  ComputedBlocks blocks;
+  const void* manager = nullptr;
+  std::string request_key;
+  uint64_t epoch = 0;
+
+  py::list BlockLists() const {
+    py::list groups;
+    for (const auto& row : blocks.blocks) {
+      py::list ids;
+      for (BlockId b : row) ids.append(b.value());
+      groups.append(ids);
+    }
+    return groups;
+  }
+};
+
+py::list ToList(std::span<const BlockId> blocks) {
+  py::list out;
+  for (BlockId b : blocks) out.append(b.value());
+  return out;
+}
+
+class PyKVCacheManager {
+ public:
+  PyKVCacheManager(const Plan& plan, std::optional<int64_t> num_blocks,
+                   std::optional<bool> enable_prefix_caching) {
+    if (!plan.accepted()) {
+      RaisePython(g_rejected_error,
+                  "cannot build a KVCacheManager from a rejected plan; " + RejectionMessage(plan));
+    }
+    const int64_t blocks = num_blocks.value_or(plan.pool.num_blocks);
+    if (blocks < 1) {
+      RaisePython(PyExc_ValueError,
+                  "num_blocks must be at least 1 (the null block), got " + std::to_string(blocks));
+    }
+    if (blocks > std::numeric_limits<int32_t>::max()) {
+      RaisePython(PyExc_OverflowError, "a pool of " + std::to_string(blocks) +
+                                           " blocks exceeds 32-bit block ids; pass num_blocks");
+    }
+    KVCacheManagerOptions options;
+    options.num_blocks = static_cast<int32_t>(blocks);
+    options.enable_prefix_caching =
+        enable_prefix_caching.value_or(plan.cache.enable_prefix_caching);
+    options.hash_block_size = plan.hash_block_size;
+    options.max_model_len = plan.model.max_model_len;
+    for (const PlannedGroup& g : plan.groups) {
+      options.groups.push_back(
+          {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
+    }
+    manager_ = ValueOrThrow(KVCacheManager::Create(std::move(options)));
+    num_blocks_ = blocks;
+    max_model_len_ = plan.model.max_model_len;
+  }
+
+  void AddRequest(py::handle request_id, py::handle token_ids, int64_t lora_id,
+                  const std::string& cache_salt, py::handle mm_items) {
+    const std::string key = Key(request_id);
+    if (ids_.contains(key)) {
+      RaisePython(PyExc_ValueError,
+                  "request " + Repr(request_id) + " is already registered; free it first");
+    }
+    std::vector<int32_t> tokens = ToIntVector<int32_t>(token_ids, "token_ids");
+    BlockHashExtraKeys extra{.lora_id = lora_id, .cache_salt = cache_salt, .mm_items = {}};
+    if (!mm_items.is_none()) {
+      for (py::handle item : py::reinterpret_borrow<py::iterable>(mm_items)) {
+        py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
+        if (t.size() != 3) {
+          RaisePython(PyExc_ValueError, "mm_items entries are (identifier, offset, length)");
+        }
+        const int64_t offset = ToInt64(t[1], "mm_items offset");
+        const int64_t length = ToInt64(t[2], "mm_items length");
+        if (offset < 0 || length < 0) {
+          RaisePython(PyExc_ValueError, "mm_items offset and length must be non-negative");
+        }
+        extra.mm_items.push_back({.identifier = ToString(t[0], "mm_items identifier"),
+                                  .offset = TokenPos{offset},
+                                  .length = TokenCount{length}});
+      }
+      std::stable_sort(
+          extra.mm_items.begin(), extra.mm_items.end(),
+          [](const MultimodalItem& a, const MultimodalItem& b) { return a.offset < b.offset; });
+    }
+    const RequestId id{next_id_++};
+    manager_->AddRequest(id, tokens, std::move(extra));
+    ids_.emplace(key, id);
+  }
+
+  PyComputedBlocks GetComputedBlocks(py::handle request_id) {
+    PyComputedBlocks out;
+    out.request_key = Key(request_id);
+    manager_->GetComputedBlocks(Lookup(request_id), out.blocks);
+    out.manager = this;
+    out.epoch = epoch_;
+    return out;
+  }
+
+  py::object AllocateSlots(py::handle request_id, int64_t num_new_tokens,
+                           int64_t num_new_computed_tokens, const PyComputedBlocks* computed,
+                           int64_t num_lookahead_tokens, bool full_sequence_must_fit) {
+    const RequestId id = Lookup(request_id);
+    if (num_new_tokens <= 0) {
+      RaisePython(PyExc_ValueError,
+                  "num_new_tokens must be positive, got " + std::to_string(num_new_tokens));
+    }
+    if (num_new_computed_tokens < 0 || num_lookahead_tokens < 0) {
+      RaisePython(PyExc_ValueError,
+                  "num_new_computed_tokens and num_lookahead_tokens must be non-negative");
+    }
+    if (num_new_computed_tokens > 0) {
+      if (computed == nullptr) {
+        RaisePython(PyExc_ValueError,
+                    "num_new_computed_tokens > 0 needs computed= (from get_computed_blocks)");
+      }
+      if (computed->manager != this || computed->request_key != Key(request_id)) {
+        RaisePython(PyExc_ValueError,
+                    "computed= comes from another request or manager; pass the result of "
+                    "get_computed_blocks(" +
+                        Repr(request_id) + ")");
+      }
+      if (computed->epoch != epoch_) {
+        RaisePython(PyExc_ValueError,
+                    "computed= is stale (blocks were allocated or freed since "
+                    "get_computed_blocks); call get_computed_blocks again");
+      }
+      if (computed->blocks.num_tokens.value() != num_new_computed_tokens) {
+        RaisePython(PyExc_ValueError,
+                    "num_new_computed_tokens is " + std::to_string(num_new_computed_tokens) +
+                        " but computed= holds " +
+                        std::to_string(computed->blocks.num_tokens.value()) + " tokens");
+      }
+      for (int32_t g = 0; g < manager_->num_groups(); ++g) {
+        if (!manager_->BlockIds(id, GroupId{g}).empty()) {
+          RaisePython(PyExc_ValueError,
+                      "prefix hits (num_new_computed_tokens) are only accepted on a request's "
+                      "first allocation");
+        }
+      }
+    }
+    SlotRequest step{.num_new_tokens = TokenCount{num_new_tokens},
+                     .num_new_computed_tokens = TokenCount{num_new_computed_tokens},
+                     .computed = num_new_computed_tokens > 0 ? &computed->blocks : nullptr,
+                     .num_lookahead_tokens = TokenCount{num_lookahead_tokens},
+                     .full_sequence_must_fit = full_sequence_must_fit};
+    ++epoch_;  // even a refused step may release out-of-window blocks
+    if (!manager_->AllocateSlots(id, step)) return py::none();
+    py::list updates;
+    for (int32_t g = 0; g < manager_->num_groups(); ++g) {
+      updates.append(ToList(manager_->LastUpdate(id, GroupId{g}).block_ids));
+    }
+    return updates;
+  }
+
+  void AppendTokens(py::handle request_id, py::handle token_ids) {
+    const RequestId id = Lookup(request_id);
+    manager_->AppendTokens(id, ToIntVector<int32_t>(token_ids, "token_ids"));
+  }
+
+  void RewindComputedTokens(py::handle request_id, int64_t num_rejected) {
+    const RequestId id = Lookup(request_id);
+    const int64_t computed = manager_->num_computed_tokens(id).value();
+    if (num_rejected < 0 || num_rejected > computed) {
+      RaisePython(PyExc_ValueError, "num_rejected must be in [0, " + std::to_string(computed) +
+                                        "] (the request's computed tokens), got " +
+                                        std::to_string(num_rejected));
+    }
+    manager_->RewindComputedTokens(id, TokenCount{num_rejected});
+  }
+
+  void Free(py::handle request_id) {
+    const RequestId id = Lookup(request_id);
+    manager_->Free(id);
+    ids_.erase(Key(request_id));
+    ++epoch_;
+  }
+
+  py::list BlockIds(py::handle request_id, int64_t group) const {
+    const RequestId id = Lookup(request_id);
+    return ToList(manager_->BlockIds(id, CheckedGroup(group)));
+  }
+
+  py::tuple LastUpdate(py::handle request_id, int64_t group) const {
+    const RequestId id = Lookup(request_id);
+    const auto update = manager_->LastUpdate(id, CheckedGroup(group));
+    return py::make_tuple(update.first_column, ToList(update.block_ids));
+  }
+
+  int64_t NumComputedTokens(py::handle request_id) const {
+    return manager_->num_computed_tokens(Lookup(request_id)).value();
+  }
+  int64_t NumTokens(py::handle request_id) const {
+    return manager_->num_tokens(Lookup(request_id)).value();
+  }
+  bool Contains(py::handle request_id) const {
+    if (PyBool_Check(request_id.ptr()) ||
+        (!PyLong_Check(request_id.ptr()) && !PyUnicode_Check(request_id.ptr()))) {
+      return false;
+    }
+    return ids_.contains(Key(request_id));
+  }
+  bool ResetPrefixCache() {
+    ++epoch_;
+    return manager_->ResetPrefixCache();
+  }
+
+  KVCacheManager& manager() { return *manager_; }
+  const KVCacheManager& manager() const { return *manager_; }
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  int64_t num_requests() const { return static_cast<int64_t>(ids_.size()); }
+
+ private:
+  static std::string Repr(py::handle obj) { return py::repr(obj); }
+
+  // Requests are named by an int or a str (engines use both); the two never collide.
+  static std::string Key(py::handle request_id) {
+    if (PyBool_Check(request_id.ptr())) {
+      RaisePython(PyExc_TypeError, "request_id must be an int or a str, got bool");
+    }
+    if (PyLong_Check(request_id.ptr())) return "i" + py::str(request_id).cast<std::string>();
+    if (PyUnicode_Check(request_id.ptr())) return "s" + request_id.cast<std::string>();
+    RaisePython(PyExc_TypeError, "request_id must be an int or a str, got " + TypeName(request_id));
+  }
+
+  RequestId Lookup(py::handle request_id) const {
+    auto it = ids_.find(Key(request_id));
+    if (it == ids_.end()) RaisePython(PyExc_KeyError, "unknown request " + Repr(request_id));
+    return it->second;
+  }
+
+  GroupId CheckedGroup(int64_t group) const {
+    if (group < 0 || group >= manager_->num_groups()) {
+      RaisePython(PyExc_IndexError, "group " + std::to_string(group) + " out of range [0, " +
+                                        std::to_string(manager_->num_groups()) + ")");
+    }
+    return GroupId{static_cast<int32_t>(group)};
+  }
+
+  std::unique_ptr<KVCacheManager> manager_;
+  std::unordered_map<std::string, RequestId> ids_;
+  int64_t next_id_ = 0;
+  uint64_t epoch_ = 0;
+  int64_t num_blocks_ = 0;
+  int64_t max_model_len_ = 0;
+};
+
+// ---- worker side ---------------------------------------------------------------------------
+
+void ValidateSlotGeometry(const GroupGeometry& g) {
+  const int64_t n = g.interleaved_slots() ? g.dcp_shard_count : 1;
+  if (g.block_size <= 0 || g.kernel_block_size <= 0 || g.block_size % g.kernel_block_size != 0 ||
+      n < 1 || g.interleave < 1 || (n > 1 && g.kernel_block_size % g.interleave != 0)) {
+    RaisePython(PyExc_ValueError,
+                "the group geometry cannot map slots (block size " + std::to_string(g.block_size) +
+                    ", kernel block size " + std::to_string(g.kernel_block_size) + ", interleave " +
+                    std::to_string(g.interleave) + "); use a geometry from an accepted plan");
+  }
+}
+
+Rank CheckedRank(const GroupGeometry& g, int64_t rank) {
+  if (rank < 0 || rank >= g.dcp_size) {
+    RaisePython(PyExc_ValueError, "rank must be in [0, " + std::to_string(g.dcp_size) +
+                                      ") (the DCP size), got " + std::to_string(rank));
+  }
+  return Rank{static_cast<int32_t>(rank)};
+}
+
+py::memoryview SlotMapping(const GroupGeometry& g, int64_t rank,
+                           std::span<const int32_t> kernel_row, py::handle positions_obj,
+                           std::optional<int64_t> num_slots) {
+  ValidateSlotGeometry(g);
+  const SlotLayout layout = SlotLayoutFor(g, CheckedRank(g, rank));
+  const std::vector<int64_t> raw = ToIntVector<int64_t>(positions_obj, "positions");
+  std::vector<TokenPos> positions;
+  positions.reserve(raw.size());
+  for (int64_t p : raw) {
+    if (p < 0)
+      RaisePython(PyExc_ValueError, "positions must be non-negative, got " + std::to_string(p));
+    positions.emplace_back(p);
+  }
+  const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
+  if (size < static_cast<int64_t>(positions.size())) {
+    RaisePython(PyExc_ValueError, "num_slots must be at least len(positions)");
+  }
+  std::vector<int64_t> out(size, kPadSlot);
+  ThrowIfError(ComputeSlotMapping(layout, kernel_row, positions, out));
+  return ToMemoryView(std::move(out));
+}
+
+struct PyBlockTable {
+  PyBlockTable(const GroupGeometry& g, int64_t num_rows)
+      : geometry(g), table(Checked(g, num_rows)) {}
+
+  static BlockTable Checked(const GroupGeometry& g, int64_t num_rows) {
+    if (num_rows < 1 || num_rows > std::numeric_limits<int32_t>::max()) {
+      RaisePython(PyExc_ValueError,
+                  "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
+    }
+    if (g.block_table_width < 0 || g.block_size <= 0 || g.kernel_block_size <= 0 ||
+        g.block_size % g.kernel_block_size != 0) {
+      RaisePython(PyExc_ValueError,
+                  "the group geometry has no valid block table; use a geometry "
+                  "from an accepted plan");
+    }
+    return BlockTable(g, static_cast<int32_t>(num_rows));
+  }
+
+  int32_t CheckedRow(int64_t row) const {
+    if (row < 0 || row >= table.num_rows()) {
+      RaisePython(PyExc_IndexError, "row " + std::to_string(row) + " out of range [0, " +
+                                        std::to_string(table.num_rows()) + ")");
+    }
+    return static_cast<int32_t>(row);
+  }
+
+  std::vector<BlockId> CheckedBlocks(py::handle block_ids) const {
+    const int64_t k = table.kernel_blocks_per_block();
+    std::vector<BlockId> out;
+    for (int64_t b : ToIntVector<int64_t>(block_ids, "block_ids")) {
+      if (b < 0 || (b + 1) * k - 1 > std::numeric_limits<int32_t>::max()) {
+        RaisePython(PyExc_ValueError, "block id " + std::to_string(b) +
+                                          " is negative or its kernel blocks overflow int32");
+      }
+      out.emplace_back(static_cast<int32_t>(b));
+    }
+    return out;
+  }
+
+  void WriteFrom(int64_t row, int64_t first_column, py::handle block_ids) {
+    const int32_t r = CheckedRow(row);
+    const int64_t length_columns = table.row_length(r) / table.kernel_blocks_per_block();
+    if (first_column < 0 || first_column > length_columns) {
+      RaisePython(PyExc_ValueError,
+                  "first_column must be in [0, " + std::to_string(length_columns) +
+                      "] (a write may not leave a gap), got " + std::to_string(first_column));
+    }
+    ThrowIfError(table.WriteFrom(r, first_column, CheckedBlocks(block_ids)));
+  }
+
+  GroupGeometry geometry;
+  BlockTable table;
+};
+
+template <typename T>
+py::dict GeometryDict(const T& g) {
+  py::dict d;
+  d["kind"] = std::string(CacheKindName(g.kind));
+  d["placement"] = std::string(PlacementName(g.placement));
+  d["dcp_size"] = g.dcp_size;
+  d["interleave"] = g.interleave;
+  d["dcp_shard_count"] = g.dcp_shard_count;
+  d["block_size"] = g.block_size;
+  d["manager_block_size"] = g.manager_block_size;
+  d["kernel_block_size"] = g.kernel_block_size;
+  d["page_size_bytes"] = g.page_size_bytes;
+  d["required_columns"] = g.required_columns;
+  d["manager_table_width"] = g.manager_table_width;
+  d["block_table_width"] = g.block_table_width;
+  d["max_pages_per_request"] = g.max_pages_per_request;
+  d["memory_per_request_bytes"] = g.memory_per_request_bytes;
+  d["block_table_bytes_per_rank"] = g.block_table_bytes_per_rank;
+  d["max_model_len"] = g.max_model_len;
+  d["max_num_seqs"] = g.max_num_seqs;
+  d["recurrent_mode"] = std::string(RecurrentModeName(g.recurrent_mode));
+  d["num_speculative_blocks"] = g.num_speculative_blocks;
+  d["sliding_window"] = g.sliding_window;
+  d["attention_chunk_size"] = g.attention_chunk_size;
+  d["extra_retained_tokens"] = g.extra_retained_tokens;
+  return d;
+}
+
+struct CheckResult {
+  bool accepted = false;
+  std::string model_name;
+  std::vector<Diagnostic> diagnostics;
+};
+
+void BindPlan(py::module_& m) {
+  py::class_<Diagnostic>(m, "Diagnostic", "One finding about a launch: (severity, code, message).")
+      .def_property_readonly(
+          "severity", [](const Diagnostic& d) { return std::string(SeverityName(d.severity)); })
+      .def_readonly("code", &Diagnostic::code)
+      .def_readonly("message", &Diagnostic::message)
+      .def("__iter__",
+           [](const Diagnostic& d) {
+             return py::iter(
+                 py::make_tuple(std::string(SeverityName(d.severity)), d.code, d.message));
+           })
+      .def("__eq__", [](const Diagnostic& a, const Diagnostic& b) { return a == b; })
+      .def("__repr__", [](const Diagnostic& d) {
+        return "Diagnostic(" + std::string(SeverityName(d.severity)) + ", " + d.code + ", " +
+               py::repr(py::str(d.message)).cast<std::string>() + ")";
+      });
+
+  py::class_<GroupGeometry>(m, "GroupGeometry",
+                            "How one cache group lays out under DCP (the planner's geometry).")
+      .def_property_readonly(
+          "kind", [](const GroupGeometry& g) { return std::string(CacheKindName(g.kind)); })
+      .def_property_readonly(
+          "placement",
+          [](const GroupGeometry& g) { return std::string(PlacementName(g.placement)); })
+      .def_readonly("dcp_size", &GroupGeometry::dcp_size)
+      .def_readonly("interleave", &GroupGeometry::interleave)
+      .def_readonly("dcp_shard_count", &GroupGeometry::dcp_shard_count)
+      .def_readonly("block_size", &GroupGeometry::block_size)
+      .def_readonly("manager_block_size", &GroupGeometry::manager_block_size)
+      .def_readonly("kernel_block_size", &GroupGeometry::kernel_block_size)
+      .def_readonly("page_size_bytes", &GroupGeometry::page_size_bytes)
+      .def_readonly("required_columns", &GroupGeometry::required_columns)
+      .def_readonly("manager_table_width", &GroupGeometry::manager_table_width)
+      .def_readonly("block_table_width", &GroupGeometry::block_table_width)
+      .def_readonly("max_pages_per_request", &GroupGeometry::max_pages_per_request)
+      .def_readonly("memory_per_request_bytes", &GroupGeometry::memory_per_request_bytes)
+      .def_readonly("block_table_bytes_per_rank", &GroupGeometry::block_table_bytes_per_rank)
+      .def_readonly("max_model_len", &GroupGeometry::max_model_len)
+      .def_readonly("max_num_seqs", &GroupGeometry::max_num_seqs)
+      .def_property_readonly(
+          "recurrent_mode",
+          [](const GroupGeometry& g) { return std::string(RecurrentModeName(g.recurrent_mode)); })
+      .def_readonly("num_speculative_blocks", &GroupGeometry::num_speculative_blocks)
+      .def_readonly("sliding_window", &GroupGeometry::sliding_window)
+      .def_readonly("attention_chunk_size", &GroupGeometry::attention_chunk_size)
+      .def_readonly("extra_retained_tokens", &GroupGeometry::extra_retained_tokens)
+      .def_property_readonly("interleaved_slots", &GroupGeometry::interleaved_slots)
+      .def("to_dict", &GeometryDict<GroupGeometry>)
+      .def("__eq__", [](const GroupGeometry& a, const GroupGeometry& b) { return a == b; })
+      .def("__repr__", [](const GroupGeometry& g) {
+        return "GroupGeometry(" + py::repr(GeometryDict(g)).cast<std::string>() + ")";
+      });
+
+  auto geo = [](auto member) {
+    return [member](const PlannedGroup& g) { return g.geometry.*member; };
+  };
+  py::class_<PlannedGroup>(m, "Group", "One cache group of a plan.")
+      .def_property_readonly("id", [](const PlannedGroup& g) { return g.id.value(); })
+      .def_property_readonly(
+          "kind", [](const PlannedGroup& g) { return std::string(CacheKindName(g.spec.kind)); })
+      .def_property_readonly("role",
+                             [](const PlannedGroup& g) { return std::string(RoleName(g.role)); })
+      .def_property_readonly(
+          "placement",
+          [](const PlannedGroup& g) { return std::string(PlacementName(g.geometry.placement)); })
+      .def_readonly("layers", &PlannedGroup::layers)
+      .def_property_readonly("num_layers", [](const PlannedGroup& g) { return g.layers.size(); })
+      .def_readonly("uniform_type", &PlannedGroup::uniform_type)
+      .def_readonly("layer_page_size_bytes", &PlannedGroup::layer_page_bytes)
+      .def_readonly("natural_page_size_bytes", &PlannedGroup::natural_page_size_bytes)
+      .def_readonly("geometry", &PlannedGroup::geometry)
+      .def_property_readonly("attention_backend",
+                             [](const PlannedGroup& g) { return g.spec.attention_backend; })
+      .def_property_readonly("volatile_last_block",
+                             [](const PlannedGroup& g) { return g.spec.volatile_last_block; })
+      .def_property_readonly(
+          "kv_cache_dtype",
+          [](const PlannedGroup& g) {
+            // As in the JSON report: recurrent groups report their state dtype.
+            if (g.spec.kind == CacheKind::kRecurrent) {
+              return std::string(ElementTypeName(
+                  g.spec.state.empty() ? ElementType::kFloat32 : g.spec.state.front().dtype));
+            }
+            return std::string(KvCacheDtypeName(g.spec.cache_dtype));
+          })
+      .def_property_readonly("dcp_shard_count", geo(&GroupGeometry::dcp_shard_count))
+      .def_property_readonly("block_size", geo(&GroupGeometry::block_size))
+      .def_property_readonly("manager_block_size", geo(&GroupGeometry::manager_block_size))
+      .def_property_readonly("kernel_block_size", geo(&GroupGeometry::kernel_block_size))
+      .def_property_readonly("page_size_bytes", geo(&GroupGeometry::page_size_bytes))
+      .def_property_readonly("required_columns", geo(&GroupGeometry::required_columns))
+      .def_property_readonly("manager_table_width", geo(&GroupGeometry::manager_table_width))
+      .def_property_readonly("block_table_width", geo(&GroupGeometry::block_table_width))
+      .def_property_readonly("max_pages_per_request", geo(&GroupGeometry::max_pages_per_request))
+      .def_property_readonly("block_table_bytes_per_rank",
+                             geo(&GroupGeometry::block_table_bytes_per_rank))
+      .def_property_readonly("num_speculative_blocks", geo(&GroupGeometry::num_speculative_blocks))
+      .def_property_readonly("sliding_window",
+                             [](const PlannedGroup& g) -> py::object {
+                               if (!IsWindowed(g.spec.kind)) return py::none();
+                               return py::int_(g.spec.sliding_window);
+                             })
+      .def_property_readonly(
+          "recurrent_mode",
+          [](const PlannedGroup& g) -> py::object {
+            if (g.spec.kind != CacheKind::kRecurrent) return py::none();
+            return py::str(std::string(RecurrentModeName(g.spec.recurrent_mode)));
+          })
+      .def("__repr__", [](const PlannedGroup& g) {
+        return "Group(id=" + std::to_string(g.id.value()) +
+               ", kind=" + std::string(CacheKindName(g.spec.kind)) +
+               ", role=" + std::string(RoleName(g.role)) +
+               ", placement=" + std::string(PlacementName(g.geometry.placement)) +
+               ", layers=" + std::to_string(g.layers.size()) + ")";
+      });
+
+  py::class_<Capacity>(m, "Capacity", "What the pool holds: tokens and max-length requests.")
+      .def_readonly("memory_bytes", &Capacity::memory_bytes)
+      .def_readonly("blocks_per_request", &Capacity::blocks_per_request)
+      .def_readonly("max_tokens", &Capacity::max_tokens)
+      .def_readonly("max_concurrency", &Capacity::max_concurrency)
+      .def("__repr__", [](const Capacity& c) {
+        return "Capacity(memory_bytes=" + std::to_string(c.memory_bytes) +
+               ", max_tokens=" + std::to_string(c.max_tokens) +
+               ", max_concurrency=" + py::repr(py::float_(c.max_concurrency)).cast<std::string>() +
+               ")";
+      });
+
+  py::class_<PoolLayout>(m, "PoolLayout", "The shared block pool of a plan.")
+      .def_readonly("num_blocks", &PoolLayout::num_blocks)
+      .def_readonly("bytes_per_block", &PoolLayout::bytes_per_block)
+      .def_readonly("page_stride_bytes", &PoolLayout::page_stride_bytes)
+      .def_property_readonly("tensors",
+                             [](const PoolLayout& p) {
+                               py::list out;
+                               for (const PoolTensor& t : p.tensors) {
+                                 py::dict d;
+                                 d["size_bytes"] = t.size_bytes;
+                                 d["page_stride_bytes"] = t.page_stride_bytes;
+                                 d["shared_by"] = t.shared_by;
+                                 out.append(d);
+                               }
+                               return out;
+                             })
+      .def("__repr__", [](const PoolLayout& p) {
+        return "PoolLayout(num_blocks=" + std::to_string(p.num_blocks) +
+               ", bytes_per_block=" + std::to_string(p.bytes_per_block) + ")";
+      });
+
+  py::class_<Promotion>(m, "Promotion", "Promotion of replicated sliding-window draft blocks.")
+      .def_readonly("considered", &Promotion::considered)
+      .def_readonly("applied", &Promotion::applied)
+      .def_readonly("reason", &Promotion::reason)
+      .def_readonly("block_size_before", &Promotion::block_size_before)
+      .def_readonly("block_size_after", &Promotion::block_size_after)
+      .def_readonly("bytes_per_block_before", &Promotion::bytes_per_block_before)
+      .def_readonly("bytes_per_block_after", &Promotion::bytes_per_block_after)
+      .def_readonly("max_tokens_before", &Promotion::max_tokens_before)
+      .def_readonly("max_tokens_after", &Promotion::max_tokens_after);
+
+  py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan", "A planned launch (kvtopo plan).")
+      .def_property_readonly("accepted", &Plan::accepted)
+      .def_property_readonly("model_name", [](const Plan& p) { return p.model.model_name; })
+      .def_property_readonly("architecture", [](const Plan& p) { return p.model.architecture; })
+      .def_property_readonly("draft_name", [](const Plan& p) { return p.model.draft_name; })
+      .def_property_readonly("max_model_len", [](const Plan& p) { return p.model.max_model_len; })
+      .def_property_readonly("num_speculative_tokens",
+                             [](const Plan& p) { return p.model.num_speculative_tokens; })
+      .def_property_readonly("num_lookahead_tokens",
+                             [](const Plan& p) { return p.model.num_lookahead_tokens; })
+      .def_property_readonly(
+          "parallel",
+          [](const Plan& p) {
+            py::dict d;
+            d["tensor_parallel_size"] = p.parallel.tensor_parallel_size;
+            d["decode_context_parallel_size"] = p.parallel.decode_context_parallel_size;
+            d["prefill_context_parallel_size"] = p.parallel.prefill_context_parallel_size;
+            d["dcp_kv_cache_interleave_size"] = p.parallel.dcp_kv_cache_interleave_size;
+            return d;
+          })
+      .def_property_readonly("enable_prefix_caching",
+                             [](const Plan& p) { return p.cache.enable_prefix_caching; })
+      .def_property_readonly("max_num_seqs", [](const Plan& p) { return p.cache.max_num_seqs; })
+      .def_readonly("groups", &Plan::groups)
+      .def_readonly("pool", &Plan::pool)
+      .def_readonly("capacity", &Plan::capacity)
+      .def_readonly("promotion", &Plan::promotion)
+      .def_readonly("kv_cache_memory_is_default", &Plan::kv_cache_memory_is_default)
+      .def_readonly("scheduler_block_size", &Plan::scheduler_block_size)
+      .def_readonly("hash_block_size", &Plan::hash_block_size)
+      .def_readonly("block_table_bytes_per_rank", &Plan::block_table_bytes_per_rank)
+      .def_readonly("max_model_len_that_fits", &Plan::max_model_len_that_fits)
+      .def_property_readonly("diagnostics",
+                             [](const Plan& p) { return DiagnosticsList(p.diagnostics); })
+      .def(
+          "to_json", [](const Plan& p, int indent) { return PlanToJson(p).dump(indent); },
+          py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
+      .def("table", &FormatPlanTable, "The table `kvtopo plan` prints.")
+      .def("svg", &RenderPlanSvg, "The SVG drawing of `kvtopo plan --svg`.")
+      .def("__repr__", [](const Plan& p) {
+        return "Plan(model=" + p.model.model_name +
+               ", accepted=" + (p.accepted() ? "True" : "False") +
+               ", groups=" + std::to_string(p.groups.size()) +
+               ", max_tokens=" + std::to_string(p.capacity.max_tokens) + ")";
+      });
+
+  py::class_<CheckResult>(m, "CheckResult",
+                          "accepted and diagnostics of a launch (kvtopo check); unpacks as a "
+                          "(accepted, diagnostics) pair.")
+      .def_readonly("accepted", &CheckResult::accepted)
+      .def_readonly("model_name", &CheckResult::model_name)
+      .def_property_readonly("diagnostics",
+                             [](const CheckResult& c) { return DiagnosticsList(c.diagnostics); })
+      .def("__iter__",
+           [](const CheckResult& c) {
+             return py::iter(py::make_tuple(c.accepted, DiagnosticsList(c.diagnostics)));
+           })
+      .def(
+          "to_json",
+          [](const CheckResult& c, int indent) {
+            nlohmann::json diags = nlohmann::json::array();
+            for (const Diagnostic& d : c.diagnostics) {
+              diags.push_back({{"severity", std::string(SeverityName(d.severity))},
+                               {"code", d.code},
+                               {"message", d.message}});
+            }
+            return nlohmann::json{{"accepted", c.accepted}, {"diagnostics", diags}}.dump(indent);
+          },
+          py::arg("indent") = 2, "The JSON of `kvtopo check --json`.")
+      .def("__repr__", [](const CheckResult& c) {
+        return std::string("CheckResult(accepted=") + (c.accepted ? "True" : "False") +
+               ", diagnostics=" + std::to_string(c.diagnostics.size()) + ")";
+      });
+
+  m.def(
+      "plan",
+      [](py::object model, py::kwargs options) {
+        auto plan = std::make_shared<Plan>(MakePlan(model, options));
+        if (!plan->accepted()) {
+          py::object exc =
+              py::reinterpret_borrow<py::object>(g_rejected_error)(RejectionMessage(*plan));
+          exc.attr("plan") = py::cast(plan);
+          exc.attr("diagnostics") = DiagnosticsList(plan->diagnostics);
+          PyErr_SetObject(g_rejected_error, exc.ptr());
+          throw py::error_already_set();
+        }
+        return plan;
+      },
+      py::arg("model") = py::none(),
+      "plan(model=None, **options) -> Plan\n\n"
+      "Plans a launch like `kvtopo plan`. `model` is a profile name, a config.json path (or a\n"
+      "directory holding one), a config dict, or None for the seeds' default launch. Options\n"
+      "are the CLI's long flags with underscores. Raises RejectedError (with .plan and\n"
+      ".diagnostics) when the launch cannot run, ValueError/TypeError for bad options,\n"
+      "LookupError for an unknown model or backend.");
+  m.def(
+      "check",
+      [](py::object model, py::kwargs options) {
+        const Plan plan = MakePlan(model, options);
+        return CheckResult{.accepted = plan.accepted(),
+                           .model_name = plan.model.model_name,
+                           .diagnostics = plan.diagnostics};
+      },
+      py::arg("model") = py::none(),
+      "check(model=None, **options) -> CheckResult\n\n"
+      "Accepts or rejects a launch like `kvtopo check`; a rejection is a result, not an error.");
+  m.def(
+      "parse_byte_size", [](const std::string& text) { return ValueOrThrow(ParseByteSize(text)); },
+      py::arg("text"), "Bytes from '12GiB', '512M' or '1000000' (as --kv-cache-memory).");
+  m.def(
+      "option_names",
+      [] {
+        std::vector<std::string> names;
+        for (const char* n : kOptionNames) names.emplace_back(n);
+        return names;
+      },
+      "The launch options plan() and check() accept.");
+  m.def(
+      "profiles",
+      [] {
+        py::list out;
+        for (const ProfileInfo& p : ValueOrThrow(ListProfiles())) {
+          py::dict d;
+          d["name"] = p.name;
+          d["kind"] = p.kind;
+          d["architecture"] = p.architecture;
+          d["num_layers"] = p.num_layers;
+          out.append(d);
+        }
+        return out;
+      },
+      "The embedded profiles (kvtopo profiles).");
+}
+
+void BindRuntime(py::module_& m) {
+  py::class_<PyComputedBlocks>(m, "ComputedBlocks",
+                               "Prefix hits of a request: unpacks as (num_tokens, blocks).")
+      .def_property_readonly("num_tokens",
+                             [](const PyComputedBlocks& c) { return c.blocks.num_tokens.value(); })
+      .def_property_readonly("blocks", &PyComputedBlocks::BlockLists)
+      .def("__iter__",
+           [](const PyComputedBlocks& c) {
+             return py::iter(py::make_tuple(c.blocks.num_tokens.value(), c.BlockLists()));
+           })
+      .def("__repr__", [](const PyComputedBlocks& c) {
+        return "ComputedBlocks(num_tokens=" + std::to_string(c.blocks.num_tokens.value()) + ")";
+      });
+
+  py::class_<PyKVCacheManager>(m, "KVCacheManager",
+                               "The scheduler-side block manager (one per engine), built from a "
+                               "plan's groups, pool size and hash block size.")
+      .def(py::init([](const Plan& plan, std::optional<int64_t> num_blocks,
+                       std::optional<bool> enable_prefix_caching) {
+             return std::make_unique<PyKVCacheManager>(plan, num_blocks, enable_prefix_caching);
+           }),
+           py::arg("plan"), py::kw_only(), py::arg("num_blocks") = py::none(),
+           py::arg("enable_prefix_caching") = py::none())
+      .def("add_request", &PyKVCacheManager::AddRequest, py::arg("request_id"),
+           py::arg("token_ids"), py::kw_only(), py::arg("lora_id") = 0, py::arg("cache_salt") = "",
+           py::arg("mm_items") = py::none(),
+           "Registers a request with its prompt token ids (mm_items: (identifier, offset, "
+           "length) tuples).")
+      .def("get_computed_blocks", &PyKVCacheManager::GetComputedBlocks, py::arg("request_id"),
+           "Longest prefix hit: ComputedBlocks, unpacking as (num_tokens, [[block ids] per "
+           "group]). Pass it to allocate_slots(computed=...) right away.")
+      .def("allocate_slots", &PyKVCacheManager::AllocateSlots, py::arg("request_id"),
+           py::arg("num_new_tokens"), py::arg("num_new_computed_tokens") = 0,
+           py::arg("computed") = nullptr, py::arg("num_lookahead_tokens") = 0,
+           py::arg("full_sequence_must_fit") = false,
+           "Reserves slots for this step: the new or rewritten block ids per group, or None "
+           "when there are not enough free blocks (nothing else changed).")
+      .def("append_tokens", &PyKVCacheManager::AppendTokens, py::arg("request_id"),
+           py::arg("token_ids"))
+      .def("rewind_computed_tokens", &PyKVCacheManager::RewindComputedTokens, py::arg("request_id"),
+           py::arg("num_rejected"))
+      .def("free", &PyKVCacheManager::Free, py::arg("request_id"))
+      .def("new_step", [](PyKVCacheManager& self) { self.manager().NewStep(); })
+      .def("block_ids", &PyKVCacheManager::BlockIds, py::arg("request_id"), py::arg("group"))
+      .def("last_update", &PyKVCacheManager::LastUpdate, py::arg("request_id"), py::arg("group"),
+           "(first_column, block_ids) the last allocate_slots changed in the group's row.")
+      .def("num_computed_tokens", &PyKVCacheManager::NumComputedTokens, py::arg("request_id"))
+      .def("num_tokens", &PyKVCacheManager::NumTokens, py::arg("request_id"))
+      .def("__contains__", &PyKVCacheManager::Contains)
+      .def("__len__", &PyKVCacheManager::num_requests)
+      .def_property_readonly(
+          "num_free_blocks",
+          [](const PyKVCacheManager& self) { return self.manager().num_free_blocks(); })
+      .def_property_readonly("num_blocks", &PyKVCacheManager::num_blocks)
+      .def_property_readonly(
+          "num_groups", [](const PyKVCacheManager& self) { return self.manager().num_groups(); })
+      .def_property_readonly("max_model_len", &PyKVCacheManager::max_model_len)
+      .def_property_readonly("usage",
+                             [](const PyKVCacheManager& self) { return self.manager().Usage(); })
+      .def_property_readonly("prefix_cache_stats",
+                             [](const PyKVCacheManager& self) {
+                               const PrefixCacheStats& s = self.manager().prefix_cache_stats();
+                               py::dict d;
+                               d["requests"] = s.requests;
+                               d["query_tokens"] = s.query_tokens;
+                               d["hit_tokens"] = s.hit_tokens;
+                               return d;
+                             })
+      .def("reset_prefix_cache", &PyKVCacheManager::ResetPrefixCache)
+      .def(
+          "check_invariants",
+          [](const PyKVCacheManager& self) { self.manager().CheckInvariants(); },
+          "Aborts the process if an internal invariant is broken (a kvtopo bug).");
+}
+
+void BindWorker(py::module_& m) {
+  BindOwnedArray<int32_t>(m, "_Int32Array");
+  BindOwnedArray<int64_t>(m, "_Int64Array");
+  py::class_<BorrowedInt32View>(m, "_Int32View", py::buffer_protocol())
+      .def_buffer([](BorrowedInt32View& v) {
+        return py::buffer_info(const_cast<int32_t*>(v.data), sizeof(int32_t),
+                               py::format_descriptor<int32_t>::format(), 1, {v.size},
+                               {static_cast<py::ssize_t>(sizeof(int32_t))}, /*readonly=*/true);
+      });
+
+  py::class_<PyBlockTable>(m, "BlockTable", py::buffer_protocol(),
+                           "One rank's block table for one group: num_rows x block_table_width "
+                           "int32 kernel block ids. memoryview(table) is a read-only 2-D view.")
+      .def(py::init([](const GroupGeometry& g, int64_t num_rows) {
+             return std::make_unique<PyBlockTable>(g, num_rows);
+           }),
+           py::arg("geometry"), py::arg("num_rows"))
+      .def(py::init([](const PlannedGroup& g, int64_t num_rows) {
+             return std::make_unique<PyBlockTable>(g.geometry, num_rows);
+           }),
+           py::arg("group"), py::arg("num_rows"))
+      .def_buffer([](PyBlockTable& t) {
+        return py::buffer_info(const_cast<int32_t*>(t.table.Row(0).data()), sizeof(int32_t),
+                               py::format_descriptor<int32_t>::format(), 2,
+                               {static_cast<py::ssize_t>(t.table.num_rows()),
+                                static_cast<py::ssize_t>(t.table.width())},
+                               {static_cast<py::ssize_t>(t.table.width() * sizeof(int32_t)),
+                                static_cast<py::ssize_t>(sizeof(int32_t))},
+                               /*readonly=*/true);
+      })
+      .def_readonly("geometry", &PyBlockTable::geometry)
+      .def_property_readonly("num_rows", [](const PyBlockTable& t) { return t.table.num_rows(); })
+      .def_property_readonly("width", [](const PyBlockTable& t) { return t.table.width(); })
+      .def_property_readonly(
+          "kernel_blocks_per_block",
+          [](const PyBlockTable& t) { return t.table.kernel_blocks_per_block(); })
+      .def(
+          "append",
+          [](PyBlockTable& t, int64_t row, py::handle block_ids) {
+            const int32_t r = t.CheckedRow(row);
+            ThrowIfError(t.table.Append(r, t.CheckedBlocks(block_ids)));
+          },
+          py::arg("row"), py::arg("block_ids"), "Appends manager block ids to the row.")
+      .def("write_from", &PyBlockTable::WriteFrom, py::arg("row"), py::arg("first_column"),
+           py::arg("block_ids"),
+           "Writes manager block ids from a manager column (see KVCacheManager.last_update).")
+      .def(
+          "clear_row", [](PyBlockTable& t, int64_t row) { t.table.ClearRow(t.CheckedRow(row)); },
+          py::arg("row"))
+      .def(
+          "row_length",
+          [](const PyBlockTable& t, int64_t row) { return t.table.row_length(t.CheckedRow(row)); },
+          py::arg("row"), "Kernel entries in use in the row.")
+      .def(
+          "row",
+          [](py::object self, int64_t row) {
+            const PyBlockTable& t = self.cast<const PyBlockTable&>();
+            std::span<const int32_t> data = t.table.Row(t.CheckedRow(row));
+            BorrowedInt32View view{
+                .owner = self, .data = data.data(), .size = static_cast<py::ssize_t>(data.size())};
+            return py::memoryview(py::cast(std::move(view)));
+          },
+          py::arg("row"), "The row's kernel block ids, full width, as a read-only memoryview.")
+      .def(
+          "slot_mapping",
+          [](const PyBlockTable& t, int64_t row, int64_t rank, py::handle positions,
+             std::optional<int64_t> num_slots) {
+            const int32_t r = t.CheckedRow(row);
+            return SlotMapping(t.geometry, rank, t.table.Row(r).first(t.table.row_length(r)),
+                               positions, num_slots);
+          },
+          py::arg("row"), py::arg("rank"), py::arg("positions"), py::arg("num_slots") = py::none(),
+          "Slots (int64 memoryview) of the row's positions on `rank`; -1 where the rank does "
+          "not hold the position, and for padding up to num_slots.")
+      .def("check_invariants", [](const PyBlockTable& t) { t.table.CheckInvariants(); });
+
+  m.def(
+      "slot_mapping",
+      [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
+         std::optional<int64_t> num_slots) {
+        const std::vector<int32_t> row = ToIntVector<int32_t>(kernel_row, "kernel_row");
+        return SlotMapping(g, rank, row, positions, num_slots);
+      },
+      py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),
+      py::arg("num_slots") = py::none(),
+      "Slots (int64 memoryview) of `positions` on `rank` for a request whose kernel block "
+      "row is `kernel_row` (only its used entries); -1 where the rank does not hold a "
+      "position.");
+  m.def(
+      "owner_slice",
+      [](int64_t position, int64_t num_shards, int64_t interleave) {
+        if (position < 0 || num_shards < 1 || interleave < 1) {
+          RaisePython(PyExc_ValueError,
+                      "owner_slice needs position >= 0, num_shards >= 1 and "
+                      "interleave >= 1");
+        }
+        return OwnerSlice(TokenPos{position}, num_shards, interleave);
+      },
+      py::arg("position"), py::arg("num_shards"), py::arg("interleave"),
+      "(position // interleave) % num_shards: the slice holding a position.");
+  m.def(
+      "holds_position",
+      [](const GroupGeometry& g, int64_t rank, int64_t position) {
+        if (position < 0) RaisePython(PyExc_ValueError, "position must be non-negative");
+        return HoldsPosition(SlotLayoutFor(g, CheckedRank(g, rank)), TokenPos{position});
+      },
+      py::arg("geometry"), py::arg("rank"), py::arg("position"));
+
+  auto check_shards = [](int64_t num_shards, int64_t slice, int64_t interleave) {
+    if (num_shards < 1 || interleave < 1 || slice < 0 || slice >= num_shards) {
+      RaisePython(PyExc_ValueError,
+                  "need num_shards >= 1, interleave >= 1 and 0 <= slice < num_shards (got " +
+                      std::to_string(num_shards) + ", " + std::to_string(interleave) + ", " +
+                      std::to_string(slice) + ")");
+    }
+  };
+  m.def(
+      "local_seq_len",
+      [](const GroupGeometry& g, int64_t rank, int64_t seq_len) {
+        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
+        const Rank r = CheckedRank(g, rank);
+        if (g.interleave < 1 || g.dcp_shard_count < 1) ValidateSlotGeometry(g);
+        return LocalSeqLen(g, r, TokenCount{seq_len}).value();
+      },
+      py::arg("geometry"), py::arg("rank"), py::arg("seq_len"),
+      "Tokens of a seq_len-token sequence the group keeps on `rank`.");
+  m.def(
+      "local_seq_len_of_slice",
+      [check_shards](int64_t seq_len, int64_t num_shards, int64_t slice, int64_t interleave) {
+        check_shards(num_shards, slice, interleave);
+        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
+        return LocalSeqLen(TokenCount{seq_len}, num_shards, slice, interleave).value();
+      },
+      py::arg("seq_len"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
+      "floor(L / (n*I)) * I + clamp(L mod (n*I) - s*I, 0, I).");
+  m.def(
+      "fill_local_seq_lens",
+      [check_shards](py::handle seq_lens, int64_t num_shards, int64_t slice, int64_t interleave,
+                     std::optional<int64_t> num_rows) {
+        check_shards(num_shards, slice, interleave);
+        const std::vector<int32_t> lens = ToIntVector<int32_t>(seq_lens, "seq_lens");
+        for (int32_t l : lens) {
+          if (l < 0) RaisePython(PyExc_ValueError, "seq_lens must be non-negative");
+        }
+        const int64_t rows = num_rows.value_or(static_cast<int64_t>(lens.size()));
+        if (rows < static_cast<int64_t>(lens.size())) {
+          RaisePython(PyExc_ValueError, "num_rows must be at least len(seq_lens)");
+        }
+        std::vector<int32_t> out(rows, 0);
+        FillLocalSeqLens(lens, num_shards, slice, interleave, out);
+        return ToMemoryView(std::move(out));
+      },
+      py::arg("seq_lens"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
+      py::arg("num_rows") = py::none(),
+      "Rank-local lengths (int32 memoryview) for attention metadata; rows past len(seq_lens) "
+      "are 0.");
+}
+
+}  // namespace
+}  // namespace kvtopo::python
+
+PYBIND11_MODULE(_kvtopo, m) {
+  using namespace kvtopo::python;
+  m.doc() = "kvtopo: KV-cache topology planner and runtime for decode context parallelism";
+  m.attr("__version__") = KVTOPO_VERSION;
+  g_rejected_error = PyErr_NewExceptionWithDoc(
+      "kvtopo.RejectedError",
+      "A well-formed launch that cannot run; .diagnostics (and .plan from plan()) say why.",
+      PyExc_Exception, nullptr);
+  if (g_rejected_error == nullptr) throw py::error_already_set();
+  m.add_object("RejectedError", py::handle(g_rejected_error));
+  BindPlan(m);
+  BindRuntime(m);
+  BindWorker(m);
+}

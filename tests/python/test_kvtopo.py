@@ -1,0 +1,399 @@
+"""Tests of the kvtopo Python module (standard library unittest; run by `make test`).
+
+Run: PYTHONPATH=build/python python3 -m unittest discover -s tests/python -v
+"""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import kvtopo
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# A small sharded launch: one MLA group, DCP 4, kernel block 16, interleave 2.
+SMALL = dict(tensor_parallel_size=4, decode_context_parallel_size=4, max_model_len=4096,
+             kv_cache_memory="256MiB", block_size=16, dcp_kv_cache_interleave_size=2)
+
+
+def small_plan(**overrides):
+    return kvtopo.plan("kimi-k2.6", **{**SMALL, **overrides})
+
+
+def cli(*args):
+    """Runs the kvtopo CLI next to the module, if it was built (make build)."""
+    for build in (os.environ.get("KVTOPO_BUILD_DIR", ""), os.path.join(REPO, "build")):
+        path = os.path.join(build, "kvtopo")
+        if build and os.path.isfile(path):
+            return subprocess.run([path, *args], capture_output=True, text=True)
+    return None
+
+
+class PlanTest(unittest.TestCase):
+    def test_default_plan_matches_the_seeds(self):
+        plan = kvtopo.plan()
+        self.assertTrue(plan.accepted)
+        self.assertEqual(plan.model_name, "kimi-k3")
+        self.assertEqual(plan.parallel["tensor_parallel_size"], 16)
+        self.assertEqual(plan.parallel["decode_context_parallel_size"], 16)
+        self.assertEqual(plan.max_model_len, 1_000_000)
+        self.assertEqual(plan.num_speculative_tokens, 7)
+        self.assertEqual([g.id for g in plan.groups], list(range(len(plan.groups))))
+        by_kind = {(g.kind, g.role, g.placement) for g in plan.groups}
+        self.assertIn(("mla", "target", "sharded"), by_kind)
+        self.assertIn(("mla", "draft", "replicated"), by_kind)
+        self.assertIn(("recurrent", "target", "recurrent"), by_kind)
+        for g in plan.groups:
+            self.assertEqual(g.num_layers, len(g.layers))
+            self.assertEqual(g.block_size, 768)
+            self.assertEqual(g.geometry.block_size, g.block_size)
+            self.assertEqual(g.manager_block_size, g.block_size * g.dcp_shard_count)
+            self.assertEqual(g.dcp_shard_count, 16 if g.placement == "sharded" else 1)
+            self.assertEqual(g.attention_backend, "B12X_MLA" if g.kind == "mla" else "")
+        self.assertEqual(plan.capacity.memory_bytes, 32 << 30)
+        self.assertTrue(plan.kv_cache_memory_is_default)
+        self.assertGreater(plan.capacity.max_tokens, 1_000_000)
+        self.assertEqual(plan.capacity.max_tokens,
+                         int(plan.capacity.max_concurrency * plan.max_model_len))
+        self.assertGreater(plan.pool.num_blocks, 1)
+        self.assertEqual(plan.diagnostics, [])
+        self.assertGreater(plan.hash_block_size, 0)
+        self.assertGreater(plan.block_table_bytes_per_rank, 0)
+
+    def test_to_json_parses_and_matches_the_fields(self):
+        plan = small_plan()
+        j = json.loads(plan.to_json())
+        self.assertEqual(j["accepted"], plan.accepted)
+        self.assertEqual(j["model"]["name"], plan.model_name)
+        self.assertEqual(j["capacity"]["max_tokens"], plan.capacity.max_tokens)
+        self.assertEqual(j["pool"]["num_blocks"], plan.pool.num_blocks)
+        self.assertEqual(j["scheduler_block_size"], plan.scheduler_block_size)
+        self.assertEqual(j["hash_block_size"], plan.hash_block_size)
+        self.assertEqual(j["block_table_bytes_per_rank"], plan.block_table_bytes_per_rank)
+        self.assertEqual(len(j["groups"]), len(plan.groups))
+        for jg, g in zip(j["groups"], plan.groups):
+            for field in ("id", "kind", "role", "placement", "dcp_shard_count", "block_size",
+                          "manager_block_size", "kernel_block_size", "page_size_bytes",
+                          "kv_cache_dtype", "attention_backend", "num_layers", "layers",
+                          "block_table_width", "max_pages_per_request"):
+                self.assertEqual(jg[field], getattr(g, field), field)
+
+    def test_to_json_equals_the_cli(self):
+        args = ["kimi-k2.6", "--tensor-parallel-size", "4", "--decode-context-parallel-size", "4",
+                "--max-model-len", "4096", "--kv-cache-memory", "256MiB", "--block-size", "16",
+                "--cp-kv-cache-interleave-size", "2", "--no-enable-prefix-caching"]
+        out = cli("plan", "--json", *args)
+        if out is None:
+            self.skipTest("the kvtopo CLI is not built")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        py = kvtopo.plan("kimi-k2.6", **{**SMALL, "cp_kv_cache_interleave_size": 2},
+                         enable_prefix_caching=False)
+        self.assertEqual(py.to_json(), out.stdout.rstrip("\n"))
+        self.assertEqual(kvtopo.plan().to_json(), cli("plan", "--json").stdout.rstrip("\n"))
+
+    def test_dict_model(self):
+        with open(os.path.join(REPO, "profiles", "gpt-oss-120b.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        by_dict = kvtopo.plan(config, max_model_len=8192, kv_cache_memory=1 << 30)
+        by_name = kvtopo.plan("gpt-oss-120b", max_model_len=8192, kv_cache_memory="1GiB")
+        self.assertTrue(by_dict.accepted)
+        self.assertEqual(by_dict.model_name, "<config>")
+        self.assertEqual(by_dict.architecture, "GptOssForCausalLM")
+        self.assertEqual([(g.kind, g.layers, g.page_size_bytes) for g in by_dict.groups],
+                         [(g.kind, g.layers, g.page_size_bytes) for g in by_name.groups])
+        self.assertEqual(by_dict.capacity.max_tokens, by_name.capacity.max_tokens)
+        self.assertIn("sliding_window", {g.kind for g in by_dict.groups})
+
+    def test_options_override_the_default_launch(self):
+        plan = kvtopo.plan(decode_context_parallel_size=8, kv_cache_memory="16GiB")
+        self.assertEqual(plan.parallel["decode_context_parallel_size"], 8)
+        self.assertEqual(plan.parallel["tensor_parallel_size"], 16)
+        self.assertEqual(plan.capacity.memory_bytes, 16 << 30)
+        self.assertFalse(plan.kv_cache_memory_is_default)
+        self.assertEqual(kvtopo.parse_byte_size("1.5GiB"), 3 << 29)
+        # None means "not given".
+        self.assertEqual(kvtopo.plan(block_size=None).to_json(), kvtopo.plan().to_json())
+
+    def test_speculative_config_as_dict_or_json(self):
+        spec = {"method": "dspark", "model": "kimi-k3-dspark", "num_speculative_tokens": 3,
+                "draft_attention_backend": "B12X_MLA"}
+        a = kvtopo.plan(speculative_config=spec)
+        b = kvtopo.plan(speculative_config=json.dumps(spec))
+        self.assertEqual(a.num_speculative_tokens, 3)
+        self.assertEqual(a.to_json(), b.to_json())
+
+    def test_shard_draft_flag_and_environment_agree(self):
+        unsharded = kvtopo.plan().to_json()
+        sharded = kvtopo.plan(shard_draft=True).to_json()
+        self.assertNotEqual(sharded, unsharded)
+        saved = os.environ.get("VLLM_DCP_SHARD_DRAFT")
+        os.environ["VLLM_DCP_SHARD_DRAFT"] = "1"
+        try:
+            self.assertEqual(kvtopo.plan().to_json(), sharded)
+        finally:
+            if saved is None:
+                del os.environ["VLLM_DCP_SHARD_DRAFT"]
+            else:
+                os.environ["VLLM_DCP_SHARD_DRAFT"] = saved
+
+    def test_check(self):
+        result = kvtopo.check()
+        self.assertTrue(result.accepted)
+        accepted, diagnostics = kvtopo.check(max_model_len=100_000_000)
+        self.assertFalse(accepted)
+        codes = [d.code for d in diagnostics if d.severity == "error"]
+        self.assertIn("kv-cache-memory", codes)
+        severity, code, message = diagnostics[-1]
+        self.assertIn("--max-model-len", message)
+        j = json.loads(kvtopo.check(max_model_len=100_000_000).to_json())
+        self.assertEqual(set(j), {"accepted", "diagnostics"})
+        self.assertFalse(j["accepted"])
+
+
+class ErrorTest(unittest.TestCase):
+    def test_unknown_option_names_it_and_lists_the_accepted_ones(self):
+        with self.assertRaises(TypeError) as cm:
+            kvtopo.plan(tensor_parallel=4)
+        self.assertIn("'tensor_parallel'", str(cm.exception))
+        self.assertIn("tensor_parallel_size", str(cm.exception))
+        self.assertIn("speculative_config", str(cm.exception))
+        with self.assertRaises(TypeError):
+            kvtopo.check(bogus=True)
+
+    def test_bad_values(self):
+        with self.assertRaisesRegex(ValueError, "--kv-cache-memory"):
+            kvtopo.plan(kv_cache_memory="twelve gigs")
+        with self.assertRaisesRegex(ValueError, "--kv-cache-memory must be positive"):
+            kvtopo.plan(kv_cache_memory=0)
+        with self.assertRaisesRegex(ValueError, "--tensor-parallel-size must be positive, got 0"):
+            kvtopo.plan(tensor_parallel_size=0)
+        with self.assertRaises(TypeError):
+            kvtopo.plan(tensor_parallel_size="4")
+        with self.assertRaises(TypeError):
+            kvtopo.plan(enable_prefix_caching=1)
+        with self.assertRaises(ValueError):
+            kvtopo.plan(kv_cache_dtype="fp7")
+        with self.assertRaises(ValueError):
+            kvtopo.plan(dcp_kv_cache_interleave_size=2, cp_kv_cache_interleave_size=4)
+
+    def test_malformed_speculative_config(self):
+        with self.assertRaisesRegex(ValueError, "--speculative-config is not valid JSON"):
+            kvtopo.plan(speculative_config='{"method": "dspark",')
+        with self.assertRaisesRegex(ValueError, "flavour"):
+            kvtopo.plan(speculative_config={"method": "dspark", "flavour": 1})
+
+    def test_unknown_profile(self):
+        with self.assertRaisesRegex(LookupError, "neither an embedded profile"):
+            kvtopo.plan("no-such-model")
+        with self.assertRaisesRegex(ValueError, "unknown attention backend 'NO_SUCH_BACKEND'"):
+            kvtopo.plan(attention_backend="NO_SUCH_BACKEND")
+
+    def test_rejected_launch(self):
+        with self.assertRaises(kvtopo.RejectedError) as cm:
+            kvtopo.plan(max_model_len=100_000_000)
+        self.assertIn("kv-cache-memory", str(cm.exception))
+        self.assertFalse(cm.exception.plan.accepted)
+        self.assertTrue(any(d.code == "kv-cache-memory" for d in cm.exception.diagnostics))
+        with self.assertRaises(kvtopo.RejectedError):
+            kvtopo.KVCacheManager(cm.exception.plan)
+
+
+class RuntimeTest(unittest.TestCase):
+    def setUp(self):
+        self.plan = small_plan()
+        self.group = self.plan.groups[0]
+        self.manager = kvtopo.KVCacheManager(self.plan)
+
+    def tearDown(self):
+        self.manager.check_invariants()
+
+    def test_full_allocate_free_cycle_returns_the_pool_to_full(self):
+        m = self.manager
+        full = m.num_free_blocks
+        self.assertEqual(full, self.plan.pool.num_blocks - 1)  # the null block
+        self.assertEqual(m.usage, 0.0)
+        m.add_request("a", list(range(100)))
+        m.add_request(7, range(1000, 1300))
+        self.assertIn("a", m)
+        self.assertIn(7, m)
+        self.assertNotIn("7", m)
+        for rid in ("a", 7):
+            num_tokens, blocks = m.get_computed_blocks(rid)
+            self.assertEqual(num_tokens, 0)
+            new = m.allocate_slots(rid, m.num_tokens(rid), num_lookahead_tokens=4)
+            self.assertIsNotNone(new)
+            self.assertEqual(len(new), len(self.plan.groups))
+            self.assertEqual(m.block_ids(rid, 0), new[0])
+            m.check_invariants()
+        self.assertEqual(len(m.block_ids("a", 0)), 2)  # cdiv(104, 64)
+        self.assertEqual(len(m.block_ids(7, 0)), 5)    # cdiv(304, 64)
+        m.new_step()
+        m.append_tokens("a", [5])
+        self.assertEqual(m.allocate_slots("a", 1), [[]])  # no new block for one group
+        m.rewind_computed_tokens("a", 1)
+        self.assertEqual(m.num_computed_tokens("a"), 100)
+        self.assertLess(m.num_free_blocks, full)
+        self.assertGreater(m.usage, 0.0)
+        m.free("a")
+        m.free(7)
+        self.assertEqual(len(m), 0)
+        self.assertEqual(m.num_free_blocks, full)
+        m.check_invariants()
+
+    def test_prefix_hit(self):
+        m = self.manager
+        prompt = list(range(200))
+        m.add_request("first", prompt)
+        self.assertIsNotNone(m.allocate_slots("first", 200))
+        m.free("first")
+        m.add_request("second", prompt + [7])
+        computed = m.get_computed_blocks("second")
+        self.assertEqual(computed.num_tokens, 192)  # 3 full 64-token blocks
+        self.assertEqual(len(computed.blocks[0]), 3)
+        new = m.allocate_slots("second", 201 - 192, 192, computed)
+        self.assertIsNotNone(new)
+        self.assertEqual(m.block_ids("second", 0)[:3], computed.blocks[0])
+        self.assertGreater(m.prefix_cache_stats["hit_tokens"], 0)
+        m.free("second")
+
+    def test_not_enough_blocks_returns_none(self):
+        m = kvtopo.KVCacheManager(self.plan, num_blocks=4)  # 3 usable blocks of 64 tokens
+        m.add_request(1, range(150))
+        self.assertIsNotNone(m.allocate_slots(1, 150))
+        m.add_request(2, range(150))
+        free = m.num_free_blocks
+        self.assertIsNone(m.allocate_slots(2, 150))
+        self.assertEqual(m.num_free_blocks, free)
+        self.assertIsNone(m.allocate_slots(2, 10, full_sequence_must_fit=True))
+        m.free(1)
+        self.assertIsNotNone(m.allocate_slots(2, 150))
+        m.check_invariants()
+
+    def test_misuse_raises_instead_of_aborting(self):
+        m = self.manager
+        for call in (lambda: m.allocate_slots("nope", 1), lambda: m.free("nope"),
+                     lambda: m.get_computed_blocks(3), lambda: m.block_ids("nope", 0),
+                     lambda: m.append_tokens("nope", [1]),
+                     lambda: m.rewind_computed_tokens("nope", 0)):
+            with self.assertRaises(KeyError):
+                call()
+        m.add_request("r", [1, 2, 3])
+        with self.assertRaisesRegex(ValueError, "already registered"):
+            m.add_request("r", [1])
+        with self.assertRaises(ValueError):
+            m.allocate_slots("r", 0)
+        with self.assertRaises(ValueError):
+            m.allocate_slots("r", 1, num_lookahead_tokens=-1)
+        with self.assertRaises(ValueError):
+            m.allocate_slots("r", 1, num_new_computed_tokens=64)  # no computed=
+        with self.assertRaises(ValueError):
+            m.rewind_computed_tokens("r", 1)  # nothing computed yet
+        with self.assertRaises(IndexError):
+            m.block_ids("r", 5)
+        with self.assertRaises(TypeError):
+            m.add_request(1.5, [1])
+        with self.assertRaises(OverflowError):
+            m.add_request("big", [1 << 40])
+        with self.assertRaises(ValueError):
+            kvtopo.KVCacheManager(self.plan, num_blocks=0)
+        m.free("r")
+
+
+class WorkerTest(unittest.TestCase):
+    def test_slot_mapping_on_four_ranks(self):
+        plan = small_plan()
+        geo = plan.groups[0].geometry
+        self.assertEqual((geo.dcp_size, geo.dcp_shard_count, geo.interleave,
+                          geo.kernel_block_size, geo.block_size), (4, 4, 2, 16, 16))
+        m = kvtopo.KVCacheManager(plan)
+        m.add_request("r", range(100))
+        blocks = m.allocate_slots("r", 100)[0]
+        self.assertEqual(len(blocks), 2)
+        tables = [kvtopo.BlockTable(geo, num_rows=8) for _ in range(4)]
+        for t in tables:
+            t.append(3, blocks)
+            self.assertEqual(t.row_length(3), 2)
+            t.check_invariants()
+        row = tables[0].row(3)
+        self.assertEqual(row.format, "i")
+        self.assertEqual(list(row[:3]), [blocks[0], blocks[1], 0])
+        view = memoryview(tables[0])
+        self.assertEqual(view.shape, (8, tables[0].width))
+        self.assertTrue(view.readonly)
+        self.assertEqual(view[3, 1], blocks[1])
+
+        positions = range(100)
+        slots = [t.slot_mapping(3, rank, positions) for rank, t in enumerate(tables)]
+        self.assertEqual(slots[0].format, "q")
+        b0, b1 = blocks
+        # Rank 0 holds positions 0,1, 8,9, 16,17, ...: o = p mod 64 -> (o // 8) * 2 + o % 2.
+        self.assertEqual(list(slots[0][:10]),
+                         [b0 * 16, b0 * 16 + 1, -1, -1, -1, -1, -1, -1, b0 * 16 + 2, b0 * 16 + 3])
+        self.assertEqual(slots[1][2], b0 * 16)
+        self.assertEqual(slots[3][7], b0 * 16 + 1)
+        self.assertEqual(slots[0][64], b1 * 16)
+        self.assertEqual(slots[2][99 - 1 - 1], -1)  # 97 -> slice 0
+        # The owner rule: each position lives on exactly the rank (p // I) % n, at the formula's
+        # slot; and no (rank, slot) is used twice.
+        for p in positions:
+            owner = kvtopo.owner_slice(p, 4, 2)
+            self.assertEqual(owner, (p // 2) % 4)
+            for rank in range(4):
+                held = slots[rank][p] != -1
+                self.assertEqual(held, rank == owner, (p, rank))
+                self.assertEqual(kvtopo.holds_position(geo, rank, p), held)
+            o = p % 64
+            self.assertEqual(slots[owner][p], blocks[p // 64] * 16 + (o // 8) * 2 + o % 2)
+        for rank in range(4):
+            used = [s for s in slots[rank] if s != -1]
+            self.assertEqual(len(used), len(set(used)))
+            # Rank-local lengths agree with the positions each rank holds.
+            self.assertEqual(len(used), kvtopo.local_seq_len(geo, rank, 100))
+        # The free function takes a kernel row directly; padding past the positions is -1.
+        padded = kvtopo.slot_mapping(geo, 1, tables[1].row(3)[:2], [2, 3], num_slots=4)
+        self.assertEqual(list(padded), [b0 * 16, b0 * 16 + 1, -1, -1])
+        with self.assertRaises(OverflowError):
+            kvtopo.slot_mapping(geo, 0, [b0], [64])  # needs a second column
+        with self.assertRaises(ValueError):
+            tables[0].slot_mapping(3, 4, [0])  # rank out of range
+        with self.assertRaises(IndexError):
+            tables[0].row(8)
+        with self.assertRaises(ValueError):
+            tables[0].write_from(3, 5, [1])  # a gap
+        with self.assertRaises(OverflowError):
+            tables[0].append(3, [1] * tables[0].width)  # past the width
+        m.free("r")
+
+    def test_rank_local_lengths(self):
+        # L = 100, n = 4, I = 2: 12 full stripes of 8, then 4 tokens -> slices 0 and 1.
+        # L = 9 on slice 1: one stripe (positions 2, 3), the 9th token is slice 0's.
+        self.assertEqual([kvtopo.local_seq_len_of_slice(100, 4, s, 2) for s in range(4)],
+                         [26, 26, 24, 24])
+        lens = kvtopo.fill_local_seq_lens([100, 9, 0], 4, 1, 2, num_rows=5)
+        self.assertEqual(lens.format, "i")
+        self.assertEqual(list(lens), [26, 2, 0, 0, 0])
+        geo = small_plan().groups[0].geometry
+        self.assertEqual(list(kvtopo.local_seq_lens(geo, 5, [100, 9])), [26, 2])
+        default = kvtopo.plan()
+        replicated = next(g for g in default.groups if g.placement == "replicated")
+        self.assertEqual(kvtopo.local_seq_len(replicated.geometry, 3, 1000), 1000)
+        with self.assertRaises(ValueError):
+            kvtopo.local_seq_len_of_slice(100, 4, 4, 2)
+        with self.assertRaises(ValueError):
+            kvtopo.fill_local_seq_lens([1, 2], 4, 0, 2, num_rows=1)
+
+
+class ExampleTest(unittest.TestCase):
+    def test_engine_loop_example_runs(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        out = subprocess.run([sys.executable, os.path.join(REPO, "examples", "engine_loop.py")],
+                             capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("finished", out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
