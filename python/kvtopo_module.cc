@@ -32,6 +32,7 @@
 
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
@@ -229,12 +230,6 @@ constexpr std::array<const char*, 18> kOptionNames = {
     "prefix_match_unit",
 };
 
-std::string FlagName(std::string_view option) {
-  std::string flag = "--";
-  for (char c : option) flag += c == '_' ? '-' : c;
-  return flag;
-}
-
 struct Launch {
   LaunchConfig config;
   int64_t kv_cache_memory_bytes = 0;         // 0: the planner's default
@@ -246,7 +241,7 @@ nlohmann::json PyToJson(py::handle obj) {
   return nlohmann::json::parse(text);
 }
 
-// Mirrors cli::ToLaunchConfig and cli::KvCacheMemoryBytes option by option.
+// Keyword options -> LaunchOptions -> LaunchConfig, the same path the CLI's flags take.
 Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
   std::unordered_map<std::string, py::handle> given;
   for (auto [key, value] : kwargs) {
@@ -280,96 +275,66 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
     given.erase(it);
   }
 
+  // Python values become the same LaunchOptions the CLI's flags fill (kvtopo/launch_options.h).
+  LaunchOptions o;
   Launch launch;
-  LaunchConfig& c = launch.config;
-  if (model.is_none()) {
-    c = DefaultLaunchConfig();
-  } else if (py::isinstance<py::dict>(model)) {
+  if (py::isinstance<py::dict>(model)) {
     launch.model_json = PyToJson(model);
+    o.model = "<config>";  // vLLM's defaults, not the seeds' launch; the display name
   } else if (PyUnicode_Check(model.ptr()) || py::hasattr(model, "__fspath__")) {
-    c.model = py::str(py::module_::import("os").attr("fspath")(model));
-    if (c.model.empty()) RaisePython(PyExc_ValueError, "model must not be empty");
-  } else {
+    o.model = py::str(py::module_::import("os").attr("fspath")(model));
+    if (o.model.empty()) RaisePython(PyExc_ValueError, "model must not be empty");
+  } else if (!model.is_none()) {
     RaisePython(
         PyExc_TypeError,
         "model must be None, a profile name, a config path or a dict, got " + TypeName(model));
   }
-
-  std::unordered_map<std::string, int64_t> ints;
-  for (const char* name :
-       {"tensor_parallel_size", "decode_context_parallel_size", "prefill_context_parallel_size",
-        "dcp_kv_cache_interleave_size", "block_size", "max_model_len", "max_num_seqs",
-        "max_num_batched_tokens", "mamba_block_size", "prefix_match_unit"}) {
-    auto it = given.find(name);
-    if (it == given.end()) continue;
-    const int64_t value = ToInt64(it->second, name);
-    if (value <= 0) {
-      ThrowStatus(
-          InvalidArgument(FlagName(name) + " must be positive, got " + std::to_string(value)));
-    }
-    ints[name] = value;
+  const std::pair<const char*, std::optional<int64_t>*> ints[] = {
+      {"tensor_parallel_size", &o.tensor_parallel_size},
+      {"decode_context_parallel_size", &o.decode_context_parallel_size},
+      {"prefill_context_parallel_size", &o.prefill_context_parallel_size},
+      {"dcp_kv_cache_interleave_size", &o.dcp_kv_cache_interleave_size},
+      {"block_size", &o.block_size},
+      {"max_model_len", &o.max_model_len},
+      {"max_num_seqs", &o.max_num_seqs},
+      {"max_num_batched_tokens", &o.max_num_batched_tokens},
+      {"mamba_block_size", &o.mamba_block_size},
+      {"prefix_match_unit", &o.prefix_match_unit}};
+  for (const auto& [name, field] : ints) {
+    if (auto it = given.find(name); it != given.end()) *field = ToInt64(it->second, name);
   }
-  auto set = [&](const char* name, int64_t& field) {
-    if (auto it = ints.find(name); it != ints.end()) field = it->second;
-  };
-  set("tensor_parallel_size", c.parallel.tensor_parallel_size);
-  set("decode_context_parallel_size", c.parallel.decode_context_parallel_size);
-  set("prefill_context_parallel_size", c.parallel.prefill_context_parallel_size);
-  set("dcp_kv_cache_interleave_size", c.parallel.dcp_kv_cache_interleave_size);
-  set("block_size", c.cache.block_size);
-  set("max_model_len", c.cache.max_model_len);
-  set("max_num_seqs", c.cache.max_num_seqs);
-  set("max_num_batched_tokens", c.cache.max_num_batched_tokens);
-  set("mamba_block_size", c.cache.mamba_block_size);
-  set("prefix_match_unit", c.cache.prefix_match_unit);
-  if (given.contains("kv_cache_dtype")) {
-    c.cache.kv_cache_dtype =
-        ValueOrThrow(ParseKvCacheDtype(ToString(given["kv_cache_dtype"], "kv_cache_dtype")));
+  const std::pair<const char*, std::optional<std::string>*> texts[] = {
+      {"kv_cache_dtype", &o.kv_cache_dtype},
+      {"mamba_cache_mode", &o.mamba_cache_mode},
+      {"attention_backend", &o.attention_backend}};
+  for (const auto& [name, field] : texts) {
+    if (auto it = given.find(name); it != given.end()) *field = ToString(it->second, name);
   }
   if (given.contains("enable_prefix_caching")) {
-    c.cache.enable_prefix_caching = ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
-  }
-  if (given.contains("mamba_cache_mode")) {
-    c.cache.mamba_cache_mode =
-        ValueOrThrow(ParseRecurrentMode(ToString(given["mamba_cache_mode"], "mamba_cache_mode")));
-  }
-  if (given.contains("attention_backend")) {
-    c.cache.attention_backend = ToString(given["attention_backend"], "attention_backend");
+    o.enable_prefix_caching = ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
   }
   if (given.contains("speculative_config")) {
     py::handle spec = given["speculative_config"];
-    std::string text;
     if (py::isinstance<py::dict>(spec)) {
-      text = py::module_::import("json").attr("dumps")(spec).cast<std::string>();
+      o.speculative_config = py::module_::import("json").attr("dumps")(spec).cast<std::string>();
     } else if (PyUnicode_Check(spec.ptr())) {
-      text = spec.cast<std::string>();
+      o.speculative_config = spec.cast<std::string>();
     } else {
       RaisePython(PyExc_TypeError,
                   "speculative_config must be a dict or a JSON string, got " + TypeName(spec));
     }
-    c.speculative = ValueOrThrow(ParseSpeculativeConfig(text));
   }
-  c.shard_draft_flag =
-      given.contains("shard_draft") ? ToBool(given["shard_draft"], "shard_draft") : false;
+  if (given.contains("shard_draft")) o.shard_draft = ToBool(given["shard_draft"], "shard_draft");
   py::object env = py::module_::import("os").attr("environ").attr("get")("VLLM_DCP_SHARD_DRAFT");
-  if (!env.is_none()) c.dcp_shard_draft_env = env.cast<std::string>();
-
+  if (!env.is_none()) o.dcp_shard_draft_env = env.cast<std::string>();
   if (given.contains("kv_cache_memory")) {
     py::handle memory = given["kv_cache_memory"];
-    std::string text;
-    int64_t bytes = 0;
-    if (PyUnicode_Check(memory.ptr())) {
-      text = memory.cast<std::string>();
-      bytes = ValueOrThrow(ParseByteSize(text));
-    } else {
-      bytes = ToInt64(memory, "kv_cache_memory");
-      text = std::to_string(bytes);
-    }
-    if (bytes <= 0) {
-      ThrowStatus(InvalidArgument("--kv-cache-memory must be positive, got '" + text + "'"));
-    }
-    launch.kv_cache_memory_bytes = bytes;
+    o.kv_cache_memory = PyUnicode_Check(memory.ptr())
+                            ? memory.cast<std::string>()
+                            : std::to_string(ToInt64(memory, "kv_cache_memory"));
   }
+  launch.config = ValueOrThrow(ToLaunchConfig(o));
+  launch.kv_cache_memory_bytes = ValueOrThrow(KvCacheMemoryBytes(o));
   return launch;
 }
 

@@ -4,8 +4,6 @@
 #include <cstdlib>
 
 #include "commands.h"
-#include "kvtopo/model.h"
-#include "kvtopo/units.h"
 
 namespace kvtopo::cli {
 
@@ -44,81 +42,54 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
 }
 
 namespace {
-
 bool Given(const LaunchFlags& f, const char* name) { return f.app->count(name) > 0; }
-
-Status CheckPositive(const LaunchFlags& f, const char* name, int64_t value) {
-  if (Given(f, name) && value <= 0) {
-    return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(value));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
-Result<LaunchConfig> ToLaunchConfig(const LaunchFlags& f) {
-  LaunchConfig c = f.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
-  if (!f.model.empty()) c.model = f.model;
-  for (auto [name, value] : {std::pair{"--tensor-parallel-size", f.tensor_parallel_size},
-                             {"--decode-context-parallel-size", f.decode_context_parallel_size},
-                             {"--prefill-context-parallel-size", f.prefill_context_parallel_size},
-                             {"--dcp-kv-cache-interleave-size", f.interleave},
-                             {"--block-size", f.block_size},
-                             {"--max-model-len", f.max_model_len},
-                             {"--max-num-seqs", f.max_num_seqs},
-                             {"--max-num-batched-tokens", f.max_num_batched_tokens},
-                             {"--mamba-block-size", f.mamba_block_size},
-                             {"--prefix-match-unit", f.prefix_match_unit}}) {
-    KVTOPO_RETURN_IF_ERROR(CheckPositive(f, name, value));
-  }
-  if (Given(f, "--tensor-parallel-size")) c.parallel.tensor_parallel_size = f.tensor_parallel_size;
-  if (Given(f, "--decode-context-parallel-size")) {
-    c.parallel.decode_context_parallel_size = f.decode_context_parallel_size;
-  }
-  if (Given(f, "--prefill-context-parallel-size")) {
-    c.parallel.prefill_context_parallel_size = f.prefill_context_parallel_size;
-  }
-  if (Given(f, "--dcp-kv-cache-interleave-size")) {
-    c.parallel.dcp_kv_cache_interleave_size = f.interleave;
-  }
-  if (Given(f, "--block-size")) c.cache.block_size = f.block_size;
-  if (Given(f, "--max-model-len")) c.cache.max_model_len = f.max_model_len;
-  if (Given(f, "--max-num-seqs")) c.cache.max_num_seqs = f.max_num_seqs;
-  if (Given(f, "--max-num-batched-tokens")) {
-    c.cache.max_num_batched_tokens = f.max_num_batched_tokens;
-  }
-  if (Given(f, "--mamba-block-size")) c.cache.mamba_block_size = f.mamba_block_size;
-  if (Given(f, "--prefix-match-unit")) c.cache.prefix_match_unit = f.prefix_match_unit;
-  if (Given(f, "--kv-cache-dtype")) {
-    KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype, ParseKvCacheDtype(f.kv_cache_dtype));
-  }
+Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
+  LaunchOptions o;
+  o.model = f.model;
+  auto size = [&](const char* flag, int64_t value, std::optional<int64_t>& out) {
+    if (Given(f, flag)) out = value;
+  };
+  size("--tensor-parallel-size", f.tensor_parallel_size, o.tensor_parallel_size);
+  size("--decode-context-parallel-size", f.decode_context_parallel_size,
+       o.decode_context_parallel_size);
+  size("--prefill-context-parallel-size", f.prefill_context_parallel_size,
+       o.prefill_context_parallel_size);
+  size("--dcp-kv-cache-interleave-size", f.interleave, o.dcp_kv_cache_interleave_size);
+  size("--block-size", f.block_size, o.block_size);
+  size("--max-model-len", f.max_model_len, o.max_model_len);
+  size("--max-num-seqs", f.max_num_seqs, o.max_num_seqs);
+  size("--max-num-batched-tokens", f.max_num_batched_tokens, o.max_num_batched_tokens);
+  size("--mamba-block-size", f.mamba_block_size, o.mamba_block_size);
+  size("--prefix-match-unit", f.prefix_match_unit, o.prefix_match_unit);
+  auto text = [&](const char* flag, const std::string& value, std::optional<std::string>& out) {
+    if (Given(f, flag)) out = value;
+  };
+  text("--kv-cache-dtype", f.kv_cache_dtype, o.kv_cache_dtype);
+  text("--kv-cache-memory", f.kv_cache_memory, o.kv_cache_memory);
+  text("--mamba-cache-mode", f.mamba_cache_mode, o.mamba_cache_mode);
+  text("--attention-backend", f.attention_backend, o.attention_backend);
+  text("--speculative-config", f.speculative_config, o.speculative_config);
   if (f.enable_prefix_caching && f.no_enable_prefix_caching) {
     return InvalidArgument(
         "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
   }
-  if (f.enable_prefix_caching) c.cache.enable_prefix_caching = true;
-  if (f.no_enable_prefix_caching) c.cache.enable_prefix_caching = false;
-  if (Given(f, "--mamba-cache-mode")) {
-    KVTOPO_ASSIGN_OR_RETURN(RecurrentMode mode, ParseRecurrentMode(f.mamba_cache_mode));
-    c.cache.mamba_cache_mode = mode;
-  }
-  if (Given(f, "--attention-backend")) c.cache.attention_backend = f.attention_backend;
-  if (Given(f, "--speculative-config")) {
-    KVTOPO_ASSIGN_OR_RETURN(SpeculativeConfig spec, ParseSpeculativeConfig(f.speculative_config));
-    c.speculative = spec;
-  }
-  c.shard_draft_flag = f.shard_draft;
-  if (const char* env = std::getenv("VLLM_DCP_SHARD_DRAFT")) c.dcp_shard_draft_env = env;
-  return c;
+  if (f.enable_prefix_caching) o.enable_prefix_caching = true;
+  if (f.no_enable_prefix_caching) o.enable_prefix_caching = false;
+  o.shard_draft = f.shard_draft;
+  if (const char* env = std::getenv("VLLM_DCP_SHARD_DRAFT")) o.dcp_shard_draft_env = env;
+  return o;
+}
+
+Result<LaunchConfig> ToLaunchConfig(const LaunchFlags& f) {
+  KVTOPO_ASSIGN_OR_RETURN(LaunchOptions o, ToLaunchOptions(f));
+  return ::kvtopo::ToLaunchConfig(o);
 }
 
 Result<int64_t> KvCacheMemoryBytes(const LaunchFlags& f) {
-  if (!Given(f, "--kv-cache-memory")) return int64_t{0};
-  KVTOPO_ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(f.kv_cache_memory));
-  if (bytes <= 0) {
-    return InvalidArgument("--kv-cache-memory must be positive, got '" + f.kv_cache_memory + "'");
-  }
-  return bytes;
+  KVTOPO_ASSIGN_OR_RETURN(LaunchOptions o, ToLaunchOptions(f));
+  return ::kvtopo::KvCacheMemoryBytes(o);
 }
 
 int ExitCodeFor(const Status& status) {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kvtopo/launch.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/status.h"
 
 namespace kvtopo::cli {
@@ -38,8 +39,11 @@ struct LaunchFlags {
 // Registers MODEL (optional positional) and the launch flags on `app`.
 void AddLaunchFlags(CLI::App* app, LaunchFlags& flags);
 
+// The flags that were given, as LaunchOptions (kvtopo/launch_options.h), with
+// VLLM_DCP_SHARD_DRAFT read from the environment.
+Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& flags);
 // The launch the flags describe: the seeds' default when no model is given (flags override it),
-// else vLLM's defaults plus the flags. Reads VLLM_DCP_SHARD_DRAFT from the environment.
+// else vLLM's defaults plus the flags.
 Result<LaunchConfig> ToLaunchConfig(const LaunchFlags& flags);
 // --kv-cache-memory in bytes; 0 when not given.
 Result<int64_t> KvCacheMemoryBytes(const LaunchFlags& flags);
