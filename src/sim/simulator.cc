@@ -175,8 +175,16 @@ Status Simulator::Setup() {
   } else {
     report_.pool_sizing = fmt::format("{} blocks from --kv-cache-memory", num_blocks);
   }
-  if (num_blocks > INT32_MAX) {
-    return OutOfRange(fmt::format("a pool of {} blocks exceeds 32-bit block ids", num_blocks));
+  // Block metadata, ownership stamps and per-rank tables are held in memory: keep them bounded.
+  constexpr int64_t kMaxBlocks = int64_t{1} << 26;
+  if (num_blocks > kMaxBlocks) {
+    return OutOfRange(fmt::format(
+        "a pool of {} blocks is beyond the simulator's {} blocks; lower --kv-cache-memory",
+        num_blocks, kMaxBlocks));
+  }
+  if (options_.max_num_seqs <= 0 || options_.max_num_seqs > (int64_t{1} << 16)) {
+    return InvalidArgument(fmt::format(
+        "--max-num-seqs {} is outside the simulator's range [1, 65536]", options_.max_num_seqs));
   }
   report_.num_blocks = num_blocks;
 

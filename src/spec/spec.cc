@@ -167,11 +167,19 @@ Result<int64_t> MaxPagesPerRequest(const LayerSpec& s, const RequestBounds& b) {
       return CeilDiv(CeilDiv(L, b.dcp_shard_count), B);
     case CacheKind::kSlidingWindow:
     case CacheKind::kSlidingWindowMla: {
-      const int64_t span = s.sliding_window - 1 + s.extra_retained_tokens + b.max_tokens_in_flight;
+      // min(W - 1 + extra + T, L), saturating: a span past L is L.
+      int64_t span = 0;
+      if (__builtin_add_overflow(s.sliding_window - 1, s.extra_retained_tokens, &span) ||
+          __builtin_add_overflow(span, b.max_tokens_in_flight, &span)) {
+        span = L;
+      }
       return CeilDiv(std::min(span, L), B) + 1;
     }
-    case CacheKind::kChunkedLocal:
-      return CeilDiv(std::min(s.attention_chunk_size + b.max_tokens_in_flight, L), B);
+    case CacheKind::kChunkedLocal: {
+      int64_t span = 0;
+      if (__builtin_add_overflow(s.attention_chunk_size, b.max_tokens_in_flight, &span)) span = L;
+      return CeilDiv(std::min(span, L), B);
+    }
     case CacheKind::kRecurrent:
       switch (s.recurrent_mode) {
         case RecurrentMode::kNone: return 1 + S;

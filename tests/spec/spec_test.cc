@@ -1,5 +1,7 @@
 #include "kvtopo/spec.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "kvtopo/state_shapes.h"
@@ -177,6 +179,24 @@ TEST(MemoryPerRequest, FormulasPerKind) {
   EXPECT_EQ(*MaxMemoryPerRequestBytes(rec, dcp16), 9 * 393216);
   rec.recurrent_mode = RecurrentMode::kAll;
   EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 1303 + 7);
+}
+
+}  // namespace
+}  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+TEST(MemoryPerRequest, WindowSpanSaturatesAtTheModelLength) {
+  LayerSpec swa{.name = "swa", .kind = CacheKind::kSlidingWindow, .block_size = 16,
+                .num_kv_heads = 8, .head_size = 128, .head_size_v = 128, .sliding_window = 4096};
+  const RequestBounds huge{.max_model_len = 32768,
+                           .max_tokens_in_flight = std::numeric_limits<int64_t>::max(),
+                           .dcp_shard_count = 1};
+  EXPECT_EQ(*MaxPagesPerRequest(swa, huge), 32768 / 16 + 1);
+  swa.kind = CacheKind::kChunkedLocal;
+  swa.attention_chunk_size = 8192;
+  EXPECT_EQ(*MaxPagesPerRequest(swa, huge), 32768 / 16);
 }
 
 }  // namespace
