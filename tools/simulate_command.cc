@@ -68,6 +68,8 @@ nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
           {"get_computed_blocks_calls", r.get_computed_blocks_calls},
           {"allocate_slots_seconds", r.allocate_slots_seconds},
           {"allocate_slots_calls", r.allocate_slots_calls},
+          {"decode_allocate_slots_seconds", r.decode_allocate_slots_seconds},
+          {"decode_allocate_slots_calls", r.decode_allocate_slots_calls},
           {"free_seconds", r.free_seconds},
           {"free_calls", r.free_calls},
           {"hash_seconds", r.hash_seconds}};
@@ -120,6 +122,9 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
               per(r.allocate_slots_seconds, r.allocate_slots_calls),
               static_cast<long long>(r.allocate_slots_calls), per(r.free_seconds, r.free_calls),
               static_cast<long long>(r.free_calls), r.hash_seconds);
+  std::printf("decode     allocate_slots %.0f ns x %lld (running requests' decode steps)\n",
+              per(r.decode_allocate_slots_seconds, r.decode_allocate_slots_calls),
+              static_cast<long long>(r.decode_allocate_slots_calls));
 }
 
 int RunSimulate(const SimulateArgs& args) {
