@@ -79,16 +79,19 @@ struct QuietWindow {
   int64_t committed_end = 0;  // committed tokens < this: no block becomes full and cacheable
 };
 
-struct RequestState {
-  int64_t id = -1;
-  bool live = false;
-  bool running = false;     // allocated at least once
-  bool last_quiet = false;  // the last successful AllocateSlots changed no row
-  std::vector<int32_t> tokens;
-  std::vector<BlockHash> hashes;  // one per full hash block
-  BlockHashExtraKeys extra;
+// The first cache line holds everything a quiet AllocateSlots reads or writes (the computed
+// count, the window, the flags and the token vector's begin/end), so a decode step that finds
+// its request cold in cache pays for one line.
+struct alignas(64) RequestState {
   int64_t num_computed = 0;
   QuietWindow quiet;
+  bool running = false;     // allocated at least once
+  bool last_quiet = false;  // the last successful AllocateSlots changed no row
+  bool live = false;
+  std::vector<int32_t> tokens;
+  int64_t id = -1;
+  std::vector<BlockHash> hashes;  // one per full hash block
+  BlockHashExtraKeys extra;
   std::vector<Row> rows;  // per group
 };
 
@@ -123,6 +126,9 @@ struct KVCacheManager::Impl {
   std::vector<uint32_t> recurrent_cached_step;  // per block: step a recurrent group cached it
   uint32_t step = 1;
   std::vector<BlockId> scratch;  // align-mode speculative blocks being moved
+  mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
+  mutable std::vector<int32_t> check_owner_group;
+  mutable std::vector<int64_t> check_seen_in_row;
 
   Impl(KVCacheManagerOptions opts)
       : options(std::move(opts)), pool(options.num_blocks, options.enable_prefix_caching) {}
@@ -816,9 +822,13 @@ void KVCacheManager::CheckInvariants() const {
   const Impl& m = *impl_;
   m.pool.CheckInvariants();
   const int32_t n = m.pool.num_blocks();
-  std::vector<int32_t> refs(n, 0);
-  std::vector<int32_t> owner_group(n, -1);
-  std::vector<int64_t> seen_in_row(n, -1);
+  // Scratch kept between calls: tests and the simulator check after every step.
+  std::vector<int32_t>& refs = m.check_refs;
+  std::vector<int32_t>& owner_group = m.check_owner_group;
+  std::vector<int64_t>& seen_in_row = m.check_seen_in_row;
+  refs.assign(n, 0);
+  owner_group.assign(n, -1);
+  seen_in_row.assign(n, -1);
   int64_t row_serial = 0;
   std::vector<std::pair<int64_t, int32_t>> live;
   m.index.ForEach([&](int64_t id, int32_t slot) { live.emplace_back(id, slot); });

@@ -25,17 +25,21 @@ TEST(FlatIdMap, FindInsertErase) {
   EXPECT_EQ(m.size(), 2u);
 }
 
-// Seeded random inserts and erases (dense, sparse and colliding keys) against unordered_map;
-// growth and backward-shift deletion must never lose or invent a key.
+// Seeded random inserts and erases (dense, sparse, negative and colliding keys) against
+// unordered_map; growth and backward-shift deletion must never lose or invent a key.
 TEST(FlatIdMap, MatchesUnorderedMapOracle) {
   std::mt19937_64 rng(42);
   FlatIdMap m;
   std::unordered_map<int64_t, int32_t> oracle;
   for (int step = 0; step < 200000; ++step) {
-    const int kind = static_cast<int>(rng() % 3);
+    // Dense counter ids, ids around the dense limit, sparse large ids, negative ids.
+    const int kind = static_cast<int>(rng() % 5);
     const int64_t key = kind == 0   ? static_cast<int64_t>(rng() % 3000)
                         : kind == 1 ? static_cast<int64_t>(rng() % 64) << 32
-                                    : static_cast<int64_t>(rng() >> 1);
+                        : kind == 2
+                            ? FlatIdMap::kDenseLimit - 50 + static_cast<int64_t>(rng() % 100)
+                        : kind == 3 ? static_cast<int64_t>(rng() >> 1)
+                                    : -1 - static_cast<int64_t>(rng() % 1000);
     if (oracle.contains(key)) {
       ASSERT_EQ(m.Find(key), oracle[key]);
       if (rng() % 2 == 0) {
