@@ -125,7 +125,7 @@ struct KVCacheManager::Impl {
   bool quiet_path_enabled = true;               // tests compare against the full rules with it off
   std::vector<uint32_t> recurrent_cached_step;  // per block: step a recurrent group cached it
   uint32_t step = 1;
-  std::vector<BlockId> scratch;  // align-mode speculative blocks being moved
+  std::vector<BlockId> scratch;             // align-mode speculative blocks being moved
   mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
   mutable std::vector<int32_t> check_owner_group;
   mutable std::vector<int64_t> check_seen_in_row;
