@@ -1,6 +1,7 @@
 // Runtime and worker hot paths. Figures are recorded in docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -111,6 +112,112 @@ void BM_AllocateSlotsDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kRequests);
 }
 BENCHMARK(BM_AllocateSlotsDecode)->Arg(1)->Arg(16);
+
+GroupGeometry Geometry(CacheKind kind, int64_t block, int64_t max_len, int64_t window = 0) {
+  LayerSpec spec{.name = "layer",
+                 .kind = kind,
+                 .block_size = block,
+                 .num_kv_heads = 8,
+                 .head_size = 128,
+                 .head_size_v = 128};
+  if (kind == CacheKind::kSlidingWindow) spec.sliding_window = window;
+  if (kind == CacheKind::kRecurrent) {
+    spec.state = {{{16, 2048}, ElementType::kBfloat16}};
+    spec.recurrent_mode = RecurrentMode::kAlign;
+  }
+  auto g = ComputeGroupGeometry(
+      spec, {}, {.max_model_len = max_len, .max_num_seqs = 256, .max_num_batched_tokens = 8192});
+  return *g;
+}
+
+// The `hybrid` workload's decode phase: full attention + sliding window (4,096) + recurrent
+// align, 16-token blocks; 64 requests with 32,768-token prompts (prefilled in 8,192-token
+// chunks, untimed), then one token per request per step. Timed: the 64 AllocateSlots calls of a
+// decode step; appending the verified token (block hashing) is not.
+void BM_AllocateSlotsHybridDecode(benchmark::State& state) {
+  const int64_t kRequests = 64;
+  const int64_t kPrompt = 32768;
+  const int64_t kMaxLen = 1 << 20;
+  auto m = KVCacheManager::Create(
+               {.num_blocks = 400000,
+                .hash_block_size = 16,
+                .max_model_len = kMaxLen,
+                .groups = {{.geometry = Geometry(CacheKind::kFullAttention, 16, kMaxLen)},
+                           {.geometry = Geometry(CacheKind::kSlidingWindow, 16, kMaxLen, 4096)},
+                           {.geometry = Geometry(CacheKind::kRecurrent, 16, kMaxLen)}}})
+               .value();
+  std::vector<int32_t> prompt(kPrompt);
+  for (int64_t r = 0; r < kRequests; ++r) {
+    for (int64_t t = 0; t < kPrompt; ++t) prompt[t] = static_cast<int32_t>(r * 7919 + t);
+    m->AddRequest(RequestId{r}, prompt);
+    for (int64_t done = 0; done < kPrompt; done += 8192) {
+      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{8192}})) {
+        state.SkipWithError("prefill failed");
+        return;
+      }
+    }
+  }
+  const std::vector<int32_t> token = {1};
+  int64_t steps = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int64_t r = 0; r < kRequests; ++r) m->AppendTokens(RequestId{r}, token);
+    state.ResumeTiming();
+    for (int64_t r = 0; r < kRequests; ++r) {
+      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1}})) {
+        state.SkipWithError("out of blocks");
+        break;
+      }
+    }
+    if (++steps + kPrompt + 16 >= kMaxLen) {
+      state.SkipWithError("request too long; lower the iterations");
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kRequests);
+}
+BENCHMARK(BM_AllocateSlotsHybridDecode)->Iterations(4096);
+
+// One request grown to 1,000,000 tokens in 768-token chunks on a single group of 64-token
+// blocks with prefix caching: 1,303 AllocateSlots calls, each allocating and caching 12 blocks,
+// then Free. Arg 0: a fresh pool each time (as a single run of the workload sees it); arg 1: the
+// pool of the previous iteration, whose cached blocks are evicted as they are reallocated. The
+// prompt's block hashes are computed at AddRequest, outside the timing.
+void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
+  const bool warm_pool = state.range(0) != 0;
+  const int64_t kTokens = 1'000'000;
+  const int64_t kChunk = 768;
+  const int64_t kBlock = 64;
+  std::vector<int32_t> prompt(kTokens);
+  std::iota(prompt.begin(), prompt.end(), 0);
+  const KVCacheManagerOptions options{
+      .num_blocks = static_cast<int32_t>(kTokens / kBlock + 2),
+      .hash_block_size = kBlock,
+      .max_model_len = kTokens + kBlock,
+      .groups = {{.geometry = Geometry(CacheKind::kFullAttention, kBlock, kTokens + kBlock)}}};
+  auto m = KVCacheManager::Create(options).value();
+  int64_t request = 0;
+  int64_t calls = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (!warm_pool) m = KVCacheManager::Create(options).value();
+    const RequestId id{request++};
+    m->AddRequest(id, prompt);
+    state.ResumeTiming();
+    for (int64_t done = 0; done < kTokens; done += kChunk) {
+      const int64_t n = std::min(kChunk, kTokens - done);
+      if (!m->AllocateSlots(id, {.num_new_tokens = TokenCount{n}})) {
+        state.SkipWithError("out of blocks");
+        break;
+      }
+      ++calls;
+    }
+    m->Free(id);
+  }
+  state.counters["allocation_steps"] =
+      benchmark::Counter(static_cast<double>(calls) / static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_GrowOneRequestToAMillionTokens)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_SlotMapping8192Tokens16Ranks(benchmark::State& state) {
   const GroupGeometry g = MlaGeometry(64, 16, 1 << 20);

@@ -24,6 +24,7 @@ struct SimulateArgs {
   bool json = false;
   bool inject = false;
   bool no_slot_checks = false;
+  bool no_invariant_checks = false;
 };
 
 nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
@@ -68,6 +69,8 @@ nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
           {"get_computed_blocks_calls", r.get_computed_blocks_calls},
           {"allocate_slots_seconds", r.allocate_slots_seconds},
           {"allocate_slots_calls", r.allocate_slots_calls},
+          {"decode_allocate_slots_seconds", r.decode_allocate_slots_seconds},
+          {"decode_allocate_slots_calls", r.decode_allocate_slots_calls},
           {"free_seconds", r.free_seconds},
           {"free_calls", r.free_calls},
           {"hash_seconds", r.hash_seconds}};
@@ -120,6 +123,9 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
               per(r.allocate_slots_seconds, r.allocate_slots_calls),
               static_cast<long long>(r.allocate_slots_calls), per(r.free_seconds, r.free_calls),
               static_cast<long long>(r.free_calls), r.hash_seconds);
+  std::printf("decode     allocate_slots %.0f ns x %lld (running requests' decode steps)\n",
+              per(r.decode_allocate_slots_seconds, r.decode_allocate_slots_calls),
+              static_cast<long long>(r.decode_allocate_slots_calls));
 }
 
 int RunSimulate(const SimulateArgs& args) {
@@ -152,6 +158,7 @@ int RunSimulate(const SimulateArgs& args) {
   options.enable_prefix_caching = plan->cache.enable_prefix_caching;
   options.inject_dcp_scaled_recurrent_table = args.inject;
   options.check_slot_mapping = !args.no_slot_checks;
+  options.check_invariants = !args.no_invariant_checks;
   if (*memory > 0) options.num_blocks = plan->pool.num_blocks;
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](int64_t done, int64_t total) {
@@ -188,6 +195,9 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
                 "demonstration: size recurrent tables cdiv(L, B*N) + S as before the fix");
   sim->add_flag("--no-slot-checks", args->no_slot_checks,
                 "skip the per-token slot-mapping check (page ownership is still checked)");
+  sim->add_flag("--no-invariant-checks", args->no_invariant_checks,
+                "timing runs: skip the per-step ownership and CheckInvariants walks, which touch "
+                "the whole pool and leave the runtime's data cold in cache for the next step");
   registry.Add(sim, [args] { return RunSimulate(*args); });
 }
 

@@ -26,6 +26,7 @@
 
 #include "kvtopo/block_hash.h"
 #include "kvtopo/ids.h"
+#include "kvtopo/status.h"
 
 namespace kvtopo {
 
@@ -58,10 +59,16 @@ class BlockPool {
   void Touch(std::span<const BlockId> blocks);
   // Drops one reference per non-null block; blocks reaching 0 go to the tail in this order.
   void Free(std::span<const BlockId> blocks_in_eviction_order);
+  // Free() of the blocks in reverse order (a request's row: chain tails are evicted first).
+  void FreeReversed(std::span<const BlockId> blocks);
   void FreeOne(BlockId block);
 
   // A cached block for (hash, group), if any. Does not take a reference.
   std::optional<BlockId> Lookup(const BlockHash& hash, GroupId group) const;
+  // A hint that Lookup(hash, group) follows soon: starts loading its map slot.
+  void PrefetchLookup(const BlockHash& hash, GroupId group) const {
+    if (caching_) __builtin_prefetch(&map_[SlotOf(hash, group.value())]);
+  }
   // Records that `block` (in use, not yet hashed) holds the full block with this hash.
   void Cache(BlockId block, const BlockHash& hash, GroupId group);
   // Clears every hash; succeeds only when every non-null block is free.
@@ -97,7 +104,10 @@ class BlockPool {
   void Unlink(int32_t i);
   void PushBack(int32_t i);
   void Evict(int32_t i);
-  size_t SlotOf(const BlockHash& hash, int32_t group) const;
+  size_t SlotOf(const BlockHash& hash, int32_t group) const {
+    // The hash is already uniform; fold the group in so groups do not share probe runs.
+    return (hash.low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull)) & map_mask_;
+  }
   void MapErase(int32_t block);
 
   std::vector<Meta> meta_;
@@ -110,5 +120,41 @@ class BlockPool {
   int32_t map_size_ = 0;
   PrefixCacheStats stats_;
 };
+
+// The hot calls are defined here so that the manager's loops inline them.
+
+inline void BlockPool::Unlink(int32_t i) {
+  Meta& m = meta_[i];
+  Next(m.prev) = m.next;
+  Prev(m.next) = m.prev;
+  m.prev = m.next = -1;
+  --num_free_;
+}
+
+inline void BlockPool::PushBack(int32_t i) {
+  Meta& m = meta_[i];
+  m.prev = tail_;
+  m.next = sentinel();
+  Next(tail_) = i;
+  tail_ = i;
+  ++num_free_;
+}
+
+inline void BlockPool::FreeOne(BlockId block) {
+  const int32_t i = Index(block);
+  if (i == 0) return;
+  KVTOPO_CHECK_MSG(meta_[i].ref_count > 0, "double free of a block");
+  if (--meta_[i].ref_count == 0) PushBack(i);
+}
+
+inline std::optional<BlockId> BlockPool::Lookup(const BlockHash& hash, GroupId group) const {
+  if (!caching_) return std::nullopt;
+  const int32_t g = group.value();
+  for (size_t s = SlotOf(hash, g);; s = (s + 1) & map_mask_) {
+    const Slot& slot = map_[s];
+    if (slot.group < 0) return std::nullopt;
+    if (slot.group == g && slot.hash == hash) return BlockId{slot.block};
+  }
+}
 
 }  // namespace kvtopo

@@ -17,6 +17,11 @@
 // AllocateSlots returns false when the pool cannot hold the step ("not enough blocks"): a normal
 // result after which nothing has changed except out-of-window blocks already released.
 //
+// Cost: a decode step that changes no row (the usual case: the token lands in an allocated
+// block, no block fills or leaves the window) is a handful of comparisons against bounds kept
+// per request; the other steps are O(blocks allocated, cached or released). Steady-state calls
+// do not allocate memory: rows reserve their table width and request slots are recycled.
+//
 // Invariants (CheckInvariants): every non-null block is referenced by exactly ref_count
 // (request, group, column) cells — exactly one unless a prefix hit shares it — or is free /
 // evictable-cached; recurrent align rows hold at most 2 + S resident pages; the pool's free list
@@ -126,6 +131,10 @@ class KVCacheManager {
  private:
   friend class KVCacheManagerPeer;
   explicit KVCacheManager(std::unique_ptr<Impl> impl);
+  // Off: every AllocateSlots runs the full per-group rules (tests compare the two).
+  void SetQuietPathEnabled(bool enabled);
+  // Whether the pool holds `block` in the prefix cache.
+  bool BlockIsCached(BlockId block) const;
   std::unique_ptr<Impl> impl_;
 };
 

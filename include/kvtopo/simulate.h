@@ -116,6 +116,10 @@ struct SimulateReport {
   double runtime_seconds = 0;  // inside get_computed_blocks + allocate_slots + free
   double get_computed_blocks_seconds = 0;
   double allocate_slots_seconds = 0;
+  // The part of allocate_slots_seconds spent in decode steps of running requests (one new token
+  // plus verified drafts), and those calls: steady-state decode cost apart from prefill chunks.
+  double decode_allocate_slots_seconds = 0;
+  int64_t decode_allocate_slots_calls = 0;
   double free_seconds = 0;
   double hash_seconds = 0;  // AddRequest + AppendTokens: block hashing, not in runtime_seconds
   int64_t get_computed_blocks_calls = 0;

@@ -23,23 +23,6 @@ double BlockPool::Usage() const {
   return usable == 0 ? 0.0 : 1.0 - static_cast<double>(num_free_) / usable;
 }
 
-void BlockPool::Unlink(int32_t i) {
-  Meta& m = meta_[i];
-  Next(m.prev) = m.next;
-  Prev(m.next) = m.prev;
-  m.prev = m.next = -1;
-  --num_free_;
-}
-
-void BlockPool::PushBack(int32_t i) {
-  Meta& m = meta_[i];
-  m.prev = tail_;
-  m.next = sentinel();
-  Next(tail_) = i;
-  tail_ = i;
-  ++num_free_;
-}
-
 void BlockPool::Evict(int32_t i) {
   if (meta_[i].group >= 0) {
     MapErase(i);
@@ -51,6 +34,14 @@ void BlockPool::Evict(int32_t i) {
 bool BlockPool::Allocate(int32_t count, std::vector<BlockId>& out) {
   KVTOPO_CHECK(count >= 0);
   if (count > num_free_) return false;
+  if (caching_ && map_size_ > 0) {
+    // Blocks still cached are evicted as they are popped: start loading their map slots first,
+    // so the evictions overlap instead of each waiting on its own cache miss.
+    int32_t i = head_;
+    for (int32_t k = 0; k < count; ++k, i = meta_[i].next) {
+      if (meta_[i].group >= 0) __builtin_prefetch(&map_[SlotOf(meta_[i].hash, meta_[i].group)]);
+    }
+  }
   for (int32_t k = 0; k < count; ++k) out.push_back(AllocateOne());
   return true;
 }
@@ -73,29 +64,16 @@ void BlockPool::Touch(std::span<const BlockId> blocks) {
   }
 }
 
-void BlockPool::FreeOne(BlockId block) {
-  const int32_t i = Index(block);
-  if (i == 0) return;
-  KVTOPO_CHECK_MSG(meta_[i].ref_count > 0, "double free of a block");
-  if (--meta_[i].ref_count == 0) PushBack(i);
-}
-
 void BlockPool::Free(std::span<const BlockId> blocks_in_eviction_order) {
   for (BlockId b : blocks_in_eviction_order) FreeOne(b);
 }
 
-size_t BlockPool::SlotOf(const BlockHash& hash, int32_t group) const {
-  // The hash is already uniform; fold the group in so groups do not share probe runs.
-  return (hash.low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull)) & map_mask_;
-}
-
-std::optional<BlockId> BlockPool::Lookup(const BlockHash& hash, GroupId group) const {
-  if (!caching_) return std::nullopt;
-  const int32_t g = group.value();
-  for (size_t s = SlotOf(hash, g);; s = (s + 1) & map_mask_) {
-    const Slot& slot = map_[s];
-    if (slot.group < 0) return std::nullopt;
-    if (slot.group == g && slot.hash == hash) return BlockId{slot.block};
+void BlockPool::FreeReversed(std::span<const BlockId> blocks) {
+  constexpr size_t kAhead = 8;  // metadata loads in flight: rows are scattered over the pool
+  const size_t n = blocks.size();
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) __builtin_prefetch(&meta_[Index(blocks[n - 1 - k - kAhead])]);
+    FreeOne(blocks[n - 1 - k]);
   }
 }
 

@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <numeric>
 #include <string>
-#include <unordered_map>
 
 #include "internal/checked_math.h"
+#include "internal/flat_id_map.h"
 
 namespace kvtopo {
 
@@ -50,6 +52,12 @@ bool IsRecurrent(Behavior b) {
          b == Behavior::kRecurrentAlign;
 }
 
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// Rows reserve their group's table width up front (they never grow past it), so decode steps
+// append without reallocating; widths past this many columns grow geometrically instead.
+constexpr int64_t kMaxReservedColumns = int64_t{1} << 16;
+
 }  // namespace
 
 // One request's row in one group.
@@ -61,13 +69,29 @@ struct Row {
   bool allocated = false;   // allocated at least once: a running request
 };
 
-struct RequestState {
-  int64_t id = -1;
+// A running request's quiet window: the AllocateSlots calls that change nothing but the
+// computed-token count. Outside it the full per-group rules run. Computed after each full
+// call from the rows (QuietWindow); closed by RewindComputedTokens and failed calls.
+struct QuietWindow {
+  int64_t computed_end = 0;   // total_computed < this: no out-of-window block to release
+  int64_t slots_max = -1;     // need_slots <= this: every attention row already covers it
+  int64_t main_max = -1;      // num_main <= this: no recurrent align column to add
+  int64_t committed_end = 0;  // committed tokens < this: no block becomes full and cacheable
+};
+
+// The first cache line holds everything a quiet AllocateSlots reads or writes (the computed
+// count, the window, the flags and the token vector's begin/end), so a decode step that finds
+// its request cold in cache pays for one line.
+struct alignas(64) RequestState {
+  int64_t num_computed = 0;
+  QuietWindow quiet;
+  bool running = false;     // allocated at least once
+  bool last_quiet = false;  // the last successful AllocateSlots changed no row
   bool live = false;
   std::vector<int32_t> tokens;
+  int64_t id = -1;
   std::vector<BlockHash> hashes;  // one per full hash block
   BlockHashExtraKeys extra;
-  int64_t num_computed = 0;
   std::vector<Row> rows;  // per group
 };
 
@@ -80,6 +104,14 @@ struct KVCacheManager::Impl {
     int64_t hashes_per_block = 1;  // s: hash blocks per manager block
     int64_t spec_blocks = 0;       // S (recurrent)
     int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request
+    int bs_shift = -1;             // log2(bs) when bs is a power of two (the usual case)
+    int64_t reserve_columns = 0;   // row capacity reserved per request
+
+    // floor(n / bs) and ceil(n / bs) for n >= 0, without a 64-bit divide when bs is 2^k.
+    int64_t FloorBlocks(int64_t n) const { return bs_shift >= 0 ? n >> bs_shift : n / bs; }
+    int64_t CeilBlocks(int64_t n) const {
+      return bs_shift >= 0 ? (n + bs - 1) >> bs_shift : CeilDiv(n, bs);
+    }
   };
 
   KVCacheManagerOptions options;
@@ -89,10 +121,14 @@ struct KVCacheManager::Impl {
   int64_t alignment = 1;              // hybrid hit granularity: lcm of manager blocks
   std::vector<RequestState> states;
   std::vector<int32_t> free_states;
-  std::unordered_map<int64_t, int32_t> index;
+  internal::FlatIdMap index;                    // request id -> states slot
+  bool quiet_path_enabled = true;               // tests compare against the full rules with it off
   std::vector<uint32_t> recurrent_cached_step;  // per block: step a recurrent group cached it
   uint32_t step = 1;
-  std::vector<BlockId> scratch;  // align-mode speculative blocks being moved
+  std::vector<BlockId> scratch;             // align-mode speculative blocks being moved
+  mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
+  mutable std::vector<int32_t> check_owner_group;
+  mutable std::vector<int64_t> check_seen_in_row;
 
   Impl(KVCacheManagerOptions opts)
       : options(std::move(opts)), pool(options.num_blocks, options.enable_prefix_caching) {}
@@ -100,9 +136,11 @@ struct KVCacheManager::Impl {
   bool caching() const { return options.enable_prefix_caching; }
 
   RequestState& State(RequestId request) {
-    auto it = index.find(request.value());
-    KVTOPO_CHECK_MSG(it != index.end(), fmt::format("unknown request {}", request.value()));
-    return states[it->second];
+    const int32_t slot = index.Find(request.value());
+    if (slot < 0) [[unlikely]] {
+      KVTOPO_CHECK_MSG(slot >= 0, fmt::format("unknown request {}", request.value()));
+    }
+    return states[slot];
   }
   const RequestState& State(RequestId request) const {
     return const_cast<Impl*>(this)->State(request);
@@ -143,7 +181,7 @@ struct KVCacheManager::Impl {
     if (g.behavior == Behavior::kRecurrentNone) return row.allocated ? 0 : 1 + g.spec_blocks;
     if (g.behavior == Behavior::kRecurrentAlign) {
       if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
-      const int64_t required = CeilDiv(num_main, g.bs) + g.spec_blocks;
+      const int64_t required = g.CeilBlocks(num_main) + g.spec_blocks;
       int64_t fresh = required - num_hits - have;
       if (fresh > 0) fresh = row.allocated ? 1 : 1 + g.spec_blocks;
       return std::max<int64_t>(fresh, 0) + Evictable(pool, hits);
@@ -152,10 +190,10 @@ struct KVCacheManager::Impl {
       if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
       num_tokens += g.spec_blocks * g.bs;
     }
-    int64_t need = CeilDiv(num_tokens, g.bs);
+    int64_t need = g.CeilBlocks(num_tokens);
     if (cap && g.admission_cap > 0) need = std::min(need, g.admission_cap);
     if (row.allocated) return std::max<int64_t>(need - have, 0);
-    const int64_t skipped_blocks = SkippedTokens(g, total_computed) / g.bs;
+    const int64_t skipped_blocks = g.FloorBlocks(SkippedTokens(g, total_computed));
     const int64_t fresh = std::max<int64_t>(need - std::max(skipped_blocks, num_hits + have), 0);
     const int64_t skip_hits = std::clamp<int64_t>(skipped_blocks - have, 0, num_hits);
     return fresh + Evictable(pool, hits.subspan(skip_hits));
@@ -172,15 +210,15 @@ struct KVCacheManager::Impl {
     int64_t n = total_computed;
     // Recurrent: keep the states of up to S unverified draft tokens.
     if (IsRecurrent(g.behavior)) n = std::max<int64_t>(0, n - g.spec_blocks);
-    const int64_t k =
-        std::min<int64_t>(SkippedTokens(g, n) / g.bs, static_cast<int64_t>(row.blocks.size()));
+    const int64_t k = std::min<int64_t>(g.FloorBlocks(SkippedTokens(g, n)),
+                                        static_cast<int64_t>(row.blocks.size()));
     for (int64_t i = k - 1; i >= 0; --i) {
       if (row.blocks[i] == kNullBlock) break;
       pool.FreeOne(row.blocks[i]);
       row.blocks[i] = kNullBlock;
     }
     if (g.behavior == Behavior::kRecurrentAlign && row.last_state >= 0 &&
-        row.last_state < CeilDiv(n, g.bs) - 1) {
+        row.last_state < g.CeilBlocks(n) - 1) {
       BlockId& b = row.blocks[row.last_state];
       if (b != kNullBlock) {
         pool.FreeOne(b);
@@ -192,7 +230,7 @@ struct KVCacheManager::Impl {
   void AllocateNewComputedBlocks(const Group& g, Row& row, std::span<const BlockId> hits,
                                  int64_t total_computed) {
     KVTOPO_CHECK_MSG(row.blocks.empty(), "prefix hits for a request that already has blocks");
-    const int64_t skipped = std::min<int64_t>(SkippedTokens(g, total_computed) / g.bs,
+    const int64_t skipped = std::min<int64_t>(g.FloorBlocks(SkippedTokens(g, total_computed)),
                                               static_cast<int64_t>(hits.size()));
     row.blocks.insert(row.blocks.end(), skipped, kNullBlock);
     const auto kept = hits.subspan(skipped);
@@ -216,8 +254,10 @@ struct KVCacheManager::Impl {
         num_tokens += g.spec_blocks * g.bs;
         [[fallthrough]];
       default: {
-        const int64_t need = CeilDiv(num_tokens, g.bs);
-        for (int64_t i = prev; i < need; ++i) row.blocks.push_back(pool.AllocateOne());
+        const int64_t need = g.CeilBlocks(num_tokens);
+        if (need > prev) {
+          KVTOPO_CHECK(pool.Allocate(static_cast<int32_t>(need - prev), row.blocks));
+        }
       }
     }
     row.allocated = true;
@@ -227,7 +267,7 @@ struct KVCacheManager::Impl {
   // it, older checkpoints are null except the previous running state (kept for the copy).
   void AllocateAlign(const Group& g, Row& row, int64_t num_main) {
     const int64_t S = g.spec_blocks;
-    const int64_t required = CeilDiv(num_main, g.bs) + S;
+    const int64_t required = g.CeilBlocks(num_main) + S;
     const int64_t prev = static_cast<int64_t>(row.blocks.size());
     if (required <= prev) return;
     scratch.clear();
@@ -251,19 +291,22 @@ struct KVCacheManager::Impl {
 
   BlockHash CoarseHash(const Group& g, const RequestState& st, int64_t column) const {
     const int64_t s = g.hashes_per_block;
+    if (s == 1) return st.hashes[column];
     return CombineBlockHashes(std::span<const BlockHash>(st.hashes).subspan(column * s, s));
   }
 
   void CacheBlocks(const Group& g, Row& row, const RequestState& st, int64_t num_tokens,
                    int64_t num_main) {
     if (g.behavior == Behavior::kRecurrentNone) return;
-    const int64_t available = static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block;
-    const int64_t full =
-        std::min<int64_t>({num_tokens / g.bs, available, static_cast<int64_t>(row.blocks.size())});
+    const int64_t num_hashes = static_cast<int64_t>(st.hashes.size());
+    const int64_t available =
+        g.hashes_per_block == 1 ? num_hashes : num_hashes / g.hashes_per_block;
+    const int64_t full = std::min<int64_t>(
+        {g.FloorBlocks(num_tokens), available, static_cast<int64_t>(row.blocks.size())});
     if (g.behavior == Behavior::kRecurrentAlign) {
       // Only the running state holds a checkpoint, and only when it sits exactly on a block
       // boundary with no unverified tokens behind it.
-      const int64_t running = CeilDiv(num_main, g.bs) - 1;
+      const int64_t running = g.CeilBlocks(num_main) - 1;
       if (num_tokens == num_main && num_main % g.bs == 0 && full == running + 1 &&
           running >= row.num_cached && row.blocks[running] != kNullBlock &&
           !pool.is_cached(row.blocks[running])) {
@@ -272,7 +315,11 @@ struct KVCacheManager::Impl {
       row.num_cached = std::max(row.num_cached, full);
       return;
     }
+    constexpr int64_t kAhead = 4;
     for (int64_t i = row.num_cached; i < full; ++i) {
+      if (g.hashes_per_block == 1 && i + kAhead < full) {
+        pool.PrefetchLookup(st.hashes[i + kAhead], g.id);  // the insert probes from there
+      }
       const BlockId b = row.blocks[i];
       if (b == kNullBlock || pool.is_cached(b)) continue;
       CacheOne(g, b, CoarseHash(g, st, i));
@@ -283,6 +330,81 @@ struct KVCacheManager::Impl {
   void CacheOne(const Group& g, BlockId b, const BlockHash& hash) {
     pool.Cache(b, hash, g.id);
     if (IsRecurrent(g.behavior)) recurrent_cached_step[b.value()] = step;
+  }
+
+  // ---- quiet window ----------------------------------------------------------------------
+  //
+  // Most decode steps of a running request change no row: the new token lands in a block
+  // already allocated, no block fills up, none leaves the window. Each rule below is monotone in
+  // one of the step's token counts, so after every full AllocateSlots the manager records, per
+  // request, how far each count may grow before some group's rule would act; a later call
+  // inside all four bounds only advances the computed-token count.
+
+  // Smallest n with SkippedTokens(g, n) >= m (m >= 1), for the kinds that skip.
+  int64_t MinTokensSkipping(const Group& g, int64_t m) const {
+    switch (g.behavior) {
+      case Behavior::kSliding:
+        return m + (g.spec.geometry.sliding_window - 1) + g.spec.geometry.extra_retained_tokens;
+      case Behavior::kChunked: {
+        const int64_t c = g.spec.geometry.attention_chunk_size;
+        return CeilDiv(m, c) * c;
+      }
+      case Behavior::kRecurrentAll:
+      case Behavior::kRecurrentAlign:
+        return m + 1;
+      case Behavior::kFull:
+      case Behavior::kRecurrentNone:
+        break;
+    }
+    return kNever;
+  }
+
+  // The smallest total_computed >= tc at which RemoveSkippedBlocks(g, row, .) would release a
+  // block, given the row as it is now (tc itself when it would act already).
+  int64_t NextRemovalAt(const Group& g, const Row& row, int64_t tc) const {
+    if (g.behavior == Behavior::kFull || g.behavior == Behavior::kRecurrentNone) return kNever;
+    const bool recurrent = IsRecurrent(g.behavior);
+    const int64_t S = recurrent ? g.spec_blocks : 0;
+    const int64_t n = recurrent ? std::max<int64_t>(0, tc - S) : tc;
+    const int64_t size = static_cast<int64_t>(row.blocks.size());
+    const int64_t k = std::min<int64_t>(g.FloorBlocks(SkippedTokens(g, n)), size);
+    if (k >= 1 && row.blocks[k - 1] != kNullBlock) return tc;
+    int64_t next = kNever;
+    // The walk only reaches a new column once one more whole block is skipped.
+    if (k < size) next = MinTokensSkipping(g, (k + 1) * g.bs) + S;
+    if (g.behavior == Behavior::kRecurrentAlign && row.last_state >= 0 &&
+        row.blocks[row.last_state] != kNullBlock) {
+      if (row.last_state < g.CeilBlocks(n) - 1) return tc;
+      // Released once cdiv(n, B) - 1 passes it: n > (last_state + 1) * B.
+      next = std::min(next, (row.last_state + 1) * g.bs + 1 + S);
+    }
+    return next;
+  }
+
+  void ComputeQuietWindow(RequestState& st, int64_t total_computed) const {
+    QuietWindow w{
+        .computed_end = kNever, .slots_max = kNever, .main_max = kNever, .committed_end = kNever};
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const Group& g = groups[gi];
+      const Row& row = st.rows[gi];
+      const int64_t size = static_cast<int64_t>(row.blocks.size());
+      switch (g.behavior) {
+        case Behavior::kRecurrentNone:
+          continue;  // a running row never allocates, caches or releases
+        case Behavior::kRecurrentAlign:
+          w.main_max = std::min(w.main_max, (size - g.spec_blocks) * g.bs);
+          break;
+        case Behavior::kRecurrentAll:
+          w.slots_max = std::min(w.slots_max, (size - g.spec_blocks) * g.bs);
+          break;
+        default:
+          w.slots_max = std::min(w.slots_max, size * g.bs);
+      }
+      // CacheBlocks acts only once floor(n / B) passes the columns already offered.
+      if (caching()) w.committed_end = std::min(w.committed_end, (row.num_cached + 1) * g.bs);
+      w.computed_end = std::min(w.computed_end, NextRemovalAt(g, row, total_computed));
+    }
+    st.quiet = w;
   }
 
   // Longest hit for one group, at most max_len tokens, ending on a multiple of `align`.
@@ -299,10 +421,24 @@ struct KVCacheManager::Impl {
     };
     switch (g.behavior) {
       case Behavior::kFull: {
-        for (int64_t j = 0; j < limit; ++j) {
-          auto hit = lookup(j);
-          if (!hit) break;
-          out.push_back(*hit);
+        if (g.hashes_per_block == 1) {
+          // The hashes are known up front: keep several map probes in flight.
+          constexpr int64_t kAhead = 8;
+          for (int64_t j = 0; j < std::min(kAhead, limit); ++j) {
+            pool.PrefetchLookup(st.hashes[j], g.id);
+          }
+          for (int64_t j = 0; j < limit; ++j) {
+            if (j + kAhead < limit) pool.PrefetchLookup(st.hashes[j + kAhead], g.id);
+            auto hit = pool.Lookup(st.hashes[j], g.id);
+            if (!hit) break;
+            out.push_back(*hit);
+          }
+        } else {
+          for (int64_t j = 0; j < limit; ++j) {
+            auto hit = lookup(j);
+            if (!hit) break;
+            out.push_back(*hit);
+          }
         }
         if (g.spec.volatile_last_block && !out.empty()) out.pop_back();
         trim_to_alignment();
@@ -416,6 +552,9 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     g.hashes_per_block = caching ? geo.manager_block_size / options.hash_block_size : 1;
     g.spec_blocks = geo.kind == CacheKind::kRecurrent ? geo.num_speculative_blocks : 0;
     g.admission_cap = IsWindowed(geo.kind) ? geo.max_pages_per_request : 0;
+    if (std::has_single_bit(static_cast<uint64_t>(g.bs)))
+      g.bs_shift = std::countr_zero(static_cast<uint64_t>(g.bs));
+    g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width, 0, kMaxReservedColumns);
     if (g.behavior == Behavior::kSliding && geo.sliding_window <= 0) {
       return InvalidArgument(fmt::format("cache group {}: sliding window must be positive", i));
     }
@@ -447,7 +586,7 @@ const CacheGroup& KVCacheManager::group(GroupId group) const {
 void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
                                 BlockHashExtraKeys extra_keys) {
   Impl& m = *impl_;
-  KVTOPO_CHECK_MSG(!m.index.contains(request.value()),
+  KVTOPO_CHECK_MSG(!m.index.Contains(request.value()),
                    fmt::format("request {} is already registered", request.value()));
   int32_t slot;
   if (!m.free_states.empty()) {
@@ -457,17 +596,22 @@ void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prom
     slot = static_cast<int32_t>(m.states.size());
     m.states.emplace_back();
   }
-  m.index.emplace(request.value(), slot);
+  m.index.Insert(request.value(), slot);
   RequestState& st = m.states[slot];
   st.id = request.value();
   st.live = true;
+  st.running = false;
+  st.last_quiet = false;
+  st.quiet = QuietWindow{};
   st.tokens.assign(prompt_token_ids.begin(), prompt_token_ids.end());
   st.hashes.clear();
   st.extra = std::move(extra_keys);
   st.num_computed = 0;
   st.rows.resize(m.groups.size());
-  for (Row& row : st.rows) {
+  for (size_t gi = 0; gi < st.rows.size(); ++gi) {
+    Row& row = st.rows[gi];
     row.blocks.clear();
+    row.blocks.reserve(m.groups[gi].reserve_columns);  // once per recycled slot
     row.num_cached = row.update_from = 0;
     row.last_state = -1;
     row.allocated = false;
@@ -489,6 +633,8 @@ void KVCacheManager::RewindComputedTokens(RequestId request, TokenCount num_reje
   RequestState& st = impl_->State(request);
   KVTOPO_CHECK(num_rejected.value() >= 0 && num_rejected.value() <= st.num_computed);
   st.num_computed -= num_rejected.value();
+  // The quiet window assumes the computed count only grows.
+  if (num_rejected.value() > 0) st.quiet = QuietWindow{};
 }
 
 TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& out) {
@@ -553,6 +699,19 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
 
   const int64_t local = st.num_computed + num_new_computed;
   const int64_t total_computed = std::min(local, L);
+  if (st.running && num_new_computed == 0 && !step.full_sequence_must_fit && m.quiet_path_enabled) {
+    // Quiet window: every group's rule is a no-op for these counts (see ComputeQuietWindow).
+    const QuietWindow& w = st.quiet;
+    const int64_t num_main = total_computed + num_new;
+    const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
+    const int64_t committed = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
+    if (total_computed < w.computed_end && need_slots <= w.slots_max && num_main <= w.main_max &&
+        (committed < w.committed_end || !m.caching())) {
+      st.num_computed = local + num_new;
+      st.last_quiet = true;
+      return true;
+    }
+  }
   const int64_t free = m.pool.num_free_blocks();
   if (step.full_sequence_must_fit) {
     const int64_t n_full = std::min<int64_t>(static_cast<int64_t>(st.tokens.size()), L);
@@ -561,7 +720,10 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
       needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], n_full, hits(gi), total_computed,
                                       n_full, /*cap=*/true);
     }
-    if (needed > free) return false;
+    if (needed > free) {
+      st.quiet = QuietWindow{};
+      return false;
+    }
   }
   const int64_t num_main = total_computed + num_new;
   const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
@@ -575,7 +737,11 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
     needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], need_slots, hits(gi), total_computed,
                                     num_main, /*cap=*/false);
   }
-  if (needed > m.pool.num_free_blocks()) return false;
+  if (needed > m.pool.num_free_blocks()) {
+    st.quiet = QuietWindow{};  // out-of-window blocks may have been released: recompute later
+    return false;
+  }
+  st.last_quiet = false;
 
   // Take every group's hits before any fresh allocation, which could otherwise pop (and evict)
   // an evictable hit block of a later group from the free list.
@@ -592,40 +758,51 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   if (m.caching()) {
     // Commit only known tokens, never unverified drafts; hybrids cache at hit granularity.
     int64_t n = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
-    if (num_groups > 1) n = n / m.alignment * m.alignment;
+    if (num_groups > 1) {
+      n = std::has_single_bit(static_cast<uint64_t>(m.alignment)) ? n & ~(m.alignment - 1)
+                                                                  : n / m.alignment * m.alignment;
+    }
     for (size_t gi = 0; gi < num_groups; ++gi) {
       m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, num_main);
     }
   }
   st.num_computed = local + num_new;
+  st.running = true;
+  m.ComputeQuietWindow(st, std::min(st.num_computed, L));
   return true;
 }
 
 void KVCacheManager::Free(RequestId request) {
   Impl& m = *impl_;
-  auto it = m.index.find(request.value());
-  KVTOPO_CHECK_MSG(it != m.index.end(), fmt::format("unknown request {}", request.value()));
-  RequestState& st = m.states[it->second];
+  const int32_t slot = m.index.Find(request.value());
+  KVTOPO_CHECK_MSG(slot >= 0, fmt::format("unknown request {}", request.value()));
+  RequestState& st = m.states[slot];
   for (Row& row : st.rows) {
     // Reverse order: the tail of the hash chain becomes the first eviction candidate.
-    for (auto b = row.blocks.rbegin(); b != row.blocks.rend(); ++b) m.pool.FreeOne(*b);
+    m.pool.FreeReversed(row.blocks);
     row.blocks.clear();
   }
   st.live = false;
+  st.running = false;
   st.id = -1;
-  m.free_states.push_back(it->second);
-  m.index.erase(it);
+  m.free_states.push_back(slot);
+  m.index.Erase(request.value());
 }
 
 void KVCacheManager::NewStep() { ++impl_->step; }
+
+void KVCacheManager::SetQuietPathEnabled(bool enabled) { impl_->quiet_path_enabled = enabled; }
+bool KVCacheManager::BlockIsCached(BlockId block) const { return impl_->pool.is_cached(block); }
 
 std::span<const BlockId> KVCacheManager::BlockIds(RequestId request, GroupId group) const {
   return impl_->State(request).rows.at(group.value()).blocks;
 }
 
 KVCacheManager::RowUpdate KVCacheManager::LastUpdate(RequestId request, GroupId group) const {
-  const Row& row = impl_->State(request).rows.at(group.value());
-  const int64_t from = std::min<int64_t>(row.update_from, row.blocks.size());
+  const RequestState& st = impl_->State(request);
+  const Row& row = st.rows.at(group.value());
+  const int64_t size = static_cast<int64_t>(row.blocks.size());
+  const int64_t from = st.last_quiet ? size : std::min<int64_t>(row.update_from, size);
   return RowUpdate{.first_column = from,
                    .block_ids = std::span<const BlockId>(row.blocks).subspan(from)};
 }
@@ -645,11 +822,17 @@ void KVCacheManager::CheckInvariants() const {
   const Impl& m = *impl_;
   m.pool.CheckInvariants();
   const int32_t n = m.pool.num_blocks();
-  std::vector<int32_t> refs(n, 0);
-  std::vector<int32_t> owner_group(n, -1);
-  std::vector<int64_t> seen_in_row(n, -1);
+  // Scratch kept between calls: tests and the simulator check after every step.
+  std::vector<int32_t>& refs = m.check_refs;
+  std::vector<int32_t>& owner_group = m.check_owner_group;
+  std::vector<int64_t>& seen_in_row = m.check_seen_in_row;
+  refs.assign(n, 0);
+  owner_group.assign(n, -1);
+  seen_in_row.assign(n, -1);
   int64_t row_serial = 0;
-  for (const auto& [id, slot] : m.index) {
+  std::vector<std::pair<int64_t, int32_t>> live;
+  m.index.ForEach([&](int64_t id, int32_t slot) { live.emplace_back(id, slot); });
+  for (const auto& [id, slot] : live) {
     const RequestState& st = m.states[slot];
     KVTOPO_CHECK(st.live && st.id == id);
     KVTOPO_CHECK(st.rows.size() == m.groups.size());

@@ -458,8 +458,15 @@ Result<SimulateReport> Simulator::Run() {
     manager_->NewStep();
     int64_t budget = options_.max_num_batched_tokens;
     scheduled.clear();
-    // Running requests first. The allocate timer covers the loop minus preemptions.
+    // Running requests first. The allocate timer covers the loop minus preemptions; it is cut
+    // where the calls switch between decode and prefill so decode calls are also timed apart.
     auto timer = Clock::now();
+    bool timing_decode = false;
+    auto stop_timer = [&] {
+      const double s = Seconds(Clock::now() - timer);
+      report_.allocate_slots_seconds += s;
+      if (timing_decode) report_.decode_allocate_slots_seconds += s;
+    };
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       SimRequest& r = *running_[i];
       const int64_t computed = r.computed;
@@ -471,17 +478,24 @@ Result<SimulateReport> Simulator::Run() {
         ++i;
         continue;
       }
+      if (decode != timing_decode) {
+        stop_timer();
+        timing_decode = decode;
+        timer = Clock::now();
+      }
       SlotRequest req{.num_new_tokens = TokenCount(num_new),
                       .num_lookahead_tokens = TokenCount(lookahead_)};
       bool ok = Allocate(r, req);
+      report_.decode_allocate_slots_calls += decode ? 1 : 0;
       while (!ok && running_.back() != &r) {
-        report_.allocate_slots_seconds += Seconds(Clock::now() - timer);
+        stop_timer();
         Preempt(*running_.back());
         timer = Clock::now();
         ok = Allocate(r, req);
+        report_.decode_allocate_slots_calls += decode ? 1 : 0;
       }
       if (!ok) {
-        report_.allocate_slots_seconds += Seconds(Clock::now() - timer);
+        stop_timer();
         Preempt(r);  // nothing left to preempt but itself
         timer = Clock::now();
         break;
@@ -491,7 +505,7 @@ Result<SimulateReport> Simulator::Run() {
       budget -= num_new;
       ++i;
     }
-    report_.allocate_slots_seconds += Seconds(Clock::now() - timer);
+    stop_timer();
     // Admissions in arrival order.
     while (!waiting_.empty() && budget > 0 && !free_rows_.empty() &&
            waiting_.front()->spec->arrival_step <= step) {

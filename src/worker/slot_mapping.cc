@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 namespace kvtopo {
 
@@ -35,21 +36,77 @@ Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> ker
   const int64_t stripe = n * I;
   const int64_t virtual_block = b * n;
   const int64_t columns = static_cast<int64_t>(kernel_row.size());
+  if (std::has_single_bit(static_cast<uint64_t>(n)) &&
+      std::has_single_bit(static_cast<uint64_t>(I)) &&
+      std::has_single_bit(static_cast<uint64_t>(b))) {
+    // The usual layouts: every divide and modulo below is a shift or a mask (same results for
+    // p >= 0), which matters at thousands of positions per rank per step.
+    const int i_shift = std::countr_zero(static_cast<uint64_t>(I));
+    const int stripe_shift = std::countr_zero(static_cast<uint64_t>(stripe));
+    const int vb_shift = std::countr_zero(static_cast<uint64_t>(virtual_block));
+    const int64_t b_mul_shift = std::countr_zero(static_cast<uint64_t>(b));
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const int64_t p = positions[i].value();
+      KVTOPO_CHECK(p >= 0);
+      const int64_t j = p >> vb_shift;
+      if (j >= columns) {
+        return OutOfRange(
+            fmt::format("position {} needs block-table column {} but the row has only {} block ids",
+                        p, j, columns));
+      }
+      if (((p >> i_shift) & (n - 1)) != slice) {
+        out[i] = kPadSlot;
+        continue;
+      }
+      const int64_t o = p & (virtual_block - 1);
+      out[i] = (static_cast<int64_t>(kernel_row[j]) << b_mul_shift) +
+               ((o >> stripe_shift) << i_shift) + (o & (I - 1));
+    }
+    std::fill(out.begin() + positions.size(), out.end(), kPadSlot);
+    return Status::Ok();
+  }
+  // Other layouts: divide once per run of consecutive positions (prefill chunks, decode
+  // drafts), then step the quotients and remainders. vb is a multiple of the stripe n * I, so
+  // o % I == p % I and the column, stripe and interleave counters wrap together.
+  int64_t prev = -2;
+  int64_t j = 0, o = 0, stripe_index = 0, in_stripe = 0, in_interleave = 0, owner = 0;
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t p = positions[i].value();
     KVTOPO_CHECK(p >= 0);
-    const int64_t j = p / virtual_block;
+    if (p == prev + 1) {
+      ++o;
+      if (++in_stripe == stripe) {
+        in_stripe = 0;
+        ++stripe_index;
+      }
+      if (o == virtual_block) {
+        o = 0;
+        ++j;
+        stripe_index = 0;
+      }
+      if (++in_interleave == I) {
+        in_interleave = 0;
+        if (++owner == n) owner = 0;
+      }
+    } else {
+      j = p / virtual_block;
+      o = p % virtual_block;
+      stripe_index = o / stripe;
+      in_stripe = o % stripe;
+      in_interleave = p % I;
+      owner = (p / I) % n;
+    }
+    prev = p;
     if (j >= columns) {
       return OutOfRange(
           fmt::format("position {} needs block-table column {} but the row has only {} block ids",
                       p, j, columns));
     }
-    if ((p / I) % n != slice) {
+    if (owner != slice) {
       out[i] = kPadSlot;
       continue;
     }
-    const int64_t o = p % virtual_block;
-    out[i] = static_cast<int64_t>(kernel_row[j]) * b + (o / stripe) * I + o % I;
+    out[i] = static_cast<int64_t>(kernel_row[j]) * b + stripe_index * I + in_interleave;
   }
   std::fill(out.begin() + positions.size(), out.end(), kPadSlot);
   return Status::Ok();

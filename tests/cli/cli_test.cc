@@ -138,6 +138,15 @@ TEST(SimulateCli, WorkloadFileRuns) {
   EXPECT_EQ(j["requests_finished"], 2);
   EXPECT_EQ(j["invariant_violations"], 0);
   EXPECT_EQ(j["seed"], 3);
+  // Timing mode: the same run without the per-step walks.
+  auto quiet = RunCli("simulate qwen3-next-80b -tp 4 --max-model-len 4096 --workload-file " + path +
+                      " --json --seed 3 --no-invariant-checks --no-slot-checks");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.out;
+  const auto k = nlohmann::json::parse(quiet.out);
+  EXPECT_EQ(k["invariant_checks"], 0);
+  EXPECT_EQ(k["requests_finished"], 2);
+  EXPECT_EQ(k["allocations"], j["allocations"]);
+  EXPECT_GT(k["decode_allocate_slots_calls"], 0);
 }
 
 }  // namespace

@@ -115,6 +115,10 @@ TEST(Simulate, SharedPrefixesHitAfterTheFirstRequest) {
   // Requests 1..3 each hit the 256 shared tokens (16 blocks of 16).
   EXPECT_EQ(report->prefix_hit_tokens, 3 * 256);
   EXPECT_EQ(report->prefix_query_tokens, 4 * 320);
+  // Each request decodes twice after its one-chunk prefill; those calls are also timed apart.
+  EXPECT_EQ(report->decode_allocate_slots_calls, 4 * 2);
+  EXPECT_EQ(report->allocate_slots_calls, 4 + 4 * 2);
+  EXPECT_LE(report->decode_allocate_slots_seconds, report->allocate_slots_seconds);
 }
 
 TEST(Simulate, RejectedPlanIsAnError) {

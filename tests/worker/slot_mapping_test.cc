@@ -118,6 +118,56 @@ TEST(SlotMapping, EachShardedPositionOnExactlyOneRankReplicatedOnEvery) {
   }
 }
 
+// Layouts built directly, power-of-two (shift path) and not (divide path), against the brute
+// force: the rank holding p stores it at its local index (positions before p it holds).
+TEST(SlotMapping, ShiftAndDividePathsMatchTheLocalIndexOracle) {
+  std::mt19937_64 rng(11);
+  const int64_t layouts[][3] = {{1, 1, 16}, {4, 1, 16}, {16, 16, 64}, {2, 8, 32},
+                                {3, 2, 6},  {4, 3, 12}, {1, 1, 24},   {5, 1, 5}};
+  for (const auto& [n, I, b] : layouts) {
+    std::vector<int32_t> row(64);
+    for (auto& id : row) id = static_cast<int32_t>(1 + rng() % 1000);
+    const int64_t seq_len = static_cast<int64_t>(row.size()) * b * n;
+    std::vector<TokenPos> positions;
+    for (int64_t p = 0; p < seq_len; ++p) positions.emplace_back(p);
+    for (int64_t r = 0; r < n; ++r) {
+      const SlotLayout layout{.num_shards = n,
+                              .interleave = I,
+                              .kernel_block_size = b,
+                              .rank = Rank{static_cast<int32_t>(r)}};
+      std::vector<int64_t> slots(positions.size());
+      ASSERT_TRUE(ComputeSlotMapping(layout, row, positions, slots).ok());
+      int64_t local = 0;
+      for (int64_t p = 0; p < seq_len; ++p) {
+        const bool held = (p / I) % n == r;
+        if (!held) {
+          ASSERT_EQ(slots[p], kPadSlot);
+          continue;
+        }
+        ASSERT_EQ(slots[p], static_cast<int64_t>(row[local / b]) * b + local % b)
+            << "n=" << n << " I=" << I << " b=" << b << " p=" << p;
+        ++local;
+      }
+      // Runs with gaps, repeats and backward jumps give the same slots as the full sweep.
+      std::vector<TokenPos> mixed;
+      std::vector<int64_t> expected;
+      for (int k = 0; k < 300; ++k) {
+        const int64_t start = static_cast<int64_t>(rng() % seq_len);
+        const int64_t len = 1 + static_cast<int64_t>(rng() % (2 * b * n));
+        for (int64_t p = start; p < std::min(seq_len, start + len); ++p) {
+          mixed.emplace_back(p);
+          expected.push_back(slots[p]);
+        }
+      }
+      std::vector<int64_t> mixed_slots(mixed.size());
+      ASSERT_TRUE(ComputeSlotMapping(layout, row, mixed, mixed_slots).ok());
+      ASSERT_EQ(mixed_slots, expected) << "n=" << n << " I=" << I << " b=" << b;
+      const std::vector<TokenPos> past = {TokenPos{seq_len}};
+      EXPECT_FALSE(ComputeSlotMapping(layout, row, past, slots).ok());
+    }
+  }
+}
+
 TEST(SlotMapping, WorkedExampleDcp4Interleave1) {
   const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = 4});
   const std::vector<int32_t> row = {7};
