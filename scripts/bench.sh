@@ -45,7 +45,10 @@ for w in ["million", "decode-steady", "prefix-hit", "hybrid"]:
     if w == "prefix-hit":
         unit = f"{rt / max(r['requests_finished'], 1) * 1e6:.2f} µs/request"
     elif w in ("decode-steady", "hybrid"):
-        unit = f"{r['allocate_slots_seconds'] / max(r['allocate_slots_calls'], 1) * 1e9:.0f} ns/allocate_slots"
+        calls = max(r["decode_allocate_slots_calls"], 1)
+        steps = calls / max(r["requests_finished"], 1)
+        unit = (f"{r['decode_allocate_slots_seconds'] / calls * 1e9:.0f} ns/decode allocate_slots, "
+                f"{r['decode_allocate_slots_seconds'] / steps * 1e6:.2f} µs/decode step")
     else:
         unit = f"{r['wall_seconds']:.3f} s wall with checks"
     lines.append(f"| {w} | {r['steps']} | {r['tokens']} | {r['allocations']} | {r['preemptions']} | "
