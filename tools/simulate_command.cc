@@ -1,6 +1,7 @@
 // `kvtopo simulate`: the no-weight reproducer.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -162,8 +163,12 @@ int RunSimulate(const SimulateArgs& args) {
   if (*memory > 0) options.num_blocks = plan->pool.num_blocks;
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](int64_t done, int64_t total) {
-      std::fprintf(stderr, "\r  simulating: %lld / %lld requests finished",
-                   static_cast<long long>(done), static_cast<long long>(total));
+      const int width = 40;
+      const double frac = total > 0 ? std::min(1.0, static_cast<double>(done) / total) : 0.0;
+      const int filled = static_cast<int>(frac * width);
+      std::fprintf(stderr, "\r  [%s%s] %3.0f%% of %lld tokens", std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), 100 * frac,
+                   static_cast<long long>(total));
     };
   }
   auto report = Simulate(*plan, *workload, options);

@@ -74,7 +74,8 @@ struct SimulateOptions {
   // built them before the per-group geometry.
   bool inject_dcp_scaled_recurrent_table = false;
   int64_t max_steps = 10'000'000;
-  std::function<void(int64_t done, int64_t total)> progress;  // called every few steps
+  // Called every 64 steps with the tokens scheduled so far and the workload's expected total.
+  std::function<void(int64_t done_tokens, int64_t total_tokens)> progress;
 };
 
 struct GroupReport {

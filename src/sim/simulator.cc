@@ -454,6 +454,10 @@ Result<SimulateReport> Simulator::Run() {
   std::vector<Scheduled> scheduled;
   int64_t step = 0;
   const int64_t total = static_cast<int64_t>(requests_.size());
+  int64_t expected_tokens = 0;  // for progress: prompts plus decode steps, before preemptions
+  for (const SimRequest& r : requests_) {
+    expected_tokens += r.spec->prompt_len + r.spec->decode_steps * (1 + spec_tokens_);
+  }
   while (report_.requests_finished < total && step < options_.max_steps && !stop_) {
     manager_->NewStep();
     int64_t budget = options_.max_num_batched_tokens;
@@ -564,7 +568,7 @@ Result<SimulateReport> Simulator::Run() {
     if (stop_) break;
     for (const Scheduled& s : scheduled) Execute(s);
     if (options_.progress && step % 64 == 0) {
-      options_.progress(report_.requests_finished, total);
+      options_.progress(report_.tokens_scheduled, expected_tokens);
     }
   }
   report_.steps = step;
