@@ -157,6 +157,27 @@ namespace {
 
 using ::kvtopo::testing::RunCli;
 
+TEST(SlotsCli, JsonSchemaAndUsageErrors) {
+  auto r = RunCli("slots -dcp 4 --block-size 16 --seq-len 37 --block-ids 7,3 --json");
+  ASSERT_EQ(r.exit_code, 0);
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["local_lens"], nlohmann::json({10, 9, 9, 9}));
+  ASSERT_EQ(json["slot_mapping"].size(), 4u);
+  EXPECT_EQ(json["slot_mapping"][1][5], 113);
+  EXPECT_EQ(json["slot_mapping"][0][5], -1);
+  r = RunCli("slots --decode-context-parallel-size 4 --cp-kv-cache-interleave-size 16 "
+             "--block-size 16 --seq-len 10 --block-ids 7 --json");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["local_lens"], nlohmann::json({10, 0, 0, 0}));
+  for (const char* bad : {"slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7",
+                          "slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 "
+                          "--seq-len 8 --block-ids 7",
+                          "slots -dcp 4 --block-size 16 --seq-len 8 --block-ids 7,x",
+                          "slots -dcp 0 --block-size 16 --seq-len 8 --block-ids 7"}) {
+    EXPECT_EQ(RunCli(bad).exit_code, 2) << bad;
+  }
+}
+
 // A planned group's geometry: GLM-5.3-Flash's sharded MLA group, DCP4, interleave 4, block 960.
 TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
   auto r = RunCli("slots glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --group 4 "

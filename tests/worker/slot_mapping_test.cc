@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,47 +200,6 @@ TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   table.CheckInvariants();
 }
 
-#ifdef KVTOPO_CLI_PATH
-std::string RunCli(const std::string& args, int* exit_code) {
-  const std::string command = std::string(KVTOPO_CLI_PATH) + " " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  *exit_code = WEXITSTATUS(status);
-  return out;
-}
-
-TEST(SlotsCli, JsonSchemaAndUsageErrors) {
-  int rc = -1;
-  const std::string out =
-      RunCli("slots -dcp 4 --block-size 16 --seq-len 37 --block-ids 7,3 --json", &rc);
-  ASSERT_EQ(rc, 0);
-  const auto json = nlohmann::json::parse(out);
-  EXPECT_EQ(json["local_lens"], nlohmann::json({10, 9, 9, 9}));
-  ASSERT_EQ(json["slot_mapping"].size(), 4u);
-  EXPECT_EQ(json["slot_mapping"][1][5], 113);
-  EXPECT_EQ(json["slot_mapping"][0][5], -1);
-  const std::string interleaved = RunCli(
-      "slots --decode-context-parallel-size 4 --cp-kv-cache-interleave-size 16 --block-size 16 "
-      "--seq-len 10 --block-ids 7 --json",
-      &rc);
-  ASSERT_EQ(rc, 0);
-  EXPECT_EQ(nlohmann::json::parse(interleaved)["local_lens"], nlohmann::json({10, 0, 0, 0}));
-  RunCli("slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7", &rc);
-  EXPECT_EQ(rc, 2);
-  RunCli(
-      "slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 --seq-len 8 "
-      "--block-ids 7",
-      &rc);
-  EXPECT_EQ(rc, 2);
-  RunCli("slots -dcp 4 --block-size 16 --seq-len 8 --block-ids 7,x", &rc);
-  EXPECT_EQ(rc, 2);
-  RunCli("slots -dcp 0 --block-size 16 --seq-len 8 --block-ids 7", &rc);
-  EXPECT_EQ(rc, 2);
-}
-#endif
 
 }  // namespace
 }  // namespace kvtopo
