@@ -236,7 +236,7 @@ const char* GroupColor(const PlannedGroup& g) {
 // One row per pool tensor; each row shows the layers that share it, one cell per group, with the
 // group's page drawn to scale inside the tensor's stride (the hatched rest is padding).
 std::string RenderPlanSvg(const Plan& plan) {
-  const int kLeft = 20, kCellW = 150, kRowH = 34, kTop = 90;
+  const int kLeft = 20, kCellW = 180, kRowH = 34, kTop = 90;
   const size_t rows = plan.pool.tensors.size();
   const size_t cols = std::max<size_t>(plan.groups.size(), 1);
   const int width = kLeft * 2 + static_cast<int>(cols) * kCellW + 160;
@@ -295,8 +295,8 @@ std::string RenderPlanSvg(const Plan& plan) {
           x, y, used_w, kRowH - 6, GroupColor(g), Escape(g.layers[r]), natural,
           t.page_stride_bytes);
       s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"white\">{}</text>\n", x + 3,
-                       y + kRowH / 2, Escape(g.layers[r].size() > 20
-                                                 ? "…" + g.layers[r].substr(g.layers[r].size() - 19)
+                       y + kRowH / 2, Escape(g.layers[r].size() > 24
+                                                 ? "…" + g.layers[r].substr(g.layers[r].size() - 23)
                                                  : g.layers[r]));
     }
     s += fmt::format("<text x=\"{}\" y=\"{}\">tensor {} · {}</text>\n",
