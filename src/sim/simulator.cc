@@ -134,7 +134,7 @@ Status Simulator::Setup() {
   if (!plan_.accepted()) {
     return Rejected("the launch is rejected (run `kvtopo check` for its diagnostics)");
   }
-  dcp_ = plan_.parallel.decode_context_parallel_size;
+  dcp_ = plan_.groups.front().geometry.dcp_size;  // ranks in the DCP group, from the geometry
   max_model_len_ = plan_.model.max_model_len;
   lookahead_ = workload_.num_lookahead_tokens >= 0 ? workload_.num_lookahead_tokens
                                                    : plan_.model.num_lookahead_tokens;
