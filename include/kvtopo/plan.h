@@ -52,6 +52,7 @@ struct PlannedGroup {
   GroupGeometry geometry;
   int partition = 0;  // 0: sharded / recurrent target side, 1: DCP-replicated
   int64_t natural_page_size_bytes = 0;  // before padding
+  std::vector<std::string> backends;    // distinct attention backends of the layers
 };
 
 struct PoolTensor {
@@ -122,9 +123,9 @@ struct Plan {
 // (the launch is rejected); malformed inputs (non-positive sizes, overflow) are errors.
 Result<Plan> PlanFromSpecs(const ModelCacheSpecs& specs, const PlanInputs& inputs);
 
-// The kernel block size for a manager block `block_size` on `traits`: B itself if supported,
-// else the largest exact supported size dividing B; 0 if none.
-int64_t SelectKernelBlockSize(int64_t block_size, const BackendTraits& traits);
+// The kernel block size for a manager block `block_size` on every backend of `traits`: B itself
+// if all support it, else the largest size dividing B that all support; 0 if none.
+int64_t SelectKernelBlockSize(int64_t block_size, const std::vector<const BackendTraits*>& traits);
 
 }  // namespace kvtopo
 

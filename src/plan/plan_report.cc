@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace kvtopo {
 
@@ -77,6 +78,7 @@ nlohmann::json PlanToJson(const Plan& plan) {
                                                                  : g.spec.state.front().dtype))
                                : std::string(KvCacheDtypeName(g.spec.cache_dtype))},
         {"attention_backend", g.spec.attention_backend},
+        {"attention_backends", g.backends},
         {"num_layers", g.layers.size()},
         {"layers", g.layers},
         {"required_columns", geo.required_columns},
@@ -161,7 +163,7 @@ std::string FormatPlanTable(const Plan& plan) {
         g.id.value(), GroupKindLabel(g), RoleName(g.role), PlacementName(geo.placement),
         geo.dcp_shard_count, geo.block_size, geo.manager_block_size, geo.kernel_block_size,
         geo.page_size_bytes, geo.block_table_width, geo.max_pages_per_request,
-        g.spec.attention_backend.empty() ? "-" : g.spec.attention_backend, g.layers.size());
+        g.backends.empty() ? "-" : fmt::format("{}", fmt::join(g.backends, "+")), g.layers.size());
   }
   if (std::any_of(plan.groups.begin(), plan.groups.end(),
                   [](const PlannedGroup& g) { return g.uniform_type; })) {

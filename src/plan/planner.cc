@@ -3,6 +3,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "internal/checked_math.h"
 #include "kvtopo/plan.h"
@@ -25,17 +26,31 @@ bool Plan::accepted() const {
                       [](const Diagnostic& d) { return d.severity == Severity::kError; });
 }
 
-int64_t SelectKernelBlockSize(int64_t block_size, const BackendTraits& traits) {
-  if (traits.kernel_block_sizes.empty() && traits.kernel_block_multiple_of == 0) {
-    return block_size;
-  }
-  if (traits.kernel_block_multiple_of > 0 && block_size % traits.kernel_block_multiple_of == 0) {
-    return block_size;
-  }
+namespace {
+
+// Whether one backend's kernels take blocks of `b` tokens (no registry entry: any size).
+bool Supports(const BackendTraits& t, int64_t b) {
+  if (t.kernel_block_sizes.empty() && t.kernel_block_multiple_of == 0) return true;
+  if (t.kernel_block_multiple_of > 0 && b % t.kernel_block_multiple_of == 0) return true;
+  return std::find(t.kernel_block_sizes.begin(), t.kernel_block_sizes.end(), b) !=
+         t.kernel_block_sizes.end();
+}
+
+}  // namespace
+
+int64_t SelectKernelBlockSize(int64_t block_size,
+                              const std::vector<const BackendTraits*>& traits) {
+  auto all_support = [&](int64_t b) {
+    return std::all_of(traits.begin(), traits.end(),
+                       [&](const BackendTraits* t) { return Supports(*t, b); });
+  };
+  if (all_support(block_size)) return block_size;
+  // Candidates: the exact sizes any backend lists; the largest dividing B that all take.
   int64_t best = 0;
-  for (int64_t b : traits.kernel_block_sizes) {
-    if (b == block_size) return block_size;
-    if (b > 0 && block_size % b == 0) best = std::max(best, b);
+  for (const BackendTraits* t : traits) {
+    for (int64_t b : t->kernel_block_sizes) {
+      if (b > 0 && block_size % b == 0 && b > best && all_support(b)) best = b;
+    }
   }
   return best;
 }
@@ -75,8 +90,7 @@ TypeClass ClassOf(const LayerSpec& s) {
 bool IsUniformType(const std::vector<LayerSpec>& layers) {
   const LayerSpec& f = layers.front();
   for (const LayerSpec& s : layers) {
-    if (s.block_size != f.block_size || ClassOf(s) != ClassOf(f) || s.dcp != f.dcp ||
-        s.role != f.role) {
+    if (s.block_size != f.block_size || ClassOf(s) != ClassOf(f) || s.dcp != f.dcp) {
       return false;
     }
     switch (ClassOf(f)) {
@@ -243,6 +257,11 @@ Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
     g.uniform_type = uniform_type;
     for (const LayerSpec* m : members) {
       g.layers.push_back(m->name);
+      if (!m->attention_backend.empty() &&
+          std::find(g.backends.begin(), g.backends.end(), m->attention_backend) ==
+              g.backends.end()) {
+        g.backends.push_back(m->attention_backend);
+      }
       KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(*m));
       g.layer_page_bytes.push_back(page);
     }
@@ -293,13 +312,17 @@ Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
   for (PlannedGroup& g : groups) {
     int64_t kernel_block = g.spec.block_size;
     if (IsAttention(g.spec.kind)) {
-      kernel_block = SelectKernelBlockSize(g.spec.block_size, TraitsOf(g.spec.attention_backend));
+      std::vector<const BackendTraits*> traits;
+      for (const std::string& backend : g.backends) traits.push_back(&TraitsOf(backend));
+      kernel_block = SelectKernelBlockSize(g.spec.block_size, traits);
       if (kernel_block == 0) {
         diagnostics_.push_back(Error(
             "kernel-block-size",
-            fmt::format("group {} ('{}'): no kernel block size of backend {} divides block size "
-                        "{}; choose a --block-size that is a multiple of a supported kernel block",
-                        g.id.value(), g.spec.name, g.spec.attention_backend, g.spec.block_size)));
+            fmt::format("group {} ('{}'): no kernel block size that backends {} all support "
+                        "divides block size {}; choose a --block-size that is a multiple of a "
+                        "supported kernel block, or one backend for the group",
+                        g.id.value(), g.spec.name, fmt::join(g.backends, ", "),
+                        g.spec.block_size)));
         kernel_block = g.spec.block_size;
       }
     }

@@ -280,7 +280,14 @@ void Simulator::Finish(SimRequest& r) {
 int64_t Simulator::PrefillChunk(const SimRequest& r, int64_t computed, int64_t budget) const {
   const int64_t remaining = static_cast<int64_t>(r.tokens.size()) - computed;
   int64_t n = std::min({remaining, budget, chunk_cap_});
-  if (align_block_ > 0 && n < remaining) n = (computed + n) / align_block_ * align_block_ - computed;
+  if (align_block_ > 0 && n < remaining) {
+    n = (computed + n) / align_block_ * align_block_ - computed;
+    if (n <= 0) {
+      // The chunk cap is below one checkpoint: run to the next boundary if the budget allows.
+      const int64_t to_boundary = align_block_ - computed % align_block_;
+      n = std::min(to_boundary, remaining) <= budget ? std::min(to_boundary, remaining) : 0;
+    }
+  }
   return n;
 }
 
@@ -553,8 +560,10 @@ Result<SimulateReport> Simulator::Run() {
       if (running_.empty() && waiting_.empty()) break;
       if (running_.empty()) {
         return Rejected(fmt::format(
-            "request {} ({} tokens) cannot be admitted: the pool of {} blocks is too small",
-            waiting_.front()->index, waiting_.front()->tokens.size(), report_.num_blocks));
+            "request {} ({} tokens) cannot be admitted: its first chunk does not fit the pool of "
+            "{} blocks or the {}-token step budget",
+            waiting_.front()->index, waiting_.front()->tokens.size(), report_.num_blocks,
+            options_.max_num_batched_tokens));
       }
     }
     for (const Scheduled& s : scheduled) {

@@ -117,3 +117,42 @@ TEST(PlanLaunch, EveryTargetProfilePlans) {
 
 }  // namespace
 }  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+// The seed's EAGLE3 launch: the fp8 TRITON_MLA draft layer and the bf16 B12X_MLA target layers
+// share a type and a block, so they form one uniform-type group with per-layer pages (no page of
+// either is resized), and the kernel block is one both backends take.
+TEST(PlanLaunch, Eagle3DraftWithItsOwnDtypeJoinsAUniformTypeGroup) {
+  LaunchConfig c = Launch("kimi-k2.6", 8, 4);
+  c.speculative = *ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":3,"draft_attention_backend":"TRITON_MLA",)"
+      R"("draft_kv_cache_dtype":"fp8"})");
+  auto plan = PlanLaunch(c, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted());
+  ASSERT_EQ(plan->groups.size(), 1u);
+  const PlannedGroup& g = plan->groups[0];
+  EXPECT_TRUE(g.uniform_type);
+  EXPECT_EQ(g.layers.size(), 62u);
+  EXPECT_EQ(g.backends, (std::vector<std::string>{"B12X_MLA", "TRITON_MLA"}));
+  EXPECT_EQ(g.layer_page_bytes.front(), 64 * 576 * 2);  // bf16 target
+  EXPECT_EQ(g.layer_page_bytes.back(), 64 * 576);       // fp8 draft
+  EXPECT_EQ(g.geometry.kernel_block_size, 64);
+  EXPECT_EQ(plan->pool.bytes_per_block, 61 * 64 * 576 * 2 + 64 * 576);
+}
+
+TEST(SelectKernelBlockSize, CommonToEveryBackend) {
+  const BackendTraits multiple16{.kernel_block_multiple_of = 16};
+  const BackendTraits flashinfer{.kernel_block_sizes = {16, 32, 64}};
+  const BackendTraits flashmla{.kernel_block_sizes = {64}};
+  EXPECT_EQ(SelectKernelBlockSize(768, {&multiple16}), 768);
+  EXPECT_EQ(SelectKernelBlockSize(768, {&multiple16, &flashinfer}), 64);
+  EXPECT_EQ(SelectKernelBlockSize(96, {&flashinfer}), 32);
+  EXPECT_EQ(SelectKernelBlockSize(96, {&flashmla}), 0);
+  EXPECT_EQ(SelectKernelBlockSize(48, {&flashinfer, &multiple16}), 16);
+}
+
+}  // namespace
+}  // namespace kvtopo
