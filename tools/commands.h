@@ -2,12 +2,11 @@
 // the one the user chose and returns its exit code.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace kvtopo::cli {
 

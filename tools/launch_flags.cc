@@ -29,7 +29,8 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
                   "tokens scheduled per step (bounds sliding windows)");
   app->add_flag("--enable-prefix-caching", f.enable_prefix_caching, "prefix caching on");
   app->add_flag("--no-enable-prefix-caching", f.no_enable_prefix_caching, "prefix caching off");
-  app->add_option("--mamba-cache-mode", f.mamba_cache_mode, "recurrent cache mode: none, align, all");
+  app->add_option("--mamba-cache-mode", f.mamba_cache_mode,
+                  "recurrent cache mode: none, align, all");
   app->add_option("--mamba-block-size", f.mamba_block_size, "tokens per recurrent checkpoint");
   app->add_option("--attention-backend", f.attention_backend, "target attention backend");
   app->add_option("--speculative-config", f.speculative_config,

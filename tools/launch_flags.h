@@ -2,10 +2,9 @@
 // users can paste their `vllm serve` arguments.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"

@@ -1,11 +1,10 @@
 // kvtopo: plan, check and simulate paged KV caches under DCP, speculative decoding and hybrids.
 // Exit codes: 0 accepted / success, 1 configuration rejected, 2 usage error.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "commands.h"
 

@@ -46,14 +46,13 @@ int RunCheck(const PlanArgs& args) {
   if (!plan.ok()) return ReportError(plan.status());
   if (args.json) {
     nlohmann::json j = PlanToJson(*plan);
-    std::printf("%s\n", nlohmann::json{{"accepted", j["accepted"]},
-                                       {"diagnostics", j["diagnostics"]}}
-                            .dump(2)
-                            .c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"accepted", j["accepted"]}, {"diagnostics", j["diagnostics"]}}
+                    .dump(2)
+                    .c_str());
   } else if (plan->accepted()) {
     std::printf("accepted: %s, %lld tokens of KV cache (%.2f max-length requests)\n",
-                plan->model.model_name.c_str(),
-                static_cast<long long>(plan->capacity.max_tokens),
+                plan->model.model_name.c_str(), static_cast<long long>(plan->capacity.max_tokens),
                 plan->capacity.max_concurrency);
     for (const Diagnostic& d : plan->diagnostics) {
       std::printf("  %s [%s] %s\n", std::string(SeverityName(d.severity)).c_str(), d.code.c_str(),

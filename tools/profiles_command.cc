@@ -1,7 +1,7 @@
 // `kvtopo profiles`: lists the embedded profiles (targets, drafts and the backend registry).
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "commands.h"
 #include "kvtopo/model.h"
@@ -9,7 +9,8 @@
 namespace kvtopo::cli {
 
 void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry) {
-  CLI::App* sub = app.add_subcommand("profiles", "List the embedded model, draft and backend profiles");
+  CLI::App* sub =
+      app.add_subcommand("profiles", "List the embedded model, draft and backend profiles");
   registry.Add(sub, [] {
     Result<std::vector<ProfileInfo>> profiles = ListProfiles();
     if (!profiles.ok()) {

@@ -5,9 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "commands.h"
 #include "kvtopo/plan.h"
@@ -82,11 +81,12 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
               static_cast<unsigned long long>(seed));
   std::printf("pool       %lld blocks (%s)\n", static_cast<long long>(r.num_blocks),
               r.pool_sizing.c_str());
-  std::printf("steps      %lld, tokens %lld, allocations %lld, not-enough-blocks %lld, "
-              "preemptions %lld, finished %lld\n",
-              static_cast<long long>(r.steps), static_cast<long long>(r.tokens_scheduled),
-              static_cast<long long>(r.allocations), static_cast<long long>(r.allocation_failures),
-              static_cast<long long>(r.preemptions), static_cast<long long>(r.requests_finished));
+  std::printf(
+      "steps      %lld, tokens %lld, allocations %lld, not-enough-blocks %lld, "
+      "preemptions %lld, finished %lld\n",
+      static_cast<long long>(r.steps), static_cast<long long>(r.tokens_scheduled),
+      static_cast<long long>(r.allocations), static_cast<long long>(r.allocation_failures),
+      static_cast<long long>(r.preemptions), static_cast<long long>(r.requests_finished));
   std::printf("prefix     %.2f%% hit (%lld of %lld prompt tokens)\n", 100 * r.prefix_hit_rate,
               static_cast<long long>(r.prefix_hit_tokens),
               static_cast<long long>(r.prefix_query_tokens));
@@ -102,28 +102,30 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
                 static_cast<long long>(r.ranks[0].free_pages),
                 static_cast<long long>(r.ranks[0].peak_local_tokens));
   } else if (!r.ranks.empty()) {
-    std::printf("ranks      %zu, %lld free pages each at the end; peak local tokens rank 0 %lld, "
-                "rank %zu %lld\n",
-                r.ranks.size(), static_cast<long long>(r.ranks[0].free_pages),
-                static_cast<long long>(r.ranks[0].peak_local_tokens), r.ranks.size() - 1,
-                static_cast<long long>(r.ranks.back().peak_local_tokens));
+    std::printf(
+        "ranks      %zu, %lld free pages each at the end; peak local tokens rank 0 %lld, "
+        "rank %zu %lld\n",
+        r.ranks.size(), static_cast<long long>(r.ranks[0].free_pages),
+        static_cast<long long>(r.ranks[0].peak_local_tokens), r.ranks.size() - 1,
+        static_cast<long long>(r.ranks.back().peak_local_tokens));
   }
   std::printf("checks     %lld invariant checks, %lld violations\n",
               static_cast<long long>(r.invariant_checks),
               static_cast<long long>(r.invariant_violations));
   if (!r.first_violation.empty()) {
-    std::printf("VIOLATION  at %lld tokens: %s\n",
-                static_cast<long long>(r.first_violation_tokens), r.first_violation.c_str());
+    std::printf("VIOLATION  at %lld tokens: %s\n", static_cast<long long>(r.first_violation_tokens),
+                r.first_violation.c_str());
   }
   auto per = [](double s, int64_t n) { return n > 0 ? 1e9 * s / static_cast<double>(n) : 0.0; };
-  std::printf("time       wall %.3f s; runtime calls %.4f s (get_computed_blocks %.0f ns x %lld, "
-              "allocate_slots %.0f ns x %lld, free %.0f ns x %lld); hashing %.4f s\n",
-              r.wall_seconds, r.runtime_seconds,
-              per(r.get_computed_blocks_seconds, r.get_computed_blocks_calls),
-              static_cast<long long>(r.get_computed_blocks_calls),
-              per(r.allocate_slots_seconds, r.allocate_slots_calls),
-              static_cast<long long>(r.allocate_slots_calls), per(r.free_seconds, r.free_calls),
-              static_cast<long long>(r.free_calls), r.hash_seconds);
+  std::printf(
+      "time       wall %.3f s; runtime calls %.4f s (get_computed_blocks %.0f ns x %lld, "
+      "allocate_slots %.0f ns x %lld, free %.0f ns x %lld); hashing %.4f s\n",
+      r.wall_seconds, r.runtime_seconds,
+      per(r.get_computed_blocks_seconds, r.get_computed_blocks_calls),
+      static_cast<long long>(r.get_computed_blocks_calls),
+      per(r.allocate_slots_seconds, r.allocate_slots_calls),
+      static_cast<long long>(r.allocate_slots_calls), per(r.free_seconds, r.free_calls),
+      static_cast<long long>(r.free_calls), r.hash_seconds);
   std::printf("decode     allocate_slots %.0f ns x %lld (running requests' decode steps)\n",
               per(r.decode_allocate_slots_seconds, r.decode_allocate_slots_calls),
               static_cast<long long>(r.decode_allocate_slots_calls));
@@ -135,7 +137,8 @@ int RunSimulate(const SimulateArgs& args) {
                                   : Result<Workload>(InvalidArgument("unread"));
   if (!args.workload_file.empty()) {
     std::ifstream in(args.workload_file);
-    if (!in) return ReportError(NotFound("--workload-file: cannot read '" + args.workload_file + "'"));
+    if (!in)
+      return ReportError(NotFound("--workload-file: cannot read '" + args.workload_file + "'"));
     std::stringstream text;
     text << in.rdbuf();
     workload = ParseWorkloadJsonl(text.str());

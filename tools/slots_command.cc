@@ -112,22 +112,22 @@ int RunPlannedSlots(const SlotsArgs& args) {
   }
   const GroupGeometry& geometry = plan->groups[group].geometry;
   if (geometry.kind == CacheKind::kRecurrent) {
-    return Usage(fmt::format("--group {} is a recurrent group: its state has no token slots",
-                             group));
+    return Usage(
+        fmt::format("--group {} is a recurrent group: its state has no token slots", group));
   }
   if (args.seq_len < 0 || args.seq_len > geometry.max_model_len) {
-    return Usage(fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len,
-                             args.seq_len));
+    return Usage(
+        fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len, args.seq_len));
   }
   auto ids = ParseBlockIds(args.block_ids);
   if (!ids.ok()) return Usage(ids.status().message());
   const int64_t needed =
       (args.seq_len + geometry.manager_block_size - 1) / geometry.manager_block_size;
   if (static_cast<int64_t>(ids->size()) < needed) {
-    return Usage(fmt::format("--seq-len {} needs {} block ids in group {} ({} tokens per block "
-                             "id), got {} in --block-ids",
-                             args.seq_len, needed, group, geometry.manager_block_size,
-                             ids->size()));
+    return Usage(
+        fmt::format("--seq-len {} needs {} block ids in group {} ({} tokens per block "
+                    "id), got {} in --block-ids",
+                    args.seq_len, needed, group, geometry.manager_block_size, ids->size()));
   }
   BlockTable table(geometry, 1);
   std::vector<BlockId> blocks;
@@ -141,12 +141,10 @@ int RunPlannedSlots(const SlotsArgs& args) {
 // The flags form: a sharded layout of N ranks, interleave I and B-token pages.
 int RunFlagSlots(const SlotsArgs& args, int64_t dcp_size, int64_t interleave, int64_t block_size) {
   if (dcp_size <= 0) {
-    return Usage(
-        fmt::format("--decode-context-parallel-size must be positive, got {}", dcp_size));
+    return Usage(fmt::format("--decode-context-parallel-size must be positive, got {}", dcp_size));
   }
   if (dcp_size > 4096) {
-    return Usage(
-        fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks", dcp_size));
+    return Usage(fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks", dcp_size));
   }
   if (interleave <= 0) {
     return Usage(
@@ -179,9 +177,8 @@ int RunFlagSlots(const SlotsArgs& args, int64_t dcp_size, int64_t interleave, in
       return Usage(fmt::format("--block-ids: block id {} is too large", id));
     }
   }
-  const SlotLayout layout{.num_shards = dcp_size,
-                          .interleave = interleave,
-                          .kernel_block_size = block_size};
+  const SlotLayout layout{
+      .num_shards = dcp_size, .interleave = interleave, .kernel_block_size = block_size};
   return PrintSlots(layout, dcp_size, args.seq_len, *ids, args.json);
 }
 

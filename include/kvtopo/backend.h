@@ -15,17 +15,17 @@
 namespace kvtopo {
 
 struct BackendCaps {
-  std::string name;  // upper case, e.g. "B12X_MLA"
-  bool mla = false;     // serves MLA latent caches (else K/V attention)
-  bool sparse = false;  // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
+  std::string name;                         // upper case, e.g. "B12X_MLA"
+  bool mla = false;                         // serves MLA latent caches (else K/V attention)
+  bool sparse = false;                      // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
   std::vector<int64_t> head_sizes;          // supported head sizes (MLA: latent row width)
   std::vector<int64_t> kernel_block_sizes;  // exact kernel block sizes, if any
   int64_t kernel_block_multiple = 0;        // "multiple of x"; 0 when exact sizes are listed
   int64_t preferred_block_size = 16;        // used when --block-size is 0
-  bool returns_lse = false;          // returns the softmax LSE for decode: can run under DCP
-  bool owns_dcp_collectives = false;  // takes rank-local queries and combines itself
-  bool supports_non_causal = false;   // block-parallel (DFlash / DSpark) drafts
-  bool local_dcp_draft_contract = false;  // runs a replicated draft as DCP1 inside a DCP launch
+  bool returns_lse = false;                 // returns the softmax LSE for decode: can run under DCP
+  bool owns_dcp_collectives = false;        // takes rank-local queries and combines itself
+  bool supports_non_causal = false;         // block-parallel (DFlash / DSpark) drafts
+  bool local_dcp_draft_contract = false;    // runs a replicated draft as DCP1 inside a DCP launch
   bool indexes_kv_by_block_stride = false;  // pages may be padded (page_size_padded)
   bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
   bool supports_pcp = false;                 // prefill context parallelism

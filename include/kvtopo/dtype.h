@@ -31,8 +31,8 @@ enum class KvCacheDtype {
   kFp8E4m3,
   kFp8E5m2,
   kFp8Inc,
-  kFp8DsMla,     // DeepSeek sparse-MLA row: 512 fp8 NoPE + 4 fp32 scales + 64 bf16 RoPE = 656 B
-  kNvfp4DsMla,   // NVFP4 sparse-MLA row: 432 B per token
+  kFp8DsMla,    // DeepSeek sparse-MLA row: 512 fp8 NoPE + 4 fp32 scales + 64 bf16 RoPE = 656 B
+  kNvfp4DsMla,  // NVFP4 sparse-MLA row: 432 B per token
   kFp8PerTokenHead,
   kInt8PerTokenHead,
   kNvfp4,

@@ -61,7 +61,7 @@ struct GroupGeometry {
   int64_t manager_table_width = 0;
   int64_t block_table_width = 0;
   int64_t max_pages_per_request = 0;
-  int64_t memory_per_request_bytes = 0;  // per layer, per rank
+  int64_t memory_per_request_bytes = 0;    // per layer, per rank
   int64_t block_table_bytes_per_rank = 0;  // int32 entries * max_num_seqs rows
   int64_t max_model_len = 0;
   int64_t max_num_seqs = 0;

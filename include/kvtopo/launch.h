@@ -33,16 +33,16 @@ struct Diagnostic {
 };
 
 struct CacheOptions {
-  int64_t block_size = 0;      // --block-size; 0: the backend's preferred size
-  int64_t max_model_len = 0;   // --max-model-len; 0: the model's max_position_embeddings
+  int64_t block_size = 0;     // --block-size; 0: the backend's preferred size
+  int64_t max_model_len = 0;  // --max-model-len; 0: the model's max_position_embeddings
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // --kv-cache-dtype
-  int64_t max_num_seqs = 256;             // --max-num-seqs
-  int64_t max_num_batched_tokens = 8192;  // --max-num-batched-tokens
-  bool enable_prefix_caching = true;      // --[no-]enable-prefix-caching
-  std::optional<RecurrentMode> mamba_cache_mode;  // --mamba-cache-mode; unset: by caching
-  int64_t mamba_block_size = 0;           // --mamba-block-size; 0: derived
-  std::string attention_backend;          // --attention-backend; empty: the model's default
-  int64_t prefix_match_unit = 0;          // hash block override; 0: GCD of group blocks
+  int64_t max_num_seqs = 256;                         // --max-num-seqs
+  int64_t max_num_batched_tokens = 8192;              // --max-num-batched-tokens
+  bool enable_prefix_caching = true;                  // --[no-]enable-prefix-caching
+  std::optional<RecurrentMode> mamba_cache_mode;      // --mamba-cache-mode; unset: by caching
+  int64_t mamba_block_size = 0;                       // --mamba-block-size; 0: derived
+  std::string attention_backend;  // --attention-backend; empty: the model's default
+  int64_t prefix_match_unit = 0;  // hash block override; 0: GCD of group blocks
 };
 
 // --speculative-config, after parsing (see ParseSpeculativeConfig).
@@ -70,13 +70,13 @@ struct LaunchConfig {
 };
 
 struct ModelCacheSpecs {
-  std::string model_name;    // profile name or the config path
-  std::string architecture;  // e.g. "KimiK3ForCausalLM"
-  std::string draft_name;    // empty without a draft cache
-  int64_t max_model_len = 0;           // resolved L
-  int64_t num_speculative_tokens = 0;  // S
-  int64_t num_lookahead_tokens = 0;    // research/vllm_kv_cache.md §5.8
-  std::vector<LayerSpec> layers;       // target layers first, then draft layers
+  std::string model_name;               // profile name or the config path
+  std::string architecture;             // e.g. "KimiK3ForCausalLM"
+  std::string draft_name;               // empty without a draft cache
+  int64_t max_model_len = 0;            // resolved L
+  int64_t num_speculative_tokens = 0;   // S
+  int64_t num_lookahead_tokens = 0;     // research/vllm_kv_cache.md §5.8
+  std::vector<LayerSpec> layers;        // target layers first, then draft layers
   std::vector<Diagnostic> diagnostics;  // launch validation; errors reject the launch
   std::string speculative_method;       // empty without --speculative-config
   std::string attention_backend;        // the target's resolved backend

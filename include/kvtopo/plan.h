@@ -50,7 +50,7 @@ struct PlannedGroup {
   bool uniform_type = false;
   std::vector<int64_t> layer_page_bytes;  // one per layer
   GroupGeometry geometry;
-  int partition = 0;  // 0: sharded / recurrent target side, 1: DCP-replicated
+  int partition = 0;                    // 0: sharded / recurrent target side, 1: DCP-replicated
   int64_t natural_page_size_bytes = 0;  // before padding
   std::vector<std::string> backends;    // distinct attention backends of the layers
 };

@@ -2,9 +2,8 @@
 // terminal, and an SVG drawing of the pool. Pure functions of the plan.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "kvtopo/plan.h"
 

@@ -29,10 +29,10 @@ namespace kvtopo {
 
 struct WorkloadRequest {
   int64_t arrival_step = 0;
-  int64_t prompt_len = 0;          // tokens, the shared prefix included
-  int64_t shared_prefix_id = -1;   // requests with the same id share their first tokens
+  int64_t prompt_len = 0;         // tokens, the shared prefix included
+  int64_t shared_prefix_id = -1;  // requests with the same id share their first tokens
   int64_t shared_prefix_len = 0;
-  int64_t decode_steps = 0;        // decode steps after the prompt, then the request is freed
+  int64_t decode_steps = 0;              // decode steps after the prompt, then the request is freed
   std::vector<int64_t> accepted_drafts;  // per decode step (cycled); empty: all accepted
 };
 
@@ -41,7 +41,7 @@ struct Workload {
   std::vector<WorkloadRequest> requests;
   // Scheduling knobs the workload implies (0: use SimulateOptions).
   int64_t prefill_chunk_tokens = 0;
-  int64_t num_lookahead_tokens = -1;   // -1: the plan's lookahead
+  int64_t num_lookahead_tokens = -1;    // -1: the plan's lookahead
   int64_t num_speculative_tokens = -1;  // drafts verified per decode step; -1: the plan's S
 };
 
@@ -89,8 +89,8 @@ struct GroupReport {
 
 struct RankReport {
   int32_t rank = 0;
-  int64_t free_pages = 0;          // at the end
-  int64_t peak_local_tokens = 0;   // tokens of sharded groups this rank stored at the peak
+  int64_t free_pages = 0;         // at the end
+  int64_t peak_local_tokens = 0;  // tokens of sharded groups this rank stored at the peak
 };
 
 struct SimulateReport {
@@ -100,7 +100,7 @@ struct SimulateReport {
   std::string pool_sizing;  // how the pool was sized
   int64_t steps = 0;
   int64_t tokens_scheduled = 0;
-  int64_t allocations = 0;         // successful AllocateSlots calls
+  int64_t allocations = 0;          // successful AllocateSlots calls
   int64_t allocation_failures = 0;  // "not enough blocks" results
   int64_t preemptions = 0;
   int64_t requests_finished = 0;

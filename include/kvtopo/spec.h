@@ -72,8 +72,8 @@ struct LayerSpec {
   int64_t head_size_v = 0;   // V width (full attention and sliding window)
   KvCacheDtype cache_dtype = KvCacheDtype::kAuto;
   ElementType model_dtype = ElementType::kBfloat16;  // what kAuto resolves to
-  int64_t sliding_window = 0;        // windowed kinds
-  int64_t attention_chunk_size = 0;  // chunked local
+  int64_t sliding_window = 0;                        // windowed kinds
+  int64_t attention_chunk_size = 0;                  // chunked local
   int64_t extra_retained_tokens = 0;  // kept behind a window (MTP, DFlash proof block)
   // MLA only: bytes per token stored in the same row beside the latent, e.g. a sparse-indexer
   // key fused into the row (GLM-5.3-Flash on B12X). Added to the row for every dtype but the
@@ -104,9 +104,9 @@ Result<int64_t> AttentionBytesPerToken(const LayerSpec& spec);
 
 // What bounds one request's pages on one rank.
 struct RequestBounds {
-  int64_t max_model_len = 0;           // L
-  int64_t max_tokens_in_flight = 0;    // T: max_num_batched_tokens
-  int64_t dcp_shard_count = 1;         // token-position shards of this layer's group
+  int64_t max_model_len = 0;         // L
+  int64_t max_tokens_in_flight = 0;  // T: max_num_batched_tokens
+  int64_t dcp_shard_count = 1;       // token-position shards of this layer's group
 };
 
 // Pages one request of length L can hold on one rank for this layer:

@@ -45,8 +45,7 @@ struct KdaDims {
 };
 // Three conv states (K - 1, n*h / tp), (K - 1, n_k*h_k / tp) x 2 in `conv_dtype`, and the
 // recurrent state (n / tp, h, h) in float32.
-Result<std::vector<StateTensor>> KdaState(const KdaDims& dims, int64_t tp,
-                                          ElementType conv_dtype);
+Result<std::vector<StateTensor>> KdaState(const KdaDims& dims, int64_t tp, ElementType conv_dtype);
 
 // Sum over tensors of prod(shape) * element bytes.
 Result<int64_t> StateBytes(const std::vector<StateTensor>& state);

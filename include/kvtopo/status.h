@@ -65,7 +65,7 @@ inline Status Internal(std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : data_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : data_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(data_).ok()) {
       std::fputs("kvtopo: Result constructed from an OK Status\n", stderr);
@@ -106,12 +106,12 @@ namespace internal {
 }  // namespace kvtopo
 
 // Aborts with file, line and condition when a programmer invariant is false.
-#define KVTOPO_CHECK(cond)                                                 \
-  do {                                                                     \
+#define KVTOPO_CHECK(cond)                                                       \
+  do {                                                                           \
     if (!(cond)) ::kvtopo::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
-#define KVTOPO_CHECK_MSG(cond, detail)                                          \
-  do {                                                                          \
+#define KVTOPO_CHECK_MSG(cond, detail)                                               \
+  do {                                                                               \
     if (!(cond)) ::kvtopo::internal::CheckFailed(__FILE__, __LINE__, #cond, detail); \
   } while (0)
 
@@ -119,9 +119,9 @@ namespace internal {
 #define KVTOPO_CONCAT_(a, b) KVTOPO_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function when `expr` (a Status) is not OK.
-#define KVTOPO_RETURN_IF_ERROR(expr)             \
-  do {                                           \
-    ::kvtopo::Status kvtopo_status_ = (expr);    \
+#define KVTOPO_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::kvtopo::Status kvtopo_status_ = (expr);        \
     if (!kvtopo_status_.ok()) return kvtopo_status_; \
   } while (0)
 

@@ -7,12 +7,18 @@ namespace kvtopo {
 
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kRejected: return "rejected";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kRejected:
+      return "rejected";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

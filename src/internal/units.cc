@@ -1,10 +1,10 @@
 #include "kvtopo/units.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace kvtopo {
 
@@ -67,8 +67,7 @@ Result<int64_t> ParsePositiveInt(std::string_view text, std::string_view flag) {
   int64_t value = 0;
   for (char c : text) {
     if (!std::isdigit(static_cast<unsigned char>(c))) {
-      return InvalidArgument(
-          fmt::format("{} must be a positive integer, got '{}'", flag, text));
+      return InvalidArgument(fmt::format("{} must be a positive integer, got '{}'", flag, text));
     }
     if (__builtin_mul_overflow(value, 10, &value) ||
         __builtin_add_overflow(value, c - '0', &value)) {

@@ -1,13 +1,13 @@
 #include "model/architectures.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
@@ -104,9 +104,9 @@ Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription
   std::set<int64_t> full_set;
   for (int64_t one_based : full) {
     if (one_based < 1 || one_based > n) {
-      return lin.Invalid("full_attn_layers",
-                         fmt::format("holds {}, outside the 1-based layer range [1, {}]",
-                                     one_based, n));
+      return lin.Invalid(
+          "full_attn_layers",
+          fmt::format("holds {}, outside the 1-based layer range [1, {}]", one_based, n));
     }
     full_set.insert(one_based - 1);
   }
@@ -162,20 +162,18 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window"));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
   if (static_cast<int64_t>(types.size()) != n) {
-    return r.Invalid("layer_types", fmt::format("has {} entries but num_hidden_layers is {}",
-                                                types.size(), n));
+    return r.Invalid("layer_types",
+                     fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
   }
   for (int64_t i = 0; i < n; ++i) {
     const bool sliding = types[i] == "sliding_attention";
     if (!sliding && types[i] != "full_attention") {
-      return r.Invalid("layer_types",
-                       fmt::format("entry {} is '{}'; accepted: sliding_attention, "
-                                   "full_attention",
-                                   i, types[i]));
+      return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: sliding_attention, "
+                                                  "full_attention",
+                                                  i, types[i]));
     }
     m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
-                                .type = sliding ? LayerType::kSlidingWindow
-                                                : LayerType::kAttention,
+                                .type = sliding ? LayerType::kSlidingWindow : LayerType::kAttention,
                                 .num_kv_heads_total = m.num_kv_heads_total,
                                 .head_size = head,
                                 .head_size_v = head,
@@ -205,8 +203,7 @@ Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
   }
   for (int64_t i = 0; i < n; ++i) {
     m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
-                                .type = use_swa ? LayerType::kSlidingWindow
-                                                : LayerType::kAttention,
+                                .type = use_swa ? LayerType::kSlidingWindow : LayerType::kAttention,
                                 .num_kv_heads_total = m.num_kv_heads_total,
                                 .head_size = head,
                                 .head_size_v = head,
@@ -249,13 +246,21 @@ struct ArchitectureReader {
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
       {"DeepseekV3ForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, true, m); }},
+       [](const ConfigReader& r, ModelDescription& m) {
+         return ReadDeepseekMla(r, false, true, m);
+       }},
       {"KimiK25ForConditionalGeneration", true,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, true, m); }},
+       [](const ConfigReader& r, ModelDescription& m) {
+         return ReadDeepseekMla(r, false, true, m);
+       }},
       {"DeepseekV32ForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, true, true, m); }},
+       [](const ConfigReader& r, ModelDescription& m) {
+         return ReadDeepseekMla(r, true, true, m);
+       }},
       {"GlmMoeDsaForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, true, true, m); }},
+       [](const ConfigReader& r, ModelDescription& m) {
+         return ReadDeepseekMla(r, true, true, m);
+       }},
       {"KimiLinearForCausalLM", false,
        [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, false, m); }},
       {"KimiK3ForConditionalGeneration", true,
@@ -266,9 +271,13 @@ const std::vector<ArchitectureReader>& Readers() {
       {"GptOssForCausalLM", false, ReadGptOss},
       // Drafts.
       {"K3DSparkModel", false,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, false, m); }},
+       [](const ConfigReader& r, ModelDescription& m) {
+         return ReadDeepseekMla(r, false, false, m);
+       }},
       {"Eagle3DeepseekV2ForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadDeepseekMla(r, false, false, m); }},
+       [](const ConfigReader& r, ModelDescription& m) {
+         return ReadDeepseekMla(r, false, false, m);
+       }},
       {"DFlashDraftModel", false, ReadDflash},
   };
   return kReaders;
@@ -300,9 +309,9 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     return m.architecture == r.architecture;
   });
   if (it == readers.end()) {
-    return InvalidArgument(fmt::format(
-        "config.json '{}': architecture '{}' is not supported; supported: {}", file,
-        m.architecture, fmt::join(SupportedArchitectures(), ", ")));
+    return InvalidArgument(
+        fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,
+                    m.architecture, fmt::join(SupportedArchitectures(), ", ")));
   }
   if (it->nested_text_config) {
     KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object("text_config"));

@@ -4,12 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kvtopo/dtype.h"
 #include "kvtopo/state_shapes.h"
@@ -49,12 +48,12 @@ struct ModelDescription {
   int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers
   // The optional "kvtopo" block (docs/profiles.md).
-  std::string kind = "target";  // "target" or "draft"
-  std::string default_backend;  // empty: chosen by layer kind
+  std::string kind = "target";                                      // "target" or "draft"
+  std::string default_backend;                                      // empty: chosen by layer kind
   std::vector<std::pair<std::string, std::string>> default_drafts;  // method -> profile
-  int64_t block_size = 0;           // a draft's own backend-selected block size; 0: none
-  std::string method;               // drafts: the speculative method it implements
-  std::optional<bool> causal;       // drafts: attention causality; unset: by method
+  int64_t block_size = 0;      // a draft's own backend-selected block size; 0: none
+  std::string method;          // drafts: the speculative method it implements
+  std::optional<bool> causal;  // drafts: attention causality; unset: by method
 };
 
 // Reads the cache shape of `config` (file names the source in messages).

@@ -1,8 +1,8 @@
 // The backend registry: profiles/backends.json, parsed once.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "kvtopo/backend.h"
 #include "model/config_reader.h"

@@ -12,8 +12,7 @@ std::string ConfigReader::Path(std::string_view key) const {
 }
 
 Status ConfigReader::Missing(std::string_view key) const {
-  return InvalidArgument(
-      fmt::format("config.json '{}': field '{}' is missing", file_, Path(key)));
+  return InvalidArgument(fmt::format("config.json '{}': field '{}' is missing", file_, Path(key)));
 }
 
 Status ConfigReader::IllTyped(std::string_view key, std::string_view expected) const {

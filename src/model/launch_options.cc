@@ -1,8 +1,8 @@
 #include "kvtopo/launch_options.h"
 
-#include <utility>
-
 #include <fmt/format.h>
+
+#include <utility>
 
 #include "kvtopo/model.h"
 #include "kvtopo/units.h"

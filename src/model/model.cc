@@ -3,13 +3,13 @@
 // vllm_kv_cache.md §3.7, §4.6, §5.8).
 #include "kvtopo/model.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <memory>
 #include <set>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "internal/checked_math.h"
 #include "kvtopo/backend.h"
@@ -352,7 +352,8 @@ Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view kno
 
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
-  KVTOPO_ASSIGN_OR_RETURN(ModelDescription model, internal::DescribeModel(target.json, target.file));
+  KVTOPO_ASSIGN_OR_RETURN(ModelDescription model,
+                          internal::DescribeModel(target.json, target.file));
   if (model.kind == "draft") {
     return InvalidArgument(fmt::format(
         "'{}' is a draft model; pass it as \"model\" in --speculative-config and name a target "
@@ -395,8 +396,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   std::optional<SpeculativeConfig> spec = config.speculative;
   const int64_t S = spec ? spec->num_speculative_tokens : 0;
   if (spec && S <= 0) {
-    return InvalidArgument(fmt::format(
-        "--speculative-config: 'num_speculative_tokens' must be positive, got {}", S));
+    return InvalidArgument(
+        fmt::format("--speculative-config: 'num_speculative_tokens' must be positive, got {}", S));
   }
   b.out.num_speculative_tokens = S;
   b.out.num_lookahead_tokens = spec ? LookaheadTokens(*spec) : 0;
@@ -429,7 +430,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     return InvalidArgument(
         fmt::format("--mamba-block-size must be positive, got {}", cache.mamba_block_size));
   }
-  rec.block_size = cache.mamba_block_size ? cache.mamba_block_size
+  rec.block_size = cache.mamba_block_size             ? cache.mamba_block_size
                    : rec.mode == RecurrentMode::kNone ? b.out.max_model_len
                                                       : block_size;
 
@@ -502,8 +503,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     std::string draft_backend_name = spec->draft_attention_backend;
     if (draft_backend_name.empty()) {
       draft_backend_name = !cache.attention_backend.empty() ? cache.attention_backend
-                           : mtp                           ? target_backend.name
-                                                           : DefaultBackendName(*draft_model);
+                           : mtp                            ? target_backend.name
+                                                            : DefaultBackendName(*draft_model);
     } else if (draft_backend_name == "auto") {
       draft_backend_name = DefaultBackendName(*draft_model);
     }
@@ -523,8 +524,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       draft_block = draft_backend.preferred_block_size;
     }
 
-    const bool causal =
-        draft_model->causal.value_or(!(method == "dspark" || method == "dflash"));
+    const bool causal = draft_model->causal.value_or(!(method == "dspark" || method == "dflash"));
     // Placement under DCP (fork_and_models.md A.1, A.4; DESIGN.md §3 rule 2).
     const std::optional<std::string>& env = config.dcp_shard_draft_env;
     bool replicated = false;
@@ -658,10 +658,9 @@ Result<std::vector<ProfileInfo>> ListProfiles() {
     }
     KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
                             internal::LoadModelConfig(std::string(f.stem)));
-    KVTOPO_ASSIGN_OR_RETURN(ModelDescription m,
-                            internal::DescribeModel(loaded.json, loaded.file));
-    out.push_back({std::string(f.stem), m.kind, m.architecture,
-                   static_cast<int64_t>(m.layers.size())});
+    KVTOPO_ASSIGN_OR_RETURN(ModelDescription m, internal::DescribeModel(loaded.json, loaded.file));
+    out.push_back(
+        {std::string(f.stem), m.kind, m.architecture, static_cast<int64_t>(m.layers.size())});
   }
   return out;
 }

@@ -1,9 +1,9 @@
 // --speculative-config parsing (DESIGN.md §3 rule 3).
-#include <array>
-#include <cctype>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <array>
+#include <cctype>
 
 #include "kvtopo/backend.h"
 #include "kvtopo/model.h"
@@ -14,11 +14,13 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kMethods = {"eagle",  "eagle3",      "mtp",  "dspark",
                                                       "dflash", "draft_model", "ngram"};
-constexpr std::array<std::string_view, 7> kKeys = {
-    "method",           "model",
-    "num_speculative_tokens", "draft_attention_backend",
-    "attention_backend", "draft_kv_cache_dtype",
-    "dflash_draft_window_size"};
+constexpr std::array<std::string_view, 7> kKeys = {"method",
+                                                   "model",
+                                                   "num_speculative_tokens",
+                                                   "draft_attention_backend",
+                                                   "attention_backend",
+                                                   "draft_kv_cache_dtype",
+                                                   "dflash_draft_window_size"};
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -39,8 +41,8 @@ Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view 
   if (Lower(name) == "auto") return auto_value;
   Result<BackendCaps> caps = FindBackend(name);
   if (!caps.ok()) {
-    return InvalidArgument(fmt::format("--speculative-config: '{}': {}", key,
-                                       caps.status().message()));
+    return InvalidArgument(
+        fmt::format("--speculative-config: '{}': {}", key, caps.status().message()));
   }
   return caps->name;
 }
@@ -50,8 +52,9 @@ Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view 
 Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j, internal::ParseJsonText(text, "--speculative-config"));
   if (!j.is_object()) {
-    return InvalidArgument("--speculative-config must be a JSON object, e.g. "
-                           "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3}'");
+    return InvalidArgument(
+        "--speculative-config must be a JSON object, e.g. "
+        "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3}'");
   }
   for (const auto& [key, value] : j.items()) {
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
@@ -81,13 +84,13 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   std::string alias;
   if (j.contains("attention_backend")) {
     // The alias: "auto" means unset, like the engine's upstream field.
-    KVTOPO_ASSIGN_OR_RETURN(alias, ParseBackendValue(j["attention_backend"], "attention_backend",
-                                                     std::string()));
+    KVTOPO_ASSIGN_OR_RETURN(
+        alias, ParseBackendValue(j["attention_backend"], "attention_backend", std::string()));
   }
   if (j.contains("draft_attention_backend")) {
-    KVTOPO_ASSIGN_OR_RETURN(spec.draft_attention_backend,
-                            ParseBackendValue(j["draft_attention_backend"],
-                                              "draft_attention_backend", "auto"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        spec.draft_attention_backend,
+        ParseBackendValue(j["draft_attention_backend"], "draft_attention_backend", "auto"));
   }
   if (spec.draft_attention_backend.empty()) spec.draft_attention_backend = alias;
 

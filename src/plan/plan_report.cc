@@ -1,10 +1,10 @@
 #include "kvtopo/plan_report.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 namespace kvtopo {
 
@@ -72,11 +72,11 @@ nlohmann::json PlanToJson(const Plan& plan) {
         {"natural_page_size_bytes", g.natural_page_size_bytes},
         {"uniform_type", g.uniform_type},
         {"layer_page_size_bytes", layer_pages},
-        {"kv_cache_dtype", g.spec.kind == CacheKind::kRecurrent
-                               ? std::string(ElementTypeName(g.spec.state.empty()
-                                                                 ? ElementType::kFloat32
-                                                                 : g.spec.state.front().dtype))
-                               : std::string(KvCacheDtypeName(g.spec.cache_dtype))},
+        {"kv_cache_dtype",
+         g.spec.kind == CacheKind::kRecurrent
+             ? std::string(ElementTypeName(g.spec.state.empty() ? ElementType::kFloat32
+                                                                : g.spec.state.front().dtype))
+             : std::string(KvCacheDtypeName(g.spec.cache_dtype))},
         {"attention_backend", g.spec.attention_backend},
         {"attention_backends", g.backends},
         {"num_layers", g.layers.size()},
@@ -143,9 +143,8 @@ std::string FormatPlanTable(const Plan& plan) {
   std::string out;
   const ParallelConfig& p = plan.parallel;
   out += fmt::format("model {}{}{}  max-model-len {}  TP{} DCP{} PCP{} interleave {}\n",
-                     plan.model.model_name,
-                     plan.model.draft_name.empty() ? "" : "  draft ", plan.model.draft_name,
-                     plan.model.max_model_len, p.tensor_parallel_size,
+                     plan.model.model_name, plan.model.draft_name.empty() ? "" : "  draft ",
+                     plan.model.draft_name, plan.model.max_model_len, p.tensor_parallel_size,
                      p.decode_context_parallel_size, p.prefill_context_parallel_size,
                      p.dcp_kv_cache_interleave_size);
   if (plan.model.num_speculative_tokens > 0) {
@@ -153,9 +152,10 @@ std::string FormatPlanTable(const Plan& plan) {
                        plan.model.num_lookahead_tokens);
   }
   out += "\n";
-  out += fmt::format("{:>3} {:<20} {:<6} {:<10} {:>6} {:>7} {:>8} {:>6} {:>11} {:>7} {:>7} {:<15} {:>6}\n",
-                     "grp", "kind", "role", "placement", "shards", "block", "mgr-blk", "kernel",
-                     "page B", "width", "pages", "backend", "layers");
+  out += fmt::format(
+      "{:>3} {:<20} {:<6} {:<10} {:>6} {:>7} {:>8} {:>6} {:>11} {:>7} {:>7} {:<15} {:>6}\n", "grp",
+      "kind", "role", "placement", "shards", "block", "mgr-blk", "kernel", "page B", "width",
+      "pages", "backend", "layers");
   for (const PlannedGroup& g : plan.groups) {
     const GroupGeometry& geo = g.geometry;
     out += fmt::format(
@@ -213,11 +213,20 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -226,10 +235,14 @@ std::string Escape(const std::string& s) {
 const char* GroupColor(const PlannedGroup& g) {
   if (g.role == Role::kDraft) return "#f4a261";
   switch (g.spec.kind) {
-    case CacheKind::kRecurrent: return "#2a9d8f";
-    case CacheKind::kMla: return "#457b9d";
-    case CacheKind::kFullAttention: return "#1d3557";
-    default: return "#e9c46a";
+    case CacheKind::kRecurrent:
+      return "#2a9d8f";
+    case CacheKind::kMla:
+      return "#457b9d";
+    case CacheKind::kFullAttention:
+      return "#1d3557";
+    default:
+      return "#e9c46a";
   }
 }
 
@@ -262,7 +275,8 @@ std::string RenderPlanSvg(const Plan& plan) {
   for (size_t c = 0; c < plan.groups.size(); ++c) {
     const PlannedGroup& g = plan.groups[c];
     s += fmt::format(
-        "<text x=\"{}\" y=\"{}\">g{} {} {}</text>\n<text x=\"{}\" y=\"{}\">B={} x{} page {}</text>\n",
+        "<text x=\"{}\" y=\"{}\">g{} {} {}</text>\n<text x=\"{}\" y=\"{}\">B={} x{} page "
+        "{}</text>\n",
         kLeft + static_cast<int>(c) * kCellW, kTop - 26, g.id.value(),
         Escape(std::string(CacheKindName(g.spec.kind))), RoleName(g.role),
         kLeft + static_cast<int>(c) * kCellW, kTop - 12, g.geometry.block_size,
@@ -276,9 +290,10 @@ std::string RenderPlanSvg(const Plan& plan) {
       const int x = kLeft + static_cast<int>(c) * kCellW;
       const int w = kCellW - 8;
       if (r >= g.layers.size()) {
-        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f1f1f1\" "
-                         "stroke=\"#ccc\"/>\n",
-                         x, y, w, kRowH - 6);
+        s += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f1f1f1\" "
+            "stroke=\"#ccc\"/>\n",
+            x, y, w, kRowH - 6);
         continue;
       }
       const int64_t page = plan.groups.size() == 1 ? t.page_stride_bytes : g.layer_page_bytes[r];
@@ -288,18 +303,19 @@ std::string RenderPlanSvg(const Plan& plan) {
                                     static_cast<double>(t.page_stride_bytes)
                               : 1.0;
       const int used_w = std::max(2, static_cast<int>(w * used));
-      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#pad)\" "
-                       "stroke=\"#888\"/>\n",
-                       x, y, w, kRowH - 6);
+      s += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#pad)\" "
+          "stroke=\"#888\"/>\n",
+          x, y, w, kRowH - 6);
       s += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {} B of {} "
           "B stride</title></rect>\n",
           x, y, used_w, kRowH - 6, GroupColor(g), Escape(g.layers[r]), natural,
           t.page_stride_bytes);
-      s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"white\">{}</text>\n", x + 3,
-                       y + kRowH / 2, Escape(g.layers[r].size() > 24
-                                                 ? "…" + g.layers[r].substr(g.layers[r].size() - 23)
-                                                 : g.layers[r]));
+      s += fmt::format(
+          "<text x=\"{}\" y=\"{}\" fill=\"white\">{}</text>\n", x + 3, y + kRowH / 2,
+          Escape(g.layers[r].size() > 24 ? "…" + g.layers[r].substr(g.layers[r].size() - 23)
+                                         : g.layers[r]));
     }
     s += fmt::format("<text x=\"{}\" y=\"{}\">tensor {} · {}</text>\n",
                      kLeft + static_cast<int>(cols) * kCellW, y + kRowH / 2, r,

@@ -1,9 +1,9 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <numeric>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "internal/checked_math.h"
 #include "kvtopo/plan.h"
@@ -14,9 +14,12 @@ using internal::CeilDiv;
 
 std::string_view SeverityName(Severity severity) {
   switch (severity) {
-    case Severity::kError: return "error";
-    case Severity::kWarning: return "warning";
-    case Severity::kInfo: return "info";
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "info";
   }
   return "?";
 }
@@ -38,8 +41,7 @@ bool Supports(const BackendTraits& t, int64_t b) {
 
 }  // namespace
 
-int64_t SelectKernelBlockSize(int64_t block_size,
-                              const std::vector<const BackendTraits*>& traits) {
+int64_t SelectKernelBlockSize(int64_t block_size, const std::vector<const BackendTraits*>& traits) {
   auto all_support = [&](int64_t b) {
     return std::all_of(traits.begin(), traits.end(),
                        [&](const BackendTraits* t) { return Supports(*t, b); });
@@ -76,11 +78,15 @@ enum class TypeClass { kFull, kWindow, kChunked, kRecurrent };
 TypeClass ClassOf(const LayerSpec& s) {
   switch (s.kind) {
     case CacheKind::kFullAttention:
-    case CacheKind::kMla: return TypeClass::kFull;
+    case CacheKind::kMla:
+      return TypeClass::kFull;
     case CacheKind::kSlidingWindow:
-    case CacheKind::kSlidingWindowMla: return TypeClass::kWindow;
-    case CacheKind::kChunkedLocal: return TypeClass::kChunked;
-    case CacheKind::kRecurrent: return TypeClass::kRecurrent;
+    case CacheKind::kSlidingWindowMla:
+      return TypeClass::kWindow;
+    case CacheKind::kChunkedLocal:
+      return TypeClass::kChunked;
+    case CacheKind::kRecurrent:
+      return TypeClass::kRecurrent;
   }
   return TypeClass::kFull;
 }
@@ -94,7 +100,8 @@ bool IsUniformType(const std::vector<LayerSpec>& layers) {
       return false;
     }
     switch (ClassOf(f)) {
-      case TypeClass::kFull: break;
+      case TypeClass::kFull:
+        break;
       case TypeClass::kWindow:
         if (s.kind != f.kind || s.sliding_window != f.sliding_window ||
             s.extra_retained_tokens != f.extra_retained_tokens) {
@@ -257,9 +264,8 @@ Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
     g.uniform_type = uniform_type;
     for (const LayerSpec* m : members) {
       g.layers.push_back(m->name);
-      if (!m->attention_backend.empty() &&
-          std::find(g.backends.begin(), g.backends.end(), m->attention_backend) ==
-              g.backends.end()) {
+      if (!m->attention_backend.empty() && std::find(g.backends.begin(), g.backends.end(),
+                                                     m->attention_backend) == g.backends.end()) {
         g.backends.push_back(m->attention_backend);
       }
       KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(*m));
@@ -436,8 +442,7 @@ Status Planner::Promote(std::vector<PlannedGroup>& groups) {
   if (target_gcd == 0) return Status::Ok();
   for (PlannedGroup& g : groups) {
     if (g.partition != kReplicatedPartition || g.role != Role::kDraft ||
-        (g.spec.kind != CacheKind::kSlidingWindow &&
-         g.spec.kind != CacheKind::kSlidingWindowMla)) {
+        (g.spec.kind != CacheKind::kSlidingWindow && g.spec.kind != CacheKind::kSlidingWindowMla)) {
       continue;
     }
     if (g.spec.block_size >= target_gcd || target_gcd % g.spec.block_size != 0) continue;
@@ -505,8 +510,7 @@ Status Planner::Finalize(Plan& plan) {
     pool.bytes_per_block = sizes.second;
     pool.num_blocks = static_cast<int64_t>(concurrency * static_cast<double>(sizes.first));
     pool.memory_bytes = pool.num_blocks * pool.bytes_per_block;
-    min_concurrency =
-        std::min(min_concurrency, static_cast<double>(pool.num_blocks) / sizes.first);
+    min_concurrency = std::min(min_concurrency, static_cast<double>(pool.num_blocks) / sizes.first);
     plan.split_pools.pools.push_back(pool);
   }
   plan.split_pools.capacity.memory_bytes = memory;
@@ -539,8 +543,8 @@ Result<Plan> Planner::Run() {
         fmt::format("--max-model-len must be positive, got {}", specs_.max_model_len));
   }
   if (inputs_.kv_cache_memory_bytes <= 0) {
-    return InvalidArgument(fmt::format("--kv-cache-memory must be positive, got {}",
-                                       inputs_.kv_cache_memory_bytes));
+    return InvalidArgument(
+        fmt::format("--kv-cache-memory must be positive, got {}", inputs_.kv_cache_memory_bytes));
   }
   if (specs_.layers.empty()) {
     return InvalidArgument("the model has no layers that keep a KV cache");
@@ -554,8 +558,8 @@ Result<Plan> Planner::Run() {
     (p == Placement::kReplicated ? replicated : sharded).push_back(s);
   }
   // 2. Group each partition independently.
-  for (auto [layers, partition] : {std::pair{&sharded, kShardedPartition},
-                                   std::pair{&replicated, kReplicatedPartition}}) {
+  for (auto [layers, partition] :
+       {std::pair{&sharded, kShardedPartition}, std::pair{&replicated, kReplicatedPartition}}) {
     Status s = GroupPartition(*layers, partition, plan.groups);
     if (!s.ok()) {
       if (s.code() == StatusCode::kRejected) return finish();
@@ -586,18 +590,22 @@ Result<Plan> Planner::Run() {
     pr.bytes_per_block_before = plan.pool.bytes_per_block;
     pr.max_tokens_before = plan.capacity.max_tokens;
     int64_t lcm_before = 1, lcm_after = 1;
-    for (const PlannedGroup& g : plan.groups) lcm_before = std::lcm(lcm_before, g.geometry.manager_block_size);
-    for (const PlannedGroup& g : promoted.groups) lcm_after = std::lcm(lcm_after, g.geometry.manager_block_size);
+    for (const PlannedGroup& g : plan.groups)
+      lcm_before = std::lcm(lcm_before, g.geometry.manager_block_size);
+    for (const PlannedGroup& g : promoted.groups)
+      lcm_after = std::lcm(lcm_after, g.geometry.manager_block_size);
     int64_t after_block = 0;
     for (const PlannedGroup& g : promoted.groups) {
-      if (g.partition == kReplicatedPartition && g.role == Role::kDraft && IsWindowed(g.spec.kind)) {
+      if (g.partition == kReplicatedPartition && g.role == Role::kDraft &&
+          IsWindowed(g.spec.kind)) {
         after_block = g.spec.block_size;
       }
     }
     const bool changed = after_block != pr.block_size_before;
     if (!changed) {
-      pr.reason = "the draft block does not divide the sharded target block, or the enlarged "
-                  "draft page would exceed the pool stride";
+      pr.reason =
+          "the draft block does not divide the sharded target block, or the enlarged "
+          "draft page would exceed the pool stride";
       pr.block_size_after = pr.block_size_before;
       pr.bytes_per_block_after = pr.bytes_per_block_before;
       pr.max_tokens_after = pr.max_tokens_before;
@@ -610,9 +618,10 @@ Result<Plan> Planner::Run() {
     } else {
       Promotion keep = pr;
       keep.applied = true;
-      keep.reason = fmt::format("draft block {} divides the sharded target block {} and its "
-                                "pages fit the pool stride",
-                                keep.block_size_before, after_block);
+      keep.reason = fmt::format(
+          "draft block {} divides the sharded target block {} and its "
+          "pages fit the pool stride",
+          keep.block_size_before, after_block);
       keep.block_size_after = after_block;
       keep.bytes_per_block_after = promoted.pool.bytes_per_block;
       keep.max_tokens_after = promoted.capacity.max_tokens;
@@ -624,13 +633,13 @@ Result<Plan> Planner::Run() {
   // 4. Scheduler and hash block sizes, block-table memory, the enough-memory check.
   int64_t lcm = 1, gcd = 0;
   for (const PlannedGroup& g : plan.groups) {
-    KVTOPO_ASSIGN_OR_RETURN(lcm, internal::CheckedLcm(lcm, g.geometry.manager_block_size,
-                                                      "scheduler block size"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        lcm, internal::CheckedLcm(lcm, g.geometry.manager_block_size, "scheduler block size"));
     gcd = std::gcd(gcd, g.geometry.manager_block_size);
-    KVTOPO_ASSIGN_OR_RETURN(plan.block_table_bytes_per_rank,
-                            internal::CheckedAdd(plan.block_table_bytes_per_rank,
-                                                 g.geometry.block_table_bytes_per_rank,
-                                                 "block-table bytes"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        plan.block_table_bytes_per_rank,
+        internal::CheckedAdd(plan.block_table_bytes_per_rank, g.geometry.block_table_bytes_per_rank,
+                             "block-table bytes"));
   }
   plan.scheduler_block_size = lcm;
   plan.hash_block_size = gcd;
@@ -651,32 +660,31 @@ Result<Plan> Planner::Run() {
       plan.hash_block_size = inputs_.cache.prefix_match_unit;
     }
   } else if (inputs_.cache.prefix_match_unit < 0) {
-    return InvalidArgument(fmt::format("prefix match unit must be positive, got {}",
-                                       inputs_.cache.prefix_match_unit));
+    return InvalidArgument(
+        fmt::format("prefix match unit must be positive, got {}", inputs_.cache.prefix_match_unit));
   }
   KVTOPO_ASSIGN_OR_RETURN(plan.max_model_len_that_fits,
                           MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block));
   const int64_t needed = plan.capacity.blocks_per_request * plan.pool.bytes_per_block;
   if (plan.max_model_len_that_fits < specs_.max_model_len) {
-    std::string fit =
-        plan.max_model_len_that_fits > 0
-            ? fmt::format("; the largest --max-model-len that fits is {}",
-                          plan.max_model_len_that_fits)
-            : "; not even a 1-token request fits";
-    diagnostics_.push_back(Error(
-        "kv-cache-memory",
-        fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more "
-                    "than the {} B of --kv-cache-memory{}; raise --kv-cache-memory or lower "
-                    "--max-model-len",
-                    specs_.max_model_len, needed, inputs_.kv_cache_memory_bytes, fit)));
+    std::string fit = plan.max_model_len_that_fits > 0
+                          ? fmt::format("; the largest --max-model-len that fits is {}",
+                                        plan.max_model_len_that_fits)
+                          : "; not even a 1-token request fits";
+    diagnostics_.push_back(
+        Error("kv-cache-memory",
+              fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more "
+                          "than the {} B of --kv-cache-memory{}; raise --kv-cache-memory or lower "
+                          "--max-model-len",
+                          specs_.max_model_len, needed, inputs_.kv_cache_memory_bytes, fit)));
   }
   if (plan.pool.num_blocks < 2) {
-    diagnostics_.push_back(Error(
-        "kv-cache-memory",
-        fmt::format("--kv-cache-memory {} B holds {} blocks of {} B; at least two (the null "
-                    "block and one page) are needed",
-                    inputs_.kv_cache_memory_bytes, plan.pool.num_blocks,
-                    plan.pool.bytes_per_block)));
+    diagnostics_.push_back(
+        Error("kv-cache-memory",
+              fmt::format("--kv-cache-memory {} B holds {} blocks of {} B; at least two (the null "
+                          "block and one page) are needed",
+                          inputs_.kv_cache_memory_bytes, plan.pool.num_blocks,
+                          plan.pool.bytes_per_block)));
   }
   return finish();
 }

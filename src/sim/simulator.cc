@@ -1,10 +1,10 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "internal/checked_math.h"
 #include "kvtopo/block_table.h"
@@ -77,8 +77,8 @@ class Simulator {
   const SimulateOptions& options_;
   SimulateReport report_;
   std::unique_ptr<KVCacheManager> manager_;
-  std::vector<GroupGeometry> geometries_;            // as the worker tables see them
-  std::vector<std::vector<BlockTable>> tables_;      // [rank][group]
+  std::vector<GroupGeometry> geometries_;        // as the worker tables see them
+  std::vector<std::vector<BlockTable>> tables_;  // [rank][group]
   std::vector<SimRequest> requests_;
   std::deque<SimRequest*> waiting_;
   std::vector<SimRequest*> running_;
@@ -111,9 +111,9 @@ int64_t Simulator::BlocksToFit() const {
   // The requests that can be running at once (arrival order, max_num_seqs), each at full length.
   std::vector<int64_t> need;
   for (const SimRequest& r : requests_) {
-    const int64_t len = std::min(
-        max_model_len_, r.spec->prompt_len + r.spec->decode_steps * (1 + spec_tokens_) +
-                            lookahead_ + 1);
+    const int64_t len =
+        std::min(max_model_len_,
+                 r.spec->prompt_len + r.spec->decode_steps * (1 + spec_tokens_) + lookahead_ + 1);
     int64_t blocks = 0;
     for (const PlannedGroup& g : plan_.groups) {
       const RequestBounds bounds{.max_model_len = len,
@@ -154,9 +154,9 @@ Status Simulator::Setup() {
     r.index = static_cast<int64_t>(i);
     r.spec = &workload_.requests[i];
     if (r.spec->prompt_len >= max_model_len_ + 1) {
-      return InvalidArgument(fmt::format(
-          "workload request {} has a {}-token prompt; --max-model-len is {}", i,
-          r.spec->prompt_len, max_model_len_));
+      return InvalidArgument(
+          fmt::format("workload request {} has a {}-token prompt; --max-model-len is {}", i,
+                      r.spec->prompt_len, max_model_len_));
     }
     r.tokens.reserve(r.spec->prompt_len + 1);
     for (int64_t t = 0; t < r.spec->prompt_len; ++t) {
@@ -194,13 +194,13 @@ Status Simulator::Setup() {
   mo.hash_block_size = plan_.hash_block_size;
   mo.max_model_len = max_model_len_;
   for (const PlannedGroup& g : plan_.groups) {
-    mo.groups.push_back({.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
+    mo.groups.push_back(
+        {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
     GroupGeometry worker = g.geometry;
     if (options_.inject_dcp_scaled_recurrent_table && g.geometry.kind == CacheKind::kRecurrent) {
       // The pre-fix rule: cdiv(L, B * N) + S columns, as if recurrent state were DCP-sharded.
-      worker.manager_table_width =
-          internal::CeilDiv(max_model_len_, g.geometry.block_size * dcp_) +
-          g.geometry.num_speculative_blocks;
+      worker.manager_table_width = internal::CeilDiv(max_model_len_, g.geometry.block_size * dcp_) +
+                                   g.geometry.num_speculative_blocks;
       worker.block_table_width = worker.manager_table_width;
     }
     geometries_.push_back(worker);
@@ -309,13 +309,14 @@ void Simulator::ApplyWorkerUpdates(const Scheduled& s) {
       Status st = tables_[rank][g].WriteFrom(s.request->row, update.first_column, update.block_ids);
       if (!st.ok()) {
         const int64_t tokens = s.first_position + s.num_new;
-        Violation(fmt::format("rank {} group {} ({}): a row of {} columns cannot hold column {} "
-                              "needed at {} tokens: {}",
-                              rank, g, CacheKindName(geometries_[g].kind),
-                              geometries_[g].manager_table_width,
-                              update.first_column + static_cast<int64_t>(update.block_ids.size()) - 1,
-                              tokens, st.message()),
-                  tokens);
+        Violation(
+            fmt::format("rank {} group {} ({}): a row of {} columns cannot hold column {} "
+                        "needed at {} tokens: {}",
+                        rank, g, CacheKindName(geometries_[g].kind),
+                        geometries_[g].manager_table_width,
+                        update.first_column + static_cast<int64_t>(update.block_ids.size()) - 1,
+                        tokens, st.message()),
+            tokens);
         return;
       }
     }
@@ -347,10 +348,10 @@ void Simulator::CheckSlots(const Scheduled& s) {
     const int64_t expected = dcp_ / geo.dcp_shard_count;
     for (int64_t i = 0; i < n; ++i) {
       if (holders_[i] != expected) {
-        Violation(fmt::format("group {} ({}): position {} is held by {} ranks, expected {}", g,
-                              PlacementName(geo.placement), s.first_position + i, holders_[i],
-                              expected),
-                  s.first_position + n);
+        Violation(
+            fmt::format("group {} ({}): position {} is held by {} ranks, expected {}", g,
+                        PlacementName(geo.placement), s.first_position + i, holders_[i], expected),
+            s.first_position + n);
         return;
       }
     }
@@ -413,7 +414,8 @@ void Simulator::CheckStep() {
     for (int64_t rank = 0; rank < dcp_; ++rank) {
       int64_t local = 0;
       for (SimRequest* r : running_) {
-        local += LocalSeqLen(geo, Rank(static_cast<int32_t>(rank)), TokenCount(r->computed)).value();
+        local +=
+            LocalSeqLen(geo, Rank(static_cast<int32_t>(rank)), TokenCount(r->computed)).value();
       }
       peak_local_tokens_[rank] = std::max(peak_local_tokens_[rank], local);
     }
@@ -429,8 +431,7 @@ void Simulator::Execute(const Scheduled& s) {
   }
   if (s.decode && s.num_new > 1) {
     const auto& pattern = r.spec->accepted_drafts;
-    int64_t accepted = pattern.empty() ? s.num_new - 1
-                                       : pattern[r.decode_done % pattern.size()];
+    int64_t accepted = pattern.empty() ? s.num_new - 1 : pattern[r.decode_done % pattern.size()];
     accepted = std::min(accepted, s.num_new - 1);
     manager_->RewindComputedTokens(id, TokenCount(s.num_new - 1 - accepted));
     r.computed -= s.num_new - 1 - accepted;
@@ -481,8 +482,7 @@ Result<SimulateReport> Simulator::Run() {
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       SimRequest& r = *running_[i];
       const int64_t computed = r.computed;
-      const bool decode = computed >= static_cast<int64_t>(r.tokens.size()) - 1 &&
-                          r.outputs > 0;
+      const bool decode = computed >= static_cast<int64_t>(r.tokens.size()) - 1 && r.outputs > 0;
       int64_t num_new = decode ? std::min<int64_t>(1 + spec_tokens_, max_model_len_ - computed)
                                : PrefillChunk(r, computed, budget);
       if (num_new <= 0 || num_new > budget) {
@@ -582,8 +582,8 @@ Result<SimulateReport> Simulator::Run() {
   }
   report_.steps = step;
   report_.wall_seconds = Seconds(Clock::now() - wall0);
-  report_.runtime_seconds = report_.get_computed_blocks_seconds +
-                            report_.allocate_slots_seconds + report_.free_seconds;
+  report_.runtime_seconds =
+      report_.get_computed_blocks_seconds + report_.allocate_slots_seconds + report_.free_seconds;
   report_.hash_seconds = hash_seconds_;
   report_.prefix_hit_rate =
       report_.prefix_query_tokens > 0

@@ -28,13 +28,13 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
     WorkloadRequest r;
     auto field = [&](const char* name, int64_t& out, bool required, int64_t min) -> Status {
       if (!j.contains(name)) {
-        return required ? InvalidArgument(fmt::format("workload line {}: field '{}' is missing",
-                                                      line_no, name))
+        return required ? InvalidArgument(
+                              fmt::format("workload line {}: field '{}' is missing", line_no, name))
                         : Status::Ok();
       }
       if (!j[name].is_number_integer() || j[name].get<int64_t>() < min) {
-        return InvalidArgument(fmt::format(
-            "workload line {}: field '{}' must be an integer >= {}", line_no, name, min));
+        return InvalidArgument(fmt::format("workload line {}: field '{}' must be an integer >= {}",
+                                           line_no, name, min));
       }
       out = j[name].get<int64_t>();
       return Status::Ok();
@@ -45,9 +45,9 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
     KVTOPO_RETURN_IF_ERROR(field("shared_prefix_len", r.shared_prefix_len, false, 0));
     KVTOPO_RETURN_IF_ERROR(field("decode_steps", r.decode_steps, false, 0));
     if (r.shared_prefix_len > r.prompt_len) {
-      return InvalidArgument(fmt::format(
-          "workload line {}: shared_prefix_len {} is longer than prompt_len {}", line_no,
-          r.shared_prefix_len, r.prompt_len));
+      return InvalidArgument(
+          fmt::format("workload line {}: shared_prefix_len {} is longer than prompt_len {}",
+                      line_no, r.shared_prefix_len, r.prompt_len));
     }
     if (j.contains("accepted_drafts")) {
       if (!j["accepted_drafts"].is_array()) {
@@ -66,10 +66,10 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
       static const char* kKeys[] = {"prompt_len",        "arrival_step", "shared_prefix_id",
                                     "shared_prefix_len", "decode_steps", "accepted_drafts"};
       if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-        return InvalidArgument(fmt::format(
-            "workload line {}: unknown field '{}'; accepted: prompt_len, arrival_step, "
-            "shared_prefix_id, shared_prefix_len, decode_steps, accepted_drafts",
-            line_no, key));
+        return InvalidArgument(
+            fmt::format("workload line {}: unknown field '{}'; accepted: prompt_len, arrival_step, "
+                        "shared_prefix_id, shared_prefix_len, decode_steps, accepted_drafts",
+                        line_no, key));
       }
     }
     w.requests.push_back(std::move(r));
@@ -95,8 +95,10 @@ Result<Workload> BuiltinWorkload(std::string_view name) {
     w.num_speculative_tokens = 0;
   } else if (name == "prefix-hit") {
     for (int i = 0; i < 1000; ++i) {
-      w.requests.push_back({.prompt_len = 4096 + 256, .shared_prefix_id = 0,
-                            .shared_prefix_len = 4096, .decode_steps = 16});
+      w.requests.push_back({.prompt_len = 4096 + 256,
+                            .shared_prefix_id = 0,
+                            .shared_prefix_len = 4096,
+                            .decode_steps = 16});
     }
     w.num_lookahead_tokens = 0;
     w.num_speculative_tokens = 0;
@@ -117,9 +119,14 @@ Result<Workload> BuiltinWorkload(std::string_view name) {
 namespace {
 
 LayerSpec Attention(std::string name, CacheKind kind) {
-  return LayerSpec{.name = std::move(name), .kind = kind, .block_size = 16, .num_kv_heads = 8,
-                   .head_size = 128, .head_size_v = 128,
-                   .cache_dtype = KvCacheDtype::kBfloat16, .attention_backend = "FLASH_ATTN"};
+  return LayerSpec{.name = std::move(name),
+                   .kind = kind,
+                   .block_size = 16,
+                   .num_kv_heads = 8,
+                   .head_size = 128,
+                   .head_size_v = 128,
+                   .cache_dtype = KvCacheDtype::kBfloat16,
+                   .attention_backend = "FLASH_ATTN"};
 }
 
 }  // namespace
@@ -138,7 +145,8 @@ Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memo
     specs.model_name = "synthetic-dense-32l";
     specs.max_model_len = 8192;
     for (int i = 0; i < 32; ++i) {
-      specs.layers.push_back(Attention(fmt::format("layers.{}.attn", i), CacheKind::kFullAttention));
+      specs.layers.push_back(
+          Attention(fmt::format("layers.{}.attn", i), CacheKind::kFullAttention));
     }
   } else if (name == "hybrid") {
     specs.model_name = "synthetic-hybrid-3g";

@@ -1,57 +1,74 @@
 #include "kvtopo/dtype.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace kvtopo {
 
 int64_t ElementBytes(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32: return 4;
+    case ElementType::kFloat32:
+      return 4;
     case ElementType::kBfloat16:
-    case ElementType::kFloat16: return 2;
+    case ElementType::kFloat16:
+      return 2;
     case ElementType::kUint8:
     case ElementType::kInt8:
     case ElementType::kFloat8E4m3:
-    case ElementType::kFloat8E5m2: return 1;
+    case ElementType::kFloat8E5m2:
+      return 1;
   }
   return 0;
 }
 
 std::string_view ElementTypeName(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32: return "float32";
-    case ElementType::kBfloat16: return "bfloat16";
-    case ElementType::kFloat16: return "float16";
-    case ElementType::kUint8: return "uint8";
-    case ElementType::kInt8: return "int8";
-    case ElementType::kFloat8E4m3: return "float8_e4m3fn";
-    case ElementType::kFloat8E5m2: return "float8_e5m2";
+    case ElementType::kFloat32:
+      return "float32";
+    case ElementType::kBfloat16:
+      return "bfloat16";
+    case ElementType::kFloat16:
+      return "float16";
+    case ElementType::kUint8:
+      return "uint8";
+    case ElementType::kInt8:
+      return "int8";
+    case ElementType::kFloat8E4m3:
+      return "float8_e4m3fn";
+    case ElementType::kFloat8E5m2:
+      return "float8_e5m2";
   }
   return "?";
 }
 
 Result<ElementType> ParseElementType(std::string_view name) {
   static constexpr std::array<std::pair<std::string_view, ElementType>, 15> kNames = {{
-      {"float32", ElementType::kFloat32},     {"fp32", ElementType::kFloat32},
-      {"float", ElementType::kFloat32},       {"bfloat16", ElementType::kBfloat16},
-      {"bf16", ElementType::kBfloat16},       {"float16", ElementType::kFloat16},
-      {"fp16", ElementType::kFloat16},        {"half", ElementType::kFloat16},
-      {"uint8", ElementType::kUint8},         {"int8", ElementType::kInt8},
-      {"float8_e4m3fn", ElementType::kFloat8E4m3}, {"fp8_e4m3", ElementType::kFloat8E4m3},
-      {"fp8", ElementType::kFloat8E4m3},      {"float8_e5m2", ElementType::kFloat8E5m2},
+      {"float32", ElementType::kFloat32},
+      {"fp32", ElementType::kFloat32},
+      {"float", ElementType::kFloat32},
+      {"bfloat16", ElementType::kBfloat16},
+      {"bf16", ElementType::kBfloat16},
+      {"float16", ElementType::kFloat16},
+      {"fp16", ElementType::kFloat16},
+      {"half", ElementType::kFloat16},
+      {"uint8", ElementType::kUint8},
+      {"int8", ElementType::kInt8},
+      {"float8_e4m3fn", ElementType::kFloat8E4m3},
+      {"fp8_e4m3", ElementType::kFloat8E4m3},
+      {"fp8", ElementType::kFloat8E4m3},
+      {"float8_e5m2", ElementType::kFloat8E5m2},
       {"fp8_e5m2", ElementType::kFloat8E5m2},
   }};
   for (const auto& [n, t] : kNames) {
     if (n == name) return t;
   }
-  return InvalidArgument(fmt::format(
-      "unknown element dtype '{}'; accepted: float32, bfloat16, float16, uint8, int8, "
-      "float8_e4m3fn, float8_e5m2",
-      name));
+  return InvalidArgument(
+      fmt::format("unknown element dtype '{}'; accepted: float32, bfloat16, float16, uint8, int8, "
+                  "float8_e4m3fn, float8_e5m2",
+                  name));
 }
 
 namespace {
@@ -103,29 +120,40 @@ Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name) {
 
 ElementType StorageElement(KvCacheDtype dtype, ElementType model_dtype) {
   switch (dtype) {
-    case KvCacheDtype::kAuto: return model_dtype;
-    case KvCacheDtype::kFloat32: return ElementType::kFloat32;
-    case KvCacheDtype::kBfloat16: return ElementType::kBfloat16;
-    case KvCacheDtype::kFloat16: return ElementType::kFloat16;
-    case KvCacheDtype::kFp8Inc: return ElementType::kFloat8E4m3;
-    case KvCacheDtype::kInt8PerTokenHead: return ElementType::kInt8;
+    case KvCacheDtype::kAuto:
+      return model_dtype;
+    case KvCacheDtype::kFloat32:
+      return ElementType::kFloat32;
+    case KvCacheDtype::kBfloat16:
+      return ElementType::kBfloat16;
+    case KvCacheDtype::kFloat16:
+      return ElementType::kFloat16;
+    case KvCacheDtype::kFp8Inc:
+      return ElementType::kFloat8E4m3;
+    case KvCacheDtype::kInt8PerTokenHead:
+      return ElementType::kInt8;
     case KvCacheDtype::kFp8:
     case KvCacheDtype::kFp8E4m3:
     case KvCacheDtype::kFp8E5m2:
     case KvCacheDtype::kFp8DsMla:
     case KvCacheDtype::kNvfp4DsMla:
     case KvCacheDtype::kFp8PerTokenHead:
-    case KvCacheDtype::kNvfp4: return ElementType::kUint8;
+    case KvCacheDtype::kNvfp4:
+      return ElementType::kUint8;
   }
   return model_dtype;
 }
 
 KvQuantMode QuantModeOf(KvCacheDtype dtype) {
   switch (dtype) {
-    case KvCacheDtype::kNvfp4: return KvQuantMode::kNvfp4;
-    case KvCacheDtype::kFp8PerTokenHead: return KvQuantMode::kFp8PerTokenHead;
-    case KvCacheDtype::kInt8PerTokenHead: return KvQuantMode::kInt8PerTokenHead;
-    default: return KvQuantMode::kNone;
+    case KvCacheDtype::kNvfp4:
+      return KvQuantMode::kNvfp4;
+    case KvCacheDtype::kFp8PerTokenHead:
+      return KvQuantMode::kFp8PerTokenHead;
+    case KvCacheDtype::kInt8PerTokenHead:
+      return KvQuantMode::kInt8PerTokenHead;
+    default:
+      return KvQuantMode::kNone;
   }
 }
 

@@ -10,18 +10,22 @@ using internal::CeilDiv;
 
 std::string_view PlacementName(Placement placement) {
   switch (placement) {
-    case Placement::kSharded: return "sharded";
-    case Placement::kPartial: return "partial";
-    case Placement::kReplicated: return "replicated";
-    case Placement::kRecurrent: return "recurrent";
+    case Placement::kSharded:
+      return "sharded";
+    case Placement::kPartial:
+      return "partial";
+    case Placement::kReplicated:
+      return "replicated";
+    case Placement::kRecurrent:
+      return "recurrent";
   }
   return "?";
 }
 
 Status ValidateParallelConfig(const ParallelConfig& p) {
   if (p.decode_context_parallel_size <= 0) {
-    return InvalidArgument(fmt::format(
-        "--decode-context-parallel-size must be positive, got {}", p.decode_context_parallel_size));
+    return InvalidArgument(fmt::format("--decode-context-parallel-size must be positive, got {}",
+                                       p.decode_context_parallel_size));
   }
   if (p.tensor_parallel_size <= 0) {
     return InvalidArgument(
@@ -62,10 +66,10 @@ Result<int64_t> DcpShardCount(const LayerSpec& spec, int64_t dcp_size) {
   }
   if (n == 0) return dcp_size;
   if (n < 0 || n > dcp_size || dcp_size % n != 0) {
-    return InvalidArgument(fmt::format(
-        "layer '{}': KV shard count {} must be a positive divisor of "
-        "--decode-context-parallel-size {}",
-        spec.name, n, dcp_size));
+    return InvalidArgument(
+        fmt::format("layer '{}': KV shard count {} must be a positive divisor of "
+                    "--decode-context-parallel-size {}",
+                    spec.name, n, dcp_size));
   }
   return n;
 }
@@ -102,8 +106,8 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
                                        spec.name, spec.block_size));
   }
   if (spec.num_speculative_blocks < 0) {
-    return InvalidArgument(fmt::format("layer '{}': speculative blocks must not be negative",
-                                       spec.name));
+    return InvalidArgument(
+        fmt::format("layer '{}': speculative blocks must not be negative", spec.name));
   }
 
   GroupGeometry g;
@@ -139,10 +143,9 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
   g.block_size = B;
   KVTOPO_ASSIGN_OR_RETURN(g.manager_block_size,
                           internal::CheckedMul(B, g.dcp_shard_count, "manager block size"));
-  g.kernel_block_size =
-      (spec.kind == CacheKind::kRecurrent || options.kernel_block_size == 0)
-          ? B
-          : options.kernel_block_size;
+  g.kernel_block_size = (spec.kind == CacheKind::kRecurrent || options.kernel_block_size == 0)
+                            ? B
+                            : options.kernel_block_size;
   if (g.kernel_block_size <= 0 || B % g.kernel_block_size != 0) {
     return Rejected(fmt::format(
         "layer '{}': kernel block size {} does not divide --block-size {}; choose a block size "
@@ -182,13 +185,12 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
     const int64_t align = 128 / B;
     g.manager_table_width = internal::RoundUp(g.manager_table_width, align);
   }
-  KVTOPO_ASSIGN_OR_RETURN(g.block_table_width,
-                          internal::CheckedMul(g.manager_table_width, B / g.kernel_block_size,
-                                               "block-table width"));
   KVTOPO_ASSIGN_OR_RETURN(
-      g.block_table_bytes_per_rank,
-      internal::CheckedProduct({g.block_table_width, 4, options.max_num_seqs},
-                               "block-table bytes per rank"));
+      g.block_table_width,
+      internal::CheckedMul(g.manager_table_width, B / g.kernel_block_size, "block-table width"));
+  KVTOPO_ASSIGN_OR_RETURN(g.block_table_bytes_per_rank,
+                          internal::CheckedProduct({g.block_table_width, 4, options.max_num_seqs},
+                                                   "block-table bytes per rank"));
 
   const RequestBounds bounds{.max_model_len = L,
                              .max_tokens_in_flight = options.max_num_batched_tokens,

@@ -1,9 +1,9 @@
 #include "kvtopo/spec.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 #include "internal/checked_math.h"
 #include "kvtopo/state_shapes.h"
@@ -15,18 +15,26 @@ using internal::CheckedMul;
 
 std::string_view CacheKindName(CacheKind kind) {
   switch (kind) {
-    case CacheKind::kFullAttention: return "full_attention";
-    case CacheKind::kMla: return "mla";
-    case CacheKind::kSlidingWindow: return "sliding_window";
-    case CacheKind::kSlidingWindowMla: return "sliding_window_mla";
-    case CacheKind::kChunkedLocal: return "chunked_local";
-    case CacheKind::kRecurrent: return "recurrent";
+    case CacheKind::kFullAttention:
+      return "full_attention";
+    case CacheKind::kMla:
+      return "mla";
+    case CacheKind::kSlidingWindow:
+      return "sliding_window";
+    case CacheKind::kSlidingWindowMla:
+      return "sliding_window_mla";
+    case CacheKind::kChunkedLocal:
+      return "chunked_local";
+    case CacheKind::kRecurrent:
+      return "recurrent";
   }
   return "?";
 }
 
 bool IsAttention(CacheKind kind) { return kind != CacheKind::kRecurrent; }
-bool IsMla(CacheKind kind) { return kind == CacheKind::kMla || kind == CacheKind::kSlidingWindowMla; }
+bool IsMla(CacheKind kind) {
+  return kind == CacheKind::kMla || kind == CacheKind::kSlidingWindowMla;
+}
 bool IsWindowed(CacheKind kind) {
   return kind == CacheKind::kSlidingWindow || kind == CacheKind::kSlidingWindowMla ||
          kind == CacheKind::kChunkedLocal;
@@ -36,9 +44,12 @@ std::string_view RoleName(Role role) { return role == Role::kTarget ? "target" :
 
 std::string_view RecurrentModeName(RecurrentMode mode) {
   switch (mode) {
-    case RecurrentMode::kNone: return "none";
-    case RecurrentMode::kAlign: return "align";
-    case RecurrentMode::kAll: return "all";
+    case RecurrentMode::kNone:
+      return "none";
+    case RecurrentMode::kAlign:
+      return "align";
+    case RecurrentMode::kAll:
+      return "all";
   }
   return "?";
 }
@@ -62,13 +73,13 @@ Status CheckAttentionFields(const LayerSpec& s) {
         fmt::format("layer '{}': block size must be positive, got {}", s.name, s.block_size));
   }
   if (s.num_kv_heads <= 0 || s.head_size <= 0) {
-    return InvalidArgument(fmt::format(
-        "layer '{}': num_kv_heads and head_size must be positive, got {} and {}", s.name,
-        s.num_kv_heads, s.head_size));
+    return InvalidArgument(
+        fmt::format("layer '{}': num_kv_heads and head_size must be positive, got {} and {}",
+                    s.name, s.num_kv_heads, s.head_size));
   }
   if (!IsMla(s.kind) && s.head_size_v <= 0) {
-    return InvalidArgument(fmt::format("layer '{}': head_size_v must be positive, got {}",
-                                       s.name, s.head_size_v));
+    return InvalidArgument(
+        fmt::format("layer '{}': head_size_v must be positive, got {}", s.name, s.head_size_v));
   }
   return Status::Ok();
 }
@@ -182,9 +193,12 @@ Result<int64_t> MaxPagesPerRequest(const LayerSpec& s, const RequestBounds& b) {
     }
     case CacheKind::kRecurrent:
       switch (s.recurrent_mode) {
-        case RecurrentMode::kNone: return 1 + S;
-        case RecurrentMode::kAlign: return 2 + S;
-        case RecurrentMode::kAll: return CeilDiv(L, B) + S;
+        case RecurrentMode::kNone:
+          return 1 + S;
+        case RecurrentMode::kAlign:
+          return 2 + S;
+        case RecurrentMode::kAll:
+          return CeilDiv(L, B) + S;
       }
   }
   return Internal("unhandled cache kind");

@@ -20,10 +20,10 @@ Status CheckPositive(std::initializer_list<std::pair<const char*, int64_t>> fiel
 
 Result<int64_t> SplitByTp(int64_t dim, int64_t tp, const char* what, const char* model) {
   if (dim % tp != 0) {
-    return Rejected(fmt::format(
-        "{} state: {} = {} is not divisible by --tensor-parallel-size {}; choose a "
-        "tensor-parallel size that divides it",
-        model, what, dim, tp));
+    return Rejected(
+        fmt::format("{} state: {} = {} is not divisible by --tensor-parallel-size {}; choose a "
+                    "tensor-parallel size that divides it",
+                    model, what, dim, tp));
   }
   return dim / tp;
 }

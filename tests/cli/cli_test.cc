@@ -1,9 +1,9 @@
 // The CLI's contract: exit 0 accepted, 1 rejected, 2 usage error with a one-line message.
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_runner.h"
 
@@ -68,9 +68,10 @@ TEST(CheckCli, AcceptsRejectsAndExplains) {
   auto r = RunCli("check -dcp 2");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("[b12x-dcp-gathered-heads]"), std::string::npos) << r.out;
-  r = RunCli("check --speculative-config "
-             "'{\"method\":\"dspark\",\"num_speculative_tokens\":7,"
-             "\"draft_attention_backend\":\"TRITON_MLA\"}' --json");
+  r = RunCli(
+      "check --speculative-config "
+      "'{\"method\":\"dspark\",\"num_speculative_tokens\":7,"
+      "\"draft_attention_backend\":\"TRITON_MLA\"}' --json");
   EXPECT_EQ(r.exit_code, 1);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["accepted"], false);
@@ -165,8 +166,9 @@ TEST(SlotsCli, JsonSchemaAndUsageErrors) {
   ASSERT_EQ(json["slot_mapping"].size(), 4u);
   EXPECT_EQ(json["slot_mapping"][1][5], 113);
   EXPECT_EQ(json["slot_mapping"][0][5], -1);
-  r = RunCli("slots --decode-context-parallel-size 4 --cp-kv-cache-interleave-size 16 "
-             "--block-size 16 --seq-len 10 --block-ids 7 --json");
+  r = RunCli(
+      "slots --decode-context-parallel-size 4 --cp-kv-cache-interleave-size 16 "
+      "--block-size 16 --seq-len 10 --block-ids 7 --json");
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(r.out)["local_lens"], nlohmann::json({10, 0, 0, 0}));
   for (const char* bad : {"slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7",
@@ -180,8 +182,9 @@ TEST(SlotsCli, JsonSchemaAndUsageErrors) {
 
 // A planned group's geometry: GLM-5.3-Flash's sharded MLA group, DCP4, interleave 4, block 960.
 TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
-  auto r = RunCli("slots glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --group 4 "
-                  "--seq-len 10 --block-ids 2 --json");
+  auto r = RunCli(
+      "slots glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --group 4 "
+      "--seq-len 10 --block-ids 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["local_lens"], nlohmann::json({4, 4, 2, 0}));

@@ -1,10 +1,10 @@
 #include "kvtopo/model.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "kvtopo/backend.h"
@@ -36,10 +36,9 @@ bool HasCode(const ModelCacheSpecs& m, std::string_view code) {
 }
 
 int CountErrors(const ModelCacheSpecs& m) {
-  return static_cast<int>(std::count_if(m.diagnostics.begin(), m.diagnostics.end(),
-                                        [](const Diagnostic& d) {
-                                          return d.severity == Severity::kError;
-                                        }));
+  return static_cast<int>(
+      std::count_if(m.diagnostics.begin(), m.diagnostics.end(),
+                    [](const Diagnostic& d) { return d.severity == Severity::kError; }));
 }
 
 std::string Codes(const ModelCacheSpecs& m) {
@@ -168,8 +167,9 @@ TEST(KimiK3, Dcp2IsRejectedFor12GatheredHeads) {
   auto specs = BuildModelCacheSpecs(c);
   ASSERT_TRUE(specs.ok());
   ASSERT_TRUE(HasCode(*specs, "b12x-dcp-gathered-heads")) << Codes(*specs);
-  const auto it = std::find_if(specs->diagnostics.begin(), specs->diagnostics.end(),
-                               [](const Diagnostic& d) { return d.code == "b12x-dcp-gathered-heads"; });
+  const auto it =
+      std::find_if(specs->diagnostics.begin(), specs->diagnostics.end(),
+                   [](const Diagnostic& d) { return d.code == "b12x-dcp-gathered-heads"; });
   EXPECT_NE(it->message.find("6 x 2 = 12"), std::string::npos) << it->message;
   EXPECT_NE(it->message.find("--decode-context-parallel-size"), std::string::npos);
   // DCP8 gathers 48 heads and is accepted.

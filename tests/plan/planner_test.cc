@@ -1,6 +1,6 @@
-#include "kvtopo/plan.h"
-
 #include <gtest/gtest.h>
+
+#include "kvtopo/plan.h"
 
 namespace kvtopo {
 namespace {
@@ -8,13 +8,19 @@ namespace {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 LayerSpec Mla(std::string name, int64_t block, KvCacheDtype dtype = KvCacheDtype::kFp8) {
-  return LayerSpec{.name = std::move(name), .kind = CacheKind::kMla, .block_size = block,
-                   .num_kv_heads = 1, .head_size = 576, .cache_dtype = dtype,
+  return LayerSpec{.name = std::move(name),
+                   .kind = CacheKind::kMla,
+                   .block_size = block,
+                   .num_kv_heads = 1,
+                   .head_size = 576,
+                   .cache_dtype = dtype,
                    .attention_backend = "B12X_MLA"};
 }
 
 LayerSpec Kda(std::string name, int64_t block, int64_t spec_blocks) {
-  return LayerSpec{.name = std::move(name), .kind = CacheKind::kRecurrent, .block_size = block,
+  return LayerSpec{.name = std::move(name),
+                   .kind = CacheKind::kRecurrent,
+                   .block_size = block,
                    .state = {{{3, 768}, ElementType::kBfloat16},
                              {{3, 768}, ElementType::kBfloat16},
                              {{3, 768}, ElementType::kBfloat16},
@@ -24,11 +30,17 @@ LayerSpec Kda(std::string name, int64_t block, int64_t spec_blocks) {
 }
 
 LayerSpec SwaDraft(std::string name, int64_t block, int64_t heads, int64_t window) {
-  return LayerSpec{.name = std::move(name), .role = Role::kDraft,
-                   .kind = CacheKind::kSlidingWindow, .block_size = block,
-                   .num_kv_heads = heads, .head_size = 128, .head_size_v = 128,
-                   .cache_dtype = KvCacheDtype::kBfloat16, .sliding_window = window,
-                   .dcp = {.replicated = true}, .causal = false,
+  return LayerSpec{.name = std::move(name),
+                   .role = Role::kDraft,
+                   .kind = CacheKind::kSlidingWindow,
+                   .block_size = block,
+                   .num_kv_heads = heads,
+                   .head_size = 128,
+                   .head_size_v = 128,
+                   .cache_dtype = KvCacheDtype::kBfloat16,
+                   .sliding_window = window,
+                   .dcp = {.replicated = true},
+                   .causal = false,
                    .attention_backend = "FLASH_ATTN"};
 }
 
@@ -39,8 +51,7 @@ PlanInputs Inputs(int64_t tp, int64_t dcp, int64_t memory, int64_t max_seqs = 16
   in.cache.max_num_batched_tokens = 8192;
   in.kv_cache_memory_bytes = memory;
   in.backends["B12X_MLA"] = {.kernel_block_sizes = {64}};
-  in.backends["FLASH_ATTN"] = {.kernel_block_multiple_of = 16,
-                               .indexes_kv_by_block_stride = true};
+  in.backends["FLASH_ATTN"] = {.kernel_block_multiple_of = 16, .indexes_kv_by_block_stride = true};
   return in;
 }
 
@@ -103,8 +114,8 @@ TEST(Planner, MlaTargetAndReplicatedSlidingDraftAreGroupedIndependently) {
 // The case that used to raise "page size is not divisible by the maximum page size and cannot
 // be padded": an MLA + recurrent target and a replicated draft with an incompatible page.
 TEST(Planner, MlaRecurrentTargetWithIncompatibleReplicatedDraftPlans) {
-  std::vector<LayerSpec> layers = {Mla("t.mla.0", 64), Kda("t.kda.0", 64, 3),
-                                   Kda("t.kda.1", 64, 3), SwaDraft("d.0", 48, 3, 1024)};
+  std::vector<LayerSpec> layers = {Mla("t.mla.0", 64), Kda("t.kda.0", 64, 3), Kda("t.kda.1", 64, 3),
+                                   SwaDraft("d.0", 48, 3, 1024)};
   auto plan = PlanFromSpecs(Specs(layers, 32768), Inputs(4, 4, 8 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->diagnostics.front().message;
@@ -212,13 +223,20 @@ TEST(Planner, UniformPageGroupingSplitsBucketsStrided) {
   // 10 full + 20 sliding-window layers, equal pages: group size 10 -> full x10, sw even, sw odd.
   std::vector<LayerSpec> layers;
   for (int i = 0; i < 10; ++i) {
-    layers.push_back(LayerSpec{.name = "f." + std::to_string(i), .block_size = 16,
-                               .num_kv_heads = 8, .head_size = 128, .head_size_v = 128});
+    layers.push_back(LayerSpec{.name = "f." + std::to_string(i),
+                               .block_size = 16,
+                               .num_kv_heads = 8,
+                               .head_size = 128,
+                               .head_size_v = 128});
   }
   for (int i = 0; i < 20; ++i) {
-    layers.push_back(LayerSpec{.name = "s." + std::to_string(i), .kind = CacheKind::kSlidingWindow,
-                               .block_size = 16, .num_kv_heads = 8, .head_size = 128,
-                               .head_size_v = 128, .sliding_window = 4096});
+    layers.push_back(LayerSpec{.name = "s." + std::to_string(i),
+                               .kind = CacheKind::kSlidingWindow,
+                               .block_size = 16,
+                               .num_kv_heads = 8,
+                               .head_size = 128,
+                               .head_size_v = 128,
+                               .sliding_window = 4096});
   }
   auto plan = PlanFromSpecs(Specs(layers, 32768), Inputs(1, 1, 4 * kGiB));
   ASSERT_TRUE(plan.ok());

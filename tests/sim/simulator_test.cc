@@ -1,8 +1,7 @@
-#include "kvtopo/simulate.h"
-
 #include <gtest/gtest.h>
 
 #include "kvtopo/model.h"
+#include "kvtopo/simulate.h"
 
 namespace kvtopo {
 namespace {
@@ -56,8 +55,10 @@ Workload Small(int requests, int64_t prompt, int64_t decode) {
   Workload w;
   w.name = "small";
   for (int i = 0; i < requests; ++i) {
-    w.requests.push_back({.arrival_step = i % 3, .prompt_len = prompt + 17 * i,
-                          .decode_steps = decode, .accepted_drafts = {2, 0, 1}});
+    w.requests.push_back({.arrival_step = i % 3,
+                          .prompt_len = prompt + 17 * i,
+                          .decode_steps = decode,
+                          .accepted_drafts = {2, 0, 1}});
   }
   w.num_speculative_tokens = 2;
   w.num_lookahead_tokens = 2;
@@ -104,8 +105,11 @@ TEST(Simulate, SharedPrefixesHitAfterTheFirstRequest) {
   Workload w;
   w.name = "prefix";
   for (int i = 0; i < 4; ++i) {
-    w.requests.push_back({.arrival_step = i, .prompt_len = 320, .shared_prefix_id = 0,
-                          .shared_prefix_len = 256, .decode_steps = 2});
+    w.requests.push_back({.arrival_step = i,
+                          .prompt_len = 320,
+                          .shared_prefix_id = 0,
+                          .shared_prefix_len = 256,
+                          .decode_steps = 2});
   }
   w.num_lookahead_tokens = 0;
   w.num_speculative_tokens = 0;

@@ -1,8 +1,8 @@
 #include "kvtopo/geometry.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace kvtopo {
 namespace {
@@ -26,8 +26,8 @@ LayerSpec KdaSpec(int64_t block, int64_t spec_blocks) {
 }
 
 const ParallelConfig kTp16Dcp16{.tensor_parallel_size = 16, .decode_context_parallel_size = 16};
-const GeometryOptions kMillion{.max_model_len = 1000000, .max_num_seqs = 1,
-                               .max_num_batched_tokens = 4096};
+const GeometryOptions kMillion{
+    .max_model_len = 1000000, .max_num_seqs = 1, .max_num_batched_tokens = 4096};
 
 // The seed "Define per-cache DCP block-table geometry": L = 1,000,000, B = 768, S = 7, DCP16.
 TEST(GroupGeometry, SeedRegressionRecurrentWidthIsNotDcpScaled) {
@@ -65,9 +65,9 @@ TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
   LayerSpec draft = MlaSpec(64);
   draft.role = Role::kDraft;
   draft.dcp.replicated = true;
-  auto g = ComputeGroupGeometry(draft, {.tensor_parallel_size = 4,
-                                        .decode_context_parallel_size = 4},
-                                {.max_model_len = 4096, .max_num_seqs = 8});
+  auto g =
+      ComputeGroupGeometry(draft, {.tensor_parallel_size = 4, .decode_context_parallel_size = 4},
+                           {.max_model_len = 4096, .max_num_seqs = 8});
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->placement, Placement::kReplicated);
   EXPECT_EQ(g->manager_block_size, 64);
@@ -76,8 +76,7 @@ TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
 
   LayerSpec indexer = MlaSpec(64);
   indexer.dcp.kv_shard_count = 2;
-  g = ComputeGroupGeometry(indexer, {.tensor_parallel_size = 4,
-                                     .decode_context_parallel_size = 4},
+  g = ComputeGroupGeometry(indexer, {.tensor_parallel_size = 4, .decode_context_parallel_size = 4},
                            {.max_model_len = 4096, .max_num_seqs = 1});
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->placement, Placement::kPartial);
@@ -96,8 +95,8 @@ TEST(GroupGeometry, SmallBlocksAlignTo128TokensAndSplitIntoKernelBlocks) {
   EXPECT_EQ(g->block_table_width, 8);
 
   s.block_size = 256;
-  g = ComputeGroupGeometry(s, {}, {.max_model_len = 1000, .max_num_seqs = 1,
-                                   .kernel_block_size = 64});
+  g = ComputeGroupGeometry(s, {},
+                           {.max_model_len = 1000, .max_num_seqs = 1, .kernel_block_size = 64});
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->manager_table_width, 4);
   EXPECT_EQ(g->block_table_width, 16);  // each manager block is 4 kernel blocks
@@ -134,21 +133,25 @@ TEST(GroupGeometry, ValidationMessagesNameValueAndKnob) {
   EXPECT_EQ(msg(both, kTp16Dcp16),
             "layer 'model.layers.3.self_attn' is DCP-replicated but asks for 4 KV shards; a "
             "replicated cache has one shard, so drop the shard count or the replication");
-  EXPECT_EQ(msg(MlaSpec(768), {.tensor_parallel_size = 16, .decode_context_parallel_size = 16,
+  EXPECT_EQ(msg(MlaSpec(768), {.tensor_parallel_size = 16,
+                               .decode_context_parallel_size = 16,
                                .dcp_kv_cache_interleave_size = 5}),
             "--block-size 768 is not a multiple of --dcp-kv-cache-interleave-size 5; choose an "
             "interleave that divides the block size");
-  LayerSpec swa{.name = "draft.0", .role = Role::kDraft, .kind = CacheKind::kSlidingWindow,
-                .block_size = 64, .num_kv_heads = 8, .head_size = 128, .head_size_v = 128,
+  LayerSpec swa{.name = "draft.0",
+                .role = Role::kDraft,
+                .kind = CacheKind::kSlidingWindow,
+                .block_size = 64,
+                .num_kv_heads = 8,
+                .head_size = 128,
+                .head_size_v = 128,
                 .sliding_window = 2048};
   EXPECT_EQ(msg(swa, kTp16Dcp16),
             "sliding_window layer 'draft.0' is DCP-sharded; DCP supports windowed KV only when "
             "it is replicated: replicate it or set --decode-context-parallel-size 1");
   swa.dcp.replicated = true;
   EXPECT_TRUE(ComputeGroupGeometry(swa, kTp16Dcp16, kMillion).ok());
-  EXPECT_EQ(ComputeGroupGeometry(MlaSpec(768), kTp16Dcp16, {.max_model_len = 0})
-                .status()
-                .message(),
+  EXPECT_EQ(ComputeGroupGeometry(MlaSpec(768), kTp16Dcp16, {.max_model_len = 0}).status().message(),
             "--max-model-len must be positive, got 0");
 }
 
@@ -166,8 +169,8 @@ TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
     const int64_t S = pick(0, 8);
     const ParallelConfig p{.tensor_parallel_size = N * pick(1, 2),
                            .decode_context_parallel_size = N};
-    const GeometryOptions opt{.max_model_len = L, .max_num_seqs = 4,
-                              .max_num_batched_tokens = 8192};
+    const GeometryOptions opt{
+        .max_model_len = L, .max_num_seqs = 4, .max_num_batched_tokens = 8192};
     LayerSpec attn = MlaSpec(B);
     const int kind = static_cast<int>(pick(0, 2));
     if (kind == 1) attn.dcp.replicated = true;
@@ -190,15 +193,21 @@ TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
       const int64_t n = probe == 0 ? L : pick(1, L);
       const int64_t lookahead = pick(0, 8);
       // Attention manager row: cdiv(min(n + lookahead, L), manager block).
-      const int64_t attn_row = (std::min(n + lookahead, L) + ga->manager_block_size - 1) /
-                               ga->manager_block_size;
+      const int64_t attn_row =
+          (std::min(n + lookahead, L) + ga->manager_block_size - 1) / ga->manager_block_size;
       ASSERT_LE(attn_row, ga->manager_table_width) << "L=" << L << " B=" << B << " N=" << N;
       // Recurrent rows: align cdiv(n, B) + S; all cdiv(n + S*B, B); none 1 + S.
       int64_t rec_row = 0;
       switch (rec.recurrent_mode) {
-        case RecurrentMode::kAlign: rec_row = RecurrentAlignColumnsNeeded(n, B, S); break;
-        case RecurrentMode::kAll: rec_row = (n + S * B + B - 1) / B; break;
-        case RecurrentMode::kNone: rec_row = 1 + S; break;
+        case RecurrentMode::kAlign:
+          rec_row = RecurrentAlignColumnsNeeded(n, B, S);
+          break;
+        case RecurrentMode::kAll:
+          rec_row = (n + S * B + B - 1) / B;
+          break;
+        case RecurrentMode::kNone:
+          rec_row = 1 + S;
+          break;
       }
       ASSERT_LE(rec_row, gr->manager_table_width) << "L=" << L << " B=" << B << " S=" << S;
     }

@@ -1,8 +1,8 @@
 #include "kvtopo/spec.h"
 
-#include <limits>
-
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include "kvtopo/state_shapes.h"
 
@@ -94,14 +94,14 @@ TEST(Dtype, ParseListsAcceptedNames) {
 
 // research/fork_and_models.md C.3: Qwen3-Next-80B GDN state (conv_dim 8192), bf16.
 TEST(StateShapes, GdnQwen3NextTable) {
-  const GdnDims dims{.num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128,
-                     .head_v_dim = 128, .conv_kernel = 4};
+  const GdnDims dims{
+      .num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128, .head_v_dim = 128, .conv_kernel = 4};
   struct Row {
     int64_t tp, spec, conv, ssm;
   };
-  for (const Row& r : {Row{1, 0, 49152, 1048576}, Row{1, 3, 98304, 1048576},
-                       Row{2, 0, 24576, 524288}, Row{4, 0, 12288, 262144},
-                       Row{8, 0, 6144, 131072}}) {
+  for (const Row& r :
+       {Row{1, 0, 49152, 1048576}, Row{1, 3, 98304, 1048576}, Row{2, 0, 24576, 524288},
+        Row{4, 0, 12288, 262144}, Row{8, 0, 6144, 131072}}) {
     auto state = GdnState(dims, r.tp, r.spec, ElementType::kBfloat16, ElementType::kBfloat16);
     ASSERT_TRUE(state.ok());
     ASSERT_EQ(state->size(), 2u);
@@ -116,8 +116,8 @@ TEST(StateShapes, GdnQwen3NextTable) {
 }
 
 TEST(StateShapes, GdnRejectsTpThatDoesNotDivide) {
-  const GdnDims dims{.num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128,
-                     .head_v_dim = 128, .conv_kernel = 4};
+  const GdnDims dims{
+      .num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128, .head_v_dim = 128, .conv_kernel = 4};
   auto bad = GdnState(dims, 3, 0, ElementType::kBfloat16, ElementType::kBfloat16);
   EXPECT_EQ(bad.status().message(),
             "GDN state: conv dim = 8192 is not divisible by --tensor-parallel-size 3; choose a "
@@ -125,19 +125,23 @@ TEST(StateShapes, GdnRejectsTpThatDoesNotDivide) {
 }
 
 TEST(StateShapes, KdaKimiLinearAndKimiK3) {
-  auto linear = KdaState({.num_heads = 32, .head_dim = 128, .conv_kernel = 4}, 1,
-                         ElementType::kBfloat16);
+  auto linear =
+      KdaState({.num_heads = 32, .head_dim = 128, .conv_kernel = 4}, 1, ElementType::kBfloat16);
   EXPECT_EQ(*StateBytes(*linear), 2170880);
-  auto k3 = KdaState({.num_heads = 96, .head_dim = 128, .conv_kernel = 4}, 16,
-                     ElementType::kBfloat16);
+  auto k3 =
+      KdaState({.num_heads = 96, .head_dim = 128, .conv_kernel = 4}, 16, ElementType::kBfloat16);
   EXPECT_EQ(*StateBytes(*k3), 407040);
   EXPECT_EQ((*k3)[3].shape, (std::vector<int64_t>{6, 128, 128}));
   EXPECT_EQ((*k3)[3].dtype, ElementType::kFloat32);
 }
 
 TEST(StateShapes, Mamba2PadsGroupsToTp) {
-  const Mamba2Dims dims{.intermediate_size = 4096, .n_groups = 1, .state_size = 128,
-                        .num_heads = 64, .head_dim = 64, .conv_kernel = 4};
+  const Mamba2Dims dims{.intermediate_size = 4096,
+                        .n_groups = 1,
+                        .state_size = 128,
+                        .num_heads = 64,
+                        .head_dim = 64,
+                        .conv_kernel = 4};
   auto s = Mamba2State(dims, 2, 2, ElementType::kBfloat16, ElementType::kFloat32);
   ASSERT_TRUE(s.ok());
   // G' = 1 + (2 - 1) = 2: conv dim (4096 + 2*2*128) / 2 = 2304, width 3 + 2.
@@ -147,8 +151,8 @@ TEST(StateShapes, Mamba2PadsGroupsToTp) {
 }
 
 TEST(MemoryPerRequest, FormulasPerKind) {
-  const RequestBounds dcp16{.max_model_len = 1000000, .max_tokens_in_flight = 8192,
-                            .dcp_shard_count = 16};
+  const RequestBounds dcp16{
+      .max_model_len = 1000000, .max_tokens_in_flight = 8192, .dcp_shard_count = 16};
   LayerSpec mla = Mla(768, KvCacheDtype::kFp8);
   EXPECT_EQ(*MaxPagesPerRequest(mla, dcp16), 82);  // cdiv(62,500, 768)
   EXPECT_EQ(*MaxMemoryPerRequestBytes(mla, dcp16), 82 * 768 * 576);
@@ -156,13 +160,13 @@ TEST(MemoryPerRequest, FormulasPerKind) {
   LayerSpec swa = Gqa(16, 8, 128, KvCacheDtype::kBfloat16);
   swa.kind = CacheKind::kSlidingWindow;
   swa.sliding_window = 4096;
-  const RequestBounds one{.max_model_len = 32768, .max_tokens_in_flight = 2048,
-                          .dcp_shard_count = 1};
+  const RequestBounds one{
+      .max_model_len = 32768, .max_tokens_in_flight = 2048, .dcp_shard_count = 1};
   EXPECT_EQ(*MaxPagesPerRequest(swa, one), (4095 + 2048 + 15) / 16 + 1);
   swa.extra_retained_tokens = 4096;
   EXPECT_EQ(*MaxPagesPerRequest(swa, one), (4095 + 4096 + 2048 + 15) / 16 + 1);
-  const RequestBounds short_len{.max_model_len = 1000, .max_tokens_in_flight = 2048,
-                                .dcp_shard_count = 1};
+  const RequestBounds short_len{
+      .max_model_len = 1000, .max_tokens_in_flight = 2048, .dcp_shard_count = 1};
   EXPECT_EQ(*MaxPagesPerRequest(swa, short_len), 63 + 1);  // min(..., L) = 1000
 
   LayerSpec chunk = Gqa(16, 8, 128, KvCacheDtype::kBfloat16);
@@ -170,8 +174,11 @@ TEST(MemoryPerRequest, FormulasPerKind) {
   chunk.attention_chunk_size = 8192;
   EXPECT_EQ(*MaxPagesPerRequest(chunk, one), (8192 + 2048) / 16);
 
-  LayerSpec rec{.name = "kda", .kind = CacheKind::kRecurrent, .block_size = 768,
-                .state = {{{6, 128, 128}, ElementType::kFloat32}}, .num_speculative_blocks = 7};
+  LayerSpec rec{.name = "kda",
+                .kind = CacheKind::kRecurrent,
+                .block_size = 768,
+                .state = {{{6, 128, 128}, ElementType::kFloat32}},
+                .num_speculative_blocks = 7};
   rec.recurrent_mode = RecurrentMode::kNone;
   EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 8);
   rec.recurrent_mode = RecurrentMode::kAlign;
@@ -188,8 +195,13 @@ namespace kvtopo {
 namespace {
 
 TEST(MemoryPerRequest, WindowSpanSaturatesAtTheModelLength) {
-  LayerSpec swa{.name = "swa", .kind = CacheKind::kSlidingWindow, .block_size = 16,
-                .num_kv_heads = 8, .head_size = 128, .head_size_v = 128, .sliding_window = 4096};
+  LayerSpec swa{.name = "swa",
+                .kind = CacheKind::kSlidingWindow,
+                .block_size = 16,
+                .num_kv_heads = 8,
+                .head_size = 128,
+                .head_size_v = 128,
+                .sliding_window = 4096};
   const RequestBounds huge{.max_model_len = 32768,
                            .max_tokens_in_flight = std::numeric_limits<int64_t>::max(),
                            .dcp_shard_count = 1};

@@ -200,6 +200,5 @@ TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   table.CheckInvariants();
 }
 
-
 }  // namespace
 }  // namespace kvtopo
