@@ -198,3 +198,22 @@ TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
 
 }  // namespace
 }  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+TEST(ProfilesCli, ListsEveryEmbeddedProfile) {
+  auto r = ::kvtopo::testing::RunCli("profiles");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("kimi-k3                  target    KimiK3ForConditionalGeneration         93"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("kimi-k3-dspark           draft     K3DSparkModel                           5"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("backends                 backends  -                                       8"),
+            std::string::npos);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 13);  // header + 12 files
+}
+
+}  // namespace
+}  // namespace kvtopo
