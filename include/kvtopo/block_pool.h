@@ -8,9 +8,10 @@
 //   recently freed first), freeing appends to the tail, a prefix hit unlinks from the middle in
 //   O(1). The list holds truly free blocks and evictable cached ones (ref count 0, still hashed).
 // - The prefix-cache map is a flat open-addressing table from (128-bit block hash, group id) to
-//   block. Duplicates are allowed (a newly full block is not deduplicated, so block tables stay
-//   append-only); a lookup returns one of them. A cached block stays hit-able after it is freed
-//   and loses its hash lazily, when it is reallocated.
+//   block. Duplicates among blocks in use are allowed (a newly full block is not deduplicated,
+//   so block tables stay append-only); a lookup returns one of them. A cached block stays
+//   hit-able after it is freed and loses its hash lazily, when it is reallocated, or when a new
+//   block caches the same (hash, group): the new block then takes the free block's entry.
 //
 // Invariants (CheckInvariants): a block is in the free list iff its ref count is 0; the free
 // list is a well-formed cycle through the sentinel and its length is num_free_blocks(); every

@@ -86,7 +86,19 @@ void BlockPool::Cache(BlockId block, const BlockHash& hash, GroupId group) {
   m.group = group.value();
   m.hash = hash;
   size_t s = SlotOf(hash, m.group);
-  while (map_[s].group >= 0) s = (s + 1) & map_mask_;
+  for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
+    Slot& slot = map_[s];
+    if (slot.group == m.group && slot.hash == hash && meta_[slot.block].ref_count == 0) {
+      // The same content is cached by a free (evictable) block: the new block takes its entry
+      // and the old one becomes a plain free block. Every lookup still finds this content, and
+      // re-caching a prompt does not pile duplicate keys into one probe run.
+      Meta& old = meta_[slot.block];
+      old.group = -1;
+      old.hash = BlockHash{};
+      slot.block = i;
+      return;
+    }
+  }
   map_[s] = Slot{.hash = hash, .group = m.group, .block = i};
   ++map_size_;
 }

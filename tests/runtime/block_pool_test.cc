@@ -109,3 +109,32 @@ TEST(BlockPool, RandomizedHashMapMatchesOracle) {
 
 }  // namespace
 }  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+// Re-caching content that a free block still caches moves the entry to the new block; content
+// cached by blocks in use may repeat.
+TEST(BlockPool, NewBlockTakesTheEntryOfAFreeDuplicate) {
+  BlockPool pool(8, /*enable_caching=*/true);
+  const BlockHash h{.low = 42, .high = 7};
+  const BlockId a = pool.AllocateOne();
+  pool.Cache(a, h, GroupId{0});
+  pool.FreeOne(a);
+  ASSERT_EQ(pool.Lookup(h, GroupId{0}), a);  // free but hit-able
+  const BlockId b = pool.AllocateOne();       // the head of the free list: not a
+  ASSERT_NE(b, a);
+  pool.Cache(b, h, GroupId{0});
+  EXPECT_EQ(pool.Lookup(h, GroupId{0}), b);
+  EXPECT_FALSE(pool.is_cached(a));
+  EXPECT_TRUE(pool.is_cached(b));
+  const BlockId c = pool.AllocateOne();
+  pool.Cache(c, h, GroupId{0});  // b is in use: both stay cached
+  EXPECT_TRUE(pool.is_cached(b));
+  EXPECT_TRUE(pool.is_cached(c));
+  EXPECT_EQ(pool.Lookup(h, GroupId{1}), std::nullopt);
+  pool.CheckInvariants();
+}
+
+}  // namespace
+}  // namespace kvtopo

@@ -109,16 +109,17 @@ TEST(KVCacheManager, PrefixHitStillRecomputesTheLastPromptToken) {
   EXPECT_EQ(Row(*m, 2), (std::vector<int32_t>{1, 3}));  // 1 reused, 3 fresh from the head
   EXPECT_EQ(m->num_computed_tokens(RequestId{2}), TokenCount{32});
 
-  // One more token and both blocks hit; the two requests share block 1.
+  // Block 3 now holds the content free block 2 cached, so 3 took over 2's cache entry.
+  // One more token and both blocks hit: the two requests share blocks 1 and 3.
   m->AddRequest(RequestId{3}, Tokens(33));
   hits = m->GetComputedBlocks(RequestId{3});
   EXPECT_EQ(hits.num_tokens, TokenCount{32});
-  EXPECT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{2}}));
+  EXPECT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{3}}));
   ASSERT_TRUE(m->AllocateSlots(RequestId{3}, {.num_new_tokens = TokenCount{1},
                                               .num_new_computed_tokens = hits.num_tokens,
                                               .computed = &hits}));
   m->CheckInvariants();
-  EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{1, 2, 4}));
+  EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{1, 3, 4}));  // 4: the head of the free list
   EXPECT_EQ(m->prefix_cache_stats().hit_tokens, 48);
   m->Free(RequestId{2});
   m->Free(RequestId{3});
