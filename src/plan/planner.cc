@@ -62,6 +62,13 @@ namespace {
 constexpr int kShardedPartition = 0;
 constexpr int kReplicatedPartition = 1;
 
+// The groups promotion may enlarge: DCP-replicated sliding-window draft caches (seed #520).
+bool IsReplicatedWindowDraft(const PlannedGroup& g) {
+  return g.partition == kReplicatedPartition && g.role == Role::kDraft &&
+         (g.spec.kind == CacheKind::kSlidingWindow ||
+          g.spec.kind == CacheKind::kSlidingWindowMla);
+}
+
 Diagnostic Error(std::string code, std::string message) {
   return Diagnostic{Severity::kError, std::move(code), std::move(message)};
 }
@@ -151,6 +158,7 @@ class Planner {
                         std::vector<PlannedGroup>& out);
   Status ComputeGeometries(std::vector<PlannedGroup>& groups);
   Status Promote(std::vector<PlannedGroup>& groups);
+  Status TryPromotion(Plan& plan);
   Result<int64_t> BlocksPerRequest(const std::vector<PlannedGroup>& groups,
                                    int64_t max_model_len) const;
   Result<int64_t> MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
@@ -441,10 +449,7 @@ Status Planner::Promote(std::vector<PlannedGroup>& groups) {
   }
   if (target_gcd == 0) return Status::Ok();
   for (PlannedGroup& g : groups) {
-    if (g.partition != kReplicatedPartition || g.role != Role::kDraft ||
-        (g.spec.kind != CacheKind::kSlidingWindow && g.spec.kind != CacheKind::kSlidingWindowMla)) {
-      continue;
-    }
+    if (!IsReplicatedWindowDraft(g)) continue;
     if (g.spec.block_size >= target_gcd || target_gcd % g.spec.block_size != 0) continue;
     LayerSpec promoted = g.spec;
     promoted.block_size = target_gcd;
@@ -454,6 +459,50 @@ Status Planner::Promote(std::vector<PlannedGroup>& groups) {
     g.spec = promoted;
     for (int64_t& p : g.layer_page_bytes) p = page;
   }
+  return Status::Ok();
+}
+
+// Plans the promoted variant and keeps it only when bytes per block and the scheduler block did
+// not grow and capacity did not shrink; either way `plan.promotion` reports both capacities.
+Status Planner::TryPromotion(Plan& plan) {
+  auto draft_block = [](const Plan& p) {
+    const auto g = std::find_if(p.groups.begin(), p.groups.end(), IsReplicatedWindowDraft);
+    return g->spec.block_size;
+  };
+  auto scheduler_block = [](const Plan& p) {
+    int64_t lcm = 1;
+    for (const PlannedGroup& g : p.groups) lcm = std::lcm(lcm, g.geometry.manager_block_size);
+    return lcm;
+  };
+  Promotion pr{.considered = true,
+               .block_size_before = draft_block(plan),
+               .bytes_per_block_before = plan.pool.bytes_per_block,
+               .max_tokens_before = plan.capacity.max_tokens};
+  pr.block_size_after = pr.block_size_before;
+  pr.bytes_per_block_after = pr.bytes_per_block_before;
+  pr.max_tokens_after = pr.max_tokens_before;
+  Plan promoted = plan;
+  KVTOPO_RETURN_IF_ERROR(Promote(promoted.groups));
+  KVTOPO_RETURN_IF_ERROR(Finalize(promoted));
+  if (draft_block(promoted) == pr.block_size_before) {
+    pr.reason =
+        "the draft block does not divide the sharded target block, or the enlarged draft page "
+        "would exceed the pool stride";
+  } else if (promoted.pool.bytes_per_block > plan.pool.bytes_per_block ||
+             scheduler_block(promoted) > scheduler_block(plan) ||
+             promoted.capacity.max_tokens < plan.capacity.max_tokens) {
+    pr.reason = "promotion would grow bytes per block or the scheduler block, or shrink capacity";
+  } else {
+    pr.applied = true;
+    pr.block_size_after = draft_block(promoted);
+    pr.bytes_per_block_after = promoted.pool.bytes_per_block;
+    pr.max_tokens_after = promoted.capacity.max_tokens;
+    pr.reason = fmt::format(
+        "draft block {} divides the sharded target block {} and its pages fit the pool stride",
+        pr.block_size_before, pr.block_size_after);
+    plan = std::move(promoted);
+  }
+  plan.promotion = std::move(pr);
   return Status::Ok();
 }
 
@@ -566,68 +615,15 @@ Result<Plan> Planner::Run() {
       return s;
     }
   }
-  // 3. Geometry, pool and capacity; then promotion, kept only when it does not grow the block.
+  // 3. Geometry, pool and capacity; then promotion when a replicated window draft meets sharded
+  // target groups.
   if (Status s = Finalize(plan); !s.ok()) {
     if (s.code() == StatusCode::kRejected) return finish();
     return s;
   }
-  const bool mixed = !sharded.empty() && !replicated.empty();
-  if (mixed) {
-    for (const PlannedGroup& g : plan.groups) {
-      if (g.partition == kReplicatedPartition && g.role == Role::kDraft &&
-          (g.spec.kind == CacheKind::kSlidingWindow ||
-           g.spec.kind == CacheKind::kSlidingWindowMla)) {
-        plan.promotion.considered = true;
-        plan.promotion.block_size_before = g.spec.block_size;
-      }
-    }
-  }
-  if (plan.promotion.considered) {
-    Plan promoted = plan;
-    KVTOPO_RETURN_IF_ERROR(Promote(promoted.groups));
-    KVTOPO_RETURN_IF_ERROR(Finalize(promoted));
-    Promotion& pr = plan.promotion;
-    pr.bytes_per_block_before = plan.pool.bytes_per_block;
-    pr.max_tokens_before = plan.capacity.max_tokens;
-    int64_t lcm_before = 1, lcm_after = 1;
-    for (const PlannedGroup& g : plan.groups)
-      lcm_before = std::lcm(lcm_before, g.geometry.manager_block_size);
-    for (const PlannedGroup& g : promoted.groups)
-      lcm_after = std::lcm(lcm_after, g.geometry.manager_block_size);
-    int64_t after_block = 0;
-    for (const PlannedGroup& g : promoted.groups) {
-      if (g.partition == kReplicatedPartition && g.role == Role::kDraft &&
-          IsWindowed(g.spec.kind)) {
-        after_block = g.spec.block_size;
-      }
-    }
-    const bool changed = after_block != pr.block_size_before;
-    if (!changed) {
-      pr.reason =
-          "the draft block does not divide the sharded target block, or the enlarged "
-          "draft page would exceed the pool stride";
-      pr.block_size_after = pr.block_size_before;
-      pr.bytes_per_block_after = pr.bytes_per_block_before;
-      pr.max_tokens_after = pr.max_tokens_before;
-    } else if (promoted.pool.bytes_per_block > plan.pool.bytes_per_block ||
-               lcm_after > lcm_before || promoted.capacity.max_tokens < plan.capacity.max_tokens) {
-      pr.reason = "promotion would grow bytes per block or the scheduler block, or shrink capacity";
-      pr.block_size_after = pr.block_size_before;
-      pr.bytes_per_block_after = pr.bytes_per_block_before;
-      pr.max_tokens_after = pr.max_tokens_before;
-    } else {
-      Promotion keep = pr;
-      keep.applied = true;
-      keep.reason = fmt::format(
-          "draft block {} divides the sharded target block {} and its "
-          "pages fit the pool stride",
-          keep.block_size_before, after_block);
-      keep.block_size_after = after_block;
-      keep.bytes_per_block_after = promoted.pool.bytes_per_block;
-      keep.max_tokens_after = promoted.capacity.max_tokens;
-      plan = std::move(promoted);
-      plan.promotion = keep;
-    }
+  if (std::any_of(plan.groups.begin(), plan.groups.end(), IsReplicatedWindowDraft) &&
+      !sharded.empty()) {
+    KVTOPO_RETURN_IF_ERROR(TryPromotion(plan));
   }
 
   // 4. Scheduler and hash block sizes, block-table memory, the enough-memory check.
