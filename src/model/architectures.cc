@@ -126,25 +126,43 @@ Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription
   return Status::Ok();
 }
 
-Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
+// The fields every K/V-attention reader needs: the common ones, the layer count, the total KV
+// heads (into `m`) and the head size.
+struct KvAttentionHeader {
+  int64_t num_layers = 0;
+  int64_t head_size = 0;
+};
+Result<KvAttentionHeader> ReadKvAttentionHeader(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval"));
+  KvAttentionHeader h;
+  KVTOPO_ASSIGN_OR_RETURN(h.num_layers, Positive(r, "num_hidden_layers"));
   KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t head, Positive(r, "head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(h.head_size, Positive(r, "head_dim"));
+  return h;
+}
+
+// A K/V attention layer (full, or sliding when `window` > 0) with equal K and V heads.
+RawLayer KvAttentionLayer(int64_t i, const ModelDescription& m, int64_t head, int64_t window) {
+  return RawLayer{.name = LayerName(i, "self_attn"),
+                  .type = window > 0 ? LayerType::kSlidingWindow : LayerType::kAttention,
+                  .num_kv_heads_total = m.num_kv_heads_total,
+                  .head_size = head,
+                  .head_size_v = head,
+                  .sliding_window = window};
+}
+
+Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval"));
   GdnDims gdn;
   KVTOPO_ASSIGN_OR_RETURN(gdn.num_k_heads, Positive(r, "linear_num_key_heads"));
   KVTOPO_ASSIGN_OR_RETURN(gdn.num_v_heads, Positive(r, "linear_num_value_heads"));
   KVTOPO_ASSIGN_OR_RETURN(gdn.head_k_dim, Positive(r, "linear_key_head_dim"));
   KVTOPO_ASSIGN_OR_RETURN(gdn.head_v_dim, Positive(r, "linear_value_head_dim"));
   KVTOPO_ASSIGN_OR_RETURN(gdn.conv_kernel, Positive(r, "linear_conv_kernel_dim"));
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < h.num_layers; ++i) {
     if ((i + 1) % interval == 0) {
-      m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
-                                  .type = LayerType::kAttention,
-                                  .num_kv_heads_total = m.num_kv_heads_total,
-                                  .head_size = head,
-                                  .head_size_v = head});
+      m.layers.push_back(KvAttentionLayer(i, m, h.head_size, 0));
     } else {
       m.layers.push_back(
           RawLayer{.name = LayerName(i, "linear_attn"), .type = LayerType::kGdn, .gdn = gdn});
@@ -155,10 +173,8 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
 
 // gpt-oss: layer_types alternates sliding_attention / full_attention.
 Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
-  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t head, Positive(r, "head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
+  const int64_t n = h.num_layers;
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window"));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
   if (static_cast<int64_t>(types.size()) != n) {
@@ -172,22 +188,14 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
                                                   "full_attention",
                                                   i, types[i]));
     }
-    m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
-                                .type = sliding ? LayerType::kSlidingWindow : LayerType::kAttention,
-                                .num_kv_heads_total = m.num_kv_heads_total,
-                                .head_size = head,
-                                .head_size_v = head,
-                                .sliding_window = sliding ? window : 0});
+    m.layers.push_back(KvAttentionLayer(i, m, h.head_size, sliding ? window : 0));
   }
   return Status::Ok();
 }
 
 // DFlash drafts (Qwen3 blocks): all layers SWA when dflash_config.use_swa, else full.
 Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
-  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t head, Positive(r, "head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
   bool use_swa = false;
   int64_t window = 0;
   if (r.Has("dflash_config")) {
@@ -201,13 +209,8 @@ Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
       }
     }
   }
-  for (int64_t i = 0; i < n; ++i) {
-    m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
-                                .type = use_swa ? LayerType::kSlidingWindow : LayerType::kAttention,
-                                .num_kv_heads_total = m.num_kv_heads_total,
-                                .head_size = head,
-                                .head_size_v = head,
-                                .sliding_window = window});
+  for (int64_t i = 0; i < h.num_layers; ++i) {
+    m.layers.push_back(KvAttentionLayer(i, m, h.head_size, use_swa ? window : 0));
   }
   return Status::Ok();
 }
