@@ -240,6 +240,23 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
   return Status::Ok();
 }
 
+// Reader entry points for the table below.
+Status ReadMla(const ConfigReader& r, ModelDescription& m) {
+  return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/true, m);
+}
+Status ReadMlaWithIndexer(const ConfigReader& r, ModelDescription& m) {
+  return ReadDeepseekMla(r, /*with_indexer=*/true, /*with_mtp=*/true, m);
+}
+Status ReadMlaDraft(const ConfigReader& r, ModelDescription& m) {
+  return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
+}
+Status ReadKimiLinearKda(const ConfigReader& r, ModelDescription& m) {
+  return ReadKimiLinear(r, /*with_indexer=*/false, m);
+}
+Status ReadKimiLinearKdaWithIndexer(const ConfigReader& r, ModelDescription& m) {
+  return ReadKimiLinear(r, /*with_indexer=*/true, m);
+}
+
 struct ArchitectureReader {
   const char* architecture;
   bool nested_text_config;  // the text model lives in text_config
@@ -248,39 +265,18 @@ struct ArchitectureReader {
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
-      {"DeepseekV3ForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) {
-         return ReadDeepseekMla(r, false, true, m);
-       }},
-      {"KimiK25ForConditionalGeneration", true,
-       [](const ConfigReader& r, ModelDescription& m) {
-         return ReadDeepseekMla(r, false, true, m);
-       }},
-      {"DeepseekV32ForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) {
-         return ReadDeepseekMla(r, true, true, m);
-       }},
-      {"GlmMoeDsaForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) {
-         return ReadDeepseekMla(r, true, true, m);
-       }},
-      {"KimiLinearForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, false, m); }},
-      {"KimiK3ForConditionalGeneration", true,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, false, m); }},
-      {"Glm5NextForConditionalGeneration", true,
-       [](const ConfigReader& r, ModelDescription& m) { return ReadKimiLinear(r, true, m); }},
+      {"DeepseekV3ForCausalLM", false, ReadMla},
+      {"KimiK25ForConditionalGeneration", true, ReadMla},
+      {"DeepseekV32ForCausalLM", false, ReadMlaWithIndexer},
+      {"GlmMoeDsaForCausalLM", false, ReadMlaWithIndexer},
+      {"KimiLinearForCausalLM", false, ReadKimiLinearKda},
+      {"KimiK3ForConditionalGeneration", true, ReadKimiLinearKda},
+      {"Glm5NextForConditionalGeneration", true, ReadKimiLinearKdaWithIndexer},
       {"Qwen3NextForCausalLM", false, ReadQwen3Next},
       {"GptOssForCausalLM", false, ReadGptOss},
       // Drafts.
-      {"K3DSparkModel", false,
-       [](const ConfigReader& r, ModelDescription& m) {
-         return ReadDeepseekMla(r, false, false, m);
-       }},
-      {"Eagle3DeepseekV2ForCausalLM", false,
-       [](const ConfigReader& r, ModelDescription& m) {
-         return ReadDeepseekMla(r, false, false, m);
-       }},
+      {"K3DSparkModel", false, ReadMlaDraft},
+      {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},
       {"DFlashDraftModel", false, ReadDflash},
   };
   return kReaders;
