@@ -95,13 +95,6 @@ int64_t ToInt64(py::handle obj, const std::string& what) {
   return value;
 }
 
-bool ToBool(py::handle obj, const std::string& what) {
-  if (!PyBool_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be a bool, got " + TypeName(obj));
-  }
-  return obj.ptr() == Py_True;
-}
-
 std::string ToString(py::handle obj, const std::string& what) {
   if (!PyUnicode_Check(obj.ptr())) {
     RaisePython(PyExc_TypeError, what + " must be a str, got " + TypeName(obj));
@@ -209,30 +202,8 @@ void BindOwnedArray(py::module_& m, const char* name) {
 
 // ---- launch options ------------------------------------------------------------------------
 
-constexpr std::array<const char*, 18> kOptionNames = {
-    "tensor_parallel_size",
-    "decode_context_parallel_size",
-    "prefill_context_parallel_size",
-    "dcp_kv_cache_interleave_size",
-    "cp_kv_cache_interleave_size",
-    "block_size",
-    "max_model_len",
-    "kv_cache_dtype",
-    "kv_cache_memory",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "enable_prefix_caching",
-    "mamba_cache_mode",
-    "mamba_block_size",
-    "attention_backend",
-    "speculative_config",
-    "shard_draft",
-    "prefix_match_unit",
-};
-
 struct Launch {
   LaunchConfig config;
-  int64_t kv_cache_memory_bytes = 0;         // 0: the planner's default
   std::optional<nlohmann::json> model_json;  // a dict model
 };
 
@@ -241,46 +212,15 @@ nlohmann::json PyToJson(py::handle obj) {
   return nlohmann::json::parse(text);
 }
 
-// Keyword options -> LaunchOptions -> LaunchConfig, the same path the CLI's flags take.
+// Keyword options -> LaunchOptions -> LaunchConfig through the one launch-option table the CLI
+// flags use (kvtopo/launch_options.h): the keywords are its names and aliases; None is "not
+// given"; the engine's environment variables apply to options not given.
 Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
-  std::unordered_map<std::string, py::handle> given;
-  for (auto [key, value] : kwargs) {
-    const std::string name = py::str(key);
-    bool known = false;
-    for (const char* accepted : kOptionNames) known |= name == accepted;
-    if (!known) {
-      std::string list;
-      for (const char* accepted : kOptionNames) {
-        list += list.empty() ? "" : ", ";
-        list += accepted;
-      }
-      RaisePython(PyExc_TypeError, "unknown option '" + name + "'; accepted options: " + list);
-    }
-    if (!value.is_none()) given.emplace(name, value);  // None: not given
-  }
-  if (given.contains("dcp_kv_cache_interleave_size") &&
-      given.contains("cp_kv_cache_interleave_size")) {
-    const int64_t a =
-        ToInt64(given["dcp_kv_cache_interleave_size"], "dcp_kv_cache_interleave_size");
-    const int64_t b = ToInt64(given["cp_kv_cache_interleave_size"], "cp_kv_cache_interleave_size");
-    if (a != b) {
-      RaisePython(PyExc_ValueError,
-                  "dcp_kv_cache_interleave_size and its alias cp_kv_cache_interleave_size "
-                  "disagree (" +
-                      std::to_string(a) + " vs " + std::to_string(b) + ")");
-    }
-  }
-  if (auto it = given.find("cp_kv_cache_interleave_size"); it != given.end()) {
-    given["dcp_kv_cache_interleave_size"] = it->second;
-    given.erase(it);
-  }
-
-  // Python values become the same LaunchOptions the CLI's flags fill (kvtopo/launch_options.h).
   LaunchOptions o;
   Launch launch;
   if (py::isinstance<py::dict>(model)) {
     launch.model_json = PyToJson(model);
-    o.model = "<config>";  // vLLM's defaults, not the seeds' launch; the display name
+    o.model = "<config>";  // vLLM's defaults, not the default launch; the display name
   } else if (PyUnicode_Check(model.ptr()) || py::hasattr(model, "__fspath__")) {
     o.model = py::str(py::module_::import("os").attr("fspath")(model));
     if (o.model.empty()) RaisePython(PyExc_ValueError, "model must not be empty");
@@ -289,52 +229,69 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         PyExc_TypeError,
         "model must be None, a profile name, a config path or a dict, got " + TypeName(model));
   }
-  const std::pair<const char*, std::optional<int64_t>*> ints[] = {
-      {"tensor_parallel_size", &o.tensor_parallel_size},
-      {"decode_context_parallel_size", &o.decode_context_parallel_size},
-      {"prefill_context_parallel_size", &o.prefill_context_parallel_size},
-      {"dcp_kv_cache_interleave_size", &o.dcp_kv_cache_interleave_size},
-      {"block_size", &o.block_size},
-      {"max_model_len", &o.max_model_len},
-      {"max_num_seqs", &o.max_num_seqs},
-      {"max_num_batched_tokens", &o.max_num_batched_tokens},
-      {"mamba_block_size", &o.mamba_block_size},
-      {"prefix_match_unit", &o.prefix_match_unit}};
-  for (const auto& [name, field] : ints) {
-    if (auto it = given.find(name); it != given.end()) *field = ToInt64(it->second, name);
-  }
-  const std::pair<const char*, std::optional<std::string>*> texts[] = {
-      {"kv_cache_dtype", &o.kv_cache_dtype},
-      {"mamba_cache_mode", &o.mamba_cache_mode},
-      {"attention_backend", &o.attention_backend}};
-  for (const auto& [name, field] : texts) {
-    if (auto it = given.find(name); it != given.end()) *field = ToString(it->second, name);
-  }
-  if (given.contains("enable_prefix_caching")) {
-    o.enable_prefix_caching = ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
-  }
-  if (given.contains("speculative_config")) {
-    py::handle spec = given["speculative_config"];
-    if (py::isinstance<py::dict>(spec)) {
-      o.speculative_config = py::module_::import("json").attr("dumps")(spec).cast<std::string>();
-    } else if (PyUnicode_Check(spec.ptr())) {
-      o.speculative_config = spec.cast<std::string>();
-    } else {
-      RaisePython(PyExc_TypeError,
-                  "speculative_config must be a dict or a JSON string, got " + TypeName(spec));
+  // option -> (keyword used, value)
+  std::unordered_map<const LaunchOption*, std::pair<std::string, py::handle>> given;
+  for (auto [key, value] : kwargs) {
+    const std::string name = py::str(key);
+    const LaunchOption* option = FindLaunchOption(name);
+    if (option == nullptr || name.find('-') != std::string::npos || name == option->short_flag) {
+      std::string list;
+      for (const LaunchOption& o : LaunchOptionTable()) {
+        list += (list.empty() ? "" : ", ") + std::string(o.name);
+      }
+      RaisePython(PyExc_TypeError, "unknown option '" + name + "'; accepted options: " + list);
     }
+    if (value.is_none()) continue;  // None: not given
+    if (auto [it, inserted] = given.emplace(option, std::make_pair(name, value)); !inserted) {
+      if (!it->second.second.equal(value)) {
+        RaisePython(PyExc_ValueError, it->second.first + " and its alias " + name + " disagree (" +
+                                          py::repr(it->second.second).cast<std::string>() + " vs " +
+                                          py::repr(value).cast<std::string>() + ")");
+      }
+      continue;
+    }
+    // Python types per option: bool for switches, int for integers, int or str for byte sizes,
+    // str for text (and a dict for speculative_config).
+    std::optional<LaunchValue> v;
+    const bool is_bool = PyBool_Check(value.ptr());
+    const bool is_int = PyLong_Check(value.ptr()) && !is_bool;
+    const bool is_str = PyUnicode_Check(value.ptr());
+    std::string expected;
+    switch (option->value) {
+      case OptionValue::kSwitch:
+        if (is_bool) v = value.cast<bool>();
+        expected = "a bool";
+        break;
+      case OptionValue::kInt:
+        if (is_int) v = ToInt64(value, name);
+        expected = "an int";
+        break;
+      case OptionValue::kBytes:
+        if (is_int) v = ToInt64(value, name);
+        if (is_str) v = value.cast<std::string>();
+        expected = "an int or a str such as '12GiB'";
+        break;
+      case OptionValue::kText:
+        if (is_str) v = value.cast<std::string>();
+        if (option->name == "speculative_config" && py::isinstance<py::dict>(value)) {
+          v = py::module_::import("json").attr("dumps")(value).cast<std::string>();
+        }
+        expected = option->name == "speculative_config" ? "a dict or a JSON str" : "a str";
+        break;
+    }
+    if (!v)
+      RaisePython(PyExc_TypeError, name + " must be " + expected + ", got " + TypeName(value));
+    ThrowIfError(SetLaunchOption(o, *option, *v, name));
   }
-  if (given.contains("shard_draft")) o.shard_draft = ToBool(given["shard_draft"], "shard_draft");
-  py::object env = py::module_::import("os").attr("environ").attr("get")("VLLM_DCP_SHARD_DRAFT");
-  if (!env.is_none()) o.dcp_shard_draft_env = env.cast<std::string>();
-  if (given.contains("kv_cache_memory")) {
-    py::handle memory = given["kv_cache_memory"];
-    o.kv_cache_memory = PyUnicode_Check(memory.ptr())
-                            ? memory.cast<std::string>()
-                            : std::to_string(ToInt64(memory, "kv_cache_memory"));
-  }
+  py::object environ = py::module_::import("os").attr("environ");
+  ThrowIfError(ApplyLaunchEnvironment(o, [&](const char* name) -> const char* {
+    static thread_local std::string value;
+    py::object got = environ.attr("get")(name);
+    if (got.is_none()) return nullptr;
+    value = got.cast<std::string>();
+    return value.c_str();
+  }));
   launch.config = ValueOrThrow(ToLaunchConfig(o));
-  launch.kv_cache_memory_bytes = ValueOrThrow(KvCacheMemoryBytes(o));
   return launch;
 }
 
@@ -343,9 +300,9 @@ Plan MakePlan(py::handle model, const py::kwargs& kwargs) {
   if (launch.model_json) {
     ModelCacheSpecs specs =
         ValueOrThrow(BuildModelCacheSpecsFromJson(*launch.model_json, launch.config));
-    return ValueOrThrow(PlanLaunchSpecs(specs, launch.config, launch.kv_cache_memory_bytes));
+    return ValueOrThrow(PlanLaunchSpecs(specs, launch.config));
   }
-  return ValueOrThrow(PlanLaunch(launch.config, launch.kv_cache_memory_bytes));
+  return ValueOrThrow(PlanLaunch(launch.config));
 }
 
 py::list DiagnosticsList(const std::vector<Diagnostic>& diagnostics) {
@@ -875,15 +832,14 @@ void BindPlan(py::module_& m) {
   py::class_<PoolLayout>(m, "PoolLayout", "The shared block pool of a plan.")
       .def_readonly("num_blocks", &PoolLayout::num_blocks)
       .def_readonly("bytes_per_block", &PoolLayout::bytes_per_block)
-      .def_readonly("page_stride_bytes", &PoolLayout::page_stride_bytes)
-      .def_property_readonly("tensors",
+      .def_property_readonly("regions",
                              [](const PoolLayout& p) {
                                py::list out;
-                               for (const PoolTensor& t : p.tensors) {
+                               for (const PoolGroupRegion& r : p.regions) {
                                  py::dict d;
-                                 d["size_bytes"] = t.size_bytes;
-                                 d["page_stride_bytes"] = t.page_stride_bytes;
-                                 d["shared_by"] = t.shared_by;
+                                 d["group"] = r.group.value();
+                                 d["offsets_bytes"] = r.offsets_bytes;
+                                 d["bytes_used"] = r.bytes_used;
                                  out.append(d);
                                }
                                return out;
@@ -1017,7 +973,7 @@ void BindPlan(py::module_& m) {
       "option_names",
       [] {
         std::vector<std::string> names;
-        for (const char* n : kOptionNames) names.emplace_back(n);
+        for (const LaunchOption& o : LaunchOptionTable()) names.emplace_back(o.name);
         return names;
       },
       "The launch options plan() and check() accept.");
