@@ -179,6 +179,41 @@ class KVCacheManager {
   // Reserves slots for this step. Returns false when the pool cannot hold it.
   [[nodiscard]] bool AllocateSlots(RequestId request, const SlotRequest& step);
 
+  // Whether `hits` (from GetComputedBlocks for `request`) may still be passed to AllocateSlots:
+  // every hit block must still cache the request's content for its column. Hits stay valid
+  // across unrelated allocations and frees until one of their blocks is evicted or reused.
+  Status ValidateComputedBlocks(RequestId request, const ComputedBlocks& hits) const;
+
+  // ---- batched step API -------------------------------------------------------------------
+  // Results of a batch, per request in input order, in flat int32 arrays reused between calls
+  // (no allocation once they have grown). For request i and group g, k = i * num_groups + g:
+  // the row update of AllocateSlots is block_ids[offsets[k], offsets[k + 1]) written from
+  // first_column[k] (empty for a failed request).
+  struct BatchResult {
+    std::vector<uint8_t> ok;              // per request: 1 allocated, 0 out of blocks
+    std::vector<int32_t> num_computed;    // per request: prefix-hit tokens (AdmitBatch)
+    std::vector<int32_t> offsets;         // size n * num_groups + 1
+    std::vector<int32_t> first_column;    // size n * num_groups
+    std::vector<int32_t> block_ids;       // flat
+    int64_t num_failed = 0;
+  };
+  // A loop of AllocateSlots over `requests` (num_lookahead_tokens may be empty: 0 each): the
+  // same results, failures included, as the single calls in this order.
+  void AllocateSlotsBatch(std::span<const RequestId> requests,
+                          std::span<const int32_t> num_new_tokens,
+                          std::span<const int32_t> num_lookahead_tokens, BatchResult& out);
+  // Admission of new requests: per request GetComputedBlocks, then AllocateSlots of
+  // num_new_tokens[i] tokens past the hits (empty span: the rest of the prompt), with
+  // full_sequence_must_fit as given. num_computed holds the hit tokens.
+  void AdmitBatch(std::span<const RequestId> requests, std::span<const int32_t> num_new_tokens,
+                  bool full_sequence_must_fit, BatchResult& out);
+  // Free of each request, in order.
+  void FreeBatch(std::span<const RequestId> requests);
+  // Appends counts[i] tokens (consecutive in `token_ids`) to requests[i]; counts empty: one
+  // token each.
+  void AppendTokensBatch(std::span<const RequestId> requests, std::span<const int32_t> token_ids,
+                         std::span<const int32_t> counts);
+
   // Releases every block of the request (reverse order, so chain tails are evicted first) and
   // forgets it.
   void Free(RequestId request);

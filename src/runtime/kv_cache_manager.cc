@@ -147,6 +147,7 @@ struct KVCacheManager::Impl {
   int64_t num_running = 0;                  // requests holding rows (allocated, not freed)
   std::vector<KVCacheEvent> events;         // enable_kv_cache_events
   std::vector<BlockId> new_block_ids;       // record_new_block_ids
+  ComputedBlocks admit_hits;                // AdmitBatch scratch
   mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
   mutable std::vector<int32_t> check_owner_group;
   mutable std::vector<int64_t> check_seen_in_row;
@@ -870,6 +871,130 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   st.running = true;
   m.ComputeQuietWindow(st, std::min(st.num_computed, L));
   return true;
+}
+
+Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedBlocks& hits) const {
+  const Impl& m = *impl_;
+  const RequestState& st = m.State(request);
+  if (hits.blocks.size() != m.groups.size()) {
+    return InvalidArgument(fmt::format("computed blocks hold {} groups; the manager has {}",
+                                       hits.blocks.size(), m.groups.size()));
+  }
+  for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+    const Impl::Group& g = m.groups[gi];
+    const auto& row = hits.blocks[gi];
+    if (static_cast<int64_t>(row.size()) * g.hashes_per_block >
+        static_cast<int64_t>(st.hashes.size())) {
+      return InvalidArgument(fmt::format(
+          "computed blocks of group {} are longer than request {}'s hashed prefix", gi,
+          request.value()));
+    }
+    for (size_t j = 0; j < row.size(); ++j) {
+      const BlockId b = row[j];
+      if (b == kNullBlock) continue;
+      if (b.value() < 0 || b.value() >= m.pool.num_blocks()) {
+        return InvalidArgument(fmt::format("computed block {} is not in the pool", b.value()));
+      }
+      const auto cached = m.pool.cached_as(b);
+      if (!cached || cached->second != g.id ||
+          cached->first != m.CoarseHash(g, st, static_cast<int64_t>(j))) {
+        return InvalidArgument(fmt::format(
+            "stale prefix hits: block {} (group {}, column {}) no longer caches request {}'s "
+            "content; call get_computed_blocks again",
+            b.value(), gi, j, request.value()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+void AppendUpdates(const KVCacheManager& m, RequestId id, bool ok,
+                   KVCacheManager::BatchResult& out) {
+  for (int32_t g = 0; g < m.num_groups(); ++g) {
+    if (ok) {
+      const KVCacheManager::RowUpdate u = m.LastUpdate(id, GroupId{g});
+      out.first_column.push_back(static_cast<int32_t>(u.first_column));
+      for (BlockId b : u.block_ids) out.block_ids.push_back(b.value());
+    } else {
+      out.first_column.push_back(0);
+    }
+    out.offsets.push_back(static_cast<int32_t>(out.block_ids.size()));
+  }
+}
+
+void ClearBatch(KVCacheManager::BatchResult& out, size_t n) {
+  out.ok.clear();
+  out.num_computed.clear();
+  out.offsets.clear();
+  out.first_column.clear();
+  out.block_ids.clear();
+  out.num_failed = 0;
+  out.ok.reserve(n);
+  out.offsets.push_back(0);
+}
+
+}  // namespace
+
+void KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
+                                        std::span<const int32_t> num_new_tokens,
+                                        std::span<const int32_t> num_lookahead_tokens,
+                                        BatchResult& out) {
+  KVTOPO_CHECK(num_new_tokens.size() == requests.size());
+  KVTOPO_CHECK(num_lookahead_tokens.empty() || num_lookahead_tokens.size() == requests.size());
+  ClearBatch(out, requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const SlotRequest step{
+        .num_new_tokens = TokenCount{num_new_tokens[i]},
+        .num_lookahead_tokens =
+            TokenCount{num_lookahead_tokens.empty() ? 0 : num_lookahead_tokens[i]}};
+    const bool ok = AllocateSlots(requests[i], step);
+    out.ok.push_back(ok ? 1 : 0);
+    out.num_failed += ok ? 0 : 1;
+    AppendUpdates(*this, requests[i], ok, out);
+  }
+}
+
+void KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
+                                std::span<const int32_t> num_new_tokens,
+                                bool full_sequence_must_fit, BatchResult& out) {
+  KVTOPO_CHECK(num_new_tokens.empty() || num_new_tokens.size() == requests.size());
+  ClearBatch(out, requests.size());
+  ComputedBlocks& hits = impl_->admit_hits;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RequestId id = requests[i];
+    const int64_t hit = GetComputedBlocks(id, hits).value();
+    const int64_t rest = num_tokens(id).value() - num_computed_tokens(id).value() - hit;
+    const SlotRequest step{
+        .num_new_tokens = TokenCount{num_new_tokens.empty() ? rest : num_new_tokens[i]},
+        .num_new_computed_tokens = TokenCount{hit},
+        .computed = &hits,
+        .full_sequence_must_fit = full_sequence_must_fit};
+    const bool ok = AllocateSlots(id, step);
+    out.ok.push_back(ok ? 1 : 0);
+    out.num_computed.push_back(static_cast<int32_t>(ok ? hit : 0));
+    out.num_failed += ok ? 0 : 1;
+    AppendUpdates(*this, id, ok, out);
+  }
+}
+
+void KVCacheManager::FreeBatch(std::span<const RequestId> requests) {
+  for (RequestId id : requests) Free(id);
+}
+
+void KVCacheManager::AppendTokensBatch(std::span<const RequestId> requests,
+                                       std::span<const int32_t> token_ids,
+                                       std::span<const int32_t> counts) {
+  KVTOPO_CHECK(counts.empty() ? token_ids.size() == requests.size()
+                              : counts.size() == requests.size());
+  size_t at = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const size_t n = counts.empty() ? 1 : static_cast<size_t>(counts[i]);
+    KVTOPO_CHECK(at + n <= token_ids.size());
+    AppendTokens(requests[i], token_ids.subspan(at, n));
+    at += n;
+  }
 }
 
 void KVCacheManager::Free(RequestId request) {
