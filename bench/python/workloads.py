@@ -224,7 +224,7 @@ def w4(mode):
             calls += 1
         m.free_batch(h)
         total = now() - t
-    return {"unit": "ms for the whole growth (1,303 allocate_slots + free)", "per_unit_us": total / 1e3,
+    return {"unit": "µs for the whole growth (1,303 allocate_slots + free)", "per_unit_us": total / 1e3,
             "calls": calls}
 
 

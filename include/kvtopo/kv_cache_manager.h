@@ -33,10 +33,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <span>
 #include <vector>
 
 #include "kvtopo/block_hash.h"
@@ -59,6 +59,8 @@ struct CacheGroup {
 };
 
 struct CacheLayout;
+struct Plan;
+struct RequestState;  // the manager's per-request state (kv_cache_manager.cc)
 
 struct KVCacheManagerOptions {
   int32_t num_blocks = 0;  // pool size including the null block
@@ -75,6 +77,11 @@ struct KVCacheManagerOptions {
 
   // Options from an explicit cache layout (groups described directly, not planned).
   static Result<KVCacheManagerOptions> FromLayout(const CacheLayout& layout);
+  // Options from an accepted plan: its groups, hash block size and max_model_len; the pool
+  // size is the plan's unless given. Errors: a rejected plan, a pool below 1 or above 2^31 - 1.
+  static Result<KVCacheManagerOptions> FromPlan(
+      const Plan& plan, std::optional<int64_t> num_blocks = std::nullopt,
+      std::optional<bool> enable_prefix_caching = std::nullopt);
 };
 
 // An explicit cache layout, as an engine's KV-cache config lists its groups. Each group gets a
@@ -84,15 +91,15 @@ struct CacheLayoutGroup {
   // full_attention, mla, sliding_window, sliding_window_mla, chunked_local, mamba (recurrent),
   // cross_attention.
   CacheKind kind = CacheKind::kFullAttention;
-  bool cross_attention = false;  // set for kind "cross_attention" (a full-attention geometry)
-  int64_t block_size = 16;       // tokens per page on one rank (B)
-  int64_t kernel_block_size = 0;  // 0: B
-  int64_t page_size_bytes = 0;    // per layer per rank; informational for the runtime
-  int64_t sliding_window = 0;     // sliding-window kinds
+  bool cross_attention = false;      // set for kind "cross_attention" (a full-attention geometry)
+  int64_t block_size = 16;           // tokens per page on one rank (B)
+  int64_t kernel_block_size = 0;     // 0: B
+  int64_t page_size_bytes = 0;       // per layer per rank; informational for the runtime
+  int64_t sliding_window = 0;        // sliding-window kinds
   int64_t attention_chunk_size = 0;  // chunked local
   RecurrentMode mamba_cache_mode = RecurrentMode::kAlign;  // mamba
   int64_t num_speculative_blocks = 0;                      // mamba: S
-  bool replicated = false;     // every DCP rank holds every position
+  bool replicated = false;                                 // every DCP rank holds every position
   int64_t kv_shard_count = 0;  // 0: all DCP ranks; else a divisor of the DCP size
   bool volatile_last_block = false;
   std::vector<std::string> layer_names;
@@ -135,8 +142,8 @@ struct SlotRequest {
   // Tokens whose KV a connector supplies (disaggregated prefill): allocated, counted as
   // computed, cached like computed tokens unless delay_cache_blocks.
   TokenCount num_external_computed_tokens{0};
-  bool delay_cache_blocks = false;         // do not cache this step's full blocks (CacheBlocks)
-  TokenCount num_encoder_tokens{0};        // cross-attention groups: encoder tokens
+  bool delay_cache_blocks = false;   // do not cache this step's full blocks (CacheBlocks)
+  TokenCount num_encoder_tokens{0};  // cross-attention groups: encoder tokens
 };
 
 // Per-request options at AddRequest.
@@ -190,29 +197,35 @@ class KVCacheManager {
   // the row update of AllocateSlots is block_ids[offsets[k], offsets[k + 1]) written from
   // first_column[k] (empty for a failed request).
   struct BatchResult {
-    std::vector<uint8_t> ok;              // per request: 1 allocated, 0 out of blocks
-    std::vector<int32_t> num_computed;    // per request: prefix-hit tokens (AdmitBatch)
-    std::vector<int32_t> offsets;         // size n * num_groups + 1
-    std::vector<int32_t> first_column;    // size n * num_groups
-    std::vector<int32_t> block_ids;       // flat
+    std::vector<uint8_t> ok;            // per request: 1 allocated, 0 out of blocks
+    std::vector<int32_t> num_computed;  // per request: prefix-hit tokens (AdmitBatch)
+    std::vector<int32_t> offsets;       // size n * num_groups + 1
+    std::vector<int32_t> first_column;  // size n * num_groups
+    std::vector<int32_t> block_ids;     // flat
     int64_t num_failed = 0;
   };
+  // Every batch call first checks that each request is registered (NotFound naming the first
+  // that is not, and nothing changed), then runs the single calls in order.
+  //
   // A loop of AllocateSlots over `requests` (num_lookahead_tokens may be empty: 0 each): the
   // same results, failures included, as the single calls in this order.
-  void AllocateSlotsBatch(std::span<const RequestId> requests,
-                          std::span<const int32_t> num_new_tokens,
-                          std::span<const int32_t> num_lookahead_tokens, BatchResult& out);
+  [[nodiscard]] Status AllocateSlotsBatch(std::span<const RequestId> requests,
+                                          std::span<const int32_t> num_new_tokens,
+                                          std::span<const int32_t> num_lookahead_tokens,
+                                          BatchResult& out);
   // Admission of new requests: per request GetComputedBlocks, then AllocateSlots of
   // num_new_tokens[i] tokens past the hits (empty span: the rest of the prompt), with
   // full_sequence_must_fit as given. num_computed holds the hit tokens.
-  void AdmitBatch(std::span<const RequestId> requests, std::span<const int32_t> num_new_tokens,
-                  bool full_sequence_must_fit, BatchResult& out);
+  [[nodiscard]] Status AdmitBatch(std::span<const RequestId> requests,
+                                  std::span<const int32_t> num_new_tokens,
+                                  bool full_sequence_must_fit, BatchResult& out);
   // Free of each request, in order.
-  void FreeBatch(std::span<const RequestId> requests);
+  [[nodiscard]] Status FreeBatch(std::span<const RequestId> requests);
   // Appends counts[i] tokens (consecutive in `token_ids`) to requests[i]; counts empty: one
   // token each.
-  void AppendTokensBatch(std::span<const RequestId> requests, std::span<const int32_t> token_ids,
-                         std::span<const int32_t> counts);
+  [[nodiscard]] Status AppendTokensBatch(std::span<const RequestId> requests,
+                                         std::span<const int32_t> token_ids,
+                                         std::span<const int32_t> counts);
 
   // Releases every block of the request (reverse order, so chain tails are evicted first) and
   // forgets it.
@@ -270,6 +283,10 @@ class KVCacheManager {
   friend class KVCacheManagerPeer;
   friend class KVCacheInspector;
   explicit KVCacheManager(std::unique_ptr<Impl> impl);
+  bool AllocateSlotsAt(RequestState& st, const SlotRequest& step);
+  RowUpdate LastUpdateAt(const RequestState& st, GroupId group) const;
+  void AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const;
+  Status ResolveBatch(std::span<const RequestId> requests);
   // Off: every AllocateSlots runs the full per-group rules (tests compare the two).
   void SetQuietPathEnabled(bool enabled);
   // Whether the pool holds `block` in the prefix cache.

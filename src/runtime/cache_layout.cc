@@ -3,9 +3,9 @@
 // rules are the planner's; nothing here derives a block size or a width.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "internal/checked_math.h"
@@ -56,8 +56,9 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
   for (size_t i = 0; i < layout.groups.size(); ++i) {
     const CacheLayoutGroup& lg = layout.groups[i];
     if (lg.page_size_bytes <= 0) {
-      return InvalidArgument(fmt::format(
-          "cache layout group {}: page_size_bytes must be positive, got {}", i, lg.page_size_bytes));
+      return InvalidArgument(
+          fmt::format("cache layout group {}: page_size_bytes must be positive, got {}", i,
+                      lg.page_size_bytes));
     }
     LayerSpec spec{.name = lg.layer_names.empty() ? fmt::format("group{}", i) : lg.layer_names[0],
                    .kind = lg.kind,
@@ -142,8 +143,8 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
   for (const auto& [key, value] : j.items()) {
     if (std::find_if(std::begin(kTopKeys), std::end(kTopKeys),
                      [&](const char* k) { return key == k; }) == std::end(kTopKeys)) {
-      return InvalidArgument(fmt::format(
-          "cache layout: unknown key '{}'; accepted: {}", key, fmt::join(kTopKeys, ", ")));
+      return InvalidArgument(fmt::format("cache layout: unknown key '{}'; accepted: {}", key,
+                                         fmt::join(kTopKeys, ", ")));
     }
   }
   if (!j.contains("num_blocks")) return InvalidArgument("cache layout: 'num_blocks' is missing");
@@ -169,18 +170,10 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
   if (!j.contains("groups") || !j["groups"].is_array() || j["groups"].empty()) {
     return InvalidArgument("cache layout: 'groups' must be a non-empty list of group objects");
   }
-  static const char* kGroupKeys[] = {"kind",
-                                     "block_size",
-                                     "kernel_block_size",
-                                     "page_size_bytes",
-                                     "sliding_window",
-                                     "attention_chunk_size",
-                                     "mamba_cache_mode",
-                                     "num_speculative_blocks",
-                                     "replicated",
-                                     "kv_shard_count",
-                                     "volatile_last_block",
-                                     "layers"};
+  static const char* kGroupKeys[] = {
+      "kind",           "block_size",           "kernel_block_size",   "page_size_bytes",
+      "sliding_window", "attention_chunk_size", "mamba_cache_mode",    "num_speculative_blocks",
+      "replicated",     "kv_shard_count",       "volatile_last_block", "layers"};
   for (size_t i = 0; i < j["groups"].size(); ++i) {
     const nlohmann::json& g = j["groups"][i];
     const std::string where = fmt::format("cache layout group {}", i);
@@ -202,22 +195,24 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
       if (kind == k.name) found = &k;
     }
     if (found == nullptr) {
-      return InvalidArgument(fmt::format(
-          "{}: unknown kind '{}'; accepted: full_attention, mla, sliding_window, "
-          "sliding_window_mla, chunked_local, mamba (or recurrent), cross_attention",
-          where, kind));
+      return InvalidArgument(
+          fmt::format("{}: unknown kind '{}'; accepted: full_attention, mla, sliding_window, "
+                      "sliding_window_mla, chunked_local, mamba (or recurrent), cross_attention",
+                      where, kind));
     }
     lg.kind = found->kind;
     lg.cross_attention = found->cross_attention;
     if (!g.contains("block_size")) return InvalidArgument(where + ": 'block_size' is missing");
     KVTOPO_RETURN_IF_ERROR(integer(g, where, "block_size", 1, 1 << 30, lg.block_size));
-    KVTOPO_RETURN_IF_ERROR(integer(g, where, "kernel_block_size", 1, 1 << 30, lg.kernel_block_size));
+    KVTOPO_RETURN_IF_ERROR(
+        integer(g, where, "kernel_block_size", 1, 1 << 30, lg.kernel_block_size));
     if (!g.contains("page_size_bytes")) {
       return InvalidArgument(where + ": 'page_size_bytes' is missing");
     }
-    KVTOPO_RETURN_IF_ERROR(integer(g, where, "page_size_bytes", 1, int64_t{1} << 40,
-                                   lg.page_size_bytes));
-    KVTOPO_RETURN_IF_ERROR(integer(g, where, "sliding_window", 1, kMaxInt64 / 4, lg.sliding_window));
+    KVTOPO_RETURN_IF_ERROR(
+        integer(g, where, "page_size_bytes", 1, int64_t{1} << 40, lg.page_size_bytes));
+    KVTOPO_RETURN_IF_ERROR(
+        integer(g, where, "sliding_window", 1, kMaxInt64 / 4, lg.sliding_window));
     KVTOPO_RETURN_IF_ERROR(
         integer(g, where, "attention_chunk_size", 1, kMaxInt64 / 4, lg.attention_chunk_size));
     KVTOPO_RETURN_IF_ERROR(
@@ -227,17 +222,19 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "volatile_last_block", lg.volatile_last_block));
     if (g.contains("mamba_cache_mode")) {
       if (!g["mamba_cache_mode"].is_string()) {
-        return InvalidArgument(where + ": 'mamba_cache_mode' must be \"none\", \"align\" or \"all\"");
+        return InvalidArgument(where +
+                               ": 'mamba_cache_mode' must be \"none\", \"align\" or \"all\"");
       }
       Result<RecurrentMode> mode = ParseRecurrentMode(g["mamba_cache_mode"].get<std::string>());
       if (!mode.ok()) {
-        return InvalidArgument(fmt::format("{}: 'mamba_cache_mode' must be none, align or all, got {}",
-                                           where, g["mamba_cache_mode"].dump()));
+        return InvalidArgument(
+            fmt::format("{}: 'mamba_cache_mode' must be none, align or all, got {}", where,
+                        g["mamba_cache_mode"].dump()));
       }
       lg.mamba_cache_mode = *mode;
     }
-    const bool windowed = lg.kind == CacheKind::kSlidingWindow ||
-                          lg.kind == CacheKind::kSlidingWindowMla;
+    const bool windowed =
+        lg.kind == CacheKind::kSlidingWindow || lg.kind == CacheKind::kSlidingWindowMla;
     if (windowed && lg.sliding_window <= 0) {
       return InvalidArgument(where + ": a sliding-window group needs 'sliding_window'");
     }

@@ -148,6 +148,7 @@ struct KVCacheManager::Impl {
   std::vector<KVCacheEvent> events;         // enable_kv_cache_events
   std::vector<BlockId> new_block_ids;       // record_new_block_ids
   ComputedBlocks admit_hits;                // AdmitBatch scratch
+  std::vector<int32_t> batch_slots;         // batch calls: the requests' state slots
   mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
   mutable std::vector<int32_t> check_owner_group;
   mutable std::vector<int64_t> check_seen_in_row;
@@ -381,9 +382,11 @@ struct KVCacheManager::Impl {
         continue;
       }
       CacheOne(g, b, CoarseHash(g, st, i));
-      if (events_on && run_begin < 0) [[unlikely]] run_begin = i;
+      if (events_on && run_begin < 0) [[unlikely]]
+        run_begin = i;
     }
-    if (events_on && run_begin >= 0) [[unlikely]] RecordStored(g, st, run_begin, full);
+    if (events_on && run_begin >= 0) [[unlikely]]
+      RecordStored(g, st, run_begin, full);
     row.num_cached = std::max(row.num_cached, full);
   }
 
@@ -624,10 +627,10 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     g.id = GroupId{static_cast<int32_t>(i)};
     g.behavior = BehaviorOf(options.groups[i]);
     if (g.behavior == Behavior::kCross && caching) {
-      return InvalidArgument(fmt::format(
-          "cache group {} is cross-attention: prefix caching is not supported for "
-          "encoder-decoder layouts; set enable_prefix_caching to false",
-          i));
+      return InvalidArgument(
+          fmt::format("cache group {} is cross-attention: prefix caching is not supported for "
+                      "encoder-decoder layouts; set enable_prefix_caching to false",
+                      i));
     }
     g.bs = geo.manager_block_size;
     g.hashes_per_block = caching ? geo.manager_block_size / options.hash_block_size : 1;
@@ -778,8 +781,11 @@ ComputedBlocks KVCacheManager::GetComputedBlocks(RequestId request) {
 }
 
 bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
+  return AllocateSlotsAt(impl_->State(request), step);
+}
+
+bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) {
   Impl& m = *impl_;
-  RequestState& st = m.State(request);
   const int64_t num_new = step.num_new_tokens.value();
   const int64_t num_new_computed = step.num_new_computed_tokens.value();
   const int64_t num_external = step.num_external_computed_tokens.value();
@@ -885,9 +891,9 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
     const auto& row = hits.blocks[gi];
     if (static_cast<int64_t>(row.size()) * g.hashes_per_block >
         static_cast<int64_t>(st.hashes.size())) {
-      return InvalidArgument(fmt::format(
-          "computed blocks of group {} are longer than request {}'s hashed prefix", gi,
-          request.value()));
+      return InvalidArgument(
+          fmt::format("computed blocks of group {} are longer than request {}'s hashed prefix", gi,
+                      request.value()));
     }
     for (size_t j = 0; j < row.size(); ++j) {
       const BlockId b = row[j];
@@ -908,13 +914,13 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
   return Status::Ok();
 }
 
-namespace {
+namespace {}  // namespace
 
-void AppendUpdates(const KVCacheManager& m, RequestId id, bool ok,
-                   KVCacheManager::BatchResult& out) {
-  for (int32_t g = 0; g < m.num_groups(); ++g) {
+void KVCacheManager::AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const {
+  const int32_t num_groups = static_cast<int32_t>(impl_->groups.size());
+  for (int32_t g = 0; g < num_groups; ++g) {
     if (ok) {
-      const KVCacheManager::RowUpdate u = m.LastUpdate(id, GroupId{g});
+      const KVCacheManager::RowUpdate u = LastUpdateAt(st, GroupId{g});
       out.first_column.push_back(static_cast<int32_t>(u.first_column));
       for (BlockId b : u.block_ids) out.block_ids.push_back(b.value());
     } else {
@@ -923,6 +929,8 @@ void AppendUpdates(const KVCacheManager& m, RequestId id, bool ok,
     out.offsets.push_back(static_cast<int32_t>(out.block_ids.size()));
   }
 }
+
+namespace {
 
 void ClearBatch(KVCacheManager::BatchResult& out, size_t n) {
   out.ok.clear();
@@ -937,29 +945,45 @@ void ClearBatch(KVCacheManager::BatchResult& out, size_t n) {
 
 }  // namespace
 
-void KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
-                                        std::span<const int32_t> num_new_tokens,
-                                        std::span<const int32_t> num_lookahead_tokens,
-                                        BatchResult& out) {
-  KVTOPO_CHECK(num_new_tokens.size() == requests.size());
-  KVTOPO_CHECK(num_lookahead_tokens.empty() || num_lookahead_tokens.size() == requests.size());
-  ClearBatch(out, requests.size());
+Status KVCacheManager::ResolveBatch(std::span<const RequestId> requests) {
+  std::vector<int32_t>& slots = impl_->batch_slots;
+  slots.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    const SlotRequest step{
-        .num_new_tokens = TokenCount{num_new_tokens[i]},
-        .num_lookahead_tokens =
-            TokenCount{num_lookahead_tokens.empty() ? 0 : num_lookahead_tokens[i]}};
-    const bool ok = AllocateSlots(requests[i], step);
-    out.ok.push_back(ok ? 1 : 0);
-    out.num_failed += ok ? 0 : 1;
-    AppendUpdates(*this, requests[i], ok, out);
+    slots[i] = impl_->index.Find(requests[i].value());
+    if (slots[i] < 0) [[unlikely]] {
+      return NotFound(fmt::format("request {} of the batch (index {}) is not registered",
+                                  requests[i].value(), i));
+    }
   }
+  return Status::Ok();
 }
 
-void KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
-                                std::span<const int32_t> num_new_tokens,
-                                bool full_sequence_must_fit, BatchResult& out) {
+Status KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
+                                          std::span<const int32_t> num_new_tokens,
+                                          std::span<const int32_t> num_lookahead_tokens,
+                                          BatchResult& out) {
+  KVTOPO_CHECK(num_new_tokens.size() == requests.size());
+  KVTOPO_CHECK(num_lookahead_tokens.empty() || num_lookahead_tokens.size() == requests.size());
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
+  ClearBatch(out, requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RequestState& st = impl_->states[impl_->batch_slots[i]];
+    const SlotRequest step{.num_new_tokens = TokenCount{num_new_tokens[i]},
+                           .num_lookahead_tokens = TokenCount{
+                               num_lookahead_tokens.empty() ? 0 : num_lookahead_tokens[i]}};
+    const bool ok = AllocateSlotsAt(st, step);
+    out.ok.push_back(ok ? 1 : 0);
+    out.num_failed += ok ? 0 : 1;
+    AppendUpdates(st, ok, out);
+  }
+  return Status::Ok();
+}
+
+Status KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
+                                  std::span<const int32_t> num_new_tokens,
+                                  bool full_sequence_must_fit, BatchResult& out) {
   KVTOPO_CHECK(num_new_tokens.empty() || num_new_tokens.size() == requests.size());
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
   ClearBatch(out, requests.size());
   ComputedBlocks& hits = impl_->admit_hits;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -971,23 +995,28 @@ void KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
         .num_new_computed_tokens = TokenCount{hit},
         .computed = &hits,
         .full_sequence_must_fit = full_sequence_must_fit};
-    const bool ok = AllocateSlots(id, step);
+    RequestState& st = impl_->states[impl_->batch_slots[i]];
+    const bool ok = AllocateSlotsAt(st, step);
     out.ok.push_back(ok ? 1 : 0);
     out.num_computed.push_back(static_cast<int32_t>(ok ? hit : 0));
     out.num_failed += ok ? 0 : 1;
-    AppendUpdates(*this, id, ok, out);
+    AppendUpdates(st, ok, out);
   }
+  return Status::Ok();
 }
 
-void KVCacheManager::FreeBatch(std::span<const RequestId> requests) {
+Status KVCacheManager::FreeBatch(std::span<const RequestId> requests) {
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
   for (RequestId id : requests) Free(id);
+  return Status::Ok();
 }
 
-void KVCacheManager::AppendTokensBatch(std::span<const RequestId> requests,
-                                       std::span<const int32_t> token_ids,
-                                       std::span<const int32_t> counts) {
+Status KVCacheManager::AppendTokensBatch(std::span<const RequestId> requests,
+                                         std::span<const int32_t> token_ids,
+                                         std::span<const int32_t> counts) {
   KVTOPO_CHECK(counts.empty() ? token_ids.size() == requests.size()
                               : counts.size() == requests.size());
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
   size_t at = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const size_t n = counts.empty() ? 1 : static_cast<size_t>(counts[i]);
@@ -995,6 +1024,7 @@ void KVCacheManager::AppendTokensBatch(std::span<const RequestId> requests,
     AppendTokens(requests[i], token_ids.subspan(at, n));
     at += n;
   }
+  return Status::Ok();
 }
 
 void KVCacheManager::Free(RequestId request) {
@@ -1025,7 +1055,8 @@ void KVCacheManager::RemoveSkippedBlocks(RequestId request, TokenCount total_com
   RequestState& st = m.State(request);
   KVTOPO_CHECK(total_computed_tokens.value() >= 0);
   const int64_t n = std::min(total_computed_tokens.value(), m.options.max_model_len);
-  for (size_t gi = 0; gi < m.groups.size(); ++gi) m.RemoveSkippedBlocks(m.groups[gi], st.rows[gi], n);
+  for (size_t gi = 0; gi < m.groups.size(); ++gi)
+    m.RemoveSkippedBlocks(m.groups[gi], st.rows[gi], n);
   st.quiet = QuietWindow{};  // rows changed outside AllocateSlots
 }
 
@@ -1034,8 +1065,8 @@ void KVCacheManager::CacheBlocks(RequestId request, TokenCount num_computed_toke
   if (!m.caching()) return;
   RequestState& st = m.State(request);
   KVTOPO_CHECK(num_computed_tokens.value() >= 0);
-  int64_t n = std::min<int64_t>(
-      {num_computed_tokens.value(), static_cast<int64_t>(st.tokens.size()), m.options.max_model_len});
+  int64_t n = std::min<int64_t>({num_computed_tokens.value(),
+                                 static_cast<int64_t>(st.tokens.size()), m.options.max_model_len});
   if (m.groups.size() > 1) n = n / m.alignment * m.alignment;
   for (size_t gi = 0; gi < m.groups.size(); ++gi) {
     m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, n);
@@ -1092,7 +1123,9 @@ int64_t KVCacheManager::num_preemptions(RequestId request) const {
 
 // ---- KVCacheInspector ------------------------------------------------------------------------
 
-std::vector<BlockId> KVCacheInspector::FreeQueue() const { return manager_.impl_->pool.FreeQueue(); }
+std::vector<BlockId> KVCacheInspector::FreeQueue() const {
+  return manager_.impl_->pool.FreeQueue();
+}
 int32_t KVCacheInspector::RefCount(BlockId block) const {
   return manager_.impl_->pool.ref_count(block);
 }
@@ -1114,7 +1147,11 @@ std::span<const BlockId> KVCacheManager::BlockIds(RequestId request, GroupId gro
 }
 
 KVCacheManager::RowUpdate KVCacheManager::LastUpdate(RequestId request, GroupId group) const {
-  const RequestState& st = impl_->State(request);
+  return LastUpdateAt(impl_->State(request), group);
+}
+
+KVCacheManager::RowUpdate KVCacheManager::LastUpdateAt(const RequestState& st,
+                                                       GroupId group) const {
   const Row& row = st.rows.at(group.value());
   const int64_t size = static_cast<int64_t>(row.blocks.size());
   const int64_t from = st.last_quiet ? size : std::min<int64_t>(row.update_from, size);

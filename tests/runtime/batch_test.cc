@@ -49,21 +49,20 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
       std::vector<int32_t> prompt(16 + rng() % 120);
       const int32_t family = static_cast<int32_t>(rng() % 3);
       for (size_t t = 0; t < prompt.size(); ++t) {
-        prompt[t] = t < 48 ? family * 1000 + static_cast<int32_t>(t)
-                           : static_cast<int32_t>(rng() % 50000);
+        prompt[t] =
+            t < 48 ? family * 1000 + static_cast<int32_t>(t) : static_cast<int32_t>(rng() % 50000);
       }
       single->AddRequest(RequestId{id}, prompt);
       batched->AddRequest(RequestId{id}, prompt);
       admit.emplace_back(id);
     }
-    batched->AdmitBatch(admit, {}, /*full_sequence_must_fit=*/false, out);
+    ASSERT_TRUE(batched->AdmitBatch(admit, {}, /*full_sequence_must_fit=*/false, out).ok());
     for (size_t i = 0; i < admit.size(); ++i) {
       const ComputedBlocks hits = single->GetComputedBlocks(admit[i]);
       const int64_t n = single->num_tokens(admit[i]).value() - hits.num_tokens.value();
-      const bool ok = single->AllocateSlots(
-          admit[i], {.num_new_tokens = TokenCount{n},
-                     .num_new_computed_tokens = hits.num_tokens,
-                     .computed = &hits});
+      const bool ok = single->AllocateSlots(admit[i], {.num_new_tokens = TokenCount{n},
+                                                       .num_new_computed_tokens = hits.num_tokens,
+                                                       .computed = &hits});
       ASSERT_EQ(out.ok[i], ok ? 1 : 0) << "step " << step << " admit " << i;
       if (ok) {
         ASSERT_EQ(out.num_computed[i], hits.num_tokens.value());
@@ -83,12 +82,12 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
       news.push_back(1 + static_cast<int32_t>(rng() % 2));
       lookahead.push_back(static_cast<int32_t>(rng() % 4));
     }
-    batched->AllocateSlotsBatch(ids, news, lookahead, out);
+    ASSERT_TRUE(batched->AllocateSlotsBatch(ids, news, lookahead, out).ok());
     ASSERT_EQ(out.offsets.size(), ids.size() * single->num_groups() + 1);
     for (size_t i = 0; i < ids.size(); ++i) {
-      const bool ok = single->AllocateSlots(ids[i], {.num_new_tokens = TokenCount{news[i]},
-                                                     .num_lookahead_tokens =
-                                                         TokenCount{lookahead[i]}});
+      const bool ok =
+          single->AllocateSlots(ids[i], {.num_new_tokens = TokenCount{news[i]},
+                                         .num_lookahead_tokens = TokenCount{lookahead[i]}});
       ASSERT_EQ(out.ok[i], ok ? 1 : 0) << "step " << step << " request " << ids[i].value();
       failures += ok ? 0 : 1;
       successes += ok ? 1 : 0;
@@ -111,7 +110,7 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
     // Verified tokens appended; a third of the requests (and every failed one) finish.
     std::vector<int32_t> tokens;
     for (size_t i = 0; i < ids.size(); ++i) tokens.push_back(static_cast<int32_t>(rng() % 50000));
-    batched->AppendTokensBatch(ids, tokens, {});
+    ASSERT_TRUE(batched->AppendTokensBatch(ids, tokens, {}).ok());
     for (size_t i = 0; i < ids.size(); ++i) {
       single->AppendTokens(ids[i], std::span<const int32_t>(&tokens[i], 1));
     }
@@ -124,7 +123,7 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
         keep.push_back(ids[i].value());
       }
     }
-    batched->FreeBatch(done);
+    ASSERT_TRUE(batched->FreeBatch(done).ok());
     for (RequestId id : done) single->Free(id);
     running = keep;
     single->NewStep();
@@ -141,6 +140,20 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, BatchVersusSingle, ::testing::Range(0, 9));
+
+TEST(Batch, UnknownRequestIsAnErrorAndChangesNothing) {
+  auto m = KVCacheManager::Create(Options(0)).value();
+  m->AddRequest(RequestId{1}, std::vector<int32_t>(20, 1));
+  const std::vector<RequestId> ids = {RequestId{1}, RequestId{9}};
+  const std::vector<int32_t> news = {20, 4};
+  KVCacheManager::BatchResult out;
+  EXPECT_EQ(m->AllocateSlotsBatch(ids, news, {}, out).message(),
+            "request 9 of the batch (index 1) is not registered");
+  EXPECT_EQ(m->num_computed_tokens(RequestId{1}).value(), 0);
+  EXPECT_EQ(m->FreeBatch(ids).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(m->Contains(RequestId{1}));
+  m->CheckInvariants();
+}
 
 TEST(ValidateComputedBlocks, HitsSurviveUnrelatedAllocationsUntilEvicted) {
   auto m = KVCacheManager::Create({.num_blocks = 8,

@@ -87,8 +87,8 @@ TEST(CacheLayout, SlidingWindowPlusMambaHitsAtTheLcm) {
   const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
   EXPECT_EQ(hits.num_tokens.value(), 256);
   // The window keeps the last cdiv(31, 16) = 2 blocks before 256; mamba the state at 256.
-  EXPECT_EQ(Ids(hits.blocks[0]), (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                        0, 15, 16}));
+  EXPECT_EQ(Ids(hits.blocks[0]),
+            (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 16}));
   EXPECT_EQ(Ids(hits.blocks[1]), (std::vector<int32_t>{0, 0, 0, 17}));
   m->CheckInvariants();
 }
@@ -250,13 +250,12 @@ TEST(EngineSurface, StatsCountPreemptionsAndCanBeOff) {
   ASSERT_TRUE(Alloc(*m, 1, 16, {.num_new_computed_tokens = hits.num_tokens, .computed = &hits}));
   // The preempted row was freed tail first (4, 3, 2, 1 to the queue's tail): block 5 is next.
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 3, 5}));
-  EXPECT_EQ(m->MakePrefixCacheStats(),
-            (PrefixCacheStats{.requests = 1,
-                              .query_tokens = 64,
-                              .hit_tokens = 0,
-                              .preempted_requests = 1,
-                              .preempted_query_tokens = 64,
-                              .preempted_hit_tokens = 48}));
+  EXPECT_EQ(m->MakePrefixCacheStats(), (PrefixCacheStats{.requests = 1,
+                                                         .query_tokens = 64,
+                                                         .hit_tokens = 0,
+                                                         .preempted_requests = 1,
+                                                         .preempted_query_tokens = 64,
+                                                         .preempted_hit_tokens = 48}));
   EXPECT_EQ(m->MakePrefixCacheStats(), PrefixCacheStats{});
   m->CheckInvariants();
 
