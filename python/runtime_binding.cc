@@ -113,11 +113,11 @@ struct PyStepResult {
 
 py::object View(py::handle owner, const void* data, size_t size, py::ssize_t itemsize,
                 const char* format) {
-  return py::cast(BorrowedView{.owner = py::reinterpret_borrow<py::object>(owner),
-                               .data = data,
-                               .size = static_cast<py::ssize_t>(size),
-                               .itemsize = itemsize,
-                               .format = format});
+  return py::memoryview(py::cast(BorrowedView{.owner = py::reinterpret_borrow<py::object>(owner),
+                                              .data = data,
+                                              .size = static_cast<py::ssize_t>(size),
+                                              .itemsize = itemsize,
+                                              .format = format}));
 }
 
 // Prefix hits as get_computed_blocks hands them out.
