@@ -171,6 +171,10 @@ int RunSimulate(const SimulateArgs& args) {
   options.check_slot_mapping = !args.no_slot_checks;
   options.check_invariants = !args.no_invariant_checks;
   if (!plan->kv_cache_memory_is_default) options.num_blocks = plan->pool.num_blocks;
+  // W2 runs on a pool of 4,096 blocks, as the reference shape states.
+  if (args.workload == "w2" && plan->kv_cache_memory_is_default && args.launch.model.empty()) {
+    options.num_blocks = 4096;
+  }
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](int64_t done, int64_t total) {
       const int width = 40;
@@ -199,8 +203,10 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sim = app.add_subcommand(
       "simulate", "drive the real runtime through a workload without weights; check invariants");
   AddLaunchFlags(sim, args->launch);
-  sim->add_option("--workload", args->workload,
-                  "built-in workload: million, decode-steady, prefix-hit, hybrid");
+  sim->add_option(
+      "--workload", args->workload,
+      "built-in workload: million, decode-steady, prefix-hit, hybrid, w1, w2, w3, w4 (the "
+      "reference shapes of docs/BENCHMARKS.md)");
   sim->add_option("--workload-file", args->workload_file,
                   "JSON lines: arrival_step, prompt_len, shared_prefix_id, shared_prefix_len, "
                   "decode_steps, accepted_drafts");

@@ -428,6 +428,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         RecurrentModeName(*cache.mamba_cache_mode)));
     }
   } else {
+    // "none" asked for with caching on is honoured: recurrent groups then never hit.
     rec.mode = cache.mamba_cache_mode.value_or(RecurrentMode::kAlign);
     if (rec.mode == RecurrentMode::kAll) {
       rec.mode = RecurrentMode::kAlign;

@@ -172,8 +172,8 @@ TEST(Workload, JsonLinesParseAndErrors) {
             "workload line 1: shared_prefix_len 9 is longer than prompt_len 4");
   EXPECT_EQ(ParseWorkloadJsonl("").status().message(), "workload file holds no requests");
   EXPECT_EQ(BuiltinWorkload("nope").status().message(),
-            "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, or "
-            "--workload-file FILE");
+            "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, w1, w2, "
+            "w3, w4, or --workload-file FILE");
 }
 
 }  // namespace
