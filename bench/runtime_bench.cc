@@ -219,6 +219,51 @@ void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
 }
 BENCHMARK(BM_GrowOneRequestToAMillionTokens)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// W2 in steady state: requests one after another on a pool of 4,096 blocks of 16 tokens, each
+// a 4,096-token shared prefix + 256 unique tokens, admitted with its prefix hit (get computed
+// blocks + allocate slots), 16 decode steps of one token, then freed; after ~225 requests every
+// admission evicts cached blocks. Timed: the runtime calls only. Registration and hashing are
+// not: each request is added with its 16 decode tokens already appended (the block ids, hits
+// and cached blocks are those of appending one token before each decode step, since a step
+// only caches tokens up to its own count), 8 requests per untimed setup.
+void BM_W2PrefixHitRequest(benchmark::State& state) {
+  constexpr int32_t kShared = 4096, kUnique = 256, kDecode = 16, kBatch = 8;
+  const KVCacheManagerOptions options{
+      .num_blocks = 4096,
+      .hash_block_size = 16,
+      .max_model_len = 8192,
+      .groups = {{.geometry = Geometry(CacheKind::kFullAttention, 16, 8192)}}};
+  auto m = KVCacheManager::Create(options).value();
+  std::vector<int32_t> tokens(kShared + kUnique + kDecode, 5);
+  std::iota(tokens.begin(), tokens.begin() + kShared, 100000);
+  int64_t next = 0;
+  ComputedBlocks hits;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int k = 0; k < kBatch; ++k) {
+      for (int32_t t = 0; t < kUnique; ++t) {
+        tokens[kShared + t] = static_cast<int32_t>((next + k) * 1000 + t);
+      }
+      m->AddRequest(RequestId{next + k}, tokens);
+    }
+    state.ResumeTiming();
+    for (int k = 0; k < kBatch; ++k) {
+      const RequestId id{next++};
+      const TokenCount hit = m->GetComputedBlocks(id, hits);
+      bool ok = m->AllocateSlots(id, {.num_new_tokens = TokenCount{kShared + kUnique - hit.value()},
+                                      .num_new_computed_tokens = hit,
+                                      .computed = &hits});
+      for (int s = 0; s < kDecode; ++s) {
+        ok = ok && m->AllocateSlots(id, {.num_new_tokens = TokenCount{1}});
+      }
+      if (!ok) state.SkipWithError("out of blocks");
+      m->Free(id);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_W2PrefixHitRequest);
+
 void BM_SlotMapping8192Tokens16Ranks(benchmark::State& state) {
   const GroupGeometry g = MlaGeometry(64, 16, 1 << 20);
   BlockTable table(g, 1);

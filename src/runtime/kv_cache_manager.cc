@@ -206,12 +206,6 @@ struct KVCacheManager::Impl {
     return 0;
   }
 
-  static int64_t Evictable(const BlockPool& pool, std::span<const BlockId> blocks) {
-    int64_t count = 0;
-    for (BlockId b : blocks) count += (b != kNullBlock && pool.ref_count(b) == 0) ? 1 : 0;
-    return count;
-  }
-
   int64_t NumBlocksToAllocate(const Group& g, const Row& row, int64_t num_tokens,
                               std::span<const BlockId> hits, int64_t total_computed,
                               int64_t num_main, bool cap, int64_t num_encoder) const {
@@ -224,7 +218,7 @@ struct KVCacheManager::Impl {
       const int64_t required = g.CeilBlocks(num_main) + g.spec_blocks;
       int64_t fresh = required - num_hits - have;
       if (fresh > 0) fresh = row.allocated ? 1 : 1 + g.spec_blocks;
-      return std::max<int64_t>(fresh, 0) + Evictable(pool, hits);
+      return std::max<int64_t>(fresh, 0) + pool.CountFree(hits);
     }
     if (g.behavior == Behavior::kRecurrentAll) {
       if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
@@ -236,7 +230,7 @@ struct KVCacheManager::Impl {
     const int64_t skipped_blocks = g.FloorBlocks(SkippedTokens(g, total_computed));
     const int64_t fresh = std::max<int64_t>(need - std::max(skipped_blocks, num_hits + have), 0);
     const int64_t skip_hits = std::clamp<int64_t>(skipped_blocks - have, 0, num_hits);
-    return fresh + Evictable(pool, hits.subspan(skip_hits));
+    return fresh + pool.CountFree(hits.subspan(skip_hits));
   }
 
   // A recurrent hit whose state another request cached in this same step is not readable yet.
@@ -366,13 +360,19 @@ struct KVCacheManager::Impl {
       row.num_cached = std::max(row.num_cached, full);
       return;
     }
-    constexpr int64_t kAhead = 4;
     const bool events_on = options.enable_kv_cache_events;
+    if (g.hashes_per_block == 1 && !events_on && !IsRecurrent(g.behavior)) {
+      if (full > row.num_cached) {
+        const auto from = static_cast<size_t>(row.num_cached);
+        const auto count = static_cast<size_t>(full - row.num_cached);
+        pool.CacheRun(std::span<const BlockId>(row.blocks).subspan(from, count),
+                      std::span<const BlockHash>(st.hashes).subspan(from, count), g.id);
+        row.num_cached = full;
+      }
+      return;
+    }
     int64_t run_begin = -1;  // events: the run of columns cached so far by this call
     for (int64_t i = row.num_cached; i < full; ++i) {
-      if (g.hashes_per_block == 1 && i + kAhead < full) {
-        pool.PrefetchLookup(st.hashes[i + kAhead], g.id);  // the insert probes from there
-      }
       const BlockId b = row.blocks[i];
       if (b == kNullBlock || pool.is_cached(b)) {
         if (events_on && run_begin >= 0) [[unlikely]] {
@@ -499,17 +499,9 @@ struct KVCacheManager::Impl {
     switch (g.behavior) {
       case Behavior::kFull: {
         if (g.hashes_per_block == 1) {
-          // The hashes are known up front: keep several map probes in flight.
-          constexpr int64_t kAhead = 8;
-          for (int64_t j = 0; j < std::min(kAhead, limit); ++j) {
-            pool.PrefetchLookup(st.hashes[j], g.id);
-          }
-          for (int64_t j = 0; j < limit; ++j) {
-            if (j + kAhead < limit) pool.PrefetchLookup(st.hashes[j + kAhead], g.id);
-            auto hit = pool.Lookup(st.hashes[j], g.id);
-            if (!hit) break;
-            out.push_back(*hit);
-          }
+          out.resize(limit);
+          out.resize(pool.MatchPrefix(std::span<const BlockHash>(st.hashes).first(limit), g.id,
+                                      out.data()));
         } else {
           for (int64_t j = 0; j < limit; ++j) {
             auto hit = lookup(j);
