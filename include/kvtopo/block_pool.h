@@ -99,6 +99,12 @@ class BlockPool {
   void Cache(BlockId block, const BlockHash& hash, GroupId group);
   // Cache(blocks[k], hashes[k], group) for every non-null block not cached yet, in order.
   void CacheRun(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, GroupId group);
+  // A hint that these hashes are looked up or cached in `group` soon: starts loading their
+  // map slots (a memory-latency hint only; nothing changes).
+  void PrefetchSlots(std::span<const BlockHash> hashes, GroupId group) const {
+    if (!caching_) return;
+    for (const BlockHash& h : hashes) __builtin_prefetch(&map_[SlotOf(h.low, group.value())]);
+  }
   // How many of the non-null blocks are free (a prefix hit on them shrinks the free count).
   int64_t CountFree(std::span<const BlockId> blocks) const;
   // Clears every hash; succeeds only when every non-null block is free.
@@ -232,13 +238,12 @@ inline std::optional<BlockId> BlockPool::Lookup(const BlockHash& hash, GroupId g
 inline int64_t BlockPool::MatchPrefix(std::span<const BlockHash> hashes, GroupId group,
                                       BlockId* out) const {
   if (!caching_) return 0;
-  // The hashes are known up front: keep several map probes in flight.
-  constexpr size_t kAhead = 8;
+  // The hashes are known up front: keep several map probes in flight (the map is usually out
+  // of the core's caches, and a probe's latency dwarfs its work).
+  constexpr size_t kAhead = 16;
   const int32_t g = group.value();
   const size_t n = hashes.size();
-  for (size_t k = 0; k < std::min(kAhead, n); ++k) {
-    __builtin_prefetch(&map_[SlotOf(hashes[k].low, g)]);
-  }
+  PrefetchSlots(hashes.first(std::min(kAhead, n)), group);
   for (size_t k = 0; k < n; ++k) {
     if (k + kAhead < n) __builtin_prefetch(&map_[SlotOf(hashes[k + kAhead].low, g)]);
     const BlockHash& hash = hashes[k];

@@ -368,6 +368,13 @@ struct KVCacheManager::Impl {
         pool.CacheRun(std::span<const BlockId>(row.blocks).subspan(from, count),
                       std::span<const BlockHash>(st.hashes).subspan(from, count), g.id);
         row.num_cached = full;
+        // A prompt being prefilled in chunks caches the next hashes at its next call: start
+        // loading their map slots now, while the engine works between the calls.
+        constexpr int64_t kNextCall = 16;
+        const int64_t ahead = std::min(available - full, kNextCall);
+        if (ahead > 0) {
+          pool.PrefetchSlots(std::span<const BlockHash>(st.hashes).subspan(full, ahead), g.id);
+        }
       }
       return;
     }
