@@ -580,15 +580,6 @@ void BindPlan(py::module_& m) {
 }
 
 void BindWorker(py::module_& m) {
-  BindOwnedArray<int32_t>(m, "_Int32Array");
-  BindOwnedArray<int64_t>(m, "_Int64Array");
-  py::class_<BorrowedInt32View>(m, "_Int32View", py::buffer_protocol())
-      .def_buffer([](BorrowedInt32View& v) {
-        return py::buffer_info(const_cast<int32_t*>(v.data), sizeof(int32_t),
-                               py::format_descriptor<int32_t>::format(), 1, {v.size},
-                               {static_cast<py::ssize_t>(sizeof(int32_t))}, /*readonly=*/true);
-      });
-
   py::class_<PyBlockTable>(m, "BlockTable", py::buffer_protocol(),
                            "One rank's block table for one group: num_rows x block_table_width "
                            "int32 kernel block ids. memoryview(table) is a read-only 2-D view.")
@@ -637,9 +628,7 @@ void BindWorker(py::module_& m) {
           [](py::object self, int64_t row) {
             const PyBlockTable& t = self.cast<const PyBlockTable&>();
             std::span<const int32_t> data = t.table.Row(t.CheckedRow(row));
-            BorrowedInt32View view{
-                .owner = self, .data = data.data(), .size = static_cast<py::ssize_t>(data.size())};
-            return py::memoryview(py::cast(std::move(view)));
+            return View(self, data.data(), data.size(), "i");
           },
           py::arg("row"), "The row's kernel block ids, full width, as a read-only memoryview.")
       .def(
@@ -719,6 +708,7 @@ PYBIND11_MODULE(_kvtopo, m) {
       PyExc_Exception, nullptr);
   if (g_rejected_error == nullptr) throw py::error_already_set();
   m.add_object("RejectedError", py::handle(g_rejected_error));
+  BindViews(m);
   BindPlan(m);
   BindRuntime(m);
   BindWorker(m);

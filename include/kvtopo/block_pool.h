@@ -121,6 +121,11 @@ class BlockPool {
   PrefixCacheStats TakeStats();
 
   int32_t ref_count(BlockId block) const { return meta_[Index(block)].ref_count; }
+  // Whether `block` is cached under exactly (hash, group).
+  bool CachesAs(BlockId block, const BlockHash& hash, GroupId group) const {
+    const Meta& m = meta_[Index(block)];
+    return m.group == group.value() && m.hash == hash;
+  }
   bool is_cached(BlockId block) const { return meta_[Index(block)].group >= 0; }
   // The (hash, group) a block is cached under, if any.
   std::optional<std::pair<BlockHash, GroupId>> cached_as(BlockId block) const;

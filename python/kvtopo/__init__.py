@@ -45,10 +45,10 @@ from ._kvtopo import (  # noqa: F401
 
 
 def int_buffer(values, int64=False):
-    """An int32 (or int64) array.array of `values`: an input buffer the batched calls read
-    without copying, for an engine to keep between steps."""
+    """A writable int32 (or int64) memoryview of `values`: an input buffer the batched calls
+    read in place, for an engine to keep between steps (``buf[i] = n`` updates it)."""
     import array
-    return array.array("q" if int64 else "i", values)
+    return memoryview(array.array("q" if int64 else "i", values))
 
 
 __all__ = [

@@ -113,17 +113,18 @@ W2Run RunW2(bool events, bool batched, int check_every_call_until) {
     const RequestId id{r};
     const std::vector<RequestId> batch = {id};
     const bool check = r < check_every_call_until;
-    m->AddRequest(id, W2Prompt(r));
+    EXPECT_TRUE(m->AddRequest(id, W2Prompt(r)).ok());
     if (batched) {
       EXPECT_TRUE(m->AdmitBatch(batch, {}, false, out).ok());
       EXPECT_EQ(out.ok[0], 1) << "request " << r;
       run.hits.push_back(out.num_computed[0]);
     } else {
-      const ComputedBlocks hits = m->GetComputedBlocks(id);
+      const ComputedBlocks hits = m->GetComputedBlocks(id).value();
       const int64_t n = kW2Shared + kW2Unique - hits.num_tokens.value();
       EXPECT_TRUE(m->AllocateSlots(id, {.num_new_tokens = TokenCount{n},
                                         .num_new_computed_tokens = hits.num_tokens,
-                                        .computed = &hits}))
+                                        .computed = &hits})
+                      .value())
           << "request " << r;
       run.hits.push_back(hits.num_tokens.value());
     }
@@ -131,12 +132,12 @@ W2Run RunW2(bool events, bool batched, int check_every_call_until) {
     run.updates.Add(m->LastUpdate(id, GroupId{0}).block_ids);
     if (check) m->CheckInvariants();
     for (int s = 0; s < kW2DecodeSteps; ++s) {
-      m->AppendTokens(id, token);
+      EXPECT_TRUE(m->AppendTokens(id, token).ok());
       if (batched) {
         EXPECT_TRUE(m->AllocateSlotsBatch(batch, one, {}, out).ok());
         EXPECT_EQ(out.ok[0], 1);
       } else {
-        EXPECT_TRUE(m->AllocateSlots(id, {.num_new_tokens = TokenCount{1}}));
+        EXPECT_TRUE(m->AllocateSlots(id, {.num_new_tokens = TokenCount{1}}).value());
       }
       run.updates.Add(m->LastUpdate(id, GroupId{0}).first_column);
       run.updates.Add(m->LastUpdate(id, GroupId{0}).block_ids);
@@ -146,7 +147,7 @@ W2Run RunW2(bool events, bool batched, int check_every_call_until) {
     if (batched) {
       EXPECT_TRUE(m->FreeBatch(batch).ok());
     } else {
-      m->Free(id);
+      EXPECT_TRUE(m->Free(id).ok());
     }
     m->CheckInvariants();
     const std::vector<BlockId> queue = KVCacheInspector(*m).FreeQueue();
@@ -204,10 +205,10 @@ struct W4Growth {
 
 W4Growth Grow(KVCacheManager& m, RequestId id, const std::vector<int32_t>& prompt) {
   W4Growth g;
-  m.AddRequest(id, prompt);
+  EXPECT_TRUE(m.AddRequest(id, prompt).ok());
   for (int64_t done = 0; done < kW4Tokens; done += kW4Chunk) {
     const int64_t n = std::min(kW4Chunk, kW4Tokens - done);
-    EXPECT_TRUE(m.AllocateSlots(id, {.num_new_tokens = TokenCount{n}}));
+    EXPECT_TRUE(m.AllocateSlots(id, {.num_new_tokens = TokenCount{n}}).value());
     const auto u = m.LastUpdate(id, GroupId{0});
     g.updates.Add(u.first_column);
     g.updates.Add(u.block_ids);
@@ -215,7 +216,7 @@ W4Growth Grow(KVCacheManager& m, RequestId id, const std::vector<int32_t>& promp
   }
   m.CheckInvariants();
   g.row = Ids(m.BlockIds(id, GroupId{0}));
-  m.Free(id);
+  EXPECT_TRUE(m.Free(id).ok());
   m.CheckInvariants();
   return g;
 }
