@@ -71,6 +71,9 @@ class BlockPool {
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t num_free_blocks() const { return num_free_; }
+  // How many times a block has lost its cached hash (evictions, take-overs, resets): a lookup's
+  // hits are all still cached while this is unchanged.
+  uint64_t evictions() const { return evictions_; }
   bool caching_enabled() const { return caching_; }
   // Fraction of the non-null blocks in use, in [0, 1].
   double Usage() const;
@@ -177,6 +180,7 @@ class BlockPool {
   std::vector<Slot> map_;  // power-of-two capacity, linear probing, backward-shift deletion
   size_t map_mask_ = 0;
   int32_t map_size_ = 0;
+  uint64_t evictions_ = 0;
   PrefixCacheStats stats_;
   std::vector<KVCacheEvent>* events_ = nullptr;
 };
@@ -276,6 +280,7 @@ inline void BlockPool::Insert(int32_t i, const BlockHash& hash, int32_t g) {
       // and the old one becomes a plain free block. Every lookup still finds this content, and
       // re-caching a prompt does not pile duplicate keys into one probe run.
       Meta& old = meta_[slot.block];
+      ++evictions_;
       old.group = -1;
       old.hash = BlockHash{};
       slot.block = i;

@@ -38,6 +38,7 @@ void BlockPool::Evict(int32_t i) {
                           .block_hashes = {meta_[i].hash}});
     }
     MapErase(i);
+    ++evictions_;
     meta_[i].group = -1;
     meta_[i].hash = BlockHash{};
   }
@@ -111,6 +112,7 @@ bool BlockPool::ResetPrefixCache() {
     m.hash = BlockHash{};
   }
   stats_.reset = true;
+  ++evictions_;
   if (events_ != nullptr) events_->push_back({.type = KVCacheEvent::Type::kAllBlocksCleared});
   return true;
 }

@@ -185,6 +185,19 @@ struct KVCacheManager::Impl {
     return const_cast<Impl*>(this)->State(request);
   }
 
+  // Where and when `hits` were found for `st` (see ComputedBlocks::Stamp).
+  ComputedBlocks::Stamp StampOf(const RequestState& st, const ComputedBlocks& hits) const {
+    uint64_t fingerprint = hits.num_tokens.value();
+    for (const auto& row : hits.blocks) {
+      fingerprint = fingerprint * 0x100000001b3ull + row.size();
+      for (BlockId b : row) fingerprint = fingerprint * 0x100000001b3ull + b.value();
+    }
+    return {.manager = this,
+            .request = st.id,
+            .evictions = pool.evictions(),
+            .fingerprint = fingerprint};
+  }
+
   // Appends tokens to a request and hashes the blocks they complete.
   void Append(RequestState& st, std::span<const int32_t> token_ids) {
     st.tokens.insert(st.tokens.end(), token_ids.begin(), token_ids.end());
@@ -817,6 +830,7 @@ Result<TokenCount> KVCacheManager::GetComputedBlocks(RequestId request, Computed
     }
   }
   out.num_tokens = TokenCount{length};
+  out.stamp = m.StampOf(st, out);
   if (m.options.log_stats) {
     m.pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens, st.num_preemptions > 0);
   }
@@ -880,6 +894,8 @@ Status KVCacheManager::CheckSlotRequest(const RequestState& st, const SlotReques
                     "first allocation; request {} is running",
                     st.id));
   }
+  // Hits no eviction can have touched since this request's lookup need no block-by-block check.
+  if (step.computed->stamp == impl_->StampOf(st, *step.computed)) return Status::Ok();
   return ValidateComputedBlocks(RequestId{st.id}, *step.computed);
 }
 

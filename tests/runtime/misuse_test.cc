@@ -108,6 +108,10 @@ TEST(ManagerMisuse, PrefixHitsMustBeCurrentOwnAndOnTheFirstAllocation) {
   holed.blocks[0][0] = kNullBlock;
   ExpectStatus(m->ValidateComputedBlocks(RequestId{2}, holed), StatusCode::kInvalidArgument,
                "computed blocks of group 0 hold the null block at column 0");
+  SlotRequest tampered = with_hits;
+  tampered.computed = &holed;  // a fresh lookup's stamp, but other blocks: checked in full
+  ExpectStatus(m->AllocateSlots(RequestId{2}, tampered).status(), StatusCode::kInvalidArgument,
+               "computed blocks of group 0 hold the null block at column 0");
   ComputedBlocks cut = hits;
   cut.blocks[0].pop_back();
   ExpectStatus(m->ValidateComputedBlocks(RequestId{2}, cut), StatusCode::kInvalidArgument,
@@ -118,6 +122,9 @@ TEST(ManagerMisuse, PrefixHitsMustBeCurrentOwnAndOnTheFirstAllocation) {
   other[0] = 7;
   ASSERT_TRUE(m->AddRequest(RequestId{3}, other).ok());
   ExpectStatus(m->ValidateComputedBlocks(RequestId{3}, hits), StatusCode::kInvalidArgument,
+               "stale prefix hits: block 1 (group 0, column 0) no longer caches request 3's "
+               "content; call get_computed_blocks again");
+  ExpectStatus(m->AllocateSlots(RequestId{3}, with_hits).status(), StatusCode::kInvalidArgument,
                "stale prefix hits: block 1 (group 0, column 0) no longer caches request 3's "
                "content; call get_computed_blocks again");
 
