@@ -34,6 +34,7 @@ void RegisterPlanCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterVerifyCommand(CLI::App& app, CommandRegistry& registry);
 
 // vLLM's single-dash long aliases (-tp, -dcp, -pcp), which CLI11 cannot declare, rewritten to
 // their long names ("-dcp 4" and "-dcp=4" both work).

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "internal/checked_math.h"
+#include "internal/injected_faults.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/simulate.h"
@@ -196,13 +197,10 @@ Status Simulator::Setup() {
   for (const PlannedGroup& g : plan_.groups) {
     mo.groups.push_back(
         {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
-    GroupGeometry worker = g.geometry;
-    if (options_.inject_dcp_scaled_recurrent_table && g.geometry.kind == CacheKind::kRecurrent) {
-      // The pre-fix rule: cdiv(L, B * N) + S columns, as if recurrent state were DCP-sharded.
-      worker.manager_table_width = internal::CeilDiv(max_model_len_, g.geometry.block_size * dcp_) +
-                                   g.geometry.num_speculative_blocks;
-      worker.block_table_width = worker.manager_table_width;
-    }
+    // The pre-fix rule, on request: cdiv(L, B * N) + S columns for recurrent tables.
+    const GroupGeometry worker = options_.inject_dcp_scaled_recurrent_table
+                                     ? internal::DcpScaledRecurrentTable(g.geometry)
+                                     : g.geometry;
     geometries_.push_back(worker);
     report_.groups.push_back({.group = g.id.value(),
                               .kind = std::string(CacheKindName(g.spec.kind)),

@@ -1,0 +1,103 @@
+#include "verify/step.h"
+
+#include <cstring>
+
+namespace kvtopo::internal {
+namespace {
+
+class Writer {
+ public:
+  void Put(int64_t v) { words_.push_back(v); }
+  std::vector<std::byte> Bytes() const {
+    std::vector<std::byte> out(words_.size() * sizeof(int64_t));
+    std::memcpy(out.data(), words_.data(), out.size());
+    return out;
+  }
+
+ private:
+  std::vector<int64_t> words_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<std::byte>& bytes) : bytes_(bytes) {}
+  bool Get(int64_t& v) {
+    if (offset_ + sizeof(int64_t) > bytes_.size()) return false;
+    std::memcpy(&v, bytes_.data() + offset_, sizeof(int64_t));
+    offset_ += sizeof(int64_t);
+    return true;
+  }
+  bool at_end() const { return offset_ == bytes_.size(); }
+
+ private:
+  const std::vector<std::byte>& bytes_;
+  size_t offset_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::byte> EncodeStep(const StepMessage& m) {
+  Writer w;
+  w.Put(m.done ? 1 : 0);
+  w.Put(m.step);
+  w.Put(static_cast<int64_t>(m.entries.size()));
+  for (const StepEntry& e : m.entries) {
+    w.Put(e.request);
+    w.Put(e.row);
+    w.Put((e.clear_row ? 1 : 0) | (e.table_only ? 2 : 0));
+    w.Put(e.first_position);
+    w.Put(e.num_new);
+    w.Put(e.num_queries);
+    w.Put(e.tokens_from);
+    w.Put(static_cast<int64_t>(e.token_ids.size()));
+    for (int32_t t : e.token_ids) w.Put(t);
+    w.Put(static_cast<int64_t>(e.updates.size()));
+    for (const StepRowUpdate& u : e.updates) {
+      w.Put(u.first_column);
+      w.Put(static_cast<int64_t>(u.block_ids.size()));
+      for (BlockId b : u.block_ids) w.Put(b.value());
+    }
+  }
+  return w.Bytes();
+}
+
+Result<StepMessage> DecodeStep(const std::vector<std::byte>& bytes, int32_t num_groups) {
+  Reader r(bytes);
+  StepMessage m;
+  int64_t v = 0, n = 0;
+  const Status malformed = Internal("verify: a malformed step message reached a rank");
+  if (!r.Get(v)) return malformed;
+  m.done = v != 0;
+  if (!r.Get(m.step) || !r.Get(n) || n < 0) return malformed;
+  m.entries.resize(n);
+  for (StepEntry& e : m.entries) {
+    int64_t row = 0, flags = 0, count = 0;
+    if (!r.Get(e.request) || !r.Get(row) || !r.Get(flags) || !r.Get(e.first_position) ||
+        !r.Get(e.num_new) || !r.Get(e.num_queries) || !r.Get(e.tokens_from) || !r.Get(count) ||
+        count < 0) {
+      return malformed;
+    }
+    e.row = static_cast<int32_t>(row);
+    e.clear_row = (flags & 1) != 0;
+    e.table_only = (flags & 2) != 0;
+    e.token_ids.resize(count);
+    for (int32_t& t : e.token_ids) {
+      if (!r.Get(v)) return malformed;
+      t = static_cast<int32_t>(v);
+    }
+    if (!r.Get(count) || count != num_groups) return malformed;
+    e.updates.resize(count);
+    for (StepRowUpdate& u : e.updates) {
+      if (!r.Get(u.first_column) || !r.Get(count) || count < 0) return malformed;
+      u.block_ids.resize(count);
+      for (BlockId& b : u.block_ids) {
+        if (!r.Get(v)) return malformed;
+        b = BlockId(static_cast<int32_t>(v));
+      }
+    }
+  }
+  if (!r.at_end()) return malformed;
+  return m;
+}
+
+}  // namespace kvtopo::internal
