@@ -41,6 +41,12 @@ float* RankWorker::Slot(const VerifyGroup& group, int64_t slot, bool create) {
   int64_t& offset = page_offset_[block];
   if (offset < 0) {
     if (!create) return nullptr;
+    const int64_t bytes = (static_cast<int64_t>(pages_.size()) + setup_.page_stride_floats) *
+                          static_cast<int64_t>(sizeof(float));
+    if (bytes > setup_.max_arena_bytes) {
+      Fail({.check = RankCheck::kMemory, .group = group.id, .detail = {bytes, 0, 0}});
+      return nullptr;
+    }
     offset = static_cast<int64_t>(pages_.size());
     pages_.resize(pages_.size() + setup_.page_stride_floats,
                   std::numeric_limits<float>::quiet_NaN());
@@ -130,7 +136,15 @@ void RankWorker::WriteRows(const StepEntry& e, const VerifyGroup& group, std::sp
     owned[i] = slots_[i] != kPadSlot ? 1 : 0;
     if (!owned[i] || tokens == nullptr) continue;
     FillKvRow(setup_.seed, group.id, tokens->content_hashes[e.first_position + i], row_);
-    std::memcpy(Slot(group, slots_[i], /*create=*/true), row_.data(), width * sizeof(float));
+    float* stored = Slot(group, slots_[i], /*create=*/true);
+    if (stored == nullptr) {  // past the arena's budget
+      if (failure_.request < 0) {
+        failure_.request = e.request;
+        failure_.position = e.first_position + i;
+      }
+      return;
+    }
+    std::memcpy(stored, row_.data(), width * sizeof(float));
   }
 }
 

@@ -313,8 +313,8 @@ Result<StepMessage> VerifyScheduler::Next() {
   if (scheduled.empty()) {
     const Request& r = waiting_.empty() ? *running_.front() : *waiting_.front();
     return Rejected(fmt::format(
-        "request {} ({} tokens) cannot be scheduled: its next chunk does not fit the pool of {} "
-        "blocks or the {}-token step budget; raise --num-blocks or --max-num-batched-tokens",
+        "request {} ({} tokens) cannot be scheduled: its next chunk does not fit the pool's {} "
+        "free blocks or the {}-token step budget; raise --num-blocks or --max-num-batched-tokens",
         r.index, r.token_ids.size(), manager_->num_free_blocks(), budget_));
   }
   for (auto& [r, e] : scheduled) {

@@ -43,13 +43,20 @@ struct VerifySetup {
   int32_t num_rows = 0;  // block-table rows on every rank
   int64_t num_blocks = 0;
   int64_t page_stride_floats = 0;  // floats per block id in a rank's arena
+  int64_t max_arena_bytes = 0;     // per rank: pages past it are refused (a failure, not a crash)
   std::vector<VerifyGroup> groups;
   int32_t target_group_for_draft_fault = -1;  // a sharded target attention group, if any
   VerifyFaults faults;
 };
 
 // Checks of one rank that found a problem on that rank alone.
-enum class RankCheck : int64_t { kNone = 0, kTable = 1, kReadback = 2, kKernelRead = 3 };
+enum class RankCheck : int64_t {
+  kNone = 0,
+  kTable = 1,
+  kReadback = 2,
+  kKernelRead = 3,
+  kMemory = 4,
+};
 
 // A rank's first problem in a step: the check, where, and up to three numbers for the message.
 struct RankFailure {

@@ -22,6 +22,9 @@ namespace {
 
 size_t RoundUp8(size_t n) { return (n + 7) / 8 * 8; }
 
+// The paged caches of one process's ranks together stay under this.
+constexpr int64_t kArenaBytesPerProcess = int64_t{8} << 30;
+
 Status ValidateOptions(const VerifyOptions& o) {
   auto range = [](const char* flag, int64_t v, int64_t lo, int64_t hi) -> Status {
     if (v < lo || v > hi) {
@@ -227,6 +230,13 @@ void Checker::CheckRankFailure(const RankFailure& f, int32_t rank) {
               fmt::format("rank {} reads a different K/V row back through its block table (slot "
                           "{}) than the one the position holds",
                           rank, f.detail[0]));
+      return;
+    case RankCheck::kMemory:
+      Propose(0, g, f.request, f.position, rank, "memory",
+              fmt::format("rank {}'s paged cache would pass {} MiB (verify's budget per process "
+                          "is {} MiB); run under mpirun with more processes, or without "
+                          "--real-head-dims",
+                          rank, f.detail[0] >> 20, kArenaBytesPerProcess >> 20));
       return;
     case RankCheck::kKernelRead:
       Propose(3, g, f.request, f.position, rank, "read",
@@ -488,6 +498,7 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
   const int32_t num_rows = static_cast<int32_t>(requests.size());
   KVTOPO_ASSIGN_OR_RETURN(VerifySetup setup,
                           BuildSetup(plan, options, faults, num_blocks, std::max(num_rows, 1)));
+  setup.max_arena_bytes = kArenaBytesPerProcess / (ranks / processes);
 
   VerifyReport report;
   report.model = plan.model.model_name;

@@ -14,10 +14,9 @@ namespace {
 // Rows split over three "ranks" and merged with the LSE correction equal one pass over all.
 TEST(VerifyAttention, MergedPartialsEqualOnePass) {
   for (bool mla : {true, false}) {
-    const HeadDims dims = mla ? HeadDims{.mla = true, .num_query_heads = 3, .key_dim = 12,
-                                         .value_dim = 8}
-                              : HeadDims{.num_kv_heads = 2, .num_query_heads = 4, .key_dim = 8,
-                                         .value_dim = 6};
+    const HeadDims dims =
+        mla ? HeadDims{.mla = true, .num_query_heads = 3, .key_dim = 12, .value_dim = 8}
+            : HeadDims{.num_kv_heads = 2, .num_query_heads = 4, .key_dim = 8, .value_dim = 6};
     const int64_t n = 101;
     std::vector<float> rows(n * dims.row_floats()), query(dims.query_floats());
     for (int64_t p = 0; p < n; ++p) {

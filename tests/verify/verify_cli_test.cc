@@ -13,8 +13,9 @@ namespace {
 
 using testing::RunCli;
 
-constexpr const char* kSmallLaunch = "verify kimi-k2.6 -tp 4 -dcp 4 --max-model-len 32768 "
-                                     "--block-size 64 --dcp-kv-cache-interleave-size 16";
+constexpr const char* kSmallLaunch =
+    "verify kimi-k2.6 -tp 4 -dcp 4 --max-model-len 32768 "
+    "--block-size 64 --dcp-kv-cache-interleave-size 16";
 
 TEST(VerifyCli, SmallLaunchPassesWithItsFiguresAsJson) {
   auto r = RunCli(std::string(kSmallLaunch) + " --json");

@@ -103,7 +103,7 @@ int32_t GroupOf(const Plan& plan, CacheKind kind, Role role) {
 }
 
 VerifyReport RunVerify(const Plan& plan, const VerifyOptions& options = {},
-                 const internal::VerifyFaults& faults = {}) {
+                       const internal::VerifyFaults& faults = {}) {
   auto transport = InProcessTransport();
   auto report = internal::VerifyWithFaults(plan, options, faults, *transport);
   KVTOPO_CHECK_MSG(report.ok(), report.status().message());
