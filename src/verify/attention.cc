@@ -50,6 +50,10 @@ PartialAttention::PartialAttention(const HeadDims& dims)
   KVTOPO_CHECK(dims.key_dim > 0 && dims.value_dim > 0 && dims.num_kv_heads > 0);
   KVTOPO_CHECK(dims.num_query_heads % dims.num_kv_heads == 0);
   KVTOPO_CHECK(!dims.mla || dims.value_dim <= dims.key_dim);
+  for (int64_t h = 0; h < dims.num_query_heads; ++h) {
+    key_offset_.push_back(dims.key_offset(h));
+    value_offset_.push_back(dims.value_offset(h));
+  }
 }
 
 void PartialAttention::Start(std::span<const float> query) {
@@ -65,22 +69,30 @@ void PartialAttention::Add(const float* row) {
   const int64_t dv = dims_.value_dim;
   for (int64_t h = 0; h < dims_.num_query_heads; ++h) {
     const float* q = query_.data() + h * dk;
-    const float* k = row + dims_.key_offset(h);
-    double dot = 0;
-    for (int64_t i = 0; i < dk; ++i) dot += static_cast<double>(q[i]) * k[i];
-    const double score = dot * scale_;
+    const float* k = row + key_offset_[h];
+    // Four independent sums so the products pipeline; the order is fixed, so results repeat.
+    double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+    int64_t i = 0;
+    for (; i + 4 <= dk; i += 4) {
+      d0 += static_cast<double>(q[i]) * k[i];
+      d1 += static_cast<double>(q[i + 1]) * k[i + 1];
+      d2 += static_cast<double>(q[i + 2]) * k[i + 2];
+      d3 += static_cast<double>(q[i + 3]) * k[i + 3];
+    }
+    for (; i < dk; ++i) d0 += static_cast<double>(q[i]) * k[i];
+    const double score = ((d0 + d1) + (d2 + d3)) * scale_;
     double* acc = acc_.data() + h * dv;
-    const float* v = row + dims_.value_offset(h);
+    const float* v = row + value_offset_[h];
     if (score > max_[h]) {
       // Rescale what was summed relative to the old maximum.
       const double r = std::exp(max_[h] - score);
       sum_[h] *= r;
-      for (int64_t i = 0; i < dv; ++i) acc[i] *= r;
+      for (int64_t j = 0; j < dv; ++j) acc[j] *= r;
       max_[h] = score;
     }
     const double w = std::exp(score - max_[h]);
     sum_[h] += w;
-    for (int64_t i = 0; i < dv; ++i) acc[i] += w * v[i];
+    for (int64_t j = 0; j < dv; ++j) acc[j] += w * v[j];
   }
 }
 

@@ -60,9 +60,11 @@ class PartialAttention {
   HeadDims dims_;
   double scale_;
   std::vector<float> query_;
-  std::vector<double> max_;  // per head
-  std::vector<double> sum_;  // per head, relative to max_
-  std::vector<double> acc_;  // per head x value_dim, relative to max_
+  std::vector<int64_t> key_offset_;    // per head, into a row
+  std::vector<int64_t> value_offset_;  // per head, into a row
+  std::vector<double> max_;            // per head
+  std::vector<double> sum_;            // per head, relative to max_
+  std::vector<double> acc_;            // per head x value_dim, relative to max_
 };
 
 // Merges partial outputs (each partial_floats() floats) into `out` (partial_floats() floats),

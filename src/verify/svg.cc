@@ -48,8 +48,9 @@ std::string VerifyErrorSvg(const VerifyReport& report, double max_relative_error
     const double y = y_of(std::pow(10.0, e));
     svg += fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">1e{5}</text>\n",
-        kLeft, kLeft + plot_w, y, kLeft - 6, y + 4, static_cast<int>(e));
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}1e{6}</text>\n",
+        kLeft, kLeft + plot_w, y, kLeft - 6, y + 4, e == kFloorExp ? "0, &#8804; " : "",
+        static_cast<int>(e));
   }
   for (int i = 0; i <= 4; ++i) {
     const int64_t p = max_position * i / 4;
