@@ -45,10 +45,10 @@ namespace kvtopo {
 
 struct VerifyOptions {
   uint64_t seed = 0;
-  // Data requests. Request i's prompt ends `i + 1` scheduler blocks in, a few tokens short, so
-  // its decode steps cross a block boundary of every group; request 2 shares request 0's first
-  // scheduler block (a prefix hit); request 1 is preempted after `preempt_after_decode_steps`
-  // decode steps and resumes from its prefix hit (0: never preempted).
+  // Data requests. Request i's prompt ends `1 + 3i` tokens short of `i + 1` scheduler blocks,
+  // so its decode steps write across a block boundary of every group; request 2 starts with
+  // request 1's first scheduler block (a prefix hit); request 1 is preempted after
+  // `preempt_after_decode_steps` decode steps and resumes from its prefix hit (0: never).
   int64_t num_requests = 3;
   int64_t decode_steps = 4;  // per data request; each verifies 1 + S tokens
   int64_t preempt_after_decode_steps = 2;

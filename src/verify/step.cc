@@ -28,6 +28,10 @@ class Reader {
     return true;
   }
   bool at_end() const { return offset_ == bytes_.size(); }
+  // Whether `count` more words can follow (a malformed count must not size a vector).
+  bool Fits(int64_t count) const {
+    return count >= 0 && static_cast<uint64_t>(count) <= (bytes_.size() - offset_) / 8;
+  }
 
  private:
   const std::vector<std::byte>& bytes_;
@@ -68,13 +72,13 @@ Result<StepMessage> DecodeStep(const std::vector<std::byte>& bytes, int32_t num_
   const Status malformed = Internal("verify: a malformed step message reached a rank");
   if (!r.Get(v)) return malformed;
   m.done = v != 0;
-  if (!r.Get(m.step) || !r.Get(n) || n < 0) return malformed;
+  if (!r.Get(m.step) || !r.Get(n) || !r.Fits(n)) return malformed;
   m.entries.resize(n);
   for (StepEntry& e : m.entries) {
     int64_t row = 0, flags = 0, count = 0;
     if (!r.Get(e.request) || !r.Get(row) || !r.Get(flags) || !r.Get(e.first_position) ||
         !r.Get(e.num_new) || !r.Get(e.num_queries) || !r.Get(e.tokens_from) || !r.Get(count) ||
-        count < 0) {
+        !r.Fits(count)) {
       return malformed;
     }
     e.row = static_cast<int32_t>(row);
@@ -88,7 +92,7 @@ Result<StepMessage> DecodeStep(const std::vector<std::byte>& bytes, int32_t num_
     if (!r.Get(count) || count != num_groups) return malformed;
     e.updates.resize(count);
     for (StepRowUpdate& u : e.updates) {
-      if (!r.Get(u.first_column) || !r.Get(count) || count < 0) return malformed;
+      if (!r.Get(u.first_column) || !r.Get(count) || !r.Fits(count)) return malformed;
       u.block_ids.resize(count);
       for (BlockId& b : u.block_ids) {
         if (!r.Get(v)) return malformed;

@@ -44,6 +44,10 @@ Status ValidateOptions(const VerifyOptions& o) {
   KVTOPO_RETURN_IF_ERROR(range("--num-blocks", o.num_blocks, 0, int64_t{1} << 24));
   KVTOPO_RETURN_IF_ERROR(
       range("--max-num-batched-tokens", o.max_num_batched_tokens, 0, int64_t{1} << 30));
+  if (o.num_requests == 0 && !o.max_length_request) {
+    return InvalidArgument(
+        "--requests 0 with --no-max-length-request leaves nothing to verify; ask for a request");
+  }
   if (!(o.max_relative_error > 0)) {
     return InvalidArgument(
         fmt::format("--max-relative-error {} must be positive", o.max_relative_error));

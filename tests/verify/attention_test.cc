@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -95,6 +96,10 @@ TEST(VerifyStep, RoundTripsAndRejectsMalformedMessages) {
   EXPECT_FALSE(DecodeStep(bytes, 3).ok());  // a group count that differs
   std::vector<std::byte> cut(bytes.begin(), bytes.end() - 8);
   EXPECT_FALSE(DecodeStep(cut, 2).ok());
+  std::vector<std::byte> huge = bytes;
+  const int64_t count = int64_t{1} << 60;  // the entry count, past what the bytes can hold
+  std::memcpy(huge.data() + 16, &count, sizeof(count));
+  EXPECT_FALSE(DecodeStep(huge, 2).ok());
 }
 
 }  // namespace

@@ -346,6 +346,9 @@ TEST(VerifyErrors, OptionsAndProcessCountsAreNamed) {
   auto bad = Verify(plan, {.decode_steps = 0}, *transport);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "--decode-steps 0 is outside [1, 1000]");
+  auto nothing = Verify(plan, {.num_requests = 0, .max_length_request = false}, *transport);
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_NE(nothing.status().message().find("leaves nothing to verify"), std::string::npos);
   auto tolerance = Verify(plan, {.max_relative_error = -1}, *transport);
   ASSERT_FALSE(tolerance.ok());
   EXPECT_NE(tolerance.status().message().find("--max-relative-error"), std::string::npos);
