@@ -232,18 +232,7 @@ void RankWorker::Apply(const StepMessage& m, const RankOutputLayout& layout,
     if (e.clear_row) {
       for (BlockTable& t : tables_) t.ClearRow(e.row);
     }
-    if (!e.table_only) {
-      RequestTokens& tokens = requests_[e.request];
-      KVTOPO_CHECK(e.tokens_from <= static_cast<int64_t>(tokens.token_ids.size()));
-      tokens.token_ids.resize(e.tokens_from);
-      tokens.content_hashes.resize(e.tokens_from);
-      for (int32_t id : e.token_ids) {
-        const uint64_t previous = tokens.content_hashes.empty() ? 0 : tokens.content_hashes.back();
-        tokens.token_ids.push_back(id);
-        tokens.content_hashes.push_back(ExtendContentHash(previous, id));
-      }
-      KVTOPO_CHECK(static_cast<int64_t>(tokens.token_ids.size()) >= e.first_position + e.num_new);
-    }
+    if (!e.table_only) requests_[e.request].Apply(e);
     auto* fingerprints = reinterpret_cast<uint64_t*>(out.data() + layout.row_fingerprints[i]);
     ApplyTables(e, std::span(fingerprints, tables_.size()));
     size_t owned_offset = layout.ownership[i];

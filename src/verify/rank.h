@@ -34,11 +34,6 @@ class RankWorker {
   void CheckInvariants() const;
 
  private:
-  struct RequestTokens {
-    std::vector<int32_t> token_ids;
-    std::vector<uint64_t> content_hashes;  // of tokens [0, p] for each p
-  };
-
   void Fail(RankFailure failure);
   void ApplyTables(const StepEntry& entry, std::span<uint64_t> fingerprints);
   void WriteRows(const StepEntry& entry, const VerifyGroup& group, std::span<uint8_t> owned);

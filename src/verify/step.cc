@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "verify/attention.h"
+
 namespace kvtopo::internal {
 namespace {
 
@@ -39,6 +41,18 @@ class Reader {
 };
 
 }  // namespace
+
+void RequestTokens::Apply(const StepEntry& e) {
+  KVTOPO_CHECK(e.tokens_from <= static_cast<int64_t>(token_ids.size()));
+  token_ids.resize(e.tokens_from);
+  content_hashes.resize(e.tokens_from);
+  for (int32_t id : e.token_ids) {
+    const uint64_t previous = content_hashes.empty() ? 0 : content_hashes.back();
+    token_ids.push_back(id);
+    content_hashes.push_back(ExtendContentHash(previous, id));
+  }
+  KVTOPO_CHECK(static_cast<int64_t>(token_ids.size()) >= e.first_position + e.num_new);
+}
 
 std::vector<std::byte> EncodeStep(const StepMessage& m) {
   Writer w;

@@ -36,6 +36,15 @@ struct StepMessage {
   std::vector<StepEntry> entries;
 };
 
+// One request's token ids as a worker (or the reference) knows them, with the content hash of
+// each prefix (ExtendContentHash, verify/attention.h) that seeds its K/V rows and queries.
+struct RequestTokens {
+  std::vector<int32_t> token_ids;
+  std::vector<uint64_t> content_hashes;  // of tokens [0, p] for each p
+  // Keeps the ids below entry.tokens_from and appends the entry's ids.
+  void Apply(const StepEntry& entry);
+};
+
 std::vector<std::byte> EncodeStep(const StepMessage& message);
 Result<StepMessage> DecodeStep(const std::vector<std::byte>& bytes, int32_t num_groups);
 

@@ -143,8 +143,7 @@ class Checker {
     VerifyFailure failure;
   };
   struct Reference {
-    std::vector<int32_t> token_ids;
-    std::vector<uint64_t> content_hashes;
+    RequestTokens tokens;
     std::vector<std::vector<float>> rows;  // [group] positions x row floats
   };
 
@@ -188,13 +187,7 @@ void Checker::Propose(int order, const VerifyGroup& group, int64_t request, int6
 
 void Checker::UpdateReference(const StepEntry& e) {
   Reference& ref = references_[e.request];
-  ref.token_ids.resize(e.tokens_from);
-  ref.content_hashes.resize(e.tokens_from);
-  for (int32_t id : e.token_ids) {
-    const uint64_t previous = ref.content_hashes.empty() ? 0 : ref.content_hashes.back();
-    ref.token_ids.push_back(id);
-    ref.content_hashes.push_back(ExtendContentHash(previous, id));
-  }
+  ref.tokens.Apply(e);
   ref.rows.resize(setup_.groups.size());
   const int64_t end = e.first_position + e.num_new;
   for (const VerifyGroup& g : setup_.groups) {
@@ -205,7 +198,7 @@ void Checker::UpdateReference(const StepEntry& e) {
         std::min<int64_t>(static_cast<int64_t>(rows.size()) / width, e.tokens_from);
     rows.resize(end * width);
     for (int64_t p = keep; p < end; ++p) {
-      FillKvRow(setup_.seed, g.id, ref.content_hashes[p],
+      FillKvRow(setup_.seed, g.id, ref.tokens.content_hashes[p],
                 std::span(rows.data() + p * width, width));
     }
   }
@@ -289,7 +282,7 @@ void Checker::CheckAttention(const StepEntry& e, const VerifyGroup& group, size_
     MergePartials(dims, parts, merged_);
     // The single-rank reference: the unsharded sequence, the same mask.
     const int64_t global_len = group.causal ? position + 1 : e.first_position + e.num_queries;
-    FillQuery(setup_.seed, group.id, ref.content_hashes[position], query_);
+    FillQuery(setup_.seed, group.id, ref.tokens.content_hashes[position], query_);
     attention.Start(query_);
     for (int64_t p = FirstAttendedPosition(group.geometry, position); p < global_len; ++p) {
       attention.Add(rows.data() + p * width);
