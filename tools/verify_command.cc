@@ -99,10 +99,13 @@ void PrintReport(const VerifyReport& r, const VerifyOptions& o) {
               "max rel");
   for (const VerifyGroupReport& g : r.groups) {
     if (g.attention) {
-      std::printf("%3d %-18s %-6s %-10s %6lld %6lld %6lld %4lld %8lld %10lld %10.2e %10.2e\n",
+      // The interleave matters only where positions are striped over slices.
+      const std::string interleave =
+          g.dcp_shard_count > 1 ? std::to_string(g.interleave) : std::string("-");
+      std::printf("%3d %-18s %-6s %-10s %6lld %6lld %6lld %4s %8lld %10lld %10.2e %10.2e\n",
                   g.group, g.kind.c_str(), g.role.c_str(), g.placement.c_str(),
                   static_cast<long long>(g.dcp_shard_count), static_cast<long long>(g.block_size),
-                  static_cast<long long>(g.kernel_block_size), static_cast<long long>(g.interleave),
+                  static_cast<long long>(g.kernel_block_size), interleave.c_str(),
                   static_cast<long long>(g.queries), static_cast<long long>(g.positions_owned),
                   g.max_abs_error, g.max_rel_error);
     } else {

@@ -345,21 +345,21 @@ bool Checker::Check(const StepMessage& m, const RankOutputLayout& layout,
       const int64_t expected = ranks / SlotLayoutFor(g.geometry, Rank(0)).num_shards;
       for (int64_t p = 0; p < e.num_new; ++p) {
         int64_t holders = 0;
-        std::string who;
         for (int64_t r = 0; r < ranks; ++r) {
-          if (RankOutput(all, layout.size, r)[offset + p] != std::byte{0}) {
-            ++holders;
-            if (holders <= 4) who += fmt::format("{}{}", who.empty() ? "" : ", ", r);
-          }
+          holders += RankOutput(all, layout.size, r)[offset + p] != std::byte{0};
         }
-        if (holders != expected) {
-          Propose(1, g, e.request, e.first_position + p, -1, "ownership",
-                  fmt::format("the position is held by {} rank{}{}, expected {}", holders,
-                              holders == 1 ? "" : "s",
-                              holders == 0 ? "" : " (" + who + (holders > 4 ? ", ..." : "") + ")",
-                              expected));
-          break;
+        if (holders == expected) continue;
+        std::string who;
+        for (int64_t r = 0, listed = 0; r < ranks && listed < 4; ++r) {
+          if (RankOutput(all, layout.size, r)[offset + p] == std::byte{0}) continue;
+          who += fmt::format("{}{}", listed++ == 0 ? "" : ", ", r);
         }
+        Propose(1, g, e.request, e.first_position + p, -1, "ownership",
+                fmt::format("the position is held by {} rank{}{}, expected {}", holders,
+                            holders == 1 ? "" : "s",
+                            holders == 0 ? "" : " (" + who + (holders > 4 ? ", ..." : "") + ")",
+                            expected));
+        break;
       }
       report_.groups[g.id].positions_owned += e.num_new;
       offset += e.num_new;

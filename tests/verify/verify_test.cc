@@ -29,6 +29,7 @@ struct SmallLaunch {
   bool mla_draft = true;
   bool window_draft = false;
   bool recurrent = false;
+  bool chunked_local = false;  // a replicated chunked-local target layer (chunk 48)
 };
 
 Plan SmallPlan(const SmallLaunch& l) {
@@ -66,6 +67,18 @@ Plan SmallPlan(const SmallLaunch& l) {
                         .dcp = {.replicated = true},
                         .causal = false,
                         .attention_backend = "MLA"});
+  }
+  if (l.chunked_local) {
+    m.layers.push_back({.name = "chunked.0",
+                        .kind = CacheKind::kChunkedLocal,
+                        .block_size = l.block,
+                        .num_kv_heads = 2,
+                        .head_size = 64,
+                        .head_size_v = 64,
+                        .cache_dtype = KvCacheDtype::kBfloat16,
+                        .attention_chunk_size = 48,
+                        .dcp = {.replicated = true},
+                        .attention_backend = "FLASH_ATTN"});
   }
   if (l.window_draft) {
     m.layers.push_back({.name = "draft.swa",
@@ -185,6 +198,15 @@ TEST(Verify, SlidingWindowDraftAndRecurrentGroupsPass) {
   ExpectPasses(r);
   EXPECT_FALSE(r.groups[recurrent].attention);
   EXPECT_EQ(r.groups[window].max_rel_error, 0.0);
+}
+
+TEST(Verify, ChunkedLocalAttentionPasses) {
+  const Plan plan = SmallPlan({.mla_draft = false, .chunked_local = true});
+  const int32_t chunked = GroupOf(plan, CacheKind::kChunkedLocal, Role::kTarget);
+  ASSERT_GE(chunked, 0);
+  const VerifyReport r = RunVerify(plan);
+  ExpectPasses(r);
+  EXPECT_EQ(r.groups[chunked].placement, "replicated");
 }
 
 TEST(Verify, WithoutSpeculationPasses) {
