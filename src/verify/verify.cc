@@ -230,9 +230,9 @@ void Checker::CheckRankFailure(const RankFailure& f, int32_t rank) {
       return;
     case RankCheck::kMemory:
       Propose(0, g, f.request, f.position, rank, "memory",
-              fmt::format("rank {}'s paged cache would pass {} MiB (verify's budget per process "
-                          "is {} MiB); run under mpirun with more processes, or without "
-                          "--real-head-dims",
+              fmt::format("rank {}'s paged cache would pass {} MiB, its share of verify's {} "
+                          "MiB per process; lower --requests, run under mpirun with more "
+                          "processes, or drop --real-head-dims",
                           rank, f.detail[0] >> 20, kArenaBytesPerProcess >> 20));
       return;
     case RankCheck::kKernelRead:
@@ -496,6 +496,22 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
   KVTOPO_ASSIGN_OR_RETURN(VerifySetup setup,
                           BuildSetup(plan, options, faults, num_blocks, std::max(num_rows, 1)));
   setup.max_arena_bytes = kArenaBytesPerProcess / (ranks / processes);
+  {
+    // Rank 0 keeps every data request's unsharded K/V rows for the reference.
+    int64_t row_floats = 0, tokens = 0;
+    for (const VerifyGroup& g : setup.groups) row_floats += g.attention ? g.dims.row_floats() : 0;
+    for (const VerifyRequestPlan& r : requests) {
+      if (!r.table_only)
+        tokens += r.prompt_len + r.decode_steps * (1 + plan.model.num_speculative_tokens);
+    }
+    KVTOPO_ASSIGN_OR_RETURN(int64_t bytes, CheckedProduct({tokens, row_floats, 4}, "reference"));
+    if (bytes > kArenaBytesPerProcess) {
+      return InvalidArgument(fmt::format(
+          "the reference rows of {} requests ({} tokens) would take {} MiB, beyond verify's {} "
+          "MiB; lower --requests or --max-model-len, or drop --real-head-dims",
+          options.num_requests, tokens, bytes >> 20, kArenaBytesPerProcess >> 20));
+    }
+  }
 
   VerifyReport report;
   report.model = plan.model.model_name;
