@@ -10,7 +10,7 @@
 namespace kvtopo {
 
 std::string VerifyErrorSvg(const VerifyReport& report, double max_relative_error) {
-  constexpr double kWidth = 760, kHeight = 360, kLeft = 70, kRight = 190, kTop = 30, kBottom = 50;
+  constexpr double kWidth = 900, kHeight = 360, kLeft = 80, kRight = 260, kTop = 30, kBottom = 50;
   constexpr double kFloorExp = -12;  // errors below 1e-12 (exact results too) sit on the floor
   const double plot_w = kWidth - kLeft - kRight;
   const double plot_h = kHeight - kTop - kBottom;
@@ -42,7 +42,7 @@ std::string VerifyErrorSvg(const VerifyReport& report, double max_relative_error
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"18\" font-size=\"13\">kvtopo verify: {3}, {4} DCP ranks, {5} "
-      "queries - relative error of the merged output by query position</text>\n",
+      "queries: relative error of the merged output by query position</text>\n",
       kWidth, kHeight, kLeft, report.model, report.dcp_size, report.queries);
   for (double e = kFloorExp; e <= top_exp; e += 2) {
     const double y = y_of(std::pow(10.0, e));
