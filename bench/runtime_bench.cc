@@ -23,7 +23,7 @@ GroupGeometry MlaGeometry(int64_t block, int64_t dcp, int64_t max_len) {
                  .cache_dtype = KvCacheDtype::kFp8};
   auto g = ComputeGroupGeometry(
       spec, {.tensor_parallel_size = dcp, .decode_context_parallel_size = dcp},
-      {.max_model_len = max_len, .max_num_seqs = 256, .max_num_batched_tokens = 8192});
+      {.max_model_len = max_len, .max_num_seqs = 256, .max_tokens_in_flight = 8192});
   return *g;
 }
 
@@ -126,7 +126,7 @@ GroupGeometry Geometry(CacheKind kind, int64_t block, int64_t max_len, int64_t w
     spec.recurrent_mode = RecurrentMode::kAlign;
   }
   auto g = ComputeGroupGeometry(
-      spec, {}, {.max_model_len = max_len, .max_num_seqs = 256, .max_num_batched_tokens = 8192});
+      spec, {}, {.max_model_len = max_len, .max_num_seqs = 256, .max_tokens_in_flight = 8192});
   return *g;
 }
 

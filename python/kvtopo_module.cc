@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "binding_util.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/launch_options.h"
@@ -39,200 +40,13 @@
 #include "kvtopo/slot_mapping.h"
 #include "kvtopo/units.h"
 
-namespace py = pybind11;
-
 namespace kvtopo::python {
 namespace {
 
-// kvtopo.RejectedError; created in the module init and alive for the interpreter's lifetime.
-PyObject* g_rejected_error = nullptr;
-
-[[noreturn]] void RaisePython(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
-  throw py::error_already_set();
-}
-
-[[noreturn]] void ThrowStatus(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-      RaisePython(PyExc_ValueError, status.message());
-    case StatusCode::kRejected:
-      RaisePython(g_rejected_error, status.message());
-    case StatusCode::kNotFound:
-      RaisePython(PyExc_LookupError, status.message());
-    case StatusCode::kOutOfRange:
-      RaisePython(PyExc_OverflowError, status.message());
-    case StatusCode::kOk:
-    case StatusCode::kInternal:
-      break;
-  }
-  RaisePython(PyExc_RuntimeError, status.message());
-}
-
-void ThrowIfError(const Status& status) {
-  if (!status.ok()) ThrowStatus(status);
-}
-
-template <typename T>
-T ValueOrThrow(Result<T> result) {
-  if (!result.ok()) ThrowStatus(result.status());
-  return std::move(result).value();
-}
-
-std::string TypeName(py::handle obj) { return py::str(py::type::handle_of(obj).attr("__name__")); }
-
-// An integer (anything with __index__, but not a bool) as int64.
-int64_t ToInt64(py::handle obj, const std::string& what) {
-  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be an int, got " + TypeName(obj));
-  }
-  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
-  if (!index) throw py::error_already_set();
-  int overflow = 0;
-  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (overflow != 0) RaisePython(PyExc_OverflowError, what + " does not fit in 64 bits");
-  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
-  return value;
-}
-
-bool ToBool(py::handle obj, const std::string& what) {
-  if (!PyBool_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be a bool, got " + TypeName(obj));
-  }
-  return obj.ptr() == Py_True;
-}
-
-std::string ToString(py::handle obj, const std::string& what) {
-  if (!PyUnicode_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be a str, got " + TypeName(obj));
-  }
-  return obj.cast<std::string>();
-}
-
-// A 1-D sequence of integers: a buffer of any integer format (memoryview, array.array, a
-// NumPy or torch array) or any iterable of ints. Values outside T's range are errors.
-template <typename T>
-std::vector<T> ToIntVector(py::handle obj, const std::string& what) {
-  std::vector<T> out;
-  auto push = [&](int64_t v) {
-    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
-      RaisePython(PyExc_OverflowError,
-                  what + ": value " + std::to_string(v) + " is out of range for its type");
-    }
-    out.push_back(static_cast<T>(v));
-  };
-  if (PyObject_CheckBuffer(obj.ptr())) {
-    py::buffer_info info = py::reinterpret_borrow<py::buffer>(obj).request();
-    std::string format = info.format;
-    while (!format.empty() && std::string_view("@=<>!").find(format[0]) != std::string::npos) {
-      format.erase(0, 1);
-    }
-    const bool is_int = format.size() == 1 &&
-                        std::string_view("bhilqBHILQ").find(format[0]) != std::string_view::npos;
-    if (info.ndim == 1 && is_int) {
-      const bool is_signed = std::islower(static_cast<unsigned char>(format[0]));
-      const auto* base = static_cast<const char*>(info.ptr);
-      out.reserve(info.shape[0]);
-      for (py::ssize_t i = 0; i < info.shape[0]; ++i) {
-        const char* p = base + i * info.strides[0];
-        int64_t v = 0;
-        switch (info.itemsize) {
-          case 1:
-            v = is_signed ? *reinterpret_cast<const int8_t*>(p)
-                          : *reinterpret_cast<const uint8_t*>(p);
-            break;
-          case 2:
-            v = is_signed ? *reinterpret_cast<const int16_t*>(p)
-                          : *reinterpret_cast<const uint16_t*>(p);
-            break;
-          case 4:
-            v = is_signed ? *reinterpret_cast<const int32_t*>(p)
-                          : *reinterpret_cast<const uint32_t*>(p);
-            break;
-          case 8: {
-            if (!is_signed && *reinterpret_cast<const uint64_t*>(p) >
-                                  static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-              RaisePython(PyExc_OverflowError, what + ": value out of range");
-            }
-            v = *reinterpret_cast<const int64_t*>(p);
-            break;
-          }
-          default:
-            RaisePython(PyExc_TypeError, what + ": unsupported integer item size");
-        }
-        push(v);
-      }
-      return out;
-    }
-  }
-  if (PyUnicode_Check(obj.ptr()) || !py::isinstance<py::iterable>(obj)) {
-    RaisePython(PyExc_TypeError, what + " must be a sequence of ints, got " + TypeName(obj));
-  }
-  for (py::handle item : py::reinterpret_borrow<py::iterable>(obj)) push(ToInt64(item, what));
-  return out;
-}
-
-// ---- buffers -------------------------------------------------------------------------------
-
-// An owned 1-D or 2-D array handed to Python as a writable memoryview.
-template <typename T>
-struct OwnedArray {
-  std::vector<T> data;
-  std::vector<py::ssize_t> shape;
-};
-
-template <typename T>
-py::memoryview ToMemoryView(std::vector<T> data) {
-  OwnedArray<T> array{.data = std::move(data), .shape = {}};
-  array.shape = {static_cast<py::ssize_t>(array.data.size())};
-  return py::memoryview(py::cast(std::move(array)));
-}
-
-// A read-only view into storage owned by another Python object (a block-table row).
-struct BorrowedInt32View {
-  py::object owner;
-  const int32_t* data = nullptr;
-  py::ssize_t size = 0;
-};
-
-template <typename T>
-void BindOwnedArray(py::module_& m, const char* name) {
-  py::class_<OwnedArray<T>>(m, name, py::buffer_protocol()).def_buffer([](OwnedArray<T>& a) {
-    std::vector<py::ssize_t> strides(a.shape.size(), sizeof(T));
-    for (int i = static_cast<int>(a.shape.size()) - 2; i >= 0; --i) {
-      strides[i] = strides[i + 1] * a.shape[i + 1];
-    }
-    return py::buffer_info(a.data.data(), sizeof(T), py::format_descriptor<T>::format(),
-                           static_cast<py::ssize_t>(a.shape.size()), a.shape, strides);
-  });
-}
-
 // ---- launch options ------------------------------------------------------------------------
-
-constexpr std::array<const char*, 18> kOptionNames = {
-    "tensor_parallel_size",
-    "decode_context_parallel_size",
-    "prefill_context_parallel_size",
-    "dcp_kv_cache_interleave_size",
-    "cp_kv_cache_interleave_size",
-    "block_size",
-    "max_model_len",
-    "kv_cache_dtype",
-    "kv_cache_memory",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "enable_prefix_caching",
-    "mamba_cache_mode",
-    "mamba_block_size",
-    "attention_backend",
-    "speculative_config",
-    "shard_draft",
-    "prefix_match_unit",
-};
 
 struct Launch {
   LaunchConfig config;
-  int64_t kv_cache_memory_bytes = 0;         // 0: the planner's default
   std::optional<nlohmann::json> model_json;  // a dict model
 };
 
@@ -241,46 +55,15 @@ nlohmann::json PyToJson(py::handle obj) {
   return nlohmann::json::parse(text);
 }
 
-// Keyword options -> LaunchOptions -> LaunchConfig, the same path the CLI's flags take.
+// Keyword options -> LaunchOptions -> LaunchConfig through the one launch-option table the CLI
+// flags use (kvtopo/launch_options.h): the keywords are its names and aliases; None is "not
+// given"; the engine's environment variables apply to options not given.
 Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
-  std::unordered_map<std::string, py::handle> given;
-  for (auto [key, value] : kwargs) {
-    const std::string name = py::str(key);
-    bool known = false;
-    for (const char* accepted : kOptionNames) known |= name == accepted;
-    if (!known) {
-      std::string list;
-      for (const char* accepted : kOptionNames) {
-        list += list.empty() ? "" : ", ";
-        list += accepted;
-      }
-      RaisePython(PyExc_TypeError, "unknown option '" + name + "'; accepted options: " + list);
-    }
-    if (!value.is_none()) given.emplace(name, value);  // None: not given
-  }
-  if (given.contains("dcp_kv_cache_interleave_size") &&
-      given.contains("cp_kv_cache_interleave_size")) {
-    const int64_t a =
-        ToInt64(given["dcp_kv_cache_interleave_size"], "dcp_kv_cache_interleave_size");
-    const int64_t b = ToInt64(given["cp_kv_cache_interleave_size"], "cp_kv_cache_interleave_size");
-    if (a != b) {
-      RaisePython(PyExc_ValueError,
-                  "dcp_kv_cache_interleave_size and its alias cp_kv_cache_interleave_size "
-                  "disagree (" +
-                      std::to_string(a) + " vs " + std::to_string(b) + ")");
-    }
-  }
-  if (auto it = given.find("cp_kv_cache_interleave_size"); it != given.end()) {
-    given["dcp_kv_cache_interleave_size"] = it->second;
-    given.erase(it);
-  }
-
-  // Python values become the same LaunchOptions the CLI's flags fill (kvtopo/launch_options.h).
   LaunchOptions o;
   Launch launch;
   if (py::isinstance<py::dict>(model)) {
     launch.model_json = PyToJson(model);
-    o.model = "<config>";  // vLLM's defaults, not the seeds' launch; the display name
+    o.model = "<config>";  // vLLM's defaults, not the default launch; the display name
   } else if (PyUnicode_Check(model.ptr()) || py::hasattr(model, "__fspath__")) {
     o.model = py::str(py::module_::import("os").attr("fspath")(model));
     if (o.model.empty()) RaisePython(PyExc_ValueError, "model must not be empty");
@@ -289,52 +72,69 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         PyExc_TypeError,
         "model must be None, a profile name, a config path or a dict, got " + TypeName(model));
   }
-  const std::pair<const char*, std::optional<int64_t>*> ints[] = {
-      {"tensor_parallel_size", &o.tensor_parallel_size},
-      {"decode_context_parallel_size", &o.decode_context_parallel_size},
-      {"prefill_context_parallel_size", &o.prefill_context_parallel_size},
-      {"dcp_kv_cache_interleave_size", &o.dcp_kv_cache_interleave_size},
-      {"block_size", &o.block_size},
-      {"max_model_len", &o.max_model_len},
-      {"max_num_seqs", &o.max_num_seqs},
-      {"max_num_batched_tokens", &o.max_num_batched_tokens},
-      {"mamba_block_size", &o.mamba_block_size},
-      {"prefix_match_unit", &o.prefix_match_unit}};
-  for (const auto& [name, field] : ints) {
-    if (auto it = given.find(name); it != given.end()) *field = ToInt64(it->second, name);
-  }
-  const std::pair<const char*, std::optional<std::string>*> texts[] = {
-      {"kv_cache_dtype", &o.kv_cache_dtype},
-      {"mamba_cache_mode", &o.mamba_cache_mode},
-      {"attention_backend", &o.attention_backend}};
-  for (const auto& [name, field] : texts) {
-    if (auto it = given.find(name); it != given.end()) *field = ToString(it->second, name);
-  }
-  if (given.contains("enable_prefix_caching")) {
-    o.enable_prefix_caching = ToBool(given["enable_prefix_caching"], "enable_prefix_caching");
-  }
-  if (given.contains("speculative_config")) {
-    py::handle spec = given["speculative_config"];
-    if (py::isinstance<py::dict>(spec)) {
-      o.speculative_config = py::module_::import("json").attr("dumps")(spec).cast<std::string>();
-    } else if (PyUnicode_Check(spec.ptr())) {
-      o.speculative_config = spec.cast<std::string>();
-    } else {
-      RaisePython(PyExc_TypeError,
-                  "speculative_config must be a dict or a JSON string, got " + TypeName(spec));
+  // option -> (keyword used, value)
+  std::unordered_map<const LaunchOption*, std::pair<std::string, py::handle>> given;
+  for (auto [key, value] : kwargs) {
+    const std::string name = py::str(key);
+    const LaunchOption* option = FindLaunchOption(name);
+    if (option == nullptr || name.find('-') != std::string::npos || name == option->short_flag) {
+      std::string list;
+      for (const LaunchOption& o : LaunchOptionTable()) {
+        list += (list.empty() ? "" : ", ") + std::string(o.name);
+      }
+      RaisePython(PyExc_TypeError, "unknown option '" + name + "'; accepted options: " + list);
     }
+    if (value.is_none()) continue;  // None: not given
+    if (auto [it, inserted] = given.emplace(option, std::make_pair(name, value)); !inserted) {
+      if (!it->second.second.equal(value)) {
+        RaisePython(PyExc_ValueError, it->second.first + " and its alias " + name + " disagree (" +
+                                          py::repr(it->second.second).cast<std::string>() + " vs " +
+                                          py::repr(value).cast<std::string>() + ")");
+      }
+      continue;
+    }
+    // Python types per option: bool for switches, int for integers, int or str for byte sizes,
+    // str for text (and a dict for speculative_config).
+    std::optional<LaunchValue> v;
+    const bool is_bool = PyBool_Check(value.ptr());
+    const bool is_int = PyLong_Check(value.ptr()) && !is_bool;
+    const bool is_str = PyUnicode_Check(value.ptr());
+    std::string expected;
+    switch (option->value) {
+      case OptionValue::kSwitch:
+        if (is_bool) v = value.cast<bool>();
+        expected = "a bool";
+        break;
+      case OptionValue::kInt:
+        if (is_int) v = ToInt64(value, name);
+        expected = "an int";
+        break;
+      case OptionValue::kBytes:
+        if (is_int) v = ToInt64(value, name);
+        if (is_str) v = value.cast<std::string>();
+        expected = "an int or a str such as '12GiB'";
+        break;
+      case OptionValue::kText:
+        if (is_str) v = value.cast<std::string>();
+        if (option->name == "speculative_config" && py::isinstance<py::dict>(value)) {
+          v = py::module_::import("json").attr("dumps")(value).cast<std::string>();
+        }
+        expected = option->name == "speculative_config" ? "a dict or a JSON str" : "a str";
+        break;
+    }
+    if (!v)
+      RaisePython(PyExc_TypeError, name + " must be " + expected + ", got " + TypeName(value));
+    ThrowIfError(SetLaunchOption(o, *option, *v, name));
   }
-  if (given.contains("shard_draft")) o.shard_draft = ToBool(given["shard_draft"], "shard_draft");
-  py::object env = py::module_::import("os").attr("environ").attr("get")("VLLM_DCP_SHARD_DRAFT");
-  if (!env.is_none()) o.dcp_shard_draft_env = env.cast<std::string>();
-  if (given.contains("kv_cache_memory")) {
-    py::handle memory = given["kv_cache_memory"];
-    o.kv_cache_memory = PyUnicode_Check(memory.ptr())
-                            ? memory.cast<std::string>()
-                            : std::to_string(ToInt64(memory, "kv_cache_memory"));
-  }
+  py::object environ = py::module_::import("os").attr("environ");
+  ThrowIfError(ApplyLaunchEnvironment(o, [&](const char* name) -> const char* {
+    static thread_local std::string value;
+    py::object got = environ.attr("get")(name);
+    if (got.is_none()) return nullptr;
+    value = got.cast<std::string>();
+    return value.c_str();
+  }));
   launch.config = ValueOrThrow(ToLaunchConfig(o));
-  launch.kv_cache_memory_bytes = ValueOrThrow(KvCacheMemoryBytes(o));
   return launch;
 }
 
@@ -343,9 +143,9 @@ Plan MakePlan(py::handle model, const py::kwargs& kwargs) {
   if (launch.model_json) {
     ModelCacheSpecs specs =
         ValueOrThrow(BuildModelCacheSpecsFromJson(*launch.model_json, launch.config));
-    return ValueOrThrow(PlanLaunchSpecs(specs, launch.config, launch.kv_cache_memory_bytes));
+    return ValueOrThrow(PlanLaunchSpecs(specs, launch.config));
   }
-  return ValueOrThrow(PlanLaunch(launch.config, launch.kv_cache_memory_bytes));
+  return ValueOrThrow(PlanLaunch(launch.config));
 }
 
 py::list DiagnosticsList(const std::vector<Diagnostic>& diagnostics) {
@@ -362,256 +162,6 @@ std::string RejectionMessage(const Plan& plan) {
   }
   return message;
 }
-
-// ---- runtime -------------------------------------------------------------------------------
-
-// Prefix hits as get_computed_blocks hands them out; remembers where they came from so
-// allocate_slots only accepts fresh hits of the same request and manager.
-struct PyComputedBlocks {
-  ComputedBlocks blocks;
-  const void* manager = nullptr;
-  std::string request_key;
-  uint64_t epoch = 0;
-
-  py::list BlockLists() const {
-    py::list groups;
-    for (const auto& row : blocks.blocks) {
-      py::list ids;
-      for (BlockId b : row) ids.append(b.value());
-      groups.append(ids);
-    }
-    return groups;
-  }
-};
-
-py::list ToList(std::span<const BlockId> blocks) {
-  py::list out;
-  for (BlockId b : blocks) out.append(b.value());
-  return out;
-}
-
-class PyKVCacheManager {
- public:
-  PyKVCacheManager(const Plan& plan, std::optional<int64_t> num_blocks,
-                   std::optional<bool> enable_prefix_caching) {
-    if (!plan.accepted()) {
-      RaisePython(g_rejected_error,
-                  "cannot build a KVCacheManager from a rejected plan; " + RejectionMessage(plan));
-    }
-    const int64_t blocks = num_blocks.value_or(plan.pool.num_blocks);
-    if (blocks < 1) {
-      RaisePython(PyExc_ValueError,
-                  "num_blocks must be at least 1 (the null block), got " + std::to_string(blocks));
-    }
-    if (blocks > std::numeric_limits<int32_t>::max()) {
-      RaisePython(PyExc_OverflowError, "a pool of " + std::to_string(blocks) +
-                                           " blocks exceeds 32-bit block ids; pass num_blocks");
-    }
-    KVCacheManagerOptions options;
-    options.num_blocks = static_cast<int32_t>(blocks);
-    options.enable_prefix_caching =
-        enable_prefix_caching.value_or(plan.cache.enable_prefix_caching);
-    options.hash_block_size = plan.hash_block_size;
-    options.max_model_len = plan.model.max_model_len;
-    for (const PlannedGroup& g : plan.groups) {
-      options.groups.push_back(
-          {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
-    }
-    manager_ = ValueOrThrow(KVCacheManager::Create(std::move(options)));
-    num_blocks_ = blocks;
-    max_model_len_ = plan.model.max_model_len;
-  }
-
-  void AddRequest(py::handle request_id, py::handle token_ids, int64_t lora_id,
-                  const std::string& cache_salt, py::handle mm_items) {
-    const std::string key = Key(request_id);
-    if (ids_.contains(key)) {
-      RaisePython(PyExc_ValueError,
-                  "request " + Repr(request_id) + " is already registered; free it first");
-    }
-    std::vector<int32_t> tokens = ToIntVector<int32_t>(token_ids, "token_ids");
-    BlockHashExtraKeys extra{.lora_id = lora_id, .cache_salt = cache_salt, .mm_items = {}};
-    if (!mm_items.is_none()) {
-      for (py::handle item : py::reinterpret_borrow<py::iterable>(mm_items)) {
-        py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
-        if (t.size() != 3) {
-          RaisePython(PyExc_ValueError, "mm_items entries are (identifier, offset, length)");
-        }
-        const int64_t offset = ToInt64(t[1], "mm_items offset");
-        const int64_t length = ToInt64(t[2], "mm_items length");
-        if (offset < 0 || length < 0) {
-          RaisePython(PyExc_ValueError, "mm_items offset and length must be non-negative");
-        }
-        extra.mm_items.push_back({.identifier = ToString(t[0], "mm_items identifier"),
-                                  .offset = TokenPos{offset},
-                                  .length = TokenCount{length}});
-      }
-      std::stable_sort(
-          extra.mm_items.begin(), extra.mm_items.end(),
-          [](const MultimodalItem& a, const MultimodalItem& b) { return a.offset < b.offset; });
-    }
-    const RequestId id{next_id_++};
-    manager_->AddRequest(id, tokens, std::move(extra));
-    ids_.emplace(key, id);
-  }
-
-  PyComputedBlocks GetComputedBlocks(py::handle request_id) {
-    PyComputedBlocks out;
-    out.request_key = Key(request_id);
-    manager_->GetComputedBlocks(Lookup(request_id), out.blocks);
-    out.manager = this;
-    out.epoch = epoch_;
-    return out;
-  }
-
-  py::object AllocateSlots(py::handle request_id, int64_t num_new_tokens,
-                           int64_t num_new_computed_tokens, const PyComputedBlocks* computed,
-                           int64_t num_lookahead_tokens, bool full_sequence_must_fit) {
-    const RequestId id = Lookup(request_id);
-    if (num_new_tokens <= 0) {
-      RaisePython(PyExc_ValueError,
-                  "num_new_tokens must be positive, got " + std::to_string(num_new_tokens));
-    }
-    if (num_new_computed_tokens < 0 || num_lookahead_tokens < 0) {
-      RaisePython(PyExc_ValueError,
-                  "num_new_computed_tokens and num_lookahead_tokens must be non-negative");
-    }
-    if (num_new_computed_tokens > 0) {
-      if (computed == nullptr) {
-        RaisePython(PyExc_ValueError,
-                    "num_new_computed_tokens > 0 needs computed= (from get_computed_blocks)");
-      }
-      if (computed->manager != this || computed->request_key != Key(request_id)) {
-        RaisePython(PyExc_ValueError,
-                    "computed= comes from another request or manager; pass the result of "
-                    "get_computed_blocks(" +
-                        Repr(request_id) + ")");
-      }
-      if (computed->epoch != epoch_) {
-        RaisePython(PyExc_ValueError,
-                    "computed= is stale (blocks were allocated or freed since "
-                    "get_computed_blocks); call get_computed_blocks again");
-      }
-      if (computed->blocks.num_tokens.value() != num_new_computed_tokens) {
-        RaisePython(PyExc_ValueError,
-                    "num_new_computed_tokens is " + std::to_string(num_new_computed_tokens) +
-                        " but computed= holds " +
-                        std::to_string(computed->blocks.num_tokens.value()) + " tokens");
-      }
-      for (int32_t g = 0; g < manager_->num_groups(); ++g) {
-        if (!manager_->BlockIds(id, GroupId{g}).empty()) {
-          RaisePython(PyExc_ValueError,
-                      "prefix hits (num_new_computed_tokens) are only accepted on a request's "
-                      "first allocation");
-        }
-      }
-    }
-    SlotRequest step{.num_new_tokens = TokenCount{num_new_tokens},
-                     .num_new_computed_tokens = TokenCount{num_new_computed_tokens},
-                     .computed = num_new_computed_tokens > 0 ? &computed->blocks : nullptr,
-                     .num_lookahead_tokens = TokenCount{num_lookahead_tokens},
-                     .full_sequence_must_fit = full_sequence_must_fit};
-    ++epoch_;  // even a refused step may release out-of-window blocks
-    if (!manager_->AllocateSlots(id, step)) return py::none();
-    py::list updates;
-    for (int32_t g = 0; g < manager_->num_groups(); ++g) {
-      updates.append(ToList(manager_->LastUpdate(id, GroupId{g}).block_ids));
-    }
-    return updates;
-  }
-
-  void AppendTokens(py::handle request_id, py::handle token_ids) {
-    const RequestId id = Lookup(request_id);
-    manager_->AppendTokens(id, ToIntVector<int32_t>(token_ids, "token_ids"));
-  }
-
-  void RewindComputedTokens(py::handle request_id, int64_t num_rejected) {
-    const RequestId id = Lookup(request_id);
-    const int64_t computed = manager_->num_computed_tokens(id).value();
-    if (num_rejected < 0 || num_rejected > computed) {
-      RaisePython(PyExc_ValueError, "num_rejected must be in [0, " + std::to_string(computed) +
-                                        "] (the request's computed tokens), got " +
-                                        std::to_string(num_rejected));
-    }
-    manager_->RewindComputedTokens(id, TokenCount{num_rejected});
-  }
-
-  void Free(py::handle request_id) {
-    const RequestId id = Lookup(request_id);
-    manager_->Free(id);
-    ids_.erase(Key(request_id));
-    ++epoch_;
-  }
-
-  py::list BlockIds(py::handle request_id, int64_t group) const {
-    const RequestId id = Lookup(request_id);
-    return ToList(manager_->BlockIds(id, CheckedGroup(group)));
-  }
-
-  py::tuple LastUpdate(py::handle request_id, int64_t group) const {
-    const RequestId id = Lookup(request_id);
-    const auto update = manager_->LastUpdate(id, CheckedGroup(group));
-    return py::make_tuple(update.first_column, ToList(update.block_ids));
-  }
-
-  int64_t NumComputedTokens(py::handle request_id) const {
-    return manager_->num_computed_tokens(Lookup(request_id)).value();
-  }
-  int64_t NumTokens(py::handle request_id) const {
-    return manager_->num_tokens(Lookup(request_id)).value();
-  }
-  bool Contains(py::handle request_id) const {
-    if (PyBool_Check(request_id.ptr()) ||
-        (!PyLong_Check(request_id.ptr()) && !PyUnicode_Check(request_id.ptr()))) {
-      return false;
-    }
-    return ids_.contains(Key(request_id));
-  }
-  bool ResetPrefixCache() {
-    ++epoch_;
-    return manager_->ResetPrefixCache();
-  }
-
-  KVCacheManager& manager() { return *manager_; }
-  const KVCacheManager& manager() const { return *manager_; }
-  int64_t num_blocks() const { return num_blocks_; }
-  int64_t max_model_len() const { return max_model_len_; }
-  int64_t num_requests() const { return static_cast<int64_t>(ids_.size()); }
-
- private:
-  static std::string Repr(py::handle obj) { return py::repr(obj); }
-
-  // Requests are named by an int or a str (engines use both); the two never collide.
-  static std::string Key(py::handle request_id) {
-    if (PyBool_Check(request_id.ptr())) {
-      RaisePython(PyExc_TypeError, "request_id must be an int or a str, got bool");
-    }
-    if (PyLong_Check(request_id.ptr())) return "i" + py::str(request_id).cast<std::string>();
-    if (PyUnicode_Check(request_id.ptr())) return "s" + request_id.cast<std::string>();
-    RaisePython(PyExc_TypeError, "request_id must be an int or a str, got " + TypeName(request_id));
-  }
-
-  RequestId Lookup(py::handle request_id) const {
-    auto it = ids_.find(Key(request_id));
-    if (it == ids_.end()) RaisePython(PyExc_KeyError, "unknown request " + Repr(request_id));
-    return it->second;
-  }
-
-  GroupId CheckedGroup(int64_t group) const {
-    if (group < 0 || group >= manager_->num_groups()) {
-      RaisePython(PyExc_IndexError, "group " + std::to_string(group) + " out of range [0, " +
-                                        std::to_string(manager_->num_groups()) + ")");
-    }
-    return GroupId{static_cast<int32_t>(group)};
-  }
-
-  std::unique_ptr<KVCacheManager> manager_;
-  std::unordered_map<std::string, RequestId> ids_;
-  int64_t next_id_ = 0;
-  uint64_t epoch_ = 0;
-  int64_t num_blocks_ = 0;
-  int64_t max_model_len_ = 0;
-};
 
 // ---- worker side ---------------------------------------------------------------------------
 
@@ -875,15 +425,14 @@ void BindPlan(py::module_& m) {
   py::class_<PoolLayout>(m, "PoolLayout", "The shared block pool of a plan.")
       .def_readonly("num_blocks", &PoolLayout::num_blocks)
       .def_readonly("bytes_per_block", &PoolLayout::bytes_per_block)
-      .def_readonly("page_stride_bytes", &PoolLayout::page_stride_bytes)
-      .def_property_readonly("tensors",
+      .def_property_readonly("regions",
                              [](const PoolLayout& p) {
                                py::list out;
-                               for (const PoolTensor& t : p.tensors) {
+                               for (const PoolGroupRegion& r : p.regions) {
                                  py::dict d;
-                                 d["size_bytes"] = t.size_bytes;
-                                 d["page_stride_bytes"] = t.page_stride_bytes;
-                                 d["shared_by"] = t.shared_by;
+                                 d["group"] = r.group.value();
+                                 d["offsets_bytes"] = r.offsets_bytes;
+                                 d["bytes_used"] = r.bytes_used;
                                  out.append(d);
                                }
                                return out;
@@ -1017,7 +566,7 @@ void BindPlan(py::module_& m) {
       "option_names",
       [] {
         std::vector<std::string> names;
-        for (const char* n : kOptionNames) names.emplace_back(n);
+        for (const LaunchOption& o : LaunchOptionTable()) names.emplace_back(o.name);
         return names;
       },
       "The launch options plan() and check() accept.");
@@ -1036,81 +585,6 @@ void BindPlan(py::module_& m) {
         return out;
       },
       "The embedded profiles (kvtopo profiles).");
-}
-
-void BindRuntime(py::module_& m) {
-  py::class_<PyComputedBlocks>(m, "ComputedBlocks",
-                               "Prefix hits of a request: unpacks as (num_tokens, blocks).")
-      .def_property_readonly("num_tokens",
-                             [](const PyComputedBlocks& c) { return c.blocks.num_tokens.value(); })
-      .def_property_readonly("blocks", &PyComputedBlocks::BlockLists)
-      .def("__iter__",
-           [](const PyComputedBlocks& c) {
-             return py::iter(py::make_tuple(c.blocks.num_tokens.value(), c.BlockLists()));
-           })
-      .def("__repr__", [](const PyComputedBlocks& c) {
-        return "ComputedBlocks(num_tokens=" + std::to_string(c.blocks.num_tokens.value()) + ")";
-      });
-
-  py::class_<PyKVCacheManager>(m, "KVCacheManager",
-                               "The scheduler-side block manager (one per engine), built from a "
-                               "plan's groups, pool size and hash block size.")
-      .def(py::init([](const Plan& plan, std::optional<int64_t> num_blocks,
-                       std::optional<bool> enable_prefix_caching) {
-             return std::make_unique<PyKVCacheManager>(plan, num_blocks, enable_prefix_caching);
-           }),
-           py::arg("plan"), py::kw_only(), py::arg("num_blocks") = py::none(),
-           py::arg("enable_prefix_caching") = py::none())
-      .def("add_request", &PyKVCacheManager::AddRequest, py::arg("request_id"),
-           py::arg("token_ids"), py::kw_only(), py::arg("lora_id") = 0, py::arg("cache_salt") = "",
-           py::arg("mm_items") = py::none(),
-           "Registers a request with its prompt token ids (mm_items: (identifier, offset, "
-           "length) tuples).")
-      .def("get_computed_blocks", &PyKVCacheManager::GetComputedBlocks, py::arg("request_id"),
-           "Longest prefix hit: ComputedBlocks, unpacking as (num_tokens, [[block ids] per "
-           "group]). Pass it to allocate_slots(computed=...) right away.")
-      .def("allocate_slots", &PyKVCacheManager::AllocateSlots, py::arg("request_id"),
-           py::arg("num_new_tokens"), py::arg("num_new_computed_tokens") = 0,
-           py::arg("computed") = nullptr, py::arg("num_lookahead_tokens") = 0,
-           py::arg("full_sequence_must_fit") = false,
-           "Reserves slots for this step: the new or rewritten block ids per group, or None "
-           "when there are not enough free blocks (nothing else changed).")
-      .def("append_tokens", &PyKVCacheManager::AppendTokens, py::arg("request_id"),
-           py::arg("token_ids"))
-      .def("rewind_computed_tokens", &PyKVCacheManager::RewindComputedTokens, py::arg("request_id"),
-           py::arg("num_rejected"))
-      .def("free", &PyKVCacheManager::Free, py::arg("request_id"))
-      .def("new_step", [](PyKVCacheManager& self) { self.manager().NewStep(); })
-      .def("block_ids", &PyKVCacheManager::BlockIds, py::arg("request_id"), py::arg("group"))
-      .def("last_update", &PyKVCacheManager::LastUpdate, py::arg("request_id"), py::arg("group"),
-           "(first_column, block_ids) the last allocate_slots changed in the group's row.")
-      .def("num_computed_tokens", &PyKVCacheManager::NumComputedTokens, py::arg("request_id"))
-      .def("num_tokens", &PyKVCacheManager::NumTokens, py::arg("request_id"))
-      .def("__contains__", &PyKVCacheManager::Contains)
-      .def("__len__", &PyKVCacheManager::num_requests)
-      .def_property_readonly(
-          "num_free_blocks",
-          [](const PyKVCacheManager& self) { return self.manager().num_free_blocks(); })
-      .def_property_readonly("num_blocks", &PyKVCacheManager::num_blocks)
-      .def_property_readonly(
-          "num_groups", [](const PyKVCacheManager& self) { return self.manager().num_groups(); })
-      .def_property_readonly("max_model_len", &PyKVCacheManager::max_model_len)
-      .def_property_readonly("usage",
-                             [](const PyKVCacheManager& self) { return self.manager().Usage(); })
-      .def_property_readonly("prefix_cache_stats",
-                             [](const PyKVCacheManager& self) {
-                               const PrefixCacheStats& s = self.manager().prefix_cache_stats();
-                               py::dict d;
-                               d["requests"] = s.requests;
-                               d["query_tokens"] = s.query_tokens;
-                               d["hit_tokens"] = s.hit_tokens;
-                               return d;
-                             })
-      .def("reset_prefix_cache", &PyKVCacheManager::ResetPrefixCache)
-      .def(
-          "check_invariants",
-          [](const PyKVCacheManager& self) { self.manager().CheckInvariants(); },
-          "Aborts the process if an internal invariant is broken (a kvtopo bug).");
 }
 
 void BindWorker(py::module_& m) {

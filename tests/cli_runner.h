@@ -13,10 +13,13 @@ struct CliResult {
   std::string out;  // stdout, or stdout and stderr together when asked
 };
 
-// `args` is appended to the binary's path and run by the shell.
-inline CliResult RunCli(const std::string& args, bool merge_stderr = false) {
-  const std::string command =
-      std::string(KVTOPO_CLI_PATH) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+// `args` is appended to the binary's path and run by the shell; `env` ("NAME=value ...") is set
+// for that run only.
+inline CliResult RunCli(const std::string& args, bool merge_stderr = false,
+                        const std::string& env = "") {
+  const std::string command = (env.empty() ? "" : "env " + env + " ") +
+                              std::string(KVTOPO_CLI_PATH) + " " + args +
+                              (merge_stderr ? " 2>&1" : " 2>/dev/null");
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

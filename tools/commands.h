@@ -36,8 +36,4 @@ void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterVerifyCommand(CLI::App& app, CommandRegistry& registry);
 
-// vLLM's single-dash long aliases (-tp, -dcp, -pcp), which CLI11 cannot declare, rewritten to
-// their long names ("-dcp 4" and "-dcp=4" both work).
-std::vector<std::string> NormalizeVllmAliases(int argc, char** argv);
-
 }  // namespace kvtopo::cli

@@ -1,96 +1,110 @@
 #include "launch_flags.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 
 namespace kvtopo::cli {
+namespace {
+
+constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
+constexpr const char* kSpeculativeKey = "--speculative-config-key";
+
+std::string FlagNames(const LaunchOption& o) {
+  auto dashed = [](std::string_view name) {
+    std::string out(name);
+    std::replace(out.begin(), out.end(), '_', '-');
+    return "--" + out;
+  };
+  std::string names = dashed(o.name);
+  for (std::string_view alias : o.aliases) names += "," + dashed(alias);
+  if (o.value == OptionValue::kSwitch) names += ",!" + dashed("no_" + std::string(o.name));
+  return names;
+}
+
+std::string FlagHelp(const LaunchOption& o) {
+  std::string help(o.help);
+  if (!o.short_flag.empty()) help += fmt::format(" (-{})", o.short_flag);
+  if (!o.env.empty()) help += fmt::format(" [env {}]", o.env);
+  return help;
+}
+
+}  // namespace
 
 void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   f.app = app;
   app->add_option("model", f.model,
-                  "embedded profile name (kvtopo profiles), config.json path, or a directory "
-                  "holding one; default: the Kimi-K3 TP16/DCP16 DSpark launch of the seeds");
-  app->add_option("--tensor-parallel-size", f.tensor_parallel_size, "TP size (-tp)");
-  app->add_option("--decode-context-parallel-size", f.decode_context_parallel_size,
-                  "DCP size N (-dcp)");
-  app->add_option("--prefill-context-parallel-size", f.prefill_context_parallel_size,
-                  "PCP size (-pcp)");
-  app->add_option("--dcp-kv-cache-interleave-size,--cp-kv-cache-interleave-size", f.interleave,
-                  "DCP interleave I: tokens per rank before the next rank");
-  app->add_option("--block-size", f.block_size, "tokens per physical page on one rank");
-  app->add_option("--max-model-len", f.max_model_len, "longest request in tokens");
-  app->add_option("--kv-cache-dtype", f.kv_cache_dtype, "auto, bfloat16, fp8, fp8_ds_mla, ...");
-  app->add_option("--kv-cache-memory", f.kv_cache_memory,
-                  "KV-cache bytes per rank: bytes or K/M/G (1000) or KiB/MiB/GiB (1024)");
-  app->add_option("--max-num-seqs", f.max_num_seqs, "block-table rows per group");
-  app->add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
-                  "tokens scheduled per step (bounds sliding windows)");
-  app->add_flag("--enable-prefix-caching", f.enable_prefix_caching, "prefix caching on");
-  app->add_flag("--no-enable-prefix-caching", f.no_enable_prefix_caching, "prefix caching off");
-  app->add_option("--mamba-cache-mode", f.mamba_cache_mode,
-                  "recurrent cache mode: none, align, all");
-  app->add_option("--mamba-block-size", f.mamba_block_size, "tokens per recurrent checkpoint");
-  app->add_option("--attention-backend", f.attention_backend, "target attention backend");
-  app->add_option("--speculative-config", f.speculative_config,
-                  "JSON: method, model, num_speculative_tokens, draft_attention_backend, "
-                  "attention_backend, draft_kv_cache_dtype, dflash_draft_window_size");
-  app->add_flag("--shard-draft", f.shard_draft,
-                "shard the draft cache under DCP (as VLLM_DCP_SHARD_DRAFT=1)");
-  app->add_option("--prefix-match-unit", f.prefix_match_unit,
-                  "hash block size in tokens (must divide every group block)");
+                  "embedded profile name (kvtopo profiles), a Hugging Face repo id a profile "
+                  "serves, a config.json path, or a directory holding one; default: the Kimi-K3 "
+                  "TP16/DCP16 DSpark production launch");
+  const std::vector<LaunchOption>& table = LaunchOptionTable();
+  f.slots.assign(table.size(), {});  // sized once: CLI11 keeps references into it
+  for (size_t i = 0; i < table.size(); ++i) {
+    const LaunchOption& o = table[i];
+    if (o.value == OptionValue::kSwitch) {
+      app->add_flag(FlagNames(o), f.slots[i].on, FlagHelp(o));
+    } else {
+      app->add_option(FlagNames(o), f.slots[i].text, FlagHelp(o));
+    }
+  }
+  app->add_option(kNotPlannedFlag, f.not_planned)->group("");
+  app->add_option(kSpeculativeKey, f.speculative_keys)->group("");
 }
-
-namespace {
-bool Given(const LaunchFlags& f, const char* name) { return f.app->count(name) > 0; }
-}  // namespace
 
 Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   LaunchOptions o;
   o.model = f.model;
-  auto size = [&](const char* flag, int64_t value, std::optional<int64_t>& out) {
-    if (Given(f, flag)) out = value;
-  };
-  size("--tensor-parallel-size", f.tensor_parallel_size, o.tensor_parallel_size);
-  size("--decode-context-parallel-size", f.decode_context_parallel_size,
-       o.decode_context_parallel_size);
-  size("--prefill-context-parallel-size", f.prefill_context_parallel_size,
-       o.prefill_context_parallel_size);
-  size("--dcp-kv-cache-interleave-size", f.interleave, o.dcp_kv_cache_interleave_size);
-  size("--block-size", f.block_size, o.block_size);
-  size("--max-model-len", f.max_model_len, o.max_model_len);
-  size("--max-num-seqs", f.max_num_seqs, o.max_num_seqs);
-  size("--max-num-batched-tokens", f.max_num_batched_tokens, o.max_num_batched_tokens);
-  size("--mamba-block-size", f.mamba_block_size, o.mamba_block_size);
-  size("--prefix-match-unit", f.prefix_match_unit, o.prefix_match_unit);
-  auto text = [&](const char* flag, const std::string& value, std::optional<std::string>& out) {
-    if (Given(f, flag)) out = value;
-  };
-  text("--kv-cache-dtype", f.kv_cache_dtype, o.kv_cache_dtype);
-  text("--kv-cache-memory", f.kv_cache_memory, o.kv_cache_memory);
-  text("--mamba-cache-mode", f.mamba_cache_mode, o.mamba_cache_mode);
-  text("--attention-backend", f.attention_backend, o.attention_backend);
-  text("--speculative-config", f.speculative_config, o.speculative_config);
-  if (f.enable_prefix_caching && f.no_enable_prefix_caching) {
-    return InvalidArgument(
-        "--enable-prefix-caching and --no-enable-prefix-caching contradict each other");
+  const std::vector<LaunchOption>& table = LaunchOptionTable();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const LaunchOption& option = table[i];
+    const CLI::Option* cli = f.app->get_option("--" + [&] {
+      std::string n(option.name);
+      std::replace(n.begin(), n.end(), '_', '-');
+      return n;
+    }());
+    if (cli->count() == 0) continue;
+    const std::string source = fmt::format("--{}", cli->get_name().substr(2));
+    if (option.value == OptionValue::kSwitch) {
+      KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, f.slots[i].on, source));
+    } else {
+      KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, f.slots[i].text, source));
+    }
   }
-  if (f.enable_prefix_caching) o.enable_prefix_caching = true;
-  if (f.no_enable_prefix_caching) o.enable_prefix_caching = false;
-  o.shard_draft = f.shard_draft;
-  if (const char* env = std::getenv("VLLM_DCP_SHARD_DRAFT")) o.dcp_shard_draft_env = env;
+  if (!f.speculative_keys.empty()) {
+    // --speculative-config.KEY VALUE entries override the JSON's keys; values are JSON scalars
+    // when they parse as such, else strings.
+    nlohmann::json spec = nlohmann::json::object();
+    if (o.speculative_config) {
+      spec = nlohmann::json::parse(*o.speculative_config, nullptr, /*allow_exceptions=*/false);
+      if (!spec.is_object()) {
+        return InvalidArgument(
+            "--speculative-config must be a JSON object when --speculative-config.KEY flags "
+            "add to it");
+      }
+    }
+    for (const std::string& entry : f.speculative_keys) {
+      const size_t eq = entry.find('=');
+      const std::string key = entry.substr(0, eq);
+      const std::string text = eq == std::string::npos ? "" : entry.substr(eq + 1);
+      nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (value.is_discarded() || value.is_object() || value.is_array()) value = text;
+      spec[key] = value;
+    }
+    o.speculative_config = spec.dump();
+  }
+  o.not_planned = f.not_planned;
+  KVTOPO_RETURN_IF_ERROR(
+      ApplyLaunchEnvironment(o, [](const char* name) { return std::getenv(name); }));
   return o;
 }
 
 Result<LaunchConfig> ToLaunchConfig(const LaunchFlags& f) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchOptions o, ToLaunchOptions(f));
   return ::kvtopo::ToLaunchConfig(o);
-}
-
-Result<int64_t> KvCacheMemoryBytes(const LaunchFlags& f) {
-  KVTOPO_ASSIGN_OR_RETURN(LaunchOptions o, ToLaunchOptions(f));
-  return ::kvtopo::KvCacheMemoryBytes(o);
 }
 
 int ExitCodeFor(const Status& status) {
@@ -103,6 +117,61 @@ int ExitCodeFor(const Status& status) {
 int ReportError(const Status& status) {
   std::fprintf(stderr, "kvtopo: %s\n", status.message().c_str());
   return ExitCodeFor(status);
+}
+
+std::vector<std::string> NormalizeVllmArgs(int argc, char** argv, const CLI::App& app) {
+  std::vector<std::string> in(argv, argv + argc), out;
+  if (!in.empty()) out.push_back(in[0]);
+  const CLI::App* sub = nullptr;
+  if (in.size() > 1) {
+    for (const CLI::App* candidate : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (candidate->check_name(in[1])) sub = candidate;
+    }
+  }
+  for (size_t i = 1; i < in.size(); ++i) {
+    std::string arg = in[i];
+    if (arg == "--") {  // everything after is positional
+      out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(i), in.end());
+      break;
+    }
+    const size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    const std::string attached = eq == std::string::npos ? "" : arg.substr(eq);
+    if (name.starts_with("--")) {
+      // Dashes for underscores in the flag's name; a dotted key after it keeps its spelling.
+      const auto key = std::find(name.begin(), name.end(), '.');
+      std::replace(name.begin() + 2, key, '_', '-');
+    } else if (name.size() > 1 && name[0] == '-' && name[1] != '-') {
+      // vLLM's single-dash long aliases of launch options: -tp, -dcp, -pp, ...
+      for (const LaunchOption& o : LaunchOptionTable()) {
+        if (!o.short_flag.empty() && name.substr(1) == o.short_flag) {
+          std::string n(o.name);
+          std::replace(n.begin(), n.end(), '_', '-');
+          name = "--" + n;
+        }
+      }
+    }
+    if (name.starts_with("--speculative-config.")) {
+      std::string value = attached.empty() ? "" : attached.substr(1);
+      if (attached.empty() && i + 1 < in.size()) value = in[++i];
+      out.push_back(fmt::format("{}={}={}", kSpeculativeKey, name.substr(21), value));
+      continue;
+    }
+    const bool own_flag = sub != nullptr && sub->get_option_no_throw(name) != nullptr;
+    if (!own_flag && (!FindLaunchOption(name) || name.find('.') != std::string::npos)) {
+      if (const VllmFlag* flag = FindVllmFlagNotPlanned(name)) {
+        // Swallow the flag's value too; record the flag by name.
+        if (flag->takes_value && attached.empty() && name == flag->name && i + 1 < in.size() &&
+            !in[i + 1].starts_with("--")) {
+          ++i;
+        }
+        out.push_back(fmt::format("{}={}", kNotPlannedFlag, name));
+        continue;
+      }
+    }
+    out.push_back(name + attached);
+  }
+  return out;
 }
 
 }  // namespace kvtopo::cli

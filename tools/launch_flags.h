@@ -1,10 +1,12 @@
-// The launch flags shared by `plan`, `check`, `slots` and `simulate`, named as vLLM names them so
-// users can paste their `vllm serve` arguments.
+// The launch flags shared by `plan`, `check`, `slots`, `simulate` and `verify`, registered from
+// the one launch-option table (kvtopo/launch_options.h) under vLLM's names, so users can paste
+// their `vllm serve` arguments.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
@@ -14,42 +16,40 @@ namespace kvtopo::cli {
 
 struct LaunchFlags {
   std::string model;
-  int64_t tensor_parallel_size = 0;
-  int64_t decode_context_parallel_size = 0;
-  int64_t prefill_context_parallel_size = 0;
-  int64_t interleave = 0;
-  int64_t block_size = 0;
-  int64_t max_model_len = 0;
-  std::string kv_cache_dtype;
-  std::string kv_cache_memory;
-  int64_t max_num_seqs = 0;
-  int64_t max_num_batched_tokens = 0;
-  bool enable_prefix_caching = false;
-  bool no_enable_prefix_caching = false;
-  std::string mamba_cache_mode;
-  int64_t mamba_block_size = 0;
-  std::string attention_backend;
-  std::string speculative_config;
-  bool shard_draft = false;
-  int64_t prefix_match_unit = 0;
+  // One value slot per LaunchOptionTable() entry, in table order (text as given, or a switch).
+  struct Slot {
+    std::string text;
+    bool on = false;
+  };
+  std::vector<Slot> slots;
+  // `vllm serve` flags rewritten by NormalizeVllmArgs: not used for planning, and
+  // --speculative-config.KEY VALUE pairs as KEY=VALUE.
+  std::vector<std::string> not_planned;
+  std::vector<std::string> speculative_keys;
   CLI::App* app = nullptr;
 };
 
-// Registers MODEL (optional positional) and the launch flags on `app`.
+// Registers MODEL (optional positional) and every launch option on `app`.
 void AddLaunchFlags(CLI::App* app, LaunchFlags& flags);
 
-// The flags that were given, as LaunchOptions (kvtopo/launch_options.h), with
-// VLLM_DCP_SHARD_DRAFT read from the environment.
+// The flags that were given, as LaunchOptions, with the environment variables the engine reads
+// (VLLM_DCP_SHARD_DRAFT, VLLM_K3_KV_GROUP_SIZE, VLLM_DSPARK_DRAFT_KV_WINDOW) for options not
+// given as flags.
 Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& flags);
-// The launch the flags describe: the seeds' default when no model is given (flags override it),
+// The launch the flags describe: the default launch when no model is given (flags override it),
 // else vLLM's defaults plus the flags.
 Result<LaunchConfig> ToLaunchConfig(const LaunchFlags& flags);
-// --kv-cache-memory in bytes; 0 when not given.
-Result<int64_t> KvCacheMemoryBytes(const LaunchFlags& flags);
 
 // Maps a Status to the CLI exit code: rejected 1, everything else the user caused 2.
 int ExitCodeFor(const Status& status);
 // Prints "kvtopo: <message>" on one line to stderr and returns the exit code.
 int ReportError(const Status& status);
+
+// Rewrites a pasted `vllm serve` command line for CLI11: vLLM's single-dash aliases (-tp, -dcp,
+// ...) to long names, underscores in long names to dashes (--max_model_len), dotted
+// --speculative-config.KEY VALUE to a hidden KEY=VALUE option, and the flags of `vllm serve`
+// that do not affect the plan (with their values) to a hidden record the plan reports. A flag the
+// chosen subcommand of `app` declares itself (e.g. simulate --seed) keeps its own meaning.
+std::vector<std::string> NormalizeVllmArgs(int argc, char** argv, const CLI::App& app);
 
 }  // namespace kvtopo::cli

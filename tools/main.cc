@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "launch_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
   kvtopo::cli::CommandRegistry registry;
   kvtopo::cli::RegisterCommands(app, registry);
   // CLI11 wants argv in reverse for the vector overload.
-  std::vector<std::string> args = kvtopo::cli::NormalizeVllmAliases(argc, argv);
+  std::vector<std::string> args = kvtopo::cli::NormalizeVllmArgs(argc, argv, app);
   args.erase(args.begin());
   std::reverse(args.begin(), args.end());
   try {

@@ -19,8 +19,7 @@ struct PlanArgs {
 
 Result<Plan> MakePlan(const PlanArgs& args) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchConfig config, ToLaunchConfig(args.launch));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t memory, KvCacheMemoryBytes(args.launch));
-  return PlanLaunch(config, memory);
+  return PlanLaunch(config);
 }
 
 int RunPlan(const PlanArgs& args) {

@@ -1,9 +1,12 @@
 // `kvtopo profiles`: lists the embedded profiles (targets, drafts and the backend registry).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "commands.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 
 namespace kvtopo::cli {
@@ -21,6 +24,23 @@ void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry) {
     for (const ProfileInfo& p : *profiles) {
       fmt::print("{:<24} {:<9} {:<34} {:>6}\n", p.name, p.kind,
                  p.architecture.empty() ? "-" : p.architecture, p.num_layers);
+    }
+    return kExitOk;
+  });
+
+  auto markdown = std::make_shared<bool>(false);
+  CLI::App* options =
+      app.add_subcommand("options", "List the launch options (flags, Python keywords, variables)");
+  options->add_flag("--markdown", *markdown, "print docs/launch-options.md");
+  registry.Add(options, [markdown] {
+    if (*markdown) {
+      std::fputs(LaunchOptionsMarkdown().c_str(), stdout);
+      return kExitOk;
+    }
+    for (const LaunchOption& o : LaunchOptionTable()) {
+      std::string name(o.name);
+      std::replace(name.begin(), name.end(), '_', '-');
+      fmt::print("--{:<32} {:<8} {}\n", name, OptionValueName(o.value), o.help);
     }
     return kExitOk;
   });

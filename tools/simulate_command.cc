@@ -47,6 +47,8 @@ nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
           {"model", r.model},
           {"seed", seed},
           {"num_blocks", r.num_blocks},
+          {"free_pages_after_last_step", r.free_pages_after_last_step},
+          {"min_free_pages", r.min_free_pages},
           {"pool_sizing", r.pool_sizing},
           {"steps", r.steps},
           {"tokens", r.tokens_scheduled},
@@ -79,8 +81,10 @@ nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
 void PrintReport(const SimulateReport& r, uint64_t seed) {
   std::printf("workload %s on %s, seed %llu\n", r.workload.c_str(), r.model.c_str(),
               static_cast<unsigned long long>(seed));
-  std::printf("pool       %lld blocks (%s)\n", static_cast<long long>(r.num_blocks),
-              r.pool_sizing.c_str());
+  std::printf("pool       %lld blocks (%s); %lld of them free after the last step (fewest %lld)\n",
+              static_cast<long long>(r.num_blocks), r.pool_sizing.c_str(),
+              static_cast<long long>(r.free_pages_after_last_step),
+              static_cast<long long>(r.min_free_pages));
   std::printf(
       "steps      %lld, tokens %lld, allocations %lld, not-enough-blocks %lld, "
       "preemptions %lld, finished %lld\n",
@@ -144,15 +148,18 @@ int RunSimulate(const SimulateArgs& args) {
     workload = ParseWorkloadJsonl(text.str());
   }
   if (!workload.ok()) return ReportError(workload.status());
-  auto memory = KvCacheMemoryBytes(args.launch);
-  if (!memory.ok()) return ReportError(memory.status());
+  auto config = ToLaunchConfig(args.launch);
+  if (!config.ok()) return ReportError(config.status());
   Result<Plan> plan = InvalidArgument("unplanned");
   if (args.launch.model.empty() && args.workload_file.empty() && args.workload != "million") {
+    // The built-in synthetic workloads plan their own model; a budget given still sizes the pool.
+    auto options = ToLaunchOptions(args.launch);
+    if (!options.ok()) return ReportError(options.status());
+    auto memory = KvCacheMemoryBytes(*options);
+    if (!memory.ok()) return ReportError(memory.status());
     plan = DefaultPlanForWorkload(args.workload, *memory);
   } else {
-    auto config = ToLaunchConfig(args.launch);
-    if (!config.ok()) return ReportError(config.status());
-    plan = PlanLaunch(*config, *memory);
+    plan = PlanLaunch(*config);
   }
   if (!plan.ok()) return ReportError(plan.status());
   SimulateOptions options;
@@ -163,7 +170,11 @@ int RunSimulate(const SimulateArgs& args) {
   options.inject_dcp_scaled_recurrent_table = args.inject;
   options.check_slot_mapping = !args.no_slot_checks;
   options.check_invariants = !args.no_invariant_checks;
-  if (*memory > 0) options.num_blocks = plan->pool.num_blocks;
+  if (!plan->kv_cache_memory_is_default) options.num_blocks = plan->pool.num_blocks;
+  // W2 runs on a pool of 4,096 blocks, as the reference shape states.
+  if (args.workload == "w2" && plan->kv_cache_memory_is_default && args.launch.model.empty()) {
+    options.num_blocks = 4096;
+  }
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](int64_t done, int64_t total) {
       const int width = 40;
@@ -192,8 +203,10 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sim = app.add_subcommand(
       "simulate", "drive the real runtime through a workload without weights; check invariants");
   AddLaunchFlags(sim, args->launch);
-  sim->add_option("--workload", args->workload,
-                  "built-in workload: million, decode-steady, prefix-hit, hybrid");
+  sim->add_option(
+      "--workload", args->workload,
+      "built-in workload: million, decode-steady, prefix-hit, hybrid, w1, w2, w3, w4 (the "
+      "reference shapes of docs/BENCHMARKS.md)");
   sim->add_option("--workload-file", args->workload_file,
                   "JSON lines: arrival_step, prompt_len, shared_prefix_id, shared_prefix_len, "
                   "decode_steps, accepted_drafts");

@@ -97,9 +97,7 @@ int PrintSlots(SlotLayout layout, int64_t num_ranks, int64_t seq_len,
 int RunPlannedSlots(const SlotsArgs& args) {
   auto config = ToLaunchConfig(args.launch);
   if (!config.ok()) return ReportError(config.status());
-  auto memory = KvCacheMemoryBytes(args.launch);
-  if (!memory.ok()) return ReportError(memory.status());
-  auto plan = PlanLaunch(*config, *memory);
+  auto plan = PlanLaunch(*config);
   if (!plan.ok()) return ReportError(plan.status());
   if (!plan->accepted()) {
     return ReportError(Rejected(fmt::format("the launch is rejected: {} (run kvtopo check)",
@@ -184,13 +182,11 @@ int RunFlagSlots(const SlotsArgs& args, int64_t dcp_size, int64_t interleave, in
 
 int RunSlots(const SlotsArgs& args) {
   if (!args.launch.model.empty() || args.group >= 0) return RunPlannedSlots(args);
-  const CLI::App& app = *args.launch.app;
-  const int64_t dcp_size =
-      app.count("--decode-context-parallel-size") ? args.launch.decode_context_parallel_size : 1;
-  const int64_t interleave =
-      app.count("--dcp-kv-cache-interleave-size") ? args.launch.interleave : 1;
-  const int64_t block_size = app.count("--block-size") ? args.launch.block_size : 16;
-  return RunFlagSlots(args, dcp_size, interleave, block_size);
+  auto options = ToLaunchOptions(args.launch);
+  if (!options.ok()) return ReportError(options.status());
+  return RunFlagSlots(args, options->decode_context_parallel_size.value_or(1),
+                      options->dcp_kv_cache_interleave_size.value_or(1),
+                      options->block_size.value_or(16));
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "kvtopo/dtype.h"
 #include "kvtopo/status.h"
 
 namespace kvtopo {
@@ -21,7 +23,10 @@ struct BackendCaps {
   std::vector<int64_t> head_sizes;          // supported head sizes (MLA: latent row width)
   std::vector<int64_t> kernel_block_sizes;  // exact kernel block sizes, if any
   int64_t kernel_block_multiple = 0;        // "multiple of x"; 0 when exact sizes are listed
-  int64_t preferred_block_size = 16;        // used when --block-size is 0
+  int64_t preferred_block_size = 16;        // the cache block when --block-size is 0
+  // The dtype the backend stores for a requested one (e.g. a sparse-MLA backend keeps fp8 as
+  // the fp8_ds_mla row); requested dtypes not listed are stored as asked.
+  std::vector<std::pair<KvCacheDtype, KvCacheDtype>> kv_cache_dtype_canonical;
   bool returns_lse = false;                 // returns the softmax LSE for decode: can run under DCP
   bool owns_dcp_collectives = false;        // takes rank-local queries and combines itself
   bool supports_non_causal = false;         // block-parallel (DFlash / DSpark) drafts
@@ -38,6 +43,7 @@ struct BackendCaps {
   bool SupportsBlockSize(int64_t block_size) const;
   // The smallest kernel block size ("multiple of x" counts as x).
   int64_t MinKernelBlockSize() const;
+  KvCacheDtype StoredKvCacheDtype(KvCacheDtype requested) const;
   bool operator==(const BackendCaps&) const = default;
 };
 

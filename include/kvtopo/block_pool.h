@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kvtopo/block_hash.h"
@@ -31,12 +32,36 @@
 
 namespace kvtopo {
 
+// Prefix-cache lookups as vLLM's PrefixCacheStats counts them: lookups for requests that were
+// never preempted in the first three fields, lookups for preempted (resumed) requests apart.
 struct PrefixCacheStats {
+  bool reset = false;        // the prefix cache was reset since the last snapshot
   int64_t requests = 0;      // lookups made
   int64_t query_tokens = 0;  // tokens asked for
   int64_t hit_tokens = 0;    // tokens found
+  int64_t preempted_requests = 0;
+  int64_t preempted_query_tokens = 0;
+  int64_t preempted_hit_tokens = 0;
   bool operator==(const PrefixCacheStats&) const = default;
 };
+
+// A KV-cache event for prefix-aware routers (vLLM's BlockStored / BlockRemoved /
+// AllBlocksCleared). Stored: the hashes of consecutive newly cached blocks of one group, the
+// hash of the block before the first (absent for a request's first block), their token ids and
+// the group's block size. Removed: hashes that lost their cache entry.
+struct KVCacheEvent {
+  enum class Type { kBlockStored, kBlockRemoved, kAllBlocksCleared };
+  Type type = Type::kBlockStored;
+  GroupId group{0};
+  std::vector<BlockHash> block_hashes;
+  std::optional<BlockHash> parent_block_hash;
+  std::vector<int32_t> token_ids;
+  int64_t block_size = 0;  // tokens per block (the group's manager block)
+  int64_t lora_id = 0;
+  bool operator==(const KVCacheEvent&) const = default;
+};
+// The storage medium every event names: kvtopo manages device pages.
+inline constexpr const char* kKVCacheEventMedium = "GPU";
 
 class BlockPool {
  public:
@@ -74,12 +99,23 @@ class BlockPool {
   void Cache(BlockId block, const BlockHash& hash, GroupId group);
   // Clears every hash; succeeds only when every non-null block is free.
   [[nodiscard]] bool ResetPrefixCache();
+  // Drops the block's hash, if any (in use or free); the block stays where it is.
+  void EvictCached(BlockId block);
 
-  void RecordLookup(TokenCount query_tokens, TokenCount hit_tokens);
+  // Events are recorded into `sink` while it is set (nullptr: off, the default).
+  void set_event_sink(std::vector<KVCacheEvent>* sink) { events_ = sink; }
+
+  void RecordLookup(TokenCount query_tokens, TokenCount hit_tokens, bool preempted = false);
   const PrefixCacheStats& stats() const { return stats_; }
+  // Returns the counts since the last call and starts new ones.
+  PrefixCacheStats TakeStats();
 
   int32_t ref_count(BlockId block) const { return meta_[Index(block)].ref_count; }
   bool is_cached(BlockId block) const { return meta_[Index(block)].group >= 0; }
+  // The (hash, group) a block is cached under, if any.
+  std::optional<std::pair<BlockHash, GroupId>> cached_as(BlockId block) const;
+  // The free list from head (next to be allocated) to tail.
+  std::vector<BlockId> FreeQueue() const;
 
   void CheckInvariants() const;
 
@@ -120,6 +156,7 @@ class BlockPool {
   size_t map_mask_ = 0;
   int32_t map_size_ = 0;
   PrefixCacheStats stats_;
+  std::vector<KVCacheEvent>* events_ = nullptr;
 };
 
 // The hot calls are defined here so that the manager's loops inline them.

@@ -41,10 +41,10 @@ struct ParallelConfig {
 Status ValidateParallelConfig(const ParallelConfig& parallel);
 
 struct GeometryOptions {
-  int64_t max_model_len = 0;           // L
-  int64_t max_num_seqs = 1;            // rows of every block table
-  int64_t max_num_batched_tokens = 0;  // tokens in flight, bounds windowed kinds
-  int64_t kernel_block_size = 0;       // b; 0 means b = B. Recurrent groups always use b = B.
+  int64_t max_model_len = 0;         // L
+  int64_t max_num_seqs = 1;          // rows of every block table
+  int64_t max_tokens_in_flight = 0;  // scheduled, unsettled tokens: bounds windowed kinds
+  int64_t kernel_block_size = 0;     // b; 0 means b = B. Recurrent groups always use b = B.
 };
 
 struct GroupGeometry {

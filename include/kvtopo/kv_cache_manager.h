@@ -32,7 +32,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kvtopo/block_hash.h"
@@ -48,7 +52,15 @@ struct CacheGroup {
   GroupGeometry geometry;
   // The backend recomputes the last cached block (EAGLE drafts): prefix hits drop it.
   bool volatile_last_block = false;
+  // Cross-attention (encoder-decoder): the group holds cdiv(num_encoder_tokens, B) blocks,
+  // allocated at a request's first allocation, never cached or released before Free.
+  bool cross_attention = false;
+  std::vector<std::string> layer_names;  // informational
 };
+
+struct CacheLayout;
+struct Plan;
+struct RequestState;  // the manager's per-request state (kv_cache_manager.cc)
 
 struct KVCacheManagerOptions {
   int32_t num_blocks = 0;  // pool size including the null block
@@ -56,7 +68,64 @@ struct KVCacheManagerOptions {
   int64_t hash_block_size = 0;  // tokens per hash block; must divide every manager block size
   int64_t max_model_len = 0;    // L
   std::vector<CacheGroup> groups;
+  // Prefix-cache statistics (PrefixCacheStats); off: MakePrefixCacheStats() returns nothing.
+  bool log_stats = true;
+  // KV-cache events for TakeEvents(); off by default, and then nothing is recorded.
+  bool enable_kv_cache_events = false;
+  // Fresh attention block ids for TakeNewBlockIds() (blocks a worker zeroes before use).
+  bool record_new_block_ids = false;
+
+  // Options from an explicit cache layout (groups described directly, not planned).
+  static Result<KVCacheManagerOptions> FromLayout(const CacheLayout& layout);
+  // Options from an accepted plan: its groups, hash block size and max_model_len; the pool
+  // size is the plan's unless given. Errors: a rejected plan, a pool below 1 or above 2^31 - 1.
+  static Result<KVCacheManagerOptions> FromPlan(
+      const Plan& plan, std::optional<int64_t> num_blocks = std::nullopt,
+      std::optional<bool> enable_prefix_caching = std::nullopt);
 };
+
+// An explicit cache layout, as an engine's KV-cache config lists its groups. Each group gets a
+// GroupGeometry from ComputeGroupGeometry (so DCP rules apply exactly as for planned groups);
+// groups may mix block sizes (the scheduler block is their LCM).
+struct CacheLayoutGroup {
+  // full_attention, mla, sliding_window, sliding_window_mla, chunked_local, mamba (recurrent),
+  // cross_attention.
+  CacheKind kind = CacheKind::kFullAttention;
+  bool cross_attention = false;      // set for kind "cross_attention" (a full-attention geometry)
+  int64_t block_size = 16;           // tokens per page on one rank (B)
+  int64_t kernel_block_size = 0;     // 0: B
+  int64_t page_size_bytes = 0;       // per layer per rank; informational for the runtime
+  int64_t sliding_window = 0;        // sliding-window kinds
+  int64_t attention_chunk_size = 0;  // chunked local
+  RecurrentMode mamba_cache_mode = RecurrentMode::kAlign;  // mamba
+  int64_t num_speculative_blocks = 0;                      // mamba: S
+  bool replicated = false;                                 // every DCP rank holds every position
+  int64_t kv_shard_count = 0;  // 0: all DCP ranks; else a divisor of the DCP size
+  bool volatile_last_block = false;
+  std::vector<std::string> layer_names;
+};
+
+struct CacheLayout {
+  int32_t num_blocks = 0;  // including the null block
+  int64_t max_model_len = 0;
+  bool enable_prefix_caching = true;
+  int64_t hash_block_size = 0;  // 0: the GCD of the groups' manager block sizes
+  int64_t decode_context_parallel_size = 1;
+  int64_t dcp_kv_cache_interleave_size = 1;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool log_stats = true;
+  bool enable_kv_cache_events = false;
+  bool record_new_block_ids = false;
+  std::vector<CacheLayoutGroup> groups;
+};
+
+// A layout from JSON: {"num_blocks", "max_model_len", "groups": [{"kind", "block_size", ...}],
+// optional "enable_prefix_caching", "hash_block_size", "decode_context_parallel_size",
+// "dcp_kv_cache_interleave_size", "max_num_seqs", "max_num_batched_tokens", "log_stats",
+// "enable_kv_cache_events", "record_new_block_ids"}; group keys are CacheLayoutGroup's field
+// names ("mamba_cache_mode": "none" | "align" | "all", "layers": [names]). Errors name the key.
+Result<CacheLayout> ParseCacheLayoutJson(std::string_view text);
 
 // Prefix hits found for a request, per group; leading nulls stand for skipped columns.
 struct ComputedBlocks {
@@ -65,11 +134,24 @@ struct ComputedBlocks {
 };
 
 struct SlotRequest {
-  TokenCount num_new_tokens{0};              // tokens to compute this step (> 0)
+  TokenCount num_new_tokens{0};              // tokens to compute this step (> 0 unless external)
   TokenCount num_new_computed_tokens{0};     // prefix-hit tokens (first allocation only)
   const ComputedBlocks* computed = nullptr;  // the hits behind num_new_computed_tokens
   TokenCount num_lookahead_tokens{0};        // draft-token KV slots reserved past the new tokens
   bool full_sequence_must_fit = false;       // admission: the whole request must fit now
+  // Tokens whose KV a connector supplies (disaggregated prefill): allocated, counted as
+  // computed, cached like computed tokens unless delay_cache_blocks.
+  TokenCount num_external_computed_tokens{0};
+  bool delay_cache_blocks = false;   // do not cache this step's full blocks (CacheBlocks)
+  TokenCount num_encoder_tokens{0};  // cross-attention groups: encoder tokens
+};
+
+// Per-request options at AddRequest.
+struct RequestOptions {
+  BlockHashExtraKeys extra_keys;
+  // Prompt-logprobs and pooling requests: GetComputedBlocks finds no hit (blocks still cache).
+  bool skip_reading_prefix_cache = false;
+  int64_t num_preemptions = 0;  // > 0: lookups count as a resumed request's (stats)
 };
 
 class KVCacheManager {
@@ -88,6 +170,9 @@ class KVCacheManager {
   // The id must not be registered already (checked).
   void AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
                   BlockHashExtraKeys extra_keys = {});
+  void AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                  RequestOptions options);
+  bool Contains(RequestId request) const;
   // Appends generated (verified) tokens and hashes the blocks they complete.
   void AppendTokens(RequestId request, std::span<const int32_t> token_ids);
   // Rejected draft tokens: lowers the request's computed-token count.
@@ -101,11 +186,77 @@ class KVCacheManager {
   // Reserves slots for this step. Returns false when the pool cannot hold it.
   [[nodiscard]] bool AllocateSlots(RequestId request, const SlotRequest& step);
 
+  // Whether `hits` (from GetComputedBlocks for `request`) may still be passed to AllocateSlots:
+  // every hit block must still cache the request's content for its column. Hits stay valid
+  // across unrelated allocations and frees until one of their blocks is evicted or reused.
+  Status ValidateComputedBlocks(RequestId request, const ComputedBlocks& hits) const;
+
+  // ---- batched step API -------------------------------------------------------------------
+  // Results of a batch, per request in input order, in flat int32 arrays reused between calls
+  // (no allocation once they have grown). For request i and group g, k = i * num_groups + g:
+  // the row update of AllocateSlots is block_ids[offsets[k], offsets[k + 1]) written from
+  // first_column[k] (empty for a failed request).
+  struct BatchResult {
+    std::vector<uint8_t> ok;            // per request: 1 allocated, 0 out of blocks
+    std::vector<int32_t> num_computed;  // per request: prefix-hit tokens (AdmitBatch)
+    std::vector<int32_t> offsets;       // size n * num_groups + 1
+    std::vector<int32_t> first_column;  // size n * num_groups
+    std::vector<int32_t> block_ids;     // flat
+    int64_t num_failed = 0;
+  };
+  // Every batch call first checks that each request is registered (NotFound naming the first
+  // that is not, and nothing changed), then runs the single calls in order.
+  //
+  // A loop of AllocateSlots over `requests` (num_lookahead_tokens may be empty: 0 each): the
+  // same results, failures included, as the single calls in this order.
+  [[nodiscard]] Status AllocateSlotsBatch(std::span<const RequestId> requests,
+                                          std::span<const int32_t> num_new_tokens,
+                                          std::span<const int32_t> num_lookahead_tokens,
+                                          BatchResult& out);
+  // Admission of new requests: per request GetComputedBlocks, then AllocateSlots of
+  // num_new_tokens[i] tokens past the hits (empty span: the rest of the prompt), with
+  // full_sequence_must_fit as given. num_computed holds the hit tokens.
+  [[nodiscard]] Status AdmitBatch(std::span<const RequestId> requests,
+                                  std::span<const int32_t> num_new_tokens,
+                                  bool full_sequence_must_fit, BatchResult& out);
+  // Free of each request, in order.
+  [[nodiscard]] Status FreeBatch(std::span<const RequestId> requests);
+  // Appends counts[i] tokens (consecutive in `token_ids`) to requests[i]; counts empty: one
+  // token each.
+  [[nodiscard]] Status AppendTokensBatch(std::span<const RequestId> requests,
+                                         std::span<const int32_t> token_ids,
+                                         std::span<const int32_t> counts);
+
   // Releases every block of the request (reverse order, so chain tails are evicted first) and
   // forgets it.
   void Free(RequestId request);
+  // Preemption: releases the request's blocks like Free but keeps its tokens and hashes; its
+  // computed count drops to 0 and its next lookups count as a resumed request's.
+  void Preempt(RequestId request);
   // Starts a scheduler step (recurrent blocks cached in the previous step become hit-able).
   void NewStep();
+
+  // vLLM's remove_skipped_blocks on its own: releases blocks no longer needed once
+  // `total_computed_tokens` are computed (outside the window, older recurrent states).
+  void RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens);
+  // Caches the request's full blocks up to `num_computed_tokens` (after delay_cache_blocks).
+  void CacheBlocks(RequestId request, TokenCount num_computed_tokens);
+  // Drops the prefix-cache entries of these blocks (a connector evicted their content).
+  void EvictBlocks(std::span<const BlockId> blocks);
+  // Per group: leading blocks of `request`'s row shared by every request holding blocks
+  // (cascade attention); 0 for groups other than full attention.
+  void GetNumCommonPrefixBlocks(RequestId request, std::vector<int64_t>& out) const;
+  // Fresh attention block ids allocated since the last call (record_new_block_ids).
+  std::vector<BlockId> TakeNewBlockIds();
+  // Events recorded since the last call (enable_kv_cache_events).
+  std::vector<KVCacheEvent> TakeEvents();
+  // Statistics since the last call, or nothing when log_stats is off.
+  std::optional<PrefixCacheStats> MakePrefixCacheStats();
+  // The scheduler block size: the LCM of the groups' manager block sizes.
+  int64_t scheduler_block_size() const;
+  int64_t hash_block_size() const;
+  int64_t max_model_len() const;
+  int64_t num_preemptions(RequestId request) const;
 
   // The request's row in `group`.
   std::span<const BlockId> BlockIds(RequestId request, GroupId group) const;
@@ -130,12 +281,36 @@ class KVCacheManager {
 
  private:
   friend class KVCacheManagerPeer;
+  friend class KVCacheInspector;
   explicit KVCacheManager(std::unique_ptr<Impl> impl);
+  bool AllocateSlotsAt(RequestState& st, const SlotRequest& step);
+  RowUpdate LastUpdateAt(const RequestState& st, GroupId group) const;
+  void AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const;
+  Status ResolveBatch(std::span<const RequestId> requests);
   // Off: every AllocateSlots runs the full per-group rules (tests compare the two).
   void SetQuietPathEnabled(bool enabled);
   // Whether the pool holds `block` in the prefix cache.
   bool BlockIsCached(BlockId block) const;
   std::unique_ptr<Impl> impl_;
+};
+
+// A read-only view into a manager for tests and debugging: the pool's free queue, ref counts
+// and hashes, hash lookups, the null block and a request's block hashes.
+class KVCacheInspector {
+ public:
+  explicit KVCacheInspector(const KVCacheManager& manager) : manager_(manager) {}
+  // Free blocks from the head (allocated next; cached ones evicted then) to the tail.
+  std::vector<BlockId> FreeQueue() const;
+  int32_t RefCount(BlockId block) const;
+  // The (hash, group) the block is cached under, if any.
+  std::optional<std::pair<BlockHash, GroupId>> CachedAs(BlockId block) const;
+  std::optional<BlockId> Lookup(const BlockHash& hash, GroupId group) const;
+  BlockId null_block() const { return kNullBlock; }
+  // The request's hashes, one per full hash block.
+  std::span<const BlockHash> RequestBlockHashes(RequestId request) const;
+
+ private:
+  const KVCacheManager& manager_;
 };
 
 }  // namespace kvtopo

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,28 +39,58 @@ struct CacheOptions {
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // --kv-cache-dtype
   int64_t max_num_seqs = 256;                         // --max-num-seqs
   int64_t max_num_batched_tokens = 8192;              // --max-num-batched-tokens
-  bool enable_prefix_caching = true;                  // --[no-]enable-prefix-caching
-  std::optional<RecurrentMode> mamba_cache_mode;      // --mamba-cache-mode; unset: by caching
-  int64_t mamba_block_size = 0;                       // --mamba-block-size; 0: derived
-  std::string attention_backend;  // --attention-backend; empty: the model's default
-  int64_t prefix_match_unit = 0;  // hash block override; 0: GCD of group blocks
+  // --[no-]async-scheduling: two batches in flight, so windowed caches hold two steps' tokens.
+  bool async_scheduling = true;
+  int64_t num_gpu_blocks_override = 0;  // --num-gpu-blocks-override; 0: memory // bytes per block
+  int64_t kv_group_size = 0;  // --kv-group-size / VLLM_K3_KV_GROUP_SIZE; 0: the min-bucket rule
+  bool enable_prefix_caching = true;              // --[no-]enable-prefix-caching
+  std::optional<RecurrentMode> mamba_cache_mode;  // --mamba-cache-mode; unset: by caching
+  int64_t mamba_block_size = 0;                   // --mamba-block-size; 0: derived
+  std::string attention_backend;                  // --attention-backend; empty: the model's default
+  int64_t prefix_match_unit = 0;                  // hash block override; 0: GCD of group blocks
+  // --mamba-cache-dtype / --mamba-ssm-cache-dtype: recurrent conv and GDN temporal state dtypes;
+  // auto: the model dtype (KDA's recurrent state is always float32).
+  KvCacheDtype mamba_cache_dtype = KvCacheDtype::kAuto;
+  KvCacheDtype mamba_ssm_cache_dtype = KvCacheDtype::kAuto;
+
+  // Tokens scheduled but not yet settled: one batch, or two under async scheduling.
+  // Saturates instead of overflowing (windows are capped by --max-model-len anyway).
+  int64_t MaxInFlightTokens() const {
+    const int64_t batches = async_scheduling ? 2 : 1;
+    return max_num_batched_tokens > std::numeric_limits<int64_t>::max() / batches
+               ? std::numeric_limits<int64_t>::max()
+               : batches * max_num_batched_tokens;
+  }
 };
 
 // --speculative-config, after parsing (see ParseSpeculativeConfig).
 struct SpeculativeConfig {
-  std::string method;  // eagle, eagle3, mtp, dspark, dflash, draft_model, ngram
-  std::string model;   // a draft profile name or config path; empty: the target's default
+  // Canonical method: eagle, eagle3, mtp, dspark, dflash, draft_model, or one that keeps no
+  // draft KV cache (ngram, ngram_gpu, suffix, medusa, mlp_speculator). The per-model MTP names
+  // (deepseek_mtp, qwen3_next_mtp, ...) become mtp as in vLLM.
+  std::string method;
+  std::string model;  // a draft profile name, repo id or config path; empty: the default draft
   int64_t num_speculative_tokens = 0;
   // "auto", an upper-case backend name, or empty (inherit the target's backend).
   std::string draft_attention_backend;
   std::optional<KvCacheDtype> draft_kv_cache_dtype;  // unset: inherit --kv-cache-dtype
   int64_t dflash_draft_window_size = 0;              // 0: unbounded
+  // vLLM keys given that do not change the plan (e.g. draft_tensor_parallel_size), in order.
+  std::vector<std::string> not_planned_keys;
+
+  // Whether the method runs a draft model with a KV cache of its own (or in-model MTP layers).
+  bool HasDraftCache() const;
+  // Whether vLLM schedules asynchronously by default with this method (EAGLE-style, MTP, DSpark,
+  // DFlash, GPU n-gram).
+  bool AllowsAsyncScheduling() const;
 };
 
 struct LaunchConfig {
   std::string model;  // profile name, config.json path or a directory; empty: kimi-k3 default
   ParallelConfig parallel;
+  int64_t pipeline_parallel_size = 1;  // --pipeline-parallel-size; kvtopo plans one stage
   CacheOptions cache;
+  int64_t kv_cache_memory_bytes = 0;  // per rank; 0: kDefaultKvCacheMemoryBytes (plan.h)
   std::optional<SpeculativeConfig> speculative;
   bool shard_draft_flag = false;  // --shard-draft
   // The value of VLLM_DCP_SHARD_DRAFT in the environment, if set.
@@ -67,6 +98,8 @@ struct LaunchConfig {
   // VLLM_DSPARK_DRAFT_KV_WINDOW: > 0 bounds a DSpark draft's cache to a sliding window of this
   // many tokens (sliding-window MLA); 0 keeps the full draft cache.
   int64_t dspark_draft_kv_window = 0;
+  // `vllm serve` flags given that do not change the plan (reported, not used).
+  std::vector<std::string> not_planned_flags;
 };
 
 struct ModelCacheSpecs {

@@ -1,11 +1,23 @@
 // LaunchOptions: the launch as a user spells it (vLLM flag names, text values, "not given"
-// distinguished from defaults), and its one translation into a LaunchConfig. The CLI's flags and
-// the Python module's keyword options both fill a LaunchOptions, so both mean the same thing.
+// distinguished from defaults), and its one translation into a LaunchConfig.
+//
+// One table (LaunchOptionTable) names every option once: its long name (the Python keyword; the
+// CLI flag is the same with dashes), aliases, short flag, value type, the environment variable
+// the engine reads for it, and help. The CLI registers its flags from the table and the Python
+// module accepts exactly its keywords, so both fronts mean the same thing; a test checks the docs
+// against it. Flags of `vllm serve` that do not change the KV-cache plan are accepted by name and
+// reported as not used for planning (VllmFlagsNotPlanned).
+//
+// Thread safety: the tables are immutable; LaunchOptions is a value type.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/status.h"
@@ -13,28 +25,96 @@
 namespace kvtopo {
 
 struct LaunchOptions {
-  std::string model;  // empty: the seeds' default launch (DefaultLaunchConfig), options override
-  std::optional<int64_t> tensor_parallel_size;
-  std::optional<int64_t> decode_context_parallel_size;
-  std::optional<int64_t> prefill_context_parallel_size;
-  std::optional<int64_t> dcp_kv_cache_interleave_size;
-  std::optional<int64_t> block_size;
-  std::optional<int64_t> max_model_len;
-  std::optional<int64_t> max_num_seqs;
-  std::optional<int64_t> max_num_batched_tokens;
-  std::optional<int64_t> mamba_block_size;
-  std::optional<int64_t> prefix_match_unit;
-  std::optional<std::string> kv_cache_dtype;
-  std::optional<std::string> kv_cache_memory;  // bytes or a size with a unit ("12GiB")
-  std::optional<bool> enable_prefix_caching;
-  std::optional<std::string> mamba_cache_mode;
-  std::optional<std::string> attention_backend;
-  std::optional<std::string> speculative_config;  // JSON text
-  bool shard_draft = false;
-  std::optional<std::string> dcp_shard_draft_env;  // VLLM_DCP_SHARD_DRAFT, if set
+  // Empty: the default launch (DefaultLaunchConfig: the seeds' Kimi-K3 production launch), which
+  // the other options override. Else a profile name, a Hugging Face repo id a profile serves, a
+  // config.json path or a directory holding one; vLLM's defaults then apply.
+  std::string model;
+  std::optional<int64_t> tensor_parallel_size;           // -tp; default 1
+  std::optional<int64_t> pipeline_parallel_size;         // -pp; default 1 (only 1 is planned)
+  std::optional<int64_t> decode_context_parallel_size;   // -dcp N; default 1
+  std::optional<int64_t> prefill_context_parallel_size;  // -pcp; default 1
+  std::optional<int64_t> dcp_kv_cache_interleave_size;   // I; default 1
+  std::optional<int64_t> block_size;              // default: the target backend's cache block
+  std::optional<int64_t> max_model_len;           // default: max_position_embeddings
+  std::optional<int64_t> max_num_seqs;            // block-table rows; default 256
+  std::optional<int64_t> max_num_batched_tokens;  // default 8192
+  std::optional<bool> async_scheduling;      // default: on unless the speculative method forbids it
+  std::optional<int64_t> mamba_block_size;   // default: the attention block (align mode)
+  std::optional<int64_t> prefix_match_unit;  // default: GCD of the group blocks
+  std::optional<int64_t> num_gpu_blocks_override;    // default: memory // bytes per block
+  std::optional<int64_t> kv_group_size;              // VLLM_K3_KV_GROUP_SIZE; default: min bucket
+  std::optional<int64_t> dspark_draft_kv_window;     // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
+  std::optional<std::string> kv_cache_dtype;         // default "auto"
+  std::optional<std::string> kv_cache_memory;        // bytes or a size ("12GiB"); default 32 GiB
+  std::optional<bool> enable_prefix_caching;         // default on
+  std::optional<std::string> mamba_cache_mode;       // none, align, all; default align with caching
+  std::optional<std::string> mamba_cache_dtype;      // recurrent conv state; default auto
+  std::optional<std::string> mamba_ssm_cache_dtype;  // GDN temporal state; default auto
+  std::optional<std::string> attention_backend;      // default: the model's backend
+  std::optional<std::string> speculative_config;     // JSON text
+  std::optional<bool> shard_draft;                   // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
+  std::optional<std::string> dcp_shard_draft;        // VLLM_DCP_SHARD_DRAFT as the engine reads it
+  // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
+  std::vector<std::string> not_planned;
 };
 
-// Errors name the flag: a non-positive size, an unknown dtype or mode, a malformed speculative
+// How an option's value is written.
+enum class OptionValue {
+  kInt,     // an integer; vLLM's suffixes: k/m/g x1000, K/M/G x1024 ("64k" = 64,000)
+  kBytes,   // a byte count or a size with a unit: 1325000000, 12GiB, 12G (vLLM: x1024), 12g
+  kText,    // a name or a JSON document
+  kSwitch,  // on/off: --name and --no-name on the command line, True/False in Python
+};
+std::string_view OptionValueName(OptionValue value);
+
+using LaunchOptionField =
+    std::variant<std::optional<int64_t> LaunchOptions::*,
+                 std::optional<std::string> LaunchOptions::*, std::optional<bool> LaunchOptions::*>;
+
+struct LaunchOption {
+  std::string_view name;                  // underscore form: Python keyword, --name-with-dashes
+  std::vector<std::string_view> aliases;  // other long names, underscore form
+  std::string_view short_flag;            // "tp" for -tp; empty: none
+  OptionValue value = OptionValue::kInt;
+  std::string_view env;   // read when the option is not given; empty: none
+  std::string_view help;  // what it sets and its default
+  LaunchOptionField field;
+  int64_t min_value = 1;  // kInt/kBytes: the smallest value accepted
+};
+
+// Every launch option, in help order.
+const std::vector<LaunchOption>& LaunchOptionTable();
+// The option named `name` (its name or an alias, dashes or underscores, leading dashes
+// ignored); nullptr when none.
+const LaunchOption* FindLaunchOption(std::string_view name);
+
+// A value as a front end has it: CLI text, or a Python int, str or bool.
+using LaunchValue = std::variant<int64_t, std::string, bool>;
+// Sets `option` from `value`; `source` names where it came from for messages ("--max-model-len",
+// "max_model_len=", "VLLM_K3_KV_GROUP_SIZE"). Errors name the source, the value and the rule.
+Status SetLaunchOption(LaunchOptions& options, const LaunchOption& option, const LaunchValue& value,
+                       std::string_view source);
+// Fills every option not yet set from its environment variable, reading `getenv`.
+Status ApplyLaunchEnvironment(LaunchOptions& options,
+                              const std::function<const char*(const char*)>& getenv);
+
+// A `vllm serve` flag kvtopo accepts without using it for the plan.
+struct VllmFlag {
+  std::string name;          // "--gpu-memory-utilization", "-O"
+  bool takes_value = false;  // false: a switch (its "--no-" form is accepted too)
+  // It changes the engine's KV-cache plan in a way kvtopo does not model (a warning says so).
+  bool unmodelled = false;
+};
+// The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
+const std::vector<VllmFlag>& VllmFlagsNotPlanned();
+// The flag `token` names ("--port", "--port=8000", "--no-enforce-eager"), or nullptr.
+const VllmFlag* FindVllmFlagNotPlanned(std::string_view token);
+
+// docs/launch-options.md: the table as Markdown (CLI flag, Python keyword, aliases, value,
+// environment variable, help), and the `vllm serve` flags accepted without planning.
+std::string LaunchOptionsMarkdown();
+
+// Errors name the option: a non-positive size, an unknown dtype or mode, a malformed speculative
 // config.
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& options);
 // --kv-cache-memory in bytes; 0 when not given.

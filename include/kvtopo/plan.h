@@ -1,12 +1,15 @@
 // Plan: cache groups with one GroupGeometry each, the pool layout, capacity and diagnostics for
 // one launch. The planner is a pure function of the layer specs and the launch options.
 //
-// Pipeline (research/vllm_kv_cache.md §3, fork_and_models.md A.4):
-//   1. partition the layers by placement: DCP-replicated layers apart from the rest;
-//   2. per partition: hybrid attention + recurrent block alignment (§3.7), then grouping
-//      (uniform spec, uniform type, or same-spec buckets + page unification + strided split);
-//   3. promotion of replicated sliding-window draft blocks to the sharded target block (#520);
-//   4. geometry per group, pool layout, capacity in both pool modes, scheduler/hash blocks.
+// Pipeline (docs/planner.md; research/vllm_kv_cache.md §3, fork_and_models.md A.4):
+//   1. block sizes: hybrid attention + recurrent alignment over the target (§3.7), then the
+//      blocks backends pick for windowed drafts;
+//   2. partition the layers by placement (DCP-replicated apart from the rest) and group each
+//      partition (uniform spec, uniform type, or same-spec buckets + page unification + strided
+//      split, with an optional fixed group size);
+//   3. geometry per group, pool layout (stride = the largest group's sum of pages), capacity;
+//   4. promotion of replicated sliding-window blocks to the sharded groups' block (#520);
+//   5. scheduler/hash blocks and the enough-memory check.
 // Replicated and sharded groups are never unified, and a target page is never padded or
 // resized because of a draft. Thread safety: value types; PlanFromSpecs is pure.
 #pragma once
@@ -45,27 +48,33 @@ struct PlannedGroup {
   Role role = Role::kTarget;
   LayerSpec spec;  // the merged spec (block size and padding as planned); name = first layer
   std::vector<std::string> layers;
+  std::vector<LayerSpec> layer_specs;  // one per layer, as planned (block size, dtype, backend)
   // True when the layers differ in page size but share a type and a block size ("uniform type"):
   // one block id then holds one page of every layer, with the per-layer pages below.
   bool uniform_type = false;
-  std::vector<int64_t> layer_page_bytes;  // one per layer
+  std::vector<int64_t> layer_page_bytes;          // one per layer, as allocated (padded)
+  std::vector<int64_t> layer_natural_page_bytes;  // one per layer, before padding
   GroupGeometry geometry;
   int partition = 0;                    // 0: sharded / recurrent target side, 1: DCP-replicated
   int64_t natural_page_size_bytes = 0;  // before padding
   std::vector<std::string> backends;    // distinct attention backends of the layers
 };
 
-struct PoolTensor {
-  int64_t size_bytes = 0;
-  int64_t page_stride_bytes = 0;
-  std::vector<std::string> shared_by;
+// One group's pages inside every block: its layers' pages back to back from byte 0. Groups alias
+// the same bytes (a block id belongs to one group at a time), so a group smaller than the largest
+// leaves `bytes_per_block - bytes_used` of each of its blocks unused.
+struct PoolGroupRegion {
+  GroupId group{0};
+  std::vector<int64_t> offsets_bytes;  // per layer, in the group's layer order
+  int64_t bytes_used = 0;              // the sum of the group's layer pages
 };
 
+// One shared pool (vLLM's block-outermost layout): block b of the pool occupies bytes
+// [b * bytes_per_block, (b + 1) * bytes_per_block) of every rank's KV-cache memory.
 struct PoolLayout {
-  int64_t num_blocks = 0;       // including the null block
-  int64_t bytes_per_block = 0;  // all tensors' pages of one block id
-  int64_t page_stride_bytes = 0;
-  std::vector<PoolTensor> tensors;
+  int64_t num_blocks = 0;                // including the null block: memory // bytes_per_block
+  int64_t bytes_per_block = 0;           // the largest group's sum of page sizes (the pool stride)
+  std::vector<PoolGroupRegion> regions;  // one per group, in group order
 };
 
 struct Capacity {
@@ -135,12 +144,13 @@ namespace kvtopo {
 inline constexpr int64_t kDefaultKvCacheMemoryBytes = int64_t{32} << 30;
 
 // Builds the launch's cache specs (model layer), looks up its backends and plans it.
-// `kv_cache_memory_bytes` 0 means kDefaultKvCacheMemoryBytes, and the plan says so.
-Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes);
+// `kv_cache_memory_bytes` 0 means the launch's own budget (LaunchConfig::kv_cache_memory_bytes);
+// when that is 0 too, kDefaultKvCacheMemoryBytes, and the plan says so.
+Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes = 0);
 
 // The second half of PlanLaunch: looks up the backends `specs` name and plans them under the
 // launch's parallel and cache options (for specs built elsewhere, e.g. from a parsed config).
 Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& launch,
-                             int64_t kv_cache_memory_bytes);
+                             int64_t kv_cache_memory_bytes = 0);
 
 }  // namespace kvtopo

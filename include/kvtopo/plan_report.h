@@ -9,7 +9,7 @@
 
 namespace kvtopo {
 
-inline constexpr int kPlanJsonSchemaVersion = 1;
+inline constexpr int kPlanJsonSchemaVersion = 2;
 
 nlohmann::json PlanToJson(const Plan& plan);
 std::string FormatPlanTable(const Plan& plan);
@@ -17,5 +17,7 @@ std::string RenderPlanSvg(const Plan& plan);
 
 // "12.00 GiB", "58.6 KiB", "512 B".
 std::string FormatBytes(int64_t bytes);
+// "5,974,904", as the engine logs token counts.
+std::string GroupedThousands(int64_t value);
 
 }  // namespace kvtopo

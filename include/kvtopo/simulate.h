@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,10 @@ struct SimulateReport {
   double prefix_hit_rate = 0;
   std::vector<GroupReport> groups;
   std::vector<RankReport> ranks;
+  // Free pages (the null block excluded) after the last step's allocations, before finished
+  // requests release theirs; and the fewest after any step.
+  int64_t free_pages_after_last_step = 0;
+  int64_t min_free_pages = std::numeric_limits<int64_t>::max();
   int64_t invariant_checks = 0;
   int64_t invariant_violations = 0;
   std::string first_violation;

@@ -8,8 +8,11 @@
 // Formulas (bytes per page per layer per rank, B = block_size, H = num_kv_heads per rank):
 //   full attention / sliding window / chunked local: B * H * (head_size + head_size_v) * elem
 //     NVFP4: B * H * (fd(head_size) + fd(head_size_v)), fd(x) = x/2 + x/16
-//   MLA / sliding-window MLA: B * (H * head_size * elem + row_extra) (latent only, no factor 2)
-//     fp8_ds_mla: 656 B per token; nvfp4_ds_mla: 432 B per token; NVFP4: B * H * fd(head_size)
+//   MLA / sliding-window MLA: B * H * head_size * elem (latent only, no factor 2)
+//     fp8_ds_mla: latent fp8 + 16 B of scales + rope bf16 per token (656 B for 512 + 64, 528 B
+//     for a NoPE 512 latent); nvfp4_ds_mla: fp4 latent + fp8 scales per 16 + 16 B + rope bf16
+//     (432 B for 512 + 64); NVFP4: B * H * fd(head_size)
+//     then + B * page_tail_bytes_per_token (state kept after the rows, e.g. a pooled indexer key)
 //   per-token-head quant (fp8/int8): + 2 * B * H * 4 bytes of scales
 //   recurrent: sum over state tensors of prod(shape) * elem; independent of B
 //   page_size_padded, when set, replaces the computed size (it must not be smaller).
@@ -75,10 +78,11 @@ struct LayerSpec {
   int64_t sliding_window = 0;                        // windowed kinds
   int64_t attention_chunk_size = 0;                  // chunked local
   int64_t extra_retained_tokens = 0;  // kept behind a window (MTP, DFlash proof block)
-  // MLA only: bytes per token stored in the same row beside the latent, e.g. a sparse-indexer
-  // key fused into the row (GLM-5.3-Flash on B12X). Added to the row for every dtype but the
-  // fixed DeepSeek row formats (fp8_ds_mla, nvfp4_ds_mla), which have their own layout.
-  int64_t row_extra_bytes_per_token = 0;
+  int64_t mla_rope_dim = 0;  // MLA: the trailing RoPE part of head_size (bf16 in *_ds_mla rows)
+  // MLA only: bytes per token appended after the page's token rows, e.g. a sparse-indexer key
+  // pooled into the MLA page (GLM-5.3-Flash on B12X: 132 B / 4 = 33 B per token). Hybrid block
+  // alignment sizes blocks by the rows alone; the tail grows the page on top of that.
+  int64_t page_tail_bytes_per_token = 0;
 
   // Recurrent fields.
   std::vector<StateTensor> state;
@@ -87,6 +91,9 @@ struct LayerSpec {
 
   int64_t page_size_padded = 0;  // 0: none
   DcpLayout dcp;
+  // A windowed draft layer whose block its attention backend picks at planning time: the largest
+  // kernel block that divides the target's block and whose page fits the target's page.
+  bool backend_selects_block = false;
   // The backend re-computes the last cached block (EAGLE-style "volatile last block").
   bool volatile_last_block = false;
   bool causal = true;
@@ -101,6 +108,8 @@ Result<int64_t> PageSizeBytes(const LayerSpec& spec);
 
 // Bytes per token of an attention page (the page of a 1-token block); 0 for recurrent.
 Result<int64_t> AttentionBytesPerToken(const LayerSpec& spec);
+// The same without the page tail: the token record hybrid block alignment sizes blocks by.
+Result<int64_t> AttentionRecordBytesPerToken(const LayerSpec& spec);
 
 // What bounds one request's pages on one rank.
 struct RequestBounds {

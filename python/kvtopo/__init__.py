@@ -23,11 +23,13 @@ from ._kvtopo import (  # noqa: F401
     Diagnostic,
     Group,
     GroupGeometry,
+    KVCacheInspector,
     KVCacheManager,
     Plan,
     PoolLayout,
     Promotion,
     RejectedError,
+    StepResult,
     __version__,
     check,
     fill_local_seq_lens,
@@ -43,6 +45,13 @@ from ._kvtopo import (  # noqa: F401
 )
 
 
+def int_buffer(values, int64=False):
+    """An int32 (or int64) array.array of `values`: an input buffer the batched calls read
+    without copying, for an engine to keep between steps."""
+    import array
+    return array.array("q" if int64 else "i", values)
+
+
 def local_seq_lens(geometry, rank, seq_lens, num_rows=None):
     """Rank-local lengths of `seq_lens` for `geometry`'s group on `rank` (int32 memoryview)."""
     num_shards = geometry.dcp_shard_count if geometry.interleaved_slots else 1
@@ -52,7 +61,7 @@ def local_seq_lens(geometry, rank, seq_lens, num_rows=None):
 
 __all__ = [
     "BlockTable", "Capacity", "CheckResult", "ComputedBlocks", "Diagnostic", "Group",
-    "GroupGeometry", "KVCacheManager", "Plan", "PoolLayout", "Promotion", "RejectedError",
+    "GroupGeometry", "KVCacheInspector", "KVCacheManager", "StepResult", "int_buffer", "Plan", "PoolLayout", "Promotion", "RejectedError",
     "check", "fill_local_seq_lens", "holds_position", "local_seq_len", "local_seq_len_of_slice",
     "local_seq_lens", "option_names", "owner_slice", "parse_byte_size", "plan", "profiles",
     "slot_mapping", "__version__",

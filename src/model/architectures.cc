@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -20,14 +21,18 @@ std::string LayerName(int64_t i, const char* suffix) {
 }
 
 // MLA latent row: kv_lora_rank + qk_rope_head_dim (rope 0 for NoPE models).
-Result<int64_t> MlaHeadSize(const ConfigReader& r) {
+struct MlaRow {
+  int64_t head_size = 0;
+  int64_t rope_dim = 0;
+};
+Result<MlaRow> ReadMlaRow(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(int64_t lora, r.Int("kv_lora_rank"));
   KVTOPO_ASSIGN_OR_RETURN(int64_t rope, r.Int("qk_rope_head_dim"));
   if (lora <= 0) return r.Invalid("kv_lora_rank", fmt::format("must be positive, got {}", lora));
   if (rope < 0) {
     return r.Invalid("qk_rope_head_dim", fmt::format("must not be negative, got {}", rope));
   }
-  return lora + rope;
+  return MlaRow{lora + rope, rope};
 }
 
 Result<int64_t> Positive(const ConfigReader& r, std::string_view key) {
@@ -43,17 +48,28 @@ Result<int64_t> IndexerHeadSize(const ConfigReader& r) {
   return dim + 4;
 }
 
-// `fuse_indexer`: the indexer key lives in the MLA row (GLM-5.3-Flash's B12X layout: a 528-byte
-// NoPE record and the 128-byte key in one 656-byte fp8_ds_mla row) rather than in a cache of
+// A pooled indexer key kept after the MLA page's rows: the key row pooled index_kpool tokens to
+// one (GLM-5.3-Flash: 132 B / 4 = 33 B per token).
+Result<int64_t> PooledIndexerTail(const ConfigReader& r, int64_t indexer_head) {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t kpool, r.IntOr("index_kpool", 1));
+  if (kpool <= 0 || kpool > indexer_head) {
+    return r.Invalid("index_kpool",
+                     fmt::format("must lie in [1, {}], got {}", indexer_head, kpool));
+  }
+  return indexer_head / kpool;
+}
+
+// `indexer_tail` > 0: the indexer key lives after the MLA page's rows rather than in a cache of
 // its own, so the layer's single page holds both.
-void AddMla(ModelDescription& m, int64_t i, int64_t head, int64_t indexer_head, bool mtp,
-            bool fuse_indexer = false) {
+void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bool mtp,
+            int64_t indexer_tail = 0) {
   m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
                               .type = LayerType::kMla,
                               .mtp = mtp,
-                              .head_size = head,
-                              .fused_indexer_bytes = fuse_indexer ? indexer_head : 0});
-  if (indexer_head > 0 && !fuse_indexer) {
+                              .head_size = row.head_size,
+                              .mla_rope_dim = row.rope_dim,
+                              .page_tail_bytes_per_token = indexer_tail});
+  if (indexer_head > 0 && indexer_tail == 0) {
     m.layers.push_back(RawLayer{.name = LayerName(i, "indexer"),
                                 .type = LayerType::kIndexer,
                                 .mtp = mtp,
@@ -73,7 +89,7 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
                        ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t head, MlaHeadSize(r));
+  KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r));
   int64_t indexer = 0;
   if (with_indexer) {
     KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
@@ -87,15 +103,16 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
   return Status::Ok();
 }
 
-// Kimi-Linear / Kimi-K3 (and GLM-5.3-Flash, whose indexer key is fused into the MLA row): MLA
+// Kimi-Linear / Kimi-K3 (and GLM-5.3-Flash, whose pooled indexer key rides in the MLA page): MLA
 // at linear_attn_config.full_attn_layers (1-based), KDA everywhere else.
 Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t head, MlaHeadSize(r));
-  int64_t indexer = 0;
+  KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r));
+  int64_t indexer = 0, tail = 0;
   if (with_indexer) {
     KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
+    KVTOPO_ASSIGN_OR_RETURN(tail, PooledIndexerTail(r, indexer));
   }
   KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, r.IntOr("num_nextn_predict_layers", 0));
   if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
@@ -116,13 +133,13 @@ Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription
   KVTOPO_ASSIGN_OR_RETURN(kda.conv_kernel, Positive(lin, "short_conv_kernel_size"));
   for (int64_t i = 0; i < n; ++i) {
     if (full_set.count(i)) {
-      AddMla(m, i, head, indexer, false, with_indexer);
+      AddMla(m, i, head, indexer, false, tail);
     } else {
       m.layers.push_back(
           RawLayer{.name = LayerName(i, "self_attn"), .type = LayerType::kKda, .kda = kda});
     }
   }
-  for (int64_t i = n; i < n + mtp; ++i) AddMla(m, i, head, indexer, true, with_indexer);
+  for (int64_t i = n; i < n + mtp; ++i) AddMla(m, i, head, indexer, true, tail);
   return Status::Ok();
 }
 
@@ -167,6 +184,14 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
       m.layers.push_back(
           RawLayer{.name = LayerName(i, "linear_attn"), .type = LayerType::kGdn, .gdn = gdn});
     }
+  }
+  // MTP modules (qwen3_next_mtp): full attention layers after the trunk.
+  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, r.IntOr("num_nextn_predict_layers", 0));
+  if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
+  for (int64_t i = h.num_layers; i < h.num_layers + mtp; ++i) {
+    RawLayer layer = KvAttentionLayer(i, m, h.head_size, 0);
+    layer.mtp = true;
+    m.layers.push_back(std::move(layer));
   }
   return Status::Ok();
 }
@@ -223,8 +248,12 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
     return k.Invalid("kind", fmt::format("is '{}'; accepted: target, draft", m.kind));
   }
   KVTOPO_ASSIGN_OR_RETURN(m.default_backend, k.StringOr("default_backend", ""));
-  KVTOPO_ASSIGN_OR_RETURN(m.block_size, k.IntOr("block_size", 0));
-  if (m.block_size < 0) return k.Invalid("block_size", "must not be negative");
+  if (k.Has("kv_cache_dtype")) {
+    KVTOPO_ASSIGN_OR_RETURN(std::string dtype, k.String("kv_cache_dtype"));
+    Result<KvCacheDtype> parsed = ParseKvCacheDtype(dtype);
+    if (!parsed.ok()) return k.Invalid("kv_cache_dtype", parsed.status().message());
+    m.kv_cache_dtype = *parsed;
+  }
   KVTOPO_ASSIGN_OR_RETURN(m.method, k.StringOr("method", ""));
   if (k.Has("causal")) {
     KVTOPO_ASSIGN_OR_RETURN(bool causal, k.BoolOr("causal", true));
@@ -330,10 +359,48 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   return m;
 }
 
+namespace {
+
+bool IsModelProfile(std::string_view stem) { return stem != "backends" && stem != "vllm-flags"; }
+
+std::string Lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The embedded profile that serves a Hugging Face repo id ("moonshotai/Kimi-K3", optionally
+// with "@revision"), from the profiles' kvtopo.hf_repos lists; case-insensitive.
+Result<std::optional<LoadedConfig>> ProfileForRepo(const std::string& model) {
+  const std::string repo = Lowered(model.substr(0, model.find('@')));
+  if (repo.find('/') == std::string::npos) return std::optional<LoadedConfig>();
+  for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
+    if (!IsModelProfile(f.stem)) continue;
+    const std::string file = fmt::format("profiles/{}.json", f.stem);
+    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
+                            ParseJsonText(f.content, fmt::format("config.json '{}'", file)));
+    const nlohmann::json* repos = nullptr;
+    if (j.contains("kvtopo") && j["kvtopo"].is_object() && j["kvtopo"].contains("hf_repos")) {
+      repos = &j["kvtopo"]["hf_repos"];
+    }
+    if (repos == nullptr || !repos->is_array()) continue;
+    for (const nlohmann::json& r : *repos) {
+      if (r.is_string() && Lowered(r.get<std::string>()) == repo) {
+        return std::optional<LoadedConfig>(LoadedConfig{std::move(j), file, std::string(f.stem)});
+      }
+    }
+  }
+  return std::optional<LoadedConfig>();
+}
+
+}  // namespace
+
+bool IsModelProfileFile(std::string_view stem) { return IsModelProfile(stem); }
+
 Result<LoadedConfig> LoadModelConfig(const std::string& model) {
   std::string accepted;
   for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
-    if (f.stem == "backends") continue;
+    if (!IsModelProfile(f.stem)) continue;
     if (f.stem == model) {
       std::string file = fmt::format("profiles/{}.json", f.stem);
       KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
@@ -346,9 +413,12 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model) {
   std::filesystem::path path(model);
   if (std::filesystem::is_directory(path, ec)) path /= "config.json";
   if (!std::filesystem::is_regular_file(path, ec)) {
+    KVTOPO_ASSIGN_OR_RETURN(std::optional<LoadedConfig> served, ProfileForRepo(model));
+    if (served) return std::move(*served);
     return NotFound(fmt::format(
-        "model '{}' is neither an embedded profile ({}) nor a config.json file or a directory "
-        "holding one; pass an embedded profile name (kvtopo profiles) or a path as MODEL",
+        "model '{}' is neither an embedded profile ({}), a Hugging Face repo id a profile "
+        "serves (kvtopo profiles), nor a config.json file or a directory holding one; pass one "
+        "of those as MODEL",
         model, accepted));
   }
   std::ifstream in(path, std::ios::binary);

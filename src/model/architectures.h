@@ -33,8 +33,10 @@ struct RawLayer {
   int64_t head_size = 0;
   int64_t head_size_v = 0;
   int64_t sliding_window = 0;
-  // MLA: a sparse-indexer key kept in the MLA row instead of a cache of its own (bytes/token).
-  int64_t fused_indexer_bytes = 0;
+  int64_t mla_rope_dim = 0;  // MLA: qk_rope_head_dim, the RoPE part of head_size
+  // MLA: a sparse-indexer key kept after the MLA page's rows instead of in a cache of its own
+  // (bytes per token, after pooling).
+  int64_t page_tail_bytes_per_token = 0;
   KdaDims kda;
   GdnDims gdn;
 };
@@ -51,7 +53,9 @@ struct ModelDescription {
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind
   std::vector<std::pair<std::string, std::string>> default_drafts;  // method -> profile
-  int64_t block_size = 0;      // a draft's own backend-selected block size; 0: none
+  // A draft's serving default for its KV cache dtype, used when the speculative config sets no
+  // draft_kv_cache_dtype; unset: the target's --kv-cache-dtype.
+  std::optional<KvCacheDtype> kv_cache_dtype;
   std::string method;          // drafts: the speculative method it implements
   std::optional<bool> causal;  // drafts: attention causality; unset: by method
 };
@@ -67,7 +71,10 @@ struct LoadedConfig {
   std::string file;  // "profiles/<stem>.json" for embedded profiles, else the path read
   std::string name;  // the profile name, or the path as given
 };
-// Resolves an embedded profile name, a config.json path or a directory holding one.
+// Resolves an embedded profile name, a config.json path or a directory holding one, or a
+// Hugging Face repo id an embedded profile serves.
 Result<LoadedConfig> LoadModelConfig(const std::string& model);
+// Whether an embedded file under profiles/ is a model profile (not a registry).
+bool IsModelProfileFile(std::string_view stem);
 
 }  // namespace kvtopo::internal

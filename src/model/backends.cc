@@ -36,6 +36,18 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     return r.IllTyped("kernel_block_sizes", "a list of integers or \"multiple of x\" strings");
   }
   KVTOPO_ASSIGN_OR_RETURN(b.preferred_block_size, r.Int("preferred_block_size"));
+  if (r.Has("kv_cache_dtype_canonical")) {
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader canonical, r.Object("kv_cache_dtype_canonical"));
+    for (const auto& [requested, value] : canonical.json().items()) {
+      KVTOPO_ASSIGN_OR_RETURN(std::string stored, canonical.String(requested));
+      Result<KvCacheDtype> from = ParseKvCacheDtype(requested);
+      Result<KvCacheDtype> to = ParseKvCacheDtype(stored);
+      if (!from.ok() || !to.ok()) {
+        return canonical.Invalid(requested, "maps a cache dtype name to a cache dtype name");
+      }
+      b.kv_cache_dtype_canonical.emplace_back(*from, *to);
+    }
+  }
   KVTOPO_ASSIGN_OR_RETURN(b.returns_lse, r.BoolOr("returns_lse", false));
   KVTOPO_ASSIGN_OR_RETURN(b.owns_dcp_collectives, r.BoolOr("owns_dcp_collectives", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_non_causal, r.BoolOr("supports_non_causal", false));
@@ -99,6 +111,13 @@ int64_t BackendCaps::MinKernelBlockSize() const {
   int64_t m = kernel_block_multiple;
   for (int64_t k : kernel_block_sizes) m = m ? std::min(m, k) : k;
   return m;
+}
+
+KvCacheDtype BackendCaps::StoredKvCacheDtype(KvCacheDtype requested) const {
+  for (const auto& [from, to] : kv_cache_dtype_canonical) {
+    if (from == requested) return to;
+  }
+  return requested;
 }
 
 Result<std::vector<BackendCaps>> ListBackends() { return Registry(); }

@@ -1,37 +1,418 @@
+// The launch-option table, its parsers, and the one translation of LaunchOptions into a
+// LaunchConfig (docs/launch-options.md is generated from the table).
 #include "kvtopo/launch_options.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
 #include <utility>
 
+#include "internal/checked_math.h"
 #include "kvtopo/model.h"
 #include "kvtopo/units.h"
+#include "model/config_reader.h"
+#include "model/embedded_profiles.h"
 
 namespace kvtopo {
+namespace {
+
+using LO = LaunchOptions;
+
+std::string Underscored(std::string_view name) {
+  while (!name.empty() && name.front() == '-') name.remove_prefix(1);
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+}  // namespace
+
+std::string_view OptionValueName(OptionValue value) {
+  switch (value) {
+    case OptionValue::kInt:
+      return "integer";
+    case OptionValue::kBytes:
+      return "bytes";
+    case OptionValue::kText:
+      return "text";
+    case OptionValue::kSwitch:
+      return "switch";
+  }
+  return "?";
+}
+
+const std::vector<LaunchOption>& LaunchOptionTable() {
+  using V = OptionValue;
+  static const std::vector<LaunchOption> kTable = {
+      {"tensor_parallel_size",
+       {},
+       "tp",
+       V::kInt,
+       "",
+       "TP size; default 1",
+       &LO::tensor_parallel_size},
+      {"pipeline_parallel_size",
+       {},
+       "pp",
+       V::kInt,
+       "",
+       "PP size; default 1 (kvtopo plans one pipeline stage)",
+       &LO::pipeline_parallel_size},
+      {"decode_context_parallel_size",
+       {},
+       "dcp",
+       V::kInt,
+       "",
+       "DCP size N: ranks of a TP group that split token positions; default 1",
+       &LO::decode_context_parallel_size},
+      {"prefill_context_parallel_size",
+       {},
+       "pcp",
+       V::kInt,
+       "",
+       "PCP size; default 1",
+       &LO::prefill_context_parallel_size},
+      {"dcp_kv_cache_interleave_size",
+       {"cp_kv_cache_interleave_size"},
+       "",
+       V::kInt,
+       "",
+       "DCP interleave I: consecutive tokens a rank holds before the next; default 1",
+       &LO::dcp_kv_cache_interleave_size},
+      {"block_size",
+       {},
+       "",
+       V::kInt,
+       "",
+       "tokens per physical page on one rank; default: the target backend's cache block",
+       &LO::block_size},
+      {"max_model_len",
+       {},
+       "",
+       V::kInt,
+       "",
+       "longest request in tokens (64k = 64,000; 64K = 65,536); default: "
+       "max_position_embeddings",
+       &LO::max_model_len},
+      {"kv_cache_dtype",
+       {},
+       "",
+       V::kText,
+       "",
+       "auto, bfloat16, fp8, fp8_e4m3, fp8_ds_mla, nvfp4, ...; default auto",
+       &LO::kv_cache_dtype},
+      {"kv_cache_memory",
+       {"kv_cache_memory_bytes"},
+       "",
+       V::kBytes,
+       "",
+       "KV-cache bytes per rank: 1325000000, 12GiB, 12G (x1024), 12g (x1000); default 32 GiB",
+       &LO::kv_cache_memory},
+      {"num_gpu_blocks_override",
+       {},
+       "",
+       V::kInt,
+       "",
+       "pool blocks instead of memory // bytes per block",
+       &LO::num_gpu_blocks_override},
+      {"max_num_seqs",
+       {},
+       "",
+       V::kInt,
+       "",
+       "block-table rows per group; default 256",
+       &LO::max_num_seqs},
+      {"max_num_batched_tokens",
+       {},
+       "",
+       V::kInt,
+       "",
+       "tokens scheduled per step (bounds sliding windows); default 8192",
+       &LO::max_num_batched_tokens},
+      {"async_scheduling",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "two batches in flight (windows hold twice the batched tokens); default on unless the "
+       "speculative method rules it out",
+       &LO::async_scheduling},
+      {"enable_prefix_caching",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "prefix caching; default on",
+       &LO::enable_prefix_caching},
+      {"mamba_cache_mode",
+       {},
+       "",
+       V::kText,
+       "",
+       "recurrent cache mode: none, align, all; default align (none without prefix caching)",
+       &LO::mamba_cache_mode},
+      {"mamba_block_size",
+       {},
+       "",
+       V::kInt,
+       "",
+       "tokens per recurrent checkpoint; default: the attention block",
+       &LO::mamba_block_size},
+      {"mamba_cache_dtype",
+       {},
+       "",
+       V::kText,
+       "",
+       "recurrent conv-state dtype: auto, bfloat16, float16, float32; default auto",
+       &LO::mamba_cache_dtype},
+      {"mamba_ssm_cache_dtype",
+       {},
+       "",
+       V::kText,
+       "",
+       "GDN temporal-state dtype: auto, bfloat16, float16, float32; default auto",
+       &LO::mamba_ssm_cache_dtype},
+      {"attention_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "target attention backend (kvtopo profiles); default: the model's",
+       &LO::attention_backend},
+      {"speculative_config",
+       {},
+       "",
+       V::kText,
+       "",
+       "JSON: method, model, num_speculative_tokens, draft_attention_backend, attention_backend, "
+       "draft_kv_cache_dtype, dflash_draft_window_size; also --speculative-config.KEY VALUE",
+       &LO::speculative_config},
+      {"shard_draft",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "shard the draft cache under DCP, as VLLM_DCP_SHARD_DRAFT=1",
+       &LO::shard_draft},
+      {"dcp_shard_draft",
+       {},
+       "",
+       V::kText,
+       "VLLM_DCP_SHARD_DRAFT",
+       "draft-cache sharding under DCP as the engine reads it: 1/true/yes shard, 0/false/no "
+       "replicate; unset: by draft (external non-causal drafts replicate, MTP shards)",
+       &LO::dcp_shard_draft},
+      {"kv_group_size",
+       {},
+       "",
+       V::kInt,
+       "VLLM_K3_KV_GROUP_SIZE",
+       "layers per KV-cache group instead of the min-bucket rule",
+       &LO::kv_group_size},
+      {"dspark_draft_kv_window",
+       {},
+       "",
+       V::kInt,
+       "VLLM_DSPARK_DRAFT_KV_WINDOW",
+       "DSpark draft cache window in tokens (sliding-window MLA); 0: the full draft cache",
+       &LO::dspark_draft_kv_window,
+       0},
+      {"prefix_match_unit",
+       {},
+       "",
+       V::kInt,
+       "",
+       "hash block in tokens (must divide every group block); default: GCD of group blocks",
+       &LO::prefix_match_unit},
+  };
+  return kTable;
+}
+
+const LaunchOption* FindLaunchOption(std::string_view name) {
+  const std::string key = Underscored(name);
+  for (const LaunchOption& o : LaunchOptionTable()) {
+    if (o.name == key || (!o.short_flag.empty() && o.short_flag == key)) return &o;
+    if (std::find(o.aliases.begin(), o.aliases.end(), key) != o.aliases.end()) return &o;
+  }
+  return nullptr;
+}
+
+Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const LaunchValue& value,
+                       std::string_view source) {
+  auto type_error = [&](std::string_view expected) {
+    return InvalidArgument(fmt::format("{} takes {}", source, expected));
+  };
+  return std::visit(
+      [&](auto member) -> Status {
+        using Field = std::remove_reference_t<decltype(o.*member)>;
+        if constexpr (std::is_same_v<Field, std::optional<bool>>) {
+          if (const bool* b = std::get_if<bool>(&value)) {
+            o.*member = *b;
+            return Status::Ok();
+          }
+          if (const std::string* text = std::get_if<std::string>(&value)) {
+            std::string lower = *text;
+            for (char& c : lower)
+              c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (lower == "1" || lower == "true" || lower == "yes") {
+              o.*member = true;
+              return Status::Ok();
+            }
+            if (lower == "0" || lower == "false" || lower == "no") {
+              o.*member = false;
+              return Status::Ok();
+            }
+            return InvalidArgument(
+                fmt::format("{} is a switch; '{}' is neither true nor false", source, *text));
+          }
+          return type_error("True or False");
+        } else if constexpr (std::is_same_v<Field, std::optional<std::string>>) {
+          if (option.value == OptionValue::kBytes) {
+            if (const int64_t* n = std::get_if<int64_t>(&value)) {
+              if (*n < option.min_value) {
+                return InvalidArgument(fmt::format("{} must be at least {} bytes, got {}", source,
+                                                   option.min_value, *n));
+              }
+              o.*member = std::to_string(*n);
+              return Status::Ok();
+            }
+          }
+          const std::string* text = std::get_if<std::string>(&value);
+          if (text == nullptr) return type_error("a string");
+          if (option.value == OptionValue::kBytes) {
+            Result<int64_t> bytes = ParseByteSize(*text);
+            if (!bytes.ok()) {
+              return InvalidArgument(fmt::format("{}: {}", source, bytes.status().message()));
+            }
+            if (*bytes < option.min_value) {
+              return InvalidArgument(fmt::format("{} must be at least {} bytes, got '{}'", source,
+                                                 option.min_value, *text));
+            }
+          }
+          o.*member = *text;
+          return Status::Ok();
+        } else {
+          int64_t n = 0;
+          if (const int64_t* v = std::get_if<int64_t>(&value)) {
+            n = *v;
+          } else if (const std::string* text = std::get_if<std::string>(&value)) {
+            KVTOPO_ASSIGN_OR_RETURN(n, ParseHumanInt(*text, source));
+          } else {
+            return type_error("an integer");
+          }
+          if (n < option.min_value) {
+            return InvalidArgument(fmt::format("{} must be {}, got {}", source,
+                                               option.min_value == 1 ? "positive" : "0 or positive",
+                                               n));
+          }
+          o.*member = n;
+          return Status::Ok();
+        }
+      },
+      option.field);
+}
+
+Status ApplyLaunchEnvironment(LaunchOptions& o,
+                              const std::function<const char*(const char*)>& getenv) {
+  for (const LaunchOption& option : LaunchOptionTable()) {
+    if (option.env.empty()) continue;
+    const bool given =
+        std::visit([&](auto member) { return (o.*member).has_value(); }, option.field);
+    if (given) continue;
+    const std::string env(option.env);
+    if (const char* value = getenv(env.c_str())) {
+      KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, std::string(value), env));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+const std::vector<VllmFlag>& Flags() {
+  static const std::vector<VllmFlag> kFlags = [] {
+    std::vector<VllmFlag> r;
+    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+      if (f.stem != "vllm-flags") continue;
+      // The file is checked in and embedded at build time; a malformed copy is a build defect
+      // that the registry tests catch, so it yields an empty list rather than a user error.
+      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
+      if (!j.ok() || !j->contains("flags")) break;
+      for (const nlohmann::json& e : (*j)["flags"]) {
+        r.push_back({e.value("name", ""), e.value("value", false), e.value("unmodelled", false)});
+      }
+    }
+    return r;
+  }();
+  return kFlags;
+}
+
+}  // namespace
+
+const std::vector<VllmFlag>& VllmFlagsNotPlanned() { return Flags(); }
+
+const VllmFlag* FindVllmFlagNotPlanned(std::string_view token) {
+  std::string name(token.substr(0, token.find('=')));
+  if (name.size() > 2 && name.starts_with("-O") && name[2] != '-') name = "-O";  // -O3
+  std::replace(name.begin() + std::min<size_t>(2, name.size()), name.end(), '_', '-');
+  for (const VllmFlag& f : VllmFlagsNotPlanned()) {
+    if (f.name == name) return &f;
+    if (!f.takes_value && name.starts_with("--no-") && f.name == "--" + name.substr(5)) return &f;
+  }
+  return nullptr;
+}
+
+std::string LaunchOptionsMarkdown() {
+  auto flag = [](std::string_view name) {
+    std::string out(name);
+    std::replace(out.begin(), out.end(), '_', '-');
+    return "--" + out;
+  };
+  std::string md =
+      "# Launch options\n\n"
+      "Generated from the launch-option table (`LaunchOptionTable`, src/model/launch_options.cc) "
+      "by `kvtopo options --markdown`; a test keeps this page equal to it. Every option is a "
+      "flag of `kvtopo plan`, `check`, `slots`, `simulate` and `verify` and a keyword of "
+      "`kvtopo.plan()` / `kvtopo.check()`. Integers take vLLM's suffixes (k/m/g x1000, K/M/G "
+      "x1024); switches take `--no-NAME` on the command line and `True`/`False` in Python.\n\n"
+      "| flag | Python keyword | also | value | environment | meaning |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const LaunchOption& o : LaunchOptionTable()) {
+    std::string also;
+    if (!o.short_flag.empty()) also += fmt::format("`-{}`", o.short_flag);
+    for (std::string_view alias : o.aliases) {
+      also += fmt::format("{}`{}`", also.empty() ? "" : ", ", flag(alias));
+    }
+    if (o.value == OptionValue::kSwitch) {
+      also += fmt::format("{}`{}`", also.empty() ? "" : ", ", flag("no_" + std::string(o.name)));
+    }
+    md += fmt::format("| `{}` | `{}` | {} | {} | {} | {} |\n", flag(o.name), o.name, also,
+                      OptionValueName(o.value), o.env.empty() ? "" : fmt::format("`{}`", o.env),
+                      o.help);
+  }
+  md +=
+      "\n## `vllm serve` flags accepted without planning\n\n"
+      "Accepted on the command line and listed in the plan's `not-used-for-planning` info "
+      "diagnostic; those marked *unmodelled* change the engine's plan in ways kvtopo does not "
+      "model and raise the `not-modelled` warning instead (profiles/vllm-flags.json).\n\n";
+  for (const VllmFlag& f : VllmFlagsNotPlanned()) {
+    md += fmt::format("- `{}`{}{}\n", f.name, f.takes_value ? " VALUE" : "",
+                      f.unmodelled ? " — *unmodelled*" : "");
+  }
+  return md;
+}
 
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   LaunchConfig c = o.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
   if (!o.model.empty()) c.model = o.model;
-  const std::pair<const char*, const std::optional<int64_t>*> sizes[] = {
-      {"--tensor-parallel-size", &o.tensor_parallel_size},
-      {"--decode-context-parallel-size", &o.decode_context_parallel_size},
-      {"--prefill-context-parallel-size", &o.prefill_context_parallel_size},
-      {"--dcp-kv-cache-interleave-size", &o.dcp_kv_cache_interleave_size},
-      {"--block-size", &o.block_size},
-      {"--max-model-len", &o.max_model_len},
-      {"--max-num-seqs", &o.max_num_seqs},
-      {"--max-num-batched-tokens", &o.max_num_batched_tokens},
-      {"--mamba-block-size", &o.mamba_block_size},
-      {"--prefix-match-unit", &o.prefix_match_unit}};
-  for (const auto& [flag, value] : sizes) {
-    if (value->has_value() && **value <= 0) {
-      return InvalidArgument(fmt::format("{} must be positive, got {}", flag, **value));
-    }
-  }
   auto set = [](const std::optional<int64_t>& value, int64_t& field) {
     if (value) field = *value;
   };
   set(o.tensor_parallel_size, c.parallel.tensor_parallel_size);
+  set(o.pipeline_parallel_size, c.pipeline_parallel_size);
   set(o.decode_context_parallel_size, c.parallel.decode_context_parallel_size);
   set(o.prefill_context_parallel_size, c.parallel.prefill_context_parallel_size);
   set(o.dcp_kv_cache_interleave_size, c.parallel.dcp_kv_cache_interleave_size);
@@ -41,9 +422,28 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.max_num_batched_tokens, c.cache.max_num_batched_tokens);
   set(o.mamba_block_size, c.cache.mamba_block_size);
   set(o.prefix_match_unit, c.cache.prefix_match_unit);
+  set(o.num_gpu_blocks_override, c.cache.num_gpu_blocks_override);
+  set(o.kv_group_size, c.cache.kv_group_size);
+  set(o.dspark_draft_kv_window, c.dspark_draft_kv_window);
   if (o.kv_cache_dtype) {
     KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype, ParseKvCacheDtype(*o.kv_cache_dtype));
   }
+  auto state_dtype = [](const std::optional<std::string>& text, std::string_view flag,
+                        KvCacheDtype& field) -> Status {
+    if (!text) return Status::Ok();
+    Result<KvCacheDtype> dtype = ParseKvCacheDtype(*text);
+    if (!dtype.ok() || (*dtype != KvCacheDtype::kAuto && *dtype != KvCacheDtype::kBfloat16 &&
+                        *dtype != KvCacheDtype::kFloat16 && *dtype != KvCacheDtype::kFloat32)) {
+      return InvalidArgument(fmt::format(
+          "{} '{}' is not a state dtype; accepted: auto, bfloat16, float16, float32", flag, *text));
+    }
+    field = *dtype;
+    return Status::Ok();
+  };
+  KVTOPO_RETURN_IF_ERROR(
+      state_dtype(o.mamba_cache_dtype, "--mamba-cache-dtype", c.cache.mamba_cache_dtype));
+  KVTOPO_RETURN_IF_ERROR(state_dtype(o.mamba_ssm_cache_dtype, "--mamba-ssm-cache-dtype",
+                                     c.cache.mamba_ssm_cache_dtype));
   if (o.enable_prefix_caching) c.cache.enable_prefix_caching = *o.enable_prefix_caching;
   if (o.mamba_cache_mode) {
     KVTOPO_ASSIGN_OR_RETURN(RecurrentMode mode, ParseRecurrentMode(*o.mamba_cache_mode));
@@ -54,8 +454,25 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_ASSIGN_OR_RETURN(SpeculativeConfig spec, ParseSpeculativeConfig(*o.speculative_config));
     c.speculative = std::move(spec);
   }
-  c.shard_draft_flag = o.shard_draft;
-  c.dcp_shard_draft_env = o.dcp_shard_draft_env;
+  // Async scheduling (vLLM check_and_set_default_async_scheduling): on by default unless the
+  // speculative method runs without it; asking for it with such a method is an error.
+  const bool spec_allows_async = !c.speculative || c.speculative->AllowsAsyncScheduling();
+  if (o.async_scheduling && *o.async_scheduling && !spec_allows_async &&
+      c.speculative->method != "draft_model") {
+    return Rejected(fmt::format(
+        "--async-scheduling does not run with speculative method '{}'; the engine supports it "
+        "with EAGLE/MTP/draft-model/GPU n-gram/DSpark/DFlash speculation; drop the flag or pass "
+        "--no-async-scheduling",
+        c.speculative->method));
+  }
+  c.cache.async_scheduling =
+      o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
+  if (o.shard_draft) c.shard_draft_flag = *o.shard_draft;
+  if (o.dcp_shard_draft) c.dcp_shard_draft_env = *o.dcp_shard_draft;
+  if (o.kv_cache_memory) {
+    KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
+  }
+  c.not_planned_flags = o.not_planned;
   return c;
 }
 

@@ -13,6 +13,7 @@
 
 #include "internal/checked_math.h"
 #include "kvtopo/backend.h"
+#include "kvtopo/launch_options.h"
 #include "model/architectures.h"
 #include "model/embedded_profiles.h"
 
@@ -57,9 +58,10 @@ bool IsEagleStyle(std::string_view method) {
   return method == "eagle" || method == "eagle3" || method == "mtp";
 }
 
-// Lookahead slots per §5.8: every model-based proposer reserves S; ngram reserves none.
+// Lookahead slots per §5.8: every proposer with a draft cache reserves S; n-gram, suffix and
+// hidden-state heads reserve none.
 int64_t LookaheadTokens(const SpeculativeConfig& spec) {
-  return spec.method == "ngram" ? 0 : spec.num_speculative_tokens;
+  return spec.HasDraftCache() ? spec.num_speculative_tokens : 0;
 }
 
 // What the validator needs to know about each spec beyond the LayerSpec itself.
@@ -88,8 +90,8 @@ struct Builder {
 struct AttentionOptions {
   Role role = Role::kTarget;
   int64_t block_size = 0;
-  KvCacheDtype dtype = KvCacheDtype::kAuto;
-  std::string backend;
+  KvCacheDtype dtype = KvCacheDtype::kAuto;  // as requested; the backend may store another
+  const BackendCaps* backend = nullptr;
   std::string name_prefix;
   bool causal = true;
   bool volatile_last_block = false;
@@ -106,14 +108,16 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
   s.cache_dtype = o.dtype;
   s.causal = o.causal;
   s.volatile_last_block = o.volatile_last_block;
-  s.attention_backend = o.backend;
+  s.attention_backend = o.backend->name;
   s.dcp.replicated = o.replicated;
   switch (raw.type) {
     case LayerType::kMla:
       s.kind = CacheKind::kMla;
       s.num_kv_heads = 1;
       s.head_size = raw.head_size;
-      s.row_extra_bytes_per_token = raw.fused_indexer_bytes;
+      s.mla_rope_dim = raw.mla_rope_dim;
+      s.page_tail_bytes_per_token = raw.page_tail_bytes_per_token;
+      s.cache_dtype = o.backend->StoredKvCacheDtype(o.dtype);
       break;
     case LayerType::kIndexer:
       // index_head_dim fp8 values + one fp32 scale per token, whatever the MLA cache dtype.
@@ -142,6 +146,8 @@ struct RecurrentOptions {
   RecurrentMode mode = RecurrentMode::kAlign;
   int64_t block_size = 0;
   int64_t num_speculative_tokens = 0;
+  KvCacheDtype conv_dtype = KvCacheDtype::kAuto;  // --mamba-cache-dtype
+  KvCacheDtype ssm_dtype = KvCacheDtype::kAuto;   // --mamba-ssm-cache-dtype (GDN)
 };
 
 Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, int64_t tp,
@@ -155,11 +161,14 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   s.num_speculative_blocks = o.num_speculative_tokens;
   s.num_kv_heads = 0;
   if (raw.type == LayerType::kKda) {
-    KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, m.dtype));
+    KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype)));
   } else {
-    // GDN widens its conv state by the speculative tokens; conv and SSM use the model dtype.
-    KVTOPO_ASSIGN_OR_RETURN(s.state,
-                            GdnState(raw.gdn, tp, o.num_speculative_tokens, m.dtype, m.dtype));
+    // GDN widens its conv state by the speculative tokens; the SSM state follows the conv dtype
+    // unless --mamba-ssm-cache-dtype names its own (vLLM gated_delta_net_state_dtype).
+    const ElementType conv = StorageElement(o.conv_dtype, m.dtype);
+    const ElementType ssm =
+        o.ssm_dtype == KvCacheDtype::kAuto ? conv : StorageElement(o.ssm_dtype, m.dtype);
+    KVTOPO_ASSIGN_OR_RETURN(s.state, GdnState(raw.gdn, tp, o.num_speculative_tokens, conv, ssm));
   }
   return s;
 }
@@ -408,6 +417,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // "all"); caching off -> none with one state page over the whole sequence.
   RecurrentOptions rec;
   rec.num_speculative_tokens = S;
+  rec.conv_dtype = cache.mamba_cache_dtype;
+  rec.ssm_dtype = cache.mamba_ssm_cache_dtype;
   if (!cache.enable_prefix_caching) {
     rec.mode = RecurrentMode::kNone;
     if (cache.mamba_cache_mode && *cache.mamba_cache_mode != RecurrentMode::kNone) {
@@ -417,8 +428,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         RecurrentModeName(*cache.mamba_cache_mode)));
     }
   } else {
+    // "none" asked for with caching on is honoured: recurrent groups then never hit.
     rec.mode = cache.mamba_cache_mode.value_or(RecurrentMode::kAlign);
-    if (rec.mode == RecurrentMode::kNone) rec.mode = RecurrentMode::kAlign;
     if (rec.mode == RecurrentMode::kAll) {
       rec.mode = RecurrentMode::kAlign;
       b.Add(Severity::kWarning, "mamba-cache-mode-all-unsupported",
@@ -435,16 +446,16 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                                       : block_size;
 
   // Target layers (trunk).
-  AttentionOptions target_opts{.role = Role::kTarget,
-                               .block_size = block_size,
-                               .dtype = cache.kv_cache_dtype,
-                               .backend = target_backend.name,
-                               .causal = true,
-                               .volatile_last_block = eagle_style};
   // Keep the BackendCaps alive for the contexts.
   std::vector<std::unique_ptr<BackendCaps>> backends;
   backends.push_back(std::make_unique<BackendCaps>(target_backend));
   const BackendCaps* target_caps = backends.back().get();
+  AttentionOptions target_opts{.role = Role::kTarget,
+                               .block_size = block_size,
+                               .dtype = cache.kv_cache_dtype,
+                               .backend = target_caps,
+                               .causal = true,
+                               .volatile_last_block = eagle_style};
   for (const RawLayer& raw : model.layers) {
     if (raw.mtp) continue;
     if (raw.type == LayerType::kKda || raw.type == LayerType::kGdn) {
@@ -459,9 +470,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Draft layers.
   ModelDescription draft;
-  if (spec && spec->method != "ngram") {
+  if (spec && spec->HasDraftCache()) {
     const std::string& method = spec->method;
-    const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(cache.kv_cache_dtype);
     const bool mtp = method == "mtp";
     const ModelDescription* draft_model = &model;
     if (mtp) {
@@ -515,14 +525,16 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const BackendCaps* draft_caps = backends.back().get();
     b.out.draft_attention_backend = draft_backend.name;
 
-    // Block size: the draft's own backend-selected block, else the target's when the draft
-    // backend's kernels take it, else the draft backend's preferred block.
-    int64_t draft_block = block_size;
-    if (!mtp && draft_model->block_size > 0) {
-      draft_block = draft_model->block_size;
-    } else if (!draft_backend.SupportsBlockSize(block_size)) {
-      draft_block = draft_backend.preferred_block_size;
-    }
+    // Cache dtype: draft_kv_cache_dtype, else an external draft's own serving default (its
+    // profile's kv_cache_dtype), else the target's --kv-cache-dtype.
+    const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(
+        mtp ? cache.kv_cache_dtype : draft_model->kv_cache_dtype.value_or(cache.kv_cache_dtype));
+    // Block size: the launch's cache block when the draft backend's kernels take it, else its
+    // preferred block; windowed draft layers take the block their backend picks at planning time
+    // (LayerSpec::backend_selects_block).
+    const int64_t draft_block = draft_backend.SupportsBlockSize(block_size)
+                                    ? block_size
+                                    : draft_backend.preferred_block_size;
 
     const bool causal = draft_model->causal.value_or(!(method == "dspark" || method == "dflash"));
     // Placement under DCP (fork_and_models.md A.1, A.4; DESIGN.md §3 rule 2).
@@ -542,7 +554,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     AttentionOptions draft_opts{.role = Role::kDraft,
                                 .block_size = draft_block,
                                 .dtype = draft_dtype,
-                                .backend = draft_backend.name,
+                                .backend = draft_caps,
                                 .name_prefix = mtp ? "" : "draft.",
                                 .causal = causal,
                                 .volatile_last_block = eagle_style,
@@ -590,14 +602,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         s.kind = CacheKind::kSlidingWindowMla;
         s.sliding_window = config.dspark_draft_kv_window;
       }
-      if (method == "dflash") {
-        if (dflash_window > 0) {
-          s.kind = CacheKind::kSlidingWindow;
-          s.sliding_window = dflash_window;
-        }
-        // A DFlash window keeps one more window so its prefix-lookup proof block survives.
-        if (IsWindowed(s.kind)) s.extra_retained_tokens = s.sliding_window;
+      if (method == "dflash" && dflash_window > 0) {
+        s.kind = CacheKind::kSlidingWindow;
+        s.sliding_window = dflash_window;
       }
+      if (IsWindowed(s.kind) && !mtp) s.backend_selects_block = true;
     }
 
     if (method == "dspark" && N > 1 && draft_backend.name != "B12X_MLA") {
@@ -608,6 +617,47 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                           "--decode-context-parallel-size 1",
                           N, b.out.draft_name, draft_backend.name));
     }
+  }
+
+  // The engine sets every sliding window's retained tail once for the whole launch: S - 1 tokens
+  // when several MTP modules each re-prefill the last tokens, else none (vLLM
+  // get_kv_cache_configs); a per-layer value from the model does not survive it.
+  const int64_t num_mtp_modules =
+      std::count_if(model.layers.begin(), model.layers.end(), [](const RawLayer& l) {
+        return l.mtp && (l.type == LayerType::kMla || l.type == LayerType::kAttention ||
+                         l.type == LayerType::kSlidingWindow);
+      });
+  const bool multi_module_mtp = spec && spec->method == "mtp" && num_mtp_modules > 1;
+  for (LayerSpec& s : b.out.layers) {
+    if (IsWindowed(s.kind)) s.extra_retained_tokens = multi_module_mtp ? S - 1 : 0;
+  }
+
+  if (config.pipeline_parallel_size > 1) {
+    b.Error("pipeline-parallel",
+            fmt::format("--pipeline-parallel-size {} splits the layers over stages with a pool "
+                        "each; kvtopo plans one stage holding every layer; plan with "
+                        "--pipeline-parallel-size 1",
+                        config.pipeline_parallel_size));
+  }
+  std::vector<std::string> unmodelled, unused;
+  for (const std::string& flag : config.not_planned_flags) {
+    const VllmFlag* f = FindVllmFlagNotPlanned(flag);
+    (f && f->unmodelled ? unmodelled : unused).push_back(flag);
+  }
+  if (spec) {
+    for (const std::string& key : spec->not_planned_keys) {
+      unused.push_back("--speculative-config '" + key + "'");
+    }
+  }
+  if (!unused.empty()) {
+    b.Add(Severity::kInfo, "not-used-for-planning",
+          fmt::format("accepted, not used for planning: {}", fmt::join(unused, ", ")));
+  }
+  if (!unmodelled.empty()) {
+    b.Add(Severity::kWarning, "not-modelled",
+          fmt::format("{} change the engine's KV-cache plan in ways kvtopo does not model; the "
+                      "plan shown assumes they are absent",
+                      fmt::join(unmodelled, ", ")));
   }
 
   ValidateLayers(b);
@@ -625,10 +675,14 @@ LaunchConfig DefaultLaunchConfig() {
   LaunchConfig c;
   c.model = "kimi-k3";
   c.parallel = ParallelConfig{.tensor_parallel_size = 16, .decode_context_parallel_size = 16};
-  c.cache.block_size = 768;
   c.cache.max_model_len = 1'000'000;
+  c.cache.max_num_batched_tokens = 1024;
+  c.cache.async_scheduling = true;
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
   c.cache.attention_backend = "B12X_MLA";
+  c.cache.kv_group_size = 6;                // VLLM_K3_KV_GROUP_SIZE=6
+  c.dspark_draft_kv_window = 32768;         // VLLM_DSPARK_DRAFT_KV_WINDOW=32768
+  c.kv_cache_memory_bytes = 1'325'000'000;  // KV_CACHE_MEMORY_BYTES
   c.speculative = SpeculativeConfig{.method = "dspark",
                                     .model = "kimi-k3-dspark",
                                     .num_speculative_tokens = 7,
@@ -651,6 +705,7 @@ Result<ModelCacheSpecs> BuildModelCacheSpecsFromJson(const nlohmann::json& model
 Result<std::vector<ProfileInfo>> ListProfiles() {
   std::vector<ProfileInfo> out;
   for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+    if (f.stem == "vllm-flags") continue;
     if (f.stem == "backends") {
       KVTOPO_ASSIGN_OR_RETURN(std::vector<BackendCaps> list, ListBackends());
       out.push_back({std::string(f.stem), "backends", "", static_cast<int64_t>(list.size())});

@@ -12,8 +12,18 @@
 namespace kvtopo {
 namespace {
 
-constexpr std::array<std::string_view, 7> kMethods = {"eagle",  "eagle3",      "mtp",  "dspark",
-                                                      "dflash", "draft_model", "ngram"};
+// vLLM's speculative methods; the per-model MTP names are aliases of mtp (vLLM rewrites them).
+constexpr std::array<std::string_view, 12> kMethods = {
+    "eagle", "eagle3",    "mtp",    "dspark", "dflash",         "draft_model",
+    "ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "extract_hidden_states"};
+constexpr std::array<std::string_view, 13> kMtpAliases = {
+    "deepseek_mtp",   "mimo_mtp",    "glm4_moe_mtp",      "glm4_moe_lite_mtp",   "ernie_mtp",
+    "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "pangu_ultra_moe_mtp", "exaone_moe_mtp",
+    "step3p5_mtp",    "mimo_v2_mtp", "glm_ocr_mtp"};
+// Methods that keep no draft KV cache: proposals from n-grams, a suffix tree or heads on the
+// target's hidden states.
+constexpr std::array<std::string_view, 6> kNoDraftCache = {
+    "ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "extract_hidden_states"};
 constexpr std::array<std::string_view, 7> kKeys = {"method",
                                                    "model",
                                                    "num_speculative_tokens",
@@ -21,6 +31,29 @@ constexpr std::array<std::string_view, 7> kKeys = {"method",
                                                    "attention_backend",
                                                    "draft_kv_cache_dtype",
                                                    "dflash_draft_window_size"};
+// vLLM keys that do not change the KV-cache plan: accepted and reported as not used.
+constexpr std::array<std::string_view, 17> kNotPlannedKeys = {"draft_tensor_parallel_size",
+                                                              "quantization",
+                                                              "max_model_len",
+                                                              "revision",
+                                                              "code_revision",
+                                                              "disable_padded_drafter_batch",
+                                                              "disable_by_batch_size",
+                                                              "prompt_lookup_max",
+                                                              "prompt_lookup_min",
+                                                              "speculative_token_tree",
+                                                              "parallel_drafting",
+                                                              "enforce_eager",
+                                                              "suffix_decoding_max_tree_depth",
+                                                              "suffix_decoding_max_cached_requests",
+                                                              "suffix_decoding_max_spec_factor",
+                                                              "suffix_decoding_min_token_prob",
+                                                              "rejection_sample_method"};
+
+template <size_t N>
+bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -49,6 +82,13 @@ Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view 
 
 }  // namespace
 
+bool SpeculativeConfig::HasDraftCache() const { return !Contains(kNoDraftCache, method); }
+
+bool SpeculativeConfig::AllowsAsyncScheduling() const {
+  return method == "eagle" || method == "eagle3" || method == "mtp" || method == "dspark" ||
+         method == "dflash" || method == "ngram_gpu" || method == "extract_hidden_states";
+}
+
 Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j, internal::ParseJsonText(text, "--speculative-config"));
   if (!j.is_object()) {
@@ -56,20 +96,28 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
         "--speculative-config must be a JSON object, e.g. "
         "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3}'");
   }
+  SpeculativeConfig spec;
   for (const auto& [key, value] : j.items()) {
-    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-      return InvalidArgument(fmt::format("--speculative-config: unknown key '{}'; accepted: {}",
-                                         key, fmt::join(kKeys, ", ")));
+    if (Contains(kNotPlannedKeys, key)) {
+      spec.not_planned_keys.push_back(key);
+    } else if (!Contains(kKeys, key)) {
+      return InvalidArgument(fmt::format(
+          "--speculative-config: unknown key '{}'; accepted: {} (and, not used for planning: {})",
+          key, fmt::join(kKeys, ", "), fmt::join(kNotPlannedKeys, ", ")));
     }
   }
-  SpeculativeConfig spec;
   if (!j.contains("method") || !j["method"].is_string()) {
-    return Bad("method", fmt::format("must be one of: {}", fmt::join(kMethods, ", ")));
+    return Bad("method", fmt::format("must be one of: {} (or a per-model MTP name such as {})",
+                                     fmt::join(kMethods, ", "), kMtpAliases.front()));
   }
   spec.method = Lower(j["method"].get<std::string>());
-  if (std::find(kMethods.begin(), kMethods.end(), spec.method) == kMethods.end()) {
-    return Bad("method", fmt::format("'{}' is not accepted; accepted: {}", spec.method,
-                                     fmt::join(kMethods, ", ")));
+  if (spec.method == "[ngram]") spec.method = "ngram";
+  if (Contains(kMtpAliases, spec.method)) spec.method = "mtp";
+  if (!Contains(kMethods, spec.method)) {
+    return Bad("method",
+               fmt::format("'{}' is not accepted; accepted: {}, and the per-model MTP "
+                           "names {}",
+                           spec.method, fmt::join(kMethods, ", "), fmt::join(kMtpAliases, ", ")));
   }
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return Bad("model", "must be a draft profile name or a path");

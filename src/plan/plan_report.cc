@@ -8,6 +8,16 @@
 
 namespace kvtopo {
 
+std::string GroupedThousands(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
 std::string FormatBytes(int64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
@@ -29,6 +39,13 @@ std::string GroupKindLabel(const PlannedGroup& g) {
   }
   if (g.uniform_type) kind += "*";
   return kind;
+}
+
+// A layer's cache dtype: the KV dtype, or a recurrent layer's first state tensor's dtype.
+std::string LayerDtypeName(const LayerSpec& l) {
+  if (l.kind != CacheKind::kRecurrent) return std::string(KvCacheDtypeName(l.cache_dtype));
+  return std::string(
+      ElementTypeName(l.state.empty() ? ElementType::kFloat32 : l.state.front().dtype));
 }
 
 nlohmann::json CapacityJson(const Capacity& c) {
@@ -72,11 +89,7 @@ nlohmann::json PlanToJson(const Plan& plan) {
         {"natural_page_size_bytes", g.natural_page_size_bytes},
         {"uniform_type", g.uniform_type},
         {"layer_page_size_bytes", layer_pages},
-        {"kv_cache_dtype",
-         g.spec.kind == CacheKind::kRecurrent
-             ? std::string(ElementTypeName(g.spec.state.empty() ? ElementType::kFloat32
-                                                                : g.spec.state.front().dtype))
-             : std::string(KvCacheDtypeName(g.spec.cache_dtype))},
+        {"kv_cache_dtype", LayerDtypeName(g.spec)},
         {"attention_backend", g.spec.attention_backend},
         {"attention_backends", g.backends},
         {"num_layers", g.layers.size()},
@@ -94,16 +107,33 @@ nlohmann::json PlanToJson(const Plan& plan) {
     });
   }
   j["groups"] = std::move(groups);
-  json tensors = json::array();
-  for (const PoolTensor& t : plan.pool.tensors) {
-    tensors.push_back({{"size_bytes", t.size_bytes},
-                       {"page_stride_bytes", t.page_stride_bytes},
-                       {"shared_by", t.shared_by}});
+  json layers = json::array();
+  for (const PlannedGroup& g : plan.groups) {
+    for (size_t i = 0; i < g.layer_specs.size(); ++i) {
+      const LayerSpec& l = g.layer_specs[i];
+      layers.push_back({{"name", l.name},
+                        {"group", g.id.value()},
+                        {"role", std::string(RoleName(l.role))},
+                        {"kind", std::string(CacheKindName(l.kind))},
+                        {"kv_cache_dtype", LayerDtypeName(l)},
+                        {"attention_backend", l.attention_backend},
+                        {"block_size", l.block_size},
+                        {"page_size_bytes", g.layer_page_bytes[i]},
+                        {"natural_page_size_bytes", g.layer_natural_page_bytes[i]}});
+    }
+  }
+  j["layers"] = std::move(layers);
+  json regions = json::array();
+  for (const PoolGroupRegion& r : plan.pool.regions) {
+    regions.push_back({{"group", r.group.value()},
+                       {"offsets_bytes", r.offsets_bytes},
+                       {"bytes_used", r.bytes_used},
+                       {"bytes_unused", plan.pool.bytes_per_block - r.bytes_used}});
   }
   j["pool"] = {{"num_blocks", plan.pool.num_blocks},
                {"bytes_per_block", plan.pool.bytes_per_block},
-               {"page_stride_bytes", plan.pool.page_stride_bytes},
-               {"tensors", std::move(tensors)}};
+               {"memory_bytes", plan.pool.num_blocks * plan.pool.bytes_per_block},
+               {"regions", std::move(regions)}};
   j["capacity"] = CapacityJson(plan.capacity);
   j["capacity"]["kv_cache_memory_is_default"] = plan.kv_cache_memory_is_default;
   json pools = json::array();
@@ -170,9 +200,9 @@ std::string FormatPlanTable(const Plan& plan) {
     out += "  * uniform type: one block id holds one page of every layer (per-layer pages)\n";
   }
   out += "\n";
-  out += fmt::format("pool       {} blocks x {} per block ({} tensors, stride {} B)\n",
-                     plan.pool.num_blocks, FormatBytes(plan.pool.bytes_per_block),
-                     plan.pool.tensors.size(), plan.pool.page_stride_bytes);
+  out += fmt::format(
+      "pool       {} blocks x {} per block (stride {} B: the largest group's pages)\n",
+      plan.pool.num_blocks, FormatBytes(plan.pool.bytes_per_block), plan.pool.bytes_per_block);
   out += fmt::format("memory     {} per rank{}\n", FormatBytes(plan.capacity.memory_bytes),
                      plan.kv_cache_memory_is_default
                          ? " (default budget; pass --kv-cache-memory to set yours)"
@@ -180,6 +210,11 @@ std::string FormatPlanTable(const Plan& plan) {
   out += fmt::format("capacity   {} tokens, {:.2f} max-length requests ({} blocks each)\n",
                      plan.capacity.max_tokens, plan.capacity.max_concurrency,
                      plan.capacity.blocks_per_request);
+  out += fmt::format(
+      "engine log GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: "
+      "{:.2f}x\n",
+      GroupedThousands(plan.capacity.max_tokens), GroupedThousands(plan.model.max_model_len),
+      plan.capacity.max_concurrency);
   if (plan.split_pools.pools.size() > 1) {
     out += fmt::format("split pool {} tokens, {:.2f} requests with one pool per placement\n",
                        plan.split_pools.capacity.max_tokens,
@@ -248,14 +283,13 @@ const char* GroupColor(const PlannedGroup& g) {
 
 }  // namespace
 
-// One row per pool tensor; each row shows the layers that share it, one cell per group, with the
-// group's page drawn to scale inside the tensor's stride (the hatched rest is padding).
+// One row per group: the group's pages drawn to scale inside one pool block (the hatched rest of
+// the block is what the group leaves unused; groups alias the same bytes).
 std::string RenderPlanSvg(const Plan& plan) {
-  const int kLeft = 20, kCellW = 180, kRowH = 34, kTop = 90;
-  const size_t rows = plan.pool.tensors.size();
-  const size_t cols = std::max<size_t>(plan.groups.size(), 1);
-  const int width = kLeft * 2 + static_cast<int>(cols) * kCellW + 160;
-  const int height = kTop + static_cast<int>(rows) * kRowH + 70;
+  const int kLeft = 20, kBlockW = 720, kRowH = 34, kTop = 70, kLabelW = 260;
+  const size_t rows = plan.groups.size();
+  const int width = kLeft * 2 + kLabelW + kBlockW;
+  const int height = kTop + static_cast<int>(rows) * kRowH + 50;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"monospace\" font-size=\"11\">\n"
@@ -264,66 +298,44 @@ std::string RenderPlanSvg(const Plan& plan) {
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       width, height);
   s += fmt::format(
-      "<text x=\"{}\" y=\"20\" font-size=\"14\">{} — TP{} DCP{}: what one rank holds</text>\n",
+      "<text x=\"{}\" y=\"20\" font-size=\"14\">{} — TP{} DCP{}: one pool block on one "
+      "rank</text>\n",
       kLeft, Escape(plan.model.model_name), plan.parallel.tensor_parallel_size,
       plan.parallel.decode_context_parallel_size);
-  s += fmt::format(
-      "<text x=\"{}\" y=\"38\">{} blocks x {} per block = {}; {} tensors, stride {} B</text>\n",
-      kLeft, plan.pool.num_blocks, Escape(FormatBytes(plan.pool.bytes_per_block)),
-      Escape(FormatBytes(plan.pool.num_blocks * plan.pool.bytes_per_block)), rows,
-      plan.pool.page_stride_bytes);
-  for (size_t c = 0; c < plan.groups.size(); ++c) {
-    const PlannedGroup& g = plan.groups[c];
-    s += fmt::format(
-        "<text x=\"{}\" y=\"{}\">g{} {} {}</text>\n<text x=\"{}\" y=\"{}\">B={} x{} page "
-        "{}</text>\n",
-        kLeft + static_cast<int>(c) * kCellW, kTop - 26, g.id.value(),
-        Escape(std::string(CacheKindName(g.spec.kind))), RoleName(g.role),
-        kLeft + static_cast<int>(c) * kCellW, kTop - 12, g.geometry.block_size,
-        g.geometry.dcp_shard_count, Escape(FormatBytes(g.geometry.page_size_bytes)));
-  }
+  s += fmt::format("<text x=\"{}\" y=\"38\">{} blocks x {} per block = {}</text>\n", kLeft,
+                   plan.pool.num_blocks, Escape(FormatBytes(plan.pool.bytes_per_block)),
+                   Escape(FormatBytes(plan.pool.num_blocks * plan.pool.bytes_per_block)));
+  const double scale =
+      plan.pool.bytes_per_block > 0
+          ? static_cast<double>(kBlockW) / static_cast<double>(plan.pool.bytes_per_block)
+          : 0.0;
   for (size_t r = 0; r < rows; ++r) {
-    const PoolTensor& t = plan.pool.tensors[r];
+    const PlannedGroup& g = plan.groups[r];
     const int y = kTop + static_cast<int>(r) * kRowH;
-    for (size_t c = 0; c < plan.groups.size(); ++c) {
-      const PlannedGroup& g = plan.groups[c];
-      const int x = kLeft + static_cast<int>(c) * kCellW;
-      const int w = kCellW - 8;
-      if (r >= g.layers.size()) {
-        s += fmt::format(
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f1f1f1\" "
-            "stroke=\"#ccc\"/>\n",
-            x, y, w, kRowH - 6);
-        continue;
-      }
-      const int64_t page = plan.groups.size() == 1 ? t.page_stride_bytes : g.layer_page_bytes[r];
-      const int64_t natural = g.natural_page_size_bytes > 0 ? g.natural_page_size_bytes : page;
-      const double used = t.page_stride_bytes > 0
-                              ? static_cast<double>(std::min(natural, t.page_stride_bytes)) /
-                                    static_cast<double>(t.page_stride_bytes)
-                              : 1.0;
-      const int used_w = std::max(2, static_cast<int>(w * used));
+    const int x0 = kLeft + kLabelW;
+    s += fmt::format("<text x=\"{}\" y=\"{}\">g{} {} {} B={} x{} ({} layers)</text>\n", kLeft,
+                     y + kRowH / 2, g.id.value(), Escape(std::string(CacheKindName(g.spec.kind))),
+                     RoleName(g.role), g.geometry.block_size, g.geometry.dcp_shard_count,
+                     g.layers.size());
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#pad)\" stroke=\"#888\"/>\n",
+        x0, y, kBlockW, kRowH - 6);
+    int64_t offset = 0;
+    for (size_t i = 0; i < g.layers.size(); ++i) {
+      const int64_t page = g.layer_page_bytes[i];
+      const int x = x0 + static_cast<int>(static_cast<double>(offset) * scale);
+      const int w = std::max(1, static_cast<int>(static_cast<double>(page) * scale) - 1);
       s += fmt::format(
-          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#pad)\" "
-          "stroke=\"#888\"/>\n",
-          x, y, w, kRowH - 6);
-      s += fmt::format(
-          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {} B of {} "
-          "B stride</title></rect>\n",
-          x, y, used_w, kRowH - 6, GroupColor(g), Escape(g.layers[r]), natural,
-          t.page_stride_bytes);
-      s += fmt::format(
-          "<text x=\"{}\" y=\"{}\" fill=\"white\">{}</text>\n", x + 3, y + kRowH / 2,
-          Escape(g.layers[r].size() > 24 ? "…" + g.layers[r].substr(g.layers[r].size() - 23)
-                                         : g.layers[r]));
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {} B at "
+          "offset "
+          "{}</title></rect>\n",
+          x, y, w, kRowH - 6, GroupColor(g), Escape(g.layers[i]), page, offset);
+      offset += page;
     }
-    s += fmt::format("<text x=\"{}\" y=\"{}\">tensor {} · {}</text>\n",
-                     kLeft + static_cast<int>(cols) * kCellW, y + kRowH / 2, r,
-                     Escape(FormatBytes(t.size_bytes)));
   }
   s += fmt::format(
-      "<text x=\"{}\" y=\"{}\">hatched: padding inside the pool stride · capacity {} tokens · "
-      "block tables {} per rank</text>\n</svg>\n",
+      "<text x=\"{}\" y=\"{}\">hatched: bytes a group leaves unused in each block · capacity {} "
+      "tokens · block tables {} per rank</text>\n</svg>\n",
       kLeft, height - 20, plan.capacity.max_tokens,
       Escape(FormatBytes(plan.block_table_bytes_per_rank)));
   return s;

@@ -32,7 +32,7 @@ bool Plan::accepted() const {
 namespace {
 
 // Whether one backend's kernels take blocks of `b` tokens (no registry entry: any size).
-bool Supports(const BackendTraits& t, int64_t b) {
+bool SupportsKernelBlock(const BackendTraits& t, int64_t b) {
   if (t.kernel_block_sizes.empty() && t.kernel_block_multiple_of == 0) return true;
   if (t.kernel_block_multiple_of > 0 && b % t.kernel_block_multiple_of == 0) return true;
   return std::find(t.kernel_block_sizes.begin(), t.kernel_block_sizes.end(), b) !=
@@ -44,7 +44,7 @@ bool Supports(const BackendTraits& t, int64_t b) {
 int64_t SelectKernelBlockSize(int64_t block_size, const std::vector<const BackendTraits*>& traits) {
   auto all_support = [&](int64_t b) {
     return std::all_of(traits.begin(), traits.end(),
-                       [&](const BackendTraits* t) { return Supports(*t, b); });
+                       [&](const BackendTraits* t) { return SupportsKernelBlock(*t, b); });
   };
   if (all_support(block_size)) return block_size;
   // Candidates: the exact sizes any backend lists; the largest dividing B that all take.
@@ -61,13 +61,6 @@ namespace {
 
 constexpr int kShardedPartition = 0;
 constexpr int kReplicatedPartition = 1;
-
-// The groups promotion may enlarge: DCP-replicated sliding-window draft caches (seed #520).
-bool IsReplicatedWindowDraft(const PlannedGroup& g) {
-  return g.partition == kReplicatedPartition && g.role == Role::kDraft &&
-         (g.spec.kind == CacheKind::kSlidingWindow ||
-          g.spec.kind == CacheKind::kSlidingWindowMla);
-}
 
 Diagnostic Error(std::string code, std::string message) {
   return Diagnostic{Severity::kError, std::move(code), std::move(message)};
@@ -153,12 +146,13 @@ class Planner {
   }
 
   Status AlignHybridBlockSize(std::vector<LayerSpec>& layers);
+  Status ResolveBackendSelectedBlocks(std::vector<LayerSpec>& layers);
   Status UnifyPageSizes(std::vector<LayerSpec>& layers);
   Status GroupPartition(std::vector<LayerSpec> layers, int partition,
                         std::vector<PlannedGroup>& out);
   Status ComputeGeometries(std::vector<PlannedGroup>& groups);
-  Status Promote(std::vector<PlannedGroup>& groups);
-  Status TryPromotion(Plan& plan);
+  Status TryPromotion(Plan& plan, const std::vector<LayerSpec>& replicated);
+  Result<int64_t> CheckedMemory(int64_t bytes_per_block) const;
   Result<int64_t> BlocksPerRequest(const std::vector<PlannedGroup>& groups,
                                    int64_t max_model_len) const;
   Result<int64_t> MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
@@ -170,19 +164,24 @@ class Planner {
   std::vector<Diagnostic> diagnostics_;
 };
 
-// Hybrid attention + recurrent block alignment (research §3.7): the attention block grows until
-// one attention page holds a recurrent state, and recurrent pages are padded to that page.
+// Hybrid attention + recurrent block alignment (research §3.7, vLLM's platform
+// `_align_hybrid_block_size`): measured on the target's layers, the attention block grows until
+// one page of the target's attention rows holds a recurrent state, and recurrent pages are padded
+// to that page. The attention rows exclude a page tail (e.g. a pooled indexer key), which is
+// added on top of whatever block results. Every attention layer still at the launch's block
+// (target, and drafts that follow the cache block) takes the new block.
 Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
   int64_t block = 0, attn_1tok = 0, state_page = 0;
   const LayerSpec* first_attn = nullptr;
   const LayerSpec* first_rec = nullptr;
   for (const LayerSpec& s : layers) {
+    if (s.role != Role::kTarget) continue;
     if (s.kind == CacheKind::kRecurrent) {
       KVTOPO_ASSIGN_OR_RETURN(int64_t page, RealPageSizeBytes(s));
       state_page = std::max(state_page, page);
       if (!first_rec) first_rec = &s;
     } else {
-      KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, AttentionBytesPerToken(s));
+      KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, AttentionRecordBytesPerToken(s));
       attn_1tok = std::max(attn_1tok, per_token);
       block = std::max(block, s.block_size);
       if (!first_attn) first_attn = &s;
@@ -197,10 +196,15 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     const int64_t base = inputs_.cache.mamba_block_size ? inputs_.cache.mamba_block_size : block;
     const int64_t tokens = CeilDiv(state_page, attn_1tok);
     KVTOPO_ASSIGN_OR_RETURN(int64_t chunk, internal::CheckedLcm(base, kalign, "block alignment"));
-    attn_block = chunk * CeilDiv(tokens, chunk);
+    KVTOPO_ASSIGN_OR_RETURN(
+        attn_block, internal::CheckedMul(chunk, CeilDiv(tokens, chunk), "hybrid attention block"));
     recurrent_block = attn_block;
   } else {
-    attn_block = kalign * CeilDiv(state_page, kalign * attn_1tok);
+    KVTOPO_ASSIGN_OR_RETURN(int64_t align_bytes,
+                            internal::CheckedMul(kalign, attn_1tok, "hybrid block alignment"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        attn_block,
+        internal::CheckedMul(kalign, CeilDiv(state_page, align_bytes), "hybrid attention block"));
   }
   const int64_t new_block = std::max(block, attn_block);
   if (mode == RecurrentMode::kAlign && inputs_.cache.mamba_block_size == 0) {
@@ -209,7 +213,7 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
   for (LayerSpec& s : layers) {
     if (s.kind == CacheKind::kRecurrent) {
       if (s.recurrent_mode != RecurrentMode::kNone) s.block_size = recurrent_block;
-    } else if (s.block_size == block) {
+    } else if (s.block_size == block && !s.backend_selects_block) {
       s.block_size = new_block;
     }
   }
@@ -219,6 +223,39 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     if (s.kind != CacheKind::kRecurrent) continue;
     KVTOPO_ASSIGN_OR_RETURN(int64_t raw, RealPageSizeBytes(s));
     if (raw < attn_page) s.page_size_padded = attn_page;
+  }
+  return Status::Ok();
+}
+
+// The block a backend picks for a windowed draft layer (backend_selects_block): the largest
+// block its kernels run that divides the target's common block and whose page fits the target's
+// largest page, so the draft never forces a larger pool stride or a coarser scheduler block;
+// the backend's smallest kernel block when none does (docs/planner.md, "draft window blocks").
+Status Planner::ResolveBackendSelectedBlocks(std::vector<LayerSpec>& layers) {
+  int64_t target_block = 0, target_page = 0;
+  for (const LayerSpec& s : layers) {
+    if (s.role != Role::kTarget) continue;
+    KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(s));
+    target_page = std::max(target_page, page);
+    if (IsAttention(s.kind)) target_block = std::gcd(target_block, s.block_size);
+  }
+  for (LayerSpec& s : layers) {
+    if (!s.backend_selects_block) continue;
+    const BackendTraits& traits = TraitsOf(s.attention_backend);
+    KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, AttentionBytesPerToken(s));
+    int64_t best = 0;
+    // Divisors of the target block, found in pairs up to its square root (the block is bounded
+    // by the launch checks, so this stays a few thousand steps).
+    auto consider = [&](int64_t b) {
+      if (b > best && SupportsKernelBlock(traits, b) && b <= target_page / per_token) best = b;
+    };
+    for (int64_t d = 1; target_block > 0 && d <= target_block / d; ++d) {
+      if (target_block % d != 0) continue;
+      consider(d);
+      consider(target_block / d);
+    }
+    if (best == 0) best = MinKernelBlock(traits) > 0 ? MinKernelBlock(traits) : s.block_size;
+    s.block_size = best;
   }
   return Status::Ok();
 }
@@ -272,6 +309,9 @@ Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
     g.uniform_type = uniform_type;
     for (const LayerSpec* m : members) {
       g.layers.push_back(m->name);
+      g.layer_specs.push_back(*m);
+      KVTOPO_ASSIGN_OR_RETURN(int64_t natural, RealPageSizeBytes(*m));
+      g.layer_natural_page_bytes.push_back(natural);
       if (!m->attention_backend.empty() && std::find(g.backends.begin(), g.backends.end(),
                                                      m->attention_backend) == g.backends.end()) {
         g.backends.push_back(m->attention_backend);
@@ -283,7 +323,6 @@ Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
     return Status::Ok();
   };
 
-  KVTOPO_RETURN_IF_ERROR(AlignHybridBlockSize(layers));
   std::vector<const LayerSpec*> all;
   for (const LayerSpec& s : layers) all.push_back(&s);
   const bool uniform_spec = std::all_of(layers.begin(), layers.end(), [&](const LayerSpec& s) {
@@ -311,6 +350,10 @@ Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
   }
   size_t group_size = min_count;
   if (2 * max_count < 3 * min_count) group_size = max_count;  // max < 1.5 * min
+  // --kv-group-size (VLLM_K3_KV_GROUP_SIZE) fixes the layers per group instead.
+  if (inputs_.cache.kv_group_size > 0) {
+    group_size = static_cast<size_t>(inputs_.cache.kv_group_size);
+  }
   for (const auto& b : buckets) {
     const size_t k = (b.size() + group_size - 1) / group_size;
     for (size_t i = 0; i < k; ++i) {
@@ -342,7 +385,7 @@ Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
     }
     const GeometryOptions options{.max_model_len = specs_.max_model_len,
                                   .max_num_seqs = inputs_.cache.max_num_seqs,
-                                  .max_num_batched_tokens = inputs_.cache.max_num_batched_tokens,
+                                  .max_tokens_in_flight = inputs_.cache.MaxInFlightTokens(),
                                   .kernel_block_size = kernel_block};
     auto geometry = ComputeGroupGeometry(g.spec, inputs_.parallel, options);
     if (!geometry.ok()) {
@@ -365,7 +408,7 @@ Result<int64_t> Planner::BlocksPerRequest(const std::vector<PlannedGroup>& group
   int64_t total = 0;
   for (const PlannedGroup& g : groups) {
     const RequestBounds bounds{.max_model_len = max_model_len,
-                               .max_tokens_in_flight = inputs_.cache.max_num_batched_tokens,
+                               .max_tokens_in_flight = inputs_.cache.MaxInFlightTokens(),
                                .dcp_shard_count = g.geometry.dcp_shard_count};
     KVTOPO_ASSIGN_OR_RETURN(int64_t pages, MaxPagesPerRequest(g.spec, bounds));
     KVTOPO_ASSIGN_OR_RETURN(total, internal::CheckedAdd(total, pages, "blocks per request"));
@@ -373,54 +416,51 @@ Result<int64_t> Planner::BlocksPerRequest(const std::vector<PlannedGroup>& group
   return total;
 }
 
-// Pool layout shared by every plan variant: one group gets a tensor per layer with its exact
-// page; several groups share `max layers per group` tensors whose stride is the largest page.
-struct Layout {
-  int64_t stride = 0;
+// Bytes one block id spans in the shared pool: the largest group's sum of page sizes. Groups
+// alias the same bytes from offset 0 (a block id belongs to one group at a time); a smaller
+// group leaves the rest of each block unused (vLLM's block-outermost pool layout).
+Result<int64_t> BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition = -1) {
   int64_t bytes_per_block = 0;
-  size_t num_tensors = 0;
-};
-
-Result<Layout> LayoutOf(const std::vector<PlannedGroup>& groups) {
-  Layout layout;
-  if (groups.size() == 1) {
-    for (int64_t page : groups[0].layer_page_bytes) {
-      layout.stride = std::max(layout.stride, page);
-      KVTOPO_ASSIGN_OR_RETURN(layout.bytes_per_block,
-                              internal::CheckedAdd(layout.bytes_per_block, page, "block bytes"));
-    }
-    layout.num_tensors = groups[0].layers.size();
-    return layout;
-  }
   for (const PlannedGroup& g : groups) {
-    for (int64_t page : g.layer_page_bytes) layout.stride = std::max(layout.stride, page);
-    layout.num_tensors = std::max(layout.num_tensors, g.layers.size());
+    if (partition >= 0 && g.partition != partition) continue;
+    int64_t sum = 0;
+    for (int64_t page : g.layer_page_bytes) {
+      KVTOPO_ASSIGN_OR_RETURN(sum, internal::CheckedAdd(sum, page, "bytes per block"));
+    }
+    bytes_per_block = std::max(bytes_per_block, sum);
   }
-  KVTOPO_ASSIGN_OR_RETURN(
-      layout.bytes_per_block,
-      internal::CheckedMul(layout.stride, static_cast<int64_t>(layout.num_tensors), "block bytes"));
-  return layout;
+  return bytes_per_block;
 }
 
-Result<Capacity> CapacityOf(int64_t memory_bytes, int64_t bytes_per_block,
-                            int64_t blocks_per_request, int64_t max_model_len) {
+// vLLM's "GPU KV cache size": int(num_blocks / pages per max-length request * L) tokens.
+Capacity CapacityOf(int64_t memory_bytes, int64_t num_blocks, int64_t blocks_per_request,
+                    int64_t max_model_len) {
   Capacity c;
   c.memory_bytes = memory_bytes;
   c.blocks_per_request = blocks_per_request;
-  const int64_t num_blocks = bytes_per_block > 0 ? memory_bytes / bytes_per_block : 0;
   c.max_concurrency =
       blocks_per_request > 0 ? static_cast<double>(num_blocks) / blocks_per_request : 0.0;
   c.max_tokens = static_cast<int64_t>(c.max_concurrency * static_cast<double>(max_model_len));
   return c;
 }
 
+// The usable memory vLLM checks one max-length request against: the pool less the null block.
+Result<int64_t> Planner::CheckedMemory(int64_t bytes_per_block) const {
+  if (inputs_.cache.num_gpu_blocks_override > 0) {
+    return internal::CheckedMul(inputs_.cache.num_gpu_blocks_override - 1, bytes_per_block,
+                                "--num-gpu-blocks-override pool bytes");
+  }
+  return inputs_.kv_cache_memory_bytes - bytes_per_block;
+}
+
 Result<int64_t> Planner::MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
                                              int64_t bytes_per_block) const {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t memory, CheckedMemory(bytes_per_block));
   auto fits = [&](int64_t len) -> Result<bool> {
     KVTOPO_ASSIGN_OR_RETURN(int64_t blocks, BlocksPerRequest(groups, len));
     KVTOPO_ASSIGN_OR_RETURN(int64_t need,
                             internal::CheckedMul(blocks, bytes_per_block, "memory per request"));
-    return need <= inputs_.kv_cache_memory_bytes;
+    return need <= memory;
   };
   int64_t lo = 0, hi = specs_.max_model_len;
   while (lo < hi) {
@@ -435,72 +475,69 @@ Result<int64_t> Planner::MaxModelLenThatFits(const std::vector<PlannedGroup>& gr
   return lo;
 }
 
-// Raises a replicated sliding-window draft block to the greatest common block of the sharded
-// target groups when it divides that block and the enlarged page still fits the pool stride
-// the target set, so bytes per block and the scheduler LCM never grow (seed #520).
-Status Planner::Promote(std::vector<PlannedGroup>& groups) {
-  int64_t target_gcd = 0, target_stride = 0;
-  for (const PlannedGroup& g : groups) {
-    if (g.partition != kShardedPartition) continue;
-    for (int64_t page : g.layer_page_bytes) target_stride = std::max(target_stride, page);
-    if (g.geometry.placement == Placement::kSharded) {
-      target_gcd = std::gcd(target_gcd, g.spec.block_size);
-    }
-  }
-  if (target_gcd == 0) return Status::Ok();
-  for (PlannedGroup& g : groups) {
-    if (!IsReplicatedWindowDraft(g)) continue;
-    if (g.spec.block_size >= target_gcd || target_gcd % g.spec.block_size != 0) continue;
-    LayerSpec promoted = g.spec;
-    promoted.block_size = target_gcd;
-    promoted.page_size_padded = 0;
-    KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(promoted));
-    if (page > target_stride) continue;
-    g.spec = promoted;
-    for (int64_t& p : g.layer_page_bytes) p = page;
-  }
-  return Status::Ok();
+bool IsSlidingWindow(const LayerSpec& s) {
+  return s.kind == CacheKind::kSlidingWindow || s.kind == CacheKind::kSlidingWindowMla;
 }
 
-// Plans the promoted variant and keeps it only when bytes per block and the scheduler block did
-// not grow and capacity did not shrink; either way `plan.promotion` reports both capacities.
-Status Planner::TryPromotion(Plan& plan) {
-  auto draft_block = [](const Plan& p) {
-    const auto g = std::find_if(p.groups.begin(), p.groups.end(), IsReplicatedWindowDraft);
-    return g->spec.block_size;
-  };
-  auto scheduler_block = [](const Plan& p) {
-    int64_t lcm = 1;
-    for (const PlannedGroup& g : p.groups) lcm = std::lcm(lcm, g.geometry.manager_block_size);
-    return lcm;
-  };
+// Seed #520: the replicated sliding-window layers take the greatest common block of the sharded
+// groups when their block divides it, and the regrouped replicated partition is kept only when
+// its bytes per block do not exceed the sharded groups' (so the pool stride does not grow; the
+// scheduler LCM cannot, the new block dividing every sharded block). Either way
+// `plan.promotion` reports the capacity of both geometries.
+Status Planner::TryPromotion(Plan& plan, const std::vector<LayerSpec>& replicated) {
+  int64_t alignment = 0;
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.partition == kShardedPartition) alignment = std::gcd(alignment, g.spec.block_size);
+  }
+  const auto window = std::find_if(replicated.begin(), replicated.end(), IsSlidingWindow);
   Promotion pr{.considered = true,
-               .block_size_before = draft_block(plan),
+               .block_size_before = window->block_size,
                .bytes_per_block_before = plan.pool.bytes_per_block,
                .max_tokens_before = plan.capacity.max_tokens};
   pr.block_size_after = pr.block_size_before;
   pr.bytes_per_block_after = pr.bytes_per_block_before;
   pr.max_tokens_after = pr.max_tokens_before;
-  Plan promoted = plan;
-  KVTOPO_RETURN_IF_ERROR(Promote(promoted.groups));
-  KVTOPO_RETURN_IF_ERROR(Finalize(promoted));
-  if (draft_block(promoted) == pr.block_size_before) {
-    pr.reason =
-        "the draft block does not divide the sharded target block, or the enlarged draft page "
-        "would exceed the pool stride";
-  } else if (promoted.pool.bytes_per_block > plan.pool.bytes_per_block ||
-             scheduler_block(promoted) > scheduler_block(plan) ||
-             promoted.capacity.max_tokens < plan.capacity.max_tokens) {
-    pr.reason = "promotion would grow bytes per block or the scheduler block, or shrink capacity";
+
+  std::vector<LayerSpec> aligned = replicated;
+  bool changed = false;
+  for (LayerSpec& s : aligned) {
+    if (IsSlidingWindow(s) && alignment > s.block_size && alignment % s.block_size == 0) {
+      s.block_size = alignment;
+      s.page_size_padded = 0;
+      changed = true;
+    }
+  }
+  if (!changed) {
+    pr.reason = fmt::format(
+        "the replicated sliding-window block {} is not a proper divisor of the sharded groups' "
+        "common block {}",
+        pr.block_size_before, alignment);
+    plan.promotion = std::move(pr);
+    return Status::Ok();
+  }
+  Plan candidate = plan;
+  std::erase_if(candidate.groups,
+                [](const PlannedGroup& g) { return g.partition == kReplicatedPartition; });
+  KVTOPO_RETURN_IF_ERROR(GroupPartition(aligned, kReplicatedPartition, candidate.groups));
+  KVTOPO_RETURN_IF_ERROR(Finalize(candidate));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t sharded_bytes, BytesPerBlock(plan.groups, kShardedPartition));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t candidate_bytes,
+                          BytesPerBlock(candidate.groups, kReplicatedPartition));
+  if (candidate_bytes > sharded_bytes) {
+    pr.reason = fmt::format(
+        "at the sharded groups' block {} the replicated groups would span {} B per block, more "
+        "than the {} B of the sharded groups",
+        alignment, candidate_bytes, sharded_bytes);
   } else {
     pr.applied = true;
-    pr.block_size_after = draft_block(promoted);
-    pr.bytes_per_block_after = promoted.pool.bytes_per_block;
-    pr.max_tokens_after = promoted.capacity.max_tokens;
+    pr.block_size_after = alignment;
+    pr.bytes_per_block_after = candidate.pool.bytes_per_block;
+    pr.max_tokens_after = candidate.capacity.max_tokens;
     pr.reason = fmt::format(
-        "draft block {} divides the sharded target block {} and its pages fit the pool stride",
-        pr.block_size_before, pr.block_size_after);
-    plan = std::move(promoted);
+        "the replicated sliding-window block {} divides the sharded groups' block {} and the "
+        "enlarged pages span {} B per block, within the sharded groups' {} B",
+        pr.block_size_before, alignment, candidate_bytes, sharded_bytes);
+    plan = std::move(candidate);
   }
   plan.promotion = std::move(pr);
   return Status::Ok();
@@ -508,32 +545,28 @@ Status Planner::TryPromotion(Plan& plan) {
 
 Status Planner::Finalize(Plan& plan) {
   KVTOPO_RETURN_IF_ERROR(ComputeGeometries(plan.groups));
-  KVTOPO_ASSIGN_OR_RETURN(Layout layout, LayoutOf(plan.groups));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes_per_block, BytesPerBlock(plan.groups));
   const int64_t memory = inputs_.kv_cache_memory_bytes;
-  plan.pool.bytes_per_block = layout.bytes_per_block;
-  plan.pool.page_stride_bytes = layout.stride;
-  plan.pool.num_blocks = memory / layout.bytes_per_block;
-  plan.pool.tensors.clear();
-  for (size_t i = 0; i < layout.num_tensors; ++i) {
-    PoolTensor t;
-    if (plan.groups.size() == 1) {
-      t.page_stride_bytes = plan.groups[0].layer_page_bytes[i];
-      t.shared_by.push_back(plan.groups[0].layers[i]);
-    } else {
-      t.page_stride_bytes = layout.stride;
-      for (const PlannedGroup& g : plan.groups) {
-        if (i < g.layers.size()) t.shared_by.push_back(g.layers[i]);
-      }
+  plan.pool = PoolLayout{};
+  plan.pool.bytes_per_block = bytes_per_block;
+  plan.pool.num_blocks = inputs_.cache.num_gpu_blocks_override > 0
+                             ? inputs_.cache.num_gpu_blocks_override
+                             : memory / bytes_per_block;
+  for (const PlannedGroup& g : plan.groups) {
+    PoolGroupRegion region{.group = g.id};
+    for (size_t i = 0; i < g.layers.size(); ++i) {
+      region.offsets_bytes.push_back(region.bytes_used);
+      region.bytes_used += g.layer_page_bytes[i];
     }
-    t.size_bytes = t.page_stride_bytes * plan.pool.num_blocks;
-    plan.pool.tensors.push_back(std::move(t));
+    plan.pool.regions.push_back(std::move(region));
   }
   KVTOPO_ASSIGN_OR_RETURN(int64_t blocks_per_request,
                           BlocksPerRequest(plan.groups, specs_.max_model_len));
-  KVTOPO_ASSIGN_OR_RETURN(plan.capacity, CapacityOf(memory, layout.bytes_per_block,
-                                                    blocks_per_request, specs_.max_model_len));
+  plan.capacity =
+      CapacityOf(memory, plan.pool.num_blocks, blocks_per_request, specs_.max_model_len);
 
-  // One pool per partition.
+  // One pool per partition: no padding across partitions; memory split so that every pool runs
+  // out together.
   plan.split_pools = {};
   int64_t per_request_bytes = 0;
   std::vector<std::pair<int, std::pair<int64_t, int64_t>>> parts;  // partition, blocks, bytes
@@ -543,13 +576,13 @@ Status Planner::Finalize(Plan& plan) {
       if (g.partition == p) members.push_back(g);
     }
     if (members.empty()) continue;
-    KVTOPO_ASSIGN_OR_RETURN(Layout pl, LayoutOf(members));
+    KVTOPO_ASSIGN_OR_RETURN(int64_t part_bytes_per_block, BytesPerBlock(members));
     KVTOPO_ASSIGN_OR_RETURN(int64_t blocks, BlocksPerRequest(members, specs_.max_model_len));
     KVTOPO_ASSIGN_OR_RETURN(int64_t bytes,
-                            internal::CheckedMul(blocks, pl.bytes_per_block, "request bytes"));
+                            internal::CheckedMul(blocks, part_bytes_per_block, "request bytes"));
     KVTOPO_ASSIGN_OR_RETURN(per_request_bytes,
                             internal::CheckedAdd(per_request_bytes, bytes, "request bytes"));
-    parts.push_back({p, {blocks, pl.bytes_per_block}});
+    parts.push_back({p, {blocks, part_bytes_per_block}});
   }
   double concurrency = per_request_bytes > 0 ? static_cast<double>(memory) / per_request_bytes : 0;
   double min_concurrency = concurrency;
@@ -595,35 +628,45 @@ Result<Plan> Planner::Run() {
     return InvalidArgument(
         fmt::format("--kv-cache-memory must be positive, got {}", inputs_.kv_cache_memory_bytes));
   }
+  if (inputs_.cache.num_gpu_blocks_override < 0) {
+    return InvalidArgument(fmt::format("--num-gpu-blocks-override must be positive, got {}",
+                                       inputs_.cache.num_gpu_blocks_override));
+  }
+  if (inputs_.cache.kv_group_size < 0) {
+    return InvalidArgument(
+        fmt::format("--kv-group-size must be positive, got {}", inputs_.cache.kv_group_size));
+  }
   if (specs_.layers.empty()) {
     return InvalidArgument("the model has no layers that keep a KV cache");
   }
 
-  // 1. Partition by placement.
+  // 1. Block sizes: hybrid alignment over the target, then backend-selected draft windows.
+  std::vector<LayerSpec> layers = specs_.layers;
+  KVTOPO_RETURN_IF_ERROR(AlignHybridBlockSize(layers));
+  KVTOPO_RETURN_IF_ERROR(ResolveBackendSelectedBlocks(layers));
+  // 2. Partition by placement and group each partition independently.
   std::vector<LayerSpec> sharded, replicated;
-  for (const LayerSpec& s : specs_.layers) {
+  for (LayerSpec& s : layers) {
     KVTOPO_ASSIGN_OR_RETURN(Placement p,
                             PlacementOf(s, inputs_.parallel.decode_context_parallel_size));
-    (p == Placement::kReplicated ? replicated : sharded).push_back(s);
+    (p == Placement::kReplicated ? replicated : sharded).push_back(std::move(s));
   }
-  // 2. Group each partition independently.
-  for (auto [layers, partition] :
+  for (auto [members, partition] :
        {std::pair{&sharded, kShardedPartition}, std::pair{&replicated, kReplicatedPartition}}) {
-    Status s = GroupPartition(*layers, partition, plan.groups);
+    Status s = GroupPartition(*members, partition, plan.groups);
     if (!s.ok()) {
       if (s.code() == StatusCode::kRejected) return finish();
       return s;
     }
   }
-  // 3. Geometry, pool and capacity; then promotion when a replicated window draft meets sharded
-  // target groups.
+  // 3. Geometry, pool and capacity; then promotion when replicated sliding-window layers meet
+  // sharded groups.
   if (Status s = Finalize(plan); !s.ok()) {
     if (s.code() == StatusCode::kRejected) return finish();
     return s;
   }
-  if (std::any_of(plan.groups.begin(), plan.groups.end(), IsReplicatedWindowDraft) &&
-      !sharded.empty()) {
-    KVTOPO_RETURN_IF_ERROR(TryPromotion(plan));
+  if (!sharded.empty() && std::any_of(replicated.begin(), replicated.end(), IsSlidingWindow)) {
+    KVTOPO_RETURN_IF_ERROR(TryPromotion(plan, replicated));
   }
 
   // 4. Scheduler and hash block sizes, block-table memory, the enough-memory check.
@@ -661,26 +704,28 @@ Result<Plan> Planner::Run() {
   }
   KVTOPO_ASSIGN_OR_RETURN(plan.max_model_len_that_fits,
                           MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block));
-  const int64_t needed = plan.capacity.blocks_per_request * plan.pool.bytes_per_block;
+  KVTOPO_ASSIGN_OR_RETURN(int64_t usable, CheckedMemory(plan.pool.bytes_per_block));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t needed,
+                          internal::CheckedMul(plan.capacity.blocks_per_request,
+                                               plan.pool.bytes_per_block, "memory per request"));
   if (plan.max_model_len_that_fits < specs_.max_model_len) {
     std::string fit = plan.max_model_len_that_fits > 0
                           ? fmt::format("; the largest --max-model-len that fits is {}",
                                         plan.max_model_len_that_fits)
                           : "; not even a 1-token request fits";
-    diagnostics_.push_back(
-        Error("kv-cache-memory",
-              fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more "
-                          "than the {} B of --kv-cache-memory{}; raise --kv-cache-memory or lower "
-                          "--max-model-len",
-                          specs_.max_model_len, needed, inputs_.kv_cache_memory_bytes, fit)));
+    diagnostics_.push_back(Error(
+        "kv-cache-memory",
+        fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more than "
+                    "the {} B the pool holds besides its null block{}; raise --kv-cache-memory "
+                    "or lower --max-model-len",
+                    specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit)));
   }
   if (plan.pool.num_blocks < 2) {
     diagnostics_.push_back(
         Error("kv-cache-memory",
-              fmt::format("--kv-cache-memory {} B holds {} blocks of {} B; at least two (the null "
-                          "block and one page) are needed",
-                          inputs_.kv_cache_memory_bytes, plan.pool.num_blocks,
-                          plan.pool.bytes_per_block)));
+              fmt::format("the pool holds {} blocks of {} B; at least two (the null block and one "
+                          "page) are needed; raise --kv-cache-memory",
+                          plan.pool.num_blocks, plan.pool.bytes_per_block)));
   }
   return finish();
 }

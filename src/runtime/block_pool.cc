@@ -25,6 +25,11 @@ double BlockPool::Usage() const {
 
 void BlockPool::Evict(int32_t i) {
   if (meta_[i].group >= 0) {
+    if (events_ != nullptr) [[unlikely]] {
+      events_->push_back({.type = KVCacheEvent::Type::kBlockRemoved,
+                          .group = GroupId{meta_[i].group},
+                          .block_hashes = {meta_[i].hash}});
+    }
     MapErase(i);
     meta_[i].group = -1;
     meta_[i].hash = BlockHash{};
@@ -133,13 +138,46 @@ bool BlockPool::ResetPrefixCache() {
     m.group = -1;
     m.hash = BlockHash{};
   }
+  stats_.reset = true;
+  if (events_ != nullptr) events_->push_back({.type = KVCacheEvent::Type::kAllBlocksCleared});
   return true;
 }
 
-void BlockPool::RecordLookup(TokenCount query_tokens, TokenCount hit_tokens) {
+void BlockPool::EvictCached(BlockId block) {
+  const int32_t i = Index(block);
+  KVTOPO_CHECK(i >= 0 && i < num_blocks());
+  if (i != 0) Evict(i);
+}
+
+std::optional<std::pair<BlockHash, GroupId>> BlockPool::cached_as(BlockId block) const {
+  const Meta& m = meta_[Index(block)];
+  if (m.group < 0) return std::nullopt;
+  return std::make_pair(m.hash, GroupId{m.group});
+}
+
+std::vector<BlockId> BlockPool::FreeQueue() const {
+  std::vector<BlockId> out;
+  out.reserve(num_free_);
+  for (int32_t i = head_; i != sentinel(); i = meta_[i].next) out.emplace_back(i);
+  return out;
+}
+
+void BlockPool::RecordLookup(TokenCount query_tokens, TokenCount hit_tokens, bool preempted) {
+  if (preempted) {
+    ++stats_.preempted_requests;
+    stats_.preempted_query_tokens += query_tokens.value();
+    stats_.preempted_hit_tokens += hit_tokens.value();
+    return;
+  }
   ++stats_.requests;
   stats_.query_tokens += query_tokens.value();
   stats_.hit_tokens += hit_tokens.value();
+}
+
+PrefixCacheStats BlockPool::TakeStats() {
+  PrefixCacheStats out = stats_;
+  stats_ = PrefixCacheStats{};
+  return out;
 }
 
 void BlockPool::CheckInvariants() const {

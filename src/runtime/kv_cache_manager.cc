@@ -22,9 +22,19 @@ using internal::CeilDiv;
 
 namespace {
 
-enum class Behavior { kFull, kSliding, kChunked, kRecurrentNone, kRecurrentAll, kRecurrentAlign };
+enum class Behavior {
+  kFull,
+  kSliding,
+  kChunked,
+  kRecurrentNone,
+  kRecurrentAll,
+  kRecurrentAlign,
+  kCross,
+};
 
-Behavior BehaviorOf(const GroupGeometry& g) {
+Behavior BehaviorOf(const CacheGroup& group) {
+  if (group.cross_attention) return Behavior::kCross;
+  const GroupGeometry& g = group.geometry;
   switch (g.kind) {
     case CacheKind::kFullAttention:
     case CacheKind::kMla:
@@ -50,6 +60,12 @@ Behavior BehaviorOf(const GroupGeometry& g) {
 bool IsRecurrent(Behavior b) {
   return b == Behavior::kRecurrentNone || b == Behavior::kRecurrentAll ||
          b == Behavior::kRecurrentAlign;
+}
+
+// Kinds whose rows never release a block before Free and never cache (beyond full attention's
+// caching): the quiet window and the skip rules treat them alike.
+bool NeverSkips(Behavior b) {
+  return b == Behavior::kFull || b == Behavior::kRecurrentNone || b == Behavior::kCross;
 }
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
@@ -88,7 +104,9 @@ struct alignas(64) RequestState {
   bool running = false;     // allocated at least once
   bool last_quiet = false;  // the last successful AllocateSlots changed no row
   bool live = false;
+  bool skip_reading_prefix_cache = false;
   std::vector<int32_t> tokens;
+  int64_t num_preemptions = 0;
   int64_t id = -1;
   std::vector<BlockHash> hashes;  // one per full hash block
   BlockHashExtraKeys extra;
@@ -126,6 +144,11 @@ struct KVCacheManager::Impl {
   std::vector<uint32_t> recurrent_cached_step;  // per block: step a recurrent group cached it
   uint32_t step = 1;
   std::vector<BlockId> scratch;             // align-mode speculative blocks being moved
+  int64_t num_running = 0;                  // requests holding rows (allocated, not freed)
+  std::vector<KVCacheEvent> events;         // enable_kv_cache_events
+  std::vector<BlockId> new_block_ids;       // record_new_block_ids
+  ComputedBlocks admit_hits;                // AdmitBatch scratch
+  std::vector<int32_t> batch_slots;         // batch calls: the requests' state slots
   mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
   mutable std::vector<int32_t> check_owner_group;
   mutable std::vector<int64_t> check_seen_in_row;
@@ -146,12 +169,28 @@ struct KVCacheManager::Impl {
     return const_cast<Impl*>(this)->State(request);
   }
 
+  // Releases every row of a request (reverse order: chain tails are evicted first).
+  void ReleaseRows(RequestState& st) {
+    for (Row& row : st.rows) {
+      pool.FreeReversed(row.blocks);
+      row.blocks.clear();
+      row.num_cached = row.update_from = 0;
+      row.last_state = -1;
+      row.allocated = false;
+    }
+    if (st.running) --num_running;
+    st.running = false;
+    st.last_quiet = false;
+    st.quiet = QuietWindow{};
+  }
+
   // ---- per-group rules -------------------------------------------------------------------
 
   int64_t SkippedTokens(const Group& g, int64_t n) const {
     switch (g.behavior) {
       case Behavior::kFull:
       case Behavior::kRecurrentNone:
+      case Behavior::kCross:
         return 0;
       case Behavior::kSliding:
         return std::max<int64_t>(
@@ -175,10 +214,11 @@ struct KVCacheManager::Impl {
 
   int64_t NumBlocksToAllocate(const Group& g, const Row& row, int64_t num_tokens,
                               std::span<const BlockId> hits, int64_t total_computed,
-                              int64_t num_main, bool cap) const {
+                              int64_t num_main, bool cap, int64_t num_encoder) const {
     const int64_t have = static_cast<int64_t>(row.blocks.size());
     const int64_t num_hits = static_cast<int64_t>(hits.size());
     if (g.behavior == Behavior::kRecurrentNone) return row.allocated ? 0 : 1 + g.spec_blocks;
+    if (g.behavior == Behavior::kCross) return row.allocated ? 0 : g.CeilBlocks(num_encoder);
     if (g.behavior == Behavior::kRecurrentAlign) {
       if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
       const int64_t required = g.CeilBlocks(num_main) + g.spec_blocks;
@@ -206,7 +246,7 @@ struct KVCacheManager::Impl {
   }
 
   void RemoveSkippedBlocks(const Group& g, Row& row, int64_t total_computed) {
-    if (g.behavior == Behavior::kFull || g.behavior == Behavior::kRecurrentNone) return;
+    if (NeverSkips(g.behavior)) return;
     int64_t n = total_computed;
     // Recurrent: keep the states of up to S unverified draft tokens.
     if (IsRecurrent(g.behavior)) n = std::max<int64_t>(0, n - g.spec_blocks);
@@ -227,20 +267,25 @@ struct KVCacheManager::Impl {
     }
   }
 
+  // A new request's prefix: null placeholders for the skipped columns (hit or external), then
+  // the hits it keeps. External tokens' blocks past the hits come from AllocateNewBlocks.
   void AllocateNewComputedBlocks(const Group& g, Row& row, std::span<const BlockId> hits,
                                  int64_t total_computed) {
     KVTOPO_CHECK_MSG(row.blocks.empty(), "prefix hits for a request that already has blocks");
-    const int64_t skipped = std::min<int64_t>(g.FloorBlocks(SkippedTokens(g, total_computed)),
-                                              static_cast<int64_t>(hits.size()));
+    if (g.behavior == Behavior::kCross) return;
+    const int64_t skipped = g.FloorBlocks(SkippedTokens(g, total_computed));
     row.blocks.insert(row.blocks.end(), skipped, kNullBlock);
-    const auto kept = hits.subspan(skipped);
+    const auto kept = hits.subspan(std::min<int64_t>(skipped, static_cast<int64_t>(hits.size())));
     if (caching()) pool.Touch(kept);
     row.blocks.insert(row.blocks.end(), kept.begin(), kept.end());
     row.num_cached = static_cast<int64_t>(row.blocks.size());
   }
 
-  void AllocateNewBlocks(const Group& g, Row& row, int64_t num_tokens, int64_t num_main) {
+  void AllocateNewBlocks(const Group& g, Row& row, int64_t num_tokens, int64_t num_main,
+                         int64_t num_encoder) {
     const int64_t prev = static_cast<int64_t>(row.blocks.size());
+    // Cross-attention rows are sized by the encoder once, at the first allocation.
+    if (g.behavior == Behavior::kCross) num_tokens = row.allocated ? 0 : num_encoder;
     switch (g.behavior) {
       case Behavior::kRecurrentNone:
         if (!row.allocated) {
@@ -257,6 +302,9 @@ struct KVCacheManager::Impl {
         const int64_t need = g.CeilBlocks(num_tokens);
         if (need > prev) {
           KVTOPO_CHECK(pool.Allocate(static_cast<int32_t>(need - prev), row.blocks));
+          if (options.record_new_block_ids && !IsRecurrent(g.behavior)) [[unlikely]] {
+            new_block_ids.insert(new_block_ids.end(), row.blocks.begin() + prev, row.blocks.end());
+          }
         }
       }
     }
@@ -297,7 +345,7 @@ struct KVCacheManager::Impl {
 
   void CacheBlocks(const Group& g, Row& row, const RequestState& st, int64_t num_tokens,
                    int64_t num_main) {
-    if (g.behavior == Behavior::kRecurrentNone) return;
+    if (g.behavior == Behavior::kRecurrentNone || g.behavior == Behavior::kCross) return;
     const int64_t num_hashes = static_cast<int64_t>(st.hashes.size());
     const int64_t available =
         g.hashes_per_block == 1 ? num_hashes : num_hashes / g.hashes_per_block;
@@ -311,20 +359,47 @@ struct KVCacheManager::Impl {
           running >= row.num_cached && row.blocks[running] != kNullBlock &&
           !pool.is_cached(row.blocks[running])) {
         CacheOne(g, row.blocks[running], CoarseHash(g, st, running));
+        if (options.enable_kv_cache_events) [[unlikely]] {
+          RecordStored(g, st, running, running + 1);
+        }
       }
       row.num_cached = std::max(row.num_cached, full);
       return;
     }
     constexpr int64_t kAhead = 4;
+    const bool events_on = options.enable_kv_cache_events;
+    int64_t run_begin = -1;  // events: the run of columns cached so far by this call
     for (int64_t i = row.num_cached; i < full; ++i) {
       if (g.hashes_per_block == 1 && i + kAhead < full) {
         pool.PrefetchLookup(st.hashes[i + kAhead], g.id);  // the insert probes from there
       }
       const BlockId b = row.blocks[i];
-      if (b == kNullBlock || pool.is_cached(b)) continue;
+      if (b == kNullBlock || pool.is_cached(b)) {
+        if (events_on && run_begin >= 0) [[unlikely]] {
+          RecordStored(g, st, run_begin, i);
+          run_begin = -1;
+        }
+        continue;
+      }
       CacheOne(g, b, CoarseHash(g, st, i));
+      if (events_on && run_begin < 0) [[unlikely]]
+        run_begin = i;
     }
+    if (events_on && run_begin >= 0) [[unlikely]]
+      RecordStored(g, st, run_begin, full);
     row.num_cached = std::max(row.num_cached, full);
+  }
+
+  // One BlockStored event for columns [begin, end) of a group just cached.
+  void RecordStored(const Group& g, const RequestState& st, int64_t begin, int64_t end) {
+    KVCacheEvent e{.type = KVCacheEvent::Type::kBlockStored,
+                   .group = g.id,
+                   .block_size = g.bs,
+                   .lora_id = st.extra.lora_id};
+    for (int64_t i = begin; i < end; ++i) e.block_hashes.push_back(CoarseHash(g, st, i));
+    if (begin > 0) e.parent_block_hash = CoarseHash(g, st, begin - 1);
+    e.token_ids.assign(st.tokens.begin() + begin * g.bs, st.tokens.begin() + end * g.bs);
+    events.push_back(std::move(e));
   }
 
   void CacheOne(const Group& g, BlockId b, const BlockHash& hash) {
@@ -354,6 +429,7 @@ struct KVCacheManager::Impl {
         return m + 1;
       case Behavior::kFull:
       case Behavior::kRecurrentNone:
+      case Behavior::kCross:
         break;
     }
     return kNever;
@@ -362,7 +438,7 @@ struct KVCacheManager::Impl {
   // The smallest total_computed >= tc at which RemoveSkippedBlocks(g, row, .) would release a
   // block, given the row as it is now (tc itself when it would act already).
   int64_t NextRemovalAt(const Group& g, const Row& row, int64_t tc) const {
-    if (g.behavior == Behavior::kFull || g.behavior == Behavior::kRecurrentNone) return kNever;
+    if (NeverSkips(g.behavior)) return kNever;
     const bool recurrent = IsRecurrent(g.behavior);
     const int64_t S = recurrent ? g.spec_blocks : 0;
     const int64_t n = recurrent ? std::max<int64_t>(0, tc - S) : tc;
@@ -390,6 +466,7 @@ struct KVCacheManager::Impl {
       const int64_t size = static_cast<int64_t>(row.blocks.size());
       switch (g.behavior) {
         case Behavior::kRecurrentNone:
+        case Behavior::kCross:
           continue;  // a running row never allocates, caches or releases
         case Behavior::kRecurrentAlign:
           w.main_max = std::min(w.main_max, (size - g.spec_blocks) * g.bs);
@@ -492,6 +569,7 @@ struct KVCacheManager::Impl {
         break;
       }
       case Behavior::kRecurrentNone:
+      case Behavior::kCross:
         break;
       case Behavior::kRecurrentAll:
       case Behavior::kRecurrentAlign: {
@@ -547,7 +625,13 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     Impl::Group g;
     g.spec = options.groups[i];
     g.id = GroupId{static_cast<int32_t>(i)};
-    g.behavior = BehaviorOf(geo);
+    g.behavior = BehaviorOf(options.groups[i]);
+    if (g.behavior == Behavior::kCross && caching) {
+      return InvalidArgument(
+          fmt::format("cache group {} is cross-attention: prefix caching is not supported for "
+                      "encoder-decoder layouts; set enable_prefix_caching to false",
+                      i));
+    }
     g.bs = geo.manager_block_size;
     g.hashes_per_block = caching ? geo.manager_block_size / options.hash_block_size : 1;
     g.spec_blocks = geo.kind == CacheKind::kRecurrent ? geo.num_speculative_blocks : 0;
@@ -572,6 +656,7 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     }
   }
   impl->recurrent_cached_step.assign(options.num_blocks, 0);
+  if (options.enable_kv_cache_events) impl->pool.set_event_sink(&impl->events);
   return std::unique_ptr<KVCacheManager>(new KVCacheManager(std::move(impl)));
 }
 
@@ -585,6 +670,15 @@ const CacheGroup& KVCacheManager::group(GroupId group) const {
 
 void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
                                 BlockHashExtraKeys extra_keys) {
+  AddRequest(request, prompt_token_ids, RequestOptions{.extra_keys = std::move(extra_keys)});
+}
+
+bool KVCacheManager::Contains(RequestId request) const {
+  return impl_->index.Contains(request.value());
+}
+
+void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                                RequestOptions request_options) {
   Impl& m = *impl_;
   KVTOPO_CHECK_MSG(!m.index.Contains(request.value()),
                    fmt::format("request {} is already registered", request.value()));
@@ -605,7 +699,9 @@ void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prom
   st.quiet = QuietWindow{};
   st.tokens.assign(prompt_token_ids.begin(), prompt_token_ids.end());
   st.hashes.clear();
-  st.extra = std::move(extra_keys);
+  st.extra = std::move(request_options.extra_keys);
+  st.skip_reading_prefix_cache = request_options.skip_reading_prefix_cache;
+  st.num_preemptions = request_options.num_preemptions;
   st.num_computed = 0;
   st.rows.resize(m.groups.size());
   for (size_t gi = 0; gi < st.rows.size(); ++gi) {
@@ -643,7 +739,7 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
   out.blocks.resize(m.groups.size());
   for (auto& blocks : out.blocks) blocks.clear();
   out.num_tokens = TokenCount{0};
-  if (!m.caching()) return out.num_tokens;
+  if (!m.caching() || st.skip_reading_prefix_cache) return out.num_tokens;
   const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
   // At least one token is recomputed so the step produces logits.
   const int64_t max_hit = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
@@ -672,7 +768,9 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
     }
   }
   out.num_tokens = TokenCount{length};
-  m.pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens);
+  if (m.options.log_stats) {
+    m.pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens, st.num_preemptions > 0);
+  }
   return out.num_tokens;
 }
 
@@ -683,12 +781,19 @@ ComputedBlocks KVCacheManager::GetComputedBlocks(RequestId request) {
 }
 
 bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
+  return AllocateSlotsAt(impl_->State(request), step);
+}
+
+bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) {
   Impl& m = *impl_;
-  RequestState& st = m.State(request);
   const int64_t num_new = step.num_new_tokens.value();
   const int64_t num_new_computed = step.num_new_computed_tokens.value();
-  KVTOPO_CHECK_MSG(num_new > 0, "AllocateSlots needs at least one new token");
+  const int64_t num_external = step.num_external_computed_tokens.value();
+  const int64_t num_encoder = step.num_encoder_tokens.value();
+  KVTOPO_CHECK_MSG(num_new > 0 || (num_new == 0 && num_external > 0),
+                   "AllocateSlots needs at least one new or external token");
   KVTOPO_CHECK(num_new_computed >= 0 && step.num_lookahead_tokens.value() >= 0);
+  KVTOPO_CHECK(num_external >= 0 && num_encoder >= 0);
   KVTOPO_CHECK(num_new_computed == 0 || step.computed != nullptr);
   const int64_t L = m.options.max_model_len;
   const size_t num_groups = m.groups.size();
@@ -698,8 +803,9 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   };
 
   const int64_t local = st.num_computed + num_new_computed;
-  const int64_t total_computed = std::min(local, L);
-  if (st.running && num_new_computed == 0 && !step.full_sequence_must_fit && m.quiet_path_enabled) {
+  const int64_t total_computed = std::min(local + num_external, L);
+  if (st.running && num_new_computed == 0 && num_external == 0 && !step.full_sequence_must_fit &&
+      !step.delay_cache_blocks && m.quiet_path_enabled) {
     // Quiet window: every group's rule is a no-op for these counts (see ComputeQuietWindow).
     const QuietWindow& w = st.quiet;
     const int64_t num_main = total_computed + num_new;
@@ -718,7 +824,7 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
     int64_t needed = 0;
     for (size_t gi = 0; gi < num_groups; ++gi) {
       needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], n_full, hits(gi), total_computed,
-                                      n_full, /*cap=*/true);
+                                      n_full, /*cap=*/true, num_encoder);
     }
     if (needed > free) {
       st.quiet = QuietWindow{};
@@ -735,7 +841,7 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   int64_t needed = 0;
   for (size_t gi = 0; gi < num_groups; ++gi) {
     needed += m.NumBlocksToAllocate(m.groups[gi], st.rows[gi], need_slots, hits(gi), total_computed,
-                                    num_main, /*cap=*/false);
+                                    num_main, /*cap=*/false, num_encoder);
   }
   if (needed > m.pool.num_free_blocks()) {
     st.quiet = QuietWindow{};  // out-of-window blocks may have been released: recompute later
@@ -748,14 +854,15 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   for (size_t gi = 0; gi < num_groups; ++gi) {
     Row& row = st.rows[gi];
     row.update_from = static_cast<int64_t>(row.blocks.size());
-    if (num_new_computed > 0) {
+    if (num_new_computed > 0 || (num_external > 0 && !row.allocated && row.blocks.empty())) {
       m.AllocateNewComputedBlocks(m.groups[gi], row, hits(gi), total_computed);
     }
   }
+  if (!st.running) ++m.num_running;
   for (size_t gi = 0; gi < num_groups; ++gi) {
-    m.AllocateNewBlocks(m.groups[gi], st.rows[gi], need_slots, num_main);
+    m.AllocateNewBlocks(m.groups[gi], st.rows[gi], need_slots, num_main, num_encoder);
   }
-  if (m.caching()) {
+  if (m.caching() && !step.delay_cache_blocks) {
     // Commit only known tokens, never unverified drafts; hybrids cache at hit granularity.
     int64_t n = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
     if (num_groups > 1) {
@@ -766,10 +873,158 @@ bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
       m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, num_main);
     }
   }
-  st.num_computed = local + num_new;
+  st.num_computed = local + num_external + num_new;
   st.running = true;
   m.ComputeQuietWindow(st, std::min(st.num_computed, L));
   return true;
+}
+
+Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedBlocks& hits) const {
+  const Impl& m = *impl_;
+  const RequestState& st = m.State(request);
+  if (hits.blocks.size() != m.groups.size()) {
+    return InvalidArgument(fmt::format("computed blocks hold {} groups; the manager has {}",
+                                       hits.blocks.size(), m.groups.size()));
+  }
+  for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+    const Impl::Group& g = m.groups[gi];
+    const auto& row = hits.blocks[gi];
+    if (static_cast<int64_t>(row.size()) * g.hashes_per_block >
+        static_cast<int64_t>(st.hashes.size())) {
+      return InvalidArgument(
+          fmt::format("computed blocks of group {} are longer than request {}'s hashed prefix", gi,
+                      request.value()));
+    }
+    for (size_t j = 0; j < row.size(); ++j) {
+      const BlockId b = row[j];
+      if (b == kNullBlock) continue;
+      if (b.value() < 0 || b.value() >= m.pool.num_blocks()) {
+        return InvalidArgument(fmt::format("computed block {} is not in the pool", b.value()));
+      }
+      const auto cached = m.pool.cached_as(b);
+      if (!cached || cached->second != g.id ||
+          cached->first != m.CoarseHash(g, st, static_cast<int64_t>(j))) {
+        return InvalidArgument(fmt::format(
+            "stale prefix hits: block {} (group {}, column {}) no longer caches request {}'s "
+            "content; call get_computed_blocks again",
+            b.value(), gi, j, request.value()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {}  // namespace
+
+void KVCacheManager::AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const {
+  const int32_t num_groups = static_cast<int32_t>(impl_->groups.size());
+  for (int32_t g = 0; g < num_groups; ++g) {
+    if (ok) {
+      const KVCacheManager::RowUpdate u = LastUpdateAt(st, GroupId{g});
+      out.first_column.push_back(static_cast<int32_t>(u.first_column));
+      for (BlockId b : u.block_ids) out.block_ids.push_back(b.value());
+    } else {
+      out.first_column.push_back(0);
+    }
+    out.offsets.push_back(static_cast<int32_t>(out.block_ids.size()));
+  }
+}
+
+namespace {
+
+void ClearBatch(KVCacheManager::BatchResult& out, size_t n) {
+  out.ok.clear();
+  out.num_computed.clear();
+  out.offsets.clear();
+  out.first_column.clear();
+  out.block_ids.clear();
+  out.num_failed = 0;
+  out.ok.reserve(n);
+  out.offsets.push_back(0);
+}
+
+}  // namespace
+
+Status KVCacheManager::ResolveBatch(std::span<const RequestId> requests) {
+  std::vector<int32_t>& slots = impl_->batch_slots;
+  slots.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    slots[i] = impl_->index.Find(requests[i].value());
+    if (slots[i] < 0) [[unlikely]] {
+      return NotFound(fmt::format("request {} of the batch (index {}) is not registered",
+                                  requests[i].value(), i));
+    }
+  }
+  return Status::Ok();
+}
+
+Status KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
+                                          std::span<const int32_t> num_new_tokens,
+                                          std::span<const int32_t> num_lookahead_tokens,
+                                          BatchResult& out) {
+  KVTOPO_CHECK(num_new_tokens.size() == requests.size());
+  KVTOPO_CHECK(num_lookahead_tokens.empty() || num_lookahead_tokens.size() == requests.size());
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
+  ClearBatch(out, requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RequestState& st = impl_->states[impl_->batch_slots[i]];
+    const SlotRequest step{.num_new_tokens = TokenCount{num_new_tokens[i]},
+                           .num_lookahead_tokens = TokenCount{
+                               num_lookahead_tokens.empty() ? 0 : num_lookahead_tokens[i]}};
+    const bool ok = AllocateSlotsAt(st, step);
+    out.ok.push_back(ok ? 1 : 0);
+    out.num_failed += ok ? 0 : 1;
+    AppendUpdates(st, ok, out);
+  }
+  return Status::Ok();
+}
+
+Status KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
+                                  std::span<const int32_t> num_new_tokens,
+                                  bool full_sequence_must_fit, BatchResult& out) {
+  KVTOPO_CHECK(num_new_tokens.empty() || num_new_tokens.size() == requests.size());
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
+  ClearBatch(out, requests.size());
+  ComputedBlocks& hits = impl_->admit_hits;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RequestId id = requests[i];
+    const int64_t hit = GetComputedBlocks(id, hits).value();
+    const int64_t rest = num_tokens(id).value() - num_computed_tokens(id).value() - hit;
+    const SlotRequest step{
+        .num_new_tokens = TokenCount{num_new_tokens.empty() ? rest : num_new_tokens[i]},
+        .num_new_computed_tokens = TokenCount{hit},
+        .computed = &hits,
+        .full_sequence_must_fit = full_sequence_must_fit};
+    RequestState& st = impl_->states[impl_->batch_slots[i]];
+    const bool ok = AllocateSlotsAt(st, step);
+    out.ok.push_back(ok ? 1 : 0);
+    out.num_computed.push_back(static_cast<int32_t>(ok ? hit : 0));
+    out.num_failed += ok ? 0 : 1;
+    AppendUpdates(st, ok, out);
+  }
+  return Status::Ok();
+}
+
+Status KVCacheManager::FreeBatch(std::span<const RequestId> requests) {
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
+  for (RequestId id : requests) Free(id);
+  return Status::Ok();
+}
+
+Status KVCacheManager::AppendTokensBatch(std::span<const RequestId> requests,
+                                         std::span<const int32_t> token_ids,
+                                         std::span<const int32_t> counts) {
+  KVTOPO_CHECK(counts.empty() ? token_ids.size() == requests.size()
+                              : counts.size() == requests.size());
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
+  size_t at = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const size_t n = counts.empty() ? 1 : static_cast<size_t>(counts[i]);
+    KVTOPO_CHECK(at + n <= token_ids.size());
+    AppendTokens(requests[i], token_ids.subspan(at, n));
+    at += n;
+  }
+  return Status::Ok();
 }
 
 void KVCacheManager::Free(RequestId request) {
@@ -777,11 +1032,7 @@ void KVCacheManager::Free(RequestId request) {
   const int32_t slot = m.index.Find(request.value());
   KVTOPO_CHECK_MSG(slot >= 0, fmt::format("unknown request {}", request.value()));
   RequestState& st = m.states[slot];
-  for (Row& row : st.rows) {
-    // Reverse order: the tail of the hash chain becomes the first eviction candidate.
-    m.pool.FreeReversed(row.blocks);
-    row.blocks.clear();
-  }
+  m.ReleaseRows(st);
   st.live = false;
   st.running = false;
   st.id = -1;
@@ -789,7 +1040,104 @@ void KVCacheManager::Free(RequestId request) {
   m.index.Erase(request.value());
 }
 
+void KVCacheManager::Preempt(RequestId request) {
+  Impl& m = *impl_;
+  RequestState& st = m.State(request);
+  m.ReleaseRows(st);
+  st.num_computed = 0;
+  ++st.num_preemptions;
+}
+
 void KVCacheManager::NewStep() { ++impl_->step; }
+
+void KVCacheManager::RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens) {
+  Impl& m = *impl_;
+  RequestState& st = m.State(request);
+  KVTOPO_CHECK(total_computed_tokens.value() >= 0);
+  const int64_t n = std::min(total_computed_tokens.value(), m.options.max_model_len);
+  for (size_t gi = 0; gi < m.groups.size(); ++gi)
+    m.RemoveSkippedBlocks(m.groups[gi], st.rows[gi], n);
+  st.quiet = QuietWindow{};  // rows changed outside AllocateSlots
+}
+
+void KVCacheManager::CacheBlocks(RequestId request, TokenCount num_computed_tokens) {
+  Impl& m = *impl_;
+  if (!m.caching()) return;
+  RequestState& st = m.State(request);
+  KVTOPO_CHECK(num_computed_tokens.value() >= 0);
+  int64_t n = std::min<int64_t>({num_computed_tokens.value(),
+                                 static_cast<int64_t>(st.tokens.size()), m.options.max_model_len});
+  if (m.groups.size() > 1) n = n / m.alignment * m.alignment;
+  for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+    m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, n);
+  }
+  st.quiet = QuietWindow{};
+}
+
+void KVCacheManager::EvictBlocks(std::span<const BlockId> blocks) {
+  for (BlockId b : blocks) {
+    KVTOPO_CHECK_MSG(b.value() >= 0 && b.value() < impl_->pool.num_blocks(),
+                     fmt::format("block {} is not in the pool", b.value()));
+    impl_->pool.EvictCached(b);
+  }
+}
+
+void KVCacheManager::GetNumCommonPrefixBlocks(RequestId request, std::vector<int64_t>& out) const {
+  const Impl& m = *impl_;
+  const RequestState& st = m.State(request);
+  out.assign(m.groups.size(), 0);
+  for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+    if (m.groups[gi].behavior != Behavior::kFull) continue;
+    int64_t count = 0;
+    for (BlockId b : st.rows[gi].blocks) {
+      if (b == kNullBlock || m.pool.ref_count(b) != m.num_running) break;
+      ++count;
+    }
+    out[gi] = count;
+  }
+}
+
+std::vector<BlockId> KVCacheManager::TakeNewBlockIds() {
+  std::vector<BlockId> out;
+  out.swap(impl_->new_block_ids);
+  return out;
+}
+
+std::vector<KVCacheEvent> KVCacheManager::TakeEvents() {
+  std::vector<KVCacheEvent> out;
+  out.swap(impl_->events);
+  return out;
+}
+
+std::optional<PrefixCacheStats> KVCacheManager::MakePrefixCacheStats() {
+  if (!impl_->options.log_stats) return std::nullopt;
+  return impl_->pool.TakeStats();
+}
+
+int64_t KVCacheManager::scheduler_block_size() const { return impl_->alignment; }
+int64_t KVCacheManager::hash_block_size() const { return impl_->options.hash_block_size; }
+int64_t KVCacheManager::max_model_len() const { return impl_->options.max_model_len; }
+int64_t KVCacheManager::num_preemptions(RequestId request) const {
+  return impl_->State(request).num_preemptions;
+}
+
+// ---- KVCacheInspector ------------------------------------------------------------------------
+
+std::vector<BlockId> KVCacheInspector::FreeQueue() const {
+  return manager_.impl_->pool.FreeQueue();
+}
+int32_t KVCacheInspector::RefCount(BlockId block) const {
+  return manager_.impl_->pool.ref_count(block);
+}
+std::optional<std::pair<BlockHash, GroupId>> KVCacheInspector::CachedAs(BlockId block) const {
+  return manager_.impl_->pool.cached_as(block);
+}
+std::optional<BlockId> KVCacheInspector::Lookup(const BlockHash& hash, GroupId group) const {
+  return manager_.impl_->pool.Lookup(hash, group);
+}
+std::span<const BlockHash> KVCacheInspector::RequestBlockHashes(RequestId request) const {
+  return manager_.impl_->State(request).hashes;
+}
 
 void KVCacheManager::SetQuietPathEnabled(bool enabled) { impl_->quiet_path_enabled = enabled; }
 bool KVCacheManager::BlockIsCached(BlockId block) const { return impl_->pool.is_cached(block); }
@@ -799,7 +1147,11 @@ std::span<const BlockId> KVCacheManager::BlockIds(RequestId request, GroupId gro
 }
 
 KVCacheManager::RowUpdate KVCacheManager::LastUpdate(RequestId request, GroupId group) const {
-  const RequestState& st = impl_->State(request);
+  return LastUpdateAt(impl_->State(request), group);
+}
+
+KVCacheManager::RowUpdate KVCacheManager::LastUpdateAt(const RequestState& st,
+                                                       GroupId group) const {
   const Row& row = st.rows.at(group.value());
   const int64_t size = static_cast<int64_t>(row.blocks.size());
   const int64_t from = st.last_quiet ? size : std::min<int64_t>(row.update_from, size);

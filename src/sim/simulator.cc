@@ -573,6 +573,8 @@ Result<SimulateReport> Simulator::Run() {
     }
     if (options_.check_invariants && !stop_) CheckStep();
     if (stop_) break;
+    report_.free_pages_after_last_step = manager_->num_free_blocks();
+    report_.min_free_pages = std::min(report_.min_free_pages, report_.free_pages_after_last_step);
     for (const Scheduled& s : scheduled) Execute(s);
     if (options_.progress && step % 64 == 0) {
       options_.progress(report_.tokens_scheduled, expected_tokens);

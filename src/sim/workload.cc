@@ -79,16 +79,34 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
 }
 
 std::vector<std::string> BuiltinWorkloadNames() {
-  return {"million", "decode-steady", "prefix-hit", "hybrid"};
+  return {"million", "decode-steady", "prefix-hit", "hybrid", "w1", "w2", "w3", "w4"};
+}
+
+// The reference workloads W1-W4 (docs/BENCHMARKS.md): W1 is decode-steady's shape, W2
+// prefix-hit's on a pool of 4,096 blocks, W3 hybrid's, W4 one request grown to 1,000,000 tokens
+// in 768-token chunks on one full-attention group of 64-token blocks.
+std::string_view ReferenceShape(std::string_view name) {
+  if (name == "w1") return "decode-steady";
+  if (name == "w2") return "prefix-hit";
+  if (name == "w3") return "hybrid";
+  return name;
 }
 
 Result<Workload> BuiltinWorkload(std::string_view name) {
   Workload w;
   w.name = std::string(name);
-  if (name == "million") {
-    // One request grown to 1,000,000 tokens in 768-token chunks (one recurrent checkpoint each).
+  if (name == "w4") {
     w.requests.push_back({.prompt_len = 1'000'000});
     w.prefill_chunk_tokens = 768;
+    return w;
+  }
+  const bool w2 = name == "w2";
+  name = ReferenceShape(name);
+  if (name == "million") {
+    // One request grown to 1,000,000 tokens under the plan's step budget; with a recurrent align
+    // group every chunk but the last ends on a checkpoint (on the default launch: 1,301 chunks
+    // of 768 tokens, then the last 832 within the 1,024-token budget).
+    w.requests.push_back({.prompt_len = 1'000'000});
   } else if (name == "decode-steady") {
     for (int i = 0; i < 256; ++i) w.requests.push_back({.prompt_len = 2048, .decode_steps = 512});
     w.num_lookahead_tokens = 3;
@@ -99,6 +117,8 @@ Result<Workload> BuiltinWorkload(std::string_view name) {
                             .shared_prefix_id = 0,
                             .shared_prefix_len = 4096,
                             .decode_steps = 16});
+      // W2: one after another (a prefill step and 16 decode steps each).
+      if (w2) w.requests.back().arrival_step = 17 * i;
     }
     w.num_lookahead_tokens = 0;
     w.num_speculative_tokens = 0;
@@ -109,8 +129,8 @@ Result<Workload> BuiltinWorkload(std::string_view name) {
     w.num_speculative_tokens = 0;
   } else {
     return InvalidArgument(fmt::format(
-        "unknown workload '{}'; built-in: million, decode-steady, prefix-hit, hybrid, or "
-        "--workload-file FILE",
+        "unknown workload '{}'; built-in: million, decode-steady, prefix-hit, hybrid, w1, w2, "
+        "w3, w4, or --workload-file FILE",
         name));
   }
   return w;
@@ -133,6 +153,8 @@ LayerSpec Attention(std::string name, CacheKind kind) {
 
 Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memory_bytes) {
   if (name == "million") return PlanLaunch(DefaultLaunchConfig(), kv_cache_memory_bytes);
+  const bool w4 = name == "w4";
+  name = ReferenceShape(name);
   ModelCacheSpecs specs;
   PlanInputs inputs;
   inputs.cache.max_num_seqs = 256;
@@ -148,6 +170,13 @@ Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memo
       specs.layers.push_back(
           Attention(fmt::format("layers.{}.attn", i), CacheKind::kFullAttention));
     }
+  } else if (w4) {
+    // One full-attention layer of 64-token blocks, long enough for the million-token request.
+    specs.model_name = "synthetic-dense-1l-b64";
+    specs.max_model_len = 1'000'064;
+    LayerSpec layer = Attention("layers.0.attn", CacheKind::kFullAttention);
+    layer.block_size = 64;
+    specs.layers.push_back(layer);
   } else if (name == "hybrid") {
     specs.model_name = "synthetic-hybrid-3g";
     specs.max_model_len = 40960;

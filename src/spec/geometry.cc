@@ -193,7 +193,7 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
                                                    "block-table bytes per rank"));
 
   const RequestBounds bounds{.max_model_len = L,
-                             .max_tokens_in_flight = options.max_num_batched_tokens,
+                             .max_tokens_in_flight = options.max_tokens_in_flight,
                              .dcp_shard_count = g.dcp_shard_count};
   KVTOPO_ASSIGN_OR_RETURN(g.max_pages_per_request, MaxPagesPerRequest(spec, bounds));
   KVTOPO_ASSIGN_OR_RETURN(g.memory_per_request_bytes, MaxMemoryPerRequestBytes(spec, bounds));

@@ -86,6 +86,36 @@ Status CheckAttentionFields(const LayerSpec& s) {
 
 }  // namespace
 
+namespace {
+
+// Bytes of one token's rows on this rank, before per-token-head scales and the page tail.
+Result<int64_t> RowBytesPerToken(const LayerSpec& s) {
+  KVTOPO_RETURN_IF_ERROR(CheckAttentionFields(s));
+  const auto what = fmt::format("page size of layer '{}'", s.name);
+  const int64_t elem = ElementBytes(StorageElement(s.cache_dtype, s.model_dtype));
+  const KvQuantMode quant = QuantModeOf(s.cache_dtype);
+  if (IsMla(s.kind)) {
+    if (s.mla_rope_dim < 0 || s.mla_rope_dim >= s.head_size) {
+      return InvalidArgument(fmt::format("layer '{}': RoPE width {} must lie in [0, {})", s.name,
+                                         s.mla_rope_dim, s.head_size));
+    }
+    const int64_t latent = s.head_size - s.mla_rope_dim;
+    const int64_t rope_bf16 = 2 * s.mla_rope_dim;
+    // The DeepSeek sparse-MLA row: quantized latent, 16 B of scales, bf16 RoPE (one head).
+    if (s.cache_dtype == KvCacheDtype::kFp8DsMla) return latent + 16 + rope_bf16;
+    if (s.cache_dtype == KvCacheDtype::kNvfp4DsMla) return Nvfp4Width(latent) + 16 + rope_bf16;
+    if (quant == KvQuantMode::kNvfp4)
+      return CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size), what);
+    return internal::CheckedProduct({s.num_kv_heads, s.head_size, elem}, what);
+  }
+  if (quant == KvQuantMode::kNvfp4) {
+    return CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size) + Nvfp4Width(s.head_size_v), what);
+  }
+  return internal::CheckedProduct({s.num_kv_heads, s.head_size + s.head_size_v, elem}, what);
+}
+
+}  // namespace
+
 Result<int64_t> RealPageSizeBytes(const LayerSpec& s) {
   if (s.kind == CacheKind::kRecurrent) {
     if (s.state.empty()) {
@@ -93,37 +123,16 @@ Result<int64_t> RealPageSizeBytes(const LayerSpec& s) {
     }
     return StateBytes(s.state);
   }
-  KVTOPO_RETURN_IF_ERROR(CheckAttentionFields(s));
   const auto what = fmt::format("page size of layer '{}'", s.name);
-  const int64_t elem = ElementBytes(StorageElement(s.cache_dtype, s.model_dtype));
-  const KvQuantMode quant = QuantModeOf(s.cache_dtype);
-  int64_t per_token = 0;  // bytes per token on this rank, before per-token-head scales
-  if (IsMla(s.kind)) {
-    if (s.cache_dtype == KvCacheDtype::kFp8DsMla) {
-      per_token = 656;
-    } else if (s.cache_dtype == KvCacheDtype::kNvfp4DsMla) {
-      per_token = 432;
-    } else if (quant == KvQuantMode::kNvfp4) {
-      KVTOPO_ASSIGN_OR_RETURN(per_token, CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size), what));
-    } else {
-      KVTOPO_ASSIGN_OR_RETURN(per_token,
-                              internal::CheckedProduct({s.num_kv_heads, s.head_size, elem}, what));
-    }
-    if (s.cache_dtype != KvCacheDtype::kFp8DsMla && s.cache_dtype != KvCacheDtype::kNvfp4DsMla) {
-      KVTOPO_ASSIGN_OR_RETURN(per_token,
-                              internal::CheckedAdd(per_token, s.row_extra_bytes_per_token, what));
-    }
-  } else if (quant == KvQuantMode::kNvfp4) {
-    KVTOPO_ASSIGN_OR_RETURN(
-        per_token,
-        CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size) + Nvfp4Width(s.head_size_v), what));
-  } else {
-    KVTOPO_ASSIGN_OR_RETURN(
-        per_token,
-        internal::CheckedProduct({s.num_kv_heads, s.head_size + s.head_size_v, elem}, what));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, RowBytesPerToken(s));
+  if (s.page_tail_bytes_per_token < 0 || (s.page_tail_bytes_per_token > 0 && !IsMla(s.kind))) {
+    return InvalidArgument(fmt::format(
+        "layer '{}': a page tail of {} B per token needs an MLA cache and must not be negative",
+        s.name, s.page_tail_bytes_per_token));
   }
-  KVTOPO_ASSIGN_OR_RETURN(int64_t page, CheckedMul(per_token, s.block_size, what));
-  return page;
+  KVTOPO_ASSIGN_OR_RETURN(per_token,
+                          internal::CheckedAdd(per_token, s.page_tail_bytes_per_token, what));
+  return CheckedMul(per_token, s.block_size, what);
 }
 
 Result<int64_t> PageSizeBytes(const LayerSpec& s) {
@@ -154,6 +163,13 @@ Result<int64_t> AttentionBytesPerToken(const LayerSpec& s) {
   one.block_size = 1;
   one.page_size_padded = 0;
   return PageSizeBytes(one);
+}
+
+Result<int64_t> AttentionRecordBytesPerToken(const LayerSpec& s) {
+  if (s.kind == CacheKind::kRecurrent) return int64_t{0};
+  LayerSpec one = s;
+  one.page_tail_bytes_per_token = 0;
+  return AttentionBytesPerToken(one);
 }
 
 Result<int64_t> MaxPagesPerRequest(const LayerSpec& s, const RequestBounds& b) {

@@ -16,7 +16,7 @@ TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
   auto r = RunCli("plan --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["accepted"], true);
   EXPECT_EQ(j["model"]["name"], "kimi-k3");
   EXPECT_EQ(j["model"]["draft"], "kimi-k3-dspark");
@@ -24,25 +24,114 @@ TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
   EXPECT_EQ(j["model"]["num_speculative_tokens"], 7);
   EXPECT_EQ(j["parallel"]["tensor_parallel_size"], 16);
   EXPECT_EQ(j["parallel"]["decode_context_parallel_size"], 16);
-  ASSERT_EQ(j["groups"].size(), 5u);
+  ASSERT_EQ(j["groups"].size(), 17u);
   EXPECT_EQ(j["groups"][0]["kind"], "recurrent");
   EXPECT_EQ(j["groups"][0]["block_table_width"], 1310);
-  EXPECT_EQ(j["groups"][3]["kind"], "mla");
-  EXPECT_EQ(j["groups"][3]["placement"], "sharded");
-  EXPECT_EQ(j["groups"][3]["manager_block_size"], 12288);
-  EXPECT_EQ(j["groups"][3]["block_table_width"], 82);
-  EXPECT_EQ(j["groups"][3]["kv_cache_dtype"], "fp8");
-  EXPECT_EQ(j["groups"][4]["role"], "draft");
-  EXPECT_EQ(j["groups"][4]["placement"], "replicated");
-  EXPECT_EQ(j["capacity"]["kv_cache_memory_is_default"], true);
-  EXPECT_EQ(j["capacity"]["memory_bytes"], int64_t{32} << 30);
+  EXPECT_EQ(j["groups"][12]["kind"], "mla");
+  EXPECT_EQ(j["groups"][12]["placement"], "sharded");
+  EXPECT_EQ(j["groups"][12]["manager_block_size"], 12288);
+  EXPECT_EQ(j["groups"][12]["block_table_width"], 82);
+  EXPECT_EQ(j["groups"][12]["kv_cache_dtype"], "fp8");
+  EXPECT_EQ(j["groups"][16]["role"], "draft");
+  EXPECT_EQ(j["groups"][16]["kind"], "sliding_window_mla");
+  EXPECT_EQ(j["groups"][16]["placement"], "replicated");
+  EXPECT_EQ(j["capacity"]["kv_cache_memory_is_default"], false);
+  EXPECT_EQ(j["capacity"]["memory_bytes"], 1325000000);
+  EXPECT_EQ(j["capacity"]["max_tokens"], 1033126);
+  EXPECT_EQ(j["capacity"]["blocks_per_request"], 483);
+  EXPECT_EQ(j["pool"]["num_blocks"], 499);
+  // Every layer, with its role, dtype, backend and page: 93 target layers and 5 draft layers.
+  ASSERT_EQ(j["layers"].size(), 98u);
+  EXPECT_EQ(j["layers"][0]["name"], "model.layers.0.self_attn");
+  EXPECT_EQ(j["layers"][0]["kind"], "recurrent");
+  EXPECT_EQ(j["layers"][0]["page_size_bytes"], 442368);
+  EXPECT_EQ(j["layers"][0]["natural_page_size_bytes"], 407040);
+  EXPECT_EQ(j["layers"][97]["name"], "draft.model.layers.4.self_attn");
+  EXPECT_EQ(j["layers"][97]["role"], "draft");
+  EXPECT_EQ(j["layers"][97]["kv_cache_dtype"], "fp8");
+  EXPECT_EQ(j["layers"][97]["attention_backend"], "B12X_MLA");
   EXPECT_EQ(j["scheduler_block_size"], 12288);
   EXPECT_EQ(j["hash_block_size"], 768);
   EXPECT_TRUE(j["diagnostics"].empty());
 }
 
+// The two production launches of the seeds, typed as their runbooks type them.
+TEST(PlanCli, ProductionLaunchesPlanToTheEnginesFigures) {
+  auto glm = RunCli(
+      "plan glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --kv-cache-dtype fp8 "
+      "--max-model-len 1048576 --max-num-seqs 32 --max-num-batched-tokens 8192 "
+      "--async-scheduling --kv-cache-memory 12GiB --speculative-config "
+      "'{\"method\":\"dflash\",\"model\":\"glm-5.3-flash-dflash2\",\"num_speculative_tokens\":"
+      "7}' --json");
+  ASSERT_EQ(glm.exit_code, 0) << glm.out;
+  auto j = nlohmann::json::parse(glm.out);
+  EXPECT_EQ(j["groups"].size(), 6u);
+  for (const auto& g : j["groups"]) EXPECT_EQ(g["block_size"], 2304);
+  EXPECT_EQ(j["pool"]["num_blocks"], 906);
+  EXPECT_EQ(j["capacity"]["blocks_per_request"], 159);
+  EXPECT_EQ(j["capacity"]["max_tokens"], 5974904);
+  EXPECT_EQ(j["promotion"]["applied"], true);
+  EXPECT_EQ(j["promotion"]["block_size_before"], 1152);
+  EXPECT_EQ(j["promotion"]["max_tokens_before"], 5688681);
+
+  const std::string k3 =
+      "plan kimi-k3 -tp 16 -dcp 16 --max-model-len 1000000 --max-num-batched-tokens 1024 "
+      "--kv-cache-dtype fp8 --async-scheduling --kv-cache-memory-bytes 1325000000 "
+      "--speculative-config "
+      "'{\"method\":\"dspark\",\"model\":\"kimi-k3-dspark\",\"num_speculative_tokens\":7}'";
+  auto kimi =
+      RunCli(k3 + " --json", false, "VLLM_K3_KV_GROUP_SIZE=6 VLLM_DSPARK_DRAFT_KV_WINDOW=32768");
+  ASSERT_EQ(kimi.exit_code, 0) << kimi.out;
+  j = nlohmann::json::parse(kimi.out);
+  EXPECT_EQ(j["groups"].size(), 17u);
+  EXPECT_EQ(j["pool"]["num_blocks"], 499);
+  EXPECT_EQ(j["capacity"]["blocks_per_request"], 483);
+  EXPECT_EQ(j["capacity"]["max_tokens"], 1033126);
+  auto table = RunCli(k3, false, "VLLM_K3_KV_GROUP_SIZE=6 VLLM_DSPARK_DRAFT_KV_WINDOW=32768");
+  EXPECT_NE(table.out.find("GPU KV cache size: 1,033,126 tokens, Maximum concurrency for "
+                           "1,000,000 tokens per request: 1.03x"),
+            std::string::npos)
+      << table.out;
+  // Without the group-size variable the min-bucket rule gives 5 groups.
+  j = nlohmann::json::parse(RunCli(k3 + " --json", false, "VLLM_DSPARK_DRAFT_KV_WINDOW=32768").out);
+  EXPECT_EQ(j["groups"].size(), 5u);
+}
+
+// A `vllm serve` line pastes in: underscores, -O3, dotted speculative keys, 64k, flags that do
+// not change the plan (listed), switches in their --no- form.
+TEST(PlanCli, PastedVllmServeLine) {
+  auto r = RunCli(
+      "check moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
+      "--gpu-memory-utilization 0.92 --port 8000 --trust-remote-code -O3 --no-enforce-eager "
+      "--served-model-name kimi --speculative-config.method eagle3 "
+      "--speculative-config.num_speculative_tokens 3 "
+      "--speculative_config.draft_attention_backend TRITON_MLA --json",
+      true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
+  EXPECT_EQ(j["diagnostics"][0]["code"], "not-used-for-planning");
+  EXPECT_EQ(j["diagnostics"][0]["message"],
+            "accepted, not used for planning: --gpu-memory-utilization, --port, "
+            "--trust-remote-code, -O3, --no-enforce-eager, --served-model-name");
+  auto plan = RunCli(
+      "plan moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
+      "--speculative-config.method eagle3 --speculative-config.num_speculative_tokens 3 "
+      "--speculative_config.draft_attention_backend TRITON_MLA --json");
+  const auto p = nlohmann::json::parse(plan.out);
+  EXPECT_EQ(p["model"]["name"], "kimi-k2.6");
+  EXPECT_EQ(p["model"]["max_model_len"], 64000);
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
+  EXPECT_EQ(p["layers"].back()["attention_backend"], "TRITON_MLA");
+  // A flag that changes the plan in a way kvtopo does not model is a warning.
+  r = RunCli("check gpt-oss-120b -tp 8 --max-model-len 8k --disable-sliding-window --json");
+  EXPECT_NE(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
+  // Unknown flags stay usage errors.
+  EXPECT_EQ(RunCli("plan --gpu-memory-utilisation 0.9").exit_code, 2);
+}
+
 TEST(PlanCli, TableSaysTheBudgetIsTheDefault) {
-  auto r = RunCli("plan");
+  auto r = RunCli("plan kimi-k3 -tp 16 -dcp 16 --max-model-len 100000");
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("32.00 GiB per rank (default budget; pass --kv-cache-memory to set yours)"),
             std::string::npos)
@@ -51,15 +140,20 @@ TEST(PlanCli, TableSaysTheBudgetIsTheDefault) {
   EXPECT_NE(r.out.find("memory     40.00 GiB per rank\n"), std::string::npos) << r.out;
 }
 
-TEST(PlanCli, SvgDrawsEveryTensor) {
+TEST(PlanCli, SvgDrawsEveryGroup) {
   const std::string path = ::testing::TempDir() + "/kvtopo_pool.svg";
-  auto r = RunCli("plan glm-5.3-flash -tp 4 -dcp 4 --kv-cache-memory 12GiB --svg " + path);
+  auto r = RunCli(
+      "plan glm-5.3-flash -tp 4 -dcp 4 --kv-cache-memory 12GiB --speculative-config "
+      "'{\"method\":\"dflash\",\"num_speculative_tokens\":7}' --svg " +
+      path);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::ifstream in(path);
   std::stringstream svg;
   svg << in.rdbuf();
   EXPECT_EQ(svg.str().rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
-  EXPECT_NE(svg.str().find("tensor 0 "), std::string::npos);
+  for (const char* row : {">g0 recurrent target", ">g4 mla target", ">g5 sliding_window draft"}) {
+    EXPECT_NE(svg.str().find(row), std::string::npos) << row;
+  }
   EXPECT_NE(svg.str().find("</svg>"), std::string::npos);
 }
 
@@ -97,7 +191,6 @@ TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
       "plan --max-model-len 9000000000000000000",
       "plan nosuchmodel",
       "plan --kv-cache-dtype fp4",
-      "check --enable-prefix-caching --no-enable-prefix-caching",
       "simulate --workload nope",
       "simulate --workload-file /nonexistent.jsonl",
   };
@@ -180,7 +273,7 @@ TEST(SlotsCli, JsonSchemaAndUsageErrors) {
   }
 }
 
-// A planned group's geometry: GLM-5.3-Flash's sharded MLA group, DCP4, interleave 4, block 960.
+// A planned group's geometry: GLM-5.3-Flash's sharded MLA group, DCP4, interleave 4, block 2304.
 TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
   auto r = RunCli(
       "slots glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --group 4 "
@@ -188,12 +281,12 @@ TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["local_lens"], nlohmann::json({4, 4, 2, 0}));
-  // Block 2 of 960-token pages: slots from 1920; rank 1 holds positions 4..7.
-  EXPECT_EQ(j["slot_mapping"][1], nlohmann::json({-1, -1, -1, -1, 1920, 1921, 1922, 1923, -1, -1}));
-  EXPECT_EQ(j["slot_mapping"][2][8], 1920);
+  // Block 2 of 2,304-token pages: slots from 4,608; rank 1 holds positions 4..7.
+  EXPECT_EQ(j["slot_mapping"][1], nlohmann::json({-1, -1, -1, -1, 4608, 4609, 4610, 4611, -1, -1}));
+  EXPECT_EQ(j["slot_mapping"][2][8], 4608);
   EXPECT_EQ(RunCli("slots --group 0 --seq-len 20 --block-ids 5").exit_code, 2);  // recurrent
-  EXPECT_EQ(RunCli("slots --group 9 --seq-len 20 --block-ids 5").exit_code, 2);
-  EXPECT_EQ(RunCli("slots --group 3 --seq-len 20000 --block-ids 5").exit_code, 2);  // 2 ids needed
+  EXPECT_EQ(RunCli("slots --group 17 --seq-len 20 --block-ids 5").exit_code, 2);
+  EXPECT_EQ(RunCli("slots --group 12 --seq-len 20000 --block-ids 5").exit_code, 2);  // 2 ids
 }
 
 }  // namespace
@@ -205,13 +298,16 @@ namespace {
 TEST(ProfilesCli, ListsEveryEmbeddedProfile) {
   auto r = ::kvtopo::testing::RunCli("profiles");
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("kimi-k3                  target    KimiK3ForConditionalGeneration         93"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("kimi-k3                  target    KimiK3ForConditionalGeneration         93"),
+      std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("kimi-k3-dspark           draft     K3DSparkModel                           5"),
-            std::string::npos);
-  EXPECT_NE(r.out.find("backends                 backends  -                                       8"),
-            std::string::npos);
+  EXPECT_NE(
+      r.out.find("kimi-k3-dspark           draft     K3DSparkModel                           5"),
+      std::string::npos);
+  EXPECT_NE(
+      r.out.find("backends                 backends  -                                       8"),
+      std::string::npos);
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 13);  // header + 12 files
 }
 

@@ -81,10 +81,12 @@ TEST(KimiK3, DefaultLaunchSpecs) {
   ASSERT_EQ(draft.size(), 5u);
   EXPECT_EQ(mla.front().name, "model.layers.3.self_attn");
   EXPECT_EQ(mla.back().name, "model.layers.92.self_attn");
+  // The model layer builds at B12X's 256-token cache block; the planner's hybrid alignment
+  // raises it to 768 (PlanLaunch.KimiK3ProductionMatchesTheEngine).
   for (const LayerSpec& s : mla) {
-    EXPECT_EQ(Page(s), 442'368);
+    EXPECT_EQ(Page(s), 256 * 576);
     EXPECT_EQ(s.head_size, 576);
-    EXPECT_EQ(s.block_size, 768);
+    EXPECT_EQ(s.block_size, 256);
     EXPECT_FALSE(s.dcp.replicated);
     EXPECT_TRUE(s.causal);
     EXPECT_FALSE(s.volatile_last_block);  // DSpark is not EAGLE-style
@@ -92,16 +94,17 @@ TEST(KimiK3, DefaultLaunchSpecs) {
   }
   for (const LayerSpec& s : kda) {
     EXPECT_EQ(Page(s), 407'040);
-    EXPECT_EQ(s.block_size, 768);
+    EXPECT_EQ(s.block_size, 256);
     EXPECT_EQ(s.recurrent_mode, RecurrentMode::kAlign);
     EXPECT_EQ(s.num_speculative_blocks, 7);
   }
   for (const LayerSpec& s : draft) {
-    EXPECT_EQ(s.kind, CacheKind::kMla);
+    EXPECT_EQ(s.kind, CacheKind::kSlidingWindowMla);  // VLLM_DSPARK_DRAFT_KV_WINDOW=32768
+    EXPECT_EQ(s.sliding_window, 32768);
+    EXPECT_TRUE(s.backend_selects_block);
     EXPECT_TRUE(s.dcp.replicated) << s.name;
     EXPECT_FALSE(s.causal);
     EXPECT_EQ(s.head_size, 576);
-    EXPECT_EQ(s.block_size, 768);
     EXPECT_EQ(s.cache_dtype, KvCacheDtype::kFp8);
     EXPECT_EQ(s.attention_backend, "B12X_MLA");
   }
@@ -110,6 +113,7 @@ TEST(KimiK3, DefaultLaunchSpecs) {
 
 TEST(KimiK3, ShardDraftEnvShardsTheDspark) {
   LaunchConfig c = DefaultLaunchConfig();
+  c.dspark_draft_kv_window = 0;  // a sharded window would be rejected (DCP shards no window)
   c.dcp_shard_draft_env = "1";
   auto specs = BuildModelCacheSpecs(c);
   ASSERT_TRUE(specs.ok());
@@ -126,6 +130,7 @@ TEST(KimiK3, OnlyAnExplicitOneShardsTheExternalDspark) {
     for (const LayerSpec& s : Role_(*specs, Role::kDraft)) EXPECT_TRUE(s.dcp.replicated) << value;
   }
   LaunchConfig flag = DefaultLaunchConfig();
+  flag.dspark_draft_kv_window = 0;
   flag.shard_draft_flag = true;
   auto specs = BuildModelCacheSpecs(flag);
   ASSERT_TRUE(specs.ok());
@@ -248,15 +253,15 @@ TEST(KimiK26, Eagle3DraftOverridesApplyToTheDraftOnly) {
   for (const LayerSpec& s : target) {
     EXPECT_EQ(s.attention_backend, "B12X_MLA");
     EXPECT_EQ(s.cache_dtype, KvCacheDtype::kAuto);
-    EXPECT_EQ(s.block_size, 64);
-    EXPECT_EQ(Page(s), 64 * 576 * 2);
+    EXPECT_EQ(s.block_size, 256);  // B12X's cache block
+    EXPECT_EQ(Page(s), 256 * 576 * 2);
     EXPECT_TRUE(s.volatile_last_block);
   }
   const LayerSpec& d = draft.front();
   EXPECT_EQ(d.name, "draft.model.layers.0.self_attn");
   EXPECT_EQ(d.attention_backend, "TRITON_MLA");
   EXPECT_EQ(d.cache_dtype, KvCacheDtype::kFp8);
-  EXPECT_EQ(Page(d), 64 * 576);
+  EXPECT_EQ(Page(d), 256 * 576);
   EXPECT_TRUE(d.causal);
   EXPECT_FALSE(d.dcp.replicated);  // a causal draft shards with the target
   EXPECT_TRUE(d.volatile_last_block);
@@ -342,11 +347,16 @@ TEST(Profiles, Glm53FlashWithDflash2UnderDcp4) {
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   EXPECT_EQ(CountErrors(*specs), 0) << Codes(*specs);
   auto mla = Select(*specs, Role::kTarget, CacheKind::kMla);
-  ASSERT_EQ(mla.size(), 11u);  // 11 NoPE MLA rows, each holding its indexer key
+  ASSERT_EQ(mla.size(), 11u);  // 11 NoPE MLA layers, each page holding its pooled indexer key
   EXPECT_EQ(mla[0].head_size, 512);
-  EXPECT_EQ(mla[0].row_extra_bytes_per_token, 132);
-  EXPECT_EQ(*AttentionBytesPerToken(mla[0]), 512 * 2 + 132);  // bf16 latent + fp8 key + scale
-  EXPECT_EQ(mla[0].block_size, 64);
+  EXPECT_EQ(mla[0].mla_rope_dim, 0);
+  // B12X_MLA_SPARSE stores even an "auto" cache as the fp8_ds_mla row: 512 fp8 + 16 B scales,
+  // no RoPE; the 132 B fp8 indexer key pooled 4:1 follows the rows as a 33 B/token tail.
+  EXPECT_EQ(mla[0].cache_dtype, KvCacheDtype::kFp8DsMla);
+  EXPECT_EQ(mla[0].page_tail_bytes_per_token, 33);
+  EXPECT_EQ(*AttentionRecordBytesPerToken(mla[0]), 528);
+  EXPECT_EQ(*AttentionBytesPerToken(mla[0]), 561);
+  EXPECT_EQ(mla[0].block_size, 256);  // B12X's cache block before hybrid alignment
   EXPECT_EQ(Select(*specs, Role::kTarget, CacheKind::kRecurrent).size(), 34u);
   auto draft = Role_(*specs, Role::kDraft);
   ASSERT_EQ(draft.size(), 5u);
@@ -355,11 +365,12 @@ TEST(Profiles, Glm53FlashWithDflash2UnderDcp4) {
     EXPECT_TRUE(s.dcp.replicated);
     EXPECT_FALSE(s.causal);
     EXPECT_EQ(s.attention_backend, "FLASH_ATTN");
-    EXPECT_EQ(s.block_size, 64);
+    EXPECT_TRUE(s.backend_selects_block);  // resolved by the planner
     EXPECT_EQ(s.num_kv_heads, 2);
     EXPECT_EQ(s.sliding_window, 2048);
-    EXPECT_EQ(s.extra_retained_tokens, 2048);
-    EXPECT_EQ(*AttentionBytesPerToken(s), 1024);
+    EXPECT_EQ(s.extra_retained_tokens, 0);  // the engine keeps no tail without multi-module MTP
+    EXPECT_EQ(s.cache_dtype, KvCacheDtype::kAuto);  // the draft profile's serving default
+    EXPECT_EQ(*AttentionBytesPerToken(s), 1024);    // 2 KV heads x (128 + 128) x bf16
   }
   // TP1: 4,096 B/token/layer, a 9.00 MiB page at 2,304 tokens.
   LaunchConfig tp1 = Plain("glm-5.3-flash", 1, 1);

@@ -52,8 +52,9 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
   EXPECT_NE(key.status().message().find("unknown key 'foo'"), std::string::npos);
   EXPECT_NE(key.status().message().find("draft_kv_cache_dtype"), std::string::npos);
 
-  auto method = ParseSpeculativeConfig(R"({"method":"medusa","num_speculative_tokens":2})");
+  auto method = ParseSpeculativeConfig(R"({"method":"lookahead","num_speculative_tokens":2})");
   ASSERT_FALSE(method.ok());
+  EXPECT_NE(method.status().message().find("'lookahead' is not accepted"), std::string::npos);
   EXPECT_NE(method.status().message().find("dspark"), std::string::npos);
 
   auto backend = ParseSpeculativeConfig(

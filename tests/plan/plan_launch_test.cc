@@ -17,60 +17,148 @@ LaunchConfig Launch(std::string model, int64_t tp, int64_t dcp) {
   return c;
 }
 
-// Seed #520 on the qualified GLM-5.3-Flash TP4/DCP4 + DFlash2 launch at 12 GiB: the replicated
-// sliding-window draft block (64) is promoted to the sharded target block; bytes per block and
-// the scheduler block stay, capacity grows.
-TEST(PlanLaunch, Glm53FlashDflash2PromotionGrowsCapacity) {
+// The GLM-5.3-Flash production launch of seed #519/#520: TP4/DCP4, interleave 4, fp8 target KV,
+// DFlash2 draft with 7 tokens, 12 GiB, 1,048,576 max length, 32 seqs, 8,192 batched tokens,
+// async scheduling. The fork's runtime reports 906 blocks and 5,974,904 tokens, and 5,688,681
+// for the unpromoted 1,152-token draft block.
+LaunchConfig Glm53Production() {
   LaunchConfig c = Launch("glm-5.3-flash", 4, 4);
-  c.speculative = *ParseSpeculativeConfig(R"({"method":"dflash","num_speculative_tokens":7})");
-  auto plan = PlanLaunch(c, 12 * kGiB);
+  c.parallel.dcp_kv_cache_interleave_size = 4;
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  c.cache.max_model_len = 1'048'576;
+  c.cache.max_num_seqs = 32;
+  c.cache.max_num_batched_tokens = 8192;
+  c.cache.async_scheduling = true;
+  c.kv_cache_memory_bytes = 12 * kGiB;
+  c.speculative = *ParseSpeculativeConfig(
+      R"({"method":"dflash","model":"glm-5.3-flash-dflash2","num_speculative_tokens":7})");
+  return c;
+}
+
+TEST(PlanLaunch, Glm53FlashProductionMatchesTheEngine) {
+  auto plan = PlanLaunch(Glm53Production());
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_TRUE(plan->accepted());
-  const Promotion& pr = plan->promotion;
-  EXPECT_TRUE(pr.considered);
-  EXPECT_TRUE(pr.applied) << pr.reason;
-  EXPECT_EQ(pr.block_size_before, 64);
-  EXPECT_EQ(pr.block_size_after, 960);
-  EXPECT_EQ(pr.bytes_per_block_before, pr.bytes_per_block_after);
-  EXPECT_EQ(pr.bytes_per_block_after, 11 * 1109760);
-  EXPECT_EQ(pr.max_tokens_before, 2199299);
-  EXPECT_EQ(pr.max_tokens_after, 3414344);
-  EXPECT_EQ(plan->scheduler_block_size, 3840);  // unchanged: 960 divides the target block
+  ASSERT_TRUE(plan->accepted()) << plan->diagnostics.front().message;
+  // KDA groups of 9, 9, 8, 8 (34 layers, group size 11 = the MLA bucket), the MLA group of 11,
+  // then the replicated draft: effective CP (4, 4, 4, 4, 4, 1) in the engine's log.
   ASSERT_EQ(plan->groups.size(), 6u);
+  const std::vector<size_t> sizes = {9, 9, 8, 8, 11, 5};
+  for (size_t g = 0; g < 6; ++g) {
+    EXPECT_EQ(plan->groups[g].layers.size(), sizes[g]) << g;
+    EXPECT_EQ(plan->groups[g].geometry.block_size, 2304) << g;  // block_sizes=(2304, ...)
+  }
+  for (size_t g = 0; g < 4; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kRecurrent);
+    // 16 x 128 x 128 fp32 + 3 x 2048 x 3 bf16, padded to the MLA page.
+    EXPECT_EQ(plan->groups[g].natural_page_size_bytes, 1'085'440);
+    EXPECT_EQ(plan->groups[g].geometry.page_size_bytes, 1'292'544);
+    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request, 9);  // 2 + S
+  }
+  const PlannedGroup& mla = plan->groups[4];
+  EXPECT_EQ(mla.geometry.placement, Placement::kSharded);
+  EXPECT_EQ(mla.geometry.page_size_bytes, 2304 * 561);  // 528 B record + 33 B tail per token
+  EXPECT_EQ(mla.geometry.manager_block_size, 9216);
+  EXPECT_EQ(mla.geometry.max_pages_per_request, 114);  // cdiv(cdiv(1048576, 4), 2304)
   const PlannedGroup& draft = plan->groups[5];
   EXPECT_EQ(draft.role, Role::kDraft);
   EXPECT_EQ(draft.geometry.placement, Placement::kReplicated);
-  EXPECT_EQ(draft.geometry.block_size, 960);
-  EXPECT_EQ(draft.geometry.page_size_bytes, 960 * 1024);  // natural page, under the stride
-  // The target pages were not touched by the draft.
-  EXPECT_EQ(plan->groups[4].geometry.page_size_bytes, 1109760);
-  EXPECT_EQ(plan->groups[4].geometry.placement, Placement::kSharded);
+  EXPECT_EQ(draft.geometry.page_size_bytes, 2304 * 1024);
+  // cdiv(min(2048 - 1 + 2 x 8192, L), 2304) + 1 under async scheduling.
+  EXPECT_EQ(draft.geometry.max_pages_per_request, 9);
+  EXPECT_EQ(plan->pool.bytes_per_block, 11 * 1'292'544);  // the MLA group is the largest
+  EXPECT_EQ(plan->pool.num_blocks, 906);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 159);
+  EXPECT_EQ(plan->capacity.max_tokens, 5'974'904);
+  EXPECT_EQ(plan->scheduler_block_size, 9216);
+  EXPECT_EQ(plan->hash_block_size, 2304);
+  const Promotion& pr = plan->promotion;
+  EXPECT_TRUE(pr.applied) << pr.reason;
+  EXPECT_EQ(pr.block_size_before, 1152);  // FLASH_ATTN's block under the target page
+  EXPECT_EQ(pr.block_size_after, 2304);
+  EXPECT_EQ(pr.max_tokens_before, 5'688'681);  // 167 pages per request with 1,152-token pages
+  EXPECT_EQ(pr.max_tokens_after, 5'974'904);
+  EXPECT_EQ(pr.bytes_per_block_before, pr.bytes_per_block_after);
 }
 
-// The seeds' default launch: 24 MLA + 69 KDA target layers and the 5-layer DSpark draft.
-TEST(PlanLaunch, DefaultKimiK3Grouping) {
-  auto plan = PlanLaunch(DefaultLaunchConfig(), 0);
+// Without async scheduling one batch is in flight: the window needs fewer pages.
+TEST(PlanLaunch, AsyncSchedulingDoublesTheTokensAWindowHolds) {
+  LaunchConfig c = Glm53Production();
+  c.cache.async_scheduling = false;
+  auto plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok());
+  // cdiv(2047 + 8192, 2304) + 1 = 6.
+  EXPECT_EQ(plan->groups[5].geometry.max_pages_per_request, 6);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 114 + 4 * 9 + 6);
+}
+
+// The Kimi-K3 TP16/DCP16 DSpark production launch (seed #418): VLLM_K3_KV_GROUP_SIZE=6,
+// VLLM_DSPARK_DRAFT_KV_WINDOW=32768, 1,000,000 tokens, 1,024 batched tokens, fp8, async,
+// --kv-cache-memory-bytes 1325000000: 17 groups, 499 pages, 1,033,126 tokens.
+TEST(PlanLaunch, KimiK3ProductionMatchesTheEngine) {
+  LaunchConfig c = Launch("kimi-k3", 16, 16);
+  c.cache.max_model_len = 1'000'000;
+  c.cache.max_num_batched_tokens = 1024;
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  c.cache.async_scheduling = true;
+  c.cache.kv_group_size = 6;
+  c.dspark_draft_kv_window = 32768;
+  c.kv_cache_memory_bytes = 1'325'000'000;
+  c.speculative = *ParseSpeculativeConfig(
+      R"({"method":"dspark","model":"kimi-k3-dspark","num_speculative_tokens":7})");
+  auto plan = PlanLaunch(c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_TRUE(plan->accepted());
-  EXPECT_TRUE(plan->kv_cache_memory_is_default);
+  ASSERT_TRUE(plan->accepted()) << plan->diagnostics.front().message;
+  ASSERT_EQ(plan->groups.size(), 17u);
+  // 69 KDA layers in 12 groups (9 of 6, 3 of 5), 24 MLA layers in 4 groups of 6, the draft.
+  for (size_t g = 0; g < 12; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kRecurrent);
+    EXPECT_EQ(plan->groups[g].layers.size(), g < 9 ? 6u : 5u);
+    EXPECT_EQ(plan->groups[g].geometry.block_table_width, 1310);
+  }
+  for (size_t g = 12; g < 16; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kMla);
+    EXPECT_EQ(plan->groups[g].layers.size(), 6u);
+    EXPECT_EQ(plan->groups[g].geometry.block_size, 768);  // 256 x cdiv(407040, 256 x 576)
+    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request, 82);
+  }
+  const PlannedGroup& draft = plan->groups[16];
+  EXPECT_EQ(draft.geometry.kind, CacheKind::kSlidingWindowMla);
+  EXPECT_EQ(draft.geometry.placement, Placement::kReplicated);
+  EXPECT_EQ(draft.geometry.block_size, 768);
+  EXPECT_EQ(draft.geometry.max_pages_per_request, 47);  // cdiv(32767 + 2 x 1024, 768) + 1
+  EXPECT_EQ(plan->pool.bytes_per_block, 6 * 442'368);
+  EXPECT_EQ(plan->pool.num_blocks, 499);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 12 * 9 + 4 * 82 + 47);  // 483
+  EXPECT_EQ(plan->capacity.max_tokens, 1'033'126);
+  EXPECT_FALSE(plan->promotion.applied);  // the draft block already is the target's
+  // The default launch is this production launch.
+  auto by_default = PlanLaunch(DefaultLaunchConfig());
+  ASSERT_TRUE(by_default.ok());
+  EXPECT_EQ(by_default->groups.size(), 17u);
+  EXPECT_EQ(by_default->pool.num_blocks, 499);
+  EXPECT_EQ(by_default->capacity.max_tokens, 1'033'126);
+  EXPECT_FALSE(by_default->kv_cache_memory_is_default);
+}
+
+// Without the group-size override the min-bucket rule groups the same launch: group size
+// min(24, 69) = 24 -> one MLA group and cdiv(69, 24) = 3 KDA groups of 23, plus the draft.
+TEST(PlanLaunch, MinBucketGroupingWithoutTheOverride) {
+  LaunchConfig c = DefaultLaunchConfig();
+  c.cache.kv_group_size = 0;
+  auto plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->groups.size(), 5u);
-  // Uniform-page grouping: group size min(24, 69) = 24 -> the MLA bucket is one group and the
-  // KDA bucket splits strided into cdiv(69, 24) = 3 groups of 23.
   for (int g = 0; g < 3; ++g) {
     EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kRecurrent);
     EXPECT_EQ(plan->groups[g].layers.size(), 23u);
-    EXPECT_EQ(plan->groups[g].geometry.block_table_width, 1310);
     EXPECT_EQ(plan->groups[g].geometry.page_size_bytes, 442368);  // state padded to MLA page
     EXPECT_EQ(plan->groups[g].natural_page_size_bytes, 407040);
   }
   EXPECT_EQ(plan->groups[3].layers.size(), 24u);
   EXPECT_EQ(plan->groups[3].geometry.block_table_width, 82);
   EXPECT_EQ(plan->groups[4].layers.size(), 5u);
-  EXPECT_EQ(plan->groups[4].geometry.placement, Placement::kReplicated);
-  EXPECT_EQ(plan->groups[4].geometry.block_table_width, 1303);
-  EXPECT_EQ(plan->pool.page_stride_bytes, 442368);
-  EXPECT_EQ(plan->pool.tensors.size(), 24u);
-  EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 9 + 82 + 1303);
+  EXPECT_EQ(plan->pool.bytes_per_block, 24 * 442368);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 9 + 82 + 47);
 }
 
 // The fork's 58.6 kB: the geometry's recurrent rows (1,310 columns) against the DCP-scaled
@@ -78,7 +166,7 @@ TEST(PlanLaunch, DefaultKimiK3Grouping) {
 TEST(PlanLaunch, RecurrentTableCostOverTheScaledRows) {
   LaunchConfig c = DefaultLaunchConfig();
   c.cache.max_num_seqs = 12;
-  auto plan = PlanLaunch(c, 0);
+  auto plan = PlanLaunch(c);
   ASSERT_TRUE(plan.ok());
   const GroupGeometry& rec = plan->groups[0].geometry;
   EXPECT_EQ(rec.block_table_bytes_per_rank - 89 * 4 * 12, 58608);
@@ -87,7 +175,8 @@ TEST(PlanLaunch, RecurrentTableCostOverTheScaledRows) {
 TEST(PlanLaunch, DcpOneKeepsTheDraftInTheTargetPartition) {
   LaunchConfig c = DefaultLaunchConfig();
   c.parallel.decode_context_parallel_size = 1;
-  auto plan = PlanLaunch(c, 0);
+  c.kv_cache_memory_bytes = 64 * kGiB;
+  auto plan = PlanLaunch(c);
   ASSERT_TRUE(plan.ok());
   for (const PlannedGroup& g : plan->groups) {
     EXPECT_EQ(g.partition, 0);
@@ -137,10 +226,10 @@ TEST(PlanLaunch, Eagle3DraftWithItsOwnDtypeJoinsAUniformTypeGroup) {
   EXPECT_TRUE(g.uniform_type);
   EXPECT_EQ(g.layers.size(), 62u);
   EXPECT_EQ(g.backends, (std::vector<std::string>{"B12X_MLA", "TRITON_MLA"}));
-  EXPECT_EQ(g.layer_page_bytes.front(), 64 * 576 * 2);  // bf16 target
-  EXPECT_EQ(g.layer_page_bytes.back(), 64 * 576);       // fp8 draft
-  EXPECT_EQ(g.geometry.kernel_block_size, 64);
-  EXPECT_EQ(plan->pool.bytes_per_block, 61 * 64 * 576 * 2 + 64 * 576);
+  EXPECT_EQ(g.layer_page_bytes.front(), 256 * 576 * 2);  // bf16 target
+  EXPECT_EQ(g.layer_page_bytes.back(), 256 * 576);       // fp8 draft
+  EXPECT_EQ(g.geometry.kernel_block_size, 256);
+  EXPECT_EQ(plan->pool.bytes_per_block, 61 * 256 * 576 * 2 + 256 * 576);
 }
 
 TEST(SelectKernelBlockSize, CommonToEveryBackend) {

@@ -14,6 +14,7 @@ LayerSpec Mla(std::string name, int64_t block, KvCacheDtype dtype = KvCacheDtype
                    .num_kv_heads = 1,
                    .head_size = 576,
                    .cache_dtype = dtype,
+                   .mla_rope_dim = 64,
                    .attention_backend = "B12X_MLA"};
 }
 
@@ -77,7 +78,9 @@ TEST(Planner, TargetOnlySpecIsOneGroup) {
   EXPECT_EQ(g.geometry.block_table_width, 16);
   EXPECT_EQ(plan->pool.bytes_per_block, 4 * 64 * 576);
   EXPECT_EQ(plan->pool.num_blocks, kGiB / (4 * 64 * 576));
-  EXPECT_EQ(plan->pool.tensors.size(), 4u);
+  ASSERT_EQ(plan->pool.regions.size(), 1u);
+  EXPECT_EQ(plan->pool.regions[0].offsets_bytes,
+            (std::vector<int64_t>{0, 64 * 576, 2 * 64 * 576, 3 * 64 * 576}));
   EXPECT_EQ(plan->scheduler_block_size, 256);
   EXPECT_EQ(plan->hash_block_size, 256);
   EXPECT_FALSE(plan->promotion.considered);
@@ -105,10 +108,13 @@ TEST(Planner, MlaTargetAndReplicatedSlidingDraftAreGroupedIndependently) {
   EXPECT_EQ(draft.geometry.manager_block_size, 64);
   EXPECT_EQ(plan->scheduler_block_size, 256);
   EXPECT_EQ(plan->hash_block_size, 64);
-  EXPECT_EQ(plan->pool.page_stride_bytes, 64 * 8 * 256 * 2);
-  EXPECT_EQ(plan->pool.tensors.size(), 2u);
-  EXPECT_EQ(plan->pool.tensors[0].shared_by, (std::vector<std::string>{"t.0", "d.0"}));
-  EXPECT_EQ(plan->pool.tensors[1].shared_by, (std::vector<std::string>{"t.1"}));
+  // The pool stride is the larger group's sum of pages: the draft's one 262,144 B page against
+  // the target's two 36,864 B pages; the target group leaves the rest of each block unused.
+  EXPECT_EQ(plan->pool.bytes_per_block, 64 * 8 * 256 * 2);
+  ASSERT_EQ(plan->pool.regions.size(), 2u);
+  EXPECT_EQ(plan->pool.regions[0].offsets_bytes, (std::vector<int64_t>{0, 64 * 576}));
+  EXPECT_EQ(plan->pool.regions[0].bytes_used, 2 * 64 * 576);
+  EXPECT_EQ(plan->pool.regions[1].bytes_used, 64 * 8 * 256 * 2);
 }
 
 // The case that used to raise "page size is not divisible by the maximum page size and cannot
@@ -136,8 +142,8 @@ TEST(Planner, MlaRecurrentTargetWithIncompatibleReplicatedDraftPlans) {
 }
 
 TEST(Planner, PromotionRaisesDraftBlockWhenItFitsTheStride) {
-  // Draft: 1 KV head of 128, bf16 K+V = 512 B/token, so a 256-token page (131,072 B) fits
-  // the 147,456 B stride of the MLA target.
+  // Draft: 1 KV head of 128, bf16 K+V = 512 B/token, so its group of one 256-token page
+  // (131,072 B) spans less of a block than the target group's two 147,456 B pages.
   std::vector<LayerSpec> layers = {Mla("t.0", 256), Mla("t.1", 256), SwaDraft("d.0", 64, 1, 2048)};
   auto plan = PlanFromSpecs(Specs(layers, 131072), Inputs(4, 4, 12 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -149,14 +155,15 @@ TEST(Planner, PromotionRaisesDraftBlockWhenItFitsTheStride) {
   EXPECT_EQ(pr.block_size_after, 256);
   EXPECT_EQ(pr.bytes_per_block_before, 2 * 256 * 576);
   EXPECT_EQ(pr.bytes_per_block_after, 2 * 256 * 576);
-  // Blocks per request: the target group cdiv(cdiv(131072, 4), 256) = 128;
-  // draft before cdiv(2047 + 8192, 64) + 1 = 161, after cdiv(10239, 256) + 1 = 41.
-  EXPECT_EQ(plan->capacity.blocks_per_request, 128 + 41);
+  // Blocks per request: the target group cdiv(cdiv(131072, 4), 256) = 128; the draft, with
+  // two batches of 8,192 tokens in flight (async scheduling), before cdiv(2047 + 16384, 64) + 1
+  // = 289, after cdiv(18431, 256) + 1 = 73.
+  EXPECT_EQ(plan->capacity.blocks_per_request, 128 + 73);
   const int64_t blocks = 12 * kGiB / (2 * 256 * 576);
   EXPECT_EQ(pr.max_tokens_before,
-            static_cast<int64_t>(static_cast<double>(blocks) / (128 + 161) * 131072));
+            static_cast<int64_t>(static_cast<double>(blocks) / (128 + 289) * 131072));
   EXPECT_EQ(pr.max_tokens_after,
-            static_cast<int64_t>(static_cast<double>(blocks) / (128 + 41) * 131072));
+            static_cast<int64_t>(static_cast<double>(blocks) / (128 + 73) * 131072));
   EXPECT_EQ(plan->groups[1].spec.block_size, 256);
   EXPECT_EQ(plan->groups[1].geometry.page_size_bytes, 256 * 1 * 256 * 2);
   EXPECT_EQ(plan->scheduler_block_size, 1024);
@@ -174,17 +181,17 @@ TEST(Planner, PromotionSkippedWhenEnlargedPageExceedsStride) {
 
 TEST(Planner, TooLittleMemoryNamesTheLengthThatFits) {
   std::vector<LayerSpec> layers = {Mla("t.0", 64)};
-  // 16 blocks of 36,864 B; a request needs cdiv(L, 64) blocks.
+  // 16 blocks of 36,864 B, one of them the null block; a request needs cdiv(L, 64) blocks.
   auto plan = PlanFromSpecs(Specs(layers, 4096), Inputs(1, 1, 16 * 64 * 576));
   ASSERT_TRUE(plan.ok());
   EXPECT_FALSE(plan->accepted());
-  EXPECT_EQ(plan->max_model_len_that_fits, 1024);
+  EXPECT_EQ(plan->max_model_len_that_fits, 960);  // 15 blocks of 64 tokens
   ASSERT_EQ(plan->diagnostics.size(), 1u);
   EXPECT_EQ(plan->diagnostics[0].code, "kv-cache-memory");
   EXPECT_EQ(plan->diagnostics[0].message,
             "one request of --max-model-len 4096 needs 2359296 B of KV cache per rank, more than "
-            "the 589824 B of --kv-cache-memory; the largest --max-model-len that fits is 1024; "
-            "raise --kv-cache-memory or lower --max-model-len");
+            "the 552960 B the pool holds besides its null block; the largest --max-model-len "
+            "that fits is 960; raise --kv-cache-memory or lower --max-model-len");
 }
 
 TEST(Planner, PrefixMatchUnitMustDivideEveryGroupBlock) {

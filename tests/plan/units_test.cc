@@ -9,8 +9,11 @@ TEST(ParseByteSize, SuffixesAndErrors) {
   EXPECT_EQ(*ParseByteSize("12GiB"), int64_t{12} << 30);
   EXPECT_EQ(*ParseByteSize("12gib"), int64_t{12} << 30);
   EXPECT_EQ(*ParseByteSize("512MiB"), int64_t{512} << 20);
-  EXPECT_EQ(*ParseByteSize("16G"), int64_t{16000000000});
-  EXPECT_EQ(*ParseByteSize("3K"), 3000);
+  EXPECT_EQ(*ParseByteSize("16G"), int64_t{16} << 30);  // vLLM: an upper-case letter is binary
+  EXPECT_EQ(*ParseByteSize("16g"), int64_t{16000000000});
+  EXPECT_EQ(*ParseByteSize("16GB"), int64_t{16000000000});
+  EXPECT_EQ(*ParseByteSize("3K"), 3072);
+  EXPECT_EQ(*ParseByteSize("3k"), 3000);
   EXPECT_EQ(*ParseByteSize("4KiB"), 4096);
   EXPECT_EQ(*ParseByteSize("1000000"), 1000000);
   EXPECT_EQ(*ParseByteSize("1.5GiB"), int64_t{3} << 29);

@@ -43,7 +43,7 @@ class PlanTest(unittest.TestCase):
         self.assertEqual([g.id for g in plan.groups], list(range(len(plan.groups))))
         by_kind = {(g.kind, g.role, g.placement) for g in plan.groups}
         self.assertIn(("mla", "target", "sharded"), by_kind)
-        self.assertIn(("mla", "draft", "replicated"), by_kind)
+        self.assertIn(("sliding_window_mla", "draft", "replicated"), by_kind)
         self.assertIn(("recurrent", "target", "recurrent"), by_kind)
         for g in plan.groups:
             self.assertEqual(g.num_layers, len(g.layers))
@@ -51,10 +51,11 @@ class PlanTest(unittest.TestCase):
             self.assertEqual(g.geometry.block_size, g.block_size)
             self.assertEqual(g.manager_block_size, g.block_size * g.dcp_shard_count)
             self.assertEqual(g.dcp_shard_count, 16 if g.placement == "sharded" else 1)
-            self.assertEqual(g.attention_backend, "B12X_MLA" if g.kind == "mla" else "")
-        self.assertEqual(plan.capacity.memory_bytes, 32 << 30)
-        self.assertTrue(plan.kv_cache_memory_is_default)
-        self.assertGreater(plan.capacity.max_tokens, 1_000_000)
+            self.assertEqual(g.attention_backend, "" if g.kind == "recurrent" else "B12X_MLA")
+        self.assertEqual(plan.capacity.memory_bytes, 1_325_000_000)
+        self.assertFalse(plan.kv_cache_memory_is_default)
+        self.assertEqual(plan.pool.num_blocks, 499)
+        self.assertEqual(plan.capacity.max_tokens, 1_033_126)
         self.assertEqual(plan.capacity.max_tokens,
                          int(plan.capacity.max_concurrency * plan.max_model_len))
         self.assertGreater(plan.pool.num_blocks, 1)
@@ -125,13 +126,14 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(a.to_json(), b.to_json())
 
     def test_shard_draft_flag_and_environment_agree(self):
-        unsharded = kvtopo.plan().to_json()
-        sharded = kvtopo.plan(shard_draft=True).to_json()
+        # The full draft cache (no window): a sharded window would be rejected under DCP.
+        unsharded = kvtopo.plan(dspark_draft_kv_window=0, kv_cache_memory="32GiB").to_json()
+        sharded = kvtopo.plan(dspark_draft_kv_window=0, kv_cache_memory="32GiB", shard_draft=True).to_json()
         self.assertNotEqual(sharded, unsharded)
         saved = os.environ.get("VLLM_DCP_SHARD_DRAFT")
         os.environ["VLLM_DCP_SHARD_DRAFT"] = "1"
         try:
-            self.assertEqual(kvtopo.plan().to_json(), sharded)
+            self.assertEqual(kvtopo.plan(dspark_draft_kv_window=0, kv_cache_memory="32GiB").to_json(), sharded)
         finally:
             if saved is None:
                 del os.environ["VLLM_DCP_SHARD_DRAFT"]
@@ -165,9 +167,9 @@ class ErrorTest(unittest.TestCase):
     def test_bad_values(self):
         with self.assertRaisesRegex(ValueError, "--kv-cache-memory"):
             kvtopo.plan(kv_cache_memory="twelve gigs")
-        with self.assertRaisesRegex(ValueError, "--kv-cache-memory must be positive"):
+        with self.assertRaisesRegex(ValueError, "kv_cache_memory must be at least 1 bytes, got 0"):
             kvtopo.plan(kv_cache_memory=0)
-        with self.assertRaisesRegex(ValueError, "--tensor-parallel-size must be positive, got 0"):
+        with self.assertRaisesRegex(ValueError, "tensor_parallel_size must be positive, got 0"):
             kvtopo.plan(tensor_parallel_size=0)
         with self.assertRaises(TypeError):
             kvtopo.plan(tensor_parallel_size="4")

@@ -48,7 +48,7 @@ inline GroupGeometry MakeGeometry(const GroupParams& p) {
                                 .dcp_kv_cache_interleave_size = p.interleave};
   const GeometryOptions options{.max_model_len = p.max_model_len,
                                 .max_num_seqs = p.max_num_seqs,
-                                .max_num_batched_tokens = 512,
+                                .max_tokens_in_flight = 512,
                                 .kernel_block_size = p.kernel_block_size};
   auto g = ComputeGroupGeometry(spec, parallel, options);
   EXPECT_TRUE(g.ok()) << g.status().ToString();

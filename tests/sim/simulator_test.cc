@@ -6,28 +6,43 @@
 namespace kvtopo {
 namespace {
 
-// The seed's validation: one request grown to 1,000,000 tokens on the default 5-group plan
-// (3 recurrent KDA groups, the sharded MLA group, the replicated DSpark draft), every rank.
+// The options the CLI derives from a plan: its step budget, rows and pool.
+SimulateOptions OptionsFor(const Plan& plan) {
+  SimulateOptions options;
+  options.max_num_batched_tokens = plan.cache.max_num_batched_tokens;
+  options.max_num_seqs = plan.cache.max_num_seqs;
+  options.num_blocks = plan.pool.num_blocks;
+  return options;
+}
+
+// The seed's validation: one request grown to 1,000,000 tokens on the default 17-group plan
+// (12 recurrent KDA groups, 4 sharded MLA groups, the replicated DSpark window), every rank, in
+// the 499-page pool: 1,302 steps and 17 pages free at the end, as the fork's reproducer reports.
 TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
   auto plan = DefaultPlanForWorkload("million", 0);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto workload = BuiltinWorkload("million");
   ASSERT_TRUE(workload.ok());
-  SimulateOptions options;
+  SimulateOptions options = OptionsFor(*plan);
   options.check_slot_mapping = false;  // page ownership and addressability are the point here
   auto report = Simulate(*plan, *workload, options);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
-  EXPECT_EQ(report->steps, 1303);  // cdiv(1,000,000, 768) chunks
+  // 1,301 chunks of 768 tokens (the 1,024-token budget rounded down to a recurrent checkpoint),
+  // then the last 832 tokens in one step.
+  EXPECT_EQ(report->steps, 1302);
   EXPECT_EQ(report->tokens_scheduled, 1000000);
-  EXPECT_EQ(report->allocations, 1303);
-  EXPECT_EQ(report->invariant_checks, 1303);
+  EXPECT_EQ(report->allocations, 1302);
+  EXPECT_EQ(report->invariant_checks, 1302);
   EXPECT_EQ(report->requests_finished, 1);
-  ASSERT_EQ(report->groups.size(), 5u);
+  EXPECT_EQ(report->num_blocks, 499);
+  // 12 x 9 recurrent + 4 x 82 MLA + 45 window pages + the null block = 482 of 499.
+  EXPECT_EQ(report->free_pages_after_last_step, 17);
+  ASSERT_EQ(report->groups.size(), 17u);
   EXPECT_EQ(report->groups[0].table_width, 1310);
   EXPECT_EQ(report->groups[0].peak_pages, 9);  // 2 + S resident recurrent pages
-  EXPECT_EQ(report->groups[3].peak_pages, 82);
-  EXPECT_EQ(report->groups[4].peak_pages, 1303);
+  EXPECT_EQ(report->groups[12].peak_pages, 82);
+  EXPECT_EQ(report->groups[16].peak_pages, 45);  // cdiv(32767 + 768 + 7, 768) + 1 window pages
   ASSERT_EQ(report->ranks.size(), 16u);
   EXPECT_EQ(report->ranks[0].peak_local_tokens, 62500);
   EXPECT_EQ(report->ranks[15].peak_local_tokens, 62500);
@@ -38,7 +53,7 @@ TEST(Simulate, DcpScaledRecurrentTableFailsAtTheFirstUnaddressableCheckpoint) {
   auto plan = DefaultPlanForWorkload("million", 0);
   ASSERT_TRUE(plan.ok());
   auto workload = BuiltinWorkload("million");
-  SimulateOptions options;
+  SimulateOptions options = OptionsFor(*plan);
   options.inject_dcp_scaled_recurrent_table = true;
   auto report = Simulate(*plan, *workload, options);
   ASSERT_TRUE(report.ok());
@@ -157,8 +172,8 @@ TEST(Workload, JsonLinesParseAndErrors) {
             "workload line 1: shared_prefix_len 9 is longer than prompt_len 4");
   EXPECT_EQ(ParseWorkloadJsonl("").status().message(), "workload file holds no requests");
   EXPECT_EQ(BuiltinWorkload("nope").status().message(),
-            "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, or "
-            "--workload-file FILE");
+            "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, w1, w2, "
+            "w3, w4, or --workload-file FILE");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ LayerSpec KdaSpec(int64_t block, int64_t spec_blocks) {
 
 const ParallelConfig kTp16Dcp16{.tensor_parallel_size = 16, .decode_context_parallel_size = 16};
 const GeometryOptions kMillion{
-    .max_model_len = 1000000, .max_num_seqs = 1, .max_num_batched_tokens = 4096};
+    .max_model_len = 1000000, .max_num_seqs = 1, .max_tokens_in_flight = 4096};
 
 // The seed "Define per-cache DCP block-table geometry": L = 1,000,000, B = 768, S = 7, DCP16.
 TEST(GroupGeometry, SeedRegressionRecurrentWidthIsNotDcpScaled) {
@@ -169,8 +169,7 @@ TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
     const int64_t S = pick(0, 8);
     const ParallelConfig p{.tensor_parallel_size = N * pick(1, 2),
                            .decode_context_parallel_size = N};
-    const GeometryOptions opt{
-        .max_model_len = L, .max_num_seqs = 4, .max_num_batched_tokens = 8192};
+    const GeometryOptions opt{.max_model_len = L, .max_num_seqs = 4, .max_tokens_in_flight = 8192};
     LayerSpec attn = MlaSpec(B);
     const int kind = static_cast<int>(pick(0, 2));
     if (kind == 1) attn.dcp.replicated = true;

@@ -25,15 +25,25 @@ LayerSpec Mla(int64_t block, KvCacheDtype dtype) {
                    .block_size = block,
                    .num_kv_heads = 1,
                    .head_size = 576,
-                   .cache_dtype = dtype};
+                   .cache_dtype = dtype,
+                   .mla_rope_dim = 64};
 }
 
 TEST(PageSize, WorkedExamplesFromResearchNotes) {
   EXPECT_EQ(*PageSizeBytes(Gqa(16, 8, 128, KvCacheDtype::kBfloat16)), 65536);
   EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kBfloat16)), 73728);
   EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kFp8)), 36864);
-  EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kFp8DsMla)), 41984);
-  EXPECT_EQ(*PageSizeBytes(Mla(1, KvCacheDtype::kNvfp4DsMla)), 432);
+  EXPECT_EQ(*PageSizeBytes(Mla(64, KvCacheDtype::kFp8DsMla)), 41984);  // 512 + 16 + 2 x 64
+  EXPECT_EQ(*PageSizeBytes(Mla(1, KvCacheDtype::kNvfp4DsMla)), 432);   // 256 + 32 + 16 + 128
+  // A NoPE 512 latent (GLM-5.3-Flash): 512 fp8 + 16 B of scales = the 528 B B12X record, and a
+  // 33 B/token page tail (the pooled indexer key) after the rows.
+  LayerSpec nope = Mla(1, KvCacheDtype::kFp8DsMla);
+  nope.head_size = 512;
+  nope.mla_rope_dim = 0;
+  nope.page_tail_bytes_per_token = 33;
+  EXPECT_EQ(*AttentionRecordBytesPerToken(nope), 528);
+  nope.block_size = 2304;
+  EXPECT_EQ(*PageSizeBytes(nope), 2304 * 561);
 }
 
 TEST(PageSize, AutoResolvesToModelDtype) {

@@ -1,0 +1,233 @@
+"""vLLM v1 KVCacheManager's names and argument orders over kvtopo's manager.
+
+Porting a vLLM-style scheduler is an import change::
+
+    from kvtopo.vllm_compat import KVCacheManager, Request
+
+The scheduler keeps owning its Request objects (request_id, all_token_ids, num_computed_tokens,
+num_preemptions, ...); this layer mirrors them into the native manager before each call: new
+tokens are appended, a lowered num_computed_tokens (rejected drafts) is rewound. Blocks are
+handed out as KVCacheBlocks of KVCacheBlock(block_id) like vLLM's. docs/runtime.md lists every
+call with its native counterpart and the differences.
+"""
+
+import itertools
+
+from . import _kvtopo
+
+
+class KVCacheBlock:
+    """A block as the scheduler sees it (vLLM's KVCacheBlock: block_id, is_null)."""
+
+    __slots__ = ("block_id",)
+
+    def __init__(self, block_id):
+        self.block_id = block_id
+
+    @property
+    def is_null(self):
+        return self.block_id == 0
+
+    def __eq__(self, other):
+        return isinstance(other, KVCacheBlock) and other.block_id == self.block_id
+
+    def __hash__(self):
+        return hash(self.block_id)
+
+    def __repr__(self):
+        return f"KVCacheBlock({self.block_id})"
+
+
+def _blocks(ids):
+    return [KVCacheBlock(b) for b in ids]
+
+
+class KVCacheBlocks:
+    """The allocation result: blocks[g][j] is group g's j-th block (vLLM's KVCacheBlocks)."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks):
+        self.blocks = tuple(blocks)
+
+    def __add__(self, other):
+        return KVCacheBlocks(list(itertools.chain(a, b)) for a, b in zip(self.blocks, other.blocks))
+
+    def get_block_ids(self, allow_none=False):
+        if allow_none and all(len(g) == 0 for g in self.blocks):
+            return None
+        return tuple([b.block_id for b in g] for g in self.blocks)
+
+    def new_empty(self):
+        return KVCacheBlocks(() for _ in self.blocks)
+
+    def __repr__(self):
+        return f"KVCacheBlocks({self.get_block_ids()})"
+
+
+class Request:
+    """The request fields this layer reads (a stand-in for vLLM's Request in tests and ports)."""
+
+    def __init__(self, request_id, prompt_token_ids, *, lora_id=0, cache_salt="",
+                 skip_reading_prefix_cache=False):
+        self.request_id = request_id
+        self.prompt_token_ids = list(prompt_token_ids)
+        self.output_token_ids = []
+        self.num_computed_tokens = 0
+        self.num_preemptions = 0
+        self.lora_id = lora_id
+        self.cache_salt = cache_salt
+        self.skip_reading_prefix_cache = skip_reading_prefix_cache
+
+    @property
+    def all_token_ids(self):
+        return self.prompt_token_ids + self.output_token_ids
+
+    @property
+    def num_tokens(self):
+        return len(self.prompt_token_ids) + len(self.output_token_ids)
+
+    def append_output_token_ids(self, token_ids):
+        if isinstance(token_ids, int):
+            token_ids = [token_ids]
+        self.output_token_ids.extend(token_ids)
+
+
+class _Hits:
+    __slots__ = ("computed",)
+
+
+class KVCacheManager:
+    """vLLM's KVCacheManager interface on a native kvtopo.KVCacheManager.
+
+    Build it from a kvtopo plan or an explicit layout dict (``layout=``); ``log_stats`` and
+    ``enable_kv_cache_events`` mean what they mean in vLLM.
+    """
+
+    def __init__(self, plan=None, *, layout=None, num_blocks=None, enable_caching=None,
+                 log_stats=False, enable_kv_cache_events=False):
+        if (plan is None) == (layout is None):
+            raise TypeError("pass exactly one of plan or layout=")
+        if layout is not None:
+            layout = dict(layout)
+            layout.setdefault("log_stats", log_stats)
+            layout.setdefault("enable_kv_cache_events", enable_kv_cache_events)
+            if enable_caching is not None:
+                layout["enable_prefix_caching"] = enable_caching
+            if num_blocks is not None:
+                layout["num_blocks"] = num_blocks
+            self.native = _kvtopo.KVCacheManager.from_layout(layout)
+        else:
+            self.native = _kvtopo.KVCacheManager(
+                plan, num_blocks=num_blocks, enable_prefix_caching=enable_caching,
+                log_stats=log_stats, enable_kv_cache_events=enable_kv_cache_events)
+        self.log_stats = log_stats
+        self.enable_kv_cache_events = enable_kv_cache_events
+        self.num_kv_cache_groups = self.native.num_groups
+        self.empty_kv_cache_blocks = KVCacheBlocks(() for _ in range(self.num_kv_cache_groups))
+        self._hits = {}  # request id -> the native ComputedBlocks behind get_computed_blocks
+
+    # ---- mirroring the scheduler's Request -------------------------------------------------
+
+    def _sync(self, request):
+        m, rid = self.native, request.request_id
+        if rid not in m:
+            m.add_request(rid, request.all_token_ids, lora_id=getattr(request, "lora_id", 0),
+                          cache_salt=getattr(request, "cache_salt", "") or "",
+                          skip_reading_prefix_cache=getattr(request, "skip_reading_prefix_cache",
+                                                            False),
+                          num_preemptions=getattr(request, "num_preemptions", 0))
+            return
+        have = m.num_tokens(rid)
+        if request.num_tokens > have:
+            m.append_tokens(rid, request.all_token_ids[have:])
+        computed = m.num_computed_tokens(rid)
+        if request.num_computed_tokens < computed:
+            m.rewind_computed_tokens(rid, computed - request.num_computed_tokens)
+        elif request.num_computed_tokens > computed:
+            raise ValueError(
+                f"request {rid!r} reports {request.num_computed_tokens} computed tokens; the "
+                f"manager allocated {computed}: allocate_slots must cover every computed token")
+
+    # ---- vLLM's calls ----------------------------------------------------------------------
+
+    @property
+    def usage(self):
+        return self.native.usage
+
+    def make_prefix_cache_stats(self):
+        return self.native.make_prefix_cache_stats()
+
+    def get_computed_blocks(self, request):
+        """(KVCacheBlocks, num_computed_tokens), in vLLM's order."""
+        self._sync(request)
+        hits = self.native.get_computed_blocks(request.request_id)
+        if hits.num_tokens == 0:
+            self._hits.pop(request.request_id, None)
+            return self.empty_kv_cache_blocks, 0
+        self._hits[request.request_id] = hits
+        return KVCacheBlocks(_blocks(g) for g in hits.blocks), hits.num_tokens
+
+    def allocate_slots(self, request, num_new_tokens, num_new_computed_tokens=0,
+                       new_computed_blocks=None, num_lookahead_tokens=0,
+                       num_external_computed_tokens=0, delay_cache_blocks=False,
+                       num_encoder_tokens=0, full_sequence_must_fit=False):
+        self._sync(request)
+        rid = request.request_id
+        computed = None
+        if num_new_computed_tokens > 0:
+            computed = self._hits.get(rid)
+            if computed is None or new_computed_blocks is None:
+                raise ValueError("num_new_computed_tokens > 0 needs the blocks that "
+                                 "get_computed_blocks returned for this request")
+            if new_computed_blocks.get_block_ids() != tuple(computed.blocks):
+                raise ValueError("new_computed_blocks differ from get_computed_blocks' result")
+        new = self.native.allocate_slots(
+            rid, num_new_tokens, num_new_computed_tokens, computed, num_lookahead_tokens,
+            full_sequence_must_fit, num_external_computed_tokens=num_external_computed_tokens,
+            delay_cache_blocks=delay_cache_blocks, num_encoder_tokens=num_encoder_tokens)
+        if new is None:
+            return None
+        self._hits.pop(rid, None)
+        if computed is not None:  # vLLM returns only the newly allocated blocks
+            new = [g[len(h):] for g, h in zip(new, computed.blocks)]
+        return KVCacheBlocks(_blocks(g) for g in new)
+
+    def free(self, request):
+        self._hits.pop(request.request_id, None)
+        if request.request_id in self.native:
+            self.native.free(request.request_id)
+
+    def remove_skipped_blocks(self, request_id, total_computed_tokens):
+        self.native.remove_skipped_blocks(request_id, total_computed_tokens)
+
+    def evict_blocks(self, block_ids):
+        self.native.evict_blocks(sorted(block_ids))
+
+    def reset_prefix_cache(self):
+        return self.native.reset_prefix_cache()
+
+    def get_num_common_prefix_blocks(self, running_request_id):
+        return self.native.get_num_common_prefix_blocks(running_request_id)
+
+    def take_events(self):
+        return self.native.take_events()
+
+    def get_blocks(self, request_id):
+        return KVCacheBlocks(_blocks(g) for g in self.native.get_blocks(request_id))
+
+    def get_block_ids(self, request_id):
+        return tuple(self.native.get_blocks(request_id))
+
+    def cache_blocks(self, request, num_computed_tokens):
+        self._sync(request)
+        self.native.cache_blocks(request.request_id, num_computed_tokens)
+
+    def take_new_block_ids(self):
+        return self.native.take_new_block_ids()
+
+    def new_step_starts(self):
+        self.native.new_step()
+
+    def create_kv_cache_blocks(self, blocks):
+        return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks

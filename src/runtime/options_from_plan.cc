@@ -1,0 +1,45 @@
+// KVCacheManagerOptions from a plan: the one place the simulator, the Python module and the
+// benchmarks turn planned groups into the runtime's options.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "kvtopo/kv_cache_manager.h"
+#include "kvtopo/plan.h"
+
+namespace kvtopo {
+
+Result<KVCacheManagerOptions> KVCacheManagerOptions::FromPlan(
+    const Plan& plan, std::optional<int64_t> num_blocks,
+    std::optional<bool> enable_prefix_caching) {
+  if (!plan.accepted()) {
+    std::string message =
+        "cannot build a KVCacheManager from a rejected plan of " + plan.model.model_name;
+    for (const Diagnostic& d : plan.diagnostics) {
+      if (d.severity == Severity::kError) message += "\n  error [" + d.code + "] " + d.message;
+    }
+    return Rejected(std::move(message));
+  }
+  const int64_t blocks = num_blocks.value_or(plan.pool.num_blocks);
+  if (blocks < 1) {
+    return InvalidArgument(
+        fmt::format("num_blocks must be at least 1 (the null block), got {}", blocks));
+  }
+  if (blocks > std::numeric_limits<int32_t>::max()) {
+    return OutOfRange(
+        fmt::format("a pool of {} blocks exceeds 32-bit block ids; pass num_blocks", blocks));
+  }
+  KVCacheManagerOptions options;
+  options.num_blocks = static_cast<int32_t>(blocks);
+  options.enable_prefix_caching = enable_prefix_caching.value_or(plan.cache.enable_prefix_caching);
+  options.hash_block_size = plan.hash_block_size;
+  options.max_model_len = plan.model.max_model_len;
+  for (const PlannedGroup& g : plan.groups) {
+    options.groups.push_back({.geometry = g.geometry,
+                              .volatile_last_block = g.spec.volatile_last_block,
+                              .layer_names = g.layers});
+  }
+  return options;
+}
+
+}  // namespace kvtopo

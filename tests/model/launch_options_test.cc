@@ -1,0 +1,244 @@
+// The launch-option table and its one translation into a LaunchConfig.
+#include "kvtopo/launch_options.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kvtopo/model.h"
+#include "kvtopo/units.h"
+
+namespace kvtopo {
+namespace {
+
+Status Set(LaunchOptions& o, std::string_view name, LaunchValue value) {
+  const LaunchOption* option = FindLaunchOption(name);
+  if (option == nullptr) return NotFound(std::string(name));
+  return SetLaunchOption(o, *option, value, name);
+}
+
+TEST(LaunchOptions, NamesAliasesAndShortFlagsFindOneOption) {
+  EXPECT_EQ(FindLaunchOption("--max-model-len"), FindLaunchOption("max_model_len"));
+  EXPECT_EQ(FindLaunchOption("--cp-kv-cache-interleave-size"),
+            FindLaunchOption("dcp_kv_cache_interleave_size"));
+  EXPECT_EQ(FindLaunchOption("--kv-cache-memory-bytes"), FindLaunchOption("kv_cache_memory"));
+  EXPECT_EQ(FindLaunchOption("-dcp"), FindLaunchOption("decode_context_parallel_size"));
+  EXPECT_EQ(FindLaunchOption("--no-such-flag"), nullptr);
+  // Every option names its field once.
+  std::map<std::string, int> names;
+  for (const LaunchOption& o : LaunchOptionTable()) {
+    EXPECT_EQ(++names[std::string(o.name)], 1) << o.name;
+    EXPECT_FALSE(o.help.empty()) << o.name;
+  }
+}
+
+TEST(LaunchOptions, VllmIntegerSuffixes) {
+  EXPECT_EQ(*ParseHumanInt("64k", "--max-model-len"), 64'000);
+  EXPECT_EQ(*ParseHumanInt("64K", "--max-model-len"), 65'536);
+  EXPECT_EQ(*ParseHumanInt("1m", "--max-model-len"), 1'000'000);
+  EXPECT_EQ(*ParseHumanInt("1M", "--max-model-len"), 1'048'576);
+  EXPECT_EQ(*ParseHumanInt("25.6k", "--max-model-len"), 25'600);
+  EXPECT_EQ(*ParseHumanInt("1048576", "--max-model-len"), 1'048'576);
+  EXPECT_EQ(ParseHumanInt("1.5", "--max-model-len").status().message(),
+            "--max-model-len: '1.5' is not an integer (digits, optionally with k/m/g for x1000 "
+            "or K/M/G for x1024)");
+  EXPECT_EQ(ParseHumanInt("9999999999999G", "--max-model-len").status().message(),
+            "--max-model-len: '9999999999999G' is out of the 64-bit integer range");
+  EXPECT_FALSE(ParseHumanInt("", "--block-size").ok());
+  EXPECT_FALSE(ParseHumanInt("12kb", "--block-size").ok());
+}
+
+TEST(LaunchOptions, ValuesAreRangeCheckedAndNameTheirSource) {
+  LaunchOptions o;
+  EXPECT_TRUE(Set(o, "max_model_len", std::string("64k")).ok());
+  EXPECT_EQ(o.max_model_len, 64'000);
+  EXPECT_EQ(Set(o, "--block-size", std::string("0")).message(),
+            "--block-size must be positive, got 0");
+  EXPECT_EQ(Set(o, "--dspark-draft-kv-window", std::string("-1")).message(),
+            "--dspark-draft-kv-window must be 0 or positive, got -1");
+  EXPECT_TRUE(Set(o, "--dspark-draft-kv-window", int64_t{0}).ok());
+  EXPECT_EQ(Set(o, "--async-scheduling", std::string("maybe")).message(),
+            "--async-scheduling is a switch; 'maybe' is neither true nor false");
+  EXPECT_EQ(Set(o, "--kv-cache-memory-bytes", std::string("12XB")).message(),
+            "--kv-cache-memory-bytes: --kv-cache-memory '12XB' has an unknown unit; give bytes or "
+            "a size such as 12GiB, 512MiB, 16G");
+  EXPECT_TRUE(Set(o, "--kv-cache-memory-bytes", int64_t{1'325'000'000}).ok());
+  EXPECT_EQ(*KvCacheMemoryBytes(o), 1'325'000'000);
+  EXPECT_EQ(Set(o, "tensor_parallel_size", std::string("four")).message(),
+            "tensor_parallel_size: 'four' is not an integer (digits, optionally with k/m/g for "
+            "x1000 or K/M/G for x1024)");
+}
+
+TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
+  const std::map<std::string, std::string> env = {{"VLLM_K3_KV_GROUP_SIZE", "6"},
+                                                  {"VLLM_DSPARK_DRAFT_KV_WINDOW", "32768"},
+                                                  {"VLLM_DCP_SHARD_DRAFT", "0"}};
+  auto getenv = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  LaunchOptions o;
+  ASSERT_TRUE(Set(o, "kv_group_size", int64_t{5}).ok());
+  ASSERT_TRUE(ApplyLaunchEnvironment(o, getenv).ok());
+  EXPECT_EQ(o.kv_group_size, 5);  // the flag wins
+  EXPECT_EQ(o.dspark_draft_kv_window, 32768);
+  EXPECT_EQ(o.dcp_shard_draft, "0");
+  LaunchOptions bad;
+  auto bad_env = [](const char* name) -> const char* {
+    return std::string_view(name) == "VLLM_K3_KV_GROUP_SIZE" ? "six" : nullptr;
+  };
+  EXPECT_EQ(ApplyLaunchEnvironment(bad, bad_env).message(),
+            "VLLM_K3_KV_GROUP_SIZE: 'six' is not an integer (digits, optionally with k/m/g for "
+            "x1000 or K/M/G for x1024)");
+}
+
+TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
+  LaunchOptions o;
+  o.model = "kimi-k3";
+  o.speculative_config = R"({"method":"dspark","num_speculative_tokens":7})";
+  EXPECT_TRUE(ToLaunchConfig(o)->cache.async_scheduling);
+  o.speculative_config = R"({"method":"ngram","num_speculative_tokens":3})";
+  EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
+  o.async_scheduling = true;
+  auto rejected = ToLaunchConfig(o);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), StatusCode::kRejected);
+  EXPECT_NE(rejected.status().message().find("--async-scheduling does not run with speculative "
+                                             "method 'ngram'"),
+            std::string::npos);
+  o.speculative_config.reset();
+  o.async_scheduling = false;
+  EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
+}
+
+TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
+  ASSERT_NE(FindVllmFlagNotPlanned("--gpu-memory-utilization"), nullptr);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--gpu-memory-utilization")->takes_value);
+  EXPECT_NE(FindVllmFlagNotPlanned("--port=8000"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("--trust_remote_code"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("-O3"), nullptr);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--disable-sliding-window")->unmodelled);
+  EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);        // "--no-" only for switches
+  EXPECT_EQ(FindVllmFlagNotPlanned("--max-model-len"), nullptr);  // a planning option
+  // No planning option is also listed as not planned.
+  for (const LaunchOption& o : LaunchOptionTable()) {
+    std::string flag(o.name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    EXPECT_EQ(FindVllmFlagNotPlanned("--" + flag), nullptr) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+TEST(Models, HuggingFaceRepoIdsNameProfiles) {
+  for (const auto& [repo, profile] : std::vector<std::pair<std::string, std::string>>{
+           {"moonshotai/Kimi-K2.6", "kimi-k2.6"},
+           {"local-inference-lab/GLM-5.3-Flash-NVFP4", "glm-5.3-flash"},
+           {"Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b"},
+           {"moonshotai/kimi-k3@main", "kimi-k3"}}) {
+    LaunchConfig c;
+    c.model = repo;
+    c.cache.max_model_len = 4096;
+    auto specs = BuildModelCacheSpecs(c);
+    ASSERT_TRUE(specs.ok()) << repo << ": " << specs.status().ToString();
+    EXPECT_EQ(specs->model_name, profile) << repo;
+  }
+  LaunchConfig draft = DefaultLaunchConfig();
+  draft.model = "moonshotai/Kimi-K3";
+  draft.speculative->model = "Inferact/Kimi-K3-DSpark";
+  auto specs = BuildModelCacheSpecs(draft);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->draft_name, "kimi-k3-dspark");
+  LaunchConfig unknown;
+  unknown.model = "someone/UnknownModel";
+  auto missing = BuildModelCacheSpecs(unknown);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("a Hugging Face repo id a profile serves"),
+            std::string::npos);
+}
+
+TEST(Models, PerModelMtpNamesAreMtp) {
+  for (const char* method : {"mtp", "qwen3_next_mtp", "deepseek_mtp", "glm4_moe_mtp"}) {
+    auto spec = ParseSpeculativeConfig(std::string(R"({"method":")") + method +
+                                       R"(","num_speculative_tokens":2})");
+    ASSERT_TRUE(spec.ok()) << method;
+    EXPECT_EQ(spec->method, "mtp") << method;
+  }
+  // Qwen3-Next's MTP module: one full-attention layer after the 48 trunk layers.
+  LaunchConfig c;
+  c.model = "qwen3-next-80b";
+  c.parallel.tensor_parallel_size = 2;
+  c.cache.max_model_len = 32768;
+  c.speculative =
+      *ParseSpeculativeConfig(R"({"method":"qwen3_next_mtp","num_speculative_tokens":2})");
+  auto specs = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  std::vector<LayerSpec> draft;
+  for (const LayerSpec& s : specs->layers) {
+    if (s.role == Role::kDraft) draft.push_back(s);
+  }
+  ASSERT_EQ(draft.size(), 1u);
+  EXPECT_EQ(draft[0].name, "model.layers.48.self_attn");
+  EXPECT_EQ(draft[0].kind, CacheKind::kFullAttention);
+  EXPECT_EQ(draft[0].num_kv_heads, 1);
+  EXPECT_EQ(specs->num_lookahead_tokens, 2);
+}
+
+TEST(Models, SpeculativeKeysThatDoNotChangeThePlanAreListed) {
+  auto spec = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":3,"draft_tensor_parallel_size":1,)"
+      R"("disable_padded_drafter_batch":false})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->not_planned_keys, (std::vector<std::string>{"disable_padded_drafter_batch",
+                                                              "draft_tensor_parallel_size"}));
+}
+
+// Seed 000: target DCP with an external DSpark draft needs B12X_MLA; at DCP1 another backend
+// keeps working.
+TEST(Models, DsparkOnOtherBackendsRunsAtDcpOne) {
+  LaunchConfig c = DefaultLaunchConfig();
+  c.parallel.decode_context_parallel_size = 1;
+  c.dspark_draft_kv_window = 0;  // TRITON_MLA has no sliding window: the full draft cache
+  c.speculative->draft_attention_backend = "TRITON_MLA";
+  auto specs = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  for (const Diagnostic& d : specs->diagnostics) {
+    EXPECT_NE(d.severity, Severity::kError) << d.code << ": " << d.message;
+  }
+  c.parallel.decode_context_parallel_size = 16;
+  auto rejected = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(rejected.ok());
+  ASSERT_FALSE(rejected->diagnostics.empty());
+  EXPECT_EQ(rejected->diagnostics.front().code, "dspark-dcp-backend");
+}
+
+}  // namespace
+}  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+// docs/launch-options.md is the table rendered; regenerate it with
+// `kvtopo options --markdown > docs/launch-options.md`.
+TEST(LaunchOptions, DocsAreTheTable) {
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/docs/launch-options.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_EQ(doc.str(), LaunchOptionsMarkdown())
+      << "docs/launch-options.md is stale: kvtopo options --markdown > docs/launch-options.md";
+}
+
+}  // namespace
+}  // namespace kvtopo

@@ -1,0 +1,128 @@
+"""Scheduler sequences ported to kvtopo.vllm_compat, asserting exact block ids."""
+
+import unittest
+
+import kvtopo
+from kvtopo.vllm_compat import KVCacheBlock, KVCacheManager, Request
+
+
+def full_layout(num_blocks=11, **extra):
+    return {"num_blocks": num_blocks, "max_model_len": 64,
+            "groups": [{"kind": "full_attention", "block_size": 4, "page_size_bytes": 64}],
+            **extra}
+
+
+def ids(blocks):
+    return blocks.get_block_ids()
+
+
+class SchedulerSequences(unittest.TestCase):
+    def test_prefill_decode_preempt_resume(self):
+        m = KVCacheManager(layout=full_layout(), log_stats=True)
+        r = Request("r0", range(7))
+        blocks, n = m.get_computed_blocks(r)
+        self.assertEqual((ids(blocks), n), (([],), 0))
+        self.assertEqual(ids(m.allocate_slots(r, 7)), ([1, 2],))
+        r.num_computed_tokens = 7
+        r.append_output_token_ids(7)
+        self.assertEqual(ids(m.allocate_slots(r, 1)), ([],))  # block 2 holds tokens 4..7
+        r.num_computed_tokens = 8
+        r.append_output_token_ids(8)
+        self.assertEqual(ids(m.allocate_slots(r, 1)), ([3],))
+        r.num_computed_tokens = 9
+        # Preempt (vLLM's order: free, then the request's own fields).
+        m.free(r)
+        r.num_computed_tokens = 0
+        r.num_preemptions += 1
+        self.assertEqual(m.usage, 0.0)
+        blocks, n = m.get_computed_blocks(r)  # 9 tokens: at most 8 hit, blocks 1 and 2
+        self.assertEqual((ids(blocks), n), (([1, 2],), 8))
+        self.assertEqual(blocks.blocks[0][0], KVCacheBlock(1))
+        new = m.allocate_slots(r, 1, 8, blocks)
+        self.assertEqual(ids(new), ([4],))  # 3 went back to the tail; 4 is the queue's head
+        self.assertEqual(ids(m.get_blocks("r0")), ([1, 2, 4],))
+        stats = m.make_prefix_cache_stats()
+        self.assertEqual((stats["requests"], stats["queries"], stats["hits"]), (1, 7, 0))
+        self.assertEqual((stats["preempted_requests"], stats["preempted_queries"],
+                          stats["preempted_hits"]), (1, 9, 8))
+
+    def test_spec_decode_rewind(self):
+        m = KVCacheManager(layout=full_layout())
+        r = Request("r", range(6))
+        self.assertEqual(ids(m.allocate_slots(r, 6, num_lookahead_tokens=3)), ([1, 2, 3],))
+        r.num_computed_tokens = 6
+        r.append_output_token_ids(6)
+        # 1 verified + 3 drafts scheduled, 3 lookahead slots: 13 slots -> 4 blocks.
+        self.assertEqual(ids(m.allocate_slots(r, 4, num_lookahead_tokens=3)), ([4],))
+        r.num_computed_tokens = 10
+        # Two drafts rejected: the scheduler lowers num_computed_tokens; the manager follows.
+        r.num_computed_tokens -= 2
+        r.append_output_token_ids([7, 8])
+        self.assertEqual(ids(m.allocate_slots(r, 4, num_lookahead_tokens=3)), ([],))  # 15 slots
+        self.assertEqual(m.native.num_computed_tokens("r"), 12)
+        m.native.check_invariants()
+
+    def test_sliding_window_decode_releases_blocks(self):
+        m = KVCacheManager(layout={"num_blocks": 11, "max_model_len": 64, "groups": [
+            {"kind": "sliding_window", "block_size": 4, "sliding_window": 8,
+             "page_size_bytes": 64}]})
+        r = Request("r", range(12))
+        self.assertEqual(ids(m.allocate_slots(r, 12)), ([1, 2, 3],))
+        r.num_computed_tokens = 12
+        r.append_output_token_ids(12)
+        # 12 computed: 12 - 7 = 5 tokens out of the window -> column 0 released.
+        self.assertEqual(ids(m.allocate_slots(r, 1)), ([4],))
+        self.assertEqual(ids(m.get_blocks("r")), ([0, 2, 3, 4],))
+        self.assertEqual(m.native.num_free_blocks, 7)
+
+    def test_hybrid_hit_full_and_sliding_window(self):
+        layout = {"num_blocks": 40, "max_model_len": 128, "groups": [
+            {"kind": "full_attention", "block_size": 4, "page_size_bytes": 64},
+            {"kind": "sliding_window", "block_size": 4, "sliding_window": 5,
+             "page_size_bytes": 64}]}
+        m = KVCacheManager(layout=layout)
+        a = Request("a", range(20))
+        self.assertEqual(ids(m.allocate_slots(a, 20)),
+                         ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]))
+        b = Request("b", list(range(16)) + [99, 98, 97])
+        blocks, n = m.get_computed_blocks(b)
+        # 16 tokens hit; the window needs cdiv(4, 4) = 1 block: only column 3 is kept.
+        self.assertEqual((ids(blocks), n), (([1, 2, 3, 4], [0, 0, 0, 9]), 16))
+        self.assertEqual(ids(m.allocate_slots(b, 3, 16, blocks)), ([11], [12]))
+        self.assertEqual(m.get_num_common_prefix_blocks("a"), [4, 0])
+
+    def test_events_and_skip_reading(self):
+        m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
+        a = Request("a", range(9), lora_id=3)
+        m.allocate_slots(a, 9)
+        (stored,) = m.take_events()
+        self.assertEqual(stored["type"], "BlockStored")
+        self.assertEqual(stored["token_ids"], list(range(8)))
+        self.assertEqual((stored["block_size"], stored["lora_id"], stored["medium"]), (4, 3, "GPU"))
+        self.assertIsNone(stored["parent_block_hash"])
+        self.assertEqual(stored["block_hashes"], m.native.request_block_hashes("a")[:2])
+        self.assertEqual(m.take_events(), [])
+        b = Request("b", range(9), skip_reading_prefix_cache=True)
+        self.assertEqual(m.get_computed_blocks(b)[1], 0)
+        m.free(a)
+        m.free(b)
+        self.assertTrue(m.reset_prefix_cache())
+        self.assertEqual(m.take_events(), [{"type": "AllBlocksCleared"}])
+        self.assertIsNone(m.make_prefix_cache_stats())  # log_stats off, as vLLM's default
+
+    def test_stale_hits_are_a_clear_error(self):
+        m = KVCacheManager(layout=full_layout(num_blocks=5))
+        a = Request("a", range(8))
+        m.allocate_slots(a, 8)
+        m.free(a)
+        b = Request("b", range(9))
+        blocks, n = m.get_computed_blocks(b)
+        self.assertEqual((ids(blocks), n), (([1, 2],), 8))
+        c = Request("c", range(100, 116))  # takes every free block, 2 and 1 included
+        m.allocate_slots(c, 16)
+        with self.assertRaisesRegex(ValueError, "stale prefix hits: block 1 "):
+            m.allocate_slots(b, 1, 8, blocks)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,325 @@
+// The engine surface a vLLM-style scheduler needs beyond the step protocol: explicit layouts,
+// connector and encoder arguments, cache control calls, statistics, events and the inspector.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kvtopo/kv_cache_manager.h"
+
+namespace kvtopo {
+namespace {
+
+std::unique_ptr<KVCacheManager> FromJson(const std::string& json) {
+  auto layout = ParseCacheLayoutJson(json);
+  EXPECT_TRUE(layout.ok()) << layout.status().ToString();
+  auto options = KVCacheManagerOptions::FromLayout(*layout);
+  EXPECT_TRUE(options.ok()) << options.status().ToString();
+  auto m = KVCacheManager::Create(*options);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return std::move(m).value();
+}
+
+std::vector<int32_t> Ids(std::span<const BlockId> blocks) {
+  std::vector<int32_t> out;
+  for (BlockId b : blocks) out.push_back(b.value());
+  return out;
+}
+
+std::vector<int32_t> Tokens(int32_t first, int64_t n) {
+  std::vector<int32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+bool Alloc(KVCacheManager& m, int64_t id, int64_t n, SlotRequest step = {}) {
+  step.num_new_tokens = TokenCount{n};
+  return m.AllocateSlots(RequestId{id}, step);
+}
+
+TEST(CacheLayout, MixedBlockSizesChunkedLocalAndSchedulerLcm) {
+  auto m = FromJson(R"({"num_blocks": 64, "max_model_len": 1024, "groups": [
+      {"kind": "full_attention", "block_size": 32, "page_size_bytes": 4096, "layers": ["l0"]},
+      {"kind": "chunked_local", "block_size": 16, "attention_chunk_size": 64,
+       "page_size_bytes": 2048}]})");
+  EXPECT_EQ(m->scheduler_block_size(), 32);
+  EXPECT_EQ(m->hash_block_size(), 16);
+  EXPECT_EQ(m->group(GroupId{0}).layer_names, std::vector<std::string>{"l0"});
+  m->AddRequest(RequestId{1}, Tokens(0, 100));
+  ASSERT_TRUE(Alloc(*m, 1, 100));
+  // Full: cdiv(100, 32) = 4 blocks; chunked: cdiv(100, 16) = 7 blocks, none skipped yet.
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})),
+            (std::vector<int32_t>{5, 6, 7, 8, 9, 10, 11}));
+  // One decode token: 101 computed, chunk [64, 128) is current: columns 0-3 of the chunked row
+  // are released (nulls), the full row keeps everything.
+  ASSERT_TRUE(Alloc(*m, 1, 1));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})),
+            (std::vector<int32_t>{0, 0, 0, 0, 9, 10, 11}));
+  m->CheckInvariants();
+}
+
+TEST(CacheLayout, TwoSlidingWindowsAndBlockSizeTwelve) {
+  auto m = FromJson(R"({"num_blocks": 64, "max_model_len": 1024, "enable_prefix_caching": false,
+      "groups": [
+      {"kind": "sliding_window", "block_size": 12, "sliding_window": 24, "page_size_bytes": 64},
+      {"kind": "sliding_window", "block_size": 12, "sliding_window": 48, "page_size_bytes": 64}]})");
+  EXPECT_EQ(m->scheduler_block_size(), 12);
+  m->AddRequest(RequestId{1}, Tokens(0, 60));
+  ASSERT_TRUE(Alloc(*m, 1, 60));
+  ASSERT_TRUE(Alloc(*m, 1, 1));  // 60 computed: window 24 skips 37 tokens (3 blocks), 48 skips 13
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{0, 0, 0, 4, 5, 11}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{0, 7, 8, 9, 10, 12}));
+  m->CheckInvariants();
+}
+
+TEST(CacheLayout, SlidingWindowPlusMambaHitsAtTheLcm) {
+  const std::string json = R"({"num_blocks": 200, "max_model_len": 4096, "groups": [
+      {"kind": "sliding_window", "block_size": 16, "sliding_window": 32, "page_size_bytes": 64},
+      {"kind": "mamba", "block_size": 64, "mamba_cache_mode": "align", "page_size_bytes": 256}]})";
+  auto m = FromJson(json);
+  EXPECT_EQ(m->scheduler_block_size(), 64);
+  m->AddRequest(RequestId{1}, Tokens(0, 256));
+  ASSERT_TRUE(Alloc(*m, 1, 256));
+  m->NewStep();
+  m->AddRequest(RequestId{2}, Tokens(0, 300));
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_EQ(hits.num_tokens.value(), 256);
+  // The window keeps the last cdiv(31, 16) = 2 blocks before 256; mamba the state at 256.
+  EXPECT_EQ(Ids(hits.blocks[0]),
+            (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 16}));
+  EXPECT_EQ(Ids(hits.blocks[1]), (std::vector<int32_t>{0, 0, 0, 17}));
+  m->CheckInvariants();
+}
+
+TEST(CacheLayout, ErrorsNameTheKey) {
+  EXPECT_EQ(ParseCacheLayoutJson(R"({"num_blocks": 4, "max_model_len": 8, "groups": [
+      {"kind": "full", "block_size": 16, "page_size_bytes": 1}]})")
+                .status()
+                .message(),
+            "cache layout group 0: unknown kind 'full'; accepted: full_attention, mla, "
+            "sliding_window, sliding_window_mla, chunked_local, mamba (or recurrent), "
+            "cross_attention");
+  EXPECT_EQ(ParseCacheLayoutJson(R"({"num_blocks": 0, "max_model_len": 8, "groups": []})")
+                .status()
+                .message(),
+            "cache layout: 'num_blocks' must be an integer in [1, 2147483647], got 0");
+  EXPECT_EQ(ParseCacheLayoutJson(R"({"num_blocks": 4, "max_model_len": 8, "groups": [
+      {"kind": "mla", "block_size": 16, "page_size_bytes": 1, "windw": 3}]})")
+                .status()
+                .message()
+                .substr(0, 48),
+            "cache layout group 0: unknown key 'windw'; accep");
+  auto layout = ParseCacheLayoutJson(R"({"num_blocks": 4, "max_model_len": 64,
+      "decode_context_parallel_size": 2, "groups": [
+      {"kind": "sliding_window", "block_size": 16, "sliding_window": 8, "page_size_bytes": 1}]})");
+  ASSERT_TRUE(layout.ok());
+  const auto options = KVCacheManagerOptions::FromLayout(*layout);
+  ASSERT_FALSE(options.ok());
+  EXPECT_NE(options.status().message().find("cache layout group 0: sliding_window layer"),
+            std::string::npos)
+      << options.status().message();
+}
+
+TEST(CacheLayout, MambaNoneHoldsOnePlusSpeculativeAndNeverHits) {
+  auto m = FromJson(R"({"num_blocks": 64, "max_model_len": 512, "groups": [
+      {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64},
+      {"kind": "mamba", "block_size": 512, "mamba_cache_mode": "none",
+       "num_speculative_blocks": 2, "page_size_bytes": 64}]})");
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*m, 1, 64));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{5, 6, 7}));
+  ASSERT_TRUE(Alloc(*m, 1, 16));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{5, 6, 7}));
+  m->AddRequest(RequestId{2}, Tokens(0, 64));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 0);
+  m->CheckInvariants();
+}
+
+constexpr const char* kOneFullGroup = R"({"num_blocks": 32, "max_model_len": 1024,
+    "enable_kv_cache_events": true, "record_new_block_ids": true, "groups": [
+    {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})";
+
+TEST(EngineSurface, ExternalComputedTokensAreAllocatedAndCounted) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*m, 1, 16, {.num_external_computed_tokens = TokenCount{40}}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(m->num_computed_tokens(RequestId{1}).value(), 56);
+  // Only external tokens (an async load): no new token is allowed then.
+  m->AddRequest(RequestId{2}, Tokens(1000, 64));
+  ASSERT_TRUE(Alloc(*m, 2, 0, {.num_external_computed_tokens = TokenCount{32}}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{2}, GroupId{0})), (std::vector<int32_t>{5, 6}));
+  m->CheckInvariants();
+}
+
+TEST(EngineSurface, DelayedCachingThenCacheBlocks) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*m, 1, 64, {.delay_cache_blocks = true}));
+  m->AddRequest(RequestId{2}, Tokens(0, 64));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 0);
+  m->CacheBlocks(RequestId{1}, TokenCount{48});
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_EQ(hits.num_tokens.value(), 48);
+  EXPECT_EQ(Ids(hits.blocks[0]), (std::vector<int32_t>{1, 2, 3}));
+  m->CheckInvariants();
+}
+
+TEST(EngineSurface, CrossAttentionGroupSizedByTheEncoder) {
+  auto m = FromJson(R"({"num_blocks": 32, "max_model_len": 1024, "enable_prefix_caching": false,
+      "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 64},
+                 {"kind": "cross_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  m->AddRequest(RequestId{1}, Tokens(0, 20));
+  ASSERT_TRUE(Alloc(*m, 1, 20, {.num_encoder_tokens = TokenCount{40}}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{3, 4, 5}));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Alloc(*m, 1, 1, {.num_encoder_tokens = TokenCount{40}}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 6}));
+  m->CheckInvariants();
+  auto layout = ParseCacheLayoutJson(R"({"num_blocks": 32, "max_model_len": 64, "groups": [
+      {"kind": "cross_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  EXPECT_EQ(KVCacheManager::Create(*KVCacheManagerOptions::FromLayout(*layout)).status().message(),
+            "cache group 0 is cross-attention: prefix caching is not supported for "
+            "encoder-decoder layouts; set enable_prefix_caching to false");
+}
+
+TEST(EngineSurface, SkipReadingPrefixCache) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*m, 1, 64));
+  m->AddRequest(RequestId{2}, Tokens(0, 64), RequestOptions{.skip_reading_prefix_cache = true});
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 0);
+  m->AddRequest(RequestId{3}, Tokens(0, 64));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{3}).num_tokens.value(), 48);
+  // The skipped lookup is not counted.
+  EXPECT_EQ(m->MakePrefixCacheStats()->requests, 1);
+}
+
+TEST(EngineSurface, CommonPrefixBlocksCountEveryRequestHoldingBlocks) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*m, 1, 64));
+  m->AddRequest(RequestId{2}, Tokens(0, 40));  // shares blocks 1 and 2 (32 tokens)
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  ASSERT_EQ(hits.num_tokens.value(), 32);
+  ASSERT_TRUE(Alloc(*m, 2, 8, {.num_new_computed_tokens = hits.num_tokens, .computed = &hits}));
+  std::vector<int64_t> common;
+  m->GetNumCommonPrefixBlocks(RequestId{1}, common);
+  EXPECT_EQ(common, std::vector<int64_t>{2});
+  m->AddRequest(RequestId{3}, Tokens(500, 16));
+  ASSERT_TRUE(Alloc(*m, 3, 16));
+  m->GetNumCommonPrefixBlocks(RequestId{1}, common);
+  EXPECT_EQ(common, std::vector<int64_t>{0});
+}
+
+TEST(EngineSurface, EvictRemoveSkippedAndNewBlockIds) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*m, 1, 64));
+  EXPECT_EQ(Ids(m->TakeNewBlockIds()), (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_TRUE(m->TakeNewBlockIds().empty());
+  const std::vector<BlockId> evict = {BlockId{2}};
+  m->EvictBlocks(evict);
+  m->AddRequest(RequestId{2}, Tokens(0, 64));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 16);
+  m->CheckInvariants();
+
+  auto swa = FromJson(R"({"num_blocks": 32, "max_model_len": 1024, "groups": [
+      {"kind": "sliding_window", "block_size": 16, "sliding_window": 16, "page_size_bytes": 8}]})");
+  swa->AddRequest(RequestId{1}, Tokens(0, 64));
+  ASSERT_TRUE(Alloc(*swa, 1, 64));
+  swa->RemoveSkippedBlocks(RequestId{1}, TokenCount{64});  // 49 tokens skipped: 3 blocks
+  EXPECT_EQ(Ids(swa->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{0, 0, 0, 4}));
+  EXPECT_EQ(swa->num_free_blocks(), 30);
+  swa->CheckInvariants();
+}
+
+TEST(EngineSurface, StatsCountPreemptionsAndCanBeOff) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{1}).num_tokens.value(), 0);
+  ASSERT_TRUE(Alloc(*m, 1, 64));
+  m->Preempt(RequestId{1});
+  EXPECT_EQ(m->num_computed_tokens(RequestId{1}).value(), 0);
+  EXPECT_EQ(m->num_preemptions(RequestId{1}), 1);
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{1});
+  EXPECT_EQ(Ids(hits.blocks[0]), (std::vector<int32_t>{1, 2, 3}));
+  ASSERT_TRUE(Alloc(*m, 1, 16, {.num_new_computed_tokens = hits.num_tokens, .computed = &hits}));
+  // The preempted row was freed tail first (4, 3, 2, 1 to the queue's tail): block 5 is next.
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 3, 5}));
+  EXPECT_EQ(m->MakePrefixCacheStats(), (PrefixCacheStats{.requests = 1,
+                                                         .query_tokens = 64,
+                                                         .hit_tokens = 0,
+                                                         .preempted_requests = 1,
+                                                         .preempted_query_tokens = 64,
+                                                         .preempted_hit_tokens = 48}));
+  EXPECT_EQ(m->MakePrefixCacheStats(), PrefixCacheStats{});
+  m->CheckInvariants();
+
+  auto off = FromJson(R"({"num_blocks": 8, "max_model_len": 64, "log_stats": false, "groups": [
+      {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  EXPECT_FALSE(off->MakePrefixCacheStats().has_value());
+}
+
+TEST(EngineSurface, EventsStoredRemovedCleared) {
+  auto m = FromJson(kOneFullGroup);
+  m->AddRequest(RequestId{1}, Tokens(0, 40), BlockHashExtraKeys{.lora_id = 7});
+  ASSERT_TRUE(Alloc(*m, 1, 40));
+  KVCacheInspector inspect(*m);
+  const auto span = inspect.RequestBlockHashes(RequestId{1});
+  const std::vector<BlockHash> hashes(span.begin(), span.end());
+  ASSERT_EQ(hashes.size(), 2u);
+  std::vector<KVCacheEvent> events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, KVCacheEvent::Type::kBlockStored);
+  EXPECT_EQ(events[0].block_hashes, (std::vector<BlockHash>{hashes[0], hashes[1]}));
+  EXPECT_FALSE(events[0].parent_block_hash.has_value());
+  EXPECT_EQ(events[0].token_ids, Tokens(0, 32));
+  EXPECT_EQ(events[0].block_size, 16);
+  EXPECT_EQ(events[0].lora_id, 7);
+  m->AppendTokens(RequestId{1}, Tokens(40, 8));
+  ASSERT_TRUE(Alloc(*m, 1, 8));
+  events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].parent_block_hash, hashes[1]);
+  EXPECT_EQ(events[0].token_ids, Tokens(32, 16));
+  EXPECT_TRUE(m->TakeEvents().empty());
+
+  m->Free(RequestId{1});
+  // Freed in reverse: 3, 2, 1 go to the tail after the never-used blocks.
+  const std::vector<BlockId> queue = inspect.FreeQueue();
+  ASSERT_EQ(queue.size(), 31u);
+  EXPECT_EQ(Ids(std::span<const BlockId>(queue).last(3)), (std::vector<int32_t>{3, 2, 1}));
+  EXPECT_EQ(inspect.RefCount(BlockId{1}), 0);
+  EXPECT_EQ(inspect.CachedAs(BlockId{1})->first, hashes[0]);
+  EXPECT_EQ(inspect.Lookup(hashes[1], GroupId{0}), BlockId{2});
+  EXPECT_EQ(inspect.null_block(), kNullBlock);
+  const std::vector<BlockId> evict = {BlockId{1}};
+  m->EvictBlocks(evict);
+  events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, KVCacheEvent::Type::kBlockRemoved);
+  EXPECT_EQ(events[0].block_hashes, std::vector<BlockHash>{hashes[0]});
+  ASSERT_TRUE(m->ResetPrefixCache());
+  events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, KVCacheEvent::Type::kAllBlocksCleared);
+  EXPECT_TRUE(m->MakePrefixCacheStats()->reset);
+}
+
+TEST(EngineSurface, EventsOffRecordNothing) {
+  auto m = FromJson(R"({"num_blocks": 8, "max_model_len": 64, "groups": [
+      {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  m->AddRequest(RequestId{1}, Tokens(0, 48));
+  ASSERT_TRUE(Alloc(*m, 1, 48));
+  m->Free(RequestId{1});
+  EXPECT_TRUE(m->ResetPrefixCache());
+  EXPECT_TRUE(m->TakeEvents().empty());
+  EXPECT_TRUE(m->TakeNewBlockIds().empty());
+}
+
+}  // namespace
+}  // namespace kvtopo
