@@ -181,11 +181,9 @@ int RunVerify(VerifyArgs& args) {
   auto report_error = [&](const Status& status) {
     return root ? ReportError(status) : ExitCodeFor(status);
   };
-  auto memory = KvCacheMemoryBytes(args.launch);
-  if (!memory.ok()) return report_error(memory.status());
   auto config = ToLaunchConfig(args.launch);
   if (!config.ok()) return report_error(config.status());
-  auto plan = PlanLaunch(*config, *memory);
+  auto plan = PlanLaunch(*config);
   if (!plan.ok()) return report_error(plan.status());
   auto report = internal::VerifyWithFaults(*plan, args.options, faults, *transport);
   if (!report.ok()) return report_error(report.status());

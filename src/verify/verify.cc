@@ -212,14 +212,14 @@ void Checker::CheckRankFailure(const RankFailure& f, int32_t rank) {
       return;
     case RankCheck::kTable: {
       static constexpr const char* kWhat[] = {
-          "the row update reaches manager column {0}, but rank {3}'s block table has {1} "
-          "columns",
+          "the row update needs {2} manager columns, but rank {3}'s block table has {1}",
           "the running state's checkpoint column {0} lies past rank {3}'s row ({1} columns "
           "wide)",
           "the running state's checkpoint column {0} holds the null block on rank {3}",
           "rank {3}'s slot mapping cannot address the position: its row has {1} kernel blocks"};
       Propose(0, g, f.request, f.position, rank, "table",
-              fmt::format(fmt::runtime(kWhat[f.detail[2]]), f.detail[0], f.detail[1], 0, rank));
+              fmt::format(fmt::runtime(kWhat[f.detail[2]]), f.detail[0], f.detail[1],
+                          f.detail[0] + 1, rank));
       return;
     }
     case RankCheck::kReadback:
