@@ -5,7 +5,8 @@
 // unsharded sequence on one rank.
 //
 // Data flow per step (DESIGN.md §7): rank 0 runs the scheduler (the real KVCacheManager) and
-// broadcasts the step: scheduled requests, their new token ids and every group's row update;
+// broadcasts the step (consecutive steps batched into one message, applied in order): scheduled
+// requests, their new token ids and every group's row update;
 // every rank applies the updates to its own BlockTables, writes the K/V rows of the positions
 // its slot mapping gives it, and computes partial attention for the decode queries (1 + S
 // query tokens with the causal mask when speculating); one all-gather carries every rank's

@@ -410,6 +410,34 @@ void DecodeVerdict(const std::vector<std::byte>& bytes, VerifyReport& r) {
                .message = text.substr(start)};
 }
 
+// Consecutive scheduler steps travel in one message (applied in order on every rank, each entry
+// checked on its own), so that a long run of small steps — the table-only request's prefill at
+// the plan's token budget — does not cost one pair of collectives per step. `step` counts the
+// scheduler steps it carries. A scheduler error stops the batch and stays in `error`.
+StepMessage NextMessage(VerifyScheduler& scheduler, Status& error) {
+  constexpr int64_t kMaxSteps = 32;
+  constexpr int64_t kMaxTokens = int64_t{1} << 16;
+  StepMessage message;
+  int64_t tokens = 0;
+  while (message.step < kMaxSteps && tokens < kMaxTokens) {
+    Result<StepMessage> next = scheduler.Next();
+    if (!next.ok()) {
+      error = next.status();
+      break;
+    }
+    if (next->done) {
+      message.done = message.entries.empty();
+      break;
+    }
+    ++message.step;
+    for (StepEntry& e : next->entries) {
+      tokens += e.num_new;
+      message.entries.push_back(std::move(e));
+    }
+  }
+  return message;
+}
+
 class InProcess final : public VerifyTransport {
  public:
   int32_t num_processes() const override { return 1; }
@@ -540,13 +568,11 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
   for (;;) {
     StepMessage message;
     if (root) {
-      Result<StepMessage> next =
-          failed ? Result<StepMessage>(StepMessage{.done = true}) : scheduler->Next();
-      if (!next.ok()) {
-        scheduler_error = next.status();
-        next = StepMessage{.done = true, .step = -1};
+      message = failed ? StepMessage{.done = true} : NextMessage(*scheduler, scheduler_error);
+      report.steps += message.step;
+      if (!scheduler_error.ok() && message.entries.empty()) {
+        message = StepMessage{.done = true, .step = -1};
       }
-      message = std::move(*next);
       bytes = EncodeStep(message);
     }
     KVTOPO_RETURN_IF_ERROR(transport.Broadcast(bytes));
@@ -568,10 +594,7 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
       workers[i]->CheckInvariants();
     }
     KVTOPO_RETURN_IF_ERROR(transport.AllGather(local, all));
-    if (root) {
-      ++report.steps;
-      if (!checker->Check(message, layout, all)) failed = true;
-    }
+    if (root && !checker->Check(message, layout, all)) failed = true;
   }
   if (root) {
     report.passed = !failed;
