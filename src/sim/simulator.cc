@@ -337,6 +337,7 @@ void Simulator::CheckSlots(const Scheduled& s) {
       }
       for (int64_t i = 0; i < n; ++i) holders_[i] += slots_[i] != kPadSlot;
     }
+    // Oracle (independent of the slot mapping under test): each slice is held by N / n ranks.
     const int64_t expected = dcp_ / geo.dcp_shard_count();
     for (int64_t i = 0; i < n; ++i) {
       if (holders_[i] != expected) {

@@ -254,7 +254,8 @@ void Checker::CheckAttention(const StepEntry& e, const VerifyGroup& group, size_
     const std::byte* base = all.data() + rank * layout_size + offset + q * pf * sizeof(float);
     return std::span(reinterpret_cast<const float*>(base), pf);
   };
-  // Replicas of a slice computed from the same positions: identical bits.
+  // Replicas oracle: rank r holds slice r mod n (DESIGN.md §2), so ranks r and r mod n computed
+  // from the same positions and their partial outputs must be identical bits.
   for (int64_t r = n; r < ranks; ++r) {
     for (int64_t q = 0; q < e.num_queries; ++q) {
       if (std::memcmp(partial(r, q).data(), partial(r % n, q).data(), pf * sizeof(float)) != 0) {
@@ -338,7 +339,8 @@ bool Checker::Check(const StepMessage& m, const RankOutputLayout& layout,
         }
       }
     }
-    // Ownership: each position on exactly N / n ranks (one for sharded, all for replicated).
+    // Ownership oracle: each position on exactly N / n ranks (one for sharded, all for
+    // replicated), checked against the slots every rank wrote.
     size_t offset = layout.ownership[i];
     for (const VerifyGroup& g : setup_.groups) {
       if (!g.attention) continue;
