@@ -5,7 +5,8 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 DEBIAN_PACKAGES := cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev pybind11-dev python3-dev clang-format
+  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev pybind11-dev python3-dev clang-format \
+  openmpi-bin libopenmpi-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build build-asan run test test-asan test-python bench format clean
