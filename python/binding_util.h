@@ -87,8 +87,8 @@ inline int64_t ToInt64(py::handle obj, std::string_view what) {
 }
 
 // A 1-D integer input: a buffer (memoryview, array.array, NumPy or torch CPU array) read in
-// place when it is contiguous with items exactly like T, any other integer buffer or iterable
-// of ints converted into `scratch`. Values outside T's range raise OverflowError.
+// place when it is contiguous with items exactly like T; any other integer buffer or iterable of
+// ints is converted item by item into `scratch`. Values outside T's range raise OverflowError.
 template <typename T>
 class IntsIn {
  public:
@@ -99,40 +99,34 @@ class IntsIn {
         throw py::error_already_set();
       }
       held_ = true;
-      const char* f = view_.format != nullptr ? view_.format : "B";
-      if (*f == '@' || *f == '=' || *f == '<') ++f;
-      const bool is_int = f[0] != '\0' && f[1] == '\0' && std::strchr("bBhHiIlLqQ", f[0]);
-      if (view_.ndim != 1 || !is_int) {
+      const char* f = Format(&view_);
+      if (view_.ndim != 1 || f[0] == '\0' || f[1] != '\0' || !std::strchr("bBhHiIlLqQ", f[0])) {
         RaisePython(PyExc_TypeError,
                     std::string(what) + " must be a 1-D integer buffer, got format '" +
                         std::string(f) + "' with " + std::to_string(view_.ndim) + " dimensions");
       }
-      const Py_ssize_t n = view_.shape[0];
-      const bool is_signed = f[0] >= 'a';
-      if (view_.itemsize == sizeof(T) && is_signed && view_.strides[0] == sizeof(T)) {
-        values_ = {static_cast<const T*>(view_.buf), static_cast<size_t>(n)};
+      if (Exact(&view_)) {
+        values_ = {static_cast<const T*>(view_.buf), static_cast<size_t>(view_.shape[0])};
         return;
       }
-      scratch.clear();
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        const char* p = static_cast<const char*>(view_.buf) + i * view_.strides[0];
-        Push(Item(p, view_.itemsize, is_signed, what), what, scratch);
-      }
-    } else {
-      py::object items = py::reinterpret_steal<py::object>(
-          PyUnicode_Check(obj.ptr()) ? nullptr : PyObject_GetIter(obj.ptr()));
-      if (!items) {
-        PyErr_Clear();
-        RaisePython(PyExc_TypeError,
-                    std::string(what) + " must be a sequence of ints, got " + TypeName(obj));
-      }
-      scratch.clear();
-      while (PyObject* item = PyIter_Next(items.ptr())) {
-        py::object owned = py::reinterpret_steal<py::object>(item);
-        Push(ToInt64(owned, what), what, scratch);
-      }
-      if (PyErr_Occurred()) throw py::error_already_set();
     }
+    py::object items = py::reinterpret_steal<py::object>(
+        PyUnicode_Check(obj.ptr()) ? nullptr : PyObject_GetIter(obj.ptr()));
+    if (!items) {
+      PyErr_Clear();
+      RaisePython(PyExc_TypeError,
+                  std::string(what) + " must be a sequence of ints, got " + TypeName(obj));
+    }
+    scratch.clear();
+    while (PyObject* item = PyIter_Next(items.ptr())) {
+      const int64_t v = ToInt64(py::reinterpret_steal<py::object>(item), what);
+      if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
+        RaisePython(PyExc_OverflowError, std::string(what) + ": value " + std::to_string(v) +
+                                             " is out of range for its type");
+      }
+      scratch.push_back(static_cast<T>(v));
+    }
+    if (PyErr_Occurred()) throw py::error_already_set();
     values_ = scratch;
   }
   ~IntsIn() {
@@ -143,51 +137,26 @@ class IntsIn {
   std::span<const T> values() const { return values_; }
 
  private:
-  // A memoryview's own buffer when it is exactly a contiguous 1-D array of T (the step calls'
-  // inputs): read without a buffer request; the caller holds the view for the call.
-  bool ReadInPlace(PyObject* obj) {
-    if ((reinterpret_cast<PyMemoryViewObject*>(obj)->flags & _Py_MEMORYVIEW_RELEASED) != 0) {
-      return false;
-    }
-    const Py_buffer* b = PyMemoryView_GET_BUFFER(obj);
+  static const char* Format(const Py_buffer* b) {
     const char* f = b->format != nullptr ? b->format : "B";
-    if (*f == '@' || *f == '=' || *f == '<') ++f;
-    const bool exact = (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == '\0';
-    if (b->ndim != 1 || b->itemsize != sizeof(T) || !exact ||
-        (b->strides != nullptr && b->strides[0] != sizeof(T))) {
+    return *f == '@' || *f == '=' || *f == '<' ? f + 1 : f;
+  }
+  // Signed native integers of T's size, contiguous.
+  static bool Exact(const Py_buffer* b) {
+    const char f = Format(b)[0];
+    return (f == 'i' || f == 'l' || f == 'q') && b->ndim == 1 && b->itemsize == sizeof(T) &&
+           (b->strides == nullptr || b->strides[0] == sizeof(T));
+  }
+  // A memoryview's own buffer when it is Exact (the step calls' inputs): read without a buffer
+  // request; the caller holds the view for the call.
+  bool ReadInPlace(PyObject* obj) {
+    const Py_buffer* b = PyMemoryView_GET_BUFFER(obj);
+    if ((reinterpret_cast<PyMemoryViewObject*>(obj)->flags & _Py_MEMORYVIEW_RELEASED) != 0 ||
+        !Exact(b)) {
       return false;
     }
     values_ = {static_cast<const T*>(b->buf), static_cast<size_t>(b->shape[0])};
     return true;
-  }
-  static int64_t Item(const char* p, Py_ssize_t size, bool is_signed, std::string_view what) {
-    switch (size) {
-      case 1:
-        return is_signed ? int64_t{*reinterpret_cast<const int8_t*>(p)}
-                         : int64_t{*reinterpret_cast<const uint8_t*>(p)};
-      case 2:
-        return is_signed ? int64_t{*reinterpret_cast<const int16_t*>(p)}
-                         : int64_t{*reinterpret_cast<const uint16_t*>(p)};
-      case 4:
-        return is_signed ? int64_t{*reinterpret_cast<const int32_t*>(p)}
-                         : int64_t{*reinterpret_cast<const uint32_t*>(p)};
-      case 8: {
-        uint64_t v;
-        std::memcpy(&v, p, 8);
-        if (!is_signed && v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-          RaisePython(PyExc_OverflowError, std::string(what) + ": value out of range");
-        }
-        return static_cast<int64_t>(v);
-      }
-    }
-    RaisePython(PyExc_TypeError, std::string(what) + ": unsupported integer item size");
-  }
-  static void Push(int64_t v, std::string_view what, std::vector<T>& out) {
-    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
-      RaisePython(PyExc_OverflowError, std::string(what) + ": value " + std::to_string(v) +
-                                           " is out of range for its type");
-    }
-    out.push_back(static_cast<T>(v));
   }
 
   Py_buffer view_;  // set when held_
@@ -236,7 +205,8 @@ T& Self(PyObject* obj, const char* what = "self") {
   return py::handle(obj).cast<T&>();
 }
 
+void BindViews(py::module_& m);    // binding_util.cc
 void BindRuntime(py::module_& m);  // runtime_binding.cc
-void BindViews(py::module_& m);    // runtime_binding.cc
+void BindWorker(py::module_& m);   // worker_binding.cc
 
 }  // namespace kvtopo::python

@@ -24,57 +24,6 @@
 namespace kvtopo::python {
 namespace {
 
-// ---- memoryviews over storage another object keeps alive ----------------------------------
-
-struct ViewObject {
-  PyObject_HEAD PyObject* owner;
-  const void* data;
-  Py_ssize_t size;
-  Py_ssize_t itemsize;
-  const char* format;
-};
-
-PyTypeObject* g_view_type = nullptr;
-
-int ViewGetBuffer(PyObject* self, Py_buffer* b, int flags) {
-  auto* v = reinterpret_cast<ViewObject*>(self);
-  if ((flags & PyBUF_WRITABLE) != 0) {
-    PyErr_SetString(PyExc_BufferError, "kvtopo results are read-only");
-    return -1;
-  }
-  *b = Py_buffer{};
-  b->buf = const_cast<void*>(v->data);
-  b->obj = Py_NewRef(self);
-  b->len = v->size * v->itemsize;
-  b->readonly = 1;
-  b->itemsize = v->itemsize;
-  b->format = (flags & PyBUF_FORMAT) != 0 ? const_cast<char*>(v->format) : nullptr;
-  b->ndim = 1;
-  b->shape = (flags & PyBUF_ND) != 0 ? &v->size : nullptr;
-  b->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? &v->itemsize : nullptr;
-  return 0;
-}
-
-void ViewDealloc(PyObject* self) {
-  PyTypeObject* type = Py_TYPE(self);
-  Py_XDECREF(reinterpret_cast<ViewObject*>(self)->owner);
-  PyObject_Free(self);
-  Py_DECREF(type);
-}
-
-PyObject* NewView(PyObject* owner, const void* data, size_t size, const char* format) {
-  ViewObject* v = PyObject_New(ViewObject, g_view_type);
-  if (v == nullptr) return nullptr;
-  v->owner = Py_NewRef(owner);
-  v->data = data;
-  v->size = static_cast<Py_ssize_t>(size);
-  v->itemsize = *format == 'q' ? 8 : *format == 'i' ? 4 : 1;
-  v->format = format;
-  PyObject* view = PyMemoryView_FromObject(reinterpret_cast<PyObject*>(v));
-  Py_DECREF(v);
-  return view;
-}
-
 // ---- conversions ---------------------------------------------------------------------------
 
 py::int_ HashToInt(const BlockHash& h) {
@@ -187,15 +136,15 @@ PyObject* GetStepField(PyObject* self, void* closure) {
       case kNumGroups:
         return PyLong_FromLongLong(s.num_groups);
       case kOk:
-        return NewView(self, r.ok.data(), r.ok.size(), "B");
+        return View(self, r.ok.data(), r.ok.size(), "B").release().ptr();
       case kNumComputed:
-        return NewView(self, r.num_computed.data(), r.num_computed.size(), "i");
+        return View(self, r.num_computed.data(), r.num_computed.size(), "i").release().ptr();
       case kOffsets:
-        return NewView(self, r.offsets.data(), r.offsets.size(), "i");
+        return View(self, r.offsets.data(), r.offsets.size(), "i").release().ptr();
       case kFirstCol:
-        return NewView(self, r.first_column.data(), r.first_column.size(), "i");
+        return View(self, r.first_column.data(), r.first_column.size(), "i").release().ptr();
       default:
-        return NewView(self, r.block_ids.data(), r.block_ids.size(), "i");
+        return View(self, r.block_ids.data(), r.block_ids.size(), "i").release().ptr();
     }
   });
 }
@@ -392,21 +341,23 @@ class PyKVCacheManager {
     const RequestId id = Id(request_id);
     Check(manager_->AppendTokens(id, IntsIn<int32_t>(token_ids, "token_ids", tokens_).values()));
   }
-  void RewindComputedTokens(py::handle request_id, int64_t num_rejected) {
-    Check(manager_->RewindComputedTokens(Id(request_id), TokenCount{num_rejected}));
-  }
   void Free(py::handle request_id) {
     const RequestId id = Id(request_id);
     Check(manager_->Free(id));
     Forget(id.value());
   }
-  void Preempt(py::handle request_id) { Check(manager_->Preempt(Id(request_id))); }
-  void NewStep() { manager_->NewStep(); }
-  void RemoveSkippedBlocks(py::handle request_id, int64_t total_computed_tokens) {
-    Check(manager_->RemoveSkippedBlocks(Id(request_id), TokenCount{total_computed_tokens}));
+  // A call on one request: the id becomes its handle, ints become token counts, a Status raises.
+  template <auto kCall, typename... Counts>
+  void On(py::handle request_id, Counts... n) {
+    Check(((*manager_).*kCall)(Id(request_id), TokenCount{n}...));
   }
-  void CacheBlocks(py::handle request_id, int64_t num_computed_tokens) {
-    Check(manager_->CacheBlocks(Id(request_id), TokenCount{num_computed_tokens}));
+  template <auto kQuery>
+  int64_t Tokens(py::handle request_id) const {
+    return ((*manager_).*kQuery)(Id(request_id)).value();
+  }
+  template <auto kGet>
+  auto Get() const {
+    return ((*manager_).*kGet)();
   }
   void EvictBlocks(py::handle block_ids) {
     std::vector<BlockId> blocks;
@@ -529,10 +480,6 @@ class PyKVCacheManager {
     }
     return out;
   }
-  int64_t NumComputedTokens(py::handle id) const {
-    return manager_->num_computed_tokens(Id(id)).value();
-  }
-  int64_t NumTokens(py::handle id) const { return manager_->num_tokens(Id(id)).value(); }
   py::list TakeNewBlockIds() { return ToList(manager_->TakeNewBlockIds()); }
   py::list TakeEvents() {
     py::list out;
@@ -542,23 +489,16 @@ class PyKVCacheManager {
   py::object MakePrefixCacheStats() {
     const std::optional<PrefixCacheStats> s = manager_->MakePrefixCacheStats();
     if (!s) return py::none();
-    py::dict d;
-    d["reset"] = s->reset;
-    d["requests"] = s->requests;
-    d["queries"] = s->query_tokens;
-    d["hits"] = s->hit_tokens;
-    d["preempted_requests"] = s->preempted_requests;
-    d["preempted_queries"] = s->preempted_query_tokens;
-    d["preempted_hits"] = s->preempted_hit_tokens;
-    return d;
+    return py::dict(py::arg("reset") = s->reset, py::arg("requests") = s->requests,
+                    py::arg("queries") = s->query_tokens, py::arg("hits") = s->hit_tokens,
+                    py::arg("preempted_requests") = s->preempted_requests,
+                    py::arg("preempted_queries") = s->preempted_query_tokens,
+                    py::arg("preempted_hits") = s->preempted_hit_tokens);
   }
   py::dict PrefixCacheTotals() const {
     const PrefixCacheStats& s = manager_->prefix_cache_stats();
-    py::dict d;
-    d["requests"] = s.requests;
-    d["query_tokens"] = s.query_tokens;
-    d["hit_tokens"] = s.hit_tokens;
-    return d;
+    return py::dict(py::arg("requests") = s.requests, py::arg("query_tokens") = s.query_tokens,
+                    py::arg("hit_tokens") = s.hit_tokens);
   }
 
  private:
@@ -718,23 +658,6 @@ void AddDescriptors(py::handle cls, std::span<PyMethodDef> methods, std::span<Py
 
 }  // namespace
 
-py::object View(py::handle owner, const void* data, size_t size, const char* format) {
-  PyObject* view = NewView(owner.ptr(), data, size, format);
-  if (view == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(view);
-}
-
-void BindViews(py::module_& m) {
-  static PyType_Slot slots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(ViewGetBuffer)},
-                                {Py_tp_dealloc, reinterpret_cast<void*>(ViewDealloc)},
-                                {0, nullptr}};
-  static PyType_Spec spec = {"kvtopo._kvtopo._View", sizeof(ViewObject), 0, Py_TPFLAGS_DEFAULT,
-                             slots};
-  g_view_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
-  if (g_view_type == nullptr) throw py::error_already_set();
-  m.add_object("_View", py::handle(reinterpret_cast<PyObject*>(g_view_type)));
-}
-
 void BindRuntime(py::module_& m) {
   auto step = py::class_<PyStepResult>(
       m, "StepResult",
@@ -834,15 +757,16 @@ void BindRuntime(py::module_& m) {
            "Longest prefix hit: ComputedBlocks, unpacking as (num_tokens, [[block ids] per "
            "group]). Valid until one of its blocks is evicted or reused.")
       .def("append_tokens", &M::AppendTokens, py::arg("request_id"), py::arg("token_ids"))
-      .def("rewind_computed_tokens", &M::RewindComputedTokens, py::arg("request_id"),
-           py::arg("num_rejected"))
+      .def("rewind_computed_tokens", &M::On<&KVCacheManager::RewindComputedTokens, int64_t>,
+           py::arg("request_id"), py::arg("num_rejected"))
       .def("free", &M::Free, py::arg("request_id"))
-      .def("preempt", &M::Preempt, py::arg("request_id"),
+      .def("preempt", &M::On<&KVCacheManager::Preempt>, py::arg("request_id"),
            "Releases the request's blocks, keeps its tokens; it is admitted again later.")
-      .def("new_step", &M::NewStep)
-      .def("remove_skipped_blocks", &M::RemoveSkippedBlocks, py::arg("request_id"),
-           py::arg("total_computed_tokens"))
-      .def("cache_blocks", &M::CacheBlocks, py::arg("request_id"), py::arg("num_computed_tokens"))
+      .def("new_step", [](M& self) { self.manager().NewStep(); })
+      .def("remove_skipped_blocks", &M::On<&KVCacheManager::RemoveSkippedBlocks, int64_t>,
+           py::arg("request_id"), py::arg("total_computed_tokens"))
+      .def("cache_blocks", &M::On<&KVCacheManager::CacheBlocks, int64_t>, py::arg("request_id"),
+           py::arg("num_computed_tokens"))
       .def("evict_blocks", &M::EvictBlocks, py::arg("block_ids"))
       .def("get_num_common_prefix_blocks", &M::GetNumCommonPrefixBlocks,
            py::arg("running_request_id"))
@@ -864,23 +788,18 @@ void BindRuntime(py::module_& m) {
                             py::return_value_policy::move, self);
           },
           "A read-only KVCacheInspector over this manager (keeps it alive).")
-      .def("num_computed_tokens", &M::NumComputedTokens, py::arg("request_id"))
-      .def("num_tokens", &M::NumTokens, py::arg("request_id"))
+      .def("num_computed_tokens", &M::Tokens<&KVCacheManager::num_computed_tokens>,
+           py::arg("request_id"))
+      .def("num_tokens", &M::Tokens<&KVCacheManager::num_tokens>, py::arg("request_id"))
       .def("__contains__", &M::Contains)
       .def("__len__", &M::num_requests)
-      .def_property_readonly("num_free_blocks",
-                             [](const M& self) { return self.manager().num_free_blocks(); })
-      .def_property_readonly("num_blocks",
-                             [](const M& self) { return self.manager().num_blocks(); })
-      .def_property_readonly("num_groups",
-                             [](const M& self) { return self.manager().num_groups(); })
-      .def_property_readonly("max_model_len",
-                             [](const M& self) { return self.manager().max_model_len(); })
-      .def_property_readonly("scheduler_block_size",
-                             [](const M& self) { return self.manager().scheduler_block_size(); })
-      .def_property_readonly("hash_block_size",
-                             [](const M& self) { return self.manager().hash_block_size(); })
-      .def_property_readonly("usage", [](const M& self) { return self.manager().Usage(); })
+      .def_property_readonly("num_free_blocks", &M::Get<&KVCacheManager::num_free_blocks>)
+      .def_property_readonly("num_blocks", &M::Get<&KVCacheManager::num_blocks>)
+      .def_property_readonly("num_groups", &M::Get<&KVCacheManager::num_groups>)
+      .def_property_readonly("max_model_len", &M::Get<&KVCacheManager::max_model_len>)
+      .def_property_readonly("scheduler_block_size", &M::Get<&KVCacheManager::scheduler_block_size>)
+      .def_property_readonly("hash_block_size", &M::Get<&KVCacheManager::hash_block_size>)
+      .def_property_readonly("usage", &M::Get<&KVCacheManager::Usage>)
       .def_property_readonly("prefix_cache_stats", &M::PrefixCacheTotals)
       .def("reset_prefix_cache", [](M& self) { return self.manager().ResetPrefixCache(); })
       .def(
