@@ -307,6 +307,8 @@ class KVCacheManager {
   friend class KVCacheInspector;
   explicit KVCacheManager(std::unique_ptr<Impl> impl);
   bool AllocateSlotsAt(RequestState& st, const SlotRequest& step);
+  [[gnu::noinline]] Result<bool> AllocateSlotsChecked(RequestId request, RequestState* st,
+                                                      const SlotRequest& step);
   Status CheckSlotRequest(const RequestState& st, const SlotRequest& step) const;
   RowUpdate LastUpdateAt(const RequestState& st, GroupId group) const;
   void AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const;

@@ -187,10 +187,15 @@ struct KVCacheManager::Impl {
 
   // Where and when `hits` were found for `st` (see ComputedBlocks::Stamp).
   ComputedBlocks::Stamp StampOf(const RequestState& st, const ComputedBlocks& hits) const {
+    // A position-weighted sum: independent multiplies, no serial dependency between blocks.
     uint64_t fingerprint = hits.num_tokens.value();
     for (const auto& row : hits.blocks) {
       fingerprint = fingerprint * 0x100000001b3ull + row.size();
-      for (BlockId b : row) fingerprint = fingerprint * 0x100000001b3ull + b.value();
+      uint64_t weight = 1;
+      for (BlockId b : row) {
+        fingerprint += static_cast<uint64_t>(b.value()) * weight;
+        weight += 2;
+      }
     }
     return {.manager = this,
             .request = st.id,
@@ -539,6 +544,29 @@ struct KVCacheManager::Impl {
     st.quiet = w;
   }
 
+  // A step inside the request's quiet window (only new and lookahead tokens, no flags): every
+  // group's rule is a no-op for these counts (see ComputeQuietWindow), so only the computed
+  // count advances. False when the full rules must run.
+  bool QuietStep(RequestState& st, const SlotRequest& step) const {
+    if (!st.running || step.full_sequence_must_fit || step.delay_cache_blocks ||
+        !quiet_path_enabled) {
+      return false;
+    }
+    const QuietWindow& w = st.quiet;
+    const int64_t L = options.max_model_len;
+    const int64_t total_computed = std::min(st.num_computed, L);
+    const int64_t num_main = total_computed + step.num_new_tokens.value();
+    const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
+    const int64_t committed = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
+    if (total_computed < w.computed_end && need_slots <= w.slots_max && num_main <= w.main_max &&
+        (committed < w.committed_end || !caching())) {
+      st.num_computed += step.num_new_tokens.value();
+      st.last_quiet = true;
+      return true;
+    }
+    return false;
+  }
+
   // Longest hit for one group, at most max_len tokens, ending on a multiple of `align`.
   // Fills `out` with the row prefix (nulls for skipped columns) and returns its token length.
   int64_t FindLongestHit(const Group& g, const RequestState& st, int64_t max_len, int64_t align,
@@ -845,16 +873,23 @@ Result<ComputedBlocks> KVCacheManager::GetComputedBlocks(RequestId request) {
 
 Result<bool> KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
   RequestState* st = impl_->Find(request);
-  if (st == nullptr) [[unlikely]] {
-    return UnknownRequest(request);
-  }
+  // The usual step (new and lookahead tokens only) needs no further checks.
   const int64_t num_new = step.num_new_tokens.value();
-  const bool plain =
-      num_new > 0 && num_new <= kMaxStepTokens && step.num_new_computed_tokens.value() == 0 &&
-      step.num_lookahead_tokens.value() >= 0 &&
-      step.num_lookahead_tokens.value() <= kMaxStepTokens &&
-      step.num_external_computed_tokens.value() == 0 && step.num_encoder_tokens.value() == 0;
-  if (!plain) KVTOPO_RETURN_IF_ERROR(CheckSlotRequest(*st, step));
+  const uint64_t lookahead = static_cast<uint64_t>(step.num_lookahead_tokens.value());
+  if (st != nullptr && num_new > 0 && num_new <= kMaxStepTokens &&
+      lookahead <= static_cast<uint64_t>(kMaxStepTokens) &&
+      (step.num_new_computed_tokens.value() | step.num_external_computed_tokens.value() |
+       step.num_encoder_tokens.value()) == 0) [[likely]] {
+    if (impl_->QuietStep(*st, step)) return true;
+    return AllocateSlotsAt(*st, step);
+  }
+  return AllocateSlotsChecked(request, st, step);
+}
+
+Result<bool> KVCacheManager::AllocateSlotsChecked(RequestId request, RequestState* st,
+                                                  const SlotRequest& step) {
+  if (st == nullptr) return UnknownRequest(request);
+  KVTOPO_RETURN_IF_ERROR(CheckSlotRequest(*st, step));
   return AllocateSlotsAt(*st, step);
 }
 
@@ -917,20 +952,7 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
 
   const int64_t local = st.num_computed + num_new_computed;
   const int64_t total_computed = std::min(local + num_external, L);
-  if (st.running && num_new_computed == 0 && num_external == 0 && !step.full_sequence_must_fit &&
-      !step.delay_cache_blocks && m.quiet_path_enabled) {
-    // Quiet window: every group's rule is a no-op for these counts (see ComputeQuietWindow).
-    const QuietWindow& w = st.quiet;
-    const int64_t num_main = total_computed + num_new;
-    const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
-    const int64_t committed = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
-    if (total_computed < w.computed_end && need_slots <= w.slots_max && num_main <= w.main_max &&
-        (committed < w.committed_end || !m.caching())) {
-      st.num_computed = local + num_new;
-      st.last_quiet = true;
-      return true;
-    }
-  }
+  if (num_new_computed == 0 && num_external == 0 && m.QuietStep(st, step)) return true;
   const int64_t free = m.pool.num_free_blocks();
   if (step.full_sequence_must_fit) {
     const int64_t n_full = std::min<int64_t>(static_cast<int64_t>(st.tokens.size()), L);
@@ -1132,7 +1154,7 @@ Status KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
     const SlotRequest step{.num_new_tokens = TokenCount{num_new_tokens[i]},
                            .num_lookahead_tokens = TokenCount{
                                num_lookahead_tokens.empty() ? 0 : num_lookahead_tokens[i]}};
-    const bool ok = AllocateSlotsAt(st, step);
+    const bool ok = impl_->QuietStep(st, step) || AllocateSlotsAt(st, step);
     out.ok.push_back(ok ? 1 : 0);
     out.num_failed += ok ? 0 : 1;
     AppendUpdates(st, ok, out);
