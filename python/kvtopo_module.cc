@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "binding_util.h"
+#include "internal/units.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
-#include "kvtopo/units.h"
 
 namespace kvtopo::python {
 namespace {
@@ -250,7 +250,7 @@ void BindPlan(py::module_& m) {
                              [](const Plan& p) { return p.cache.enable_prefix_caching; })
       .def_property_readonly("max_num_seqs", [](const Plan& p) { return p.cache.max_num_seqs; })
       .def(
-          "to_json", [](const Plan& p, int indent) { return PlanToJson(p).dump(indent); },
+          "to_json", [](const Plan& p, int indent) { return PlanToJsonText(p, indent); },
           py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
       .def("table", &FormatPlanTable, "The table `kvtopo plan` prints.")
       .def("svg", &RenderPlanSvg, "The SVG drawing of `kvtopo plan --svg`.")
