@@ -9,6 +9,7 @@
 #include "kvtopo/block_pool.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
+#include "kvtopo/simulate.h"
 #include "kvtopo/slot_mapping.h"
 
 namespace kvtopo {
@@ -194,11 +195,10 @@ void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
   const int64_t kBlock = 64;
   std::vector<int32_t> prompt(kTokens);
   std::iota(prompt.begin(), prompt.end(), 0);
-  const KVCacheManagerOptions options{
-      .num_blocks = static_cast<int32_t>(kTokens / kBlock + 2),
-      .hash_block_size = kBlock,
-      .max_model_len = kTokens + kBlock,
-      .groups = {{.geometry = Geometry(CacheKind::kFullAttention, kBlock, kTokens + kBlock)}}};
+  // The plan `kvtopo simulate --workload w4` runs: one full-attention group of 64-token blocks.
+  const KVCacheManagerOptions options =
+      KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w4", 0).value(), kTokens / kBlock + 2)
+          .value();
   auto m = KVCacheManager::Create(options).value();
   int64_t request = 0;
   int64_t calls = 0;
@@ -232,12 +232,12 @@ BENCHMARK(BM_GrowOneRequestToAMillionTokens)->Arg(0)->Arg(1)->Unit(benchmark::kM
 // only caches tokens up to its own count), 8 requests per untimed setup.
 void BM_W2PrefixHitRequest(benchmark::State& state) {
   constexpr int32_t kShared = 4096, kUnique = 256, kDecode = 16, kBatch = 8;
-  const KVCacheManagerOptions options{
-      .num_blocks = 4096,
-      .hash_block_size = 16,
-      .max_model_len = 8192,
-      .groups = {{.geometry = Geometry(CacheKind::kFullAttention, 16, 8192)}}};
-  auto m = KVCacheManager::Create(options).value();
+  // The plan `kvtopo simulate --workload w2` runs (a 32-layer dense model, one group of
+  // 16-token blocks) on a pool of 4,096 blocks.
+  auto m =
+      KVCacheManager::Create(
+          KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w2", 0).value(), 4096).value())
+          .value();
   std::vector<int32_t> tokens(kShared + kUnique + kDecode, 5);
   std::iota(tokens.begin(), tokens.begin() + kShared, 100000);
   int64_t next = 0;

@@ -191,14 +191,10 @@ Status Simulator::Setup() {
   }
   report_.num_blocks = num_blocks;
 
-  KVCacheManagerOptions mo;
-  mo.num_blocks = static_cast<int32_t>(num_blocks);
-  mo.enable_prefix_caching = options_.enable_prefix_caching;
-  mo.hash_block_size = plan_.hash_block_size;
-  mo.max_model_len = max_model_len_;
+  KVTOPO_ASSIGN_OR_RETURN(
+      KVCacheManagerOptions mo,
+      KVCacheManagerOptions::FromPlan(plan_, num_blocks, options_.enable_prefix_caching));
   for (const PlannedGroup& g : plan_.groups) {
-    mo.groups.push_back(
-        {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
     // The pre-fix rule, on request: cdiv(L, B * N) + S columns for recurrent tables.
     const GroupGeometry worker = options_.inject_dcp_scaled_recurrent_table
                                      ? internal::DcpScaledRecurrentTable(g.geometry)
