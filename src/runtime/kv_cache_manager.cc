@@ -829,6 +829,7 @@ Result<TokenCount> KVCacheManager::GetComputedBlocks(RequestId request, Computed
   out.blocks.resize(m.groups.size());
   for (auto& blocks : out.blocks) blocks.clear();
   out.num_tokens = TokenCount{0};
+  out.stamp = {};
   if (!m.caching() || st.skip_reading_prefix_cache) return out.num_tokens;
   const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
   // At least one token is recomputed so the step produces logits.
@@ -929,8 +930,14 @@ Status KVCacheManager::CheckSlotRequest(const RequestState& st, const SlotReques
                     "first allocation; request {} is running",
                     st.id));
   }
-  // Hits no eviction can have touched since this request's lookup need no block-by-block check.
-  if (step.computed->stamp == impl_->StampOf(st, *step.computed)) return Status::Ok();
+  // Hits no eviction can have touched since this request's lookup need no block-by-block check
+  // (their shape is checked regardless: it is O(groups)).
+  const auto& rows = step.computed->blocks;
+  bool shaped = rows.size() == impl_->groups.size();
+  for (size_t gi = 0; shaped && gi < rows.size(); ++gi) {
+    shaped = static_cast<int64_t>(rows[gi].size()) * impl_->groups[gi].bs == num_hit;
+  }
+  if (shaped && step.computed->stamp == impl_->StampOf(st, *step.computed)) return Status::Ok();
   return ValidateComputedBlocks(RequestId{st.id}, *step.computed);
 }
 
