@@ -150,6 +150,7 @@ class IntsIn {
   // A memoryview's own buffer when it is Exact (the step calls' inputs): read without a buffer
   // request; the caller holds the view for the call.
   bool ReadInPlace(PyObject* obj) {
+#ifdef _Py_MEMORYVIEW_RELEASED  // CPython's memoryview layout; else the buffer request below
     const Py_buffer* b = PyMemoryView_GET_BUFFER(obj);
     if ((reinterpret_cast<PyMemoryViewObject*>(obj)->flags & _Py_MEMORYVIEW_RELEASED) != 0 ||
         !Exact(b)) {
@@ -157,6 +158,10 @@ class IntsIn {
     }
     values_ = {static_cast<const T*>(b->buf), static_cast<size_t>(b->shape[0])};
     return true;
+#else
+    (void)obj;
+    return false;
+#endif
   }
 
   Py_buffer view_;  // set when held_

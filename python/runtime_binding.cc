@@ -36,7 +36,7 @@ py::int_ HashToInt(const BlockHash& h) {
 BlockHash IntToHash(py::handle value) {
   if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()) ||
       PyObject_RichCompareBool(value.ptr(), py::int_(0).ptr(), Py_LT) == 1 ||
-      _PyLong_NumBits(value.ptr()) > 128) {
+      value.attr("bit_length")().cast<int64_t>() > 128) {
     RaisePython(PyExc_ValueError, "a block hash is a non-negative int of at most 128 bits");
   }
   py::object high =
