@@ -25,8 +25,9 @@ struct DeviceLayout {
   int64_t virtual_block;  // b * n: global positions one block-table column covers
 };
 
-// The slot of position p on the layout's rank (kvtopo/slot_mapping.h), -1 when another rank
-// holds it; on an error, -1 and the error's bit in *error_bits.
+// The slot of position p on the layout's rank, -1 when another rank holds it; on an error, -1
+// and the error's bit in *error_bits. The device restatement of ComputeSlotMapping's striping
+// rule (kvtopo/slot_mapping.h); verify_kernels_check.cu is its oracle, slot for slot.
 __host__ __device__ inline int64_t SlotOf(const DeviceLayout& layout, const int32_t* kernel_row,
                                           int64_t row_length, int64_t arena_slots, int64_t p,
                                           uint32_t* error_bits) {
