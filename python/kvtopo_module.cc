@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "binding_util.h"
+#include "internal/units.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/launch_options.h"
@@ -38,7 +39,6 @@
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
 #include "kvtopo/slot_mapping.h"
-#include "kvtopo/units.h"
 
 namespace kvtopo::python {
 namespace {
@@ -480,7 +480,7 @@ void BindPlan(py::module_& m) {
       .def_property_readonly("diagnostics",
                              [](const Plan& p) { return DiagnosticsList(p.diagnostics); })
       .def(
-          "to_json", [](const Plan& p, int indent) { return PlanToJson(p).dump(indent); },
+          "to_json", [](const Plan& p, int indent) { return PlanToJsonText(p, indent); },
           py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
       .def("table", &FormatPlanTable, "The table `kvtopo plan` prints.")
       .def("svg", &RenderPlanSvg, "The SVG drawing of `kvtopo plan --svg`.")
