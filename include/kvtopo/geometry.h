@@ -111,6 +111,26 @@ class GroupGeometry {
   // cdiv(n, manager_block_size); recurrent align/all cdiv(n, B) + S (the checkpoint of the last
   // full block sits in column cdiv(n, B) - 1, S speculative columns follow it); none 1 + S.
   int64_t ColumnsFor(int64_t num_tokens) const;
+  // The block manager's per-step arithmetic, for num_tokens >= 0: manager blocks covering
+  // num_tokens, cdiv(n, manager_block_size), and whole manager blocks in them,
+  // floor(n / manager_block_size) (a shift when the manager block is a power of two).
+  int64_t BlocksCovering(int64_t num_tokens) const {
+    return manager_block_shift_ >= 0
+               ? (num_tokens >> manager_block_shift_) +
+                     ((num_tokens & (manager_block_size_ - 1)) != 0)
+               : num_tokens / manager_block_size_ + (num_tokens % manager_block_size_ != 0);
+  }
+  int64_t FullBlocksIn(int64_t num_tokens) const {
+    return manager_block_shift_ >= 0 ? num_tokens >> manager_block_shift_
+                                     : num_tokens / manager_block_size_;
+  }
+  // Sliding-window kinds: the contiguous manager blocks a prefix hit must end with to hold the
+  // window's W - 1 earlier tokens, max(1, cdiv(W - 1, manager_block_size)) (vLLM's
+  // SlidingWindowManager). Chunked local: the chunk boundaries at or before and at or after
+  // `num_tokens`.
+  int64_t WindowHitBlocks() const;
+  int64_t FloorToChunk(int64_t num_tokens) const;
+  int64_t CeilToChunk(int64_t num_tokens) const;
   // Pages one request of `max_len` tokens holds on one rank (max_pages_per_request at L):
   //   full / MLA cdiv(max_len, B * shards); sliding window cdiv(min(W - 1 + extra + T, L), B) + 1;
   //   chunked local cdiv(min(chunk + T, L), B); recurrent none 1 + S, align 2 + S,
@@ -149,6 +169,7 @@ class GroupGeometry {
   int64_t dcp_shard_count_ = 1;
   int64_t block_size_ = 0;
   int64_t manager_block_size_ = 0;
+  int manager_block_shift_ = -1;  // log2(manager_block_size_) when a power of two, else -1
   int64_t kernel_block_size_ = 0;
   int64_t page_size_bytes_ = 0;
   int64_t required_columns_ = 0;

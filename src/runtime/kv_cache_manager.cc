@@ -19,8 +19,6 @@
 
 namespace kvtopo {
 
-using internal::CeilDiv;
-
 namespace {
 
 enum class Behavior {
@@ -131,14 +129,11 @@ struct KVCacheManager::Impl {
     int64_t hashes_per_block = 1;  // s: hash blocks per manager block
     int64_t spec_blocks = 0;       // S (recurrent)
     int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request()
-    int bs_shift = -1;             // log2(bs) when bs is a power of two (the usual case)
     int64_t reserve_columns = 0;   // row capacity reserved per request
 
-    // floor(n / bs) and ceil(n / bs) for n >= 0, without a 64-bit divide when bs is 2^k.
-    int64_t FloorBlocks(int64_t n) const { return bs_shift >= 0 ? n >> bs_shift : n / bs; }
-    int64_t CeilBlocks(int64_t n) const {
-      return bs_shift >= 0 ? (n + bs - 1) >> bs_shift : CeilDiv(n, bs);
-    }
+    // floor(n / bs) and ceil(n / bs) for n >= 0, as the geometry counts blocks.
+    int64_t FloorBlocks(int64_t n) const { return spec.geometry.FullBlocksIn(n); }
+    int64_t CeilBlocks(int64_t n) const { return spec.geometry.BlocksCovering(n); }
   };
 
   KVCacheManagerOptions options;
@@ -480,10 +475,8 @@ struct KVCacheManager::Impl {
     switch (g.behavior) {
       case Behavior::kSliding:
         return m + (g.spec.geometry.sliding_window() - 1) + g.spec.geometry.extra_retained_tokens();
-      case Behavior::kChunked: {
-        const int64_t c = g.spec.geometry.attention_chunk_size();
-        return CeilDiv(m, c) * c;
-      }
+      case Behavior::kChunked:
+        return g.spec.geometry.CeilToChunk(m);
       case Behavior::kRecurrentAll:
       case Behavior::kRecurrentAlign:
         return m + 1;
@@ -574,7 +567,7 @@ struct KVCacheManager::Impl {
     out.clear();
     const int64_t bs = g.bs;
     const int64_t limit = std::min<int64_t>(
-        max_len / bs, static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block);
+        g.FloorBlocks(max_len), static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block);
     auto lookup = [&](int64_t j) { return pool.Lookup(CoarseHash(g, st, j), g.id); };
     auto trim_to_alignment = [&] {
       while (!out.empty() && (static_cast<int64_t>(out.size()) * bs) % align != 0) out.pop_back();
@@ -598,9 +591,7 @@ struct KVCacheManager::Impl {
       }
       case Behavior::kSliding: {
         const bool eagle = g.spec.volatile_last_block;
-        const int64_t need =
-            std::max<int64_t>(1, CeilDiv(g.spec.geometry.sliding_window() - 1, bs)) +
-            (eagle ? 1 : 0);
+        const int64_t need = g.spec.geometry.WindowHitBlocks() + (eagle ? 1 : 0);
         int64_t run = 0;  // hits in [i, run_end]
         int64_t run_end = -1;
         for (int64_t i = limit - 1; i >= 0; --i) {
@@ -634,8 +625,7 @@ struct KVCacheManager::Impl {
       }
       case Behavior::kChunked: {
         if (bs != align || g.spec.volatile_last_block) break;
-        const int64_t c = g.spec.geometry.attention_chunk_size();
-        const int64_t first = std::min(max_len / c * c / bs, limit);
+        const int64_t first = std::min(g.FloorBlocks(g.spec.geometry.FloorToChunk(max_len)), limit);
         out.assign(first, kNullBlock);
         for (int64_t j = first; j < limit; ++j) {
           auto hit = lookup(j);
@@ -712,8 +702,6 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     g.hashes_per_block = caching ? geo.manager_block_size() / options.hash_block_size : 1;
     g.spec_blocks = geo.kind() == CacheKind::kRecurrent ? geo.num_speculative_blocks() : 0;
     g.admission_cap = IsWindowed(geo.kind()) ? geo.max_pages_per_request() : 0;
-    if (std::has_single_bit(static_cast<uint64_t>(g.bs)))
-      g.bs_shift = std::countr_zero(static_cast<uint64_t>(g.bs));
     g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width(), 0, kMaxReservedColumns);
     if (g.behavior == Behavior::kSliding && geo.sliding_window() <= 0) {
       return InvalidArgument(fmt::format("cache group {}: sliding window must be positive", i));

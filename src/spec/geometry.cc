@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "internal/checked_math.h"
 #include "internal/dcp_math.h"
@@ -150,6 +151,9 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
   g.block_size_ = B;
   KVTOPO_ASSIGN_OR_RETURN(g.manager_block_size_,
                           internal::CheckedMul(B, g.dcp_shard_count_, "manager block size"));
+  if (std::has_single_bit(static_cast<uint64_t>(g.manager_block_size_))) {
+    g.manager_block_shift_ = std::countr_zero(static_cast<uint64_t>(g.manager_block_size_));
+  }
   g.kernel_block_size_ = (spec.kind == CacheKind::kRecurrent || options.kernel_block_size == 0)
                              ? B
                              : options.kernel_block_size;
@@ -213,6 +217,18 @@ int64_t GroupGeometry::ColumnsFor(int64_t num_tokens) const {
     return CeilDiv(num_tokens, block_size_) + num_speculative_blocks_;
   }
   return CeilDiv(num_tokens, manager_block_size_);
+}
+
+int64_t GroupGeometry::WindowHitBlocks() const {
+  return std::max<int64_t>(1, CeilDiv(sliding_window_ - 1, manager_block_size_));
+}
+
+int64_t GroupGeometry::FloorToChunk(int64_t num_tokens) const {
+  return num_tokens / attention_chunk_size_ * attention_chunk_size_;
+}
+
+int64_t GroupGeometry::CeilToChunk(int64_t num_tokens) const {
+  return CeilDiv(num_tokens, attention_chunk_size_) * attention_chunk_size_;
 }
 
 int64_t GroupGeometry::PagesForLength(int64_t max_len) const {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 namespace kvtopo {
@@ -59,6 +60,59 @@ TEST(GroupGeometry, SeedRegressionRecurrentWidthIsNotDcpScaled) {
   EXPECT_LE(rec->ColumnsFor(checkpoint), rec->block_table_width());
   // And the geometry's row addresses the last checkpoint of a full-length request.
   EXPECT_EQ(rec->ColumnsFor(1000000), rec->block_table_width());
+}
+
+// The block manager's per-step counts, for a power-of-two manager block (16 x 4 = 64, a shift)
+// and for 768 x 16 = 12,288 (a divide), checked against plain division over a range.
+TEST(GroupGeometry, BlockCountsForTheManager) {
+  LayerSpec full = MlaSpec(16);
+  auto pow2 = ComputeGroupGeometry(
+      full, {.tensor_parallel_size = 4, .decode_context_parallel_size = 4}, kMillion);
+  auto odd = ComputeGroupGeometry(MlaSpec(768), kTp16Dcp16, kMillion);
+  ASSERT_TRUE(pow2.ok() && odd.ok());
+  ASSERT_EQ(pow2->manager_block_size(), 64);
+  EXPECT_EQ(pow2->BlocksCovering(0), 0);
+  EXPECT_EQ(pow2->BlocksCovering(64), 1);
+  EXPECT_EQ(pow2->BlocksCovering(65), 2);
+  EXPECT_EQ(pow2->FullBlocksIn(127), 1);
+  EXPECT_EQ(odd->BlocksCovering(1'000'000), 82);
+  EXPECT_EQ(odd->FullBlocksIn(1'000'000), 81);
+  for (int64_t n = 0; n < 30'000; n += 7) {
+    for (const GroupGeometry* g : {&*pow2, &*odd}) {
+      const int64_t m = g->manager_block_size();
+      EXPECT_EQ(g->BlocksCovering(n), (n + m - 1) / m) << n;
+      EXPECT_EQ(g->FullBlocksIn(n), n / m) << n;
+    }
+  }
+  // No overflow at the top of the range.
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(pow2->BlocksCovering(top), top / 64 + 1);
+  EXPECT_EQ(odd->BlocksCovering(top), top / 12288 + 1);
+}
+
+TEST(GroupGeometry, WindowHitBlocksAndChunkBoundaries) {
+  LayerSpec swa{.name = "model.layers.0.self_attn",
+                .kind = CacheKind::kSlidingWindow,
+                .block_size = 16,
+                .num_kv_heads = 8,
+                .head_size = 64,
+                .head_size_v = 64,
+                .sliding_window = 128};
+  auto g = ComputeGroupGeometry(swa, {}, kMillion);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->WindowHitBlocks(), 8);  // cdiv(127, 16)
+  swa.sliding_window = 1;
+  EXPECT_EQ(ComputeGroupGeometry(swa, {}, kMillion)->WindowHitBlocks(), 1);
+  LayerSpec chunked = swa;
+  chunked.kind = CacheKind::kChunkedLocal;
+  chunked.sliding_window = 0;
+  chunked.attention_chunk_size = 8192;
+  auto c = ComputeGroupGeometry(chunked, {}, kMillion);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->FloorToChunk(8191), 0);
+  EXPECT_EQ(c->FloorToChunk(16384), 16384);
+  EXPECT_EQ(c->CeilToChunk(1), 8192);
+  EXPECT_EQ(c->CeilToChunk(16384), 16384);
 }
 
 TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
