@@ -316,7 +316,7 @@ TEST(Profiles, DeepseekV32IndexerAndMtp) {
   EXPECT_EQ(draft[0].name, "model.layers.61.self_attn");
   EXPECT_EQ(draft[1].name, "model.layers.61.indexer");
   for (const LayerSpec& s : draft) EXPECT_FALSE(s.dcp.replicated);  // MTP shards by default
-  mtp.dcp_shard_draft_env = "0";
+  mtp.dcp_shard_draft_env.emplace("0");
   auto replicated = BuildModelCacheSpecs(mtp);
   ASSERT_TRUE(replicated.ok());
   for (const LayerSpec& s : Role_(*replicated, Role::kDraft)) EXPECT_TRUE(s.dcp.replicated);
