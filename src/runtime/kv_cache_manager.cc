@@ -320,6 +320,15 @@ struct KVCacheManager::Impl {
     if (required <= prev) return;
     scratch.clear();
     if (row.allocated) {
+      // The state two moves back is no longer needed once the running state moves again; a
+      // step that moves it before RemoveSkippedBlocks released it (a prefill chunk ending
+      // inside a block, or steps longer than a block) releases it here, which keeps a row at
+      // 2 + S resident pages.
+      if (row.last_state >= 0 && row.last_state != prev - 1 - S &&
+          row.blocks[row.last_state] != kNullBlock) {
+        pool.FreeOne(row.blocks[row.last_state]);
+        row.blocks[row.last_state] = kNullBlock;
+      }
       row.last_state = prev - 1 - S;
       for (int64_t i = prev - S; i < prev; ++i) {
         scratch.push_back(row.blocks[i]);
@@ -639,6 +648,15 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     if (std::has_single_bit(static_cast<uint64_t>(g.bs)))
       g.bs_shift = std::countr_zero(static_cast<uint64_t>(g.bs));
     g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width, 0, kMaxReservedColumns);
+    if (IsRecurrent(g.behavior) && options.groups[i].volatile_last_block) {
+      // A recurrent group's hit is one state checkpoint, never a run of blocks whose last one a
+      // backend recomputes; the hit coordinator's look-one-block-further rule for such groups
+      // would then return hits longer than the length it asked for.
+      return InvalidArgument(fmt::format(
+          "cache group {} is recurrent: volatile_last_block applies to attention groups only "
+          "(the backend recomputes the last attention block); set it to false",
+          i));
+    }
     if (g.behavior == Behavior::kSliding && geo.sliding_window <= 0) {
       return InvalidArgument(fmt::format("cache group {}: sliding window must be positive", i));
     }
