@@ -231,7 +231,7 @@ void BM_SlotMapping8192Tokens16Ranks(benchmark::State& state) {
   const auto row = table.Row(0).first(table.row_length(0));
   for (auto _ : state) {
     for (int32_t r = 0; r < 16; ++r) {
-      if (!ComputeSlotMapping(SlotLayoutFor(g, Rank{r}), row, positions, slots).ok()) {
+      if (!ComputeSlotMapping(g.SlotLayoutFor(Rank{r}), row, positions, slots).ok()) {
         state.SkipWithError("slots");
       }
       benchmark::DoNotOptimize(slots.data());

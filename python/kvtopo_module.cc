@@ -165,20 +165,18 @@ std::string RejectionMessage(const Plan& plan) {
 
 // ---- worker side ---------------------------------------------------------------------------
 
-void ValidateSlotGeometry(const GroupGeometry& g) {
-  const int64_t n = g.interleaved_slots() ? g.dcp_shard_count : 1;
-  if (g.block_size <= 0 || g.kernel_block_size <= 0 || g.block_size % g.kernel_block_size != 0 ||
-      n < 1 || g.interleave < 1 || (n > 1 && g.kernel_block_size % g.interleave != 0)) {
-    RaisePython(PyExc_ValueError,
-                "the group geometry cannot map slots (block size " + std::to_string(g.block_size) +
-                    ", kernel block size " + std::to_string(g.kernel_block_size) + ", interleave " +
-                    std::to_string(g.interleave) + "); use a geometry from an accepted plan");
+// A GroupGeometry reaches Python only from a plan or a layout (ComputeGroupGeometry); the one a
+// default-constructed object would hold has no blocks and maps nothing.
+void RequireGeometry(const GroupGeometry& g) {
+  if (g.block_size() <= 0) {
+    RaisePython(PyExc_ValueError, "the group geometry is empty; use one from a plan or a layout");
   }
 }
 
 Rank CheckedRank(const GroupGeometry& g, int64_t rank) {
-  if (rank < 0 || rank >= g.dcp_size) {
-    RaisePython(PyExc_ValueError, "rank must be in [0, " + std::to_string(g.dcp_size) +
+  RequireGeometry(g);
+  if (rank < 0 || rank >= g.dcp_size()) {
+    RaisePython(PyExc_ValueError, "rank must be in [0, " + std::to_string(g.dcp_size()) +
                                       ") (the DCP size), got " + std::to_string(rank));
   }
   return Rank{static_cast<int32_t>(rank)};
@@ -187,8 +185,7 @@ Rank CheckedRank(const GroupGeometry& g, int64_t rank) {
 py::memoryview SlotMapping(const GroupGeometry& g, int64_t rank,
                            std::span<const int32_t> kernel_row, py::handle positions_obj,
                            std::optional<int64_t> num_slots) {
-  ValidateSlotGeometry(g);
-  const SlotLayout layout = SlotLayoutFor(g, CheckedRank(g, rank));
+  const SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
   const std::vector<int64_t> raw = ToIntVector<int64_t>(positions_obj, "positions");
   std::vector<TokenPos> positions;
   positions.reserve(raw.size());
@@ -215,12 +212,7 @@ struct PyBlockTable {
       RaisePython(PyExc_ValueError,
                   "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
     }
-    if (g.block_table_width < 0 || g.block_size <= 0 || g.kernel_block_size <= 0 ||
-        g.block_size % g.kernel_block_size != 0) {
-      RaisePython(PyExc_ValueError,
-                  "the group geometry has no valid block table; use a geometry "
-                  "from an accepted plan");
-    }
+    RequireGeometry(g);
     return BlockTable(g, static_cast<int32_t>(num_rows));
   }
 
@@ -260,31 +252,30 @@ struct PyBlockTable {
   BlockTable table;
 };
 
-template <typename T>
-py::dict GeometryDict(const T& g) {
+py::dict GeometryDict(const GroupGeometry& g) {
   py::dict d;
-  d["kind"] = std::string(CacheKindName(g.kind));
-  d["placement"] = std::string(PlacementName(g.placement));
-  d["dcp_size"] = g.dcp_size;
-  d["interleave"] = g.interleave;
-  d["dcp_shard_count"] = g.dcp_shard_count;
-  d["block_size"] = g.block_size;
-  d["manager_block_size"] = g.manager_block_size;
-  d["kernel_block_size"] = g.kernel_block_size;
-  d["page_size_bytes"] = g.page_size_bytes;
-  d["required_columns"] = g.required_columns;
-  d["manager_table_width"] = g.manager_table_width;
-  d["block_table_width"] = g.block_table_width;
-  d["max_pages_per_request"] = g.max_pages_per_request;
-  d["memory_per_request_bytes"] = g.memory_per_request_bytes;
-  d["block_table_bytes_per_rank"] = g.block_table_bytes_per_rank;
-  d["max_model_len"] = g.max_model_len;
-  d["max_num_seqs"] = g.max_num_seqs;
-  d["recurrent_mode"] = std::string(RecurrentModeName(g.recurrent_mode));
-  d["num_speculative_blocks"] = g.num_speculative_blocks;
-  d["sliding_window"] = g.sliding_window;
-  d["attention_chunk_size"] = g.attention_chunk_size;
-  d["extra_retained_tokens"] = g.extra_retained_tokens;
+  d["kind"] = std::string(CacheKindName(g.kind()));
+  d["placement"] = std::string(PlacementName(g.placement()));
+  d["dcp_size"] = g.dcp_size();
+  d["interleave"] = g.interleave();
+  d["dcp_shard_count"] = g.dcp_shard_count();
+  d["block_size"] = g.block_size();
+  d["manager_block_size"] = g.manager_block_size();
+  d["kernel_block_size"] = g.kernel_block_size();
+  d["page_size_bytes"] = g.page_size_bytes();
+  d["required_columns"] = g.required_columns();
+  d["manager_table_width"] = g.manager_table_width();
+  d["block_table_width"] = g.block_table_width();
+  d["max_pages_per_request"] = g.max_pages_per_request();
+  d["memory_per_request_bytes"] = g.memory_per_request_bytes();
+  d["block_table_bytes_per_rank"] = g.block_table_bytes_per_rank();
+  d["max_model_len"] = g.max_model_len();
+  d["max_num_seqs"] = g.max_num_seqs();
+  d["recurrent_mode"] = std::string(RecurrentModeName(g.recurrent_mode()));
+  d["num_speculative_blocks"] = g.num_speculative_blocks();
+  d["sliding_window"] = g.sliding_window();
+  d["attention_chunk_size"] = g.attention_chunk_size();
+  d["extra_retained_tokens"] = g.extra_retained_tokens();
   return d;
 }
 
@@ -314,41 +305,42 @@ void BindPlan(py::module_& m) {
   py::class_<GroupGeometry>(m, "GroupGeometry",
                             "How one cache group lays out under DCP (the planner's geometry).")
       .def_property_readonly(
-          "kind", [](const GroupGeometry& g) { return std::string(CacheKindName(g.kind)); })
+          "kind", [](const GroupGeometry& g) { return std::string(CacheKindName(g.kind())); })
       .def_property_readonly(
           "placement",
-          [](const GroupGeometry& g) { return std::string(PlacementName(g.placement)); })
-      .def_readonly("dcp_size", &GroupGeometry::dcp_size)
-      .def_readonly("interleave", &GroupGeometry::interleave)
-      .def_readonly("dcp_shard_count", &GroupGeometry::dcp_shard_count)
-      .def_readonly("block_size", &GroupGeometry::block_size)
-      .def_readonly("manager_block_size", &GroupGeometry::manager_block_size)
-      .def_readonly("kernel_block_size", &GroupGeometry::kernel_block_size)
-      .def_readonly("page_size_bytes", &GroupGeometry::page_size_bytes)
-      .def_readonly("required_columns", &GroupGeometry::required_columns)
-      .def_readonly("manager_table_width", &GroupGeometry::manager_table_width)
-      .def_readonly("block_table_width", &GroupGeometry::block_table_width)
-      .def_readonly("max_pages_per_request", &GroupGeometry::max_pages_per_request)
-      .def_readonly("memory_per_request_bytes", &GroupGeometry::memory_per_request_bytes)
-      .def_readonly("block_table_bytes_per_rank", &GroupGeometry::block_table_bytes_per_rank)
-      .def_readonly("max_model_len", &GroupGeometry::max_model_len)
-      .def_readonly("max_num_seqs", &GroupGeometry::max_num_seqs)
+          [](const GroupGeometry& g) { return std::string(PlacementName(g.placement())); })
+      .def_property_readonly("dcp_size", &GroupGeometry::dcp_size)
+      .def_property_readonly("interleave", &GroupGeometry::interleave)
+      .def_property_readonly("dcp_shard_count", &GroupGeometry::dcp_shard_count)
+      .def_property_readonly("block_size", &GroupGeometry::block_size)
+      .def_property_readonly("manager_block_size", &GroupGeometry::manager_block_size)
+      .def_property_readonly("kernel_block_size", &GroupGeometry::kernel_block_size)
+      .def_property_readonly("page_size_bytes", &GroupGeometry::page_size_bytes)
+      .def_property_readonly("required_columns", &GroupGeometry::required_columns)
+      .def_property_readonly("manager_table_width", &GroupGeometry::manager_table_width)
+      .def_property_readonly("block_table_width", &GroupGeometry::block_table_width)
+      .def_property_readonly("max_pages_per_request", &GroupGeometry::max_pages_per_request)
+      .def_property_readonly("memory_per_request_bytes", &GroupGeometry::memory_per_request_bytes)
+      .def_property_readonly("block_table_bytes_per_rank",
+                             &GroupGeometry::block_table_bytes_per_rank)
+      .def_property_readonly("max_model_len", &GroupGeometry::max_model_len)
+      .def_property_readonly("max_num_seqs", &GroupGeometry::max_num_seqs)
       .def_property_readonly(
           "recurrent_mode",
-          [](const GroupGeometry& g) { return std::string(RecurrentModeName(g.recurrent_mode)); })
-      .def_readonly("num_speculative_blocks", &GroupGeometry::num_speculative_blocks)
-      .def_readonly("sliding_window", &GroupGeometry::sliding_window)
-      .def_readonly("attention_chunk_size", &GroupGeometry::attention_chunk_size)
-      .def_readonly("extra_retained_tokens", &GroupGeometry::extra_retained_tokens)
+          [](const GroupGeometry& g) { return std::string(RecurrentModeName(g.recurrent_mode())); })
+      .def_property_readonly("num_speculative_blocks", &GroupGeometry::num_speculative_blocks)
+      .def_property_readonly("sliding_window", &GroupGeometry::sliding_window)
+      .def_property_readonly("attention_chunk_size", &GroupGeometry::attention_chunk_size)
+      .def_property_readonly("extra_retained_tokens", &GroupGeometry::extra_retained_tokens)
       .def_property_readonly("interleaved_slots", &GroupGeometry::interleaved_slots)
-      .def("to_dict", &GeometryDict<GroupGeometry>)
+      .def("to_dict", &GeometryDict)
       .def("__eq__", [](const GroupGeometry& a, const GroupGeometry& b) { return a == b; })
       .def("__repr__", [](const GroupGeometry& g) {
         return "GroupGeometry(" + py::repr(GeometryDict(g)).cast<std::string>() + ")";
       });
 
   auto geo = [](auto member) {
-    return [member](const PlannedGroup& g) { return g.geometry.*member; };
+    return [member](const PlannedGroup& g) { return (g.geometry.*member)(); };
   };
   py::class_<PlannedGroup>(m, "Group", "One cache group of a plan.")
       .def_property_readonly("id", [](const PlannedGroup& g) { return g.id.value(); })
@@ -358,7 +350,7 @@ void BindPlan(py::module_& m) {
                              [](const PlannedGroup& g) { return std::string(RoleName(g.role)); })
       .def_property_readonly(
           "placement",
-          [](const PlannedGroup& g) { return std::string(PlacementName(g.geometry.placement)); })
+          [](const PlannedGroup& g) { return std::string(PlacementName(g.geometry.placement())); })
       .def_readonly("layers", &PlannedGroup::layers)
       .def_property_readonly("num_layers", [](const PlannedGroup& g) { return g.layers.size(); })
       .def_readonly("uniform_type", &PlannedGroup::uniform_type)
@@ -406,7 +398,7 @@ void BindPlan(py::module_& m) {
         return "Group(id=" + std::to_string(g.id.value()) +
                ", kind=" + std::string(CacheKindName(g.spec.kind)) +
                ", role=" + std::string(RoleName(g.role)) +
-               ", placement=" + std::string(PlacementName(g.geometry.placement)) +
+               ", placement=" + std::string(PlacementName(g.geometry.placement())) +
                ", layers=" + std::to_string(g.layers.size()) + ")";
       });
 
@@ -676,73 +668,42 @@ void BindWorker(py::module_& m) {
       "row is `kernel_row` (only its used entries); -1 where the rank does not hold a "
       "position.");
   m.def(
-      "owner_slice",
-      [](int64_t position, int64_t num_shards, int64_t interleave) {
-        if (position < 0 || num_shards < 1 || interleave < 1) {
-          RaisePython(PyExc_ValueError,
-                      "owner_slice needs position >= 0, num_shards >= 1 and "
-                      "interleave >= 1");
-        }
-        return OwnerSlice(TokenPos{position}, num_shards, interleave);
-      },
-      py::arg("position"), py::arg("num_shards"), py::arg("interleave"),
-      "(position // interleave) % num_shards: the slice holding a position.");
-  m.def(
       "holds_position",
       [](const GroupGeometry& g, int64_t rank, int64_t position) {
         if (position < 0) RaisePython(PyExc_ValueError, "position must be non-negative");
-        return HoldsPosition(SlotLayoutFor(g, CheckedRank(g, rank)), TokenPos{position});
+        return g.HoldsPosition(CheckedRank(g, rank), TokenPos{position});
       },
-      py::arg("geometry"), py::arg("rank"), py::arg("position"));
-
-  auto check_shards = [](int64_t num_shards, int64_t slice, int64_t interleave) {
-    if (num_shards < 1 || interleave < 1 || slice < 0 || slice >= num_shards) {
-      RaisePython(PyExc_ValueError,
-                  "need num_shards >= 1, interleave >= 1 and 0 <= slice < num_shards (got " +
-                      std::to_string(num_shards) + ", " + std::to_string(interleave) + ", " +
-                      std::to_string(slice) + ")");
-    }
-  };
+      py::arg("geometry"), py::arg("rank"), py::arg("position"),
+      "Whether `rank` holds `position` of the group.");
   m.def(
       "local_seq_len",
       [](const GroupGeometry& g, int64_t rank, int64_t seq_len) {
         if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
-        const Rank r = CheckedRank(g, rank);
-        if (g.interleave < 1 || g.dcp_shard_count < 1) ValidateSlotGeometry(g);
-        return LocalSeqLen(g, r, TokenCount{seq_len}).value();
+        return g.LocalLength(CheckedRank(g, rank), TokenCount{seq_len}).value();
       },
       py::arg("geometry"), py::arg("rank"), py::arg("seq_len"),
       "Tokens of a seq_len-token sequence the group keeps on `rank`.");
   m.def(
-      "local_seq_len_of_slice",
-      [check_shards](int64_t seq_len, int64_t num_shards, int64_t slice, int64_t interleave) {
-        check_shards(num_shards, slice, interleave);
-        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
-        return LocalSeqLen(TokenCount{seq_len}, num_shards, slice, interleave).value();
-      },
-      py::arg("seq_len"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
-      "floor(L / (n*I)) * I + clamp(L mod (n*I) - s*I, 0, I).");
-  m.def(
-      "fill_local_seq_lens",
-      [check_shards](py::handle seq_lens, int64_t num_shards, int64_t slice, int64_t interleave,
-                     std::optional<int64_t> num_rows) {
-        check_shards(num_shards, slice, interleave);
+      "local_seq_lens",
+      [](const GroupGeometry& g, int64_t rank, py::handle seq_lens,
+         std::optional<int64_t> num_rows) {
+        const Rank r = CheckedRank(g, rank);
         const std::vector<int32_t> lens = ToIntVector<int32_t>(seq_lens, "seq_lens");
         for (int32_t l : lens) {
           if (l < 0) RaisePython(PyExc_ValueError, "seq_lens must be non-negative");
         }
         const int64_t rows = num_rows.value_or(static_cast<int64_t>(lens.size()));
-        if (rows < static_cast<int64_t>(lens.size())) {
-          RaisePython(PyExc_ValueError, "num_rows must be at least len(seq_lens)");
+        if (rows < static_cast<int64_t>(lens.size()) || rows > (int64_t{1} << 31)) {
+          RaisePython(PyExc_ValueError, "num_rows must be in [len(seq_lens), 2^31]");
         }
         std::vector<int32_t> out(rows, 0);
-        FillLocalSeqLens(lens, num_shards, slice, interleave, out);
+        g.LocalLengths(r, lens, out);
         return ToMemoryView(std::move(out));
       },
-      py::arg("seq_lens"), py::arg("num_shards"), py::arg("slice"), py::arg("interleave"),
-      py::arg("num_rows") = py::none(),
-      "Rank-local lengths (int32 memoryview) for attention metadata; rows past len(seq_lens) "
-      "are 0.");
+      py::arg("geometry"), py::arg("rank"), py::arg("seq_lens"), py::arg("num_rows") = py::none(),
+      "Rank-local lengths (int32 memoryview) of the group's sequences for attention metadata; "
+      "a draft passes its own group's geometry and its own global lengths; rows past "
+      "len(seq_lens) are 0.");
 }
 
 }  // namespace

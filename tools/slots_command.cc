@@ -57,21 +57,53 @@ Result<std::vector<int32_t>> ParseBlockIds(const std::string& text) {
   return ids;
 }
 
-// Computes and prints the mapping for every rank of a layout template (rank filled in here).
-int PrintSlots(SlotLayout layout, int64_t num_ranks, int64_t seq_len,
-               const std::vector<int32_t>& kernel_row, bool json) {
+// The most (rank, position) cells one `slots` call prints: ranks x --seq-len.
+constexpr int64_t kMaxSlotCells = int64_t{1} << 24;
+// Slots stay exact in JSON readers that parse numbers as doubles.
+constexpr int64_t kMaxSlot = int64_t{1} << 53;
+
+// Prints, for every rank of `geometry`'s group, the local length and the slot of each position
+// of a `seq_len`-token request whose block ids are `ids`.
+int PrintSlots(const GroupGeometry& geometry, int64_t seq_len, const std::vector<int32_t>& ids,
+               bool json) {
+  if (geometry.kind() == CacheKind::kRecurrent) {
+    return Usage("a recurrent group's state has no token slots; choose an attention group");
+  }
+  if (seq_len < 0 || seq_len > geometry.max_model_len()) {
+    return Usage(
+        fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len(), seq_len));
+  }
+  const int64_t num_ranks = geometry.dcp_size();
+  if (seq_len > kMaxSlotCells / num_ranks) {
+    return Usage(fmt::format("{} ranks x --seq-len {} is more than the {} slots one call prints",
+                             num_ranks, seq_len, kMaxSlotCells));
+  }
+  const int64_t needed = geometry.ColumnsFor(seq_len);
+  if (static_cast<int64_t>(ids.size()) < needed) {
+    return Usage(fmt::format(
+        "--seq-len {} needs {} block ids ({} tokens per block id), got {} in --block-ids", seq_len,
+        needed, geometry.manager_block_size(), ids.size()));
+  }
+  for (int32_t id : ids) {
+    if (id >= kMaxSlot / geometry.block_size()) {
+      return Usage(fmt::format("--block-ids: block id {} of {}-token pages puts slots past 2^53",
+                               id, geometry.block_size()));
+    }
+  }
+  BlockTable table(geometry, 1);
+  std::vector<BlockId> blocks(ids.begin(), ids.begin() + std::min<int64_t>(needed, ids.size()));
+  if (Status st = table.Append(0, blocks); !st.ok()) return Usage(st.message());
+  const auto row = table.Row(0).subspan(0, table.row_length(0));
   std::vector<TokenPos> positions;
   positions.reserve(seq_len);
   for (int64_t p = 0; p < seq_len; ++p) positions.emplace_back(p);
   std::vector<int64_t> local_lens(num_ranks);
   std::vector<std::vector<int64_t>> slots(num_ranks, std::vector<int64_t>(seq_len));
   for (int64_t r = 0; r < num_ranks; ++r) {
-    layout.rank = Rank{static_cast<int32_t>(r)};
-    Status status = ComputeSlotMapping(layout, kernel_row, positions, slots[r]);
+    const Rank rank{static_cast<int32_t>(r)};
+    Status status = ComputeSlotMapping(geometry.SlotLayoutFor(rank), row, positions, slots[r]);
     if (!status.ok()) return Usage(status.message() + "; pass more --block-ids");
-    local_lens[r] = LocalSeqLen(TokenCount{seq_len}, layout.num_shards, r % layout.num_shards,
-                                layout.interleave)
-                        .value();
+    local_lens[r] = geometry.LocalLength(rank, TokenCount{seq_len}).value();
   }
   if (json) {
     nlohmann::json out{{"local_lens", local_lens}, {"slot_mapping", slots}};
@@ -93,100 +125,57 @@ int PrintSlots(SlotLayout layout, int64_t num_ranks, int64_t seq_len,
   return kExitOk;
 }
 
-// The MODEL / --group form: the layout and kernel blocks of a planned group's geometry.
-int RunPlannedSlots(const SlotsArgs& args) {
-  auto config = ToLaunchConfig(args.launch);
-  if (!config.ok()) return ReportError(config.status());
-  auto plan = PlanLaunch(*config);
-  if (!plan.ok()) return ReportError(plan.status());
-  if (!plan->accepted()) {
-    return ReportError(Rejected(fmt::format("the launch is rejected: {} (run kvtopo check)",
-                                            plan->diagnostics.front().message)));
+// The MODEL / --group form: a planned group's geometry.
+Result<GroupGeometry> PlannedGeometry(const SlotsArgs& args) {
+  KVTOPO_ASSIGN_OR_RETURN(LaunchConfig config, ToLaunchConfig(args.launch));
+  KVTOPO_ASSIGN_OR_RETURN(Plan plan, PlanLaunch(config));
+  if (!plan.accepted()) {
+    return Rejected(fmt::format("the launch is rejected: {} (run kvtopo check)",
+                                plan.diagnostics.front().message));
   }
   const int64_t group = args.group < 0 ? 0 : args.group;
-  if (group >= static_cast<int64_t>(plan->groups.size())) {
-    return Usage(fmt::format("--group {} does not exist; the plan has groups 0..{}", group,
-                             plan->groups.size() - 1));
+  if (group >= static_cast<int64_t>(plan.groups.size())) {
+    return InvalidArgument(fmt::format("--group {} does not exist; the plan has groups 0..{}",
+                                       group, plan.groups.size() - 1));
   }
-  const GroupGeometry& geometry = plan->groups[group].geometry;
-  if (geometry.kind == CacheKind::kRecurrent) {
-    return Usage(
-        fmt::format("--group {} is a recurrent group: its state has no token slots", group));
-  }
-  if (args.seq_len < 0 || args.seq_len > geometry.max_model_len) {
-    return Usage(
-        fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len, args.seq_len));
-  }
-  auto ids = ParseBlockIds(args.block_ids);
-  if (!ids.ok()) return Usage(ids.status().message());
-  const int64_t needed =
-      (args.seq_len + geometry.manager_block_size - 1) / geometry.manager_block_size;
-  if (static_cast<int64_t>(ids->size()) < needed) {
-    return Usage(
-        fmt::format("--seq-len {} needs {} block ids in group {} ({} tokens per block "
-                    "id), got {} in --block-ids",
-                    args.seq_len, needed, group, geometry.manager_block_size, ids->size()));
-  }
-  BlockTable table(geometry, 1);
-  std::vector<BlockId> blocks;
-  for (int32_t id : *ids) blocks.emplace_back(id);
-  if (Status st = table.Append(0, blocks); !st.ok()) return Usage(st.message());
-  const auto row = table.Row(0).subspan(0, table.row_length(0));
-  return PrintSlots(SlotLayoutFor(geometry, Rank{0}), geometry.dcp_size, args.seq_len,
-                    std::vector<int32_t>(row.begin(), row.end()), args.json);
+  return plan.groups[group].geometry;
 }
 
-// The flags form: a sharded layout of N ranks, interleave I and B-token pages.
-int RunFlagSlots(const SlotsArgs& args, int64_t dcp_size, int64_t interleave, int64_t block_size) {
-  if (dcp_size <= 0) {
-    return Usage(fmt::format("--decode-context-parallel-size must be positive, got {}", dcp_size));
-  }
-  if (dcp_size > 4096) {
-    return Usage(fmt::format("--decode-context-parallel-size {} is beyond 4096 ranks", dcp_size));
-  }
-  if (interleave <= 0) {
-    return Usage(
-        fmt::format("--dcp-kv-cache-interleave-size must be positive, got {}", interleave));
-  }
-  if (block_size <= 0) {
-    return Usage(fmt::format("--block-size must be positive, got {}", block_size));
-  }
-  if (args.seq_len < 0 || args.seq_len > (int64_t{1} << 24)) {
-    return Usage(fmt::format("--seq-len must be in [0, 16777216], got {}", args.seq_len));
-  }
-  if (dcp_size > 1 && block_size % interleave != 0) {
-    return Usage(fmt::format(
-        "--block-size {} is not a multiple of --dcp-kv-cache-interleave-size {}; choose an "
-        "interleave that divides the block size",
-        block_size, interleave));
-  }
-  auto ids = ParseBlockIds(args.block_ids);
-  if (!ids.ok()) return Usage(ids.status().message());
-  const int64_t tokens_per_block = block_size * dcp_size;
-  const int64_t needed = (args.seq_len + tokens_per_block - 1) / tokens_per_block;
-  if (static_cast<int64_t>(ids->size()) < needed) {
-    return Usage(fmt::format(
-        "--seq-len {} needs {} block ids at --block-size {} x --decode-context-parallel-size {}, "
-        "got {} in --block-ids",
-        args.seq_len, needed, block_size, dcp_size, ids->size()));
-  }
-  for (int32_t id : *ids) {
-    if (static_cast<int64_t>(id) * block_size + block_size > INT64_C(1) << 53) {
-      return Usage(fmt::format("--block-ids: block id {} is too large", id));
-    }
-  }
-  const SlotLayout layout{
-      .num_shards = dcp_size, .interleave = interleave, .kernel_block_size = block_size};
-  return PrintSlots(layout, dcp_size, args.seq_len, *ids, args.json);
+// The flags form: one sharded full-attention layer of B-token pages over N ranks with
+// interleave I (default 1 rank, interleave 1, B = 16), long enough for --seq-len.
+Result<GroupGeometry> FlagGeometry(const SlotsArgs& args) {
+  KVTOPO_ASSIGN_OR_RETURN(LaunchOptions options, ToLaunchOptions(args.launch));
+  const int64_t dcp = options.decode_context_parallel_size.value_or(1);
+  const LayerSpec spec{.name = "slots",
+                       .block_size = options.block_size.value_or(16),
+                       .head_size = 1,
+                       .head_size_v = 1};
+  const ParallelConfig parallel{
+      .tensor_parallel_size = dcp,
+      .decode_context_parallel_size = dcp,
+      .dcp_kv_cache_interleave_size = options.dcp_kv_cache_interleave_size.value_or(1)};
+  return ComputeGroupGeometry(spec, parallel,
+                              {.max_model_len = std::max<int64_t>(args.seq_len, 1)});
 }
 
 int RunSlots(const SlotsArgs& args) {
-  if (!args.launch.model.empty() || args.group >= 0) return RunPlannedSlots(args);
-  auto options = ToLaunchOptions(args.launch);
-  if (!options.ok()) return ReportError(options.status());
-  return RunFlagSlots(args, options->decode_context_parallel_size.value_or(1),
-                      options->dcp_kv_cache_interleave_size.value_or(1),
-                      options->block_size.value_or(16));
+  const bool group_given = args.launch.app->count("--group") > 0;
+  if (group_given && args.group < 0) {
+    return Usage(fmt::format("--group must not be negative, got {}", args.group));
+  }
+  if (args.seq_len < 0)
+    return Usage(fmt::format("--seq-len must not be negative, got {}", args.seq_len));
+  const bool planned = !args.launch.model.empty() || group_given;
+  auto geometry = planned ? PlannedGeometry(args) : FlagGeometry(args);
+  if (!geometry.ok()) {
+    // A flag layout the geometry rejects is a usage error of this command.
+    return !planned && geometry.status().code() == StatusCode::kRejected
+               ? Usage(geometry.status().message())
+               : ReportError(geometry.status());
+  }
+  auto ids = ParseBlockIds(args.block_ids);
+  if (!ids.ok()) return Usage(ids.status().message());
+  return PrintSlots(*geometry, args.seq_len, *ids, args.json);
 }
 
 }  // namespace

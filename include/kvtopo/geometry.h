@@ -1,6 +1,7 @@
 // GroupGeometry: the single source of truth for how one cache group lays out under decode
-// context parallelism (DCP). The planner computes one per group, once; the runtime, the worker
-// tables, slot mapping, capacity and every report read it and never re-derive a DCP rule.
+// context parallelism (DCP). The planner computes one per group, once, with
+// ComputeGroupGeometry; the runtime, the worker tables, slot mapping, capacity and every report
+// ask it and never re-derive a DCP rule.
 //
 //   dcp_shard_count     distinct token-position slices across the DCP group: N sharded, n partial
 //                       (a positive divisor of N), 1 replicated, 1 recurrent
@@ -11,16 +12,28 @@
 //   manager_table_width required_columns, aligned to 128 tokens when B <= 128
 //   block_table_width   manager_table_width * (B / kernel_block_size)
 //
-// Thread safety: value types.
+// Positions of sharded and partial groups are striped round-robin over the n slices in chunks of
+// I = interleave tokens: slice(p) = (p / I) mod n, and rank r holds slice r mod n. Replicated and
+// recurrent groups keep every position on every rank.
+//
+// Invariants: a GroupGeometry is an immutable value; only ComputeGroupGeometry builds one (a
+// default-constructed geometry is empty: block size 0, usable only as a placeholder).
+// Thread safety: value type.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
+#include "kvtopo/ids.h"
 #include "kvtopo/spec.h"
 #include "kvtopo/status.h"
 
 namespace kvtopo {
+
+namespace internal {
+class GroupGeometryPeer;
+}  // namespace internal
 
 enum class Placement {
   kSharded,     // token positions striped over all N DCP ranks
@@ -45,52 +58,120 @@ struct GeometryOptions {
   int64_t max_num_seqs = 1;          // rows of every block table
   int64_t max_tokens_in_flight = 0;  // scheduled, unsettled tokens: bounds windowed kinds
   int64_t kernel_block_size = 0;     // b; 0 means b = B. Recurrent groups always use b = B.
+  // The page one block holds per layer; 0: the spec's (a uniform-type group passes its largest).
+  int64_t page_size_bytes = 0;
 };
 
-struct GroupGeometry {
-  CacheKind kind = CacheKind::kFullAttention;
-  Placement placement = Placement::kSharded;
-  int64_t dcp_size = 1;    // N of the launch
-  int64_t interleave = 1;  // I of the launch
-  int64_t dcp_shard_count = 1;
-  int64_t block_size = 0;
-  int64_t manager_block_size = 0;
-  int64_t kernel_block_size = 0;
-  int64_t page_size_bytes = 0;
-  int64_t required_columns = 0;
-  int64_t manager_table_width = 0;
-  int64_t block_table_width = 0;
-  int64_t max_pages_per_request = 0;
-  int64_t memory_per_request_bytes = 0;    // per layer, per rank
-  int64_t block_table_bytes_per_rank = 0;  // int32 entries * max_num_seqs rows
-  int64_t max_model_len = 0;
-  int64_t max_num_seqs = 0;
-  // Kind parameters the managers need.
-  RecurrentMode recurrent_mode = RecurrentMode::kAlign;
-  int64_t num_speculative_blocks = 0;
-  int64_t sliding_window = 0;
-  int64_t attention_chunk_size = 0;
-  int64_t extra_retained_tokens = 0;
+// How one rank maps positions of one group to slots (GroupGeometry::SlotLayoutFor).
+struct SlotLayout {
+  int64_t num_shards = 1;         // n: distinct position slices (1: local on every rank)
+  int64_t interleave = 1;         // I
+  int64_t kernel_block_size = 0;  // b: tokens per kernel page on one rank
+  Rank rank{0};                   // this rank, in [0, N)
+};
 
+class GroupGeometry {
+ public:
+  GroupGeometry() = default;
+
+  CacheKind kind() const { return kind_; }
+  Placement placement() const { return placement_; }
+  int64_t dcp_size() const { return dcp_size_; }      // N of the launch
+  int64_t interleave() const { return interleave_; }  // I of the launch
+  int64_t dcp_shard_count() const { return dcp_shard_count_; }
+  int64_t block_size() const { return block_size_; }
+  int64_t manager_block_size() const { return manager_block_size_; }
+  int64_t kernel_block_size() const { return kernel_block_size_; }
+  int64_t kernel_blocks_per_block() const {
+    return kernel_block_size_ > 0 ? block_size_ / kernel_block_size_ : 0;
+  }
+  int64_t page_size_bytes() const { return page_size_bytes_; }
+  int64_t required_columns() const { return required_columns_; }
+  int64_t manager_table_width() const { return manager_table_width_; }
+  int64_t block_table_width() const { return block_table_width_; }
+  int64_t max_pages_per_request() const { return max_pages_per_request_; }
+  int64_t memory_per_request_bytes() const { return memory_per_request_bytes_; }  // per layer
+  int64_t block_table_bytes_per_rank() const { return block_table_bytes_per_rank_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  int64_t max_num_seqs() const { return max_num_seqs_; }
+  int64_t max_tokens_in_flight() const { return max_tokens_in_flight_; }
+  RecurrentMode recurrent_mode() const { return recurrent_mode_; }
+  int64_t num_speculative_blocks() const { return num_speculative_blocks_; }
+  int64_t sliding_window() const { return sliding_window_; }
+  int64_t attention_chunk_size() const { return attention_chunk_size_; }
+  int64_t extra_retained_tokens() const { return extra_retained_tokens_; }
   // Sharded and partial groups map slots by the interleaved ownership rule; the others are
   // local on every rank.
   bool interleaved_slots() const {
-    return placement == Placement::kSharded || placement == Placement::kPartial;
+    return placement_ == Placement::kSharded || placement_ == Placement::kPartial;
   }
+
+  // Row columns a request needs after `num_tokens` scheduled tokens: attention
+  // cdiv(n, manager_block_size); recurrent align/all cdiv(n, B) + S (the checkpoint of the last
+  // full block sits in column cdiv(n, B) - 1, S speculative columns follow it); none 1 + S.
+  int64_t ColumnsFor(int64_t num_tokens) const;
+  // Pages one request of `max_len` tokens holds on one rank (max_pages_per_request at L):
+  //   full / MLA cdiv(max_len, B * shards); sliding window cdiv(min(W - 1 + extra + T, L), B) + 1;
+  //   chunked local cdiv(min(chunk + T, L), B); recurrent none 1 + S, align 2 + S,
+  //   all cdiv(L, B) + S (T: max_tokens_in_flight). Saturates instead of overflowing.
+  int64_t PagesForLength(int64_t max_len) const;
+  // The layout of this group on `rank` (rank in [0, dcp_size)).
+  SlotLayout SlotLayoutFor(Rank rank) const;
+  // The slice holding position p, and whether `rank` holds p.
+  int64_t OwnerSlice(TokenPos position) const;
+  bool HoldsPosition(Rank rank, TokenPos position) const;
+  // Tokens of a `seq_len`-token sequence that `rank` stores:
+  //   floor(L / (n*I)) * I + clamp(L mod (n*I) - s*I, 0, I), s = rank mod n; L when n = 1.
+  TokenCount LocalLength(Rank rank, TokenCount seq_len) const;
+  // The batch form for attention metadata (target or draft: a draft passes its own global
+  // lengths, recomputed every draft step): out[i] = LocalLength(rank, seq_lens[i]), 0 for the
+  // padding rows past seq_lens.size(). out.size() >= seq_lens.size().
+  void LocalLengths(Rank rank, std::span<const int32_t> seq_lens, std::span<int32_t> out) const;
+  // The most tokens any rank stores of a `seq_len`-token sequence (slice 0's share).
+  TokenCount LargestLocalShard(TokenCount seq_len) const;
+
   bool operator==(const GroupGeometry&) const = default;
+
+ private:
+  friend Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec,
+                                                    const ParallelConfig& parallel,
+                                                    const GeometryOptions& options);
+  friend class internal::GroupGeometryPeer;
+
+  CacheKind kind_ = CacheKind::kFullAttention;
+  Placement placement_ = Placement::kSharded;
+  int64_t dcp_size_ = 1;
+  int64_t interleave_ = 1;
+  int64_t dcp_shard_count_ = 1;
+  int64_t block_size_ = 0;
+  int64_t manager_block_size_ = 0;
+  int64_t kernel_block_size_ = 0;
+  int64_t page_size_bytes_ = 0;
+  int64_t required_columns_ = 0;
+  int64_t manager_table_width_ = 0;
+  int64_t block_table_width_ = 0;
+  int64_t max_pages_per_request_ = 0;
+  int64_t memory_per_request_bytes_ = 0;
+  int64_t block_table_bytes_per_rank_ = 0;
+  int64_t max_model_len_ = 0;
+  int64_t max_num_seqs_ = 0;
+  int64_t max_tokens_in_flight_ = 0;
+  RecurrentMode recurrent_mode_ = RecurrentMode::kAlign;
+  int64_t num_speculative_blocks_ = 0;
+  int64_t sliding_window_ = 0;
+  int64_t attention_chunk_size_ = 0;
+  int64_t extra_retained_tokens_ = 0;
 };
 
 // Token-position shards of `spec` under DCP size `dcp_size`, validating its DcpLayout.
 Result<int64_t> DcpShardCount(const LayerSpec& spec, int64_t dcp_size);
 Result<Placement> PlacementOf(const LayerSpec& spec, int64_t dcp_size);
 
-// The geometry of a group whose merged spec is `spec` (page size as unified by the planner).
+// The geometry of a group whose merged spec is `spec` (block size and padding as planned).
+// Errors name the value and the flag: a non-positive size, a kernel block that does not divide
+// the block, a block or kernel block that is not a multiple of the interleave (sharded groups),
+// a window under DCP that is not replicated (Rejected), an overflowing width.
 Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const ParallelConfig& parallel,
                                            const GeometryOptions& options);
-
-// Columns a recurrent align-mode row needs after `num_tokens` scheduled tokens: the checkpoint
-// of the last full block sits in column cdiv(n, B) - 1 and S speculative columns follow it.
-int64_t RecurrentAlignColumnsNeeded(int64_t num_tokens, int64_t block_size,
-                                    int64_t num_speculative_blocks);
 
 }  // namespace kvtopo

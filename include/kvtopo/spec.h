@@ -3,7 +3,8 @@
 //
 // A LayerSpec is a value object: equal specs (every field) may share a cache group. The model
 // layer builds them from a config.json or an embedded profile; the planner groups them; the
-// runtime reads only the group geometries derived from them (geometry.h).
+// runtime reads only the group geometries derived from them (geometry.h), which also answer how
+// many pages a request holds.
 //
 // Formulas (bytes per page per layer per rank, B = block_size, H = num_kv_heads per rank):
 //   full attention / sliding window / chunked local: B * H * (head_size + head_size_v) * elem
@@ -91,6 +92,12 @@ struct LayerSpec {
 
   int64_t page_size_padded = 0;  // 0: none
   DcpLayout dcp;
+  // Model facts the launch rules read (GQA/MQA and gathered-head rules under DCP): the layer's
+  // model's query heads and K/V heads over all ranks (K/V 0 for MLA).
+  int64_t num_q_heads_total = 0;
+  int64_t num_kv_heads_total = 0;
+  bool sparse_indexer = false;  // a sparse-attention indexer K cache beside an MLA layer
+
   // A windowed draft layer whose block its attention backend picks at planning time: the largest
   // kernel block that divides the target's block and whose page fits the target's page.
   bool backend_selects_block = false;
@@ -110,20 +117,5 @@ Result<int64_t> PageSizeBytes(const LayerSpec& spec);
 Result<int64_t> AttentionBytesPerToken(const LayerSpec& spec);
 // The same without the page tail: the token record hybrid block alignment sizes blocks by.
 Result<int64_t> AttentionRecordBytesPerToken(const LayerSpec& spec);
-
-// What bounds one request's pages on one rank.
-struct RequestBounds {
-  int64_t max_model_len = 0;         // L
-  int64_t max_tokens_in_flight = 0;  // T: max_num_batched_tokens
-  int64_t dcp_shard_count = 1;       // token-position shards of this layer's group
-};
-
-// Pages one request of length L can hold on one rank for this layer:
-//   full attention / MLA: cdiv(cdiv(L, shards), B)
-//   sliding window: cdiv(min(W - 1 + extra + T, L), B) + 1
-//   chunked local: cdiv(min(chunk + T, L), B)
-//   recurrent: none 1 + S, align 2 + S, all cdiv(L, B) + S
-Result<int64_t> MaxPagesPerRequest(const LayerSpec& spec, const RequestBounds& bounds);
-Result<int64_t> MaxMemoryPerRequestBytes(const LayerSpec& spec, const RequestBounds& bounds);
 
 }  // namespace kvtopo

@@ -30,12 +30,17 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, std::string rule)
+      : code_(code), message_(std::move(message)), rule_(std::move(rule)) {}
 
   static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  // A rejection names the launch rule it enforces ("sliding-window-dcp"), the code a plan's
+  // diagnostic reports; empty otherwise.
+  const std::string& rule() const { return rule_; }
   // "<code name>: <message>", or "ok".
   std::string ToString() const;
 
@@ -44,13 +49,14 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string rule_;
 };
 
 inline Status InvalidArgument(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message));
 }
-inline Status Rejected(std::string message) {
-  return Status(StatusCode::kRejected, std::move(message));
+inline Status Rejected(std::string message, std::string rule = "") {
+  return Status(StatusCode::kRejected, std::move(message), std::move(rule));
 }
 inline Status NotFound(std::string message) {
   return Status(StatusCode::kNotFound, std::move(message));

@@ -8,8 +8,9 @@ Planning::
 
 Options are the CLI's long flag names with underscores (``kvtopo.option_names()``); they mean
 exactly what the flags of ``kvtopo plan`` mean. Runtime: ``KVCacheManager(plan)`` on the
-scheduler, ``BlockTable(group.geometry, num_rows)`` and ``slot_mapping`` / ``local_seq_len`` on
-each worker rank. Arrays are returned as memoryviews (int32 or int64), no NumPy needed.
+scheduler, ``BlockTable(group.geometry, num_rows)`` and ``slot_mapping`` / ``local_seq_lens`` on
+each worker rank: every DCP rule (which rank holds a position, rank-local lengths) is asked of a
+group's geometry, never computed from raw integers. Arrays are returned as memoryviews (int32 or int64), no NumPy needed.
 
 Errors: ValueError / TypeError for bad arguments, RejectedError for a launch that cannot run,
 LookupError for an unknown model or backend, KeyError for an unknown request id.
@@ -32,12 +33,10 @@ from ._kvtopo import (  # noqa: F401
     StepResult,
     __version__,
     check,
-    fill_local_seq_lens,
     holds_position,
     local_seq_len,
-    local_seq_len_of_slice,
+    local_seq_lens,
     option_names,
-    owner_slice,
     parse_byte_size,
     plan,
     profiles,
@@ -52,17 +51,10 @@ def int_buffer(values, int64=False):
     return array.array("q" if int64 else "i", values)
 
 
-def local_seq_lens(geometry, rank, seq_lens, num_rows=None):
-    """Rank-local lengths of `seq_lens` for `geometry`'s group on `rank` (int32 memoryview)."""
-    num_shards = geometry.dcp_shard_count if geometry.interleaved_slots else 1
-    return fill_local_seq_lens(seq_lens, num_shards, rank % num_shards, geometry.interleave,
-                               num_rows)
-
-
 __all__ = [
     "BlockTable", "Capacity", "CheckResult", "ComputedBlocks", "Diagnostic", "Group",
     "GroupGeometry", "KVCacheInspector", "KVCacheManager", "StepResult", "int_buffer", "Plan", "PoolLayout", "Promotion", "RejectedError",
-    "check", "fill_local_seq_lens", "holds_position", "local_seq_len", "local_seq_len_of_slice",
-    "local_seq_lens", "option_names", "owner_slice", "parse_byte_size", "plan", "profiles",
+    "check", "holds_position", "local_seq_len", "local_seq_lens", "option_names",
+    "parse_byte_size", "plan", "profiles",
     "slot_mapping", "__version__",
 ]

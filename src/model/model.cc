@@ -66,10 +66,7 @@ int64_t LookaheadTokens(const SpeculativeConfig& spec) {
 
 // What the validator needs to know about each spec beyond the LayerSpec itself.
 struct LayerContext {
-  const ModelDescription* model = nullptr;
   const BackendCaps* backend = nullptr;  // null for recurrent layers
-  bool indexer = false;
-  bool external_draft = false;
 };
 
 struct Builder {
@@ -110,6 +107,10 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
   s.volatile_last_block = o.volatile_last_block;
   s.attention_backend = o.backend->name;
   s.dcp.replicated = o.replicated;
+  s.num_q_heads_total = m.num_attention_heads;
+  s.num_kv_heads_total =
+      raw.type == LayerType::kMla || raw.type == LayerType::kIndexer ? 0 : raw.num_kv_heads_total;
+  s.sparse_indexer = raw.type == LayerType::kIndexer;
   switch (raw.type) {
     case LayerType::kMla:
       s.kind = CacheKind::kMla;
@@ -173,31 +174,22 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   return s;
 }
 
-// Largest rank-local token count of a length-L sequence over N ranks with interleave I.
-int64_t LargestLocalShard(int64_t L, int64_t N, int64_t I) {
-  const int64_t rounds = L / (N * I);
-  const int64_t rem = L % (N * I);
-  return rounds * I + std::min(rem, I);
-}
-
 std::string RoleKnob(const LayerSpec& s) {
   return s.role == Role::kTarget ? "--attention-backend"
                                  : "the speculative config's draft_attention_backend";
 }
 
-void ValidateLayers(Builder& b) {
-  const ParallelConfig& p = b.config.parallel;
-  const int64_t N = p.decode_context_parallel_size;
-  const int64_t tp = p.tensor_parallel_size;
-  const int64_t L = b.out.max_model_len;
+// What a layer's backend must support whatever the layout: its cache kind, head size, causality,
+// window and dtype. Layout-dependent rules (block sizes, DCP, PCP) run over the planned geometry
+// (src/plan/launch_rules.cc).
+void ValidateBackends(Builder& b) {
   for (size_t i = 0; i < b.out.layers.size(); ++i) {
     const LayerSpec& s = b.out.layers[i];
     const LayerContext& c = b.context[i];
     if (!IsAttention(s.kind) || c.backend == nullptr) continue;
+    if (s.sparse_indexer) continue;  // served by the sparse MLA backend's indexer
     const BackendCaps& be = *c.backend;
     const std::string role(RoleName(s.role));
-    if (c.indexer) continue;  // the indexer K cache is served by the sparse MLA backend's indexer
-
     if (IsMla(s.kind) != be.mla) {
       b.Error("backend-kind",
               fmt::format("{} layer '{}' is {} but backend {} serves {} caches; choose a "
@@ -212,12 +204,6 @@ void ValidateLayers(Builder& b) {
                           "choose another backend with {}",
                           role, s.name, s.head_size, be.name, fmt::join(be.head_sizes, ", "),
                           RoleKnob(s)));
-    }
-    if (!be.SupportsBlockSize(s.block_size)) {
-      b.Error("backend-block-size",
-              fmt::format("{} layer '{}' uses block size {} which is not a multiple of a {} "
-                          "kernel block size (smallest {}); change --block-size",
-                          role, s.name, s.block_size, be.name, be.MinKernelBlockSize()));
     }
     if (!s.causal && !be.supports_non_causal) {
       b.Error("backend-non-causal",
@@ -240,113 +226,6 @@ void ValidateLayers(Builder& b) {
                           s.role == Role::kTarget ? "--kv-cache-dtype"
                                                   : "the speculative config's "
                                                     "draft_kv_cache_dtype"));
-    }
-
-    if (N <= 1) continue;
-    if (s.dcp.replicated) {
-      if (p.prefill_context_parallel_size > 1) {
-        b.Error("replicated-pcp",
-                fmt::format("{} layer '{}' keeps a replicated (DCP1) cache, which cannot run with "
-                            "--prefill-context-parallel-size {}; set it to 1",
-                            role, s.name, p.prefill_context_parallel_size));
-      }
-      if (s.role == Role::kDraft && !be.local_dcp_draft_contract) {
-        b.Error("replicated-draft-backend",
-                fmt::format("draft layer '{}' is replicated under --decode-context-parallel-size "
-                            "{} but backend {} cannot run a DCP1 draft inside a DCP launch; "
-                            "choose a backend with the local-DCP draft contract via {}",
-                            s.name, N, be.name, RoleKnob(s)));
-      }
-      continue;
-    }
-    // Sharded attention under DCP.
-    if (IsWindowed(s.kind)) {
-      b.Error("sliding-window-dcp",
-              fmt::format("{} layer '{}' uses a sliding window and is DCP-sharded; DCP supports "
-                          "sliding-window KV only when it is replicated; set "
-                          "--decode-context-parallel-size 1",
-                          role, s.name));
-    }
-    if (!be.returns_lse) {
-      b.Error("dcp-backend-lse",
-              fmt::format("{} layer '{}' is DCP-sharded but backend {} does not return the "
-                          "softmax LSE needed to combine shards; choose another backend with {} "
-                          "or set --decode-context-parallel-size 1",
-                          role, s.name, be.name, RoleKnob(s)));
-    }
-    if (p.prefill_context_parallel_size > 1 && !be.supports_pcp) {
-      b.Error(be.dcp_gathered_head_multiple > 0 ? "b12x-dcp-pcp" : "backend-pcp",
-              fmt::format("backend {} ({} layer '{}') does not support prefill context "
-                          "parallelism; set --prefill-context-parallel-size 1",
-                          be.name, role, s.name));
-    }
-    if (b.out.num_speculative_tokens > 0 && p.dcp_kv_cache_interleave_size > 1 &&
-        !be.spec_decode_with_interleave) {
-      b.Error("spec-interleave-backend",
-              fmt::format("speculative decoding with --dcp-kv-cache-interleave-size {} needs "
-                          "backend support, which {} ({} layer '{}') lacks; set the interleave "
-                          "to 1 or choose another backend with {}",
-                          p.dcp_kv_cache_interleave_size, be.name, role, s.name, RoleKnob(s)));
-    }
-    if (s.block_size % p.dcp_kv_cache_interleave_size != 0) {
-      b.Error("block-size-interleave",
-              fmt::format("{} layer '{}': block size {} is not a multiple of "
-                          "--dcp-kv-cache-interleave-size {}; change --block-size or the "
-                          "interleave",
-                          role, s.name, s.block_size, p.dcp_kv_cache_interleave_size));
-    }
-    const ModelDescription& m = *c.model;
-    if (be.dcp_gathered_head_multiple > 0) {
-      // Backend-owned dense MLA DCP: gathered query heads fill the kernel's head tile.
-      if (m.num_attention_heads % tp != 0) {
-        b.Error("b12x-dcp-gathered-heads",
-                fmt::format("{} has {} query heads, not divisible by --tensor-parallel-size {}; "
-                            "backend {} needs whole local heads under DCP",
-                            m.architecture, m.num_attention_heads, tp, be.name));
-      } else {
-        const int64_t local = m.num_attention_heads / tp;
-        if ((local * N) % be.dcp_gathered_head_multiple != 0) {
-          b.Error("b12x-dcp-gathered-heads",
-                  fmt::format("backend {} under DCP gathers local heads x DCP = {} x {} = {} "
-                              "query heads, which must be a multiple of {}; change "
-                              "--decode-context-parallel-size (or --tensor-parallel-size)",
-                              be.name, local, N, local * N, be.dcp_gathered_head_multiple));
-        }
-      }
-    }
-    if (be.dcp_max_local_kv_tokens > 0) {
-      const int64_t shard = LargestLocalShard(L, N, p.dcp_kv_cache_interleave_size);
-      if (shard > be.dcp_max_local_kv_tokens) {
-        b.Error("b12x-dcp-local-shard",
-                fmt::format("backend {} holds at most {} tokens per rank-local KV shard, but "
-                            "--max-model-len {} over DCP {} puts {} on rank 0; lower "
-                            "--max-model-len or raise --decode-context-parallel-size",
-                            be.name, be.dcp_max_local_kv_tokens, L, N, shard));
-      }
-    }
-    if (!IsMla(s.kind) && s.kind != CacheKind::kRecurrent) {
-      // GQA/MQA rules for DCP (vllm_kv_cache.md §4.6).
-      const int64_t kv = std::max<int64_t>(1, m.num_kv_heads_total);
-      const int64_t q = m.num_attention_heads;
-      if (tp <= kv) {
-        b.Error("gqa-dcp-tp-kv-heads",
-                fmt::format("{} layers: --tensor-parallel-size {} must be greater than the "
-                            "total KV heads {} for GQA/MQA decode context parallelism; raise "
-                            "--tensor-parallel-size or set --decode-context-parallel-size 1",
-                            role, tp, kv));
-      } else if (N > tp / kv) {
-        b.Error("gqa-dcp-size",
-                fmt::format("{} layers: --decode-context-parallel-size {} exceeds "
-                            "tensor-parallel size / KV heads = {} / {} = {} for GQA/MQA; lower "
-                            "it",
-                            role, N, tp, kv, tp / kv));
-      }
-      if (q % kv != 0 || (q / kv) % N != 0) {
-        b.Error("gqa-dcp-q-per-kv",
-                fmt::format("{} layers: query heads per KV head {} / {} must be a multiple of "
-                            "--decode-context-parallel-size {}; change it",
-                            role, q, kv, N));
-      }
     }
   }
 }
@@ -461,10 +340,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     if (raw.type == LayerType::kKda || raw.type == LayerType::kGdn) {
       KVTOPO_ASSIGN_OR_RETURN(LayerSpec s, RecurrentSpec(raw, model, tp, rec));
       b.out.layers.push_back(std::move(s));
-      b.context.push_back({&model, nullptr, false, false});
+      b.context.push_back({nullptr});
     } else {
       b.out.layers.push_back(AttentionSpec(raw, model, tp, target_opts));
-      b.context.push_back({&model, target_caps, raw.type == LayerType::kIndexer, false});
+      b.context.push_back({target_caps});
     }
   }
 
@@ -567,11 +446,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         s.name = draft_opts.name_prefix + s.name;
         s.role = Role::kDraft;
         b.out.layers.push_back(std::move(s));
-        b.context.push_back({draft_model, nullptr, false, !mtp});
+        b.context.push_back({nullptr});
         continue;
       }
       b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, draft_opts));
-      b.context.push_back({draft_model, draft_caps, raw.type == LayerType::kIndexer, !mtp});
+      b.context.push_back({draft_caps});
     }
 
     // Draft windows.
@@ -582,12 +461,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         "'{}' ignores it",
                         config.dspark_draft_kv_window, method));
     }
-    if (dspark_window && config.dspark_draft_kv_window < draft_block) {
-      b.Error("dspark-window",
-              fmt::format("VLLM_DSPARK_DRAFT_KV_WINDOW {} must be 0 (full draft cache) or at "
-                          "least one block ({} tokens); change it",
-                          config.dspark_draft_kv_window, draft_block));
-    }
     const int64_t dflash_window = method == "dflash" ? spec->dflash_draft_window_size : 0;
     if (spec->dflash_draft_window_size > 0 && method != "dflash") {
       b.Add(Severity::kWarning, "dflash-window-ignored",
@@ -597,8 +470,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
     for (size_t i = static_cast<size_t>(first_draft); i < b.out.layers.size(); ++i) {
       LayerSpec& s = b.out.layers[i];
-      if (b.context[i].indexer || !IsAttention(s.kind)) continue;
-      if (dspark_window && config.dspark_draft_kv_window >= draft_block && IsMla(s.kind)) {
+      if (s.sparse_indexer || !IsAttention(s.kind)) continue;
+      // A window shorter than the draft's final block is rejected over the plan (launch rules).
+      if (dspark_window && IsMla(s.kind)) {
         s.kind = CacheKind::kSlidingWindowMla;
         s.sliding_window = config.dspark_draft_kv_window;
       }
@@ -660,7 +534,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       fmt::join(unmodelled, ", ")));
   }
 
-  ValidateLayers(b);
+  ValidateBackends(b);
   return std::move(b.out);
 }
 

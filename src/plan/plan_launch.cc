@@ -3,6 +3,7 @@
 #include "kvtopo/backend.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "plan/launch_rules.h"
 
 namespace kvtopo {
 
@@ -33,7 +34,9 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
         .indexes_kv_by_block_stride = caps.indexes_kv_by_block_stride,
     };
   }
-  return PlanFromSpecs(specs, inputs);
+  KVTOPO_ASSIGN_OR_RETURN(Plan plan, PlanFromSpecs(specs, inputs));
+  KVTOPO_RETURN_IF_ERROR(internal::CheckLaunchRules(launch, plan));
+  return plan;
 }
 
 }  // namespace kvtopo

@@ -80,12 +80,12 @@ nlohmann::json PlanToJson(const Plan& plan) {
         {"id", g.id.value()},
         {"kind", std::string(CacheKindName(g.spec.kind))},
         {"role", std::string(RoleName(g.role))},
-        {"placement", std::string(PlacementName(geo.placement))},
-        {"dcp_shard_count", geo.dcp_shard_count},
-        {"block_size", geo.block_size},
-        {"manager_block_size", geo.manager_block_size},
-        {"kernel_block_size", geo.kernel_block_size},
-        {"page_size_bytes", geo.page_size_bytes},
+        {"placement", std::string(PlacementName(geo.placement()))},
+        {"dcp_shard_count", geo.dcp_shard_count()},
+        {"block_size", geo.block_size()},
+        {"manager_block_size", geo.manager_block_size()},
+        {"kernel_block_size", geo.kernel_block_size()},
+        {"page_size_bytes", geo.page_size_bytes()},
         {"natural_page_size_bytes", g.natural_page_size_bytes},
         {"uniform_type", g.uniform_type},
         {"layer_page_size_bytes", layer_pages},
@@ -94,15 +94,15 @@ nlohmann::json PlanToJson(const Plan& plan) {
         {"attention_backends", g.backends},
         {"num_layers", g.layers.size()},
         {"layers", g.layers},
-        {"required_columns", geo.required_columns},
-        {"block_table_width", geo.block_table_width},
-        {"max_pages_per_request", geo.max_pages_per_request},
-        {"block_table_bytes_per_rank", geo.block_table_bytes_per_rank},
+        {"required_columns", geo.required_columns()},
+        {"block_table_width", geo.block_table_width()},
+        {"max_pages_per_request", geo.max_pages_per_request()},
+        {"block_table_bytes_per_rank", geo.block_table_bytes_per_rank()},
         {"volatile_last_block", g.spec.volatile_last_block},
         {"recurrent_mode", g.spec.kind == CacheKind::kRecurrent
                                ? json(std::string(RecurrentModeName(g.spec.recurrent_mode)))
                                : json(nullptr)},
-        {"num_speculative_blocks", geo.num_speculative_blocks},
+        {"num_speculative_blocks", geo.num_speculative_blocks()},
         {"sliding_window", IsWindowed(g.spec.kind) ? json(g.spec.sliding_window) : json(nullptr)},
     });
   }
@@ -190,9 +190,9 @@ std::string FormatPlanTable(const Plan& plan) {
     const GroupGeometry& geo = g.geometry;
     out += fmt::format(
         "{:>3} {:<20} {:<6} {:<10} {:>6} {:>7} {:>8} {:>6} {:>11} {:>7} {:>7} {:<15} {:>6}\n",
-        g.id.value(), GroupKindLabel(g), RoleName(g.role), PlacementName(geo.placement),
-        geo.dcp_shard_count, geo.block_size, geo.manager_block_size, geo.kernel_block_size,
-        geo.page_size_bytes, geo.block_table_width, geo.max_pages_per_request,
+        g.id.value(), GroupKindLabel(g), RoleName(g.role), PlacementName(geo.placement()),
+        geo.dcp_shard_count(), geo.block_size(), geo.manager_block_size(), geo.kernel_block_size(),
+        geo.page_size_bytes(), geo.block_table_width(), geo.max_pages_per_request(),
         g.backends.empty() ? "-" : fmt::format("{}", fmt::join(g.backends, "+")), g.layers.size());
   }
   if (std::any_of(plan.groups.begin(), plan.groups.end(),
@@ -315,7 +315,7 @@ std::string RenderPlanSvg(const Plan& plan) {
     const int x0 = kLeft + kLabelW;
     s += fmt::format("<text x=\"{}\" y=\"{}\">g{} {} {} B={} x{} ({} layers)</text>\n", kLeft,
                      y + kRowH / 2, g.id.value(), Escape(std::string(CacheKindName(g.spec.kind))),
-                     RoleName(g.role), g.geometry.block_size, g.geometry.dcp_shard_count,
+                     RoleName(g.role), g.geometry.block_size(), g.geometry.dcp_shard_count(),
                      g.layers.size());
     s += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#pad)\" stroke=\"#888\"/>\n",

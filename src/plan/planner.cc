@@ -383,21 +383,23 @@ Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
         kernel_block = g.spec.block_size;
       }
     }
-    const GeometryOptions options{.max_model_len = specs_.max_model_len,
-                                  .max_num_seqs = inputs_.cache.max_num_seqs,
-                                  .max_tokens_in_flight = inputs_.cache.MaxInFlightTokens(),
-                                  .kernel_block_size = kernel_block};
+    // A uniform-type group's block holds its largest layer page for every layer.
+    const GeometryOptions options{
+        .max_model_len = specs_.max_model_len,
+        .max_num_seqs = inputs_.cache.max_num_seqs,
+        .max_tokens_in_flight = inputs_.cache.MaxInFlightTokens(),
+        .kernel_block_size = kernel_block,
+        .page_size_bytes =
+            g.uniform_type ? *std::max_element(g.layer_page_bytes.begin(), g.layer_page_bytes.end())
+                           : 0};
     auto geometry = ComputeGroupGeometry(g.spec, inputs_.parallel, options);
     if (!geometry.ok()) {
       if (geometry.status().code() != StatusCode::kRejected) return geometry.status();
-      diagnostics_.push_back(Error("geometry", geometry.status().message()));
+      const std::string rule = geometry.status().rule();
+      diagnostics_.push_back(Error(rule.empty() ? "geometry" : rule, geometry.status().message()));
       return geometry.status();
     }
     g.geometry = *geometry;
-    if (g.uniform_type) {
-      g.geometry.page_size_bytes =
-          *std::max_element(g.layer_page_bytes.begin(), g.layer_page_bytes.end());
-    }
     KVTOPO_ASSIGN_OR_RETURN(g.natural_page_size_bytes, RealPageSizeBytes(g.spec));
   }
   return Status::Ok();
@@ -407,11 +409,9 @@ Result<int64_t> Planner::BlocksPerRequest(const std::vector<PlannedGroup>& group
                                           int64_t max_model_len) const {
   int64_t total = 0;
   for (const PlannedGroup& g : groups) {
-    const RequestBounds bounds{.max_model_len = max_model_len,
-                               .max_tokens_in_flight = inputs_.cache.MaxInFlightTokens(),
-                               .dcp_shard_count = g.geometry.dcp_shard_count};
-    KVTOPO_ASSIGN_OR_RETURN(int64_t pages, MaxPagesPerRequest(g.spec, bounds));
-    KVTOPO_ASSIGN_OR_RETURN(total, internal::CheckedAdd(total, pages, "blocks per request"));
+    KVTOPO_ASSIGN_OR_RETURN(total,
+                            internal::CheckedAdd(total, g.geometry.PagesForLength(max_model_len),
+                                                 "blocks per request"));
   }
   return total;
 }
@@ -673,12 +673,12 @@ Result<Plan> Planner::Run() {
   int64_t lcm = 1, gcd = 0;
   for (const PlannedGroup& g : plan.groups) {
     KVTOPO_ASSIGN_OR_RETURN(
-        lcm, internal::CheckedLcm(lcm, g.geometry.manager_block_size, "scheduler block size"));
-    gcd = std::gcd(gcd, g.geometry.manager_block_size);
+        lcm, internal::CheckedLcm(lcm, g.geometry.manager_block_size(), "scheduler block size"));
+    gcd = std::gcd(gcd, g.geometry.manager_block_size());
     KVTOPO_ASSIGN_OR_RETURN(
         plan.block_table_bytes_per_rank,
-        internal::CheckedAdd(plan.block_table_bytes_per_rank, g.geometry.block_table_bytes_per_rank,
-                             "block-table bytes"));
+        internal::CheckedAdd(plan.block_table_bytes_per_rank,
+                             g.geometry.block_table_bytes_per_rank(), "block-table bytes"));
   }
   plan.scheduler_block_size = lcm;
   plan.hash_block_size = gcd;
@@ -686,8 +686,8 @@ Result<Plan> Planner::Run() {
     std::string sizes;
     bool divides = true;
     for (const PlannedGroup& g : plan.groups) {
-      sizes += (sizes.empty() ? "" : ", ") + std::to_string(g.geometry.manager_block_size);
-      divides = divides && g.geometry.manager_block_size % inputs_.cache.prefix_match_unit == 0;
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(g.geometry.manager_block_size());
+      divides = divides && g.geometry.manager_block_size() % inputs_.cache.prefix_match_unit == 0;
     }
     if (!divides) {
       diagnostics_.push_back(Error(

@@ -79,17 +79,14 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
                              {.max_model_len = layout.max_model_len,
                               .max_num_seqs = layout.max_num_seqs,
                               .max_tokens_in_flight = layout.max_num_batched_tokens,
-                              .kernel_block_size = lg.kernel_block_size});
+                              .kernel_block_size = lg.kernel_block_size,
+                              // The page size is given, not derived from head shapes.
+                              .page_size_bytes = lg.page_size_bytes});
     if (!geometry.ok()) {
       return Status(geometry.status().code(),
                     fmt::format("cache layout group {}: {}", i, geometry.status().message()));
     }
-    // The page size is given, not derived from head shapes: the geometry's byte figures follow.
-    geometry->page_size_bytes = lg.page_size_bytes;
-    KVTOPO_ASSIGN_OR_RETURN(geometry->memory_per_request_bytes,
-                            internal::CheckedMul(geometry->max_pages_per_request,
-                                                 lg.page_size_bytes, "memory per request"));
-    gcd = std::gcd(gcd, geometry->manager_block_size);
+    gcd = std::gcd(gcd, geometry->manager_block_size());
     options.groups.push_back({.geometry = *geometry,
                               .volatile_last_block = lg.volatile_last_block,
                               .cross_attention = lg.cross_attention,

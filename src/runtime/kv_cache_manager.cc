@@ -35,7 +35,7 @@ enum class Behavior {
 Behavior BehaviorOf(const CacheGroup& group) {
   if (group.cross_attention) return Behavior::kCross;
   const GroupGeometry& g = group.geometry;
-  switch (g.kind) {
+  switch (g.kind()) {
     case CacheKind::kFullAttention:
     case CacheKind::kMla:
       return Behavior::kFull;
@@ -45,7 +45,7 @@ Behavior BehaviorOf(const CacheGroup& group) {
     case CacheKind::kChunkedLocal:
       return Behavior::kChunked;
     case CacheKind::kRecurrent:
-      switch (g.recurrent_mode) {
+      switch (g.recurrent_mode()) {
         case RecurrentMode::kNone:
           return Behavior::kRecurrentNone;
         case RecurrentMode::kAll:
@@ -121,7 +121,7 @@ struct KVCacheManager::Impl {
     int64_t bs = 0;                // manager block size (tokens one block id covers)
     int64_t hashes_per_block = 1;  // s: hash blocks per manager block
     int64_t spec_blocks = 0;       // S (recurrent)
-    int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request
+    int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request()
     int bs_shift = -1;             // log2(bs) when bs is a power of two (the usual case)
     int64_t reserve_columns = 0;   // row capacity reserved per request
 
@@ -193,10 +193,10 @@ struct KVCacheManager::Impl {
       case Behavior::kCross:
         return 0;
       case Behavior::kSliding:
-        return std::max<int64_t>(
-            0, n - (g.spec.geometry.sliding_window - 1) - g.spec.geometry.extra_retained_tokens);
+        return std::max<int64_t>(0, n - (g.spec.geometry.sliding_window() - 1) -
+                                        g.spec.geometry.extra_retained_tokens());
       case Behavior::kChunked: {
-        const int64_t c = g.spec.geometry.attention_chunk_size;
+        const int64_t c = g.spec.geometry.attention_chunk_size();
         return n / c * c;
       }
       case Behavior::kRecurrentAll:
@@ -428,9 +428,9 @@ struct KVCacheManager::Impl {
   int64_t MinTokensSkipping(const Group& g, int64_t m) const {
     switch (g.behavior) {
       case Behavior::kSliding:
-        return m + (g.spec.geometry.sliding_window - 1) + g.spec.geometry.extra_retained_tokens;
+        return m + (g.spec.geometry.sliding_window() - 1) + g.spec.geometry.extra_retained_tokens();
       case Behavior::kChunked: {
-        const int64_t c = g.spec.geometry.attention_chunk_size;
+        const int64_t c = g.spec.geometry.attention_chunk_size();
         return CeilDiv(m, c) * c;
       }
       case Behavior::kRecurrentAll:
@@ -533,7 +533,8 @@ struct KVCacheManager::Impl {
       case Behavior::kSliding: {
         const bool eagle = g.spec.volatile_last_block;
         const int64_t need =
-            std::max<int64_t>(1, CeilDiv(g.spec.geometry.sliding_window - 1, bs)) + (eagle ? 1 : 0);
+            std::max<int64_t>(1, CeilDiv(g.spec.geometry.sliding_window() - 1, bs)) +
+            (eagle ? 1 : 0);
         int64_t run = 0;  // hits in [i, run_end]
         int64_t run_end = -1;
         for (int64_t i = limit - 1; i >= 0; --i) {
@@ -567,7 +568,7 @@ struct KVCacheManager::Impl {
       }
       case Behavior::kChunked: {
         if (bs != align || g.spec.volatile_last_block) break;
-        const int64_t c = g.spec.geometry.attention_chunk_size;
+        const int64_t c = g.spec.geometry.attention_chunk_size();
         const int64_t first = std::min(max_len / c * c / bs, limit);
         out.assign(first, kNullBlock);
         for (int64_t j = first; j < limit; ++j) {
@@ -622,14 +623,14 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
   int64_t lcm = 1;
   for (size_t i = 0; i < options.groups.size(); ++i) {
     const GroupGeometry& geo = options.groups[i].geometry;
-    if (geo.manager_block_size <= 0 || geo.block_size <= 0) {
+    if (geo.manager_block_size() <= 0 || geo.block_size() <= 0) {
       return InvalidArgument(fmt::format("cache group {}: block size must be positive", i));
     }
-    if (caching && geo.manager_block_size % options.hash_block_size != 0) {
+    if (caching && geo.manager_block_size() % options.hash_block_size != 0) {
       return InvalidArgument(fmt::format(
           "hash block size {} does not divide the manager block size {} of cache group {}; set "
           "a prefix-match unit that divides every group's block",
-          options.hash_block_size, geo.manager_block_size, i));
+          options.hash_block_size, geo.manager_block_size(), i));
     }
     Impl::Group g;
     g.spec = options.groups[i];
@@ -641,13 +642,13 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
                       "encoder-decoder layouts; set enable_prefix_caching to false",
                       i));
     }
-    g.bs = geo.manager_block_size;
-    g.hashes_per_block = caching ? geo.manager_block_size / options.hash_block_size : 1;
-    g.spec_blocks = geo.kind == CacheKind::kRecurrent ? geo.num_speculative_blocks : 0;
-    g.admission_cap = IsWindowed(geo.kind) ? geo.max_pages_per_request : 0;
+    g.bs = geo.manager_block_size();
+    g.hashes_per_block = caching ? geo.manager_block_size() / options.hash_block_size : 1;
+    g.spec_blocks = geo.kind() == CacheKind::kRecurrent ? geo.num_speculative_blocks() : 0;
+    g.admission_cap = IsWindowed(geo.kind()) ? geo.max_pages_per_request() : 0;
     if (std::has_single_bit(static_cast<uint64_t>(g.bs)))
       g.bs_shift = std::countr_zero(static_cast<uint64_t>(g.bs));
-    g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width, 0, kMaxReservedColumns);
+    g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width(), 0, kMaxReservedColumns);
     if (IsRecurrent(g.behavior) && options.groups[i].volatile_last_block) {
       // A recurrent group's hit is one state checkpoint, never a run of blocks whose last one a
       // backend recomputes; the hit coordinator's look-one-block-further rule for such groups
@@ -657,10 +658,10 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
           "(the backend recomputes the last attention block); set it to false",
           i));
     }
-    if (g.behavior == Behavior::kSliding && geo.sliding_window <= 0) {
+    if (g.behavior == Behavior::kSliding && geo.sliding_window() <= 0) {
       return InvalidArgument(fmt::format("cache group {}: sliding window must be positive", i));
     }
-    if (g.behavior == Behavior::kChunked && geo.attention_chunk_size <= 0) {
+    if (g.behavior == Behavior::kChunked && geo.attention_chunk_size() <= 0) {
       return InvalidArgument(fmt::format("cache group {}: attention chunk must be positive", i));
     }
     KVTOPO_ASSIGN_OR_RETURN(lcm, internal::CheckedLcm(lcm, g.bs, "hit alignment"));
@@ -1211,10 +1212,10 @@ void KVCacheManager::CheckInvariants() const {
       const Row& row = st.rows[gi];
       ++row_serial;
       KVTOPO_CHECK_MSG(
-          static_cast<int64_t>(row.blocks.size()) <= g.spec.geometry.manager_table_width,
+          static_cast<int64_t>(row.blocks.size()) <= g.spec.geometry.manager_table_width(),
           fmt::format("request {} group {}: row of {} columns exceeds the block-table "
                       "width {}",
-                      id, gi, row.blocks.size(), g.spec.geometry.manager_table_width));
+                      id, gi, row.blocks.size(), g.spec.geometry.manager_table_width()));
       int64_t resident = 0;
       for (BlockId b : row.blocks) {
         if (b == kNullBlock) continue;

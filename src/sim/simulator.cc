@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "internal/checked_math.h"
+#include "internal/geometry_peer.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/simulate.h"
@@ -115,13 +116,7 @@ int64_t Simulator::BlocksToFit() const {
         std::min(max_model_len_,
                  r.spec->prompt_len + r.spec->decode_steps * (1 + spec_tokens_) + lookahead_ + 1);
     int64_t blocks = 0;
-    for (const PlannedGroup& g : plan_.groups) {
-      const RequestBounds bounds{.max_model_len = len,
-                                 .max_tokens_in_flight = options_.max_num_batched_tokens,
-                                 .dcp_shard_count = g.geometry.dcp_shard_count};
-      auto pages = MaxPagesPerRequest(g.spec, bounds);
-      blocks += pages.ok() ? *pages : 0;
-    }
+    for (const PlannedGroup& g : plan_.groups) blocks += g.geometry.PagesForLength(len);
     need.push_back(blocks);
   }
   std::sort(need.rbegin(), need.rend());
@@ -134,7 +129,7 @@ Status Simulator::Setup() {
   if (!plan_.accepted()) {
     return Rejected("the launch is rejected (run `kvtopo check` for its diagnostics)");
   }
-  dcp_ = plan_.groups.front().geometry.dcp_size;  // ranks in the DCP group, from the geometry
+  dcp_ = plan_.groups.front().geometry.dcp_size();  // ranks in the DCP group, from the geometry
   max_model_len_ = plan_.model.max_model_len;
   lookahead_ = workload_.num_lookahead_tokens >= 0 ? workload_.num_lookahead_tokens
                                                    : plan_.model.num_lookahead_tokens;
@@ -145,7 +140,7 @@ Status Simulator::Setup() {
   if (chunk_cap_ <= 0) chunk_cap_ = options_.max_num_batched_tokens;
   for (const PlannedGroup& g : plan_.groups) {
     if (g.spec.kind == CacheKind::kRecurrent && g.spec.recurrent_mode == RecurrentMode::kAlign) {
-      align_block_ = std::max(align_block_, g.geometry.block_size);
+      align_block_ = std::max(align_block_, g.geometry.block_size());
     }
   }
   requests_.resize(workload_.requests.size());
@@ -196,18 +191,17 @@ Status Simulator::Setup() {
   for (const PlannedGroup& g : plan_.groups) {
     mo.groups.push_back(
         {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
-    GroupGeometry worker = g.geometry;
-    if (options_.inject_dcp_scaled_recurrent_table && g.geometry.kind == CacheKind::kRecurrent) {
-      // The pre-fix rule: cdiv(L, B * N) + S columns, as if recurrent state were DCP-sharded.
-      worker.manager_table_width = internal::CeilDiv(max_model_len_, g.geometry.block_size * dcp_) +
-                                   g.geometry.num_speculative_blocks;
-      worker.block_table_width = worker.manager_table_width;
-    }
+    // The injected seed bug (--inject-dcp-scaled-recurrent-table): the worker tables of recurrent
+    // groups take the pre-fix DCP-scaled width, built by the geometry's own peer.
+    const GroupGeometry worker =
+        options_.inject_dcp_scaled_recurrent_table
+            ? internal::GroupGeometryPeer::WithDcpScaledRecurrentTable(g.geometry)
+            : g.geometry;
     geometries_.push_back(worker);
     report_.groups.push_back({.group = g.id.value(),
                               .kind = std::string(CacheKindName(g.spec.kind)),
-                              .placement = std::string(PlacementName(g.geometry.placement)),
-                              .table_width = worker.block_table_width});
+                              .placement = std::string(PlacementName(g.geometry.placement())),
+                              .table_width = worker.block_table_width()});
   }
   KVTOPO_ASSIGN_OR_RETURN(manager_, KVCacheManager::Create(std::move(mo)));
   const int32_t rows = static_cast<int32_t>(options_.max_num_seqs);
@@ -312,8 +306,8 @@ void Simulator::ApplyWorkerUpdates(const Scheduled& s) {
         Violation(
             fmt::format("rank {} group {} ({}): a row of {} columns cannot hold column {} "
                         "needed at {} tokens: {}",
-                        rank, g, CacheKindName(geometries_[g].kind),
-                        geometries_[g].manager_table_width,
+                        rank, g, CacheKindName(geometries_[g].kind()),
+                        geometries_[g].manager_table_width(),
                         update.first_column + static_cast<int64_t>(update.block_ids.size()) - 1,
                         tokens, st.message()),
             tokens);
@@ -330,11 +324,11 @@ void Simulator::CheckSlots(const Scheduled& s) {
   slots_.resize(n);
   for (size_t g = 0; g < geometries_.size(); ++g) {
     const GroupGeometry& geo = geometries_[g];
-    if (geo.kind == CacheKind::kRecurrent) continue;
+    if (geo.kind() == CacheKind::kRecurrent) continue;
     holders_.assign(n, 0);
     for (int64_t rank = 0; rank < dcp_; ++rank) {
       const BlockTable& table = tables_[rank][g];
-      const SlotLayout layout = SlotLayoutFor(geo, Rank(static_cast<int32_t>(rank)));
+      const SlotLayout layout = geo.SlotLayoutFor(Rank(static_cast<int32_t>(rank)));
       std::span<const int32_t> row =
           table.Row(s.request->row).subspan(0, table.row_length(s.request->row));
       Status st = ComputeSlotMapping(layout, row, positions_, slots_);
@@ -345,13 +339,13 @@ void Simulator::CheckSlots(const Scheduled& s) {
       }
       for (int64_t i = 0; i < n; ++i) holders_[i] += slots_[i] != kPadSlot;
     }
-    const int64_t expected = dcp_ / geo.dcp_shard_count;
+    const int64_t expected = dcp_ / geo.dcp_shard_count();
     for (int64_t i = 0; i < n; ++i) {
       if (holders_[i] != expected) {
-        Violation(
-            fmt::format("group {} ({}): position {} is held by {} ranks, expected {}", g,
-                        PlacementName(geo.placement), s.first_position + i, holders_[i], expected),
-            s.first_position + n);
+        Violation(fmt::format("group {} ({}): position {} is held by {} ranks, expected {}", g,
+                              PlacementName(geo.placement()), s.first_position + i, holders_[i],
+                              expected),
+                  s.first_position + n);
         return;
       }
     }
@@ -410,12 +404,11 @@ void Simulator::CheckStep() {
   }
   // Tokens each rank stores for the first sharded group (its local lengths).
   for (const GroupGeometry& geo : geometries_) {
-    if (geo.placement != Placement::kSharded) continue;
+    if (geo.placement() != Placement::kSharded) continue;
     for (int64_t rank = 0; rank < dcp_; ++rank) {
       int64_t local = 0;
       for (SimRequest* r : running_) {
-        local +=
-            LocalSeqLen(geo, Rank(static_cast<int32_t>(rank)), TokenCount(r->computed)).value();
+        local += geo.LocalLength(Rank(static_cast<int32_t>(rank)), TokenCount(r->computed)).value();
       }
       peak_local_tokens_[rank] = std::max(peak_local_tokens_[rank], local);
     }

@@ -156,12 +156,11 @@ Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memo
   const bool w4 = name == "w4";
   name = ReferenceShape(name);
   ModelCacheSpecs specs;
-  PlanInputs inputs;
-  inputs.cache.max_num_seqs = 256;
-  inputs.cache.max_num_batched_tokens = 8192;
-  inputs.kv_cache_memory_is_default = kv_cache_memory_bytes == 0;
-  inputs.kv_cache_memory_bytes =
-      kv_cache_memory_bytes ? kv_cache_memory_bytes : kDefaultKvCacheMemoryBytes;
+  // TP1/DCP1, 256 rows, one 8,192-token batch in flight; backends from the registry.
+  LaunchConfig launch;
+  launch.cache.max_num_seqs = 256;
+  launch.cache.max_num_batched_tokens = 8192;
+  launch.cache.async_scheduling = false;
   if (name == "decode-steady" || name == "prefix-hit") {
     // An 8B-class dense model: 32 layers, 8 KV heads of 128, bf16, 16-token blocks.
     specs.model_name = "synthetic-dense-32l";
@@ -193,9 +192,7 @@ Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memo
   } else {
     return InvalidArgument(fmt::format("no default plan for workload '{}'; pass a MODEL", name));
   }
-  inputs.cache.max_model_len = specs.max_model_len;
-  inputs.backends["FLASH_ATTN"] = {.kernel_block_multiple_of = 16};
-  return PlanFromSpecs(specs, inputs);
+  return PlanLaunchSpecs(specs, launch, kv_cache_memory_bytes);
 }
 
 }  // namespace kvtopo

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "internal/checked_math.h"
+#include "internal/dcp_math.h"
+#include "internal/geometry_peer.h"
 
 namespace kvtopo {
 
@@ -40,10 +44,12 @@ Status ValidateParallelConfig(const ParallelConfig& p) {
                                        p.dcp_kv_cache_interleave_size));
   }
   if (p.tensor_parallel_size % p.decode_context_parallel_size != 0) {
-    return Rejected(fmt::format(
-        "--tensor-parallel-size {} is not divisible by --decode-context-parallel-size {}; DCP "
-        "splits each TP group, so choose a DCP size that divides the TP size",
-        p.tensor_parallel_size, p.decode_context_parallel_size));
+    return Rejected(
+        fmt::format(
+            "--tensor-parallel-size {} is not divisible by --decode-context-parallel-size {}; "
+            "DCP splits each TP group, so choose a DCP size that divides the TP size",
+            p.tensor_parallel_size, p.decode_context_parallel_size),
+        "parallel-config");
   }
   return Status::Ok();
 }
@@ -83,11 +89,6 @@ Result<Placement> PlacementOf(const LayerSpec& spec, int64_t dcp_size) {
   return shards == 1 ? Placement::kReplicated : Placement::kPartial;
 }
 
-int64_t RecurrentAlignColumnsNeeded(int64_t num_tokens, int64_t block_size,
-                                    int64_t num_speculative_blocks) {
-  return CeilDiv(num_tokens, block_size) + num_speculative_blocks;
-}
-
 Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const ParallelConfig& parallel,
                                            const GeometryOptions& options) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(parallel));
@@ -101,6 +102,10 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
     return InvalidArgument(
         fmt::format("--max-num-seqs must be positive, got {}", options.max_num_seqs));
   }
+  if (options.max_tokens_in_flight < 0) {
+    return InvalidArgument(
+        fmt::format("tokens in flight must not be negative, got {}", options.max_tokens_in_flight));
+  }
   if (spec.block_size <= 0) {
     return InvalidArgument(fmt::format("layer '{}': --block-size must be positive, got {}",
                                        spec.name, spec.block_size));
@@ -111,18 +116,19 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
   }
 
   GroupGeometry g;
-  g.kind = spec.kind;
-  g.dcp_size = N;
-  g.interleave = I;
-  g.max_model_len = options.max_model_len;
-  g.max_num_seqs = options.max_num_seqs;
-  g.recurrent_mode = spec.recurrent_mode;
-  g.num_speculative_blocks = spec.kind == CacheKind::kRecurrent ? spec.num_speculative_blocks : 0;
-  g.sliding_window = spec.sliding_window;
-  g.attention_chunk_size = spec.attention_chunk_size;
-  g.extra_retained_tokens = spec.extra_retained_tokens;
-  KVTOPO_ASSIGN_OR_RETURN(g.dcp_shard_count, DcpShardCount(spec, N));
-  KVTOPO_ASSIGN_OR_RETURN(g.placement, PlacementOf(spec, N));
+  g.kind_ = spec.kind;
+  g.dcp_size_ = N;
+  g.interleave_ = I;
+  g.max_model_len_ = options.max_model_len;
+  g.max_num_seqs_ = options.max_num_seqs;
+  g.max_tokens_in_flight_ = options.max_tokens_in_flight;
+  g.recurrent_mode_ = spec.recurrent_mode;
+  g.num_speculative_blocks_ = spec.kind == CacheKind::kRecurrent ? spec.num_speculative_blocks : 0;
+  g.sliding_window_ = spec.sliding_window;
+  g.attention_chunk_size_ = spec.attention_chunk_size;
+  g.extra_retained_tokens_ = spec.extra_retained_tokens;
+  KVTOPO_ASSIGN_OR_RETURN(g.dcp_shard_count_, DcpShardCount(spec, N));
+  KVTOPO_ASSIGN_OR_RETURN(g.placement_, PlacementOf(spec, N));
 
   if (IsWindowed(spec.kind)) {
     const int64_t span =
@@ -131,73 +137,168 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
       return InvalidArgument(fmt::format("layer '{}': {} window must be positive, got {}",
                                          spec.name, CacheKindName(spec.kind), span));
     }
-    if (N > 1 && g.placement != Placement::kReplicated) {
-      return Rejected(fmt::format(
-          "{} layer '{}' is DCP-sharded; DCP supports windowed KV only when it is replicated: "
-          "replicate it or set --decode-context-parallel-size 1",
-          CacheKindName(spec.kind), spec.name));
+    if (N > 1 && g.placement_ != Placement::kReplicated) {
+      return Rejected(
+          fmt::format(
+              "{} layer '{}' is DCP-sharded; DCP supports windowed KV only when it is replicated: "
+              "replicate it or set --decode-context-parallel-size 1",
+              CacheKindName(spec.kind), spec.name),
+          "sliding-window-dcp");
     }
   }
 
   const int64_t B = spec.block_size;
-  g.block_size = B;
-  KVTOPO_ASSIGN_OR_RETURN(g.manager_block_size,
-                          internal::CheckedMul(B, g.dcp_shard_count, "manager block size"));
-  g.kernel_block_size = (spec.kind == CacheKind::kRecurrent || options.kernel_block_size == 0)
-                            ? B
-                            : options.kernel_block_size;
-  if (g.kernel_block_size <= 0 || B % g.kernel_block_size != 0) {
-    return Rejected(fmt::format(
-        "layer '{}': kernel block size {} does not divide --block-size {}; choose a block size "
-        "that is a multiple of a kernel block size the attention backend supports",
-        spec.name, g.kernel_block_size, B));
+  g.block_size_ = B;
+  KVTOPO_ASSIGN_OR_RETURN(g.manager_block_size_,
+                          internal::CheckedMul(B, g.dcp_shard_count_, "manager block size"));
+  g.kernel_block_size_ = (spec.kind == CacheKind::kRecurrent || options.kernel_block_size == 0)
+                             ? B
+                             : options.kernel_block_size;
+  if (g.kernel_block_size_ <= 0 || B % g.kernel_block_size_ != 0) {
+    return Rejected(
+        fmt::format(
+            "layer '{}': kernel block size {} does not divide --block-size {}; choose a block size "
+            "that is a multiple of a kernel block size the attention backend supports",
+            spec.name, g.kernel_block_size_, B),
+        "kernel-block-size");
   }
   if (g.interleaved_slots() && N > 1) {
     if (B % I != 0) {
-      return Rejected(fmt::format(
-          "--block-size {} is not a multiple of --dcp-kv-cache-interleave-size {}; choose an "
-          "interleave that divides the block size",
-          B, I));
+      return Rejected(
+          fmt::format(
+              "layer '{}': block size {} is not a multiple of --dcp-kv-cache-interleave-size {}; "
+              "change --block-size or choose an interleave that divides the block size",
+              spec.name, B, I),
+          "block-size-interleave");
     }
-    if (g.kernel_block_size % I != 0) {
-      return Rejected(fmt::format(
-          "kernel block size {} of layer '{}' is not a multiple of "
-          "--dcp-kv-cache-interleave-size {}; choose an interleave that divides the kernel block",
-          g.kernel_block_size, spec.name, I));
+    if (g.kernel_block_size_ % I != 0) {
+      return Rejected(fmt::format("kernel block size {} of layer '{}' is not a multiple of "
+                                  "--dcp-kv-cache-interleave-size {}; choose an interleave that "
+                                  "divides the kernel block",
+                                  g.kernel_block_size_, spec.name, I),
+                      "block-size-interleave");
     }
   }
-  KVTOPO_ASSIGN_OR_RETURN(g.page_size_bytes, PageSizeBytes(spec));
+  if (options.page_size_bytes > 0) {
+    g.page_size_bytes_ = options.page_size_bytes;
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(g.page_size_bytes_, PageSizeBytes(spec));
+  }
 
-  const int64_t L = options.max_model_len;
-  const int64_t S = g.num_speculative_blocks;
-  switch (g.placement) {
-    case Placement::kSharded:
-    case Placement::kPartial:
-    case Placement::kReplicated:
-      g.required_columns = CeilDiv(L, g.manager_block_size);
-      break;
-    case Placement::kRecurrent:
-      g.required_columns = spec.recurrent_mode == RecurrentMode::kNone ? 1 + S : CeilDiv(L, B) + S;
-      break;
+  g.required_columns_ = g.ColumnsFor(options.max_model_len);
+  if (g.placement_ == Placement::kRecurrent && spec.recurrent_mode == RecurrentMode::kNone) {
+    g.required_columns_ = 1 + g.num_speculative_blocks_;
   }
-  g.manager_table_width = g.required_columns;
+  g.manager_table_width_ = g.required_columns_;
   if (B <= 128) {
     const int64_t align = 128 / B;
-    g.manager_table_width = internal::RoundUp(g.manager_table_width, align);
+    g.manager_table_width_ = internal::RoundUp(g.manager_table_width_, align);
   }
   KVTOPO_ASSIGN_OR_RETURN(
-      g.block_table_width,
-      internal::CheckedMul(g.manager_table_width, B / g.kernel_block_size, "block-table width"));
-  KVTOPO_ASSIGN_OR_RETURN(g.block_table_bytes_per_rank,
-                          internal::CheckedProduct({g.block_table_width, 4, options.max_num_seqs},
+      g.block_table_width_,
+      internal::CheckedMul(g.manager_table_width_, B / g.kernel_block_size_, "block-table width"));
+  KVTOPO_ASSIGN_OR_RETURN(g.block_table_bytes_per_rank_,
+                          internal::CheckedProduct({g.block_table_width_, 4, options.max_num_seqs},
                                                    "block-table bytes per rank"));
-
-  const RequestBounds bounds{.max_model_len = L,
-                             .max_tokens_in_flight = options.max_tokens_in_flight,
-                             .dcp_shard_count = g.dcp_shard_count};
-  KVTOPO_ASSIGN_OR_RETURN(g.max_pages_per_request, MaxPagesPerRequest(spec, bounds));
-  KVTOPO_ASSIGN_OR_RETURN(g.memory_per_request_bytes, MaxMemoryPerRequestBytes(spec, bounds));
+  g.max_pages_per_request_ = g.PagesForLength(options.max_model_len);
+  KVTOPO_ASSIGN_OR_RETURN(
+      g.memory_per_request_bytes_,
+      internal::CheckedMul(g.max_pages_per_request_, g.page_size_bytes_,
+                           fmt::format("memory per request of layer '{}'", spec.name)));
   return g;
 }
+
+int64_t GroupGeometry::ColumnsFor(int64_t num_tokens) const {
+  if (kind_ == CacheKind::kRecurrent) {
+    if (recurrent_mode_ == RecurrentMode::kNone) return 1 + num_speculative_blocks_;
+    return CeilDiv(num_tokens, block_size_) + num_speculative_blocks_;
+  }
+  return CeilDiv(num_tokens, manager_block_size_);
+}
+
+int64_t GroupGeometry::PagesForLength(int64_t max_len) const {
+  const int64_t B = block_size_;
+  const int64_t S = num_speculative_blocks_;
+  // min(a + b + c, L), saturating: a span past L is L.
+  auto span = [&](std::initializer_list<int64_t> parts) {
+    int64_t total = 0;
+    for (int64_t part : parts) {
+      if (__builtin_add_overflow(total, part, &total)) return max_len;
+    }
+    return std::min(total, max_len);
+  };
+  switch (kind_) {
+    case CacheKind::kFullAttention:
+    case CacheKind::kMla:
+      return CeilDiv(max_len, manager_block_size_);
+    case CacheKind::kSlidingWindow:
+    case CacheKind::kSlidingWindowMla:
+      return CeilDiv(span({sliding_window_ - 1, extra_retained_tokens_, max_tokens_in_flight_}),
+                     B) +
+             1;
+    case CacheKind::kChunkedLocal:
+      return CeilDiv(span({attention_chunk_size_, max_tokens_in_flight_}), B);
+    case CacheKind::kRecurrent:
+      switch (recurrent_mode_) {
+        case RecurrentMode::kNone:
+          return 1 + S;
+        case RecurrentMode::kAlign:
+          return 2 + S;
+        case RecurrentMode::kAll:
+          return CeilDiv(max_len, B) + S;
+      }
+  }
+  return 0;
+}
+
+SlotLayout GroupGeometry::SlotLayoutFor(Rank rank) const {
+  return SlotLayout{.num_shards = interleaved_slots() ? dcp_shard_count_ : 1,
+                    .interleave = interleave_,
+                    .kernel_block_size = kernel_block_size_,
+                    .rank = rank};
+}
+
+int64_t GroupGeometry::OwnerSlice(TokenPos position) const {
+  return internal::OwnerSliceOf(position.value(), SlotLayoutFor(Rank{0}).num_shards, interleave_);
+}
+
+bool GroupGeometry::HoldsPosition(Rank rank, TokenPos position) const {
+  const int64_t n = SlotLayoutFor(rank).num_shards;
+  return OwnerSlice(position) == rank.value() % n;
+}
+
+TokenCount GroupGeometry::LocalLength(Rank rank, TokenCount seq_len) const {
+  const int64_t n = SlotLayoutFor(rank).num_shards;
+  if (n == 1) return seq_len;
+  return TokenCount{
+      internal::LocalLengthOfSlice(seq_len.value(), n, rank.value() % n, interleave_)};
+}
+
+void GroupGeometry::LocalLengths(Rank rank, std::span<const int32_t> seq_lens,
+                                 std::span<int32_t> out) const {
+  KVTOPO_CHECK(out.size() >= seq_lens.size());
+  for (size_t i = 0; i < seq_lens.size(); ++i) {
+    out[i] = static_cast<int32_t>(LocalLength(rank, TokenCount{seq_lens[i]}).value());
+  }
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(seq_lens.size()), out.end(), 0);
+}
+
+TokenCount GroupGeometry::LargestLocalShard(TokenCount seq_len) const {
+  return LocalLength(Rank{0}, seq_len);  // slice 0 holds at least as many as any other
+}
+
+namespace internal {
+
+GroupGeometry GroupGeometryPeer::WithDcpScaledRecurrentTable(const GroupGeometry& geometry) {
+  GroupGeometry g = geometry;
+  if (g.kind_ != CacheKind::kRecurrent) return g;
+  // The pre-fix rule of seed #418: recurrent columns DCP-scaled, cdiv(L, B * N) + S.
+  g.manager_table_width_ =
+      CeilDiv(g.max_model_len_, g.block_size_ * g.dcp_size_) + g.num_speculative_blocks_;
+  g.block_table_width_ = g.manager_table_width_;
+  return g;
+}
+
+}  // namespace internal
 
 }  // namespace kvtopo

@@ -7,11 +7,10 @@
 namespace kvtopo {
 
 BlockTable::BlockTable(const GroupGeometry& geometry, int32_t num_rows)
-    : width_(geometry.block_table_width),
-      k_(geometry.block_size / geometry.kernel_block_size),
+    : width_(geometry.block_table_width()),
+      k_(geometry.kernel_blocks_per_block()),
       num_rows_(num_rows) {
   KVTOPO_CHECK(num_rows >= 0 && width_ >= 0 && k_ >= 1);
-  KVTOPO_CHECK(geometry.block_size % geometry.kernel_block_size == 0);
   data_.assign(static_cast<size_t>(num_rows) * width_, 0);
   lengths_.assign(num_rows, 0);
 }

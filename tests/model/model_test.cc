@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvtopo/backend.h"
+#include "kvtopo/plan.h"
 
 namespace kvtopo {
 namespace {
@@ -30,22 +31,30 @@ std::vector<LayerSpec> Role_(const ModelCacheSpecs& m, Role role) {
   return out;
 }
 
-bool HasCode(const ModelCacheSpecs& m, std::string_view code) {
+// Diagnostics come from the model layer (ModelCacheSpecs) or, for the rules that need the
+// planned geometry (DCP, block sizes), from the plan; both carry `diagnostics`.
+template <typename WithDiagnostics>
+bool HasCode(const WithDiagnostics& m, std::string_view code) {
   return std::any_of(m.diagnostics.begin(), m.diagnostics.end(),
                      [&](const Diagnostic& d) { return d.code == code; });
 }
 
-int CountErrors(const ModelCacheSpecs& m) {
+template <typename WithDiagnostics>
+int CountErrors(const WithDiagnostics& m) {
   return static_cast<int>(
       std::count_if(m.diagnostics.begin(), m.diagnostics.end(),
                     [](const Diagnostic& d) { return d.severity == Severity::kError; }));
 }
 
-std::string Codes(const ModelCacheSpecs& m) {
+template <typename WithDiagnostics>
+std::string Codes(const WithDiagnostics& m) {
   std::string out;
   for (const Diagnostic& d : m.diagnostics) out += d.code + ": " + d.message + "\n";
   return out;
 }
+
+// The launch planned end to end: model diagnostics first, then the planner's and launch rules'.
+Result<Plan> Planned(const LaunchConfig& c) { return PlanLaunch(c); }
 
 LaunchConfig Plain(std::string model, int64_t tp = 1, int64_t dcp = 1) {
   LaunchConfig c;
@@ -169,7 +178,7 @@ TEST(KimiK3, Dcp1ChangesNothing) {
 TEST(KimiK3, Dcp2IsRejectedFor12GatheredHeads) {
   LaunchConfig c = DefaultLaunchConfig();
   c.parallel.decode_context_parallel_size = 2;
-  auto specs = BuildModelCacheSpecs(c);
+  auto specs = Planned(c);
   ASSERT_TRUE(specs.ok());
   ASSERT_TRUE(HasCode(*specs, "b12x-dcp-gathered-heads")) << Codes(*specs);
   const auto it =
@@ -177,9 +186,10 @@ TEST(KimiK3, Dcp2IsRejectedFor12GatheredHeads) {
                    [](const Diagnostic& d) { return d.code == "b12x-dcp-gathered-heads"; });
   EXPECT_NE(it->message.find("6 x 2 = 12"), std::string::npos) << it->message;
   EXPECT_NE(it->message.find("--decode-context-parallel-size"), std::string::npos);
-  // DCP8 gathers 48 heads and is accepted.
+  // DCP8 gathers 48 heads and is accepted (with the budget a 1M-token request needs at DCP8).
   c.parallel.decode_context_parallel_size = 8;
-  auto dcp8 = BuildModelCacheSpecs(c);
+  c.kv_cache_memory_bytes = int64_t{4} << 30;
+  auto dcp8 = Planned(c);
   ASSERT_TRUE(dcp8.ok());
   EXPECT_EQ(CountErrors(*dcp8), 0) << Codes(*dcp8);
 }
@@ -187,14 +197,14 @@ TEST(KimiK3, Dcp2IsRejectedFor12GatheredHeads) {
 TEST(KimiK3, B12xLocalShardCapAndPcp) {
   LaunchConfig c = DefaultLaunchConfig();
   c.cache.max_model_len = 20'000'000;  // 1,250,000 tokens on rank 0 at DCP16
-  auto specs = BuildModelCacheSpecs(c);
+  auto specs = Planned(c);
   ASSERT_TRUE(specs.ok());
   EXPECT_TRUE(HasCode(*specs, "b12x-dcp-local-shard")) << Codes(*specs);
   EXPECT_TRUE(HasCode(*specs, "max-model-len-exceeds-model"));
 
   LaunchConfig pcp = DefaultLaunchConfig();
   pcp.parallel.prefill_context_parallel_size = 2;
-  auto with_pcp = BuildModelCacheSpecs(pcp);
+  auto with_pcp = Planned(pcp);
   ASSERT_TRUE(with_pcp.ok());
   EXPECT_TRUE(HasCode(*with_pcp, "b12x-dcp-pcp")) << Codes(*with_pcp);
   EXPECT_TRUE(HasCode(*with_pcp, "replicated-pcp"));
@@ -213,7 +223,7 @@ TEST(KimiK3, DsparkDraftWindow) {
     EXPECT_FALSE(s.causal);
   }
   c.dspark_draft_kv_window = 100;  // smaller than one 768-token block
-  auto small = BuildModelCacheSpecs(c);
+  auto small = Planned(c);
   ASSERT_TRUE(small.ok());
   EXPECT_TRUE(HasCode(*small, "dspark-window"));
 }
@@ -272,7 +282,7 @@ TEST(KimiK26, SpecDecodeWithInterleaveNeedsBackendSupport) {
   c.parallel.dcp_kv_cache_interleave_size = 16;
   c.speculative = *ParseSpeculativeConfig(
       R"({"method":"eagle3","num_speculative_tokens":3,"draft_attention_backend":"TRITON_MLA"})");
-  auto specs = BuildModelCacheSpecs(c);
+  auto specs = Planned(c);
   ASSERT_TRUE(specs.ok());
   EXPECT_TRUE(HasCode(*specs, "spec-interleave-backend")) << Codes(*specs);
 }
@@ -423,17 +433,17 @@ TEST(Profiles, GptOssSlidingWindowUnderDcp) {
   EXPECT_EQ(swa[0].num_kv_heads, 1);
   EXPECT_TRUE(specs->diagnostics.empty()) << Codes(*specs);
 
-  auto dcp = BuildModelCacheSpecs(Plain("gpt-oss-120b", 8, 2));
+  auto dcp = Planned(Plain("gpt-oss-120b", 8, 2));
   ASSERT_TRUE(dcp.ok());
   EXPECT_TRUE(HasCode(*dcp, "sliding-window-dcp")) << Codes(*dcp);
   EXPECT_TRUE(HasCode(*dcp, "gqa-dcp-tp-kv-heads"));
 
-  auto ok16 = BuildModelCacheSpecs(Plain("gpt-oss-120b", 16, 2));
+  auto ok16 = Planned(Plain("gpt-oss-120b", 16, 2));
   ASSERT_TRUE(ok16.ok());
   EXPECT_FALSE(HasCode(*ok16, "gqa-dcp-tp-kv-heads"));
   EXPECT_FALSE(HasCode(*ok16, "gqa-dcp-size"));
   EXPECT_FALSE(HasCode(*ok16, "gqa-dcp-q-per-kv"));
-  auto bad4 = BuildModelCacheSpecs(Plain("gpt-oss-120b", 16, 4));
+  auto bad4 = Planned(Plain("gpt-oss-120b", 16, 4));
   ASSERT_TRUE(bad4.ok());
   EXPECT_TRUE(HasCode(*bad4, "gqa-dcp-size")) << Codes(*bad4);
 }
@@ -446,7 +456,7 @@ TEST(Profiles, BackendMismatchesAreDiagnosed) {
   EXPECT_TRUE(HasCode(*specs, "backend-kind"));
   c.cache.attention_backend = "B12X_MLA";
   c.cache.block_size = 936;
-  auto block = BuildModelCacheSpecs(c);
+  auto block = Planned(c);
   ASSERT_TRUE(block.ok());
   EXPECT_TRUE(HasCode(*block, "backend-block-size"));
   LaunchConfig nope = Plain("glm-5.3-flash", 4);

@@ -45,26 +45,26 @@ TEST(PlanLaunch, Glm53FlashProductionMatchesTheEngine) {
   const std::vector<size_t> sizes = {9, 9, 8, 8, 11, 5};
   for (size_t g = 0; g < 6; ++g) {
     EXPECT_EQ(plan->groups[g].layers.size(), sizes[g]) << g;
-    EXPECT_EQ(plan->groups[g].geometry.block_size, 2304) << g;  // block_sizes=(2304, ...)
+    EXPECT_EQ(plan->groups[g].geometry.block_size(), 2304) << g;  // block_sizes=(2304, ...)
   }
   for (size_t g = 0; g < 4; ++g) {
-    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kRecurrent);
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kRecurrent);
     // 16 x 128 x 128 fp32 + 3 x 2048 x 3 bf16, padded to the MLA page.
     EXPECT_EQ(plan->groups[g].natural_page_size_bytes, 1'085'440);
-    EXPECT_EQ(plan->groups[g].geometry.page_size_bytes, 1'292'544);
-    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request, 9);  // 2 + S
+    EXPECT_EQ(plan->groups[g].geometry.page_size_bytes(), 1'292'544);
+    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request(), 9);  // 2 + S
   }
   const PlannedGroup& mla = plan->groups[4];
-  EXPECT_EQ(mla.geometry.placement, Placement::kSharded);
-  EXPECT_EQ(mla.geometry.page_size_bytes, 2304 * 561);  // 528 B record + 33 B tail per token
-  EXPECT_EQ(mla.geometry.manager_block_size, 9216);
-  EXPECT_EQ(mla.geometry.max_pages_per_request, 114);  // cdiv(cdiv(1048576, 4), 2304)
+  EXPECT_EQ(mla.geometry.placement(), Placement::kSharded);
+  EXPECT_EQ(mla.geometry.page_size_bytes(), 2304 * 561);  // 528 B record + 33 B tail per token
+  EXPECT_EQ(mla.geometry.manager_block_size(), 9216);
+  EXPECT_EQ(mla.geometry.max_pages_per_request(), 114);  // cdiv(cdiv(1048576, 4), 2304)
   const PlannedGroup& draft = plan->groups[5];
   EXPECT_EQ(draft.role, Role::kDraft);
-  EXPECT_EQ(draft.geometry.placement, Placement::kReplicated);
-  EXPECT_EQ(draft.geometry.page_size_bytes, 2304 * 1024);
+  EXPECT_EQ(draft.geometry.placement(), Placement::kReplicated);
+  EXPECT_EQ(draft.geometry.page_size_bytes(), 2304 * 1024);
   // cdiv(min(2048 - 1 + 2 x 8192, L), 2304) + 1 under async scheduling.
-  EXPECT_EQ(draft.geometry.max_pages_per_request, 9);
+  EXPECT_EQ(draft.geometry.max_pages_per_request(), 9);
   EXPECT_EQ(plan->pool.bytes_per_block, 11 * 1'292'544);  // the MLA group is the largest
   EXPECT_EQ(plan->pool.num_blocks, 906);
   EXPECT_EQ(plan->capacity.blocks_per_request, 159);
@@ -87,7 +87,7 @@ TEST(PlanLaunch, AsyncSchedulingDoublesTheTokensAWindowHolds) {
   auto plan = PlanLaunch(c);
   ASSERT_TRUE(plan.ok());
   // cdiv(2047 + 8192, 2304) + 1 = 6.
-  EXPECT_EQ(plan->groups[5].geometry.max_pages_per_request, 6);
+  EXPECT_EQ(plan->groups[5].geometry.max_pages_per_request(), 6);
   EXPECT_EQ(plan->capacity.blocks_per_request, 114 + 4 * 9 + 6);
 }
 
@@ -111,21 +111,21 @@ TEST(PlanLaunch, KimiK3ProductionMatchesTheEngine) {
   ASSERT_EQ(plan->groups.size(), 17u);
   // 69 KDA layers in 12 groups (9 of 6, 3 of 5), 24 MLA layers in 4 groups of 6, the draft.
   for (size_t g = 0; g < 12; ++g) {
-    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kRecurrent);
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kRecurrent);
     EXPECT_EQ(plan->groups[g].layers.size(), g < 9 ? 6u : 5u);
-    EXPECT_EQ(plan->groups[g].geometry.block_table_width, 1310);
+    EXPECT_EQ(plan->groups[g].geometry.block_table_width(), 1310);
   }
   for (size_t g = 12; g < 16; ++g) {
-    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kMla);
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kMla);
     EXPECT_EQ(plan->groups[g].layers.size(), 6u);
-    EXPECT_EQ(plan->groups[g].geometry.block_size, 768);  // 256 x cdiv(407040, 256 x 576)
-    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request, 82);
+    EXPECT_EQ(plan->groups[g].geometry.block_size(), 768);  // 256 x cdiv(407040, 256 x 576)
+    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request(), 82);
   }
   const PlannedGroup& draft = plan->groups[16];
-  EXPECT_EQ(draft.geometry.kind, CacheKind::kSlidingWindowMla);
-  EXPECT_EQ(draft.geometry.placement, Placement::kReplicated);
-  EXPECT_EQ(draft.geometry.block_size, 768);
-  EXPECT_EQ(draft.geometry.max_pages_per_request, 47);  // cdiv(32767 + 2 x 1024, 768) + 1
+  EXPECT_EQ(draft.geometry.kind(), CacheKind::kSlidingWindowMla);
+  EXPECT_EQ(draft.geometry.placement(), Placement::kReplicated);
+  EXPECT_EQ(draft.geometry.block_size(), 768);
+  EXPECT_EQ(draft.geometry.max_pages_per_request(), 47);  // cdiv(32767 + 2 x 1024, 768) + 1
   EXPECT_EQ(plan->pool.bytes_per_block, 6 * 442'368);
   EXPECT_EQ(plan->pool.num_blocks, 499);
   EXPECT_EQ(plan->capacity.blocks_per_request, 12 * 9 + 4 * 82 + 47);  // 483
@@ -149,13 +149,13 @@ TEST(PlanLaunch, MinBucketGroupingWithoutTheOverride) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->groups.size(), 5u);
   for (int g = 0; g < 3; ++g) {
-    EXPECT_EQ(plan->groups[g].geometry.kind, CacheKind::kRecurrent);
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kRecurrent);
     EXPECT_EQ(plan->groups[g].layers.size(), 23u);
-    EXPECT_EQ(plan->groups[g].geometry.page_size_bytes, 442368);  // state padded to MLA page
+    EXPECT_EQ(plan->groups[g].geometry.page_size_bytes(), 442368);  // state padded to MLA page
     EXPECT_EQ(plan->groups[g].natural_page_size_bytes, 407040);
   }
   EXPECT_EQ(plan->groups[3].layers.size(), 24u);
-  EXPECT_EQ(plan->groups[3].geometry.block_table_width, 82);
+  EXPECT_EQ(plan->groups[3].geometry.block_table_width(), 82);
   EXPECT_EQ(plan->groups[4].layers.size(), 5u);
   EXPECT_EQ(plan->pool.bytes_per_block, 24 * 442368);
   EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 9 + 82 + 47);
@@ -169,7 +169,7 @@ TEST(PlanLaunch, RecurrentTableCostOverTheScaledRows) {
   auto plan = PlanLaunch(c);
   ASSERT_TRUE(plan.ok());
   const GroupGeometry& rec = plan->groups[0].geometry;
-  EXPECT_EQ(rec.block_table_bytes_per_rank - 89 * 4 * 12, 58608);
+  EXPECT_EQ(rec.block_table_bytes_per_rank() - 89 * 4 * 12, 58608);
 }
 
 TEST(PlanLaunch, DcpOneKeepsTheDraftInTheTargetPartition) {
@@ -180,7 +180,7 @@ TEST(PlanLaunch, DcpOneKeepsTheDraftInTheTargetPartition) {
   ASSERT_TRUE(plan.ok());
   for (const PlannedGroup& g : plan->groups) {
     EXPECT_EQ(g.partition, 0);
-    EXPECT_NE(g.geometry.placement, Placement::kReplicated);
+    EXPECT_NE(g.geometry.placement(), Placement::kReplicated);
   }
   EXPECT_FALSE(plan->promotion.considered);
 }
@@ -228,7 +228,7 @@ TEST(PlanLaunch, Eagle3DraftWithItsOwnDtypeJoinsAUniformTypeGroup) {
   EXPECT_EQ(g.backends, (std::vector<std::string>{"B12X_MLA", "TRITON_MLA"}));
   EXPECT_EQ(g.layer_page_bytes.front(), 256 * 576 * 2);  // bf16 target
   EXPECT_EQ(g.layer_page_bytes.back(), 256 * 576);       // fp8 draft
-  EXPECT_EQ(g.geometry.kernel_block_size, 256);
+  EXPECT_EQ(g.geometry.kernel_block_size(), 256);
   EXPECT_EQ(plan->pool.bytes_per_block, 61 * 256 * 576 * 2 + 256 * 576);
 }
 

@@ -73,9 +73,9 @@ TEST(Planner, TargetOnlySpecIsOneGroup) {
   ASSERT_EQ(plan->groups.size(), 1u);
   const PlannedGroup& g = plan->groups[0];
   EXPECT_EQ(g.layers.size(), 4u);
-  EXPECT_EQ(g.geometry.placement, Placement::kSharded);
-  EXPECT_EQ(g.geometry.manager_block_size, 256);
-  EXPECT_EQ(g.geometry.block_table_width, 16);
+  EXPECT_EQ(g.geometry.placement(), Placement::kSharded);
+  EXPECT_EQ(g.geometry.manager_block_size(), 256);
+  EXPECT_EQ(g.geometry.block_table_width(), 16);
   EXPECT_EQ(plan->pool.bytes_per_block, 4 * 64 * 576);
   EXPECT_EQ(plan->pool.num_blocks, kGiB / (4 * 64 * 576));
   ASSERT_EQ(plan->pool.regions.size(), 1u);
@@ -99,13 +99,13 @@ TEST(Planner, MlaTargetAndReplicatedSlidingDraftAreGroupedIndependently) {
   const PlannedGroup& target = plan->groups[0];
   const PlannedGroup& draft = plan->groups[1];
   EXPECT_EQ(target.layers, (std::vector<std::string>{"t.0", "t.1"}));
-  EXPECT_EQ(target.geometry.page_size_bytes, 64 * 576);  // not resized for the draft
+  EXPECT_EQ(target.geometry.page_size_bytes(), 64 * 576);  // not resized for the draft
   EXPECT_EQ(target.spec.block_size, 64);
   EXPECT_EQ(draft.layers, (std::vector<std::string>{"d.0"}));
-  EXPECT_EQ(draft.geometry.placement, Placement::kReplicated);
-  EXPECT_EQ(draft.geometry.page_size_bytes, 64 * 8 * 256 * 2);  // natural page, no padding
+  EXPECT_EQ(draft.geometry.placement(), Placement::kReplicated);
+  EXPECT_EQ(draft.geometry.page_size_bytes(), 64 * 8 * 256 * 2);  // natural page, no padding
   EXPECT_EQ(draft.spec.page_size_padded, 0);
-  EXPECT_EQ(draft.geometry.manager_block_size, 64);
+  EXPECT_EQ(draft.geometry.manager_block_size(), 64);
   EXPECT_EQ(plan->scheduler_block_size, 256);
   EXPECT_EQ(plan->hash_block_size, 64);
   // The pool stride is the larger group's sum of pages: the draft's one 262,144 B page against
@@ -129,15 +129,15 @@ TEST(Planner, MlaRecurrentTargetWithIncompatibleReplicatedDraftPlans) {
   // KDA state: 3 * 3 * 768 * 2 + 6 * 128 * 128 * 4 = 407,040 B; the MLA block grows to
   // 64 * cdiv(407040, 64 * 576) = 768 tokens so one page holds a state.
   EXPECT_EQ(plan->groups[0].spec.block_size, 768);
-  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes, 768 * 576);
-  EXPECT_EQ(plan->groups[1].geometry.kind, CacheKind::kRecurrent);
-  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes, 768 * 576);  // padded state
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 768 * 576);
+  EXPECT_EQ(plan->groups[1].geometry.kind(), CacheKind::kRecurrent);
+  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 768 * 576);  // padded state
   EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 407040);
-  EXPECT_EQ(plan->groups[1].geometry.block_size, 768);
-  EXPECT_EQ(plan->groups[1].geometry.dcp_shard_count, 1);
+  EXPECT_EQ(plan->groups[1].geometry.block_size(), 768);
+  EXPECT_EQ(plan->groups[1].geometry.dcp_shard_count(), 1);
   const PlannedGroup& draft = plan->groups[3];
   EXPECT_EQ(draft.role, Role::kDraft);
-  EXPECT_EQ(draft.geometry.page_size_bytes, 48 * 3 * 256 * 2);  // 73,728: untouched
+  EXPECT_EQ(draft.geometry.page_size_bytes(), 48 * 3 * 256 * 2);  // 73,728: untouched
   EXPECT_EQ(draft.spec.block_size, 48);
 }
 
@@ -165,7 +165,7 @@ TEST(Planner, PromotionRaisesDraftBlockWhenItFitsTheStride) {
   EXPECT_EQ(pr.max_tokens_after,
             static_cast<int64_t>(static_cast<double>(blocks) / (128 + 73) * 131072));
   EXPECT_EQ(plan->groups[1].spec.block_size, 256);
-  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes, 256 * 1 * 256 * 2);
+  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 256 * 1 * 256 * 2);
   EXPECT_EQ(plan->scheduler_block_size, 1024);
 }
 

@@ -340,8 +340,7 @@ class WorkerTest(unittest.TestCase):
         # The owner rule: each position lives on exactly the rank (p // I) % n, at the formula's
         # slot; and no (rank, slot) is used twice.
         for p in positions:
-            owner = kvtopo.owner_slice(p, 4, 2)
-            self.assertEqual(owner, (p // 2) % 4)
+            owner = (p // 2) % 4
             for rank in range(4):
                 held = slots[rank][p] != -1
                 self.assertEqual(held, rank == owner, (p, rank))
@@ -369,22 +368,21 @@ class WorkerTest(unittest.TestCase):
         m.free("r")
 
     def test_rank_local_lengths(self):
-        # L = 100, n = 4, I = 2: 12 full stripes of 8, then 4 tokens -> slices 0 and 1.
-        # L = 9 on slice 1: one stripe (positions 2, 3), the 9th token is slice 0's.
-        self.assertEqual([kvtopo.local_seq_len_of_slice(100, 4, s, 2) for s in range(4)],
-                         [26, 26, 24, 24])
-        lens = kvtopo.fill_local_seq_lens([100, 9, 0], 4, 1, 2, num_rows=5)
+        # The small plan's group: n = 4, I = 2. L = 100: 12 full stripes of 8, then 4 tokens ->
+        # slices 0 and 1. L = 9 on slice 1: one stripe (positions 2, 3), the 9th is slice 0's.
+        geo = small_plan().groups[0].geometry
+        self.assertEqual([kvtopo.local_seq_len(geo, r, 100) for r in range(4)], [26, 26, 24, 24])
+        lens = kvtopo.local_seq_lens(geo, 1, [100, 9, 0], num_rows=5)
         self.assertEqual(lens.format, "i")
         self.assertEqual(list(lens), [26, 2, 0, 0, 0])
-        geo = small_plan().groups[0].geometry
-        self.assertEqual(list(kvtopo.local_seq_lens(geo, 5, [100, 9])), [26, 2])
         default = kvtopo.plan()
         replicated = next(g for g in default.groups if g.placement == "replicated")
         self.assertEqual(kvtopo.local_seq_len(replicated.geometry, 3, 1000), 1000)
+        self.assertEqual(list(kvtopo.local_seq_lens(replicated.geometry, 3, [1000, 7])), [1000, 7])
+        with self.assertRaisesRegex(ValueError, r"rank must be in \[0, 4\) \(the DCP size\), got 4"):
+            kvtopo.local_seq_lens(geo, 4, [100])
         with self.assertRaises(ValueError):
-            kvtopo.local_seq_len_of_slice(100, 4, 4, 2)
-        with self.assertRaises(ValueError):
-            kvtopo.fill_local_seq_lens([1, 2], 4, 0, 2, num_rows=1)
+            kvtopo.local_seq_lens(geo, 0, [1, 2], num_rows=1)
 
 
 class ExampleTest(unittest.TestCase):

@@ -29,7 +29,7 @@ struct Live {
 void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t seed, int steps,
                int64_t aligned_prefill = 0, bool expect_hits = true) {
   const int32_t num_blocks = 160;
-  const int64_t L = groups[0].geometry.max_model_len;
+  const int64_t L = groups[0].geometry.max_model_len();
   auto created = KVCacheManager::Create({.num_blocks = num_blocks,
                                          .enable_prefix_caching = true,
                                          .hash_block_size = hash_block_size,

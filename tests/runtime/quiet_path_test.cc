@@ -54,7 +54,7 @@ void ExpectSame(KVCacheManager& a, KVCacheManager& b, const std::map<int64_t, in
 
 void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t seed,
                      int steps, int64_t spec_tokens, int64_t aligned_prefill) {
-  const int64_t L = groups[0].geometry.max_model_len;
+  const int64_t L = groups[0].geometry.max_model_len();
   const KVCacheManagerOptions options{.num_blocks = 220,
                                       .enable_prefix_caching = true,
                                       .hash_block_size = hash_block_size,

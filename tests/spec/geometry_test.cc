@@ -33,32 +33,32 @@ const GeometryOptions kMillion{
 TEST(GroupGeometry, SeedRegressionRecurrentWidthIsNotDcpScaled) {
   auto rec = ComputeGroupGeometry(KdaSpec(768, 7), kTp16Dcp16, kMillion);
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
-  EXPECT_EQ(rec->placement, Placement::kRecurrent);
-  EXPECT_EQ(rec->dcp_shard_count, 1);
-  EXPECT_EQ(rec->manager_block_size, 768);
-  EXPECT_EQ(rec->required_columns, 1310);
-  EXPECT_EQ(rec->block_table_width, 1310);
-  EXPECT_EQ(rec->max_pages_per_request, 9);
+  EXPECT_EQ(rec->placement(), Placement::kRecurrent);
+  EXPECT_EQ(rec->dcp_shard_count(), 1);
+  EXPECT_EQ(rec->manager_block_size(), 768);
+  EXPECT_EQ(rec->required_columns(), 1310);
+  EXPECT_EQ(rec->block_table_width(), 1310);
+  EXPECT_EQ(rec->max_pages_per_request(), 9);
 
   auto attn = ComputeGroupGeometry(MlaSpec(768), kTp16Dcp16, kMillion);
   ASSERT_TRUE(attn.ok());
-  EXPECT_EQ(attn->placement, Placement::kSharded);
-  EXPECT_EQ(attn->dcp_shard_count, 16);
-  EXPECT_EQ(attn->manager_block_size, 12288);
-  EXPECT_EQ(attn->block_table_width, 82);
-  EXPECT_EQ(attn->max_pages_per_request, 82);
+  EXPECT_EQ(attn->placement(), Placement::kSharded);
+  EXPECT_EQ(attn->dcp_shard_count(), 16);
+  EXPECT_EQ(attn->manager_block_size(), 12288);
+  EXPECT_EQ(attn->block_table_width(), 82);
+  EXPECT_EQ(attn->max_pages_per_request(), 82);
 
   // The DCP-scaled recurrent row the engine used to build: 82 + 7 columns.
-  const int64_t scaled_width = attn->block_table_width + 7;
+  const int64_t scaled_width = attn->block_table_width() + 7;
   EXPECT_EQ(scaled_width, 89);
   // Checkpoint boundary 82 (62,976 tokens) still fits the scaled row; boundary 83 does not.
-  EXPECT_EQ(RecurrentAlignColumnsNeeded(82 * 768, 768, 7), 89);
+  EXPECT_EQ(rec->ColumnsFor(82 * 768), 89);
   const int64_t checkpoint = 83 * 768;
   EXPECT_EQ(checkpoint, 63744);
-  EXPECT_GT(RecurrentAlignColumnsNeeded(checkpoint, 768, 7), scaled_width);
-  EXPECT_LE(RecurrentAlignColumnsNeeded(checkpoint, 768, 7), rec->block_table_width);
+  EXPECT_GT(rec->ColumnsFor(checkpoint), scaled_width);
+  EXPECT_LE(rec->ColumnsFor(checkpoint), rec->block_table_width());
   // And the geometry's row addresses the last checkpoint of a full-length request.
-  EXPECT_EQ(RecurrentAlignColumnsNeeded(1000000, 768, 7), rec->block_table_width);
+  EXPECT_EQ(rec->ColumnsFor(1000000), rec->block_table_width());
 }
 
 TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
@@ -69,37 +69,37 @@ TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
       ComputeGroupGeometry(draft, {.tensor_parallel_size = 4, .decode_context_parallel_size = 4},
                            {.max_model_len = 4096, .max_num_seqs = 8});
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->placement, Placement::kReplicated);
-  EXPECT_EQ(g->manager_block_size, 64);
-  EXPECT_EQ(g->block_table_width, 64);
-  EXPECT_EQ(g->block_table_bytes_per_rank, 64 * 4 * 8);
+  EXPECT_EQ(g->placement(), Placement::kReplicated);
+  EXPECT_EQ(g->manager_block_size(), 64);
+  EXPECT_EQ(g->block_table_width(), 64);
+  EXPECT_EQ(g->block_table_bytes_per_rank(), 64 * 4 * 8);
 
   LayerSpec indexer = MlaSpec(64);
   indexer.dcp.kv_shard_count = 2;
   g = ComputeGroupGeometry(indexer, {.tensor_parallel_size = 4, .decode_context_parallel_size = 4},
                            {.max_model_len = 4096, .max_num_seqs = 1});
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->placement, Placement::kPartial);
-  EXPECT_EQ(g->dcp_shard_count, 2);
-  EXPECT_EQ(g->manager_block_size, 128);
-  EXPECT_EQ(g->required_columns, 32);
-  EXPECT_EQ(g->max_pages_per_request, 32);
+  EXPECT_EQ(g->placement(), Placement::kPartial);
+  EXPECT_EQ(g->dcp_shard_count(), 2);
+  EXPECT_EQ(g->manager_block_size(), 128);
+  EXPECT_EQ(g->required_columns(), 32);
+  EXPECT_EQ(g->max_pages_per_request(), 32);
 }
 
 TEST(GroupGeometry, SmallBlocksAlignTo128TokensAndSplitIntoKernelBlocks) {
   LayerSpec s = MlaSpec(16);
   auto g = ComputeGroupGeometry(s, {}, {.max_model_len = 100, .max_num_seqs = 1});
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->required_columns, 7);
-  EXPECT_EQ(g->manager_table_width, 8);  // aligned to 128 / 16 = 8 columns
-  EXPECT_EQ(g->block_table_width, 8);
+  EXPECT_EQ(g->required_columns(), 7);
+  EXPECT_EQ(g->manager_table_width(), 8);  // aligned to 128 / 16 = 8 columns
+  EXPECT_EQ(g->block_table_width(), 8);
 
   s.block_size = 256;
   g = ComputeGroupGeometry(s, {},
                            {.max_model_len = 1000, .max_num_seqs = 1, .kernel_block_size = 64});
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->manager_table_width, 4);
-  EXPECT_EQ(g->block_table_width, 16);  // each manager block is 4 kernel blocks
+  EXPECT_EQ(g->manager_table_width(), 4);
+  EXPECT_EQ(g->block_table_width(), 16);  // each manager block is 4 kernel blocks
 }
 
 TEST(GroupGeometry, RecurrentNoneModeUsesOnePlusS) {
@@ -107,7 +107,7 @@ TEST(GroupGeometry, RecurrentNoneModeUsesOnePlusS) {
   s.recurrent_mode = RecurrentMode::kNone;
   auto g = ComputeGroupGeometry(s, kTp16Dcp16, kMillion);
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->block_table_width, 4);
+  EXPECT_EQ(g->block_table_width(), 4);
 }
 
 TEST(GroupGeometry, ValidationMessagesNameValueAndKnob) {
@@ -136,8 +136,9 @@ TEST(GroupGeometry, ValidationMessagesNameValueAndKnob) {
   EXPECT_EQ(msg(MlaSpec(768), {.tensor_parallel_size = 16,
                                .decode_context_parallel_size = 16,
                                .dcp_kv_cache_interleave_size = 5}),
-            "--block-size 768 is not a multiple of --dcp-kv-cache-interleave-size 5; choose an "
-            "interleave that divides the block size");
+            "layer 'model.layers.3.self_attn': block size 768 is not a multiple of "
+            "--dcp-kv-cache-interleave-size 5; change --block-size or choose an interleave that "
+            "divides the block size");
   LayerSpec swa{.name = "draft.0",
                 .role = Role::kDraft,
                 .kind = CacheKind::kSlidingWindow,
@@ -182,24 +183,24 @@ TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
     }
     auto ga = ComputeGroupGeometry(attn, p, opt);
     ASSERT_TRUE(ga.ok()) << ga.status().ToString();
-    ASSERT_EQ(N % ga->dcp_shard_count, 0);
+    ASSERT_EQ(N % ga->dcp_shard_count(), 0);
     LayerSpec rec = KdaSpec(B, S);
     rec.recurrent_mode = static_cast<RecurrentMode>(pick(0, 2));
     auto gr = ComputeGroupGeometry(rec, p, opt);
     ASSERT_TRUE(gr.ok()) << gr.status().ToString();
-    ASSERT_EQ(gr->dcp_shard_count, 1);
+    ASSERT_EQ(gr->dcp_shard_count(), 1);
     for (int probe = 0; probe < 8; ++probe) {
       const int64_t n = probe == 0 ? L : pick(1, L);
       const int64_t lookahead = pick(0, 8);
       // Attention manager row: cdiv(min(n + lookahead, L), manager block).
       const int64_t attn_row =
-          (std::min(n + lookahead, L) + ga->manager_block_size - 1) / ga->manager_block_size;
-      ASSERT_LE(attn_row, ga->manager_table_width) << "L=" << L << " B=" << B << " N=" << N;
+          (std::min(n + lookahead, L) + ga->manager_block_size() - 1) / ga->manager_block_size();
+      ASSERT_LE(attn_row, ga->manager_table_width()) << "L=" << L << " B=" << B << " N=" << N;
       // Recurrent rows: align cdiv(n, B) + S; all cdiv(n + S*B, B); none 1 + S.
       int64_t rec_row = 0;
       switch (rec.recurrent_mode) {
         case RecurrentMode::kAlign:
-          rec_row = RecurrentAlignColumnsNeeded(n, B, S);
+          rec_row = (n + B - 1) / B + S;  // brute force: the last checkpoint's column + S
           break;
         case RecurrentMode::kAll:
           rec_row = (n + S * B + B - 1) / B;
@@ -208,7 +209,7 @@ TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
           rec_row = 1 + S;
           break;
       }
-      ASSERT_LE(rec_row, gr->manager_table_width) << "L=" << L << " B=" << B << " S=" << S;
+      ASSERT_LE(rec_row, gr->manager_table_width()) << "L=" << L << " B=" << B << " S=" << S;
     }
   }
 }

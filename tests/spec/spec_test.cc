@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "kvtopo/geometry.h"
 #include "kvtopo/state_shapes.h"
 
 namespace kvtopo {
@@ -160,29 +161,35 @@ TEST(StateShapes, Mamba2PadsGroupsToTp) {
   EXPECT_EQ(*StateBytes(*s), 2304 * 5 * 2 + 32 * 64 * 128 * 4);
 }
 
+// Pages one request holds (the geometry's PagesForLength at L) for `spec` under DCP `dcp` with
+// `in_flight` tokens in flight.
+GroupGeometry Geometry(const LayerSpec& spec, int64_t dcp, int64_t max_len, int64_t in_flight) {
+  auto g = ComputeGroupGeometry(
+      spec, {.tensor_parallel_size = dcp, .decode_context_parallel_size = dcp},
+      {.max_model_len = max_len, .max_num_seqs = 1, .max_tokens_in_flight = in_flight});
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return g.ok() ? *g : GroupGeometry{};
+}
+
 TEST(MemoryPerRequest, FormulasPerKind) {
-  const RequestBounds dcp16{
-      .max_model_len = 1000000, .max_tokens_in_flight = 8192, .dcp_shard_count = 16};
   LayerSpec mla = Mla(768, KvCacheDtype::kFp8);
-  EXPECT_EQ(*MaxPagesPerRequest(mla, dcp16), 82);  // cdiv(62,500, 768)
-  EXPECT_EQ(*MaxMemoryPerRequestBytes(mla, dcp16), 82 * 768 * 576);
+  const GroupGeometry sharded = Geometry(mla, 16, 1000000, 8192);
+  EXPECT_EQ(sharded.max_pages_per_request(), 82);  // cdiv(62,500, 768)
+  EXPECT_EQ(sharded.memory_per_request_bytes(), 82 * 768 * 576);
 
   LayerSpec swa = Gqa(16, 8, 128, KvCacheDtype::kBfloat16);
   swa.kind = CacheKind::kSlidingWindow;
   swa.sliding_window = 4096;
-  const RequestBounds one{
-      .max_model_len = 32768, .max_tokens_in_flight = 2048, .dcp_shard_count = 1};
-  EXPECT_EQ(*MaxPagesPerRequest(swa, one), (4095 + 2048 + 15) / 16 + 1);
+  EXPECT_EQ(Geometry(swa, 1, 32768, 2048).max_pages_per_request(), (4095 + 2048 + 15) / 16 + 1);
   swa.extra_retained_tokens = 4096;
-  EXPECT_EQ(*MaxPagesPerRequest(swa, one), (4095 + 4096 + 2048 + 15) / 16 + 1);
-  const RequestBounds short_len{
-      .max_model_len = 1000, .max_tokens_in_flight = 2048, .dcp_shard_count = 1};
-  EXPECT_EQ(*MaxPagesPerRequest(swa, short_len), 63 + 1);  // min(..., L) = 1000
+  EXPECT_EQ(Geometry(swa, 1, 32768, 2048).max_pages_per_request(),
+            (4095 + 4096 + 2048 + 15) / 16 + 1);
+  EXPECT_EQ(Geometry(swa, 1, 1000, 2048).max_pages_per_request(), 63 + 1);  // min(..., L) = 1000
 
   LayerSpec chunk = Gqa(16, 8, 128, KvCacheDtype::kBfloat16);
   chunk.kind = CacheKind::kChunkedLocal;
   chunk.attention_chunk_size = 8192;
-  EXPECT_EQ(*MaxPagesPerRequest(chunk, one), (8192 + 2048) / 16);
+  EXPECT_EQ(Geometry(chunk, 1, 32768, 2048).max_pages_per_request(), (8192 + 2048) / 16);
 
   LayerSpec rec{.name = "kda",
                 .kind = CacheKind::kRecurrent,
@@ -190,12 +197,15 @@ TEST(MemoryPerRequest, FormulasPerKind) {
                 .state = {{{6, 128, 128}, ElementType::kFloat32}},
                 .num_speculative_blocks = 7};
   rec.recurrent_mode = RecurrentMode::kNone;
-  EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 8);
+  EXPECT_EQ(Geometry(rec, 16, 1000000, 8192).max_pages_per_request(), 8);
   rec.recurrent_mode = RecurrentMode::kAlign;
-  EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 9);
-  EXPECT_EQ(*MaxMemoryPerRequestBytes(rec, dcp16), 9 * 393216);
+  EXPECT_EQ(Geometry(rec, 16, 1000000, 8192).max_pages_per_request(), 9);
+  EXPECT_EQ(Geometry(rec, 16, 1000000, 8192).memory_per_request_bytes(), 9 * 393216);
   rec.recurrent_mode = RecurrentMode::kAll;
-  EXPECT_EQ(*MaxPagesPerRequest(rec, dcp16), 1303 + 7);
+  EXPECT_EQ(Geometry(rec, 16, 1000000, 8192).max_pages_per_request(), 1303 + 7);
+  // A shorter length asks the same geometry.
+  EXPECT_EQ(sharded.PagesForLength(12288), 1);
+  EXPECT_EQ(sharded.PagesForLength(12289), 2);
 }
 
 }  // namespace
@@ -212,13 +222,11 @@ TEST(MemoryPerRequest, WindowSpanSaturatesAtTheModelLength) {
                 .head_size = 128,
                 .head_size_v = 128,
                 .sliding_window = 4096};
-  const RequestBounds huge{.max_model_len = 32768,
-                           .max_tokens_in_flight = std::numeric_limits<int64_t>::max(),
-                           .dcp_shard_count = 1};
-  EXPECT_EQ(*MaxPagesPerRequest(swa, huge), 32768 / 16 + 1);
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Geometry(swa, 1, 32768, huge).max_pages_per_request(), 32768 / 16 + 1);
   swa.kind = CacheKind::kChunkedLocal;
   swa.attention_chunk_size = 8192;
-  EXPECT_EQ(*MaxPagesPerRequest(swa, huge), 32768 / 16);
+  EXPECT_EQ(Geometry(swa, 1, 32768, huge).max_pages_per_request(), 32768 / 16);
 }
 
 }  // namespace

@@ -22,30 +22,44 @@ int64_t BruteLocalLen(int64_t L, int64_t N, int64_t r, int64_t I) {
   return count;
 }
 
-TEST(LocalSeqLen, MatchesBruteForceOverRandomInputs) {
+TEST(LocalLength, MatchesBruteForceOverRandomInputs) {
   std::mt19937_64 rng(11);
   for (int64_t N : {1, 2, 4, 16}) {
     for (int64_t I : {1, 16}) {
+      const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = N, .interleave = I});
       for (int trial = 0; trial < 40; ++trial) {
         const int64_t L = static_cast<int64_t>(rng() % 3000);
         for (int64_t r = 0; r < N; ++r) {
-          ASSERT_EQ(LocalSeqLen(TokenCount{L}, N, r, I).value(), BruteLocalLen(L, N, r, I))
+          ASSERT_EQ(g.LocalLength(Rank{static_cast<int32_t>(r)}, TokenCount{L}).value(),
+                    BruteLocalLen(L, N, r, I))
               << "L=" << L << " N=" << N << " r=" << r << " I=" << I;
         }
+        ASSERT_EQ(g.LargestLocalShard(TokenCount{L}).value(), BruteLocalLen(L, N, 0, I));
       }
     }
   }
+  // A partial group (2 slices over 4 ranks): ranks r and r + 2 hold the same slice.
+  const GroupGeometry partial = MakeGeometry({.block_size = 16, .dcp = 4, .kv_shards = 2});
+  for (int64_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(partial.LocalLength(Rank{static_cast<int32_t>(r)}, TokenCount{37}).value(),
+              BruteLocalLen(37, 2, r % 2, 1));
+  }
+  // Replicated and recurrent groups keep every token on every rank.
+  const GroupGeometry replicated = MakeGeometry({.block_size = 16, .dcp = 4, .replicated = true});
+  EXPECT_EQ(replicated.LocalLength(Rank{3}, TokenCount{37}).value(), 37);
 }
 
-TEST(LocalSeqLen, BatchFormPadsAndShortSequencesStayOnRankZero) {
-  // L = 10, DCP4, I = 16: rank 0 holds all 10 tokens.
+TEST(LocalLength, BatchFormPadsAndShortSequencesStayOnRankZero) {
+  // L = 10, DCP4, I = 16: rank 0 holds all 10 tokens. A draft's metadata asks its own group's
+  // geometry with the draft's global lengths.
+  const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = 4, .interleave = 16});
   const std::vector<int32_t> seq_lens = {10, 37};
   std::vector<int32_t> out(4, 99);
-  FillLocalSeqLens(seq_lens, 4, 0, 16, out);
+  g.LocalLengths(Rank{0}, seq_lens, out);
   EXPECT_EQ(out, (std::vector<int32_t>{10, 16, 0, 0}));
-  FillLocalSeqLens(seq_lens, 4, 2, 16, out);
+  g.LocalLengths(Rank{2}, seq_lens, out);
   EXPECT_EQ(out, (std::vector<int32_t>{0, 5, 0, 0}));
-  FillLocalSeqLens(seq_lens, 4, 1, 16, out);
+  g.LocalLengths(Rank{1}, seq_lens, out);
   EXPECT_EQ(out, (std::vector<int32_t>{0, 16, 0, 0}));
 }
 
@@ -56,9 +70,9 @@ void CheckCoverage(const GroupGeometry& g, int64_t num_ranks, int64_t seq_len,
   std::vector<TokenPos> positions;
   for (int64_t p = 0; p < seq_len; ++p) positions.emplace_back(p);
   std::vector<int64_t> holders(seq_len, 0);
-  const int64_t b = g.kernel_block_size;
+  const int64_t b = g.kernel_block_size();
   for (int64_t r = 0; r < num_ranks; ++r) {
-    const SlotLayout layout = SlotLayoutFor(g, Rank{static_cast<int32_t>(r)});
+    const SlotLayout layout = g.SlotLayoutFor(Rank{static_cast<int32_t>(r)});
     std::vector<int64_t> slots(seq_len + 5);
     ASSERT_TRUE(ComputeSlotMapping(layout, row, positions, slots).ok());
     for (int64_t i = seq_len; i < seq_len + 5; ++i) ASSERT_EQ(slots[i], kPadSlot);
@@ -69,9 +83,9 @@ void CheckCoverage(const GroupGeometry& g, int64_t num_ranks, int64_t seq_len,
       ASSERT_EQ(slots[p], static_cast<int64_t>(row[local / b]) * b + local % b) << "p=" << p;
       ++local;
     }
-    ASSERT_EQ(local, LocalSeqLen(g, Rank{static_cast<int32_t>(r)}, TokenCount{seq_len}).value());
+    ASSERT_EQ(local, g.LocalLength(Rank{static_cast<int32_t>(r)}, TokenCount{seq_len}).value());
   }
-  const int64_t expected_holders = num_ranks / (g.interleaved_slots() ? g.dcp_shard_count : 1);
+  const int64_t expected_holders = num_ranks / (g.interleaved_slots() ? g.dcp_shard_count() : 1);
   for (int64_t p = 0; p < seq_len; ++p) ASSERT_EQ(holders[p], expected_holders) << "p=" << p;
 }
 
@@ -99,10 +113,10 @@ TEST(SlotMapping, EachShardedPositionOnExactlyOneRankReplicatedOnEvery) {
         groups.push_back(MakeGeometry(recurrent));
         for (const GroupGeometry& g : groups) {
           const int64_t seq_len = 1 + static_cast<int64_t>(rng() % 700);
-          const int64_t k = g.block_size / g.kernel_block_size;
+          const int64_t k = g.block_size() / g.kernel_block_size();
           BlockTable table(g, 1);
           std::vector<BlockId> blocks;
-          const int64_t columns = (seq_len + g.manager_block_size - 1) / g.manager_block_size;
+          const int64_t columns = (seq_len + g.manager_block_size() - 1) / g.manager_block_size();
           for (int64_t j = 0; j < columns; ++j)
             blocks.emplace_back(static_cast<int32_t>(3 + 2 * j));
           ASSERT_TRUE(table.Append(0, blocks).ok());
@@ -171,10 +185,10 @@ TEST(SlotMapping, WorkedExampleDcp4Interleave1) {
   const std::vector<int32_t> row = {7};
   const std::vector<TokenPos> positions = {TokenPos{0}, TokenPos{5}, TokenPos{36}};
   std::vector<int64_t> out(3);
-  ASSERT_TRUE(ComputeSlotMapping(SlotLayoutFor(g, Rank{1}), row, positions, out).ok());
+  ASSERT_TRUE(ComputeSlotMapping(g.SlotLayoutFor(Rank{1}), row, positions, out).ok());
   EXPECT_EQ(out, (std::vector<int64_t>{-1, 7 * 16 + 1, -1}));
   const std::vector<TokenPos> too_far = {TokenPos{64}};
-  EXPECT_FALSE(ComputeSlotMapping(SlotLayoutFor(g, Rank{0}), row, too_far, out).ok());
+  EXPECT_FALSE(ComputeSlotMapping(g.SlotLayoutFor(Rank{0}), row, too_far, out).ok());
 }
 
 TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
@@ -182,7 +196,7 @@ TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   const GroupGeometry g =
       MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
   BlockTable table(g, 2);
-  EXPECT_EQ(table.width(), g.block_table_width);
+  EXPECT_EQ(table.width(), g.block_table_width());
   EXPECT_EQ(table.width(), 8);  // cdiv(128, 64) = 2 manager columns x 4
   const std::vector<BlockId> first = {BlockId{5}};
   ASSERT_TRUE(table.Append(1, first).ok());

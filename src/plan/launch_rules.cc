@@ -1,0 +1,198 @@
+// The launch rules that depend on the planned layout: each is a small function over one planned
+// layer and its group's geometry, so it sees the final block size, placement and shard count
+// (DESIGN.md §3 rule 5; fork_and_models.md A.1–A.4; vllm_kv_cache.md §4.6). Rules that do not
+// depend on the layout (backend kind, head size, causality) live with the model layer.
+#include "plan/launch_rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "kvtopo/backend.h"
+
+namespace kvtopo::internal {
+namespace {
+
+// One planned attention layer and what the rules read about it.
+struct Layer {
+  const LayerSpec& spec;
+  const GroupGeometry& geometry;
+  const BackendCaps& backend;
+  const ParallelConfig& parallel;
+  int64_t num_speculative_tokens = 0;
+};
+
+class Findings {
+ public:
+  explicit Findings(std::vector<Diagnostic>& out) : out_(out) {}
+  void Error(std::string code, std::string message) {
+    if (!seen_.emplace(code, message).second) return;
+    out_.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message)});
+  }
+
+ private:
+  std::vector<Diagnostic>& out_;
+  std::set<std::pair<std::string, std::string>> seen_;  // (code, message) dedupe
+};
+
+std::string RoleKnob(const LayerSpec& s) {
+  return s.role == Role::kTarget ? "--attention-backend"
+                                 : "the speculative config's draft_attention_backend";
+}
+
+// The final block must be one the backend's kernels run (or a multiple of one).
+void CheckKernelBlock(const Layer& l, Findings& f) {
+  if (l.backend.SupportsBlockSize(l.spec.block_size)) return;
+  f.Error("backend-block-size",
+          fmt::format("{} layer '{}' uses block size {} which is not a multiple of a {} kernel "
+                      "block size (smallest {}); change --block-size",
+                      RoleName(l.spec.role), l.spec.name, l.spec.block_size, l.backend.name,
+                      l.backend.MinKernelBlockSize()));
+}
+
+// A cache every rank holds in full (DCP1 geometry inside a DCP launch).
+void CheckReplicated(const Layer& l, Findings& f) {
+  const ParallelConfig& p = l.parallel;
+  const std::string role(RoleName(l.spec.role));
+  if (p.prefill_context_parallel_size > 1) {
+    f.Error("replicated-pcp",
+            fmt::format("{} layer '{}' keeps a replicated (DCP1) cache, which cannot run with "
+                        "--prefill-context-parallel-size {}; set it to 1",
+                        role, l.spec.name, p.prefill_context_parallel_size));
+  }
+  if (l.spec.role == Role::kDraft && !l.backend.local_dcp_draft_contract) {
+    f.Error(
+        "replicated-draft-backend",
+        fmt::format("draft layer '{}' is replicated under --decode-context-parallel-size {} "
+                    "but backend {} cannot run a DCP1 draft inside a DCP launch; choose a "
+                    "backend with the local-DCP draft contract via {}",
+                    l.spec.name, p.decode_context_parallel_size, l.backend.name, RoleKnob(l.spec)));
+  }
+}
+
+// A cache whose token positions are striped over the DCP ranks.
+void CheckSharded(const Layer& l, Findings& f) {
+  const ParallelConfig& p = l.parallel;
+  const LayerSpec& s = l.spec;
+  const BackendCaps& be = l.backend;
+  const std::string role(RoleName(s.role));
+  const int64_t N = p.decode_context_parallel_size;
+  const int64_t tp = p.tensor_parallel_size;
+  if (!be.returns_lse) {
+    f.Error("dcp-backend-lse",
+            fmt::format("{} layer '{}' is DCP-sharded but backend {} does not return the softmax "
+                        "LSE needed to combine shards; choose another backend with {} or set "
+                        "--decode-context-parallel-size 1",
+                        role, s.name, be.name, RoleKnob(s)));
+  }
+  if (p.prefill_context_parallel_size > 1 && !be.supports_pcp) {
+    f.Error(be.dcp_gathered_head_multiple > 0 ? "b12x-dcp-pcp" : "backend-pcp",
+            fmt::format("backend {} ({} layer '{}') does not support prefill context "
+                        "parallelism; set --prefill-context-parallel-size 1",
+                        be.name, role, s.name));
+  }
+  if (l.num_speculative_tokens > 0 && l.geometry.interleave() > 1 &&
+      !be.spec_decode_with_interleave) {
+    f.Error("spec-interleave-backend",
+            fmt::format("speculative decoding with --dcp-kv-cache-interleave-size {} needs "
+                        "backend support, which {} ({} layer '{}') lacks; set the interleave to "
+                        "1 or choose another backend with {}",
+                        l.geometry.interleave(), be.name, role, s.name, RoleKnob(s)));
+  }
+  if (be.dcp_gathered_head_multiple > 0) {
+    // Backend-owned dense MLA DCP: gathered query heads fill the kernel's head tile.
+    const int64_t q = s.num_q_heads_total;
+    if (q % tp != 0) {
+      f.Error("b12x-dcp-gathered-heads",
+              fmt::format("layer '{}' has {} query heads, not divisible by "
+                          "--tensor-parallel-size {}; backend {} needs whole local heads under "
+                          "DCP",
+                          s.name, q, tp, be.name));
+    } else if ((q / tp * N) % be.dcp_gathered_head_multiple != 0) {
+      f.Error("b12x-dcp-gathered-heads",
+              fmt::format("backend {} under DCP gathers local heads x DCP = {} x {} = {} query "
+                          "heads, which must be a multiple of {}; change "
+                          "--decode-context-parallel-size (or --tensor-parallel-size)",
+                          be.name, q / tp, N, q / tp * N, be.dcp_gathered_head_multiple));
+    }
+  }
+  if (be.dcp_max_local_kv_tokens > 0) {
+    const int64_t L = l.geometry.max_model_len();
+    const int64_t shard = l.geometry.LargestLocalShard(TokenCount{L}).value();
+    if (shard > be.dcp_max_local_kv_tokens) {
+      f.Error("b12x-dcp-local-shard",
+              fmt::format("backend {} holds at most {} tokens per rank-local KV shard, but "
+                          "--max-model-len {} over DCP {} puts {} on rank 0; lower "
+                          "--max-model-len or raise --decode-context-parallel-size",
+                          be.name, be.dcp_max_local_kv_tokens, L, N, shard));
+    }
+  }
+  if (!IsMla(s.kind)) {
+    // GQA/MQA rules for DCP (vllm_kv_cache.md §4.6).
+    const int64_t kv = std::max<int64_t>(1, s.num_kv_heads_total);
+    const int64_t q = s.num_q_heads_total;
+    if (tp <= kv) {
+      f.Error("gqa-dcp-tp-kv-heads",
+              fmt::format("{} layers: --tensor-parallel-size {} must be greater than the total "
+                          "KV heads {} for GQA/MQA decode context parallelism; raise "
+                          "--tensor-parallel-size or set --decode-context-parallel-size 1",
+                          role, tp, kv));
+    } else if (N > tp / kv) {
+      f.Error("gqa-dcp-size",
+              fmt::format("{} layers: --decode-context-parallel-size {} exceeds tensor-parallel "
+                          "size / KV heads = {} / {} = {} for GQA/MQA; lower it",
+                          role, N, tp, kv, tp / kv));
+    }
+    if (q % kv != 0 || (q / kv) % N != 0) {
+      f.Error("gqa-dcp-q-per-kv",
+              fmt::format("{} layers: query heads per KV head {} / {} must be a multiple of "
+                          "--decode-context-parallel-size {}; change it",
+                          role, q, kv, N));
+    }
+  }
+}
+
+// A DSpark draft window holds at least one of its blocks.
+void CheckDraftWindow(const Layer& l, int64_t dspark_window, Findings& f) {
+  if (dspark_window <= 0 || l.spec.role != Role::kDraft || !IsWindowed(l.spec.kind) ||
+      dspark_window >= l.spec.block_size) {
+    return;
+  }
+  f.Error("dspark-window",
+          fmt::format("VLLM_DSPARK_DRAFT_KV_WINDOW {} must be 0 (full draft cache) or at least "
+                      "one block ({} tokens); change it",
+                      dspark_window, l.spec.block_size));
+}
+
+}  // namespace
+
+Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
+  Findings findings(plan.diagnostics);
+  const ParallelConfig& p = plan.parallel;
+  const int64_t N = p.decode_context_parallel_size;
+  for (const PlannedGroup& g : plan.groups) {
+    for (const LayerSpec& s : g.layer_specs) {
+      if (!IsAttention(s.kind) || s.attention_backend.empty() || s.sparse_indexer) continue;
+      KVTOPO_ASSIGN_OR_RETURN(const BackendCaps backend, FindBackend(s.attention_backend));
+      const Layer layer{.spec = s,
+                        .geometry = g.geometry,
+                        .backend = backend,
+                        .parallel = p,
+                        .num_speculative_tokens = plan.model.num_speculative_tokens};
+      CheckKernelBlock(layer, findings);
+      CheckDraftWindow(layer, launch.dspark_draft_kv_window, findings);
+      if (N <= 1) continue;
+      if (g.geometry.interleaved_slots()) {
+        CheckSharded(layer, findings);
+      } else {
+        CheckReplicated(layer, findings);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvtopo::internal
