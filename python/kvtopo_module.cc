@@ -34,6 +34,7 @@
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/launch_options.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
@@ -195,8 +196,10 @@ py::memoryview SlotMapping(const GroupGeometry& g, int64_t rank,
     positions.emplace_back(p);
   }
   const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
-  if (size < static_cast<int64_t>(positions.size())) {
-    RaisePython(PyExc_ValueError, "num_slots must be at least len(positions)");
+  if (size < static_cast<int64_t>(positions.size()) || size > kMaxTableEntries) {
+    RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
+                                      std::to_string(kMaxTableEntries) + "], got " +
+                                      std::to_string(size));
   }
   std::vector<int64_t> out(size, kPadSlot);
   ThrowIfError(ComputeSlotMapping(layout, kernel_row, positions, out));
@@ -213,6 +216,13 @@ struct PyBlockTable {
                   "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
     }
     RequireGeometry(g);
+    // rows x width int32 entries are allocated now: bounded (kvtopo/limits.h).
+    if (num_rows > kMaxTableEntries / std::max<int64_t>(g.block_table_width(), 1)) {
+      RaisePython(PyExc_ValueError,
+                  "num_rows " + std::to_string(num_rows) + " x block_table_width " +
+                      std::to_string(g.block_table_width()) + " is more than the " +
+                      std::to_string(kMaxTableEntries) + " entries a table may hold");
+    }
     return BlockTable(g, static_cast<int32_t>(num_rows));
   }
 
@@ -228,7 +238,8 @@ struct PyBlockTable {
     const int64_t k = table.kernel_blocks_per_block();
     std::vector<BlockId> out;
     for (int64_t b : ToIntVector<int64_t>(block_ids, "block_ids")) {
-      if (b < 0 || (b + 1) * k - 1 > std::numeric_limits<int32_t>::max()) {
+      // Kernel ids b * k .. b * k + k - 1 must fit int32 (written without overflowing).
+      if (b < 0 || b > (std::numeric_limits<int32_t>::max() - (k - 1)) / k) {
         RaisePython(PyExc_ValueError, "block id " + std::to_string(b) +
                                           " is negative or its kernel blocks overflow int32");
       }
@@ -660,6 +671,13 @@ void BindWorker(py::module_& m) {
       [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
          std::optional<int64_t> num_slots) {
         const std::vector<int32_t> row = ToIntVector<int32_t>(kernel_row, "kernel_row");
+        for (size_t i = 0; i < row.size(); ++i) {
+          if (row[i] < 0) {
+            RaisePython(PyExc_ValueError, "kernel_row[" + std::to_string(i) + "] is " +
+                                              std::to_string(row[i]) +
+                                              "; kernel block ids are non-negative");
+          }
+        }
         return SlotMapping(g, rank, row, positions, num_slots);
       },
       py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "kvtopo/block_table.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/slot_mapping.h"
 #include "launch_flags.h"
@@ -57,8 +58,6 @@ Result<std::vector<int32_t>> ParseBlockIds(const std::string& text) {
   return ids;
 }
 
-// The most (rank, position) cells one `slots` call prints: ranks x --seq-len.
-constexpr int64_t kMaxSlotCells = int64_t{1} << 24;
 // Slots stay exact in JSON readers that parse numbers as doubles.
 constexpr int64_t kMaxSlot = int64_t{1} << 53;
 
@@ -74,9 +73,9 @@ int PrintSlots(const GroupGeometry& geometry, int64_t seq_len, const std::vector
         fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len(), seq_len));
   }
   const int64_t num_ranks = geometry.dcp_size();
-  if (seq_len > kMaxSlotCells / num_ranks) {
+  if (seq_len > kMaxSlotsCells / num_ranks) {
     return Usage(fmt::format("{} ranks x --seq-len {} is more than the {} slots one call prints",
-                             num_ranks, seq_len, kMaxSlotCells));
+                             num_ranks, seq_len, kMaxSlotsCells));
   }
   const int64_t needed = geometry.ColumnsFor(seq_len);
   if (static_cast<int64_t>(ids.size()) < needed) {
