@@ -417,15 +417,15 @@ class Harness {
 
   void CheckSlots(int64_t id, int32_t g) {
     const GroupGeometry& geo = m_.group(GroupId{g}).geometry;
-    if (geo.kind == CacheKind::kRecurrent) return;
+    if (geo.kind() == CacheKind::kRecurrent) return;
     const BlockTable& t = tables_[g];
     const int32_t row = live_.at(id).row;
     const auto blocks = m_.BlockIds(RequestId{id}, GroupId{g});
     const auto kernel_row = t.Row(row).first(t.row_length(row));
-    const int64_t n = geo.interleaved_slots() ? geo.dcp_shard_count : 1;
-    const int64_t I = n == 1 ? 1 : geo.interleave;
-    const int64_t b = geo.kernel_block_size;
-    const int64_t M = geo.manager_block_size;
+    const int64_t n = geo.interleaved_slots() ? geo.dcp_shard_count() : 1;
+    const int64_t I = n == 1 ? 1 : geo.interleave();
+    const int64_t b = geo.kernel_block_size();
+    const int64_t M = geo.manager_block_size();
     const int64_t end = std::min<int64_t>(check_end_, static_cast<int64_t>(blocks.size()) * M);
     if (end <= check_begin_) return;
     // Enumeration: hand runs of I positions to slices 0, 1, ..., n-1, 0, ...; each slice stores
@@ -449,8 +449,8 @@ class Harness {
     if (positions_.empty()) return;
     slots_.assign(positions_.size(), 0);
     holders_.assign(positions_.size(), 0);
-    for (int64_t rank = 0; rank < geo.dcp_size; ++rank) {
-      const Status s = ComputeSlotMapping(SlotLayoutFor(geo, Rank{static_cast<int32_t>(rank)}),
+    for (int64_t rank = 0; rank < geo.dcp_size(); ++rank) {
+      const Status s = ComputeSlotMapping(geo.SlotLayoutFor(Rank{static_cast<int32_t>(rank)}),
                                           kernel_row, positions_, slots_);
       KVTOPO_CHECK_MSG(s.ok(), Fail("slot mapping of allocated positions: " + s.ToString()));
       for (size_t i = 0; i < positions_.size(); ++i) {
@@ -466,7 +466,7 @@ class Harness {
       }
     }
     for (size_t i = 0; i < positions_.size(); ++i) {
-      KVTOPO_CHECK_MSG(holders_[i] == geo.dcp_size / n,
+      KVTOPO_CHECK_MSG(holders_[i] == geo.dcp_size() / n,
                        Fail("a position is not held by N / n ranks"));
     }
   }
