@@ -14,7 +14,7 @@ JOBS ?= $(shell nproc)
 PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 DEBIAN_PACKAGES := cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev pybind11-dev python3-dev clang-format \
-  clang-14 libclang-rt-14-dev llvm-14
+  openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev llvm-14
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build build-asan build-release build-fuzz run test test-release test-python \

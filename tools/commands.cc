@@ -36,6 +36,7 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterProfilesCommand(app, registry);
   RegisterSimulateCommand(app, registry);
   RegisterSlotsCommand(app, registry);
+  RegisterVerifyCommand(app, registry);
 }
 
 }  // namespace kvtopo::cli

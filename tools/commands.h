@@ -44,5 +44,6 @@ void RegisterPlanCommands(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterVerifyCommand(CLI::App& app, CommandRegistry& registry);
 
 }  // namespace kvtopo::cli

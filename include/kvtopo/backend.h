@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,9 @@
 #include "kvtopo/status.h"
 
 namespace kvtopo {
+
+// The layer families a backend can be the default for (profiles/backends.json "default_for").
+enum class BackendFamily { kAttention, kMla, kSparseMla };
 
 struct BackendCaps {
   std::string name;                         // upper case, e.g. "B12X_MLA"
@@ -31,12 +35,15 @@ struct BackendCaps {
   bool owns_dcp_collectives = false;        // takes rank-local queries and combines itself
   bool supports_non_causal = false;         // block-parallel (DFlash / DSpark) drafts
   bool local_dcp_draft_contract = false;    // runs a replicated draft as DCP1 inside a DCP launch
+  bool dspark_draft_under_dcp = false;      // serves an external DSpark draft when DCP > 1
   bool indexes_kv_by_block_stride = false;  // pages may be padded (page_size_padded)
   bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
   bool supports_pcp = false;                 // prefill context parallelism
   bool supports_sliding_window = false;
   int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
   int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
+  // The family this backend serves when neither the launch nor the model profile names one.
+  std::optional<BackendFamily> default_for;
 
   bool SupportsHeadSize(int64_t head_size) const;
   // True when `block_size` is a kernel block size or a multiple of one (kernel block splitting).
@@ -49,6 +56,8 @@ struct BackendCaps {
 
 // Case-insensitive lookup. NotFound lists every registered backend.
 Result<BackendCaps> FindBackend(std::string_view name);
+// The registry's default backend for `family` (exactly one per family).
+Result<BackendCaps> DefaultBackend(BackendFamily family);
 // Every registered backend, in registry order.
 Result<std::vector<BackendCaps>> ListBackends();
 

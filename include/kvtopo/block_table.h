@@ -47,7 +47,6 @@ class BlockTable {
   void CheckInvariants() const;
 
  private:
-  friend class BlockTablePeer;
   int64_t width_;
   int64_t k_;
   int32_t num_rows_;

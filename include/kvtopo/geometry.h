@@ -31,8 +31,9 @@
 
 namespace kvtopo {
 
+class GroupGeometry;
 namespace internal {
-class GroupGeometryPeer;
+GroupGeometry DcpScaledRecurrentTable(const GroupGeometry& geometry);
 }  // namespace internal
 
 enum class Placement {
@@ -115,6 +116,8 @@ class GroupGeometry {
   //   chunked local cdiv(min(chunk + T, L), B); recurrent none 1 + S, align 2 + S,
   //   all cdiv(L, B) + S (T: max_tokens_in_flight). Saturates instead of overflowing.
   int64_t PagesForLength(int64_t max_len) const;
+  // The same with another bound on tokens in flight (a driver scheduling a smaller budget).
+  int64_t PagesForLength(int64_t max_len, int64_t max_tokens_in_flight) const;
   // The layout of this group on `rank` (rank in [0, dcp_size)).
   SlotLayout SlotLayoutFor(Rank rank) const;
   // The slice holding position p, and whether `rank` holds p.
@@ -136,7 +139,8 @@ class GroupGeometry {
   friend Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec,
                                                     const ParallelConfig& parallel,
                                                     const GeometryOptions& options);
-  friend class internal::GroupGeometryPeer;
+  // The negative controls' deliberately wrong geometry (src/internal/injected_faults.h).
+  friend GroupGeometry internal::DcpScaledRecurrentTable(const GroupGeometry& geometry);
 
   CacheKind kind_ = CacheKind::kFullAttention;
   Placement placement_ = Placement::kSharded;

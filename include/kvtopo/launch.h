@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvtopo/dtype.h"
@@ -85,6 +86,18 @@ struct SpeculativeConfig {
   bool AllowsAsyncScheduling() const;
 };
 
+// VLLM_DCP_SHARD_DRAFT, read once at the launch-options edge. The engine's methods read it
+// differently (an external DSpark draft shards only on exactly "1", in-model MTP replicates only
+// on a falsy value), so the parsed form keeps the distinctions they need.
+enum class ShardDraftRequest {
+  kUnset,   // not set
+  kOne,     // "1" (or --shard-draft)
+  kTruthy,  // "true" or "yes", any case
+  kFalsy,   // "0", "false" or "no", any case
+  kOther,   // anything else: neither truthy nor falsy
+};
+ShardDraftRequest ParseShardDraftRequest(std::string_view value);
+
 struct LaunchConfig {
   std::string model;  // profile name, config.json path or a directory; empty: kimi-k3 default
   ParallelConfig parallel;
@@ -92,9 +105,10 @@ struct LaunchConfig {
   CacheOptions cache;
   int64_t kv_cache_memory_bytes = 0;  // per rank; 0: kDefaultKvCacheMemoryBytes (plan.h)
   std::optional<SpeculativeConfig> speculative;
-  bool shard_draft_flag = false;  // --shard-draft
-  // The value of VLLM_DCP_SHARD_DRAFT in the environment, if set.
-  std::optional<std::string> dcp_shard_draft_env;
+  // Draft-cache sharding asked for under DCP: VLLM_DCP_SHARD_DRAFT as parsed by
+  // ParseShardDraftRequest, or kOne for --shard-draft. Each method's row reads it
+  // (docs/planner.md "Speculative methods").
+  ShardDraftRequest shard_draft = ShardDraftRequest::kUnset;
   // VLLM_DSPARK_DRAFT_KV_WINDOW: > 0 bounds a DSpark draft's cache to a sliding window of this
   // many tokens (sliding-window MLA); 0 keeps the full draft cache.
   int64_t dspark_draft_kv_window = 0;

@@ -41,10 +41,6 @@ Result<ModelCacheSpecs> BuildModelCacheSpecs(const LaunchConfig& config);
 Result<ModelCacheSpecs> BuildModelCacheSpecsFromJson(const nlohmann::json& model_config,
                                                      const LaunchConfig& config);
 
-// True when VLLM_DCP_SHARD_DRAFT's value is truthy as the engine reads it: "1", "true" or
-// "yes", case-insensitive.
-bool IsTruthyEnv(std::string_view value);
-
 // One embedded profile, for listings.
 struct ProfileInfo {
   std::string name;          // file stem under profiles/

@@ -13,6 +13,11 @@ namespace {
 
 using internal::ConfigReader;
 
+constexpr std::pair<std::string_view, BackendFamily> kFamilies[] = {
+    {"attention", BackendFamily::kAttention},
+    {"mla", BackendFamily::kMla},
+    {"sparse_mla", BackendFamily::kSparseMla}};
+
 Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   BackendCaps b;
   KVTOPO_ASSIGN_OR_RETURN(b.name, r.String("name"));
@@ -52,6 +57,7 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.owns_dcp_collectives, r.BoolOr("owns_dcp_collectives", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_non_causal, r.BoolOr("supports_non_causal", false));
   KVTOPO_ASSIGN_OR_RETURN(b.local_dcp_draft_contract, r.BoolOr("local_dcp_draft_contract", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.dspark_draft_under_dcp, r.BoolOr("dspark_draft_under_dcp", false));
   KVTOPO_ASSIGN_OR_RETURN(b.indexes_kv_by_block_stride,
                           r.BoolOr("indexes_kv_by_block_stride", false));
   KVTOPO_ASSIGN_OR_RETURN(b.spec_decode_with_interleave,
@@ -60,6 +66,13 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_max_local_kv_tokens, r.IntOr("dcp_max_local_kv_tokens", 0));
+  if (r.Has("default_for")) {
+    KVTOPO_ASSIGN_OR_RETURN(std::string family, r.String("default_for"));
+    for (const auto& [name, value] : kFamilies) {
+      if (family == name) b.default_for = value;
+    }
+    if (!b.default_for) return r.Invalid("default_for", "is one of attention, mla, sparse_mla");
+  }
   if (!b.SupportsBlockSize(b.preferred_block_size)) {
     return r.Invalid("preferred_block_size", "is not a supported kernel block size");
   }
@@ -83,6 +96,16 @@ Result<std::vector<BackendCaps>> LoadRegistry() {
           BackendCaps b,
           ParseBackend(ConfigReader(e, "profiles/backends.json", fmt::format("backends[{}]", i))));
       out.push_back(std::move(b));
+    }
+    for (const auto& [family_name, family] : kFamilies) {
+      const auto n = std::count_if(out.begin(), out.end(),
+                                   [&](const BackendCaps& b) { return b.default_for == family; });
+      if (n != 1) {
+        return root.Invalid("backends",
+                            fmt::format("name exactly one backend with \"default_for\": "
+                                        "\"{}\", found {}",
+                                        family_name, n));
+      }
     }
     return out;
   }
@@ -121,6 +144,15 @@ KvCacheDtype BackendCaps::StoredKvCacheDtype(KvCacheDtype requested) const {
 }
 
 Result<std::vector<BackendCaps>> ListBackends() { return Registry(); }
+
+Result<BackendCaps> DefaultBackend(BackendFamily family) {
+  const Result<std::vector<BackendCaps>>& registry = Registry();
+  if (!registry.ok()) return registry.status();
+  for (const BackendCaps& b : *registry) {
+    if (b.default_for == family) return b;
+  }
+  return Internal("the backend registry names no default backend for a layer family");
+}
 
 Result<BackendCaps> FindBackend(std::string_view name) {
   const Result<std::vector<BackendCaps>>& registry = Registry();

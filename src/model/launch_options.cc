@@ -16,6 +16,7 @@
 #include "kvtopo/units.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
+#include "model/speculative_method.h"
 
 namespace kvtopo {
 namespace {
@@ -227,8 +228,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "VLLM_DCP_SHARD_DRAFT",
-       "draft-cache sharding under DCP as the engine reads it: 1/true/yes shard, 0/false/no "
-       "replicate; unset: by draft (external non-causal drafts replicate, MTP shards)",
+       "draft-cache sharding under DCP as the engine reads it, per method: 1 shards every "
+       "draft but DFlash; true/yes shard all but DSpark and DFlash; 0/false/no replicate MTP; "
+       "unset: causal drafts and MTP shard, non-causal ones replicate (docs/planner.md)",
        &LO::dcp_shard_draft},
       {"kv_group_size",
        {},
@@ -491,8 +493,10 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   // Async scheduling (vLLM check_and_set_default_async_scheduling): on by default unless the
   // speculative method runs without it; asking for it with such a method is an error.
   const bool spec_allows_async = !c.speculative || c.speculative->AllowsAsyncScheduling();
-  if (o.async_scheduling && *o.async_scheduling && !spec_allows_async &&
-      c.speculative->method != "draft_model") {
+  const internal::SpeculativeMethod* method =
+      c.speculative ? internal::FindSpeculativeMethod(c.speculative->method) : nullptr;
+  if (o.async_scheduling && *o.async_scheduling && method &&
+      method->async == internal::AsyncScheduling::kNever) {
     return Rejected(fmt::format(
         "--async-scheduling does not run with speculative method '{}'; the engine supports it "
         "with EAGLE/MTP/draft-model/GPU n-gram/DSpark/DFlash speculation; drop the flag or pass "
@@ -501,8 +505,8 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   c.cache.async_scheduling =
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
-  if (o.shard_draft) c.shard_draft_flag = *o.shard_draft;
-  if (o.dcp_shard_draft) c.dcp_shard_draft_env = *o.dcp_shard_draft;
+  if (o.dcp_shard_draft) c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
+  if (o.shard_draft.value_or(false)) c.shard_draft = ShardDraftRequest::kOne;
   if (o.kv_cache_memory) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
   }

@@ -16,6 +16,7 @@
 #include "kvtopo/launch_options.h"
 #include "model/architectures.h"
 #include "model/embedded_profiles.h"
+#include "model/speculative_method.h"
 
 namespace kvtopo {
 namespace {
@@ -24,17 +25,6 @@ using internal::CeilDiv;
 using internal::LayerType;
 using internal::ModelDescription;
 using internal::RawLayer;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool IsFalsyEnv(std::string_view value) {
-  const std::string v = Lower(value);
-  return v == "0" || v == "false" || v == "no";
-}
 
 bool HasIndexer(const ModelDescription& m) {
   return std::any_of(m.layers.begin(), m.layers.end(),
@@ -45,17 +35,26 @@ bool HasMla(const ModelDescription& m) {
                      [](const RawLayer& l) { return l.type == LayerType::kMla; });
 }
 
-// The backend a model uses when nothing names one: its profile's default, else by layer kind.
-std::string DefaultBackendName(const ModelDescription& m) {
+// The backend a model uses when nothing names one: its profile's default, else the registry's
+// default for its layer family (profiles/backends.json "default_for").
+Result<std::string> DefaultBackendName(const ModelDescription& m) {
   if (!m.default_backend.empty()) return m.default_backend;
-  if (HasIndexer(m)) return "B12X_MLA_SPARSE";
-  if (HasMla(m)) return "TRITON_MLA";
-  return "FLASH_ATTN";
+  const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
+                               : HasMla(m)   ? BackendFamily::kMla
+                                             : BackendFamily::kAttention;
+  KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, DefaultBackend(family));
+  return caps.name;
 }
 
-// Methods whose engine groups recompute the last cached block (EAGLE-style proposers).
-bool IsEagleStyle(std::string_view method) {
-  return method == "eagle" || method == "eagle3" || method == "mtp";
+// The registered backends that run an external DSpark draft under DCP, for messages.
+std::string DsparkUnderDcpBackends() {
+  std::string out;
+  Result<std::vector<BackendCaps>> all = ListBackends();
+  if (!all.ok()) return out;
+  for (const BackendCaps& c : *all) {
+    if (c.dspark_draft_under_dcp) out += (out.empty() ? "" : ", ") + c.name;
+  }
+  return out;
 }
 
 // Lookahead slots per §5.8: every proposer with a draft cache reserves S; n-gram, suffix and
@@ -272,8 +271,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
 
   // Target backend and block size.
-  const std::string target_backend_name =
-      cache.attention_backend.empty() ? DefaultBackendName(model) : cache.attention_backend;
+  std::string target_backend_name = cache.attention_backend;
+  if (target_backend_name.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(target_backend_name, DefaultBackendName(model));
+  }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
   b.out.attention_backend = target_backend.name;
@@ -290,7 +291,15 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   b.out.num_speculative_tokens = S;
   b.out.num_lookahead_tokens = spec ? LookaheadTokens(*spec) : 0;
   b.out.speculative_method = spec ? spec->method : "";
-  const bool eagle_style = spec && IsEagleStyle(spec->method);
+  const internal::SpeculativeMethod* method_row =
+      spec ? internal::FindSpeculativeMethod(spec->method) : nullptr;
+  if (spec && !method_row) {
+    return InvalidArgument(fmt::format(
+        "--speculative-config: method '{}' is not a canonical speculative method; parse the "
+        "config with ParseSpeculativeConfig",
+        spec->method));
+  }
+  const bool eagle_style = method_row && method_row->eagle_style;
 
   // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> align (no kvtopo model supports
   // "all"); caching off -> none with one state page over the whole sequence.
@@ -351,7 +360,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   ModelDescription draft;
   if (spec && spec->HasDraftCache()) {
     const std::string& method = spec->method;
-    const bool mtp = method == "mtp";
+    const internal::SpeculativeMethod& row = *method_row;
+    const bool mtp = row.cache == internal::DraftCache::kInModel;
     const ModelDescription* draft_model = &model;
     if (mtp) {
       if (std::none_of(model.layers.begin(), model.layers.end(),
@@ -390,12 +400,12 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     // Backend: "" inherits --attention-backend (else the draft's own default); "auto" picks
     // the draft's default independently of the target.
     std::string draft_backend_name = spec->draft_attention_backend;
-    if (draft_backend_name.empty()) {
-      draft_backend_name = !cache.attention_backend.empty() ? cache.attention_backend
-                           : mtp                            ? target_backend.name
-                                                            : DefaultBackendName(*draft_model);
-    } else if (draft_backend_name == "auto") {
-      draft_backend_name = DefaultBackendName(*draft_model);
+    if (draft_backend_name.empty() && !cache.attention_backend.empty()) {
+      draft_backend_name = cache.attention_backend;
+    } else if (draft_backend_name.empty() && mtp) {
+      draft_backend_name = target_backend.name;
+    } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
+      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, DefaultBackendName(*draft_model));
     }
     KVTOPO_ASSIGN_OR_RETURN(
         const BackendCaps draft_backend,
@@ -415,21 +425,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                     ? block_size
                                     : draft_backend.preferred_block_size;
 
-    const bool causal = draft_model->causal.value_or(!(method == "dspark" || method == "dflash"));
+    const bool causal = draft_model->causal.value_or(row.causal);
     // Placement under DCP (fork_and_models.md A.1, A.4; DESIGN.md §3 rule 2).
-    const std::optional<std::string>& env = config.dcp_shard_draft_env;
-    bool replicated = false;
-    if (N > 1) {
-      if (method == "dflash") {
-        replicated = true;  // DFlash owns TP-local heads and has no cross-rank LSE combine
-      } else if (mtp) {
-        replicated = !config.shard_draft_flag && env.has_value() && IsFalsyEnv(*env);
-      } else if (method == "dspark") {
-        replicated = !config.shard_draft_flag && !(env.has_value() && *env == "1");
-      } else if (!causal) {
-        replicated = !config.shard_draft_flag && !(env.has_value() && IsTruthyEnv(*env));
-      }
-    }
+    const bool replicated = N > 1 && internal::DraftIsReplicated(row, causal, config.shard_draft);
     AttentionOptions draft_opts{.role = Role::kDraft,
                                 .block_size = draft_block,
                                 .dtype = draft_dtype,
@@ -454,15 +452,18 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
 
     // Draft windows.
-    const bool dspark_window = method == "dspark" && config.dspark_draft_kv_window != 0;
-    if (config.dspark_draft_kv_window != 0 && method != "dspark") {
+    using internal::DraftWindowKnob;
+    const bool dspark_window =
+        row.window == DraftWindowKnob::kDsparkKvWindow && config.dspark_draft_kv_window != 0;
+    if (config.dspark_draft_kv_window != 0 && row.window != DraftWindowKnob::kDsparkKvWindow) {
       b.Add(Severity::kWarning, "dspark-window-ignored",
             fmt::format("VLLM_DSPARK_DRAFT_KV_WINDOW {} applies only to DSpark drafts; method "
                         "'{}' ignores it",
                         config.dspark_draft_kv_window, method));
     }
-    const int64_t dflash_window = method == "dflash" ? spec->dflash_draft_window_size : 0;
-    if (spec->dflash_draft_window_size > 0 && method != "dflash") {
+    const int64_t dflash_window =
+        row.window == DraftWindowKnob::kDflashWindowSize ? spec->dflash_draft_window_size : 0;
+    if (spec->dflash_draft_window_size > 0 && row.window != DraftWindowKnob::kDflashWindowSize) {
       b.Add(Severity::kWarning, "dflash-window-ignored",
             fmt::format("dflash_draft_window_size {} applies only to method dflash; '{}' "
                         "ignores it",
@@ -476,20 +477,20 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         s.kind = CacheKind::kSlidingWindowMla;
         s.sliding_window = config.dspark_draft_kv_window;
       }
-      if (method == "dflash" && dflash_window > 0) {
+      if (dflash_window > 0) {
         s.kind = CacheKind::kSlidingWindow;
         s.sliding_window = dflash_window;
       }
       if (IsWindowed(s.kind) && !mtp) s.backend_selects_block = true;
     }
 
-    if (method == "dspark" && N > 1 && draft_backend.name != "B12X_MLA") {
+    if (row.dcp_needs_dspark_backend && N > 1 && !draft_backend.dspark_draft_under_dcp) {
       b.Error("dspark-dcp-backend",
               fmt::format("target --decode-context-parallel-size {} with the external DSpark "
-                          "draft '{}' needs draft_attention_backend B12X_MLA, got {}; set "
-                          "\"draft_attention_backend\": \"B12X_MLA\" or "
+                          "draft '{}' needs a draft_attention_backend that runs DSpark under "
+                          "DCP ({}), got {}; set \"draft_attention_backend\" to one of them or "
                           "--decode-context-parallel-size 1",
-                          N, b.out.draft_name, draft_backend.name));
+                          N, b.out.draft_name, DsparkUnderDcpBackends(), draft_backend.name));
     }
   }
 
@@ -501,7 +502,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         return l.mtp && (l.type == LayerType::kMla || l.type == LayerType::kAttention ||
                          l.type == LayerType::kSlidingWindow);
       });
-  const bool multi_module_mtp = spec && spec->method == "mtp" && num_mtp_modules > 1;
+  const bool multi_module_mtp =
+      method_row && method_row->cache == internal::DraftCache::kInModel && num_mtp_modules > 1;
   for (LayerSpec& s : b.out.layers) {
     if (IsWindowed(s.kind)) s.extra_retained_tokens = multi_module_mtp ? S - 1 : 0;
   }
@@ -539,11 +541,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 }
 
 }  // namespace
-
-bool IsTruthyEnv(std::string_view value) {
-  const std::string v = Lower(value);
-  return v == "1" || v == "true" || v == "yes";
-}
 
 LaunchConfig DefaultLaunchConfig() {
   LaunchConfig c;

@@ -10,22 +10,57 @@
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "model/config_reader.h"
+#include "model/speculative_method.h"
 
 namespace kvtopo {
 namespace {
 
-// vLLM's speculative methods; the per-model MTP names are aliases of mtp (vLLM rewrites them).
-constexpr std::array<std::string_view, 12> kMethods = {
-    "eagle", "eagle3",    "mtp",    "dspark", "dflash",         "draft_model",
-    "ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "extract_hidden_states"};
+using internal::AsyncScheduling;
+using internal::DraftCache;
+using internal::DraftPlacementRule;
+using internal::DraftWindowKnob;
+using internal::SpeculativeMethod;
+
+// vLLM's speculative methods (docs/planner.md "Speculative methods" cites each column).
+constexpr SpeculativeMethod kMethodTable[] = {
+    {.name = "eagle",
+     .cache = DraftCache::kExternal,
+     .eagle_style = true,
+     .async = AsyncScheduling::kDefault},
+    {.name = "eagle3",
+     .cache = DraftCache::kExternal,
+     .eagle_style = true,
+     .async = AsyncScheduling::kDefault},
+    {.name = "mtp",
+     .cache = DraftCache::kInModel,
+     .eagle_style = true,
+     .async = AsyncScheduling::kDefault,
+     .placement = DraftPlacementRule::kShardedUnlessFalsy},
+    {.name = "dspark",
+     .cache = DraftCache::kExternal,
+     .causal = false,
+     .async = AsyncScheduling::kDefault,
+     .placement = DraftPlacementRule::kReplicatedUnlessOne,
+     .window = DraftWindowKnob::kDsparkKvWindow,
+     .dcp_needs_dspark_backend = true},
+    {.name = "dflash",
+     .cache = DraftCache::kExternal,
+     .causal = false,
+     .async = AsyncScheduling::kDefault,
+     .placement = DraftPlacementRule::kReplicated,
+     .window = DraftWindowKnob::kDflashWindowSize},
+    {.name = "draft_model", .cache = DraftCache::kExternal, .async = AsyncScheduling::kOnRequest},
+    {.name = "ngram"},
+    {.name = "ngram_gpu", .async = AsyncScheduling::kDefault},
+    {.name = "suffix"},
+    {.name = "medusa"},
+    {.name = "mlp_speculator"},
+    {.name = "extract_hidden_states", .async = AsyncScheduling::kDefault},
+};
 constexpr std::array<std::string_view, 13> kMtpAliases = {
     "deepseek_mtp",   "mimo_mtp",    "glm4_moe_mtp",      "glm4_moe_lite_mtp",   "ernie_mtp",
     "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "pangu_ultra_moe_mtp", "exaone_moe_mtp",
     "step3p5_mtp",    "mimo_v2_mtp", "glm_ocr_mtp"};
-// Methods that keep no draft KV cache: proposals from n-grams, a suffix tree or heads on the
-// target's hidden states.
-constexpr std::array<std::string_view, 6> kNoDraftCache = {
-    "ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "extract_hidden_states"};
 constexpr std::array<std::string_view, 7> kKeys = {"method",
                                                    "model",
                                                    "num_speculative_tokens",
@@ -67,6 +102,13 @@ Status Bad(std::string_view key, std::string_view rule) {
   return InvalidArgument(fmt::format("--speculative-config: '{}' {}", key, rule));
 }
 
+std::string MethodNames() {
+  std::string out;
+  for (const SpeculativeMethod& m : kMethodTable)
+    out += (out.empty() ? "" : ", ") + std::string(m.name);
+  return out;
+}
+
 // A backend value: null -> unset (""), "auto" -> `auto_value`, else a registered name.
 Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view key,
                                       std::string auto_value) {
@@ -84,11 +126,49 @@ Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view 
 
 }  // namespace
 
-bool SpeculativeConfig::HasDraftCache() const { return !Contains(kNoDraftCache, method); }
+namespace internal {
+
+std::span<const SpeculativeMethod> SpeculativeMethods() { return kMethodTable; }
+
+const SpeculativeMethod* FindSpeculativeMethod(std::string_view name) {
+  for (const SpeculativeMethod& m : kMethodTable) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+bool DraftIsReplicated(const SpeculativeMethod& method, bool causal, ShardDraftRequest request) {
+  switch (method.placement) {
+    case DraftPlacementRule::kByCausality:
+      return !causal && request != ShardDraftRequest::kOne && request != ShardDraftRequest::kTruthy;
+    case DraftPlacementRule::kShardedUnlessFalsy:
+      return request == ShardDraftRequest::kFalsy;
+    case DraftPlacementRule::kReplicatedUnlessOne:
+      return request != ShardDraftRequest::kOne;
+    case DraftPlacementRule::kReplicated:
+      return true;
+  }
+  return true;
+}
+
+}  // namespace internal
+
+ShardDraftRequest ParseShardDraftRequest(std::string_view value) {
+  const std::string v = Lower(value);
+  if (v == "1") return ShardDraftRequest::kOne;
+  if (v == "true" || v == "yes") return ShardDraftRequest::kTruthy;
+  if (v == "0" || v == "false" || v == "no") return ShardDraftRequest::kFalsy;
+  return ShardDraftRequest::kOther;
+}
+
+bool SpeculativeConfig::HasDraftCache() const {
+  const SpeculativeMethod* m = internal::FindSpeculativeMethod(method);
+  return m && m->cache != DraftCache::kNone;
+}
 
 bool SpeculativeConfig::AllowsAsyncScheduling() const {
-  return method == "eagle" || method == "eagle3" || method == "mtp" || method == "dspark" ||
-         method == "dflash" || method == "ngram_gpu" || method == "extract_hidden_states";
+  const SpeculativeMethod* m = internal::FindSpeculativeMethod(method);
+  return m && m->async == AsyncScheduling::kDefault;
 }
 
 Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
@@ -110,16 +190,15 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   if (!j.contains("method") || !j["method"].is_string()) {
     return Bad("method", fmt::format("must be one of: {} (or a per-model MTP name such as {})",
-                                     fmt::join(kMethods, ", "), kMtpAliases.front()));
+                                     MethodNames(), kMtpAliases.front()));
   }
   spec.method = Lower(j["method"].get<std::string>());
   if (spec.method == "[ngram]") spec.method = "ngram";
   if (Contains(kMtpAliases, spec.method)) spec.method = "mtp";
-  if (!Contains(kMethods, spec.method)) {
-    return Bad("method",
-               fmt::format("'{}' is not accepted; accepted: {}, and the per-model MTP "
-                           "names {}",
-                           spec.method, fmt::join(kMethods, ", "), fmt::join(kMtpAliases, ", ")));
+  if (!internal::FindSpeculativeMethod(spec.method)) {
+    return Bad("method", fmt::format("'{}' is not accepted; accepted: {}, and the per-model MTP "
+                                     "names {}",
+                                     spec.method, MethodNames(), fmt::join(kMtpAliases, ", ")));
   }
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return Bad("model", "must be a draft profile name or a path");

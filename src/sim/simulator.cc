@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "internal/checked_math.h"
-#include "internal/geometry_peer.h"
+#include "internal/injected_faults.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/simulate.h"
@@ -191,12 +191,10 @@ Status Simulator::Setup() {
   for (const PlannedGroup& g : plan_.groups) {
     mo.groups.push_back(
         {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
-    // The injected seed bug (--inject-dcp-scaled-recurrent-table): the worker tables of recurrent
-    // groups take the pre-fix DCP-scaled width, built by the geometry's own peer.
-    const GroupGeometry worker =
-        options_.inject_dcp_scaled_recurrent_table
-            ? internal::GroupGeometryPeer::WithDcpScaledRecurrentTable(g.geometry)
-            : g.geometry;
+    // The pre-fix rule, on request: cdiv(L, B * N) + S columns for recurrent tables.
+    const GroupGeometry worker = options_.inject_dcp_scaled_recurrent_table
+                                     ? internal::DcpScaledRecurrentTable(g.geometry)
+                                     : g.geometry;
     geometries_.push_back(worker);
     report_.groups.push_back({.group = g.id.value(),
                               .kind = std::string(CacheKindName(g.spec.kind)),
@@ -339,6 +337,7 @@ void Simulator::CheckSlots(const Scheduled& s) {
       }
       for (int64_t i = 0; i < n; ++i) holders_[i] += slots_[i] != kPadSlot;
     }
+    // Oracle (independent of the slot mapping under test): each slice is held by N / n ranks.
     const int64_t expected = dcp_ / geo.dcp_shard_count();
     for (int64_t i = 0; i < n; ++i) {
       if (holders_[i] != expected) {

@@ -6,7 +6,6 @@
 
 #include "internal/checked_math.h"
 #include "internal/dcp_math.h"
-#include "internal/geometry_peer.h"
 
 namespace kvtopo {
 
@@ -217,6 +216,10 @@ int64_t GroupGeometry::ColumnsFor(int64_t num_tokens) const {
 }
 
 int64_t GroupGeometry::PagesForLength(int64_t max_len) const {
+  return PagesForLength(max_len, max_tokens_in_flight_);
+}
+
+int64_t GroupGeometry::PagesForLength(int64_t max_len, int64_t max_tokens_in_flight) const {
   const int64_t B = block_size_;
   const int64_t S = num_speculative_blocks_;
   // min(a + b + c, L), saturating: a span past L is L.
@@ -233,11 +236,10 @@ int64_t GroupGeometry::PagesForLength(int64_t max_len) const {
       return CeilDiv(max_len, manager_block_size_);
     case CacheKind::kSlidingWindow:
     case CacheKind::kSlidingWindowMla:
-      return CeilDiv(span({sliding_window_ - 1, extra_retained_tokens_, max_tokens_in_flight_}),
-                     B) +
+      return CeilDiv(span({sliding_window_ - 1, extra_retained_tokens_, max_tokens_in_flight}), B) +
              1;
     case CacheKind::kChunkedLocal:
-      return CeilDiv(span({attention_chunk_size_, max_tokens_in_flight_}), B);
+      return CeilDiv(span({attention_chunk_size_, max_tokens_in_flight}), B);
     case CacheKind::kRecurrent:
       switch (recurrent_mode_) {
         case RecurrentMode::kNone:
@@ -286,19 +288,5 @@ void GroupGeometry::LocalLengths(Rank rank, std::span<const int32_t> seq_lens,
 TokenCount GroupGeometry::LargestLocalShard(TokenCount seq_len) const {
   return LocalLength(Rank{0}, seq_len);  // slice 0 holds at least as many as any other
 }
-
-namespace internal {
-
-GroupGeometry GroupGeometryPeer::WithDcpScaledRecurrentTable(const GroupGeometry& geometry) {
-  GroupGeometry g = geometry;
-  if (g.kind_ != CacheKind::kRecurrent) return g;
-  // The pre-fix rule of seed #418: recurrent columns DCP-scaled, cdiv(L, B * N) + S.
-  g.manager_table_width_ =
-      CeilDiv(g.max_model_len_, g.block_size_ * g.dcp_size_) + g.num_speculative_blocks_;
-  g.block_table_width_ = g.manager_table_width_;
-  return g;
-}
-
-}  // namespace internal
 
 }  // namespace kvtopo

@@ -9,6 +9,7 @@
 
 #include "kvtopo/backend.h"
 #include "kvtopo/plan.h"
+#include "model/speculative_method.h"
 
 namespace kvtopo {
 namespace {
@@ -123,7 +124,7 @@ TEST(KimiK3, DefaultLaunchSpecs) {
 TEST(KimiK3, ShardDraftEnvShardsTheDspark) {
   LaunchConfig c = DefaultLaunchConfig();
   c.dspark_draft_kv_window = 0;  // a sharded window would be rejected (DCP shards no window)
-  c.dcp_shard_draft_env = "1";
+  c.shard_draft = ShardDraftRequest::kOne;
   auto specs = BuildModelCacheSpecs(c);
   ASSERT_TRUE(specs.ok());
   for (const LayerSpec& s : Role_(*specs, Role::kDraft)) EXPECT_FALSE(s.dcp.replicated);
@@ -133,14 +134,14 @@ TEST(KimiK3, ShardDraftEnvShardsTheDspark) {
 TEST(KimiK3, OnlyAnExplicitOneShardsTheExternalDspark) {
   for (const char* value : {"true", "yes", "0", ""}) {
     LaunchConfig c = DefaultLaunchConfig();
-    c.dcp_shard_draft_env = value;
+    c.shard_draft = ParseShardDraftRequest(value);
     auto specs = BuildModelCacheSpecs(c);
     ASSERT_TRUE(specs.ok());
     for (const LayerSpec& s : Role_(*specs, Role::kDraft)) EXPECT_TRUE(s.dcp.replicated) << value;
   }
   LaunchConfig flag = DefaultLaunchConfig();
   flag.dspark_draft_kv_window = 0;
-  flag.shard_draft_flag = true;
+  flag.shard_draft = ShardDraftRequest::kOne;  // --shard-draft
   auto specs = BuildModelCacheSpecs(flag);
   ASSERT_TRUE(specs.ok());
   for (const LayerSpec& s : Role_(*specs, Role::kDraft)) EXPECT_FALSE(s.dcp.replicated);
@@ -326,7 +327,7 @@ TEST(Profiles, DeepseekV32IndexerAndMtp) {
   EXPECT_EQ(draft[0].name, "model.layers.61.self_attn");
   EXPECT_EQ(draft[1].name, "model.layers.61.indexer");
   for (const LayerSpec& s : draft) EXPECT_FALSE(s.dcp.replicated);  // MTP shards by default
-  mtp.dcp_shard_draft_env.emplace("0");
+  mtp.shard_draft = ParseShardDraftRequest("0");
   auto replicated = BuildModelCacheSpecs(mtp);
   ASSERT_TRUE(replicated.ok());
   for (const LayerSpec& s : Role_(*replicated, Role::kDraft)) EXPECT_TRUE(s.dcp.replicated);
@@ -582,13 +583,37 @@ TEST(Loading, ListProfiles) {
   EXPECT_EQ(profiles->size(), 12u);  // 11 models + the backend registry
 }
 
-TEST(Env, TruthyAsTheEngineReadsIt) {
-  EXPECT_TRUE(IsTruthyEnv("1"));
-  EXPECT_TRUE(IsTruthyEnv("TRUE"));
-  EXPECT_TRUE(IsTruthyEnv("Yes"));
-  EXPECT_FALSE(IsTruthyEnv("0"));
-  EXPECT_FALSE(IsTruthyEnv("on"));
-  EXPECT_FALSE(IsTruthyEnv(""));
+TEST(Env, ShardDraftIsParsedOnceAsTheEngineReadsIt) {
+  EXPECT_EQ(ParseShardDraftRequest("1"), ShardDraftRequest::kOne);
+  EXPECT_EQ(ParseShardDraftRequest("TRUE"), ShardDraftRequest::kTruthy);
+  EXPECT_EQ(ParseShardDraftRequest("Yes"), ShardDraftRequest::kTruthy);
+  EXPECT_EQ(ParseShardDraftRequest("0"), ShardDraftRequest::kFalsy);
+  EXPECT_EQ(ParseShardDraftRequest("No"), ShardDraftRequest::kFalsy);
+  EXPECT_EQ(ParseShardDraftRequest("on"), ShardDraftRequest::kOther);
+  EXPECT_EQ(ParseShardDraftRequest(""), ShardDraftRequest::kOther);
+}
+
+// Each method's placement row, over every parsed request: (causal EAGLE3 shards with the target,
+// a non-causal one replicates unless asked; MTP replicates only on a falsy value; DSpark shards
+// only on exactly "1"; DFlash always replicates).
+TEST(Env, DraftPlacementFollowsTheMethodRow) {
+  const ShardDraftRequest requests[] = {ShardDraftRequest::kUnset, ShardDraftRequest::kOne,
+                                        ShardDraftRequest::kTruthy, ShardDraftRequest::kFalsy,
+                                        ShardDraftRequest::kOther};
+  auto row = [&](std::string_view method, bool causal) {
+    std::string out;
+    for (ShardDraftRequest r : requests) {
+      out += internal::DraftIsReplicated(*internal::FindSpeculativeMethod(method), causal, r) ? 'R'
+                                                                                              : 'S';
+    }
+    return out;
+  };
+  EXPECT_EQ(row("eagle3", true), "SSSSS");
+  EXPECT_EQ(row("eagle3", false), "RSSRR");
+  EXPECT_EQ(row("mtp", true), "SSSRS");
+  EXPECT_EQ(row("dspark", false), "RSRRR");
+  EXPECT_EQ(row("dflash", false), "RRRRR");
+  EXPECT_EQ(internal::FindSpeculativeMethod("deepseek_mtp"), nullptr);  // aliases are parsed away
 }
 
 }  // namespace

@@ -155,6 +155,20 @@ class PlanTest(unittest.TestCase):
 
 
 class ErrorTest(unittest.TestCase):
+    def test_option_names_are_the_documented_table(self):
+        # docs/launch-options.md is generated from the same table; its keyword column must list
+        # exactly the keywords the binding accepts, in order.
+        docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "launch-options.md")
+        with open(docs) as f:
+            rows = [line.split("|") for line in f if line.startswith("| `--")]
+        documented = [row[2].strip().strip("`") for row in rows]
+        self.assertEqual(list(kvtopo.option_names()), documented)
+        for name in documented:  # every keyword is read and checked, and the error names it
+            with self.assertRaises((ValueError, TypeError)) as raised:
+                kvtopo.plan(**{name: -7})
+            message = str(raised.exception)
+            self.assertTrue(name in message or name.replace("_", "-") in message, message)
+
     def test_unknown_option_names_it_and_lists_the_accepted_ones(self):
         with self.assertRaises(TypeError) as cm:
             kvtopo.plan(tensor_parallel=4)

@@ -1,3 +1,6 @@
+// ComputeSlotMapping (include/kvtopo/slot_mapping.h): the striping arithmetic of a SlotLayout
+// that GroupGeometry::SlotLayoutFor gave. It lives with the geometry's raw rules in
+// src/internal/ so that no DCP arithmetic sits in the worker layer.
 #include "kvtopo/slot_mapping.h"
 
 #include <fmt/format.h>

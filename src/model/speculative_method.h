@@ -1,0 +1,62 @@
+// The speculative-decoding methods and what each asks of the KV cache, as one table
+// (docs/planner.md "Speculative methods" gives each row's source). The model layer reads a
+// method's row instead of comparing method names.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "kvtopo/launch.h"
+
+namespace kvtopo::internal {
+
+enum class DraftCache {
+  kNone,      // proposals from n-grams, a suffix tree or heads on the target's hidden states
+  kInModel,   // the target's own MTP layers
+  kExternal,  // a separate draft model with its own layers
+};
+
+// Where a draft cache lives under DCP > 1 (DESIGN.md §3 rule 2; the request is
+// VLLM_DCP_SHARD_DRAFT or --shard-draft).
+enum class DraftPlacementRule {
+  kByCausality,          // causal drafts shard with the target; non-causal ones are replicated
+                         // unless sharding is asked for (any truthy value)
+  kShardedUnlessFalsy,   // sharded unless a falsy value asks for replication
+  kReplicatedUnlessOne,  // replicated unless sharding is asked for with exactly "1"
+  kReplicated,           // always replicated (TP-local heads, no cross-rank LSE combine)
+};
+
+enum class DraftWindowKnob {
+  kNone,
+  kDsparkKvWindow,    // VLLM_DSPARK_DRAFT_KV_WINDOW: MLA draft layers become sliding-window MLA
+  kDflashWindowSize,  // dflash_draft_window_size: attention draft layers become sliding window
+};
+
+enum class AsyncScheduling {
+  kDefault,    // on unless --no-async-scheduling
+  kOnRequest,  // off by default; --async-scheduling is accepted
+  kNever,      // off; --async-scheduling is rejected
+};
+
+struct SpeculativeMethod {
+  std::string_view name;
+  DraftCache cache = DraftCache::kNone;
+  bool causal = true;        // the draft's attention when its profile does not say
+  bool eagle_style = false;  // recomputes the last cached block: every block volatile
+  AsyncScheduling async = AsyncScheduling::kNever;
+  DraftPlacementRule placement = DraftPlacementRule::kByCausality;
+  DraftWindowKnob window = DraftWindowKnob::kNone;
+  // Under DCP > 1 the draft backend must have BackendCaps::dspark_draft_under_dcp.
+  bool dcp_needs_dspark_backend = false;
+};
+
+// Every accepted method, canonical names only (per-model MTP names are aliases of mtp).
+std::span<const SpeculativeMethod> SpeculativeMethods();
+// The row of a canonical method name; null when none.
+const SpeculativeMethod* FindSpeculativeMethod(std::string_view name);
+
+// Whether the draft cache of `method` is replicated under DCP > 1, for a draft of causality
+// `causal` and the launch's sharding request.
+bool DraftIsReplicated(const SpeculativeMethod& method, bool causal, ShardDraftRequest request);
+
+}  // namespace kvtopo::internal

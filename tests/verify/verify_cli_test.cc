@@ -1,0 +1,75 @@
+// `kvtopo verify` as users run it (one process: every rank in a loop).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.h"
+
+namespace kvtopo {
+namespace {
+
+using testing::RunCli;
+
+constexpr const char* kSmallLaunch =
+    "verify kimi-k2.6 -tp 4 -dcp 4 --max-model-len 32768 "
+    "--block-size 64 --dcp-kv-cache-interleave-size 16";
+
+TEST(VerifyCli, SmallLaunchPassesWithItsFiguresAsJson) {
+  auto r = RunCli(std::string(kSmallLaunch) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"], "kimi-k2.6");
+  EXPECT_EQ(j["dcp_size"], 4);
+  EXPECT_EQ(j["processes"], 1);
+  EXPECT_TRUE(j["passed"].get<bool>());
+  EXPECT_EQ(j["groups"][0]["placement"], "sharded");
+  EXPECT_EQ(j["groups"][0]["interleave"], 16);
+  EXPECT_EQ(j["groups"][0]["queries"], 12);  // 3 requests x 4 decode steps, no drafts
+  EXPECT_LE(j["groups"][0]["max_rel_error"].get<double>(), 1e-5);
+  EXPECT_EQ(j["requests"][3]["num_tokens"], 32768);
+  EXPECT_FALSE(j.contains("failure"));
+}
+
+TEST(VerifyCli, ForeignSlotMappingExitsOneNamingGroupRequestAndPosition) {
+  auto r = RunCli(std::string(kSmallLaunch) + " --inject foreign-slot-mapping");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("FAIL (ownership check): group 0 (mla target, sharded), request 0, "
+                       "position 0: the position is held by 2 ranks (0, 1), expected 1"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(VerifyCli, DcpScaledRecurrentTableOnTheDefaultLaunchExitsOne) {
+  auto r = RunCli("verify --requests 0 --inject dcp-scaled-recurrent-table");
+  EXPECT_EQ(r.exit_code, 1);
+  // cdiv(1,000,000, 768 x 16) = 82 checkpoint columns: token 82 x 768 needs the 83rd.
+  EXPECT_NE(r.out.find("group 0 (recurrent target, recurrent), request 0, position 62976: the "
+                       "row update needs 90 manager columns, but rank 0's block table has 89"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(VerifyCli, UnknownFaultIsAUsageError) {
+  auto r = RunCli(std::string(kSmallLaunch) + " --inject bogus", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--inject 'bogus' is not a known fault"), std::string::npos) << r.out;
+}
+
+TEST(VerifyCli, WritesTheErrorPlot) {
+  const std::string path = ::testing::TempDir() + "verify_errors.svg";
+  std::remove(path.c_str());
+  auto r = RunCli(std::string(kSmallLaunch) + " --svg " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("PASS: merged DCP attention equals one rank"), std::string::npos);
+  std::ifstream in(path);
+  std::stringstream svg;
+  svg << in.rdbuf();
+  EXPECT_EQ(svg.str().rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.str().find("group 0 mla target (sharded)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvtopo
