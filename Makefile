@@ -57,7 +57,8 @@ test-release: build-release
 # libFuzzer targets (clang, ASan + UBSan) in their own build dir; not needed by any other build.
 $(FUZZ_BUILD)/build.ninja: | deps
 	CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DKVTOPO_FUZZ=ON -DKVTOPO_WERROR=$(WERROR)
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKVTOPO_FUZZ=ON \
+	  -DKVTOPO_WERROR=$(WERROR)
 
 build-fuzz: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix kvtopo_fuzz_,$(FUZZ_TARGETS))
