@@ -55,10 +55,10 @@ test-release: build-release
 	cd $(RELEASE_BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer targets (clang, ASan + UBSan) in their own build dir; not needed by any other build.
+# Warnings are left to the GCC builds (-Werror there); clang's extra ones do not stop fuzzing.
 $(FUZZ_BUILD)/build.ninja: | deps
 	CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKVTOPO_FUZZ=ON \
-	  -DKVTOPO_WERROR=$(WERROR)
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKVTOPO_FUZZ=ON
 
 build-fuzz: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix kvtopo_fuzz_,$(FUZZ_TARGETS))
