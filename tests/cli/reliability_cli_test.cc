@@ -68,7 +68,15 @@ TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
             "kvtopo: --block-size must be in [1, 1048576], got 4611686018427387904\n"},
            // Was read as group 0.
            {"slots --group -3 --seq-len 4 --block-ids 1", 2,
-            "kvtopo slots: --group must not be negative, got -3\n"},
+            "kvtopo slots: --group must be in [0, 2147483647], got -3\n"},
+           // CLI11 clamped both to 2^63 - 1 (then a geometry overflow, or group 2^63 - 1).
+           {"slots --seq-len 99999999999999999999 --block-ids 1", 2,
+            "kvtopo slots: --seq-len: '99999999999999999999' is out of the 64-bit integer "
+            "range\n"},
+           {"slots --group 18446744073709551617 --seq-len 4 --block-ids 1", 2,
+            "kvtopo slots: --group: '18446744073709551617' is out of the 64-bit integer range\n"},
+           {"slots --seq-len 4294967296 --block-ids 1", 2,
+            "kvtopo slots: --seq-len must be in [0, 2147483647], got 4294967296\n"},
        }) {
     ExpectCase(c);
   }
