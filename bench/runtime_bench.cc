@@ -9,10 +9,14 @@
 #include "kvtopo/block_pool.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
+#include "kvtopo/simulate.h"
 #include "kvtopo/slot_mapping.h"
 
 namespace kvtopo {
 namespace {
+
+// The benchmarks make only valid calls; a refusal is a bug in the benchmark.
+void Must(const Status& status) { KVTOPO_CHECK_MSG(status.ok(), status.message()); }
 
 GroupGeometry MlaGeometry(int64_t block, int64_t dcp, int64_t max_len) {
   LayerSpec spec{.name = "mla",
@@ -63,14 +67,14 @@ void BM_PrefixMatch(benchmark::State& state) {
                .value();
   std::vector<int32_t> prompt(8192);
   std::iota(prompt.begin(), prompt.end(), 0);
-  m->AddRequest(RequestId{1}, prompt);
-  if (!m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{8192}})) {
+  Must(m->AddRequest(RequestId{1}, prompt));
+  if (!m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{8192}}).value()) {
     state.SkipWithError("allocation failed");
   }
-  m->AddRequest(RequestId{2}, prompt);
+  Must(m->AddRequest(RequestId{2}, prompt));
   ComputedBlocks hits;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(m->GetComputedBlocks(RequestId{2}, hits));
+    benchmark::DoNotOptimize(m->GetComputedBlocks(RequestId{2}, hits).value());
   }
   state.SetItemsProcessed(state.iterations() * 512);  // blocks matched
 }
@@ -88,8 +92,8 @@ void BM_AllocateSlotsDecode(benchmark::State& state) {
   std::vector<int32_t> prompt(1000, 3);
   for (int64_t r = 0; r < kRequests; ++r) {
     prompt[0] = static_cast<int32_t>(r);
-    m->AddRequest(RequestId{r}, prompt);
-    if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1000}})) {
+    Must(m->AddRequest(RequestId{r}, prompt));
+    if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1000}}).value()) {
       state.SkipWithError("prefill failed");
     }
   }
@@ -97,7 +101,8 @@ void BM_AllocateSlotsDecode(benchmark::State& state) {
   for (auto _ : state) {
     for (int64_t r = 0; r < kRequests; ++r) {
       if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1},
-                                           .num_lookahead_tokens = TokenCount{3}})) {
+                                           .num_lookahead_tokens = TokenCount{3}})
+               .value()) {
         state.SkipWithError("out of blocks");
         break;
       }
@@ -105,7 +110,7 @@ void BM_AllocateSlotsDecode(benchmark::State& state) {
     if (++steps % 4096 == 0) {  // keep the lengths bounded
       state.PauseTiming();
       for (int64_t r = 0; r < kRequests; ++r)
-        m->RewindComputedTokens(RequestId{r}, TokenCount{4096});
+        Must(m->RewindComputedTokens(RequestId{r}, TokenCount{4096}));
       state.ResumeTiming();
     }
   }
@@ -149,9 +154,9 @@ void BM_AllocateSlotsHybridDecode(benchmark::State& state) {
   std::vector<int32_t> prompt(kPrompt);
   for (int64_t r = 0; r < kRequests; ++r) {
     for (int64_t t = 0; t < kPrompt; ++t) prompt[t] = static_cast<int32_t>(r * 7919 + t);
-    m->AddRequest(RequestId{r}, prompt);
+    Must(m->AddRequest(RequestId{r}, prompt));
     for (int64_t done = 0; done < kPrompt; done += 8192) {
-      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{8192}})) {
+      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{8192}}).value()) {
         state.SkipWithError("prefill failed");
         return;
       }
@@ -161,10 +166,10 @@ void BM_AllocateSlotsHybridDecode(benchmark::State& state) {
   int64_t steps = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    for (int64_t r = 0; r < kRequests; ++r) m->AppendTokens(RequestId{r}, token);
+    for (int64_t r = 0; r < kRequests; ++r) Must(m->AppendTokens(RequestId{r}, token));
     state.ResumeTiming();
     for (int64_t r = 0; r < kRequests; ++r) {
-      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1}})) {
+      if (!m->AllocateSlots(RequestId{r}, {.num_new_tokens = TokenCount{1}}).value()) {
         state.SkipWithError("out of blocks");
         break;
       }
@@ -190,11 +195,10 @@ void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
   const int64_t kBlock = 64;
   std::vector<int32_t> prompt(kTokens);
   std::iota(prompt.begin(), prompt.end(), 0);
-  const KVCacheManagerOptions options{
-      .num_blocks = static_cast<int32_t>(kTokens / kBlock + 2),
-      .hash_block_size = kBlock,
-      .max_model_len = kTokens + kBlock,
-      .groups = {{.geometry = Geometry(CacheKind::kFullAttention, kBlock, kTokens + kBlock)}}};
+  // The plan `kvtopo simulate --workload w4` runs: one full-attention group of 64-token blocks.
+  const KVCacheManagerOptions options =
+      KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w4", 0).value(), kTokens / kBlock + 2)
+          .value();
   auto m = KVCacheManager::Create(options).value();
   int64_t request = 0;
   int64_t calls = 0;
@@ -202,22 +206,68 @@ void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
     state.PauseTiming();
     if (!warm_pool) m = KVCacheManager::Create(options).value();
     const RequestId id{request++};
-    m->AddRequest(id, prompt);
+    Must(m->AddRequest(id, prompt));
     state.ResumeTiming();
     for (int64_t done = 0; done < kTokens; done += kChunk) {
       const int64_t n = std::min(kChunk, kTokens - done);
-      if (!m->AllocateSlots(id, {.num_new_tokens = TokenCount{n}})) {
+      if (!m->AllocateSlots(id, {.num_new_tokens = TokenCount{n}}).value()) {
         state.SkipWithError("out of blocks");
         break;
       }
       ++calls;
     }
-    m->Free(id);
+    Must(m->Free(id));
   }
   state.counters["allocation_steps"] =
       benchmark::Counter(static_cast<double>(calls) / static_cast<double>(state.iterations()));
 }
 BENCHMARK(BM_GrowOneRequestToAMillionTokens)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// W2 in steady state: requests one after another on a pool of 4,096 blocks of 16 tokens, each
+// a 4,096-token shared prefix + 256 unique tokens, admitted with its prefix hit (get computed
+// blocks + allocate slots), 16 decode steps of one token, then freed; after ~225 requests every
+// admission evicts cached blocks. Timed: the runtime calls only. Registration and hashing are
+// not: each request is added with its 16 decode tokens already appended (the block ids, hits
+// and cached blocks are those of appending one token before each decode step, since a step
+// only caches tokens up to its own count), 8 requests per untimed setup.
+void BM_W2PrefixHitRequest(benchmark::State& state) {
+  constexpr int32_t kShared = 4096, kUnique = 256, kDecode = 16, kBatch = 8;
+  // The plan `kvtopo simulate --workload w2` runs (a 32-layer dense model, one group of
+  // 16-token blocks) on a pool of 4,096 blocks.
+  auto m =
+      KVCacheManager::Create(
+          KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w2", 0).value(), 4096).value())
+          .value();
+  std::vector<int32_t> tokens(kShared + kUnique + kDecode, 5);
+  std::iota(tokens.begin(), tokens.begin() + kShared, 100000);
+  int64_t next = 0;
+  ComputedBlocks hits;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int k = 0; k < kBatch; ++k) {
+      for (int32_t t = 0; t < kUnique; ++t) {
+        tokens[kShared + t] = static_cast<int32_t>((next + k) * 1000 + t);
+      }
+      Must(m->AddRequest(RequestId{next + k}, tokens));
+    }
+    state.ResumeTiming();
+    for (int k = 0; k < kBatch; ++k) {
+      const RequestId id{next++};
+      const TokenCount hit = m->GetComputedBlocks(id, hits).value();
+      bool ok = m->AllocateSlots(id, {.num_new_tokens = TokenCount{kShared + kUnique - hit.value()},
+                                      .num_new_computed_tokens = hit,
+                                      .computed = &hits})
+                    .value();
+      for (int s = 0; s < kDecode; ++s) {
+        ok = ok && m->AllocateSlots(id, {.num_new_tokens = TokenCount{1}}).value();
+      }
+      if (!ok) state.SkipWithError("out of blocks");
+      Must(m->Free(id));
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_W2PrefixHitRequest);
 
 void BM_SlotMapping8192Tokens16Ranks(benchmark::State& state) {
   const GroupGeometry g = MlaGeometry(64, 16, 1 << 20);

@@ -1,12 +1,15 @@
 // Helpers shared by the binding's translation units: Status -> Python exceptions, integer and
-// buffer conversions, owned arrays handed to Python as memoryviews.
+// buffer inputs, arrays handed to Python as read-only memoryviews, and the hot calls' fast path
+// to the C++ object behind a pybind11 instance.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
-#include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,25 +29,35 @@ inline PyObject* g_rejected_error = nullptr;
   throw py::error_already_set();
 }
 
-[[noreturn]] inline void ThrowStatus(const Status& status) {
+// InvalidArgument -> ValueError, Rejected -> RejectedError, NotFound -> `not_found` (LookupError;
+// the runtime passes KeyError for requests), OutOfRange -> OverflowError, else RuntimeError.
+[[noreturn]] inline void ThrowStatus(const Status& status,
+                                     PyObject* not_found = PyExc_LookupError) {
+  PyObject* type = PyExc_RuntimeError;
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
-      RaisePython(PyExc_ValueError, status.message());
+      type = PyExc_ValueError;
+      break;
     case StatusCode::kRejected:
-      RaisePython(g_rejected_error, status.message());
+      type = g_rejected_error;
+      break;
     case StatusCode::kNotFound:
-      RaisePython(PyExc_LookupError, status.message());
+      type = not_found;
+      break;
     case StatusCode::kOutOfRange:
-      RaisePython(PyExc_OverflowError, status.message());
+      type = PyExc_OverflowError;
+      break;
     case StatusCode::kOk:
     case StatusCode::kInternal:
       break;
   }
-  RaisePython(PyExc_RuntimeError, status.message());
+  RaisePython(type, status.message());
 }
 
 inline void ThrowIfError(const Status& status) {
-  if (!status.ok()) ThrowStatus(status);
+  if (!status.ok()) [[unlikely]] {
+    ThrowStatus(status);
+  }
 }
 
 template <typename T>
@@ -53,136 +66,152 @@ T ValueOrThrow(Result<T> result) {
   return std::move(result).value();
 }
 
-inline std::string TypeName(py::handle obj) {
-  return py::str(py::type::handle_of(obj).attr("__name__"));
-}
+inline std::string TypeName(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
 
 // An integer (anything with __index__, but not a bool) as int64.
-inline int64_t ToInt64(py::handle obj, const std::string& what) {
+inline int64_t ToInt64(py::handle obj, std::string_view what) {
+  if (PyLong_CheckExact(obj.ptr())) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow != 0) {
+      RaisePython(PyExc_OverflowError, std::string(what) + " does not fit in 64 bits");
+    }
+    return v;
+  }
   if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be an int, got " + TypeName(obj));
+    RaisePython(PyExc_TypeError, std::string(what) + " must be an int, got " + TypeName(obj));
   }
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
   if (!index) throw py::error_already_set();
-  int overflow = 0;
-  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (overflow != 0) RaisePython(PyExc_OverflowError, what + " does not fit in 64 bits");
-  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
-  return value;
+  return ToInt64(index, what);
 }
 
-inline bool ToBool(py::handle obj, const std::string& what) {
-  if (!PyBool_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be a bool, got " + TypeName(obj));
-  }
-  return obj.ptr() == Py_True;
-}
-
-inline std::string ToString(py::handle obj, const std::string& what) {
-  if (!PyUnicode_Check(obj.ptr())) {
-    RaisePython(PyExc_TypeError, what + " must be a str, got " + TypeName(obj));
-  }
-  return obj.cast<std::string>();
-}
-
-// A 1-D sequence of integers: a buffer of any integer format (memoryview, array.array, a
-// NumPy or torch array) or any iterable of ints. Values outside T's range are errors.
+// A 1-D integer input: a buffer (memoryview, array.array, NumPy or torch CPU array) read in
+// place when it is contiguous with items exactly like T; any other integer buffer or iterable of
+// ints is converted item by item into `scratch`. Values outside T's range raise OverflowError.
 template <typename T>
-std::vector<T> ToIntVector(py::handle obj, const std::string& what) {
-  std::vector<T> out;
-  auto push = [&](int64_t v) {
-    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
-      RaisePython(PyExc_OverflowError,
-                  what + ": value " + std::to_string(v) + " is out of range for its type");
-    }
-    out.push_back(static_cast<T>(v));
-  };
-  if (PyObject_CheckBuffer(obj.ptr())) {
-    py::buffer_info info = py::reinterpret_borrow<py::buffer>(obj).request();
-    std::string format = info.format;
-    while (!format.empty() && std::string_view("@=<>!").find(format[0]) != std::string::npos) {
-      format.erase(0, 1);
-    }
-    const bool is_int = format.size() == 1 &&
-                        std::string_view("bhilqBHILQ").find(format[0]) != std::string_view::npos;
-    if (info.ndim == 1 && is_int) {
-      const bool is_signed = std::islower(static_cast<unsigned char>(format[0]));
-      const auto* base = static_cast<const char*>(info.ptr);
-      out.reserve(info.shape[0]);
-      for (py::ssize_t i = 0; i < info.shape[0]; ++i) {
-        const char* p = base + i * info.strides[0];
-        int64_t v = 0;
-        switch (info.itemsize) {
-          case 1:
-            v = is_signed ? *reinterpret_cast<const int8_t*>(p)
-                          : *reinterpret_cast<const uint8_t*>(p);
-            break;
-          case 2:
-            v = is_signed ? *reinterpret_cast<const int16_t*>(p)
-                          : *reinterpret_cast<const uint16_t*>(p);
-            break;
-          case 4:
-            v = is_signed ? *reinterpret_cast<const int32_t*>(p)
-                          : *reinterpret_cast<const uint32_t*>(p);
-            break;
-          case 8: {
-            if (!is_signed && *reinterpret_cast<const uint64_t*>(p) >
-                                  static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-              RaisePython(PyExc_OverflowError, what + ": value out of range");
-            }
-            v = *reinterpret_cast<const int64_t*>(p);
-            break;
-          }
-          default:
-            RaisePython(PyExc_TypeError, what + ": unsupported integer item size");
-        }
-        push(v);
+class IntsIn {
+ public:
+  IntsIn(py::handle obj, std::string_view what, std::vector<T>& scratch) {
+    if (Py_IS_TYPE(obj.ptr(), &PyMemoryView_Type) && ReadInPlace(obj.ptr())) return;
+    if (PyObject_CheckBuffer(obj.ptr())) {
+      if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_FORMAT | PyBUF_STRIDES) != 0) {
+        throw py::error_already_set();
       }
-      return out;
+      held_ = true;
+      const char* f = Format(&view_);
+      if (view_.ndim != 1 || f[0] == '\0' || f[1] != '\0' || !std::strchr("bBhHiIlLqQ", f[0])) {
+        RaisePython(PyExc_TypeError,
+                    std::string(what) + " must be a 1-D integer buffer, got format '" +
+                        std::string(f) + "' with " + std::to_string(view_.ndim) + " dimensions");
+      }
+      if (Exact(&view_)) {
+        values_ = {static_cast<const T*>(view_.buf), static_cast<size_t>(view_.shape[0])};
+        return;
+      }
     }
+    py::object items = py::reinterpret_steal<py::object>(
+        PyUnicode_Check(obj.ptr()) ? nullptr : PyObject_GetIter(obj.ptr()));
+    if (!items) {
+      PyErr_Clear();
+      RaisePython(PyExc_TypeError,
+                  std::string(what) + " must be a sequence of ints, got " + TypeName(obj));
+    }
+    scratch.clear();
+    while (PyObject* item = PyIter_Next(items.ptr())) {
+      const int64_t v = ToInt64(py::reinterpret_steal<py::object>(item), what);
+      if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
+        RaisePython(PyExc_OverflowError, std::string(what) + ": value " + std::to_string(v) +
+                                             " is out of range for its type");
+      }
+      scratch.push_back(static_cast<T>(v));
+    }
+    if (PyErr_Occurred()) throw py::error_already_set();
+    values_ = scratch;
   }
-  if (PyUnicode_Check(obj.ptr()) || !py::isinstance<py::iterable>(obj)) {
-    RaisePython(PyExc_TypeError, what + " must be a sequence of ints, got " + TypeName(obj));
+  ~IntsIn() {
+    if (held_) PyBuffer_Release(&view_);
   }
-  for (py::handle item : py::reinterpret_borrow<py::iterable>(obj)) push(ToInt64(item, what));
-  return out;
-}
+  IntsIn(const IntsIn&) = delete;
+  IntsIn& operator=(const IntsIn&) = delete;
+  std::span<const T> values() const { return values_; }
 
-// ---- buffers -------------------------------------------------------------------------------
+ private:
+  static const char* Format(const Py_buffer* b) {
+    const char* f = b->format != nullptr ? b->format : "B";
+    return *f == '@' || *f == '=' || *f == '<' ? f + 1 : f;
+  }
+  // Signed native integers of T's size, contiguous.
+  static bool Exact(const Py_buffer* b) {
+    const char f = Format(b)[0];
+    return (f == 'i' || f == 'l' || f == 'q') && b->ndim == 1 && b->itemsize == sizeof(T) &&
+           (b->strides == nullptr || b->strides[0] == sizeof(T));
+  }
+  // A memoryview's own buffer when it is Exact (the step calls' inputs): read without a buffer
+  // request; the caller holds the view for the call.
+  bool ReadInPlace(PyObject* obj) {
+#ifdef _Py_MEMORYVIEW_RELEASED  // CPython's memoryview layout; else the buffer request below
+    const Py_buffer* b = PyMemoryView_GET_BUFFER(obj);
+    if ((reinterpret_cast<PyMemoryViewObject*>(obj)->flags & _Py_MEMORYVIEW_RELEASED) != 0 ||
+        !Exact(b)) {
+      return false;
+    }
+    values_ = {static_cast<const T*>(b->buf), static_cast<size_t>(b->shape[0])};
+    return true;
+#else
+    (void)obj;
+    return false;
+#endif
+  }
 
-// An owned 1-D or 2-D array handed to Python as a writable memoryview.
-template <typename T>
-struct OwnedArray {
-  std::vector<T> data;
-  std::vector<py::ssize_t> shape;
+  Py_buffer view_;  // set when held_
+  bool held_ = false;
+  std::span<const T> values_;
 };
 
 template <typename T>
-py::memoryview ToMemoryView(std::vector<T> data) {
-  OwnedArray<T> array{.data = std::move(data), .shape = {}};
-  array.shape = {static_cast<py::ssize_t>(array.data.size())};
-  return py::memoryview(py::cast(std::move(array)));
+std::vector<T> ToIntVector(py::handle obj, std::string_view what) {
+  std::vector<T> scratch;
+  IntsIn<T> in(obj, what, scratch);
+  return {in.values().begin(), in.values().end()};
 }
 
-// A read-only view into storage owned by another Python object (a block-table row).
-struct BorrowedInt32View {
-  py::object owner;
-  const int32_t* data = nullptr;
-  py::ssize_t size = 0;
-};
+// ---- arrays handed to Python ---------------------------------------------------------------
 
+// A read-only memoryview over `size` items at `data`, which `owner` keeps alive (the view holds
+// a reference to it). Format "i" (int32), "q" (int64) or "B" (uint8).
+py::object View(py::handle owner, const void* data, size_t size, const char* format);
+
+// A memoryview that owns `values`.
 template <typename T>
-void BindOwnedArray(py::module_& m, const char* name) {
-  py::class_<OwnedArray<T>>(m, name, py::buffer_protocol()).def_buffer([](OwnedArray<T>& a) {
-    std::vector<py::ssize_t> strides(a.shape.size(), sizeof(T));
-    for (int i = static_cast<int>(a.shape.size()) - 2; i >= 0; --i) {
-      strides[i] = strides[i + 1] * a.shape[i + 1];
-    }
-    return py::buffer_info(a.data.data(), sizeof(T), py::format_descriptor<T>::format(),
-                           static_cast<py::ssize_t>(a.shape.size()), a.shape, strides);
-  });
+py::object ToMemoryView(std::vector<T> values) {
+  auto* owned = new std::vector<T>(std::move(values));
+  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+  return View(owner, owned->data(), owned->size(), sizeof(T) == 4 ? "i" : "q");
 }
 
+// The C++ object of a pybind11 instance: a pointer read from the instance when its type is
+// exactly T's (the hot calls' path: no type-map lookup), else pybind11's cast (a subclass, or a
+// TypeError for anything else).
+template <typename T>
+T& Self(PyObject* obj, const char* what = "self") {
+  static PyTypeObject* const type = py::detail::get_type_info(typeid(T))->type;
+  if (Py_TYPE(obj) == type) [[likely]] {
+    auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+    void* value = inst->simple_layout ? inst->simple_value_holder[0]
+                                      : inst->get_value_and_holder().value_ptr();
+    if (value != nullptr) return *static_cast<T*>(value);
+  }
+  if (!py::isinstance<T>(obj)) {
+    RaisePython(PyExc_TypeError,
+                std::string(what) + " must be a " + type->tp_name + ", got " + TypeName(obj));
+  }
+  return py::handle(obj).cast<T&>();
+}
+
+void BindViews(py::module_& m);    // binding_util.cc
 void BindRuntime(py::module_& m);  // runtime_binding.cc
+void BindWorker(py::module_& m);   // worker_binding.cc
 
 }  // namespace kvtopo::python

@@ -5,8 +5,9 @@
 //     flags mean (tools/launch_flags.cc); messages are the library's, unchanged;
 //   * a Status error becomes ValueError (invalid argument), kvtopo.RejectedError (rejected
 //     configuration), LookupError (not found), OverflowError (out of range) or RuntimeError;
-//   * every precondition the C++ API enforces with KVTOPO_CHECK is checked here first, so no
-//     Python misuse reaches an abort: unknown request ids raise KeyError, bad sizes ValueError;
+//   * the library's rules and messages are the C++ ones (a misused manager returns a Status);
+//     the binding translates arguments and results and checks only what it converts (types,
+//     integer ranges, rows and ranks it indexes), so no Python misuse reaches an abort;
 //   * "not enough blocks" is not an error: allocate_slots returns None;
 //   * arrays come back as memoryviews over int32/int64 storage (buffer protocol, no NumPy).
 //
@@ -15,31 +16,21 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
-#include <array>
-#include <cctype>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "binding_util.h"
-#include "kvtopo/block_table.h"
-#include "kvtopo/kv_cache_manager.h"
+#include "internal/units.h"
 #include "kvtopo/launch_options.h"
-#include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
-#include "kvtopo/slot_mapping.h"
-#include "kvtopo/units.h"
 
 namespace kvtopo::python {
 namespace {
@@ -149,144 +140,60 @@ Plan MakePlan(py::handle model, const py::kwargs& kwargs) {
   return ValueOrThrow(PlanLaunch(launch.config));
 }
 
+// kvtopo.Diagnostic: a (severity, code, message) named tuple, created at module init.
+PyObject* g_diagnostic_type = nullptr;
+
 py::list DiagnosticsList(const std::vector<Diagnostic>& diagnostics) {
   py::list out;
-  for (const Diagnostic& d : diagnostics) out.append(py::cast(d));
+  for (const Diagnostic& d : diagnostics) {
+    out.append(py::handle(g_diagnostic_type)(SeverityName(d.severity), d.code, d.message));
+  }
   return out;
 }
 
-std::string RejectionMessage(const Plan& plan) {
-  std::string message = "rejected: " + plan.model.model_name;
-  for (const Diagnostic& d : plan.diagnostics) {
-    if (d.severity != Severity::kError) continue;
-    message += "\n  error [" + d.code + "] " + d.message;
+nlohmann::json DiagnosticsJson(const std::vector<Diagnostic>& diagnostics) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Diagnostic& d : diagnostics) {
+    out.push_back({{"severity", std::string(SeverityName(d.severity))},
+                   {"code", d.code},
+                   {"message", d.message}});
   }
-  return message;
+  return out;
 }
 
-// ---- worker side ---------------------------------------------------------------------------
-
-// A GroupGeometry reaches Python only from a plan or a layout (ComputeGroupGeometry); the one a
-// default-constructed object would hold has no blocks and maps nothing.
-void RequireGeometry(const GroupGeometry& g) {
-  if (g.block_size() <= 0) {
-    RaisePython(PyExc_ValueError, "the group geometry is empty; use one from a plan or a layout");
-  }
-}
-
-Rank CheckedRank(const GroupGeometry& g, int64_t rank) {
-  RequireGeometry(g);
-  if (rank < 0 || rank >= g.dcp_size()) {
-    RaisePython(PyExc_ValueError, "rank must be in [0, " + std::to_string(g.dcp_size()) +
-                                      ") (the DCP size), got " + std::to_string(rank));
-  }
-  return Rank{static_cast<int32_t>(rank)};
-}
-
-py::memoryview SlotMapping(const GroupGeometry& g, int64_t rank,
-                           std::span<const int32_t> kernel_row, py::handle positions_obj,
-                           std::optional<int64_t> num_slots) {
-  const SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
-  const std::vector<int64_t> raw = ToIntVector<int64_t>(positions_obj, "positions");
-  std::vector<TokenPos> positions;
-  positions.reserve(raw.size());
-  for (int64_t p : raw) {
-    if (p < 0)
-      RaisePython(PyExc_ValueError, "positions must be non-negative, got " + std::to_string(p));
-    positions.emplace_back(p);
-  }
-  const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
-  if (size < static_cast<int64_t>(positions.size()) || size > kMaxTableEntries) {
-    RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
-                                      std::to_string(kMaxTableEntries) + "], got " +
-                                      std::to_string(size));
-  }
-  std::vector<int64_t> out(size, kPadSlot);
-  ThrowIfError(ComputeSlotMapping(layout, kernel_row, positions, out));
-  return ToMemoryView(std::move(out));
-}
-
-struct PyBlockTable {
-  PyBlockTable(const GroupGeometry& g, int64_t num_rows)
-      : geometry(g), table(Checked(g, num_rows)) {}
-
-  static BlockTable Checked(const GroupGeometry& g, int64_t num_rows) {
-    if (num_rows < 1 || num_rows > std::numeric_limits<int32_t>::max()) {
-      RaisePython(PyExc_ValueError,
-                  "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
-    }
-    RequireGeometry(g);
-    // rows x width int32 entries are allocated now: bounded (kvtopo/limits.h).
-    if (num_rows > kMaxTableEntries / std::max<int64_t>(g.block_table_width(), 1)) {
-      RaisePython(PyExc_ValueError,
-                  "num_rows " + std::to_string(num_rows) + " x block_table_width " +
-                      std::to_string(g.block_table_width()) + " is more than the " +
-                      std::to_string(kMaxTableEntries) + " entries a table may hold");
-    }
-    return BlockTable(g, static_cast<int32_t>(num_rows));
-  }
-
-  int32_t CheckedRow(int64_t row) const {
-    if (row < 0 || row >= table.num_rows()) {
-      RaisePython(PyExc_IndexError, "row " + std::to_string(row) + " out of range [0, " +
-                                        std::to_string(table.num_rows()) + ")");
-    }
-    return static_cast<int32_t>(row);
-  }
-
-  std::vector<BlockId> CheckedBlocks(py::handle block_ids) const {
-    const int64_t k = table.kernel_blocks_per_block();
-    std::vector<BlockId> out;
-    for (int64_t b : ToIntVector<int64_t>(block_ids, "block_ids")) {
-      // Kernel ids b * k .. b * k + k - 1 must fit int32 (written without overflowing).
-      if (b < 0 || b > (std::numeric_limits<int32_t>::max() - (k - 1)) / k) {
-        RaisePython(PyExc_ValueError, "block id " + std::to_string(b) +
-                                          " is negative or its kernel blocks overflow int32");
-      }
-      out.emplace_back(static_cast<int32_t>(b));
-    }
-    return out;
-  }
-
-  void WriteFrom(int64_t row, int64_t first_column, py::handle block_ids) {
-    const int32_t r = CheckedRow(row);
-    const int64_t length_columns = table.row_length(r) / table.kernel_blocks_per_block();
-    if (first_column < 0 || first_column > length_columns) {
-      RaisePython(PyExc_ValueError,
-                  "first_column must be in [0, " + std::to_string(length_columns) +
-                      "] (a write may not leave a gap), got " + std::to_string(first_column));
-    }
-    ThrowIfError(table.WriteFrom(r, first_column, CheckedBlocks(block_ids)));
-  }
-
-  GroupGeometry geometry;
-  BlockTable table;
+// GroupGeometry's integer fields: its Python properties and its to_dict().
+struct GeometryField {
+  const char* name;
+  int64_t (GroupGeometry::*get)() const;
+};
+constexpr GeometryField kGeometryFields[] = {
+    {"dcp_size", &GroupGeometry::dcp_size},
+    {"interleave", &GroupGeometry::interleave},
+    {"dcp_shard_count", &GroupGeometry::dcp_shard_count},
+    {"block_size", &GroupGeometry::block_size},
+    {"manager_block_size", &GroupGeometry::manager_block_size},
+    {"kernel_block_size", &GroupGeometry::kernel_block_size},
+    {"page_size_bytes", &GroupGeometry::page_size_bytes},
+    {"required_columns", &GroupGeometry::required_columns},
+    {"manager_table_width", &GroupGeometry::manager_table_width},
+    {"block_table_width", &GroupGeometry::block_table_width},
+    {"max_pages_per_request", &GroupGeometry::max_pages_per_request},
+    {"memory_per_request_bytes", &GroupGeometry::memory_per_request_bytes},
+    {"block_table_bytes_per_rank", &GroupGeometry::block_table_bytes_per_rank},
+    {"max_model_len", &GroupGeometry::max_model_len},
+    {"max_num_seqs", &GroupGeometry::max_num_seqs},
+    {"num_speculative_blocks", &GroupGeometry::num_speculative_blocks},
+    {"sliding_window", &GroupGeometry::sliding_window},
+    {"attention_chunk_size", &GroupGeometry::attention_chunk_size},
+    {"extra_retained_tokens", &GroupGeometry::extra_retained_tokens},
 };
 
 py::dict GeometryDict(const GroupGeometry& g) {
   py::dict d;
-  d["kind"] = std::string(CacheKindName(g.kind()));
-  d["placement"] = std::string(PlacementName(g.placement()));
-  d["dcp_size"] = g.dcp_size();
-  d["interleave"] = g.interleave();
-  d["dcp_shard_count"] = g.dcp_shard_count();
-  d["block_size"] = g.block_size();
-  d["manager_block_size"] = g.manager_block_size();
-  d["kernel_block_size"] = g.kernel_block_size();
-  d["page_size_bytes"] = g.page_size_bytes();
-  d["required_columns"] = g.required_columns();
-  d["manager_table_width"] = g.manager_table_width();
-  d["block_table_width"] = g.block_table_width();
-  d["max_pages_per_request"] = g.max_pages_per_request();
-  d["memory_per_request_bytes"] = g.memory_per_request_bytes();
-  d["block_table_bytes_per_rank"] = g.block_table_bytes_per_rank();
-  d["max_model_len"] = g.max_model_len();
-  d["max_num_seqs"] = g.max_num_seqs();
-  d["recurrent_mode"] = std::string(RecurrentModeName(g.recurrent_mode()));
-  d["num_speculative_blocks"] = g.num_speculative_blocks();
-  d["sliding_window"] = g.sliding_window();
-  d["attention_chunk_size"] = g.attention_chunk_size();
-  d["extra_retained_tokens"] = g.extra_retained_tokens();
+  d["kind"] = CacheKindName(g.kind());
+  d["placement"] = PlacementName(g.placement());
+  d["recurrent_mode"] = RecurrentModeName(g.recurrent_mode());
+  for (const GeometryField& f : kGeometryFields) d[f.name] = (g.*f.get)();
   return d;
 }
 
@@ -297,201 +204,53 @@ struct CheckResult {
 };
 
 void BindPlan(py::module_& m) {
-  py::class_<Diagnostic>(m, "Diagnostic", "One finding about a launch: (severity, code, message).")
-      .def_property_readonly(
-          "severity", [](const Diagnostic& d) { return std::string(SeverityName(d.severity)); })
-      .def_readonly("code", &Diagnostic::code)
-      .def_readonly("message", &Diagnostic::message)
-      .def("__iter__",
-           [](const Diagnostic& d) {
-             return py::iter(
-                 py::make_tuple(std::string(SeverityName(d.severity)), d.code, d.message));
-           })
-      .def("__eq__", [](const Diagnostic& a, const Diagnostic& b) { return a == b; })
-      .def("__repr__", [](const Diagnostic& d) {
-        return "Diagnostic(" + std::string(SeverityName(d.severity)) + ", " + d.code + ", " +
-               py::repr(py::str(d.message)).cast<std::string>() + ")";
-      });
+  py::object diagnostic =
+      py::module_::import("collections")
+          .attr("namedtuple")("Diagnostic", py::make_tuple("severity", "code", "message"),
+                              py::arg("module") = "kvtopo");
+  diagnostic.attr("__doc__") = "One finding about a launch: (severity, code, message).";
+  g_diagnostic_type = diagnostic.release().ptr();  // alive for the interpreter's lifetime
+  m.add_object("Diagnostic", py::handle(g_diagnostic_type));
 
-  py::class_<GroupGeometry>(m, "GroupGeometry",
-                            "How one cache group lays out under DCP (the planner's geometry).")
-      .def_property_readonly(
-          "kind", [](const GroupGeometry& g) { return std::string(CacheKindName(g.kind())); })
-      .def_property_readonly(
-          "placement",
-          [](const GroupGeometry& g) { return std::string(PlacementName(g.placement())); })
-      .def_property_readonly("dcp_size", &GroupGeometry::dcp_size)
-      .def_property_readonly("interleave", &GroupGeometry::interleave)
-      .def_property_readonly("dcp_shard_count", &GroupGeometry::dcp_shard_count)
-      .def_property_readonly("block_size", &GroupGeometry::block_size)
-      .def_property_readonly("manager_block_size", &GroupGeometry::manager_block_size)
-      .def_property_readonly("kernel_block_size", &GroupGeometry::kernel_block_size)
-      .def_property_readonly("page_size_bytes", &GroupGeometry::page_size_bytes)
-      .def_property_readonly("required_columns", &GroupGeometry::required_columns)
-      .def_property_readonly("manager_table_width", &GroupGeometry::manager_table_width)
-      .def_property_readonly("block_table_width", &GroupGeometry::block_table_width)
-      .def_property_readonly("max_pages_per_request", &GroupGeometry::max_pages_per_request)
-      .def_property_readonly("memory_per_request_bytes", &GroupGeometry::memory_per_request_bytes)
-      .def_property_readonly("block_table_bytes_per_rank",
-                             &GroupGeometry::block_table_bytes_per_rank)
-      .def_property_readonly("max_model_len", &GroupGeometry::max_model_len)
-      .def_property_readonly("max_num_seqs", &GroupGeometry::max_num_seqs)
-      .def_property_readonly(
-          "recurrent_mode",
-          [](const GroupGeometry& g) { return std::string(RecurrentModeName(g.recurrent_mode())); })
-      .def_property_readonly("num_speculative_blocks", &GroupGeometry::num_speculative_blocks)
-      .def_property_readonly("sliding_window", &GroupGeometry::sliding_window)
-      .def_property_readonly("attention_chunk_size", &GroupGeometry::attention_chunk_size)
-      .def_property_readonly("extra_retained_tokens", &GroupGeometry::extra_retained_tokens)
-      .def_property_readonly("interleaved_slots", &GroupGeometry::interleaved_slots)
-      .def("to_dict", &GeometryDict)
-      .def("__eq__", [](const GroupGeometry& a, const GroupGeometry& b) { return a == b; })
-      .def("__repr__", [](const GroupGeometry& g) {
-        return "GroupGeometry(" + py::repr(GeometryDict(g)).cast<std::string>() + ")";
-      });
+  auto geometry =
+      py::class_<GroupGeometry>(m, "GroupGeometry",
+                                "How one cache group lays out under DCP (the planner's geometry).")
+          .def_property_readonly("kind",
+                                 [](const GroupGeometry& g) { return CacheKindName(g.kind()); })
+          .def_property_readonly(
+              "placement", [](const GroupGeometry& g) { return PlacementName(g.placement()); })
+          .def_property_readonly(
+              "recurrent_mode",
+              [](const GroupGeometry& g) { return RecurrentModeName(g.recurrent_mode()); })
+          .def_property_readonly("interleaved_slots", &GroupGeometry::interleaved_slots)
+          .def("to_dict", &GeometryDict)
+          .def("__eq__", [](const GroupGeometry& a, const GroupGeometry& b) { return a == b; })
+          .def("__repr__", [](const GroupGeometry& g) {
+            return "GroupGeometry(" + py::repr(GeometryDict(g)).cast<std::string>() + ")";
+          });
+  for (const GeometryField& f : kGeometryFields) {
+    geometry.def_property_readonly(f.name,
+                                   [get = f.get](const GroupGeometry& g) { return (g.*get)(); });
+  }
 
-  auto geo = [](auto member) {
-    return [member](const PlannedGroup& g) { return (g.geometry.*member)(); };
-  };
-  py::class_<PlannedGroup>(m, "Group", "One cache group of a plan.")
-      .def_property_readonly("id", [](const PlannedGroup& g) { return g.id.value(); })
-      .def_property_readonly(
-          "kind", [](const PlannedGroup& g) { return std::string(CacheKindName(g.spec.kind)); })
-      .def_property_readonly("role",
-                             [](const PlannedGroup& g) { return std::string(RoleName(g.role)); })
-      .def_property_readonly(
-          "placement",
-          [](const PlannedGroup& g) { return std::string(PlacementName(g.geometry.placement())); })
-      .def_readonly("layers", &PlannedGroup::layers)
-      .def_property_readonly("num_layers", [](const PlannedGroup& g) { return g.layers.size(); })
-      .def_readonly("uniform_type", &PlannedGroup::uniform_type)
-      .def_readonly("layer_page_size_bytes", &PlannedGroup::layer_page_bytes)
-      .def_readonly("natural_page_size_bytes", &PlannedGroup::natural_page_size_bytes)
-      .def_readonly("geometry", &PlannedGroup::geometry)
-      .def_property_readonly("attention_backend",
-                             [](const PlannedGroup& g) { return g.spec.attention_backend; })
-      .def_property_readonly("volatile_last_block",
-                             [](const PlannedGroup& g) { return g.spec.volatile_last_block; })
-      .def_property_readonly(
-          "kv_cache_dtype",
-          [](const PlannedGroup& g) {
-            // As in the JSON report: recurrent groups report their state dtype.
-            if (g.spec.kind == CacheKind::kRecurrent) {
-              return std::string(ElementTypeName(
-                  g.spec.state.empty() ? ElementType::kFloat32 : g.spec.state.front().dtype));
-            }
-            return std::string(KvCacheDtypeName(g.spec.cache_dtype));
-          })
-      .def_property_readonly("dcp_shard_count", geo(&GroupGeometry::dcp_shard_count))
-      .def_property_readonly("block_size", geo(&GroupGeometry::block_size))
-      .def_property_readonly("manager_block_size", geo(&GroupGeometry::manager_block_size))
-      .def_property_readonly("kernel_block_size", geo(&GroupGeometry::kernel_block_size))
-      .def_property_readonly("page_size_bytes", geo(&GroupGeometry::page_size_bytes))
-      .def_property_readonly("required_columns", geo(&GroupGeometry::required_columns))
-      .def_property_readonly("manager_table_width", geo(&GroupGeometry::manager_table_width))
-      .def_property_readonly("block_table_width", geo(&GroupGeometry::block_table_width))
-      .def_property_readonly("max_pages_per_request", geo(&GroupGeometry::max_pages_per_request))
-      .def_property_readonly("block_table_bytes_per_rank",
-                             geo(&GroupGeometry::block_table_bytes_per_rank))
-      .def_property_readonly("num_speculative_blocks", geo(&GroupGeometry::num_speculative_blocks))
-      .def_property_readonly("sliding_window",
-                             [](const PlannedGroup& g) -> py::object {
-                               if (!IsWindowed(g.spec.kind)) return py::none();
-                               return py::int_(g.spec.sliding_window);
-                             })
-      .def_property_readonly(
-          "recurrent_mode",
-          [](const PlannedGroup& g) -> py::object {
-            if (g.spec.kind != CacheKind::kRecurrent) return py::none();
-            return py::str(std::string(RecurrentModeName(g.spec.recurrent_mode)));
-          })
-      .def("__repr__", [](const PlannedGroup& g) {
-        return "Group(id=" + std::to_string(g.id.value()) +
-               ", kind=" + std::string(CacheKindName(g.spec.kind)) +
-               ", role=" + std::string(RoleName(g.role)) +
-               ", placement=" + std::string(PlacementName(g.geometry.placement())) +
-               ", layers=" + std::to_string(g.layers.size()) + ")";
-      });
-
-  py::class_<Capacity>(m, "Capacity", "What the pool holds: tokens and max-length requests.")
-      .def_readonly("memory_bytes", &Capacity::memory_bytes)
-      .def_readonly("blocks_per_request", &Capacity::blocks_per_request)
-      .def_readonly("max_tokens", &Capacity::max_tokens)
-      .def_readonly("max_concurrency", &Capacity::max_concurrency)
-      .def("__repr__", [](const Capacity& c) {
-        return "Capacity(memory_bytes=" + std::to_string(c.memory_bytes) +
-               ", max_tokens=" + std::to_string(c.max_tokens) +
-               ", max_concurrency=" + py::repr(py::float_(c.max_concurrency)).cast<std::string>() +
-               ")";
-      });
-
-  py::class_<PoolLayout>(m, "PoolLayout", "The shared block pool of a plan.")
-      .def_readonly("num_blocks", &PoolLayout::num_blocks)
-      .def_readonly("bytes_per_block", &PoolLayout::bytes_per_block)
-      .def_property_readonly("regions",
-                             [](const PoolLayout& p) {
-                               py::list out;
-                               for (const PoolGroupRegion& r : p.regions) {
-                                 py::dict d;
-                                 d["group"] = r.group.value();
-                                 d["offsets_bytes"] = r.offsets_bytes;
-                                 d["bytes_used"] = r.bytes_used;
-                                 out.append(d);
-                               }
+  // The plan's other attributes (model_name, groups, pool, capacity, promotion, ...) are views
+  // of to_json()'s objects, built in kvtopo/__init__.py.
+  py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan", py::dynamic_attr(),
+                                          "A planned launch (kvtopo plan).")
+      .def_property_readonly("accepted", &Plan::accepted)
+      .def_property_readonly("diagnostics",
+                             [](const Plan& p) { return DiagnosticsList(p.diagnostics); })
+      .def_property_readonly("geometries",
+                             [](const Plan& p) {
+                               std::vector<GroupGeometry> out;
+                               for (const PlannedGroup& g : p.groups) out.push_back(g.geometry);
                                return out;
                              })
-      .def("__repr__", [](const PoolLayout& p) {
-        return "PoolLayout(num_blocks=" + std::to_string(p.num_blocks) +
-               ", bytes_per_block=" + std::to_string(p.bytes_per_block) + ")";
-      });
-
-  py::class_<Promotion>(m, "Promotion", "Promotion of replicated sliding-window draft blocks.")
-      .def_readonly("considered", &Promotion::considered)
-      .def_readonly("applied", &Promotion::applied)
-      .def_readonly("reason", &Promotion::reason)
-      .def_readonly("block_size_before", &Promotion::block_size_before)
-      .def_readonly("block_size_after", &Promotion::block_size_after)
-      .def_readonly("bytes_per_block_before", &Promotion::bytes_per_block_before)
-      .def_readonly("bytes_per_block_after", &Promotion::bytes_per_block_after)
-      .def_readonly("max_tokens_before", &Promotion::max_tokens_before)
-      .def_readonly("max_tokens_after", &Promotion::max_tokens_after);
-
-  py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan", "A planned launch (kvtopo plan).")
-      .def_property_readonly("accepted", &Plan::accepted)
-      .def_property_readonly("model_name", [](const Plan& p) { return p.model.model_name; })
-      .def_property_readonly("architecture", [](const Plan& p) { return p.model.architecture; })
-      .def_property_readonly("draft_name", [](const Plan& p) { return p.model.draft_name; })
-      .def_property_readonly("max_model_len", [](const Plan& p) { return p.model.max_model_len; })
-      .def_property_readonly("num_speculative_tokens",
-                             [](const Plan& p) { return p.model.num_speculative_tokens; })
-      .def_property_readonly("num_lookahead_tokens",
-                             [](const Plan& p) { return p.model.num_lookahead_tokens; })
-      .def_property_readonly(
-          "parallel",
-          [](const Plan& p) {
-            py::dict d;
-            d["tensor_parallel_size"] = p.parallel.tensor_parallel_size;
-            d["decode_context_parallel_size"] = p.parallel.decode_context_parallel_size;
-            d["prefill_context_parallel_size"] = p.parallel.prefill_context_parallel_size;
-            d["dcp_kv_cache_interleave_size"] = p.parallel.dcp_kv_cache_interleave_size;
-            return d;
-          })
       .def_property_readonly("enable_prefix_caching",
                              [](const Plan& p) { return p.cache.enable_prefix_caching; })
       .def_property_readonly("max_num_seqs", [](const Plan& p) { return p.cache.max_num_seqs; })
-      .def_readonly("groups", &Plan::groups)
-      .def_readonly("pool", &Plan::pool)
-      .def_readonly("capacity", &Plan::capacity)
-      .def_readonly("promotion", &Plan::promotion)
-      .def_readonly("kv_cache_memory_is_default", &Plan::kv_cache_memory_is_default)
-      .def_readonly("scheduler_block_size", &Plan::scheduler_block_size)
-      .def_readonly("hash_block_size", &Plan::hash_block_size)
-      .def_readonly("block_table_bytes_per_rank", &Plan::block_table_bytes_per_rank)
-      .def_readonly("max_model_len_that_fits", &Plan::max_model_len_that_fits)
-      .def_property_readonly("diagnostics",
-                             [](const Plan& p) { return DiagnosticsList(p.diagnostics); })
       .def(
-          "to_json", [](const Plan& p, int indent) { return PlanToJson(p).dump(indent); },
+          "to_json", [](const Plan& p, int indent) { return PlanToJsonText(p, indent); },
           py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
       .def("table", &FormatPlanTable, "The table `kvtopo plan` prints.")
       .def("svg", &RenderPlanSvg, "The SVG drawing of `kvtopo plan --svg`.")
@@ -516,13 +275,9 @@ void BindPlan(py::module_& m) {
       .def(
           "to_json",
           [](const CheckResult& c, int indent) {
-            nlohmann::json diags = nlohmann::json::array();
-            for (const Diagnostic& d : c.diagnostics) {
-              diags.push_back({{"severity", std::string(SeverityName(d.severity))},
-                               {"code", d.code},
-                               {"message", d.message}});
-            }
-            return nlohmann::json{{"accepted", c.accepted}, {"diagnostics", diags}}.dump(indent);
+            return nlohmann::json{{"accepted", c.accepted},
+                                  {"diagnostics", DiagnosticsJson(c.diagnostics)}}
+                .dump(indent);
           },
           py::arg("indent") = 2, "The JSON of `kvtopo check --json`.")
       .def("__repr__", [](const CheckResult& c) {
@@ -535,8 +290,12 @@ void BindPlan(py::module_& m) {
       [](py::object model, py::kwargs options) {
         auto plan = std::make_shared<Plan>(MakePlan(model, options));
         if (!plan->accepted()) {
-          py::object exc =
-              py::reinterpret_borrow<py::object>(g_rejected_error)(RejectionMessage(*plan));
+          std::string message = "rejected: " + plan->model.model_name;
+          for (const Diagnostic& d : plan->diagnostics) {
+            if (d.severity == Severity::kError)
+              message += "\n  error [" + d.code + "] " + d.message;
+          }
+          py::object exc = py::reinterpret_borrow<py::object>(g_rejected_error)(message);
           exc.attr("plan") = py::cast(plan);
           exc.attr("diagnostics") = DiagnosticsList(plan->diagnostics);
           PyErr_SetObject(g_rejected_error, exc.ptr());
@@ -578,150 +337,13 @@ void BindPlan(py::module_& m) {
       [] {
         py::list out;
         for (const ProfileInfo& p : ValueOrThrow(ListProfiles())) {
-          py::dict d;
-          d["name"] = p.name;
-          d["kind"] = p.kind;
-          d["architecture"] = p.architecture;
-          d["num_layers"] = p.num_layers;
-          out.append(d);
+          out.append(py::dict(py::arg("name") = p.name, py::arg("kind") = p.kind,
+                              py::arg("architecture") = p.architecture,
+                              py::arg("num_layers") = p.num_layers));
         }
         return out;
       },
       "The embedded profiles (kvtopo profiles).");
-}
-
-void BindWorker(py::module_& m) {
-  BindOwnedArray<int32_t>(m, "_Int32Array");
-  BindOwnedArray<int64_t>(m, "_Int64Array");
-  py::class_<BorrowedInt32View>(m, "_Int32View", py::buffer_protocol())
-      .def_buffer([](BorrowedInt32View& v) {
-        return py::buffer_info(const_cast<int32_t*>(v.data), sizeof(int32_t),
-                               py::format_descriptor<int32_t>::format(), 1, {v.size},
-                               {static_cast<py::ssize_t>(sizeof(int32_t))}, /*readonly=*/true);
-      });
-
-  py::class_<PyBlockTable>(m, "BlockTable", py::buffer_protocol(),
-                           "One rank's block table for one group: num_rows x block_table_width "
-                           "int32 kernel block ids. memoryview(table) is a read-only 2-D view.")
-      .def(py::init([](const GroupGeometry& g, int64_t num_rows) {
-             return std::make_unique<PyBlockTable>(g, num_rows);
-           }),
-           py::arg("geometry"), py::arg("num_rows"))
-      .def(py::init([](const PlannedGroup& g, int64_t num_rows) {
-             return std::make_unique<PyBlockTable>(g.geometry, num_rows);
-           }),
-           py::arg("group"), py::arg("num_rows"))
-      .def_buffer([](PyBlockTable& t) {
-        return py::buffer_info(const_cast<int32_t*>(t.table.Row(0).data()), sizeof(int32_t),
-                               py::format_descriptor<int32_t>::format(), 2,
-                               {static_cast<py::ssize_t>(t.table.num_rows()),
-                                static_cast<py::ssize_t>(t.table.width())},
-                               {static_cast<py::ssize_t>(t.table.width() * sizeof(int32_t)),
-                                static_cast<py::ssize_t>(sizeof(int32_t))},
-                               /*readonly=*/true);
-      })
-      .def_readonly("geometry", &PyBlockTable::geometry)
-      .def_property_readonly("num_rows", [](const PyBlockTable& t) { return t.table.num_rows(); })
-      .def_property_readonly("width", [](const PyBlockTable& t) { return t.table.width(); })
-      .def_property_readonly(
-          "kernel_blocks_per_block",
-          [](const PyBlockTable& t) { return t.table.kernel_blocks_per_block(); })
-      .def(
-          "append",
-          [](PyBlockTable& t, int64_t row, py::handle block_ids) {
-            const int32_t r = t.CheckedRow(row);
-            ThrowIfError(t.table.Append(r, t.CheckedBlocks(block_ids)));
-          },
-          py::arg("row"), py::arg("block_ids"), "Appends manager block ids to the row.")
-      .def("write_from", &PyBlockTable::WriteFrom, py::arg("row"), py::arg("first_column"),
-           py::arg("block_ids"),
-           "Writes manager block ids from a manager column (see KVCacheManager.last_update).")
-      .def(
-          "clear_row", [](PyBlockTable& t, int64_t row) { t.table.ClearRow(t.CheckedRow(row)); },
-          py::arg("row"))
-      .def(
-          "row_length",
-          [](const PyBlockTable& t, int64_t row) { return t.table.row_length(t.CheckedRow(row)); },
-          py::arg("row"), "Kernel entries in use in the row.")
-      .def(
-          "row",
-          [](py::object self, int64_t row) {
-            const PyBlockTable& t = self.cast<const PyBlockTable&>();
-            std::span<const int32_t> data = t.table.Row(t.CheckedRow(row));
-            BorrowedInt32View view{
-                .owner = self, .data = data.data(), .size = static_cast<py::ssize_t>(data.size())};
-            return py::memoryview(py::cast(std::move(view)));
-          },
-          py::arg("row"), "The row's kernel block ids, full width, as a read-only memoryview.")
-      .def(
-          "slot_mapping",
-          [](const PyBlockTable& t, int64_t row, int64_t rank, py::handle positions,
-             std::optional<int64_t> num_slots) {
-            const int32_t r = t.CheckedRow(row);
-            return SlotMapping(t.geometry, rank, t.table.Row(r).first(t.table.row_length(r)),
-                               positions, num_slots);
-          },
-          py::arg("row"), py::arg("rank"), py::arg("positions"), py::arg("num_slots") = py::none(),
-          "Slots (int64 memoryview) of the row's positions on `rank`; -1 where the rank does "
-          "not hold the position, and for padding up to num_slots.")
-      .def("check_invariants", [](const PyBlockTable& t) { t.table.CheckInvariants(); });
-
-  m.def(
-      "slot_mapping",
-      [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
-         std::optional<int64_t> num_slots) {
-        const std::vector<int32_t> row = ToIntVector<int32_t>(kernel_row, "kernel_row");
-        for (size_t i = 0; i < row.size(); ++i) {
-          if (row[i] < 0) {
-            RaisePython(PyExc_ValueError, "kernel_row[" + std::to_string(i) + "] is " +
-                                              std::to_string(row[i]) +
-                                              "; kernel block ids are non-negative");
-          }
-        }
-        return SlotMapping(g, rank, row, positions, num_slots);
-      },
-      py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),
-      py::arg("num_slots") = py::none(),
-      "Slots (int64 memoryview) of `positions` on `rank` for a request whose kernel block "
-      "row is `kernel_row` (only its used entries); -1 where the rank does not hold a "
-      "position.");
-  m.def(
-      "holds_position",
-      [](const GroupGeometry& g, int64_t rank, int64_t position) {
-        if (position < 0) RaisePython(PyExc_ValueError, "position must be non-negative");
-        return g.HoldsPosition(CheckedRank(g, rank), TokenPos{position});
-      },
-      py::arg("geometry"), py::arg("rank"), py::arg("position"),
-      "Whether `rank` holds `position` of the group.");
-  m.def(
-      "local_seq_len",
-      [](const GroupGeometry& g, int64_t rank, int64_t seq_len) {
-        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
-        return g.LocalLength(CheckedRank(g, rank), TokenCount{seq_len}).value();
-      },
-      py::arg("geometry"), py::arg("rank"), py::arg("seq_len"),
-      "Tokens of a seq_len-token sequence the group keeps on `rank`.");
-  m.def(
-      "local_seq_lens",
-      [](const GroupGeometry& g, int64_t rank, py::handle seq_lens,
-         std::optional<int64_t> num_rows) {
-        const Rank r = CheckedRank(g, rank);
-        const std::vector<int32_t> lens = ToIntVector<int32_t>(seq_lens, "seq_lens");
-        for (int32_t l : lens) {
-          if (l < 0) RaisePython(PyExc_ValueError, "seq_lens must be non-negative");
-        }
-        const int64_t rows = num_rows.value_or(static_cast<int64_t>(lens.size()));
-        if (rows < static_cast<int64_t>(lens.size()) || rows > (int64_t{1} << 31)) {
-          RaisePython(PyExc_ValueError, "num_rows must be in [len(seq_lens), 2^31]");
-        }
-        std::vector<int32_t> out(rows, 0);
-        g.LocalLengths(r, lens, out);
-        return ToMemoryView(std::move(out));
-      },
-      py::arg("geometry"), py::arg("rank"), py::arg("seq_lens"), py::arg("num_rows") = py::none(),
-      "Rank-local lengths (int32 memoryview) of the group's sequences for attention metadata; "
-      "a draft passes its own group's geometry and its own global lengths; rows past "
-      "len(seq_lens) are 0.");
 }
 
 }  // namespace
@@ -737,6 +359,7 @@ PYBIND11_MODULE(_kvtopo, m) {
       PyExc_Exception, nullptr);
   if (g_rejected_error == nullptr) throw py::error_already_set();
   m.add_object("RejectedError", py::handle(g_rejected_error));
+  BindViews(m);
   BindPlan(m);
   BindRuntime(m);
   BindWorker(m);

@@ -7,6 +7,7 @@
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
 #include "launch_flags.h"
+#include "plan/plan_json.h"
 
 namespace kvtopo::cli {
 namespace {
@@ -33,7 +34,7 @@ int RunPlan(const PlanArgs& args) {
     }
   }
   if (args.json) {
-    std::printf("%s\n", PlanToJson(*plan).dump(2).c_str());
+    std::printf("%s\n", PlanToJsonText(*plan).c_str());
   } else {
     std::fputs(FormatPlanTable(*plan).c_str(), stdout);
   }
@@ -44,7 +45,7 @@ int RunCheck(const PlanArgs& args) {
   auto plan = MakePlan(args);
   if (!plan.ok()) return ReportError(plan.status());
   if (args.json) {
-    nlohmann::json j = PlanToJson(*plan);
+    nlohmann::json j = internal::PlanToJson(*plan);
     std::printf("%s\n",
                 nlohmann::json{{"accepted", j["accepted"]}, {"diagnostics", j["diagnostics"]}}
                     .dump(2)

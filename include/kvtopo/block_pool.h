@@ -20,6 +20,7 @@
 // Thread safety: none; one scheduler thread owns a pool.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -68,8 +69,11 @@ class BlockPool {
   // `num_blocks` includes the null block; it must be at least 1.
   BlockPool(int32_t num_blocks, bool enable_caching);
 
-  int32_t num_blocks() const { return static_cast<int32_t>(meta_.size()); }
+  int32_t num_blocks() const { return num_blocks_; }
   int32_t num_free_blocks() const { return num_free_; }
+  // How many times a block has lost its cached hash (evictions, take-overs, resets): a lookup's
+  // hits are all still cached while this is unchanged.
+  uint64_t evictions() const { return evictions_; }
   bool caching_enabled() const { return caching_; }
   // Fraction of the non-null blocks in use, in [0, 1].
   double Usage() const;
@@ -91,12 +95,21 @@ class BlockPool {
 
   // A cached block for (hash, group), if any. Does not take a reference.
   std::optional<BlockId> Lookup(const BlockHash& hash, GroupId group) const;
-  // A hint that Lookup(hash, group) follows soon: starts loading its map slot.
-  void PrefetchLookup(const BlockHash& hash, GroupId group) const {
-    if (caching_) __builtin_prefetch(&map_[SlotOf(hash, group.value())]);
-  }
+  // The longest prefix of `hashes` cached in `group`: writes the blocks to `out` (room for
+  // hashes.size()) and returns how many; each is what Lookup would return.
+  int64_t MatchPrefix(std::span<const BlockHash> hashes, GroupId group, BlockId* out) const;
   // Records that `block` (in use, not yet hashed) holds the full block with this hash.
   void Cache(BlockId block, const BlockHash& hash, GroupId group);
+  // Cache(blocks[k], hashes[k], group) for every non-null block not cached yet, in order.
+  void CacheRun(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, GroupId group);
+  // A hint that these hashes are looked up or cached in `group` soon: starts loading their
+  // map slots (a memory-latency hint only; nothing changes).
+  void PrefetchSlots(std::span<const BlockHash> hashes, GroupId group) const {
+    if (!caching_) return;
+    for (const BlockHash& h : hashes) __builtin_prefetch(&map_[SlotOf(h.low, group.value())]);
+  }
+  // How many of the non-null blocks are free (a prefix hit on them shrinks the free count).
+  int64_t CountFree(std::span<const BlockId> blocks) const;
   // Clears every hash; succeeds only when every non-null block is free.
   [[nodiscard]] bool ResetPrefixCache();
   // Drops the block's hash, if any (in use or free); the block stays where it is.
@@ -111,6 +124,11 @@ class BlockPool {
   PrefixCacheStats TakeStats();
 
   int32_t ref_count(BlockId block) const { return meta_[Index(block)].ref_count; }
+  // Whether `block` is cached under exactly (hash, group).
+  bool CachesAs(BlockId block, const BlockHash& hash, GroupId group) const {
+    const Meta& m = meta_[Index(block)];
+    return m.group == group.value() && m.hash == hash;
+  }
   bool is_cached(BlockId block) const { return meta_[Index(block)].group >= 0; }
   // The (hash, group) a block is cached under, if any.
   std::optional<std::pair<BlockHash, GroupId>> cached_as(BlockId block) const;
@@ -120,7 +138,8 @@ class BlockPool {
   void CheckInvariants() const;
 
  private:
-  friend class BlockPoolPeer;
+  // Block metadata; the free list links through prev/next, with meta_[num_blocks_] as the
+  // list's sentinel (its next is the head, its prev the tail), so links need no special case.
   struct Meta {
     int32_t prev = -1;  // free-list links; -1 when not in the list
     int32_t next = -1;
@@ -128,33 +147,40 @@ class BlockPool {
     int32_t group = -1;  // cached under (hash, group) when >= 0
     BlockHash hash;
   };
+  // A map entry: the hash's low word (which picks the home slot), the group and the block. The
+  // high word is compared through the block's metadata, which a hit reads next anyway.
   struct Slot {
-    BlockHash hash;
+    uint64_t hash_low = 0;
     int32_t group = -1;  // -1: empty slot
     int32_t block = 0;
   };
 
   static int32_t Index(BlockId block) { return block.value(); }
-  int32_t sentinel() const { return static_cast<int32_t>(meta_.size()); }
-  int32_t& Next(int32_t i) { return i == sentinel() ? head_ : meta_[i].next; }
-  int32_t& Prev(int32_t i) { return i == sentinel() ? tail_ : meta_[i].prev; }
+  int32_t sentinel() const { return num_blocks_; }
   void Unlink(int32_t i);
-  void PushBack(int32_t i);
+  // Cache() without the argument checks; the block is valid, in use and not cached.
+  void Insert(int32_t i, const BlockHash& hash, int32_t group);
+  template <bool kReversed>
+  void FreeInOrder(std::span<const BlockId> blocks);
   void Evict(int32_t i);
-  size_t SlotOf(const BlockHash& hash, int32_t group) const {
+  size_t SlotOf(uint64_t hash_low, int32_t group) const {
     // The hash is already uniform; fold the group in so groups do not share probe runs.
-    return (hash.low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull)) & map_mask_;
+    return (hash_low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull)) & map_mask_;
+  }
+  bool Matches(const Slot& slot, const BlockHash& hash, int32_t group) const {
+    return slot.group == group && slot.hash_low == hash.low &&
+           meta_[slot.block].hash.high == hash.high;
   }
   void MapErase(int32_t block);
 
-  std::vector<Meta> meta_;
-  int32_t head_;  // first free block, or the sentinel when empty
-  int32_t tail_;
+  int32_t num_blocks_;
+  std::vector<Meta> meta_;  // num_blocks_ + 1 entries: the blocks, then the sentinel
   int32_t num_free_ = 0;
   bool caching_;
   std::vector<Slot> map_;  // power-of-two capacity, linear probing, backward-shift deletion
   size_t map_mask_ = 0;
   int32_t map_size_ = 0;
+  uint64_t evictions_ = 0;
   PrefixCacheStats stats_;
   std::vector<KVCacheEvent>* events_ = nullptr;
 };
@@ -163,36 +189,134 @@ class BlockPool {
 
 inline void BlockPool::Unlink(int32_t i) {
   Meta& m = meta_[i];
-  Next(m.prev) = m.next;
-  Prev(m.next) = m.prev;
+  meta_[m.prev].next = m.next;
+  meta_[m.next].prev = m.prev;
   m.prev = m.next = -1;
   --num_free_;
 }
 
-inline void BlockPool::PushBack(int32_t i) {
-  Meta& m = meta_[i];
-  m.prev = tail_;
-  m.next = sentinel();
-  Next(tail_) = i;
-  tail_ = i;
-  ++num_free_;
+inline void BlockPool::Touch(std::span<const BlockId> blocks) {
+  for (BlockId b : blocks) {
+    const int32_t i = Index(b);
+    if (i == 0) continue;
+    if (meta_[i].ref_count == 0) Unlink(i);
+    ++meta_[i].ref_count;
+  }
 }
 
-inline void BlockPool::FreeOne(BlockId block) {
-  const int32_t i = Index(block);
-  if (i == 0) return;
-  KVTOPO_CHECK_MSG(meta_[i].ref_count > 0, "double free of a block");
-  if (--meta_[i].ref_count == 0) PushBack(i);
+inline void BlockPool::FreeOne(BlockId block) { FreeInOrder<false>({&block, 1}); }
+inline void BlockPool::Free(std::span<const BlockId> blocks_in_eviction_order) {
+  FreeInOrder<false>(blocks_in_eviction_order);
+}
+inline void BlockPool::FreeReversed(std::span<const BlockId> blocks) { FreeInOrder<true>(blocks); }
+
+template <bool kReversed>
+void BlockPool::FreeInOrder(std::span<const BlockId> blocks) {
+  // Blocks reaching ref count 0 are chained after the current tail; the sentinel is relinked
+  // once at the end.
+  int32_t tail = meta_[sentinel()].prev;
+  int32_t freed = 0;
+  const size_t n = blocks.size();
+  for (size_t k = 0; k < n; ++k) {
+    const int32_t i = Index(blocks[kReversed ? n - 1 - k : k]);
+    if (i == 0) continue;
+    Meta& m = meta_[i];
+    KVTOPO_CHECK_MSG(m.ref_count > 0, "double free of a block");
+    if (--m.ref_count == 0) {
+      m.prev = tail;
+      meta_[tail].next = i;
+      tail = i;
+      ++freed;
+    }
+  }
+  meta_[tail].next = sentinel();
+  meta_[sentinel()].prev = tail;
+  num_free_ += freed;
 }
 
 inline std::optional<BlockId> BlockPool::Lookup(const BlockHash& hash, GroupId group) const {
   if (!caching_) return std::nullopt;
   const int32_t g = group.value();
-  for (size_t s = SlotOf(hash, g);; s = (s + 1) & map_mask_) {
+  for (size_t s = SlotOf(hash.low, g);; s = (s + 1) & map_mask_) {
     const Slot& slot = map_[s];
     if (slot.group < 0) return std::nullopt;
-    if (slot.group == g && slot.hash == hash) return BlockId{slot.block};
+    if (Matches(slot, hash, g)) return BlockId{slot.block};
   }
+}
+
+inline int64_t BlockPool::MatchPrefix(std::span<const BlockHash> hashes, GroupId group,
+                                      BlockId* out) const {
+  if (!caching_) return 0;
+  // The hashes are known up front: keep several map probes in flight (the map is usually out
+  // of the core's caches, and a probe's latency dwarfs its work).
+  constexpr size_t kAhead = 16;
+  const int32_t g = group.value();
+  const size_t n = hashes.size();
+  PrefetchSlots(hashes.first(std::min(kAhead, n)), group);
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) __builtin_prefetch(&map_[SlotOf(hashes[k + kAhead].low, g)]);
+    const BlockHash& hash = hashes[k];
+    for (size_t s = SlotOf(hash.low, g);; s = (s + 1) & map_mask_) {
+      const Slot& slot = map_[s];
+      if (slot.group < 0) return static_cast<int64_t>(k);
+      if (Matches(slot, hash, g)) {
+        out[k] = BlockId{slot.block};
+        break;
+      }
+    }
+  }
+  return static_cast<int64_t>(n);
+}
+
+inline void BlockPool::Insert(int32_t i, const BlockHash& hash, int32_t g) {
+  Meta& m = meta_[i];
+  m.group = g;
+  m.hash = hash;
+  size_t s = SlotOf(hash.low, g);
+  for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
+    Slot& slot = map_[s];
+    if (Matches(slot, hash, g) && meta_[slot.block].ref_count == 0) {
+      // The same content is cached by a free (evictable) block: the new block takes its entry
+      // and the old one becomes a plain free block. Every lookup still finds this content, and
+      // re-caching a prompt does not pile duplicate keys into one probe run.
+      Meta& old = meta_[slot.block];
+      ++evictions_;
+      old.group = -1;
+      old.hash = BlockHash{};
+      slot.block = i;
+      return;
+    }
+  }
+  map_[s] = Slot{.hash_low = hash.low, .group = g, .block = i};
+  ++map_size_;
+}
+
+inline void BlockPool::Cache(BlockId block, const BlockHash& hash, GroupId group) {
+  const int32_t i = Index(block);
+  KVTOPO_CHECK(caching_ && i > 0 && i < num_blocks_ && group.value() >= 0);
+  KVTOPO_CHECK_MSG(meta_[i].group < 0, "a block is hashed twice");
+  Insert(i, hash, group.value());
+}
+
+inline void BlockPool::CacheRun(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
+                                GroupId group) {
+  KVTOPO_CHECK(caching_ && group.value() >= 0 && blocks.size() <= hashes.size());
+  // Each insert probes from the hash's home slot: start loading those a few blocks ahead.
+  constexpr size_t kAhead = 4;
+  const int32_t g = group.value();
+  const size_t n = blocks.size();
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) __builtin_prefetch(&map_[SlotOf(hashes[k + kAhead].low, g)]);
+    const int32_t i = Index(blocks[k]);
+    if (i == 0 || meta_[i].group >= 0) continue;
+    Insert(i, hashes[k], g);
+  }
+}
+
+inline int64_t BlockPool::CountFree(std::span<const BlockId> blocks) const {
+  int64_t count = 0;
+  for (BlockId b : blocks) count += (b.value() != 0 && meta_[Index(b)].ref_count == 0) ? 1 : 0;
+  return count;
 }
 
 }  // namespace kvtopo

@@ -131,6 +131,16 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text);
 struct ComputedBlocks {
   std::vector<std::vector<BlockId>> blocks;  // [group][column]
   TokenCount num_tokens{0};
+  // Where and when GetComputedBlocks found these hits (the manager, the request, the pool's
+  // eviction count and a fingerprint of `blocks`): AllocateSlots re-validates every hit block
+  // only when something changed since.
+  struct Stamp {
+    const void* manager = nullptr;
+    int64_t request = -1;
+    uint64_t evictions = 0;
+    uint64_t fingerprint = 0;
+    bool operator==(const Stamp&) const = default;
+  } stamp;
 };
 
 struct SlotRequest {
@@ -166,25 +176,34 @@ class KVCacheManager {
   int32_t num_groups() const;
   const CacheGroup& group(GroupId group) const;
 
+  // Caller misuse is an error value, never an abort: a call naming a request that is not
+  // registered returns NotFound; arguments outside their domain (negative counts, prefix hits
+  // that are stale, foreign or passed to a running request, a request registered twice) return
+  // InvalidArgument, and nothing has changed. The read-only accessors below (BlockIds,
+  // LastUpdate, num_computed_tokens, ...) require Contains(request) (checked).
+
   // Registers a request with its prompt; hashes every full hash block of the prompt.
-  // The id must not be registered already (checked).
-  void AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
-                  BlockHashExtraKeys extra_keys = {});
-  void AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
-                  RequestOptions options);
+  [[nodiscard]] Status AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                                  BlockHashExtraKeys extra_keys = {});
+  [[nodiscard]] Status AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                                  RequestOptions options);
   bool Contains(RequestId request) const;
   // Appends generated (verified) tokens and hashes the blocks they complete.
-  void AppendTokens(RequestId request, std::span<const int32_t> token_ids);
-  // Rejected draft tokens: lowers the request's computed-token count.
-  void RewindComputedTokens(RequestId request, TokenCount num_rejected);
+  [[nodiscard]] Status AppendTokens(RequestId request, std::span<const int32_t> token_ids);
+  // Rejected draft tokens: lowers the request's computed-token count (at most to 0).
+  [[nodiscard]] Status RewindComputedTokens(RequestId request, TokenCount num_rejected);
 
   // Longest prefix hit (at most num_tokens - 1 tokens, so the last prompt token is recomputed)
   // common to all groups. Fills `out` (reusing its storage) and returns out.num_tokens.
-  TokenCount GetComputedBlocks(RequestId request, ComputedBlocks& out);
-  ComputedBlocks GetComputedBlocks(RequestId request);
+  [[nodiscard]] Result<TokenCount> GetComputedBlocks(RequestId request, ComputedBlocks& out);
+  [[nodiscard]] Result<ComputedBlocks> GetComputedBlocks(RequestId request);
 
-  // Reserves slots for this step. Returns false when the pool cannot hold it.
-  [[nodiscard]] bool AllocateSlots(RequestId request, const SlotRequest& step);
+  // Reserves slots for this step: true when allocated, false when the pool cannot hold it (a
+  // normal result). Errors: see above; counts are at most 2^40 tokens each, num_new_tokens is
+  // positive unless external tokens are given, and prefix hits (num_new_computed_tokens > 0)
+  // come with `computed` holding exactly that many tokens, still valid
+  // (ValidateComputedBlocks), on the request's first allocation.
+  [[nodiscard]] Result<bool> AllocateSlots(RequestId request, const SlotRequest& step);
 
   // Whether `hits` (from GetComputedBlocks for `request`) may still be passed to AllocateSlots:
   // every hit block must still cache the request's content for its column. Hits stay valid
@@ -204,8 +223,9 @@ class KVCacheManager {
     std::vector<int32_t> block_ids;     // flat
     int64_t num_failed = 0;
   };
-  // Every batch call first checks that each request is registered (NotFound naming the first
-  // that is not, and nothing changed), then runs the single calls in order.
+  // Every batch call first checks every request and count (NotFound naming the first request
+  // that is not registered, InvalidArgument for a count outside its domain or spans of
+  // different lengths; nothing has changed then), then runs the single calls in order.
   //
   // A loop of AllocateSlots over `requests` (num_lookahead_tokens may be empty: 0 each): the
   // same results, failures included, as the single calls in this order.
@@ -215,7 +235,8 @@ class KVCacheManager {
                                           BatchResult& out);
   // Admission of new requests: per request GetComputedBlocks, then AllocateSlots of
   // num_new_tokens[i] tokens past the hits (empty span: the rest of the prompt), with
-  // full_sequence_must_fit as given. num_computed holds the hit tokens.
+  // full_sequence_must_fit as given. num_computed holds the hit tokens. Each request must be
+  // new (no allocation since it was added or preempted) and hold tokens.
   [[nodiscard]] Status AdmitBatch(std::span<const RequestId> requests,
                                   std::span<const int32_t> num_new_tokens,
                                   bool full_sequence_must_fit, BatchResult& out);
@@ -229,23 +250,24 @@ class KVCacheManager {
 
   // Releases every block of the request (reverse order, so chain tails are evicted first) and
   // forgets it.
-  void Free(RequestId request);
+  [[nodiscard]] Status Free(RequestId request);
   // Preemption: releases the request's blocks like Free but keeps its tokens and hashes; its
   // computed count drops to 0 and its next lookups count as a resumed request's.
-  void Preempt(RequestId request);
+  [[nodiscard]] Status Preempt(RequestId request);
   // Starts a scheduler step (recurrent blocks cached in the previous step become hit-able).
   void NewStep();
 
   // vLLM's remove_skipped_blocks on its own: releases blocks no longer needed once
   // `total_computed_tokens` are computed (outside the window, older recurrent states).
-  void RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens);
+  [[nodiscard]] Status RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens);
   // Caches the request's full blocks up to `num_computed_tokens` (after delay_cache_blocks).
-  void CacheBlocks(RequestId request, TokenCount num_computed_tokens);
+  [[nodiscard]] Status CacheBlocks(RequestId request, TokenCount num_computed_tokens);
   // Drops the prefix-cache entries of these blocks (a connector evicted their content).
-  void EvictBlocks(std::span<const BlockId> blocks);
+  // Errors: a block id outside the pool (nothing changed).
+  [[nodiscard]] Status EvictBlocks(std::span<const BlockId> blocks);
   // Per group: leading blocks of `request`'s row shared by every request holding blocks
   // (cascade attention); 0 for groups other than full attention.
-  void GetNumCommonPrefixBlocks(RequestId request, std::vector<int64_t>& out) const;
+  [[nodiscard]] Status GetNumCommonPrefixBlocks(RequestId request, std::vector<int64_t>& out) const;
   // Fresh attention block ids allocated since the last call (record_new_block_ids).
   std::vector<BlockId> TakeNewBlockIds();
   // Events recorded since the last call (enable_kv_cache_events).
@@ -270,6 +292,7 @@ class KVCacheManager {
   TokenCount num_computed_tokens(RequestId request) const;
   TokenCount num_tokens(RequestId request) const;
 
+  int32_t num_blocks() const;  // the pool, the null block included
   int32_t num_free_blocks() const;
   double Usage() const;
   const PrefixCacheStats& prefix_cache_stats() const;
@@ -284,9 +307,12 @@ class KVCacheManager {
   friend class KVCacheInspector;
   explicit KVCacheManager(std::unique_ptr<Impl> impl);
   bool AllocateSlotsAt(RequestState& st, const SlotRequest& step);
+  [[gnu::noinline]] Result<bool> AllocateSlotsChecked(RequestId request, RequestState* st,
+                                                      const SlotRequest& step);
+  Status CheckSlotRequest(const RequestState& st, const SlotRequest& step) const;
   RowUpdate LastUpdateAt(const RequestState& st, GroupId group) const;
   void AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const;
-  Status ResolveBatch(std::span<const RequestId> requests);
+  Status ResolveBatch(std::span<const RequestId> requests, bool admission = false);
   // Off: every AllocateSlots runs the full per-group rules (tests compare the two).
   void SetQuietPathEnabled(bool enabled);
   // Whether the pool holds `block` in the prefix cache.
@@ -306,6 +332,7 @@ class KVCacheInspector {
   std::optional<std::pair<BlockHash, GroupId>> CachedAs(BlockId block) const;
   std::optional<BlockId> Lookup(const BlockHash& hash, GroupId group) const;
   BlockId null_block() const { return kNullBlock; }
+  int32_t num_blocks() const { return manager_.num_blocks(); }
   // The request's hashes, one per full hash block.
   std::span<const BlockHash> RequestBlockHashes(RequestId request) const;
 

@@ -53,7 +53,7 @@ struct LaunchOptions {
   std::optional<std::string> attention_backend;      // default: the model's backend
   std::optional<std::string> speculative_config;     // JSON text
   std::optional<bool> shard_draft;                   // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
-  std::optional<std::string> dcp_shard_draft;        // VLLM_DCP_SHARD_DRAFT as the engine reads it
+  std::optional<std::string> dcp_shard_draft;  // VLLM_DCP_SHARD_DRAFT (ParseShardDraftRequest)
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
   std::vector<std::string> not_planned;
 };

@@ -2,7 +2,6 @@
 // terminal, and an SVG drawing of the pool. Pure functions of the plan.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kvtopo/plan.h"
@@ -11,7 +10,9 @@ namespace kvtopo {
 
 inline constexpr int kPlanJsonSchemaVersion = 2;
 
-nlohmann::json PlanToJson(const Plan& plan);
+// The plan as JSON text (schema kPlanJsonSchemaVersion, docs/plan-json.md); `indent` spaces per
+// level, -1 for one line.
+std::string PlanToJsonText(const Plan& plan, int indent = 2);
 std::string FormatPlanTable(const Plan& plan);
 std::string RenderPlanSvg(const Plan& plan);
 

@@ -1,4 +1,4 @@
-#include "kvtopo/units.h"
+#include "internal/units.h"
 
 #include <fmt/format.h>
 

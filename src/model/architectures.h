@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kvtopo/dtype.h"
-#include "kvtopo/state_shapes.h"
 #include "kvtopo/status.h"
+#include "spec/state_shapes.h"
 
 namespace kvtopo::internal {
 

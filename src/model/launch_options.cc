@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "internal/checked_math.h"
+#include "internal/units.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
-#include "kvtopo/units.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/speculative_method.h"

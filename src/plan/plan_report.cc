@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/plan_json.h"
+
 namespace kvtopo {
 
 std::string GroupedThousands(int64_t value) {
@@ -56,6 +58,8 @@ nlohmann::json CapacityJson(const Capacity& c) {
 }
 
 }  // namespace
+
+namespace internal {
 
 nlohmann::json PlanToJson(const Plan& plan) {
   using nlohmann::json;
@@ -167,6 +171,12 @@ nlohmann::json PlanToJson(const Plan& plan) {
   }
   j["diagnostics"] = std::move(diags);
   return j;
+}
+
+}  // namespace internal
+
+std::string PlanToJsonText(const Plan& plan, int indent) {
+  return internal::PlanToJson(plan).dump(indent);
 }
 
 std::string FormatPlanTable(const Plan& plan) {

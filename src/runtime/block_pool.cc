@@ -6,12 +6,19 @@
 
 namespace kvtopo {
 
-BlockPool::BlockPool(int32_t num_blocks, bool enable_caching) : caching_(enable_caching) {
+BlockPool::BlockPool(int32_t num_blocks, bool enable_caching)
+    : num_blocks_(num_blocks), caching_(enable_caching) {
   KVTOPO_CHECK(num_blocks >= 1);
-  meta_.resize(num_blocks);
-  head_ = tail_ = sentinel();
-  // Block 0 is the null block: never in the list.
-  for (int32_t i = 1; i < num_blocks; ++i) PushBack(i);
+  meta_.resize(static_cast<size_t>(num_blocks) + 1);
+  // Block 0 is the null block: never in the list. The list is 1, 2, ..., num_blocks - 1.
+  const int32_t s = sentinel();
+  for (int32_t i = 1; i < num_blocks; ++i) {
+    meta_[i].prev = i - 1 == 0 ? s : i - 1;
+    meta_[i].next = i + 1 == num_blocks ? s : i + 1;
+  }
+  meta_[s].next = num_blocks > 1 ? 1 : s;
+  meta_[s].prev = num_blocks > 1 ? num_blocks - 1 : s;
+  num_free_ = num_blocks - 1;
   // At most one entry per block; a load factor <= 1/2 keeps probe runs short.
   const size_t capacity = std::bit_ceil(static_cast<size_t>(num_blocks) * 2);
   map_.resize(capacity);
@@ -19,7 +26,7 @@ BlockPool::BlockPool(int32_t num_blocks, bool enable_caching) : caching_(enable_
 }
 
 double BlockPool::Usage() const {
-  const int32_t usable = num_blocks() - 1;
+  const int32_t usable = num_blocks_ - 1;
   return usable == 0 ? 0.0 : 1.0 - static_cast<double>(num_free_) / usable;
 }
 
@@ -31,6 +38,7 @@ void BlockPool::Evict(int32_t i) {
                           .block_hashes = {meta_[i].hash}});
     }
     MapErase(i);
+    ++evictions_;
     meta_[i].group = -1;
     meta_[i].hash = BlockHash{};
   }
@@ -39,78 +47,43 @@ void BlockPool::Evict(int32_t i) {
 bool BlockPool::Allocate(int32_t count, std::vector<BlockId>& out) {
   KVTOPO_CHECK(count >= 0);
   if (count > num_free_) return false;
-  if (caching_ && map_size_ > 0) {
-    // Blocks still cached are evicted as they are popped: start loading their map slots first,
-    // so the evictions overlap instead of each waiting on its own cache miss.
-    int32_t i = head_;
-    for (int32_t k = 0; k < count; ++k, i = meta_[i].next) {
-      if (meta_[i].group >= 0) __builtin_prefetch(&map_[SlotOf(meta_[i].hash, meta_[i].group)]);
-    }
+  // Pass 1 follows the list from the head, recording the ids; blocks still cached are evicted
+  // in pass 2, so their map slots start loading now and the evictions overlap.
+  const size_t base = out.size();
+  out.resize(base + count);
+  BlockId* ids = out.data() + base;
+  const bool prefetch = caching_ && map_size_ > 0;
+  int32_t i = meta_[sentinel()].next;
+  for (int32_t k = 0; k < count; ++k) {
+    const Meta& m = meta_[i];
+    if (prefetch && m.group >= 0) __builtin_prefetch(&map_[SlotOf(m.hash.low, m.group)]);
+    ids[k] = BlockId{i};
+    i = m.next;
   }
-  for (int32_t k = 0; k < count; ++k) out.push_back(AllocateOne());
+  meta_[sentinel()].next = i;
+  meta_[i].prev = sentinel();
+  num_free_ -= count;
+  for (int32_t k = 0; k < count; ++k) {
+    Meta& m = meta_[ids[k].value()];
+    m.prev = m.next = -1;
+    m.ref_count = 1;
+    if (m.group >= 0) Evict(ids[k].value());
+  }
   return true;
 }
 
 BlockId BlockPool::AllocateOne() {
   KVTOPO_CHECK(num_free_ > 0);
-  const int32_t i = head_;
+  const int32_t i = meta_[sentinel()].next;
   Unlink(i);
   Evict(i);
   meta_[i].ref_count = 1;
   return BlockId{i};
 }
 
-void BlockPool::Touch(std::span<const BlockId> blocks) {
-  for (BlockId b : blocks) {
-    const int32_t i = Index(b);
-    if (i == 0) continue;
-    if (meta_[i].ref_count == 0) Unlink(i);
-    ++meta_[i].ref_count;
-  }
-}
-
-void BlockPool::Free(std::span<const BlockId> blocks_in_eviction_order) {
-  for (BlockId b : blocks_in_eviction_order) FreeOne(b);
-}
-
-void BlockPool::FreeReversed(std::span<const BlockId> blocks) {
-  constexpr size_t kAhead = 8;  // metadata loads in flight: rows are scattered over the pool
-  const size_t n = blocks.size();
-  for (size_t k = 0; k < n; ++k) {
-    if (k + kAhead < n) __builtin_prefetch(&meta_[Index(blocks[n - 1 - k - kAhead])]);
-    FreeOne(blocks[n - 1 - k]);
-  }
-}
-
-void BlockPool::Cache(BlockId block, const BlockHash& hash, GroupId group) {
-  const int32_t i = Index(block);
-  KVTOPO_CHECK(caching_ && i != 0);
-  Meta& m = meta_[i];
-  KVTOPO_CHECK_MSG(m.group < 0, "a block is hashed twice");
-  KVTOPO_CHECK(group.value() >= 0);
-  m.group = group.value();
-  m.hash = hash;
-  size_t s = SlotOf(hash, m.group);
-  for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
-    Slot& slot = map_[s];
-    if (slot.group == m.group && slot.hash == hash && meta_[slot.block].ref_count == 0) {
-      // The same content is cached by a free (evictable) block: the new block takes its entry
-      // and the old one becomes a plain free block. Every lookup still finds this content, and
-      // re-caching a prompt does not pile duplicate keys into one probe run.
-      Meta& old = meta_[slot.block];
-      old.group = -1;
-      old.hash = BlockHash{};
-      slot.block = i;
-      return;
-    }
-  }
-  map_[s] = Slot{.hash = hash, .group = m.group, .block = i};
-  ++map_size_;
-}
-
 void BlockPool::MapErase(int32_t block) {
   const Meta& m = meta_[block];
-  size_t s = SlotOf(m.hash, m.group);
+  size_t s = SlotOf(m.hash.low, m.group);
   while (map_[s].block != block || map_[s].group < 0) {
     KVTOPO_CHECK(map_[s].group >= 0);
     s = (s + 1) & map_mask_;
@@ -119,7 +92,7 @@ void BlockPool::MapErase(int32_t block) {
   // does not lie cyclically in (hole, current].
   size_t hole = s;
   for (size_t j = (s + 1) & map_mask_; map_[j].group >= 0; j = (j + 1) & map_mask_) {
-    const size_t home = SlotOf(map_[j].hash, map_[j].group);
+    const size_t home = SlotOf(map_[j].hash_low, map_[j].group);
     const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (!stays) {
       map_[hole] = map_[j];
@@ -131,7 +104,7 @@ void BlockPool::MapErase(int32_t block) {
 }
 
 bool BlockPool::ResetPrefixCache() {
-  if (num_free_ != num_blocks() - 1) return false;
+  if (num_free_ != num_blocks_ - 1) return false;
   for (Slot& slot : map_) slot = Slot{};
   map_size_ = 0;
   for (Meta& m : meta_) {
@@ -139,13 +112,14 @@ bool BlockPool::ResetPrefixCache() {
     m.hash = BlockHash{};
   }
   stats_.reset = true;
+  ++evictions_;
   if (events_ != nullptr) events_->push_back({.type = KVCacheEvent::Type::kAllBlocksCleared});
   return true;
 }
 
 void BlockPool::EvictCached(BlockId block) {
   const int32_t i = Index(block);
-  KVTOPO_CHECK(i >= 0 && i < num_blocks());
+  KVTOPO_CHECK(i >= 0 && i < num_blocks_);
   if (i != 0) Evict(i);
 }
 
@@ -158,7 +132,7 @@ std::optional<std::pair<BlockHash, GroupId>> BlockPool::cached_as(BlockId block)
 std::vector<BlockId> BlockPool::FreeQueue() const {
   std::vector<BlockId> out;
   out.reserve(num_free_);
-  for (int32_t i = head_; i != sentinel(); i = meta_[i].next) out.emplace_back(i);
+  for (int32_t i = meta_[sentinel()].next; i != sentinel(); i = meta_[i].next) out.emplace_back(i);
   return out;
 }
 
@@ -181,20 +155,21 @@ PrefixCacheStats BlockPool::TakeStats() {
 }
 
 void BlockPool::CheckInvariants() const {
-  const int32_t n = num_blocks();
+  const int32_t n = num_blocks_;
+  KVTOPO_CHECK(static_cast<int32_t>(meta_.size()) == n + 1);
   KVTOPO_CHECK(meta_[0].prev == -1 && meta_[0].next == -1 && meta_[0].group == -1);
   KVTOPO_CHECK(meta_[0].ref_count == 0);
   // Walk the list forward; each step must be mirrored by the back link.
   int32_t count = 0;
   int32_t prev = sentinel();
-  for (int32_t i = head_; i != sentinel(); i = meta_[i].next) {
+  for (int32_t i = meta_[sentinel()].next; i != sentinel(); i = meta_[i].next) {
     KVTOPO_CHECK(i > 0 && i < n);
     KVTOPO_CHECK(meta_[i].prev == prev);
     KVTOPO_CHECK_MSG(meta_[i].ref_count == 0, "a referenced block is in the free list");
     prev = i;
     KVTOPO_CHECK_MSG(++count <= n, "free list has a cycle");
   }
-  KVTOPO_CHECK(tail_ == prev);
+  KVTOPO_CHECK(meta_[sentinel()].prev == prev);
   KVTOPO_CHECK(count == num_free_);
   int32_t hashed = 0;
   for (int32_t i = 1; i < n; ++i) {
@@ -204,11 +179,11 @@ void BlockPool::CheckInvariants() const {
     if (m.group >= 0) {
       KVTOPO_CHECK(caching_);
       ++hashed;
-      size_t s = SlotOf(m.hash, m.group);
+      size_t s = SlotOf(m.hash.low, m.group);
       bool found = false;
       for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
         if (map_[s].block == i) {
-          KVTOPO_CHECK(map_[s].group == m.group && map_[s].hash == m.hash);
+          KVTOPO_CHECK(map_[s].group == m.group && map_[s].hash_low == m.hash.low);
           found = true;
           break;
         }
@@ -221,7 +196,8 @@ void BlockPool::CheckInvariants() const {
     if (slot.group < 0) continue;
     ++entries;
     KVTOPO_CHECK(slot.block > 0 && slot.block < n);
-    KVTOPO_CHECK(meta_[slot.block].group == slot.group && meta_[slot.block].hash == slot.hash);
+    KVTOPO_CHECK(meta_[slot.block].group == slot.group &&
+                 meta_[slot.block].hash.low == slot.hash_low);
   }
   KVTOPO_CHECK(entries == hashed && entries == map_size_);
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -70,6 +71,13 @@ bool NeverSkips(Behavior b) {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
+// Token counts a single call may carry; sums of a few stay far from int64 overflow.
+constexpr int64_t kMaxStepTokens = int64_t{1} << 40;
+
+Status UnknownRequest(RequestId request) {
+  return NotFound(fmt::format("request {} is not registered", request.value()));
+}
+
 // Rows reserve their group's table width up front (they never grow past it), so decode steps
 // append without reallocating; widths past this many columns grow geometrically instead.
 constexpr int64_t kMaxReservedColumns = int64_t{1} << 16;
@@ -108,6 +116,7 @@ struct alignas(64) RequestState {
   std::vector<int32_t> tokens;
   int64_t num_preemptions = 0;
   int64_t id = -1;
+  uint64_t batch_mark = 0;        // the last admission or free batch that named this request
   std::vector<BlockHash> hashes;  // one per full hash block
   BlockHashExtraKeys extra;
   std::vector<Row> rows;  // per group
@@ -149,6 +158,7 @@ struct KVCacheManager::Impl {
   std::vector<BlockId> new_block_ids;       // record_new_block_ids
   ComputedBlocks admit_hits;                // AdmitBatch scratch
   std::vector<int32_t> batch_slots;         // batch calls: the requests' state slots
+  uint64_t batch_mark = 0;                  // batch calls that must name each request once
   mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
   mutable std::vector<int32_t> check_owner_group;
   mutable std::vector<int64_t> check_seen_in_row;
@@ -158,15 +168,58 @@ struct KVCacheManager::Impl {
 
   bool caching() const { return options.enable_prefix_caching; }
 
-  RequestState& State(RequestId request) {
+  // The request's state, or nullptr when it is not registered.
+  RequestState* Find(RequestId request) {
     const int32_t slot = index.Find(request.value());
-    if (slot < 0) [[unlikely]] {
-      KVTOPO_CHECK_MSG(slot >= 0, fmt::format("unknown request {}", request.value()));
+    return slot < 0 ? nullptr : &states[slot];
+  }
+  // The state of a request the caller knows is registered (checked).
+  RequestState& State(RequestId request) {
+    RequestState* st = Find(request);
+    if (st == nullptr) [[unlikely]] {
+      KVTOPO_CHECK_MSG(st != nullptr, fmt::format("unknown request {}", request.value()));
     }
-    return states[slot];
+    return *st;
   }
   const RequestState& State(RequestId request) const {
     return const_cast<Impl*>(this)->State(request);
+  }
+
+  // Where and when `hits` were found for `st` (see ComputedBlocks::Stamp).
+  ComputedBlocks::Stamp StampOf(const RequestState& st, const ComputedBlocks& hits) const {
+    // A position-weighted sum: independent multiplies, no serial dependency between blocks.
+    uint64_t fingerprint = hits.num_tokens.value();
+    for (const auto& row : hits.blocks) {
+      fingerprint = fingerprint * 0x100000001b3ull + row.size();
+      uint64_t weight = 1;
+      for (BlockId b : row) {
+        fingerprint += static_cast<uint64_t>(b.value()) * weight;
+        weight += 2;
+      }
+    }
+    return {.manager = this,
+            .request = st.id,
+            .evictions = pool.evictions(),
+            .fingerprint = fingerprint};
+  }
+
+  // Appends tokens to a request and hashes the blocks they complete.
+  void Append(RequestState& st, std::span<const int32_t> token_ids) {
+    st.tokens.insert(st.tokens.end(), token_ids.begin(), token_ids.end());
+    if (caching()) ExtendBlockHashes(st.tokens, options.hash_block_size, st.extra, st.hashes);
+  }
+
+  // Free of a registered request: releases its rows and recycles its state.
+  void Release(RequestId request) {
+    const int32_t slot = index.Find(request.value());
+    KVTOPO_CHECK(slot >= 0);
+    RequestState& st = states[slot];
+    ReleaseRows(st);
+    st.live = false;
+    st.running = false;
+    st.id = -1;
+    free_states.push_back(slot);
+    index.Erase(request.value());
   }
 
   // Releases every row of a request (reverse order: chain tails are evicted first).
@@ -206,12 +259,6 @@ struct KVCacheManager::Impl {
     return 0;
   }
 
-  static int64_t Evictable(const BlockPool& pool, std::span<const BlockId> blocks) {
-    int64_t count = 0;
-    for (BlockId b : blocks) count += (b != kNullBlock && pool.ref_count(b) == 0) ? 1 : 0;
-    return count;
-  }
-
   int64_t NumBlocksToAllocate(const Group& g, const Row& row, int64_t num_tokens,
                               std::span<const BlockId> hits, int64_t total_computed,
                               int64_t num_main, bool cap, int64_t num_encoder) const {
@@ -224,7 +271,7 @@ struct KVCacheManager::Impl {
       const int64_t required = g.CeilBlocks(num_main) + g.spec_blocks;
       int64_t fresh = required - num_hits - have;
       if (fresh > 0) fresh = row.allocated ? 1 : 1 + g.spec_blocks;
-      return std::max<int64_t>(fresh, 0) + Evictable(pool, hits);
+      return std::max<int64_t>(fresh, 0) + pool.CountFree(hits);
     }
     if (g.behavior == Behavior::kRecurrentAll) {
       if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
@@ -236,7 +283,7 @@ struct KVCacheManager::Impl {
     const int64_t skipped_blocks = g.FloorBlocks(SkippedTokens(g, total_computed));
     const int64_t fresh = std::max<int64_t>(need - std::max(skipped_blocks, num_hits + have), 0);
     const int64_t skip_hits = std::clamp<int64_t>(skipped_blocks - have, 0, num_hits);
-    return fresh + Evictable(pool, hits.subspan(skip_hits));
+    return fresh + pool.CountFree(hits.subspan(skip_hits));
   }
 
   // A recurrent hit whose state another request cached in this same step is not readable yet.
@@ -375,13 +422,26 @@ struct KVCacheManager::Impl {
       row.num_cached = std::max(row.num_cached, full);
       return;
     }
-    constexpr int64_t kAhead = 4;
     const bool events_on = options.enable_kv_cache_events;
+    if (g.hashes_per_block == 1 && !events_on && !IsRecurrent(g.behavior)) {
+      if (full > row.num_cached) {
+        const auto from = static_cast<size_t>(row.num_cached);
+        const auto count = static_cast<size_t>(full - row.num_cached);
+        pool.CacheRun(std::span<const BlockId>(row.blocks).subspan(from, count),
+                      std::span<const BlockHash>(st.hashes).subspan(from, count), g.id);
+        row.num_cached = full;
+        // A prompt being prefilled in chunks caches the next hashes at its next call: start
+        // loading their map slots now, while the engine works between the calls.
+        constexpr int64_t kNextCall = 16;
+        const int64_t ahead = std::min(available - full, kNextCall);
+        if (ahead > 0) {
+          pool.PrefetchSlots(std::span<const BlockHash>(st.hashes).subspan(full, ahead), g.id);
+        }
+      }
+      return;
+    }
     int64_t run_begin = -1;  // events: the run of columns cached so far by this call
     for (int64_t i = row.num_cached; i < full; ++i) {
-      if (g.hashes_per_block == 1 && i + kAhead < full) {
-        pool.PrefetchLookup(st.hashes[i + kAhead], g.id);  // the insert probes from there
-      }
       const BlockId b = row.blocks[i];
       if (b == kNullBlock || pool.is_cached(b)) {
         if (events_on && run_begin >= 0) [[unlikely]] {
@@ -493,6 +553,29 @@ struct KVCacheManager::Impl {
     st.quiet = w;
   }
 
+  // A step inside the request's quiet window (only new and lookahead tokens, no flags): every
+  // group's rule is a no-op for these counts (see ComputeQuietWindow), so only the computed
+  // count advances. False when the full rules must run.
+  bool QuietStep(RequestState& st, const SlotRequest& step) const {
+    if (!st.running || step.full_sequence_must_fit || step.delay_cache_blocks ||
+        !quiet_path_enabled) {
+      return false;
+    }
+    const QuietWindow& w = st.quiet;
+    const int64_t L = options.max_model_len;
+    const int64_t total_computed = std::min(st.num_computed, L);
+    const int64_t num_main = total_computed + step.num_new_tokens.value();
+    const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
+    const int64_t committed = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
+    if (total_computed < w.computed_end && need_slots <= w.slots_max && num_main <= w.main_max &&
+        (committed < w.committed_end || !caching())) {
+      st.num_computed += step.num_new_tokens.value();
+      st.last_quiet = true;
+      return true;
+    }
+    return false;
+  }
+
   // Longest hit for one group, at most max_len tokens, ending on a multiple of `align`.
   // Fills `out` with the row prefix (nulls for skipped columns) and returns its token length.
   int64_t FindLongestHit(const Group& g, const RequestState& st, int64_t max_len, int64_t align,
@@ -508,17 +591,9 @@ struct KVCacheManager::Impl {
     switch (g.behavior) {
       case Behavior::kFull: {
         if (g.hashes_per_block == 1) {
-          // The hashes are known up front: keep several map probes in flight.
-          constexpr int64_t kAhead = 8;
-          for (int64_t j = 0; j < std::min(kAhead, limit); ++j) {
-            pool.PrefetchLookup(st.hashes[j], g.id);
-          }
-          for (int64_t j = 0; j < limit; ++j) {
-            if (j + kAhead < limit) pool.PrefetchLookup(st.hashes[j + kAhead], g.id);
-            auto hit = pool.Lookup(st.hashes[j], g.id);
-            if (!hit) break;
-            out.push_back(*hit);
-          }
+          out.resize(limit);
+          out.resize(pool.MatchPrefix(std::span<const BlockHash>(st.hashes).first(limit), g.id,
+                                      out.data()));
         } else {
           for (int64_t j = 0; j < limit; ++j) {
             auto hit = lookup(j);
@@ -687,20 +762,26 @@ const CacheGroup& KVCacheManager::group(GroupId group) const {
   return impl_->groups.at(group.value()).spec;
 }
 
-void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
-                                BlockHashExtraKeys extra_keys) {
-  AddRequest(request, prompt_token_ids, RequestOptions{.extra_keys = std::move(extra_keys)});
+Status KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                                  BlockHashExtraKeys extra_keys) {
+  return AddRequest(request, prompt_token_ids, RequestOptions{.extra_keys = std::move(extra_keys)});
 }
 
 bool KVCacheManager::Contains(RequestId request) const {
   return impl_->index.Contains(request.value());
 }
 
-void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
-                                RequestOptions request_options) {
+Status KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prompt_token_ids,
+                                  RequestOptions request_options) {
   Impl& m = *impl_;
-  KVTOPO_CHECK_MSG(!m.index.Contains(request.value()),
-                   fmt::format("request {} is already registered", request.value()));
+  if (m.index.Contains(request.value())) {
+    return InvalidArgument(
+        fmt::format("request {} is already registered; free it first", request.value()));
+  }
+  if (request_options.num_preemptions < 0) {
+    return InvalidArgument(fmt::format("num_preemptions must be non-negative, got {}",
+                                       request_options.num_preemptions));
+  }
   int32_t slot;
   if (!m.free_states.empty()) {
     slot = m.free_states.back();
@@ -734,30 +815,39 @@ void KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> prom
   if (m.caching()) {
     ExtendBlockHashes(st.tokens, m.options.hash_block_size, st.extra, st.hashes);
   }
+  return Status::Ok();
 }
 
-void KVCacheManager::AppendTokens(RequestId request, std::span<const int32_t> token_ids) {
-  RequestState& st = impl_->State(request);
-  st.tokens.insert(st.tokens.end(), token_ids.begin(), token_ids.end());
-  if (impl_->caching()) {
-    ExtendBlockHashes(st.tokens, impl_->options.hash_block_size, st.extra, st.hashes);
+Status KVCacheManager::AppendTokens(RequestId request, std::span<const int32_t> token_ids) {
+  RequestState* st = impl_->Find(request);
+  if (st == nullptr) return UnknownRequest(request);
+  impl_->Append(*st, token_ids);
+  return Status::Ok();
+}
+
+Status KVCacheManager::RewindComputedTokens(RequestId request, TokenCount num_rejected) {
+  RequestState* st = impl_->Find(request);
+  if (st == nullptr) return UnknownRequest(request);
+  if (num_rejected.value() < 0 || num_rejected.value() > st->num_computed) {
+    return InvalidArgument(
+        fmt::format("num_rejected must be in [0, {}] (request {}'s computed tokens), got {}",
+                    st->num_computed, request.value(), num_rejected.value()));
   }
-}
-
-void KVCacheManager::RewindComputedTokens(RequestId request, TokenCount num_rejected) {
-  RequestState& st = impl_->State(request);
-  KVTOPO_CHECK(num_rejected.value() >= 0 && num_rejected.value() <= st.num_computed);
-  st.num_computed -= num_rejected.value();
+  st->num_computed -= num_rejected.value();
   // The quiet window assumes the computed count only grows.
-  if (num_rejected.value() > 0) st.quiet = QuietWindow{};
+  if (num_rejected.value() > 0) st->quiet = QuietWindow{};
+  return Status::Ok();
 }
 
-TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& out) {
+Result<TokenCount> KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& out) {
   Impl& m = *impl_;
-  const RequestState& st = m.State(request);
+  const RequestState* found = m.Find(request);
+  if (found == nullptr) return UnknownRequest(request);
+  const RequestState& st = *found;
   out.blocks.resize(m.groups.size());
   for (auto& blocks : out.blocks) blocks.clear();
   out.num_tokens = TokenCount{0};
+  out.stamp = {};
   if (!m.caching() || st.skip_reading_prefix_cache) return out.num_tokens;
   const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
   // At least one token is recomputed so the step produces logits.
@@ -787,20 +877,86 @@ TokenCount KVCacheManager::GetComputedBlocks(RequestId request, ComputedBlocks& 
     }
   }
   out.num_tokens = TokenCount{length};
+  out.stamp = m.StampOf(st, out);
   if (m.options.log_stats) {
     m.pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens, st.num_preemptions > 0);
   }
   return out.num_tokens;
 }
 
-ComputedBlocks KVCacheManager::GetComputedBlocks(RequestId request) {
+Result<ComputedBlocks> KVCacheManager::GetComputedBlocks(RequestId request) {
   ComputedBlocks out;
-  GetComputedBlocks(request, out);
+  KVTOPO_RETURN_IF_ERROR(GetComputedBlocks(request, out).status());
   return out;
 }
 
-bool KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
-  return AllocateSlotsAt(impl_->State(request), step);
+Result<bool> KVCacheManager::AllocateSlots(RequestId request, const SlotRequest& step) {
+  RequestState* st = impl_->Find(request);
+  // The usual step (new and lookahead tokens only) needs no further checks.
+  const int64_t num_new = step.num_new_tokens.value();
+  const uint64_t lookahead = static_cast<uint64_t>(step.num_lookahead_tokens.value());
+  if (st != nullptr && num_new > 0 && num_new <= kMaxStepTokens &&
+      lookahead <= static_cast<uint64_t>(kMaxStepTokens) &&
+      (step.num_new_computed_tokens.value() | step.num_external_computed_tokens.value() |
+       step.num_encoder_tokens.value()) == 0) [[likely]] {
+    if (impl_->QuietStep(*st, step)) return true;
+    return AllocateSlotsAt(*st, step);
+  }
+  return AllocateSlotsChecked(request, st, step);
+}
+
+Result<bool> KVCacheManager::AllocateSlotsChecked(RequestId request, RequestState* st,
+                                                  const SlotRequest& step) {
+  if (st == nullptr) return UnknownRequest(request);
+  KVTOPO_RETURN_IF_ERROR(CheckSlotRequest(*st, step));
+  return AllocateSlotsAt(*st, step);
+}
+
+Status KVCacheManager::CheckSlotRequest(const RequestState& st, const SlotRequest& step) const {
+  const auto in_range = [](TokenCount n, const char* name) -> Status {
+    if (n.value() < 0 || n.value() > kMaxStepTokens) {
+      return InvalidArgument(fmt::format("{} must be in [0, 2^40], got {}", name, n.value()));
+    }
+    return Status::Ok();
+  };
+  KVTOPO_RETURN_IF_ERROR(in_range(step.num_new_tokens, "num_new_tokens"));
+  KVTOPO_RETURN_IF_ERROR(in_range(step.num_new_computed_tokens, "num_new_computed_tokens"));
+  KVTOPO_RETURN_IF_ERROR(in_range(step.num_lookahead_tokens, "num_lookahead_tokens"));
+  KVTOPO_RETURN_IF_ERROR(
+      in_range(step.num_external_computed_tokens, "num_external_computed_tokens"));
+  KVTOPO_RETURN_IF_ERROR(in_range(step.num_encoder_tokens, "num_encoder_tokens"));
+  if (step.num_new_tokens.value() == 0 && step.num_external_computed_tokens.value() == 0) {
+    return InvalidArgument(
+        "num_new_tokens must be positive (0 only with num_external_computed_tokens)");
+  }
+  const int64_t num_hit = step.num_new_computed_tokens.value();
+  if (num_hit == 0) return Status::Ok();
+  if (step.computed == nullptr) {
+    return InvalidArgument(
+        "num_new_computed_tokens > 0 needs the prefix hits (computed, from GetComputedBlocks)");
+  }
+  if (step.computed->num_tokens.value() != num_hit) {
+    return InvalidArgument(
+        fmt::format("num_new_computed_tokens is {} but the prefix hits hold {} tokens", num_hit,
+                    step.computed->num_tokens.value()));
+  }
+  bool rows_empty = true;
+  for (const Row& row : st.rows) rows_empty = rows_empty && row.blocks.empty();
+  if (st.num_computed != 0 || !rows_empty) {
+    return InvalidArgument(
+        fmt::format("prefix hits (num_new_computed_tokens) are only accepted on a request's "
+                    "first allocation; request {} is running",
+                    st.id));
+  }
+  // Hits no eviction can have touched since this request's lookup need no block-by-block check
+  // (their shape is checked regardless: it is O(groups)).
+  const auto& rows = step.computed->blocks;
+  bool shaped = rows.size() == impl_->groups.size();
+  for (size_t gi = 0; shaped && gi < rows.size(); ++gi) {
+    shaped = static_cast<int64_t>(rows[gi].size()) * impl_->groups[gi].bs == num_hit;
+  }
+  if (shaped && step.computed->stamp == impl_->StampOf(st, *step.computed)) return Status::Ok();
+  return ValidateComputedBlocks(RequestId{st.id}, *step.computed);
 }
 
 bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) {
@@ -809,10 +965,8 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
   const int64_t num_new_computed = step.num_new_computed_tokens.value();
   const int64_t num_external = step.num_external_computed_tokens.value();
   const int64_t num_encoder = step.num_encoder_tokens.value();
-  KVTOPO_CHECK_MSG(num_new > 0 || (num_new == 0 && num_external > 0),
-                   "AllocateSlots needs at least one new or external token");
-  KVTOPO_CHECK(num_new_computed >= 0 && step.num_lookahead_tokens.value() >= 0);
-  KVTOPO_CHECK(num_external >= 0 && num_encoder >= 0);
+  // Checked by AllocateSlots (CheckSlotRequest) or the batch calls.
+  KVTOPO_CHECK(num_new >= 0 && num_new_computed >= 0 && num_external >= 0 && num_encoder >= 0);
   KVTOPO_CHECK(num_new_computed == 0 || step.computed != nullptr);
   const int64_t L = m.options.max_model_len;
   const size_t num_groups = m.groups.size();
@@ -823,20 +977,7 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
 
   const int64_t local = st.num_computed + num_new_computed;
   const int64_t total_computed = std::min(local + num_external, L);
-  if (st.running && num_new_computed == 0 && num_external == 0 && !step.full_sequence_must_fit &&
-      !step.delay_cache_blocks && m.quiet_path_enabled) {
-    // Quiet window: every group's rule is a no-op for these counts (see ComputeQuietWindow).
-    const QuietWindow& w = st.quiet;
-    const int64_t num_main = total_computed + num_new;
-    const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
-    const int64_t committed = std::min<int64_t>(num_main, static_cast<int64_t>(st.tokens.size()));
-    if (total_computed < w.computed_end && need_slots <= w.slots_max && num_main <= w.main_max &&
-        (committed < w.committed_end || !m.caching())) {
-      st.num_computed = local + num_new;
-      st.last_quiet = true;
-      return true;
-    }
-  }
+  if (num_new_computed == 0 && num_external == 0 && m.QuietStep(st, step)) return true;
   const int64_t free = m.pool.num_free_blocks();
   if (step.full_sequence_must_fit) {
     const int64_t n_full = std::min<int64_t>(static_cast<int64_t>(st.tokens.size()), L);
@@ -900,7 +1041,9 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
 
 Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedBlocks& hits) const {
   const Impl& m = *impl_;
-  const RequestState& st = m.State(request);
+  const RequestState* found = const_cast<Impl&>(m).Find(request);
+  if (found == nullptr) return UnknownRequest(request);
+  const RequestState& st = *found;
   if (hits.blocks.size() != m.groups.size()) {
     return InvalidArgument(fmt::format("computed blocks hold {} groups; the manager has {}",
                                        hits.blocks.size(), m.groups.size()));
@@ -908,21 +1051,31 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
   for (size_t gi = 0; gi < m.groups.size(); ++gi) {
     const Impl::Group& g = m.groups[gi];
     const auto& row = hits.blocks[gi];
-    if (static_cast<int64_t>(row.size()) * g.hashes_per_block >
-        static_cast<int64_t>(st.hashes.size())) {
-      return InvalidArgument(
-          fmt::format("computed blocks of group {} are longer than request {}'s hashed prefix", gi,
-                      request.value()));
+    const int64_t columns = static_cast<int64_t>(row.size());
+    if (columns * g.bs != hits.num_tokens.value() ||
+        columns * g.hashes_per_block > static_cast<int64_t>(st.hashes.size())) {
+      return InvalidArgument(fmt::format(
+          "computed blocks of group {} ({} columns) do not cover the hit's {} tokens of request "
+          "{}'s hashed prefix; pass the result of GetComputedBlocks for this request",
+          gi, columns, hits.num_tokens.value(), request.value()));
     }
-    for (size_t j = 0; j < row.size(); ++j) {
+    // Skipped columns (windows, recurrent checkpoints) are a leading run of nulls.
+    bool seen_block = false;
+    for (int64_t j = 0; j < columns; ++j) {
       const BlockId b = row[j];
-      if (b == kNullBlock) continue;
+      if (b == kNullBlock) {
+        if (seen_block || g.behavior == Behavior::kFull) {
+          return InvalidArgument(
+              fmt::format("computed blocks of group {} hold the null block at column {}", gi, j));
+        }
+        continue;
+      }
+      seen_block = true;
       if (b.value() < 0 || b.value() >= m.pool.num_blocks()) {
         return InvalidArgument(fmt::format("computed block {} is not in the pool", b.value()));
       }
-      const auto cached = m.pool.cached_as(b);
-      if (!cached || cached->second != g.id ||
-          cached->first != m.CoarseHash(g, st, static_cast<int64_t>(j))) {
+      const BlockHash hash = g.hashes_per_block == 1 ? st.hashes[j] : m.CoarseHash(g, st, j);
+      if (!m.pool.CachesAs(b, hash, g.id)) {
         return InvalidArgument(fmt::format(
             "stale prefix hits: block {} (group {}, column {}) no longer caches request {}'s "
             "content; call get_computed_blocks again",
@@ -936,15 +1089,20 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
 namespace {}  // namespace
 
 void KVCacheManager::AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const {
-  const int32_t num_groups = static_cast<int32_t>(impl_->groups.size());
-  for (int32_t g = 0; g < num_groups; ++g) {
-    if (ok) {
-      const KVCacheManager::RowUpdate u = LastUpdateAt(st, GroupId{g});
-      out.first_column.push_back(static_cast<int32_t>(u.first_column));
-      for (BlockId b : u.block_ids) out.block_ids.push_back(b.value());
-    } else {
-      out.first_column.push_back(0);
+  for (const Row& row : st.rows) {
+    int32_t from = 0;
+    if (ok && !st.last_quiet) {
+      const size_t size = row.blocks.size();
+      from = static_cast<int32_t>(std::min<int64_t>(row.update_from, size));
+      const size_t at = out.block_ids.size();
+      out.block_ids.resize(at + size - from);
+      // BlockId is an int32 wrapper: the row's tail is copied as plain ids.
+      static_assert(sizeof(BlockId) == sizeof(int32_t));
+      std::memcpy(out.block_ids.data() + at, row.blocks.data() + from, (size - from) * 4);
+    } else if (ok) {
+      from = static_cast<int32_t>(row.blocks.size());
     }
+    out.first_column.push_back(from);
     out.offsets.push_back(static_cast<int32_t>(out.block_ids.size()));
   }
 }
@@ -964,33 +1122,64 @@ void ClearBatch(KVCacheManager::BatchResult& out, size_t n) {
 
 }  // namespace
 
-Status KVCacheManager::ResolveBatch(std::span<const RequestId> requests) {
-  std::vector<int32_t>& slots = impl_->batch_slots;
+Status KVCacheManager::ResolveBatch(std::span<const RequestId> requests, bool admission) {
+  Impl& m = *impl_;
+  std::vector<int32_t>& slots = m.batch_slots;
   slots.resize(requests.size());
+  // Admission and frees must name each request once: stamp the states seen in this batch.
+  const uint64_t mark = ++m.batch_mark;
   for (size_t i = 0; i < requests.size(); ++i) {
-    slots[i] = impl_->index.Find(requests[i].value());
+    slots[i] = m.index.Find(requests[i].value());
     if (slots[i] < 0) [[unlikely]] {
       return NotFound(fmt::format("request {} of the batch (index {}) is not registered",
                                   requests[i].value(), i));
+    }
+    RequestState& st = m.states[slots[i]];
+    if (!admission) continue;
+    if (st.batch_mark == mark) {
+      return InvalidArgument(
+          fmt::format("request {} appears twice in the batch (index {})", requests[i].value(), i));
+    }
+    st.batch_mark = mark;
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status CheckCounts(std::span<const int32_t> counts, size_t n, const char* what, int32_t min) {
+  if (counts.size() != n) {
+    return InvalidArgument(
+        fmt::format("{} holds {} values for {} requests", what, counts.size(), n));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (counts[i] < min) [[unlikely]] {
+      return InvalidArgument(fmt::format("{}[{}] must be in [{}, {}], got {}", what, i, min,
+                                         std::numeric_limits<int32_t>::max(), counts[i]));
     }
   }
   return Status::Ok();
 }
 
+}  // namespace
+
 Status KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
                                           std::span<const int32_t> num_new_tokens,
                                           std::span<const int32_t> num_lookahead_tokens,
                                           BatchResult& out) {
-  KVTOPO_CHECK(num_new_tokens.size() == requests.size());
-  KVTOPO_CHECK(num_lookahead_tokens.empty() || num_lookahead_tokens.size() == requests.size());
+  const size_t n = requests.size();
+  KVTOPO_RETURN_IF_ERROR(CheckCounts(num_new_tokens, n, "num_new_tokens", 1));
+  if (!num_lookahead_tokens.empty()) {
+    KVTOPO_RETURN_IF_ERROR(CheckCounts(num_lookahead_tokens, n, "num_lookahead_tokens", 0));
+  }
   KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
-  ClearBatch(out, requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
+  ClearBatch(out, n);
+  for (size_t i = 0; i < n; ++i) {
     RequestState& st = impl_->states[impl_->batch_slots[i]];
     const SlotRequest step{.num_new_tokens = TokenCount{num_new_tokens[i]},
                            .num_lookahead_tokens = TokenCount{
                                num_lookahead_tokens.empty() ? 0 : num_lookahead_tokens[i]}};
-    const bool ok = AllocateSlotsAt(st, step);
+    const bool ok = impl_->QuietStep(st, step) || AllocateSlotsAt(st, step);
     out.ok.push_back(ok ? 1 : 0);
     out.num_failed += ok ? 0 : 1;
     AppendUpdates(st, ok, out);
@@ -1001,20 +1190,35 @@ Status KVCacheManager::AllocateSlotsBatch(std::span<const RequestId> requests,
 Status KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
                                   std::span<const int32_t> num_new_tokens,
                                   bool full_sequence_must_fit, BatchResult& out) {
-  KVTOPO_CHECK(num_new_tokens.empty() || num_new_tokens.size() == requests.size());
-  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
-  ClearBatch(out, requests.size());
+  const size_t n = requests.size();
+  if (!num_new_tokens.empty()) {
+    KVTOPO_RETURN_IF_ERROR(CheckCounts(num_new_tokens, n, "num_new_tokens", 1));
+  }
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests, /*admission=*/true));
+  for (size_t i = 0; i < n; ++i) {
+    const RequestState& st = impl_->states[impl_->batch_slots[i]];
+    bool rows_empty = true;
+    for (const Row& row : st.rows) rows_empty = rows_empty && row.blocks.empty();
+    if (st.running || st.num_computed != 0 || !rows_empty) {
+      return InvalidArgument(fmt::format("admission: request {} (index {}) is already running",
+                                         requests[i].value(), i));
+    }
+    if (num_new_tokens.empty() && st.tokens.empty()) {
+      return InvalidArgument(fmt::format("admission: request {} (index {}) has no prompt tokens",
+                                         requests[i].value(), i));
+    }
+  }
+  ClearBatch(out, n);
   ComputedBlocks& hits = impl_->admit_hits;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const RequestId id = requests[i];
-    const int64_t hit = GetComputedBlocks(id, hits).value();
-    const int64_t rest = num_tokens(id).value() - num_computed_tokens(id).value() - hit;
+  for (size_t i = 0; i < n; ++i) {
+    RequestState& st = impl_->states[impl_->batch_slots[i]];
+    const int64_t hit = GetComputedBlocks(requests[i], hits).value().value();
+    const int64_t rest = static_cast<int64_t>(st.tokens.size()) - hit;
     const SlotRequest step{
         .num_new_tokens = TokenCount{num_new_tokens.empty() ? rest : num_new_tokens[i]},
         .num_new_computed_tokens = TokenCount{hit},
         .computed = &hits,
         .full_sequence_must_fit = full_sequence_must_fit};
-    RequestState& st = impl_->states[impl_->batch_slots[i]];
     const bool ok = AllocateSlotsAt(st, step);
     out.ok.push_back(ok ? 1 : 0);
     out.num_computed.push_back(static_cast<int32_t>(ok ? hit : 0));
@@ -1025,95 +1229,116 @@ Status KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
 }
 
 Status KVCacheManager::FreeBatch(std::span<const RequestId> requests) {
-  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
-  for (RequestId id : requests) Free(id);
+  KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests, /*admission=*/true));
+  for (RequestId id : requests) impl_->Release(id);
   return Status::Ok();
 }
 
 Status KVCacheManager::AppendTokensBatch(std::span<const RequestId> requests,
                                          std::span<const int32_t> token_ids,
                                          std::span<const int32_t> counts) {
-  KVTOPO_CHECK(counts.empty() ? token_ids.size() == requests.size()
-                              : counts.size() == requests.size());
+  const size_t n = requests.size();
+  size_t total = n;
+  if (!counts.empty()) {
+    KVTOPO_RETURN_IF_ERROR(CheckCounts(counts, n, "counts", 0));
+    total = 0;
+    for (int32_t c : counts) total += static_cast<size_t>(c);
+  }
+  if (total != token_ids.size()) {
+    return InvalidArgument(
+        fmt::format("token_ids holds {} tokens; the counts add up to {}", token_ids.size(), total));
+  }
   KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests));
   size_t at = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const size_t n = counts.empty() ? 1 : static_cast<size_t>(counts[i]);
-    KVTOPO_CHECK(at + n <= token_ids.size());
-    AppendTokens(requests[i], token_ids.subspan(at, n));
-    at += n;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t count = counts.empty() ? 1 : static_cast<size_t>(counts[i]);
+    RequestState& st = impl_->states[impl_->batch_slots[i]];
+    impl_->Append(st, token_ids.subspan(at, count));
+    at += count;
   }
   return Status::Ok();
 }
 
-void KVCacheManager::Free(RequestId request) {
-  Impl& m = *impl_;
-  const int32_t slot = m.index.Find(request.value());
-  KVTOPO_CHECK_MSG(slot >= 0, fmt::format("unknown request {}", request.value()));
-  RequestState& st = m.states[slot];
-  m.ReleaseRows(st);
-  st.live = false;
-  st.running = false;
-  st.id = -1;
-  m.free_states.push_back(slot);
-  m.index.Erase(request.value());
+Status KVCacheManager::Free(RequestId request) {
+  if (!impl_->index.Contains(request.value())) return UnknownRequest(request);
+  impl_->Release(request);
+  return Status::Ok();
 }
 
-void KVCacheManager::Preempt(RequestId request) {
+Status KVCacheManager::Preempt(RequestId request) {
   Impl& m = *impl_;
-  RequestState& st = m.State(request);
-  m.ReleaseRows(st);
-  st.num_computed = 0;
-  ++st.num_preemptions;
+  RequestState* st = m.Find(request);
+  if (st == nullptr) return UnknownRequest(request);
+  m.ReleaseRows(*st);
+  st->num_computed = 0;
+  ++st->num_preemptions;
+  return Status::Ok();
 }
 
 void KVCacheManager::NewStep() { ++impl_->step; }
 
-void KVCacheManager::RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens) {
+Status KVCacheManager::RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens) {
   Impl& m = *impl_;
-  RequestState& st = m.State(request);
-  KVTOPO_CHECK(total_computed_tokens.value() >= 0);
+  RequestState* st = m.Find(request);
+  if (st == nullptr) return UnknownRequest(request);
+  if (total_computed_tokens.value() < 0) {
+    return InvalidArgument(fmt::format("total_computed_tokens must be non-negative, got {}",
+                                       total_computed_tokens.value()));
+  }
   const int64_t n = std::min(total_computed_tokens.value(), m.options.max_model_len);
-  for (size_t gi = 0; gi < m.groups.size(); ++gi)
-    m.RemoveSkippedBlocks(m.groups[gi], st.rows[gi], n);
-  st.quiet = QuietWindow{};  // rows changed outside AllocateSlots
+  for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+    m.RemoveSkippedBlocks(m.groups[gi], st->rows[gi], n);
+  }
+  st->quiet = QuietWindow{};  // rows changed outside AllocateSlots
+  return Status::Ok();
 }
 
-void KVCacheManager::CacheBlocks(RequestId request, TokenCount num_computed_tokens) {
+Status KVCacheManager::CacheBlocks(RequestId request, TokenCount num_computed_tokens) {
   Impl& m = *impl_;
-  if (!m.caching()) return;
-  RequestState& st = m.State(request);
-  KVTOPO_CHECK(num_computed_tokens.value() >= 0);
+  RequestState* st = m.Find(request);
+  if (st == nullptr) return UnknownRequest(request);
+  if (num_computed_tokens.value() < 0) {
+    return InvalidArgument(fmt::format("num_computed_tokens must be non-negative, got {}",
+                                       num_computed_tokens.value()));
+  }
+  if (!m.caching()) return Status::Ok();
   int64_t n = std::min<int64_t>({num_computed_tokens.value(),
-                                 static_cast<int64_t>(st.tokens.size()), m.options.max_model_len});
+                                 static_cast<int64_t>(st->tokens.size()), m.options.max_model_len});
   if (m.groups.size() > 1) n = n / m.alignment * m.alignment;
   for (size_t gi = 0; gi < m.groups.size(); ++gi) {
-    m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, n);
+    m.CacheBlocks(m.groups[gi], st->rows[gi], *st, n, n);
   }
-  st.quiet = QuietWindow{};
+  st->quiet = QuietWindow{};
+  return Status::Ok();
 }
 
-void KVCacheManager::EvictBlocks(std::span<const BlockId> blocks) {
+Status KVCacheManager::EvictBlocks(std::span<const BlockId> blocks) {
   for (BlockId b : blocks) {
-    KVTOPO_CHECK_MSG(b.value() >= 0 && b.value() < impl_->pool.num_blocks(),
-                     fmt::format("block {} is not in the pool", b.value()));
-    impl_->pool.EvictCached(b);
+    if (b.value() < 0 || b.value() >= impl_->pool.num_blocks()) {
+      return InvalidArgument(fmt::format("block id {} is not in the pool [0, {})", b.value(),
+                                         impl_->pool.num_blocks()));
+    }
   }
+  for (BlockId b : blocks) impl_->pool.EvictCached(b);
+  return Status::Ok();
 }
 
-void KVCacheManager::GetNumCommonPrefixBlocks(RequestId request, std::vector<int64_t>& out) const {
+Status KVCacheManager::GetNumCommonPrefixBlocks(RequestId request,
+                                                std::vector<int64_t>& out) const {
   const Impl& m = *impl_;
-  const RequestState& st = m.State(request);
+  const RequestState* st = const_cast<Impl&>(m).Find(request);
+  if (st == nullptr) return UnknownRequest(request);
   out.assign(m.groups.size(), 0);
   for (size_t gi = 0; gi < m.groups.size(); ++gi) {
     if (m.groups[gi].behavior != Behavior::kFull) continue;
     int64_t count = 0;
-    for (BlockId b : st.rows[gi].blocks) {
+    for (BlockId b : st->rows[gi].blocks) {
       if (b == kNullBlock || m.pool.ref_count(b) != m.num_running) break;
       ++count;
     }
     out[gi] = count;
   }
+  return Status::Ok();
 }
 
 std::vector<BlockId> KVCacheManager::TakeNewBlockIds() {
@@ -1184,6 +1409,7 @@ TokenCount KVCacheManager::num_computed_tokens(RequestId request) const {
 TokenCount KVCacheManager::num_tokens(RequestId request) const {
   return TokenCount{static_cast<int64_t>(impl_->State(request).tokens.size())};
 }
+int32_t KVCacheManager::num_blocks() const { return impl_->pool.num_blocks(); }
 int32_t KVCacheManager::num_free_blocks() const { return impl_->pool.num_free_blocks(); }
 double KVCacheManager::Usage() const { return impl_->pool.Usage(); }
 const PrefixCacheStats& KVCacheManager::prefix_cache_stats() const { return impl_->pool.stats(); }

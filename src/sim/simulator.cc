@@ -71,6 +71,14 @@ class Simulator {
   void CheckStep();
   void CheckSlots(const Scheduled& s);
   void Violation(std::string message, int64_t tokens);
+  // The simulator only makes calls the runtime accepts; a refusal is a violation.
+  bool Accepted(const Status& status) {
+    if (status.ok()) [[likely]] {
+      return true;
+    }
+    Violation("the runtime refused a call: " + status.message(), 0);
+    return false;
+  }
   void Execute(const Scheduled& s);
 
   const Plan& plan_;
@@ -183,14 +191,10 @@ Status Simulator::Setup() {
   }
   report_.num_blocks = num_blocks;
 
-  KVCacheManagerOptions mo;
-  mo.num_blocks = static_cast<int32_t>(num_blocks);
-  mo.enable_prefix_caching = options_.enable_prefix_caching;
-  mo.hash_block_size = plan_.hash_block_size;
-  mo.max_model_len = max_model_len_;
+  KVTOPO_ASSIGN_OR_RETURN(
+      KVCacheManagerOptions mo,
+      KVCacheManagerOptions::FromPlan(plan_, num_blocks, options_.enable_prefix_caching));
   for (const PlannedGroup& g : plan_.groups) {
-    mo.groups.push_back(
-        {.geometry = g.geometry, .volatile_last_block = g.spec.volatile_last_block});
     // The pre-fix rule, on request: cdiv(L, B * N) + S columns for recurrent tables.
     const GroupGeometry worker = options_.inject_dcp_scaled_recurrent_table
                                      ? internal::DcpScaledRecurrentTable(g.geometry)
@@ -223,7 +227,9 @@ Status Simulator::Setup() {
 // Untimed: callers time runs of consecutive calls, so the clock is read twice per run rather
 // than twice per call (a clock read costs about as much as a decode-step allocation).
 bool Simulator::Allocate(SimRequest& r, const SlotRequest& step) {
-  const bool ok = manager_->AllocateSlots(RequestId(r.index), step);
+  const Result<bool> allocated = manager_->AllocateSlots(RequestId(r.index), step);
+  if (!Accepted(allocated.status())) return false;
+  const bool ok = *allocated;
   ++report_.allocate_slots_calls;
   if (ok) {
     ++report_.allocations;
@@ -235,7 +241,7 @@ bool Simulator::Allocate(SimRequest& r, const SlotRequest& step) {
 
 void Simulator::Preempt(SimRequest& r) {
   const auto t0 = Clock::now();
-  manager_->Free(RequestId(r.index));
+  Accepted(manager_->Free(RequestId(r.index)));
   report_.free_seconds += Seconds(Clock::now() - t0);
   ++report_.free_calls;
   ++report_.preemptions;
@@ -253,7 +259,7 @@ void Simulator::Preempt(SimRequest& r) {
 
 void Simulator::Finish(SimRequest& r) {
   const auto t0 = Clock::now();
-  manager_->Free(RequestId(r.index));
+  Accepted(manager_->Free(RequestId(r.index)));
   report_.free_seconds += Seconds(Clock::now() - t0);
   ++report_.free_calls;
   for (auto& rank : tables_) {
@@ -425,7 +431,7 @@ void Simulator::Execute(const Scheduled& s) {
     const auto& pattern = r.spec->accepted_drafts;
     int64_t accepted = pattern.empty() ? s.num_new - 1 : pattern[r.decode_done % pattern.size()];
     accepted = std::min(accepted, s.num_new - 1);
-    manager_->RewindComputedTokens(id, TokenCount(s.num_new - 1 - accepted));
+    Accepted(manager_->RewindComputedTokens(id, TokenCount(s.num_new - 1 - accepted)));
     r.computed -= s.num_new - 1 - accepted;
     r.outputs = accepted + 1;
   } else {
@@ -444,7 +450,7 @@ void Simulator::Execute(const Scheduled& s) {
         TokenId(options_.seed, (static_cast<uint64_t>(r.index) << 1) | 1, first + i));
   }
   const auto t0 = Clock::now();
-  manager_->AppendTokens(id, std::span<const int32_t>(r.tokens).subspan(first));
+  Accepted(manager_->AppendTokens(id, std::span<const int32_t>(r.tokens).subspan(first)));
   hash_seconds_ += Seconds(Clock::now() - t0);
 }
 
@@ -516,12 +522,13 @@ Result<SimulateReport> Simulator::Run() {
       const RequestId id(r.index);
       if (!r.registered) {
         const auto t0 = Clock::now();
-        manager_->AddRequest(id, r.tokens);
+        Accepted(manager_->AddRequest(id, r.tokens));
         hash_seconds_ += Seconds(Clock::now() - t0);
         r.registered = true;
       }
       const auto t0 = Clock::now();
-      const int64_t hits = manager_->GetComputedBlocks(id, computed_).value();
+      const Result<TokenCount> found = manager_->GetComputedBlocks(id, computed_);
+      const int64_t hits = Accepted(found.status()) ? found->value() : 0;
       report_.get_computed_blocks_seconds += Seconds(Clock::now() - t0);
       ++report_.get_computed_blocks_calls;
       const int64_t num_new = PrefillChunk(r, hits, budget);

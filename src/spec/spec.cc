@@ -6,7 +6,7 @@
 #include <array>
 
 #include "internal/checked_math.h"
-#include "kvtopo/state_shapes.h"
+#include "spec/state_shapes.h"
 
 namespace kvtopo {
 

@@ -1,4 +1,4 @@
-#include "kvtopo/state_shapes.h"
+#include "spec/state_shapes.h"
 
 #include <fmt/format.h>
 

@@ -5,6 +5,12 @@
 #include <algorithm>
 
 namespace kvtopo::internal {
+namespace {
+
+// The scheduler only makes calls the runtime accepts: a refusal is a bug in the scheduler.
+void Must(const Status& status) { KVTOPO_CHECK_MSG(status.ok(), status.message()); }
+
+}  // namespace
 
 Result<std::vector<VerifyRequestPlan>> PlanVerifyRequests(const Plan& plan,
                                                           const VerifyOptions& options) {
@@ -151,7 +157,7 @@ int64_t VerifyScheduler::PrefillChunk(const Request& r, int64_t computed, int64_
 }
 
 void VerifyScheduler::Preempt(Request& r) {
-  manager_->Free(RequestId(r.index));
+  Must(manager_->Free(RequestId(r.index)));
   free_rows_.push_back(r.row);
   r.row = -1;
   r.registered = false;
@@ -164,7 +170,7 @@ void VerifyScheduler::Preempt(Request& r) {
 }
 
 void VerifyScheduler::Finish(Request& r) {
-  manager_->Free(RequestId(r.index));
+  Must(manager_->Free(RequestId(r.index)));
   free_rows_.push_back(r.row);
   r.row = -1;
   r.state = State::kFinished;
@@ -199,7 +205,7 @@ void VerifyScheduler::Commit(Request& r, const StepEntry& e) {
     }
     const int32_t sampled = NextTokenId();
     r.token_ids.push_back(sampled);
-    manager_->AppendTokens(id, std::span(&sampled, 1));
+    Must(manager_->AppendTokens(id, std::span(&sampled, 1)));
     return;
   }
   // Verification: the first `accepted` drafts stand, then a bonus token replaces the next one.
@@ -207,7 +213,7 @@ void VerifyScheduler::Commit(Request& r, const StepEntry& e) {
   const int64_t accepted = drafts == 0 ? 0 : (r.index + 3 * r.decode_done) % (drafts + 1);
   const int64_t rejected = drafts - accepted;
   if (rejected > 0) {
-    manager_->RewindComputedTokens(id, TokenCount(rejected));
+    Must(manager_->RewindComputedTokens(id, TokenCount(rejected)));
     r.computed -= rejected;
     reports_[r.index].rejected_drafts += rejected;
   }
@@ -215,7 +221,7 @@ void VerifyScheduler::Commit(Request& r, const StepEntry& e) {
   r.token_ids.insert(r.token_ids.end(), e.token_ids.begin() + 1,
                      e.token_ids.begin() + 1 + accepted);
   r.token_ids.push_back(NextTokenId());
-  manager_->AppendTokens(id, std::span<const int32_t>(r.token_ids).subspan(first_new));
+  Must(manager_->AppendTokens(id, std::span<const int32_t>(r.token_ids).subspan(first_new)));
   ++r.decode_done;
   const bool room =
       static_cast<int64_t>(r.token_ids.size()) + 1 + spec_tokens_ + lookahead_ <= max_model_len_;
@@ -258,10 +264,11 @@ Result<StepMessage> VerifyScheduler::Next() {
     }
     const SlotRequest step{.num_new_tokens = TokenCount(num_new),
                            .num_lookahead_tokens = TokenCount(decode ? lookahead_ : 0)};
-    bool ok = manager_->AllocateSlots(RequestId(r.index), step);
+    bool ok;
+    KVTOPO_ASSIGN_OR_RETURN(ok, manager_->AllocateSlots(RequestId(r.index), step));
     while (!ok && running_.back() != &r) {
       preempt(*running_.back());
-      ok = manager_->AllocateSlots(RequestId(r.index), step);
+      KVTOPO_ASSIGN_OR_RETURN(ok, manager_->AllocateSlots(RequestId(r.index), step));
     }
     if (!ok) {
       preempt(r);  // nothing newer to preempt
@@ -285,17 +292,21 @@ Result<StepMessage> VerifyScheduler::Next() {
     if (!Arrived(r)) break;
     const RequestId id(r.index);
     if (!r.registered) {
-      manager_->AddRequest(id, r.token_ids);
+      KVTOPO_RETURN_IF_ERROR(manager_->AddRequest(id, r.token_ids));
       r.registered = true;
     }
-    const int64_t hits = manager_->GetComputedBlocks(id, computed_).value();
+    TokenCount found;
+    KVTOPO_ASSIGN_OR_RETURN(found, manager_->GetComputedBlocks(id, computed_));
+    const int64_t hits = found.value();
     r.prefill_target = static_cast<int64_t>(r.token_ids.size());
     const int64_t num_new = PrefillChunk(r, hits, budget);
     if (num_new <= 0) break;
     const SlotRequest step{.num_new_tokens = TokenCount(num_new),
                            .num_new_computed_tokens = TokenCount(hits),
                            .computed = &computed_};
-    if (!manager_->AllocateSlots(id, step)) break;
+    bool admitted;
+    KVTOPO_ASSIGN_OR_RETURN(admitted, manager_->AllocateSlots(id, step));
+    if (!admitted) break;
     waiting_.pop_front();
     r.state = State::kRunning;
     r.row = free_rows_.back();

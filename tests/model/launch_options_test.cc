@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "internal/units.h"
 #include "kvtopo/model.h"
-#include "kvtopo/units.h"
 
 namespace kvtopo {
 namespace {

@@ -100,6 +100,47 @@ class BatchVersusSingle(unittest.TestCase):
         m.free_batch(h)
         self.assertEqual(len(m), 0)
 
+    def test_inputs_results_and_the_managers_errors(self):
+        m = kvtopo.KVCacheManager.from_layout(LAYOUT)
+        h = m.add_requests(["a", "b"], [range(40), array.array("h", range(100, 120))])
+        # One int counts for every request; int16 and uint8 buffers are converted.
+        res = m.allocate_slots_batch(array.array("B", [0, 1]), 16)
+        self.assertEqual((res.num_failed, res.num_groups, len(res)), (0, 2, 2))
+        self.assertEqual(list(res.block_ids), [1, 2, 3, 4])
+        self.assertEqual((res.ok.format, res.offsets.format, res.block_ids.format), ("B", "i", "i"))
+        buf = kvtopo.int_buffer([1, 2])
+        self.assertEqual((type(buf), buf.format, buf.readonly), (memoryview, "i", False))
+        buf[1] = 3  # an engine updates its buffer in place between steps
+        res = m.allocate_slots_batch(h, buf, 0)  # 17 and 19 tokens: a second block per group
+        self.assertEqual((list(res.first_column), list(res.block_ids)), ([1] * 4, [5, 6, 7, 8]))
+        with self.assertRaisesRegex(OverflowError, "num_new_tokens: value 4294967296"):
+            m.allocate_slots_batch(h, 1 << 32)
+        with self.assertRaisesRegex(TypeError, "handles must be a 1-D integer buffer"):
+            m.allocate_slots_batch(array.array("d", [0.0]), 1)
+        # The manager's own checks, unchanged through the binding.
+        with self.assertRaisesRegex(ValueError, r"admission: request 0 \(index 0\) is already running"):
+            m.admit_batch(h)
+        with self.assertRaisesRegex(ValueError, r"request 1 appears twice in the batch \(index 1\)"):
+            m.free_batch([1, 1])
+        with self.assertRaisesRegex(ValueError, "token_ids holds 3 tokens; the counts add up to 2"):
+            m.append_tokens_batch(h, [1, 2, 3], [1, 1])
+        with self.assertRaisesRegex(ValueError, r"num_rejected must be in \[0, 17\]"):
+            m.rewind_computed_tokens("a", 18)
+        m.add_request("c", range(40))  # a's prompt: a's first block of each group is cached
+        hits = m.get_computed_blocks("c")
+        self.assertEqual((hits.num_tokens, hits.blocks), (16, [[1], [2]]))
+        m.evict_blocks([2])
+        with self.assertRaisesRegex(ValueError, r"stale prefix hits: block 2 \(group 1, column 0\)"):
+            m.allocate_slots("c", 24, 16, hits)
+        with self.assertRaisesRegex(TypeError, "computed must be a"):
+            m.allocate_slots("c", 24, 16, "hits")
+        with self.assertRaisesRegex(ValueError, "block id 48 is not in the pool"):
+            m.evict_blocks([48])
+        with self.assertRaisesRegex(IndexError, "block 48 is not in the pool"):
+            m.inspector().ref_count(48)
+        m.free_batch(h)
+        self.assertEqual(len(m), 1)
+
     def test_layout_errors_name_the_key(self):
         with self.assertRaisesRegex(ValueError, "cache layout group 0: 'block_size' is missing"):
             kvtopo.KVCacheManager.from_layout(

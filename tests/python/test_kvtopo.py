@@ -81,6 +81,30 @@ class PlanTest(unittest.TestCase):
                           "block_table_width", "max_pages_per_request"):
                 self.assertEqual(jg[field], getattr(g, field), field)
 
+    def test_views_groups_geometry_and_diagnostics(self):
+        plan = small_plan()
+        g = plan.groups[0]
+        self.assertIsInstance(g, kvtopo.Group)
+        # JSON fields first, then the geometry's (manager_table_width is not in the JSON).
+        self.assertEqual((g.block_size, g.manager_block_size, g.interleave), (16, 64, 2))
+        self.assertEqual(g.manager_table_width, g.geometry.manager_table_width)
+        self.assertEqual(g.geometry.to_dict()["manager_table_width"], g.manager_table_width)
+        self.assertEqual(g.geometry.to_dict()["kind"], g.kind)
+        self.assertEqual(plan.pool.to_dict(), json.loads(plan.to_json())["pool"])
+        self.assertEqual(plan.pool.regions[0]["group"], 0)
+        self.assertEqual(plan.promotion.applied, False)
+        with self.assertRaises(AttributeError):
+            plan.capacity.max_tokens = 1
+        with self.assertRaisesRegex(AttributeError, "Plan has no attribute 'nope'"):
+            plan.nope
+        self.assertEqual(kvtopo.BlockTable(g, num_rows=2).width, g.block_table_width)
+        with self.assertRaisesRegex(TypeError, "expected a GroupGeometry or a plan's Group"):
+            kvtopo.BlockTable(3, num_rows=2)
+        _, diagnostics = kvtopo.check(max_model_len=100_000_000)
+        d = diagnostics[-1]
+        self.assertIsInstance(d, kvtopo.Diagnostic)
+        self.assertEqual(tuple(d), (d.severity, d.code, d.message))
+
     def test_to_json_equals_the_cli(self):
         args = ["kimi-k2.6", "--tensor-parallel-size", "4", "--decode-context-parallel-size", "4",
                 "--max-model-len", "4096", "--kv-cache-memory", "256MiB", "--block-size", "16",

@@ -52,17 +52,19 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
         prompt[t] =
             t < 48 ? family * 1000 + static_cast<int32_t>(t) : static_cast<int32_t>(rng() % 50000);
       }
-      single->AddRequest(RequestId{id}, prompt);
-      batched->AddRequest(RequestId{id}, prompt);
+      EXPECT_TRUE(single->AddRequest(RequestId{id}, prompt).ok());
+      EXPECT_TRUE(batched->AddRequest(RequestId{id}, prompt).ok());
       admit.emplace_back(id);
     }
     ASSERT_TRUE(batched->AdmitBatch(admit, {}, /*full_sequence_must_fit=*/false, out).ok());
     for (size_t i = 0; i < admit.size(); ++i) {
-      const ComputedBlocks hits = single->GetComputedBlocks(admit[i]);
+      const ComputedBlocks hits = single->GetComputedBlocks(admit[i]).value();
       const int64_t n = single->num_tokens(admit[i]).value() - hits.num_tokens.value();
-      const bool ok = single->AllocateSlots(admit[i], {.num_new_tokens = TokenCount{n},
-                                                       .num_new_computed_tokens = hits.num_tokens,
-                                                       .computed = &hits});
+      const bool ok = single
+                          ->AllocateSlots(admit[i], {.num_new_tokens = TokenCount{n},
+                                                     .num_new_computed_tokens = hits.num_tokens,
+                                                     .computed = &hits})
+                          .value();
       ASSERT_EQ(out.ok[i], ok ? 1 : 0) << "step " << step << " admit " << i;
       if (ok) {
         ASSERT_EQ(out.num_computed[i], hits.num_tokens.value());
@@ -70,8 +72,8 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
         running.push_back(admit[i].value());
       } else {
         ++failures;
-        single->Free(admit[i]);
-        batched->Free(admit[i]);
+        EXPECT_TRUE(single->Free(admit[i]).ok());
+        EXPECT_TRUE(batched->Free(admit[i]).ok());
       }
     }
     // One decode step of every running request, lookahead 0-3.
@@ -86,8 +88,10 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
     ASSERT_EQ(out.offsets.size(), ids.size() * single->num_groups() + 1);
     for (size_t i = 0; i < ids.size(); ++i) {
       const bool ok =
-          single->AllocateSlots(ids[i], {.num_new_tokens = TokenCount{news[i]},
-                                         .num_lookahead_tokens = TokenCount{lookahead[i]}});
+          single
+              ->AllocateSlots(ids[i], {.num_new_tokens = TokenCount{news[i]},
+                                       .num_lookahead_tokens = TokenCount{lookahead[i]}})
+              .value();
       ASSERT_EQ(out.ok[i], ok ? 1 : 0) << "step " << step << " request " << ids[i].value();
       failures += ok ? 0 : 1;
       successes += ok ? 1 : 0;
@@ -112,7 +116,7 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
     for (size_t i = 0; i < ids.size(); ++i) tokens.push_back(static_cast<int32_t>(rng() % 50000));
     ASSERT_TRUE(batched->AppendTokensBatch(ids, tokens, {}).ok());
     for (size_t i = 0; i < ids.size(); ++i) {
-      single->AppendTokens(ids[i], std::span<const int32_t>(&tokens[i], 1));
+      EXPECT_TRUE(single->AppendTokens(ids[i], std::span<const int32_t>(&tokens[i], 1)).ok());
     }
     std::vector<RequestId> done;
     std::vector<int64_t> keep;
@@ -124,7 +128,7 @@ TEST_P(BatchVersusSingle, SameBlocksHitsAndFailures) {
       }
     }
     ASSERT_TRUE(batched->FreeBatch(done).ok());
-    for (RequestId id : done) single->Free(id);
+    for (RequestId id : done) EXPECT_TRUE(single->Free(id).ok());
     running = keep;
     single->NewStep();
     batched->NewStep();
@@ -143,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(Seeds, BatchVersusSingle, ::testing::Range(0, 9));
 
 TEST(Batch, UnknownRequestIsAnErrorAndChangesNothing) {
   auto m = KVCacheManager::Create(Options(0)).value();
-  m->AddRequest(RequestId{1}, std::vector<int32_t>(20, 1));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, std::vector<int32_t>(20, 1)).ok());
   const std::vector<RequestId> ids = {RequestId{1}, RequestId{9}};
   const std::vector<int32_t> news = {20, 4};
   KVCacheManager::BatchResult out;
@@ -162,22 +166,24 @@ TEST(ValidateComputedBlocks, HitsSurviveUnrelatedAllocationsUntilEvicted) {
                                    .groups = {MakeGroup({.kind = CacheKind::kFullAttention})}})
                .value();
   std::vector<int32_t> prompt(48, 5);
-  m->AddRequest(RequestId{1}, prompt);
-  ASSERT_TRUE(m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{48}}));
-  m->Free(RequestId{1});  // blocks 3, 2, 1 at the tail, still cached
-  m->AddRequest(RequestId{2}, prompt);
-  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, prompt).ok());
+  ASSERT_TRUE(m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{48}}).value());
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());  // blocks 3, 2, 1 at the tail, still cached
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, prompt).ok());
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
   ASSERT_EQ(hits.num_tokens.value(), 32);
   std::vector<int32_t> other(16, 9);
-  m->AddRequest(RequestId{3}, other);
-  ASSERT_TRUE(m->AllocateSlots(RequestId{3}, {.num_new_tokens = TokenCount{16}}));  // block 4
+  EXPECT_TRUE(m->AddRequest(RequestId{3}, other).ok());
+  ASSERT_TRUE(
+      m->AllocateSlots(RequestId{3}, {.num_new_tokens = TokenCount{16}}).value());  // block 4
   EXPECT_TRUE(m->ValidateComputedBlocks(RequestId{2}, hits).ok());
-  m->AddRequest(RequestId{4}, std::vector<int32_t>(64, 8));
-  ASSERT_TRUE(m->AllocateSlots(RequestId{4}, {.num_new_tokens = TokenCount{64}}));  // 5,6,7,3
+  EXPECT_TRUE(m->AddRequest(RequestId{4}, std::vector<int32_t>(64, 8)).ok());
+  ASSERT_TRUE(
+      m->AllocateSlots(RequestId{4}, {.num_new_tokens = TokenCount{64}}).value());  // 5,6,7,3
   EXPECT_TRUE(m->ValidateComputedBlocks(RequestId{2}, hits).ok());
-  m->Free(RequestId{3});
-  m->AddRequest(RequestId{5}, std::vector<int32_t>(32, 7));
-  ASSERT_TRUE(m->AllocateSlots(RequestId{5}, {.num_new_tokens = TokenCount{32}}));  // 2, 1
+  EXPECT_TRUE(m->Free(RequestId{3}).ok());
+  EXPECT_TRUE(m->AddRequest(RequestId{5}, std::vector<int32_t>(32, 7)).ok());
+  ASSERT_TRUE(m->AllocateSlots(RequestId{5}, {.num_new_tokens = TokenCount{32}}).value());  // 2, 1
   EXPECT_EQ(m->ValidateComputedBlocks(RequestId{2}, hits).message(),
             "stale prefix hits: block 1 (group 0, column 0) no longer caches request 2's "
             "content; call get_computed_blocks again");

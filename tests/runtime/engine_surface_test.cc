@@ -35,7 +35,7 @@ std::vector<int32_t> Tokens(int32_t first, int64_t n) {
 
 bool Alloc(KVCacheManager& m, int64_t id, int64_t n, SlotRequest step = {}) {
   step.num_new_tokens = TokenCount{n};
-  return m.AllocateSlots(RequestId{id}, step);
+  return m.AllocateSlots(RequestId{id}, step).value();
 }
 
 TEST(CacheLayout, MixedBlockSizesChunkedLocalAndSchedulerLcm) {
@@ -46,7 +46,7 @@ TEST(CacheLayout, MixedBlockSizesChunkedLocalAndSchedulerLcm) {
   EXPECT_EQ(m->scheduler_block_size(), 32);
   EXPECT_EQ(m->hash_block_size(), 16);
   EXPECT_EQ(m->group(GroupId{0}).layer_names, std::vector<std::string>{"l0"});
-  m->AddRequest(RequestId{1}, Tokens(0, 100));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 100)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 100));
   // Full: cdiv(100, 32) = 4 blocks; chunked: cdiv(100, 16) = 7 blocks, none skipped yet.
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 3, 4}));
@@ -66,7 +66,7 @@ TEST(CacheLayout, TwoSlidingWindowsAndBlockSizeTwelve) {
       {"kind": "sliding_window", "block_size": 12, "sliding_window": 24, "page_size_bytes": 64},
       {"kind": "sliding_window", "block_size": 12, "sliding_window": 48, "page_size_bytes": 64}]})");
   EXPECT_EQ(m->scheduler_block_size(), 12);
-  m->AddRequest(RequestId{1}, Tokens(0, 60));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 60)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 60));
   ASSERT_TRUE(Alloc(*m, 1, 1));  // 60 computed: window 24 skips 37 tokens (3 blocks), 48 skips 13
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{0, 0, 0, 4, 5, 11}));
@@ -80,11 +80,11 @@ TEST(CacheLayout, SlidingWindowPlusMambaHitsAtTheLcm) {
       {"kind": "mamba", "block_size": 64, "mamba_cache_mode": "align", "page_size_bytes": 256}]})";
   auto m = FromJson(json);
   EXPECT_EQ(m->scheduler_block_size(), 64);
-  m->AddRequest(RequestId{1}, Tokens(0, 256));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 256)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 256));
   m->NewStep();
-  m->AddRequest(RequestId{2}, Tokens(0, 300));
-  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(0, 300)).ok());
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
   EXPECT_EQ(hits.num_tokens.value(), 256);
   // The window keeps the last cdiv(31, 16) = 2 blocks before 256; mamba the state at 256.
   EXPECT_EQ(Ids(hits.blocks[0]),
@@ -127,13 +127,13 @@ TEST(CacheLayout, MambaNoneHoldsOnePlusSpeculativeAndNeverHits) {
       {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64},
       {"kind": "mamba", "block_size": 512, "mamba_cache_mode": "none",
        "num_speculative_blocks": 2, "page_size_bytes": 64}]})");
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 64));
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{5, 6, 7}));
   ASSERT_TRUE(Alloc(*m, 1, 16));
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{5, 6, 7}));
-  m->AddRequest(RequestId{2}, Tokens(0, 64));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 0);
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(0, 64)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).value().num_tokens.value(), 0);
   m->CheckInvariants();
 }
 
@@ -143,12 +143,12 @@ constexpr const char* kOneFullGroup = R"({"num_blocks": 32, "max_model_len": 102
 
 TEST(EngineSurface, ExternalComputedTokensAreAllocatedAndCounted) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 16, {.num_external_computed_tokens = TokenCount{40}}));
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2, 3, 4}));
   EXPECT_EQ(m->num_computed_tokens(RequestId{1}).value(), 56);
   // Only external tokens (an async load): no new token is allowed then.
-  m->AddRequest(RequestId{2}, Tokens(1000, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(1000, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 2, 0, {.num_external_computed_tokens = TokenCount{32}}));
   EXPECT_EQ(Ids(m->BlockIds(RequestId{2}, GroupId{0})), (std::vector<int32_t>{5, 6}));
   m->CheckInvariants();
@@ -156,12 +156,12 @@ TEST(EngineSurface, ExternalComputedTokensAreAllocatedAndCounted) {
 
 TEST(EngineSurface, DelayedCachingThenCacheBlocks) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 64, {.delay_cache_blocks = true}));
-  m->AddRequest(RequestId{2}, Tokens(0, 64));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 0);
-  m->CacheBlocks(RequestId{1}, TokenCount{48});
-  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(0, 64)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).value().num_tokens.value(), 0);
+  EXPECT_TRUE(m->CacheBlocks(RequestId{1}, TokenCount{48}).ok());
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
   EXPECT_EQ(hits.num_tokens.value(), 48);
   EXPECT_EQ(Ids(hits.blocks[0]), (std::vector<int32_t>{1, 2, 3}));
   m->CheckInvariants();
@@ -171,7 +171,7 @@ TEST(EngineSurface, CrossAttentionGroupSizedByTheEncoder) {
   auto m = FromJson(R"({"num_blocks": 32, "max_model_len": 1024, "enable_prefix_caching": false,
       "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 64},
                  {"kind": "cross_attention", "block_size": 16, "page_size_bytes": 64}]})");
-  m->AddRequest(RequestId{1}, Tokens(0, 20));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 20)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 20, {.num_encoder_tokens = TokenCount{40}}));
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{3, 4, 5}));
@@ -188,50 +188,54 @@ TEST(EngineSurface, CrossAttentionGroupSizedByTheEncoder) {
 
 TEST(EngineSurface, SkipReadingPrefixCache) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 64));
-  m->AddRequest(RequestId{2}, Tokens(0, 64), RequestOptions{.skip_reading_prefix_cache = true});
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 0);
-  m->AddRequest(RequestId{3}, Tokens(0, 64));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{3}).num_tokens.value(), 48);
+  EXPECT_TRUE(
+      m->AddRequest(RequestId{2}, Tokens(0, 64), RequestOptions{.skip_reading_prefix_cache = true})
+          .ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).value().num_tokens.value(), 0);
+  EXPECT_TRUE(m->AddRequest(RequestId{3}, Tokens(0, 64)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{3}).value().num_tokens.value(), 48);
   // The skipped lookup is not counted.
   EXPECT_EQ(m->MakePrefixCacheStats()->requests, 1);
 }
 
 TEST(EngineSurface, CommonPrefixBlocksCountEveryRequestHoldingBlocks) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 64));
-  m->AddRequest(RequestId{2}, Tokens(0, 40));  // shares blocks 1 and 2 (32 tokens)
-  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_TRUE(
+      m->AddRequest(RequestId{2}, Tokens(0, 40)).ok());  // shares blocks 1 and 2 (32 tokens)
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
   ASSERT_EQ(hits.num_tokens.value(), 32);
   ASSERT_TRUE(Alloc(*m, 2, 8, {.num_new_computed_tokens = hits.num_tokens, .computed = &hits}));
   std::vector<int64_t> common;
-  m->GetNumCommonPrefixBlocks(RequestId{1}, common);
+  EXPECT_TRUE(m->GetNumCommonPrefixBlocks(RequestId{1}, common).ok());
   EXPECT_EQ(common, std::vector<int64_t>{2});
-  m->AddRequest(RequestId{3}, Tokens(500, 16));
+  EXPECT_TRUE(m->AddRequest(RequestId{3}, Tokens(500, 16)).ok());
   ASSERT_TRUE(Alloc(*m, 3, 16));
-  m->GetNumCommonPrefixBlocks(RequestId{1}, common);
+  EXPECT_TRUE(m->GetNumCommonPrefixBlocks(RequestId{1}, common).ok());
   EXPECT_EQ(common, std::vector<int64_t>{0});
 }
 
 TEST(EngineSurface, EvictRemoveSkippedAndNewBlockIds) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 64));
   EXPECT_EQ(Ids(m->TakeNewBlockIds()), (std::vector<int32_t>{1, 2, 3, 4}));
   EXPECT_TRUE(m->TakeNewBlockIds().empty());
   const std::vector<BlockId> evict = {BlockId{2}};
-  m->EvictBlocks(evict);
-  m->AddRequest(RequestId{2}, Tokens(0, 64));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens.value(), 16);
+  EXPECT_TRUE(m->EvictBlocks(evict).ok());
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(0, 64)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).value().num_tokens.value(), 16);
   m->CheckInvariants();
 
   auto swa = FromJson(R"({"num_blocks": 32, "max_model_len": 1024, "groups": [
       {"kind": "sliding_window", "block_size": 16, "sliding_window": 16, "page_size_bytes": 8}]})");
-  swa->AddRequest(RequestId{1}, Tokens(0, 64));
+  EXPECT_TRUE(swa->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
   ASSERT_TRUE(Alloc(*swa, 1, 64));
-  swa->RemoveSkippedBlocks(RequestId{1}, TokenCount{64});  // 49 tokens skipped: 3 blocks
+  EXPECT_TRUE(
+      swa->RemoveSkippedBlocks(RequestId{1}, TokenCount{64}).ok());  // 49 tokens skipped: 3 blocks
   EXPECT_EQ(Ids(swa->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{0, 0, 0, 4}));
   EXPECT_EQ(swa->num_free_blocks(), 30);
   swa->CheckInvariants();
@@ -239,13 +243,13 @@ TEST(EngineSurface, EvictRemoveSkippedAndNewBlockIds) {
 
 TEST(EngineSurface, StatsCountPreemptionsAndCanBeOff) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 64));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{1}).num_tokens.value(), 0);
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 64)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{1}).value().num_tokens.value(), 0);
   ASSERT_TRUE(Alloc(*m, 1, 64));
-  m->Preempt(RequestId{1});
+  EXPECT_TRUE(m->Preempt(RequestId{1}).ok());
   EXPECT_EQ(m->num_computed_tokens(RequestId{1}).value(), 0);
   EXPECT_EQ(m->num_preemptions(RequestId{1}), 1);
-  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{1});
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{1}).value();
   EXPECT_EQ(Ids(hits.blocks[0]), (std::vector<int32_t>{1, 2, 3}));
   ASSERT_TRUE(Alloc(*m, 1, 16, {.num_new_computed_tokens = hits.num_tokens, .computed = &hits}));
   // The preempted row was freed tail first (4, 3, 2, 1 to the queue's tail): block 5 is next.
@@ -266,7 +270,7 @@ TEST(EngineSurface, StatsCountPreemptionsAndCanBeOff) {
 
 TEST(EngineSurface, EventsStoredRemovedCleared) {
   auto m = FromJson(kOneFullGroup);
-  m->AddRequest(RequestId{1}, Tokens(0, 40), BlockHashExtraKeys{.lora_id = 7});
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 40), BlockHashExtraKeys{.lora_id = 7}).ok());
   ASSERT_TRUE(Alloc(*m, 1, 40));
   KVCacheInspector inspect(*m);
   const auto span = inspect.RequestBlockHashes(RequestId{1});
@@ -280,7 +284,7 @@ TEST(EngineSurface, EventsStoredRemovedCleared) {
   EXPECT_EQ(events[0].token_ids, Tokens(0, 32));
   EXPECT_EQ(events[0].block_size, 16);
   EXPECT_EQ(events[0].lora_id, 7);
-  m->AppendTokens(RequestId{1}, Tokens(40, 8));
+  EXPECT_TRUE(m->AppendTokens(RequestId{1}, Tokens(40, 8)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 8));
   events = m->TakeEvents();
   ASSERT_EQ(events.size(), 1u);
@@ -288,7 +292,7 @@ TEST(EngineSurface, EventsStoredRemovedCleared) {
   EXPECT_EQ(events[0].token_ids, Tokens(32, 16));
   EXPECT_TRUE(m->TakeEvents().empty());
 
-  m->Free(RequestId{1});
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());
   // Freed in reverse: 3, 2, 1 go to the tail after the never-used blocks.
   const std::vector<BlockId> queue = inspect.FreeQueue();
   ASSERT_EQ(queue.size(), 31u);
@@ -298,7 +302,7 @@ TEST(EngineSurface, EventsStoredRemovedCleared) {
   EXPECT_EQ(inspect.Lookup(hashes[1], GroupId{0}), BlockId{2});
   EXPECT_EQ(inspect.null_block(), kNullBlock);
   const std::vector<BlockId> evict = {BlockId{1}};
-  m->EvictBlocks(evict);
+  EXPECT_TRUE(m->EvictBlocks(evict).ok());
   events = m->TakeEvents();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, KVCacheEvent::Type::kBlockRemoved);
@@ -313,9 +317,9 @@ TEST(EngineSurface, EventsStoredRemovedCleared) {
 TEST(EngineSurface, EventsOffRecordNothing) {
   auto m = FromJson(R"({"num_blocks": 8, "max_model_len": 64, "groups": [
       {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})");
-  m->AddRequest(RequestId{1}, Tokens(0, 48));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 48)).ok());
   ASSERT_TRUE(Alloc(*m, 1, 48));
-  m->Free(RequestId{1});
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());
   EXPECT_TRUE(m->ResetPrefixCache());
   EXPECT_TRUE(m->TakeEvents().empty());
   EXPECT_TRUE(m->TakeNewBlockIds().empty());

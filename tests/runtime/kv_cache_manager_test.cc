@@ -37,9 +37,10 @@ std::unique_ptr<KVCacheManager> Make(std::vector<CacheGroup> groups, int32_t num
 }
 
 bool Step(KVCacheManager& m, int64_t request, int64_t num_new, int64_t lookahead = 0) {
-  const bool ok = m.AllocateSlots(
-      RequestId{request},
-      {.num_new_tokens = TokenCount{num_new}, .num_lookahead_tokens = TokenCount{lookahead}});
+  const bool ok =
+      m.AllocateSlots(RequestId{request}, {.num_new_tokens = TokenCount{num_new},
+                                           .num_lookahead_tokens = TokenCount{lookahead}})
+          .value();
   m.CheckInvariants();
   return ok;
 }
@@ -57,118 +58,121 @@ TEST(KVCacheManager, RejectsBadOptions) {
 
 TEST(KVCacheManager, AllocatesPositionalBlocksAndGrowsOnDecode) {
   auto m = Make({MakeGroup({.block_size = 16})}, 10);
-  m->AddRequest(RequestId{1}, Tokens(40));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{1}).num_tokens, TokenCount{0});
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(40)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{1}).value().num_tokens, TokenCount{0});
   ASSERT_TRUE(Step(*m, 1, 40));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
   for (int t = 40; t < 48; ++t) {
-    m->AppendTokens(RequestId{1}, std::vector<int32_t>{t});
+    EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{t}).ok());
     ASSERT_TRUE(Step(*m, 1, 1));
   }
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
-  m->AppendTokens(RequestId{1}, std::vector<int32_t>{48});
+  EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{48}).ok());
   ASSERT_TRUE(Step(*m, 1, 1, /*lookahead=*/3));  // slots for 49 + 3 tokens
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3, 4}));
   auto update = m->LastUpdate(RequestId{1}, GroupId{0});
   EXPECT_EQ(update.first_column, 3);
   EXPECT_EQ(update.block_ids.size(), 1u);
-  m->Free(RequestId{1});
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());
   EXPECT_EQ(m->num_free_blocks(), 9);
   m->CheckInvariants();
 }
 
 TEST(KVCacheManager, NotEnoughBlocksIsAValue) {
   auto m = Make({MakeGroup({.block_size = 16})}, 4);
-  m->AddRequest(RequestId{1}, Tokens(64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(64)).ok());
   EXPECT_FALSE(Step(*m, 1, 64));  // 4 blocks needed, 3 free
   EXPECT_EQ(m->num_free_blocks(), 3);
   EXPECT_TRUE(Row(*m, 1).empty());
   ASSERT_TRUE(Step(*m, 1, 48));  // a smaller chunk fits
-  m->AddRequest(RequestId{2}, Tokens(8, 1000));
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(8, 1000)).ok());
   EXPECT_FALSE(m->AllocateSlots(RequestId{2},
-                                {.num_new_tokens = TokenCount{8}, .full_sequence_must_fit = true}));
+                                {.num_new_tokens = TokenCount{8}, .full_sequence_must_fit = true})
+                   .value());
 }
 
 TEST(KVCacheManager, PrefixHitStillRecomputesTheLastPromptToken) {
   auto m = Make({MakeGroup({.block_size = 16})}, 10);
-  m->AddRequest(RequestId{1}, Tokens(32));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(32)).ok());
   ASSERT_TRUE(Step(*m, 1, 32));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2}));
-  m->Free(RequestId{1});  // free list: 3..9, 2, 1
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());  // free list: 3..9, 2, 1
 
   // Same 32 tokens: a full 2-block hit would leave nothing to compute, so only 16 tokens hit.
-  m->AddRequest(RequestId{2}, Tokens(32));
-  ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(32)).ok());
+  ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
   EXPECT_EQ(hits.num_tokens, TokenCount{16});
   ASSERT_EQ(hits.blocks[0].size(), 1u);
   EXPECT_EQ(hits.blocks[0][0], BlockId{1});
   ASSERT_TRUE(m->AllocateSlots(RequestId{2}, {.num_new_tokens = TokenCount{16},
                                               .num_new_computed_tokens = hits.num_tokens,
-                                              .computed = &hits}));
+                                              .computed = &hits})
+                  .value());
   m->CheckInvariants();
   EXPECT_EQ(Row(*m, 2), (std::vector<int32_t>{1, 3}));  // 1 reused, 3 fresh from the head
   EXPECT_EQ(m->num_computed_tokens(RequestId{2}), TokenCount{32});
 
   // Block 3 now holds the content free block 2 cached, so 3 took over 2's cache entry.
   // One more token and both blocks hit: the two requests share blocks 1 and 3.
-  m->AddRequest(RequestId{3}, Tokens(33));
-  hits = m->GetComputedBlocks(RequestId{3});
+  EXPECT_TRUE(m->AddRequest(RequestId{3}, Tokens(33)).ok());
+  hits = m->GetComputedBlocks(RequestId{3}).value();
   EXPECT_EQ(hits.num_tokens, TokenCount{32});
   EXPECT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{3}}));
   ASSERT_TRUE(m->AllocateSlots(RequestId{3}, {.num_new_tokens = TokenCount{1},
                                               .num_new_computed_tokens = hits.num_tokens,
-                                              .computed = &hits}));
+                                              .computed = &hits})
+                  .value());
   m->CheckInvariants();
   EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{1, 3, 4}));  // 4: the head of the free list
   EXPECT_EQ(m->prefix_cache_stats().hit_tokens, 48);
-  m->Free(RequestId{2});
-  m->Free(RequestId{3});
+  EXPECT_TRUE(m->Free(RequestId{2}).ok());
+  EXPECT_TRUE(m->Free(RequestId{3}).ok());
   EXPECT_EQ(m->num_free_blocks(), 9);
   m->CheckInvariants();
 }
 
 TEST(KVCacheManager, EvictsLeastRecentlyFreedChainTailFirst) {
   auto m = Make({MakeGroup({.block_size = 16})}, 10);
-  m->AddRequest(RequestId{1}, Tokens(48));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(48)).ok());
   ASSERT_TRUE(Step(*m, 1, 48));  // 1 2 3
-  m->AddRequest(RequestId{2}, Tokens(32, 500));
-  ASSERT_TRUE(Step(*m, 2, 32));  // 4 5
-  m->Free(RequestId{1});         // free list: 6 7 8 9 3 2 1
-  m->Free(RequestId{2});         // ... 5 4
-  m->AddRequest(RequestId{3}, Tokens(80, 900));
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(32, 500)).ok());
+  ASSERT_TRUE(Step(*m, 2, 32));             // 4 5
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());  // free list: 6 7 8 9 3 2 1
+  EXPECT_TRUE(m->Free(RequestId{2}).ok());  // ... 5 4
+  EXPECT_TRUE(m->AddRequest(RequestId{3}, Tokens(80, 900)).ok());
   ASSERT_TRUE(Step(*m, 3, 80));
   EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{6, 7, 8, 9, 3}));  // the tail of chain 1 goes first
   // Blocks 1 and 2 are still cached: a request repeating request 1 hits them.
-  m->AddRequest(RequestId{4}, Tokens(49));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{4}).num_tokens, TokenCount{32});
+  EXPECT_TRUE(m->AddRequest(RequestId{4}, Tokens(49)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{4}).value().num_tokens, TokenCount{32});
 }
 
 TEST(KVCacheManager, DcpShardedGroupCoversManagerBlocks) {
   // MLA, B = 16, DCP4: one block id covers 64 global tokens; hashes at 64-token granularity.
   auto m = Make({MakeGroup({.block_size = 16, .dcp = 4})}, 10, 64);
-  m->AddRequest(RequestId{1}, Tokens(130));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(130)).ok());
   ASSERT_TRUE(Step(*m, 1, 130));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
-  m->AddRequest(RequestId{2}, Tokens(130));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens, TokenCount{128});
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(130)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).value().num_tokens, TokenCount{128});
 }
 
 TEST(KVCacheManager, SlidingWindowRecyclesOutOfWindowBlocks) {
   // Window 32, B = 16, four usable blocks.
   auto m =
       Make({MakeGroup({.kind = CacheKind::kSlidingWindow, .block_size = 16, .window = 32})}, 5);
-  m->AddRequest(RequestId{1}, Tokens(64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(64)).ok());
   ASSERT_TRUE(Step(*m, 1, 64));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3, 4}));
   EXPECT_EQ(m->num_free_blocks(), 0);
   // Token 64: positions before 64 - 31 = 33 are out of the window, so columns 0 and 1 are freed
   // (in reverse: 2 then 1) before the new block is taken from the head.
-  m->AppendTokens(RequestId{1}, std::vector<int32_t>{64});
+  EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{64}).ok());
   ASSERT_TRUE(Step(*m, 1, 1));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 3, 4, 2}));
   EXPECT_EQ(m->num_free_blocks(), 1);
   for (int t = 65; t < 81; ++t) {
-    m->AppendTokens(RequestId{1}, std::vector<int32_t>{t});
+    EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{t}).ok());
     ASSERT_TRUE(Step(*m, 1, 1));
   }
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 0, 4, 2, 1}));
@@ -180,11 +184,11 @@ TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
                             .mode = RecurrentMode::kAlign,
                             .spec_blocks = 7})},
                 32);
-  m->AddRequest(RequestId{1}, Tokens(32));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(32)).ok());
   ASSERT_TRUE(Step(*m, 1, 32));
   // cdiv(32, 16) + 7 = 9 columns: running state in column 1, speculative 2..8.
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
-  m->AppendTokens(RequestId{1}, std::vector<int32_t>{32});
+  EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{32}).ok());
   ASSERT_TRUE(Step(*m, 1, 1));
   // New running state (9) in column 2, previous state kept in column 1, speculative blocks
   // moved to the row's end.
@@ -193,18 +197,18 @@ TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
   EXPECT_EQ(update.first_column, 2);
   EXPECT_EQ(update.block_ids.size(), 8u);
   for (int t = 33; t < 48; ++t) {
-    m->AppendTokens(RequestId{1}, std::vector<int32_t>{t});
+    EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{t}).ok());
     ASSERT_TRUE(Step(*m, 1, 1));
     EXPECT_EQ(Row(*m, 1).size(), 10u);
   }
   // By token 48 the state two steps back (block 1) is released.
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 9, 2, 3, 4, 5, 6, 7, 8}));
-  m->AppendTokens(RequestId{1}, std::vector<int32_t>{48});
+  EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{48}).ok());
   ASSERT_TRUE(Step(*m, 1, 1));
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 9, 10, 2, 3, 4, 5, 6, 7, 8}));
   // 2 + S resident pages, position-indexed row cdiv(49, 16) + 7 = 11 columns.
   EXPECT_EQ(m->num_free_blocks(), 31 - 9);
-  m->Free(RequestId{1});
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());
   EXPECT_EQ(m->num_free_blocks(), 31);
 }
 
@@ -217,10 +221,10 @@ TEST(KVCacheManager, HybridHitIsCommonToAllGroups) {
                                                .mode = RecurrentMode::kAlign,
                                                .spec_blocks = 1})};
   auto m = Make(groups, 40, 16);
-  m->AddRequest(RequestId{1}, Tokens(64));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(64)).ok());
   ASSERT_TRUE(Step(*m, 1, 64));  // state at 64 is aligned to lcm(32, 16) = 32: cached
-  m->AddRequest(RequestId{2}, Tokens(80));
-  ComputedBlocks hits = m->GetComputedBlocks(RequestId{2});
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(80)).ok());
+  ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
   EXPECT_EQ(hits.num_tokens, TokenCount{64});
   EXPECT_EQ(hits.blocks[0].size(), 2u);
   EXPECT_EQ(hits.blocks[1].size(), 4u);  // [null, null, null, state@64]
@@ -229,23 +233,24 @@ TEST(KVCacheManager, HybridHitIsCommonToAllGroups) {
                          .num_new_computed_tokens = hits.num_tokens,
                          .computed = &hits};
   // The recurrent state was cached in this very step: the request waits one step.
-  EXPECT_FALSE(m->AllocateSlots(RequestId{2}, step));
+  EXPECT_FALSE(m->AllocateSlots(RequestId{2}, step).value());
   m->NewStep();
   ASSERT_TRUE(m->AllocateSlots(RequestId{2}, {.num_new_tokens = TokenCount{16},
                                               .num_new_computed_tokens = hits.num_tokens,
-                                              .computed = &hits}));
+                                              .computed = &hits})
+                  .value());
   m->CheckInvariants();
-  m->Free(RequestId{1});
-  m->Free(RequestId{2});
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());
+  EXPECT_TRUE(m->Free(RequestId{2}).ok());
   EXPECT_EQ(m->num_free_blocks(), 39);
 }
 
 TEST(KVCacheManager, VolatileGroupDropsTheLastHitBlock) {
   auto m = Make({MakeGroup({.block_size = 16}, /*volatile_last_block=*/true)}, 10);
-  m->AddRequest(RequestId{1}, Tokens(48));
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(48)).ok());
   ASSERT_TRUE(Step(*m, 1, 48));
-  m->AddRequest(RequestId{2}, Tokens(49));
-  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).num_tokens, TokenCount{32});
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(49)).ok());
+  EXPECT_EQ(m->GetComputedBlocks(RequestId{2}).value().num_tokens, TokenCount{32});
 }
 
 }  // namespace

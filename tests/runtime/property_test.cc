@@ -63,8 +63,8 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
       const int64_t extra = 1 + static_cast<int64_t>(rng() % 200);
       for (int64_t i = 0; i < extra; ++i) prompt.push_back(static_cast<int32_t>(rng() % 50000));
       const int64_t id = next_id++;
-      m.AddRequest(RequestId{id}, prompt);
-      const TokenCount hit = m.GetComputedBlocks(RequestId{id}, hits);
+      EXPECT_TRUE(m.AddRequest(RequestId{id}, prompt).ok());
+      const TokenCount hit = m.GetComputedBlocks(RequestId{id}, hits).value();
       ASSERT_LT(hit.value(), static_cast<int64_t>(prompt.size()));
       const int64_t prompt_len = static_cast<int64_t>(prompt.size());
       // Prefill in chunks; with `aligned_prefill`, every chunk but the last ends on a multiple
@@ -76,13 +76,14 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
       bool ok = m.AllocateSlots(RequestId{id}, {.num_new_tokens = TokenCount{chunk},
                                                 .num_new_computed_tokens = hit,
                                                 .computed = &hits,
-                                                .full_sequence_must_fit = rng() % 2 == 0});
+                                                .full_sequence_must_fit = rng() % 2 == 0})
+                    .value();
       done += chunk;
       while (ok && done < prompt_len) {
         m.CheckInvariants();
         chunk =
             std::min(aligned_prefill * (1 + static_cast<int64_t>(rng() % 4)), prompt_len - done);
-        ok = m.AllocateSlots(RequestId{id}, {.num_new_tokens = TokenCount{chunk}});
+        ok = m.AllocateSlots(RequestId{id}, {.num_new_tokens = TokenCount{chunk}}).value();
         done += chunk;
       }
       if (ok) {
@@ -90,13 +91,13 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
         live[id] = Live{.row = free_rows.back(), .prompt_len = static_cast<int64_t>(prompt.size())};
         free_rows.pop_back();
       } else {
-        m.Free(RequestId{id});
+        EXPECT_TRUE(m.Free(RequestId{id}).ok());
         m.CheckInvariants();
         continue;
       }
     } else if (op < 4 && !live.empty()) {
       auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
-      m.Free(RequestId{it->first});
+      EXPECT_TRUE(m.Free(RequestId{it->first}).ok());
       for (BlockTable& t : tables) t.ClearRow(it->second.row);
       free_rows.push_back(it->second.row);
       live.erase(it);
@@ -107,10 +108,12 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
       auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
       const RequestId id{it->first};
       if (m.num_tokens(id).value() + 4 >= L) continue;
-      m.AppendTokens(id, std::vector<int32_t>{static_cast<int32_t>(rng() % 50000)});
+      EXPECT_TRUE(
+          m.AppendTokens(id, std::vector<int32_t>{static_cast<int32_t>(rng() % 50000)}).ok());
       const int64_t pending = m.num_tokens(id).value() - m.num_computed_tokens(id).value();
       if (!m.AllocateSlots(
-              id, {.num_new_tokens = TokenCount{pending}, .num_lookahead_tokens = TokenCount{3}})) {
+                id, {.num_new_tokens = TokenCount{pending}, .num_lookahead_tokens = TokenCount{3}})
+               .value()) {
         m.CheckInvariants();
         continue;
       }
@@ -148,7 +151,7 @@ void RunRandom(std::vector<CacheGroup> groups, int64_t hash_block_size, uint64_t
   if (expect_hits) {
     EXPECT_GT(m.prefix_cache_stats().hit_tokens, 0);
   }
-  for (const auto& [id, info] : live) m.Free(RequestId{id});
+  for (const auto& [id, info] : live) EXPECT_TRUE(m.Free(RequestId{id}).ok());
   m.CheckInvariants();
   EXPECT_EQ(m.num_free_blocks(), num_blocks - 1);
   EXPECT_TRUE(m.ResetPrefixCache());

@@ -82,8 +82,8 @@ void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, ui
       const int64_t id = next_id++;
       TokenCount hit[2];
       for (int k = 0; k < 2; ++k) {
-        both[k]->AddRequest(RequestId{id}, prompt);
-        hit[k] = both[k]->GetComputedBlocks(RequestId{id}, hits[k]);
+        EXPECT_TRUE(both[k]->AddRequest(RequestId{id}, prompt).ok());
+        hit[k] = both[k]->GetComputedBlocks(RequestId{id}, hits[k]).value();
       }
       ASSERT_EQ(hit[0], hit[1]);
       ASSERT_EQ(hits[0].blocks, hits[1].blocks);
@@ -102,7 +102,7 @@ void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, ui
             req.num_new_computed_tokens = hit[k];
             req.computed = &hits[k];
           }
-          result[k] = both[k]->AllocateSlots(RequestId{id}, req);
+          result[k] = both[k]->AllocateSlots(RequestId{id}, req).value();
         }
         ASSERT_EQ(result[0], result[1]);
         ok = result[0];
@@ -110,13 +110,13 @@ void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, ui
         done += chunk;
       }
       if (!ok) {
-        for (KVCacheManager* m : both) m->Free(RequestId{id});
+        for (KVCacheManager* m : both) EXPECT_TRUE(m->Free(RequestId{id}).ok());
       } else {
         live[id] = 0;
       }
     } else if (op < 3 && !live.empty()) {
       auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
-      for (KVCacheManager* m : both) m->Free(RequestId{it->first});
+      for (KVCacheManager* m : both) EXPECT_TRUE(m->Free(RequestId{it->first}).ok());
       live.erase(it);
     } else if (!live.empty()) {
       // Decode: verify 1 + drafts tokens with lookahead slots; sometimes reject some drafts.
@@ -126,13 +126,15 @@ void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, ui
       if (fast->num_tokens(id).value() + 2 + 2 * spec_tokens + 4 >= L) continue;
       std::vector<int32_t> out(1 + static_cast<size_t>(rng() % 2));
       for (auto& t : out) t = static_cast<int32_t>(rng() % 50000);
-      for (KVCacheManager* m : both) m->AppendTokens(id, out);
+      for (KVCacheManager* m : both) EXPECT_TRUE(m->AppendTokens(id, out).ok());
       const int64_t pending = fast->num_tokens(id).value() - fast->num_computed_tokens(id).value();
       const int64_t lookahead = static_cast<int64_t>(rng() % 4);
       bool result[2];
       for (int k = 0; k < 2; ++k) {
-        result[k] = both[k]->AllocateSlots(id, {.num_new_tokens = TokenCount{pending + drafts},
-                                                .num_lookahead_tokens = TokenCount{lookahead}});
+        result[k] = both[k]
+                        ->AllocateSlots(id, {.num_new_tokens = TokenCount{pending + drafts},
+                                             .num_lookahead_tokens = TokenCount{lookahead}})
+                        .value();
       }
       ASSERT_EQ(result[0], result[1]);
       ++quiet_candidates;
@@ -142,8 +144,8 @@ void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, ui
         std::vector<int32_t> accepted(static_cast<size_t>(drafts - rejected));
         for (auto& t : accepted) t = static_cast<int32_t>(rng() % 50000);
         for (KVCacheManager* m : both) {
-          m->RewindComputedTokens(id, TokenCount{rejected});
-          m->AppendTokens(id, accepted);
+          EXPECT_TRUE(m->RewindComputedTokens(id, TokenCount{rejected}).ok());
+          EXPECT_TRUE(m->AppendTokens(id, accepted).ok());
         }
       }
     } else {
@@ -155,7 +157,7 @@ void RunDifferential(std::vector<CacheGroup> groups, int64_t hash_block_size, ui
   }
   EXPECT_GT(quiet_candidates, steps / 2);
   for (const auto& [id, unused] : live) {
-    for (KVCacheManager* m : both) m->Free(RequestId{id});
+    for (KVCacheManager* m : both) EXPECT_TRUE(m->Free(RequestId{id}).ok());
   }
   EXPECT_EQ(fast->num_free_blocks(), options.num_blocks - 1);
   EXPECT_EQ(full->num_free_blocks(), options.num_blocks - 1);

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "kvtopo/geometry.h"
-#include "kvtopo/state_shapes.h"
+#include "spec/state_shapes.h"
 
 namespace kvtopo {
 namespace {

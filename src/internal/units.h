@@ -1,4 +1,4 @@
-// Parsing of sizes users type: "12GiB", "512M", "1000000".
+// Internal: parsing of sizes users type: "12GiB", "512M", "1000000".
 #pragma once
 
 #include <cstdint>

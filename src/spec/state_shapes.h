@@ -1,4 +1,4 @@
-// Recurrent-state shape calculators (per request, per layer, per rank) for Mamba2, Gated
+// Internal: recurrent-state shape calculators (per request, per layer, per rank) for Mamba2, Gated
 // DeltaNet (GDN) and Kimi Delta Attention (KDA). TP splits feature dimensions; DCP never splits
 // recurrent state. `num_spec` widens the conv state by the speculative tokens for the models
 // that do so (Mamba2, GDN). Errors: a dimension that TP does not divide, non-positive sizes.
