@@ -2,14 +2,23 @@
 SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+RELEASE_BUILD ?= build-release
+FUZZ_BUILD ?= build-fuzz
+# Seconds each fuzz target runs under `make fuzz`; `make test` runs a short smoke of each.
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_TARGETS := config_plan launch_plan workload runtime
+# The project's own builds treat warnings as errors; a plain `cmake` or `pip install .` does not.
+WERROR ?= ON
 JOBS ?= $(shell nproc)
 PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 DEBIAN_PACKAGES := cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev pybind11-dev python3-dev clang-format \
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev llvm-14
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build build-asan run test test-asan test-python bench format clean
+.PHONY: deps build build-asan build-release build-fuzz run test test-release test-python \
+  fuzz fuzz-smoke bench format clean
 
 deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do \
@@ -21,17 +30,57 @@ deps:
 	fi
 
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=$(PYTHON)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=$(PYTHON) \
+	  -DKVTOPO_WERROR=$(WERROR)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 $(ASAN_BUILD)/build.ninja: | deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVTOPO_SANITIZE=ON \
-	  -DKVTOPO_BUILD_BENCH=OFF -DKVTOPO_BUILD_PYTHON=OFF
+	  -DKVTOPO_BUILD_BENCH=OFF -DKVTOPO_BUILD_PYTHON=OFF -DKVTOPO_WERROR=$(WERROR)
 
 build-asan: deps $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target kvtopo_tests kvtopo
+
+# A user's Release build (-O3): the library, the CLI and the tests.
+$(RELEASE_BUILD)/build.ninja: | deps
+	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DKVTOPO_BUILD_BENCH=OFF -DKVTOPO_BUILD_PYTHON=OFF -DKVTOPO_WERROR=$(WERROR)
+
+build-release: deps $(RELEASE_BUILD)/build.ninja
+	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target kvtopo_tests kvtopo
+
+test-release: build-release
+	cd $(RELEASE_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (clang, ASan + UBSan) in their own build dir; not needed by any other build.
+# Warnings are left to the GCC builds (-Werror there); clang's extra ones do not stop fuzzing.
+$(FUZZ_BUILD)/build.ninja: | deps
+	CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKVTOPO_FUZZ=ON
+
+build-fuzz: deps $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix kvtopo_fuzz_,$(FUZZ_TARGETS))
+
+# Each target in turn for FUZZ_SECONDS, from the checked-in seeds (fuzz/corpus/<target>); new
+# inputs go to $(FUZZ_BUILD)/corpus/<target>, crashes to $(FUZZ_BUILD)/artifacts/<target>/.
+fuzz: build-fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t && \
+	  echo "fuzz $$t: $(FUZZ_SECONDS) s" && \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ./$(FUZZ_BUILD)/kvtopo_fuzz_$$t $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t \
+	    $$( [ -s fuzz/dict/$$t.dict ] && echo -dict=fuzz/dict/$$t.dict ) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -max_len=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ \
+	    > $(FUZZ_BUILD)/fuzz-$$t.log 2>&1; rc=$$?; \
+	  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)|^Done" \
+	    $(FUZZ_BUILD)/fuzz-$$t.log; \
+	  if [ $$rc -ne 0 ]; then tail -n 60 $(FUZZ_BUILD)/fuzz-$$t.log; exit 1; fi; \
+	done
+
+fuzz-smoke:
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 run: build
 	./$(BUILD)/kvtopo plan
@@ -41,6 +90,8 @@ test: build build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-release
+	$(MAKE) --no-print-directory fuzz-smoke
 
 # The Python module's unittest suite against the module built in $(BUILD) (no install needed).
 test-python: build
@@ -54,4 +105,4 @@ format: deps
 	find include src tools tests bench python -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-wheel
+	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD) $(FUZZ_BUILD) build-wheel

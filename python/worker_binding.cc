@@ -2,6 +2,7 @@
 // asked of a group's GroupGeometry (never derived here from raw integers).
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <span>
@@ -11,6 +12,7 @@
 #include "binding_util.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/geometry.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/slot_mapping.h"
 
 namespace kvtopo::python {
@@ -57,8 +59,10 @@ py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int
     positions.emplace_back(p);
   }
   const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
-  if (size < static_cast<int64_t>(positions.size())) {
-    RaisePython(PyExc_ValueError, "num_slots must be at least len(positions)");
+  if (size < static_cast<int64_t>(positions.size()) || size > kMaxTableEntries) {
+    RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
+                                      std::to_string(kMaxTableEntries) + "], got " +
+                                      std::to_string(size));
   }
   std::vector<int64_t> out(size, kPadSlot);
   ThrowIfError(ComputeSlotMapping(layout, kernel_row, positions, out));
@@ -75,6 +79,13 @@ struct PyBlockTable {
                   "num_rows must be in [1, 2^31), got " + std::to_string(num_rows));
     }
     RequireGeometry(g);
+    // rows x width int32 entries are allocated now: bounded (kvtopo/limits.h).
+    if (num_rows > kMaxTableEntries / std::max<int64_t>(g.block_table_width(), 1)) {
+      RaisePython(PyExc_ValueError,
+                  "num_rows " + std::to_string(num_rows) + " x block_table_width " +
+                      std::to_string(g.block_table_width()) + " is more than the " +
+                      std::to_string(kMaxTableEntries) + " entries a table may hold");
+    }
     return BlockTable(g, static_cast<int32_t>(num_rows));
   }
 
@@ -91,7 +102,8 @@ struct PyBlockTable {
     std::vector<int64_t> scratch;
     std::vector<BlockId> out;
     for (int64_t b : IntsIn<int64_t>(block_ids, "block_ids", scratch).values()) {
-      if (b < 0 || (b + 1) * k - 1 > std::numeric_limits<int32_t>::max()) {
+      // Kernel ids b * k .. b * k + k - 1 must fit int32 (written without overflowing).
+      if (b < 0 || b > (std::numeric_limits<int32_t>::max() - (k - 1)) / k) {
         RaisePython(PyExc_ValueError, "block id " + std::to_string(b) +
                                           " is negative or its kernel blocks overflow int32");
       }
@@ -173,6 +185,13 @@ void BindWorker(py::module_& m) {
          std::optional<int64_t> num_slots) {
         std::vector<int32_t> scratch;
         const IntsIn<int32_t> row(kernel_row, "kernel_row", scratch);
+        for (size_t i = 0; i < row.values().size(); ++i) {
+          if (row.values()[i] < 0) {
+            RaisePython(PyExc_ValueError, "kernel_row[" + std::to_string(i) + "] is " +
+                                              std::to_string(row.values()[i]) +
+                                              "; kernel block ids are non-negative");
+          }
+        }
         return SlotMapping(g, rank, row.values(), positions, num_slots);
       },
       py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "kvtopo/status.h"
 
 namespace kvtopo::cli {
 
@@ -27,6 +30,13 @@ class CommandRegistry {
  private:
   std::vector<std::pair<const CLI::App*, std::function<int()>>> entries_;
 };
+
+// An integer flag given as text (CLI11 would clamp an out-of-range value silently): digits with
+// vLLM's k/K suffixes, in [min, max]; the error names the flag, the text and the range.
+Result<int64_t> ParseIntFlag(const std::string& text, std::string_view flag, int64_t min,
+                             int64_t max);
+// An unsigned 64-bit flag (--seed): decimal digits only, in [0, 2^64 - 1].
+Result<uint64_t> ParseUint64Flag(const std::string& text, std::string_view flag);
 
 // Registers every subcommand (defined in tools/*_command.cc).
 void RegisterCommands(CLI::App& app, CommandRegistry& registry);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,7 +21,7 @@ struct SimulateArgs {
   LaunchFlags launch;
   std::string workload = "million";
   std::string workload_file;
-  uint64_t seed = 0;
+  std::string seed = "0";
   bool json = false;
   bool inject = false;
   bool no_slot_checks = false;
@@ -136,16 +137,27 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
 }
 
 int RunSimulate(const SimulateArgs& args) {
+  const Result<uint64_t> seed = ParseUint64Flag(args.seed, "--seed");
+  if (!seed.ok()) return ReportError(seed.status());
   Result<Workload> workload = args.workload_file.empty()
                                   ? BuiltinWorkload(args.workload)
                                   : Result<Workload>(InvalidArgument("unread"));
   if (!args.workload_file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(args.workload_file, ec)) {
+      return ReportError(InvalidArgument("--workload-file: '" + args.workload_file +
+                                         "' is a directory; pass a JSON-lines file"));
+    }
     std::ifstream in(args.workload_file);
     if (!in)
       return ReportError(NotFound("--workload-file: cannot read '" + args.workload_file + "'"));
     std::stringstream text;
     text << in.rdbuf();
     workload = ParseWorkloadJsonl(text.str());
+    if (!workload.ok()) {
+      return ReportError(Status(workload.status().code(), "--workload-file '" + args.workload_file +
+                                                              "': " + workload.status().message()));
+    }
   }
   if (!workload.ok()) return ReportError(workload.status());
   auto config = ToLaunchConfig(args.launch);
@@ -163,7 +175,7 @@ int RunSimulate(const SimulateArgs& args) {
   }
   if (!plan.ok()) return ReportError(plan.status());
   SimulateOptions options;
-  options.seed = args.seed;
+  options.seed = *seed;
   options.max_num_seqs = plan->cache.max_num_seqs;
   options.max_num_batched_tokens = plan->cache.max_num_batched_tokens;
   options.enable_prefix_caching = plan->cache.enable_prefix_caching;
@@ -189,9 +201,9 @@ int RunSimulate(const SimulateArgs& args) {
   if (options.progress) std::fputs("\r\033[K", stderr);
   if (!report.ok()) return ReportError(report.status());
   if (args.json) {
-    std::printf("%s\n", ReportJson(*report, args.seed).dump(2).c_str());
+    std::printf("%s\n", ReportJson(*report, *seed).dump(2).c_str());
   } else {
-    PrintReport(*report, args.seed);
+    PrintReport(*report, *seed);
   }
   return report->invariant_violations == 0 ? kExitOk : kExitRejected;
 }
@@ -210,7 +222,8 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sim->add_option("--workload-file", args->workload_file,
                   "JSON lines: arrival_step, prompt_len, shared_prefix_id, shared_prefix_len, "
                   "decode_steps, accepted_drafts");
-  sim->add_option("--seed", args->seed, "token-id seed (results are deterministic for a seed)");
+  sim->add_option("--seed", args->seed,
+                  "token-id seed in [0, 2^64 - 1] (results are deterministic for a seed)");
   sim->add_flag("--json", args->json, "print the report as JSON");
   sim->add_flag("--inject-dcp-scaled-recurrent-table", args->inject,
                 "demonstration: size recurrent tables cdiv(L, B*N) + S as before the fix");

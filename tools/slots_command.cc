@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "kvtopo/block_table.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/slot_mapping.h"
 #include "launch_flags.h"
@@ -24,6 +25,9 @@ struct SlotsArgs {
   LaunchFlags launch;  // MODEL and the launch flags; dcp, interleave and block size also here
   int64_t group = -1;  // a planned group; -1: the flags' own sharded layout
   int64_t seq_len = 0;
+  // The two as given: CLI11 would clamp an out-of-range integer silently.
+  std::string group_text;
+  std::string seq_len_text;
   std::string block_ids;
   bool json = false;
 };
@@ -57,8 +61,6 @@ Result<std::vector<int32_t>> ParseBlockIds(const std::string& text) {
   return ids;
 }
 
-// The most (rank, position) cells one `slots` call prints: ranks x --seq-len.
-constexpr int64_t kMaxSlotCells = int64_t{1} << 24;
 // Slots stay exact in JSON readers that parse numbers as doubles.
 constexpr int64_t kMaxSlot = int64_t{1} << 53;
 
@@ -74,9 +76,9 @@ int PrintSlots(const GroupGeometry& geometry, int64_t seq_len, const std::vector
         fmt::format("--seq-len must be in [0, {}], got {}", geometry.max_model_len(), seq_len));
   }
   const int64_t num_ranks = geometry.dcp_size();
-  if (seq_len > kMaxSlotCells / num_ranks) {
+  if (seq_len > kMaxSlotsCells / num_ranks) {
     return Usage(fmt::format("{} ranks x --seq-len {} is more than the {} slots one call prints",
-                             num_ranks, seq_len, kMaxSlotCells));
+                             num_ranks, seq_len, kMaxSlotsCells));
   }
   const int64_t needed = geometry.ColumnsFor(seq_len);
   if (static_cast<int64_t>(ids.size()) < needed) {
@@ -158,13 +160,16 @@ Result<GroupGeometry> FlagGeometry(const SlotsArgs& args) {
                               {.max_model_len = std::max<int64_t>(args.seq_len, 1)});
 }
 
-int RunSlots(const SlotsArgs& args) {
+int RunSlots(SlotsArgs args) {
   const bool group_given = args.launch.app->count("--group") > 0;
-  if (group_given && args.group < 0) {
-    return Usage(fmt::format("--group must not be negative, got {}", args.group));
+  if (group_given) {
+    const Result<int64_t> group = ParseIntFlag(args.group_text, "--group", 0, kMaxInt32);
+    if (!group.ok()) return Usage(group.status().message());
+    args.group = *group;
   }
-  if (args.seq_len < 0)
-    return Usage(fmt::format("--seq-len must not be negative, got {}", args.seq_len));
+  const Result<int64_t> seq_len = ParseIntFlag(args.seq_len_text, "--seq-len", 0, kMaxModelLen);
+  if (!seq_len.ok()) return Usage(seq_len.status().message());
+  args.seq_len = *seq_len;
   const bool planned = !args.launch.model.empty() || group_given;
   auto geometry = planned ? PlannedGeometry(args) : FlagGeometry(args);
   if (!geometry.ok()) {
@@ -185,10 +190,10 @@ void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sub = app.add_subcommand(
       "slots", "Show, per DCP rank, the local length and the slot of every token position");
   AddLaunchFlags(sub, args->launch);
-  sub->add_option("--group", args->group,
+  sub->add_option("--group", args->group_text,
                   "a planned group of MODEL (default launch without MODEL): its geometry gives "
                   "the layout");
-  sub->add_option("--seq-len", args->seq_len, "tokens in the request")->required();
+  sub->add_option("--seq-len", args->seq_len_text, "tokens in the request")->required();
   sub->add_option("--block-ids", args->block_ids, "the request's block ids, e.g. 7,3,9")
       ->required();
   sub->add_flag("--json", args->json, "machine-readable output");

@@ -80,6 +80,8 @@ struct LaunchOption {
   std::string_view help;  // what it sets and its default
   LaunchOptionField field;
   int64_t min_value = 1;  // kInt/kBytes: the smallest value accepted
+  // kInt/kBytes: the largest value accepted (kvtopo/limits.h); 0 for text and switches.
+  int64_t max_value = 0;
 };
 
 // Every launch option, in help order.

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "kvtopo/limits.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 
@@ -26,19 +27,22 @@ struct MlaRow {
   int64_t rope_dim = 0;
 };
 Result<MlaRow> ReadMlaRow(const ConfigReader& r) {
-  KVTOPO_ASSIGN_OR_RETURN(int64_t lora, r.Int("kv_lora_rank"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t rope, r.Int("qk_rope_head_dim"));
-  if (lora <= 0) return r.Invalid("kv_lora_rank", fmt::format("must be positive, got {}", lora));
-  if (rope < 0) {
-    return r.Invalid("qk_rope_head_dim", fmt::format("must not be negative, got {}", rope));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(int64_t lora, r.IntIn("kv_lora_rank", 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t rope, r.IntIn("qk_rope_head_dim", 0, kMaxModelDim));
   return MlaRow{lora + rope, rope};
 }
 
-Result<int64_t> Positive(const ConfigReader& r, std::string_view key) {
-  KVTOPO_ASSIGN_OR_RETURN(int64_t v, r.Int(key));
-  if (v <= 0) return r.Invalid(key, fmt::format("must be positive, got {}", v));
-  return v;
+// A positive field of at most `max` (a dimension or head count unless said otherwise).
+Result<int64_t> Positive(const ConfigReader& r, std::string_view key, int64_t max = kMaxModelDim) {
+  return r.IntIn(key, 1, max);
+}
+
+// num_hidden_layers, and the MTP layers after them: at most kMaxLayers in all.
+Result<int64_t> NumLayers(const ConfigReader& r) {
+  return Positive(r, "num_hidden_layers", kMaxLayers);
+}
+Result<int64_t> NumMtpLayers(const ConfigReader& r, int64_t num_layers) {
+  return r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers - num_layers);
 }
 
 // Indexer K cache row: index_head_dim fp8 values plus one fp32 scale.
@@ -51,11 +55,7 @@ Result<int64_t> IndexerHeadSize(const ConfigReader& r) {
 // A pooled indexer key kept after the MLA page's rows: the key row pooled index_kpool tokens to
 // one (GLM-5.3-Flash: 132 B / 4 = 33 B per token).
 Result<int64_t> PooledIndexerTail(const ConfigReader& r, int64_t indexer_head) {
-  KVTOPO_ASSIGN_OR_RETURN(int64_t kpool, r.IntOr("index_kpool", 1));
-  if (kpool <= 0 || kpool > indexer_head) {
-    return r.Invalid("index_kpool",
-                     fmt::format("must lie in [1, {}], got {}", indexer_head, kpool));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(int64_t kpool, r.IntInOr("index_kpool", 1, 1, indexer_head));
   return indexer_head / kpool;
 }
 
@@ -79,7 +79,8 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
 
 Status ReadCommon(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
-  KVTOPO_ASSIGN_OR_RETURN(m.max_position_embeddings, Positive(r, "max_position_embeddings"));
+  KVTOPO_ASSIGN_OR_RETURN(m.max_position_embeddings,
+                          Positive(r, "max_position_embeddings", kMaxModelLen));
   KVTOPO_ASSIGN_OR_RETURN(m.num_attention_heads, Positive(r, "num_attention_heads"));
   return Status::Ok();
 }
@@ -88,7 +89,7 @@ Status ReadCommon(const ConfigReader& r, ModelDescription& m) {
 Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
                        ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
   KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r));
   int64_t indexer = 0;
   if (with_indexer) {
@@ -96,9 +97,8 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
   }
   int64_t mtp = 0;
   if (with_mtp) {
-    KVTOPO_ASSIGN_OR_RETURN(mtp, r.IntOr("num_nextn_predict_layers", 0));
+    KVTOPO_ASSIGN_OR_RETURN(mtp, NumMtpLayers(r, n));
   }
-  if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
   for (int64_t i = 0; i < n + mtp; ++i) AddMla(m, i, head, indexer, i >= n);
   return Status::Ok();
 }
@@ -107,15 +107,14 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
 // at linear_attn_config.full_attn_layers (1-based), KDA everywhere else.
 Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t n, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
   KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r));
   int64_t indexer = 0, tail = 0;
   if (with_indexer) {
     KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
     KVTOPO_ASSIGN_OR_RETURN(tail, PooledIndexerTail(r, indexer));
   }
-  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, r.IntOr("num_nextn_predict_layers", 0));
-  if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
+  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, NumMtpLayers(r, n));
   KVTOPO_ASSIGN_OR_RETURN(ConfigReader lin, r.Object("linear_attn_config"));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> full, lin.IntList("full_attn_layers"));
   std::set<int64_t> full_set;
@@ -152,7 +151,7 @@ struct KvAttentionHeader {
 Result<KvAttentionHeader> ReadKvAttentionHeader(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KvAttentionHeader h;
-  KVTOPO_ASSIGN_OR_RETURN(h.num_layers, Positive(r, "num_hidden_layers"));
+  KVTOPO_ASSIGN_OR_RETURN(h.num_layers, NumLayers(r));
   KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
   KVTOPO_ASSIGN_OR_RETURN(h.head_size, Positive(r, "head_dim"));
   return h;
@@ -170,7 +169,7 @@ RawLayer KvAttentionLayer(int64_t i, const ModelDescription& m, int64_t head, in
 
 Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval", kMaxLayers));
   GdnDims gdn;
   KVTOPO_ASSIGN_OR_RETURN(gdn.num_k_heads, Positive(r, "linear_num_key_heads"));
   KVTOPO_ASSIGN_OR_RETURN(gdn.num_v_heads, Positive(r, "linear_num_value_heads"));
@@ -186,8 +185,7 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
     }
   }
   // MTP modules (qwen3_next_mtp): full attention layers after the trunk.
-  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, r.IntOr("num_nextn_predict_layers", 0));
-  if (mtp < 0) return r.Invalid("num_nextn_predict_layers", "must not be negative");
+  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, NumMtpLayers(r, h.num_layers));
   for (int64_t i = h.num_layers; i < h.num_layers + mtp; ++i) {
     RawLayer layer = KvAttentionLayer(i, m, h.head_size, 0);
     layer.mtp = true;
@@ -200,7 +198,7 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
 Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
   const int64_t n = h.num_layers;
-  KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window", kMaxModelLen));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
   if (static_cast<int64_t>(types.size()) != n) {
     return r.Invalid("layer_types",
@@ -228,9 +226,9 @@ Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
     KVTOPO_ASSIGN_OR_RETURN(use_swa, d.BoolOr("use_swa", false));
     if (use_swa) {
       if (d.Has("swa_window_size")) {
-        KVTOPO_ASSIGN_OR_RETURN(window, Positive(d, "swa_window_size"));
+        KVTOPO_ASSIGN_OR_RETURN(window, Positive(d, "swa_window_size", kMaxModelLen));
       } else {
-        KVTOPO_ASSIGN_OR_RETURN(window, Positive(r, "sliding_window"));
+        KVTOPO_ASSIGN_OR_RETURN(window, Positive(r, "sliding_window", kMaxModelLen));
       }
     }
   }

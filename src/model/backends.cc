@@ -97,7 +97,8 @@ Result<std::vector<BackendCaps>> LoadRegistry() {
           ParseBackend(ConfigReader(e, "profiles/backends.json", fmt::format("backends[{}]", i))));
       out.push_back(std::move(b));
     }
-    for (const auto& [family_name, family] : kFamilies) {
+    for (const auto& [family_name, family_value] : kFamilies) {
+      const auto& family = family_value;  // a name, not a binding: clang 14 captures it
       const auto n = std::count_if(out.begin(), out.end(),
                                    [&](const BackendCaps& b) { return b.default_for == family; });
       if (n != 1) {

@@ -53,6 +53,19 @@ Result<int64_t> ConfigReader::IntOr(std::string_view key, int64_t fallback) cons
   return Int(key);
 }
 
+Result<int64_t> ConfigReader::IntIn(std::string_view key, int64_t min, int64_t max) const {
+  KVTOPO_ASSIGN_OR_RETURN(int64_t v, Int(key));
+  if (v < min || v > max)
+    return Invalid(key, fmt::format("must be in [{}, {}], got {}", min, max, v));
+  return v;
+}
+
+Result<int64_t> ConfigReader::IntInOr(std::string_view key, int64_t fallback, int64_t min,
+                                      int64_t max) const {
+  if (!Has(key)) return fallback;
+  return IntIn(key, min, max);
+}
+
 Result<std::string> ConfigReader::String(std::string_view key) const {
   const nlohmann::json* v = Find(key);
   if (v == nullptr || v->is_null()) return Missing(key);

@@ -24,6 +24,9 @@ class ConfigReader {
   bool Has(std::string_view key) const;  // present and not null
   Result<int64_t> Int(std::string_view key) const;
   Result<int64_t> IntOr(std::string_view key, int64_t fallback) const;  // absent/null: fallback
+  // An integer in [min, max] (kvtopo/limits.h); the error names the field and the range.
+  Result<int64_t> IntIn(std::string_view key, int64_t min, int64_t max) const;
+  Result<int64_t> IntInOr(std::string_view key, int64_t fallback, int64_t min, int64_t max) const;
   Result<std::string> String(std::string_view key) const;
   Result<std::string> StringOr(std::string_view key, std::string fallback) const;
   Result<bool> BoolOr(std::string_view key, bool fallback) const;

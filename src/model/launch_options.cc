@@ -12,6 +12,7 @@
 
 #include "internal/checked_math.h"
 #include "internal/units.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
@@ -54,42 +55,54 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kInt,
        "",
        "TP size; default 1",
-       &LO::tensor_parallel_size},
+       &LO::tensor_parallel_size,
+       1,
+       kMaxParallelSize},
       {"pipeline_parallel_size",
        {},
        "pp",
        V::kInt,
        "",
        "PP size; default 1 (kvtopo plans one pipeline stage)",
-       &LO::pipeline_parallel_size},
+       &LO::pipeline_parallel_size,
+       1,
+       kMaxParallelSize},
       {"decode_context_parallel_size",
        {},
        "dcp",
        V::kInt,
        "",
        "DCP size N: ranks of a TP group that split token positions; default 1",
-       &LO::decode_context_parallel_size},
+       &LO::decode_context_parallel_size,
+       1,
+       kMaxParallelSize},
       {"prefill_context_parallel_size",
        {},
        "pcp",
        V::kInt,
        "",
        "PCP size; default 1",
-       &LO::prefill_context_parallel_size},
+       &LO::prefill_context_parallel_size,
+       1,
+       kMaxParallelSize},
       {"dcp_kv_cache_interleave_size",
        {"cp_kv_cache_interleave_size"},
        "",
        V::kInt,
        "",
        "DCP interleave I: consecutive tokens a rank holds before the next; default 1",
-       &LO::dcp_kv_cache_interleave_size},
+       &LO::dcp_kv_cache_interleave_size,
+       1,
+       kMaxBlockSize},
       {"block_size",
        {},
        "",
        V::kInt,
        "",
        "tokens per physical page on one rank; default: the target backend's cache block",
-       &LO::block_size},
+       &LO::block_size,
+       1,
+       kMaxBlockSize},
       {"max_model_len",
        {},
        "",
@@ -97,7 +110,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "longest request in tokens (64k = 64,000; 64K = 65,536); default: "
        "max_position_embeddings",
-       &LO::max_model_len},
+       &LO::max_model_len,
+       1,
+       kMaxModelLen},
       {"kv_cache_dtype",
        {},
        "",
@@ -111,28 +126,36 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kBytes,
        "",
        "KV-cache bytes per rank: 1325000000, 12GiB, 12G (x1024), 12g (x1000); default 32 GiB",
-       &LO::kv_cache_memory},
+       &LO::kv_cache_memory,
+       1,
+       kMaxKvCacheMemoryBytes},
       {"num_gpu_blocks_override",
        {},
        "",
        V::kInt,
        "",
        "pool blocks instead of memory // bytes per block",
-       &LO::num_gpu_blocks_override},
+       &LO::num_gpu_blocks_override,
+       1,
+       kMaxNumBlocks},
       {"max_num_seqs",
        {},
        "",
        V::kInt,
        "",
        "block-table rows per group; default 256",
-       &LO::max_num_seqs},
+       &LO::max_num_seqs,
+       1,
+       kMaxNumSeqs},
       {"max_num_batched_tokens",
        {},
        "",
        V::kInt,
        "",
        "tokens scheduled per step (bounds sliding windows); default 8192",
-       &LO::max_num_batched_tokens},
+       &LO::max_num_batched_tokens,
+       1,
+       kMaxNumBatchedTokens},
       {"async_scheduling",
        {},
        "",
@@ -161,7 +184,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kInt,
        "",
        "tokens per recurrent checkpoint; default: the attention block",
-       &LO::mamba_block_size},
+       &LO::mamba_block_size,
+       1,
+       kMaxBlockSize},
       {"mamba_cache_dtype",
        {},
        "",
@@ -213,7 +238,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kInt,
        "VLLM_K3_KV_GROUP_SIZE",
        "layers per KV-cache group instead of the min-bucket rule",
-       &LO::kv_group_size},
+       &LO::kv_group_size,
+       1,
+       kMaxLayers},
       {"dspark_draft_kv_window",
        {},
        "",
@@ -221,14 +248,17 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "VLLM_DSPARK_DRAFT_KV_WINDOW",
        "DSpark draft cache window in tokens (sliding-window MLA); 0: the full draft cache",
        &LO::dspark_draft_kv_window,
-       0},
+       0,
+       kMaxModelLen},
       {"prefix_match_unit",
        {},
        "",
        V::kInt,
        "",
        "hash block in tokens (must divide every group block); default: GCD of group blocks",
-       &LO::prefix_match_unit},
+       &LO::prefix_match_unit,
+       1,
+       kMaxModelLen},
   };
   return kTable;
 }
@@ -274,9 +304,9 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
         } else if constexpr (std::is_same_v<Field, std::optional<std::string>>) {
           if (option.value == OptionValue::kBytes) {
             if (const int64_t* n = std::get_if<int64_t>(&value)) {
-              if (*n < option.min_value) {
-                return InvalidArgument(fmt::format("{} must be at least {} bytes, got {}", source,
-                                                   option.min_value, *n));
+              if (*n < option.min_value || *n > option.max_value) {
+                return InvalidArgument(fmt::format("{} must be in [{}, {}] bytes, got {}", source,
+                                                   option.min_value, option.max_value, *n));
               }
               o.*member = std::to_string(*n);
               return Status::Ok();
@@ -289,9 +319,9 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
             if (!bytes.ok()) {
               return InvalidArgument(fmt::format("{}: {}", source, bytes.status().message()));
             }
-            if (*bytes < option.min_value) {
-              return InvalidArgument(fmt::format("{} must be at least {} bytes, got '{}'", source,
-                                                 option.min_value, *text));
+            if (*bytes < option.min_value || *bytes > option.max_value) {
+              return InvalidArgument(fmt::format("{} must be in [{}, {}] bytes, got '{}'", source,
+                                                 option.min_value, option.max_value, *text));
             }
           }
           o.*member = *text;
@@ -309,6 +339,10 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
             return InvalidArgument(fmt::format("{} must be {}, got {}", source,
                                                option.min_value == 1 ? "positive" : "0 or positive",
                                                n));
+          }
+          if (n > option.max_value) {
+            return InvalidArgument(fmt::format("{} must be in [{}, {}], got {}", source,
+                                               option.min_value, option.max_value, n));
           }
           o.*member = n;
           return Status::Ok();

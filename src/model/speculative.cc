@@ -5,7 +5,9 @@
 #include <array>
 #include <cctype>
 
+#include "internal/json_int.h"
 #include "kvtopo/backend.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "model/config_reader.h"
 #include "model/speculative_method.h"
@@ -202,11 +204,17 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     if (!j["model"].is_string()) return Bad("model", "must be a draft profile name or a path");
     spec.model = j["model"].get<std::string>();
   }
-  if (!j.contains("num_speculative_tokens") || !j["num_speculative_tokens"].is_number_integer() ||
-      j["num_speculative_tokens"].get<int64_t>() <= 0) {
-    return Bad("num_speculative_tokens", "must be a positive integer");
+  const std::optional<int64_t> num_tokens =
+      j.contains("num_speculative_tokens")
+          ? internal::JsonIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
+          : std::nullopt;
+  if (!num_tokens) {
+    return Bad("num_speculative_tokens",
+               fmt::format("must be an integer in [1, {}], got {}", kMaxSpeculativeTokens,
+                           j.contains("num_speculative_tokens") ? j["num_speculative_tokens"].dump()
+                                                                : std::string("nothing")));
   }
-  spec.num_speculative_tokens = j["num_speculative_tokens"].get<int64_t>();
+  spec.num_speculative_tokens = *num_tokens;
 
   std::string alias;
   if (j.contains("attention_backend")) {
@@ -234,10 +242,13 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   if (j.contains("dflash_draft_window_size") && !j["dflash_draft_window_size"].is_null()) {
     const nlohmann::json& w = j["dflash_draft_window_size"];
-    if (!w.is_number_integer() || w.get<int64_t>() < 1) {
-      return Bad("dflash_draft_window_size", "must be a positive integer or null");
+    const std::optional<int64_t> window = internal::JsonIntIn(w, 1, kMaxModelLen);
+    if (!window) {
+      return Bad(
+          "dflash_draft_window_size",
+          fmt::format("must be an integer in [1, {}] or null, got {}", kMaxModelLen, w.dump()));
     }
-    spec.dflash_draft_window_size = w.get<int64_t>();
+    spec.dflash_draft_window_size = *window;
   }
   return spec;
 }

@@ -720,6 +720,17 @@ Result<Plan> Planner::Run() {
                     "or lower --max-model-len",
                     specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit)));
   }
+  // Block tables live beside the KV cache, but a launch whose tables alone outgrow the cache's
+  // budget is a mistake in --max-num-seqs or --max-model-len, not a plan to report as running.
+  if (plan.block_table_bytes_per_rank > inputs_.kv_cache_memory_bytes) {
+    diagnostics_.push_back(Error(
+        "block-table-memory",
+        fmt::format("the block tables of --max-num-seqs {} rows at --max-model-len {} need {} B "
+                    "per rank, more than the {} B KV-cache budget (--kv-cache-memory); lower "
+                    "--max-num-seqs or --max-model-len",
+                    inputs_.cache.max_num_seqs, specs_.max_model_len,
+                    plan.block_table_bytes_per_rank, inputs_.kv_cache_memory_bytes)));
+  }
   if (plan.pool.num_blocks < 2) {
     diagnostics_.push_back(
         Error("kv-cache-memory",

@@ -137,7 +137,8 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
                                    "log_stats",
                                    "enable_kv_cache_events",
                                    "record_new_block_ids"};
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // a name, not a binding: clang 14 captures it
     if (std::find_if(std::begin(kTopKeys), std::end(kTopKeys),
                      [&](const char* k) { return key == k; }) == std::end(kTopKeys)) {
       return InvalidArgument(fmt::format("cache layout: unknown key '{}'; accepted: {}", key,
@@ -175,7 +176,8 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
     const nlohmann::json& g = j["groups"][i];
     const std::string where = fmt::format("cache layout group {}", i);
     if (!g.is_object()) return InvalidArgument(where + ": expected an object");
-    for (const auto& [key, value] : g.items()) {
+    for (const auto& item : g.items()) {
+      const std::string& key = item.key();
       if (std::find_if(std::begin(kGroupKeys), std::end(kGroupKeys),
                        [&](const char* k) { return key == k; }) == std::end(kGroupKeys)) {
         return InvalidArgument(fmt::format("{}: unknown key '{}'; accepted: {}", where, key,

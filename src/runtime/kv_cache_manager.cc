@@ -362,6 +362,15 @@ struct KVCacheManager::Impl {
     if (required <= prev) return;
     scratch.clear();
     if (row.allocated) {
+      // The state two moves back is no longer needed once the running state moves again; a
+      // step that moves it before RemoveSkippedBlocks released it (a prefill chunk ending
+      // inside a block, or steps longer than a block) releases it here, which keeps a row at
+      // 2 + S resident pages.
+      if (row.last_state >= 0 && row.last_state != prev - 1 - S &&
+          row.blocks[row.last_state] != kNullBlock) {
+        pool.FreeOne(row.blocks[row.last_state]);
+        row.blocks[row.last_state] = kNullBlock;
+      }
       row.last_state = prev - 1 - S;
       for (int64_t i = prev - S; i < prev; ++i) {
         scratch.push_back(row.blocks[i]);
@@ -703,6 +712,15 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     g.spec_blocks = geo.kind() == CacheKind::kRecurrent ? geo.num_speculative_blocks() : 0;
     g.admission_cap = IsWindowed(geo.kind()) ? geo.max_pages_per_request() : 0;
     g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width(), 0, kMaxReservedColumns);
+    if (IsRecurrent(g.behavior) && options.groups[i].volatile_last_block) {
+      // A recurrent group's hit is one state checkpoint, never a run of blocks whose last one a
+      // backend recomputes; the hit coordinator's look-one-block-further rule for such groups
+      // would then return hits longer than the length it asked for.
+      return InvalidArgument(fmt::format(
+          "cache group {} is recurrent: volatile_last_block applies to attention groups only "
+          "(the backend recomputes the last attention block); set it to false",
+          i));
+    }
     if (g.behavior == Behavior::kSliding && geo.sliding_window() <= 0) {
       return InvalidArgument(fmt::format("cache group {}: sliding window must be positive", i));
     }
@@ -1056,19 +1074,20 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
   return Status::Ok();
 }
 
-namespace {}  // namespace
-
 void KVCacheManager::AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const {
   for (const Row& row : st.rows) {
     int32_t from = 0;
     if (ok && !st.last_quiet) {
       const size_t size = row.blocks.size();
       from = static_cast<int32_t>(std::min<int64_t>(row.update_from, size));
-      const size_t at = out.block_ids.size();
-      out.block_ids.resize(at + size - from);
-      // BlockId is an int32 wrapper: the row's tail is copied as plain ids.
-      static_assert(sizeof(BlockId) == sizeof(int32_t));
-      std::memcpy(out.block_ids.data() + at, row.blocks.data() + from, (size - from) * 4);
+      const size_t n = size - static_cast<size_t>(from);
+      if (n > 0) {  // memcpy wants non-null pointers even for 0 bytes (an empty output has none)
+        const size_t at = out.block_ids.size();
+        out.block_ids.resize(at + n);
+        // BlockId is an int32 wrapper: the row's tail is copied as plain ids.
+        static_assert(sizeof(BlockId) == sizeof(int32_t));
+        std::memcpy(out.block_ids.data() + at, row.blocks.data() + from, n * sizeof(int32_t));
+      }
     } else if (ok) {
       from = static_cast<int32_t>(row.blocks.size());
     }

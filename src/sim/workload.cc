@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "internal/json_int.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "kvtopo/simulate.h"
 
@@ -26,24 +28,31 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
       return InvalidArgument(fmt::format("workload line {}: not a JSON object", line_no));
     }
     WorkloadRequest r;
-    auto field = [&](const char* name, int64_t& out, bool required, int64_t min) -> Status {
+    auto field = [&](const char* name, int64_t& out, bool required, int64_t min,
+                     int64_t max) -> Status {
       if (!j.contains(name)) {
         return required ? InvalidArgument(
                               fmt::format("workload line {}: field '{}' is missing", line_no, name))
                         : Status::Ok();
       }
-      if (!j[name].is_number_integer() || j[name].get<int64_t>() < min) {
-        return InvalidArgument(fmt::format("workload line {}: field '{}' must be an integer >= {}",
-                                           line_no, name, min));
+      const std::optional<int64_t> value = internal::JsonIntIn(j[name], min, max);
+      if (!value) {
+        return InvalidArgument(
+            fmt::format("workload line {}: field '{}' must be an integer in [{}, {}], got {}",
+                        line_no, name, min, max, j[name].dump()));
       }
-      out = j[name].get<int64_t>();
+      out = *value;
       return Status::Ok();
     };
-    KVTOPO_RETURN_IF_ERROR(field("prompt_len", r.prompt_len, true, 1));
-    KVTOPO_RETURN_IF_ERROR(field("arrival_step", r.arrival_step, false, 0));
-    KVTOPO_RETURN_IF_ERROR(field("shared_prefix_id", r.shared_prefix_id, false, -1));
-    KVTOPO_RETURN_IF_ERROR(field("shared_prefix_len", r.shared_prefix_len, false, 0));
-    KVTOPO_RETURN_IF_ERROR(field("decode_steps", r.decode_steps, false, 0));
+    if (static_cast<int64_t>(w.requests.size()) == kMaxWorkloadRequests) {
+      return InvalidArgument(
+          fmt::format("workload line {}: more than {} requests", line_no, kMaxWorkloadRequests));
+    }
+    KVTOPO_RETURN_IF_ERROR(field("prompt_len", r.prompt_len, true, 1, kMaxModelLen));
+    KVTOPO_RETURN_IF_ERROR(field("arrival_step", r.arrival_step, false, 0, kMaxWorkloadSteps));
+    KVTOPO_RETURN_IF_ERROR(field("shared_prefix_id", r.shared_prefix_id, false, -1, kMaxInt32));
+    KVTOPO_RETURN_IF_ERROR(field("shared_prefix_len", r.shared_prefix_len, false, 0, kMaxModelLen));
+    KVTOPO_RETURN_IF_ERROR(field("decode_steps", r.decode_steps, false, 0, kMaxModelLen));
     if (r.shared_prefix_len > r.prompt_len) {
       return InvalidArgument(
           fmt::format("workload line {}: shared_prefix_len {} is longer than prompt_len {}",
@@ -55,11 +64,13 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
             fmt::format("workload line {}: field 'accepted_drafts' must be a list", line_no));
       }
       for (const auto& v : j["accepted_drafts"]) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0) {
-          return InvalidArgument(fmt::format(
-              "workload line {}: 'accepted_drafts' holds non-negative integers", line_no));
+        const std::optional<int64_t> accepted = internal::JsonIntIn(v, 0, kMaxSpeculativeTokens);
+        if (!accepted) {
+          return InvalidArgument(
+              fmt::format("workload line {}: 'accepted_drafts' holds integers in [0, {}], got {}",
+                          line_no, kMaxSpeculativeTokens, v.dump()));
         }
-        r.accepted_drafts.push_back(v.get<int64_t>());
+        r.accepted_drafts.push_back(*accepted);
       }
     }
     for (const auto& [key, value] : j.items()) {

@@ -100,18 +100,27 @@ Result<int64_t> RowBytesPerToken(const LayerSpec& s) {
                                          s.mla_rope_dim, s.head_size));
     }
     const int64_t latent = s.head_size - s.mla_rope_dim;
-    const int64_t rope_bf16 = 2 * s.mla_rope_dim;
     // The DeepSeek sparse-MLA row: quantized latent, 16 B of scales, bf16 RoPE (one head).
-    if (s.cache_dtype == KvCacheDtype::kFp8DsMla) return latent + 16 + rope_bf16;
-    if (s.cache_dtype == KvCacheDtype::kNvfp4DsMla) return Nvfp4Width(latent) + 16 + rope_bf16;
+    if (s.cache_dtype == KvCacheDtype::kFp8DsMla || s.cache_dtype == KvCacheDtype::kNvfp4DsMla) {
+      const int64_t quantized =
+          s.cache_dtype == KvCacheDtype::kFp8DsMla ? latent : Nvfp4Width(latent);
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t rope_bf16, CheckedMul(2, s.mla_rope_dim, what));
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t row, internal::CheckedAdd(quantized, 16, what));
+      return internal::CheckedAdd(row, rope_bf16, what);
+    }
     if (quant == KvQuantMode::kNvfp4)
       return CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size), what);
     return internal::CheckedProduct({s.num_kv_heads, s.head_size, elem}, what);
   }
   if (quant == KvQuantMode::kNvfp4) {
-    return CheckedMul(s.num_kv_heads, Nvfp4Width(s.head_size) + Nvfp4Width(s.head_size_v), what);
+    KVTOPO_ASSIGN_OR_RETURN(
+        const int64_t widths,
+        internal::CheckedAdd(Nvfp4Width(s.head_size), Nvfp4Width(s.head_size_v), what));
+    return CheckedMul(s.num_kv_heads, widths, what);
   }
-  return internal::CheckedProduct({s.num_kv_heads, s.head_size + s.head_size_v, elem}, what);
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head_sizes,
+                          internal::CheckedAdd(s.head_size, s.head_size_v, what));
+  return internal::CheckedProduct({s.num_kv_heads, head_sizes, elem}, what);
 }
 
 }  // namespace

@@ -164,16 +164,29 @@ TEST(Workload, JsonLinesParseAndErrors) {
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4}\n{oops").status().message(),
             "workload line 2: not a JSON object");
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": -4}").status().message(),
-            "workload line 1: field 'prompt_len' must be an integer >= 1");
+            "workload line 1: field 'prompt_len' must be an integer in [1, 2147483647], got -4");
+  // Values past 2^63 - 1 used to wrap: shared_prefix_id 2^64 - 1 was read as -1 (no prefix).
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4, \"shared_prefix_id\": 18446744073709551615}")
+                .status()
+                .message(),
+            "workload line 1: field 'shared_prefix_id' must be an integer in [-1, 2147483647], "
+            "got 18446744073709551615");
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4611686018427387904}").status().message(),
+            "workload line 1: field 'prompt_len' must be an integer in [1, 2147483647], got "
+            "4611686018427387904");
+  EXPECT_EQ(
+      ParseWorkloadJsonl("{\"prompt_len\": 4, \"accepted_drafts\": [1, 5000]}").status().message(),
+      "workload line 1: 'accepted_drafts' holds integers in [0, 1024], got 5000");
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4, \"speed\": 1}").status().message(),
             "workload line 1: unknown field 'speed'; accepted: prompt_len, arrival_step, "
             "shared_prefix_id, shared_prefix_len, decode_steps, accepted_drafts");
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4, \"shared_prefix_len\": 9}").status().message(),
             "workload line 1: shared_prefix_len 9 is longer than prompt_len 4");
   EXPECT_EQ(ParseWorkloadJsonl("").status().message(), "workload file holds no requests");
-  EXPECT_EQ(BuiltinWorkload("nope").status().message(),
-            "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, w1, w2, "
-            "w3, w4, or --workload-file FILE");
+  EXPECT_EQ(
+      BuiltinWorkload("nope").status().message(),
+      "unknown workload 'nope'; built-in: million, decode-steady, prefix-hit, hybrid, w1, w2, "
+      "w3, w4, or --workload-file FILE");
 }
 
 }  // namespace

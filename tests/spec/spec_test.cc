@@ -231,3 +231,21 @@ TEST(MemoryPerRequest, WindowSpanSaturatesAtTheModelLength) {
 
 }  // namespace
 }  // namespace kvtopo
+
+namespace kvtopo {
+namespace {
+
+// K and V head sizes are summed before the product: the sum itself is checked (it once wrapped
+// to -2^63 and showed up as an operand of the product's overflow message).
+TEST(PageSize, OverflowingHeadSizesAreAnErrorNamingTheLayer) {
+  const LayerSpec huge = Gqa(16, 1, int64_t{1} << 62, KvCacheDtype::kBfloat16);
+  const Result<int64_t> page = PageSizeBytes(huge);
+  ASSERT_FALSE(page.ok());
+  EXPECT_EQ(page.status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(page.status().message(),
+            "page size of layer 'attn' overflows 64 bits (4611686018427387904 + "
+            "4611686018427387904)");
+}
+
+}  // namespace
+}  // namespace kvtopo

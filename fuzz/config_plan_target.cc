@@ -1,0 +1,46 @@
+// config_plan: config.json text -> model cache specs -> plan, under two launches (vLLM's defaults
+// on one rank; TP4/DCP4 with interleave 4 and MTP speculation), then the plan's JSON report.
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "fuzz_targets.h"
+#include "kvtopo/model.h"
+#include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
+#include "model/config_reader.h"
+
+namespace kvtopo::fuzz {
+namespace {
+
+LaunchConfig Launch(bool sharded) {
+  LaunchConfig c;
+  c.model = "fuzz/config.json";
+  if (sharded) {
+    c.parallel = ParallelConfig{.tensor_parallel_size = 4,
+                                .decode_context_parallel_size = 4,
+                                .dcp_kv_cache_interleave_size = 4};
+    c.cache.block_size = 64;
+    c.cache.max_model_len = 65536;
+    c.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 2};
+  }
+  return c;
+}
+
+}  // namespace
+
+int FuzzConfigPlan(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  Result<nlohmann::json> json = internal::ParseJsonText(text, "config.json");
+  if (!json.ok()) return 0;
+  for (bool sharded : {false, true}) {
+    const LaunchConfig launch = Launch(sharded);
+    Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(*json, launch);
+    if (!specs.ok()) continue;
+    Result<Plan> plan = PlanLaunchSpecs(*specs, launch);
+    if (!plan.ok()) continue;
+    (void)PlanToJsonText(*plan);
+  }
+  return 0;
+}
+
+}  // namespace kvtopo::fuzz

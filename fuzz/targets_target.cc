@@ -1,0 +1,15 @@
+#include "fuzz_targets.h"
+
+namespace kvtopo::fuzz {
+
+const std::vector<FuzzTarget>& FuzzTargets() {
+  static const std::vector<FuzzTarget> kTargets = {
+      {"config_plan", FuzzConfigPlan},
+      {"launch_plan", FuzzLaunchPlan},
+      {"workload", FuzzWorkload},
+      {"runtime", FuzzRuntime},
+  };
+  return kTargets;
+}
+
+}  // namespace kvtopo::fuzz

@@ -1,0 +1,137 @@
+// Inputs that once crashed the CLI, ran without bound or were read wrongly: each now stops where
+// it enters with a message naming the flag (or the file and field) and the allowed range.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.h"
+
+namespace kvtopo {
+namespace {
+
+using testing::RunCli;
+
+struct Case {
+  std::string args;
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+void ExpectCase(const Case& c) {
+  const auto r = RunCli(c.args, /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.out;
+  EXPECT_EQ(r.out, c.output) << c.args;
+}
+
+TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
+  for (const Case& c : std::vector<Case>{
+           // Was SIGFPE (exit 136): a checked product overflowed and a divide by its 0 followed.
+           {"check glm-5.3-flash --block-size 4611686018427387904", 2,
+            "kvtopo: --block-size must be in [1, 1048576], got 4611686018427387904\n"},
+           {"check --max-model-len 4611686018427387904", 2,
+            "kvtopo: --max-model-len must be in [1, 2147483647], got 4611686018427387904\n"},
+           {"check glm-5.3-flash --mamba-block-size 4611686018427387904", 2,
+            "kvtopo: --mamba-block-size must be in [1, 1048576], got 4611686018427387904\n"},
+           {"check --prefill-context-parallel-size 4611686018427387904", 2,
+            "kvtopo: --prefill-context-parallel-size must be in [1, 4096], got "
+            "4611686018427387904\n"},
+           {"check --max-num-seqs 1099511627776", 2,
+            "kvtopo: --max-num-seqs must be in [1, 1048576], got 1099511627776\n"},
+           {"check -dcp 8192", 2,
+            "kvtopo: --decode-context-parallel-size must be in [1, 4096], got 8192\n"},
+           {"check --kv-cache-memory 2048TiB", 2,
+            "kvtopo: --kv-cache-memory must be in [1, 1125899906842624] bytes, got '2048TiB'\n"},
+           {"check kimi-k2.6 --speculative-config "
+            "'{\"method\":\"eagle3\",\"num_speculative_tokens\":4611686018427387904}'",
+            2,
+            "kvtopo: --speculative-config: 'num_speculative_tokens' must be an integer in [1, "
+            "1024], got 4611686018427387904\n"},
+           // CLI11 used to clamp both to 18446744073709551615.
+           {"simulate --workload w1 --seed -1", 2,
+            "kvtopo: --seed must be an integer in [0, 18446744073709551615], got '-1'\n"},
+           {"simulate --workload w1 --seed 18446744073709551616", 2,
+            "kvtopo: --seed must be an integer in [0, 18446744073709551615], got "
+            "'18446744073709551616'\n"},
+           {"simulate --workload-file /", 2,
+            "kvtopo: --workload-file: '/' is a directory; pass a JSON-lines file\n"},
+           // Was 28 s and 7.2 GiB; with -dcp 4096 killed.
+           {"slots -dcp 16 --block-size 1048576 --seq-len 16777216 --block-ids 1 --json", 2,
+            "kvtopo slots: 16 ranks x --seq-len 16777216 is more than the 16777216 slots one "
+            "call prints\n"},
+           {"slots -dcp 4096 --block-size 1 --seq-len 16777216 --block-ids 1 --json", 2,
+            "kvtopo slots: 4096 ranks x --seq-len 16777216 is more than the 16777216 slots one "
+            "call prints\n"},
+           // Printed slots past 2^62.
+           {"slots --block-size 4611686018427387904 --seq-len 4 --block-ids 1", 2,
+            "kvtopo: --block-size must be in [1, 1048576], got 4611686018427387904\n"},
+           // Was read as group 0.
+           {"slots --group -3 --seq-len 4 --block-ids 1", 2,
+            "kvtopo slots: --group must be in [0, 2147483647], got -3\n"},
+           // CLI11 clamped both to 2^63 - 1 (then a geometry overflow, or group 2^63 - 1).
+           {"slots --seq-len 99999999999999999999 --block-ids 1", 2,
+            "kvtopo slots: --seq-len: '99999999999999999999' is out of the 64-bit integer "
+            "range\n"},
+           {"slots --group 18446744073709551617 --seq-len 4 --block-ids 1", 2,
+            "kvtopo slots: --group: '18446744073709551617' is out of the 64-bit integer range\n"},
+           {"slots --seq-len 4294967296 --block-ids 1", 2,
+            "kvtopo slots: --seq-len must be in [0, 2147483647], got 4294967296\n"},
+       }) {
+    ExpectCase(c);
+  }
+}
+
+TEST(ReliabilityCli, BlockTablesBeyondTheBudgetAreRejected) {
+  // --max-num-seqs 2^40 was accepted with 5,560 TiB of block tables per rank.
+  const auto r = RunCli("check --max-num-seqs 1048576", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out,
+            "rejected: kimi-k3\n"
+            "  error [block-table-memory] the block tables of --max-num-seqs 1048576 rows at "
+            "--max-model-len 1000000 need 72775368704 B per rank, more than the 1325000000 B "
+            "KV-cache budget (--kv-cache-memory); lower --max-num-seqs or --max-model-len\n");
+}
+
+// A copy of an embedded profile with one field changed, written where the test can pass it.
+std::string ConfigWith(const std::string& profile, const std::string& section,
+                       const std::string& key, const nlohmann::json& value) {
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + profile + ".json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  (section.empty() ? j : j[section])[key] = value;
+  const std::string path = ::testing::TempDir() + "/kvtopo_" + profile + "_" + key + ".json";
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+TEST(ReliabilityCli, ConfigFieldsOutOfRangeNameTheFileAndField) {
+  struct ConfigCase {
+    std::string profile, section, key;
+    nlohmann::json value;
+    std::string message;  // after "config.json '<path>': "
+  };
+  for (const ConfigCase& c : std::vector<ConfigCase>{
+           // Showed an overflowed operand (-9223372036854775808) in a page-size product.
+           {"gpt-oss-120b", "", "head_dim", int64_t{1} << 62,
+            "field 'head_dim' must be in [1, 65536], got 4611686018427387904"},
+           {"gpt-oss-120b", "", "max_position_embeddings", int64_t{1} << 62,
+            "field 'max_position_embeddings' must be in [1, 2147483647], got "
+            "4611686018427387904"},
+           // Ran until killed.
+           {"gpt-oss-120b", "", "num_hidden_layers", 10'000'000,
+            "field 'num_hidden_layers' must be in [1, 4096], got 10000000"},
+           {"glm-5.3-flash", "text_config", "num_hidden_layers", int64_t{1} << 31,
+            "field 'text_config.num_hidden_layers' must be in [1, 4096], got 2147483648"},
+           {"kimi-k2.6", "text_config", "kv_lora_rank", uint64_t{1} << 63,
+            "field 'text_config.kv_lora_rank' must be an integer that fits 64 bits, got "
+            "9223372036854775808"},
+       }) {
+    const std::string path = ConfigWith(c.profile, c.section, c.key, c.value);
+    const auto r = RunCli("check " + path, /*merge_stderr=*/true);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out, "kvtopo: config.json '" + path + "': " + c.message + "\n");
+  }
+}
+
+}  // namespace
+}  // namespace kvtopo

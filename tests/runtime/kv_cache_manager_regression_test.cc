@@ -1,0 +1,143 @@
+// Inputs that once aborted the manager (found by hand and by fuzz/runtime_target.cc): each is
+// either rejected where it enters with a message naming the option, or handled with every
+// invariant kept.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kvtopo/kv_cache_manager.h"
+#include "runtime/test_groups.h"
+
+namespace kvtopo {
+namespace {
+
+using testing::MakeGroup;
+
+std::vector<int32_t> Tokens(int64_t n, int32_t first = 0) {
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = first + static_cast<int32_t>(i);
+  return out;
+}
+
+std::vector<int64_t> ResidentColumns(const KVCacheManager& m, int64_t id, int32_t group) {
+  std::vector<int64_t> out;
+  const auto row = m.BlockIds(RequestId{id}, GroupId{group});
+  for (size_t j = 0; j < row.size(); ++j) {
+    if (row[j] != kNullBlock) out.push_back(static_cast<int64_t>(j));
+  }
+  return out;
+}
+
+// Full MLA (B 64, kernel 16) + recurrent `all`, both marked volatile_last_block: the recurrent
+// group's hit is one checkpoint, so the look-one-block-further rule returned a hit longer than
+// asked and GetComputedBlocks aborted. Create now rejects the recurrent flag.
+TEST(KVCacheManagerRegression, VolatileLastBlockOnARecurrentGroupIsRejected) {
+  const CacheGroup mla =
+      MakeGroup({.kind = CacheKind::kMla, .block_size = 64, .kernel_block_size = 16}, true);
+  CacheGroup recurrent =
+      MakeGroup({.kind = CacheKind::kRecurrent, .block_size = 64, .mode = RecurrentMode::kAll});
+  recurrent.volatile_last_block = true;
+  auto created = KVCacheManager::Create({.num_blocks = 200,
+                                         .hash_block_size = 64,
+                                         .max_model_len = 4096,
+                                         .groups = {mla, recurrent}});
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(created.status().message(),
+            "cache group 1 is recurrent: volatile_last_block applies to attention groups only "
+            "(the backend recomputes the last attention block); set it to false");
+
+  // The same mix with the recurrent group not volatile: the shared prefix hits one block (the
+  // MLA group drops its last hit block, the recurrent group accepts the length).
+  recurrent.volatile_last_block = false;
+  auto ok = KVCacheManager::Create({.num_blocks = 200,
+                                    .hash_block_size = 64,
+                                    .max_model_len = 4096,
+                                    .groups = {mla, recurrent}});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  KVCacheManager& m = **ok;
+  ASSERT_TRUE(m.AddRequest(RequestId{1}, Tokens(399)).ok());
+  ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{399}}).value());
+  m.NewStep();
+  std::vector<int32_t> second = Tokens(130);
+  second[128] = 9000;
+  second[129] = 9001;
+  ASSERT_TRUE(m.AddRequest(RequestId{2}, second).ok());
+  const ComputedBlocks hits = m.GetComputedBlocks(RequestId{2}).value();
+  EXPECT_EQ(hits.num_tokens.value(), 64);
+  EXPECT_EQ(hits.blocks[0].size(), 1u);
+  EXPECT_EQ(hits.blocks[1].size(), 1u);
+  m.CheckInvariants();
+}
+
+// Full MLA + recurrent align (S = 2, B = 16, L = 1691): prefill chunks of 759 (lookahead 3),
+// 10 (lookahead 2) and 55 (lookahead 3) tokens, none ending on a block boundary, used to leave
+// three running states resident (columns 47, 48 and 51) besides the S speculative blocks and
+// fail CheckInvariants. The state two moves back is released when the running state moves.
+TEST(KVCacheManagerRegression, AlignRowKeepsTwoPlusSPagesAfterUnalignedChunks) {
+  const int64_t L = 1691;
+  auto created = KVCacheManager::Create(
+      {.num_blocks = 400,
+       .hash_block_size = 16,
+       .max_model_len = L,
+       .groups = {MakeGroup({.kind = CacheKind::kMla, .block_size = 16, .max_model_len = L}),
+                  MakeGroup({.kind = CacheKind::kRecurrent,
+                             .block_size = 16,
+                             .max_model_len = L,
+                             .mode = RecurrentMode::kAlign,
+                             .spec_blocks = 2})}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  KVCacheManager& m = **created;
+  ASSERT_TRUE(m.AddRequest(RequestId{1}, Tokens(L)).ok());
+  ASSERT_TRUE(m.AllocateSlots(
+      RequestId{1}, {.num_new_tokens = TokenCount{759}, .num_lookahead_tokens = TokenCount{3}})
+                  .value());
+  m.CheckInvariants();
+  EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{47, 48, 49}));
+  ASSERT_TRUE(m.AllocateSlots(
+      RequestId{1}, {.num_new_tokens = TokenCount{10}, .num_lookahead_tokens = TokenCount{2}})
+                  .value());
+  m.CheckInvariants();
+  EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{47, 48, 49, 50}));
+  ASSERT_TRUE(m.AllocateSlots(
+      RequestId{1}, {.num_new_tokens = TokenCount{55}, .num_lookahead_tokens = TokenCount{3}})
+                  .value());
+  m.CheckInvariants();
+  EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{48, 51, 52, 53}));
+  ASSERT_TRUE(m.Free(RequestId{1}).ok());
+  m.CheckInvariants();
+  EXPECT_EQ(m.num_free_blocks(), 399);
+}
+
+// Decode steps of one token and S drafts (all rejected) cross a block boundary every step when
+// the block is smaller than the step: the previous running state must not pile up either.
+TEST(KVCacheManagerRegression, AlignRowKeepsTwoPlusSPagesWhenStepsCrossBlocks) {
+  for (const auto& [block, spec] : {std::pair<int64_t, int64_t>{4, 2}, {4, 7}, {1, 2}, {2, 3}}) {
+    SCOPED_TRACE(::testing::Message() << "B " << block << " S " << spec);
+    auto created = KVCacheManager::Create(
+        {.num_blocks = 4000,
+         .hash_block_size = block,
+         .max_model_len = 4096,
+         .groups = {MakeGroup({.kind = CacheKind::kMla, .block_size = block}),
+                    MakeGroup({.kind = CacheKind::kRecurrent,
+                               .block_size = block,
+                               .mode = RecurrentMode::kAlign,
+                               .spec_blocks = spec})}});
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    KVCacheManager& m = **created;
+    ASSERT_TRUE(m.AddRequest(RequestId{1}, Tokens(100)).ok());
+    ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{100}}).value());
+    for (int step = 0; step < 200; ++step) {
+      ASSERT_TRUE(m.AppendTokens(RequestId{1}, std::vector<int32_t>{step}).ok());
+      ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{1 + spec},
+                                                 .num_lookahead_tokens = TokenCount{spec}})
+                      .value());
+      ASSERT_TRUE(m.RewindComputedTokens(RequestId{1}, TokenCount{spec}).ok());
+      m.CheckInvariants();
+      ASSERT_LE(ResidentColumns(m, 1, 1).size(), static_cast<size_t>(2 + spec));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvtopo
