@@ -480,6 +480,7 @@ class Harness {
         holders_[i] += holds ? 1 : 0;
       }
     }
+    // The oracle restates the replication rule: each slice is held by N / n ranks.
     for (size_t i = 0; i < positions_.size(); ++i) {
       KVTOPO_CHECK_MSG(holders_[i] == geo.dcp_size() / n,
                        Fail("a position is not held by N / n ranks"));

@@ -21,7 +21,7 @@ import sys
 ROOT = pathlib.Path(".")
 ALLOWED = {"src/spec/geometry.cc"}
 ALLOWED_DIRS = ("src/internal/",)
-SCANNED = ("src", "tools", "python", "bench")
+SCANNED = ("src", "tools", "python", "bench", "fuzz")
 
 DCP_NAME = r"(?:dcp_size|dcp_|interleave|shard_count|dcp_shard_count|num_shards|kv_shard_count)"
 # A DCP quantity as an operand of *, / or % (a call's parentheses may follow the name).
