@@ -28,10 +28,11 @@ LaunchConfig Launch(bool sharded) {
 
 }  // namespace
 
-int FuzzConfigPlan(const uint8_t* data, size_t size) {
+Reached FuzzConfigPlan(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Result<nlohmann::json> json = internal::ParseJsonText(text, "config.json");
-  if (!json.ok()) return 0;
+  if (!json.ok()) return Reached::kStopped;
+  Reached reached = Reached::kStopped;
   for (bool sharded : {false, true}) {
     const LaunchConfig launch = Launch(sharded);
     Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(*json, launch);
@@ -39,8 +40,9 @@ int FuzzConfigPlan(const uint8_t* data, size_t size) {
     Result<Plan> plan = PlanLaunchSpecs(*specs, launch);
     if (!plan.ok()) continue;
     (void)PlanToJsonText(*plan);
+    reached = Reached::kExercised;
   }
-  return 0;
+  return reached;
 }
 
 }  // namespace kvtopo::fuzz

@@ -10,7 +10,7 @@
 
 namespace {
 
-int (*Target())(const uint8_t*, size_t) {
+kvtopo::fuzz::Reached (*Target())(const uint8_t*, size_t) {
   constexpr std::string_view kName = KVTOPO_FUZZ_STRING(KVTOPO_FUZZ_TARGET);
   for (const kvtopo::fuzz::FuzzTarget& t : kvtopo::fuzz::FuzzTargets()) {
     if (t.name == kName) return t.run;
@@ -23,5 +23,6 @@ int (*Target())(const uint8_t*, size_t) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto run = Target();
-  return run(data, size);
+  (void)run(data, size);
+  return 0;
 }

@@ -1,7 +1,8 @@
-// The libFuzzer targets' bodies (docs/reliability.md). Each takes one input and returns 0; what
-// it finds is a crash, a sanitizer report, a KVTOPO_CHECK failure or a broken oracle (which
-// aborts through KVTOPO_CHECK_MSG with the difference). fuzz_main.cc wraps one of them as
-// LLVMFuzzerTestOneInput; the test suite replays every file of fuzz/corpus/<name>/ through them.
+// The libFuzzer targets' bodies (docs/reliability.md). Each takes one input and says how far it
+// got (an input can stop where it enters: a parse error, a bound, a rejected option); what it finds
+// is a crash, a sanitizer report, a KVTOPO_CHECK failure or a broken oracle (which aborts through
+// KVTOPO_CHECK_MSG with the difference). fuzz_main.cc wraps one of them as LLVMFuzzerTestOneInput;
+// the test suite replays every file of fuzz/corpus/<name>/ through them.
 //
 //   config_plan  config.json text -> model cache specs -> plan (two launches), plan JSON report
 //   launch_plan  launch options as `name=value` lines (the launch-option table, the speculative
@@ -21,14 +22,19 @@
 
 namespace kvtopo::fuzz {
 
-int FuzzConfigPlan(const uint8_t* data, size_t size);
-int FuzzLaunchPlan(const uint8_t* data, size_t size);
-int FuzzWorkload(const uint8_t* data, size_t size);
-int FuzzRuntime(const uint8_t* data, size_t size);
+// kStopped: the input stopped where it entered; kExercised: it reached the target's work (a
+// plan, a simulation, a manager running the operations). Every seed not named issue_* must
+// reach kExercised (tests/fuzz/corpus_test.cc).
+enum class Reached { kStopped, kExercised };
+
+Reached FuzzConfigPlan(const uint8_t* data, size_t size);
+Reached FuzzLaunchPlan(const uint8_t* data, size_t size);
+Reached FuzzWorkload(const uint8_t* data, size_t size);
+Reached FuzzRuntime(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   std::string_view name;  // the fuzz/corpus/<name> folder and the kvtopo_fuzz_<name> binary
-  int (*run)(const uint8_t* data, size_t size);
+  Reached (*run)(const uint8_t* data, size_t size);
 };
 const std::vector<FuzzTarget>& FuzzTargets();
 

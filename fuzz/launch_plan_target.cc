@@ -43,7 +43,8 @@ void ExerciseManager(const Plan& plan) {
   for (int64_t i = 0; i < len; ++i) prompt[i] = static_cast<int32_t>(i % 97);
   // Every call below is a legal use of the manager: a non-OK status is a bug.
   const auto must = [](const Status& status, const char* call) {
-    KVTOPO_CHECK_MSG(status.ok(), std::string(call) + " refused a legal call: " + status.ToString());
+    KVTOPO_CHECK_MSG(status.ok(),
+                     std::string(call) + " refused a legal call: " + status.ToString());
   };
   for (int64_t id : {1, 2}) {
     must(m.AddRequest(RequestId{id}, prompt), "AddRequest");
@@ -64,7 +65,7 @@ void ExerciseManager(const Plan& plan) {
 
 }  // namespace
 
-int FuzzLaunchPlan(const uint8_t* data, size_t size) {
+Reached FuzzLaunchPlan(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   LaunchOptions options;
   size_t start = 0;
@@ -77,25 +78,25 @@ int FuzzLaunchPlan(const uint8_t* data, size_t size) {
     const std::string_view name = line.substr(0, eq);
     const std::string value(line.substr(eq + 1));
     if (name == "model") {
-      if (!IsProfile(value)) return 0;
+      if (!IsProfile(value)) return Reached::kStopped;
       options.model = value;
       continue;
     }
     const LaunchOption* option = FindLaunchOption(name);
     if (option == nullptr) continue;
-    if (!SetLaunchOption(options, *option, value, name).ok()) return 0;
+    if (!SetLaunchOption(options, *option, value, name).ok()) return Reached::kStopped;
   }
   Result<LaunchConfig> config = ToLaunchConfig(options);
-  if (!config.ok()) return 0;
+  if (!config.ok()) return Reached::kStopped;
   if (config->speculative && !config->speculative->model.empty() &&
       !IsProfile(config->speculative->model)) {
-    return 0;
+    return Reached::kStopped;
   }
   Result<Plan> plan = PlanLaunch(*config);
-  if (!plan.ok()) return 0;
+  if (!plan.ok()) return Reached::kStopped;
   (void)PlanToJsonText(*plan);
   if (plan->accepted()) ExerciseManager(*plan);
-  return 0;
+  return Reached::kExercised;
 }
 
 }  // namespace kvtopo::fuzz

@@ -54,7 +54,8 @@ std::string Fail(const std::string& what) { return "runtime fuzz oracle: " + wha
 
 // The driver only makes legal calls: a refused one is a bug in the manager.
 void Must(const Status& status, const char* call) {
-  KVTOPO_CHECK_MSG(status.ok(), Fail(std::string(call) + " refused a legal call: " + status.ToString()));
+  KVTOPO_CHECK_MSG(status.ok(),
+                   Fail(std::string(call) + " refused a legal call: " + status.ToString()));
 }
 template <typename T>
 T Must(Result<T> result, const char* call) {
@@ -276,8 +277,7 @@ class Harness {
     }
     const int64_t drafts = in.Range(0, 3);
     if (computed + 1 + drafts > L()) return;
-    Must(m_.AppendTokens(rid,
-                         std::vector<int32_t>{static_cast<int32_t>(next_token_++ % 1000000)}),
+    Must(m_.AppendTokens(rid, std::vector<int32_t>{static_cast<int32_t>(next_token_++ % 1000000)}),
          "AppendTokens");
     if (!Must(m_.AllocateSlots(rid, {.num_new_tokens = TokenCount{1 + drafts},
                                      .num_lookahead_tokens = TokenCount{drafts}}),
@@ -505,7 +505,7 @@ class Harness {
 
 }  // namespace
 
-int FuzzRuntime(const uint8_t* data, size_t size) {
+Reached FuzzRuntime(const uint8_t* data, size_t size) {
   Input in(data, size);
   static constexpr int64_t kDcp[] = {1, 4, 16};
   static constexpr int64_t kBlock[] = {16, 32, 64};
@@ -525,16 +525,20 @@ int FuzzRuntime(const uint8_t* data, size_t size) {
   layout.dcp_kv_cache_interleave_size = in.Pick(kInterleave);
   layout.max_num_seqs = 8;
   layout.max_num_batched_tokens = 2048;
-  layout.groups = Mix(mix, B, dcp, S, in.Pick(kWindow), in.Pick(kChunk), in);
+  // One read after the other: the order of a call's arguments is unspecified, and the same
+  // input must build the same mix under every compiler.
+  const int64_t window = in.Pick(kWindow);
+  const int64_t chunk = in.Pick(kChunk);
+  layout.groups = Mix(mix, B, dcp, S, window, chunk, in);
   Result<KVCacheManagerOptions> options = KVCacheManagerOptions::FromLayout(layout);
-  if (!options.ok()) return 0;
+  if (!options.ok()) return Reached::kStopped;
   Result<std::unique_ptr<KVCacheManager>> created = KVCacheManager::Create(*std::move(options));
-  if (!created.ok()) return 0;
+  if (!created.ok()) return Reached::kStopped;
   KVCacheManager& m = **created;
   Harness harness(m, 8);
   harness.set_free_at_start(m.num_free_blocks());
   harness.Run(in);
-  return 0;
+  return Reached::kExercised;
 }
 
 }  // namespace kvtopo::fuzz

@@ -10,17 +10,18 @@
 
 namespace kvtopo::fuzz {
 
-int FuzzWorkload(const uint8_t* data, size_t size) {
+Reached FuzzWorkload(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Result<Workload> workload = ParseWorkloadJsonl(text);
-  if (!workload.ok()) return 0;
-  if (workload->requests.size() > 16) return 0;
+  if (!workload.ok()) return Reached::kStopped;
+  if (workload->requests.size() > 16) return Reached::kStopped;
   int64_t tokens = 0;
   for (const WorkloadRequest& r : workload->requests) {
-    if (r.arrival_step > 64 || r.prompt_len > 4096 || r.decode_steps > 4096) return 0;
+    if (r.arrival_step > 64 || r.prompt_len > 4096 || r.decode_steps > 4096)
+      return Reached::kStopped;
     tokens += r.prompt_len + r.decode_steps;
   }
-  if (tokens > 4096) return 0;
+  if (tokens > 4096) return Reached::kStopped;
   static const Result<Plan> plan = DefaultPlanForWorkload("hybrid", 0);
   KVTOPO_CHECK_MSG(plan.ok(), plan.status().ToString());
   SimulateOptions options;
@@ -29,9 +30,9 @@ int FuzzWorkload(const uint8_t* data, size_t size) {
   options.max_num_batched_tokens = 512;
   options.max_steps = 100'000;
   Result<SimulateReport> report = Simulate(*plan, *workload, options);
-  if (!report.ok()) return 0;
+  if (!report.ok()) return Reached::kStopped;
   KVTOPO_CHECK_MSG(report->invariant_violations == 0, report->first_violation);
-  return 0;
+  return Reached::kExercised;
 }
 
 }  // namespace kvtopo::fuzz

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +14,7 @@
 #include "kvtopo/plan.h"
 #include "kvtopo/verify.h"
 #include "launch_flags.h"
+#include "verify/mpi_launch.h"
 #include "verify/setup.h"
 #ifdef KVTOPO_HAVE_MPI
 #include "verify/mpi/mpi_transport.h"
@@ -21,9 +23,35 @@
 namespace kvtopo::cli {
 namespace {
 
+// An integer flag read as text (CLI11 would clamp out-of-range values silently); its range is
+// VerifyOptions' own, checked by kvtopo::Verify.
+struct IntFlag {
+  const char* name;
+  int64_t VerifyOptions::*field;
+  const char* help;
+  std::string text;
+};
+
 struct VerifyArgs {
   LaunchFlags launch;
   VerifyOptions options;
+  std::string seed;
+  std::vector<IntFlag> int_flags = {
+      {"--requests", &VerifyOptions::num_requests, "data requests (default 3)"},
+      {"--decode-steps", &VerifyOptions::decode_steps,
+       "decode steps per data request, each verifying 1 + S tokens (default 4)"},
+      {"--preempt-after", &VerifyOptions::preempt_after_decode_steps,
+       "preempt request 1 after this many decode steps and resume it; 0: never"},
+      {"--mla-latent-dim", &VerifyOptions::mla_latent_dim, "MLA latent width (small dims)"},
+      {"--mla-rope-dim", &VerifyOptions::mla_rope_dim, "MLA rope width (small dims)"},
+      {"--mla-query-heads", &VerifyOptions::num_mla_query_heads, "MLA query heads"},
+      {"--head-dim", &VerifyOptions::head_dim, "MHA key and value width (small dims)"},
+      {"--kv-heads", &VerifyOptions::num_kv_heads, "MHA KV heads (small dims)"},
+      {"--query-heads-per-kv", &VerifyOptions::num_query_heads_per_kv,
+       "MHA query heads per KV head"},
+      {"--num-blocks", &VerifyOptions::num_blocks,
+       "pool size in blocks (default: sized to hold the requests)"},
+  };
   bool no_max_length_request = false;
   std::vector<std::string> inject;
   bool json = false;
@@ -145,6 +173,18 @@ void PrintReport(const VerifyReport& r, const VerifyOptions& o) {
 }
 
 int RunVerify(VerifyArgs& args) {
+  if (!args.seed.empty()) {
+    const Result<uint64_t> seed = ParseUint64Flag(args.seed, "--seed");
+    if (!seed.ok()) return ReportError(seed.status());
+    args.options.seed = *seed;
+  }
+  for (const IntFlag& f : args.int_flags) {
+    if (f.text.empty()) continue;
+    const Result<int64_t> v = ParseIntFlag(f.text, f.name, std::numeric_limits<int64_t>::min(),
+                                           std::numeric_limits<int64_t>::max());
+    if (!v.ok()) return ReportError(v.status());
+    args.options.*f.field = *v;
+  }
   internal::VerifyFaults faults;
   for (const std::string& name : args.inject) {
     if (name == "dcp-scaled-recurrent-table") {
@@ -169,8 +209,7 @@ int RunVerify(VerifyArgs& args) {
     transport = std::move(*mpi);
   }
 #else
-  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr &&
-      std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")) > 1) {
+  if (internal::LaunchedByMpiWithProcesses()) {
     return ReportError(InvalidArgument(
         "this kvtopo was built without MPI; rebuild with MPI found (libopenmpi-dev) or run "
         "kvtopo verify without mpirun, which runs every rank in one process"));
@@ -214,26 +253,14 @@ void RegisterVerifyCommand(CLI::App& app, CommandRegistry& registry) {
       "rank (run under mpirun for one process per rank)");
   AddLaunchFlags(cmd, args->launch);
   VerifyOptions& o = args->options;
-  cmd->add_option("--seed", o.seed, "seed of token ids, K/V rows and queries");
-  cmd->add_option("--requests", o.num_requests, "data requests (default 3)");
-  cmd->add_option("--decode-steps", o.decode_steps,
-                  "decode steps per data request, each verifying 1 + S tokens (default 4)");
-  cmd->add_option("--preempt-after", o.preempt_after_decode_steps,
-                  "preempt request 1 after this many decode steps and resume it; 0: never");
+  cmd->add_option("--seed", args->seed, "seed of token ids, K/V rows and queries (default 0)");
+  for (IntFlag& f : args->int_flags) cmd->add_option(f.name, f.text, f.help);
   cmd->add_flag("--no-max-length-request", args->no_max_length_request,
                 "skip the table-only request of --max-model-len tokens");
   cmd->add_flag("--real-head-dims", o.real_head_dims,
-                "take head widths from the model (MLA: latent + 64 rope) instead of small ones");
-  cmd->add_option("--mla-latent-dim", o.mla_latent_dim, "MLA latent width (small dims)");
-  cmd->add_option("--mla-rope-dim", o.mla_rope_dim, "MLA rope width (small dims)");
-  cmd->add_option("--mla-query-heads", o.num_mla_query_heads, "MLA query heads");
-  cmd->add_option("--head-dim", o.head_dim, "MHA key and value width (small dims)");
-  cmd->add_option("--kv-heads", o.num_kv_heads, "MHA KV heads (small dims)");
-  cmd->add_option("--query-heads-per-kv", o.num_query_heads_per_kv, "MHA query heads per KV head");
+                "take head widths from the model (MLA: latent + rope) instead of small ones");
   cmd->add_option("--max-relative-error", o.max_relative_error,
                   "tolerance per query and head: max |merged - reference| / max |reference|");
-  cmd->add_option("--num-blocks", o.num_blocks,
-                  "pool size in blocks (default: sized to hold the requests)");
   cmd->add_option("--inject", args->inject,
                   "reproduce a known bug (must fail): dcp-scaled-recurrent-table, "
                   "draft-local-length, foreign-slot-mapping");

@@ -56,7 +56,8 @@ struct VerifyOptions {
   // The table-only request of max_model_len tokens at the end of the run.
   bool max_length_request = true;
   // Head widths. Small by default; `real_head_dims` takes each group's widths from its spec
-  // (MLA: head_size = latent + 64 rope; MHA: head_size, head_size_v, num_kv_heads).
+  // (MLA: head_size = latent + the spec's rope width; MHA: head_size, head_size_v,
+  // num_kv_heads).
   bool real_head_dims = false;
   int64_t mla_latent_dim = 16;
   int64_t mla_rope_dim = 8;
@@ -66,7 +67,6 @@ struct VerifyOptions {
   int64_t num_mla_query_heads = 2;     // MLA: query heads (all gathered on every rank)
   double max_relative_error = 1e-5;    // per query and head: max |out - ref| / max |ref|
   int64_t num_blocks = 0;              // pool size; 0: sized to fit the requests
-  int64_t max_num_batched_tokens = 0;  // token budget per step; 0: the plan's
 };
 
 struct VerifyGroupReport {
@@ -81,7 +81,6 @@ struct VerifyGroupReport {
   bool attention = false;       // false: recurrent (tables only)
   int64_t queries = 0;          // query tokens checked (all heads each)
   int64_t positions_owned = 0;  // scheduled positions whose ownership was counted
-  int64_t positions_read = 0;   // cached positions read back through the tables (all ranks)
   int64_t rows_checked = 0;     // table row updates applied on every rank
   double max_abs_error = 0;
   double max_rel_error = 0;

@@ -8,6 +8,7 @@
 
 #include "internal/checked_math.h"
 #include "internal/injected_faults.h"
+#include "internal/split_mix.h"
 #include "kvtopo/block_table.h"
 #include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/simulate.h"
@@ -20,16 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 int32_t TokenId(uint64_t seed, uint64_t stream, uint64_t index) {
-  return static_cast<int32_t>(SplitMix(seed ^ SplitMix(stream * 0x100000001b3ULL + index)) &
-                              0x3fffffff);
+  return static_cast<int32_t>(
+      internal::SplitMix64(seed ^ internal::SplitMix64(stream * 0x100000001b3ULL + index)) &
+      0x3fffffff);
 }
 
 enum class State { kWaiting, kRunning, kFinished };

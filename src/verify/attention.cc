@@ -2,19 +2,14 @@
 
 #include <algorithm>
 
+#include "internal/split_mix.h"
+
 namespace kvtopo::internal {
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 void FillUniform(uint64_t state, std::span<float> out) {
   for (float& v : out) {
-    state = Mix(state);
+    state = SplitMix64(state);
     // 24 random bits: exactly representable, uniform in [-1, 1).
     v = static_cast<float>(static_cast<int64_t>(state >> 40) - (int64_t{1} << 23)) *
         (1.0f / static_cast<float>(int64_t{1} << 23));
@@ -27,16 +22,18 @@ constexpr uint64_t kQueryStream = 0x7172ULL;
 }  // namespace
 
 uint64_t ExtendContentHash(uint64_t previous, int32_t token_id) {
-  return Mix(previous ^ (static_cast<uint64_t>(static_cast<uint32_t>(token_id)) << 1 | 1));
+  return SplitMix64(previous ^ (static_cast<uint64_t>(static_cast<uint32_t>(token_id)) << 1 | 1));
 }
 
 void FillKvRow(uint64_t seed, int32_t group, uint64_t content_hash, std::span<float> row) {
-  FillUniform(Mix(seed ^ Mix(kKvStream + static_cast<uint64_t>(group) * 0x10000)) ^ content_hash,
+  FillUniform(SplitMix64(seed ^ SplitMix64(kKvStream + static_cast<uint64_t>(group) * 0x10000)) ^
+                  content_hash,
               row);
 }
 
 void FillQuery(uint64_t seed, int32_t group, uint64_t content_hash, std::span<float> query) {
-  FillUniform(Mix(seed ^ Mix(kQueryStream + static_cast<uint64_t>(group) * 0x10000)) ^ content_hash,
+  FillUniform(SplitMix64(seed ^ SplitMix64(kQueryStream + static_cast<uint64_t>(group) * 0x10000)) ^
+                  content_hash,
               query);
 }
 

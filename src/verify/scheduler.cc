@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "internal/split_mix.h"
+
 namespace kvtopo::internal {
 namespace {
 
@@ -72,19 +74,17 @@ Result<int64_t> VerifyPoolBlocks(const Plan& plan, const std::vector<VerifyReque
   return blocks;
 }
 
-VerifyScheduler::VerifyScheduler(const Plan& plan, const VerifyOptions& options)
-    : plan_(plan), options_(options) {}
+VerifyScheduler::VerifyScheduler(const VerifyOptions& options) : options_(options) {}
 
 Result<std::unique_ptr<VerifyScheduler>> VerifyScheduler::Create(
     const Plan& plan, const VerifyOptions& options, std::vector<VerifyRequestPlan> requests,
     int64_t num_blocks, int32_t num_rows) {
-  std::unique_ptr<VerifyScheduler> s(new VerifyScheduler(plan, options));
+  std::unique_ptr<VerifyScheduler> s(new VerifyScheduler(options));
   s->spec_tokens_ = plan.model.num_speculative_tokens;
   s->lookahead_ = plan.model.num_lookahead_tokens;
   s->max_model_len_ = plan.model.max_model_len;
   s->scheduler_block_ = plan.scheduler_block_size;
-  s->budget_ = options.max_num_batched_tokens > 0 ? options.max_num_batched_tokens
-                                                  : plan.cache.max_num_batched_tokens;
+  s->budget_ = plan.cache.max_num_batched_tokens;
   s->token_state_ = options.seed ^ 0x746f6b656e73ULL;
   KVCacheManagerOptions mo{.num_blocks = static_cast<int32_t>(num_blocks),
                            .enable_prefix_caching = plan.cache.enable_prefix_caching,
@@ -118,11 +118,9 @@ Result<std::unique_ptr<VerifyScheduler>> VerifyScheduler::Create(
 }
 
 int32_t VerifyScheduler::NextTokenId() {
-  token_state_ += 0x9e3779b97f4a7c15ULL;
-  uint64_t x = token_state_;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<int32_t>((x ^ (x >> 31)) & 0x3fffffff);
+  const uint64_t x = SplitMix64(token_state_);
+  token_state_ += 0x9e3779b97f4a7c15ULL;  // the next index of the sequence
+  return static_cast<int32_t>(x & 0x3fffffff);
 }
 
 bool VerifyScheduler::Arrived(const Request& r) const {

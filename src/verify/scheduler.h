@@ -70,7 +70,7 @@ class VerifyScheduler {
     bool preempted_once = false;
   };
 
-  VerifyScheduler(const Plan& plan, const VerifyOptions& options);
+  explicit VerifyScheduler(const VerifyOptions& options);
   bool Arrived(const Request& r) const;
   int64_t PrefillChunk(const Request& r, int64_t computed, int64_t budget) const;
   void Preempt(Request& r);
@@ -80,7 +80,6 @@ class VerifyScheduler {
   void Commit(Request& r, const StepEntry& entry);
   int32_t NextTokenId();
 
-  const Plan& plan_;
   VerifyOptions options_;
   std::unique_ptr<KVCacheManager> manager_;
   std::vector<Request> requests_;

@@ -20,10 +20,10 @@ namespace kvtopo {
 namespace internal {
 namespace {
 
-size_t RoundUp8(size_t n) { return (n + 7) / 8 * 8; }
-
 // The paged caches of one process's ranks together stay under this.
 constexpr int64_t kArenaBytesPerProcess = int64_t{8} << 30;
+// One query token's heads x widths (4 MiB of floats).
+constexpr int64_t kMaxFloatsPerQueryToken = int64_t{1} << 20;
 
 Status ValidateOptions(const VerifyOptions& o) {
   auto range = [](const char* flag, int64_t v, int64_t lo, int64_t hi) -> Status {
@@ -42,15 +42,13 @@ Status ValidateOptions(const VerifyOptions& o) {
   KVTOPO_RETURN_IF_ERROR(range("--query-heads-per-kv", o.num_query_heads_per_kv, 1, 256));
   KVTOPO_RETURN_IF_ERROR(range("--mla-query-heads", o.num_mla_query_heads, 1, 1024));
   KVTOPO_RETURN_IF_ERROR(range("--num-blocks", o.num_blocks, 0, int64_t{1} << 24));
-  KVTOPO_RETURN_IF_ERROR(
-      range("--max-num-batched-tokens", o.max_num_batched_tokens, 0, int64_t{1} << 30));
   if (o.num_requests == 0 && !o.max_length_request) {
     return InvalidArgument(
         "--requests 0 with --no-max-length-request leaves nothing to verify; ask for a request");
   }
-  if (!(o.max_relative_error > 0)) {
+  if (!(std::isfinite(o.max_relative_error) && o.max_relative_error > 0)) {
     return InvalidArgument(
-        fmt::format("--max-relative-error {} must be positive", o.max_relative_error));
+        fmt::format("--max-relative-error {} must be positive and finite", o.max_relative_error));
   }
   return Status::Ok();
 }
@@ -61,10 +59,9 @@ Result<HeadDims> DimsFor(const PlannedGroup& g, const VerifyOptions& o) {
     d.mla = true;
     d.num_query_heads = o.num_mla_query_heads;
     if (o.real_head_dims) {
-      // DeepSeek-style MLA rows: the latent, then 64 rope floats.
-      constexpr int64_t kRopeDim = 64;
+      // MLA rows: the latent, then the spec's rope floats.
       d.key_dim = g.spec.head_size;
-      d.value_dim = g.spec.head_size > kRopeDim ? g.spec.head_size - kRopeDim : g.spec.head_size;
+      d.value_dim = g.spec.head_size - g.spec.mla_rope_dim;
     } else {
       d.key_dim = o.mla_latent_dim + o.mla_rope_dim;
       d.value_dim = o.mla_latent_dim;
@@ -78,6 +75,17 @@ Result<HeadDims> DimsFor(const PlannedGroup& g, const VerifyOptions& o) {
   if (d.key_dim <= 0 || d.value_dim <= 0 || d.num_kv_heads <= 0) {
     return InvalidArgument(
         fmt::format("group {}: its spec has no head widths for --real-head-dims", g.id.value()));
+  }
+  // One query token's heads (keys in, partial outputs out) are held per rank and gathered:
+  // bounded so that in-range flags cannot ask for gigabytes per token.
+  const int64_t floats = d.num_query_heads * (std::max(d.key_dim, d.value_dim) + 1);
+  if (floats > kMaxFloatsPerQueryToken) {
+    return InvalidArgument(fmt::format(
+        "group {}: {} query heads x {} floats is {} floats per query token, beyond verify's {}; "
+        "lower --kv-heads, --query-heads-per-kv, --head-dim, --mla-query-heads or "
+        "--mla-latent-dim",
+        g.id.value(), d.num_query_heads, std::max(d.key_dim, d.value_dim) + 1, floats,
+        kMaxFloatsPerQueryToken));
   }
   return d;
 }
@@ -119,7 +127,7 @@ class Checker {
  public:
   Checker(const Plan& plan, const VerifySetup& setup, const VerifyOptions& options,
           VerifyReport& report)
-      : plan_(plan), setup_(setup), options_(options), report_(report) {
+      : setup_(setup), options_(options), report_(report) {
     for (const VerifyGroup& g : setup.groups) {
       const PlannedGroup& p = plan.groups[g.id];
       report.groups.push_back({.group = g.id,
@@ -158,7 +166,6 @@ class Checker {
   void CheckAttention(const StepEntry& e, const VerifyGroup& group, size_t layout_size,
                       std::span<const std::byte> all, size_t offset);
 
-  const Plan& plan_;
   const VerifySetup& setup_;
   const VerifyOptions& options_;
   VerifyReport& report_;
@@ -456,7 +463,7 @@ class InProcess final : public VerifyTransport {
 
 RankOutputLayout LayoutRankOutput(const VerifySetup& setup, const StepMessage& m) {
   RankOutputLayout l;
-  size_t off = RoundUp8(sizeof(RankFailure));
+  size_t off = static_cast<size_t>(RoundUp(sizeof(RankFailure), 8));
   const size_t n = m.entries.size();
   l.row_fingerprints.resize(n);
   l.ownership.resize(n);
@@ -468,7 +475,7 @@ RankOutputLayout LayoutRankOutput(const VerifySetup& setup, const StepMessage& m
   for (size_t i = 0; i < n; ++i) {
     l.ownership[i] = off;
     for (const VerifyGroup& g : setup.groups) off += g.attention ? m.entries[i].num_new : 0;
-    off = RoundUp8(off);
+    off = static_cast<size_t>(RoundUp(static_cast<int64_t>(off), 8));
   }
   for (size_t i = 0; i < n; ++i) {
     const StepEntry& e = m.entries[i];
@@ -477,7 +484,7 @@ RankOutputLayout LayoutRankOutput(const VerifySetup& setup, const StepMessage& m
     for (const VerifyGroup& g : setup.groups) {
       if (g.attention) off += e.num_queries * g.dims.partial_floats() * sizeof(float);
     }
-    off = RoundUp8(off);
+    off = static_cast<size_t>(RoundUp(static_cast<int64_t>(off), 8));
   }
   l.size = off;
   return l;
@@ -489,7 +496,7 @@ int64_t FirstAttendedPosition(const GroupGeometry& g, int64_t position) {
     case CacheKind::kSlidingWindowMla:
       return std::max<int64_t>(0, position - g.sliding_window() + 1);
     case CacheKind::kChunkedLocal:
-      return position / g.attention_chunk_size() * g.attention_chunk_size();
+      return g.FloorToChunk(position);
     default:
       return 0;
   }
@@ -516,8 +523,7 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
   }
   KVTOPO_ASSIGN_OR_RETURN(std::vector<VerifyRequestPlan> requests,
                           PlanVerifyRequests(plan, options));
-  const int64_t budget = options.max_num_batched_tokens > 0 ? options.max_num_batched_tokens
-                                                            : plan.cache.max_num_batched_tokens;
+  const int64_t budget = plan.cache.max_num_batched_tokens;
   int64_t num_blocks = options.num_blocks;
   if (num_blocks == 0) {
     KVTOPO_ASSIGN_OR_RETURN(num_blocks, VerifyPoolBlocks(plan, requests, budget));

@@ -8,14 +8,21 @@
 namespace kvtopo {
 namespace {
 
+// The option table's integer and byte-size options (docs/launch-options.md): 14 integers and
+// --kv-cache-memory.
+constexpr int kNumIntegerOptions = 15;
+
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
+  int checked = 0;
   for (const LaunchOption& o : LaunchOptionTable()) {
     if (o.value != OptionValue::kInt && o.value != OptionValue::kBytes) continue;
+    ++checked;
     SCOPED_TRACE(std::string(o.name));
     EXPECT_GE(o.min_value, 0);
     EXPECT_GT(o.max_value, o.min_value);
     EXPECT_LE(o.max_value, kMaxKvCacheMemoryBytes);
   }
+  EXPECT_EQ(checked, kNumIntegerOptions);
 }
 
 TEST(LaunchOptionBounds, ValuesPastTheBoundNameTheSource) {

@@ -87,9 +87,10 @@ class PlanTest(unittest.TestCase):
         self.assertIsInstance(g, kvtopo.Group)
         # JSON fields first, then the geometry's (manager_table_width is not in the JSON).
         self.assertEqual((g.block_size, g.manager_block_size, g.interleave), (16, 64, 2))
-        self.assertEqual(g.manager_table_width, g.geometry.manager_table_width)
-        self.assertEqual(g.geometry.to_dict()["manager_table_width"], g.manager_table_width)
-        self.assertEqual(g.geometry.to_dict()["kind"], g.kind)
+        # 4096 tokens / (16-token blocks x 4 shards) = 64 columns.
+        self.assertEqual(g.manager_table_width, 64)
+        self.assertEqual(g.geometry.to_dict()["manager_table_width"], 64)
+        self.assertEqual(g.geometry.to_dict()["kind"], "mla")
         self.assertEqual(plan.pool.to_dict(), json.loads(plan.to_json())["pool"])
         self.assertEqual(plan.pool.regions[0]["group"], 0)
         self.assertEqual(plan.promotion.applied, False)
@@ -103,6 +104,8 @@ class PlanTest(unittest.TestCase):
         _, diagnostics = kvtopo.check(max_model_len=100_000_000)
         d = diagnostics[-1]
         self.assertIsInstance(d, kvtopo.Diagnostic)
+        self.assertEqual(d.code, "b12x-dcp-local-shard")
+        self.assertEqual(d.severity, "error")
         self.assertEqual(tuple(d), (d.severity, d.code, d.message))
 
     def test_to_json_equals_the_cli(self):

@@ -52,6 +52,31 @@ TEST(VerifyCli, DcpScaledRecurrentTableOnTheDefaultLaunchExitsOne) {
       << r.out;
 }
 
+// Integer flags are read as text: CLI11 would clamp -1 and 2^64 to 2^64 - 1 silently.
+TEST(VerifyCli, OutOfRangeNumbersAreUsageErrorsNamingTheFlag) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--seed -1", "kvtopo: --seed must be an integer in [0, 18446744073709551615], got '-1'\n"},
+      {"--seed 18446744073709551616",
+       "kvtopo: --seed must be an integer in [0, 18446744073709551615], got "
+       "'18446744073709551616'\n"},
+      {"--requests 99999999999999999999999",
+       "kvtopo: --requests: '99999999999999999999999' is out of the 64-bit integer range\n"},
+      {"--requests 65", "kvtopo: --requests 65 is outside [0, 64]\n"},
+      {"--max-relative-error inf",
+       "kvtopo: --max-relative-error inf must be positive and finite\n"},
+      {"gpt-oss-120b -tp 8 --max-model-len 4096 --kv-heads 256 --query-heads-per-kv 256 "
+       "--head-dim 4096",
+       "kvtopo: group 0: 65536 query heads x 4097 floats is 268500992 floats per query token, "
+       "beyond verify's 1048576; lower --kv-heads, --query-heads-per-kv, --head-dim, "
+       "--mla-query-heads or --mla-latent-dim\n"},
+  };
+  for (const auto& [flags, message] : cases) {
+    auto r = RunCli(std::string("verify ") + flags, /*merge_stderr=*/true);
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_EQ(r.out, message) << flags;
+  }
+}
+
 TEST(VerifyCli, UnknownFaultIsAUsageError) {
   auto r = RunCli(std::string(kSmallLaunch) + " --inject bogus", /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, 2);

@@ -323,9 +323,10 @@ TEST(VerifyFaults, DcpScaledRecurrentTableFailsAtTheFirstUnaddressableCheckpoint
   EXPECT_EQ(r.failure.check, "table");
   EXPECT_EQ(r.failure.group, recurrent);
   EXPECT_EQ(r.failure.request, 3);  // the max-length request
-  // cdiv(L, B * N) + S columns hold the checkpoints of cdiv(L, B * N) blocks; the next token
-  // needs one more.
-  EXPECT_EQ(r.failure.position, internal::CeilDiv(2048, g.block_size() * 4) * g.block_size());
+  // L 2048, B 16, N 4: cdiv(L, B * N) = 32 checkpoint columns (+ S) hold checkpoints up to
+  // 32 x 16 = 512 tokens; the next one, at position 512, needs one more.
+  ASSERT_EQ(g.block_size(), 16);
+  EXPECT_EQ(r.failure.position, 512);
   EXPECT_NE(r.failure.message.find("block table has"), std::string::npos) << r.failure.message;
 }
 
@@ -370,21 +371,24 @@ TEST(VerifyErrors, OptionsAndProcessCountsAreNamed) {
   EXPECT_EQ(bad.status().message(), "--decode-steps 0 is outside [1, 1000]");
   auto nothing = Verify(plan, {.num_requests = 0, .max_length_request = false}, *transport);
   ASSERT_FALSE(nothing.ok());
-  EXPECT_NE(nothing.status().message().find("leaves nothing to verify"), std::string::npos);
+  EXPECT_EQ(
+      nothing.status().message(),
+      "--requests 0 with --no-max-length-request leaves nothing to verify; ask for a request");
   auto tolerance = Verify(plan, {.max_relative_error = -1}, *transport);
   ASSERT_FALSE(tolerance.ok());
-  EXPECT_NE(tolerance.status().message().find("--max-relative-error"), std::string::npos);
+  EXPECT_EQ(tolerance.status().message(), "--max-relative-error -1 must be positive and finite");
   Threads three(3);
   auto reports = three.Run(plan, {});
   ASSERT_FALSE(reports[0].ok());
-  EXPECT_NE(reports[0].status().message().find("3 processes cannot share the 4 DCP ranks"),
-            std::string::npos);
+  EXPECT_EQ(reports[0].status().message(),
+            "3 processes cannot share the 4 DCP ranks evenly; run mpirun -n with a divisor of "
+            "--decode-context-parallel-size 4");
   const Plan tiny = SmallPlan({.max_len = 20});
   auto short_len = Verify(tiny, {}, *transport);
   ASSERT_FALSE(short_len.ok());
-  EXPECT_NE(short_len.status().message().find("--max-model-len 20 leaves no room"),
-            std::string::npos)
-      << short_len.status().message();
+  EXPECT_EQ(short_len.status().message(),
+            "--max-model-len 20 leaves no room for a prompt before 4 decode steps of 4 tokens; "
+            "raise --max-model-len or lower --decode-steps");
 }
 
 TEST(VerifySvg, PlotsEveryErrorPoint) {

@@ -47,6 +47,9 @@ TEST(LocalLength, MatchesBruteForceOverRandomInputs) {
   // Replicated and recurrent groups keep every token on every rank.
   const GroupGeometry replicated = MakeGeometry({.block_size = 16, .dcp = 4, .replicated = true});
   EXPECT_EQ(replicated.LocalLength(Rank{3}, TokenCount{37}).value(), 37);
+  const GroupGeometry recurrent =
+      MakeGeometry({.kind = CacheKind::kRecurrent, .block_size = 16, .dcp = 4});
+  EXPECT_EQ(recurrent.LocalLength(Rank{3}, TokenCount{37}).value(), 37);
 }
 
 TEST(LocalLength, BatchFormPadsAndShortSequencesStayOnRankZero) {

@@ -9,15 +9,6 @@
 
 namespace kvtopo::internal {
 
-bool LaunchedByMpiWithProcesses() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"}) {
-    if (const char* v = std::getenv(name)) {
-      if (std::atoi(v) > 1) return true;
-    }
-  }
-  return false;
-}
-
 namespace {
 Status MpiError(const char* call, int code) {
   char text[MPI_MAX_ERROR_STRING];

@@ -9,10 +9,6 @@
 
 namespace kvtopo::internal {
 
-// Whether an MPI launcher started this process with more than one process (its environment says
-// so: Open MPI's OMPI_COMM_WORLD_SIZE, PMIx's or PMI's size variables).
-bool LaunchedByMpiWithProcesses();
-
 // MPI_Init on creation, MPI_Finalize on destruction. Broadcast sends the size first; a message
 // or an all-gather beyond 2 GiB is an error.
 class MpiTransport final : public VerifyTransport {
