@@ -159,6 +159,8 @@ class GroupGeometry {
   friend Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec,
                                                     const ParallelConfig& parallel,
                                                     const GeometryOptions& options);
+  // Token-position slices of the slot mapping: dcp_shard_count for interleaved groups, else 1.
+  int64_t slot_shards() const { return interleaved_slots() ? dcp_shard_count_ : 1; }
   // The negative controls' deliberately wrong geometry (src/internal/injected_faults.h).
   friend GroupGeometry internal::DcpScaledRecurrentTable(const GroupGeometry& geometry);
 

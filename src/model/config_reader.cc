@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <optional>
+
+#include "internal/json_int.h"
+
 namespace kvtopo::internal {
 
 ConfigReader::ConfigReader(const nlohmann::json& obj, std::string file, std::string prefix)
@@ -42,10 +47,9 @@ Result<int64_t> ConfigReader::Int(std::string_view key) const {
   const nlohmann::json* v = Find(key);
   if (v == nullptr || v->is_null()) return Missing(key);
   if (!v->is_number_integer()) return IllTyped(key, "an integer");
-  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return IllTyped(key, "an integer that fits 64 bits");
-  }
-  return v->get<int64_t>();
+  const std::optional<int64_t> n = internal::JsonIntIn(*v, INT64_MIN, INT64_MAX);
+  if (!n) return IllTyped(key, "an integer that fits 64 bits");
+  return *n;
 }
 
 Result<int64_t> ConfigReader::IntOr(std::string_view key, int64_t fallback) const {
@@ -91,8 +95,9 @@ Result<std::vector<int64_t>> ConfigReader::IntList(std::string_view key) const {
   if (!v->is_array()) return IllTyped(key, "a list of integers");
   std::vector<int64_t> out;
   for (const nlohmann::json& e : *v) {
-    if (!e.is_number_integer()) return IllTyped(key, "a list of integers");
-    out.push_back(e.get<int64_t>());
+    const std::optional<int64_t> n = internal::JsonIntIn(e, INT64_MIN, INT64_MAX);
+    if (!n) return IllTyped(key, "a list of integers that fit 64 bits");
+    out.push_back(*n);
   }
   return out;
 }

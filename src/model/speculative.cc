@@ -128,8 +128,6 @@ Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view 
 
 namespace internal {
 
-std::span<const SpeculativeMethod> SpeculativeMethods() { return kMethodTable; }
-
 const SpeculativeMethod* FindSpeculativeMethod(std::string_view name) {
   for (const SpeculativeMethod& m : kMethodTable) {
     if (m.name == name) return &m;

@@ -3,7 +3,6 @@
 // method's row instead of comparing method names.
 #pragma once
 
-#include <span>
 #include <string_view>
 
 #include "kvtopo/launch.h"
@@ -50,8 +49,6 @@ struct SpeculativeMethod {
   bool dcp_needs_dspark_backend = false;
 };
 
-// Every accepted method, canonical names only (per-model MTP names are aliases of mtp).
-std::span<const SpeculativeMethod> SpeculativeMethods();
 // The row of a canonical method name; null when none.
 const SpeculativeMethod* FindSpeculativeMethod(std::string_view name);
 

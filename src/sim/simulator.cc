@@ -119,7 +119,9 @@ int64_t Simulator::BlocksToFit() const {
         std::min(max_model_len_,
                  r.spec->prompt_len + r.spec->decode_steps * (1 + spec_tokens_) + lookahead_ + 1);
     int64_t blocks = 0;
-    for (const PlannedGroup& g : plan_.groups) blocks += g.geometry.PagesForLength(len);
+    for (const PlannedGroup& g : plan_.groups) {
+      blocks += g.geometry.PagesForLength(len, options_.max_num_batched_tokens);
+    }
     need.push_back(blocks);
   }
   std::sort(need.rbegin(), need.rend());

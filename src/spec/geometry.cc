@@ -188,10 +188,7 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
     KVTOPO_ASSIGN_OR_RETURN(g.page_size_bytes_, PageSizeBytes(spec));
   }
 
-  g.required_columns_ = g.ColumnsFor(options.max_model_len);
-  if (g.placement_ == Placement::kRecurrent && spec.recurrent_mode == RecurrentMode::kNone) {
-    g.required_columns_ = 1 + g.num_speculative_blocks_;
-  }
+  g.required_columns_ = g.ColumnsFor(options.max_model_len);  // recurrent none: 1 + S
   g.manager_table_width_ = g.required_columns_;
   if (B <= 128) {
     const int64_t align = 128 / B;
@@ -270,23 +267,22 @@ int64_t GroupGeometry::PagesForLength(int64_t max_len, int64_t max_tokens_in_fli
 }
 
 SlotLayout GroupGeometry::SlotLayoutFor(Rank rank) const {
-  return SlotLayout{.num_shards = interleaved_slots() ? dcp_shard_count_ : 1,
+  return SlotLayout{.num_shards = slot_shards(),
                     .interleave = interleave_,
                     .kernel_block_size = kernel_block_size_,
                     .rank = rank};
 }
 
 int64_t GroupGeometry::OwnerSlice(TokenPos position) const {
-  return internal::OwnerSliceOf(position.value(), SlotLayoutFor(Rank{0}).num_shards, interleave_);
+  return internal::OwnerSliceOf(position.value(), slot_shards(), interleave_);
 }
 
 bool GroupGeometry::HoldsPosition(Rank rank, TokenPos position) const {
-  const int64_t n = SlotLayoutFor(rank).num_shards;
-  return OwnerSlice(position) == rank.value() % n;
+  return OwnerSlice(position) == rank.value() % slot_shards();
 }
 
 TokenCount GroupGeometry::LocalLength(Rank rank, TokenCount seq_len) const {
-  const int64_t n = SlotLayoutFor(rank).num_shards;
+  const int64_t n = slot_shards();
   if (n == 1) return seq_len;
   return TokenCount{
       internal::LocalLengthOfSlice(seq_len.value(), n, rank.value() % n, interleave_)};
@@ -295,8 +291,15 @@ TokenCount GroupGeometry::LocalLength(Rank rank, TokenCount seq_len) const {
 void GroupGeometry::LocalLengths(Rank rank, std::span<const int32_t> seq_lens,
                                  std::span<int32_t> out) const {
   KVTOPO_CHECK(out.size() >= seq_lens.size());
-  for (size_t i = 0; i < seq_lens.size(); ++i) {
-    out[i] = static_cast<int32_t>(LocalLength(rank, TokenCount{seq_lens[i]}).value());
+  const int64_t n = slot_shards();
+  if (n == 1) {
+    std::copy(seq_lens.begin(), seq_lens.end(), out.begin());
+  } else {
+    const int64_t slice = rank.value() % n;  // one slice for every row of the batch
+    for (size_t i = 0; i < seq_lens.size(); ++i) {
+      out[i] =
+          static_cast<int32_t>(internal::LocalLengthOfSlice(seq_lens[i], n, slice, interleave_));
+    }
   }
   std::fill(out.begin() + static_cast<std::ptrdiff_t>(seq_lens.size()), out.end(), 0);
 }

@@ -125,6 +125,11 @@ TEST(ReliabilityCli, ConfigFieldsOutOfRangeNameTheFileAndField) {
            {"kimi-k2.6", "text_config", "kv_lora_rank", uint64_t{1} << 63,
             "field 'text_config.kv_lora_rank' must be an integer that fits 64 bits, got "
             "9223372036854775808"},
+           // A list entry past 2^63 - 1 was read as -1.
+           {"kimi-linear-48b", "linear_attn_config", "full_attn_layers",
+            nlohmann::json::array({4, uint64_t{18446744073709551615u}}),
+            "field 'linear_attn_config.full_attn_layers' must be a list of integers that fit 64 "
+            "bits, got [4,18446744073709551615]"},
        }) {
     const std::string path = ConfigWith(c.profile, c.section, c.key, c.value);
     const auto r = RunCli("check " + path, /*merge_stderr=*/true);
