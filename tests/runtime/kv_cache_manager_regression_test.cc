@@ -12,12 +12,7 @@ namespace kvtopo {
 namespace {
 
 using testing::MakeGroup;
-
-std::vector<int32_t> Tokens(int64_t n, int32_t first = 0) {
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[i] = first + static_cast<int32_t>(i);
-  return out;
-}
+using testing::Tokens;
 
 std::vector<int64_t> ResidentColumns(const KVCacheManager& m, int64_t id, int32_t group) {
   std::vector<int64_t> out;

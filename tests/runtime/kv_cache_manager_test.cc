@@ -12,17 +12,12 @@ namespace {
 
 using testing::GroupParams;
 using testing::MakeGroup;
+using testing::Tokens;
 
 std::vector<int32_t> Row(const KVCacheManager& m, int64_t request, int32_t group = 0) {
   std::vector<int32_t> ids;
   for (BlockId b : m.BlockIds(RequestId{request}, GroupId{group})) ids.push_back(b.value());
   return ids;
-}
-
-std::vector<int32_t> Tokens(int32_t n, int32_t first = 0) {
-  std::vector<int32_t> t(n);
-  std::iota(t.begin(), t.end(), first);
-  return t;
 }
 
 std::unique_ptr<KVCacheManager> Make(std::vector<CacheGroup> groups, int32_t num_blocks,

@@ -12,17 +12,12 @@ namespace kvtopo {
 namespace {
 
 using testing::MakeGroup;
+using testing::Tokens;
 
 std::unique_ptr<KVCacheManager> Make(int32_t num_blocks = 16) {
   KVCacheManagerOptions o{.num_blocks = num_blocks, .hash_block_size = 16, .max_model_len = 4096};
   o.groups.push_back(MakeGroup({.kind = CacheKind::kFullAttention, .block_size = 16}));
   return KVCacheManager::Create(o).value();
-}
-
-std::vector<int32_t> Tokens(int32_t n) {
-  std::vector<int32_t> t(n);
-  std::iota(t.begin(), t.end(), 0);
-  return t;
 }
 
 void ExpectStatus(const Status& s, StatusCode code, const std::string& message) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <numeric>
+#include <vector>
 
 #include "kvtopo/geometry.h"
 #include "kvtopo/kv_cache_manager.h"
@@ -57,6 +59,13 @@ inline GroupGeometry MakeGeometry(const GroupParams& p) {
 
 inline CacheGroup MakeGroup(const GroupParams& p, bool volatile_last_block = false) {
   return CacheGroup{.geometry = MakeGeometry(p), .volatile_last_block = volatile_last_block};
+}
+
+// Prompt token ids first, first + 1, ..., n of them.
+inline std::vector<int32_t> Tokens(int64_t n, int32_t first = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
 }
 
 }  // namespace kvtopo::testing

@@ -71,35 +71,61 @@ TEST(VerifyAttention, AnEmptyRankIsTheMergeIdentityAndNaNIsAnInfiniteError) {
 }
 
 TEST(VerifyStep, RoundTripsAndRejectsMalformedMessages) {
-  StepMessage m{.step = 9};
+  // Every field distinct, so that a swapped or dropped field shows.
+  StepMessage m{.done = true, .step = 9};
   m.entries.push_back({.request = 3,
                        .row = 2,
                        .clear_row = true,
                        .first_position = 64,
                        .num_new = 4,
-                       .num_queries = 4,
-                       .tokens_from = 64,
-                       .token_ids = {5, 6, 7, 8},
+                       .num_queries = 3,
+                       .tokens_from = 62,
+                       .token_ids = {5, 6, 7, 8, 9, 10},
                        .updates = {{.first_column = 1, .block_ids = {BlockId(7), BlockId(9)}},
-                                   {.first_column = 0, .block_ids = {}}}});
+                                   {.first_column = 5, .block_ids = {BlockId(11)}}}});
+  m.entries.push_back({.request = 4,
+                       .row = 0,
+                       .table_only = true,
+                       .num_new = 1,
+                       .updates = {{.first_column = 0, .block_ids = {}},
+                                   {.first_column = 0, .block_ids = {BlockId(12)}}}});
   const std::vector<std::byte> bytes = EncodeStep(m);
   auto back = DecodeStep(bytes, 2);
-  ASSERT_TRUE(back.ok());
-  ASSERT_EQ(back->entries.size(), 1u);
-  const StepEntry& e = back->entries[0];
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->done);
   EXPECT_EQ(back->step, 9);
-  EXPECT_EQ(e.request, 3);
-  EXPECT_TRUE(e.clear_row);
-  EXPECT_FALSE(e.table_only);
-  EXPECT_EQ(e.token_ids, (std::vector<int32_t>{5, 6, 7, 8}));
-  EXPECT_EQ(e.updates[0].block_ids, (std::vector<BlockId>{BlockId(7), BlockId(9)}));
-  EXPECT_FALSE(DecodeStep(bytes, 3).ok());  // a group count that differs
+  ASSERT_EQ(back->entries.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    const StepEntry& want = m.entries[i];
+    const StepEntry& got = back->entries[i];
+    EXPECT_EQ(got.request, want.request);
+    EXPECT_EQ(got.row, want.row);
+    EXPECT_EQ(got.clear_row, want.clear_row);
+    EXPECT_EQ(got.table_only, want.table_only);
+    EXPECT_EQ(got.first_position, want.first_position);
+    EXPECT_EQ(got.num_new, want.num_new);
+    EXPECT_EQ(got.num_queries, want.num_queries);
+    EXPECT_EQ(got.tokens_from, want.tokens_from);
+    EXPECT_EQ(got.token_ids, want.token_ids);
+    ASSERT_EQ(got.updates.size(), 2u);
+    for (size_t g = 0; g < 2; ++g) {
+      EXPECT_EQ(got.updates[g].first_column, want.updates[g].first_column);
+      EXPECT_EQ(got.updates[g].block_ids, want.updates[g].block_ids);
+    }
+  }
+  const auto expect_malformed = [](const Result<StepMessage>& r) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+    EXPECT_EQ(r.status().message(), "verify: a malformed step message reached a rank");
+  };
+  expect_malformed(DecodeStep(bytes, 3));  // a group count that differs
   std::vector<std::byte> cut(bytes.begin(), bytes.end() - 8);
-  EXPECT_FALSE(DecodeStep(cut, 2).ok());
+  expect_malformed(DecodeStep(cut, 2));
   std::vector<std::byte> huge = bytes;
   const int64_t count = int64_t{1} << 60;  // the entry count, past what the bytes can hold
   std::memcpy(huge.data() + 16, &count, sizeof(count));
-  EXPECT_FALSE(DecodeStep(huge, 2).ok());
+  expect_malformed(DecodeStep(huge, 2));
 }
 
 }  // namespace
