@@ -15,6 +15,7 @@
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
 #include "model/architectures.h"
+#include "model/backend_knob.h"
 #include "model/embedded_profiles.h"
 #include "model/speculative_method.h"
 
@@ -25,6 +26,7 @@ using internal::CeilDiv;
 using internal::LayerType;
 using internal::ModelDescription;
 using internal::RawLayer;
+using internal::RoleKnob;
 
 bool HasIndexer(const ModelDescription& m) {
   return std::any_of(m.layers.begin(), m.layers.end(),
@@ -171,11 +173,6 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
     KVTOPO_ASSIGN_OR_RETURN(s.state, GdnState(raw.gdn, tp, o.num_speculative_tokens, conv, ssm));
   }
   return s;
-}
-
-std::string RoleKnob(const LayerSpec& s) {
-  return s.role == Role::kTarget ? "--attention-backend"
-                                 : "the speculative config's draft_attention_backend";
 }
 
 // What a layer's backend must support whatever the layout: its cache kind, head size, causality,

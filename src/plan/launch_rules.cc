@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "kvtopo/backend.h"
+#include "model/backend_knob.h"
 
 namespace kvtopo::internal {
 namespace {
@@ -37,11 +38,6 @@ class Findings {
   std::vector<Diagnostic>& out_;
   std::set<std::pair<std::string, std::string>> seen_;  // (code, message) dedupe
 };
-
-std::string RoleKnob(const LayerSpec& s) {
-  return s.role == Role::kTarget ? "--attention-backend"
-                                 : "the speculative config's draft_attention_backend";
-}
 
 // The final block must be one the backend's kernels run (or a multiple of one).
 void CheckKernelBlock(const Layer& l, Findings& f) {
