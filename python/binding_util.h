@@ -169,13 +169,6 @@ class IntsIn {
   std::span<const T> values_;
 };
 
-template <typename T>
-std::vector<T> ToIntVector(py::handle obj, std::string_view what) {
-  std::vector<T> scratch;
-  IntsIn<T> in(obj, what, scratch);
-  return {in.values().begin(), in.values().end()};
-}
-
 // ---- arrays handed to Python ---------------------------------------------------------------
 
 // A read-only memoryview over `size` items at `data`, which `owner` keeps alive (the view holds

@@ -202,7 +202,10 @@ void BindWorker(py::module_& m) {
   m.def(
       "holds_position",
       [](const GroupGeometry& g, int64_t rank, int64_t position) {
-        if (position < 0) RaisePython(PyExc_ValueError, "position must be non-negative");
+        if (position < 0) {
+          RaisePython(PyExc_ValueError,
+                      "position must be non-negative, got " + std::to_string(position));
+        }
         return g.HoldsPosition(CheckedRank(g, rank), TokenPos{position});
       },
       py::arg("geometry"), py::arg("rank"), py::arg("position"),
@@ -210,7 +213,10 @@ void BindWorker(py::module_& m) {
   m.def(
       "local_seq_len",
       [](const GroupGeometry& g, int64_t rank, int64_t seq_len) {
-        if (seq_len < 0) RaisePython(PyExc_ValueError, "seq_len must be non-negative");
+        if (seq_len < 0) {
+          RaisePython(PyExc_ValueError,
+                      "seq_len must be non-negative, got " + std::to_string(seq_len));
+        }
         return g.LocalLength(CheckedRank(g, rank), TokenCount{seq_len}).value();
       },
       py::arg("geometry"), py::arg("rank"), py::arg("seq_len"),
@@ -222,13 +228,19 @@ void BindWorker(py::module_& m) {
         const Rank r = CheckedRank(g, rank);
         std::vector<int32_t> scratch;
         const IntsIn<int32_t> lens(seq_lens, "seq_lens", scratch);
-        for (int32_t l : lens.values()) {
-          if (l < 0) RaisePython(PyExc_ValueError, "seq_lens must be non-negative");
+        for (size_t i = 0; i < lens.values().size(); ++i) {
+          if (lens.values()[i] < 0) {
+            RaisePython(PyExc_ValueError, "seq_lens[" + std::to_string(i) + "] is " +
+                                              std::to_string(lens.values()[i]) +
+                                              "; lengths are non-negative");
+          }
         }
         const int64_t n = static_cast<int64_t>(lens.values().size());
         const int64_t rows = num_rows.value_or(n);
-        if (rows < n || rows > (int64_t{1} << 31)) {
-          RaisePython(PyExc_ValueError, "num_rows must be in [len(seq_lens), 2^31]");
+        if (rows < n || rows > kMaxTableEntries) {
+          RaisePython(PyExc_ValueError, "num_rows must be in [len(seq_lens), " +
+                                            std::to_string(kMaxTableEntries) + "], got " +
+                                            std::to_string(rows));
         }
         std::vector<int32_t> out(rows, 0);
         g.LocalLengths(r, lens.values(), out);

@@ -137,6 +137,7 @@ struct ComputedBlocks {
   struct Stamp {
     const void* manager = nullptr;
     int64_t request = -1;
+    uint64_t registration = 0;  // the request's AddRequest: an id freed and added again differs
     uint64_t evictions = 0;
     uint64_t fingerprint = 0;
     bool operator==(const Stamp&) const = default;

@@ -114,6 +114,7 @@ struct alignas(64) RequestState {
   std::vector<int32_t> tokens;
   int64_t num_preemptions = 0;
   int64_t id = -1;
+  uint64_t registration = 0;      // which AddRequest of the manager this is (ids may be reused)
   uint64_t batch_mark = 0;        // the last admission or free batch that named this request
   std::vector<BlockHash> hashes;  // one per full hash block
   BlockHashExtraKeys extra;
@@ -154,6 +155,7 @@ struct KVCacheManager::Impl {
   ComputedBlocks admit_hits;                // AdmitBatch scratch
   std::vector<int32_t> batch_slots;         // batch calls: the requests' state slots
   uint64_t batch_mark = 0;                  // batch calls that must name each request once
+  uint64_t registrations = 0;               // AddRequest calls so far
   mutable std::vector<int32_t> check_refs;  // CheckInvariants scratch, per block
   mutable std::vector<int32_t> check_owner_group;
   mutable std::vector<int64_t> check_seen_in_row;
@@ -194,6 +196,7 @@ struct KVCacheManager::Impl {
     }
     return {.manager = this,
             .request = st.id,
+            .registration = st.registration,
             .evictions = pool.evictions(),
             .fingerprint = fingerprint};
   }
@@ -781,6 +784,7 @@ Status KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> pr
   m.index.Insert(request.value(), slot);
   RequestState& st = m.states[slot];
   st.id = request.value();
+  st.registration = ++m.registrations;
   st.live = true;
   st.running = false;
   st.last_quiet = false;

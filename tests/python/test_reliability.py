@@ -56,6 +56,16 @@ class ReliabilityTest(unittest.TestCase):
         self.assertEqual(str(e.exception),
                          "num_slots must be in [len(positions), 268435456], got 1099511627776")
 
+    def test_local_seq_lens_bounds_name_the_value(self):
+        geometry = self.group.geometry
+        with self.assertRaises(ValueError) as e:
+            kvtopo.local_seq_lens(geometry, 0, [3, -2])
+        self.assertEqual(str(e.exception), "seq_lens[1] is -2; lengths are non-negative")
+        with self.assertRaises(ValueError) as e:
+            kvtopo.local_seq_lens(geometry, 0, [3], num_rows=2**31)
+        self.assertEqual(str(e.exception),
+                         "num_rows must be in [len(seq_lens), 268435456], got 2147483648")
+
     def test_allocate_slots_lookahead_bound(self):
         # Returned success with no blocks (signed overflow).
         manager = kvtopo.KVCacheManager(self.plan)

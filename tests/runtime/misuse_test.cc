@@ -77,6 +77,31 @@ TEST(ManagerMisuse, RegisteringTwiceAndBadCounts) {
   m->CheckInvariants();
 }
 
+// A request id freed and added again with another prompt: the hits found for its first prompt
+// carry the first registration's stamp, so they are checked block by block and refused.
+TEST(ManagerMisuse, HitsOfAFreedIdDoNotPassForItsNextPrompt) {
+  auto m = Make();
+  ASSERT_TRUE(m->AddRequest(RequestId{1}, Tokens(40)).ok());
+  ASSERT_TRUE(m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{40}}).value());
+  ASSERT_TRUE(m->Free(RequestId{1}).ok());  // blocks 1 and 2 stay cached
+  ASSERT_TRUE(m->AddRequest(RequestId{1}, Tokens(40)).ok());
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{1}).value();
+  ASSERT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{2}}));
+  ASSERT_TRUE(m->Free(RequestId{1}).ok());
+  std::vector<int32_t> other = Tokens(40);
+  other[0] = 7;
+  ASSERT_TRUE(m->AddRequest(RequestId{1}, other).ok());
+  ExpectStatus(m->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{8},
+                                               .num_new_computed_tokens = TokenCount{32},
+                                               .computed = &hits})
+                   .status(),
+               StatusCode::kInvalidArgument,
+               "stale prefix hits: block 1 (group 0, column 0) no longer caches request 1's "
+               "content; call get_computed_blocks again");
+  EXPECT_TRUE(m->BlockIds(RequestId{1}, GroupId{0}).empty());
+  m->CheckInvariants();
+}
+
 TEST(ManagerMisuse, PrefixHitsMustBeCurrentOwnAndOnTheFirstAllocation) {
   auto m = Make();
   ASSERT_TRUE(m->AddRequest(RequestId{1}, Tokens(40)).ok());
