@@ -773,6 +773,17 @@ Status KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> pr
     return InvalidArgument(fmt::format("num_preemptions must be non-negative, got {}",
                                        request_options.num_preemptions));
   }
+  const std::vector<MultimodalItem>& mm = request_options.extra_keys.mm_items;
+  for (size_t i = 0; i < mm.size(); ++i) {
+    // Block hashing compares [offset, offset + length) with each block's positions.
+    const int64_t offset = mm[i].offset.value(), length = mm[i].length.value();
+    if (offset < 0 || length < 0 || length > std::numeric_limits<int64_t>::max() - offset) {
+      return InvalidArgument(fmt::format(
+          "mm_items[{}]: offset {} and length {} must be non-negative with a sum that fits 64 "
+          "bits",
+          i, offset, length));
+    }
+  }
   int32_t slot;
   if (!m.free_states.empty()) {
     slot = m.free_states.back();

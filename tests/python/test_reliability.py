@@ -66,6 +66,15 @@ class ReliabilityTest(unittest.TestCase):
         self.assertEqual(str(e.exception),
                          "num_rows must be in [len(seq_lens), 268435456], got 2147483648")
 
+    def test_mm_item_whose_end_overflows(self):
+        # offset + length past 2^63 - 1 was summed unchecked when blocks were hashed.
+        manager = kvtopo.KVCacheManager(self.plan)
+        with self.assertRaises(ValueError) as e:
+            manager.add_request("r", list(range(20)), mm_items=[("img", 2**62, 2**62)])
+        self.assertEqual(str(e.exception),
+                         "mm_items[0]: offset 4611686018427387904 and length 4611686018427387904 "
+                         "must be non-negative with a sum that fits 64 bits")
+
     def test_allocate_slots_lookahead_bound(self):
         # Returned success with no blocks (signed overflow).
         manager = kvtopo.KVCacheManager(self.plan)
