@@ -109,6 +109,7 @@ struct LaunchConfig {
   // ParseShardDraftRequest, or kOne for --shard-draft. Each method's row reads it
   // (docs/planner.md "Speculative methods").
   ShardDraftRequest shard_draft = ShardDraftRequest::kUnset;
+  std::string shard_draft_value;  // VLLM_DCP_SHARD_DRAFT as given (named by diagnostics)
   // VLLM_DSPARK_DRAFT_KV_WINDOW: > 0 bounds a DSpark draft's cache to a sliding window of this
   // many tokens (sliding-window MLA); 0 keeps the full draft cache.
   int64_t dspark_draft_kv_window = 0;

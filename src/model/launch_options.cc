@@ -505,7 +505,10 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   c.cache.async_scheduling =
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
-  if (o.dcp_shard_draft) c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
+  if (o.dcp_shard_draft) {
+    c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
+    c.shard_draft_value = *o.dcp_shard_draft;
+  }
   if (o.shard_draft.value_or(false)) c.shard_draft = ShardDraftRequest::kOne;
   if (o.kv_cache_memory) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));

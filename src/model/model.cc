@@ -425,6 +425,14 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const bool causal = draft_model->causal.value_or(row.causal);
     // Placement under DCP (fork_and_models.md A.1, A.4; DESIGN.md §3 rule 2).
     const bool replicated = N > 1 && internal::DraftIsReplicated(row, causal, config.shard_draft);
+    if (N > 1 && config.shard_draft == ShardDraftRequest::kOther &&
+        !config.shard_draft_value.empty()) {
+      // Every method's rule reads such a value as it reads an unset variable.
+      b.Add(Severity::kWarning, "dcp-shard-draft-unrecognized",
+            fmt::format("VLLM_DCP_SHARD_DRAFT '{}' is neither 1, true/yes nor 0/false/no; method "
+                        "'{}' reads it as unset: the draft cache is {} across the {} DCP ranks",
+                        config.shard_draft_value, method, replicated ? "replicated" : "sharded", N));
+    }
     AttentionOptions draft_opts{.role = Role::kDraft,
                                 .block_size = draft_block,
                                 .dtype = draft_dtype,

@@ -147,6 +147,29 @@ TEST(KimiK3, OnlyAnExplicitOneShardsTheExternalDspark) {
   for (const LayerSpec& s : Role_(*specs, Role::kDraft)) EXPECT_FALSE(s.dcp.replicated);
 }
 
+TEST(KimiK3, AnUnrecognizedShardDraftValueIsReadAsUnsetAndNamed) {
+  LaunchConfig c = DefaultLaunchConfig();
+  c.shard_draft = ParseShardDraftRequest("on");
+  c.shard_draft_value = "on";
+  auto specs = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(specs.ok());
+  for (const LayerSpec& s : Role_(*specs, Role::kDraft)) EXPECT_TRUE(s.dcp.replicated);
+  std::vector<std::string> messages;
+  for (const Diagnostic& d : specs->diagnostics) {
+    if (d.code == "dcp-shard-draft-unrecognized") messages.push_back(d.message);
+  }
+  ASSERT_EQ(messages.size(), 1u) << Codes(*specs);
+  EXPECT_EQ(messages[0],
+            "VLLM_DCP_SHARD_DRAFT 'on' is neither 1, true/yes nor 0/false/no; method 'dspark' "
+            "reads it as unset: the draft cache is replicated across the 16 DCP ranks");
+  // An empty value is read as unset too, without a warning.
+  c.shard_draft = ParseShardDraftRequest("");
+  c.shard_draft_value = "";
+  auto empty = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(HasCode(*empty, "dcp-shard-draft-unrecognized"));
+}
+
 TEST(KimiK3, NonB12xDraftBackendUnderDcpIsRejected) {
   LaunchConfig c = DefaultLaunchConfig();
   c.speculative->draft_attention_backend = "TRITON_MLA";
