@@ -27,10 +27,12 @@
 
 #include "binding_util.h"
 #include "internal/units.h"
+#include "internal/json_text.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
+#include "plan/plan_json.h"
 
 namespace kvtopo::python {
 namespace {
@@ -151,16 +153,6 @@ py::list DiagnosticsList(const std::vector<Diagnostic>& diagnostics) {
   return out;
 }
 
-nlohmann::json DiagnosticsJson(const std::vector<Diagnostic>& diagnostics) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Diagnostic& d : diagnostics) {
-    out.push_back({{"severity", std::string(SeverityName(d.severity))},
-                   {"code", d.code},
-                   {"message", d.message}});
-  }
-  return out;
-}
-
 // GroupGeometry's integer fields: its Python properties and its to_dict().
 struct GeometryField {
   const char* name;
@@ -275,9 +267,10 @@ void BindPlan(py::module_& m) {
       .def(
           "to_json",
           [](const CheckResult& c, int indent) {
-            return nlohmann::json{{"accepted", c.accepted},
-                                  {"diagnostics", DiagnosticsJson(c.diagnostics)}}
-                .dump(indent);
+            return internal::JsonText(
+                nlohmann::json{{"accepted", c.accepted},
+                               {"diagnostics", internal::DiagnosticsToJson(c.diagnostics)}},
+                indent);
           },
           py::arg("indent") = 2, "The JSON of `kvtopo check --json`.")
       .def("__repr__", [](const CheckResult& c) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "internal/json_text.h"
 
 namespace kvtopo::cli {
 namespace {
@@ -94,7 +95,7 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
       if (value.is_discarded() || value.is_object() || value.is_array()) value = text;
       spec[key] = value;
     }
-    o.speculative_config = spec.dump();
+    o.speculative_config = internal::JsonText(spec);
   }
   o.not_planned = f.not_planned;
   KVTOPO_RETURN_IF_ERROR(

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "internal/json_text.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
 #include "launch_flags.h"
@@ -46,10 +47,8 @@ int RunCheck(const PlanArgs& args) {
   if (!plan.ok()) return ReportError(plan.status());
   if (args.json) {
     nlohmann::json j = internal::PlanToJson(*plan);
-    std::printf("%s\n",
-                nlohmann::json{{"accepted", j["accepted"]}, {"diagnostics", j["diagnostics"]}}
-                    .dump(2)
-                    .c_str());
+    const nlohmann::json check{{"accepted", j["accepted"]}, {"diagnostics", j["diagnostics"]}};
+    std::printf("%s\n", internal::JsonText(check, 2).c_str());
   } else if (plan->accepted()) {
     std::printf("accepted: %s, %lld tokens of KV cache (%.2f max-length requests)\n",
                 plan->model.model_name.c_str(), static_cast<long long>(plan->capacity.max_tokens),

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "internal/json_text.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/simulate.h"
 #include "launch_flags.h"
@@ -201,7 +202,7 @@ int RunSimulate(const SimulateArgs& args) {
   if (options.progress) std::fputs("\r\033[K", stderr);
   if (!report.ok()) return ReportError(report.status());
   if (args.json) {
-    std::printf("%s\n", ReportJson(*report, *seed).dump(2).c_str());
+    std::printf("%s\n", internal::JsonText(ReportJson(*report, *seed), 2).c_str());
   } else {
     PrintReport(*report, *seed);
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "internal/json_text.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/verify.h"
 #include "launch_flags.h"
@@ -228,7 +229,7 @@ int RunVerify(VerifyArgs& args) {
   if (!report.ok()) return report_error(report.status());
   if (root) {
     if (args.json) {
-      std::printf("%s\n", ReportJson(*report).dump(2).c_str());
+      std::printf("%s\n", internal::JsonText(ReportJson(*report), 2).c_str());
     } else {
       PrintReport(*report, args.options);
     }

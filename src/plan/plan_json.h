@@ -10,5 +10,7 @@
 namespace kvtopo::internal {
 
 nlohmann::json PlanToJson(const Plan& plan);
+// The "diagnostics" array of that document: severity, code and message per finding.
+nlohmann::json DiagnosticsToJson(const std::vector<Diagnostic>& diagnostics);
 
 }  // namespace kvtopo::internal

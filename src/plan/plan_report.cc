@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "internal/json_text.h"
 #include "plan/plan_json.h"
 
 namespace kvtopo {
@@ -163,20 +164,24 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["hash_block_size"] = plan.hash_block_size;
   j["block_table_bytes_per_rank"] = plan.block_table_bytes_per_rank;
   j["max_model_len_that_fits"] = plan.max_model_len_that_fits;
-  json diags = json::array();
-  for (const Diagnostic& d : plan.diagnostics) {
-    diags.push_back({{"severity", std::string(SeverityName(d.severity))},
-                     {"code", d.code},
-                     {"message", d.message}});
-  }
-  j["diagnostics"] = std::move(diags);
+  j["diagnostics"] = DiagnosticsToJson(plan.diagnostics);
   return j;
+}
+
+nlohmann::json DiagnosticsToJson(const std::vector<Diagnostic>& diagnostics) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Diagnostic& d : diagnostics) {
+    out.push_back({{"severity", std::string(SeverityName(d.severity))},
+                   {"code", d.code},
+                   {"message", d.message}});
+  }
+  return out;
 }
 
 }  // namespace internal
 
 std::string PlanToJsonText(const Plan& plan, int indent) {
-  return internal::PlanToJson(plan).dump(indent);
+  return internal::JsonText(internal::PlanToJson(plan), indent);
 }
 
 std::string FormatPlanTable(const Plan& plan) {

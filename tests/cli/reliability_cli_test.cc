@@ -2,6 +2,7 @@
 // it enters with a message naming the flag (or the file and field) and the allowed range.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +24,37 @@ void ExpectCase(const Case& c) {
   const auto r = RunCli(c.args, /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.out;
   EXPECT_EQ(r.out, c.output) << c.args;
+}
+
+// Were aborts (nlohmann's dump threw on the bytes): text from a path, the environment or a
+// --speculative-config.KEY flag that is not UTF-8 reaches the output with U+FFFD in its place.
+TEST(ReliabilityCli, BytesThatAreNotUtf8AreWrittenAsReplacementCharacters) {
+  const std::string dir = ::testing::TempDir() + "/kvtopo_m\xff" "dir";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json")
+      << std::ifstream(std::string(KVTOPO_SOURCE_DIR) + "/profiles/gpt-oss-120b.json").rdbuf();
+  auto r = RunCli("plan '" + dir + "' -tp 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto plan = nlohmann::json::parse(r.out);
+  const std::string replaced = ::testing::TempDir() + "/kvtopo_m\xef\xbf\xbd" "dir";
+  EXPECT_EQ(plan["model"]["name"], replaced);
+  std::filesystem::remove_all(dir);
+
+  r = RunCli("check --json", /*merge_stderr=*/false, "VLLM_DCP_SHARD_DRAFT='on\xff'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto check = nlohmann::json::parse(r.out);
+  ASSERT_EQ(check["diagnostics"].size(), 1u) << r.out;
+  EXPECT_EQ(check["diagnostics"][0]["message"],
+            "VLLM_DCP_SHARD_DRAFT 'on\xef\xbf\xbd' is neither 1, true/yes nor 0/false/no; method "
+            "'dspark' reads it as unset: the draft cache is replicated across the 16 DCP ranks");
+
+  r = RunCli("plan --speculative-config.method 'dspark\xff'", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("kvtopo: --speculative-config: 'method' 'dspark\xef\xbf\xbd' is not "
+                        "accepted; accepted: eagle, ",
+                        0),
+            0u)
+      << r.out;
 }
 
 TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
