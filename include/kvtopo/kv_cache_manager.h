@@ -307,6 +307,8 @@ class KVCacheManager {
   friend class KVCacheManagerPeer;
   friend class KVCacheInspector;
   explicit KVCacheManager(std::unique_ptr<Impl> impl);
+  // The full per-group rules of one checked step. Callers try the quiet path (Impl::QuietStep)
+  // first, once, unless the step carries hits or external tokens or the request is not running.
   bool AllocateSlotsAt(RequestState& st, const SlotRequest& step);
   [[gnu::noinline]] Result<bool> AllocateSlotsChecked(RequestId request, RequestState* st,
                                                       const SlotRequest& step);

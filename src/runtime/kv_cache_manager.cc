@@ -121,6 +121,25 @@ struct alignas(64) RequestState {
   std::vector<Row> rows;  // per group
 };
 
+namespace {
+
+// The first column of `row` that the request's last successful allocation changed (the row's
+// size when it changed none).
+int64_t FirstChangedColumn(const RequestState& st, const Row& row) {
+  const int64_t size = static_cast<int64_t>(row.blocks.size());
+  return st.last_quiet ? size : std::min<int64_t>(row.update_from, size);
+}
+
+// Whether the request holds no column in any group (a prefix hit may only start such a row).
+bool HoldsNoColumns(const RequestState& st) {
+  for (const Row& row : st.rows) {
+    if (!row.blocks.empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 struct KVCacheManager::Impl {
   struct Group {
     CacheGroup spec;
@@ -912,6 +931,10 @@ Result<bool> KVCacheManager::AllocateSlotsChecked(RequestId request, RequestStat
                                                   const SlotRequest& step) {
   if (st == nullptr) return UnknownRequest(request);
   KVTOPO_RETURN_IF_ERROR(CheckSlotRequest(*st, step));
+  if ((step.num_new_computed_tokens.value() | step.num_external_computed_tokens.value()) == 0 &&
+      impl_->QuietStep(*st, step)) {
+    return true;
+  }
   return AllocateSlotsAt(*st, step);
 }
 
@@ -943,9 +966,7 @@ Status KVCacheManager::CheckSlotRequest(const RequestState& st, const SlotReques
         fmt::format("num_new_computed_tokens is {} but the prefix hits hold {} tokens", num_hit,
                     step.computed->num_tokens.value()));
   }
-  bool rows_empty = true;
-  for (const Row& row : st.rows) rows_empty = rows_empty && row.blocks.empty();
-  if (st.num_computed != 0 || !rows_empty) {
+  if (st.num_computed != 0 || !HoldsNoColumns(st)) {
     return InvalidArgument(
         fmt::format("prefix hits (num_new_computed_tokens) are only accepted on a request's "
                     "first allocation; request {} is running",
@@ -980,7 +1001,6 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
 
   const int64_t local = st.num_computed + num_new_computed;
   const int64_t total_computed = std::min(local + num_external, L);
-  if (num_new_computed == 0 && num_external == 0 && m.QuietStep(st, step)) return true;
   const int64_t free = m.pool.num_free_blocks();
   if (step.full_sequence_must_fit) {
     const int64_t n_full = std::min<int64_t>(static_cast<int64_t>(st.tokens.size()), L);
@@ -1077,7 +1097,7 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
       if (b.value() < 0 || b.value() >= m.pool.num_blocks()) {
         return InvalidArgument(fmt::format("computed block {} is not in the pool", b.value()));
       }
-      const BlockHash hash = g.hashes_per_block == 1 ? st.hashes[j] : m.CoarseHash(g, st, j);
+      const BlockHash hash = m.CoarseHash(g, st, j);
       if (!m.pool.CachesAs(b, hash, g.id)) {
         return InvalidArgument(fmt::format(
             "stale prefix hits: block {} (group {}, column {}) no longer caches request {}'s "
@@ -1091,22 +1111,17 @@ Status KVCacheManager::ValidateComputedBlocks(RequestId request, const ComputedB
 
 void KVCacheManager::AppendUpdates(const RequestState& st, bool ok, BatchResult& out) const {
   for (const Row& row : st.rows) {
-    int32_t from = 0;
-    if (ok && !st.last_quiet) {
-      const size_t size = row.blocks.size();
-      from = static_cast<int32_t>(std::min<int64_t>(row.update_from, size));
-      const size_t n = size - static_cast<size_t>(from);
-      if (n > 0) {  // memcpy wants non-null pointers even for 0 bytes (an empty output has none)
-        const size_t at = out.block_ids.size();
-        out.block_ids.resize(at + n);
-        // BlockId is an int32 wrapper: the row's tail is copied as plain ids.
-        static_assert(sizeof(BlockId) == sizeof(int32_t));
-        std::memcpy(out.block_ids.data() + at, row.blocks.data() + from, n * sizeof(int32_t));
-      }
-    } else if (ok) {
-      from = static_cast<int32_t>(row.blocks.size());
+    // A failed request reports no change: column 0, no ids.
+    const int64_t from = ok ? FirstChangedColumn(st, row) : 0;
+    const size_t n = ok ? row.blocks.size() - static_cast<size_t>(from) : 0;
+    if (n > 0) {  // memcpy wants non-null pointers even for 0 bytes (an empty output has none)
+      const size_t at = out.block_ids.size();
+      out.block_ids.resize(at + n);
+      // BlockId is an int32 wrapper: the row's tail is copied as plain ids.
+      static_assert(sizeof(BlockId) == sizeof(int32_t));
+      std::memcpy(out.block_ids.data() + at, row.blocks.data() + from, n * sizeof(int32_t));
     }
-    out.first_column.push_back(from);
+    out.first_column.push_back(static_cast<int32_t>(from));
     out.offsets.push_back(static_cast<int32_t>(out.block_ids.size()));
   }
 }
@@ -1201,9 +1216,7 @@ Status KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
   KVTOPO_RETURN_IF_ERROR(ResolveBatch(requests, /*admission=*/true));
   for (size_t i = 0; i < n; ++i) {
     const RequestState& st = impl_->states[impl_->batch_slots[i]];
-    bool rows_empty = true;
-    for (const Row& row : st.rows) rows_empty = rows_empty && row.blocks.empty();
-    if (st.running || st.num_computed != 0 || !rows_empty) {
+    if (st.running || st.num_computed != 0 || !HoldsNoColumns(st)) {
       return InvalidArgument(fmt::format("admission: request {} (index {}) is already running",
                                          requests[i].value(), i));
     }
@@ -1401,8 +1414,7 @@ KVCacheManager::RowUpdate KVCacheManager::LastUpdate(RequestId request, GroupId 
 KVCacheManager::RowUpdate KVCacheManager::LastUpdateAt(const RequestState& st,
                                                        GroupId group) const {
   const Row& row = st.rows.at(group.value());
-  const int64_t size = static_cast<int64_t>(row.blocks.size());
-  const int64_t from = st.last_quiet ? size : std::min<int64_t>(row.update_from, size);
+  const int64_t from = FirstChangedColumn(st, row);
   return RowUpdate{.first_column = from,
                    .block_ids = std::span<const BlockId>(row.blocks).subspan(from)};
 }
