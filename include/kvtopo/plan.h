@@ -130,6 +130,9 @@ struct Plan {
 
 // Plans `specs` under `inputs`. Configuration problems become error diagnostics in the plan
 // (the launch is rejected); malformed inputs (non-positive sizes, overflow) are errors.
+// The planner's rules only: the launch rules that check each planned layer against its
+// backend and its group's final geometry need the LaunchConfig, and PlanLaunch /
+// PlanLaunchSpecs run them after this. Call those to judge a launch.
 Result<Plan> PlanFromSpecs(const ModelCacheSpecs& specs, const PlanInputs& inputs);
 
 // The kernel block size for a manager block `block_size` on every backend of `traits`: B itself
@@ -148,8 +151,9 @@ inline constexpr int64_t kDefaultKvCacheMemoryBytes = int64_t{32} << 30;
 // when that is 0 too, kDefaultKvCacheMemoryBytes, and the plan says so.
 Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes = 0);
 
-// The second half of PlanLaunch: looks up the backends `specs` name and plans them under the
-// launch's parallel and cache options (for specs built elsewhere, e.g. from a parsed config).
+// The second half of PlanLaunch: looks up the backends `specs` name, plans them under the
+// launch's parallel and cache options (for specs built elsewhere, e.g. from a parsed config)
+// and runs the launch rules over the planned layout.
 Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& launch,
                              int64_t kv_cache_memory_bytes = 0);
 
