@@ -322,6 +322,8 @@ def main():
     ap.add_argument("--baseline", help="module dir of today's binding: side-by-side mode")
     ap.add_argument("--current", default="build/python", help="module dir (side-by-side mode)")
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error(f"--runs must be at least 1, got {args.runs}")
     if args.baseline:
         return side_by_side(args)
     import kvtopo as module
@@ -347,8 +349,8 @@ def main():
             print(f"{args.workload} {mode:8s} {r['per_unit_us']} ({r['unit']}; "
                   f"spread {r.get('spread_us')})")
         if "floor_us" in out:
-            print(f"{args.workload} floor    {out['floor_us']:.3f} (18 timed no-op calls per "
-                  "request)")
+            print(f"{args.workload} floor    {out['floor_us']:.3f} ({W2_CALLS} timed no-op calls "
+                  "per request)")
     return 0
 
 
