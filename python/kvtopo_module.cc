@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "binding_util.h"
-#include "internal/units.h"
 #include "internal/json_text.h"
+#include "internal/units.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"

@@ -428,10 +428,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     if (N > 1 && config.shard_draft == ShardDraftRequest::kOther &&
         !config.shard_draft_value.empty()) {
       // Every method's rule reads such a value as it reads an unset variable.
+      const char* placement = replicated ? "replicated" : "sharded";
       b.Add(Severity::kWarning, "dcp-shard-draft-unrecognized",
             fmt::format("VLLM_DCP_SHARD_DRAFT '{}' is neither 1, true/yes nor 0/false/no; method "
                         "'{}' reads it as unset: the draft cache is {} across the {} DCP ranks",
-                        config.shard_draft_value, method, replicated ? "replicated" : "sharded", N));
+                        config.shard_draft_value, method, placement, N));
     }
     AttentionOptions draft_opts{.role = Role::kDraft,
                                 .block_size = draft_block,
