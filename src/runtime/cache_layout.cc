@@ -7,8 +7,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "internal/checked_math.h"
+#include "internal/json_int.h"
 #include "kvtopo/kv_cache_manager.h"
 
 namespace kvtopo {
@@ -105,12 +107,12 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
                     int64_t min, int64_t max, int64_t& out) -> Status {
     if (!obj.contains(key)) return Status::Ok();
     const nlohmann::json& v = obj[key];
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max)) ||
-        v.get<int64_t>() < min || v.get<int64_t>() > max) {
+    const std::optional<int64_t> n = internal::JsonIntIn(v, min, max);
+    if (!n) {
       return InvalidArgument(fmt::format("{}: '{}' must be an integer in [{}, {}], got {}", where,
                                          key, min, max, v.dump()));
     }
-    out = v.get<int64_t>();
+    out = *n;
     return Status::Ok();
   };
   auto boolean = [](const nlohmann::json& obj, const std::string& where, const char* key,

@@ -105,6 +105,13 @@ TEST(CacheLayout, ErrorsNameTheKey) {
                 .status()
                 .message(),
             "cache layout: 'num_blocks' must be an integer in [1, 2147483647], got 0");
+  // Past 2^63 - 1: read as unsigned, never wrapped to a negative or in-range value.
+  EXPECT_EQ(ParseCacheLayoutJson(
+                R"({"num_blocks": 4, "max_model_len": 18446744073709551615, "groups": []})")
+                .status()
+                .message(),
+            "cache layout: 'max_model_len' must be an integer in [1, 9223372036854775807], got "
+            "18446744073709551615");
   EXPECT_EQ(ParseCacheLayoutJson(R"({"num_blocks": 4, "max_model_len": 8, "groups": [
       {"kind": "mla", "block_size": 16, "page_size_bytes": 1, "windw": 3}]})")
                 .status()
