@@ -4,10 +4,10 @@
 #include <string_view>
 
 #include "fuzz_targets.h"
+#include "internal/json_text.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
-#include "model/config_reader.h"
 
 namespace kvtopo::fuzz {
 namespace {

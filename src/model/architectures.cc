@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "internal/json_text.h"
 #include "kvtopo/limits.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"

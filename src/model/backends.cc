@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "internal/json_text.h"
 #include "kvtopo/backend.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"

@@ -51,7 +51,4 @@ class ConfigReader {
   std::string prefix_;
 };
 
-// Parses JSON text; a one-line InvalidArgument naming `what` on malformed input.
-Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what);
-
 }  // namespace kvtopo::internal

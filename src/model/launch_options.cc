@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "internal/checked_math.h"
+#include "internal/json_text.h"
 #include "internal/units.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"

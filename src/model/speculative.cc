@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "internal/json_int.h"
+#include "internal/json_text.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"

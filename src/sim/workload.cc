@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal/json_int.h"
+#include "internal/json_text.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "kvtopo/simulate.h"
@@ -23,9 +24,11 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
       if (end == text.size()) break;
       continue;
     }
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      return InvalidArgument(fmt::format("workload line {}: not a JSON object", line_no));
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j,
+                            internal::ParseJsonText(line, fmt::format("workload line {}", line_no)));
+    if (!j.is_object()) {
+      return InvalidArgument(
+          fmt::format("workload line {}: expected a JSON object, got {}", line_no, j.type_name()));
     }
     WorkloadRequest r;
     auto field = [&](const char* name, int64_t& out, bool required, int64_t min,

@@ -162,7 +162,11 @@ TEST(Workload, JsonLinesParseAndErrors) {
   EXPECT_EQ(ParseWorkloadJsonl("{\"decode_steps\": 4}").status().message(),
             "workload line 1: field 'prompt_len' is missing");
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4}\n{oops").status().message(),
-            "workload line 2: not a JSON object");
+            "workload line 2 is not valid JSON: [json.exception.parse_error.101] parse error at "
+            "line 1, column 2: syntax error while parsing object key - invalid literal; last "
+            "read: '{o'; expected string literal");
+  EXPECT_EQ(ParseWorkloadJsonl("[4]").status().message(),
+            "workload line 1: expected a JSON object, got array");
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": -4}").status().message(),
             "workload line 1: field 'prompt_len' must be an integer in [1, 2147483647], got -4");
   // Values past 2^63 - 1 used to wrap: shared_prefix_id 2^64 - 1 was read as -1 (no prefix).
