@@ -11,6 +11,7 @@
 
 #include "internal/checked_math.h"
 #include "internal/json_int.h"
+#include "internal/json_text.h"
 #include "kvtopo/kv_cache_manager.h"
 
 namespace kvtopo {
@@ -99,8 +100,7 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
 }
 
 Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgument("cache layout: not valid JSON");
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, internal::ParseJsonText(text, "cache layout"));
   if (!j.is_object()) return InvalidArgument("cache layout: expected a JSON object");
   CacheLayout layout;
   auto integer = [](const nlohmann::json& obj, const std::string& where, const char* key,

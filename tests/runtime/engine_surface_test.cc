@@ -94,6 +94,10 @@ TEST(CacheLayout, SlidingWindowPlusMambaHitsAtTheLcm) {
 }
 
 TEST(CacheLayout, ErrorsNameTheKey) {
+  EXPECT_EQ(ParseCacheLayoutJson(R"({"num_blocks": 4,})").status().message(),
+            "cache layout is not valid JSON: [json.exception.parse_error.101] parse error at line "
+            "1, column 18: syntax error while parsing object key - unexpected '}'; expected "
+            "string literal");
   EXPECT_EQ(ParseCacheLayoutJson(R"({"num_blocks": 4, "max_model_len": 8, "groups": [
       {"kind": "full", "block_size": 16, "page_size_bytes": 1}]})")
                 .status()
