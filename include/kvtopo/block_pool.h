@@ -8,10 +8,10 @@
 //   recently freed first), freeing appends to the tail, a prefix hit unlinks from the middle in
 //   O(1). The list holds truly free blocks and evictable cached ones (ref count 0, still hashed).
 // - The prefix-cache map is a flat open-addressing table from (128-bit block hash, group id) to
-//   block. Duplicates among blocks in use are allowed (a newly full block is not deduplicated,
-//   so block tables stay append-only); a lookup returns one of them. A cached block stays
-//   hit-able after it is freed and loses its hash lazily, when it is reallocated, or when a new
-//   block caches the same (hash, group): the new block then takes the free block's entry.
+//   block, 8 bytes a slot. Duplicates among blocks in use are allowed (a newly full block is not
+//   deduplicated, so block tables stay append-only); a lookup returns one of them. A cached block
+//   stays hit-able after it is freed and loses its hash lazily, when it is reallocated, or when a
+//   new block caches the same (hash, group): the new block then takes the free block's entry.
 //
 // Invariants (CheckInvariants): a block is in the free list iff its ref count is 0; the free
 // list is a well-formed cycle through the sentinel and its length is num_free_blocks(); every
@@ -147,12 +147,12 @@ class BlockPool {
     int32_t group = -1;  // cached under (hash, group) when >= 0
     BlockHash hash;
   };
-  // A map entry: the hash's low word (which picks the home slot), the group and the block. The
-  // high word is compared through the block's metadata, which a hit reads next anyway.
+  // A map entry: 32 bits of the key (the hash's low word mixed with the group; its low bits are
+  // the home slot) and the block. A key match is confirmed through the block's metadata (the
+  // full hash), which a hit reads next anyway.
   struct Slot {
-    uint64_t hash_low = 0;
-    int32_t group = -1;  // -1: empty slot
-    int32_t block = 0;
+    uint32_t key = 0;
+    int32_t block = 0;  // 0: empty slot (the null block is never cached)
   };
 
   static int32_t Index(BlockId block) { return block.value(); }
@@ -163,13 +163,20 @@ class BlockPool {
   template <bool kReversed>
   void FreeInOrder(std::span<const BlockId> blocks);
   void Evict(int32_t i);
-  size_t SlotOf(uint64_t hash_low, int32_t group) const {
+  static uint32_t KeyOf(uint64_t hash_low, int32_t group) {
     // The hash is already uniform; fold the group in so groups do not share probe runs.
-    return (hash_low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull)) & map_mask_;
+    return static_cast<uint32_t>(hash_low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull));
   }
-  bool Matches(const Slot& slot, const BlockHash& hash, int32_t group) const {
-    return slot.group == group && slot.hash_low == hash.low &&
-           meta_[slot.block].hash.high == hash.high;
+  // The capacity is at most 2^32 (num_blocks < 2^31), so the key's bits name any slot.
+  size_t SlotOf(uint64_t hash_low, int32_t group) const {
+    return KeyOf(hash_low, group) & map_mask_;
+  }
+  size_t HomeOf(const Slot& slot) const { return slot.key & map_mask_; }
+  // Whether `slot` holds (hash, group), given key = KeyOf(hash.low, group). With the full hash
+  // equal, equal keys mean equal groups (the key's group term, group * C with C odd, is a
+  // bijection of the group's low 32 bits), so the group needs no load of its own.
+  bool Matches(const Slot& slot, uint32_t key, const BlockHash& hash) const {
+    return slot.key == key && meta_[slot.block].hash == hash;
   }
   void MapErase(int32_t block);
 
@@ -237,10 +244,11 @@ void BlockPool::FreeInOrder(std::span<const BlockId> blocks) {
 inline std::optional<BlockId> BlockPool::Lookup(const BlockHash& hash, GroupId group) const {
   if (!caching_) return std::nullopt;
   const int32_t g = group.value();
-  for (size_t s = SlotOf(hash.low, g);; s = (s + 1) & map_mask_) {
+  const uint32_t key = KeyOf(hash.low, g);
+  for (size_t s = key & map_mask_;; s = (s + 1) & map_mask_) {
     const Slot& slot = map_[s];
-    if (slot.group < 0) return std::nullopt;
-    if (Matches(slot, hash, g)) return BlockId{slot.block};
+    if (slot.block == 0) return std::nullopt;
+    if (Matches(slot, key, hash)) return BlockId{slot.block};
   }
 }
 
@@ -256,10 +264,11 @@ inline int64_t BlockPool::MatchPrefix(std::span<const BlockHash> hashes, GroupId
   for (size_t k = 0; k < n; ++k) {
     if (k + kAhead < n) __builtin_prefetch(&map_[SlotOf(hashes[k + kAhead].low, g)]);
     const BlockHash& hash = hashes[k];
-    for (size_t s = SlotOf(hash.low, g);; s = (s + 1) & map_mask_) {
+    const uint32_t key = KeyOf(hash.low, g);
+    for (size_t s = key & map_mask_;; s = (s + 1) & map_mask_) {
       const Slot& slot = map_[s];
-      if (slot.group < 0) return static_cast<int64_t>(k);
-      if (Matches(slot, hash, g)) {
+      if (slot.block == 0) return static_cast<int64_t>(k);
+      if (Matches(slot, key, hash)) {
         out[k] = BlockId{slot.block};
         break;
       }
@@ -272,10 +281,11 @@ inline void BlockPool::Insert(int32_t i, const BlockHash& hash, int32_t g) {
   Meta& m = meta_[i];
   m.group = g;
   m.hash = hash;
-  size_t s = SlotOf(hash.low, g);
-  for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
+  const uint32_t key = KeyOf(hash.low, g);
+  size_t s = key & map_mask_;
+  for (; map_[s].block != 0; s = (s + 1) & map_mask_) {
     Slot& slot = map_[s];
-    if (Matches(slot, hash, g) && meta_[slot.block].ref_count == 0) {
+    if (Matches(slot, key, hash) && meta_[slot.block].ref_count == 0) {
       // The same content is cached by a free (evictable) block: the new block takes its entry
       // and the old one becomes a plain free block. Every lookup still finds this content, and
       // re-caching a prompt does not pile duplicate keys into one probe run.
@@ -287,7 +297,7 @@ inline void BlockPool::Insert(int32_t i, const BlockHash& hash, int32_t g) {
       return;
     }
   }
-  map_[s] = Slot{.hash_low = hash.low, .group = g, .block = i};
+  map_[s] = Slot{.key = key, .block = i};
   ++map_size_;
 }
 

@@ -84,15 +84,15 @@ BlockId BlockPool::AllocateOne() {
 void BlockPool::MapErase(int32_t block) {
   const Meta& m = meta_[block];
   size_t s = SlotOf(m.hash.low, m.group);
-  while (map_[s].block != block || map_[s].group < 0) {
-    KVTOPO_CHECK(map_[s].group >= 0);
+  while (map_[s].block != block) {
+    KVTOPO_CHECK(map_[s].block != 0);
     s = (s + 1) & map_mask_;
   }
   // Backward-shift deletion: pull later entries of the run into the hole when their home slot
   // does not lie cyclically in (hole, current].
   size_t hole = s;
-  for (size_t j = (s + 1) & map_mask_; map_[j].group >= 0; j = (j + 1) & map_mask_) {
-    const size_t home = SlotOf(map_[j].hash_low, map_[j].group);
+  for (size_t j = (s + 1) & map_mask_; map_[j].block != 0; j = (j + 1) & map_mask_) {
+    const size_t home = HomeOf(map_[j]);
     const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (!stays) {
       map_[hole] = map_[j];
@@ -181,9 +181,9 @@ void BlockPool::CheckInvariants() const {
       ++hashed;
       size_t s = SlotOf(m.hash.low, m.group);
       bool found = false;
-      for (; map_[s].group >= 0; s = (s + 1) & map_mask_) {
+      for (; map_[s].block != 0; s = (s + 1) & map_mask_) {
         if (map_[s].block == i) {
-          KVTOPO_CHECK(map_[s].group == m.group && map_[s].hash_low == m.hash.low);
+          KVTOPO_CHECK(map_[s].key == KeyOf(m.hash.low, m.group));
           found = true;
           break;
         }
@@ -193,11 +193,11 @@ void BlockPool::CheckInvariants() const {
   }
   int32_t entries = 0;
   for (const Slot& slot : map_) {
-    if (slot.group < 0) continue;
+    if (slot.block == 0) continue;
     ++entries;
     KVTOPO_CHECK(slot.block > 0 && slot.block < n);
-    KVTOPO_CHECK(meta_[slot.block].group == slot.group &&
-                 meta_[slot.block].hash.low == slot.hash_low);
+    const Meta& m = meta_[slot.block];
+    KVTOPO_CHECK(m.group >= 0 && slot.key == KeyOf(m.hash.low, m.group));
   }
   KVTOPO_CHECK(entries == hashed && entries == map_size_);
 }
