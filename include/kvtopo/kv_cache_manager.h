@@ -131,13 +131,14 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text);
 struct ComputedBlocks {
   std::vector<std::vector<BlockId>> blocks;  // [group][column]
   TokenCount num_tokens{0};
-  // Where and when GetComputedBlocks found these hits (the manager, the request, the pool's
-  // eviction count and a fingerprint of `blocks`): AllocateSlots re-validates every hit block
-  // only when something changed since.
+  // Where and when GetComputedBlocks found these hits (the manager, the request's registration,
+  // the pool's eviction count and a fingerprint of `blocks`): AllocateSlots re-validates every
+  // hit block only when something changed since.
   struct Stamp {
     const void* manager = nullptr;
-    int64_t request = -1;
-    uint64_t registration = 0;  // the request's AddRequest: an id freed and added again differs
+    // Which AddRequest of the manager the request is: unique per call, so it names the request
+    // too, and an id freed and added again differs.
+    uint64_t registration = 0;
     uint64_t evictions = 0;
     uint64_t fingerprint = 0;
     bool operator==(const Stamp&) const = default;

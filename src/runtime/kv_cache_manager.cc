@@ -214,7 +214,6 @@ struct KVCacheManager::Impl {
       }
     }
     return {.manager = this,
-            .request = st.id,
             .registration = st.registration,
             .evictions = pool.evictions(),
             .fingerprint = fingerprint};
