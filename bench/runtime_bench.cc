@@ -188,11 +188,13 @@ BENCHMARK(BM_AllocateSlotsHybridDecode)->Iterations(4096);
 // then Free. Arg 0: a fresh pool each time (as a single run of the workload sees it); arg 1: the
 // pool of the previous iteration, whose cached blocks are evicted as they are reallocated; arg 2:
 // a fresh pool whose memory has left the core's caches before the growth starts (64 MiB written
-// after AddRequest, untimed), as a caller that did other work since creating the pool sees it.
-// The prompt's block hashes are computed at AddRequest, outside the timing.
+// after AddRequest, untimed), as a caller that did other work since creating the pool sees it;
+// arg 3: arg 2 with prefix caching off (the same growth without the map inserts). The prompt's
+// block hashes are computed at AddRequest, outside the timing.
 void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
   const bool warm_pool = state.range(0) == 1;
-  const bool flush_caches = state.range(0) == 2;
+  const bool flush_caches = state.range(0) >= 2;
+  const bool caching = state.range(0) != 3;
   std::vector<char> flush(flush_caches ? size_t{64} << 20 : 0);
   const int64_t kTokens = 1'000'000;
   const int64_t kChunk = 768;
@@ -201,7 +203,8 @@ void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
   std::iota(prompt.begin(), prompt.end(), 0);
   // The plan `kvtopo simulate --workload w4` runs: one full-attention group of 64-token blocks.
   const KVCacheManagerOptions options =
-      KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w4", 0).value(), kTokens / kBlock + 2)
+      KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w4", 0).value(), kTokens / kBlock + 2,
+                                      caching)
           .value();
   auto m = KVCacheManager::Create(options).value();
   int64_t request = 0;
@@ -227,7 +230,12 @@ void BM_GrowOneRequestToAMillionTokens(benchmark::State& state) {
   state.counters["allocation_steps"] =
       benchmark::Counter(static_cast<double>(calls) / static_cast<double>(state.iterations()));
 }
-BENCHMARK(BM_GrowOneRequestToAMillionTokens)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GrowOneRequestToAMillionTokens)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(3)
+    ->Unit(benchmark::kMillisecond);
 
 // W2 in steady state: requests one after another on a pool of 4,096 blocks of 16 tokens, each
 // a 4,096-token shared prefix + 256 unique tokens, admitted with its prefix hit (get computed
