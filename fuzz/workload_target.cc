@@ -17,8 +17,9 @@ Reached FuzzWorkload(const uint8_t* data, size_t size) {
   if (workload->requests.size() > 16) return Reached::kStopped;
   int64_t tokens = 0;
   for (const WorkloadRequest& r : workload->requests) {
-    if (r.arrival_step > 64 || r.prompt_len > 4096 || r.decode_steps > 4096)
+    if (r.arrival_step > 64 || r.prompt_len > 4096 || r.decode_steps > 4096) {
       return Reached::kStopped;
+    }
     tokens += r.prompt_len + r.decode_steps;
   }
   if (tokens > 4096) return Reached::kStopped;
