@@ -1,6 +1,8 @@
 // `kvtopo simulate`: the no-weight reproducer.
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -64,6 +66,7 @@ nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
           {"groups", groups},
           {"ranks", ranks},
           {"invariant_checks", r.invariant_checks},
+          {"pool_checks", r.pool_checks},
           {"invariant_violations", r.invariant_violations},
           {"first_violation", r.first_violation},
           {"first_violation_tokens", r.first_violation_tokens},
@@ -115,9 +118,16 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
         static_cast<long long>(r.ranks[0].peak_local_tokens), r.ranks.size() - 1,
         static_cast<long long>(r.ranks.back().peak_local_tokens));
   }
-  std::printf("checks     %lld invariant checks, %lld violations\n",
+  std::printf("checks     %lld invariant checks, %lld violations",
               static_cast<long long>(r.invariant_checks),
               static_cast<long long>(r.invariant_violations));
+  if (r.pool_checks != r.invariant_checks) {
+    // A large pool: the manager's whole-pool walk ran at steps 1, 2, 4, ... and at the end.
+    std::printf(" (whole-pool check %lld times: after steps 1, 2, 4, ... and at the end, the pool "
+                "having %lld blocks)",
+                static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks));
+  }
+  std::printf("\n");
   if (!r.first_violation.empty()) {
     std::printf("VIOLATION  at %lld tokens: %s\n", static_cast<long long>(r.first_violation_tokens),
                 r.first_violation.c_str());
@@ -165,12 +175,26 @@ int RunSimulate(const SimulateArgs& args) {
   if (!config.ok()) return ReportError(config.status());
   Result<Plan> plan = InvalidArgument("unplanned");
   if (args.launch.model.empty() && args.workload_file.empty() && args.workload != "million") {
-    // The built-in synthetic workloads plan their own model; a budget given still sizes the pool.
+    // The built-in synthetic workloads plan their own model: the pool's size options apply, and
+    // any other launch option is refused rather than ignored.
     auto options = ToLaunchOptions(args.launch);
     if (!options.ok()) return ReportError(options.status());
+    for (const LaunchOption& option : LaunchOptionTable()) {
+      if (option.name == "kv_cache_memory" || option.name == "num_gpu_blocks_override") continue;
+      const bool given = std::visit(
+          [&](auto field) { return ((*options).*field).has_value(); }, option.field);
+      if (!given) continue;
+      std::string flag(option.name);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      return ReportError(InvalidArgument(fmt::format(
+          "--{} does not apply to --workload {}, which plans its own synthetic model; pass a "
+          "MODEL to run the workload on a launch of yours",
+          flag, args.workload)));
+    }
     auto memory = KvCacheMemoryBytes(*options);
     if (!memory.ok()) return ReportError(memory.status());
-    plan = DefaultPlanForWorkload(args.workload, *memory);
+    plan = DefaultPlanForWorkload(args.workload, *memory,
+                                  options->num_gpu_blocks_override.value_or(0));
   } else {
     plan = PlanLaunch(*config);
   }
@@ -183,10 +207,19 @@ int RunSimulate(const SimulateArgs& args) {
   options.inject_dcp_scaled_recurrent_table = args.inject;
   options.check_slot_mapping = !args.no_slot_checks;
   options.check_invariants = !args.no_invariant_checks;
-  if (!plan->kv_cache_memory_is_default) options.num_blocks = plan->pool.num_blocks;
+  // A pool the user sized (memory or blocks); else the simulator sizes it to fit the workload.
+  const bool pool_given =
+      !plan->kv_cache_memory_is_default || plan->cache.num_gpu_blocks_override > 0;
+  if (pool_given) {
+    options.num_blocks = plan->pool.num_blocks;
+    options.num_blocks_source = plan->cache.num_gpu_blocks_override > 0
+                                    ? "--num-gpu-blocks-override"
+                                    : "--kv-cache-memory";
+  }
   // W2 runs on a pool of 4,096 blocks, as the reference shape states.
-  if (args.workload == "w2" && plan->kv_cache_memory_is_default && args.launch.model.empty()) {
+  if (args.workload == "w2" && !pool_given && args.launch.model.empty()) {
     options.num_blocks = 4096;
+    options.num_blocks_source = "the W2 reference shape";
   }
   if (!args.json && isatty(STDERR_FILENO)) {
     options.progress = [](int64_t done, int64_t total) {

@@ -58,8 +58,10 @@ std::vector<std::string> BuiltinWorkloadNames();
 // The plans the built-ins run on without a model: "decode-steady" and "prefix-hit" a synthetic
 // model with one full-attention group of 16-token blocks; "hybrid" one full-attention, one
 // sliding-window (4,096) and one recurrent align group of 16-token blocks; "million" the seeds'
-// default launch. `kv_cache_memory_bytes` 0: the pool is sized by the simulator.
-Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memory_bytes);
+// default launch. `kv_cache_memory_bytes` 0: the pool is sized by the simulator;
+// `num_gpu_blocks_override` > 0 sets the pool's blocks as --num-gpu-blocks-override does.
+Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memory_bytes,
+                                    int64_t num_gpu_blocks_override = 0);
 
 struct SimulateOptions {
   int64_t max_num_batched_tokens = 8192;  // token budget per step
@@ -69,8 +71,15 @@ struct SimulateOptions {
   bool enable_prefix_caching = true;
   bool check_invariants = true;
   bool check_slot_mapping = true;
+  // The manager's own CheckInvariants walks the whole pool and prefix-cache map (O(pool)). Pools
+  // of up to this many blocks run it after every step; larger pools after steps 1, 2, 4, 8, ...
+  // and once more at the end, so checking costs O(pool x log steps), not O(pool x steps). The
+  // simulator's own checks (ownership, every rank's table, slot mapping) still run every step.
+  int64_t whole_pool_check_max_blocks = int64_t{1} << 16;
   // 0: size the pool so the workload fits (its concurrent requests at full length); else blocks.
   int64_t num_blocks = 0;
+  // Where num_blocks came from, as the report and the pool-size error name it (the CLI: its flag).
+  std::string num_blocks_source = "SimulateOptions::num_blocks";
   // Demonstration: recurrent worker tables DCP-scaled (cdiv(L, B*N) + S columns), as engines
   // built them before the per-group geometry.
   bool inject_dcp_scaled_recurrent_table = false;
@@ -114,7 +123,9 @@ struct SimulateReport {
   // requests release theirs; and the fewest after any step.
   int64_t free_pages_after_last_step = 0;
   int64_t min_free_pages = std::numeric_limits<int64_t>::max();
-  int64_t invariant_checks = 0;
+  int64_t invariant_checks = 0;  // steps checked
+  // Runs of the manager's whole-pool check (see SimulateOptions::whole_pool_check_max_blocks).
+  int64_t pool_checks = 0;
   int64_t invariant_violations = 0;
   std::string first_violation;
   int64_t first_violation_tokens = 0;  // request length at the first violation

@@ -63,7 +63,8 @@ class Simulator {
   void Finish(SimRequest& r);
   int64_t PrefillChunk(const SimRequest& r, int64_t computed, int64_t budget) const;
   void ApplyWorkerUpdates(const Scheduled& s);
-  void CheckStep();
+  void CheckStep(int64_t step);
+  bool LargePool() const { return report_.num_blocks > options_.whole_pool_check_max_blocks; }
   void CheckSlots(const Scheduled& s);
   void Violation(std::string message, int64_t tokens);
   // The simulator only makes calls the runtime accepts; a refusal is a violation.
@@ -173,14 +174,15 @@ Status Simulator::Setup() {
         "sized to fit: 1 null block + the {} largest concurrent requests at full length",
         std::min<size_t>(requests_.size(), options_.max_num_seqs));
   } else {
-    report_.pool_sizing = fmt::format("{} blocks from --kv-cache-memory", num_blocks);
+    report_.pool_sizing = fmt::format("{} blocks from {}", num_blocks, options_.num_blocks_source);
   }
   // Block metadata, ownership stamps and per-rank tables are held in memory: keep them bounded.
   constexpr int64_t kMaxBlocks = int64_t{1} << 26;
   if (num_blocks > kMaxBlocks) {
     return OutOfRange(fmt::format(
-        "a pool of {} blocks is beyond the simulator's {} blocks; lower --kv-cache-memory",
-        num_blocks, kMaxBlocks));
+        "a pool of {} blocks (from {}) is beyond the simulator's {} blocks", num_blocks,
+        options_.num_blocks > 0 ? options_.num_blocks_source : "sizing to fit the workload",
+        kMaxBlocks));
   }
   if (options_.max_num_seqs <= 0 || options_.max_num_seqs > (int64_t{1} << 16)) {
     return InvalidArgument(fmt::format(
@@ -356,9 +358,12 @@ void Simulator::CheckSlots(const Scheduled& s) {
 
 // Every non-null block belongs to one (group, column) across all live rows (shared prefix
 // blocks repeat only at that place), and every rank's table holds the manager's block there.
-void Simulator::CheckStep() {
+void Simulator::CheckStep(int64_t step) {
   ++report_.invariant_checks;
-  manager_->CheckInvariants();
+  if (!LargePool() || (step & (step - 1)) == 0) {
+    manager_->CheckInvariants();
+    ++report_.pool_checks;
+  }
   ++epoch_;
   std::fill(pages_now_.begin(), pages_now_.end(), 0);
   for (SimRequest* r : running_) {
@@ -569,7 +574,7 @@ Result<SimulateReport> Simulator::Run() {
       if (options_.check_slot_mapping) CheckSlots(s);
       if (stop_) break;
     }
-    if (options_.check_invariants && !stop_) CheckStep();
+    if (options_.check_invariants && !stop_) CheckStep(step);
     if (stop_) break;
     report_.free_pages_after_last_step = manager_->num_free_blocks();
     report_.min_free_pages = std::min(report_.min_free_pages, report_.free_pages_after_last_step);
@@ -577,6 +582,10 @@ Result<SimulateReport> Simulator::Run() {
     if (options_.progress && step % 64 == 0) {
       options_.progress(report_.tokens_scheduled, expected_tokens);
     }
+  }
+  if (options_.check_invariants && !stop_ && LargePool()) {
+    manager_->CheckInvariants();  // the end state: every finished request has released its blocks
+    ++report_.pool_checks;
   }
   report_.steps = step;
   report_.wall_seconds = Seconds(Clock::now() - wall0);

@@ -165,8 +165,13 @@ LayerSpec Attention(std::string name, CacheKind kind) {
 
 }  // namespace
 
-Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memory_bytes) {
-  if (name == "million") return PlanLaunch(DefaultLaunchConfig(), kv_cache_memory_bytes);
+Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memory_bytes,
+                                    int64_t num_gpu_blocks_override) {
+  if (name == "million") {
+    LaunchConfig launch = DefaultLaunchConfig();
+    launch.cache.num_gpu_blocks_override = num_gpu_blocks_override;
+    return PlanLaunch(launch, kv_cache_memory_bytes);
+  }
   const bool w4 = name == "w4";
   name = ReferenceShape(name);
   ModelCacheSpecs specs;
@@ -175,6 +180,7 @@ Result<Plan> DefaultPlanForWorkload(std::string_view name, int64_t kv_cache_memo
   launch.cache.max_num_seqs = 256;
   launch.cache.max_num_batched_tokens = 8192;
   launch.cache.async_scheduling = false;
+  launch.cache.num_gpu_blocks_override = num_gpu_blocks_override;
   if (name == "decode-steady" || name == "prefix-hit") {
     // An 8B-class dense model: 32 layers, 8 KV heads of 128, bf16, 16-token blocks.
     specs.model_name = "synthetic-dense-32l";

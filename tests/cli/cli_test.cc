@@ -221,6 +221,54 @@ TEST(SimulateCli, MillionInjectedFailureNamesTheTokenCount) {
   EXPECT_EQ(j["first_violation_tokens"], 63744);
 }
 
+// The report and the pool-size error name where the pool's block count came from.
+TEST(SimulateCli, PoolSizeNamesItsSource) {
+  auto r = RunCli("simulate --workload w2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["pool_sizing"], "4096 blocks from the W2 reference shape");
+  r = RunCli("simulate --num-gpu-blocks-override 5000 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["pool_sizing"], "5000 blocks from --num-gpu-blocks-override");
+  EXPECT_EQ(j["pool_checks"], 1302);
+  // With a model, the override alone sizes the pool (it was once read only with a memory budget).
+  r = RunCli(
+      "simulate qwen3-next-80b -tp 4 --max-model-len 4096 --workload decode-steady "
+      "--num-gpu-blocks-override 50000 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["num_blocks"], 50000);
+  EXPECT_EQ(j["pool_sizing"], "50000 blocks from --num-gpu-blocks-override");
+  // A synthetic built-in plans its own model: other launch options are refused, not ignored.
+  r = RunCli("simulate --workload w1 -tp 4", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: --tensor-parallel-size does not apply to --workload w1, which plans its own "
+            "synthetic model; pass a MODEL to run the workload on a launch of yours\n");
+  r = RunCli("simulate --num-gpu-blocks-override 500000000", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: a pool of 500000000 blocks (from --num-gpu-blocks-override) is beyond the "
+            "simulator's 67108864 blocks\n");
+  r = RunCli("simulate --kv-cache-memory 1000TiB", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: a pool of 414252246 blocks (from --kv-cache-memory) is beyond the "
+            "simulator's 67108864 blocks\n");
+}
+
+// A pool of 131,072 blocks (above the 65,536 that get the whole-pool walk every step): 578 steps
+// checked, the walk after steps 1, 2, 4, ..., 512 and at the end.
+TEST(SimulateCli, LargePoolWalksTheWholePoolLogarithmically) {
+  auto r = RunCli("simulate --workload w1 --num-gpu-blocks-override 131072");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("checks     578 invariant checks, 0 violations (whole-pool check 11 times: "
+                       "after steps 1, 2, 4, ... and at the end, the pool having 131072 blocks)\n"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(SimulateCli, WorkloadFileRuns) {
   const std::string path = ::testing::TempDir() + "/kvtopo_workload.jsonl";
   std::ofstream(path) << "{\"prompt_len\": 300, \"decode_steps\": 5}\n"

@@ -34,6 +34,7 @@ TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
   EXPECT_EQ(report->tokens_scheduled, 1000000);
   EXPECT_EQ(report->allocations, 1302);
   EXPECT_EQ(report->invariant_checks, 1302);
+  EXPECT_EQ(report->pool_checks, 1302);  // 499 blocks: the whole pool after every step
   EXPECT_EQ(report->requests_finished, 1);
   EXPECT_EQ(report->num_blocks, 499);
   // 12 x 9 recurrent + 4 x 82 MLA + 45 window pages + the null block = 482 of 499.
@@ -47,6 +48,36 @@ TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
   EXPECT_EQ(report->ranks[0].peak_local_tokens, 62500);
   EXPECT_EQ(report->ranks[15].peak_local_tokens, 62500);
   EXPECT_EQ(report->ranks[0].free_pages, report->num_blocks - 1);
+}
+
+// A pool above whole_pool_check_max_blocks: every step keeps the simulator's own checks, the
+// manager's whole-pool walk runs after steps 1, 2, 4, ..., 1024 (11 of 1,302) and at the end.
+TEST(Simulate, LargePoolsWalkTheWholePoolAtPowersOfTwoAndAtTheEnd) {
+  auto plan = DefaultPlanForWorkload("million", 0);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto workload = BuiltinWorkload("million");
+  ASSERT_TRUE(workload.ok());
+  SimulateOptions options = OptionsFor(*plan);
+  options.check_slot_mapping = false;
+  options.whole_pool_check_max_blocks = 498;  // the sized-to-fit pool has 499
+  auto report = Simulate(*plan, *workload, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->num_blocks, 499);
+  EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
+  EXPECT_EQ(report->invariant_checks, 1302);
+  EXPECT_EQ(report->pool_checks, 12);
+  // At the limit the pool is not large: every step.
+  options.whole_pool_check_max_blocks = 499;
+  report = Simulate(*plan, *workload, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->pool_checks, 1302);
+  // Without invariant checks, neither.
+  options.check_invariants = false;
+  options.whole_pool_check_max_blocks = 0;
+  report = Simulate(*plan, *workload, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->invariant_checks, 0);
+  EXPECT_EQ(report->pool_checks, 0);
 }
 
 TEST(Simulate, DcpScaledRecurrentTableFailsAtTheFirstUnaddressableCheckpoint) {
