@@ -52,6 +52,15 @@ nlohmann::json PyToJson(py::handle obj) {
 // Keyword options -> LaunchOptions -> LaunchConfig through the one launch-option table the CLI
 // flags use (kvtopo/launch_options.h): the keywords are its names and aliases; None is "not
 // given"; the engine's environment variables apply to options not given.
+// to_json's indent: spaces per level, -1 for one line.
+int CheckedIndent(int indent) {
+  if (indent < -1 || indent > kMaxJsonIndent) {
+    RaisePython(PyExc_ValueError, "indent must be in [-1, " + std::to_string(kMaxJsonIndent) +
+                                      "] (-1: one line), got " + std::to_string(indent));
+  }
+  return indent;
+}
+
 Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
   LaunchOptions o;
   Launch launch;
@@ -242,7 +251,8 @@ void BindPlan(py::module_& m) {
                              [](const Plan& p) { return p.cache.enable_prefix_caching; })
       .def_property_readonly("max_num_seqs", [](const Plan& p) { return p.cache.max_num_seqs; })
       .def(
-          "to_json", [](const Plan& p, int indent) { return PlanToJsonText(p, indent); },
+          "to_json",
+          [](const Plan& p, int indent) { return PlanToJsonText(p, CheckedIndent(indent)); },
           py::arg("indent") = 2, "The JSON of `kvtopo plan --json` (docs/plan-json.md).")
       .def("table", &FormatPlanTable, "The table `kvtopo plan` prints.")
       .def("svg", &RenderPlanSvg, "The SVG drawing of `kvtopo plan --svg`.")
@@ -270,7 +280,7 @@ void BindPlan(py::module_& m) {
             return internal::JsonText(
                 nlohmann::json{{"accepted", c.accepted},
                                {"diagnostics", internal::DiagnosticsToJson(c.diagnostics)}},
-                indent);
+                CheckedIndent(indent));
           },
           py::arg("indent") = 2, "The JSON of `kvtopo check --json`.")
       .def("__repr__", [](const CheckResult& c) {

@@ -10,8 +10,11 @@ namespace kvtopo {
 
 inline constexpr int kPlanJsonSchemaVersion = 2;
 
+// The widest indent the JSON writers take (the JSON library's indent buffer grows by doubling one
+// level at a time, which a step above 512 spaces outruns).
+inline constexpr int kMaxJsonIndent = 64;
 // The plan as JSON text (schema kPlanJsonSchemaVersion, docs/plan-json.md); `indent` spaces per
-// level, -1 for one line.
+// level in [0, kMaxJsonIndent], -1 for one line; another indent is a programmer error (checked).
 std::string PlanToJsonText(const Plan& plan, int indent = 2);
 std::string FormatPlanTable(const Plan& plan);
 std::string RenderPlanSvg(const Plan& plan);

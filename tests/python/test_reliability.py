@@ -56,6 +56,21 @@ class ReliabilityTest(unittest.TestCase):
         self.assertEqual(str(e.exception),
                          "num_slots must be in [len(positions), 268435456], got 1099511627776")
 
+    def test_to_json_indent_is_bounded(self):
+        # An indent above 512 spaces outran the JSON library's indent buffer: a segfault in
+        # Plan.to_json(100000), found by tests/python/test_random_args.py.
+        plan = kvtopo.plan("qwen3-next-80b", tensor_parallel_size=4, max_model_len=4096,
+                           kv_cache_memory="8GiB")
+        self.assertEqual(plan.to_json(64).count("\n" + " " * 64 + '"'), 15)
+        for obj in (plan, kvtopo.check("qwen3-next-80b", tensor_parallel_size=4)):
+            with self.assertRaises(ValueError) as e:
+                obj.to_json(100000)
+            self.assertEqual(str(e.exception),
+                             "indent must be in [-1, 64] (-1: one line), got 100000")
+            with self.assertRaises(ValueError) as e:
+                obj.to_json(indent=-2)
+            self.assertEqual(str(e.exception), "indent must be in [-1, 64] (-1: one line), got -2")
+
     def test_local_seq_lens_bounds_name_the_value(self):
         geometry = self.group.geometry
         with self.assertRaises(ValueError) as e:
