@@ -92,7 +92,7 @@ inline int64_t ToInt64(py::handle obj, std::string_view what) {
 template <typename T>
 class IntsIn {
  public:
-  IntsIn(py::handle obj, std::string_view what, std::vector<T>& scratch) {
+  IntsIn(py::handle obj, std::string_view what, std::vector<T>& scratch) : what_(what) {
     if (Py_IS_TYPE(obj.ptr(), &PyMemoryView_Type) && ReadInPlace(obj.ptr())) return;
     if (PyObject_CheckBuffer(obj.ptr())) {
       if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_FORMAT | PyBUF_STRIDES) != 0) {
@@ -113,6 +113,11 @@ class IntsIn {
     py::object items = py::reinterpret_steal<py::object>(
         PyUnicode_Check(obj.ptr()) ? nullptr : PyObject_GetIter(obj.ptr()));
     if (!items) {
+      // Not iterable (TypeError): say what was expected. An error raised by the object's own
+      // __iter__ (a nested call refused, say) propagates as it is.
+      if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) {
+        throw py::error_already_set();
+      }
       PyErr_Clear();
       RaisePython(PyExc_TypeError,
                   std::string(what) + " must be a sequence of ints, got " + TypeName(obj));
@@ -135,6 +140,20 @@ class IntsIn {
   IntsIn(const IntsIn&) = delete;
   IntsIn& operator=(const IntsIn&) = delete;
   std::span<const T> values() const { return values_; }
+  // A memoryview read in place holds no buffer request of ours: Python code run since (a later
+  // argument's iterator or __index__, a finalizer) may have released it and freed the memory it
+  // showed. Call before values() is used when such code may have run; raises BufferError.
+  void CheckStillHeld() const {
+#ifdef _Py_MEMORYVIEW_RELEASED
+    if (in_place_ != nullptr &&
+        (reinterpret_cast<PyMemoryViewObject*>(in_place_)->flags & _Py_MEMORYVIEW_RELEASED) !=
+            0) [[unlikely]] {
+      RaisePython(PyExc_BufferError,
+                  std::string(what_) +
+                      ": the memoryview was released while the call read its other arguments");
+    }
+#endif
+  }
 
  private:
   static const char* Format(const Py_buffer* b) {
@@ -157,6 +176,7 @@ class IntsIn {
       return false;
     }
     values_ = {static_cast<const T*>(b->buf), static_cast<size_t>(b->shape[0])};
+    in_place_ = obj;
     return true;
 #else
     (void)obj;
@@ -164,8 +184,10 @@ class IntsIn {
 #endif
   }
 
+  std::string_view what_;
   Py_buffer view_;  // set when held_
   bool held_ = false;
+  PyObject* in_place_ = nullptr;  // the memoryview read in place (borrowed: the caller's argument)
   std::span<const T> values_;
 };
 

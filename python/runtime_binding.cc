@@ -88,6 +88,9 @@ class CountsIn {
     }
   }
   std::span<const int32_t> values() const { return values_; }
+  void CheckStillHeld() const {
+    if (in_) in_->CheckStillHeld();
+  }
 
  private:
   std::optional<IntsIn<int32_t>> in_;
@@ -188,6 +191,31 @@ py::dict EventDict(const KVCacheEvent& e) {
 
 class PyKVCacheManager {
  public:
+  // Calls on one manager do not nest. Python code that an argument runs (an iterator,
+  // __index__, a str subclass's __hash__, a finalizer) and that calls the same manager again
+  // would find the outer call's scratch buffers and half-read arguments in use: that nested call
+  // raises RuntimeError instead.
+  class Busy {
+   public:
+    Busy(PyKVCacheManager& m, const char* method) : m_(m) {
+      if (m_.busy_ != nullptr) [[unlikely]] {
+        RaisePython(PyExc_RuntimeError,
+                    std::string("KVCacheManager.") + method + " was called while KVCacheManager." +
+                        m_.busy_ +
+                        " was running on the same manager (from Python code its arguments ran: "
+                        "an iterator, __index__, __hash__ or a finalizer); make the calls one "
+                        "after the other");
+      }
+      m_.busy_ = method;
+    }
+    ~Busy() { m_.busy_ = nullptr; }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    PyKVCacheManager& m_;
+  };
+
   explicit PyKVCacheManager(KVCacheManagerOptions options)
       : manager_(ValueOrThrow(KVCacheManager::Create(std::move(options)))) {}
 
@@ -250,6 +278,13 @@ class PyKVCacheManager {
   int64_t AddRequest(py::handle request_id, py::handle token_ids, int64_t lora_id,
                      std::string cache_salt, py::handle mm_items, bool skip_reading_prefix_cache,
                      int64_t num_preemptions) {
+    const Busy busy(*this, "add_request");
+    return AddOne(request_id, token_ids, lora_id, std::move(cache_salt), mm_items,
+                  skip_reading_prefix_cache, num_preemptions);
+  }
+  int64_t AddOne(py::handle request_id, py::handle token_ids, int64_t lora_id,
+                 std::string cache_salt, py::handle mm_items, bool skip_reading_prefix_cache,
+                 int64_t num_preemptions) {
     CheckIdType(request_id);
     if (PyDict_Contains(ids_.ptr(), request_id.ptr()) == 1) {
       RaisePython(PyExc_ValueError, "request " + py::repr(request_id).cast<std::string>() +
@@ -289,6 +324,7 @@ class PyKVCacheManager {
   }
 
   py::object AddRequests(py::handle request_ids, py::handle prompts) {
+    const Busy busy(*this, "add_requests");
     const py::list ids = py::reinterpret_steal<py::list>(PySequence_List(request_ids.ptr()));
     const py::list ps = py::reinterpret_steal<py::list>(PySequence_List(prompts.ptr()));
     if (!ids || !ps) throw py::error_already_set();
@@ -299,7 +335,7 @@ class PyKVCacheManager {
     }
     std::vector<int64_t> handles;
     for (size_t i = 0; i < ids.size(); ++i) {
-      handles.push_back(AddRequest(ids[i], ps[i], 0, "", py::none(), false, 0));
+      handles.push_back(AddOne(ids[i], ps[i], 0, "", py::none(), false, 0));
     }
     return ToMemoryView(std::move(handles));
   }
@@ -338,10 +374,12 @@ class PyKVCacheManager {
   }
 
   void AppendTokens(py::handle request_id, py::handle token_ids) {
+    const Busy busy(*this, "append_tokens");
     const RequestId id = Id(request_id);
     Check(manager_->AppendTokens(id, IntsIn<int32_t>(token_ids, "token_ids", tokens_).values()));
   }
   void Free(py::handle request_id) {
+    const Busy busy(*this, "free");
     const RequestId id = Id(request_id);
     Check(manager_->Free(id));
     Forget(id.value());
@@ -360,6 +398,7 @@ class PyKVCacheManager {
     return ((*manager_).*kGet)();
   }
   void EvictBlocks(py::handle block_ids) {
+    const Busy busy(*this, "evict_blocks");
     std::vector<BlockId> blocks;
     for (int32_t b : IntsIn<int32_t>(block_ids, "block_ids", tokens_).values()) {
       blocks.emplace_back(b);
@@ -405,6 +444,8 @@ class PyKVCacheManager {
       lookahead.emplace(a[2], "num_lookahead_tokens", batch_ids_.size(), lookahead_);
     }
     py::object result = py::reinterpret_steal<py::object>(TakeResult());
+    num_new.CheckStillHeld();
+    if (lookahead) lookahead->CheckStillHeld();
     Check(manager_->AllocateSlotsBatch(batch_ids_, num_new.values(),
                                        lookahead ? lookahead->values() : std::span<const int32_t>{},
                                        ResultOf(result.ptr())));
@@ -418,6 +459,7 @@ class PyKVCacheManager {
       num_new.emplace(a[1], "num_new_tokens", batch_ids_.size(), new_tokens_);
     }
     py::object result = py::reinterpret_steal<py::object>(TakeResult());
+    if (num_new) num_new->CheckStillHeld();
     Check(manager_->AdmitBatch(batch_ids_, num_new ? num_new->values() : std::span<const int32_t>{},
                                BoolArg(a[2], "full_sequence_must_fit"), ResultOf(result.ptr())));
     return result.release().ptr();
@@ -435,6 +477,7 @@ class PyKVCacheManager {
     const IntsIn<int32_t> tokens(a[1], "token_ids", tokens_);
     std::optional<IntsIn<int32_t>> counts;
     if (a[2] != nullptr && a[2] != Py_None) counts.emplace(a[2], "counts", lookahead_);
+    tokens.CheckStillHeld();
     Check(manager_->AppendTokensBatch(batch_ids_, tokens.values(),
                                       counts ? counts->values() : std::span<const int32_t>{}));
     Py_RETURN_NONE;
@@ -512,6 +555,7 @@ class PyKVCacheManager {
   }
 
   std::unique_ptr<KVCacheManager> manager_;
+  const char* busy_ = nullptr;  // the Python name of the call running, if any (Busy)
   py::dict ids_;    // request id -> handle
   py::dict names_;  // handle -> request id
   int64_t next_handle_ = 0;
@@ -577,7 +621,11 @@ PyObject* CallFast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
   PyObject* a[9];
   const std::span<const char* const> names(kMethod.args.data(), kMethod.num_args);
   if (!ParseArgs(args, nargs, kwnames, names, kMethod.required, a, kMethod.name)) return nullptr;
-  return Guard([&] { return (Self<PyKVCacheManager>(self).*kMethod.run)(a); });
+  return Guard([&] {
+    PyKVCacheManager& m = Self<PyKVCacheManager>(self);
+    const PyKVCacheManager::Busy busy(m, kMethod.name);
+    return (m.*kMethod.run)(a);
+  });
 }
 
 constexpr FastMethod kAllocateSlots{

@@ -1,6 +1,7 @@
 """Python arguments that once crashed the interpreter or were read wrongly: each is an exception
 naming the argument and its range (docs/reliability.md)."""
 
+import array
 import unittest
 
 import kvtopo
@@ -70,6 +71,66 @@ class ReliabilityTest(unittest.TestCase):
             with self.assertRaises(ValueError) as e:
                 obj.to_json(indent=-2)
             self.assertEqual(str(e.exception), "indent must be in [-1, 64] (-1: one line), got -2")
+
+    def test_a_nested_call_from_an_argument_is_refused(self):
+        # An argument's __iter__ that called the same manager again overwrote the outer call's
+        # handles: the outer call then allocated for the inner call's requests.
+        m = kvtopo.KVCacheManager.from_layout(
+            {"num_blocks": 64, "max_model_len": 4096,
+             "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})
+        outer = m.add_requests(["a", "b", "c"], [[1] * 40, [2] * 40, [3] * 40])
+        inner = m.add_requests(["x"], [[9] * 40])
+
+        class Counts:
+            def __iter__(self):
+                m.allocate_slots_batch(inner, 16)
+                return iter([16, 16, 16])
+
+        with self.assertRaises(RuntimeError) as e:
+            m.allocate_slots_batch(outer, Counts())
+        self.assertEqual(
+            str(e.exception),
+            "KVCacheManager.allocate_slots_batch was called while "
+            "KVCacheManager.allocate_slots_batch was running on the same manager (from Python "
+            "code its arguments ran: an iterator, __index__, __hash__ or a finalizer); make the "
+            "calls one after the other")
+        self.assertEqual(m.num_free_blocks, 63)  # neither call allocated
+        res = m.allocate_slots_batch(outer, [16, 16, 16])
+        self.assertEqual((res.num_failed, list(res.block_ids)), (0, [1, 2, 3]))
+
+        class Name(str):
+            def __hash__(self):
+                m.free("a")
+                return str.__hash__(self)
+
+        with self.assertRaises(RuntimeError) as e:
+            m.add_request(Name("y"), [1, 2, 3])
+        self.assertTrue(str(e.exception).startswith(
+            "KVCacheManager.free was called while KVCacheManager.add_request was running"))
+        self.assertIn("a", m)
+        m.check_invariants()
+
+    def test_a_memoryview_released_by_a_later_argument(self):
+        # num_new_tokens read in place from a memoryview, then num_lookahead_tokens' iterator
+        # released the view and freed its memory: the counts were read from freed memory.
+        m = kvtopo.KVCacheManager.from_layout(
+            {"num_blocks": 64, "max_model_len": 4096,
+             "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})
+        handles = m.add_requests(["a"], [[1] * 40])
+        data = bytearray(array.array("i", [16]).tobytes())
+        view = memoryview(data).cast("i")
+
+        class Lookahead:
+            def __iter__(self):
+                view.release()
+                data.extend(bytes(4096))  # moves the bytes the view showed
+                return iter([0])
+
+        with self.assertRaises(BufferError) as e:
+            m.allocate_slots_batch(handles, view, Lookahead())
+        self.assertEqual(str(e.exception), "num_new_tokens: the memoryview was released while "
+                                           "the call read its other arguments")
+        self.assertEqual(m.num_free_blocks, 63)
 
     def test_local_seq_lens_bounds_name_the_value(self):
         geometry = self.group.geometry
