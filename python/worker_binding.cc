@@ -45,9 +45,9 @@ GroupGeometry GeometryOf(py::handle group) {
   return group.attr("geometry").cast<GroupGeometry>();
 }
 
-py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int32_t> kernel_row,
-                       py::handle positions_obj, std::optional<int64_t> num_slots) {
-  const SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
+// Positions as a copy. Reading them may run Python code (an iterable's __iter__) that changes a
+// block table or releases a buffer, so callers read them before they take any span of a row.
+std::vector<TokenPos> PositionsIn(py::handle positions_obj) {
   std::vector<int64_t> scratch;
   const IntsIn<int64_t> raw(positions_obj, "positions", scratch);
   std::vector<TokenPos> positions;
@@ -58,6 +58,12 @@ py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int
     }
     positions.emplace_back(p);
   }
+  return positions;
+}
+
+py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int32_t> kernel_row,
+                       std::span<const TokenPos> positions, std::optional<int64_t> num_slots) {
+  const SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
   const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
   if (size < static_cast<int64_t>(positions.size()) || size > kMaxTableEntries) {
     RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
@@ -112,10 +118,14 @@ struct PyBlockTable {
     return out;
   }
 
+  // The block ids are read first: reading them may run Python code (an iterable's __iter__) that
+  // changes this table, and the row's checks must see the table as the write finds it.
   void Append(int64_t row, py::handle block_ids) {
-    ThrowIfError(table.Append(Row(row), Blocks(block_ids)));
+    const std::vector<BlockId> blocks = Blocks(block_ids);
+    ThrowIfError(table.Append(Row(row), blocks));
   }
   void WriteFrom(int64_t row, int64_t first_column, py::handle block_ids) {
+    const std::vector<BlockId> blocks = Blocks(block_ids);
     const int32_t r = Row(row);
     const int64_t length_columns = table.row_length(r) / table.kernel_blocks_per_block();
     if (first_column < 0 || first_column > length_columns) {
@@ -123,15 +133,15 @@ struct PyBlockTable {
                   "first_column must be in [0, " + std::to_string(length_columns) +
                       "] (a write may not leave a gap), got " + std::to_string(first_column));
     }
-    ThrowIfError(table.WriteFrom(r, first_column, Blocks(block_ids)));
+    ThrowIfError(table.WriteFrom(r, first_column, blocks));
   }
   void ClearRow(int64_t row) { table.ClearRow(Row(row)); }
   int64_t RowLength(int64_t row) const { return table.row_length(Row(row)); }
   py::object Slots(int64_t row, int64_t rank, py::handle positions,
                    std::optional<int64_t> num_slots) const {
+    const std::vector<TokenPos> read = PositionsIn(positions);
     const int32_t r = Row(row);
-    return SlotMapping(geometry, rank, table.Row(r).first(table.row_length(r)), positions,
-                       num_slots);
+    return SlotMapping(geometry, rank, table.Row(r).first(table.row_length(r)), read, num_slots);
   }
 
   GroupGeometry geometry;
@@ -183,6 +193,8 @@ void BindWorker(py::module_& m) {
       "slot_mapping",
       [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
          std::optional<int64_t> num_slots) {
+        // Positions first (copied): reading the row may be in place, with no Python code after.
+        const std::vector<TokenPos> read = PositionsIn(positions);
         std::vector<int32_t> scratch;
         const IntsIn<int32_t> row(kernel_row, "kernel_row", scratch);
         for (size_t i = 0; i < row.values().size(); ++i) {
@@ -192,7 +204,7 @@ void BindWorker(py::module_& m) {
                                               "; kernel block ids are non-negative");
           }
         }
-        return SlotMapping(g, rank, row.values(), positions, num_slots);
+        return SlotMapping(g, rank, row.values(), read, num_slots);
       },
       py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),
       py::arg("num_slots") = py::none(),

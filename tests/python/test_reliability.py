@@ -132,6 +132,34 @@ class ReliabilityTest(unittest.TestCase):
                                            "the call read its other arguments")
         self.assertEqual(m.num_free_blocks, 63)
 
+    def test_block_ids_whose_iterator_changes_the_table(self):
+        # write_from checked first_column against the row, then read the ids, whose __iter__
+        # cleared the row: the C++ table's gap check aborted the interpreter.
+        table = kvtopo.BlockTable(self.group, 4)
+        table.append(0, [1, 2, 3])
+
+        class Ids:
+            def __iter__(self):
+                table.clear_row(0)
+                return iter([7])
+
+        with self.assertRaises(ValueError) as e:
+            table.write_from(0, 3, Ids())
+        self.assertEqual(str(e.exception),
+                         "first_column must be in [0, 0] (a write may not leave a gap), got 3")
+        self.assertEqual(table.row_length(0), 0)
+        table.check_invariants()
+
+        class Positions:
+            def __iter__(self):
+                table.append(1, [5])
+                return iter([0])
+
+        # The row is read after the positions: the block appended by their iterator is used.
+        k = table.kernel_blocks_per_block
+        self.assertEqual(list(table.slot_mapping(1, 0, Positions())),
+                         [5 * k * self.group.geometry.kernel_block_size])
+
     def test_local_seq_lens_bounds_name_the_value(self):
         geometry = self.group.geometry
         with self.assertRaises(ValueError) as e:
