@@ -830,12 +830,9 @@ void BindRuntime(py::module_& m) {
            "(first_column, block_ids) the last allocate_slots changed in the group's row.")
       .def("request_block_hashes", &M::RequestBlockHashes, py::arg("request_id"))
       .def(
-          "inspector",
-          [](py::object self) {
-            return py::cast(KVCacheInspector(self.cast<M&>().manager()),
-                            py::return_value_policy::move, self);
-          },
-          "A read-only KVCacheInspector over this manager (keeps it alive).")
+          "inspector", [](M& self) { return KVCacheInspector(self.manager()); },
+          // The inspector points into the manager: the manager lives while the inspector does.
+          py::keep_alive<0, 1>(), "A read-only KVCacheInspector over this manager (keeps it alive).")
       .def("num_computed_tokens", &M::Tokens<&KVCacheManager::num_computed_tokens>,
            py::arg("request_id"))
       .def("num_tokens", &M::Tokens<&KVCacheManager::num_tokens>, py::arg("request_id"))

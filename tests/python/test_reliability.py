@@ -2,6 +2,7 @@
 naming the argument and its range (docs/reliability.md)."""
 
 import array
+import gc
 import unittest
 
 import kvtopo
@@ -159,6 +160,21 @@ class ReliabilityTest(unittest.TestCase):
         k = table.kernel_blocks_per_block
         self.assertEqual(list(table.slot_mapping(1, 0, Positions())),
                          [5 * k * self.group.geometry.kernel_block_size])
+
+    def test_an_inspector_keeps_its_manager_alive(self):
+        # inspector() was documented to keep the manager alive but did not (py::cast ignores a
+        # parent for a moved value): reading it after the manager's last reference went away
+        # read freed memory (a segfault or a vector::reserve error).
+        inspector = kvtopo.KVCacheManager.from_layout(
+            {"num_blocks": 64, "max_model_len": 4096,
+             "groups": [{"kind": "full_attention", "block_size": 16,
+                         "page_size_bytes": 64}]}).inspector()
+        gc.collect()
+        churn = [bytearray(100000) for _ in range(100)]
+        self.assertEqual(len(inspector.free_queue()), 63)
+        self.assertEqual(inspector.free_queue()[:3], [1, 2, 3])
+        self.assertEqual(inspector.ref_count(0), 0)
+        del churn
 
     def test_local_seq_lens_bounds_name_the_value(self):
         geometry = self.group.geometry
