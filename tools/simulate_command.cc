@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "commands.h"
 #include "internal/json_text.h"
+#include "internal/text_file.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/simulate.h"
 #include "launch_flags.h"
@@ -159,12 +159,10 @@ int RunSimulate(const SimulateArgs& args) {
       return ReportError(InvalidArgument("--workload-file: '" + args.workload_file +
                                          "' is a directory; pass a JSON-lines file"));
     }
-    std::ifstream in(args.workload_file);
-    if (!in)
-      return ReportError(NotFound("--workload-file: cannot read '" + args.workload_file + "'"));
-    std::stringstream text;
-    text << in.rdbuf();
-    workload = ParseWorkloadJsonl(text.str());
+    auto text = internal::ReadTextFile(args.workload_file, kMaxWorkloadFileBytes,
+                                       "--workload-file");
+    if (!text.ok()) return ReportError(text.status());
+    workload = ParseWorkloadJsonl(*text);
     if (!workload.ok()) {
       return ReportError(Status(workload.status().code(), "--workload-file '" + args.workload_file +
                                                               "': " + workload.status().message()));

@@ -43,6 +43,10 @@ inline constexpr int64_t kMaxKvCacheMemoryBytes = int64_t{1} << 50;
 inline constexpr int64_t kMaxSlotsCells = int64_t{1} << 24;
 // Worker block tables built from user arguments: rows x width int32 entries (1 GiB).
 inline constexpr int64_t kMaxTableEntries = int64_t{1} << 28;
+// Text files read whole: a model's config.json (a weights or tokenizer file passed as MODEL is
+// refused before it is read) and a workload file (JSON lines; about 256 bytes a request).
+inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
+inline constexpr int64_t kMaxWorkloadFileBytes = int64_t{256} << 20;
 // Workload files: requests, and scheduler steps of arrival.
 inline constexpr int64_t kMaxWorkloadRequests = int64_t{1} << 20;
 inline constexpr int64_t kMaxWorkloadSteps = kMaxInt32;

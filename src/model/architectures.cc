@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "internal/json_text.h"
+#include "internal/text_file.h"
 #include "kvtopo/limits.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
@@ -420,15 +419,10 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model) {
         "of those as MODEL",
         model, accepted));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in.good() && !in.eof()) {
-    return NotFound(fmt::format("cannot read config.json '{}'", path.string()));
-  }
-  KVTOPO_ASSIGN_OR_RETURN(
-      nlohmann::json j,
-      ParseJsonText(buffer.str(), fmt::format("config.json '{}'", path.string())));
+  KVTOPO_ASSIGN_OR_RETURN(const std::string text,
+                          ReadTextFile(path, kMaxConfigFileBytes, "config.json"));
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
+                          ParseJsonText(text, fmt::format("config.json '{}'", path.string())));
   return LoadedConfig{std::move(j), path.string(), model};
 }
 

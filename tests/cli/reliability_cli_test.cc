@@ -2,12 +2,15 @@
 // it enters with a message naming the flag (or the file and field) and the allowed range.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_runner.h"
+#include "kvtopo/limits.h"
 
 namespace kvtopo {
 namespace {
@@ -55,6 +58,33 @@ TEST(ReliabilityCli, BytesThatAreNotUtf8AreWrittenAsReplacementCharacters) {
   const std::string message =
       "kvtopo: --speculative-config: 'method' 'dspark" + replacement + "' is not accepted; ";
   EXPECT_EQ(r.out.substr(0, message.size()), message) << r.out;
+}
+
+// Were unbounded reads: a workload file of /dev/zero grew until the allocator aborted, a FIFO
+// blocked forever, and a config.json of any size (a weights file passed as MODEL) was read whole.
+TEST(ReliabilityCli, FilesThatAreNotRegularOrTooLargeAreRefusedBeforeTheyAreRead) {
+  const std::string fifo = ::testing::TempDir() + "/kvtopo_fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string dir = ::testing::TempDir() + "/kvtopo_big_config";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json").close();
+  std::filesystem::resize_file(dir + "/config.json", kMaxConfigFileBytes + 1);  // sparse
+  for (const Case& c : std::vector<Case>{
+           {"simulate --workload-file /dev/zero", 2,
+            "kvtopo: --workload-file '/dev/zero' is not a regular file\n"},
+           {"simulate --workload-file " + fifo, 2,
+            "kvtopo: --workload-file '" + fifo + "' is not a regular file\n"},
+           {"simulate --workload-file /nonexistent.jsonl", 2,
+            "kvtopo: --workload-file '/nonexistent.jsonl' does not exist\n"},
+           {"plan " + dir, 2,
+            "kvtopo: config.json '" + dir + "/config.json' is 16777217 bytes; kvtopo reads at most "
+            "16777216 from one\n"},
+       }) {
+    ExpectCase(c);
+  }
+  std::filesystem::remove(fifo);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
