@@ -51,6 +51,10 @@ class Record:
         object.__setattr__(self, "_fields", fields)
 
     def __getattr__(self, name):
+        # Private and special names are never fields: copy and pickle probe them on an instance
+        # whose slots are not set yet, where reading _fields would recurse.
+        if name.startswith("_"):
+            raise AttributeError(name)
         try:
             return self._fields[name]
         except KeyError:
@@ -58,6 +62,13 @@ class Record:
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is read-only")
+
+    # Read-only: a copy may be the object itself.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __eq__(self, other):
         return type(self) is type(other) and self._fields == other._fields
@@ -92,6 +103,8 @@ class Group(Record):
         object.__setattr__(self, "geometry", geometry)
 
     def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
         try:
             return self._fields[name]
         except KeyError:

@@ -2,6 +2,7 @@
 naming the argument and its range (docs/reliability.md)."""
 
 import array
+import copy
 import gc
 import unittest
 
@@ -175,6 +176,20 @@ class ReliabilityTest(unittest.TestCase):
         self.assertEqual(inspector.free_queue()[:3], [1, 2, 3])
         self.assertEqual(inspector.ref_count(0), 0)
         del churn
+
+    def test_plan_records_copy_without_recursing(self):
+        # copy.copy(plan.groups[0]) was a RecursionError: copy probes __setstate__ on an instance
+        # whose slots are unset, and __getattr__ read self._fields, which called __getattr__.
+        group = self.plan.groups[0]
+        self.assertIs(copy.copy(group), group)
+        self.assertIs(copy.deepcopy(group), group)
+        self.assertEqual(copy.deepcopy({"c": self.plan.capacity})["c"], self.plan.capacity)
+        with self.assertRaises(AttributeError) as e:
+            group._fields_missing
+        self.assertEqual(str(e.exception), "_fields_missing")
+        with self.assertRaises(AttributeError) as e:
+            self.plan.capacity.no_such_field
+        self.assertEqual(str(e.exception), "Capacity has no field 'no_such_field'")
 
     def test_local_seq_lens_bounds_name_the_value(self):
         geometry = self.group.geometry
