@@ -145,9 +145,8 @@ class IntsIn {
   // showed. Call before values() is used when such code may have run; raises BufferError.
   void CheckStillHeld() const {
 #ifdef _Py_MEMORYVIEW_RELEASED
-    if (in_place_ != nullptr &&
-        (reinterpret_cast<PyMemoryViewObject*>(in_place_)->flags & _Py_MEMORYVIEW_RELEASED) !=
-            0) [[unlikely]] {
+    if (in_place_ != nullptr && (reinterpret_cast<PyMemoryViewObject*>(in_place_)->flags &
+                                 _Py_MEMORYVIEW_RELEASED) != 0) [[unlikely]] {
       RaisePython(PyExc_BufferError,
                   std::string(what_) +
                       ": the memoryview was released while the call read its other arguments");

@@ -49,9 +49,6 @@ nlohmann::json PyToJson(py::handle obj) {
   return nlohmann::json::parse(text);
 }
 
-// Keyword options -> LaunchOptions -> LaunchConfig through the one launch-option table the CLI
-// flags use (kvtopo/launch_options.h): the keywords are its names and aliases; None is "not
-// given"; the engine's environment variables apply to options not given.
 // to_json's indent: spaces per level, -1 for one line.
 int CheckedIndent(int indent) {
   if (indent < -1 || indent > kMaxJsonIndent) {
@@ -61,6 +58,9 @@ int CheckedIndent(int indent) {
   return indent;
 }
 
+// Keyword options -> LaunchOptions -> LaunchConfig through the one launch-option table the CLI
+// flags use (kvtopo/launch_options.h): the keywords are its names and aliases; None is "not
+// given"; the engine's environment variables apply to options not given.
 Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
   LaunchOptions o;
   Launch launch;

@@ -556,8 +556,8 @@ class PyKVCacheManager {
 
   std::unique_ptr<KVCacheManager> manager_;
   const char* busy_ = nullptr;  // the Python name of the call running, if any (Busy)
-  py::dict ids_;    // request id -> handle
-  py::dict names_;  // handle -> request id
+  py::dict ids_;                // request id -> handle
+  py::dict names_;              // handle -> request id
   int64_t next_handle_ = 0;
   py::object results_[2];
   int next_result_ = 0;
@@ -832,7 +832,8 @@ void BindRuntime(py::module_& m) {
       .def(
           "inspector", [](M& self) { return KVCacheInspector(self.manager()); },
           // The inspector points into the manager: the manager lives while the inspector does.
-          py::keep_alive<0, 1>(), "A read-only KVCacheInspector over this manager (keeps it alive).")
+          py::keep_alive<0, 1>(),
+          "A read-only KVCacheInspector over this manager (keeps it alive).")
       .def("num_computed_tokens", &M::Tokens<&KVCacheManager::num_computed_tokens>,
            py::arg("request_id"))
       .def("num_tokens", &M::Tokens<&KVCacheManager::num_tokens>, py::arg("request_id"))

@@ -1,7 +1,6 @@
 // `kvtopo simulate`: the no-weight reproducer.
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -123,9 +122,10 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
               static_cast<long long>(r.invariant_violations));
   if (r.pool_checks != r.invariant_checks) {
     // A large pool: the manager's whole-pool walk ran at steps 1, 2, 4, ... and at the end.
-    std::printf(" (whole-pool check %lld times: after steps 1, 2, 4, ... and at the end, the pool "
-                "having %lld blocks)",
-                static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks));
+    std::printf(
+        " (whole-pool check %lld times: after steps 1, 2, 4, ... and at the end, the pool "
+        "having %lld blocks)",
+        static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks));
   }
   std::printf("\n");
   if (!r.first_violation.empty()) {
@@ -159,8 +159,8 @@ int RunSimulate(const SimulateArgs& args) {
       return ReportError(InvalidArgument("--workload-file: '" + args.workload_file +
                                          "' is a directory; pass a JSON-lines file"));
     }
-    auto text = internal::ReadTextFile(args.workload_file, kMaxWorkloadFileBytes,
-                                       "--workload-file");
+    auto text =
+        internal::ReadTextFile(args.workload_file, kMaxWorkloadFileBytes, "--workload-file");
     if (!text.ok()) return ReportError(text.status());
     workload = ParseWorkloadJsonl(*text);
     if (!workload.ok()) {
@@ -179,8 +179,8 @@ int RunSimulate(const SimulateArgs& args) {
     if (!options.ok()) return ReportError(options.status());
     for (const LaunchOption& option : LaunchOptionTable()) {
       if (option.name == "kv_cache_memory" || option.name == "num_gpu_blocks_override") continue;
-      const bool given = std::visit(
-          [&](auto field) { return ((*options).*field).has_value(); }, option.field);
+      const bool given =
+          std::visit([&](auto field) { return ((*options).*field).has_value(); }, option.field);
       if (!given) continue;
       std::string flag(option.name);
       std::replace(flag.begin(), flag.end(), '_', '-');
@@ -210,9 +210,8 @@ int RunSimulate(const SimulateArgs& args) {
       !plan->kv_cache_memory_is_default || plan->cache.num_gpu_blocks_override > 0;
   if (pool_given) {
     options.num_blocks = plan->pool.num_blocks;
-    options.num_blocks_source = plan->cache.num_gpu_blocks_override > 0
-                                    ? "--num-gpu-blocks-override"
-                                    : "--kv-cache-memory";
+    options.num_blocks_source =
+        plan->cache.num_gpu_blocks_override > 0 ? "--num-gpu-blocks-override" : "--kv-cache-memory";
   }
   // W2 runs on a pool of 4,096 blocks, as the reference shape states.
   if (args.workload == "w2" && !pool_given && args.launch.model.empty()) {

@@ -16,7 +16,8 @@ Result<std::string> ReadTextFile(const std::filesystem::path& path, int64_t max_
     return NotFound(fmt::format("{} '{}' is not a regular file", what, path.string()));
   }
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) return NotFound(fmt::format("cannot read {} '{}': {}", what, path.string(), ec.message()));
+  if (ec)
+    return NotFound(fmt::format("cannot read {} '{}': {}", what, path.string(), ec.message()));
   auto too_large = [&](std::uintmax_t bytes) {
     return InvalidArgument(fmt::format("{} '{}' is {} bytes; kvtopo reads at most {} from one",
                                        what, path.string(), bytes, max_bytes));

@@ -24,8 +24,9 @@ Result<Workload> ParseWorkloadJsonl(std::string_view text) {
       if (end == text.size()) break;
       continue;
     }
-    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j,
-                            internal::ParseJsonText(line, fmt::format("workload line {}", line_no)));
+    KVTOPO_ASSIGN_OR_RETURN(
+        const nlohmann::json j,
+        internal::ParseJsonText(line, fmt::format("workload line {}", line_no)));
     if (!j.is_object()) {
       return InvalidArgument(
           fmt::format("workload line {}: expected a JSON object, got {}", line_no, j.type_name()));

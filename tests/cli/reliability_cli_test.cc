@@ -1,7 +1,6 @@
 // Inputs that once crashed the CLI, ran without bound or were read wrongly: each now stops where
 // it enters with a message naming the flag (or the file and field) and the allowed range.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -78,8 +77,9 @@ TEST(ReliabilityCli, FilesThatAreNotRegularOrTooLargeAreRefusedBeforeTheyAreRead
            {"simulate --workload-file /nonexistent.jsonl", 2,
             "kvtopo: --workload-file '/nonexistent.jsonl' does not exist\n"},
            {"plan " + dir, 2,
-            "kvtopo: config.json '" + dir + "/config.json' is 16777217 bytes; kvtopo reads at most "
-            "16777216 from one\n"},
+            "kvtopo: config.json '" + dir +
+                "/config.json' is 16777217 bytes; kvtopo reads at most "
+                "16777216 from one\n"},
        }) {
     ExpectCase(c);
   }
