@@ -141,14 +141,20 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
   return launch;
 }
 
-Plan MakePlan(py::handle model, const py::kwargs& kwargs) {
+// The plan of a launch, or the Status that rejected it before a plan existed (code kRejected);
+// other errors raise. `model_name` names the launch for a verdict without a plan.
+Result<Plan> TryPlan(py::handle model, const py::kwargs& kwargs, std::string& model_name) {
   const Launch launch = ToLaunch(model, kwargs);
+  model_name = launch.config.model;
+  Result<Plan> plan = InvalidArgument("unplanned");
   if (launch.model_json) {
-    ModelCacheSpecs specs =
-        ValueOrThrow(BuildModelCacheSpecsFromJson(*launch.model_json, launch.config));
-    return ValueOrThrow(PlanLaunchSpecs(specs, launch.config));
+    Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(*launch.model_json, launch.config);
+    plan = specs.ok() ? PlanLaunchSpecs(*specs, launch.config) : Result<Plan>(specs.status());
+  } else {
+    plan = PlanLaunch(launch.config);
   }
-  return ValueOrThrow(PlanLaunch(launch.config));
+  if (!plan.ok() && plan.status().code() != StatusCode::kRejected) ThrowStatus(plan.status());
+  return plan;
 }
 
 // kvtopo.Diagnostic: a (severity, code, message) named tuple, created at module init.
@@ -291,7 +297,20 @@ void BindPlan(py::module_& m) {
   m.def(
       "plan",
       [](py::object model, py::kwargs options) {
-        auto plan = std::make_shared<Plan>(MakePlan(model, options));
+        std::string model_name;
+        Result<Plan> planned = TryPlan(model, options, model_name);
+        if (!planned.ok()) {
+          // Rejected before a plan existed: the same exception, without a plan.
+          const std::vector<Diagnostic> diagnostics{RejectionDiagnostic(planned.status())};
+          py::object exc = py::reinterpret_borrow<py::object>(g_rejected_error)(
+              "rejected: " + model_name + "\n  error [" + diagnostics[0].code + "] " +
+              diagnostics[0].message);
+          exc.attr("plan") = py::none();
+          exc.attr("diagnostics") = DiagnosticsList(diagnostics);
+          PyErr_SetObject(g_rejected_error, exc.ptr());
+          throw py::error_already_set();
+        }
+        auto plan = std::make_shared<Plan>(std::move(planned).value());
         if (!plan->accepted()) {
           std::string message = "rejected: " + plan->model.model_name;
           for (const Diagnostic& d : plan->diagnostics) {
@@ -311,15 +330,22 @@ void BindPlan(py::module_& m) {
       "Plans a launch like `kvtopo plan`. `model` is a profile name, a config.json path (or a\n"
       "directory holding one), a config dict, or None for the seeds' default launch. Options\n"
       "are the CLI's long flags with underscores. Raises RejectedError (with .plan and\n"
-      ".diagnostics) when the launch cannot run, ValueError/TypeError for bad options,\n"
-      "LookupError for an unknown model or backend.");
+      ".diagnostics; .plan is None when the launch was rejected before planning) when the\n"
+      "launch cannot run, ValueError/TypeError for bad options, LookupError for an unknown\n"
+      "model or backend.");
   m.def(
       "check",
       [](py::object model, py::kwargs options) {
-        const Plan plan = MakePlan(model, options);
-        return CheckResult{.accepted = plan.accepted(),
-                           .model_name = plan.model.model_name,
-                           .diagnostics = plan.diagnostics};
+        std::string model_name;
+        const Result<Plan> plan = TryPlan(model, options, model_name);
+        if (!plan.ok()) {
+          return CheckResult{.accepted = false,
+                             .model_name = model_name,
+                             .diagnostics = {RejectionDiagnostic(plan.status())}};
+        }
+        return CheckResult{.accepted = plan->accepted(),
+                           .model_name = plan->model.model_name,
+                           .diagnostics = plan->diagnostics};
       },
       py::arg("model") = py::none(),
       "check(model=None, **options) -> CheckResult\n\n"

@@ -43,28 +43,35 @@ int RunPlan(const PlanArgs& args) {
 }
 
 int RunCheck(const PlanArgs& args) {
-  auto plan = MakePlan(args);
-  if (!plan.ok()) return ReportError(plan.status());
+  auto config = ToLaunchConfig(args.launch);
+  if (!config.ok()) return ReportError(config.status());
+  auto plan = PlanLaunch(*config);
+  // A launch rejected before a plan exists is a verdict too: its one error diagnostic.
+  if (!plan.ok() && plan.status().code() != StatusCode::kRejected) {
+    return ReportError(plan.status());
+  }
+  const bool accepted = plan.ok() && plan->accepted();
+  const std::vector<Diagnostic> diagnostics =
+      plan.ok() ? plan->diagnostics : std::vector<Diagnostic>{RejectionDiagnostic(plan.status())};
   if (args.json) {
-    nlohmann::json j = internal::PlanToJson(*plan);
-    const nlohmann::json check{{"accepted", j["accepted"]}, {"diagnostics", j["diagnostics"]}};
+    const nlohmann::json check{{"accepted", accepted},
+                               {"diagnostics", internal::DiagnosticsToJson(diagnostics)}};
     std::printf("%s\n", internal::JsonText(check, 2).c_str());
-  } else if (plan->accepted()) {
-    std::printf("accepted: %s, %lld tokens of KV cache (%.2f max-length requests)\n",
-                plan->model.model_name.c_str(), static_cast<long long>(plan->capacity.max_tokens),
-                plan->capacity.max_concurrency);
-    for (const Diagnostic& d : plan->diagnostics) {
-      std::printf("  %s [%s] %s\n", std::string(SeverityName(d.severity)).c_str(), d.code.c_str(),
-                  d.message.c_str());
-    }
   } else {
-    std::printf("rejected: %s\n", plan->model.model_name.c_str());
-    for (const Diagnostic& d : plan->diagnostics) {
+    const std::string& model = plan.ok() ? plan->model.model_name : config->model;
+    if (accepted) {
+      std::printf("accepted: %s, %lld tokens of KV cache (%.2f max-length requests)\n",
+                  model.c_str(), static_cast<long long>(plan->capacity.max_tokens),
+                  plan->capacity.max_concurrency);
+    } else {
+      std::printf("rejected: %s\n", model.c_str());
+    }
+    for (const Diagnostic& d : diagnostics) {
       std::printf("  %s [%s] %s\n", std::string(SeverityName(d.severity)).c_str(), d.code.c_str(),
                   d.message.c_str());
     }
   }
-  return plan->accepted() ? kExitOk : kExitRejected;
+  return accepted ? kExitOk : kExitRejected;
 }
 
 }  // namespace

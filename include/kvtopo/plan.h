@@ -157,4 +157,10 @@ Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_byte
 Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& launch,
                              int64_t kv_cache_memory_bytes = 0);
 
+// Some launches are rejected before a plan exists: PlanLaunch returns a Status of code kRejected
+// (DCP not dividing TP, a windowed layer DCP-sharded, a kernel block not dividing --block-size,
+// ...). `kvtopo check`, kvtopo.check() and RejectedError report such a rejection as this one error
+// diagnostic: code the status's rule ("parallel-config", ...), else "launch-rejected".
+Diagnostic RejectionDiagnostic(const Status& rejected);
+
 }  // namespace kvtopo

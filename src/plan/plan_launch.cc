@@ -7,6 +7,13 @@
 
 namespace kvtopo {
 
+Diagnostic RejectionDiagnostic(const Status& rejected) {
+  KVTOPO_CHECK(rejected.code() == StatusCode::kRejected);
+  return Diagnostic{.severity = Severity::kError,
+                    .code = rejected.rule().empty() ? "launch-rejected" : rejected.rule(),
+                    .message = rejected.message()};
+}
+
 Result<Plan> PlanLaunch(const LaunchConfig& launch, int64_t kv_cache_memory_bytes) {
   KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecs(launch));
   return PlanLaunchSpecs(specs, launch, kv_cache_memory_bytes);

@@ -178,6 +178,28 @@ TEST(CheckCli, AcceptsRejectsAndExplains) {
   EXPECT_NE(r.out.find("the largest --max-model-len that fits is"), std::string::npos);
 }
 
+// A launch rejected before a plan exists (DCP not dividing TP) was an error line with no JSON;
+// check reports it like any rejection: exit 1 and its one error diagnostic.
+TEST(CheckCli, ARejectionBeforePlanningIsAVerdict) {
+  const std::string message =
+      "--tensor-parallel-size 1 is not divisible by --decode-context-parallel-size 4; DCP splits "
+      "each TP group, so choose a DCP size that divides the TP size";
+  auto r = RunCli("check kimi-k2.6 -dcp 4 --json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            (nlohmann::json{
+                {"accepted", false},
+                {"diagnostics",
+                 {{{"severity", "error"}, {"code", "parallel-config"}, {"message", message}}}}}));
+  r = RunCli("check kimi-k2.6 -dcp 4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "rejected: kimi-k2.6\n  error [parallel-config] " + message + "\n");
+  // `plan` has no plan to print: the message, exit 1.
+  r = RunCli("plan kimi-k2.6 -dcp 4", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "kvtopo: " + message + "\n");
+}
+
 TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
   const char* bad[] = {
       "plan --bogus",

@@ -180,6 +180,23 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(set(j), {"accepted", "diagnostics"})
         self.assertFalse(j["accepted"])
 
+    def test_a_rejection_before_planning_is_a_verdict(self):
+        # DCP not dividing TP stops the launch before a plan exists: check() raised
+        # RejectedError although a rejection is a result, and plan()'s RejectedError had no
+        # .plan or .diagnostics.
+        message = ("--tensor-parallel-size 1 is not divisible by --decode-context-parallel-size "
+                   "4; DCP splits each TP group, so choose a DCP size that divides the TP size")
+        expected = [kvtopo.Diagnostic("error", "parallel-config", message)]
+        result = kvtopo.check("kimi-k2.6", decode_context_parallel_size=4)
+        self.assertEqual((result.accepted, result.model_name, result.diagnostics),
+                         (False, "kimi-k2.6", expected))
+        with self.assertRaises(kvtopo.RejectedError) as e:
+            kvtopo.plan("kimi-k2.6", decode_context_parallel_size=4)
+        self.assertEqual(str(e.exception), "rejected: kimi-k2.6\n  error [parallel-config] " +
+                         message)
+        self.assertIsNone(e.exception.plan)
+        self.assertEqual(e.exception.diagnostics, expected)
+
 
 class ErrorTest(unittest.TestCase):
     def test_option_names_are_the_documented_table(self):
