@@ -1,8 +1,11 @@
 // kvtopo: plan, check and simulate paged KV caches under DCP, speculative decoding and hybrids.
-// Exit codes: 0 accepted / success, 1 configuration rejected, 2 usage error.
+// Exit codes: 0 accepted / success, 1 configuration rejected, 2 usage error (or output that
+// could not be written).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,9 +36,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kvtopo: %s\n", e.what());
     return kvtopo::cli::kExitUsage;
   }
+  int code = 0;
   if (app.get_subcommands().empty()) {
     std::fputs(app.help().c_str(), stdout);
-    return 0;
+  } else {
+    code = registry.Run(app.get_subcommands().front());
   }
-  return registry.Run(app.get_subcommands().front());
+  // Output that could not be written (a full disk, a closed file) is an error, not a success
+  // with the report lost.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "kvtopo: writing the output failed: %s\n", std::strerror(errno));
+    return kvtopo::cli::kExitUsage;
+  }
+  return code;
 }

@@ -87,6 +87,21 @@ TEST(ReliabilityCli, FilesThatAreNotRegularOrTooLargeAreRefusedBeforeTheyAreRead
   std::filesystem::remove_all(dir);
 }
 
+// Was exit 0 with the report lost: output that cannot be written (here a full device) is an
+// error naming the cause.
+TEST(ReliabilityCli, OutputThatCannotBeWrittenIsAnError) {
+  const std::string err = ::testing::TempDir() + "/kvtopo_full_stderr";
+  for (const std::string cmd : {"plan --json", "check", "plan"}) {
+    const auto r = RunCli(cmd + " >/dev/full 2>" + err + "; echo $?");
+    EXPECT_EQ(r.out, "2\n") << cmd;
+    std::ifstream in(err);
+    const std::string message((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    EXPECT_EQ(message, "kvtopo: writing the output failed: No space left on device\n") << cmd;
+  }
+  std::filesystem::remove(err);
+}
+
 TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
   for (const Case& c : std::vector<Case>{
            // Was SIGFPE (exit 136): a checked product overflowed and a divide by its 0 followed.
