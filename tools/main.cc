@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,15 @@ int main(int argc, char** argv) {
   if (app.get_subcommands().empty()) {
     std::fputs(app.help().c_str(), stdout);
   } else {
-    code = registry.Run(app.get_subcommands().front());
+    try {
+      code = registry.Run(app.get_subcommands().front());
+    } catch (const std::bad_alloc&) {
+      // A pool or workload larger than this machine's memory: a message, not an abort.
+      std::fprintf(stderr,
+                   "kvtopo: out of memory; a smaller pool (--kv-cache-memory, "
+                   "--num-gpu-blocks-override, verify's --num-blocks) or workload needs less\n");
+      return kvtopo::cli::kExitUsage;
+    }
   }
   // Output that could not be written (a full disk, a closed file) is an error, not a success
   // with the report lost.

@@ -2,7 +2,9 @@
 // it enters with a message naming the flag (or the file and field) and the allowed range.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -100,6 +102,29 @@ TEST(ReliabilityCli, OutputThatCannotBeWrittenIsAnError) {
     EXPECT_EQ(message, "kvtopo: writing the output failed: No space left on device\n") << cmd;
   }
   std::filesystem::remove(err);
+}
+
+// Was an abort ("terminate called after throwing an instance of 'std::bad_alloc'"): a pool
+// larger than the memory the process may use.
+TEST(ReliabilityCli, OutOfMemoryIsAMessage) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit allows";
+#else
+  const std::string command = "ulimit -v 1500000; " + std::string(KVTOPO_CLI_PATH) +
+                              " simulate --num-gpu-blocks-override 60000000 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(out,
+            "kvtopo: out of memory; a smaller pool (--kv-cache-memory, --num-gpu-blocks-override, "
+            "verify's --num-blocks) or workload needs less\n");
+#endif
 }
 
 TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
