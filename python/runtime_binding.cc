@@ -216,8 +216,19 @@ class PyKVCacheManager {
     PyKVCacheManager& m_;
   };
 
-  explicit PyKVCacheManager(KVCacheManagerOptions options)
-      : manager_(ValueOrThrow(KVCacheManager::Create(std::move(options)))) {}
+  explicit PyKVCacheManager(KVCacheManagerOptions options) : manager_(Create(std::move(options))) {}
+
+  // The manager, or MemoryError naming the pool when its bookkeeping does not fit in memory.
+  static std::unique_ptr<KVCacheManager> Create(KVCacheManagerOptions options) {
+    const int64_t num_blocks = options.num_blocks;
+    try {
+      return ValueOrThrow(KVCacheManager::Create(std::move(options)));
+    } catch (const std::bad_alloc&) {
+      RaisePython(PyExc_MemoryError, "KVCacheManager: the bookkeeping of a pool of " +
+                                         std::to_string(num_blocks) +
+                                         " blocks does not fit in this process's memory");
+    }
+  }
 
   static std::unique_ptr<PyKVCacheManager> FromPlan(const Plan& plan,
                                                     std::optional<int64_t> num_blocks,

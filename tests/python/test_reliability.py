@@ -4,6 +4,8 @@ naming the argument and its range (docs/reliability.md)."""
 import array
 import copy
 import gc
+import subprocess
+import sys
 import unittest
 
 import kvtopo
@@ -190,6 +192,24 @@ class ReliabilityTest(unittest.TestCase):
         with self.assertRaises(AttributeError) as e:
             self.plan.capacity.no_such_field
         self.assertEqual(str(e.exception), "Capacity has no field 'no_such_field'")
+
+    def test_a_pool_larger_than_memory_is_a_memory_error_naming_it(self):
+        # Was MemoryError("std::bad_alloc"). Run under an address-space limit in a child
+        # interpreter, so that this one keeps its memory.
+        child = (
+            "import resource\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+            "import kvtopo\n"
+            "try:\n"
+            "    kvtopo.KVCacheManager.from_layout({'num_blocks': 2**31 - 1, 'max_model_len': 1024,\n"
+            "        'groups': [{'kind': 'full_attention', 'block_size': 16,\n"
+            "                    'page_size_bytes': 64}]})\n"
+            "except MemoryError as e:\n"
+            "    print(e)\n")
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                             check=True).stdout
+        self.assertEqual(out, "KVCacheManager: the bookkeeping of a pool of 2147483647 blocks "
+                              "does not fit in this process's memory\n")
 
     def test_local_seq_lens_bounds_name_the_value(self):
         geometry = self.group.geometry
