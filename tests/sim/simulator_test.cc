@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "kvtopo/model.h"
 #include "kvtopo/simulate.h"
 
@@ -15,17 +17,22 @@ SimulateOptions OptionsFor(const Plan& plan) {
   return options;
 }
 
+// The seeds' reproducer: the million-token workload on the default plan, with the CLI's options
+// changed by `adjust`.
+Result<SimulateReport> SimulateMillion(const std::function<void(SimulateOptions&)>& adjust) {
+  KVTOPO_ASSIGN_OR_RETURN(const Plan plan, DefaultPlanForWorkload("million", 0));
+  KVTOPO_ASSIGN_OR_RETURN(const Workload workload, BuiltinWorkload("million"));
+  SimulateOptions options = OptionsFor(plan);
+  adjust(options);
+  return Simulate(plan, workload, options);
+}
+
 // The seed's validation: one request grown to 1,000,000 tokens on the default 17-group plan
 // (12 recurrent KDA groups, 4 sharded MLA groups, the replicated DSpark window), every rank, in
 // the 499-page pool: 1,302 steps and 17 pages free at the end, as the fork's reproducer reports.
 TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
-  auto plan = DefaultPlanForWorkload("million", 0);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  auto workload = BuiltinWorkload("million");
-  ASSERT_TRUE(workload.ok());
-  SimulateOptions options = OptionsFor(*plan);
-  options.check_slot_mapping = false;  // page ownership and addressability are the point here
-  auto report = Simulate(*plan, *workload, options);
+  // Page ownership and addressability are the point here, not slot mapping.
+  auto report = SimulateMillion([](SimulateOptions& o) { o.check_slot_mapping = false; });
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
   // 1,301 chunks of 768 tokens (the 1,024-token budget rounded down to a recurrent checkpoint),
@@ -53,41 +60,34 @@ TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
 // A pool above whole_pool_check_max_blocks: every step keeps the simulator's own checks, the
 // manager's whole-pool walk runs after steps 1, 2, 4, ..., 1024 (11 of 1,302) and at the end.
 TEST(Simulate, LargePoolsWalkTheWholePoolAtPowersOfTwoAndAtTheEnd) {
-  auto plan = DefaultPlanForWorkload("million", 0);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  auto workload = BuiltinWorkload("million");
-  ASSERT_TRUE(workload.ok());
-  SimulateOptions options = OptionsFor(*plan);
-  options.check_slot_mapping = false;
-  options.whole_pool_check_max_blocks = 498;  // the sized-to-fit pool has 499
-  auto report = Simulate(*plan, *workload, options);
+  auto large = [](int64_t max_blocks, bool checks) {
+    return SimulateMillion([=](SimulateOptions& o) {
+      o.check_slot_mapping = false;
+      o.check_invariants = checks;
+      o.whole_pool_check_max_blocks = max_blocks;
+    });
+  };
+  auto report = large(498, true);  // the sized-to-fit pool has 499 blocks
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->num_blocks, 499);
   EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
   EXPECT_EQ(report->invariant_checks, 1302);
   EXPECT_EQ(report->pool_checks, 12);
   // At the limit the pool is not large: every step.
-  options.whole_pool_check_max_blocks = 499;
-  report = Simulate(*plan, *workload, options);
+  report = large(499, true);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->pool_checks, 1302);
   // Without invariant checks, neither.
-  options.check_invariants = false;
-  options.whole_pool_check_max_blocks = 0;
-  report = Simulate(*plan, *workload, options);
+  report = large(0, false);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->invariant_checks, 0);
   EXPECT_EQ(report->pool_checks, 0);
 }
 
 TEST(Simulate, DcpScaledRecurrentTableFailsAtTheFirstUnaddressableCheckpoint) {
-  auto plan = DefaultPlanForWorkload("million", 0);
-  ASSERT_TRUE(plan.ok());
-  auto workload = BuiltinWorkload("million");
-  SimulateOptions options = OptionsFor(*plan);
-  options.inject_dcp_scaled_recurrent_table = true;
-  auto report = Simulate(*plan, *workload, options);
-  ASSERT_TRUE(report.ok());
+  auto report =
+      SimulateMillion([](SimulateOptions& o) { o.inject_dcp_scaled_recurrent_table = true; });
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->invariant_violations, 1);
   EXPECT_EQ(report->first_violation_tokens, 63744);  // 83 x 768
   EXPECT_EQ(report->steps, 83);
