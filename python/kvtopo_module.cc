@@ -373,6 +373,9 @@ void BindPlan(py::module_& m) {
         return out;
       },
       "The embedded profiles (kvtopo profiles).");
+  RefuseUninitialized<GroupGeometry>();
+  RefuseUninitialized<Plan>();
+  RefuseUninitialized<CheckResult>();
 }
 
 }  // namespace

@@ -863,6 +863,10 @@ void BindRuntime(py::module_& m) {
           "check_invariants", [](const M& self) { self.manager().CheckInvariants(); },
           "Aborts the process if an internal invariant is broken (a kvtopo bug).");
   AddDescriptors(cls, kFastMethods, {});
+  RefuseUninitialized<PyStepResult>();
+  RefuseUninitialized<PyComputedBlocks>();
+  RefuseUninitialized<KVCacheInspector>();
+  RefuseUninitialized<M>();
 }
 
 }  // namespace kvtopo::python

@@ -193,6 +193,39 @@ class ReliabilityTest(unittest.TestCase):
             self.plan.capacity.no_such_field
         self.assertEqual(str(e.exception), "Capacity has no field 'no_such_field'")
 
+    def test_objects_made_by_new_without_init_refuse_use(self):
+        # KVCacheManager.__new__(KVCacheManager) made an instance whose C++ value pybind11
+        # allocated on first use without constructing it: every class's methods then ran on
+        # uninitialized memory (segfault, or an abort in the block table's check).
+        uses = {
+            kvtopo.KVCacheManager: [lambda o: o.num_free_blocks,
+                                    lambda o: o.allocate_slots_batch([0], [1]),
+                                    lambda o: o.add_request("a", [1, 2])],
+            kvtopo.BlockTable: [lambda o: o.num_rows, memoryview],
+            kvtopo.Plan: [lambda o: o.accepted, lambda o: o.to_json()],
+            kvtopo.GroupGeometry: [lambda o: o.block_size],
+            kvtopo.CheckResult: [lambda o: o.accepted],
+            kvtopo.StepResult: [lambda o: o.num_failed, lambda o: o.block_ids],
+            kvtopo.ComputedBlocks: [lambda o: o.num_tokens],
+            kvtopo.KVCacheInspector: [lambda o: o.null_block],
+        }
+        for cls, calls in uses.items():
+            name = cls.__name__
+            for use in calls:
+                with self.subTest(cls=name), self.assertRaises(TypeError) as e:
+                    use(cls.__new__(cls))
+                self.assertEqual(
+                    str(e.exception),
+                    f"{name} object is not initialized: it was created by {name}.__new__ without "
+                    f"__init__; create one by calling {name}(...)")
+        # __init__ after __new__ is the two-step construction, and works.
+        manager = kvtopo.KVCacheManager.__new__(kvtopo.KVCacheManager)
+        manager.__init__(self.plan, num_blocks=100)
+        self.assertEqual(manager.num_free_blocks, 99)
+        table = kvtopo.BlockTable.__new__(kvtopo.BlockTable)
+        table.__init__(self.group, 4)
+        self.assertEqual(memoryview(table).shape[0], 4)
+
     def test_a_pool_larger_than_memory_is_a_memory_error_naming_it(self):
         # Was MemoryError("std::bad_alloc"). Run under an address-space limit in a child
         # interpreter, so that this one keeps its memory.
