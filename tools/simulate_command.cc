@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -66,6 +67,7 @@ nlohmann::json ReportJson(const SimulateReport& r, uint64_t seed) {
           {"ranks", ranks},
           {"invariant_checks", r.invariant_checks},
           {"pool_checks", r.pool_checks},
+          {"pool_check_every_step_until", r.pool_check_every_step_until},
           {"invariant_violations", r.invariant_violations},
           {"first_violation", r.first_violation},
           {"first_violation_tokens", r.first_violation_tokens},
@@ -120,12 +122,19 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
   std::printf("checks     %lld invariant checks, %lld violations",
               static_cast<long long>(r.invariant_checks),
               static_cast<long long>(r.invariant_violations));
-  if (r.pool_checks != r.invariant_checks) {
-    // A large pool: the manager's whole-pool walk ran at steps 1, 2, 4, ... and at the end.
-    std::printf(
-        " (whole-pool check %lld times: after steps 1, 2, 4, ... and at the end, the pool "
-        "having %lld blocks)",
-        static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks));
+  if (r.pool_check_every_step_until < r.invariant_checks) {
+    // The whole-pool walks outran their budget: after steps 2^k from then on, and at the end.
+    std::printf(" (whole-pool check %lld times on %lld blocks: ",
+                static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks));
+    if (r.pool_check_every_step_until > 0) {
+      const auto next = std::bit_ceil(static_cast<uint64_t>(r.pool_check_every_step_until) + 1);
+      std::printf("after each of the first %lld steps, then after steps %llu, %llu, ...",
+                  static_cast<long long>(r.pool_check_every_step_until),
+                  static_cast<unsigned long long>(next), static_cast<unsigned long long>(next * 2));
+    } else {
+      std::printf("after steps 1, 2, 4, ...");
+    }
+    std::printf(" and at the end)");
   }
   std::printf("\n");
   if (!r.first_violation.empty()) {

@@ -71,11 +71,12 @@ struct SimulateOptions {
   bool enable_prefix_caching = true;
   bool check_invariants = true;
   bool check_slot_mapping = true;
-  // The manager's own CheckInvariants walks the whole pool and prefix-cache map (O(pool)). Pools
-  // of up to this many blocks run it after every step; larger pools after steps 1, 2, 4, 8, ...
-  // and once more at the end, so checking costs O(pool x log steps), not O(pool x steps). The
-  // simulator's own checks (ownership, every rank's table, slot mapping) still run every step.
-  int64_t whole_pool_check_max_blocks = int64_t{1} << 16;
+  // The manager's own CheckInvariants walks the whole pool and prefix-cache map (O(pool)). It runs
+  // after every step while the walks so far have visited at most this many blocks in all, then
+  // after steps 2^k and once more at the end: a long run's walks cost O(budget + pool x log steps),
+  // not O(pool x steps) (2^26 block visits are about a second). The simulator's own checks
+  // (ownership, every rank's table, slot mapping) still run every step.
+  int64_t whole_pool_check_budget = int64_t{1} << 26;
   // 0: size the pool so the workload fits (its concurrent requests at full length); else blocks.
   int64_t num_blocks = 0;
   // Where num_blocks came from, as the report and the pool-size error name it (the CLI: its flag).
@@ -124,8 +125,11 @@ struct SimulateReport {
   int64_t free_pages_after_last_step = 0;
   int64_t min_free_pages = std::numeric_limits<int64_t>::max();
   int64_t invariant_checks = 0;  // steps checked
-  // Runs of the manager's whole-pool check (see SimulateOptions::whole_pool_check_max_blocks).
+  // Runs of the manager's whole-pool check (see SimulateOptions::whole_pool_check_budget): after
+  // every step up to pool_check_every_step_until, then after steps 2^k, and at the end when a
+  // step since the last one went unwalked.
   int64_t pool_checks = 0;
+  int64_t pool_check_every_step_until = 0;
   int64_t invariant_violations = 0;
   std::string first_violation;
   int64_t first_violation_tokens = 0;  // request length at the first violation

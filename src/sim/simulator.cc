@@ -64,7 +64,6 @@ class Simulator {
   int64_t PrefillChunk(const SimRequest& r, int64_t computed, int64_t budget) const;
   void ApplyWorkerUpdates(const Scheduled& s);
   void CheckStep(int64_t step);
-  bool LargePool() const { return report_.num_blocks > options_.whole_pool_check_max_blocks; }
   void CheckSlots(const Scheduled& s);
   void Violation(std::string message, int64_t tokens);
   // The simulator only makes calls the runtime accepts; a refusal is a violation.
@@ -107,6 +106,8 @@ class Simulator {
   };
   std::vector<Stamp> stamps_;
   int64_t epoch_ = 0;
+  int64_t pool_blocks_walked_ = 0;   // blocks visited by the whole-pool walks so far
+  int64_t last_pool_walk_step_ = 0;  // the last step after which the pool was walked
   std::vector<int64_t> pages_now_;
   std::vector<int64_t> peak_local_tokens_;  // per rank, first sharded group
   double hash_seconds_ = 0;
@@ -360,9 +361,16 @@ void Simulator::CheckSlots(const Scheduled& s) {
 // blocks repeat only at that place), and every rank's table holds the manager's block there.
 void Simulator::CheckStep(int64_t step) {
   ++report_.invariant_checks;
-  if (!LargePool() || (step & (step - 1)) == 0) {
+  // The manager's whole-pool walk: after every step while within the budget (walks only add to
+  // the count, so those steps are 1, 2, ..., K), then after steps 2^k.
+  const bool within_budget =
+      pool_blocks_walked_ + report_.num_blocks <= options_.whole_pool_check_budget;
+  if (within_budget || (step & (step - 1)) == 0) {
+    if (within_budget) report_.pool_check_every_step_until = step;
     manager_->CheckInvariants();
     ++report_.pool_checks;
+    pool_blocks_walked_ += report_.num_blocks;
+    last_pool_walk_step_ = step;
   }
   ++epoch_;
   std::fill(pages_now_.begin(), pages_now_.end(), 0);
@@ -583,7 +591,7 @@ Result<SimulateReport> Simulator::Run() {
       options_.progress(report_.tokens_scheduled, expected_tokens);
     }
   }
-  if (options_.check_invariants && !stop_ && LargePool()) {
+  if (options_.check_invariants && !stop_ && last_pool_walk_step_ != step) {
     manager_->CheckInvariants();  // the end state: every finished request has released its blocks
     ++report_.pool_checks;
   }

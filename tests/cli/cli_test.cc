@@ -280,15 +280,31 @@ TEST(SimulateCli, PoolSizeNamesItsSource) {
             "simulator's 67108864 blocks\n");
 }
 
-// A pool of 131,072 blocks (above the 65,536 that get the whole-pool walk every step): 578 steps
-// checked, the walk after steps 1, 2, 4, ..., 512 and at the end.
-TEST(SimulateCli, LargePoolWalksTheWholePoolLogarithmically) {
+// The whole-pool walks get 2^26 block visits: a pool of 131,072 blocks is walked after each of
+// the first 512 of 578 steps, then at the end (the next power of two is past the run).
+TEST(SimulateCli, LargePoolWalksTheWholePoolWithinItsBudget) {
   auto r = RunCli("simulate --workload w1 --num-gpu-blocks-override 131072");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("checks     578 invariant checks, 0 violations (whole-pool check 11 times: "
-                       "after steps 1, 2, 4, ... and at the end, the pool having 131072 blocks)\n"),
+  EXPECT_NE(r.out.find("checks     578 invariant checks, 0 violations (whole-pool check 513 times "
+                       "on 131072 blocks: after each of the first 512 steps, then after steps "
+                       "1024, 2048, ... and at the end)\n"),
             std::string::npos)
       << r.out;
+}
+
+// 41,404 steps on a pool of 43,777 blocks walked the pool after every step (25 s); the budget
+// keeps 1,532 of them, then steps 2048, ..., 32768 and the end.
+TEST(SimulateCli, ALongRunOnAMidSizePoolKeepsItsWalksWithinTheBudget) {
+  auto r =
+      RunCli("simulate gpt-oss-120b --workload decode-steady --max-num-batched-tokens 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["num_blocks"], 43777);
+  EXPECT_EQ(j["steps"], 41404);
+  EXPECT_EQ(j["invariant_checks"], 41404);
+  EXPECT_EQ(j["invariant_violations"], 0);
+  EXPECT_EQ(j["pool_check_every_step_until"], 1532);
+  EXPECT_EQ(j["pool_checks"], 1538);
 }
 
 TEST(SimulateCli, WorkloadFileRuns) {

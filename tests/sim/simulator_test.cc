@@ -57,28 +57,39 @@ TEST(Simulate, MillionOnTheDefaultPlanHasNoViolations) {
   EXPECT_EQ(report->ranks[0].free_pages, report->num_blocks - 1);
 }
 
-// A pool above whole_pool_check_max_blocks: every step keeps the simulator's own checks, the
-// manager's whole-pool walk runs after steps 1, 2, 4, ..., 1024 (11 of 1,302) and at the end.
-TEST(Simulate, LargePoolsWalkTheWholePoolAtPowersOfTwoAndAtTheEnd) {
-  auto large = [](int64_t max_blocks, bool checks) {
+// The manager's whole-pool walk runs after every step while the walks stay within
+// whole_pool_check_budget block visits, then after steps 2^k and at the end; the simulator's own
+// checks run every step. The sized-to-fit pool has 499 blocks; the run has 1,302 steps.
+TEST(Simulate, WholePoolWalksStayWithinTheirBudgetThenRunAtPowersOfTwo) {
+  auto run = [](int64_t budget, bool checks) {
     return SimulateMillion([=](SimulateOptions& o) {
       o.check_slot_mapping = false;
       o.check_invariants = checks;
-      o.whole_pool_check_max_blocks = max_blocks;
+      o.whole_pool_check_budget = budget;
     });
   };
-  auto report = large(498, true);  // the sized-to-fit pool has 499 blocks
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->num_blocks, 499);
-  EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
-  EXPECT_EQ(report->invariant_checks, 1302);
-  EXPECT_EQ(report->pool_checks, 12);
-  // At the limit the pool is not large: every step.
-  report = large(499, true);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->pool_checks, 1302);
+  struct Case {
+    int64_t budget;
+    int64_t every_step_until;
+    int64_t pool_checks;
+  };
+  for (const Case& c : {
+           Case{0, 0, 12},                    // steps 1, 2, 4, ..., 1024 (11) and the end
+           Case{499 * 100, 100, 105},         // 1-100, 128, 256, 512, 1024 and the end
+           Case{499 * 1302 - 1, 1301, 1302},  // 1-1301 and the end
+           Case{499 * 1302, 1302, 1302},      // every step: the end state needs no walk of its own
+       }) {
+    SCOPED_TRACE(c.budget);
+    auto report = run(c.budget, true);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_EQ(report->num_blocks, 499);
+    EXPECT_EQ(report->invariant_violations, 0) << report->first_violation;
+    EXPECT_EQ(report->invariant_checks, 1302);
+    EXPECT_EQ(report->pool_check_every_step_until, c.every_step_until);
+    EXPECT_EQ(report->pool_checks, c.pool_checks);
+  }
   // Without invariant checks, neither.
-  report = large(0, false);
+  auto report = run(0, false);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->invariant_checks, 0);
   EXPECT_EQ(report->pool_checks, 0);
