@@ -76,11 +76,11 @@ void BindViews(py::module_& m) {
   m.add_object("_View", py::handle(reinterpret_cast<PyObject*>(g_view_type)));
 }
 
-std::string UninitializedMessage(PyTypeObject* type) {
+std::string UninitializedMessage(PyTypeObject* type, const char* made_by) {
   std::string_view name = type->tp_name;
   const std::string short_name(name.substr(name.rfind('.') + 1));
   return short_name + " object is not initialized: it was created by " + short_name +
-         ".__new__ without __init__; create one by calling " + short_name + "(...)";
+         ".__new__ without __init__; get one from " + made_by;
 }
 
 }  // namespace kvtopo::python

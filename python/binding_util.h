@@ -227,30 +227,35 @@ T& Self(PyObject* obj, const char* what = "self") {
 // `KVCacheManager.__new__(KVCacheManager)` makes an instance whose __init__ never ran. pybind11
 // allocates such an instance's C++ value on first use through the type's `operator_new`, without
 // constructing it, so a method would run on uninitialized memory. Each bound type replaces that
-// allocation with a TypeError naming the type (values made by __init__ or returned from C++ are
-// allocated elsewhere), and a type with the buffer protocol checks the value before pybind11's
-// buffer call, which cannot raise.
-std::string UninitializedMessage(PyTypeObject* type);  // binding_util.cc
+// allocation with a TypeError naming the type and the call that makes one (values made by
+// __init__ or returned from C++ are allocated elsewhere), and a type with the buffer protocol
+// checks the value before pybind11's buffer call, which cannot raise.
+std::string UninitializedMessage(PyTypeObject* type, const char* made_by);  // binding_util.cc
 
 template <typename T>
 inline getbufferproc g_pybind11_getbuffer = nullptr;
+template <typename T>
+inline const char* g_made_by = "";
 
 template <typename T>
 int GetBufferIfInitialized(PyObject* obj, Py_buffer* view, int flags) {
   const auto* info = py::detail::get_type_info(typeid(T));
   auto* inst = reinterpret_cast<py::detail::instance*>(obj);
   if (inst->get_value_and_holder(info, false).value_ptr() == nullptr) {
-    PyErr_SetString(PyExc_TypeError, UninitializedMessage(info->type).c_str());
+    PyErr_SetString(PyExc_TypeError, UninitializedMessage(info->type, g_made_by<T>).c_str());
     return -1;
   }
   return g_pybind11_getbuffer<T>(obj, view, flags);
 }
 
+// `made_by`: where a user gets a T ("kvtopo.plan(...)"); a string literal.
 template <typename T>
-void RefuseUninitialized() {
+void RefuseUninitialized(const char* made_by) {
   py::detail::type_info* info = py::detail::get_type_info(typeid(T));
+  g_made_by<T> = made_by;
   info->operator_new = [](size_t) -> void* {
-    RaisePython(PyExc_TypeError, UninitializedMessage(py::detail::get_type_info(typeid(T))->type));
+    RaisePython(PyExc_TypeError,
+                UninitializedMessage(py::detail::get_type_info(typeid(T))->type, g_made_by<T>));
   };
   PyBufferProcs* buffer = info->type->tp_as_buffer;
   if (buffer != nullptr && buffer->bf_getbuffer != nullptr) {

@@ -373,9 +373,9 @@ void BindPlan(py::module_& m) {
         return out;
       },
       "The embedded profiles (kvtopo profiles).");
-  RefuseUninitialized<GroupGeometry>();
-  RefuseUninitialized<Plan>();
-  RefuseUninitialized<CheckResult>();
+  RefuseUninitialized<GroupGeometry>("Plan.geometries");
+  RefuseUninitialized<Plan>("kvtopo.plan(...)");
+  RefuseUninitialized<CheckResult>("kvtopo.check(...)");
 }
 
 }  // namespace

@@ -863,10 +863,10 @@ void BindRuntime(py::module_& m) {
           "check_invariants", [](const M& self) { self.manager().CheckInvariants(); },
           "Aborts the process if an internal invariant is broken (a kvtopo bug).");
   AddDescriptors(cls, kFastMethods, {});
-  RefuseUninitialized<PyStepResult>();
-  RefuseUninitialized<PyComputedBlocks>();
-  RefuseUninitialized<KVCacheInspector>();
-  RefuseUninitialized<M>();
+  RefuseUninitialized<PyStepResult>("KVCacheManager's batched calls");
+  RefuseUninitialized<PyComputedBlocks>("KVCacheManager.get_computed_blocks(...)");
+  RefuseUninitialized<KVCacheInspector>("KVCacheManager.inspector()");
+  RefuseUninitialized<M>("KVCacheManager(...) or KVCacheManager.from_layout(...)");
 }
 
 }  // namespace kvtopo::python

@@ -262,7 +262,7 @@ void BindWorker(py::module_& m) {
       "Rank-local lengths (int32 memoryview) of the group's sequences for attention metadata; "
       "a draft passes its own group's geometry and its own global lengths; rows past "
       "len(seq_lens) are 0.");
-  RefuseUninitialized<T>();
+  RefuseUninitialized<T>("BlockTable(...)");
 }
 
 }  // namespace kvtopo::python

@@ -74,9 +74,9 @@ struct SimulateOptions {
   // The manager's own CheckInvariants walks the whole pool and prefix-cache map (O(pool)). It runs
   // after every step while the walks so far have visited at most this many blocks in all, then
   // after steps 2^k and once more at the end: a long run's walks cost O(budget + pool x log steps),
-  // not O(pool x steps) (2^26 block visits are about a second). The simulator's own checks
+  // not O(pool x steps) (2^25 block visits take about half a second). The simulator's own checks
   // (ownership, every rank's table, slot mapping) still run every step.
-  int64_t whole_pool_check_budget = int64_t{1} << 26;
+  int64_t whole_pool_check_budget = int64_t{1} << 25;
   // 0: size the pool so the workload fits (its concurrent requests at full length); else blocks.
   int64_t num_blocks = 0;
   // Where num_blocks came from, as the report and the pool-size error name it (the CLI: its flag).

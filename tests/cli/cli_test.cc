@@ -280,20 +280,20 @@ TEST(SimulateCli, PoolSizeNamesItsSource) {
             "simulator's 67108864 blocks\n");
 }
 
-// The whole-pool walks get 2^26 block visits: a pool of 131,072 blocks is walked after each of
-// the first 512 of 578 steps, then at the end (the next power of two is past the run).
+// The whole-pool walks get 2^25 block visits: a pool of 131,072 blocks is walked after each of
+// the first 256 of 578 steps, then after step 512 and at the end.
 TEST(SimulateCli, LargePoolWalksTheWholePoolWithinItsBudget) {
   auto r = RunCli("simulate --workload w1 --num-gpu-blocks-override 131072");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("checks     578 invariant checks, 0 violations (whole-pool check 513 times "
-                       "on 131072 blocks: after each of the first 512 steps, then after steps "
-                       "1024, 2048, ... and at the end)\n"),
+  EXPECT_NE(r.out.find("checks     578 invariant checks, 0 violations (whole-pool check 258 times "
+                       "on 131072 blocks: after each of the first 256 steps, then after steps "
+                       "512, 1024, ... and at the end)\n"),
             std::string::npos)
       << r.out;
 }
 
 // 41,404 steps on a pool of 43,777 blocks walked the pool after every step (25 s); the budget
-// keeps 1,532 of them, then steps 2048, ..., 32768 and the end.
+// keeps 766 of them, then steps 1024, ..., 32768 and the end.
 TEST(SimulateCli, ALongRunOnAMidSizePoolKeepsItsWalksWithinTheBudget) {
   auto r =
       RunCli("simulate gpt-oss-120b --workload decode-steady --max-num-batched-tokens 16 --json");
@@ -303,8 +303,8 @@ TEST(SimulateCli, ALongRunOnAMidSizePoolKeepsItsWalksWithinTheBudget) {
   EXPECT_EQ(j["steps"], 41404);
   EXPECT_EQ(j["invariant_checks"], 41404);
   EXPECT_EQ(j["invariant_violations"], 0);
-  EXPECT_EQ(j["pool_check_every_step_until"], 1532);
-  EXPECT_EQ(j["pool_checks"], 1538);
+  EXPECT_EQ(j["pool_check_every_step_until"], 766);
+  EXPECT_EQ(j["pool_checks"], 773);
 }
 
 TEST(SimulateCli, WorkloadFileRuns) {

@@ -197,19 +197,24 @@ class ReliabilityTest(unittest.TestCase):
         # KVCacheManager.__new__(KVCacheManager) made an instance whose C++ value pybind11
         # allocated on first use without constructing it: every class's methods then ran on
         # uninitialized memory (segfault, or an abort in the block table's check).
+        manager_from = "KVCacheManager(...) or KVCacheManager.from_layout(...)"
         uses = {
-            kvtopo.KVCacheManager: [lambda o: o.num_free_blocks,
-                                    lambda o: o.allocate_slots_batch([0], [1]),
-                                    lambda o: o.add_request("a", [1, 2])],
-            kvtopo.BlockTable: [lambda o: o.num_rows, memoryview],
-            kvtopo.Plan: [lambda o: o.accepted, lambda o: o.to_json()],
-            kvtopo.GroupGeometry: [lambda o: o.block_size],
-            kvtopo.CheckResult: [lambda o: o.accepted],
-            kvtopo.StepResult: [lambda o: o.num_failed, lambda o: o.block_ids],
-            kvtopo.ComputedBlocks: [lambda o: o.num_tokens],
-            kvtopo.KVCacheInspector: [lambda o: o.null_block],
+            kvtopo.KVCacheManager: (manager_from, [lambda o: o.num_free_blocks,
+                                                   lambda o: o.allocate_slots_batch([0], [1]),
+                                                   lambda o: o.add_request("a", [1, 2])]),
+            kvtopo.BlockTable: ("BlockTable(...)", [lambda o: o.num_rows, memoryview]),
+            kvtopo.Plan: ("kvtopo.plan(...)", [lambda o: o.accepted, lambda o: o.to_json(),
+                                               lambda o: kvtopo.KVCacheManager(o)]),
+            kvtopo.GroupGeometry: ("Plan.geometries", [lambda o: o.block_size,
+                                                       lambda o: kvtopo.BlockTable(o, 4)]),
+            kvtopo.CheckResult: ("kvtopo.check(...)", [lambda o: o.accepted]),
+            kvtopo.StepResult: ("KVCacheManager's batched calls",
+                                [lambda o: o.num_failed, lambda o: o.block_ids]),
+            kvtopo.ComputedBlocks: ("KVCacheManager.get_computed_blocks(...)",
+                                    [lambda o: o.num_tokens]),
+            kvtopo.KVCacheInspector: ("KVCacheManager.inspector()", [lambda o: o.null_block]),
         }
-        for cls, calls in uses.items():
+        for cls, (made_by, calls) in uses.items():
             name = cls.__name__
             for use in calls:
                 with self.subTest(cls=name), self.assertRaises(TypeError) as e:
@@ -217,7 +222,7 @@ class ReliabilityTest(unittest.TestCase):
                 self.assertEqual(
                     str(e.exception),
                     f"{name} object is not initialized: it was created by {name}.__new__ without "
-                    f"__init__; create one by calling {name}(...)")
+                    f"__init__; get one from {made_by}")
         # __init__ after __new__ is the two-step construction, and works.
         manager = kvtopo.KVCacheManager.__new__(kvtopo.KVCacheManager)
         manager.__init__(self.plan, num_blocks=100)
