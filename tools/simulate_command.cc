@@ -3,11 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "internal/json_text.h"
@@ -123,18 +124,29 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
               static_cast<long long>(r.invariant_checks),
               static_cast<long long>(r.invariant_violations));
   if (r.pool_check_every_step_until < r.invariant_checks) {
-    // The whole-pool walks outran their budget: after steps 2^k from then on, and at the end.
-    std::printf(" (whole-pool check %lld times on %lld blocks: ",
-                static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks));
-    if (r.pool_check_every_step_until > 0) {
-      const auto next = std::bit_ceil(static_cast<uint64_t>(r.pool_check_every_step_until) + 1);
-      std::printf("after each of the first %lld steps, then after steps %llu, %llu, ...",
-                  static_cast<long long>(r.pool_check_every_step_until),
-                  static_cast<unsigned long long>(next), static_cast<unsigned long long>(next * 2));
-    } else {
-      std::printf("after steps 1, 2, 4, ...");
+    // The whole-pool walks outran their budget: after steps 2^k from then on, and at the end
+    // unless the last step was one of them.
+    const int64_t each = r.pool_check_every_step_until;
+    std::vector<int64_t> powers;  // the steps 2^k past `each`
+    for (int64_t p = int64_t{1}; p <= r.invariant_checks; p *= 2) {
+      if (p > each) powers.push_back(p);
     }
-    std::printf(" and at the end)");
+    const bool at_end = r.pool_checks > each + static_cast<int64_t>(powers.size());
+    std::string when = each > 0 ? fmt::format("after each of the first {} steps", each) : "";
+    if (!powers.empty()) {
+      when += each > 0 ? ", then after " : "after ";
+      if (powers.size() == 1) {
+        when += fmt::format("step {}", powers[0]);
+      } else if (powers.size() == 2) {
+        when += fmt::format("steps {}, {}", powers[0], powers[1]);
+      } else {
+        when += fmt::format("steps {}, {}, ..., {}", powers[0], powers[1], powers.back());
+      }
+    }
+    if (at_end) when += when.empty() ? "at the end" : " and at the end";
+    std::printf(" (whole-pool check %lld times on %lld blocks: %s)",
+                static_cast<long long>(r.pool_checks), static_cast<long long>(r.num_blocks),
+                when.c_str());
   }
   std::printf("\n");
   if (!r.first_violation.empty()) {
