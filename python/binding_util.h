@@ -264,6 +264,59 @@ void RefuseUninitialized(const char* made_by) {
   }
 }
 
+// pybind11 skips `__init__` on an object already constructed and returns None, so
+// `manager.__init__(plan, num_blocks=8)` looked like a fresh manager but changed nothing. The
+// class's `__init__` becomes a plain method descriptor (a function named __init__ made by
+// pybind11 would get that same skip) that raises TypeError for a constructed object and calls
+// pybind11's `__init__` otherwise, keeping its docstring.
+template <typename T>
+struct InitOnce {
+  static inline PyObject* original = nullptr;  // pybind11's __init__, alive with the module
+  static inline std::string doc;
+  static inline PyMethodDef def{};
+
+  static PyObject* Call(PyObject* self, PyObject* args, PyObject* kwargs) {
+    const py::detail::type_info* info = py::detail::get_type_info(typeid(T));
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    if (inst->get_value_and_holder(info, false).holder_constructed()) {
+      std::string_view name = info->type->tp_name;
+      const std::string short_name(name.substr(name.rfind('.') + 1));
+      PyErr_SetString(PyExc_TypeError, (short_name +
+                                        " is already initialized: __init__ runs once; "
+                                        "create a new one with " +
+                                        g_made_by<T>)
+                                           .c_str());
+      return nullptr;
+    }
+    try {
+      const Py_ssize_t n = PyTuple_GET_SIZE(args);
+      py::tuple with_self(n + 1);
+      with_self[0] = py::handle(self);
+      for (Py_ssize_t i = 0; i < n; ++i) with_self[i + 1] = py::handle(PyTuple_GET_ITEM(args, i));
+      return PyObject_Call(original, with_self.ptr(), kwargs);
+    } catch (py::error_already_set& e) {  // no C++ exception may leave a CPython callback
+      e.restore();
+      return nullptr;
+    }
+  }
+};
+
+template <typename T>
+void RefuseSecondInit(py::handle cls) {
+  using Once = InitOnce<T>;
+  Once::original = py::object(cls.attr("__init__")).release().ptr();
+  const py::object doc = py::reinterpret_borrow<py::object>(Once::original).attr("__doc__");
+  Once::doc = doc.is_none() ? std::string() : doc.cast<std::string>();
+  PyCFunctionWithKeywords call = &Once::Call;
+  Once::def =
+      PyMethodDef{"__init__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(call)),
+                  METH_VARARGS | METH_KEYWORDS, Once::doc.c_str()};
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  py::object descriptor = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &Once::def));
+  if (!descriptor) throw py::error_already_set();
+  py::setattr(cls, "__init__", descriptor);
+}
+
 void BindViews(py::module_& m);    // binding_util.cc
 void BindRuntime(py::module_& m);  // runtime_binding.cc
 void BindWorker(py::module_& m);   // worker_binding.cc

@@ -867,6 +867,7 @@ void BindRuntime(py::module_& m) {
   RefuseUninitialized<PyComputedBlocks>("KVCacheManager.get_computed_blocks(...)");
   RefuseUninitialized<KVCacheInspector>("KVCacheManager.inspector()");
   RefuseUninitialized<M>("KVCacheManager(...) or KVCacheManager.from_layout(...)");
+  RefuseSecondInit<M>(cls);
 }
 
 }  // namespace kvtopo::python

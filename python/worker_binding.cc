@@ -263,6 +263,7 @@ void BindWorker(py::module_& m) {
       "a draft passes its own group's geometry and its own global lengths; rows past "
       "len(seq_lens) are 0.");
   RefuseUninitialized<T>("BlockTable(...)");
+  RefuseSecondInit<T>(m.attr("BlockTable"));
 }
 
 }  // namespace kvtopo::python

@@ -231,6 +231,34 @@ class ReliabilityTest(unittest.TestCase):
         table.__init__(self.group, 4)
         self.assertEqual(memoryview(table).shape[0], 4)
 
+    def test_a_second_init_is_refused(self):
+        # pybind11 skipped __init__ on a constructed object and returned None: the manager kept
+        # its 100-block pool while the call read as a fresh 50-block one.
+        manager = kvtopo.KVCacheManager(self.plan, num_blocks=100)
+        with self.assertRaises(TypeError) as e:
+            manager.__init__(self.plan, num_blocks=50)
+        self.assertEqual(str(e.exception),
+                         "KVCacheManager is already initialized: __init__ runs once; create a new "
+                         "one with KVCacheManager(...) or KVCacheManager.from_layout(...)")
+        self.assertEqual(manager.num_free_blocks, 99)
+        table = kvtopo.BlockTable(self.group, 4)
+        with self.assertRaises(TypeError) as e:
+            table.__init__(self.group, 8)
+        self.assertEqual(str(e.exception), "BlockTable is already initialized: __init__ runs "
+                                           "once; create a new one with BlockTable(...)")
+        self.assertEqual(table.num_rows, 4)
+        # Construction itself, a subclass's super().__init__ and the docstring are unchanged.
+        class Sub(kvtopo.KVCacheManager):
+            def __init__(self, plan):
+                super().__init__(plan, num_blocks=20)
+        self.assertEqual(Sub(self.plan).num_free_blocks, 19)
+        self.assertTrue(kvtopo.KVCacheManager.__init__.__doc__.startswith(
+            "__init__(self: kvtopo._kvtopo.KVCacheManager, plan: kvtopo._kvtopo.Plan, *,"))
+        with self.assertRaises(TypeError) as e:
+            kvtopo.KVCacheManager.__init__(object(), self.plan)
+        self.assertEqual(str(e.exception), "descriptor '__init__' for 'kvtopo._kvtopo.KVCacheManager'"
+                                           " objects doesn't apply to a 'object' object")
+
     def test_a_pool_larger_than_memory_is_a_memory_error_naming_it(self):
         # Was MemoryError("std::bad_alloc"). Run under an address-space limit in a child
         # interpreter, so that this one keeps its memory.
