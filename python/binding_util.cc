@@ -76,11 +76,23 @@ void BindViews(py::module_& m) {
   m.add_object("_View", py::handle(reinterpret_cast<PyObject*>(g_view_type)));
 }
 
+namespace {
+// "kvtopo._kvtopo.Plan" -> "Plan".
+std::string ClassName(PyTypeObject* type) {
+  const std::string_view name = type->tp_name;
+  return std::string(name.substr(name.rfind('.') + 1));
+}
+}  // namespace
+
 std::string UninitializedMessage(PyTypeObject* type, const char* made_by) {
-  std::string_view name = type->tp_name;
-  const std::string short_name(name.substr(name.rfind('.') + 1));
-  return short_name + " object is not initialized: it was created by " + short_name +
+  const std::string name = ClassName(type);
+  return name + " object is not initialized: it was created by " + name +
          ".__new__ without __init__; get one from " + made_by;
+}
+
+std::string InitializedTwiceMessage(PyTypeObject* type, const char* made_by) {
+  return ClassName(type) + " is already initialized: __init__ runs once; create a new one with " +
+         made_by;
 }
 
 }  // namespace kvtopo::python

@@ -231,6 +231,7 @@ T& Self(PyObject* obj, const char* what = "self") {
 // __init__ or returned from C++ are allocated elsewhere), and a type with the buffer protocol
 // checks the value before pybind11's buffer call, which cannot raise.
 std::string UninitializedMessage(PyTypeObject* type, const char* made_by);  // binding_util.cc
+std::string InitializedTwiceMessage(PyTypeObject* type, const char* made_by);
 
 template <typename T>
 inline getbufferproc g_pybind11_getbuffer = nullptr;
@@ -279,13 +280,7 @@ struct InitOnce {
     const py::detail::type_info* info = py::detail::get_type_info(typeid(T));
     auto* inst = reinterpret_cast<py::detail::instance*>(self);
     if (inst->get_value_and_holder(info, false).holder_constructed()) {
-      std::string_view name = info->type->tp_name;
-      const std::string short_name(name.substr(name.rfind('.') + 1));
-      PyErr_SetString(PyExc_TypeError, (short_name +
-                                        " is already initialized: __init__ runs once; "
-                                        "create a new one with " +
-                                        g_made_by<T>)
-                                           .c_str());
+      PyErr_SetString(PyExc_TypeError, InitializedTwiceMessage(info->type, g_made_by<T>).c_str());
       return nullptr;
     }
     try {
@@ -301,6 +296,7 @@ struct InitOnce {
   }
 };
 
+// After RefuseUninitialized<T>, whose `made_by` the message reuses.
 template <typename T>
 void RefuseSecondInit(py::handle cls) {
   using Once = InitOnce<T>;

@@ -16,14 +16,9 @@ constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
 
 std::string FlagNames(const LaunchOption& o) {
-  auto dashed = [](std::string_view name) {
-    std::string out(name);
-    std::replace(out.begin(), out.end(), '_', '-');
-    return "--" + out;
-  };
-  std::string names = dashed(o.name);
-  for (std::string_view alias : o.aliases) names += "," + dashed(alias);
-  if (o.value == OptionValue::kSwitch) names += ",!" + dashed("no_" + std::string(o.name));
+  std::string names = FlagName(o.name);
+  for (std::string_view alias : o.aliases) names += "," + FlagName(alias);
+  if (o.value == OptionValue::kSwitch) names += ",!" + FlagName("no_" + std::string(o.name));
   return names;
 }
 
@@ -35,6 +30,12 @@ std::string FlagHelp(const LaunchOption& o) {
 }
 
 }  // namespace
+
+std::string FlagName(std::string_view option_name) {
+  std::string flag = "--" + std::string(option_name);
+  std::replace(flag.begin() + 2, flag.end(), '_', '-');
+  return flag;
+}
 
 void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   f.app = app;
@@ -62,11 +63,7 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   const std::vector<LaunchOption>& table = LaunchOptionTable();
   for (size_t i = 0; i < table.size(); ++i) {
     const LaunchOption& option = table[i];
-    const CLI::Option* cli = f.app->get_option("--" + [&] {
-      std::string n(option.name);
-      std::replace(n.begin(), n.end(), '_', '-');
-      return n;
-    }());
+    const CLI::Option* cli = f.app->get_option(FlagName(option.name));
     if (cli->count() == 0) continue;
     const std::string source = fmt::format("--{}", cli->get_name().substr(2));
     if (option.value == OptionValue::kSwitch) {
@@ -145,11 +142,7 @@ std::vector<std::string> NormalizeVllmArgs(int argc, char** argv, const CLI::App
     } else if (name.size() > 1 && name[0] == '-' && name[1] != '-') {
       // vLLM's single-dash long aliases of launch options: -tp, -dcp, -pp, ...
       for (const LaunchOption& o : LaunchOptionTable()) {
-        if (!o.short_flag.empty() && name.substr(1) == o.short_flag) {
-          std::string n(o.name);
-          std::replace(n.begin(), n.end(), '_', '-');
-          name = "--" + n;
-        }
+        if (!o.short_flag.empty() && name.substr(1) == o.short_flag) name = FlagName(o.name);
       }
     }
     if (name.starts_with("--speculative-config.")) {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvtopo/launch.h"
@@ -28,6 +29,9 @@ struct LaunchFlags {
   std::vector<std::string> speculative_keys;
   CLI::App* app = nullptr;
 };
+
+// The flag of a launch option: "max_model_len" -> "--max-model-len".
+std::string FlagName(std::string_view option_name);
 
 // Registers MODEL (optional positional) and every launch option on `app`.
 void AddLaunchFlags(CLI::App* app, LaunchFlags& flags);

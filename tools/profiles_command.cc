@@ -1,13 +1,13 @@
 // `kvtopo profiles`: lists the embedded profiles (targets, drafts and the backend registry).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 
 #include "commands.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
+#include "launch_flags.h"
 
 namespace kvtopo::cli {
 
@@ -38,9 +38,7 @@ void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry) {
       return kExitOk;
     }
     for (const LaunchOption& o : LaunchOptionTable()) {
-      std::string name(o.name);
-      std::replace(name.begin(), name.end(), '_', '-');
-      fmt::print("--{:<32} {:<8} {}\n", name, OptionValueName(o.value), o.help);
+      fmt::print("{:<34} {:<8} {}\n", FlagName(o.name), OptionValueName(o.value), o.help);
     }
     return kExitOk;
   });

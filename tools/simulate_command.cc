@@ -203,12 +203,10 @@ int RunSimulate(const SimulateArgs& args) {
       const bool given =
           std::visit([&](auto field) { return ((*options).*field).has_value(); }, option.field);
       if (!given) continue;
-      std::string flag(option.name);
-      std::replace(flag.begin(), flag.end(), '_', '-');
       return ReportError(InvalidArgument(fmt::format(
-          "--{} does not apply to --workload {}, which plans its own synthetic model; pass a "
+          "{} does not apply to --workload {}, which plans its own synthetic model; pass a "
           "MODEL to run the workload on a launch of yours",
-          flag, args.workload)));
+          FlagName(option.name), args.workload)));
     }
     auto memory = KvCacheMemoryBytes(*options);
     if (!memory.ok()) return ReportError(memory.status());
