@@ -312,12 +312,8 @@ void BindPlan(py::module_& m) {
         }
         auto plan = std::make_shared<Plan>(std::move(planned).value());
         if (!plan->accepted()) {
-          std::string message = "rejected: " + plan->model.model_name;
-          for (const Diagnostic& d : plan->diagnostics) {
-            if (d.severity == Severity::kError)
-              message += "\n  error [" + d.code + "] " + d.message;
-          }
-          py::object exc = py::reinterpret_borrow<py::object>(g_rejected_error)(message);
+          py::object exc = py::reinterpret_borrow<py::object>(g_rejected_error)(
+              "rejected: " + plan->model.model_name + plan->ErrorLines());
           exc.attr("plan") = py::cast(plan);
           exc.attr("diagnostics") = DiagnosticsList(plan->diagnostics);
           PyErr_SetObject(g_rejected_error, exc.ptr());
@@ -351,7 +347,8 @@ void BindPlan(py::module_& m) {
       "check(model=None, **options) -> CheckResult\n\n"
       "Accepts or rejects a launch like `kvtopo check`; a rejection is a result, not an error.");
   m.def(
-      "parse_byte_size", [](const std::string& text) { return ValueOrThrow(ParseByteSize(text)); },
+      "parse_byte_size",
+      [](const std::string& text) { return ValueOrThrow(ParseByteSize(text, "text")); },
       py::arg("text"), "Bytes from '12GiB', '512M' or '1000000' (as --kv-cache-memory).");
   m.def(
       "option_names",

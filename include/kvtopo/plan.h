@@ -126,6 +126,10 @@ struct Plan {
   std::vector<Diagnostic> diagnostics;  // model diagnostics first, then the planner's
 
   bool accepted() const;
+  // One "\n  error [code] message" line per error diagnostic, in order (empty when accepted):
+  // what every refusal of a rejected plan (kvtopo simulate and verify, the runtime's options,
+  // the Python module) appends to its first line.
+  std::string ErrorLines() const;
 };
 
 // Plans `specs` under `inputs`. Configuration problems become error diagnostics in the plan

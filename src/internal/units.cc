@@ -12,10 +12,10 @@
 
 namespace kvtopo {
 
-Result<int64_t> ParseByteSize(std::string_view text) {
+Result<int64_t> ParseByteSize(std::string_view text, std::string_view what) {
   auto bad = [&](std::string_view why) {
     return InvalidArgument(fmt::format(
-        "--kv-cache-memory '{}' {}; give bytes or a size such as 12GiB, 512MiB, 16G", text, why));
+        "{} '{}' {}; give bytes or a size such as 12GiB, 512MiB, 16G", what, text, why));
   };
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {

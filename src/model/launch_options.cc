@@ -316,10 +316,8 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
           const std::string* text = std::get_if<std::string>(&value);
           if (text == nullptr) return type_error("a string");
           if (option.value == OptionValue::kBytes) {
-            Result<int64_t> bytes = ParseByteSize(*text);
-            if (!bytes.ok()) {
-              return InvalidArgument(fmt::format("{}: {}", source, bytes.status().message()));
-            }
+            Result<int64_t> bytes = ParseByteSize(*text, source);
+            if (!bytes.ok()) return bytes.status();
             if (*bytes < option.min_value || *bytes > option.max_value) {
               return InvalidArgument(fmt::format("{} must be in [{}, {}] bytes, got '{}'", source,
                                                  option.min_value, option.max_value, *text));
@@ -520,7 +518,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
 
 Result<int64_t> KvCacheMemoryBytes(const LaunchOptions& o) {
   if (!o.kv_cache_memory) return int64_t{0};
-  KVTOPO_ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(*o.kv_cache_memory));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(*o.kv_cache_memory, "--kv-cache-memory"));
   if (bytes <= 0) {
     return InvalidArgument(
         fmt::format("--kv-cache-memory must be positive, got '{}'", *o.kv_cache_memory));

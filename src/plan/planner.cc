@@ -29,6 +29,14 @@ bool Plan::accepted() const {
                       [](const Diagnostic& d) { return d.severity == Severity::kError; });
 }
 
+std::string Plan::ErrorLines() const {
+  std::string lines;
+  for (const Diagnostic& d : diagnostics) {
+    if (d.severity == Severity::kError) lines += "\n  error [" + d.code + "] " + d.message;
+  }
+  return lines;
+}
+
 namespace {
 
 // Whether one backend's kernels take blocks of `b` tokens (no registry entry: any size).
@@ -708,6 +716,9 @@ Result<Plan> Planner::Run() {
   KVTOPO_ASSIGN_OR_RETURN(int64_t needed,
                           internal::CheckedMul(plan.capacity.blocks_per_request,
                                                plan.pool.bytes_per_block, "memory per request"));
+  // The knob that sizes the pool: the override when given, else the memory budget.
+  const std::string_view pool_flag =
+      inputs_.cache.num_gpu_blocks_override > 0 ? "--num-gpu-blocks-override" : "--kv-cache-memory";
   if (plan.max_model_len_that_fits < specs_.max_model_len) {
     std::string fit = plan.max_model_len_that_fits > 0
                           ? fmt::format("; the largest --max-model-len that fits is {}",
@@ -716,9 +727,9 @@ Result<Plan> Planner::Run() {
     diagnostics_.push_back(Error(
         "kv-cache-memory",
         fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more than "
-                    "the {} B the pool holds besides its null block{}; raise --kv-cache-memory "
-                    "or lower --max-model-len",
-                    specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit)));
+                    "the {} B the pool holds besides its null block{}; raise {} or lower "
+                    "--max-model-len",
+                    specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit, pool_flag)));
   }
   // Block tables live beside the KV cache, but a launch whose tables alone outgrow the cache's
   // budget is a mistake in --max-num-seqs or --max-model-len, not a plan to report as running.
@@ -734,9 +745,10 @@ Result<Plan> Planner::Run() {
   if (plan.pool.num_blocks < 2) {
     diagnostics_.push_back(
         Error("kv-cache-memory",
-              fmt::format("the pool holds {} blocks of {} B; at least two (the null block and one "
-                          "page) are needed; raise --kv-cache-memory",
-                          plan.pool.num_blocks, plan.pool.bytes_per_block)));
+              fmt::format("the pool holds {} block{} of {} B; at least two (the null block and "
+                          "one page) are needed; raise {}",
+                          plan.pool.num_blocks, plan.pool.num_blocks == 1 ? "" : "s",
+                          plan.pool.bytes_per_block, pool_flag)));
   }
   return finish();
 }

@@ -13,12 +13,8 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromPlan(
     const Plan& plan, std::optional<int64_t> num_blocks,
     std::optional<bool> enable_prefix_caching) {
   if (!plan.accepted()) {
-    std::string message =
-        "cannot build a KVCacheManager from a rejected plan of " + plan.model.model_name;
-    for (const Diagnostic& d : plan.diagnostics) {
-      if (d.severity == Severity::kError) message += "\n  error [" + d.code + "] " + d.message;
-    }
-    return Rejected(std::move(message));
+    return Rejected("cannot build a KVCacheManager from a rejected plan of " +
+                    plan.model.model_name + plan.ErrorLines());
   }
   const int64_t blocks = num_blocks.value_or(plan.pool.num_blocks);
   if (blocks < 1) {

@@ -134,7 +134,7 @@ int64_t Simulator::BlocksToFit() const {
 Status Simulator::Setup() {
   if (plan_.groups.empty()) return InvalidArgument("the plan has no cache groups");
   if (!plan_.accepted()) {
-    return Rejected("the launch is rejected (run `kvtopo check` for its diagnostics)");
+    return Rejected("the launch is rejected: " + plan_.model.model_name + plan_.ErrorLines());
   }
   dcp_ = plan_.groups.front().geometry.dcp_size();  // ranks in the DCP group, from the geometry
   max_model_len_ = plan_.model.max_model_len;

@@ -508,7 +508,7 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
   KVTOPO_RETURN_IF_ERROR(ValidateOptions(options));
   if (plan.groups.empty()) return InvalidArgument("the plan has no cache groups");
   if (!plan.accepted()) {
-    return Rejected("the launch is rejected (run `kvtopo check` for its diagnostics)");
+    return Rejected("the launch is rejected: " + plan.model.model_name + plan.ErrorLines());
   }
   const int64_t ranks = plan.groups.front().geometry.dcp_size();
   const int64_t processes = transport.num_processes();

@@ -278,6 +278,16 @@ TEST(SimulateCli, PoolSizeNamesItsSource) {
   EXPECT_EQ(r.out,
             "kvtopo: a pool of 414252246 blocks (from --kv-cache-memory) is beyond the "
             "simulator's 67108864 blocks\n");
+  // A rejected launch prints its errors: `kvtopo check` cannot plan a workload's own model.
+  r = RunCli("simulate --workload w1 --num-gpu-blocks-override 1", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "kvtopo: the launch is rejected: synthetic-dense-32l\n"
+            "  error [kv-cache-memory] one request of --max-model-len 8192 needs 1073741824 B of "
+            "KV cache per rank, more than the 0 B the pool holds besides its null block; not even "
+            "a 1-token request fits; raise --num-gpu-blocks-override or lower --max-model-len\n"
+            "  error [kv-cache-memory] the pool holds 1 block of 2097152 B; at least two (the "
+            "null block and one page) are needed; raise --num-gpu-blocks-override\n");
 }
 
 // The whole-pool walks get 2^25 block visits: a pool of 131,072 blocks is walked after each of

@@ -66,8 +66,8 @@ TEST(LaunchOptions, ValuesAreRangeCheckedAndNameTheirSource) {
   EXPECT_EQ(Set(o, "--async-scheduling", std::string("maybe")).message(),
             "--async-scheduling is a switch; 'maybe' is neither true nor false");
   EXPECT_EQ(Set(o, "--kv-cache-memory-bytes", std::string("12XB")).message(),
-            "--kv-cache-memory-bytes: --kv-cache-memory '12XB' has an unknown unit; give bytes or "
-            "a size such as 12GiB, 512MiB, 16G");
+            "--kv-cache-memory-bytes '12XB' has an unknown unit; give bytes or a size such as "
+            "12GiB, 512MiB, 16G");
   EXPECT_TRUE(Set(o, "--kv-cache-memory-bytes", int64_t{1'325'000'000}).ok());
   EXPECT_EQ(*KvCacheMemoryBytes(o), 1'325'000'000);
   EXPECT_EQ(Set(o, "tensor_parallel_size", std::string("four")).message(),

@@ -192,6 +192,21 @@ TEST(Planner, TooLittleMemoryNamesTheLengthThatFits) {
             "one request of --max-model-len 4096 needs 2359296 B of KV cache per rank, more than "
             "the 552960 B the pool holds besides its null block; the largest --max-model-len "
             "that fits is 960; raise --kv-cache-memory or lower --max-model-len");
+  // With --num-gpu-blocks-override the override sizes the pool, so the errors name it.
+  PlanInputs in = Inputs(1, 1, 16 * 64 * 576);
+  in.cache.num_gpu_blocks_override = 1;
+  plan = PlanFromSpecs(Specs(layers, 4096), in);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "one request of --max-model-len 4096 needs 2359296 B of KV cache per rank, more than "
+            "the 0 B the pool holds besides its null block; not even a 1-token request fits; "
+            "raise --num-gpu-blocks-override or lower --max-model-len");
+  EXPECT_EQ(plan->diagnostics[1].message,
+            "the pool holds 1 block of 36864 B; at least two (the null block and one page) are "
+            "needed; raise --num-gpu-blocks-override");
+  EXPECT_EQ(plan->ErrorLines(), "\n  error [kv-cache-memory] " + plan->diagnostics[0].message +
+                                    "\n  error [kv-cache-memory] " + plan->diagnostics[1].message);
 }
 
 TEST(Planner, PrefixMatchUnitMustDivideEveryGroupBlock) {

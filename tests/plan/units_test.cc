@@ -6,29 +6,30 @@ namespace kvtopo {
 namespace {
 
 TEST(ParseByteSize, SuffixesAndErrors) {
-  EXPECT_EQ(*ParseByteSize("12GiB"), int64_t{12} << 30);
-  EXPECT_EQ(*ParseByteSize("12gib"), int64_t{12} << 30);
-  EXPECT_EQ(*ParseByteSize("512MiB"), int64_t{512} << 20);
-  EXPECT_EQ(*ParseByteSize("16G"), int64_t{16} << 30);  // vLLM: an upper-case letter is binary
-  EXPECT_EQ(*ParseByteSize("16g"), int64_t{16000000000});
-  EXPECT_EQ(*ParseByteSize("16GB"), int64_t{16000000000});
-  EXPECT_EQ(*ParseByteSize("3K"), 3072);
-  EXPECT_EQ(*ParseByteSize("3k"), 3000);
-  EXPECT_EQ(*ParseByteSize("4KiB"), 4096);
-  EXPECT_EQ(*ParseByteSize("1000000"), 1000000);
-  EXPECT_EQ(*ParseByteSize("1.5GiB"), int64_t{3} << 29);
-  EXPECT_EQ(ParseByteSize("-1").status().message(),
+  EXPECT_EQ(*ParseByteSize("12GiB", "--kv-cache-memory"), int64_t{12} << 30);
+  EXPECT_EQ(*ParseByteSize("12gib", "--kv-cache-memory"), int64_t{12} << 30);
+  EXPECT_EQ(*ParseByteSize("512MiB", "--kv-cache-memory"), int64_t{512} << 20);
+  EXPECT_EQ(*ParseByteSize("16G", "--kv-cache-memory"),
+            int64_t{16} << 30);  // vLLM: an upper-case letter is binary
+  EXPECT_EQ(*ParseByteSize("16g", "--kv-cache-memory"), int64_t{16000000000});
+  EXPECT_EQ(*ParseByteSize("16GB", "--kv-cache-memory"), int64_t{16000000000});
+  EXPECT_EQ(*ParseByteSize("3K", "--kv-cache-memory"), 3072);
+  EXPECT_EQ(*ParseByteSize("3k", "--kv-cache-memory"), 3000);
+  EXPECT_EQ(*ParseByteSize("4KiB", "--kv-cache-memory"), 4096);
+  EXPECT_EQ(*ParseByteSize("1000000", "--kv-cache-memory"), 1000000);
+  EXPECT_EQ(*ParseByteSize("1.5GiB", "--kv-cache-memory"), int64_t{3} << 29);
+  EXPECT_EQ(ParseByteSize("-1", "--kv-cache-memory").status().message(),
             "--kv-cache-memory '-1' is not a size; give bytes or a size such as 12GiB, 512MiB, "
             "16G");
-  EXPECT_EQ(ParseByteSize("12XB").status().message(),
+  EXPECT_EQ(ParseByteSize("12XB", "--kv-cache-memory").status().message(),
             "--kv-cache-memory '12XB' has an unknown unit; give bytes or a size such as 12GiB, "
             "512MiB, 16G");
-  EXPECT_EQ(ParseByteSize("99999999999TiB").status().message(),
+  EXPECT_EQ(ParseByteSize("99999999999TiB", "--kv-cache-memory").status().message(),
             "--kv-cache-memory '99999999999TiB' does not fit in 64 bits; give bytes or a size "
             "such as 12GiB, 512MiB, 16G");
-  EXPECT_FALSE(ParseByteSize("").ok());
-  EXPECT_FALSE(ParseByteSize("1.2.3G").ok());
-  EXPECT_FALSE(ParseByteSize("0.5").ok());
+  EXPECT_FALSE(ParseByteSize("", "--kv-cache-memory").ok());
+  EXPECT_FALSE(ParseByteSize("1.2.3G", "--kv-cache-memory").ok());
+  EXPECT_FALSE(ParseByteSize("0.5", "--kv-cache-memory").ok());
 }
 
 TEST(ParsePositiveInt, RejectsZeroNegativeAndOverflow) {

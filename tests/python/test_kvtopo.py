@@ -141,6 +141,12 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(plan.capacity.memory_bytes, 16 << 30)
         self.assertFalse(plan.kv_cache_memory_is_default)
         self.assertEqual(kvtopo.parse_byte_size("1.5GiB"), 3 << 29)
+        # A bad size names the argument it came from.
+        with self.assertRaisesRegex(ValueError, r"^kv_cache_memory '12XB' has an unknown unit; "
+                                    r"give bytes or a size such as 12GiB, 512MiB, 16G$"):
+            kvtopo.plan(kv_cache_memory="12XB")
+        with self.assertRaisesRegex(ValueError, r"^text '1\.2\.3G' is not a size"):
+            kvtopo.parse_byte_size("1.2.3G")
         # None means "not given".
         self.assertEqual(kvtopo.plan(block_size=None).to_json(), kvtopo.plan().to_json())
 
@@ -223,7 +229,7 @@ class ErrorTest(unittest.TestCase):
             kvtopo.check(bogus=True)
 
     def test_bad_values(self):
-        with self.assertRaisesRegex(ValueError, "--kv-cache-memory"):
+        with self.assertRaisesRegex(ValueError, "^kv_cache_memory 'twelve gigs' is not a size"):
             kvtopo.plan(kv_cache_memory="twelve gigs")
         with self.assertRaisesRegex(ValueError, r"kv_cache_memory must be in \[1, 1125899906842624\] bytes, got 0"):
             kvtopo.plan(kv_cache_memory=0)

@@ -77,6 +77,19 @@ TEST(VerifyCli, OutOfRangeNumbersAreUsageErrorsNamingTheFlag) {
   }
 }
 
+// A rejected launch is refused with its errors, exit 1.
+TEST(VerifyCli, ARejectedLaunchPrintsItsErrors) {
+  auto r = RunCli("verify gpt-oss-120b -tp 8 --num-gpu-blocks-override 1", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "kvtopo: the launch is rejected: gpt-oss-120b\n"
+            "  error [kv-cache-memory] one request of --max-model-len 131072 needs 680140800 B of "
+            "KV cache per rank, more than the 0 B the pool holds besides its null block; not even "
+            "a 1-token request fits; raise --num-gpu-blocks-override or lower --max-model-len\n"
+            "  error [kv-cache-memory] the pool holds 1 block of 73728 B; at least two (the null "
+            "block and one page) are needed; raise --num-gpu-blocks-override\n");
+}
+
 TEST(VerifyCli, UnknownFaultIsAUsageError) {
   auto r = RunCli(std::string(kSmallLaunch) + " --inject bogus", /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, 2);
