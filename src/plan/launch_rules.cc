@@ -86,9 +86,9 @@ void CheckSharded(const Layer& l, Findings& f) {
   }
   if (p.prefill_context_parallel_size > 1 && !be.supports_pcp) {
     f.Error(be.dcp_gathered_head_multiple > 0 ? "b12x-dcp-pcp" : "backend-pcp",
-            fmt::format("backend {} ({} layer '{}') does not support prefill context "
-                        "parallelism; set --prefill-context-parallel-size 1",
-                        be.name, role, s.name));
+            fmt::format("{} layer '{}' is DCP-sharded on backend {}, which does not support "
+                        "prefill context parallelism; set --prefill-context-parallel-size 1",
+                        role, s.name, be.name));
   }
   if (l.num_speculative_tokens > 0 && l.geometry.interleave() > 1 &&
       !be.spec_decode_with_interleave) {

@@ -1,4 +1,9 @@
+#include <fmt/format.h>
+
+#include <map>
 #include <set>
+#include <string_view>
+#include <tuple>
 
 #include "kvtopo/backend.h"
 #include "kvtopo/model.h"
@@ -6,6 +11,60 @@
 #include "plan/launch_rules.h"
 
 namespace kvtopo {
+namespace {
+
+// One finding that many layers share reads once: diagnostics with the same severity, code and
+// message but for the quoted layer name they start with ('model.layers.0.self_attn') become the
+// first of them, naming how many other layers it stands for ("target layer 'model.layers.0.
+// self_attn' (and 60 other layers) uses block size 7 ..."), where the first stood. A wrong
+// --block-size or --attention-backend printed one line per layer: 61 for kimi-k2.6.
+void MergeLayerDiagnostics(const ModelCacheSpecs& specs, std::vector<Diagnostic>& diagnostics) {
+  std::set<std::string_view> layer_names;
+  for (const LayerSpec& s : specs.layers) layer_names.insert(s.name);
+  struct Merged {
+    size_t index;      // into `out`
+    size_t name_at;    // where the quoted name starts in the first message
+    size_t name_size;  // the quoted name's length, quotes included
+    int64_t others = 0;
+  };
+  std::map<std::tuple<Severity, std::string, std::string>, Merged> seen;
+  std::vector<Diagnostic> out;
+  for (Diagnostic& d : diagnostics) {
+    // The first quoted span that is a layer name.
+    size_t open = d.message.find('\'');
+    size_t close = std::string::npos;
+    while (open != std::string::npos) {
+      close = d.message.find('\'', open + 1);
+      if (close == std::string::npos) break;
+      if (layer_names.count(std::string_view(d.message).substr(open + 1, close - open - 1))) break;
+      open = d.message.find('\'', close + 1);
+    }
+    if (open == std::string::npos || close == std::string::npos) {
+      out.push_back(std::move(d));
+      continue;
+    }
+    // The message without the name (built by appending: GCC 12 at -O3 warns falsely,
+    // -Wrestrict, on replacing a span by a literal).
+    std::string key = d.message.substr(0, open);
+    key.append(d.message, close + 1);
+    auto [it, inserted] = seen.try_emplace({d.severity, d.code, std::move(key)},
+                                           Merged{out.size(), open, close - open + 1});
+    if (inserted) {
+      out.push_back(std::move(d));
+    } else {
+      ++it->second.others;
+    }
+  }
+  for (const auto& [key, m] : seen) {
+    if (m.others == 0) continue;
+    out[m.index].message.insert(
+        m.name_at + m.name_size,
+        fmt::format(" (and {} other layer{})", m.others, m.others == 1 ? "" : "s"));
+  }
+  diagnostics = std::move(out);
+}
+
+}  // namespace
 
 Diagnostic RejectionDiagnostic(const Status& rejected) {
   KVTOPO_CHECK(rejected.code() == StatusCode::kRejected);
@@ -43,6 +102,7 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
   }
   KVTOPO_ASSIGN_OR_RETURN(Plan plan, PlanFromSpecs(specs, inputs));
   KVTOPO_RETURN_IF_ERROR(internal::CheckLaunchRules(launch, plan));
+  MergeLayerDiagnostics(specs, plan.diagnostics);
   return plan;
 }
 

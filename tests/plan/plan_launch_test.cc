@@ -243,5 +243,33 @@ TEST(SelectKernelBlockSize, CommonToEveryBackend) {
   EXPECT_EQ(SelectKernelBlockSize(48, {&flashinfer, &multiple16}), 16);
 }
 
+// One wrong knob reads as one line, not one per layer: a finding that many layers share names
+// the first and how many others it stands for; findings that differ otherwise stay apart.
+TEST(PlanLaunch, AFindingManyLayersShareIsOneDiagnostic) {
+  LaunchConfig c = Launch("kimi-k2.6", 8, 1);
+  c.cache.attention_backend = "FLASH_ATTN";
+  auto plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "backend-kind");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "target layer 'model.layers.0.self_attn' (and 60 other layers) is an MLA cache but "
+            "backend FLASH_ATTN serves K/V attention caches; choose a matching backend with "
+            "--attention-backend");
+
+  c = Launch("gpt-oss-120b", 8, 1);
+  c.cache.block_size = 7;
+  plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 3u);
+  // Per group: the group numbers differ, so both stay.
+  EXPECT_EQ(plan->diagnostics[0].message.substr(0, 40), "group 0 ('model.layers.0.self_attn'): no");
+  EXPECT_EQ(plan->diagnostics[1].message.substr(0, 40), "group 1 ('model.layers.1.self_attn'): no");
+  EXPECT_EQ(plan->diagnostics[2].message,
+            "target layer 'model.layers.0.self_attn' (and 35 other layers) uses block size 7 "
+            "which is not a multiple of a FLASH_ATTN kernel block size (smallest 16); change "
+            "--block-size");
+}
+
 }  // namespace
 }  // namespace kvtopo
