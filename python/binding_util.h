@@ -89,6 +89,15 @@ inline int64_t ToInt64(py::handle obj, std::string_view what) {
 // A 1-D integer input: a buffer (memoryview, array.array, NumPy or torch CPU array) read in
 // place when it is contiguous with items exactly like T; any other integer buffer or iterable of
 // ints is converted item by item into `scratch`. Values outside T's range raise OverflowError.
+// "5000000000 is outside the 32-bit integer range [-2147483648, 2147483647]": why an int
+// argument does not fit the type the runtime holds it in.
+template <typename T>
+std::string OutsideRange(int64_t v) {
+  return std::to_string(v) + " is outside the " + std::to_string(8 * sizeof(T)) +
+         "-bit integer range [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+         std::to_string(std::numeric_limits<T>::max()) + "]";
+}
+
 template <typename T>
 class IntsIn {
  public:
@@ -126,8 +135,8 @@ class IntsIn {
     while (PyObject* item = PyIter_Next(items.ptr())) {
       const int64_t v = ToInt64(py::reinterpret_steal<py::object>(item), what);
       if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
-        RaisePython(PyExc_OverflowError, std::string(what) + ": value " + std::to_string(v) +
-                                             " is out of range for its type");
+        RaisePython(PyExc_OverflowError, std::string(what) + "[" + std::to_string(scratch.size()) +
+                                             "]: " + OutsideRange<T>(v));
       }
       scratch.push_back(static_cast<T>(v));
     }

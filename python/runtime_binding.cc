@@ -77,8 +77,7 @@ class CountsIn {
     if (PyLong_Check(obj) && !PyBool_Check(obj)) {
       const int64_t v = ToInt64(obj, what);
       if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-        RaisePython(PyExc_OverflowError, std::string(what) + ": value " + std::to_string(v) +
-                                             " is out of range for its type");
+        RaisePython(PyExc_OverflowError, std::string(what) + ": " + OutsideRange<int32_t>(v));
       }
       scratch.assign(n, static_cast<int32_t>(v));
       values_ = scratch;

@@ -113,8 +113,12 @@ class BatchVersusSingle(unittest.TestCase):
         buf[1] = 3  # an engine updates its buffer in place between steps
         res = m.allocate_slots_batch(h, buf, 0)  # 17 and 19 tokens: a second block per group
         self.assertEqual((list(res.first_column), list(res.block_ids)), ([1] * 4, [5, 6, 7, 8]))
-        with self.assertRaisesRegex(OverflowError, "num_new_tokens: value 4294967296"):
+        with self.assertRaisesRegex(OverflowError, r"^num_new_tokens: 4294967296 is outside the "
+                                    r"32-bit integer range \[-2147483648, 2147483647\]$"):
             m.allocate_slots_batch(h, 1 << 32)
+        with self.assertRaisesRegex(OverflowError, r"^num_new_tokens\[1\]: -4294967296 is "
+                                    r"outside the 32-bit integer range"):
+            m.allocate_slots_batch(h, [1, -(1 << 32)])
         with self.assertRaisesRegex(TypeError, "handles must be a 1-D integer buffer"):
             m.allocate_slots_batch(array.array("d", [0.0]), 1)
         # The manager's own checks, unchanged through the binding.
