@@ -216,6 +216,107 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// Dense decoders (Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE): one K/V attention cache per
+// layer. How the engine reads them (docs/profiles.md cites each rule):
+// - KV heads: `num_key_value_heads`; a Llama config without it is MHA (`num_attention_heads`).
+// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 always the latter.
+// - Windows: `sliding_window` (0 or null: none; for Qwen configs only with `use_sliding_window`).
+//   Llama and Mistral layers slide per `layer_types` when those mix sliding and full layers;
+//   otherwise the window, if any, applies to every layer.
+enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3 };
+
+Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n) {
+  std::vector<int64_t> windows(static_cast<size_t>(n), 0);
+  const bool qwen = family == DenseFamily::kQwen2 || family == DenseFamily::kQwen3;
+  if (qwen) {
+    KVTOPO_ASSIGN_OR_RETURN(bool use, r.BoolOr("use_sliding_window", false));
+    if (!use) return windows;
+    KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+    if (window == 0) return windows;
+    return r.Invalid("use_sliding_window",
+                     "is true: which layers a Qwen model windows depends on max_window_layers "
+                     "and the Transformers version, and the engine refuses a window on only some "
+                     "layers; kvtopo does not plan it (set it to false to plan full attention)");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  std::vector<std::string> types;
+  if (r.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(types, r.StringList("layer_types"));
+    if (static_cast<int64_t>(types.size()) != n) {
+      return r.Invalid("layer_types",
+                       fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (types[i] != "sliding_attention" && types[i] != "full_attention") {
+        return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: "
+                                                    "sliding_attention, full_attention",
+                                                    i, types[i]));
+      }
+    }
+  }
+  const bool mixed = std::set<std::string>(types.begin(), types.end()).size() > 1;
+  if (!mixed) {
+    std::fill(windows.begin(), windows.end(), window);
+    return windows;
+  }
+  if (family == DenseFamily::kMixtral) {
+    return r.Invalid("layer_types",
+                     "mixes sliding and full layers, which the engine's Mixtral "
+                     "layers do not read; kvtopo does not plan it");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (types[i] == "sliding_attention") {
+      KVTOPO_ASSIGN_OR_RETURN(windows[i], Positive(r, "sliding_window", kMaxModelLen));
+    }
+  }
+  return windows;
+}
+
+Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
+  if (family == DenseFamily::kLlama && !r.Has("num_key_value_heads")) {
+    m.num_kv_heads_total = m.num_attention_heads;
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  }
+  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
+    return r.Invalid("num_key_value_heads",
+                     fmt::format("is {}, which does not divide num_attention_heads {}",
+                                 m.num_kv_heads_total, m.num_attention_heads));
+  }
+  int64_t head = 0;
+  if (family != DenseFamily::kQwen2 && r.Has("head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(head, Positive(r, "head_dim"));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(int64_t hidden, Positive(r, "hidden_size"));
+    if (hidden % m.num_attention_heads != 0) {
+      return r.Invalid("hidden_size", fmt::format("is {}, not a multiple of num_attention_heads "
+                                                  "{}, which the head size is taken from",
+                                                  hidden, m.num_attention_heads));
+    }
+    head = hidden / m.num_attention_heads;
+  }
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n));
+  for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
+  return Status::Ok();
+}
+Status ReadLlama(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kLlama, m);
+}
+Status ReadMistral(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kMistral, m);
+}
+Status ReadMixtral(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kMixtral, m);
+}
+Status ReadQwen2(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kQwen2, m);
+}
+Status ReadQwen3(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kQwen3, m);
+}
+
 // DFlash drafts (Qwen3 blocks): all layers SWA when dflash_config.use_swa, else full.
 Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
@@ -301,6 +402,12 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Glm5NextForConditionalGeneration", true, ReadKimiLinearKdaWithIndexer},
       {"Qwen3NextForCausalLM", false, ReadQwen3Next},
       {"GptOssForCausalLM", false, ReadGptOss},
+      {"LlamaForCausalLM", false, ReadLlama},
+      {"MistralForCausalLM", false, ReadMistral},
+      {"MixtralForCausalLM", false, ReadMixtral},
+      {"Qwen2ForCausalLM", false, ReadQwen2},
+      {"Qwen3ForCausalLM", false, ReadQwen3},
+      {"Qwen3MoeForCausalLM", false, ReadQwen3},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},
       {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},
