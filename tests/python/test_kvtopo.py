@@ -133,6 +133,14 @@ class PlanTest(unittest.TestCase):
                          [(g.kind, g.layers, g.page_size_bytes) for g in by_name.groups])
         self.assertEqual(by_dict.capacity.max_tokens, by_name.capacity.max_tokens)
         self.assertIn("sliding_window", {g.kind for g in by_dict.groups})
+        # A dense model's own config: Llama-3.1-8B at TP8, one KV head of 128 per rank.
+        llama = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                 "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                 "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+        plan = kvtopo.plan(llama, tensor_parallel_size=8, kv_cache_memory="16GiB")
+        self.assertEqual([(g.kind, len(g.layers), g.page_size_bytes) for g in plan.groups],
+                         [("full_attention", 32, 8192)])
+        self.assertEqual(plan.capacity.max_tokens, 1048576)
 
     def test_options_override_the_default_launch(self):
         plan = kvtopo.plan(decode_context_parallel_size=8, kv_cache_memory="16GiB")
