@@ -42,18 +42,24 @@ Result<std::vector<int32_t>> ParseBlockIds(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    size_t used = 0;
-    long long value = -1;
-    try {
-      value = std::stoll(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || value < 0 || value > INT32_MAX) {
+    std::string item = text.substr(start, comma - start);
+    // "7, 3" reads as "7,3".
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
       return InvalidArgument(fmt::format(
           "--block-ids: '{}' is not a block id (a comma-separated list of non-negative integers)",
           item));
+    }
+    int64_t value = 0;
+    for (char c : item) {
+      value = value * 10 + (c - '0');
+      if (value > INT32_MAX) {
+        return InvalidArgument(
+            fmt::format("--block-ids: {} is beyond the largest block id, {} (block ids are 32-bit)",
+                        item, INT32_MAX));
+      }
     }
     ids.push_back(static_cast<int32_t>(value));
     start = comma + 1;

@@ -348,7 +348,8 @@ namespace {
 using ::kvtopo::testing::RunCli;
 
 TEST(SlotsCli, JsonSchemaAndUsageErrors) {
-  auto r = RunCli("slots -dcp 4 --block-size 16 --seq-len 37 --block-ids 7,3 --json");
+  // Spaces around the commas are read past ("7, 3" is "7,3").
+  auto r = RunCli("slots -dcp 4 --block-size 16 --seq-len 37 --block-ids '7, 3' --json");
   ASSERT_EQ(r.exit_code, 0);
   const auto json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json["local_lens"], nlohmann::json({10, 9, 9, 9}));

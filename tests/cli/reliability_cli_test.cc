@@ -179,6 +179,13 @@ TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
             "kvtopo slots: --group: '18446744073709551617' is out of the 64-bit integer range\n"},
            {"slots --seq-len 4294967296 --block-ids 1", 2,
             "kvtopo slots: --seq-len must be in [0, 2147483647], got 4294967296\n"},
+           // Said "is not a block id (... non-negative integers)" of a non-negative integer.
+           {"slots --seq-len 4 --block-ids 99999999999999999999", 2,
+            "kvtopo slots: --block-ids: 99999999999999999999 is beyond the largest block id, "
+            "2147483647 (block ids are 32-bit)\n"},
+           {"slots --seq-len 4 --block-ids +5", 2,
+            "kvtopo slots: --block-ids: '+5' is not a block id (a comma-separated list of "
+            "non-negative integers)\n"},
        }) {
     ExpectCase(c);
   }
