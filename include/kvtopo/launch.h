@@ -36,7 +36,7 @@ struct Diagnostic {
 
 struct CacheOptions {
   int64_t block_size = 0;     // --block-size; 0: the backend's preferred size
-  int64_t max_model_len = 0;  // --max-model-len; 0: the model's max_position_embeddings
+  int64_t max_model_len = 0;  // --max-model-len; 0: the model's (RoPE-scaled) maximum length
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // --kv-cache-dtype
   int64_t max_num_seqs = 256;                         // --max-num-seqs
   int64_t max_num_batched_tokens = 8192;              // --max-num-batched-tokens

@@ -35,7 +35,7 @@ struct LaunchOptions {
   std::optional<int64_t> prefill_context_parallel_size;  // -pcp; default 1
   std::optional<int64_t> dcp_kv_cache_interleave_size;   // I; default 1
   std::optional<int64_t> block_size;              // default: the target backend's cache block
-  std::optional<int64_t> max_model_len;           // default: max_position_embeddings
+  std::optional<int64_t> max_model_len;           // default: the model's maximum length
   std::optional<int64_t> max_num_seqs;            // block-table rows; default 256
   std::optional<int64_t> max_num_batched_tokens;  // default 8192
   std::optional<bool> async_scheduling;      // default: on unless the speculative method forbids it

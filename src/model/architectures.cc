@@ -77,10 +77,75 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
   }
 }
 
-Status ReadCommon(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
+// The maximum length the engine derives from a config (vLLM's _get_and_verify_max_len):
+// max_position_embeddings times the RoPE scaling factor (`rope_scaling`, or `rope_parameters`
+// as Transformers v5 writes it, possibly one entry per layer type), except for the su, longrope
+// and llama3 types, whose max_position_embeddings already counts it; a yarn entry scales its
+// original_max_position_embeddings instead.
+Status ReadMaxLength(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(m.max_position_embeddings,
                           Positive(r, "max_position_embeddings", kMaxModelLen));
+  m.max_model_len = m.max_position_embeddings;
+  m.max_len_source = fmt::format("max_position_embeddings {}", m.max_position_embeddings);
+  const std::string key = r.Has("rope_scaling") ? "rope_scaling" : "rope_parameters";
+  if (!r.Has(key)) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(ConfigReader rope, r.Object(key));
+  // One entry, or one per layer type (an object of objects).
+  std::vector<ConfigReader> entries;
+  const nlohmann::json& j = rope.json();
+  const bool nested = !j.empty() && std::all_of(j.begin(), j.end(), [](const nlohmann::json& v) {
+    return v.is_object();
+  });
+  if (nested) {
+    for (const auto& [name, value] : j.items()) {
+      KVTOPO_ASSIGN_OR_RETURN(ConfigReader entry, rope.Object(name));
+      entries.push_back(std::move(entry));
+    }
+  } else {
+    entries.push_back(rope);
+  }
+  double factor = 1;
+  int64_t base = m.max_position_embeddings;
+  std::string base_name = "max_position_embeddings", type_seen;
+  for (const ConfigReader& e : entries) {
+    std::string type;
+    if (e.Has("rope_type")) {
+      KVTOPO_ASSIGN_OR_RETURN(type, e.String("rope_type"));
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(type, e.StringOr("type", "default"));
+    }
+    if (type == "su" || type == "longrope" || type == "llama3") continue;
+    if (e.Has("factor")) {
+      const nlohmann::json& f = e.json()["factor"];
+      if (!f.is_number() || !(f.get<double>() > 0) ||
+          f.get<double>() > static_cast<double>(kMaxModelLen)) {
+        return e.Invalid("factor", fmt::format("must be a positive number of at most {}, got {}",
+                                               kMaxModelLen, f.dump()));
+      }
+      factor = f.get<double>();
+      type_seen = type;
+    }
+    if (type == "yarn") {
+      KVTOPO_ASSIGN_OR_RETURN(base, Positive(e, "original_max_position_embeddings", kMaxModelLen));
+      base_name = "original_max_position_embeddings";
+    }
+  }
+  if (factor == 1 && base == m.max_position_embeddings) return Status::Ok();
+  const double scaled = static_cast<double>(base) * factor;
+  if (scaled < 1 || scaled > static_cast<double>(kMaxModelLen)) {
+    return rope.Invalid("factor", fmt::format("scales {} {} to {}, outside [1, {}]", base_name,
+                                              base, scaled, kMaxModelLen));
+  }
+  m.max_model_len = static_cast<int64_t>(scaled);
+  m.max_len_source = type_seen.empty()
+                         ? fmt::format("{} {}", base_name, base)
+                         : fmt::format("{} {} x {} factor {}", base_name, base, type_seen, factor);
+  return Status::Ok();
+}
+
+Status ReadCommon(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
+  KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r, m));
   KVTOPO_ASSIGN_OR_RETURN(m.num_attention_heads, Positive(r, "num_attention_heads"));
   return Status::Ok();
 }

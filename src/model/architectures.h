@@ -46,6 +46,10 @@ struct ModelDescription {
   std::string architecture;  // architectures[0]
   ElementType dtype = ElementType::kBfloat16;
   int64_t max_position_embeddings = 0;
+  // The engine's maximum length from the config: max_position_embeddings, scaled by a RoPE
+  // scaling factor (docs/profiles.md); the default --max-model-len. `max_len_source` says how.
+  int64_t max_model_len = 0;
+  std::string max_len_source;
   int64_t num_attention_heads = 0;  // query heads (B12X gathered-head and GQA rules)
   int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers

@@ -110,7 +110,7 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kInt,
        "",
        "longest request in tokens (64k = 64,000; 64K = 65,536); default: "
-       "max_position_embeddings",
+       "max_position_embeddings times the config's RoPE scaling factor",
        &LO::max_model_len,
        1,
        kMaxModelLen},

@@ -256,12 +256,12 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     return InvalidArgument(
         fmt::format("--max-model-len must be positive, got {}", cache.max_model_len));
   }
-  b.out.max_model_len = cache.max_model_len ? cache.max_model_len : model.max_position_embeddings;
-  if (b.out.max_model_len > model.max_position_embeddings) {
+  b.out.max_model_len = cache.max_model_len ? cache.max_model_len : model.max_model_len;
+  if (b.out.max_model_len > model.max_model_len) {
     b.Add(Severity::kWarning, "max-model-len-exceeds-model",
-          fmt::format("--max-model-len {} exceeds the model's max_position_embeddings {} in "
-                      "'{}'; lower --max-model-len unless the model is known to extrapolate",
-                      b.out.max_model_len, model.max_position_embeddings, target.file));
+          fmt::format("--max-model-len {} exceeds the model's maximum length {} ({}) in '{}'; "
+                      "lower --max-model-len unless the model is known to extrapolate",
+                      b.out.max_model_len, model.max_model_len, model.max_len_source, target.file));
   }
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));

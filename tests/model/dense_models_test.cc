@@ -178,5 +178,50 @@ TEST(DenseModels, MalformedHeadsAreNamed) {
   EXPECT_EQ(ConfigError(config), "(accepted)");
 }
 
+// The default --max-model-len is the engine's derived length: max_position_embeddings times a
+// RoPE scaling factor (yarn: of original_max_position_embeddings; llama3, su and longrope
+// already counted), from rope_scaling or a per-layer-type rope_parameters.
+TEST(DenseModels, RopeScalingSetsTheMaximumLength) {
+  nlohmann::json qwen3 = nlohmann::json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 36,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "max_position_embeddings": 40960, "torch_dtype": "bfloat16",
+    "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                     "original_max_position_embeddings": 32768}})");
+  auto plan = PlanConfig(qwen3, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  plan = PlanConfig(qwen3, 8, 1, 64 * kGiB, 200000);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--max-model-len 200000 exceeds the model's maximum length 131072 "
+            "(original_max_position_embeddings 32768 x yarn factor 4) in 'config.json'; lower "
+            "--max-model-len unless the model is known to extrapolate");
+
+  nlohmann::json nested = qwen3;
+  nested.erase("rope_scaling");
+  nested["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 2}}}};
+  plan = PlanConfig(nested, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 81920);
+
+  nlohmann::json llama = Llama31_8B();
+  llama["rope_scaling"] = {
+      {"rope_type", "llama3"}, {"factor", 8.0}, {"original_max_position_embeddings", 8192}};
+  plan = PlanConfig(llama, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+
+  qwen3["rope_scaling"]["factor"] = "4";
+  EXPECT_EQ(ConfigError(qwen3),
+            "config.json 'config.json': field 'rope_scaling.factor' must be a positive number of "
+            "at most 2147483647, got \"4\"");
+  qwen3["rope_scaling"]["factor"] = 1e9;
+  EXPECT_EQ(ConfigError(qwen3),
+            "config.json 'config.json': field 'rope_scaling.factor' scales "
+            "original_max_position_embeddings 32768 to 32768000000000, outside [1, 2147483647]");
+}
+
 }  // namespace
 }  // namespace kvtopo
