@@ -260,23 +260,31 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
 }
 
 // gpt-oss: layer_types alternates sliding_attention / full_attention.
-Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
-  const int64_t n = h.num_layers;
-  KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window", kMaxModelLen));
+// `layer_types`: one "sliding_attention" or "full_attention" per layer; true where it slides.
+Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
   if (static_cast<int64_t>(types.size()) != n) {
     return r.Invalid("layer_types",
                      fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
   }
+  std::vector<bool> sliding;
   for (int64_t i = 0; i < n; ++i) {
-    const bool sliding = types[i] == "sliding_attention";
-    if (!sliding && types[i] != "full_attention") {
+    sliding.push_back(types[i] == "sliding_attention");
+    if (!sliding.back() && types[i] != "full_attention") {
       return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: sliding_attention, "
                                                   "full_attention",
                                                   i, types[i]));
     }
-    m.layers.push_back(KvAttentionLayer(i, m, h.head_size, sliding ? window : 0));
+  }
+  return sliding;
+}
+
+Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window", kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<bool> sliding, SlidingLayers(r, h.num_layers));
+  for (int64_t i = 0; i < h.num_layers; ++i) {
+    m.layers.push_back(KvAttentionLayer(i, m, h.head_size, sliding[i] ? window : 0));
   }
   return Status::Ok();
 }
@@ -304,22 +312,12 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                      "layers; kvtopo does not plan it (set it to false to plan full attention)");
   }
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
-  std::vector<std::string> types;
+  std::vector<bool> sliding;
   if (r.Has("layer_types")) {
-    KVTOPO_ASSIGN_OR_RETURN(types, r.StringList("layer_types"));
-    if (static_cast<int64_t>(types.size()) != n) {
-      return r.Invalid("layer_types",
-                       fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      if (types[i] != "sliding_attention" && types[i] != "full_attention") {
-        return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: "
-                                                    "sliding_attention, full_attention",
-                                                    i, types[i]));
-      }
-    }
+    KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
   }
-  const bool mixed = std::set<std::string>(types.begin(), types.end()).size() > 1;
+  const auto slides = std::count(sliding.begin(), sliding.end(), true);
+  const bool mixed = slides > 0 && slides < n;  // is_interleaved
   if (!mixed) {
     std::fill(windows.begin(), windows.end(), window);
     return windows;
@@ -329,11 +327,8 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                      "mixes sliding and full layers, which the engine's Mixtral "
                      "layers do not read; kvtopo does not plan it");
   }
-  for (int64_t i = 0; i < n; ++i) {
-    if (types[i] == "sliding_attention") {
-      KVTOPO_ASSIGN_OR_RETURN(windows[i], Positive(r, "sliding_window", kMaxModelLen));
-    }
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t per_layer, Positive(r, "sliding_window", kMaxModelLen));
+  for (int64_t i = 0; i < n; ++i) windows[i] = sliding[i] ? per_layer : 0;
   return windows;
 }
 
