@@ -86,9 +86,6 @@ inline int64_t ToInt64(py::handle obj, std::string_view what) {
   return ToInt64(index, what);
 }
 
-// A 1-D integer input: a buffer (memoryview, array.array, NumPy or torch CPU array) read in
-// place when it is contiguous with items exactly like T; any other integer buffer or iterable of
-// ints is converted item by item into `scratch`. Values outside T's range raise OverflowError.
 // "5000000000 is outside the 32-bit integer range [-2147483648, 2147483647]": why an int
 // argument does not fit the type the runtime holds it in.
 template <typename T>
@@ -98,6 +95,9 @@ std::string OutsideRange(int64_t v) {
          std::to_string(std::numeric_limits<T>::max()) + "]";
 }
 
+// A 1-D integer input: a buffer (memoryview, array.array, NumPy or torch CPU array) read in
+// place when it is contiguous with items exactly like T; any other integer buffer or iterable of
+// ints is converted item by item into `scratch`. Values outside T's range raise OverflowError.
 template <typename T>
 class IntsIn {
  public:

@@ -259,7 +259,6 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// gpt-oss: layer_types alternates sliding_attention / full_attention.
 // `layer_types`: one "sliding_attention" or "full_attention" per layer; true where it slides.
 Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
@@ -279,6 +278,7 @@ Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
   return sliding;
 }
 
+// gpt-oss: layer_types alternates sliding_attention / full_attention.
 Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window", kMaxModelLen));
