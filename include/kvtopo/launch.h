@@ -31,6 +31,9 @@ struct Diagnostic {
   Severity severity = Severity::kError;
   std::string code;
   std::string message;
+  // A finding many layers share is one diagnostic: every layer it stands for, the first named in
+  // the message ("... (and 60 other layers) ..."). Empty for a finding about one layer or none.
+  std::vector<std::string> layers;
   bool operator==(const Diagnostic&) const = default;
 };
 

@@ -16,8 +16,9 @@ namespace {
 // One finding that many layers share reads once: diagnostics with the same severity, code and
 // message but for the quoted layer name they start with ('model.layers.0.self_attn') become the
 // first of them, naming how many other layers it stands for ("target layer 'model.layers.0.
-// self_attn' (and 60 other layers) uses block size 7 ..."), where the first stood. A wrong
-// --block-size or --attention-backend printed one line per layer: 61 for kimi-k2.6.
+// self_attn' (and 60 other layers) uses block size 7 ..."), where the first stood, listing them
+// all in Diagnostic::layers. A wrong --block-size or --attention-backend printed one line per
+// layer: 61 for kimi-k2.6.
 void MergeLayerDiagnostics(const ModelCacheSpecs& specs, std::vector<Diagnostic>& diagnostics) {
   std::set<std::string_view> layer_names;
   for (const LayerSpec& s : specs.layers) layer_names.insert(s.name);
@@ -49,14 +50,19 @@ void MergeLayerDiagnostics(const ModelCacheSpecs& specs, std::vector<Diagnostic>
     key.append(d.message, close + 1);
     auto [it, inserted] = seen.try_emplace({d.severity, d.code, std::move(key)},
                                            Merged{out.size(), open, close - open + 1});
+    std::string name = d.message.substr(open + 1, close - open - 1);
     if (inserted) {
       out.push_back(std::move(d));
     } else {
       ++it->second.others;
     }
+    out[it->second.index].layers.push_back(std::move(name));
   }
   for (const auto& [key, m] : seen) {
-    if (m.others == 0) continue;
+    if (m.others == 0) {
+      out[m.index].layers.clear();
+      continue;
+    }
     out[m.index].message.insert(
         m.name_at + m.name_size,
         fmt::format(" (and {} other layer{})", m.others, m.others == 1 ? "" : "s"));

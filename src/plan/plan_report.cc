@@ -174,6 +174,7 @@ nlohmann::json DiagnosticsToJson(const std::vector<Diagnostic>& diagnostics) {
     out.push_back({{"severity", std::string(SeverityName(d.severity))},
                    {"code", d.code},
                    {"message", d.message}});
+    if (!d.layers.empty()) out.back()["layers"] = d.layers;
   }
   return out;
 }

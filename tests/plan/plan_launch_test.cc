@@ -1,8 +1,11 @@
 // Planning real launches: embedded profiles through the model layer and the backend registry.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
 
 namespace kvtopo {
 namespace {
@@ -256,6 +259,12 @@ TEST(PlanLaunch, AFindingManyLayersShareIsOneDiagnostic) {
             "target layer 'model.layers.0.self_attn' (and 60 other layers) is an MLA cache but "
             "backend FLASH_ATTN serves K/V attention caches; choose a matching backend with "
             "--attention-backend");
+  // The diagnostic lists every layer it stands for; the JSON carries them.
+  ASSERT_EQ(plan->diagnostics[0].layers.size(), 61u);
+  EXPECT_EQ(plan->diagnostics[0].layers.front(), "model.layers.0.self_attn");
+  EXPECT_EQ(plan->diagnostics[0].layers.back(), "model.layers.60.self_attn");
+  const auto json = nlohmann::json::parse(PlanToJsonText(*plan, 0));
+  EXPECT_EQ(json["diagnostics"][0]["layers"].size(), 61u);
 
   c = Launch("gpt-oss-120b", 8, 1);
   c.cache.block_size = 7;
@@ -269,6 +278,9 @@ TEST(PlanLaunch, AFindingManyLayersShareIsOneDiagnostic) {
             "target layer 'model.layers.0.self_attn' (and 35 other layers) uses block size 7 "
             "which is not a multiple of a FLASH_ATTN kernel block size (smallest 16); change "
             "--block-size");
+  // A finding about one layer lists none.
+  EXPECT_TRUE(plan->diagnostics[0].layers.empty());
+  EXPECT_EQ(plan->diagnostics[2].layers.size(), 36u);
 }
 
 }  // namespace
