@@ -1,5 +1,6 @@
 // `kvtopo simulate`: the no-weight reproducer.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -135,13 +136,11 @@ void PrintReport(const SimulateReport& r, uint64_t seed) {
     std::string when = each > 0 ? fmt::format("after each of the first {} steps", each) : "";
     if (!powers.empty()) {
       when += each > 0 ? ", then after " : "after ";
-      if (powers.size() == 1) {
-        when += fmt::format("step {}", powers[0]);
-      } else if (powers.size() == 2) {
-        when += fmt::format("steps {}, {}", powers[0], powers[1]);
-      } else {
-        when += fmt::format("steps {}, {}, ..., {}", powers[0], powers[1], powers.back());
-      }
+      when += powers.size() == 1 ? "step " : "steps ";
+      // Every step when they are few; else the first two, "...", the last.
+      when += powers.size() <= 3
+                  ? fmt::format("{}", fmt::join(powers, ", "))
+                  : fmt::format("{}, {}, ..., {}", powers[0], powers[1], powers.back());
     }
     if (at_end) when += when.empty() ? "at the end" : " and at the end";
     std::printf(" (whole-pool check %lld times on %lld blocks: %s)",

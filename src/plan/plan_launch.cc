@@ -23,10 +23,8 @@ void MergeLayerDiagnostics(const ModelCacheSpecs& specs, std::vector<Diagnostic>
   std::set<std::string_view> layer_names;
   for (const LayerSpec& s : specs.layers) layer_names.insert(s.name);
   struct Merged {
-    size_t index;      // into `out`
-    size_t name_at;    // where the quoted name starts in the first message
-    size_t name_size;  // the quoted name's length, quotes included
-    int64_t others = 0;
+    size_t index;    // into `out`; its `layers` lists every layer merged so far
+    size_t name_at;  // where the first layer's quoted name starts in its message
   };
   std::map<std::tuple<Severity, std::string, std::string>, Merged> seen;
   std::vector<Diagnostic> out;
@@ -48,24 +46,21 @@ void MergeLayerDiagnostics(const ModelCacheSpecs& specs, std::vector<Diagnostic>
     // -Wrestrict, on replacing a span by a literal).
     std::string key = d.message.substr(0, open);
     key.append(d.message, close + 1);
-    auto [it, inserted] = seen.try_emplace({d.severity, d.code, std::move(key)},
-                                           Merged{out.size(), open, close - open + 1});
+    auto [it, inserted] =
+        seen.try_emplace({d.severity, d.code, std::move(key)}, Merged{out.size(), open});
     std::string name = d.message.substr(open + 1, close - open - 1);
-    if (inserted) {
-      out.push_back(std::move(d));
-    } else {
-      ++it->second.others;
-    }
+    if (inserted) out.push_back(std::move(d));
     out[it->second.index].layers.push_back(std::move(name));
   }
   for (const auto& [key, m] : seen) {
-    if (m.others == 0) {
-      out[m.index].layers.clear();
+    Diagnostic& d = out[m.index];
+    const size_t others = d.layers.size() - 1;
+    if (others == 0) {
+      d.layers.clear();  // a finding about one layer lists none
       continue;
     }
-    out[m.index].message.insert(
-        m.name_at + m.name_size,
-        fmt::format(" (and {} other layer{})", m.others, m.others == 1 ? "" : "s"));
+    d.message.insert(m.name_at + d.layers.front().size() + 2,  // past the quoted name
+                     fmt::format(" (and {} other layer{})", others, others == 1 ? "" : "s"));
   }
   diagnostics = std::move(out);
 }

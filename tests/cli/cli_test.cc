@@ -300,6 +300,13 @@ TEST(SimulateCli, LargePoolWalksTheWholePoolWithinItsBudget) {
                        "and at the end)\n"),
             std::string::npos)
       << r.out;
+  // Three steps past the budget are all named; "..." only stands for steps left out.
+  r = RunCli("simulate --workload w1 --num-gpu-blocks-override 400000");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("(whole-pool check 87 times on 400000 blocks: after each of the first 83 "
+                       "steps, then after steps 128, 256, 512 and at the end)\n"),
+            std::string::npos)
+      << r.out;
 }
 
 // 41,404 steps on a pool of 43,777 blocks walked the pool after every step (25 s); the budget
