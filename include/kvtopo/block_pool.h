@@ -203,12 +203,22 @@ inline void BlockPool::Unlink(int32_t i) {
 }
 
 inline void BlockPool::Touch(std::span<const BlockId> blocks) {
+  // The free count is kept in a local: a store through meta_ could alias the member.
+  int32_t unlinked = 0;
+  Meta* meta = meta_.data();
   for (BlockId b : blocks) {
     const int32_t i = Index(b);
     if (i == 0) continue;
-    if (meta_[i].ref_count == 0) Unlink(i);
-    ++meta_[i].ref_count;
+    Meta& m = meta[i];
+    if (m.ref_count == 0) {
+      meta[m.prev].next = m.next;
+      meta[m.next].prev = m.prev;
+      m.prev = m.next = -1;
+      ++unlinked;
+    }
+    ++m.ref_count;
   }
+  num_free_ -= unlinked;
 }
 
 inline void BlockPool::FreeOne(BlockId block) { FreeInOrder<false>({&block, 1}); }

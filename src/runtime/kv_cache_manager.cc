@@ -207,11 +207,19 @@ struct KVCacheManager::Impl {
     uint64_t fingerprint = hits.num_tokens.value();
     for (const auto& row : hits.blocks) {
       fingerprint = fingerprint * 0x100000001b3ull + row.size();
-      uint64_t weight = 1;
-      for (BlockId b : row) {
-        fingerprint += static_cast<uint64_t>(b.value()) * weight;
-        weight += 2;
+      // sum of block * (2k + 1) over columns k, four columns at a time.
+      const size_t n = row.size();
+      const BlockId* b = row.data();
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, weight = 1;
+      size_t k = 0;
+      for (; k + 4 <= n; k += 4, weight += 8) {
+        s0 += static_cast<uint64_t>(b[k].value()) * weight;
+        s1 += static_cast<uint64_t>(b[k + 1].value()) * (weight + 2);
+        s2 += static_cast<uint64_t>(b[k + 2].value()) * (weight + 4);
+        s3 += static_cast<uint64_t>(b[k + 3].value()) * (weight + 6);
       }
+      for (; k < n; ++k, weight += 2) s0 += static_cast<uint64_t>(b[k].value()) * weight;
+      fingerprint += s0 + s1 + s2 + s3;
     }
     return {.manager = this,
             .registration = st.registration,
@@ -340,7 +348,11 @@ struct KVCacheManager::Impl {
     row.blocks.insert(row.blocks.end(), skipped, kNullBlock);
     const auto kept = hits.subspan(std::min<int64_t>(skipped, static_cast<int64_t>(hits.size())));
     if (caching()) pool.Touch(kept);
-    row.blocks.insert(row.blocks.end(), kept.begin(), kept.end());
+    // Copied as plain ids (BlockId is trivially copyable, not trivial: a range insert would
+    // construct the hits one by one).
+    const size_t at = row.blocks.size();
+    row.blocks.resize(at + kept.size());
+    std::copy(kept.begin(), kept.end(), row.blocks.begin() + static_cast<ptrdiff_t>(at));
     row.num_cached = static_cast<int64_t>(row.blocks.size());
   }
 
@@ -682,6 +694,47 @@ struct KVCacheManager::Impl {
     }
     return static_cast<int64_t>(out.size()) * bs;
   }
+  // The request's prefix hits (GetComputedBlocks without the stamp, which only calls that hand
+  // the hits back to the caller need). False when the request reads no prefix cache.
+  bool FindHits(const RequestState& st, ComputedBlocks& out) {
+    out.blocks.resize(groups.size());
+    for (auto& blocks : out.blocks) blocks.clear();
+    out.num_tokens = TokenCount{0};
+    out.stamp = {};
+    if (!caching() || st.skip_reading_prefix_cache) return false;
+    const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
+    // At least one token is recomputed so the step produces logits.
+    const int64_t max_hit = std::max<int64_t>(0, std::min(num_tokens - 1, options.max_model_len));
+    int64_t length = max_hit;
+    if (groups.size() == 1) {
+      const auto& g = groups[0];
+      length = FindLongestHit(g, st, length, g.bs, out.blocks[0]);
+    } else {
+      // Fixed point: each group accepts the current length or shrinks it; repeat until stable.
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (int32_t gi : lookup_order) {
+          const Group& g = groups[gi];
+          // A group that drops its last hit block looks one block further, so that it can
+          // accept the current length instead of always shrinking it by a block.
+          const int64_t lookup_len =
+              g.spec.volatile_last_block ? std::min(length + g.bs, max_hit) : length;
+          const int64_t hit = FindLongestHit(g, st, lookup_len, alignment, out.blocks[gi]);
+          KVTOPO_CHECK(hit <= length);
+          if (hit < length) {
+            length = hit;
+            changed = true;
+          }
+        }
+      }
+    }
+    out.num_tokens = TokenCount{length};
+    if (options.log_stats) {
+      pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens, st.num_preemptions > 0);
+    }
+    return true;
+  }
 };
 
 // ---- KVCacheManager --------------------------------------------------------------------------
@@ -864,44 +917,7 @@ Result<TokenCount> KVCacheManager::GetComputedBlocks(RequestId request, Computed
   Impl& m = *impl_;
   const RequestState* found = m.Find(request);
   if (found == nullptr) return UnknownRequest(request);
-  const RequestState& st = *found;
-  out.blocks.resize(m.groups.size());
-  for (auto& blocks : out.blocks) blocks.clear();
-  out.num_tokens = TokenCount{0};
-  out.stamp = {};
-  if (!m.caching() || st.skip_reading_prefix_cache) return out.num_tokens;
-  const int64_t num_tokens = static_cast<int64_t>(st.tokens.size());
-  // At least one token is recomputed so the step produces logits.
-  const int64_t max_hit = std::max<int64_t>(0, std::min(num_tokens - 1, m.options.max_model_len));
-  int64_t length = max_hit;
-  if (m.groups.size() == 1) {
-    const auto& g = m.groups[0];
-    length = m.FindLongestHit(g, st, length, g.bs, out.blocks[0]);
-  } else {
-    // Fixed point: each group accepts the current length or shrinks it; repeat until stable.
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      for (int32_t gi : m.lookup_order) {
-        const Impl::Group& g = m.groups[gi];
-        // A group that drops its last hit block looks one block further, so that it can accept
-        // the current length instead of always shrinking it by a block.
-        const int64_t lookup_len =
-            g.spec.volatile_last_block ? std::min(length + g.bs, max_hit) : length;
-        const int64_t hit = m.FindLongestHit(g, st, lookup_len, m.alignment, out.blocks[gi]);
-        KVTOPO_CHECK(hit <= length);
-        if (hit < length) {
-          length = hit;
-          changed = true;
-        }
-      }
-    }
-  }
-  out.num_tokens = TokenCount{length};
-  out.stamp = m.StampOf(st, out);
-  if (m.options.log_stats) {
-    m.pool.RecordLookup(TokenCount{num_tokens}, out.num_tokens, st.num_preemptions > 0);
-  }
+  if (m.FindHits(*found, out)) out.stamp = m.StampOf(*found, out);
   return out.num_tokens;
 }
 
@@ -1228,7 +1244,8 @@ Status KVCacheManager::AdmitBatch(std::span<const RequestId> requests,
   ComputedBlocks& hits = impl_->admit_hits;
   for (size_t i = 0; i < n; ++i) {
     RequestState& st = impl_->states[impl_->batch_slots[i]];
-    const int64_t hit = GetComputedBlocks(requests[i], hits).value().value();
+    impl_->FindHits(st, hits);  // the hits stay inside this call: no stamp to check them by
+    const int64_t hit = hits.num_tokens.value();
     const int64_t rest = static_cast<int64_t>(st.tokens.size()) - hit;
     const SlotRequest step{
         .num_new_tokens = TokenCount{num_new_tokens.empty() ? rest : num_new_tokens[i]},
