@@ -220,8 +220,7 @@ void Checker::CheckRankFailure(const RankFailure& f, int32_t rank) {
     case RankCheck::kTable: {
       static constexpr const char* kWhat[] = {
           "the row update needs {2} manager columns, but rank {3}'s block table has {1}",
-          "the running state's checkpoint column {0} lies past rank {3}'s row ({1} columns "
-          "wide)",
+          "the running state's checkpoint column {0} lies past rank {3}'s row ({1} columns wide)",
           "the running state's checkpoint column {0} holds the null block on rank {3}",
           "rank {3}'s slot mapping cannot address the position: its row has {1} kernel blocks"};
       Propose(0, g, f.request, f.position, rank, "table",
