@@ -40,6 +40,7 @@ struct BackendCaps {
   bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
   bool supports_pcp = false;                 // prefill context parallelism
   bool supports_sliding_window = false;
+  bool computes_float32 = false;  // runs a float32 model (others: float16 and bfloat16 only)
   int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
   int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
   // The family this backend serves when neither the launch nor the model profile names one.

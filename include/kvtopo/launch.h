@@ -105,6 +105,9 @@ struct LaunchConfig {
   std::string model;  // profile name, config.json path or a directory; empty: kimi-k3 default
   ParallelConfig parallel;
   int64_t pipeline_parallel_size = 1;  // --pipeline-parallel-size; kvtopo plans one stage
+  // --dtype: the model's compute dtype, which an auto KV-cache dtype stores. Unset: auto, the
+  // engine's rule (the config's torch_dtype; a float32 config runs as bfloat16).
+  std::optional<ElementType> model_dtype;
   CacheOptions cache;
   int64_t kv_cache_memory_bytes = 0;  // per rank; 0: kDefaultKvCacheMemoryBytes (plan.h)
   std::optional<SpeculativeConfig> speculative;

@@ -44,6 +44,7 @@ struct LaunchOptions {
   std::optional<int64_t> num_gpu_blocks_override;    // default: memory // bytes per block
   std::optional<int64_t> kv_group_size;              // VLLM_K3_KV_GROUP_SIZE; default: min bucket
   std::optional<int64_t> dspark_draft_kv_window;     // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
+  std::optional<std::string> dtype;                  // --dtype; default "auto"
   std::optional<std::string> kv_cache_dtype;         // default "auto"
   std::optional<std::string> kv_cache_memory;        // bytes or a size ("12GiB"); default 32 GiB
   std::optional<bool> enable_prefix_caching;         // default on

@@ -81,14 +81,26 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
 // max_position_embeddings times the RoPE scaling factor (`rope_scaling`, or `rope_parameters`
 // as Transformers v5 writes it, possibly one entry per layer type), except for the su, longrope
 // and llama3 types, whose max_position_embeddings already counts it; a yarn entry scales its
-// original_max_position_embeddings instead.
-Status ReadMaxLength(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(m.max_position_embeddings,
-                          Positive(r, "max_position_embeddings", kMaxModelLen));
+// original_max_position_embeddings instead. Not for a Gemma 3 config (model_type containing
+// "gemma3"), whose max_position_embeddings the engine takes as already scaled.
+// `default_positions` > 0: the value a config without max_position_embeddings gets (its config
+// class's default); 0: the field is required.
+Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default_positions) {
+  if (default_positions > 0 && !r.Has("max_position_embeddings")) {
+    m.max_position_embeddings = default_positions;
+    m.max_len_source =
+        fmt::format("max_position_embeddings {} (the config class's default)", default_positions);
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(m.max_position_embeddings,
+                            Positive(r, "max_position_embeddings", kMaxModelLen));
+    m.max_len_source = fmt::format("max_position_embeddings {}", m.max_position_embeddings);
+  }
   m.max_model_len = m.max_position_embeddings;
-  m.max_len_source = fmt::format("max_position_embeddings {}", m.max_position_embeddings);
   const std::string key = r.Has("rope_scaling") ? "rope_scaling" : "rope_parameters";
   if (!r.Has(key)) return Status::Ok();
+  // The engine takes a Gemma 3 config's max_position_embeddings as already scaled.
+  KVTOPO_ASSIGN_OR_RETURN(const std::string model_type, r.StringOr("model_type", ""));
+  if (model_type.find("gemma3") != std::string::npos) return Status::Ok();
   KVTOPO_ASSIGN_OR_RETURN(ConfigReader rope, r.Object(key));
   // One entry, or one per layer type (an object of objects).
   std::vector<ConfigReader> entries;
@@ -143,9 +155,9 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-Status ReadCommon(const ConfigReader& r, ModelDescription& m) {
+Status ReadCommon(const ConfigReader& r, ModelDescription& m, int64_t default_positions = 0) {
   KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
-  KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r, m));
+  KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r, m, default_positions));
   KVTOPO_ASSIGN_OR_RETURN(m.num_attention_heads, Positive(r, "num_attention_heads"));
   return Status::Ok();
 }
@@ -377,6 +389,54 @@ Status ReadQwen3(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, DenseFamily::kQwen3, m);
 }
 
+// Gemma 2 and Gemma 3: sliding and full K/V attention layers interleaved, per `layer_types`
+// (the engine reads config.layer_types). Configs written before Transformers stored that list
+// get the one its config class derives: Gemma 2 slides on even layers (0, 2, ...); Gemma 3 on
+// every layer but each `sliding_window_pattern`-th (default 6: five sliding, then one full).
+// `head_dim`, `sliding_window` and `max_position_embeddings` default as the config classes do
+// (256, 4096, and 8192 for Gemma 2, 131072 for Gemma 3: google/gemma-3-27b-it's text_config
+// states none of the last).
+enum class GemmaFamily { kGemma2, kGemma3 };
+
+Status ReadGemma(const ConfigReader& r, GemmaFamily family, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, family == GemmaFamily::kGemma2 ? 8192 : 131072));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
+    return r.Invalid("num_key_value_heads",
+                     fmt::format("is {}, which does not divide num_attention_heads {}",
+                                 m.num_kv_heads_total, m.num_attention_heads));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
+  if (bidirectional) {
+    return r.Invalid("use_bidirectional_attention",
+                     "is true: an embedding model's bidirectional attention keeps no KV cache "
+                     "across steps; kvtopo plans decoders");
+  }
+  std::vector<bool> sliding;
+  if (r.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
+  } else if (family == GemmaFamily::kGemma2) {
+    for (int64_t i = 0; i < n; ++i) sliding.push_back(i % 2 == 0);
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
+                            r.IntInOr("sliding_window_pattern", 6, 1, kMaxLayers));
+    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    m.layers.push_back(KvAttentionLayer(i, m, head, sliding[i] ? window : 0));
+  }
+  return Status::Ok();
+}
+Status ReadGemma2(const ConfigReader& r, ModelDescription& m) {
+  return ReadGemma(r, GemmaFamily::kGemma2, m);
+}
+Status ReadGemma3(const ConfigReader& r, ModelDescription& m) {
+  return ReadGemma(r, GemmaFamily::kGemma3, m);
+}
+
 // DFlash drafts (Qwen3 blocks): all layers SWA when dflash_config.use_swa, else full.
 Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
@@ -468,6 +528,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen2ForCausalLM", false, ReadQwen2},
       {"Qwen3ForCausalLM", false, ReadQwen3},
       {"Qwen3MoeForCausalLM", false, ReadQwen3},
+      {"Gemma2ForCausalLM", false, ReadGemma2},
+      {"Gemma3ForCausalLM", false, ReadGemma3},
+      {"Gemma3ForConditionalGeneration", true, ReadGemma3},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},
       {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},
@@ -497,6 +560,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   ModelDescription m;
   m.file = file;
   m.architecture = archs.front();
+  KVTOPO_ASSIGN_OR_RETURN(m.model_type, root.StringOr("model_type", ""));
   const auto& readers = Readers();
   auto it = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
     return m.architecture == r.architecture;

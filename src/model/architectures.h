@@ -44,6 +44,8 @@ struct RawLayer {
 struct ModelDescription {
   std::string file;          // where it came from, for messages
   std::string architecture;  // architectures[0]
+  std::string model_type;    // the top-level model_type ("" when absent)
+  // The config's torch_dtype; BuildModelCacheSpecs resolves the dtype the engine runs (--dtype).
   ElementType dtype = ElementType::kBfloat16;
   int64_t max_position_embeddings = 0;
   // The engine's maximum length from the config: max_position_embeddings, scaled by a RoPE

@@ -114,6 +114,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::max_model_len,
        1,
        kMaxModelLen},
+      {"dtype",
+       {},
+       "",
+       V::kText,
+       "",
+       "the model's dtype, which an auto KV cache stores: auto, bfloat16, float16 (half), "
+       "float32 (float); default auto: the config's torch_dtype, a float32 config as bfloat16",
+       &LO::dtype},
       {"kv_cache_dtype",
        {},
        "",
@@ -460,6 +468,17 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.num_gpu_blocks_override, c.cache.num_gpu_blocks_override);
   set(o.kv_group_size, c.cache.kv_group_size);
   set(o.dspark_draft_kv_window, c.dspark_draft_kv_window);
+  if (o.dtype && *o.dtype != "auto") {
+    Result<ElementType> dtype = ParseElementType(*o.dtype);
+    if (!dtype.ok() || (*dtype != ElementType::kBfloat16 && *dtype != ElementType::kFloat16 &&
+                        *dtype != ElementType::kFloat32)) {
+      return InvalidArgument(fmt::format(
+          "--dtype '{}' is not a model dtype; accepted: auto, bfloat16, float16 (half), float32 "
+          "(float)",
+          *o.dtype));
+    }
+    c.model_dtype = *dtype;
+  }
   if (o.kv_cache_dtype) {
     KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype, ParseKvCacheDtype(*o.kv_cache_dtype));
   }

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <memory>
 #include <set>
@@ -39,12 +40,24 @@ bool HasMla(const ModelDescription& m) {
 
 // The backend a model uses when nothing names one: its profile's default, else the registry's
 // default for its layer family (profiles/backends.json "default_for").
+// The backend a model gets when the launch names none: its profile's, else its layer family's
+// default. A float32 K/V-attention model whose default cannot compute float32 gets the first
+// registered K/V backend that can, as the engine's selection skips backends whose
+// supported_dtypes lack the model dtype (no MLA backend computes float32: the backend check
+// then refuses the launch).
 Result<std::string> DefaultBackendName(const ModelDescription& m) {
   if (!m.default_backend.empty()) return m.default_backend;
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
                                : HasMla(m)   ? BackendFamily::kMla
                                              : BackendFamily::kAttention;
   KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, DefaultBackend(family));
+  if (m.dtype == ElementType::kFloat32 && !caps.computes_float32 &&
+      family == BackendFamily::kAttention) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
+    for (const BackendCaps& c : all) {
+      if (!c.mla && c.computes_float32) return c.name;
+    }
+  }
   return caps.name;
 }
 
@@ -207,6 +220,13 @@ void ValidateBackends(Builder& b) {
                           "supports only causal attention; choose a non-causal backend with {}",
                           role, s.name, be.name, RoleKnob(s)));
     }
+    if (s.model_dtype == ElementType::kFloat32 && !be.computes_float32) {
+      b.Error("backend-dtype",
+              fmt::format("{} layer '{}' runs in float32 (--dtype float32) but backend {} computes "
+                          "in float16 and bfloat16 only; choose another backend with {} or set "
+                          "--dtype bfloat16",
+                          role, s.name, be.name, RoleKnob(s)));
+    }
     if (IsWindowed(s.kind) && !be.supports_sliding_window) {
       b.Error("backend-sliding-window",
               fmt::format("{} layer '{}' uses a sliding window but backend {} has none; choose "
@@ -223,6 +243,42 @@ void ValidateBackends(Builder& b) {
                                                   : "the speculative config's "
                                                     "draft_kv_cache_dtype"));
     }
+  }
+}
+
+// The dtype the engine runs the model in (vLLM's _get_and_verify_dtype, on a GPU that computes
+// in bfloat16): --dtype when given; under auto, the config's torch_dtype, except that a float32
+// config runs as bfloat16, and so does a float16 config of a model type that refuses float16.
+// An explicit --dtype float16 for such a model type is refused, as the engine refuses it.
+void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b) {
+  static constexpr std::array<std::string_view, 5> kNoFloat16 = {"gemma2", "gemma3", "gemma3_text",
+                                                                 "plamo2", "glm4"};
+  const bool no_float16 =
+      std::find(kNoFloat16.begin(), kNoFloat16.end(), m.model_type) != kNoFloat16.end();
+  const ElementType config_dtype = m.dtype;
+  if (b.config.model_dtype) {
+    m.dtype = *b.config.model_dtype;
+    if (m.dtype == ElementType::kFloat16 && no_float16) {
+      b.Error("dtype-float16",
+              fmt::format("--dtype float16: the engine refuses float16 for model type '{}' "
+                          "(numerical instability); use --dtype bfloat16 or float32",
+                          m.model_type));
+    }
+    return;
+  }
+  if (config_dtype == ElementType::kFloat32 ||
+      (config_dtype == ElementType::kFloat16 && no_float16)) {
+    m.dtype = ElementType::kBfloat16;
+    b.Add(Severity::kInfo, "model-dtype",
+          config_dtype == ElementType::kFloat32
+              ? fmt::format("'{}' gives torch_dtype float32; the engine runs a float32 model as "
+                            "bfloat16 (--dtype auto), so an auto KV cache stores bfloat16; set "
+                            "--dtype float32 to keep float32",
+                            file)
+              : fmt::format("'{}' gives torch_dtype float16, which the engine refuses for model "
+                            "type '{}'; it runs bfloat16 (--dtype auto), so an auto KV cache "
+                            "stores bfloat16",
+                            file, m.model_type));
   }
 }
 
@@ -252,6 +308,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   Builder b{config, {}, {}, {}};
   b.out.model_name = target.name;
   b.out.architecture = model.architecture;
+  ResolveModelDtype(model, target.file, b);
   if (cache.max_model_len < 0) {
     return InvalidArgument(
         fmt::format("--max-model-len must be positive, got {}", cache.max_model_len));
@@ -390,6 +447,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
             "\"{}\" or choose another draft",
             loaded.name, draft.method, method, draft.method));
       }
+      // The engine builds the draft's model config with the target's dtype.
+      draft.dtype = model.dtype;
       draft_model = &draft;
       b.out.draft_name = loaded.name;
     }

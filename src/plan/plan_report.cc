@@ -121,6 +121,7 @@ nlohmann::json PlanToJson(const Plan& plan) {
                         {"role", std::string(RoleName(l.role))},
                         {"kind", std::string(CacheKindName(l.kind))},
                         {"kv_cache_dtype", LayerDtypeName(l)},
+                        {"model_dtype", std::string(ElementTypeName(l.model_dtype))},
                         {"attention_backend", l.attention_backend},
                         {"block_size", l.block_size},
                         {"page_size_bytes", g.layer_page_bytes[i]},

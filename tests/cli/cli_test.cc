@@ -49,6 +49,7 @@ TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
   EXPECT_EQ(j["layers"][97]["name"], "draft.model.layers.4.self_attn");
   EXPECT_EQ(j["layers"][97]["role"], "draft");
   EXPECT_EQ(j["layers"][97]["kv_cache_dtype"], "fp8");
+  EXPECT_EQ(j["layers"][97]["model_dtype"], "bfloat16");
   EXPECT_EQ(j["layers"][97]["attention_backend"], "B12X_MLA");
   EXPECT_EQ(j["scheduler_block_size"], 12288);
   EXPECT_EQ(j["hash_block_size"], 768);

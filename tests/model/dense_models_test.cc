@@ -1,8 +1,12 @@
 // Dense decoders read from a user's config.json (Llama, Mistral, Mixtral, Qwen2, Qwen3,
-// Qwen3-MoE): heads, head size and windows as the engine reads them, planned end to end.
+// Qwen3-MoE, Gemma 2, Gemma 3): heads, head size, windows and dtype as the engine reads them,
+// planned end to end.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
@@ -30,8 +34,10 @@ nlohmann::json Qwen25_7B() {
 }
 
 Result<Plan> PlanConfig(const nlohmann::json& config, int64_t tp, int64_t dcp, int64_t memory,
-                        int64_t max_model_len = 0) {
+                        int64_t max_model_len = 0,
+                        std::optional<ElementType> model_dtype = std::nullopt) {
   LaunchConfig c;
+  c.model_dtype = model_dtype;
   c.model = "config.json";
   c.parallel.tensor_parallel_size = tp;
   c.parallel.decode_context_parallel_size = dcp;
@@ -221,6 +227,148 @@ TEST(DenseModels, RopeScalingSetsTheMaximumLength) {
   EXPECT_EQ(ConfigError(qwen3),
             "config.json 'config.json': field 'rope_scaling.factor' scales "
             "original_max_position_embeddings 32768 to 32768000000000, outside [1, 2147483647]");
+}
+
+// google/gemma-3-27b-it's config.json (the fields it states): the text model in text_config,
+// which gives neither max_position_embeddings nor the layer pattern (their defaults: 131072 and
+// one full layer in six), and a linear RoPE factor the engine does not apply to Gemma 3.
+nlohmann::json Gemma3_27B() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "mm_tokens_per_image": 256, "torch_dtype": "bfloat16",
+    "text_config": {
+      "head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+      "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+      "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+    "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 27}})");
+}
+
+std::vector<std::string> Layers(std::initializer_list<int> ids) {
+  std::vector<std::string> names;
+  for (int i : ids) names.push_back("model.layers." + std::to_string(i) + ".self_attn");
+  return names;
+}
+
+// 62 layers: full at 5, 11, ..., 59 (10), sliding elsewhere (52). The engine's grouping takes
+// groups of the smallest type's count (10): one full group and cdiv(52, 10) = 6 sliding groups
+// holding every 6th sliding layer (9, 9, 9, 9, 8, 8). A page at TP2 is 16 x 2 x 8 x 128 x 2 B =
+// 64 KiB, a block 10 of them: 40 GiB is 65,536 blocks. A max-length request holds 8,192 full
+// pages and 6 x 1,089 sliding ones (cdiv(1,023 + 2 x 8,192, 16) + 1), so 65,536 / 14,726 x
+// 131,072 = 583,317 tokens.
+TEST(DenseModels, Gemma3InterleavesSlidingAndFullLayers) {
+  auto plan = PlanConfig(Gemma3_27B(), 2, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  ASSERT_EQ(plan->groups.size(), 7u);
+  for (size_t g = 0; g < 6; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kSlidingWindow);
+    EXPECT_EQ(plan->groups[g].spec.sliding_window, 1024);
+    EXPECT_EQ(plan->groups[g].layers.size(), g < 4 ? 9u : 8u);
+  }
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 7, 14, 21, 28, 36, 43, 50, 57}));
+  EXPECT_EQ(plan->groups[6].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[6].layers, Layers({5, 11, 17, 23, 29, 35, 41, 47, 53, 59}));
+  EXPECT_EQ(plan->groups[6].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 65536);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 14726);
+  EXPECT_EQ(plan->capacity.max_tokens, 583'317);
+
+  // A config that lists layer_types is read as listed; sliding_window_pattern sets the default.
+  nlohmann::json config = Gemma3_27B();
+  config["text_config"]["num_hidden_layers"] = 8;
+  config["text_config"]["sliding_window_pattern"] = 4;
+  plan = PlanConfig(config, 2, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 4u);  // groups of 2: three sliding, one full
+  EXPECT_EQ(plan->groups[3].layers, Layers({3, 7}));
+  config["text_config"]["layer_types"] = {
+      "full_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+      "full_attention", "sliding_attention", "sliding_attention", "sliding_attention"};
+  plan = PlanConfig(config, 2, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 4u);  // the full layers come first now: so does their group
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 4}));
+
+  config["text_config"]["use_bidirectional_attention"] = true;
+  EXPECT_EQ(ConfigError(config),
+            "config.json 'config.json': field 'text_config.use_bidirectional_attention' is true: "
+            "an embedding model's bidirectional attention keeps no KV cache across steps; "
+            "kvtopo plans decoders");
+}
+
+// Gemma 2 slides on even layers: 21 + 21 layers of 8 KV heads of 256, two groups of 21. The
+// config says float32, which the engine runs (and an auto KV cache stores) as bfloat16: a page
+// is 16 x 2 x 8 x 256 x 2 B = 128 KiB, 16 GiB is 6,241 blocks of 21 pages, and a request holds
+// 512 full + 513 sliding pages. --dtype float32 doubles the page; --dtype float16 is refused for
+// Gemma, as the engine refuses it.
+TEST(DenseModels, Gemma2AndTheModelDtype) {
+  const nlohmann::json gemma2 = nlohmann::json::parse(R"({
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "head_dim": 256,
+    "hidden_size": 3584, "max_position_embeddings": 8192, "num_attention_heads": 16,
+    "num_hidden_layers": 42, "num_key_value_heads": 8, "sliding_window": 4096,
+    "attn_logit_softcapping": 50.0, "torch_dtype": "float32"})");
+  auto plan = PlanConfig(gemma2, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].layers[1], "model.layers.2.self_attn");
+  EXPECT_EQ(plan->groups[1].layers[0], "model.layers.1.self_attn");
+  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 131072);
+  EXPECT_EQ(plan->pool.num_blocks, 6241);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 1025);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "model-dtype");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "'config.json' gives torch_dtype float32; the engine runs a float32 model as bfloat16 "
+            "(--dtype auto), so an auto KV cache stores bfloat16; set --dtype float32 to keep "
+            "float32");
+
+  // float32 also leaves FLASH_ATTN, which computes float16 and bfloat16 only: the engine's
+  // selection takes TRITON_ATTN, and naming FLASH_ATTN is refused.
+  plan = PlanConfig(gemma2, 1, 1, 16 * kGiB, 0, ElementType::kFloat32);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 262144);
+  EXPECT_EQ(plan->groups[1].backends, std::vector<std::string>{"TRITON_ATTN"});
+  EXPECT_TRUE(plan->diagnostics.empty());
+  LaunchConfig flash;
+  flash.model = "config.json";
+  flash.model_dtype = ElementType::kFloat32;
+  flash.cache.attention_backend = "FLASH_ATTN";
+  auto specs = BuildModelCacheSpecsFromJson(gemma2, flash);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  plan = PlanLaunchSpecs(*specs, flash);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "target layer 'model.layers.0.self_attn' (and 41 other layers) runs in float32 "
+            "(--dtype float32) but backend FLASH_ATTN computes in float16 and bfloat16 only; "
+            "choose another backend with --attention-backend or set --dtype bfloat16");
+
+  plan = PlanConfig(gemma2, 1, 1, 16 * kGiB, 0, ElementType::kFloat16);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_FALSE(plan->accepted());
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "dtype-float16");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--dtype float16: the engine refuses float16 for model type 'gemma2' (numerical "
+            "instability); use --dtype bfloat16 or float32");
+
+  // The rule is the engine's for every model: a float32 Llama config runs as bfloat16 too, and a
+  // float16 one stays float16.
+  nlohmann::json llama = Llama31_8B();
+  llama["torch_dtype"] = "float32";
+  plan = PlanConfig(llama, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);
+  llama["torch_dtype"] = "float16";
+  plan = PlanConfig(llama, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);
+  EXPECT_TRUE(plan->diagnostics.empty());
 }
 
 }  // namespace

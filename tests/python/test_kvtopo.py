@@ -141,6 +141,16 @@ class PlanTest(unittest.TestCase):
         self.assertEqual([(g.kind, len(g.layers), g.page_size_bytes) for g in plan.groups],
                          [("full_attention", 32, 8192)])
         self.assertEqual(plan.capacity.max_tokens, 1048576)
+        # The engine runs a float32 config as bfloat16 unless dtype= says float32 (which also
+        # moves the launch to TRITON_ATTN, the K/V backend that computes float32).
+        llama["torch_dtype"] = "float32"
+        plan = kvtopo.plan(llama, tensor_parallel_size=8, kv_cache_memory="16GiB")
+        self.assertEqual(plan.groups[0].page_size_bytes, 8192)
+        self.assertEqual([d.code for d in plan.diagnostics], ["model-dtype"])
+        plan = kvtopo.plan(llama, tensor_parallel_size=8, kv_cache_memory="16GiB",
+                           dtype="float32")
+        self.assertEqual((plan.groups[0].page_size_bytes, plan.groups[0].attention_backend),
+                         (16384, "TRITON_ATTN"))
 
     def test_options_override_the_default_launch(self):
         plan = kvtopo.plan(decode_context_parallel_size=8, kv_cache_memory="16GiB")
@@ -249,6 +259,8 @@ class ErrorTest(unittest.TestCase):
             kvtopo.plan(enable_prefix_caching=1)
         with self.assertRaises(ValueError):
             kvtopo.plan(kv_cache_dtype="fp7")
+        with self.assertRaisesRegex(ValueError, "^--dtype 'int8' is not a model dtype"):
+            kvtopo.plan(dtype="int8")
         with self.assertRaises(ValueError):
             kvtopo.plan(dcp_kv_cache_interleave_size=2, cp_kv_cache_interleave_size=4)
 
