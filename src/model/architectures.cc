@@ -82,9 +82,9 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
 // as Transformers v5 writes it, possibly one entry per layer type), except for the su, longrope
 // and llama3 types, whose max_position_embeddings already counts it; a yarn entry scales its
 // original_max_position_embeddings instead. Not for a Gemma 3 config (model_type containing
-// "gemma3"), whose max_position_embeddings the engine takes as already scaled.
-// `default_positions` > 0: the value a config without max_position_embeddings gets (its config
-// class's default); 0: the field is required.
+// "gemma3"), whose max_position_embeddings the engine takes as already scaled. With
+// `default_positions` > 0 a config may omit max_position_embeddings (its config class's default);
+// with 0 the field is required.
 Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default_positions) {
   if (default_positions > 0 && !r.Has("max_position_embeddings")) {
     m.max_position_embeddings = default_positions;
@@ -301,14 +301,17 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// Dense decoders (Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3-MoE): one K/V attention cache per
-// layer. How the engine reads them (docs/profiles.md cites each rule):
+// Dense decoders (Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5 MoE): one
+// K/V attention cache per layer. How the engine reads them (docs/profiles.md cites each rule):
 // - KV heads: `num_key_value_heads`; a Llama config without it is MHA (`num_attention_heads`).
-// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 always the latter.
+// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) always
+//   the latter.
 // - Windows: `sliding_window` (0 or null: none; for Qwen configs only with `use_sliding_window`).
 //   Llama and Mistral layers slide per `layer_types` when those mix sliding and full layers;
 //   otherwise the window, if any, applies to every layer.
-enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3 };
+// - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
+//   like the trunk's.
+enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kGlm4Moe };
 
 Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n) {
   std::vector<int64_t> windows(static_cast<size_t>(n), 0);
@@ -371,6 +374,14 @@ Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m)
   }
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
+  if (family == DenseFamily::kGlm4Moe) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n));
+    for (int64_t i = n; i < n + mtp; ++i) {
+      RawLayer layer = KvAttentionLayer(i, m, head, 0);
+      layer.mtp = true;
+      m.layers.push_back(std::move(layer));
+    }
+  }
   return Status::Ok();
 }
 Status ReadLlama(const ConfigReader& r, ModelDescription& m) {
@@ -387,6 +398,9 @@ Status ReadQwen2(const ConfigReader& r, ModelDescription& m) {
 }
 Status ReadQwen3(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, DenseFamily::kQwen3, m);
+}
+Status ReadGlm4Moe(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kGlm4Moe, m);
 }
 
 // Gemma 2 and Gemma 3: sliding and full K/V attention layers interleaved, per `layer_types`
@@ -513,6 +527,7 @@ struct ArchitectureReader {
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
+      {"DeepseekV2ForCausalLM", false, ReadMla},
       {"DeepseekV3ForCausalLM", false, ReadMla},
       {"KimiK25ForConditionalGeneration", true, ReadMla},
       {"DeepseekV32ForCausalLM", false, ReadMlaWithIndexer},
@@ -526,8 +541,10 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MistralForCausalLM", false, ReadMistral},
       {"MixtralForCausalLM", false, ReadMixtral},
       {"Qwen2ForCausalLM", false, ReadQwen2},
+      {"Qwen2MoeForCausalLM", false, ReadQwen2},
       {"Qwen3ForCausalLM", false, ReadQwen3},
       {"Qwen3MoeForCausalLM", false, ReadQwen3},
+      {"Glm4MoeForCausalLM", false, ReadGlm4Moe},
       {"Gemma2ForCausalLM", false, ReadGemma2},
       {"Gemma3ForCausalLM", false, ReadGemma3},
       {"Gemma3ForConditionalGeneration", true, ReadGemma3},

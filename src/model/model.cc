@@ -38,13 +38,11 @@ bool HasMla(const ModelDescription& m) {
                      [](const RawLayer& l) { return l.type == LayerType::kMla; });
 }
 
-// The backend a model uses when nothing names one: its profile's default, else the registry's
-// default for its layer family (profiles/backends.json "default_for").
-// The backend a model gets when the launch names none: its profile's, else its layer family's
-// default. A float32 K/V-attention model whose default cannot compute float32 gets the first
-// registered K/V backend that can, as the engine's selection skips backends whose
-// supported_dtypes lack the model dtype (no MLA backend computes float32: the backend check
-// then refuses the launch).
+// The backend a model gets when the launch names none: its profile's, else the registry's
+// default for its layer family (profiles/backends.json "default_for"). A float32 K/V-attention
+// model whose default cannot compute float32 gets the first registered K/V backend that can, as
+// the engine's selection skips backends whose supported_dtypes lack the model dtype (no MLA
+// backend computes float32: the backend check then refuses the launch).
 Result<std::string> DefaultBackendName(const ModelDescription& m) {
   if (!m.default_backend.empty()) return m.default_backend;
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla

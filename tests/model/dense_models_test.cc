@@ -371,5 +371,63 @@ TEST(DenseModels, Gemma2AndTheModelDtype) {
   EXPECT_TRUE(plan->diagnostics.empty());
 }
 
+// GLM-4.5 (Glm4MoeForCausalLM) is a dense K/V model to the cache: 92 layers of 8 KV heads of 128,
+// one per rank at TP8 (8 KiB pages, 92 a block: 40 GiB is 56,987 blocks), and its MTP layer
+// joins the group under an MTP method. Qwen2-MoE takes Qwen2's head size (2048 / 16).
+// DeepSeek-V2-Lite is MLA: a 512 + 64 latent row, 16 x 576 x 2 B pages, and yarn's 4096 x 40.
+TEST(DenseModels, Glm45QwenMoeAndDeepseekV2) {
+  const nlohmann::json glm = nlohmann::json::parse(R"({
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "head_dim": 128,
+    "hidden_size": 5120, "max_position_embeddings": 131072, "num_attention_heads": 96,
+    "num_hidden_layers": 92, "num_key_value_heads": 8, "num_nextn_predict_layers": 1,
+    "partial_rotary_factor": 0.5, "use_qk_norm": true, "torch_dtype": "bfloat16"})");
+  auto plan = PlanConfig(glm, 8, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 92u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);
+  EXPECT_EQ(plan->pool.num_blocks, 56987);
+  EXPECT_EQ(plan->capacity.max_tokens, 911'792);
+  LaunchConfig mtp;
+  mtp.model = "config.json";
+  mtp.parallel.tensor_parallel_size = 8;
+  mtp.kv_cache_memory_bytes = 40 * kGiB;
+  mtp.speculative =
+      ParseSpeculativeConfig(R"({"method": "glm4_moe_mtp", "num_speculative_tokens": 1})").value();
+  auto specs = BuildModelCacheSpecsFromJson(glm, mtp);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  plan = PlanLaunchSpecs(*specs, mtp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.92.self_attn");
+  EXPECT_EQ(plan->pool.num_blocks, 56375);  // 40 GiB / (93 x 8,192 B)
+
+  nlohmann::json qwen_moe = Qwen25_7B();
+  qwen_moe["architectures"] = {"Qwen2MoeForCausalLM"};
+  qwen_moe["hidden_size"] = 2048;
+  qwen_moe["num_attention_heads"] = 16;
+  qwen_moe["num_key_value_heads"] = 16;
+  qwen_moe["head_dim"] = 256;  // not read: Qwen2 layers take hidden_size / heads
+  plan = PlanConfig(qwen_moe, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 16 * 128 * 2);
+
+  const nlohmann::json deepseek_v2 = nlohmann::json::parse(R"({
+    "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
+    "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "num_hidden_layers": 27, "max_position_embeddings": 163840,
+    "rope_scaling": {"factor": 40, "original_max_position_embeddings": 4096, "type": "yarn"},
+    "torch_dtype": "bfloat16"})");
+  plan = PlanConfig(deepseek_v2, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 163840);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kMla);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 576 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 34521);  // 16 GiB / (27 x 18,432 B)
+}
+
 }  // namespace
 }  // namespace kvtopo
