@@ -157,13 +157,19 @@ Result<Plan> TryPlan(py::handle model, const py::kwargs& kwargs, std::string& mo
   return plan;
 }
 
-// kvtopo.Diagnostic: a (severity, code, message) named tuple, created at module init.
+// kvtopo.Diagnostic: a (severity, code, message) named tuple, created at module init, with a
+// `layers` attribute beside the tuple (so code that unpacks three fields keeps working): every
+// layer a merged finding stands for, empty for a finding about one layer or none.
 PyObject* g_diagnostic_type = nullptr;
 
 py::list DiagnosticsList(const std::vector<Diagnostic>& diagnostics) {
   py::list out;
   for (const Diagnostic& d : diagnostics) {
-    out.append(py::handle(g_diagnostic_type)(SeverityName(d.severity), d.code, d.message));
+    py::object item = py::handle(g_diagnostic_type)(SeverityName(d.severity), d.code, d.message);
+    py::tuple layers(d.layers.size());
+    for (size_t i = 0; i < d.layers.size(); ++i) layers[i] = py::str(d.layers[i]);
+    item.attr("layers") = std::move(layers);
+    out.append(std::move(item));
   }
   return out;
 }
@@ -211,11 +217,19 @@ struct CheckResult {
 };
 
 void BindPlan(py::module_& m) {
-  py::object diagnostic =
+  py::object fields =
       py::module_::import("collections")
-          .attr("namedtuple")("Diagnostic", py::make_tuple("severity", "code", "message"),
+          .attr("namedtuple")("DiagnosticFields", py::make_tuple("severity", "code", "message"),
                               py::arg("module") = "kvtopo");
-  diagnostic.attr("__doc__") = "One finding about a launch: (severity, code, message).";
+  // A subclass without __slots__, so that each item can carry its layers as an attribute.
+  py::dict namespace_;
+  namespace_["__module__"] = "kvtopo";
+  namespace_["layers"] = py::tuple();  // one built in Python names no layers
+  namespace_["__doc__"] =
+      "One finding about a launch: (severity, code, message); `layers` lists every layer a "
+      "merged finding stands for (empty otherwise).";
+  py::object diagnostic = py::reinterpret_borrow<py::object>(
+      reinterpret_cast<PyObject*>(&PyType_Type))("Diagnostic", py::make_tuple(fields), namespace_);
   g_diagnostic_type = diagnostic.release().ptr();  // alive for the interpreter's lifetime
   m.add_object("Diagnostic", py::handle(g_diagnostic_type));
 

@@ -203,6 +203,14 @@ class PlanTest(unittest.TestCase):
         j = json.loads(kvtopo.check(max_model_len=100_000_000).to_json())
         self.assertEqual(set(j), {"accepted", "diagnostics"})
         self.assertFalse(j["accepted"])
+        # A finding 61 layers share is one diagnostic; `layers` names them all, and the tuple
+        # keeps its three fields.
+        merged = kvtopo.check("kimi-k2.6", tensor_parallel_size=8, block_size=7).diagnostics[1]
+        self.assertEqual(merged.code, "backend-block-size")
+        self.assertEqual(len(merged), 3)
+        self.assertEqual(merged.layers[:2], ("model.layers.0.self_attn", "model.layers.1.self_attn"))
+        self.assertEqual(len(merged.layers), 61)
+        self.assertEqual(kvtopo.Diagnostic("info", "x", "y").layers, ())
 
     def test_a_rejection_before_planning_is_a_verdict(self):
         # DCP not dividing TP stops the launch before a plan exists: check() raised
