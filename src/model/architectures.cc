@@ -81,7 +81,8 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
 // max_position_embeddings times the RoPE scaling factor (`rope_scaling`, or `rope_parameters`
 // as Transformers v5 writes it, possibly one entry per layer type), except for the su, longrope
 // and llama3 types, whose max_position_embeddings already counts it; a yarn entry scales its
-// original_max_position_embeddings instead. Not for a Gemma 3 config (model_type containing
+// original_max_position_embeddings instead. A LongRoPE (su, longrope) config's default length is
+// its top-level original_max_position_embeddings. Not for a Gemma 3 config (model_type containing
 // "gemma3"), whose max_position_embeddings the engine takes as already scaled. With
 // `default_positions` > 0 a config may omit max_position_embeddings (its config class's default);
 // with 0 the field is required.
@@ -119,6 +120,7 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
   double factor = 1;
   int64_t base = m.max_position_embeddings;
   std::string base_name = "max_position_embeddings", type_seen;
+  bool longrope = false;
   for (const ConfigReader& e : entries) {
     std::string type;
     if (e.Has("rope_type")) {
@@ -126,6 +128,8 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     } else {
       KVTOPO_ASSIGN_OR_RETURN(type, e.StringOr("type", "default"));
     }
+    // The engine reads the legacy "su" as "longrope".
+    longrope = longrope || type == "su" || type == "longrope";
     if (type == "su" || type == "longrope" || type == "llama3") continue;
     if (e.Has("factor")) {
       const nlohmann::json& f = e.json()["factor"];
@@ -141,6 +145,14 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
       KVTOPO_ASSIGN_OR_RETURN(base, Positive(e, "original_max_position_embeddings", kMaxModelLen));
       base_name = "original_max_position_embeddings";
     }
+  }
+  // A LongRoPE model serves its original_max_position_embeddings unless asked for more (the
+  // engine avoids the long factors' cost on shorter requests).
+  if (longrope && r.Has("original_max_position_embeddings")) {
+    KVTOPO_ASSIGN_OR_RETURN(m.default_max_model_len,
+                            Positive(r, "original_max_position_embeddings", kMaxModelLen));
+    m.default_len_source =
+        fmt::format("original_max_position_embeddings {} (LongRoPE)", m.default_max_model_len);
   }
   if (factor == 1 && base == m.max_position_embeddings) return Status::Ok();
   const double scaled = static_cast<double>(base) * factor;
@@ -538,6 +550,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3NextForCausalLM", false, ReadQwen3Next},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadLlama},
+      {"Phi3ForCausalLM", false, ReadLlama},  // the engine's Phi3ForCausalLM is its Llama
       {"MistralForCausalLM", false, ReadMistral},
       {"MixtralForCausalLM", false, ReadMixtral},
       {"Qwen2ForCausalLM", false, ReadQwen2},

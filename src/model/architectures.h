@@ -52,6 +52,10 @@ struct ModelDescription {
   // scaling factor (docs/profiles.md); the default --max-model-len. `max_len_source` says how.
   int64_t max_model_len = 0;
   std::string max_len_source;
+  // The default --max-model-len when it is not max_model_len: a LongRoPE config's
+  // original_max_position_embeddings (`default_len_source` says so); 0: max_model_len.
+  int64_t default_max_model_len = 0;
+  std::string default_len_source;
   int64_t num_attention_heads = 0;  // query heads (B12X gathered-head and GQA rules)
   int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers

@@ -311,7 +311,15 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     return InvalidArgument(
         fmt::format("--max-model-len must be positive, got {}", cache.max_model_len));
   }
-  b.out.max_model_len = cache.max_model_len ? cache.max_model_len : model.max_model_len;
+  b.out.max_model_len = cache.max_model_len           ? cache.max_model_len
+                        : model.default_max_model_len ? model.default_max_model_len
+                                                      : model.max_model_len;
+  if (!cache.max_model_len && model.default_max_model_len) {
+    b.Add(Severity::kInfo, "max-model-len-default",
+          fmt::format("--max-model-len defaults to {} as the engine's does; the model reaches {} "
+                      "({}): set --max-model-len to plan longer requests",
+                      model.default_len_source, model.max_model_len, model.max_len_source));
+  }
   if (b.out.max_model_len > model.max_model_len) {
     b.Add(Severity::kWarning, "max-model-len-exceeds-model",
           fmt::format("--max-model-len {} exceeds the model's maximum length {} ({}) in '{}'; "

@@ -429,5 +429,32 @@ TEST(DenseModels, Glm45QwenMoeAndDeepseekV2) {
   EXPECT_EQ(plan->pool.num_blocks, 34521);  // 16 GiB / (27 x 18,432 B)
 }
 
+// Phi-3 (the engine's Phi3ForCausalLM is its Llama) with LongRoPE: the model reaches 131072
+// tokens, but the engine's default --max-model-len is original_max_position_embeddings (4096),
+// which an info diagnostic names; an explicit --max-model-len up to 131072 is taken as given.
+TEST(DenseModels, LongRopeDefaultsToTheOriginalLength) {
+  const nlohmann::json phi3 = nlohmann::json::parse(R"({
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 3072,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 32,
+    "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+    "rope_scaling": {"type": "longrope", "long_factor": [1.0, 1.1], "short_factor": [1.0, 1.0]},
+    "torch_dtype": "bfloat16"})");
+  auto plan = PlanConfig(phi3, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 32 * 96 * 2);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "max-model-len-default");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--max-model-len defaults to original_max_position_embeddings 4096 (LongRoPE) as the "
+            "engine's does; the model reaches 131072 (max_position_embeddings 131072): set "
+            "--max-model-len to plan longer requests");
+  plan = PlanConfig(phi3, 1, 1, 64 * kGiB, 16384);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 16384);
+  EXPECT_TRUE(plan->diagnostics.empty());
+}
+
 }  // namespace
 }  // namespace kvtopo
