@@ -17,7 +17,7 @@ KEYWORDS = ["num_lookahead_tokens", "num_new_computed_tokens", "new_computed_blo
             "num_external_computed_tokens", "delay_cache_blocks", "full_sequence_must_fit",
             "num_encoder_tokens", "handles", "num_new_tokens", "token_ids", "counts", "group",
             "rank", "positions", "num_slots", "block_size", "tensor_parallel_size",
-            "decode_context_parallel_size", "max_model_len", "kv_cache_memory", "model",
+            "decode_context_parallel_size", "max_model_len", "kv_cache_memory", "model", "dtype",
             "num_blocks", "enable_prefix_caching", "lora_name", "mm_features", "cache_salt",
             "no_such_keyword"]
 
@@ -28,7 +28,7 @@ def values(manager, handles, rng):
     pool = [None, True, False, 0, 1, 2, 3, 15, 16, 17, 64, 4095, 4096, 4097, -1, -16, 2 ** 31 - 1,
             2 ** 31, -2 ** 31 - 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64, 10 ** 30, 0.0, 1.5, -2.5,
             float("nan"), float("inf"), "", "r0", "r1", "nope", "kimi-k3", "gpt-oss-120b",
-            "12GiB", "-1", "\udcff", b"", b"\xff\x00", bytearray(8), [], [0], [1, 2, 3],
+            "12GiB", "float32", "-1", "\udcff", b"", b"\xff\x00", bytearray(8), [], [0], [1, 2, 3],
             [-1], [2 ** 40], [1.5], ["x"], [[1]], (1, 2), {}, {"a": 1}, {"num_blocks": 3},
             set(), object(), range(5), range(10 ** 12, 10 ** 12 + 3), memoryview(b"abcd"),
             memoryview(bytearray(16)).cast("i"), memoryview(bytearray(16)).cast("q"),
