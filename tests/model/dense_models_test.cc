@@ -33,18 +33,23 @@ nlohmann::json Qwen25_7B() {
     "max_window_layers": 28, "torch_dtype": "bfloat16"})");
 }
 
+// Plans `config` as the model of launch `c`.
+Result<Plan> PlanWith(const nlohmann::json& config, LaunchConfig c) {
+  c.model = "config.json";
+  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecsFromJson(config, c));
+  return PlanLaunchSpecs(specs, c);
+}
+
 Result<Plan> PlanConfig(const nlohmann::json& config, int64_t tp, int64_t dcp, int64_t memory,
                         int64_t max_model_len = 0,
                         std::optional<ElementType> model_dtype = std::nullopt) {
   LaunchConfig c;
   c.model_dtype = model_dtype;
-  c.model = "config.json";
   c.parallel.tensor_parallel_size = tp;
   c.parallel.decode_context_parallel_size = dcp;
   c.cache.max_model_len = max_model_len;
   c.kv_cache_memory_bytes = memory;
-  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecsFromJson(config, c));
-  return PlanLaunchSpecs(specs, c);
+  return PlanWith(config, c);
 }
 
 std::string ConfigError(const nlohmann::json& config) {
@@ -335,12 +340,9 @@ TEST(DenseModels, Gemma2AndTheModelDtype) {
   EXPECT_EQ(plan->groups[1].backends, std::vector<std::string>{"TRITON_ATTN"});
   EXPECT_TRUE(plan->diagnostics.empty());
   LaunchConfig flash;
-  flash.model = "config.json";
   flash.model_dtype = ElementType::kFloat32;
   flash.cache.attention_backend = "FLASH_ATTN";
-  auto specs = BuildModelCacheSpecsFromJson(gemma2, flash);
-  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
-  plan = PlanLaunchSpecs(*specs, flash);
+  plan = PlanWith(gemma2, flash);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->diagnostics.size(), 1u);
   EXPECT_EQ(plan->diagnostics[0].message,
@@ -390,14 +392,11 @@ TEST(DenseModels, Glm45QwenMoeAndDeepseekV2) {
   EXPECT_EQ(plan->pool.num_blocks, 56987);
   EXPECT_EQ(plan->capacity.max_tokens, 911'792);
   LaunchConfig mtp;
-  mtp.model = "config.json";
   mtp.parallel.tensor_parallel_size = 8;
   mtp.kv_cache_memory_bytes = 40 * kGiB;
   mtp.speculative =
       ParseSpeculativeConfig(R"({"method": "glm4_moe_mtp", "num_speculative_tokens": 1})").value();
-  auto specs = BuildModelCacheSpecsFromJson(glm, mtp);
-  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
-  plan = PlanLaunchSpecs(*specs, mtp);
+  plan = PlanWith(glm, mtp);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->groups.size(), 1u);
   EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.92.self_attn");
