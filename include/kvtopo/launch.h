@@ -119,6 +119,10 @@ struct LaunchConfig {
   // VLLM_DSPARK_DRAFT_KV_WINDOW: > 0 bounds a DSpark draft's cache to a sliding window of this
   // many tokens (sliding-window MLA); 0 keeps the full draft cache.
   int64_t dspark_draft_kv_window = 0;
+  // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: keep chunked local attention layers
+  // (Llama 4) chunked. Off (the engine's default), or under an EAGLE-family method, the engine
+  // disables its hybrid KV cache manager for such a model and caches them as full attention.
+  bool allow_chunked_local_hybrid = false;
   // `vllm serve` flags given that do not change the plan (reported, not used).
   std::vector<std::string> not_planned_flags;
 };

@@ -41,9 +41,11 @@ struct LaunchOptions {
   std::optional<bool> async_scheduling;      // default: on unless the speculative method forbids it
   std::optional<int64_t> mamba_block_size;   // default: the attention block (align mode)
   std::optional<int64_t> prefix_match_unit;  // default: GCD of the group blocks
-  std::optional<int64_t> num_gpu_blocks_override;    // default: memory // bytes per block
-  std::optional<int64_t> kv_group_size;              // VLLM_K3_KV_GROUP_SIZE; default: min bucket
-  std::optional<int64_t> dspark_draft_kv_window;     // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
+  std::optional<int64_t> num_gpu_blocks_override;  // default: memory // bytes per block
+  std::optional<int64_t> kv_group_size;            // VLLM_K3_KV_GROUP_SIZE; default: min bucket
+  std::optional<int64_t> dspark_draft_kv_window;   // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
+  // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; default off
+  std::optional<bool> allow_chunked_local_attn_with_hybrid_kv_cache;
   std::optional<std::string> dtype;                  // --dtype; default "auto"
   std::optional<std::string> kv_cache_dtype;         // default "auto"
   std::optional<std::string> kv_cache_memory;        // bytes or a size ("12GiB"); default 32 GiB

@@ -463,6 +463,68 @@ Status ReadGemma3(const ConfigReader& r, ModelDescription& m) {
   return ReadGemma(r, GemmaFamily::kGemma3, m);
 }
 
+// Llama 4 (Llama4ForCausalLM, or the text_config of Llama4ForConditionalGeneration): a layer with
+// RoPE (`no_rope_layers[i]` 1) attends within chunks of `attention_chunk_size` tokens; a NoPE
+// layer (0) attends globally (the fork's llama4.py). An absent or empty `no_rope_layers` is the
+// list the config class derives: every `no_rope_layer_interval`-th layer (default 4) is NoPE.
+// Without `attention_chunk_size` every layer is global. `head_dim` defaults to
+// hidden_size / num_attention_heads, as the config class's does.
+Status ReadLlama4(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
+    return r.Invalid("num_key_value_heads",
+                     fmt::format("is {}, which does not divide num_attention_heads {}",
+                                 m.num_kv_heads_total, m.num_attention_heads));
+  }
+  int64_t head = 0;
+  if (r.Has("head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(head, Positive(r, "head_dim"));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
+    if (hidden % m.num_attention_heads != 0) {
+      return r.Invalid("hidden_size", fmt::format("is {}, not a multiple of num_attention_heads "
+                                                  "{}, which the head size is taken from",
+                                                  hidden, m.num_attention_heads));
+    }
+    head = hidden / m.num_attention_heads;
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t chunk,
+                          r.IntInOr("attention_chunk_size", 0, 1, kMaxModelLen));
+  std::vector<bool> rope(static_cast<size_t>(n));
+  const nlohmann::json empty = nlohmann::json::array();
+  const nlohmann::json& listed = r.Has("no_rope_layers") ? r.json()["no_rope_layers"] : empty;
+  if (!listed.is_array()) return r.Invalid("no_rope_layers", "must be a list of 0 and 1");
+  if (listed.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t interval,
+                            r.IntInOr("no_rope_layer_interval", 4, 1, kMaxLayers));
+    for (int64_t i = 0; i < n; ++i) rope[i] = (i + 1) % interval != 0;
+  } else {
+    if (static_cast<int64_t>(listed.size()) != n) {
+      return r.Invalid("no_rope_layers",
+                       fmt::format("has {} entries but num_hidden_layers is {}", listed.size(), n));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const nlohmann::json& v = listed[i];
+      if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1)) {
+        return r.Invalid("no_rope_layers",
+                         fmt::format("entry {} is {}; each entry is 0 (NoPE) or 1", i, v.dump()));
+      }
+      rope[i] = v.get<int64_t>() == 1;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    RawLayer layer = KvAttentionLayer(i, m, head, 0);
+    if (chunk > 0 && rope[i]) {
+      layer.type = LayerType::kChunkedLocal;
+      layer.attention_chunk_size = chunk;
+    }
+    m.layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
 // DFlash drafts (Qwen3 blocks): all layers SWA when dflash_config.use_swa, else full.
 Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
@@ -558,6 +620,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3ForCausalLM", false, ReadQwen3},
       {"Qwen3MoeForCausalLM", false, ReadQwen3},
       {"Glm4MoeForCausalLM", false, ReadGlm4Moe},
+      {"Llama4ForCausalLM", false, ReadLlama4},
+      {"Llama4ForConditionalGeneration", true, ReadLlama4},
       {"Gemma2ForCausalLM", false, ReadGemma2},
       {"Gemma3ForCausalLM", false, ReadGemma3},
       {"Gemma3ForConditionalGeneration", true, ReadGemma3},

@@ -21,6 +21,7 @@ enum class LayerType {
   kIndexer,        // sparse-attention indexer K cache next to an MLA layer
   kAttention,      // K/V attention (GQA/MQA/MHA)
   kSlidingWindow,  // K/V attention over a window
+  kChunkedLocal,   // K/V attention within chunks of attention_chunk_size tokens
   kKda,            // Kimi Delta Attention recurrent state
   kGdn,            // Gated DeltaNet recurrent state
 };
@@ -33,7 +34,8 @@ struct RawLayer {
   int64_t head_size = 0;
   int64_t head_size_v = 0;
   int64_t sliding_window = 0;
-  int64_t mla_rope_dim = 0;  // MLA: qk_rope_head_dim, the RoPE part of head_size
+  int64_t attention_chunk_size = 0;  // chunked local
+  int64_t mla_rope_dim = 0;          // MLA: qk_rope_head_dim, the RoPE part of head_size
   // MLA: a sparse-indexer key kept after the MLA page's rows instead of in a cache of its own
   // (bytes per token, after pooling).
   int64_t page_tail_bytes_per_token = 0;

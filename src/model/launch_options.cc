@@ -259,6 +259,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::dspark_draft_kv_window,
        0,
        kMaxModelLen},
+      {"allow_chunked_local_attn_with_hybrid_kv_cache",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE",
+       "keep chunked local attention (Llama 4) in the hybrid KV cache manager; default off: the "
+       "engine caches those layers as full attention",
+       &LO::allow_chunked_local_attn_with_hybrid_kv_cache},
       {"prefix_match_unit",
        {},
        "",
@@ -468,6 +476,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.num_gpu_blocks_override, c.cache.num_gpu_blocks_override);
   set(o.kv_group_size, c.cache.kv_group_size);
   set(o.dspark_draft_kv_window, c.dspark_draft_kv_window);
+  if (o.allow_chunked_local_attn_with_hybrid_kv_cache) {
+    c.allow_chunked_local_hybrid = *o.allow_chunked_local_attn_with_hybrid_kv_cache;
+  }
   if (o.dtype && *o.dtype != "auto") {
     Result<ElementType> dtype = ParseElementType(*o.dtype);
     if (!dtype.ok() || (*dtype != ElementType::kBfloat16 && *dtype != ElementType::kFloat16 &&

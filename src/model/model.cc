@@ -141,12 +141,15 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       break;
     case LayerType::kAttention:
     case LayerType::kSlidingWindow:
-      s.kind = raw.type == LayerType::kSlidingWindow ? CacheKind::kSlidingWindow
-                                                     : CacheKind::kFullAttention;
+    case LayerType::kChunkedLocal:
+      s.kind = raw.type == LayerType::kSlidingWindow  ? CacheKind::kSlidingWindow
+               : raw.type == LayerType::kChunkedLocal ? CacheKind::kChunkedLocal
+                                                      : CacheKind::kFullAttention;
       s.num_kv_heads = std::max<int64_t>(1, raw.num_kv_heads_total / tp);
       s.head_size = raw.head_size;
       s.head_size_v = raw.head_size_v;
       s.sliding_window = raw.sliding_window;
+      s.attention_chunk_size = raw.attention_chunk_size;
       break;
     case LayerType::kKda:
     case LayerType::kGdn:
@@ -361,6 +364,32 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   const bool eagle_style = method_row && method_row->eagle_style;
 
+  // Chunked local attention (Llama 4): the engine disables its hybrid KV cache manager for such a
+  // model unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set, and always under an
+  // EAGLE-family method (eagle, eagle3, mtp, dflash: use_eagle()); the chunked layers are then
+  // cached as full attention (unify_hybrid_kv_cache_specs).
+  const auto chunked =
+      std::count_if(model.layers.begin(), model.layers.end(),
+                    [](const RawLayer& l) { return l.type == LayerType::kChunkedLocal; });
+  if (chunked > 0) {
+    const bool eagle_family = spec && (spec->method == "eagle" || spec->method == "eagle3" ||
+                                       spec->method == "mtp" || spec->method == "dflash");
+    if (!config.allow_chunked_local_hybrid || eagle_family) {
+      for (RawLayer& l : model.layers) {
+        if (l.type == LayerType::kChunkedLocal) l.type = LayerType::kAttention;
+      }
+      b.Add(Severity::kInfo, "chunked-local-as-full",
+            fmt::format("the engine disables its hybrid KV cache manager for chunked local "
+                        "attention {}, so the {} chunked layers are cached as full attention",
+                        eagle_family
+                            ? fmt::format("under speculative method '{}'", spec->method)
+                            : std::string("by default (set "
+                                          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 "
+                                          "to keep them chunked)"),
+                        chunked));
+    }
+  }
+
   // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> align (no kvtopo model supports
   // "all"); caching off -> none with one state page over the whole sequence.
   RecurrentOptions rec;
@@ -571,7 +600,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const int64_t num_mtp_modules =
       std::count_if(model.layers.begin(), model.layers.end(), [](const RawLayer& l) {
         return l.mtp && (l.type == LayerType::kMla || l.type == LayerType::kAttention ||
-                         l.type == LayerType::kSlidingWindow);
+                         l.type == LayerType::kSlidingWindow || l.type == LayerType::kChunkedLocal);
       });
   const bool multi_module_mtp =
       method_row && method_row->cache == internal::DraftCache::kInModel && num_mtp_modules > 1;

@@ -455,5 +455,83 @@ TEST(DenseModels, LongRopeDefaultsToTheOriginalLength) {
   EXPECT_TRUE(plan->diagnostics.empty());
 }
 
+// Llama 4 Scout (the fields its config.json states): RoPE layers attend within 8,192-token
+// chunks, every 4th layer (no RoPE) globally. By default the engine disables its hybrid KV cache
+// manager for chunked local attention, so all 48 layers are cached as full attention: one group
+// of 8 KiB pages at TP8, 40 GiB / (48 x 8 KiB) = 109,226 blocks, 1,747,616 tokens at 1,048,576
+// a request. With VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE the 36 chunked layers keep
+// their chunk: three groups of 12 holding cdiv(8,192 + 2 x 8,192, 16) = 1,536 pages a request
+// beside the 12 global layers' 65,536. Under an EAGLE-family method the engine disables the
+// hybrid manager regardless.
+TEST(DenseModels, Llama4ChunkedLocalAttention) {
+  const nlohmann::json scout = nlohmann::json::parse(R"({
+    "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+    "torch_dtype": "bfloat16",
+    "text_config": {
+      "attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+      "max_position_embeddings": 10485760, "model_type": "llama4_text", "no_rope_layers": [],
+      "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8,
+      "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"}}})");
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 8;
+  c.kv_cache_memory_bytes = 256 * kGiB;
+  auto plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 10'485'760);  // llama3 scaling is already counted
+
+  c.cache.max_model_len = 1'048'576;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 48u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);
+  EXPECT_EQ(plan->pool.num_blocks, 109'226);
+  EXPECT_EQ(plan->capacity.max_tokens, 1'747'616);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "the engine disables its hybrid KV cache manager for chunked local attention by "
+            "default (set VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep them "
+            "chunked), so the 36 chunked layers are cached as full attention");
+
+  c.allow_chunked_local_hybrid = true;
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kChunkedLocal);
+    EXPECT_EQ(plan->groups[g].geometry.attention_chunk_size(), 8192);
+    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request(), 1536);
+  }
+  EXPECT_EQ(plan->groups[3].layers.front(), "model.layers.3.self_attn");
+  EXPECT_EQ(plan->groups[3].layers.back(), "model.layers.47.self_attn");
+  EXPECT_EQ(plan->pool.num_blocks, 436'906);  // 40 GiB / (12 x 8 KiB)
+  EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 1536 + 65536);
+  EXPECT_TRUE(plan->diagnostics.empty());
+
+  c.speculative =
+      ParseSpeculativeConfig(
+          R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": 3})")
+          .value();
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  for (const auto& g : plan->groups) EXPECT_NE(g.geometry.kind(), CacheKind::kChunkedLocal);
+  ASSERT_FALSE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->diagnostics.back().message,
+            "the engine disables its hybrid KV cache manager for chunked local attention under "
+            "speculative method 'eagle3', so the 36 chunked layers are cached as full attention");
+
+  nlohmann::json bad = scout;
+  bad["text_config"]["no_rope_layers"] = {1, 1, 2};
+  bad["text_config"]["num_hidden_layers"] = 3;
+  EXPECT_EQ(ConfigError(bad),
+            "config.json 'config.json': field 'text_config.no_rope_layers' entry 2 is 2; each "
+            "entry is 0 (NoPE) or 1");
+}
+
 }  // namespace
 }  // namespace kvtopo
