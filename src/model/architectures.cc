@@ -313,8 +313,37 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// Dense decoders (Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5 MoE): one
-// K/V attention cache per layer. How the engine reads them (docs/profiles.md cites each rule):
+// num_key_value_heads into `m` (absent: multi-head when `mha_default`, else an error), which
+// must divide num_attention_heads.
+Status ReadKvHeads(const ConfigReader& r, bool mha_default, ModelDescription& m) {
+  if (mha_default && !r.Has("num_key_value_heads")) {
+    m.num_kv_heads_total = m.num_attention_heads;
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
+  }
+  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
+    return r.Invalid("num_key_value_heads",
+                     fmt::format("is {}, which does not divide num_attention_heads {}",
+                                 m.num_kv_heads_total, m.num_attention_heads));
+  }
+  return Status::Ok();
+}
+
+// `head_dim` when given (and `use_head_dim`), else hidden_size / num_attention_heads.
+Result<int64_t> ReadHeadSize(const ConfigReader& r, const ModelDescription& m, bool use_head_dim) {
+  if (use_head_dim && r.Has("head_dim")) return Positive(r, "head_dim");
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
+  if (hidden % m.num_attention_heads != 0) {
+    return r.Invalid("hidden_size", fmt::format("is {}, not a multiple of num_attention_heads {}, "
+                                                "which the head size is taken from",
+                                                hidden, m.num_attention_heads));
+  }
+  return hidden / m.num_attention_heads;
+}
+
+// Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
+// MoE): one K/V attention cache per layer. How the engine reads them (docs/profiles.md cites each
+// rule):
 // - KV heads: `num_key_value_heads`; a Llama config without it is MHA (`num_attention_heads`).
 // - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) always
 //   the latter.
@@ -362,28 +391,9 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
 Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  if (family == DenseFamily::kLlama && !r.Has("num_key_value_heads")) {
-    m.num_kv_heads_total = m.num_attention_heads;
-  } else {
-    KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
-  }
-  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
-    return r.Invalid("num_key_value_heads",
-                     fmt::format("is {}, which does not divide num_attention_heads {}",
-                                 m.num_kv_heads_total, m.num_attention_heads));
-  }
-  int64_t head = 0;
-  if (family != DenseFamily::kQwen2 && r.Has("head_dim")) {
-    KVTOPO_ASSIGN_OR_RETURN(head, Positive(r, "head_dim"));
-  } else {
-    KVTOPO_ASSIGN_OR_RETURN(int64_t hidden, Positive(r, "hidden_size"));
-    if (hidden % m.num_attention_heads != 0) {
-      return r.Invalid("hidden_size", fmt::format("is {}, not a multiple of num_attention_heads "
-                                                  "{}, which the head size is taken from",
-                                                  hidden, m.num_attention_heads));
-    }
-    head = hidden / m.num_attention_heads;
-  }
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head,
+                          ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
   if (family == DenseFamily::kGlm4Moe) {
@@ -427,12 +437,7 @@ enum class GemmaFamily { kGemma2, kGemma3 };
 Status ReadGemma(const ConfigReader& r, GemmaFamily family, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, family == GemmaFamily::kGemma2 ? 8192 : 131072));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
-  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
-    return r.Invalid("num_key_value_heads",
-                     fmt::format("is {}, which does not divide num_attention_heads {}",
-                                 m.num_kv_heads_total, m.num_attention_heads));
-  }
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
   KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
@@ -472,24 +477,8 @@ Status ReadGemma3(const ConfigReader& r, ModelDescription& m) {
 Status ReadLlama4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
-  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
-    return r.Invalid("num_key_value_heads",
-                     fmt::format("is {}, which does not divide num_attention_heads {}",
-                                 m.num_kv_heads_total, m.num_attention_heads));
-  }
-  int64_t head = 0;
-  if (r.Has("head_dim")) {
-    KVTOPO_ASSIGN_OR_RETURN(head, Positive(r, "head_dim"));
-  } else {
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
-    if (hidden % m.num_attention_heads != 0) {
-      return r.Invalid("hidden_size", fmt::format("is {}, not a multiple of num_attention_heads "
-                                                  "{}, which the head size is taken from",
-                                                  hidden, m.num_attention_heads));
-    }
-    head = hidden / m.num_attention_heads;
-  }
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t chunk,
                           r.IntInOr("attention_chunk_size", 0, 1, kMaxModelLen));
   std::vector<bool> rope(static_cast<size_t>(n));
