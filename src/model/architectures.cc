@@ -425,20 +425,34 @@ Status ReadGlm4Moe(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, DenseFamily::kGlm4Moe, m);
 }
 
-// Gemma 2 and Gemma 3: sliding and full K/V attention layers interleaved, per `layer_types`
-// (the engine reads config.layer_types). Configs written before Transformers stored that list
-// get the one its config class derives: Gemma 2 slides on even layers (0, 2, ...); Gemma 3 on
-// every layer but each `sliding_window_pattern`-th (default 6: five sliding, then one full).
-// `head_dim`, `sliding_window` and `max_position_embeddings` default as the config classes do
-// (256, 4096, and 8192 for Gemma 2, 131072 for Gemma 3: google/gemma-3-27b-it's text_config
-// states none of the last).
-enum class GemmaFamily { kGemma2, kGemma3 };
+// Gemma 2, Gemma 3 and Cohere 2: sliding and full K/V attention layers interleaved, per
+// `layer_types` (the engine reads config.layer_types). Configs written before Transformers
+// stored that list get the one its config class derives: a layer slides unless its index + 1 is
+// a multiple of the pattern (Gemma 2: 2, so the even layers slide; Gemma 3: 6 and Cohere 2: 4,
+// or `sliding_window_pattern`). Fields a config may omit default as its config class's do.
+struct InterleavedFamily {
+  int64_t default_positions;  // max_position_embeddings
+  int64_t default_head_dim;   // 0: hidden_size / num_attention_heads, head_dim not read
+  bool mha_default;           // num_key_value_heads absent: num_attention_heads
+  int64_t default_pattern;
+  bool reads_pattern;  // sliding_window_pattern overrides default_pattern
+};
+// Gemma 3: google/gemma-3-27b-it's text_config states neither max_position_embeddings nor the
+// pattern. Cohere 2: its attention takes hidden_size / heads (the fork's commandr.py).
+constexpr InterleavedFamily kGemma2{8192, 256, false, 2, false};
+constexpr InterleavedFamily kGemma3{131072, 256, false, 6, true};
+constexpr InterleavedFamily kCohere2{8192, 0, true, 4, true};
 
-Status ReadGemma(const ConfigReader& r, GemmaFamily family, ModelDescription& m) {
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, family == GemmaFamily::kGemma2 ? 8192 : 131072));
+Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.mha_default, m));
+  int64_t head = f.default_head_dim;
+  if (head > 0) {
+    KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", head, 1, kMaxModelDim));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
+  }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
   KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
   if (bidirectional) {
@@ -449,11 +463,11 @@ Status ReadGemma(const ConfigReader& r, GemmaFamily family, ModelDescription& m)
   std::vector<bool> sliding;
   if (r.Has("layer_types")) {
     KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
-  } else if (family == GemmaFamily::kGemma2) {
-    for (int64_t i = 0; i < n; ++i) sliding.push_back(i % 2 == 0);
   } else {
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
-                            r.IntInOr("sliding_window_pattern", 6, 1, kMaxLayers));
+    int64_t pattern = f.default_pattern;
+    if (f.reads_pattern) {
+      KVTOPO_ASSIGN_OR_RETURN(pattern, r.IntInOr("sliding_window_pattern", pattern, 1, kMaxLayers));
+    }
     for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -462,10 +476,13 @@ Status ReadGemma(const ConfigReader& r, GemmaFamily family, ModelDescription& m)
   return Status::Ok();
 }
 Status ReadGemma2(const ConfigReader& r, ModelDescription& m) {
-  return ReadGemma(r, GemmaFamily::kGemma2, m);
+  return ReadInterleaved(r, kGemma2, m);
 }
 Status ReadGemma3(const ConfigReader& r, ModelDescription& m) {
-  return ReadGemma(r, GemmaFamily::kGemma3, m);
+  return ReadInterleaved(r, kGemma3, m);
+}
+Status ReadCohere2(const ConfigReader& r, ModelDescription& m) {
+  return ReadInterleaved(r, kCohere2, m);
 }
 
 // Llama 4 (Llama4ForCausalLM, or the text_config of Llama4ForConditionalGeneration): a layer with
@@ -614,6 +631,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Gemma2ForCausalLM", false, ReadGemma2},
       {"Gemma3ForCausalLM", false, ReadGemma3},
       {"Gemma3ForConditionalGeneration", true, ReadGemma3},
+      {"Cohere2ForCausalLM", false, ReadCohere2},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},
       {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},

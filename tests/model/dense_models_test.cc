@@ -533,5 +533,29 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
             "entry is 0 (NoPE) or 1");
 }
 
+// Cohere 2 (Command R7B / Command A) interleaves like Gemma 3 with a pattern of 4: full layers 3,
+// 7, ..., 31, the other 24 slide over 4,096 tokens, so three sliding groups of 8 and one full
+// group. Its attention takes hidden_size / heads = 128 even when head_dim says 256: 64 KiB pages,
+// 16 GiB / (8 x 64 KiB) = 32,768 blocks; a 32,768-token request holds 3 x 1,281 + 2,048 pages,
+// so 182,268 tokens.
+TEST(DenseModels, Cohere2Interleaves) {
+  const nlohmann::json cohere2 = nlohmann::json::parse(R"({
+    "architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "hidden_size": 4096,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "head_dim": 256,
+    "max_position_embeddings": 132096, "sliding_window": 4096, "sliding_window_pattern": 4,
+    "torch_dtype": "bfloat16"})");
+  auto plan = PlanConfig(cohere2, 1, 1, 16 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].layers, Layers({3, 7, 11, 15, 19, 23, 27, 31}));
+  EXPECT_EQ(plan->groups[3].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 32768);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 5891);
+  EXPECT_EQ(plan->capacity.max_tokens, 182'268);
+}
+
 }  // namespace
 }  // namespace kvtopo
