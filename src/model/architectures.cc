@@ -342,20 +342,23 @@ Result<int64_t> ReadHeadSize(const ConfigReader& r, const ModelDescription& m, b
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
-// MoE): one K/V attention cache per layer. How the engine reads them (docs/profiles.md cites each
-// rule):
-// - KV heads: `num_key_value_heads`; a Llama config without it is MHA (`num_attention_heads`).
-// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) always
-//   the latter.
-// - Windows: `sliding_window` (0 or null: none; for Qwen configs only with `use_sliding_window`).
+// MoE, Cohere): one K/V attention cache per layer. How the engine reads them (docs/profiles.md
+// cites each rule):
+// - KV heads: `num_key_value_heads`; a Llama or Cohere config without it is MHA
+//   (`num_attention_heads`).
+// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) and
+//   Cohere always the latter.
+// - Windows: `sliding_window` (0 or null: none; for Qwen configs only with `use_sliding_window`;
+//   never for Cohere, whose first-generation attention does not slide).
 //   Llama and Mistral layers slide per `layer_types` when those mix sliding and full layers;
 //   otherwise the window, if any, applies to every layer.
 // - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
 //   like the trunk's.
-enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kGlm4Moe };
+enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kGlm4Moe, kCohere };
 
 Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n) {
   std::vector<int64_t> windows(static_cast<size_t>(n), 0);
+  if (family == DenseFamily::kCohere) return windows;
   const bool qwen = family == DenseFamily::kQwen2 || family == DenseFamily::kQwen3;
   if (qwen) {
     KVTOPO_ASSIGN_OR_RETURN(bool use, r.BoolOr("use_sliding_window", false));
@@ -389,11 +392,15 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
 }
 
 Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m) {
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  const bool cohere = family == DenseFamily::kCohere;
+  // CohereConfig's max_position_embeddings default (8192); the others must state it.
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, cohere ? 8192 : 0));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama, m));
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t head,
-                          ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2));
+  KVTOPO_RETURN_IF_ERROR(
+      ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama || cohere, m));
+  KVTOPO_ASSIGN_OR_RETURN(
+      const int64_t head,
+      ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
   if (family == DenseFamily::kGlm4Moe) {
@@ -423,6 +430,9 @@ Status ReadQwen3(const ConfigReader& r, ModelDescription& m) {
 }
 Status ReadGlm4Moe(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, DenseFamily::kGlm4Moe, m);
+}
+Status ReadCohere(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, DenseFamily::kCohere, m);
 }
 
 // Gemma 2, Gemma 3 and Cohere 2: sliding and full K/V attention layers interleaved, per
@@ -631,6 +641,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Gemma2ForCausalLM", false, ReadGemma2},
       {"Gemma3ForCausalLM", false, ReadGemma3},
       {"Gemma3ForConditionalGeneration", true, ReadGemma3},
+      {"CohereForCausalLM", false, ReadCohere},
       {"Cohere2ForCausalLM", false, ReadCohere2},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},

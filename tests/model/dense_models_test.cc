@@ -538,7 +538,7 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
 // group. Its attention takes hidden_size / heads = 128 even when head_dim says 256: 64 KiB pages,
 // 16 GiB / (8 x 64 KiB) = 32,768 blocks; a 32,768-token request holds 3 x 1,281 + 2,048 pages,
 // so 182,268 tokens.
-TEST(DenseModels, Cohere2Interleaves) {
+TEST(DenseModels, CohereGenerations) {
   const nlohmann::json cohere2 = nlohmann::json::parse(R"({
     "architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "hidden_size": 4096,
     "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "head_dim": 256,
@@ -555,6 +555,18 @@ TEST(DenseModels, Cohere2Interleaves) {
   EXPECT_EQ(plan->pool.num_blocks, 32768);
   EXPECT_EQ(plan->capacity.blocks_per_request, 5891);
   EXPECT_EQ(plan->capacity.max_tokens, 182'268);
+
+  // Command R (CohereForCausalLM, the first generation) never slides, and its KV heads default to
+  // the query heads: 64 heads of 8192 / 64 = 128, 8 of them per rank at TP8 (64 KiB pages).
+  const nlohmann::json command_r = nlohmann::json::parse(R"({
+    "architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 8192,
+    "num_attention_heads": 64, "num_hidden_layers": 40, "max_position_embeddings": 131072,
+    "sliding_window": 4096, "torch_dtype": "bfloat16"})");
+  plan = PlanConfig(command_r, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
 }
 
 }  // namespace
