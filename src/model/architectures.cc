@@ -256,6 +256,18 @@ RawLayer KvAttentionLayer(int64_t i, const ModelDescription& m, int64_t head, in
                   .sliding_window = window};
 }
 
+// In-model MTP modules (`num_nextn_predict_layers`) with K/V attention like the trunk's: layer
+// indices from the trunk's `n`, cached only when the launch speculates with MTP.
+Status AddKvMtpLayers(const ConfigReader& r, int64_t n, int64_t head, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n));
+  for (int64_t i = n; i < n + mtp; ++i) {
+    RawLayer layer = KvAttentionLayer(i, m, head, 0);
+    layer.mtp = true;
+    m.layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
 Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval", kMaxLayers));
@@ -274,13 +286,7 @@ Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
     }
   }
   // MTP modules (qwen3_next_mtp): full attention layers after the trunk.
-  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, NumMtpLayers(r, h.num_layers));
-  for (int64_t i = h.num_layers; i < h.num_layers + mtp; ++i) {
-    RawLayer layer = KvAttentionLayer(i, m, h.head_size, 0);
-    layer.mtp = true;
-    m.layers.push_back(std::move(layer));
-  }
-  return Status::Ok();
+  return AddKvMtpLayers(r, h.num_layers, h.head_size, m);
 }
 
 // `layer_types`: one "sliding_attention" or "full_attention" per layer; true where it slides.
@@ -403,36 +409,13 @@ Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m)
       ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
-  if (family == DenseFamily::kGlm4Moe) {
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n));
-    for (int64_t i = n; i < n + mtp; ++i) {
-      RawLayer layer = KvAttentionLayer(i, m, head, 0);
-      layer.mtp = true;
-      m.layers.push_back(std::move(layer));
-    }
-  }
+  if (family == DenseFamily::kGlm4Moe) return AddKvMtpLayers(r, n, head, m);
   return Status::Ok();
 }
-Status ReadLlama(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kLlama, m);
-}
-Status ReadMistral(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kMistral, m);
-}
-Status ReadMixtral(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kMixtral, m);
-}
-Status ReadQwen2(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kQwen2, m);
-}
-Status ReadQwen3(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kQwen3, m);
-}
-Status ReadGlm4Moe(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kGlm4Moe, m);
-}
-Status ReadCohere(const ConfigReader& r, ModelDescription& m) {
-  return ReadDense(r, DenseFamily::kCohere, m);
+// The reader-table entry of one dense family.
+template <DenseFamily kFamily>
+Status ReadDenseAs(const ConfigReader& r, ModelDescription& m) {
+  return ReadDense(r, kFamily, m);
 }
 
 // Gemma 2, Gemma 3 and Cohere 2: sliding and full K/V attention layers interleaved, per
@@ -485,14 +468,10 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
   }
   return Status::Ok();
 }
-Status ReadGemma2(const ConfigReader& r, ModelDescription& m) {
-  return ReadInterleaved(r, kGemma2, m);
-}
-Status ReadGemma3(const ConfigReader& r, ModelDescription& m) {
-  return ReadInterleaved(r, kGemma3, m);
-}
-Status ReadCohere2(const ConfigReader& r, ModelDescription& m) {
-  return ReadInterleaved(r, kCohere2, m);
+// The reader-table entry of one interleaved family.
+template <const InterleavedFamily& kFamily>
+Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
+  return ReadInterleaved(r, kFamily, m);
 }
 
 // Llama 4 (Llama4ForCausalLM, or the text_config of Llama4ForConditionalGeneration): a layer with
@@ -508,10 +487,11 @@ Status ReadLlama4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t chunk,
                           r.IntInOr("attention_chunk_size", 0, 1, kMaxModelLen));
+  std::vector<int64_t> listed;
+  if (r.Has("no_rope_layers")) {
+    KVTOPO_ASSIGN_OR_RETURN(listed, r.IntList("no_rope_layers"));
+  }
   std::vector<bool> rope(static_cast<size_t>(n));
-  const nlohmann::json empty = nlohmann::json::array();
-  const nlohmann::json& listed = r.Has("no_rope_layers") ? r.json()["no_rope_layers"] : empty;
-  if (!listed.is_array()) return r.Invalid("no_rope_layers", "must be a list of 0 and 1");
   if (listed.empty()) {
     KVTOPO_ASSIGN_OR_RETURN(const int64_t interval,
                             r.IntInOr("no_rope_layer_interval", 4, 1, kMaxLayers));
@@ -522,12 +502,11 @@ Status ReadLlama4(const ConfigReader& r, ModelDescription& m) {
                        fmt::format("has {} entries but num_hidden_layers is {}", listed.size(), n));
     }
     for (int64_t i = 0; i < n; ++i) {
-      const nlohmann::json& v = listed[i];
-      if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1)) {
+      if (listed[i] != 0 && listed[i] != 1) {
         return r.Invalid("no_rope_layers",
-                         fmt::format("entry {} is {}; each entry is 0 (NoPE) or 1", i, v.dump()));
+                         fmt::format("entry {} is {}; each entry is 0 (NoPE) or 1", i, listed[i]));
       }
-      rope[i] = v.get<int64_t>() == 1;
+      rope[i] = listed[i] == 1;
     }
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -627,22 +606,23 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Glm5NextForConditionalGeneration", true, ReadKimiLinearKdaWithIndexer},
       {"Qwen3NextForCausalLM", false, ReadQwen3Next},
       {"GptOssForCausalLM", false, ReadGptOss},
-      {"LlamaForCausalLM", false, ReadLlama},
-      {"Phi3ForCausalLM", false, ReadLlama},  // the engine's Phi3ForCausalLM is its Llama
-      {"MistralForCausalLM", false, ReadMistral},
-      {"MixtralForCausalLM", false, ReadMixtral},
-      {"Qwen2ForCausalLM", false, ReadQwen2},
-      {"Qwen2MoeForCausalLM", false, ReadQwen2},
-      {"Qwen3ForCausalLM", false, ReadQwen3},
-      {"Qwen3MoeForCausalLM", false, ReadQwen3},
-      {"Glm4MoeForCausalLM", false, ReadGlm4Moe},
+      {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
+      {"Phi3ForCausalLM", false,
+       ReadDenseAs<DenseFamily::kLlama>},  // the engine's Phi3ForCausalLM is its Llama
+      {"MistralForCausalLM", false, ReadDenseAs<DenseFamily::kMistral>},
+      {"MixtralForCausalLM", false, ReadDenseAs<DenseFamily::kMixtral>},
+      {"Qwen2ForCausalLM", false, ReadDenseAs<DenseFamily::kQwen2>},
+      {"Qwen2MoeForCausalLM", false, ReadDenseAs<DenseFamily::kQwen2>},
+      {"Qwen3ForCausalLM", false, ReadDenseAs<DenseFamily::kQwen3>},
+      {"Qwen3MoeForCausalLM", false, ReadDenseAs<DenseFamily::kQwen3>},
+      {"Glm4MoeForCausalLM", false, ReadDenseAs<DenseFamily::kGlm4Moe>},
       {"Llama4ForCausalLM", false, ReadLlama4},
       {"Llama4ForConditionalGeneration", true, ReadLlama4},
-      {"Gemma2ForCausalLM", false, ReadGemma2},
-      {"Gemma3ForCausalLM", false, ReadGemma3},
-      {"Gemma3ForConditionalGeneration", true, ReadGemma3},
-      {"CohereForCausalLM", false, ReadCohere},
-      {"Cohere2ForCausalLM", false, ReadCohere2},
+      {"Gemma2ForCausalLM", false, ReadInterleavedAs<kGemma2>},
+      {"Gemma3ForCausalLM", false, ReadInterleavedAs<kGemma3>},
+      {"Gemma3ForConditionalGeneration", true, ReadInterleavedAs<kGemma3>},
+      {"CohereForCausalLM", false, ReadDenseAs<DenseFamily::kCohere>},
+      {"Cohere2ForCausalLM", false, ReadInterleavedAs<kCohere2>},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},
       {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},

@@ -533,11 +533,11 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
             "entry is 0 (NoPE) or 1");
 }
 
-// Cohere 2 (Command R7B / Command A) interleaves like Gemma 3 with a pattern of 4: full layers 3,
-// 7, ..., 31, the other 24 slide over 4,096 tokens, so three sliding groups of 8 and one full
-// group. Its attention takes hidden_size / heads = 128 even when head_dim says 256: 64 KiB pages,
-// 16 GiB / (8 x 64 KiB) = 32,768 blocks; a 32,768-token request holds 3 x 1,281 + 2,048 pages,
-// so 182,268 tokens.
+// Both Cohere generations. Cohere 2 (Command R7B / Command A) interleaves like Gemma 3 with a
+// pattern of 4: full layers 3, 7, ..., 31, the other 24 slide over 4,096 tokens, so three
+// sliding groups of 8 and one full group. Its attention takes hidden_size / heads = 128 even
+// when head_dim says 256: 64 KiB pages, 16 GiB / (8 x 64 KiB) = 32,768 blocks; a 32,768-token
+// request holds 3 x 1,281 + 2,048 pages, so 182,268 tokens.
 TEST(DenseModels, CohereGenerations) {
   const nlohmann::json cohere2 = nlohmann::json::parse(R"({
     "architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "hidden_size": 4096,
