@@ -123,6 +123,14 @@ struct LaunchConfig {
   // (Llama 4) chunked. Off (the engine's default), or under an EAGLE-family method, the engine
   // disables its hybrid KV cache manager for such a model and caches them as full attention.
   bool allow_chunked_local_hybrid = false;
+  // --disable-hybrid-kv-cache-manager. Unset: the engine decides (off for chunked local attention
+  // as above, on otherwise). True: off; sliding-window and chunked layers are then cached as full
+  // attention, and a model whose layers cannot share one cache type is refused. False
+  // (--no-disable-hybrid-kv-cache-manager): on, and a launch that needs it off is refused.
+  std::optional<bool> disable_hybrid_kv_cache_manager;
+  // --disable-sliding-window: the target's sliding-window layers attend over (and cache) the whole
+  // request, and the derived maximum length is capped at the config's sliding_window.
+  bool disable_sliding_window = false;
   // `vllm serve` flags given that do not change the plan (reported, not used).
   std::vector<std::string> not_planned_flags;
 };
@@ -139,6 +147,10 @@ struct ModelCacheSpecs {
   std::string speculative_method;       // empty without --speculative-config
   std::string attention_backend;        // the target's resolved backend
   std::string draft_attention_backend;  // the draft's resolved backend; empty without a draft
+  // Why the engine runs without its hybrid KV cache manager, a phrase naming the knob ("by
+  // --disable-hybrid-kv-cache-manager"); empty: it runs with it. The planner then caches windowed
+  // layers as full attention (one cache type).
+  std::string hybrid_manager_off;
 };
 
 }  // namespace kvtopo

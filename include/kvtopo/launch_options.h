@@ -46,10 +46,12 @@ struct LaunchOptions {
   std::optional<int64_t> dspark_draft_kv_window;   // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
   // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; default off
   std::optional<bool> allow_chunked_local_attn_with_hybrid_kv_cache;
-  std::optional<std::string> dtype;                  // --dtype; default "auto"
-  std::optional<std::string> kv_cache_dtype;         // default "auto"
-  std::optional<std::string> kv_cache_memory;        // bytes or a size ("12GiB"); default 32 GiB
-  std::optional<bool> enable_prefix_caching;         // default on
+  std::optional<bool> disable_hybrid_kv_cache_manager;  // unset: the engine decides
+  std::optional<bool> disable_sliding_window;           // default off
+  std::optional<std::string> dtype;                     // --dtype; default "auto"
+  std::optional<std::string> kv_cache_dtype;            // default "auto"
+  std::optional<std::string> kv_cache_memory;           // bytes or a size ("12GiB"); default 32 GiB
+  std::optional<bool> enable_prefix_caching;            // default on
   std::optional<std::string> mamba_cache_mode;       // none, align, all; default align with caching
   std::optional<std::string> mamba_cache_dtype;      // recurrent conv state; default auto
   std::optional<std::string> mamba_ssm_cache_dtype;  // GDN temporal state; default auto

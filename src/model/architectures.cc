@@ -154,6 +154,8 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     m.default_len_source =
         fmt::format("original_max_position_embeddings {} (LongRoPE)", m.default_max_model_len);
   }
+  m.rope_factor = factor;
+  m.rope_yarn_base = base_name == "original_max_position_embeddings";
   if (factor == 1 && base == m.max_position_embeddings) return Status::Ok();
   const double scaled = static_cast<double>(base) * factor;
   if (scaled < 1 || scaled > static_cast<double>(kMaxModelLen)) {
@@ -312,6 +314,7 @@ Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
 Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, Positive(r, "sliding_window", kMaxModelLen));
+  m.text_sliding_window = window;
   KVTOPO_ASSIGN_OR_RETURN(std::vector<bool> sliding, SlidingLayers(r, h.num_layers));
   for (int64_t i = 0; i < h.num_layers; ++i) {
     m.layers.push_back(KvAttentionLayer(i, m, h.head_size, sliding[i] ? window : 0));
@@ -354,15 +357,17 @@ Result<int64_t> ReadHeadSize(const ConfigReader& r, const ModelDescription& m, b
 //   (`num_attention_heads`).
 // - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) and
 //   Cohere always the latter.
-// - Windows: `sliding_window` (0 or null: none; for Qwen configs only with `use_sliding_window`;
-//   never for Cohere, whose first-generation attention does not slide).
+// - Windows: `sliding_window` (0 or null: none; absent: MistralConfig's default 4096 for
+//   Mistral, none for the others; for Qwen configs only with `use_sliding_window`; never for
+//   Cohere, whose first-generation attention does not slide).
 //   Llama and Mistral layers slide per `layer_types` when those mix sliding and full layers;
 //   otherwise the window, if any, applies to every layer.
 // - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
 //   like the trunk's.
 enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kGlm4Moe, kCohere };
 
-Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n) {
+Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n,
+                                          ModelDescription& m) {
   std::vector<int64_t> windows(static_cast<size_t>(n), 0);
   if (family == DenseFamily::kCohere) return windows;
   const bool qwen = family == DenseFamily::kQwen2 || family == DenseFamily::kQwen3;
@@ -376,7 +381,10 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                      "and the Transformers version, and the engine refuses a window on only some "
                      "layers; kvtopo does not plan it (set it to false to plan full attention)");
   }
-  KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  const int64_t absent =
+      family == DenseFamily::kMistral && !r.json().contains("sliding_window") ? 4096 : 0;
+  KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", absent, 0, kMaxModelLen));
+  m.text_sliding_window = window;
   std::vector<bool> sliding;
   if (r.Has("layer_types")) {
     KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
@@ -407,7 +415,7 @@ Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m)
   KVTOPO_ASSIGN_OR_RETURN(
       const int64_t head,
       ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere));
-  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n));
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n, m));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
   if (family == DenseFamily::kGlm4Moe) return AddKvMtpLayers(r, n, head, m);
   return Status::Ok();
@@ -447,6 +455,7 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
     KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
   }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
+  m.text_sliding_window = window;
   KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
   if (bidirectional) {
     return r.Invalid("use_bidirectional_attention",

@@ -58,6 +58,14 @@ struct ModelDescription {
   // original_max_position_embeddings (`default_len_source` says so); 0: max_model_len.
   int64_t default_max_model_len = 0;
   std::string default_len_source;
+  // The RoPE scaling ReadMaxLength applied: the factor (1: none) and whether a yarn entry set the
+  // base to its original_max_position_embeddings, which the derived length then ignores.
+  double rope_factor = 1;
+  bool rope_yarn_base = false;
+  // The config's sliding_window as the engine reads it (hf_text_config.sliding_window, with the
+  // config class's default; none for a Qwen config without use_sliding_window); 0: none.
+  // --disable-sliding-window caps the derived maximum length at it.
+  int64_t text_sliding_window = 0;
   int64_t num_attention_heads = 0;  // query heads (B12X gathered-head and GQA rules)
   int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers

@@ -267,6 +267,24 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "keep chunked local attention (Llama 4) in the hybrid KV cache manager; default off: the "
        "engine caches those layers as full attention",
        &LO::allow_chunked_local_attn_with_hybrid_kv_cache},
+      {"disable_hybrid_kv_cache_manager",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "run the engine without its hybrid KV cache manager: sliding-window and chunked layers "
+       "cached as full attention, a model whose layers cannot share one cache type refused; "
+       "--no-: keep it on, refusing a launch the engine must run without it; default: the "
+       "engine's choice (off for chunked local attention)",
+       &LO::disable_hybrid_kv_cache_manager},
+      {"disable_sliding_window",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "sliding-window layers attend over the whole request (cached as full attention) and the "
+       "derived maximum length is capped at the config's sliding_window; default off",
+       &LO::disable_sliding_window},
       {"prefix_match_unit",
        {},
        "",
@@ -479,6 +497,8 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.allow_chunked_local_attn_with_hybrid_kv_cache) {
     c.allow_chunked_local_hybrid = *o.allow_chunked_local_attn_with_hybrid_kv_cache;
   }
+  c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
+  if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
   if (o.dtype && *o.dtype != "auto") {
     Result<ElementType> dtype = ParseElementType(*o.dtype);
     if (!dtype.ok() || (*dtype != ElementType::kBfloat16 && *dtype != ElementType::kFloat16 &&

@@ -283,6 +283,47 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
   }
 }
 
+// --disable-sliding-window (vLLM's ModelConfig): the derived maximum length is capped at the
+// config's sliding_window before the RoPE factor scales it (_get_and_verify_max_len; a yarn
+// entry's original_max_position_embeddings replaces the capped base), and the text config's
+// sliding_window becomes None, so every sliding layer of the target attends, and is cached, over
+// the whole request.
+void DisableSlidingWindow(ModelDescription& m, Builder& b) {
+  int64_t converted = 0;
+  for (RawLayer& l : m.layers) {
+    if (l.type != LayerType::kSlidingWindow) continue;
+    l.type = LayerType::kAttention;
+    l.sliding_window = 0;
+    ++converted;
+  }
+  const int64_t window = m.text_sliding_window;
+  std::string capped;
+  if (window > 0 && window < m.max_position_embeddings && !m.rope_yarn_base) {
+    // max_position_embeddings x factor was checked to lie in [1, kMaxModelLen]; the window is
+    // smaller, so only the lower end needs a check.
+    const double scaled = static_cast<double>(window) * m.rope_factor;
+    if (scaled < 1) {
+      b.Error("sliding-window-disabled",
+              fmt::format("--disable-sliding-window caps the maximum length at sliding_window {} "
+                          "x RoPE factor {} in '{}', under one token",
+                          window, m.rope_factor, m.file));
+      return;
+    }
+    const int64_t was = m.max_model_len;
+    m.max_model_len = static_cast<int64_t>(scaled);
+    m.max_len_source = m.rope_factor == 1
+                           ? fmt::format("sliding_window {}", window)
+                           : fmt::format("sliding_window {} x factor {}", window, m.rope_factor);
+    capped = fmt::format("; the model's maximum length is capped at {} ({}; was {})",
+                         m.max_model_len, m.max_len_source, was);
+  }
+  if (converted == 0 && capped.empty()) return;
+  b.Add(Severity::kInfo, "sliding-window-disabled",
+        fmt::format("--disable-sliding-window: {} sliding-window layers attend over the whole "
+                    "request and are cached as full attention{}",
+                    converted, capped));
+}
+
 Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view knob) {
   Result<BackendCaps> caps = FindBackend(name);
   if (!caps.ok()) {
@@ -310,6 +351,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   b.out.model_name = target.name;
   b.out.architecture = model.architecture;
   ResolveModelDtype(model, target.file, b);
+  if (config.disable_sliding_window) DisableSlidingWindow(model, b);
   if (cache.max_model_len < 0) {
     return InvalidArgument(
         fmt::format("--max-model-len must be positive, got {}", cache.max_model_len));
@@ -364,30 +406,36 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   const bool eagle_style = method_row && method_row->eagle_style;
 
-  // Chunked local attention (Llama 4): the engine disables its hybrid KV cache manager for such a
-  // model unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set, and always under an
-  // EAGLE-family method (eagle, eagle3, mtp, dflash: use_eagle()); the chunked layers are then
-  // cached as full attention (unify_hybrid_kv_cache_specs).
-  const auto chunked =
-      std::count_if(model.layers.begin(), model.layers.end(),
-                    [](const RawLayer& l) { return l.type == LayerType::kChunkedLocal; });
-  if (chunked > 0) {
-    const bool eagle_family = spec && (spec->method == "eagle" || spec->method == "eagle3" ||
-                                       spec->method == "mtp" || spec->method == "dflash");
-    if (!config.allow_chunked_local_hybrid || eagle_family) {
-      for (RawLayer& l : model.layers) {
-        if (l.type == LayerType::kChunkedLocal) l.type = LayerType::kAttention;
-      }
-      b.Add(Severity::kInfo, "chunked-local-as-full",
-            fmt::format("the engine disables its hybrid KV cache manager for chunked local "
-                        "attention {}, so the {} chunked layers are cached as full attention",
-                        eagle_family
-                            ? fmt::format("under speculative method '{}'", spec->method)
-                            : std::string("by default (set "
-                                          "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 "
-                                          "to keep them chunked)"),
-                        chunked));
-    }
+  // The hybrid KV cache manager (vLLM's VllmConfig rules): the engine turns it off for chunked
+  // local attention (Llama 4) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set,
+  // and always under an EAGLE-family method (eagle, eagle3, mtp, dflash: use_eagle());
+  // --disable-hybrid-kv-cache-manager turns it off, and --no-disable-hybrid-kv-cache-manager with
+  // a launch that needs it off is refused. Without it the planner caches every layer as one type
+  // (Planner::CacheAsOneType).
+  const bool chunked = std::any_of(model.layers.begin(), model.layers.end(), [](const RawLayer& l) {
+    return l.type == LayerType::kChunkedLocal;
+  });
+  const bool eagle_family = spec && (spec->method == "eagle" || spec->method == "eagle3" ||
+                                     spec->method == "mtp" || spec->method == "dflash");
+  std::string needs_off;  // why the engine must run without its hybrid manager
+  if (chunked && eagle_family) {
+    needs_off =
+        fmt::format("for chunked local attention under speculative method '{}'", spec->method);
+  } else if (chunked && !config.allow_chunked_local_hybrid) {
+    needs_off =
+        "by default for chunked local attention, unless "
+        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1";
+  }
+  if (config.disable_hybrid_kv_cache_manager == false && !needs_off.empty()) {
+    b.Error("hybrid-manager-off",
+            fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
+                        "on, but the engine turns it off {}, and refuses the launch; drop "
+                        "--no-disable-hybrid-kv-cache-manager",
+                        needs_off));
+  } else if (config.disable_hybrid_kv_cache_manager.value_or(false)) {
+    b.out.hybrid_manager_off = "by --disable-hybrid-kv-cache-manager";
+  } else if (!needs_off.empty()) {
+    b.out.hybrid_manager_off = needs_off;
   }
 
   // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> align (no kvtopo model supports
@@ -616,9 +664,25 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         config.pipeline_parallel_size));
   }
   std::vector<std::string> unmodelled, unused;
+  bool kv_connector = false;
   for (const std::string& flag : config.not_planned_flags) {
     const VllmFlag* f = FindVllmFlagNotPlanned(flag);
     (f && f->unmodelled ? unmodelled : unused).push_back(flag);
+    kv_connector = kv_connector || (f && f->name == "--kv-transfer-config");
+  }
+  // A KV connector: the engine turns its hybrid manager off unless the connector supports it
+  // (SupportsHMA), which kvtopo cannot tell from the connector's name alone.
+  const bool hybrid = std::any_of(b.out.layers.begin(), b.out.layers.end(), [](const LayerSpec& s) {
+    return IsWindowed(s.kind) || s.kind == CacheKind::kRecurrent;
+  });
+  if (kv_connector && hybrid && !config.disable_hybrid_kv_cache_manager &&
+      b.out.hybrid_manager_off.empty()) {
+    b.Add(Severity::kWarning, "kv-connector-hybrid-manager",
+          "--kv-transfer-config: the engine turns its hybrid KV cache manager off unless the "
+          "connector supports it (SupportsHMA), and without it this model's windowed or "
+          "recurrent layers plan differently; the plan shown keeps it on: pass "
+          "--disable-hybrid-kv-cache-manager to plan a connector without that support, or "
+          "--no-disable-hybrid-kv-cache-manager to say it has it");
   }
   if (spec) {
     for (const std::string& key : spec->not_planned_keys) {

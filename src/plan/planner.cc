@@ -155,6 +155,7 @@ class Planner {
 
   Status AlignHybridBlockSize(std::vector<LayerSpec>& layers);
   Status ResolveBackendSelectedBlocks(std::vector<LayerSpec>& layers);
+  Status CacheAsOneType(std::vector<LayerSpec>& layers);
   Status UnifyPageSizes(std::vector<LayerSpec>& layers);
   Status GroupPartition(std::vector<LayerSpec> layers, int partition,
                         std::vector<PlannedGroup>& out);
@@ -301,6 +302,82 @@ Status Planner::UnifyPageSizes(std::vector<LayerSpec>& layers) {
                       s.name, page, max_page, max_name)));
       return Rejected("page unification failed");
     }
+  }
+  return Status::Ok();
+}
+
+// Without the hybrid KV cache manager (ModelCacheSpecs::hybrid_manager_off; vLLM's
+// unify_hybrid_kv_cache_specs and get_kv_cache_groups): when full-attention layers (K/V or MLA)
+// are present, sliding-window and chunked local layers are cached as full attention, a
+// sliding-window MLA layer as MLA at the first full layer's block. Then every layer must be one
+// cache type (all full; or one window, one chunk size or one recurrent shape) with one block
+// size, or the engine refuses the launch.
+Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
+  const std::string& why = specs_.hybrid_manager_off;
+  auto full = std::find_if(layers.begin(), layers.end(),
+                           [](const LayerSpec& s) { return ClassOf(s) == TypeClass::kFull; });
+  int64_t windows = 0, chunks = 0;
+  if (full != layers.end()) {
+    const int64_t full_block = full->block_size;
+    for (LayerSpec& s : layers) {
+      switch (s.kind) {
+        case CacheKind::kSlidingWindow:
+          s.kind = CacheKind::kFullAttention;
+          ++windows;
+          break;
+        case CacheKind::kSlidingWindowMla:
+          s.kind = CacheKind::kMla;
+          s.block_size = full_block;
+          ++windows;
+          break;
+        case CacheKind::kChunkedLocal:
+          s.kind = CacheKind::kFullAttention;
+          ++chunks;
+          break;
+        default:
+          continue;
+      }
+      s.sliding_window = 0;
+      s.attention_chunk_size = 0;
+      s.extra_retained_tokens = 0;
+      s.backend_selects_block = false;
+    }
+  }
+  const LayerSpec& f = layers.front();
+  for (const LayerSpec& s : layers) {
+    bool same = s.block_size == f.block_size && ClassOf(s) == ClassOf(f);
+    if (same && ClassOf(f) == TypeClass::kWindow) same = s.sliding_window == f.sliding_window;
+    if (same && ClassOf(f) == TypeClass::kChunked) {
+      same = s.attention_chunk_size == f.attention_chunk_size;
+    }
+    if (same && ClassOf(f) == TypeClass::kRecurrent) {
+      same = s.num_speculative_blocks == f.num_speculative_blocks;
+    }
+    if (same) continue;
+    diagnostics_.push_back(Error(
+        "hybrid-manager-off",
+        fmt::format("the hybrid KV cache manager is off {}, and without it the engine caches "
+                    "every layer as one type with one block size, but layer '{}' is {} with "
+                    "block {} and layer '{}' is {} with block {}: the engine refuses the launch "
+                    "(it fails to convert the KV cache specs to one unified type); {}",
+                    why, f.name, CacheKindName(f.kind), f.block_size, s.name, CacheKindName(s.kind),
+                    s.block_size,
+                    why.find("--disable-hybrid-kv-cache-manager") != std::string::npos
+                        ? "drop --disable-hybrid-kv-cache-manager"
+                        : "keep the hybrid KV cache manager on")));
+    return Rejected("the layers do not share one cache type");
+  }
+  if (windows + chunks > 0) {
+    diagnostics_.push_back(Diagnostic{
+        Severity::kInfo, "hybrid-manager-off",
+        fmt::format(
+            "the hybrid KV cache manager is off {}, so the engine caches {} as full "
+            "attention",
+            why,
+            windows > 0 && chunks > 0
+                ? fmt::format("{} sliding-window and {} chunked local layers", windows, chunks)
+            : windows > 0 ? fmt::format("{} sliding-window layers", windows)
+                          : fmt::format("{} chunked local layers", chunks))});
   }
   return Status::Ok();
 }
@@ -652,6 +729,12 @@ Result<Plan> Planner::Run() {
   std::vector<LayerSpec> layers = specs_.layers;
   KVTOPO_RETURN_IF_ERROR(AlignHybridBlockSize(layers));
   KVTOPO_RETURN_IF_ERROR(ResolveBackendSelectedBlocks(layers));
+  if (!specs_.hybrid_manager_off.empty()) {
+    if (Status s = CacheAsOneType(layers); !s.ok()) {
+      if (s.code() == StatusCode::kRejected) return finish();
+      return s;
+    }
+  }
   // 2. Partition by placement and group each partition independently.
   std::vector<LayerSpec> sharded, replicated;
   for (LayerSpec& s : layers) {

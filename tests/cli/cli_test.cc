@@ -125,7 +125,7 @@ TEST(PlanCli, PastedVllmServeLine) {
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
   EXPECT_EQ(p["layers"].back()["attention_backend"], "TRITON_MLA");
   // A flag that changes the plan in a way kvtopo does not model is a warning.
-  r = RunCli("check gpt-oss-120b -tp 8 --max-model-len 8k --disable-sliding-window --json");
+  r = RunCli("check gpt-oss-120b -tp 8 --max-model-len 8k --kv-sharing-fast-prefill --json");
   EXPECT_NE(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
   // Unknown flags stay usage errors.
   EXPECT_EQ(RunCli("plan --gpu-memory-utilisation 0.9").exit_code, 2);

@@ -1,6 +1,6 @@
 // Dense decoders read from a user's config.json (Llama, Mistral, Mixtral, Qwen2, Qwen3,
-// Qwen3-MoE, Gemma 2, Gemma 3): heads, head size, windows and dtype as the engine reads them,
-// planned end to end.
+// Qwen3-MoE, Gemma 2, Gemma 3, ...): heads, head size, windows and dtype as the engine reads them,
+// planned end to end, with the launch flags that change which layers slide.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -142,6 +142,16 @@ TEST(DenseModels, SlidingWindows) {
   plan = PlanConfig(mistral, 1, 1, 16 * kGiB);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  mistral["sliding_window"] = nullptr;
+  plan = PlanConfig(mistral, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  // Absent, it is MistralConfig's default, 4,096.
+  mistral.erase("sliding_window");
+  plan = PlanConfig(mistral, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
 
   nlohmann::json llama = Llama31_8B();
   llama["num_hidden_layers"] = 4;
@@ -302,6 +312,123 @@ TEST(DenseModels, Gemma3InterleavesSlidingAndFullLayers) {
             "config.json 'config.json': field 'text_config.use_bidirectional_attention' is true: "
             "an embedding model's bidirectional attention keeps no KV cache across steps; "
             "kvtopo plans decoders");
+}
+
+// --disable-sliding-window: every sliding layer attends over the whole request and the derived
+// maximum length is capped at sliding_window before the RoPE factor. Gemma-3-27B (window 1,024,
+// no factor for gemma3) serves 1,024 tokens from one group of 62 full layers: 40 GiB / (62 x
+// 64 KiB) = 10,570 blocks. A linear factor 4 scales a Mistral window of 4,096 to 16,384; a yarn
+// entry's original_max_position_embeddings replaces the capped base, so the cap has no effect.
+TEST(DenseModels, DisableSlidingWindow) {
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 2;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  c.disable_sliding_window = true;
+  auto plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 1024);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->pool.num_blocks, 10'570);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 64);
+  EXPECT_EQ(plan->capacity.max_tokens, 169'120);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "sliding-window-disabled");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--disable-sliding-window: 52 sliding-window layers attend over the whole request "
+            "and are cached as full attention; the model's maximum length is capped at 1024 "
+            "(sliding_window 1024; was 131072)");
+
+  nlohmann::json mistral = nlohmann::json::parse(R"({
+    "architectures": ["MistralForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 32768,
+    "sliding_window": 4096, "rope_scaling": {"type": "linear", "factor": 4.0},
+    "torch_dtype": "bfloat16"})");
+  c.parallel.tensor_parallel_size = 1;
+  c.kv_cache_memory_bytes = 16 * kGiB;
+  plan = PlanWith(mistral, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 16384);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--disable-sliding-window: 32 sliding-window layers attend over the whole request "
+            "and are cached as full attention; the model's maximum length is capped at 16384 "
+            "(sliding_window 4096 x factor 4; was 131072)");
+  mistral["rope_scaling"] = {
+      {"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  plan = PlanWith(mistral, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--disable-sliding-window: 32 sliding-window layers attend over the whole request "
+            "and are cached as full attention");
+  // A model without a window: nothing changes, nothing is said.
+  c.kv_cache_memory_bytes = 32 * kGiB;
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  EXPECT_TRUE(plan->diagnostics.empty());
+}
+
+// Without the hybrid KV cache manager the engine caches sliding layers as full attention (one
+// group of Gemma-3-27B's 62 layers, 10,570 blocks, 8,192 pages per 131,072-token request) and
+// refuses a model whose layers cannot share one type (Qwen3-Next's Gated DeltaNet state).
+TEST(DenseModels, HybridKvCacheManagerOff) {
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 2;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  c.disable_hybrid_kv_cache_manager = true;
+  auto plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->pool.num_blocks, 10'570);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 8192);
+  EXPECT_EQ(plan->capacity.max_tokens, 169'120);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so the "
+            "engine caches 52 sliding-window layers as full attention");
+
+  LaunchConfig next;
+  next.model = "qwen3-next-80b";
+  next.parallel.tensor_parallel_size = 4;
+  next.disable_hybrid_kv_cache_manager = true;
+  auto specs = BuildModelCacheSpecs(next);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  plan = PlanLaunchSpecs(*specs, next);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [hybrid-manager-off] the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager, and without it the engine caches every layer as "
+            "one type with one block size, but layer 'model.layers.0.linear_attn' is recurrent "
+            "with block 272 and layer 'model.layers.3.self_attn' is full_attention with block "
+            "272: the engine refuses the launch (it fails to convert the KV cache specs to one "
+            "unified type); drop --disable-hybrid-kv-cache-manager");
+
+  // A KV connector may turn the manager off: a hybrid model's plan says that it assumes it on.
+  c.disable_hybrid_kv_cache_manager.reset();
+  c.not_planned_flags = {"--kv-transfer-config"};
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
+  EXPECT_EQ(plan->diagnostics[0].code, "kv-connector-hybrid-manager");
+  EXPECT_EQ(plan->diagnostics[1].code, "not-used-for-planning");
+  EXPECT_EQ(plan->groups.size(), 7u);
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "not-used-for-planning");
+  c.disable_hybrid_kv_cache_manager = false;
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->groups.size(), 7u);
 }
 
 // Gemma 2 slides on even layers: 21 + 21 layers of 8 KV heads of 256, two groups of 21. The
@@ -492,10 +619,11 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   EXPECT_EQ(plan->pool.num_blocks, 109'226);
   EXPECT_EQ(plan->capacity.max_tokens, 1'747'616);
   ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "hybrid-manager-off");
   EXPECT_EQ(plan->diagnostics[0].message,
-            "the engine disables its hybrid KV cache manager for chunked local attention by "
-            "default (set VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep them "
-            "chunked), so the 36 chunked layers are cached as full attention");
+            "the hybrid KV cache manager is off by default for chunked local attention, unless "
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, so the engine caches 36 "
+            "chunked local layers as full attention");
 
   c.allow_chunked_local_hybrid = true;
   plan = PlanWith(scout, c);
@@ -513,6 +641,34 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 1536 + 65536);
   EXPECT_TRUE(plan->diagnostics.empty());
 
+  // --no-disable-hybrid-kv-cache-manager agrees with the variable; without it the engine refuses
+  // the launch. --disable-hybrid-kv-cache-manager turns the manager off whatever the variable.
+  c.disable_hybrid_kv_cache_manager = false;
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 436'906);
+  c.disable_hybrid_kv_cache_manager = true;
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 109'226);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so the "
+            "engine caches 36 chunked local layers as full attention");
+  c.allow_chunked_local_hybrid = false;
+  c.disable_hybrid_kv_cache_manager = false;
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->accepted());
+  EXPECT_EQ(
+      plan->ErrorLines(),
+      "\n  error [hybrid-manager-off] --no-disable-hybrid-kv-cache-manager keeps the hybrid KV "
+      "cache manager on, but the engine turns it off by default for chunked local "
+      "attention, unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and refuses "
+      "the launch; drop --no-disable-hybrid-kv-cache-manager");
+  c.allow_chunked_local_hybrid = true;
+  c.disable_hybrid_kv_cache_manager.reset();
+
   c.speculative =
       ParseSpeculativeConfig(
           R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": 3})")
@@ -522,8 +678,8 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   for (const auto& g : plan->groups) EXPECT_NE(g.geometry.kind(), CacheKind::kChunkedLocal);
   ASSERT_FALSE(plan->diagnostics.empty());
   EXPECT_EQ(plan->diagnostics.back().message,
-            "the engine disables its hybrid KV cache manager for chunked local attention under "
-            "speculative method 'eagle3', so the 36 chunked layers are cached as full attention");
+            "the hybrid KV cache manager is off for chunked local attention under speculative "
+            "method 'eagle3', so the engine caches 36 chunked local layers as full attention");
 
   nlohmann::json bad = scout;
   bad["text_config"]["no_rope_layers"] = {1, 1, 2};

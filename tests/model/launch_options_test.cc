@@ -124,7 +124,8 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_NE(FindVllmFlagNotPlanned("--trust_remote_code"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("-O3"), nullptr);
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--disable-sliding-window")->unmodelled);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
+  EXPECT_FALSE(FindVllmFlagNotPlanned("--kv-transfer-config")->unmodelled);
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);        // "--no-" only for switches
   EXPECT_EQ(FindVllmFlagNotPlanned("--max-model-len"), nullptr);  // a planning option
   // No planning option is also listed as not planned.
