@@ -120,9 +120,13 @@ struct LaunchConfig {
   // many tokens (sliding-window MLA); 0 keeps the full draft cache.
   int64_t dspark_draft_kv_window = 0;
   // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: keep chunked local attention layers
-  // (Llama 4) chunked. Off (the engine's default), or under an EAGLE-family method, the engine
-  // disables its hybrid KV cache manager for such a model and caches them as full attention.
-  bool allow_chunked_local_hybrid = false;
+  // (Llama 4) chunked in the hybrid KV cache manager. On by default, as the engine's variable
+  // defaults to 1; off (0), or under an EAGLE-family method, the engine runs without the manager
+  // and caches them as full attention.
+  bool allow_chunked_local_hybrid = true;
+  // VLLM_ALLOW_LONG_MAX_MODEL_LEN: a --max-model-len beyond the config's derived length is a
+  // warning instead of the engine's refusal.
+  bool allow_long_max_model_len = false;
   // --disable-hybrid-kv-cache-manager. Unset: the engine decides (off for chunked local attention
   // as above, on otherwise). True: off; sliding-window and chunked layers are then cached as full
   // attention, and a model whose layers cannot share one cache type is refused. False

@@ -44,8 +44,9 @@ struct LaunchOptions {
   std::optional<int64_t> num_gpu_blocks_override;  // default: memory // bytes per block
   std::optional<int64_t> kv_group_size;            // VLLM_K3_KV_GROUP_SIZE; default: min bucket
   std::optional<int64_t> dspark_draft_kv_window;   // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
-  // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; default off
+  // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; default on (the engine's 1)
   std::optional<bool> allow_chunked_local_attn_with_hybrid_kv_cache;
+  std::optional<bool> allow_long_max_model_len;  // VLLM_ALLOW_LONG_MAX_MODEL_LEN; default off
   std::optional<bool> disable_hybrid_kv_cache_manager;  // unset: the engine decides
   std::optional<bool> disable_sliding_window;           // default off
   std::optional<std::string> dtype;                     // --dtype; default "auto"

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <filesystem>
 #include <set>
@@ -77,15 +78,29 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
   }
 }
 
-// The maximum length the engine derives from a config (vLLM's _get_and_verify_max_len):
-// max_position_embeddings times the RoPE scaling factor (`rope_scaling`, or `rope_parameters`
-// as Transformers v5 writes it, possibly one entry per layer type), except for the su, longrope
-// and llama3 types, whose max_position_embeddings already counts it; a yarn entry scales its
-// original_max_position_embeddings instead. A LongRoPE (su, longrope) config's default length is
-// its top-level original_max_position_embeddings. Not for a Gemma 3 config (model_type containing
-// "gemma3"), whose max_position_embeddings the engine takes as already scaled. With
-// `default_positions` > 0 a config may omit max_position_embeddings (its config class's default);
-// with 0 the field is required.
+// The maximum length the engine derives from a config (vLLM's derive_max_model_len_and_key and
+// _get_and_verify_max_len): the smallest of the length fields the config states
+// (max_position_embeddings and the other models' names for it, kLengthKeys), or its
+// model_max_length when set (Command R's 131072 beside max_position_embeddings 8192); then times
+// the RoPE scaling factor (`rope_scaling`, or `rope_parameters` as Transformers v5 writes it,
+// possibly one entry per layer type), except for the su, longrope and llama3 types, whose length
+// already counts it; a yarn entry scales its original_max_position_embeddings instead. A
+// LongRoPE (su, longrope) config's default length is its top-level
+// original_max_position_embeddings. Not for a Gemma 3 config (model_type containing "gemma3"),
+// whose length the engine takes as already scaled. With `default_positions` > 0 a config may
+// omit max_position_embeddings (its config class's default); with 0 the field is required.
+constexpr std::array<std::string_view, 8> kLengthKeys = {
+    "n_positions",          "max_seq_len",         "seq_length",     "model_max_length",
+    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len"};
+
+// One of kLengthKeys: a positive integer; a number beyond kMaxModelLen (a "very large integer"
+// that bounds nothing) counts as kMaxModelLen.
+Result<int64_t> LengthField(const ConfigReader& r, std::string_view key) {
+  const nlohmann::json& v = r.json().at(std::string(key));
+  if (v.is_number() && v.get<double>() > static_cast<double>(kMaxModelLen)) return kMaxModelLen;
+  return Positive(r, key, kMaxModelLen);
+}
+
 Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default_positions) {
   if (default_positions > 0 && !r.Has("max_position_embeddings")) {
     m.max_position_embeddings = default_positions;
@@ -96,7 +111,20 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
                             Positive(r, "max_position_embeddings", kMaxModelLen));
     m.max_len_source = fmt::format("max_position_embeddings {}", m.max_position_embeddings);
   }
-  m.max_model_len = m.max_position_embeddings;
+  m.length_base = m.max_position_embeddings;
+  for (std::string_view key : kLengthKeys) {
+    if (!r.Has(key)) continue;
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t length, LengthField(r, key));
+    if (length < m.length_base) {
+      m.length_base = length;
+      m.max_len_source = fmt::format("{} {}", key, length);
+    }
+  }
+  if (r.Has("model_max_length")) {
+    KVTOPO_ASSIGN_OR_RETURN(m.length_base, LengthField(r, "model_max_length"));
+    m.max_len_source = fmt::format("model_max_length {}", m.length_base);
+  }
+  m.max_model_len = m.length_base;
   const std::string key = r.Has("rope_scaling") ? "rope_scaling" : "rope_parameters";
   if (!r.Has(key)) return Status::Ok();
   // The engine takes a Gemma 3 config's max_position_embeddings as already scaled.
@@ -118,9 +146,9 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     entries.push_back(rope);
   }
   double factor = 1;
-  int64_t base = m.max_position_embeddings;
-  std::string base_name = "max_position_embeddings", type_seen;
-  bool longrope = false;
+  int64_t base = m.length_base;
+  std::string base_name = m.max_len_source.substr(0, m.max_len_source.find(' ')), type_seen;
+  bool longrope = false, yarn = false;
   for (const ConfigReader& e : entries) {
     std::string type;
     if (e.Has("rope_type")) {
@@ -144,6 +172,7 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     if (type == "yarn") {
       KVTOPO_ASSIGN_OR_RETURN(base, Positive(e, "original_max_position_embeddings", kMaxModelLen));
       base_name = "original_max_position_embeddings";
+      yarn = true;
     }
   }
   // A LongRoPE model serves its original_max_position_embeddings unless asked for more (the
@@ -155,8 +184,8 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
         fmt::format("original_max_position_embeddings {} (LongRoPE)", m.default_max_model_len);
   }
   m.rope_factor = factor;
-  m.rope_yarn_base = base_name == "original_max_position_embeddings";
-  if (factor == 1 && base == m.max_position_embeddings) return Status::Ok();
+  m.rope_yarn_base = yarn;
+  if (factor == 1 && base == m.length_base) return Status::Ok();
   const double scaled = static_cast<double>(base) * factor;
   if (scaled < 1 || scaled > static_cast<double>(kMaxModelLen)) {
     return rope.Invalid("factor", fmt::format("scales {} {} to {}, outside [1, {}]", base_name,

@@ -50,6 +50,9 @@ struct ModelDescription {
   // The config's torch_dtype; BuildModelCacheSpecs resolves the dtype the engine runs (--dtype).
   ElementType dtype = ElementType::kBfloat16;
   int64_t max_position_embeddings = 0;
+  // The length before RoPE scaling: the smallest length field the config states, or its
+  // model_max_length (ReadMaxLength).
+  int64_t length_base = 0;
   // The engine's maximum length from the config: max_position_embeddings, scaled by a RoPE
   // scaling factor (docs/profiles.md); the default --max-model-len. `max_len_source` says how.
   int64_t max_model_len = 0;

@@ -109,8 +109,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kInt,
        "",
-       "longest request in tokens (64k = 64,000; 64K = 65,536); default: "
-       "max_position_embeddings times the config's RoPE scaling factor",
+       "longest request in tokens (64k = 64,000; 64K = 65,536); default: the length the config "
+       "derives (max_position_embeddings, or model_max_length, times its RoPE scaling factor); "
+       "a longer one is refused unless --allow-long-max-model-len",
        &LO::max_model_len,
        1,
        kMaxModelLen},
@@ -264,9 +265,18 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kSwitch,
        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE",
-       "keep chunked local attention (Llama 4) in the hybrid KV cache manager; default off: the "
-       "engine caches those layers as full attention",
+       "keep chunked local attention (Llama 4) in the hybrid KV cache manager; default on, as "
+       "the engine's variable defaults to 1; off (0): the engine runs without the manager and "
+       "caches those layers as full attention",
        &LO::allow_chunked_local_attn_with_hybrid_kv_cache},
+      {"allow_long_max_model_len",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+       "let --max-model-len exceed the length the config derives (a warning); default off: the "
+       "engine refuses such a launch",
+       &LO::allow_long_max_model_len},
       {"disable_hybrid_kv_cache_manager",
        {},
        "",
@@ -275,7 +285,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "run the engine without its hybrid KV cache manager: sliding-window and chunked layers "
        "cached as full attention, a model whose layers cannot share one cache type refused; "
        "--no-: keep it on, refusing a launch the engine must run without it; default: the "
-       "engine's choice (off for chunked local attention)",
+       "engine's choice (off for chunked local attention under an EAGLE-family method or with "
+       "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)",
        &LO::disable_hybrid_kv_cache_manager},
       {"disable_sliding_window",
        {},
@@ -497,6 +508,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.allow_chunked_local_attn_with_hybrid_kv_cache) {
     c.allow_chunked_local_hybrid = *o.allow_chunked_local_attn_with_hybrid_kv_cache;
   }
+  if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
   if (o.dtype && *o.dtype != "auto") {

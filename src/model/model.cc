@@ -298,9 +298,9 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
   }
   const int64_t window = m.text_sliding_window;
   std::string capped;
-  if (window > 0 && window < m.max_position_embeddings && !m.rope_yarn_base) {
-    // max_position_embeddings x factor was checked to lie in [1, kMaxModelLen]; the window is
-    // smaller, so only the lower end needs a check.
+  if (window > 0 && window < m.length_base && !m.rope_yarn_base) {
+    // length_base x factor was checked to lie in [1, kMaxModelLen]; the window is smaller, so
+    // only the lower end needs a check.
     const double scaled = static_cast<double>(window) * m.rope_factor;
     if (scaled < 1) {
       b.Error("sliding-window-disabled",
@@ -365,11 +365,24 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       "({}): set --max-model-len to plan longer requests",
                       model.default_len_source, model.max_model_len, model.max_len_source));
   }
+  // A length beyond the derived one: the engine refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN
+  // (_get_and_verify_max_len), and then only warns.
   if (b.out.max_model_len > model.max_model_len) {
-    b.Add(Severity::kWarning, "max-model-len-exceeds-model",
-          fmt::format("--max-model-len {} exceeds the model's maximum length {} ({}) in '{}'; "
-                      "lower --max-model-len unless the model is known to extrapolate",
-                      b.out.max_model_len, model.max_model_len, model.max_len_source, target.file));
+    const std::string exceeds =
+        fmt::format("--max-model-len {} exceeds the model's maximum length {} ({}) in '{}'",
+                    b.out.max_model_len, model.max_model_len, model.max_len_source, target.file);
+    if (config.allow_long_max_model_len) {
+      b.Add(Severity::kWarning, "max-model-len-exceeds-model",
+            exceeds +
+                "; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets the engine serve it: lower --max-model-len "
+                "unless the model is known to extrapolate (with RoPE, positions past the derived "
+                "length give NaN)");
+    } else {
+      b.Error("max-model-len-exceeds-model",
+              exceeds +
+                  ": the engine refuses it; lower --max-model-len, or set "
+                  "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a model known to extrapolate");
+    }
   }
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
@@ -407,8 +420,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const bool eagle_style = method_row && method_row->eagle_style;
 
   // The hybrid KV cache manager (vLLM's VllmConfig rules): the engine turns it off for chunked
-  // local attention (Llama 4) unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set,
-  // and always under an EAGLE-family method (eagle, eagle3, mtp, dflash: use_eagle());
+  // local attention (Llama 4) when VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is 0 (its
+  // default is 1), and always under an EAGLE-family method (eagle, eagle3, mtp, dflash:
+  // use_eagle());
   // --disable-hybrid-kv-cache-manager turns it off, and --no-disable-hybrid-kv-cache-manager with
   // a launch that needs it off is refused. Without it the planner caches every layer as one type
   // (Planner::CacheAsOneType).
@@ -423,8 +437,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         fmt::format("for chunked local attention under speculative method '{}'", spec->method);
   } else if (chunked && !config.allow_chunked_local_hybrid) {
     needs_off =
-        "by default for chunked local attention, unless "
-        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1";
+        "for chunked local attention with VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0";
   }
   if (config.disable_hybrid_kv_cache_manager == false && !needs_off.empty()) {
     b.Error("hybrid-manager-off",

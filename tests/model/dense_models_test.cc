@@ -212,13 +212,51 @@ TEST(DenseModels, RopeScalingSetsTheMaximumLength) {
   auto plan = PlanConfig(qwen3, 8, 1, 16 * kGiB);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->model.max_model_len, 131072);
+  // A longer --max-model-len is refused as the engine refuses it, unless
+  // VLLM_ALLOW_LONG_MAX_MODEL_LEN makes it a warning.
   plan = PlanConfig(qwen3, 8, 1, 64 * kGiB, 200000);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [max-model-len-exceeds-model] --max-model-len 200000 exceeds the model's "
+            "maximum length 131072 (original_max_position_embeddings 32768 x yarn factor 4) in "
+            "'config.json': the engine refuses it; lower --max-model-len, or set "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a model known to extrapolate");
+  LaunchConfig allow;
+  allow.parallel.tensor_parallel_size = 8;
+  allow.kv_cache_memory_bytes = 64 * kGiB;
+  allow.cache.max_model_len = 200000;
+  allow.allow_long_max_model_len = true;
+  plan = PlanWith(qwen3, allow);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].severity, Severity::kWarning);
   EXPECT_EQ(plan->diagnostics[0].message,
             "--max-model-len 200000 exceeds the model's maximum length 131072 "
-            "(original_max_position_embeddings 32768 x yarn factor 4) in 'config.json'; lower "
-            "--max-model-len unless the model is known to extrapolate");
+            "(original_max_position_embeddings 32768 x yarn factor 4) in 'config.json'; "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN lets the engine serve it: lower --max-model-len "
+            "unless the model is known to extrapolate (with RoPE, positions past the derived "
+            "length give NaN)");
+
+  // The length fields of other model families bound it too, the smallest first; a
+  // model_max_length (Command R: 131072 beside max_position_embeddings 8192) replaces them.
+  nlohmann::json fields = Llama31_8B();
+  fields["seq_length"] = 32768;
+  plan = PlanConfig(fields, 8, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  fields["model_max_length"] = 262144;
+  plan = PlanConfig(fields, 8, 1, 16 * kGiB, 200000);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 200000);
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  fields["model_max_length"] = 1e30;  // a "very large integer" bounds nothing
+  plan = PlanConfig(fields, 8, 1, 16 * kGiB, 200000);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  fields["seq_length"] = "32k";
+  EXPECT_EQ(ConfigError(fields),
+            "config.json 'config.json': field 'seq_length' must be an integer, got \"32k\"");
 
   nlohmann::json nested = qwen3;
   nested.erase("rope_scaling");
@@ -583,13 +621,13 @@ TEST(DenseModels, LongRopeDefaultsToTheOriginalLength) {
 }
 
 // Llama 4 Scout (the fields its config.json states): RoPE layers attend within 8,192-token
-// chunks, every 4th layer (no RoPE) globally. By default the engine disables its hybrid KV cache
-// manager for chunked local attention, so all 48 layers are cached as full attention: one group
-// of 8 KiB pages at TP8, 40 GiB / (48 x 8 KiB) = 109,226 blocks, 1,747,616 tokens at 1,048,576
-// a request. With VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE the 36 chunked layers keep
-// their chunk: three groups of 12 holding cdiv(8,192 + 2 x 8,192, 16) = 1,536 pages a request
-// beside the 12 global layers' 65,536. Under an EAGLE-family method the engine disables the
-// hybrid manager regardless.
+// chunks, every 4th layer (no RoPE) globally. The engine keeps its hybrid KV cache manager for
+// chunked local attention (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1):
+// the 36 chunked layers form three groups of 12 holding cdiv(8,192 + 2 x 8,192, 16) = 1,536 pages
+// a request beside the 12 global layers' 65,536; 40 GiB / (12 x 8 KiB) = 436,906 blocks at TP8.
+// With the variable 0, or under an EAGLE-family method, the engine turns the manager off and all
+// 48 layers are cached as full attention: one group, 40 GiB / (48 x 8 KiB) = 109,226 blocks,
+// 1,747,616 tokens at 1,048,576 a request.
 TEST(DenseModels, Llama4ChunkedLocalAttention) {
   const nlohmann::json scout = nlohmann::json::parse(R"({
     "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
@@ -612,6 +650,23 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   plan = PlanWith(scout, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kChunkedLocal);
+    EXPECT_EQ(plan->groups[g].geometry.attention_chunk_size(), 8192);
+    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request(), 1536);
+  }
+  EXPECT_EQ(plan->groups[3].layers.front(), "model.layers.3.self_attn");
+  EXPECT_EQ(plan->groups[3].layers.back(), "model.layers.47.self_attn");
+  EXPECT_EQ(plan->pool.num_blocks, 436'906);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 1536 + 65536);
+  EXPECT_EQ(plan->capacity.max_tokens, 6'531'266);
+  EXPECT_TRUE(plan->diagnostics.empty());
+
+  c.allow_chunked_local_hybrid = false;
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   ASSERT_EQ(plan->groups.size(), 1u);
   EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
   EXPECT_EQ(plan->groups[0].layers.size(), 48u);
@@ -621,29 +676,23 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   ASSERT_EQ(plan->diagnostics.size(), 1u);
   EXPECT_EQ(plan->diagnostics[0].code, "hybrid-manager-off");
   EXPECT_EQ(plan->diagnostics[0].message,
-            "the hybrid KV cache manager is off by default for chunked local attention, unless "
-            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, so the engine caches 36 "
+            "the hybrid KV cache manager is off for chunked local attention with "
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0, so the engine caches 36 "
             "chunked local layers as full attention");
-
-  c.allow_chunked_local_hybrid = true;
+  // --no-disable-hybrid-kv-cache-manager then meets the engine's refusal.
+  c.disable_hybrid_kv_cache_manager = false;
   plan = PlanWith(scout, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-  ASSERT_EQ(plan->groups.size(), 4u);
-  for (size_t g = 0; g < 3; ++g) {
-    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kChunkedLocal);
-    EXPECT_EQ(plan->groups[g].geometry.attention_chunk_size(), 8192);
-    EXPECT_EQ(plan->groups[g].geometry.max_pages_per_request(), 1536);
-  }
-  EXPECT_EQ(plan->groups[3].layers.front(), "model.layers.3.self_attn");
-  EXPECT_EQ(plan->groups[3].layers.back(), "model.layers.47.self_attn");
-  EXPECT_EQ(plan->pool.num_blocks, 436'906);  // 40 GiB / (12 x 8 KiB)
-  EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 1536 + 65536);
-  EXPECT_TRUE(plan->diagnostics.empty());
+  EXPECT_FALSE(plan->accepted());
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [hybrid-manager-off] --no-disable-hybrid-kv-cache-manager keeps the hybrid "
+            "KV cache manager on, but the engine turns it off for chunked local attention with "
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0, and refuses the launch; drop "
+            "--no-disable-hybrid-kv-cache-manager");
 
-  // --no-disable-hybrid-kv-cache-manager agrees with the variable; without it the engine refuses
-  // the launch. --disable-hybrid-kv-cache-manager turns the manager off whatever the variable.
-  c.disable_hybrid_kv_cache_manager = false;
+  // With the variable at its default, --no-disable-hybrid-kv-cache-manager agrees with the
+  // engine; --disable-hybrid-kv-cache-manager turns the manager off.
+  c.allow_chunked_local_hybrid = true;
   plan = PlanWith(scout, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pool.num_blocks, 436'906);
@@ -655,18 +704,6 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   EXPECT_EQ(plan->diagnostics[0].message,
             "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so the "
             "engine caches 36 chunked local layers as full attention");
-  c.allow_chunked_local_hybrid = false;
-  c.disable_hybrid_kv_cache_manager = false;
-  plan = PlanWith(scout, c);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_FALSE(plan->accepted());
-  EXPECT_EQ(
-      plan->ErrorLines(),
-      "\n  error [hybrid-manager-off] --no-disable-hybrid-kv-cache-manager keeps the hybrid KV "
-      "cache manager on, but the engine turns it off by default for chunked local "
-      "attention, unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, and refuses "
-      "the launch; drop --no-disable-hybrid-kv-cache-manager");
-  c.allow_chunked_local_hybrid = true;
   c.disable_hybrid_kv_cache_manager.reset();
 
   c.speculative =
