@@ -110,7 +110,9 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         break;
       case OptionValue::kInt:
         if (is_int) v = ToInt64(value, name);
-        expected = "an int";
+        // max_model_len also takes the engine's "auto" (fit the length to the memory).
+        if (is_str && option->name == "max_model_len") v = value.cast<std::string>();
+        expected = option->name == "max_model_len" ? "an int or 'auto'" : "an int";
         break;
       case OptionValue::kBytes:
         if (is_int) v = ToInt64(value, name);

@@ -101,6 +101,10 @@ enum class ShardDraftRequest {
 };
 ShardDraftRequest ParseShardDraftRequest(std::string_view value);
 
+// --max-model-len auto (or -1) in CacheOptions::max_model_len: the derived length, lowered to
+// the longest whose request fits the KV-cache memory (vLLM's _auto_fit_max_model_len).
+inline constexpr int64_t kAutoMaxModelLen = -1;
+
 struct LaunchConfig {
   std::string model;  // profile name, config.json path or a directory; empty: kimi-k3 default
   ParallelConfig parallel;
@@ -151,6 +155,9 @@ struct ModelCacheSpecs {
   std::string speculative_method;       // empty without --speculative-config
   std::string attention_backend;        // the target's resolved backend
   std::string draft_attention_backend;  // the draft's resolved backend; empty without a draft
+  // --max-model-len auto: PlanLaunchSpecs lowers max_model_len (the derived length here) to the
+  // longest whose request fits the pool.
+  bool auto_fit_max_model_len = false;
   // Why the engine runs without its hybrid KV cache manager, a phrase naming the knob ("by
   // --disable-hybrid-kv-cache-manager"); empty: it runs with it. The planner then caches windowed
   // layers as full attention (one cache type).

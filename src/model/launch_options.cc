@@ -24,6 +24,21 @@ namespace {
 
 using LO = LaunchOptions;
 
+// vLLM's human_readable_int_or_auto: "-1" or "auto" (any case), surrounding spaces ignored.
+bool IsAutoLength(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  if (text == "-1") return true;
+  if (text.size() != 4) return false;
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "auto";
+}
+
 std::string Underscored(std::string_view name) {
   while (!name.empty() && name.front() == '-') name.remove_prefix(1);
   std::string out(name);
@@ -111,7 +126,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "longest request in tokens (64k = 64,000; 64K = 65,536); default: the length the config "
        "derives (max_position_embeddings, or model_max_length, times its RoPE scaling factor); "
-       "a longer one is refused unless --allow-long-max-model-len",
+       "a longer one is refused unless --allow-long-max-model-len; auto or -1: the derived "
+       "length, lowered to the longest whose request fits the KV-cache memory",
        &LO::max_model_len,
        1,
        kMaxModelLen},
@@ -375,9 +391,18 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
           if (const int64_t* v = std::get_if<int64_t>(&value)) {
             n = *v;
           } else if (const std::string* text = std::get_if<std::string>(&value)) {
+            if (option.name == "max_model_len" && IsAutoLength(*text)) {
+              o.*member = kAutoMaxModelLen;
+              return Status::Ok();
+            }
             KVTOPO_ASSIGN_OR_RETURN(n, ParseHumanInt(*text, source));
           } else {
             return type_error("an integer");
+          }
+          // --max-model-len -1 (or auto): the engine fits the length to the memory.
+          if (option.name == "max_model_len" && n == kAutoMaxModelLen) {
+            o.*member = n;
+            return Status::Ok();
           }
           if (n < option.min_value) {
             return InvalidArgument(fmt::format("{} must be {}, got {}", source,

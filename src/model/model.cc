@@ -352,14 +352,17 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   b.out.architecture = model.architecture;
   ResolveModelDtype(model, target.file, b);
   if (config.disable_sliding_window) DisableSlidingWindow(model, b);
-  if (cache.max_model_len < 0) {
+  if (cache.max_model_len < 0 && cache.max_model_len != kAutoMaxModelLen) {
     return InvalidArgument(
-        fmt::format("--max-model-len must be positive, got {}", cache.max_model_len));
+        fmt::format("--max-model-len must be positive, or auto (-1), got {}", cache.max_model_len));
   }
-  b.out.max_model_len = cache.max_model_len           ? cache.max_model_len
+  // Auto starts from the length the engine derives when none is given.
+  b.out.auto_fit_max_model_len = cache.max_model_len == kAutoMaxModelLen;
+  const int64_t asked = b.out.auto_fit_max_model_len ? 0 : cache.max_model_len;
+  b.out.max_model_len = asked                         ? asked
                         : model.default_max_model_len ? model.default_max_model_len
                                                       : model.max_model_len;
-  if (!cache.max_model_len && model.default_max_model_len) {
+  if (!asked && model.default_max_model_len) {
     b.Add(Severity::kInfo, "max-model-len-default",
           fmt::format("--max-model-len defaults to {} as the engine's does; the model reaches {} "
                       "({}): set --max-model-len to plan longer requests",

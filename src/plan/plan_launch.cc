@@ -65,6 +65,31 @@ void MergeLayerDiagnostics(const ModelCacheSpecs& specs, std::vector<Diagnostic>
   diagnostics = std::move(out);
 }
 
+// --max-model-len auto (vLLM's _auto_fit_max_model_len): the derived length when one request of
+// it fits the pool, else the plan again at the longest length that does. A pool that holds no
+// 1-token request keeps the first plan's kv-cache-memory error.
+Status AutoFitMaxModelLen(const ModelCacheSpecs& specs, PlanInputs& inputs, Plan& plan) {
+  const int64_t fit = plan.max_model_len_that_fits;
+  if (fit >= specs.max_model_len) {
+    plan.diagnostics.push_back(
+        {Severity::kInfo, "max-model-len-auto",
+         fmt::format("--max-model-len auto: the model's full length {} fits the KV-cache memory",
+                     specs.max_model_len)});
+    return Status::Ok();
+  }
+  if (fit <= 0) return Status::Ok();
+  ModelCacheSpecs fitted = specs;
+  fitted.max_model_len = fit;
+  inputs.cache.max_model_len = fit;
+  KVTOPO_ASSIGN_OR_RETURN(plan, PlanFromSpecs(fitted, inputs));
+  plan.diagnostics.push_back(
+      {Severity::kInfo, "max-model-len-auto",
+       fmt::format("--max-model-len auto: reduced from {} to {}, the longest request that fits "
+                   "the KV-cache memory",
+                   specs.max_model_len, fit)});
+  return Status::Ok();
+}
+
 }  // namespace
 
 Diagnostic RejectionDiagnostic(const Status& rejected) {
@@ -102,6 +127,9 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
     };
   }
   KVTOPO_ASSIGN_OR_RETURN(Plan plan, PlanFromSpecs(specs, inputs));
+  if (specs.auto_fit_max_model_len) {
+    KVTOPO_RETURN_IF_ERROR(AutoFitMaxModelLen(specs, inputs, plan));
+  }
   KVTOPO_RETURN_IF_ERROR(internal::CheckLaunchRules(launch, plan));
   MergeLayerDiagnostics(specs, plan.diagnostics);
   return plan;

@@ -469,6 +469,48 @@ TEST(DenseModels, HybridKvCacheManagerOff) {
   EXPECT_EQ(plan->groups.size(), 7u);
 }
 
+// --max-model-len auto: Llama-3.1-8B at TP1 with 16 GiB holds 8,192 blocks of 32 x 64 KiB pages,
+// one of them the null block, so no 131,072-token request fits and the engine fits the length to
+// 8,191 x 16 = 131,056 tokens. Gemma-3-27B at TP2 with 40 GiB holds its full length.
+TEST(DenseModels, MaxModelLenAuto) {
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 16 * kGiB;
+  c.cache.max_model_len = kAutoMaxModelLen;
+  auto plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131'056);
+  EXPECT_EQ(plan->pool.num_blocks, 8192);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 8191);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "max-model-len-auto");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--max-model-len auto: reduced from 131072 to 131056, the longest request that fits "
+            "the KV-cache memory");
+
+  c.parallel.tensor_parallel_size = 2;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  EXPECT_EQ(plan->capacity.max_tokens, 583'317);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--max-model-len auto: the model's full length 131072 fits the KV-cache memory");
+
+  // A pool that holds not even one token stays refused.
+  c.kv_cache_memory_bytes = 1 << 20;
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->accepted());
+  EXPECT_EQ(plan->diagnostics.back().code, "kv-cache-memory");
+
+  c.cache.max_model_len = -2;
+  EXPECT_EQ(PlanWith(Gemma3_27B(), c).status().message(),
+            "--max-model-len must be positive, or auto (-1), got -2");
+}
+
 // Gemma 2 slides on even layers: 21 + 21 layers of 8 KV heads of 256, two groups of 21. The
 // config says float32, which the engine runs (and an auto KV cache stores) as bfloat16: a page
 // is 16 x 2 x 8 x 256 x 2 B = 128 KiB, 16 GiB is 6,241 blocks of 21 pages, and a request holds

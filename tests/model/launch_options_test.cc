@@ -117,6 +117,25 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
   EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
 }
 
+// --max-model-len takes vLLM's "auto" or -1 (human_readable_int_or_auto): fit to memory.
+TEST(LaunchOptions, MaxModelLenAuto) {
+  const LaunchOption* option = FindLaunchOption("max-model-len");
+  ASSERT_NE(option, nullptr);
+  for (const std::string text : {"auto", "AUTO", " -1 ", "-1"}) {
+    LaunchOptions o;
+    ASSERT_TRUE(SetLaunchOption(o, *option, text, "--max-model-len").ok()) << text;
+    EXPECT_EQ(o.max_model_len, kAutoMaxModelLen) << text;
+  }
+  LaunchOptions o;
+  ASSERT_TRUE(SetLaunchOption(o, *option, int64_t{-1}, "max_model_len").ok());
+  EXPECT_EQ(ToLaunchConfig(o)->cache.max_model_len, kAutoMaxModelLen);
+  EXPECT_EQ(SetLaunchOption(o, *option, int64_t{-2}, "max_model_len").message(),
+            "max_model_len must be positive, got -2");
+  EXPECT_EQ(SetLaunchOption(o, *option, std::string("automatic"), "--max-model-len").message(),
+            "--max-model-len: 'automatic' is not an integer (digits, optionally with k/m/g for "
+            "x1000 or K/M/G for x1024)");
+}
+
 TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   ASSERT_NE(FindVllmFlagNotPlanned("--gpu-memory-utilization"), nullptr);
   EXPECT_TRUE(FindVllmFlagNotPlanned("--gpu-memory-utilization")->takes_value);

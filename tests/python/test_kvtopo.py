@@ -121,6 +121,18 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(py.to_json(), out.stdout.rstrip("\n"))
         self.assertEqual(kvtopo.plan().to_json(), cli("plan", "--json").stdout.rstrip("\n"))
 
+    def test_max_model_len_auto(self):
+        # vLLM's --max-model-len auto: gpt-oss-120b at 1 GiB holds one 14,544-token request.
+        plan = kvtopo.plan("gpt-oss-120b", max_model_len="auto", kv_cache_memory="1GiB")
+        self.assertTrue(plan.accepted)
+        self.assertEqual(plan.max_model_len, 14544)
+        self.assertEqual([d.code for d in plan.diagnostics], ["max-model-len-auto"])
+        self.assertEqual(
+            kvtopo.plan("gpt-oss-120b", max_model_len=-1, kv_cache_memory="1GiB").max_model_len,
+            14544)
+        with self.assertRaisesRegex(TypeError, "max_model_len must be an int or 'auto', got float"):
+            kvtopo.plan("gpt-oss-120b", max_model_len=1.5)
+
     def test_dict_model(self):
         with open(os.path.join(REPO, "profiles", "gpt-oss-120b.json"), encoding="utf-8") as f:
             config = json.load(f)
