@@ -128,6 +128,12 @@ struct LaunchConfig {
   // defaults to 1; off (0), or under an EAGLE-family method, the engine runs without the manager
   // and caches them as full attention.
   bool allow_chunked_local_hybrid = true;
+  // --enable-chunked-prefill (on by default). Off, a prompt is scheduled whole: a defaulted
+  // --max-num-batched-tokens grows to the length, and a given one below it is refused.
+  bool enable_chunked_prefill = true;
+  // Whether --max-num-batched-tokens was given: the engine's default follows the length and
+  // --max-num-seqs (cache.max_num_batched_tokens holds the default until BuildModelCacheSpecs).
+  bool max_num_batched_tokens_given = false;
   // VLLM_ALLOW_LONG_MAX_MODEL_LEN: a --max-model-len beyond the config's derived length is a
   // warning instead of the engine's refusal.
   bool allow_long_max_model_len = false;
@@ -155,6 +161,9 @@ struct ModelCacheSpecs {
   std::string speculative_method;       // empty without --speculative-config
   std::string attention_backend;        // the target's resolved backend
   std::string draft_attention_backend;  // the draft's resolved backend; empty without a draft
+  // The engine's tokens per step when its default follows the length (0: the launch's
+  // cache.max_num_batched_tokens); PlanLaunchSpecs plans with it.
+  int64_t max_num_batched_tokens = 0;
   // --max-model-len auto: PlanLaunchSpecs lowers max_model_len (the derived length here) to the
   // longest whose request fits the pool.
   bool auto_fit_max_model_len = false;

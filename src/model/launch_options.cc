@@ -304,6 +304,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "engine's choice (off for chunked local attention under an EAGLE-family method or with "
        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)",
        &LO::disable_hybrid_kv_cache_manager},
+      {"enable_chunked_prefill",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "chunked prefill; default on. Off, a prompt is scheduled whole: a defaulted "
+       "--max-num-batched-tokens grows to --max-model-len, and a given one below it is refused",
+       &LO::enable_chunked_prefill},
       {"disable_sliding_window",
        {},
        "",
@@ -536,6 +544,14 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
+  if (o.enable_chunked_prefill) c.enable_chunked_prefill = *o.enable_chunked_prefill;
+  c.max_num_batched_tokens_given =
+      c.max_num_batched_tokens_given || o.max_num_batched_tokens.has_value();
+  // A defaulted --max-num-seqs is at most the tokens per step (vLLM's
+  // _set_default_max_num_seqs_and_batched_tokens_args).
+  if (!o.max_num_seqs) {
+    c.cache.max_num_seqs = std::min(c.cache.max_num_seqs, c.cache.max_num_batched_tokens);
+  }
   if (o.dtype && *o.dtype != "auto") {
     Result<ElementType> dtype = ParseElementType(*o.dtype);
     if (!dtype.ok() || (*dtype != ElementType::kBfloat16 && *dtype != ElementType::kFloat16 &&

@@ -324,6 +324,38 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
                     converted, capped));
 }
 
+// Tokens per step and rows (vLLM's _set_default_max_num_seqs_and_batched_tokens_args and
+// SchedulerConfig.verify_max_model_len): a defaulted --max-num-batched-tokens is at most
+// --max-num-seqs x the length and, without chunked prefill, at least the length (a prompt is
+// scheduled whole); a given one below the length without chunked prefill, or below
+// --max-num-seqs, is refused.
+Status ResolveStepLimits(const LaunchConfig& config, Builder& b) {
+  const CacheOptions& cache = config.cache;
+  const int64_t L = b.out.max_model_len;
+  // Non-positive values are refused where they are used, naming the flag.
+  if (cache.max_num_batched_tokens <= 0 || cache.max_num_seqs <= 0) return Status::Ok();
+  int64_t batched = cache.max_num_batched_tokens;
+  if (!config.max_num_batched_tokens_given) {
+    if (!config.enable_chunked_prefill) batched = std::max(batched, L);
+    if (batched / cache.max_num_seqs >= L) batched = cache.max_num_seqs * L;  // no overflow
+    if (batched != cache.max_num_batched_tokens) b.out.max_num_batched_tokens = batched;
+  } else if (!config.enable_chunked_prefill && batched < L) {
+    b.Error("max-num-batched-tokens",
+            fmt::format("--max-num-batched-tokens {} is below --max-model-len {} with chunked "
+                        "prefill off: a prompt is scheduled whole, so the engine refuses it; "
+                        "raise --max-num-batched-tokens, lower --max-model-len or enable "
+                        "chunked prefill",
+                        batched, L));
+  }
+  if (batched < cache.max_num_seqs) {
+    b.Error("max-num-batched-tokens",
+            fmt::format("--max-num-batched-tokens {} is below --max-num-seqs {}: the engine "
+                        "refuses it; raise --max-num-batched-tokens or lower --max-num-seqs",
+                        batched, cache.max_num_seqs));
+  }
+  return Status::Ok();
+}
+
 Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view knob) {
   Result<BackendCaps> caps = FindBackend(name);
   if (!caps.ok()) {
@@ -387,6 +419,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                   "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a model known to extrapolate");
     }
   }
+  KVTOPO_RETURN_IF_ERROR(ResolveStepLimits(config, b));
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }
@@ -728,6 +761,7 @@ LaunchConfig DefaultLaunchConfig() {
   c.parallel = ParallelConfig{.tensor_parallel_size = 16, .decode_context_parallel_size = 16};
   c.cache.max_model_len = 1'000'000;
   c.cache.max_num_batched_tokens = 1024;
+  c.max_num_batched_tokens_given = true;
   c.cache.async_scheduling = true;
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
   c.cache.attention_backend = "B12X_MLA";

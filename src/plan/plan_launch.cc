@@ -110,6 +110,9 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
   inputs.parallel = launch.parallel;
   inputs.cache = launch.cache;
   inputs.cache.max_model_len = specs.max_model_len;
+  if (specs.max_num_batched_tokens > 0) {
+    inputs.cache.max_num_batched_tokens = specs.max_num_batched_tokens;
+  }
   if (kv_cache_memory_bytes == 0) kv_cache_memory_bytes = launch.kv_cache_memory_bytes;
   inputs.kv_cache_memory_is_default = kv_cache_memory_bytes == 0;
   inputs.kv_cache_memory_bytes =

@@ -311,10 +311,12 @@ TEST(SimulateCli, LargePoolWalksTheWholePoolWithinItsBudget) {
 }
 
 // 41,404 steps on a pool of 43,777 blocks walked the pool after every step (25 s); the budget
-// keeps 766 of them, then steps 1024, ..., 32768 and the end.
+// keeps 766 of them, then steps 1024, ..., 32768 and the end. (16 tokens a step run 16 rows at
+// most, as the engine lowers a defaulted --max-num-seqs to them.)
 TEST(SimulateCli, ALongRunOnAMidSizePoolKeepsItsWalksWithinTheBudget) {
-  auto r =
-      RunCli("simulate gpt-oss-120b --workload decode-steady --max-num-batched-tokens 16 --json");
+  auto r = RunCli(
+      "simulate gpt-oss-120b --workload decode-steady --max-num-batched-tokens 16 "
+      "--num-gpu-blocks-override 43777 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["num_blocks"], 43777);

@@ -193,10 +193,14 @@ TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
 
 TEST(ReliabilityCli, BlockTablesBeyondTheBudgetAreRejected) {
   // --max-num-seqs 2^40 was accepted with 5,560 TiB of block tables per rank.
+  // (The engine refuses more rows than tokens per step too.)
   const auto r = RunCli("check --max-num-seqs 1048576", /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(r.out,
             "rejected: kimi-k3\n"
+            "  error [max-num-batched-tokens] --max-num-batched-tokens 1024 is below "
+            "--max-num-seqs 1048576: the engine refuses it; raise --max-num-batched-tokens or "
+            "lower --max-num-seqs\n"
             "  error [block-table-memory] the block tables of --max-num-seqs 1048576 rows at "
             "--max-model-len 1000000 need 72775368704 B per rank, more than the 1325000000 B "
             "KV-cache budget (--kv-cache-memory); lower --max-num-seqs or --max-model-len\n");

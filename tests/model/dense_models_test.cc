@@ -511,6 +511,50 @@ TEST(DenseModels, MaxModelLenAuto) {
             "--max-model-len must be positive, or auto (-1), got -2");
 }
 
+// Tokens per step (vLLM's _set_default_max_num_seqs_and_batched_tokens_args): without chunked
+// prefill a prompt is scheduled whole, so Gemma-3-27B at 32,768 tokens schedules 32,768 a step
+// and each sliding layer keeps the whole request (2,049 pages, not the 1,089 of 1,023 + 2 x 8,192
+// in-flight tokens): 40 GiB holds 149,733 tokens instead of 250,231. A given
+// --max-num-batched-tokens below the length is then refused, as is one below --max-num-seqs.
+TEST(DenseModels, TokensPerStep) {
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 2;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  c.cache.max_model_len = 32768;
+  auto plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.max_pages_per_request(), 1089);
+  EXPECT_EQ(plan->capacity.max_tokens, 250'231);
+
+  c.enable_chunked_prefill = false;
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->cache.max_num_batched_tokens, 32768);
+  EXPECT_EQ(plan->groups[0].geometry.max_pages_per_request(), 2049);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 6 * 2049 + 2048);
+  EXPECT_EQ(plan->capacity.max_tokens, 149'733);
+
+  c.max_num_batched_tokens_given = true;
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [max-num-batched-tokens] --max-num-batched-tokens 8192 is below "
+            "--max-model-len 32768 with chunked prefill off: a prompt is scheduled whole, so the "
+            "engine refuses it; raise --max-num-batched-tokens, lower --max-model-len or enable "
+            "chunked prefill");
+
+  c.enable_chunked_prefill = true;
+  c.cache.max_num_seqs = 16384;
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [max-num-batched-tokens] --max-num-batched-tokens 8192 is below "
+            "--max-num-seqs 16384: the engine refuses it; raise --max-num-batched-tokens or "
+            "lower --max-num-seqs");
+}
+
 // Gemma 2 slides on even layers: 21 + 21 layers of 8 KV heads of 256, two groups of 21. The
 // config says float32, which the engine runs (and an auto KV cache stores) as bfloat16: a page
 // is 16 x 2 x 8 x 256 x 2 B = 128 KiB, 16 GiB is 6,241 blocks of 21 pages, and a request holds

@@ -117,6 +117,27 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
   EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
 }
 
+// A defaulted --max-num-seqs is at most the tokens per step, as the engine defaults it.
+TEST(LaunchOptions, RowsFollowTheTokensPerStep) {
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  o.max_num_batched_tokens = 128;
+  auto c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_seqs, 128);
+  EXPECT_TRUE(c->max_num_batched_tokens_given);
+  o.max_num_seqs = 256;  // given: kept, and the plan refuses the pair
+  EXPECT_EQ(ToLaunchConfig(o)->cache.max_num_seqs, 256);
+  o = LaunchOptions{};
+  o.model = "gpt-oss-120b";
+  o.enable_chunked_prefill = false;
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->enable_chunked_prefill);
+  EXPECT_FALSE(c->max_num_batched_tokens_given);
+  EXPECT_EQ(c->cache.max_num_seqs, 256);
+}
+
 // --max-model-len takes vLLM's "auto" or -1 (human_readable_int_or_auto): fit to memory.
 TEST(LaunchOptions, MaxModelLenAuto) {
   const LaunchOption* option = FindLaunchOption("max-model-len");
