@@ -50,6 +50,7 @@ struct LaunchOptions {
   std::optional<bool> disable_hybrid_kv_cache_manager;  // unset: the engine decides
   std::optional<bool> disable_sliding_window;           // default off
   std::optional<bool> enable_chunked_prefill;           // default on
+  std::optional<std::string> performance_mode;          // balanced, interactivity, throughput
   std::optional<std::string> dtype;                     // --dtype; default "auto"
   std::optional<std::string> kv_cache_dtype;            // default "auto"
   std::optional<std::string> kv_cache_memory;           // bytes or a size ("12GiB"); default 32 GiB

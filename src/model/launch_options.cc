@@ -312,6 +312,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "chunked prefill; default on. Off, a prompt is scheduled whole: a defaulted "
        "--max-num-batched-tokens grows to --max-model-len, and a given one below it is refused",
        &LO::enable_chunked_prefill},
+      {"performance_mode",
+       {},
+       "",
+       V::kText,
+       "",
+       "balanced, interactivity or throughput; default balanced. throughput doubles the "
+       "defaulted --max-num-batched-tokens and --max-num-seqs, as the engine does",
+       &LO::performance_mode},
       {"disable_sliding_window",
        {},
        "",
@@ -547,8 +555,20 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.enable_chunked_prefill) c.enable_chunked_prefill = *o.enable_chunked_prefill;
   c.max_num_batched_tokens_given =
       c.max_num_batched_tokens_given || o.max_num_batched_tokens.has_value();
-  // A defaulted --max-num-seqs is at most the tokens per step (vLLM's
+  // --performance-mode throughput doubles the defaulted step limits, and a defaulted
+  // --max-num-seqs is at most the tokens per step (vLLM's
   // _set_default_max_num_seqs_and_batched_tokens_args).
+  if (o.performance_mode && *o.performance_mode != "balanced" &&
+      *o.performance_mode != "interactivity" && *o.performance_mode != "throughput") {
+    return InvalidArgument(fmt::format(
+        "--performance-mode '{}' is not a performance mode; accepted: balanced, interactivity, "
+        "throughput",
+        *o.performance_mode));
+  }
+  if (o.performance_mode == "throughput") {
+    if (!c.max_num_batched_tokens_given) c.cache.max_num_batched_tokens *= 2;
+    if (!o.max_num_seqs) c.cache.max_num_seqs *= 2;
+  }
   if (!o.max_num_seqs) {
     c.cache.max_num_seqs = std::min(c.cache.max_num_seqs, c.cache.max_num_batched_tokens);
   }

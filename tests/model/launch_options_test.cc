@@ -136,6 +136,22 @@ TEST(LaunchOptions, RowsFollowTheTokensPerStep) {
   EXPECT_FALSE(c->enable_chunked_prefill);
   EXPECT_FALSE(c->max_num_batched_tokens_given);
   EXPECT_EQ(c->cache.max_num_seqs, 256);
+
+  // --performance-mode throughput doubles what was defaulted.
+  o.performance_mode = "throughput";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 16384);
+  EXPECT_EQ(c->cache.max_num_seqs, 512);
+  o.max_num_batched_tokens = 4096;
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 4096);
+  EXPECT_EQ(c->cache.max_num_seqs, 512);
+  o.performance_mode = "fast";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--performance-mode 'fast' is not a performance mode; accepted: balanced, "
+            "interactivity, throughput");
 }
 
 // --max-model-len takes vLLM's "auto" or -1 (human_readable_int_or_auto): fit to memory.
