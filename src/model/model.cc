@@ -329,11 +329,11 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
 // --max-num-seqs x the length and, without chunked prefill, at least the length (a prompt is
 // scheduled whole); a given one below the length without chunked prefill, or below
 // --max-num-seqs, is refused.
-Status ResolveStepLimits(const LaunchConfig& config, Builder& b) {
+void ResolveStepLimits(const LaunchConfig& config, Builder& b) {
   const CacheOptions& cache = config.cache;
   const int64_t L = b.out.max_model_len;
   // Non-positive values are refused where they are used, naming the flag.
-  if (cache.max_num_batched_tokens <= 0 || cache.max_num_seqs <= 0) return Status::Ok();
+  if (cache.max_num_batched_tokens <= 0 || cache.max_num_seqs <= 0) return;
   int64_t batched = cache.max_num_batched_tokens;
   if (!config.max_num_batched_tokens_given) {
     if (!config.enable_chunked_prefill) batched = std::max(batched, L);
@@ -353,7 +353,6 @@ Status ResolveStepLimits(const LaunchConfig& config, Builder& b) {
                         "refuses it; raise --max-num-batched-tokens or lower --max-num-seqs",
                         batched, cache.max_num_seqs));
   }
-  return Status::Ok();
 }
 
 Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view knob) {
@@ -419,7 +418,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                   "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a model known to extrapolate");
     }
   }
-  KVTOPO_RETURN_IF_ERROR(ResolveStepLimits(config, b));
+  ResolveStepLimits(config, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }
