@@ -158,6 +158,13 @@ class BlockPool {
   static int32_t Index(BlockId block) { return block.value(); }
   int32_t sentinel() const { return num_blocks_; }
   void Unlink(int32_t i);
+  // Takes block i out of the free list's links; the caller counts it.
+  static void Detach(Meta* meta, int32_t i) {
+    Meta& m = meta[i];
+    meta[m.prev].next = m.next;
+    meta[m.next].prev = m.prev;
+    m.prev = m.next = -1;
+  }
   // Cache() without the argument checks; the block is valid, in use and not cached.
   void Insert(int32_t i, const BlockHash& hash, int32_t group);
   template <bool kReversed>
@@ -195,10 +202,7 @@ class BlockPool {
 // The hot calls are defined here so that the manager's loops inline them.
 
 inline void BlockPool::Unlink(int32_t i) {
-  Meta& m = meta_[i];
-  meta_[m.prev].next = m.next;
-  meta_[m.next].prev = m.prev;
-  m.prev = m.next = -1;
+  Detach(meta_.data(), i);
   --num_free_;
 }
 
@@ -211,9 +215,7 @@ inline void BlockPool::Touch(std::span<const BlockId> blocks) {
     if (i == 0) continue;
     Meta& m = meta[i];
     if (m.ref_count == 0) {
-      meta[m.prev].next = m.next;
-      meta[m.next].prev = m.prev;
-      m.prev = m.next = -1;
+      Detach(meta, i);
       ++unlinked;
     }
     ++m.ref_count;

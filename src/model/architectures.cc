@@ -89,9 +89,10 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
 // original_max_position_embeddings. Not for a Gemma 3 config (model_type containing "gemma3"),
 // whose length the engine takes as already scaled. With `default_positions` > 0 a config may
 // omit max_position_embeddings (its config class's default); with 0 the field is required.
-constexpr std::array<std::string_view, 8> kLengthKeys = {
-    "n_positions",          "max_seq_len",         "seq_length",     "model_max_length",
-    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len"};
+// (model_max_length, when set, replaces them all.)
+constexpr std::array<std::string_view, 7> kLengthKeys = {
+    "n_positions",         "max_seq_len",    "seq_length", "max_target_positions",
+    "max_sequence_length", "max_seq_length", "seq_len"};
 
 // One of kLengthKeys: a positive integer; a number beyond kMaxModelLen (a "very large integer"
 // that bounds nothing) counts as kMaxModelLen.
@@ -112,24 +113,26 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     m.max_len_source = fmt::format("max_position_embeddings {}", m.max_position_embeddings);
   }
   m.length_base = m.max_position_embeddings;
+  std::string base_name = "max_position_embeddings";
+  auto take = [&](std::string_view key, int64_t length) {
+    m.length_base = length;
+    base_name = key;
+    m.max_len_source = fmt::format("{} {}", key, length);
+  };
   for (std::string_view key : kLengthKeys) {
     if (!r.Has(key)) continue;
     KVTOPO_ASSIGN_OR_RETURN(const int64_t length, LengthField(r, key));
-    if (length < m.length_base) {
-      m.length_base = length;
-      m.max_len_source = fmt::format("{} {}", key, length);
-    }
+    if (length < m.length_base) take(key, length);
   }
   if (r.Has("model_max_length")) {
-    KVTOPO_ASSIGN_OR_RETURN(m.length_base, LengthField(r, "model_max_length"));
-    m.max_len_source = fmt::format("model_max_length {}", m.length_base);
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t length, LengthField(r, "model_max_length"));
+    take("model_max_length", length);
   }
   m.max_model_len = m.length_base;
   const std::string key = r.Has("rope_scaling") ? "rope_scaling" : "rope_parameters";
   if (!r.Has(key)) return Status::Ok();
-  // The engine takes a Gemma 3 config's max_position_embeddings as already scaled.
-  KVTOPO_ASSIGN_OR_RETURN(const std::string model_type, r.StringOr("model_type", ""));
-  if (model_type.find("gemma3") != std::string::npos) return Status::Ok();
+  // The engine takes a Gemma 3 config's length as already scaled (its top-level model_type).
+  if (m.model_type.find("gemma3") != std::string::npos) return Status::Ok();
   KVTOPO_ASSIGN_OR_RETURN(ConfigReader rope, r.Object(key));
   // One entry, or one per layer type (an object of objects).
   std::vector<ConfigReader> entries;
@@ -147,7 +150,7 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
   }
   double factor = 1;
   int64_t base = m.length_base;
-  std::string base_name = m.max_len_source.substr(0, m.max_len_source.find(' ')), type_seen;
+  std::string type_seen;
   bool longrope = false, yarn = false;
   for (const ConfigReader& e : entries) {
     std::string type;

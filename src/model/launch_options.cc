@@ -24,19 +24,18 @@ namespace {
 
 using LO = LaunchOptions;
 
+std::string Lowered(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 // vLLM's human_readable_int_or_auto: "-1" or "auto" (any case), surrounding spaces ignored.
 bool IsAutoLength(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  if (text == "-1") return true;
-  if (text.size() != 4) return false;
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "auto";
+  const size_t first = text.find_first_not_of(" \t\n\r\f\v");
+  if (first == std::string_view::npos) return false;
+  text = text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);
+  return text == "-1" || Lowered(text) == "auto";
 }
 
 std::string Underscored(std::string_view name) {
@@ -364,9 +363,7 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
             return Status::Ok();
           }
           if (const std::string* text = std::get_if<std::string>(&value)) {
-            std::string lower = *text;
-            for (char& c : lower)
-              c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            const std::string lower = Lowered(*text);
             if (lower == "1" || lower == "true" || lower == "yes") {
               o.*member = true;
               return Status::Ok();

@@ -456,18 +456,15 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // The hybrid KV cache manager (vLLM's VllmConfig rules): the engine turns it off for chunked
   // local attention (Llama 4) when VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is 0 (its
-  // default is 1), and always under an EAGLE-family method (eagle, eagle3, mtp, dflash:
-  // use_eagle());
+  // default is 1), and always under a method whose row has use_eagle;
   // --disable-hybrid-kv-cache-manager turns it off, and --no-disable-hybrid-kv-cache-manager with
   // a launch that needs it off is refused. Without it the planner caches every layer as one type
   // (Planner::CacheAsOneType).
   const bool chunked = std::any_of(model.layers.begin(), model.layers.end(), [](const RawLayer& l) {
     return l.type == LayerType::kChunkedLocal;
   });
-  const bool eagle_family = spec && (spec->method == "eagle" || spec->method == "eagle3" ||
-                                     spec->method == "mtp" || spec->method == "dflash");
   std::string needs_off;  // why the engine must run without its hybrid manager
-  if (chunked && eagle_family) {
+  if (chunked && method_row && method_row->use_eagle) {
     needs_off =
         fmt::format("for chunked local attention under speculative method '{}'", spec->method);
   } else if (chunked && !config.allow_chunked_local_hybrid) {

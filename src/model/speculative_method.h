@@ -42,6 +42,9 @@ struct SpeculativeMethod {
   DraftCache cache = DraftCache::kNone;
   bool causal = true;        // the draft's attention when its profile does not say
   bool eagle_style = false;  // recomputes the last cached block: every block volatile
+  // vLLM's use_eagle() (eagle, eagle3, mtp, dflash): the engine runs chunked local attention
+  // without its hybrid KV cache manager.
+  bool use_eagle = false;
   AsyncScheduling async = AsyncScheduling::kNever;
   DraftPlacementRule placement = DraftPlacementRule::kByCausality;
   DraftWindowKnob window = DraftWindowKnob::kNone;
