@@ -290,56 +290,117 @@ RawLayer KvAttentionLayer(int64_t i, const ModelDescription& m, int64_t head, in
                   .sliding_window = window};
 }
 
-// In-model MTP modules (`num_nextn_predict_layers`) with K/V attention like the trunk's: layer
-// indices from the trunk's `n`, cached only when the launch speculates with MTP.
-Status AddKvMtpLayers(const ConfigReader& r, int64_t n, int64_t head, ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n));
+// `mtp` in-model MTP modules with K/V attention like the trunk's: layer indices from the trunk's
+// `n`, cached only when the launch speculates with MTP.
+void AddKvMtpLayers(int64_t n, int64_t mtp, int64_t head, ModelDescription& m) {
   for (int64_t i = n; i < n + mtp; ++i) {
     RawLayer layer = KvAttentionLayer(i, m, head, 0);
     layer.mtp = true;
     m.layers.push_back(std::move(layer));
   }
-  return Status::Ok();
 }
 
-Status ReadQwen3Next(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(KvAttentionHeader h, ReadKvAttentionHeader(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t interval, Positive(r, "full_attention_interval", kMaxLayers));
-  GdnDims gdn;
-  KVTOPO_ASSIGN_OR_RETURN(gdn.num_k_heads, Positive(r, "linear_num_key_heads"));
-  KVTOPO_ASSIGN_OR_RETURN(gdn.num_v_heads, Positive(r, "linear_num_value_heads"));
-  KVTOPO_ASSIGN_OR_RETURN(gdn.head_k_dim, Positive(r, "linear_key_head_dim"));
-  KVTOPO_ASSIGN_OR_RETURN(gdn.head_v_dim, Positive(r, "linear_value_head_dim"));
-  KVTOPO_ASSIGN_OR_RETURN(gdn.conv_kernel, Positive(r, "linear_conv_kernel_dim"));
-  for (int64_t i = 0; i < h.num_layers; ++i) {
-    if ((i + 1) % interval == 0) {
-      m.layers.push_back(KvAttentionLayer(i, m, h.head_size, 0));
-    } else {
-      m.layers.push_back(
-          RawLayer{.name = LayerName(i, "linear_attn"), .type = LayerType::kGdn, .gdn = gdn});
-    }
-  }
-  // MTP modules (qwen3_next_mtp): full attention layers after the trunk.
-  return AddKvMtpLayers(r, h.num_layers, h.head_size, m);
-}
-
-// `layer_types`: one "sliding_attention" or "full_attention" per layer; true where it slides.
-Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
+// `layer_types`: one of two names per layer; true where it is `first` (e.g. sliding_attention),
+// false where it is `second` (full_attention).
+Result<std::vector<bool>> TwoKindLayers(const ConfigReader& r, int64_t n, std::string_view first,
+                                        std::string_view second) {
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
   if (static_cast<int64_t>(types.size()) != n) {
     return r.Invalid("layer_types",
                      fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
   }
-  std::vector<bool> sliding;
+  std::vector<bool> is_first;
   for (int64_t i = 0; i < n; ++i) {
-    sliding.push_back(types[i] == "sliding_attention");
-    if (!sliding.back() && types[i] != "full_attention") {
-      return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: sliding_attention, "
-                                                  "full_attention",
-                                                  i, types[i]));
+    is_first.push_back(types[i] == first);
+    if (!is_first.back() && types[i] != second) {
+      return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: {}, {}", i, types[i],
+                                                  first, second));
     }
   }
-  return sliding;
+  return is_first;
+}
+
+// `layer_types`: one "sliding_attention" or "full_attention" per layer; true where it slides.
+Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
+  return TwoKindLayers(r, n, "sliding_attention", "full_attention");
+}
+
+// Gated DeltaNet hybrids: Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5 (the text_config of
+// Qwen3_5ForConditionalGeneration and Qwen3_5MoeForConditionalGeneration). How the engine reads
+// them (the fork's qwen3_next.py, qwen3_5.py, their MTP modules and config classes;
+// docs/profiles.md):
+// - A layer is full attention or GDN per `layer_types` ("full_attention", "linear_attention").
+//   Without it, every 4th layer is full attention: for Qwen3.5 every `full_attention_interval`-th
+//   (default 4); the engine's Qwen3-Next config class ignores that field and uses 4.
+// - Fields a config may omit default as the config class's do: max_position_embeddings 32768,
+//   head_dim 256, num_key_value_heads (Qwen3-Next and Qwen3.5-MoE 2, Qwen3.5 4), GDN heads 16 K
+//   and 32 V of 128 each, conv kernel 4.
+// - MTP modules (full attention, after the trunk): `num_nextn_predict_layers` (Qwen3-Next) or
+//   `mtp_num_hidden_layers` (Qwen3.5), 1 when absent, as the engine's MTP modules count them.
+// - Qwen3.5: `mamba_ssm_dtype` is the GDN temporal state's dtype unless
+//   --mamba-ssm-cache-dtype names one.
+struct GdnHybridFamily {
+  int64_t default_kv_heads;
+  bool reads_interval;  // layer_types absent: full_attention_interval sets the period
+  const char* mtp_key;
+  bool reads_ssm_dtype;
+};
+constexpr GdnHybridFamily kQwen3Next{2, false, "num_nextn_predict_layers", false};
+constexpr GdnHybridFamily kQwen35{4, true, "mtp_num_hidden_layers", true};
+constexpr GdnHybridFamily kQwen35Moe{2, true, "mtp_num_hidden_layers", true};
+
+Status ReadGdnHybrid(const ConfigReader& r, const GdnHybridFamily& f, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/32768));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
+                          r.IntInOr("num_key_value_heads", f.default_kv_heads, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
+  GdnDims gdn;
+  KVTOPO_ASSIGN_OR_RETURN(gdn.num_k_heads, r.IntInOr("linear_num_key_heads", 16, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.num_v_heads,
+                          r.IntInOr("linear_num_value_heads", 32, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.head_k_dim, r.IntInOr("linear_key_head_dim", 128, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.head_v_dim, r.IntInOr("linear_value_head_dim", 128, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(gdn.conv_kernel, r.IntInOr("linear_conv_kernel_dim", 4, 1, kMaxModelDim));
+  std::vector<bool> full;
+  if (r.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(full, TwoKindLayers(r, n, "full_attention", "linear_attention"));
+  } else {
+    int64_t interval = 4;
+    if (f.reads_interval) {
+      KVTOPO_ASSIGN_OR_RETURN(interval, r.IntInOr("full_attention_interval", 4, 1, kMaxLayers));
+    }
+    for (int64_t i = 0; i < n; ++i) full.push_back((i + 1) % interval == 0);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (full[i]) {
+      m.layers.push_back(KvAttentionLayer(i, m, head, 0));
+    } else {
+      m.layers.push_back(
+          RawLayer{.name = LayerName(i, "linear_attn"), .type = LayerType::kGdn, .gdn = gdn});
+    }
+  }
+  if (f.reads_ssm_dtype && r.Has("mamba_ssm_dtype")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string text, r.String("mamba_ssm_dtype"));
+    Result<KvCacheDtype> dtype = ParseKvCacheDtype(text);
+    if (!dtype.ok() || (*dtype != KvCacheDtype::kBfloat16 && *dtype != KvCacheDtype::kFloat16 &&
+                        *dtype != KvCacheDtype::kFloat32)) {
+      return r.Invalid("mamba_ssm_dtype",
+                       fmt::format("is '{}'; accepted: float32, bfloat16, float16", text));
+    }
+    m.mamba_ssm_dtype = *dtype;
+  }
+  m.mtp_key = f.mtp_key;
+  KVTOPO_ASSIGN_OR_RETURN(
+      const int64_t mtp,
+      r.IntInOr(f.mtp_key, std::min<int64_t>(1, kMaxLayers - n), 0, kMaxLayers - n));
+  AddKvMtpLayers(n, mtp, head, m);
+  return Status::Ok();
+}
+// The reader-table entry of one GDN hybrid family.
+template <const GdnHybridFamily& kFamily>
+Status ReadGdnHybridAs(const ConfigReader& r, ModelDescription& m) {
+  return ReadGdnHybrid(r, kFamily, m);
 }
 
 // gpt-oss: layer_types alternates sliding_attention / full_attention.
@@ -449,7 +510,10 @@ Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m)
       ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n, m));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
-  if (family == DenseFamily::kGlm4Moe) return AddKvMtpLayers(r, n, head, m);
+  if (family == DenseFamily::kGlm4Moe) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n));
+    AddKvMtpLayers(n, mtp, head, m);
+  }
   return Status::Ok();
 }
 // The reader-table entry of one dense family.
@@ -645,7 +709,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"KimiLinearForCausalLM", false, ReadKimiLinearKda},
       {"KimiK3ForConditionalGeneration", true, ReadKimiLinearKda},
       {"Glm5NextForConditionalGeneration", true, ReadKimiLinearKdaWithIndexer},
-      {"Qwen3NextForCausalLM", false, ReadQwen3Next},
+      {"Qwen3NextForCausalLM", false, ReadGdnHybridAs<kQwen3Next>},
+      {"Qwen3_5ForConditionalGeneration", true, ReadGdnHybridAs<kQwen35>},
+      {"Qwen3_5MoeForConditionalGeneration", true, ReadGdnHybridAs<kQwen35Moe>},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

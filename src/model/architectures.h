@@ -72,6 +72,11 @@ struct ModelDescription {
   int64_t num_attention_heads = 0;  // query heads (B12X gathered-head and GQA rules)
   int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers
+  // The config key that counts the MTP layers, for messages.
+  std::string mtp_key = "num_nextn_predict_layers";
+  // The config's dtype for the GDN temporal state (Qwen3.5's mamba_ssm_dtype), which the engine
+  // uses when --mamba-ssm-cache-dtype is auto; auto: none stated.
+  KvCacheDtype mamba_ssm_dtype = KvCacheDtype::kAuto;
   // The optional "kvtopo" block (docs/profiles.md).
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind

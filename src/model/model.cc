@@ -489,6 +489,19 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   rec.num_speculative_tokens = S;
   rec.conv_dtype = cache.mamba_cache_dtype;
   rec.ssm_dtype = cache.mamba_ssm_cache_dtype;
+  // A config's own SSM state dtype (Qwen3.5's mamba_ssm_dtype) replaces auto; a flag naming
+  // another wins, as the engine warns (its Qwen3_5ForConditionalGenerationConfig).
+  if (model.mamba_ssm_dtype != KvCacheDtype::kAuto) {
+    if (rec.ssm_dtype == KvCacheDtype::kAuto) {
+      rec.ssm_dtype = model.mamba_ssm_dtype;
+    } else if (rec.ssm_dtype != model.mamba_ssm_dtype) {
+      b.Add(Severity::kWarning, "mamba-ssm-dtype-override",
+            fmt::format("config.json '{}' states mamba_ssm_dtype {}, but --mamba-ssm-cache-dtype "
+                        "{} was passed; the GDN state uses {}",
+                        target.file, KvCacheDtypeName(model.mamba_ssm_dtype),
+                        KvCacheDtypeName(rec.ssm_dtype), KvCacheDtypeName(rec.ssm_dtype)));
+    }
+  }
   if (!cache.enable_prefix_caching) {
     rec.mode = RecurrentMode::kNone;
     if (cache.mamba_cache_mode && *cache.mamba_cache_mode != RecurrentMode::kNone) {
@@ -550,8 +563,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                        [](const RawLayer& l) { return l.mtp; })) {
         return InvalidArgument(fmt::format(
             "--speculative-config method 'mtp' needs in-model MTP layers, but config.json '{}' "
-            "declares none (num_nextn_predict_layers); choose another method",
-            target.file));
+            "declares none ({}); choose another method",
+            target.file, model.mtp_key));
       }
       b.out.draft_name = target.name + " (mtp)";
     } else {
