@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "internal/checked_math.h"
 #include "internal/json_text.h"
 #include "internal/text_file.h"
 #include "kvtopo/limits.h"
@@ -325,6 +326,17 @@ Result<std::vector<bool>> SlidingLayers(const ConfigReader& r, int64_t n) {
   return TwoKindLayers(r, n, "sliding_attention", "full_attention");
 }
 
+// A recurrent state dtype field: float32, bfloat16 or float16.
+Result<KvCacheDtype> StateDtype(const ConfigReader& r, std::string_view key) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string text, r.String(key));
+  Result<KvCacheDtype> dtype = ParseKvCacheDtype(text);
+  if (!dtype.ok() || (*dtype != KvCacheDtype::kBfloat16 && *dtype != KvCacheDtype::kFloat16 &&
+                      *dtype != KvCacheDtype::kFloat32)) {
+    return r.Invalid(key, fmt::format("is '{}'; accepted: float32, bfloat16, float16", text));
+  }
+  return *dtype;
+}
+
 // Gated DeltaNet hybrids: Qwen3-Next (Qwen3NextForCausalLM) and Qwen3.5 (the text_config of
 // Qwen3_5ForConditionalGeneration and Qwen3_5MoeForConditionalGeneration). How the engine reads
 // them (the fork's qwen3_next.py, qwen3_5.py, their MTP modules and config classes;
@@ -381,14 +393,8 @@ Status ReadGdnHybrid(const ConfigReader& r, const GdnHybridFamily& f, ModelDescr
     }
   }
   if (f.reads_ssm_dtype && r.Has("mamba_ssm_dtype")) {
-    KVTOPO_ASSIGN_OR_RETURN(const std::string text, r.String("mamba_ssm_dtype"));
-    Result<KvCacheDtype> dtype = ParseKvCacheDtype(text);
-    if (!dtype.ok() || (*dtype != KvCacheDtype::kBfloat16 && *dtype != KvCacheDtype::kFloat16 &&
-                        *dtype != KvCacheDtype::kFloat32)) {
-      return r.Invalid("mamba_ssm_dtype",
-                       fmt::format("is '{}'; accepted: float32, bfloat16, float16", text));
-    }
-    m.mamba_ssm_dtype = *dtype;
+    KVTOPO_ASSIGN_OR_RETURN(m.mamba_ssm_dtype, StateDtype(r, "mamba_ssm_dtype"));
+    m.mamba_ssm_dtype_warns = true;
   }
   m.mtp_key = f.mtp_key;
   KVTOPO_ASSIGN_OR_RETURN(
@@ -441,6 +447,125 @@ Result<int64_t> ReadHeadSize(const ConfigReader& r, const ModelDescription& m, b
                                                 hidden, m.num_attention_heads));
   }
   return hidden / m.num_attention_heads;
+}
+
+// A NemotronH layer pattern: `key` as a string of M (Mamba2), * (attention), - (MLP) and E (MoE),
+// or `list_key` as a list of "mamba", "attention", "mlp" and "moe" (the newer spelling), mapped
+// to those letters; `fallback` when neither is stated ("" requires one).
+Result<std::string> NemotronPattern(const ConfigReader& r, std::string_view key,
+                                    std::string_view list_key, std::string_view fallback) {
+  if (r.Has(key) || (!r.Has(list_key) && fallback.empty())) {
+    KVTOPO_ASSIGN_OR_RETURN(std::string pattern, r.String(key));
+    return pattern;
+  }
+  if (!r.Has(list_key)) return std::string(fallback);
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList(list_key));
+  static constexpr std::array<std::pair<std::string_view, char>, 4> kLetters = {
+      {{"mamba", 'M'}, {"attention", '*'}, {"mlp", '-'}, {"moe", 'E'}}};
+  std::string pattern;
+  for (size_t i = 0; i < types.size(); ++i) {
+    auto it = std::find_if(kLetters.begin(), kLetters.end(),
+                           [&](const auto& l) { return l.first == types[i]; });
+    if (it == kLetters.end()) {
+      return r.Invalid(
+          list_key,
+          fmt::format("entry {} is '{}'; accepted: mamba, attention, mlp, moe", i, types[i]));
+    }
+    pattern += it->second;
+  }
+  return pattern;
+}
+
+// NemotronH (NemotronHForCausalLM: Nemotron-H, Nemotron Nano 2, Nemotron 3), as the engine reads
+// it (the fork's nemotron_h.py and nemotron_h_mtp.py, NemotronHForCausalLMConfig in
+// models/config.py, vllm/transformers_utils/configs/nemotron_h.py at 28be48fa9):
+// - Layer `i` is `hybrid_override_pattern[i]`: M a Mamba2 mixer (recurrent state), * attention
+//   (K/V cache), - and E an MLP or MoE block (no cache); the pattern has num_hidden_layers letters.
+// - Mamba2: mamba_num_heads x mamba_head_dim inner channels, `n_groups` (or mamba_n_groups),
+//   ssm_state_size, `conv_kernel` (or mamba_d_conv); the SSM state is float32 unless the config's
+//   mamba_ssm_cache_dtype or --mamba-ssm-cache-dtype says otherwise.
+// - Attention: num_key_value_heads (null: num_attention_heads), head_dim (null:
+//   hidden_size / num_attention_heads).
+// - Omitted fields take the config class's defaults (max_position_embeddings 4096, 128 Mamba
+//   heads of 64, 8 groups, state 128, conv 4, 8 KV heads of 128).
+// - MTP (only when num_nextn_predict_layers is 1; the engine's MTP model asserts one): one
+//   attention layer per * of mtp_hybrid_override_pattern (default "*E"), after the trunk.
+// - The model supports Mamba prefix caching: with caching on its recurrent layers default to
+//   --mamba-cache-mode all.
+Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/4096));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const std::string pattern,
+                          NemotronPattern(r, "hybrid_override_pattern", "layers_block_type", ""));
+  const std::string_view pattern_key =
+      r.Has("hybrid_override_pattern") ? "hybrid_override_pattern" : "layers_block_type";
+  if (static_cast<int64_t>(pattern.size()) != n) {
+    return r.Invalid(pattern_key,
+                     fmt::format("has {} layers but num_hidden_layers is {}", pattern.size(), n));
+  }
+  if (const size_t bad = pattern.find_first_not_of("M*-E"); bad != std::string::npos) {
+    return r.Invalid(pattern_key,
+                     fmt::format("has '{}' at layer {}; accepted: M, *, -, E", pattern[bad], bad));
+  }
+  if (r.json().contains("num_key_value_heads") && r.json()["num_key_value_heads"].is_null()) {
+    m.num_kv_heads_total = m.num_attention_heads;
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
+                            r.IntInOr("num_key_value_heads", 8, 1, kMaxModelDim));
+  }
+  int64_t head = 128;
+  if (r.json().contains("head_dim") && r.json()["head_dim"].is_null()) {
+    KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", 128, 1, kMaxModelDim));
+  }
+  // One of two spellings of a field (the stated one), else the config class's default.
+  auto either = [&](std::string_view key, std::string_view alias,
+                    int64_t fallback) -> Result<int64_t> {
+    return r.IntInOr(r.Has(key) || !r.Has(alias) ? key : alias, fallback, 1, kMaxModelDim);
+  };
+  Mamba2Dims mamba;
+  KVTOPO_ASSIGN_OR_RETURN(mamba.num_heads, r.IntInOr("mamba_num_heads", 128, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.head_dim, r.IntInOr("mamba_head_dim", 64, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.n_groups, either("n_groups", "mamba_n_groups", 8));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("ssm_state_size", 128, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, either("conv_kernel", "mamba_d_conv", 4));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.intermediate_size,
+                          internal::CheckedMul(mamba.num_heads, mamba.head_dim, "Mamba2 channels"));
+  for (int64_t i = 0; i < n; ++i) {
+    if (pattern[i] == 'M') {
+      m.layers.push_back(
+          RawLayer{.name = LayerName(i, "mixer"), .type = LayerType::kMamba2, .mamba2 = mamba});
+    } else if (pattern[i] == '*') {
+      RawLayer layer = KvAttentionLayer(i, m, head, 0);
+      layer.name = LayerName(i, "mixer");
+      m.layers.push_back(std::move(layer));
+    }
+  }
+  m.mamba_ssm_dtype = KvCacheDtype::kFloat32;
+  if (r.Has("mamba_ssm_cache_dtype")) {
+    KVTOPO_ASSIGN_OR_RETURN(m.mamba_ssm_dtype, StateDtype(r, "mamba_ssm_cache_dtype"));
+  }
+  m.supports_mamba_prefix_caching = true;
+  m.mtp_key = "num_nextn_predict_layers 1 with an mtp_hybrid_override_pattern of * and E";
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t predict,
+                          r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers));
+  if (predict != 1) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(
+      const std::string mtp_pattern,
+      NemotronPattern(r, "mtp_hybrid_override_pattern", "mtp_layers_block_type", "*E"));
+  if (mtp_pattern.empty() || mtp_pattern.find_first_not_of("*E") != std::string::npos ||
+      static_cast<int64_t>(mtp_pattern.size()) > kMaxLayers - n) {
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < mtp_pattern.size(); ++i) {
+    if (mtp_pattern[i] != '*') continue;
+    RawLayer layer = KvAttentionLayer(n + static_cast<int64_t>(i), m, head, 0);
+    layer.name = LayerName(n + static_cast<int64_t>(i), "mixer");
+    layer.mtp = true;
+    m.layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
@@ -712,6 +837,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3NextForCausalLM", false, ReadGdnHybridAs<kQwen3Next>},
       {"Qwen3_5ForConditionalGeneration", true, ReadGdnHybridAs<kQwen35>},
       {"Qwen3_5MoeForConditionalGeneration", true, ReadGdnHybridAs<kQwen35Moe>},
+      {"NemotronHForCausalLM", false, ReadNemotronH},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

@@ -24,7 +24,13 @@ enum class LayerType {
   kChunkedLocal,   // K/V attention within chunks of attention_chunk_size tokens
   kKda,            // Kimi Delta Attention recurrent state
   kGdn,            // Gated DeltaNet recurrent state
+  kMamba2,         // Mamba2 SSM state
 };
+
+// Whether a layer keeps recurrent state rather than a K/V or MLA cache.
+inline bool IsRecurrentLayer(LayerType t) {
+  return t == LayerType::kKda || t == LayerType::kGdn || t == LayerType::kMamba2;
+}
 
 struct RawLayer {
   std::string name;  // e.g. "model.layers.3.self_attn"
@@ -41,6 +47,7 @@ struct RawLayer {
   int64_t page_tail_bytes_per_token = 0;
   KdaDims kda;
   GdnDims gdn;
+  Mamba2Dims mamba2;
 };
 
 struct ModelDescription {
@@ -77,6 +84,11 @@ struct ModelDescription {
   // The config's dtype for the GDN temporal state (Qwen3.5's mamba_ssm_dtype), which the engine
   // uses when --mamba-ssm-cache-dtype is auto; auto: none stated.
   KvCacheDtype mamba_ssm_dtype = KvCacheDtype::kAuto;
+  // Whether a --mamba-ssm-cache-dtype other than mamba_ssm_dtype draws the engine's warning.
+  bool mamba_ssm_dtype_warns = false;
+  // The engine's SupportsMambaPrefixCaching: with prefix caching, recurrent layers default to
+  // --mamba-cache-mode all (else align).
+  bool supports_mamba_prefix_caching = false;
   // The optional "kvtopo" block (docs/profiles.md).
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind

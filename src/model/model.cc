@@ -153,6 +153,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       break;
     case LayerType::kKda:
     case LayerType::kGdn:
+    case LayerType::kMamba2:
       break;
   }
   return s;
@@ -178,13 +179,18 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   s.num_kv_heads = 0;
   if (raw.type == LayerType::kKda) {
     KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype)));
-  } else {
-    // GDN widens its conv state by the speculative tokens; the SSM state follows the conv dtype
-    // unless --mamba-ssm-cache-dtype names its own (vLLM gated_delta_net_state_dtype).
-    const ElementType conv = StorageElement(o.conv_dtype, m.dtype);
-    const ElementType ssm =
-        o.ssm_dtype == KvCacheDtype::kAuto ? conv : StorageElement(o.ssm_dtype, m.dtype);
+    return s;
+  }
+  // GDN and Mamba2 widen their conv state by the speculative tokens; the SSM state follows the
+  // conv dtype unless --mamba-ssm-cache-dtype names its own (vLLM _mamba_state_dtype).
+  const ElementType conv = StorageElement(o.conv_dtype, m.dtype);
+  const ElementType ssm =
+      o.ssm_dtype == KvCacheDtype::kAuto ? conv : StorageElement(o.ssm_dtype, m.dtype);
+  if (raw.type == LayerType::kGdn) {
     KVTOPO_ASSIGN_OR_RETURN(s.state, GdnState(raw.gdn, tp, o.num_speculative_tokens, conv, ssm));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(s.state,
+                            Mamba2State(raw.mamba2, tp, o.num_speculative_tokens, conv, ssm));
   }
   return s;
 }
@@ -485,19 +491,23 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> align (no kvtopo model supports
   // "all"); caching off -> none with one state page over the whole sequence.
+  const bool has_recurrent =
+      std::any_of(model.layers.begin(), model.layers.end(),
+                  [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
   RecurrentOptions rec;
   rec.num_speculative_tokens = S;
   rec.conv_dtype = cache.mamba_cache_dtype;
   rec.ssm_dtype = cache.mamba_ssm_cache_dtype;
-  // A config's own SSM state dtype (Qwen3.5's mamba_ssm_dtype) replaces auto; a flag naming
-  // another wins, as the engine warns (its Qwen3_5ForConditionalGenerationConfig).
+  // A model's own SSM state dtype (Qwen3.5's mamba_ssm_dtype, NemotronH's float32) replaces
+  // auto; a flag naming another wins, with the engine's warning for Qwen3.5 (its
+  // Qwen3_5ForConditionalGenerationConfig and NemotronHForCausalLMConfig).
   if (model.mamba_ssm_dtype != KvCacheDtype::kAuto) {
     if (rec.ssm_dtype == KvCacheDtype::kAuto) {
       rec.ssm_dtype = model.mamba_ssm_dtype;
-    } else if (rec.ssm_dtype != model.mamba_ssm_dtype) {
+    } else if (rec.ssm_dtype != model.mamba_ssm_dtype && model.mamba_ssm_dtype_warns) {
       b.Add(Severity::kWarning, "mamba-ssm-dtype-override",
             fmt::format("config.json '{}' states mamba_ssm_dtype {}, but --mamba-ssm-cache-dtype "
-                        "{} was passed; the GDN state uses {}",
+                        "{} was passed; the recurrent state uses {}",
                         target.file, KvCacheDtypeName(model.mamba_ssm_dtype),
                         KvCacheDtypeName(rec.ssm_dtype), KvCacheDtypeName(rec.ssm_dtype)));
     }
@@ -511,13 +521,32 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         RecurrentModeName(*cache.mamba_cache_mode)));
     }
   } else {
-    // "none" asked for with caching on is honoured: recurrent groups then never hit.
-    rec.mode = cache.mamba_cache_mode.value_or(RecurrentMode::kAlign);
-    if (rec.mode == RecurrentMode::kAll) {
+    // With caching on, the engine's unset mode (its "none") becomes all for a model with Mamba
+    // prefix caching, else align, and all falls back to align for the others
+    // (MambaModelConfig.verify_and_update_config). An explicit none is kept (recurrent groups
+    // then never hit), with a warning that the engine would not keep it.
+    const RecurrentMode fallback =
+        model.supports_mamba_prefix_caching ? RecurrentMode::kAll : RecurrentMode::kAlign;
+    rec.mode = cache.mamba_cache_mode.value_or(fallback);
+    if (rec.mode == RecurrentMode::kNone && has_recurrent) {
+      b.Add(Severity::kWarning, "mamba-cache-mode-none",
+            fmt::format("--mamba-cache-mode none is kept with prefix caching (recurrent groups "
+                        "never hit), but vLLM reads none as unset and runs {} for {}; omit the "
+                        "flag to plan what the engine runs",
+                        RecurrentModeName(fallback), model.architecture));
+    }
+    if (rec.mode == RecurrentMode::kAll && !model.supports_mamba_prefix_caching) {
       rec.mode = RecurrentMode::kAlign;
       b.Add(Severity::kWarning, "mamba-cache-mode-all-unsupported",
             fmt::format("{} does not support --mamba-cache-mode all; using align",
                         model.architecture));
+    }
+    if (rec.mode == RecurrentMode::kAlign && has_recurrent && !config.enable_chunked_prefill) {
+      b.Error("mamba-align-chunked-prefill",
+              fmt::format("--mamba-cache-mode align (the prefix-caching mode of {}) needs chunked "
+                          "prefill, and the engine stops at startup without it; drop "
+                          "--no-enable-chunked-prefill, or pass --no-enable-prefix-caching",
+                          model.architecture));
     }
   }
   if (cache.mamba_block_size < 0) {
@@ -541,7 +570,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                .volatile_last_block = eagle_style};
   for (const RawLayer& raw : model.layers) {
     if (raw.mtp) continue;
-    if (raw.type == LayerType::kKda || raw.type == LayerType::kGdn) {
+    if (IsRecurrentLayer(raw.type)) {
       KVTOPO_ASSIGN_OR_RETURN(LayerSpec s, RecurrentSpec(raw, model, tp, rec));
       b.out.layers.push_back(std::move(s));
       b.context.push_back({nullptr});
@@ -645,7 +674,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const int64_t first_draft = static_cast<int64_t>(b.out.layers.size());
     for (const RawLayer& raw : draft_model->layers) {
       if (mtp != raw.mtp) continue;
-      if (raw.type == LayerType::kKda || raw.type == LayerType::kGdn) {
+      if (IsRecurrentLayer(raw.type)) {
         KVTOPO_ASSIGN_OR_RETURN(LayerSpec s, RecurrentSpec(raw, *draft_model, tp, rec));
         s.name = draft_opts.name_prefix + s.name;
         s.role = Role::kDraft;

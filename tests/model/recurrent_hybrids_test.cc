@@ -1,11 +1,13 @@
-// Gated DeltaNet hybrids read from their config.json as the engine reads them: Qwen3.5 (dense and
-// MoE, text_config under Qwen3_5*ForConditionalGeneration) and Qwen3-Next configs without the
-// fields the embedded profile states.
+// Recurrent hybrids read from their config.json as the engine reads them: the Gated DeltaNet
+// hybrids Qwen3.5 (dense and MoE, text_config under Qwen3_5*ForConditionalGeneration) and
+// Qwen3-Next configs without the fields the embedded profile states, and the Mamba2 hybrid
+// NemotronH.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
@@ -204,6 +206,167 @@ TEST(GdnHybrids, MalformedFieldsAreNamed) {
   EXPECT_EQ(ConfigError(bad, c),
             "config.json 'config.json': field 'text_config.mamba_ssm_dtype' is 'fp8'; accepted: "
             "float32, bfloat16, float16");
+}
+
+// NVIDIA-Nemotron-Nano-9B-v2's config.json (the fields the cache depends on): 56 layers, of
+// which 27 Mamba2 (M) and 4 attention (*), 8 KV heads of 128; 128 Mamba heads of 80, 8 groups,
+// state 128, conv kernel 4.
+nlohmann::json NemotronNano9B() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+    "torch_dtype": "bfloat16", "num_hidden_layers": 56, "hidden_size": 4480,
+    "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+    "ssm_state_size": 128, "conv_kernel": 4, "n_groups": 8, "mamba_num_heads": 128,
+    "mamba_head_dim": 80, "max_position_embeddings": 131072})");
+}
+
+// The Mamba2 state per layer: conv (3, 128 x 80 + 2 x 8 x 128) in bfloat16 = 73,728 B, and the
+// SSM state (128, 80, 128) in float32, the engine's NemotronH default = 5,242,880 B; 5,316,608 B
+// in all. An attention token is 2 x 8 x 128 x 2 B = 4,096 B: 1,298 tokens hold the state, and
+// the block is 16 x ceil(1,298 / 16) = 1,312. With prefix caching the Mamba layers keep a state
+// per block (mode all, the model supports Mamba prefix caching): 100 pages per request in each
+// of the 8 groups (27 Mamba layers in groups of 4, then the 4 attention layers).
+TEST(MambaHybrids, NemotronNano9BDefaultsToModeAllAndAFloat32State) {
+  auto plan = PlanWith(NemotronNano9B(), Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_TRUE(plan->diagnostics.empty());
+  ASSERT_EQ(plan->groups.size(), 8u);
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 5'316'608);
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAll);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.mixer");
+  EXPECT_EQ(plan->groups[6].layers.size(), 3u);
+  const PlannedGroup& attention = plan->groups[7];
+  EXPECT_EQ(attention.geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(attention.layers,
+            (std::vector<std::string>{"model.layers.14.mixer", "model.layers.21.mixer",
+                                      "model.layers.30.mixer", "model.layers.39.mixer"}));
+  EXPECT_EQ(attention.geometry.block_size(), 1312);
+  EXPECT_EQ(attention.geometry.page_size_bytes(), 5'373'952);
+  EXPECT_EQ(attention.geometry.max_pages_per_request(), 100);
+  EXPECT_EQ(plan->pool.num_blocks, 999);  // 20 GiB / (4 x 5,373,952 B)
+  EXPECT_EQ(plan->capacity.max_tokens, 163'676);
+
+  // With the SSM state in bfloat16 (the engine's default before NemotronH's float32): 2,621,440
+  // + 73,728 = 2,695,168 B, 658 tokens, a block of 672 (vLLM issue 24280 quotes this launch's
+  // "672 tokens").
+  LaunchConfig bf16 = Launch(1, 20 * kGiB);
+  bf16.cache.mamba_ssm_cache_dtype = KvCacheDtype::kBfloat16;
+  plan = PlanWith(NemotronNano9B(), bf16);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 672);
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'695'168);
+}
+
+// Mode align on request; none with prefix caching is kept (docs/runtime.md), with a warning that
+// the engine reads it as unset; all on a model without Mamba prefix caching falls back to align;
+// align without chunked prefill stops the engine.
+TEST(MambaHybrids, CacheModes) {
+  LaunchConfig align = Launch(1, 20 * kGiB);
+  align.cache.mamba_cache_mode = RecurrentMode::kAlign;
+  auto plan = PlanWith(NemotronNano9B(), align);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAlign);
+  EXPECT_EQ(plan->groups[0].geometry.max_pages_per_request(), 2);
+
+  LaunchConfig none = Launch(1, 20 * kGiB);
+  none.cache.mamba_cache_mode = RecurrentMode::kNone;
+  plan = PlanWith(NemotronNano9B(), none);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kNone);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--mamba-cache-mode none is kept with prefix caching (recurrent groups never hit), "
+            "but vLLM reads none as unset and runs all for NemotronHForCausalLM; omit the flag "
+            "to plan what the engine runs");
+
+  LaunchConfig qwen_all = Launch(1, 20 * kGiB);
+  qwen_all.cache.mamba_cache_mode = RecurrentMode::kAll;
+  plan = PlanWith(Qwen35_35B_A3B(), qwen_all);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(HasCode(*plan, "mamba-cache-mode-all-unsupported"));
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAlign);
+
+  LaunchConfig whole = Launch(1, 20 * kGiB);
+  whole.cache.max_model_len = 8192;
+  whole.enable_chunked_prefill = false;
+  plan = PlanWith(NemotronNano9B(), whole);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();  // mode all: no chunked prefill needed
+  whole.cache.mamba_cache_mode = RecurrentMode::kAlign;
+  plan = PlanWith(NemotronNano9B(), whole);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->accepted());
+  EXPECT_TRUE(HasCode(*plan, "mamba-align-chunked-prefill"));
+}
+
+// The newer spelling (layers_block_type, mamba_n_groups, mamba_d_conv) reads the same; MTP caches
+// one attention layer per * of mtp_hybrid_override_pattern, only with num_nextn_predict_layers 1.
+TEST(MambaHybrids, SpellingsAndMtp) {
+  nlohmann::json newer = NemotronNano9B();
+  const std::string pattern = newer["hybrid_override_pattern"];
+  newer.erase("hybrid_override_pattern");
+  nlohmann::json types = nlohmann::json::array();
+  for (char ch : pattern) {
+    types.push_back(ch == 'M' ? "mamba" : ch == '*' ? "attention" : "mlp");
+  }
+  newer["layers_block_type"] = types;
+  newer["mamba_n_groups"] = newer["n_groups"];
+  newer.erase("n_groups");
+  newer["mamba_d_conv"] = newer["conv_kernel"];
+  newer.erase("conv_kernel");
+  auto plan = PlanWith(newer, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 5'316'608);
+  EXPECT_EQ(plan->pool.num_blocks, 999);
+
+  LaunchConfig mtp = Launch(1, 20 * kGiB);
+  mtp.speculative =
+      ParseSpeculativeConfig(R"({"method":"mtp","num_speculative_tokens":2})").value();
+  EXPECT_EQ(ConfigError(NemotronNano9B(), mtp),
+            "--speculative-config method 'mtp' needs in-model MTP layers, but config.json "
+            "'config.json' declares none (num_nextn_predict_layers 1 with an "
+            "mtp_hybrid_override_pattern of * and E); choose another method");
+  nlohmann::json with_mtp = NemotronNano9B();
+  with_mtp["num_nextn_predict_layers"] = 1;
+  with_mtp["mtp_hybrid_override_pattern"] = "*E*E";
+  auto specs = BuildModelCacheSpecsFromJson(with_mtp, mtp);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  std::vector<std::string> drafts;
+  for (const LayerSpec& s : specs->layers) {
+    if (s.role == Role::kDraft) drafts.push_back(s.name);
+  }
+  EXPECT_EQ(drafts, (std::vector<std::string>{"model.layers.56.mixer", "model.layers.58.mixer"}));
+}
+
+TEST(MambaHybrids, MalformedFieldsAreNamed) {
+  const LaunchConfig c = Launch(1, 20 * kGiB);
+  nlohmann::json bad = NemotronNano9B();
+  bad["hybrid_override_pattern"] = std::string(55, 'M') + "G";
+  EXPECT_EQ(ConfigError(bad, c),
+            "config.json 'config.json': field 'hybrid_override_pattern' has 'G' at layer 55; "
+            "accepted: M, *, -, E");
+  bad["hybrid_override_pattern"] = "M*";
+  EXPECT_EQ(ConfigError(bad, c),
+            "config.json 'config.json': field 'hybrid_override_pattern' has 2 layers but "
+            "num_hidden_layers is 56");
+  bad.erase("hybrid_override_pattern");
+  EXPECT_EQ(ConfigError(bad, c),
+            "config.json 'config.json': field 'hybrid_override_pattern' is missing");
+  bad = NemotronNano9B();
+  bad["mamba_ssm_cache_dtype"] = "int8";
+  EXPECT_EQ(ConfigError(bad, c),
+            "config.json 'config.json': field 'mamba_ssm_cache_dtype' is 'int8'; accepted: "
+            "float32, bfloat16, float16");
+  // 128 Mamba heads over 3 ranks: the engine's divide() refuses, and so does the plan.
+  LaunchConfig tp3 = Launch(3, 20 * kGiB);
+  Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(NemotronNano9B(), tp3);
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().message(),
+            "Mamba2 state: conv dim = 11008 is not divisible by --tensor-parallel-size 3; choose "
+            "a tensor-parallel size that divides it");
 }
 
 }  // namespace
