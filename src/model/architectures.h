@@ -81,8 +81,9 @@ struct ModelDescription {
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers
   // The config key that counts the MTP layers, for messages.
   std::string mtp_key = "num_nextn_predict_layers";
-  // The config's dtype for the GDN temporal state (Qwen3.5's mamba_ssm_dtype), which the engine
-  // uses when --mamba-ssm-cache-dtype is auto; auto: none stated.
+  // The model's dtype for the recurrent SSM state (Qwen3.5's mamba_ssm_dtype; NemotronH's
+  // mamba_ssm_cache_dtype, float32 when absent), which the engine uses when
+  // --mamba-ssm-cache-dtype is auto; auto: the conv state's dtype.
   KvCacheDtype mamba_ssm_dtype = KvCacheDtype::kAuto;
   // Whether a --mamba-ssm-cache-dtype other than mamba_ssm_dtype draws the engine's warning.
   bool mamba_ssm_dtype_warns = false;

@@ -489,8 +489,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     b.out.hybrid_manager_off = needs_off;
   }
 
-  // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> align (no kvtopo model supports
-  // "all"); caching off -> none with one state page over the whole sequence.
+  // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> all or align (below); caching off ->
+  // none with one state page over the whole sequence.
   const bool has_recurrent =
       std::any_of(model.layers.begin(), model.layers.end(),
                   [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
@@ -498,9 +498,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   rec.num_speculative_tokens = S;
   rec.conv_dtype = cache.mamba_cache_dtype;
   rec.ssm_dtype = cache.mamba_ssm_cache_dtype;
-  // A model's own SSM state dtype (Qwen3.5's mamba_ssm_dtype, NemotronH's float32) replaces
-  // auto; a flag naming another wins, with the engine's warning for Qwen3.5 (its
-  // Qwen3_5ForConditionalGenerationConfig and NemotronHForCausalLMConfig).
+  // A model's own SSM state dtype replaces auto (the engine's
+  // Qwen3_5ForConditionalGenerationConfig and NemotronHForCausalLMConfig); a flag naming another
+  // wins, with the warning the engine logs for Qwen3.5.
   if (model.mamba_ssm_dtype != KvCacheDtype::kAuto) {
     if (rec.ssm_dtype == KvCacheDtype::kAuto) {
       rec.ssm_dtype = model.mamba_ssm_dtype;
