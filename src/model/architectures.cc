@@ -569,8 +569,8 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
-// MoE, Cohere): one K/V attention cache per layer. How the engine reads them (docs/profiles.md
-// cites each rule):
+// MoE, Cohere, MiniMax-M2): one K/V attention cache per layer. How the engine reads them
+// (docs/profiles.md cites each rule):
 // - KV heads: `num_key_value_heads`; a Llama or Cohere config without it is MHA
 //   (`num_attention_heads`).
 // - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) and
@@ -579,10 +579,20 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
 //   Mistral, none for the others; for Qwen configs only with `use_sliding_window`; never for
 //   Cohere, whose first-generation attention does not slide).
 //   Llama and Mistral layers slide per `layer_types` when those mix sliding and full layers;
-//   otherwise the window, if any, applies to every layer.
+//   otherwise the window, if any, applies to every layer (Mixtral and MiniMax-M2 layers never
+//   read `layer_types`, so a mix there is refused).
 // - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
 //   like the trunk's.
-enum class DenseFamily { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kGlm4Moe, kCohere };
+enum class DenseFamily {
+  kLlama,
+  kMistral,
+  kMixtral,
+  kQwen2,
+  kQwen3,
+  kGlm4Moe,
+  kCohere,
+  kMiniMaxM2
+};
 
 Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n,
                                           ModelDescription& m) {
@@ -613,10 +623,11 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
     std::fill(windows.begin(), windows.end(), window);
     return windows;
   }
-  if (family == DenseFamily::kMixtral) {
+  if (family == DenseFamily::kMixtral || family == DenseFamily::kMiniMaxM2) {
     return r.Invalid("layer_types",
-                     "mixes sliding and full layers, which the engine's Mixtral "
-                     "layers do not read; kvtopo does not plan it");
+                     fmt::format("mixes sliding and full layers, which the engine's {} layers do "
+                                 "not read; kvtopo does not plan it",
+                                 family == DenseFamily::kMixtral ? "Mixtral" : "MiniMax-M2"));
   }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t per_layer, Positive(r, "sliding_window", kMaxModelLen));
   for (int64_t i = 0; i < n; ++i) windows[i] = sliding[i] ? per_layer : 0;
@@ -844,6 +855,7 @@ const std::vector<ArchitectureReader>& Readers() {
        ReadDenseAs<DenseFamily::kLlama>},  // the engine's Phi3ForCausalLM is its Llama
       {"MistralForCausalLM", false, ReadDenseAs<DenseFamily::kMistral>},
       {"MixtralForCausalLM", false, ReadDenseAs<DenseFamily::kMixtral>},
+      {"MiniMaxM2ForCausalLM", false, ReadDenseAs<DenseFamily::kMiniMaxM2>},
       {"Qwen2ForCausalLM", false, ReadDenseAs<DenseFamily::kQwen2>},
       {"Qwen2MoeForCausalLM", false, ReadDenseAs<DenseFamily::kQwen2>},
       {"Qwen3ForCausalLM", false, ReadDenseAs<DenseFamily::kQwen3>},

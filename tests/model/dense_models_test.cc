@@ -679,6 +679,36 @@ TEST(DenseModels, Glm45QwenMoeAndDeepseekV2) {
   EXPECT_EQ(plan->pool.num_blocks, 34521);  // 16 GiB / (27 x 18,432 B)
 }
 
+// MiniMax-M2's config.json: 62 full-attention layers, 8 KV heads of 128 (head_dim, not
+// hidden_size / heads = 64). At TP8 one KV head per rank: a page of 16 x 2 x 1 x 128 x 2 B =
+// 8,192 B per layer, 507,904 B a block; 40 GiB is 84,562 blocks, 1,352,992 tokens. Its attention
+// never reads layer_types, so a mix of sliding and full layers is refused.
+TEST(DenseModels, MiniMaxM2) {
+  nlohmann::json minimax = nlohmann::json::parse(R"({
+    "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "hidden_size": 3072,
+    "num_hidden_layers": 62, "num_attention_heads": 48, "num_key_value_heads": 8,
+    "head_dim": 128, "rotary_dim": 64, "max_position_embeddings": 196608,
+    "num_mtp_modules": 3, "use_mtp": true, "torch_dtype": "bfloat16"})");
+  auto plan = PlanConfig(minimax, 8, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);
+  EXPECT_EQ(plan->pool.num_blocks, 84562);
+  EXPECT_EQ(plan->capacity.max_tokens, 1'352'992);
+  EXPECT_EQ(plan->model.max_model_len, 196608);
+
+  minimax["sliding_window"] = 4096;
+  minimax["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 62; ++i) {
+    minimax["layer_types"].push_back(i % 2 ? "full_attention" : "sliding_attention");
+  }
+  EXPECT_EQ(ConfigError(minimax),
+            "config.json 'config.json': field 'layer_types' mixes sliding and full layers, "
+            "which the engine's MiniMax-M2 layers do not read; kvtopo does not plan it");
+}
+
 // Phi-3 (the engine's Phi3ForCausalLM is its Llama) with LongRoPE: the model reaches 131072
 // tokens, but the engine's default --max-model-len is original_max_position_embeddings (4096),
 // which an info diagnostic names; an explicit --max-model-len up to 131072 is taken as given.
