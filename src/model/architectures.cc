@@ -451,14 +451,14 @@ Result<int64_t> ReadHeadSize(const ConfigReader& r, const ModelDescription& m, b
 
 // A NemotronH layer pattern: `key` as a string of M (Mamba2), * (attention), - (MLP) and E (MoE),
 // or `list_key` as a list of "mamba", "attention", "mlp" and "moe" (the newer spelling), mapped
-// to those letters; `fallback` when neither is stated ("" requires one).
+// to those letters; `fallback` when neither is stated ("" requires `key`).
 Result<std::string> NemotronPattern(const ConfigReader& r, std::string_view key,
                                     std::string_view list_key, std::string_view fallback) {
-  if (r.Has(key) || (!r.Has(list_key) && fallback.empty())) {
-    KVTOPO_ASSIGN_OR_RETURN(std::string pattern, r.String(key));
-    return pattern;
+  if (!r.Has(list_key)) {
+    if (r.Has(key) || fallback.empty()) return r.String(key);
+    return std::string(fallback);
   }
-  if (!r.Has(list_key)) return std::string(fallback);
+  if (r.Has(key)) return r.String(key);
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList(list_key));
   static constexpr std::array<std::pair<std::string_view, char>, 4> kLetters = {
       {{"mamba", 'M'}, {"attention", '*'}, {"mlp", '-'}, {"moe", 'E'}}};
@@ -507,14 +507,14 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
     return r.Invalid(pattern_key,
                      fmt::format("has '{}' at layer {}; accepted: M, *, -, E", pattern[bad], bad));
   }
-  if (r.json().contains("num_key_value_heads") && r.json()["num_key_value_heads"].is_null()) {
+  if (r.IsNull("num_key_value_heads")) {
     m.num_kv_heads_total = m.num_attention_heads;
   } else {
     KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
                             r.IntInOr("num_key_value_heads", 8, 1, kMaxModelDim));
   }
   int64_t head = 128;
-  if (r.json().contains("head_dim") && r.json()["head_dim"].is_null()) {
+  if (r.IsNull("head_dim")) {
     KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
   } else {
     KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", 128, 1, kMaxModelDim));
@@ -522,7 +522,7 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
   // One of two spellings of a field (the stated one), else the config class's default.
   auto either = [&](std::string_view key, std::string_view alias,
                     int64_t fallback) -> Result<int64_t> {
-    return r.IntInOr(r.Has(key) || !r.Has(alias) ? key : alias, fallback, 1, kMaxModelDim);
+    return r.IntInOr((r.Has(key) || !r.Has(alias)) ? key : alias, fallback, 1, kMaxModelDim);
   };
   Mamba2Dims mamba;
   KVTOPO_ASSIGN_OR_RETURN(mamba.num_heads, r.IntInOr("mamba_num_heads", 128, 1, kMaxModelDim));

@@ -43,6 +43,11 @@ bool ConfigReader::Has(std::string_view key) const {
   return v != nullptr && !v->is_null();
 }
 
+bool ConfigReader::IsNull(std::string_view key) const {
+  const nlohmann::json* v = Find(key);
+  return v != nullptr && v->is_null();
+}
+
 Result<int64_t> ConfigReader::Int(std::string_view key) const {
   const nlohmann::json* v = Find(key);
   if (v == nullptr || v->is_null()) return Missing(key);

@@ -21,7 +21,8 @@ class ConfigReader {
   // path of `obj` inside the file ("" for the root).
   ConfigReader(const nlohmann::json& obj, std::string file, std::string prefix = "");
 
-  bool Has(std::string_view key) const;  // present and not null
+  bool Has(std::string_view key) const;     // present and not null
+  bool IsNull(std::string_view key) const;  // present and null
   Result<int64_t> Int(std::string_view key) const;
   Result<int64_t> IntOr(std::string_view key, int64_t fallback) const;  // absent/null: fallback
   // An integer in [min, max] (kvtopo/limits.h); the error names the field and the range.
