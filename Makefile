@@ -7,13 +7,13 @@ FUZZ_BUILD ?= build-fuzz
 # Seconds each fuzz target runs under `make fuzz`; `make test` runs a short smoke of each.
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 15
-FUZZ_TARGETS := config_plan launch_plan workload runtime
+FUZZ_TARGETS := config_plan launch_plan workload runtime vllm_config
 # The project's own builds treat warnings as errors; a plain `cmake` or `pip install .` does not.
 WERROR ?= ON
 JOBS ?= $(shell nproc)
 PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 DEBIAN_PACKAGES := cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev pybind11-dev python3-dev clang-format \
+  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libyaml-dev pybind11-dev python3-dev clang-format \
   openmpi-bin libopenmpi-dev clang-14 libclang-rt-14-dev llvm-14
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -13,6 +13,8 @@
 //                allocate_slots with lookahead, decode with drafts, free, preempt, the batched
 //                API) against KVCacheManager::CheckInvariants, worker tables expanded by an
 //                oracle, and slot mapping against per-rank ownership by enumeration
+//   vllm_config  a `vllm serve --config` YAML file -> the engine's arguments -> the launch
+//                options among them -> LaunchConfig -> plan
 #pragma once
 
 #include <cstddef>
@@ -31,6 +33,7 @@ Reached FuzzConfigPlan(const uint8_t* data, size_t size);
 Reached FuzzLaunchPlan(const uint8_t* data, size_t size);
 Reached FuzzWorkload(const uint8_t* data, size_t size);
 Reached FuzzRuntime(const uint8_t* data, size_t size);
+Reached FuzzVllmConfig(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   std::string_view name;  // the fuzz/corpus/<name> folder and the kvtopo_fuzz_<name> binary

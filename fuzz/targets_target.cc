@@ -4,10 +4,8 @@ namespace kvtopo::fuzz {
 
 const std::vector<FuzzTarget>& FuzzTargets() {
   static const std::vector<FuzzTarget> kTargets = {
-      {"config_plan", FuzzConfigPlan},
-      {"launch_plan", FuzzLaunchPlan},
-      {"workload", FuzzWorkload},
-      {"runtime", FuzzRuntime},
+      {"config_plan", FuzzConfigPlan}, {"launch_plan", FuzzLaunchPlan}, {"workload", FuzzWorkload},
+      {"runtime", FuzzRuntime},        {"vllm_config", FuzzVllmConfig},
   };
   return kTargets;
 }

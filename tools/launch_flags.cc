@@ -2,24 +2,35 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "internal/json_text.h"
+#include "internal/units.h"
 
 namespace kvtopo::cli {
 namespace {
 
 constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
+constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 std::string FlagNames(const LaunchOption& o) {
   std::string names = FlagName(o.name);
   for (std::string_view alias : o.aliases) names += "," + FlagName(alias);
   if (o.value == OptionValue::kSwitch) names += ",!" + FlagName("no_" + std::string(o.name));
   return names;
+}
+
+// Whether argparse reads `arg` as a flag rather than a value: a leading dash, unless it is a
+// negative number ("-1", "-0.5").
+bool IsFlagLike(std::string_view arg) {
+  if (!arg.starts_with("-") || arg.size() < 2) return false;
+  return arg.find_first_not_of("0123456789.", 1) != std::string_view::npos;
 }
 
 std::string FlagHelp(const LaunchOption& o) {
@@ -47,14 +58,23 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   f.slots.assign(table.size(), {});  // sized once: CLI11 keeps references into it
   for (size_t i = 0; i < table.size(); ++i) {
     const LaunchOption& o = table[i];
+    // A flag given twice keeps its last value, as the engine's argparse parser does (and as a
+    // --config file's values yield to the command line's).
     if (o.value == OptionValue::kSwitch) {
-      app->add_flag(FlagNames(o), f.slots[i].on, FlagHelp(o));
+      app->add_flag(FlagNames(o), f.slots[i].on, FlagHelp(o))
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     } else {
-      app->add_option(FlagNames(o), f.slots[i].text, FlagHelp(o));
+      app->add_option(FlagNames(o), f.slots[i].text, FlagHelp(o))
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
   }
-  app->add_option(kNotPlannedFlag, f.not_planned)->group("");
-  app->add_option(kSpeculativeKey, f.speculative_keys)->group("");
+  // Hidden options NormalizeVllmArgs writes, one value per occurrence (a positional after one
+  // is not its value).
+  for (auto [name, values] :
+       {std::pair{kNotPlannedFlag, &f.not_planned}, std::pair{kSpeculativeKey, &f.speculative_keys},
+        std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
+    app->add_option(name, *values)->group("")->allow_extra_args(false);
+  }
 }
 
 Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
@@ -73,28 +93,41 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
     }
   }
   if (!f.speculative_keys.empty()) {
-    // --speculative-config.KEY VALUE entries override the JSON's keys; values are JSON scalars
-    // when they parse as such, else strings.
+    // The engine's parser folds the --speculative-config.KEY VALUE arguments into one JSON
+    // value and appends it after every other argument, so it replaces a --speculative-config
+    // given as JSON (argparse keeps the last value). A value is JSON when it parses as such, else
+    // an integer with vLLM's suffixes ("4k"), else a string.
     nlohmann::json spec = nlohmann::json::object();
-    if (o.speculative_config) {
-      spec = nlohmann::json::parse(*o.speculative_config, nullptr, /*allow_exceptions=*/false);
-      if (!spec.is_object()) {
-        return InvalidArgument(
-            "--speculative-config must be a JSON object when --speculative-config.KEY flags "
-            "add to it");
-      }
-    }
     for (const std::string& entry : f.speculative_keys) {
       const size_t eq = entry.find('=');
       const std::string key = entry.substr(0, eq);
       const std::string text = eq == std::string::npos ? "" : entry.substr(eq + 1);
       nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (value.is_discarded() || value.is_object() || value.is_array()) value = text;
+      if (value.is_discarded()) {
+        const Result<int64_t> n = ParseHumanInt(text, key);
+        value = n.ok() ? nlohmann::json(*n) : nlohmann::json(text);
+      }
       spec[key] = value;
+    }
+    if (o.speculative_config) {
+      o.diagnostics.push_back(
+          {.severity = Severity::kWarning,
+           .code = "speculative-config-replaced",
+           .message = fmt::format(
+               "--speculative-config {} is dropped: the engine's parser folds the "
+               "--speculative-config.KEY arguments into a value of their own that replaces it, "
+               "so the plan uses {} only; give every key in one form",
+               *o.speculative_config, internal::JsonText(spec))});
     }
     o.speculative_config = internal::JsonText(spec);
   }
   o.not_planned = f.not_planned;
+  for (const std::string& text : f.launch_diagnostics) {
+    const nlohmann::json d = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    o.diagnostics.push_back({.severity = Severity::kWarning,
+                             .code = d.value("code", ""),
+                             .message = d.value("message", "")});
+  }
   KVTOPO_RETURN_IF_ERROR(
       ApplyLaunchEnvironment(o, [](const char* name) { return std::getenv(name); }));
   return o;
@@ -117,54 +150,150 @@ int ReportError(const Status& status) {
   return ExitCodeFor(status);
 }
 
-std::vector<std::string> NormalizeVllmArgs(int argc, char** argv, const CLI::App& app) {
-  std::vector<std::string> in(argv, argv + argc), out;
-  if (!in.empty()) out.push_back(in[0]);
+Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const CLI::App& app) {
+  struct Arg {
+    std::string text;
+    bool from_config = false;  // from a --config file: the engine's flags, never a subcommand's
+  };
+  std::vector<Arg> in;
+  for (int i = 0; i < argc; ++i) in.push_back({argv[i]});
+  std::vector<std::string> out;
+  if (!in.empty()) out.push_back(in[0].text);
   const CLI::App* sub = nullptr;
   if (in.size() > 1) {
     for (const CLI::App* candidate : app.get_subcommands([](const CLI::App*) { return true; })) {
-      if (candidate->check_name(in[1])) sub = candidate;
+      if (candidate->check_name(in[1].text)) sub = candidate;
     }
   }
+  std::vector<std::string> diagnostics;  // JSON {code, message} for kLaunchDiagnosticFlag
+  if (sub != nullptr && sub->get_option_no_throw(kNotPlannedFlag) != nullptr) {
+    // `--config FILE`: the file's flags go right after the subcommand, so the command line's
+    // own come later and win (FlexibleArgumentParser._pull_args_from_config).
+    auto is_config = [](const Arg& a) { return a.text == "--config"; };
+    const auto first = std::find_if(in.begin() + 2, in.end(), is_config);
+    if (first != in.end()) {
+      if (std::count_if(first, in.end(), is_config) > 1) {
+        return InvalidArgument("--config is given more than once; the engine reads one file");
+      }
+      if (first + 1 == in.end()) return InvalidArgument("--config needs a file");
+      KVTOPO_ASSIGN_OR_RETURN(VllmConfigFileArgs file, ReadVllmConfigFile((first + 1)->text));
+      in.erase(first, first + 2);
+      std::vector<Arg> inserted;
+      for (std::string& a : file.args) inserted.push_back({std::move(a), true});
+      in.insert(in.begin() + 2, inserted.begin(), inserted.end());
+      for (const Diagnostic& d : file.diagnostics) {
+        diagnostics.push_back(internal::JsonText({{"code", d.code}, {"message", d.message}}));
+      }
+    }
+  }
+  // The argument after in[i] as a flag's value, when there is one; consumed.
+  auto take_value = [&](size_t& i, bool unless_flag) -> std::optional<std::string> {
+    if (i + 1 >= in.size() || (unless_flag && IsFlagLike(in[i + 1].text))) return std::nullopt;
+    return in[++i].text;
+  };
+  bool model_given = false;               // a positional MODEL on the command line
+  std::optional<std::string> file_model;  // `model:` of a --config file
   for (size_t i = 1; i < in.size(); ++i) {
-    std::string arg = in[i];
+    const std::string& arg = in[i].text;
+    const bool from_config = in[i].from_config;
     if (arg == "--") {  // everything after is positional
-      out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(i), in.end());
+      for (size_t k = i; k < in.size(); ++k) out.push_back(in[k].text);
+      model_given = model_given || i + 1 < in.size();
       break;
+    }
+    if (!arg.starts_with("-") || arg.size() < 2) {
+      model_given = model_given || i > 1;
+      out.push_back(arg);
+      continue;
     }
     const size_t eq = arg.find('=');
     std::string name = arg.substr(0, eq);
-    const std::string attached = eq == std::string::npos ? "" : arg.substr(eq);
+    const std::optional<std::string> attached =
+        eq == std::string::npos ? std::nullopt : std::optional<std::string>(arg.substr(eq + 1));
+    if (name == "--config" && attached) {
+      // The engine pulls a file in only from `--config FILE`; `--config=FILE` is stored and
+      // never read.
+      diagnostics.push_back(internal::JsonText(
+          {{"code", "config-file-ignored"},
+           {"message", fmt::format("{} is ignored: the engine reads a config file only from "
+                                   "'--config FILE' (two arguments), so the plan ignores it too",
+                                   arg)}}));
+      continue;
+    }
+    // A dotted key of a JSON flag: --speculative-config.method, -cc.mode.
+    const size_t dot = name.find('.');
+    std::string key = dot == std::string::npos ? "" : name.substr(dot + 1);
+    if (dot != std::string::npos) name.resize(dot);
     if (name.starts_with("--")) {
-      // Dashes for underscores in the flag's name; a dotted key after it keeps its spelling.
-      const auto key = std::find(name.begin(), name.end(), '.');
-      std::replace(name.begin() + 2, key, '_', '-');
-    } else if (name.size() > 1 && name[0] == '-' && name[1] != '-') {
-      // vLLM's single-dash long aliases of launch options: -tp, -dcp, -pp, ...
+      std::replace(name.begin() + 2, name.end(), '_', '-');
+    } else if (name[1] != '-') {
+      // vLLM's single-dash long aliases of launch options: -tp, -dcp, -sc, ...
       for (const LaunchOption& o : LaunchOptionTable()) {
         if (!o.short_flag.empty() && name.substr(1) == o.short_flag) name = FlagName(o.name);
       }
     }
-    if (name.starts_with("--speculative-config.")) {
-      std::string value = attached.empty() ? "" : attached.substr(1);
-      if (attached.empty() && i + 1 < in.size()) value = in[++i];
-      out.push_back(fmt::format("{}={}={}", kSpeculativeKey, name.substr(21), value));
+    const CLI::Option* own =
+        from_config || sub == nullptr ? nullptr : sub->get_option_no_throw(name);
+    const bool own_flag = own != nullptr;
+    if (!key.empty()) {
+      // The engine's parser takes the next argument as the key's value unless one is attached,
+      // and folds every key of one flag into a single JSON value.
+      const std::string value = attached ? *attached : take_value(i, false).value_or("");
+      if (name == FlagName("speculative_config")) {
+        out.push_back(fmt::format("{}={}={}", kSpeculativeKey, key, value));
+        continue;
+      }
+      const VllmFlag* flag = own_flag ? nullptr : FindVllmFlagNotPlanned(name + "." + key);
+      if (flag != nullptr) {
+        out.push_back(fmt::format("{}={}.{}", kNotPlannedFlag, name, key));
+        continue;
+      }
+      out.push_back(arg);  // not a JSON flag: CLI11 reports it
+      if (!attached) out.push_back(value);
       continue;
     }
-    const bool own_flag = sub != nullptr && sub->get_option_no_throw(name) != nullptr;
-    if (!own_flag && (!FindLaunchOption(name) || name.find('.') != std::string::npos)) {
+    if (name == "--model" && !own_flag) {
+      // `vllm serve --model M` is `vllm serve M`; a config file's model yields to the command
+      // line's.
+      if (const std::optional<std::string> model = attached ? attached : take_value(i, false)) {
+        if (from_config) {
+          file_model = *model;
+        } else {
+          model_given = true;
+          out.push_back(*model);
+        }
+        continue;
+      }
+    }
+    if (!own_flag && !FindLaunchOption(name)) {
       if (const VllmFlag* flag = FindVllmFlagNotPlanned(name)) {
-        // Swallow the flag's value too; record the flag by name.
-        if (flag->takes_value && attached.empty() && name == flag->name && i + 1 < in.size() &&
-            !in[i + 1].starts_with("--")) {
-          ++i;
+        // Swallow the flag's values too (as many as its arity takes); record the flag by name.
+        if (flag->takes_value && !attached && name == flag->name) {
+          switch (flag->values) {
+            case VllmFlag::Values::kOne:
+            case VllmFlag::Values::kOptional:
+              take_value(i, true);
+              break;
+            case VllmFlag::Values::kOneOrMore:
+              while (take_value(i, true)) {
+              }
+              break;
+          }
         }
         out.push_back(fmt::format("{}={}", kNotPlannedFlag, name));
         continue;
       }
     }
-    out.push_back(name + attached);
+    out.push_back(attached ? name + "=" + *attached : name);
+    // A flag's value is not a MODEL: pass it on as is.
+    const LaunchOption* option = own_flag ? nullptr : FindLaunchOption(name);
+    const bool takes_value = own_flag ? own->get_type_size_max() > 0
+                                      : option != nullptr && option->value != OptionValue::kSwitch;
+    if (takes_value && !attached && i + 1 < in.size()) out.push_back(in[++i].text);
   }
+  if (file_model && !model_given) out.push_back(*file_model);
+  for (const std::string& d : diagnostics)
+    out.push_back(fmt::format("{}={}", kLaunchDiagnosticFlag, d));
   return out;
 }
 

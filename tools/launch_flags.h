@@ -27,6 +27,9 @@ struct LaunchFlags {
   // --speculative-config.KEY VALUE pairs as KEY=VALUE.
   std::vector<std::string> not_planned;
   std::vector<std::string> speculative_keys;
+  // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
+  // JSON {code, message}.
+  std::vector<std::string> launch_diagnostics;
   CLI::App* app = nullptr;
 };
 
@@ -54,6 +57,8 @@ int ReportError(const Status& status);
 // --speculative-config.KEY VALUE to a hidden KEY=VALUE option, and the flags of `vllm serve`
 // that do not affect the plan (with their values) to a hidden record the plan reports. A flag the
 // chosen subcommand of `app` declares itself (e.g. simulate --seed) keeps its own meaning.
-std::vector<std::string> NormalizeVllmArgs(int argc, char** argv, const CLI::App& app);
+// `--config FILE` (a YAML file of flags) is read here and its flags put before the command
+// line's; errors: a file that cannot be read as the engine reads it, or --config twice.
+Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const CLI::App& app);
 
 }  // namespace kvtopo::cli

@@ -22,7 +22,10 @@ int main(int argc, char** argv) {
   kvtopo::cli::CommandRegistry registry;
   kvtopo::cli::RegisterCommands(app, registry);
   // CLI11 wants argv in reverse for the vector overload.
-  std::vector<std::string> args = kvtopo::cli::NormalizeVllmArgs(argc, argv, app);
+  kvtopo::Result<std::vector<std::string>> normalized =
+      kvtopo::cli::NormalizeVllmArgs(argc, argv, app);
+  if (!normalized.ok()) return kvtopo::cli::ReportError(normalized.status());
+  std::vector<std::string> args = std::move(*normalized);
   args.erase(args.begin());
   std::reverse(args.begin(), args.end());
   try {

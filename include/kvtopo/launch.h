@@ -147,6 +147,9 @@ struct LaunchConfig {
   bool disable_sliding_window = false;
   // `vllm serve` flags given that do not change the plan (reported, not used).
   std::vector<std::string> not_planned_flags;
+  // Findings about how the launch was spelled (LaunchOptions::diagnostics), reported with the
+  // plan's own.
+  std::vector<Diagnostic> launch_diagnostics;
 };
 
 struct ModelCacheSpecs {

@@ -60,10 +60,21 @@ struct LaunchOptions {
   std::optional<std::string> mamba_ssm_cache_dtype;  // GDN temporal state; default auto
   std::optional<std::string> attention_backend;      // default: the model's backend
   std::optional<std::string> speculative_config;     // JSON text
-  std::optional<bool> shard_draft;                   // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
+  // --spec-method, --spec-model, --spec-tokens: keys of the speculative config, each refused
+  // when the JSON names it too (vLLM's create_speculative_config).
+  std::optional<std::string> spec_method;
+  std::optional<std::string> spec_model;
+  std::optional<int64_t> spec_tokens;
+  std::optional<std::string> dcp_comm_backend;  // ag_rs (default) or a2a (needs DCP > 1)
+  // --enable-mamba-cache-stochastic-rounding: needs --mamba-ssm-cache-dtype float16.
+  std::optional<bool> enable_mamba_cache_stochastic_rounding;
+  std::optional<bool> shard_draft;             // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
   std::optional<std::string> dcp_shard_draft;  // VLLM_DCP_SHARD_DRAFT (ParseShardDraftRequest)
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
   std::vector<std::string> not_planned;
+  // What a front end found in how the launch was spelled (e.g. a --speculative-config the
+  // engine's parser drops); the plan reports them.
+  std::vector<Diagnostic> diagnostics;
 };
 
 // How an option's value is written.
@@ -112,13 +123,37 @@ Status ApplyLaunchEnvironment(LaunchOptions& options,
 struct VllmFlag {
   std::string name;          // "--gpu-memory-utilization", "-O"
   bool takes_value = false;  // false: a switch (its "--no-" form is accepted too)
+  // How many arguments the value spans (argparse's nargs): one; "+" every following argument
+  // that is not a flag (--served-model-name a b); "?" the next one unless it is a flag.
+  enum class Values { kOne, kOneOrMore, kOptional };
+  Values values = Values::kOne;
+  // The value is a JSON object; the engine folds dotted --FLAG.KEY VALUE arguments into it.
+  bool json = false;
   // It changes the engine's KV-cache plan in a way kvtopo does not model (a warning says so).
   bool unmodelled = false;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();
-// The flag `token` names ("--port", "--port=8000", "--no-enforce-eager"), or nullptr.
+// The flag `token` names ("--port", "--port=8000", "--no-enforce-eager", "-O3", and a JSON flag's
+// dotted key "--compilation-config.mode"), or nullptr.
 const VllmFlag* FindVllmFlagNotPlanned(std::string_view token);
+
+// A `vllm serve --config FILE` YAML file as the engine's parser reads it
+// (FlexibleArgumentParser.load_config_file over PyYAML's safe_load): the arguments it stands for,
+// in file order: `key: true` is --key, `key: false` nothing, a list --key and each item, a
+// mapping --key and its JSON, anything else --key and its Python str() ("None" for an empty
+// value). The engine places them before the command line's own, which therefore win.
+struct VllmConfigFileArgs {
+  std::vector<std::string> args;
+  // Warnings: a planning switch set false, which the engine drops (config-file-false-dropped).
+  std::vector<Diagnostic> diagnostics;
+};
+// Errors name the file: not .yaml/.yml (the engine's check), unreadable, malformed YAML (with
+// its line and column), not a mapping, or a construct safe_load would not read; and, in a build
+// without libyaml, every file.
+Result<VllmConfigFileArgs> ReadVllmConfigFile(const std::string& path);
+// The same from the file's text; `path` names it in messages.
+Result<VllmConfigFileArgs> VllmConfigFileArgsFromYaml(std::string_view text, std::string_view path);
 
 // docs/launch-options.md: the table as Markdown (CLI flag, Python keyword, aliases, value,
 // environment variable, help), and the `vllm serve` flags accepted without planning.

@@ -235,12 +235,37 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::attention_backend},
       {"speculative_config",
        {},
-       "",
+       "sc",
        V::kText,
        "",
        "JSON: method, model, num_speculative_tokens, draft_attention_backend, attention_backend, "
        "draft_kv_cache_dtype, dflash_draft_window_size; also --speculative-config.KEY VALUE",
        &LO::speculative_config},
+      {"spec_method",
+       {},
+       "",
+       V::kText,
+       "",
+       "the speculative config's method, as --speculative-config '{\"method\": ...}'; refused "
+       "when that JSON names a method too",
+       &LO::spec_method},
+      {"spec_model",
+       {},
+       "",
+       V::kText,
+       "",
+       "the speculative config's model (draft); refused when --speculative-config names one too",
+       &LO::spec_model},
+      {"spec_tokens",
+       {},
+       "",
+       V::kInt,
+       "",
+       "the speculative config's num_speculative_tokens; refused when --speculative-config "
+       "names it too",
+       &LO::spec_tokens,
+       1,
+       kMaxSpeculativeTokens},
       {"shard_draft",
        {},
        "",
@@ -327,6 +352,24 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "sliding-window layers attend over the whole request (cached as full attention) and the "
        "derived maximum length is capped at the config's sliding_window; default off",
        &LO::disable_sliding_window},
+      {"dcp_comm_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "how DCP ranks combine partial attention: ag_rs (all-gather + reduce-scatter, the "
+       "default) or a2a (all-to-all), which the engine refuses without DCP > 1; the cache "
+       "layout is the same",
+       &LO::dcp_comm_backend},
+      {"enable_mamba_cache_stochastic_rounding",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "stochastic rounding of recurrent state written to a float16 cache; the engine refuses "
+       "it unless --mamba-ssm-cache-dtype is float16 (and, not checked here, off NVIDIA GPUs or, "
+       "with the triton Mamba backend, below compute capability 10.0); default off",
+       &LO::enable_mamba_cache_stochastic_rounding},
       {"prefix_match_unit",
        {},
        "",
@@ -460,7 +503,14 @@ const std::vector<VllmFlag>& Flags() {
       Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
       if (!j.ok() || !j->contains("flags")) break;
       for (const nlohmann::json& e : (*j)["flags"]) {
-        r.push_back({e.value("name", ""), e.value("value", false), e.value("unmodelled", false)});
+        const std::string values = e.value("values", "");
+        r.push_back({.name = e.value("name", ""),
+                     .takes_value = e.value("value", false),
+                     .values = values == "one or more" ? VllmFlag::Values::kOneOrMore
+                               : values == "optional"  ? VllmFlag::Values::kOptional
+                                                       : VllmFlag::Values::kOne,
+                     .json = e.value("json", false),
+                     .unmodelled = e.value("unmodelled", false)});
       }
     }
     return r;
@@ -474,9 +524,14 @@ const std::vector<VllmFlag>& VllmFlagsNotPlanned() { return Flags(); }
 
 const VllmFlag* FindVllmFlagNotPlanned(std::string_view token) {
   std::string name(token.substr(0, token.find('=')));
-  if (name.size() > 2 && name.starts_with("-O") && name[2] != '-') name = "-O";  // -O3
+  // A dotted key names a key of a JSON flag's value: "--compilation-config.mode".
+  const size_t dot = name.find('.');
+  const bool dotted = dot != std::string::npos;
+  if (dotted) name.resize(dot);
+  if (!dotted && name.size() > 2 && name.starts_with("-O") && name[2] != '-') name = "-O";  // -O3
   std::replace(name.begin() + std::min<size_t>(2, name.size()), name.end(), '_', '-');
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
+    if (dotted && !f.json) continue;
     if (f.name == name) return &f;
     if (!f.takes_value && name.starts_with("--no-") && f.name == "--" + name.substr(5)) return &f;
   }
@@ -515,13 +570,53 @@ std::string LaunchOptionsMarkdown() {
       "\n## `vllm serve` flags accepted without planning\n\n"
       "Accepted on the command line and listed in the plan's `not-used-for-planning` info "
       "diagnostic; those marked *unmodelled* change the engine's plan in ways kvtopo does not "
-      "model and raise the `not-modelled` warning instead (profiles/vllm-flags.json).\n\n";
+      "model and raise the `not-modelled` warning instead (profiles/vllm-flags.json). `VALUE...` "
+      "takes every following argument that is not a flag, `[VALUE]` a value only when one "
+      "follows, and a `JSON` flag also takes its keys one at a time (`--compilation-config.mode "
+      "3`), as the engine's parser folds them into one JSON value.\n\n";
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
-    md += fmt::format("- `{}`{}{}\n", f.name, f.takes_value ? " VALUE" : "",
-                      f.unmodelled ? " — *unmodelled*" : "");
+    std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
+    if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
+    if (f.values == VllmFlag::Values::kOptional) value = " [VALUE]";
+    md += fmt::format("- `{}`{}{}\n", f.name, value, f.unmodelled ? " — *unmodelled*" : "");
   }
   return md;
 }
+
+namespace {
+
+// The speculative config the engine builds: --speculative-config, plus --spec-method,
+// --spec-model and --spec-tokens as keys, each refused when the JSON has it
+// (EngineArgs.create_speculative_config).
+Result<std::optional<std::string>> SpeculativeConfigText(const LaunchOptions& o) {
+  if (!o.spec_method && !o.spec_model && !o.spec_tokens) return o.speculative_config;
+  nlohmann::json spec = nlohmann::json::object();
+  if (o.speculative_config) {
+    KVTOPO_ASSIGN_OR_RETURN(spec,
+                            internal::ParseJsonText(*o.speculative_config, "--speculative-config"));
+    if (!spec.is_object()) {
+      return InvalidArgument(
+          "--speculative-config must be a JSON object when --spec-method, --spec-model or "
+          "--spec-tokens add to it");
+    }
+  }
+  auto add = [&](std::string_view flag, const char* key, const nlohmann::json& value) -> Status {
+    if (spec.contains(key)) {
+      return InvalidArgument(
+          fmt::format("{} and --speculative-config['{}'] are mutually exclusive", flag, key));
+    }
+    spec[key] = value;
+    return Status::Ok();
+  };
+  if (o.spec_method) KVTOPO_RETURN_IF_ERROR(add("--spec-method", "method", *o.spec_method));
+  if (o.spec_model) KVTOPO_RETURN_IF_ERROR(add("--spec-model", "model", *o.spec_model));
+  if (o.spec_tokens) {
+    KVTOPO_RETURN_IF_ERROR(add("--spec-tokens", "num_speculative_tokens", *o.spec_tokens));
+  }
+  return std::optional<std::string>(internal::JsonText(spec));
+}
+
+}  // namespace
 
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   LaunchConfig c = o.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
@@ -605,9 +700,40 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.cache.mamba_cache_mode = mode;
   }
   if (o.attention_backend) c.cache.attention_backend = *o.attention_backend;
-  if (o.speculative_config) {
-    KVTOPO_ASSIGN_OR_RETURN(SpeculativeConfig spec, ParseSpeculativeConfig(*o.speculative_config));
-    c.speculative = std::move(spec);
+  if (o.dcp_comm_backend) {
+    if (*o.dcp_comm_backend != "ag_rs" && *o.dcp_comm_backend != "a2a") {
+      return InvalidArgument(fmt::format(
+          "--dcp-comm-backend '{}' is not a DCP communication backend; accepted: ag_rs, a2a",
+          *o.dcp_comm_backend));
+    }
+    if (*o.dcp_comm_backend == "a2a" && c.parallel.decode_context_parallel_size <= 1) {
+      return Rejected(fmt::format(
+          "--dcp-comm-backend a2a needs --decode-context-parallel-size > 1, got {}; the engine "
+          "refuses it at startup (ParallelConfig); drop the flag or use DCP",
+          c.parallel.decode_context_parallel_size));
+    }
+  }
+  // vLLM's VllmConfig check compares the flag's text: an auto dtype that resolves to float16
+  // does not count.
+  if (o.enable_mamba_cache_stochastic_rounding.value_or(false) &&
+      o.mamba_ssm_cache_dtype.value_or("auto") != "float16") {
+    return Rejected(fmt::format(
+        "--enable-mamba-cache-stochastic-rounding needs --mamba-ssm-cache-dtype float16, got {}; "
+        "the engine refuses the launch at startup",
+        o.mamba_ssm_cache_dtype.value_or("auto")));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(std::optional<std::string> spec_text, SpeculativeConfigText(o));
+  if (spec_text) {
+    Result<SpeculativeConfig> spec = ParseSpeculativeConfig(*spec_text);
+    if (!spec.ok()) {
+      // A config the front end rebuilt says so: the user's JSON is not what failed.
+      std::string message = spec.status().message();
+      for (const Diagnostic& d : o.diagnostics) {
+        if (d.code == "speculative-config-replaced") message += "; " + d.message;
+      }
+      return Status(spec.status().code(), message);
+    }
+    c.speculative = std::move(*spec);
   }
   // Async scheduling (vLLM check_and_set_default_async_scheduling): on by default unless the
   // speculative method runs without it; asking for it with such a method is an error.
@@ -633,6 +759,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
   }
   c.not_planned_flags = o.not_planned;
+  c.launch_diagnostics = o.diagnostics;
   return c;
 }
 

@@ -750,6 +750,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         "--pipeline-parallel-size 1",
                         config.pipeline_parallel_size));
   }
+  for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
   std::vector<std::string> unmodelled, unused;
   bool kv_connector = false;
   for (const std::string& flag : config.not_planned_flags) {

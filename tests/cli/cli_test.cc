@@ -1,6 +1,7 @@
 // The CLI's contract: exit 0 accepted, 1 rejected, 2 usage error with a one-line message.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -129,6 +130,123 @@ TEST(PlanCli, PastedVllmServeLine) {
   EXPECT_NE(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
   // Unknown flags stay usage errors.
   EXPECT_EQ(RunCli("plan --gpu-memory-utilisation 0.9").exit_code, 2);
+}
+
+// The rest of the engine's argument parser: -sc and its dotted keys, --spec-* keys, --model,
+// a repeated flag's last value, flags taking several values or a JSON value by key.
+TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
+  auto plan = [](const std::string& args) {
+    auto r = RunCli("plan " + args + " --json", true);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  auto p =
+      plan("--model kimi-k2.6 -tp 2 -dcp 2 -tp 8 -sc.method eagle3 -sc.num_speculative_tokens=2");
+  EXPECT_EQ(p["model"]["name"], "kimi-k2.6");
+  EXPECT_EQ(p["parallel"]["tensor_parallel_size"], 8);
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 2);
+  p = plan("kimi-k2.6 --spec-method eagle3 --spec-tokens 3");
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
+  p = plan("kimi-k2.6 -sc '{\"method\": \"eagle3\", \"num_speculative_tokens\": 1}'");
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 1);
+  // Dotted keys replace a JSON --speculative-config: the engine appends them as a value of
+  // their own, and the last value wins.
+  p = plan(
+      "kimi-k2.6 --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": "
+      "1}' --speculative-config.method eagle3 --speculative-config.num_speculative_tokens 4");
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 4);
+  ASSERT_EQ(p["diagnostics"].size(), 1u) << p.dump();
+  EXPECT_EQ(p["diagnostics"][0]["code"], "speculative-config-replaced");
+  EXPECT_EQ(p["diagnostics"][0]["message"],
+            "--speculative-config {\"method\": \"eagle3\", \"num_speculative_tokens\": 1} is "
+            "dropped: the engine's parser folds the --speculative-config.KEY arguments into a "
+            "value of their own that replaces it, so the plan uses "
+            "{\"method\":\"eagle3\",\"num_speculative_tokens\":4} only; give every key in one "
+            "form");
+  auto r = RunCli(
+      "check kimi-k2.6 --served-model-name kimi k26 --cudagraph-capture-sizes 1 2 4 -n 2 -r 0 "
+      "-ac '{}' --compilation-config.mode 3 -cc.cudagraph_mode=FULL --hf-token --seed -1 "
+      "--language-model-only --json",
+      true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
+  EXPECT_EQ(j["diagnostics"][0]["message"],
+            "accepted, not used for planning: --served-model-name, --cudagraph-capture-sizes, -n, "
+            "-r, -ac, --compilation-config.mode, -cc.cudagraph_mode, --hf-token, --seed, "
+            "--language-model-only");
+  // What the engine's parser refuses stays a usage error; what its config refuses, a rejection.
+  EXPECT_EQ(RunCli("check kimi-k2.6 --port.x 1").exit_code, 2);
+  EXPECT_EQ(RunCli("check kimi-k2.6 --model kimi-k2.6").exit_code, 2);
+  r = RunCli("check kimi-k2.6 -sc '{\"num_speculative_tokens\": 1}' --spec-tokens 2", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: --spec-tokens and --speculative-config['num_speculative_tokens'] are "
+            "mutually exclusive\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 --dcp-comm-backend a2a").exit_code, 1);
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8 -dcp 8 --dcp-comm-backend a2a").exit_code, 0);
+}
+
+// `--config FILE`: the file's flags come before the command line's, which win; the command
+// line's MODEL wins over the file's `model`; a false switch is dropped, with a warning.
+TEST(PlanCli, VllmConfigFile) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string path = (dir / "kvtopo_cli_serve.yaml").string();
+  std::ofstream(path) << "model: kimi-k2.6\n"
+                         "tensor-parallel-size: 8\n"
+                         "decode_context_parallel_size: 4\n"
+                         "max-model-len: 64k\n"
+                         "enable-prefix-caching: false\n"
+                         "served-model-name: [kimi, k26]\n"
+                         "seed: 7\n"
+                         "speculative-config: {method: eagle3, num_speculative_tokens: 3}\n";
+  auto r = RunCli("plan --config " + path + " -tp 16 --json", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto p = nlohmann::json::parse(r.out);
+  EXPECT_EQ(p["model"]["name"], "kimi-k2.6");
+  EXPECT_EQ(p["parallel"]["tensor_parallel_size"], 16);
+  EXPECT_EQ(p["parallel"]["decode_context_parallel_size"], 4);
+  EXPECT_EQ(p["model"]["max_model_len"], 64000);
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
+  ASSERT_EQ(p["diagnostics"].size(), 2u) << r.out;
+  EXPECT_EQ(p["diagnostics"][0]["code"], "config-file-false-dropped");
+  EXPECT_EQ(p["diagnostics"][1]["message"],
+            "accepted, not used for planning: --served-model-name, --seed");
+  // The command line's MODEL and flags win over the file's.
+  r = RunCli("plan glm-5.1 --config " + path +
+                 " -sc '{\"method\": \"mtp\", "
+                 "\"num_speculative_tokens\": 1}' -tp 8 -dcp 1 --json",
+             true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  p = nlohmann::json::parse(r.out);
+  EXPECT_EQ(p["model"]["name"], "glm-5.1");
+  EXPECT_EQ(p["model"]["num_speculative_tokens"], 1);
+  EXPECT_EQ(p["parallel"]["decode_context_parallel_size"], 1);
+  // A file's `seed` is the engine's flag, not simulate's own --seed.
+  r = RunCli("simulate glm-5.1 --workload decode-steady --config " + path +
+                 " -sc '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}' --json",
+             true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["seed"], 0);
+  // The engine's own refusals, and its silent one: --config=FILE is never read.
+  r = RunCli("check --config " + path + " --config " + path, true);
+  EXPECT_EQ(r.out, "kvtopo: --config is given more than once; the engine reads one file\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(RunCli("check kimi-k2.6 --config", true).out, "kvtopo: --config needs a file\n");
+  r = RunCli("check kimi-k2.6 --config serve.toml", true);
+  EXPECT_EQ(r.out,
+            "kvtopo: --config serve.toml: a config file must be a .yaml or .yml file, got "
+            "'toml'\n");
+  r = RunCli("check kimi-k2.6 --config=" + path + " --json", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
+  EXPECT_EQ(j["diagnostics"][0]["code"], "config-file-ignored");
+  EXPECT_EQ(j["diagnostics"][0]["message"],
+            "--config=" + path +
+                " is ignored: the engine reads a config file only from "
+                "'--config FILE' (two arguments), so the plan ignores it too");
+  std::filesystem::remove(path);
 }
 
 TEST(PlanCli, TableSaysTheBudgetIsTheDefault) {

@@ -192,6 +192,111 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   }
 }
 
+// The flags of the fork's head (28be48fa9) with the arity its argparse parser gives them.
+TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
+  using Values = VllmFlag::Values;
+  for (const char* name : {"--mamba-backend", "--ubatch-size", "--moe-backend", "-n", "-r",
+                           "--gdn-prefill-backend", "--shutdown-timeout"}) {
+    const VllmFlag* f = FindVllmFlagNotPlanned(name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;
+  }
+  for (const char* name : {"--language-model-only", "--numa-bind", "--grpc",
+                           "--no-enable-flashinfer-autotune", "--scheduler-reserve-full-isl"}) {
+    ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
+    EXPECT_FALSE(FindVllmFlagNotPlanned(name)->takes_value) << name;
+  }
+  for (const char* name : {"--served-model-name", "--cudagraph-capture-sizes", "--api-key",
+                           "--numa-bind-nodes", "--offload-params", "--lora-target-modules"}) {
+    ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
+    EXPECT_EQ(FindVllmFlagNotPlanned(name)->values, Values::kOneOrMore) << name;
+  }
+  EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
+  // JSON flags, and their dotted keys; other flags take none.
+  for (const char* name : {"--compilation-config", "-cc", "-ac", "--kernel-config",
+                           "--kv-transfer-config", "--hf-overrides", "--reasoning-config"}) {
+    ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
+    EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
+  }
+  EXPECT_EQ(FindVllmFlagNotPlanned("--compilation-config.mode")->name, "--compilation-config");
+  EXPECT_EQ(FindVllmFlagNotPlanned("-cc.cudagraph_mode=FULL")->name, "-cc");
+  EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
+  EXPECT_EQ(FindVllmFlagNotPlanned("-O.mode"), nullptr);
+  // Flags whose effect on the cache kvtopo does not model say so.
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-cache-dtype-skip-layers")->unmodelled);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
+  // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
+  for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
+                           "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding"}) {
+    EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
+  }
+  EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");
+}
+
+// --spec-method, --spec-model and --spec-tokens are keys of the speculative config; one the JSON
+// names too is refused with the engine's message.
+TEST(LaunchOptions, SpecFlagsAreKeysOfTheSpeculativeConfig) {
+  LaunchOptions o;
+  o.model = "kimi-k2.6";
+  ASSERT_TRUE(Set(o, "spec_method", std::string("eagle3")).ok());
+  ASSERT_TRUE(Set(o, "--spec-tokens", std::string("3")).ok());
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_TRUE(c->speculative.has_value());
+  EXPECT_EQ(c->speculative->method, "eagle3");
+  EXPECT_EQ(c->speculative->num_speculative_tokens, 3);
+
+  o.spec_tokens.reset();
+  o.speculative_config =
+      R"({"num_speculative_tokens": 2, "draft_attention_backend": "TRITON_MLA"})";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->speculative->method, "eagle3");
+  EXPECT_EQ(c->speculative->num_speculative_tokens, 2);
+
+  o.spec_tokens = 4;
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--spec-tokens and --speculative-config['num_speculative_tokens'] are mutually "
+            "exclusive");
+  o.spec_tokens.reset();
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--spec-method and --speculative-config['method'] are mutually exclusive");
+  o.speculative_config = "[1]";
+  EXPECT_EQ(ToLaunchConfig(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Set(o, "spec_tokens", int64_t{0}).message(), "spec_tokens must be positive, got 0");
+}
+
+// --dcp-comm-backend a2a needs DCP; stochastic rounding needs a float16 SSM cache, spelled so.
+TEST(LaunchOptions, LaunchChecksTheEngineMakesAtStartup) {
+  LaunchOptions o;
+  o.model = "kimi-k2.6";
+  o.tensor_parallel_size = 8;
+  o.dcp_comm_backend = "a2a";
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  EXPECT_EQ(c.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(c.status().message(),
+            "--dcp-comm-backend a2a needs --decode-context-parallel-size > 1, got 1; the engine "
+            "refuses it at startup (ParallelConfig); drop the flag or use DCP");
+  o.decode_context_parallel_size = 8;
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.dcp_comm_backend = "nccl";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--dcp-comm-backend 'nccl' is not a DCP communication backend; accepted: ag_rs, a2a");
+  o.dcp_comm_backend = "ag_rs";
+  o.decode_context_parallel_size.reset();
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+
+  o.enable_mamba_cache_stochastic_rounding = true;
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--enable-mamba-cache-stochastic-rounding needs --mamba-ssm-cache-dtype float16, got "
+            "auto; the engine refuses the launch at startup");
+  o.mamba_ssm_cache_dtype = "bfloat16";
+  EXPECT_EQ(ToLaunchConfig(o).status().code(), StatusCode::kRejected);
+  o.mamba_ssm_cache_dtype = "float16";
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+}
+
 }  // namespace
 }  // namespace kvtopo
 
