@@ -43,8 +43,12 @@ Result<int64_t> Positive(const ConfigReader& r, std::string_view key, int64_t ma
 Result<int64_t> NumLayers(const ConfigReader& r) {
   return Positive(r, "num_hidden_layers", kMaxLayers);
 }
-Result<int64_t> NumMtpLayers(const ConfigReader& r, int64_t num_layers) {
-  return r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers - num_layers);
+// A config that states them also sets the MTP draft's n_predict.
+Result<int64_t> NumMtpLayers(const ConfigReader& r, int64_t num_layers, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp,
+                          r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers - num_layers));
+  if (r.Has("num_nextn_predict_layers")) m.mtp_n_predict = mtp;
+  return mtp;
 }
 
 // Indexer K cache row: index_head_dim fp8 values plus one fp32 scale.
@@ -221,7 +225,7 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
   }
   int64_t mtp = 0;
   if (with_mtp) {
-    KVTOPO_ASSIGN_OR_RETURN(mtp, NumMtpLayers(r, n));
+    KVTOPO_ASSIGN_OR_RETURN(mtp, NumMtpLayers(r, n, m));
   }
   for (int64_t i = 0; i < n + mtp; ++i) AddMla(m, i, head, indexer, i >= n);
   return Status::Ok();
@@ -238,7 +242,7 @@ Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription
     KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
     KVTOPO_ASSIGN_OR_RETURN(tail, PooledIndexerTail(r, indexer));
   }
-  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, NumMtpLayers(r, n));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t mtp, NumMtpLayers(r, n, m));
   KVTOPO_ASSIGN_OR_RETURN(ConfigReader lin, r.Object("linear_attn_config"));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> full, lin.IntList("full_attn_layers"));
   std::set<int64_t> full_set;
@@ -400,6 +404,12 @@ Status ReadGdnHybrid(const ConfigReader& r, const GdnHybridFamily& f, ModelDescr
   KVTOPO_ASSIGN_OR_RETURN(
       const int64_t mtp,
       r.IntInOr(f.mtp_key, std::min<int64_t>(1, kMaxLayers - n), 0, kMaxLayers - n));
+  // Qwen3-Next's key sits at the config's top, where the engine reads n_predict; Qwen3.5's
+  // mtp_num_hidden_layers sits in text_config, where the engine's top-level read may not reach
+  // (not modelled: no default count for it).
+  if (r.Has(f.mtp_key) && std::string_view(f.mtp_key) == "num_nextn_predict_layers") {
+    m.mtp_n_predict = mtp;
+  }
   AddKvMtpLayers(n, mtp, head, m);
   return Status::Ok();
 }
@@ -551,6 +561,7 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t predict,
                           r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers));
   if (predict != 1) return Status::Ok();
+  m.mtp_n_predict = predict;
   KVTOPO_ASSIGN_OR_RETURN(
       const std::string mtp_pattern,
       NemotronPattern(r, "mtp_hybrid_override_pattern", "mtp_layers_block_type", "*E"));
@@ -647,7 +658,7 @@ Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m)
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n, m));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
   if (family == DenseFamily::kGlm4Moe) {
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n));
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n, m));
     AddKvMtpLayers(n, mtp, head, m);
   }
   return Status::Ok();

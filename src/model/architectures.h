@@ -81,6 +81,10 @@ struct ModelDescription {
   std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers
   // The config key that counts the MTP layers, for messages.
   std::string mtp_key = "num_nextn_predict_layers";
+  // The MTP draft config's n_predict as the engine sets it (SpeculativeConfig.hf_config_override):
+  // the MTP key's value when the config states it; unset when it does not (the engine then has
+  // no default count and no divisibility rule).
+  std::optional<int64_t> mtp_n_predict;
   // The model's dtype for the recurrent SSM state (Qwen3.5's mamba_ssm_dtype; NemotronH's
   // mamba_ssm_cache_dtype, float32 when absent), which the engine uses when
   // --mamba-ssm-cache-dtype is auto; auto: the conv state's dtype.

@@ -369,6 +369,37 @@ Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view kno
   return caps;
 }
 
+// vLLM's n_predict rules for an MTP draft (SpeculativeConfig.__post_init__, with n_predict from
+// hf_config_override): without a count, the draft config's n_predict is the count (the count is
+// missing here only when 'model' was given, as the engine requires); a count above n_predict
+// must be a multiple of it, the modules running in turn.
+Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::string& file,
+                            SpeculativeConfig& spec, Builder& b) {
+  const int64_t n = model.mtp_n_predict.value_or(0);
+  if (spec.num_speculative_tokens == 0) {
+    if (n <= 0) {
+      return InvalidArgument(fmt::format(
+          "--speculative-config: 'num_speculative_tokens' is required: config.json '{}' states "
+          "no MTP module count ({}) for the engine to default it to",
+          file, model.mtp_key));
+    }
+    spec.num_speculative_tokens = n;
+    b.Add(Severity::kInfo, "num-speculative-tokens-default",
+          fmt::format("num_speculative_tokens defaults to {}, the MTP modules config.json states "
+                      "({}), as the engine's does",
+                      n, model.mtp_key));
+    return Status::Ok();
+  }
+  if (n > 0 && spec.num_speculative_tokens > n && spec.num_speculative_tokens % n != 0) {
+    return InvalidArgument(fmt::format(
+        "--speculative-config: num_speculative_tokens {} must be divisible by the {} MTP modules "
+        "config.json '{}' states ({}): the engine runs them in turn; choose a multiple of {} or "
+        "at most {}",
+        spec.num_speculative_tokens, n, file, model.mtp_key, n, n));
+  }
+  return Status::Ok();
+}
+
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   KVTOPO_ASSIGN_OR_RETURN(ModelDescription model,
@@ -442,6 +473,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Speculative decoding.
   std::optional<SpeculativeConfig> spec = config.speculative;
+  if (spec && spec->method == "mtp") {
+    KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
+  }
   const int64_t S = spec ? spec->num_speculative_tokens : 0;
   if (spec && S <= 0) {
     return InvalidArgument(

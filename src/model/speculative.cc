@@ -207,17 +207,25 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     if (!j["model"].is_string()) return Bad("model", "must be a draft profile name or a path");
     spec.model = j["model"].get<std::string>();
   }
+  const bool tokens_given =
+      j.contains("num_speculative_tokens") && !j["num_speculative_tokens"].is_null();
   const std::optional<int64_t> num_tokens =
-      j.contains("num_speculative_tokens")
-          ? internal::JsonIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
-          : std::nullopt;
-  if (!num_tokens) {
+      tokens_given ? internal::JsonIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
+                   : std::nullopt;
+  if (!tokens_given && spec.method == "mtp" && !spec.model.empty()) {
+    // The engine loads 'model' as the draft config, whose n_predict (the MTP modules the config
+    // states) becomes the count; the model's reader knows it (0 here: not yet known).
+    spec.num_speculative_tokens = 0;
+  } else if (!num_tokens) {
     return Bad("num_speculative_tokens",
-               fmt::format("must be an integer in [1, {}], got {}", kMaxSpeculativeTokens,
-                           j.contains("num_speculative_tokens") ? j["num_speculative_tokens"].dump()
-                                                                : std::string("nothing")));
+               fmt::format("must be an integer in [1, {}], got {}{}", kMaxSpeculativeTokens,
+                           tokens_given ? j["num_speculative_tokens"].dump() : "nothing",
+                           tokens_given ? ""
+                                        : "; the engine fills it in only for MTP with a 'model', "
+                                          "from the MTP modules its config states"));
+  } else {
+    spec.num_speculative_tokens = *num_tokens;
   }
-  spec.num_speculative_tokens = *num_tokens;
 
   std::string alias;
   if (j.contains("attention_backend")) {

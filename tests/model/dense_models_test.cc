@@ -624,6 +624,52 @@ TEST(DenseModels, Gemma2AndTheModelDtype) {
   EXPECT_TRUE(plan->diagnostics.empty());
 }
 
+// An MTP draft's n_predict is the MTP modules the config states (num_nextn_predict_layers): a
+// launch that names the draft 'model' without a count gets that count, as the engine's
+// SpeculativeConfig gives it; a count above it must be a multiple of it.
+TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
+  nlohmann::json glm = nlohmann::json::parse(R"({
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "head_dim": 128,
+    "hidden_size": 5120, "max_position_embeddings": 131072, "num_attention_heads": 96,
+    "num_hidden_layers": 92, "num_key_value_heads": 8, "num_nextn_predict_layers": 2,
+    "torch_dtype": "bfloat16"})");
+  auto with = [&](const char* spec) {
+    LaunchConfig c;
+    c.parallel.tensor_parallel_size = 8;
+    c.kv_cache_memory_bytes = 40 * kGiB;
+    c.speculative = ParseSpeculativeConfig(spec).value();
+    return PlanWith(glm, c);
+  };
+  auto plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 2);
+  ASSERT_FALSE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->diagnostics[0].code, "num-speculative-tokens-default");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "num_speculative_tokens defaults to 2, the MTP modules config.json states "
+            "(num_nextn_predict_layers), as the engine's does");
+  for (const char* ok : {R"({"method": "mtp", "num_speculative_tokens": 1})",
+                         R"({"method": "mtp", "num_speculative_tokens": 4})"}) {
+    plan = with(ok);
+    ASSERT_TRUE(plan.ok()) << ok << ": " << plan.status().ToString();
+  }
+  plan = with(R"({"method": "glm4_moe_mtp", "num_speculative_tokens": 3})");
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config: num_speculative_tokens 3 must be divisible by the 2 MTP "
+            "modules config.json 'config.json' states (num_nextn_predict_layers): the engine runs "
+            "them in turn; choose a multiple of 2 or at most 2");
+  // Without a 'model', the engine has no draft config to take a count from.
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method": "mtp"})").status().message(),
+            "--speculative-config: 'num_speculative_tokens' must be an integer in [1, 1024], got "
+            "nothing; the engine fills it in only for MTP with a 'model', from the MTP modules "
+            "its config states");
+  // A config that does not state the count leaves nothing to default to.
+  glm.erase("num_nextn_predict_layers");
+  plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+}
+
 // GLM-4.5 (Glm4MoeForCausalLM) is a dense K/V model to the cache: 92 layers of 8 KV heads of 128,
 // one per rank at TP8 (8 KiB pages, 92 a block: 40 GiB is 56,987 blocks), and its MTP layer
 // joins the group under an MTP method. Qwen2-MoE takes Qwen2's head size (2048 / 16).
