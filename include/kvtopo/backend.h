@@ -21,10 +21,10 @@ namespace kvtopo {
 enum class BackendFamily { kAttention, kMla, kSparseMla };
 
 struct BackendCaps {
-  std::string name;                         // upper case, e.g. "B12X_MLA"
-  bool mla = false;                         // serves MLA latent caches (else K/V attention)
-  bool sparse = false;                      // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
-  std::vector<int64_t> head_sizes;          // supported head sizes (MLA: latent row width)
+  std::string name;                 // upper case, e.g. "B12X_MLA"
+  bool mla = false;                 // serves MLA latent caches (else K/V attention)
+  bool sparse = false;              // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
+  std::vector<int64_t> head_sizes;  // supported head sizes (MLA: latent row width); empty: any
   std::vector<int64_t> kernel_block_sizes;  // exact kernel block sizes, if any
   int64_t kernel_block_multiple = 0;        // "multiple of x"; 0 when exact sizes are listed
   int64_t preferred_block_size = 16;        // the cache block when --block-size is 0
@@ -41,6 +41,8 @@ struct BackendCaps {
   bool supports_pcp = false;                 // prefill context parallelism
   bool supports_sliding_window = false;
   bool computes_float32 = false;  // runs a float32 model (others: float16 and bfloat16 only)
+  // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
+  bool stores_turboquant = false;
   int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
   int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
   // The family this backend serves when neither the launch nor the model profile names one.

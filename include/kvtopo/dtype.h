@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "kvtopo/status.h"
@@ -36,6 +37,11 @@ enum class KvCacheDtype {
   kFp8PerTokenHead,
   kInt8PerTokenHead,
   kNvfp4,
+  // The fork's TurboQuant presets: K and V of a head packed into one slot per token.
+  kTurboquantK8v4,    // fp8 keys, 4-bit values
+  kTurboquant4bitNc,  // 4-bit keys and values, norm correction
+  kTurboquantK3v4Nc,  // 3-bit keys, 4-bit values, norm correction
+  kTurboquant3bitNc,  // 3-bit keys and values, norm correction
 };
 
 std::string_view KvCacheDtypeName(KvCacheDtype dtype);
@@ -44,5 +50,18 @@ Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name);
 // The element stored for `dtype`; kAuto resolves to `model_dtype`.
 ElementType StorageElement(KvCacheDtype dtype, ElementType model_dtype);
 KvQuantMode QuantModeOf(KvCacheDtype dtype);
+
+// A TurboQuant preset's bits per key element (8: fp8 keys) and per value element.
+struct TurboQuantBits {
+  int64_t key_bits = 0;
+  int64_t value_bits = 0;
+};
+// The preset of a TurboQuant dtype; nullopt for every other dtype.
+std::optional<TurboQuantBits> TurboQuantOf(KvCacheDtype dtype);
+// Bytes of one head's packed K|V slot for one token (the fork's TurboQuantConfig
+// .slot_size_aligned): the key (head_size bytes with fp8 keys, else ceil(head_size x bits / 8)
+// plus a 2-byte norm), the value (ceil(head_size x bits / 8) plus 4 bytes of scale and zero),
+// rounded up to an even count. head_size is at most kMaxModelDim.
+int64_t TurboQuantSlotBytes(TurboQuantBits bits, int64_t head_size);
 
 }  // namespace kvtopo

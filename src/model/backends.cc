@@ -24,7 +24,9 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.name, r.String("name"));
   KVTOPO_ASSIGN_OR_RETURN(b.mla, r.BoolOr("mla", false));
   KVTOPO_ASSIGN_OR_RETURN(b.sparse, r.BoolOr("sparse", false));
-  KVTOPO_ASSIGN_OR_RETURN(b.head_sizes, r.IntList("head_sizes"));
+  if (r.Has("head_sizes")) {  // absent: any head size
+    KVTOPO_ASSIGN_OR_RETURN(b.head_sizes, r.IntList("head_sizes"));
+  }
   if (!r.Has("kernel_block_sizes") || !r.json()["kernel_block_sizes"].is_array()) {
     return r.IllTyped("kernel_block_sizes", "a list of integers or \"multiple of x\" strings");
   }
@@ -66,6 +68,7 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.supports_pcp, r.BoolOr("supports_pcp", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
   KVTOPO_ASSIGN_OR_RETURN(b.computes_float32, r.BoolOr("computes_float32", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_max_local_kv_tokens, r.IntOr("dcp_max_local_kv_tokens", 0));
   if (r.Has("default_for")) {
@@ -123,7 +126,8 @@ const Result<std::vector<BackendCaps>>& Registry() {
 }  // namespace
 
 bool BackendCaps::SupportsHeadSize(int64_t head_size) const {
-  return std::find(head_sizes.begin(), head_sizes.end(), head_size) != head_sizes.end();
+  return head_sizes.empty() ||
+         std::find(head_sizes.begin(), head_sizes.end(), head_size) != head_sizes.end();
 }
 
 bool BackendCaps::SupportsBlockSize(int64_t block_size) const {

@@ -240,6 +240,18 @@ void ValidateBackends(Builder& b) {
                           "another backend with {}",
                           role, s.name, be.name, RoleKnob(s)));
     }
+    if (TurboQuantOf(s.cache_dtype).has_value() != be.stores_turboquant) {
+      b.Error(
+          "backend-kv-cache-dtype",
+          be.stores_turboquant
+              ? fmt::format("{} layer '{}' stores {} but backend {} stores only TurboQuant "
+                            "caches; choose another backend with {}",
+                            role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, RoleKnob(s))
+              : fmt::format("{} layer '{}' stores {} (TurboQuant) but backend {} does not "
+                            "store it; leave {} unset so the engine picks the backend that "
+                            "does",
+                            role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, RoleKnob(s)));
+    }
     if (!IsMla(s.kind) &&
         (s.cache_dtype == KvCacheDtype::kFp8DsMla || s.cache_dtype == KvCacheDtype::kNvfp4DsMla)) {
       b.Error("kv-cache-dtype-kind",
@@ -367,6 +379,76 @@ Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view kno
     return InvalidArgument(fmt::format("{}: {}", knob, caps.status().message()));
   }
   return caps;
+}
+
+// The layer index the engine reads from a layer's name (extract_layer_index: the name's one
+// integer part, "model.layers.3.self_attn" -> 3); -1 when it has none.
+int64_t LayerIndexOf(std::string_view name) {
+  size_t start = 0;
+  while (start <= name.size()) {
+    const size_t dot = std::min(name.find('.', start), name.size());
+    const std::string_view part = name.substr(start, dot - start);
+    if (!part.empty() && part.size() <= 9 &&
+        part.find_first_not_of("0123456789") == std::string_view::npos) {
+      return std::stoll(std::string(part));
+    }
+    start = dot + 1;
+  }
+  return -1;
+}
+
+// The backend the engine selects for a TurboQuant cache: the registry's one that stores it.
+Result<std::string> TurboQuantBackendName() {
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<BackendCaps> all, ListBackends());
+  for (const BackendCaps& be : all) {
+    if (be.stores_turboquant) return be.name;
+  }
+  return Internal("profiles/backends.json has no backend that stores TurboQuant caches");
+}
+
+// --kv-cache-dtype turboquant_* (the fork's TurboQuant: TQFullAttentionSpec, and
+// TurboQuantConfig.get_boundary_skip_layers): full-attention K/V layers store packed K|V slots;
+// a model without recurrent layers keeps its first and last two layers (at most half of them
+// each side) at the model dtype, a hybrid none. MLA, sliding-window and chunked layers are not
+// planned with it. Returns the trunk layer indices kept at the model dtype.
+Result<std::set<int64_t>> TurboQuantSkipLayers(const ModelDescription& model, KvCacheDtype dtype,
+                                               Builder& b) {
+  std::set<int64_t> skip;
+  if (!TurboQuantOf(dtype)) return skip;
+  const std::string_view name = KvCacheDtypeName(dtype);
+  for (const RawLayer& raw : model.layers) {
+    if (raw.type == LayerType::kMla || raw.type == LayerType::kIndexer) {
+      return Rejected(fmt::format(
+          "--kv-cache-dtype {}: TurboQuant stores K/V attention, and '{}' caches an MLA latent "
+          "(layer '{}'), which no TurboQuant backend serves; choose another --kv-cache-dtype",
+          name, model.file, raw.name));
+    }
+    if (raw.type == LayerType::kSlidingWindow || raw.type == LayerType::kChunkedLocal) {
+      return Rejected(fmt::format(
+          "--kv-cache-dtype {}: layer '{}' attends over a {}; kvtopo plans TurboQuant on "
+          "full-attention layers only (--disable-sliding-window makes such layers full)",
+          name, raw.name,
+          raw.type == LayerType::kSlidingWindow ? "sliding window" : "chunk (chunked local)"));
+    }
+  }
+  const bool hybrid = std::any_of(model.layers.begin(), model.layers.end(),
+                                  [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
+  if (hybrid) return skip;
+  const int64_t num_layers = std::count_if(model.layers.begin(), model.layers.end(),
+                                           [](const RawLayer& l) { return !l.mtp; });
+  const int64_t n = std::min<int64_t>(2, num_layers / 2);
+  for (int64_t i = 0; i < n; ++i) {
+    skip.insert(i);
+    skip.insert(num_layers - 1 - i);
+  }
+  if (!skip.empty()) {
+    b.Add(Severity::kInfo, "turboquant-boundary-layers",
+          fmt::format("--kv-cache-dtype {} keeps layers {} at the model dtype, as the engine's "
+                      "TurboQuant keeps the first and last {} layers of a model without "
+                      "recurrent layers; the others store packed K|V slots",
+                      name, fmt::join(skip, ", "), n));
+  }
+  return skip;
 }
 
 // vLLM's n_predict rules for an MTP draft (SpeculativeConfig.__post_init__, with n_predict from
@@ -602,6 +684,18 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                .backend = target_caps,
                                .causal = true,
                                .volatile_last_block = eagle_style};
+  // TurboQuant: its layers run the backend that stores it unless --attention-backend names one;
+  // boundary layers keep the model dtype and the model's backend.
+  KVTOPO_ASSIGN_OR_RETURN(const std::set<int64_t> tq_skip,
+                          TurboQuantSkipLayers(model, cache.kv_cache_dtype, b));
+  AttentionOptions tq_opts = target_opts, skip_opts = target_opts;
+  skip_opts.dtype = KvCacheDtype::kAuto;
+  if (TurboQuantOf(cache.kv_cache_dtype) && cache.attention_backend.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string tq_name, TurboQuantBackendName());
+    KVTOPO_ASSIGN_OR_RETURN(const BackendCaps tq_backend, ResolveBackend(tq_name, "TurboQuant"));
+    backends.push_back(std::make_unique<BackendCaps>(tq_backend));
+    tq_opts.backend = backends.back().get();
+  }
   for (const RawLayer& raw : model.layers) {
     if (raw.mtp) continue;
     if (IsRecurrentLayer(raw.type)) {
@@ -609,8 +703,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       b.out.layers.push_back(std::move(s));
       b.context.push_back({nullptr});
     } else {
-      b.out.layers.push_back(AttentionSpec(raw, model, tp, target_opts));
-      b.context.push_back({target_caps});
+      const AttentionOptions& o = !TurboQuantOf(cache.kv_cache_dtype)     ? target_opts
+                                  : tq_skip.count(LayerIndexOf(raw.name)) ? skip_opts
+                                                                          : tq_opts;
+      b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
+      b.context.push_back({o.backend});
     }
   }
 
@@ -660,8 +757,22 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     // Backend: "" inherits --attention-backend (else the draft's own default); "auto" picks
     // the draft's default independently of the target.
     std::string draft_backend_name = spec->draft_attention_backend;
+    // Cache dtype: draft_kv_cache_dtype, else an external draft's own serving default (its
+    // profile's kv_cache_dtype), else the target's --kv-cache-dtype.
+    const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(
+        mtp ? cache.kv_cache_dtype : draft_model->kv_cache_dtype.value_or(cache.kv_cache_dtype));
+    if (TurboQuantOf(draft_dtype) && !mtp) {
+      return Rejected(fmt::format(
+          "--speculative-config: draft '{}' would store {} (a TurboQuant cache, whose boundary "
+          "layers the engine picks by the draft's layer indices); kvtopo does not plan a "
+          "TurboQuant draft: set \"draft_kv_cache_dtype\"",
+          b.out.draft_name, KvCacheDtypeName(draft_dtype)));
+    }
     if (draft_backend_name.empty() && !cache.attention_backend.empty()) {
       draft_backend_name = cache.attention_backend;
+    } else if (draft_backend_name.empty() && mtp && TurboQuantOf(draft_dtype)) {
+      // In-model MTP layers past the trunk are never boundary layers: TurboQuant.
+      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, TurboQuantBackendName());
     } else if (draft_backend_name.empty() && mtp) {
       draft_backend_name = target_backend.name;
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
@@ -674,10 +785,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const BackendCaps* draft_caps = backends.back().get();
     b.out.draft_attention_backend = draft_backend.name;
 
-    // Cache dtype: draft_kv_cache_dtype, else an external draft's own serving default (its
-    // profile's kv_cache_dtype), else the target's --kv-cache-dtype.
-    const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(
-        mtp ? cache.kv_cache_dtype : draft_model->kv_cache_dtype.value_or(cache.kv_cache_dtype));
     // Block size: the launch's cache block when the draft backend's kernels take it, else its
     // preferred block; windowed draft layers take the block their backend picks at planning time
     // (LayerSpec::backend_selects_block).

@@ -77,7 +77,7 @@ struct DtypeName {
   KvCacheDtype dtype;
 };
 // The first entry for each dtype is its canonical name.
-constexpr std::array<DtypeName, 16> kKvDtypes = {{
+constexpr std::array<DtypeName, 20> kKvDtypes = {{
     {"auto", KvCacheDtype::kAuto},
     {"float32", KvCacheDtype::kFloat32},
     {"bfloat16", KvCacheDtype::kBfloat16},
@@ -91,6 +91,10 @@ constexpr std::array<DtypeName, 16> kKvDtypes = {{
     {"fp8_per_token_head", KvCacheDtype::kFp8PerTokenHead},
     {"int8_per_token_head", KvCacheDtype::kInt8PerTokenHead},
     {"nvfp4", KvCacheDtype::kNvfp4},
+    {"turboquant_k8v4", KvCacheDtype::kTurboquantK8v4},
+    {"turboquant_4bit_nc", KvCacheDtype::kTurboquant4bitNc},
+    {"turboquant_k3v4_nc", KvCacheDtype::kTurboquantK3v4Nc},
+    {"turboquant_3bit_nc", KvCacheDtype::kTurboquant3bitNc},
     {"bf16", KvCacheDtype::kBfloat16},
     {"fp16", KvCacheDtype::kFloat16},
     {"fp32", KvCacheDtype::kFloat32},
@@ -111,7 +115,7 @@ Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name) {
     if (d.name == lower) return d.dtype;
   }
   std::string accepted;
-  for (size_t i = 0; i < 13; ++i) {
+  for (size_t i = 0; i < 17; ++i) {  // the canonical names; the aliases follow
     accepted += (i ? ", " : "") + std::string(kKvDtypes[i].name);
   }
   return InvalidArgument(
@@ -139,9 +143,37 @@ ElementType StorageElement(KvCacheDtype dtype, ElementType model_dtype) {
     case KvCacheDtype::kNvfp4DsMla:
     case KvCacheDtype::kFp8PerTokenHead:
     case KvCacheDtype::kNvfp4:
+    case KvCacheDtype::kTurboquantK8v4:
+    case KvCacheDtype::kTurboquant4bitNc:
+    case KvCacheDtype::kTurboquantK3v4Nc:
+    case KvCacheDtype::kTurboquant3bitNc:
       return ElementType::kUint8;
   }
   return model_dtype;
+}
+
+std::optional<TurboQuantBits> TurboQuantOf(KvCacheDtype dtype) {
+  // TQ_PRESETS of the fork's vllm/model_executor/layers/quantization/turboquant/config.py.
+  switch (dtype) {
+    case KvCacheDtype::kTurboquantK8v4:
+      return TurboQuantBits{.key_bits = 8, .value_bits = 4};
+    case KvCacheDtype::kTurboquant4bitNc:
+      return TurboQuantBits{.key_bits = 4, .value_bits = 4};
+    case KvCacheDtype::kTurboquantK3v4Nc:
+      return TurboQuantBits{.key_bits = 3, .value_bits = 4};
+    case KvCacheDtype::kTurboquant3bitNc:
+      return TurboQuantBits{.key_bits = 3, .value_bits = 3};
+    default:
+      return std::nullopt;
+  }
+}
+
+int64_t TurboQuantSlotBytes(TurboQuantBits bits, int64_t head_size) {
+  auto packed = [&](int64_t b) { return (head_size * b + 7) / 8; };
+  const int64_t key = bits.key_bits == 8 ? head_size : packed(bits.key_bits) + 2;
+  const int64_t value = packed(bits.value_bits) + 4;
+  const int64_t slot = key + value;
+  return slot + slot % 2;
 }
 
 KvQuantMode QuantModeOf(KvCacheDtype dtype) {

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "internal/checked_math.h"
+#include "kvtopo/limits.h"
 #include "spec/state_shapes.h"
 
 namespace kvtopo {
@@ -94,6 +95,19 @@ Result<int64_t> RowBytesPerToken(const LayerSpec& s) {
   const auto what = fmt::format("page size of layer '{}'", s.name);
   const int64_t elem = ElementBytes(StorageElement(s.cache_dtype, s.model_dtype));
   const KvQuantMode quant = QuantModeOf(s.cache_dtype);
+  if (const std::optional<TurboQuantBits> tq = TurboQuantOf(s.cache_dtype)) {
+    // One packed K|V slot per head (the fork's TQFullAttentionSpec: block x heads x slot).
+    if (s.kind != CacheKind::kFullAttention) {
+      return InvalidArgument(
+          fmt::format("layer '{}': a TurboQuant cache ({}) is a full-attention K/V cache, not {}",
+                      s.name, KvCacheDtypeName(s.cache_dtype), CacheKindName(s.kind)));
+    }
+    if (s.head_size > kMaxModelDim) {
+      return InvalidArgument(
+          fmt::format("layer '{}': head size {} exceeds {}", s.name, s.head_size, kMaxModelDim));
+    }
+    return CheckedMul(s.num_kv_heads, TurboQuantSlotBytes(*tq, s.head_size), what);
+  }
   if (IsMla(s.kind)) {
     if (s.mla_rope_dim < 0 || s.mla_rope_dim >= s.head_size) {
       return InvalidArgument(fmt::format("layer '{}': RoPE width {} must lie in [0, {})", s.name,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kvtopo/dtype.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 
@@ -922,6 +923,123 @@ TEST(DenseModels, CohereGenerations) {
   ASSERT_EQ(plan->groups.size(), 1u);
   EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
+}
+
+// --kv-cache-dtype turboquant_*: the fork's TurboQuant presets (TQ_PRESETS), their packed K|V
+// slot (TurboQuantConfig.slot_size_aligned), the page TQFullAttentionSpec gives it, the boundary
+// layers a model without recurrent layers keeps at the model dtype
+// (TurboQuantConfig.get_boundary_skip_layers), and the launches kvtopo does not plan with it.
+LaunchConfig TurboQuantLaunch(KvCacheDtype dtype, int64_t tp = 1) {
+  LaunchConfig c;
+  c.model = "config.json";
+  c.parallel.tensor_parallel_size = tp;
+  c.cache.kv_cache_dtype = dtype;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  return c;
+}
+
+TEST(TurboQuant, PresetsAndSlots) {
+  EXPECT_EQ(ParseKvCacheDtype("turboquant_k8v4").value(), KvCacheDtype::kTurboquantK8v4);
+  EXPECT_EQ(KvCacheDtypeName(KvCacheDtype::kTurboquant3bitNc), "turboquant_3bit_nc");
+  EXPECT_NE(ParseKvCacheDtype("turboquant").status().message().find("turboquant_k3v4_nc"),
+            std::string::npos);
+  auto slot = [](KvCacheDtype d, int64_t head) {
+    return TurboQuantSlotBytes(*TurboQuantOf(d), head);
+  };
+  // head 128: fp8 keys 128 + 4-bit values 64 + 4; 4-bit keys 64 + 2 + 68; 3-bit keys 48 + 2.
+  EXPECT_EQ(slot(KvCacheDtype::kTurboquantK8v4, 128), 196);
+  EXPECT_EQ(slot(KvCacheDtype::kTurboquant4bitNc, 128), 134);
+  EXPECT_EQ(slot(KvCacheDtype::kTurboquantK3v4Nc, 128), 118);
+  EXPECT_EQ(slot(KvCacheDtype::kTurboquant3bitNc, 128), 102);
+  EXPECT_EQ(slot(KvCacheDtype::kTurboquant4bitNc, 256), 262);
+  // head 72, 3-bit keys: 27 + 2 + 36 + 4 = 69, rounded up to 70.
+  EXPECT_EQ(slot(KvCacheDtype::kTurboquantK3v4Nc, 72), 70);
+  EXPECT_FALSE(TurboQuantOf(KvCacheDtype::kFp8).has_value());
+}
+
+// Llama-3.1-8B at TP1 with 20 GiB: layers 0, 1, 30 and 31 keep bf16 pages (16 x 8 x 256 x 2 =
+// 65,536 B), the other 28 store 16 x 8 x 196 = 25,088 B; all are full attention with one block
+// size, so one group holds a page of every layer per block: 964,608 B, 22,262 blocks.
+TEST(TurboQuant, DenseModelKeepsItsBoundaryLayers) {
+  auto plan = PlanWith(Llama31_8B(), TurboQuantLaunch(KvCacheDtype::kTurboquantK8v4));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  const PlannedGroup& g = plan->groups[0];
+  EXPECT_TRUE(g.uniform_type);
+  ASSERT_EQ(g.layer_specs.size(), 32u);
+  for (int i : {0, 1, 30, 31}) {
+    EXPECT_EQ(g.layer_specs[i].cache_dtype, KvCacheDtype::kAuto) << i;
+    EXPECT_EQ(g.layer_specs[i].attention_backend, "FLASH_ATTN") << i;
+    EXPECT_EQ(PageSizeBytes(g.layer_specs[i]).value(), 65536) << i;
+  }
+  EXPECT_EQ(g.layer_specs[2].cache_dtype, KvCacheDtype::kTurboquantK8v4);
+  EXPECT_EQ(g.layer_specs[2].attention_backend, "TURBOQUANT");
+  EXPECT_EQ(PageSizeBytes(g.layer_specs[2]).value(), 25088);
+  EXPECT_EQ(plan->pool.bytes_per_block, 964'608);
+  EXPECT_EQ(plan->pool.num_blocks, 22'262);
+  EXPECT_EQ(plan->capacity.max_tokens, 356'192);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--kv-cache-dtype turboquant_k8v4 keeps layers 0, 1, 30, 31 at the model dtype, as "
+            "the engine's TurboQuant keeps the first and last 2 layers of a model without "
+            "recurrent layers; the others store packed K|V slots");
+}
+
+// A hybrid keeps no boundary layers; its Mamba alignment sizes the attention block by the
+// TurboQuant page (the fork's Platform alignment takes the TQ page per token). Qwen3.5-35B-A3B
+// at TP1: 2 KV heads x 262 B = 524 B a token; 16 x ceil(2,146,304 / (16 x 524)) = 4,096 tokens.
+TEST(TurboQuant, HybridAlignsToTheTurboQuantPage) {
+  const nlohmann::json qwen35 = nlohmann::json::parse(R"({
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+    "text_config": {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 40,
+      "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+      "hidden_size": 2048, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+      "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+      "full_attention_interval": 4, "max_position_embeddings": 262144,
+      "mamba_ssm_dtype": "float32", "dtype": "bfloat16"}})");
+  auto plan = PlanWith(qwen35, TurboQuantLaunch(KvCacheDtype::kTurboquant4bitNc));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  const PlannedGroup& full = plan->groups[3];
+  EXPECT_EQ(full.geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(full.geometry.block_size(), 4096);
+  EXPECT_EQ(full.geometry.page_size_bytes(), 2'146'304);
+  EXPECT_EQ(full.backends, std::vector<std::string>{"TURBOQUANT"});
+  EXPECT_TRUE(plan->diagnostics.empty());
+}
+
+TEST(TurboQuant, LaunchesItIsNotPlannedFor) {
+  LaunchConfig mla = TurboQuantLaunch(KvCacheDtype::kTurboquantK8v4, 8);
+  mla.model = "kimi-k2.6";
+  Result<ModelCacheSpecs> specs = BuildModelCacheSpecs(mla);
+  EXPECT_EQ(specs.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(specs.status().message(),
+            "--kv-cache-dtype turboquant_k8v4: TurboQuant stores K/V attention, and "
+            "'profiles/kimi-k2.6.json' caches an MLA latent (layer 'model.layers.0.self_attn'), "
+            "which no TurboQuant backend serves; choose another --kv-cache-dtype");
+  nlohmann::json windowed = Llama31_8B();
+  windowed["architectures"] = {"MistralForCausalLM"};
+  windowed["model_type"] = "mistral";
+  windowed["sliding_window"] = 4096;
+  auto plan = PlanWith(windowed, TurboQuantLaunch(KvCacheDtype::kTurboquantK8v4));
+  EXPECT_EQ(plan.status().message(),
+            "--kv-cache-dtype turboquant_k8v4: layer 'model.layers.0.self_attn' attends over a "
+            "sliding window; kvtopo plans TurboQuant on full-attention layers only "
+            "(--disable-sliding-window makes such layers full)");
+  // A backend that does not store it, and DCP (the TurboQuant backend returns no LSE).
+  LaunchConfig flash = TurboQuantLaunch(KvCacheDtype::kTurboquant3bitNc);
+  flash.cache.attention_backend = "FLASH_ATTN";
+  plan = PlanWith(Llama31_8B(), flash);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->accepted());
+  EXPECT_NE(plan->ErrorLines().find("backend-kv-cache-dtype"), std::string::npos);
+  LaunchConfig dcp = TurboQuantLaunch(KvCacheDtype::kTurboquant3bitNc, 16);
+  dcp.parallel.decode_context_parallel_size = 2;
+  plan = PlanWith(Llama31_8B(), dcp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("dcp-backend-lse"), std::string::npos);
 }
 
 }  // namespace

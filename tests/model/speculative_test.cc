@@ -126,7 +126,13 @@ TEST(BackendRegistry, LookupAndCapabilities) {
 
   auto all = ListBackends();
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 8u);
+  EXPECT_EQ(all->size(), 9u);
+  auto tq = FindBackend("turboquant");
+  ASSERT_TRUE(tq.ok());
+  EXPECT_TRUE(tq->stores_turboquant);
+  EXPECT_TRUE(tq->SupportsHeadSize(72));  // any head size
+  EXPECT_FALSE(tq->returns_lse);
+  EXPECT_FALSE(fa->stores_turboquant);
 }
 
 }  // namespace

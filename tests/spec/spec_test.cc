@@ -98,7 +98,8 @@ TEST(Dtype, ParseListsAcceptedNames) {
   EXPECT_EQ(bad.status().message(),
             "unknown --kv-cache-dtype 'fp4'; accepted: auto, float32, bfloat16, float16, fp8, "
             "fp8_e4m3, fp8_e5m2, fp8_inc, fp8_ds_mla, nvfp4_ds_mla, fp8_per_token_head, "
-            "int8_per_token_head, nvfp4");
+            "int8_per_token_head, nvfp4, turboquant_k8v4, turboquant_4bit_nc, "
+            "turboquant_k3v4_nc, turboquant_3bit_nc");
   EXPECT_EQ(ElementBytes(StorageElement(KvCacheDtype::kFp8E5m2, ElementType::kBfloat16)), 1);
   EXPECT_EQ(ElementBytes(StorageElement(KvCacheDtype::kAuto, ElementType::kFloat16)), 2);
 }
