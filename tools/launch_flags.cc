@@ -1,10 +1,12 @@
 #include "launch_flags.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -31,6 +33,60 @@ std::string FlagNames(const LaunchOption& o) {
 bool IsFlagLike(std::string_view arg) {
   if (!arg.starts_with("-") || arg.size() < 2) return false;
   return arg.find_first_not_of("0123456789.", 1) != std::string_view::npos;
+}
+
+// argparse's allow_abbrev, which the engine's parser keeps: a long flag that names no flag but
+// begins exactly one flag's spellings is that flag ("--max-model" is --max-model-len); one that
+// begins several is an error naming them, as argparse's "ambiguous option". The flags are the
+// launch options (and their --no- forms), the serve flags not planned, --model, --config, and the
+// subcommand's own.
+Result<std::string> ExpandAbbreviation(const std::string& name, const CLI::App* sub) {
+  if (!name.starts_with("--") || name.size() < 3) return name;
+  if (FindLaunchOption(name) || FindVllmFlagNotPlanned(name) || name == "--model" ||
+      name == "--config" || (sub != nullptr && sub->get_option_no_throw(name) != nullptr)) {
+    return name;
+  }
+  if (name.starts_with("--no-")) {
+    const LaunchOption* negated = FindLaunchOption(name.substr(5));
+    if (negated != nullptr && negated->value == OptionValue::kSwitch) return name;
+  }
+  // Each match: the spelling that matched, keyed by the flag it spells (one flag, one match).
+  std::map<std::string, std::string> matches;
+  auto consider = [&](const std::string& spelling, const std::string& flag) {
+    if (spelling.starts_with(name) && !matches.count(flag)) matches[flag] = spelling;
+  };
+  for (const LaunchOption& o : LaunchOptionTable()) {
+    const std::string flag = FlagName(o.name);
+    consider(flag, flag);
+    for (std::string_view alias : o.aliases) consider(FlagName(alias), flag);
+    if (o.value == OptionValue::kSwitch) {
+      const std::string negated = FlagName("no_" + std::string(o.name));
+      consider(negated, negated);
+    }
+  }
+  for (const VllmFlag& f : VllmFlagsNotPlanned()) {
+    if (!f.name.starts_with("--")) continue;
+    consider(f.name, f.name);
+    if (!f.takes_value) consider("--no-" + f.name.substr(2), "--no-" + f.name.substr(2));
+  }
+  consider("--model", "--model");
+  consider("--config", "--config");
+  if (sub != nullptr) {
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->get_group().empty()) continue;  // the hidden options NormalizeVllmArgs writes
+      for (const std::string& long_name : o->get_lnames()) {
+        consider("--" + long_name, "--" + long_name);
+      }
+    }
+  }
+  if (matches.size() == 1) return matches.begin()->second;
+  if (matches.size() > 1) {
+    std::vector<std::string> spellings;
+    for (const auto& [flag, spelling] : matches) spellings.push_back(spelling);
+    return InvalidArgument(
+        fmt::format("ambiguous option: {} could match {}", name, fmt::join(spellings, ", ")));
+  }
+  return name;
 }
 
 std::string FlagHelp(const LaunchOption& o) {
@@ -232,6 +288,9 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
         if (!o.short_flag.empty() && name.substr(1) == o.short_flag) name = FlagName(o.name);
       }
     }
+    if (key.empty()) {
+      KVTOPO_ASSIGN_OR_RETURN(name, ExpandAbbreviation(name, from_config ? nullptr : sub));
+    }
     const CLI::Option* own =
         from_config || sub == nullptr ? nullptr : sub->get_option_no_throw(name);
     const bool own_flag = own != nullptr;
@@ -286,9 +345,9 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
     }
     out.push_back(attached ? name + "=" + *attached : name);
     // A flag's value is not a MODEL: pass it on as is.
-    const LaunchOption* option = own_flag ? nullptr : FindLaunchOption(name);
-    const bool takes_value = own_flag ? own->get_type_size_max() > 0
-                                      : option != nullptr && option->value != OptionValue::kSwitch;
+    const LaunchOption* option = FindLaunchOption(name);
+    const bool takes_value = option != nullptr ? option->value != OptionValue::kSwitch
+                                               : own_flag && own->get_items_expected_min() > 0;
     if (takes_value && !attached && i + 1 < in.size()) out.push_back(in[++i].text);
   }
   if (file_model && !model_given) out.push_back(*file_model);

@@ -185,6 +185,18 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "mutually exclusive\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --dcp-comm-backend a2a").exit_code, 1);
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8 -dcp 8 --dcp-comm-backend a2a").exit_code, 0);
+  // argparse's abbreviations: a unique prefix names its flag; several, an error naming them.
+  p = plan("kimi-k2.6 --tensor-parallel 8 --max-model 64k --no-enable-prefix --gpu-mem 0.9");
+  EXPECT_EQ(p["parallel"]["tensor_parallel_size"], 8);
+  EXPECT_EQ(p["model"]["max_model_len"], 64000);
+  ASSERT_EQ(p["diagnostics"].size(), 1u) << p.dump();
+  EXPECT_EQ(p["diagnostics"][0]["message"],
+            "accepted, not used for planning: --gpu-memory-utilization");
+  r = RunCli("check kimi-k2.6 --max-num 4", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: ambiguous option: --max-num could match --max-num-batched-tokens, "
+            "--max-num-partial-prefills, --max-num-seqs\n");
 }
 
 // `--config FILE`: the file's flags come before the command line's, which win; the command
