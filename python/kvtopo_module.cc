@@ -124,7 +124,18 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         if (option->name == "speculative_config" && py::isinstance<py::dict>(value)) {
           v = py::module_::import("json").attr("dumps")(value).cast<std::string>();
         }
-        expected = option->name == "speculative_config" ? "a dict or a JSON str" : "a str";
+        if (option->many_values &&
+            (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value))) {
+          // The engine's list: each item as str() gives it, space-separated here.
+          std::string joined;
+          for (py::handle item : value) {
+            joined += (joined.empty() ? "" : " ") + py::str(item).cast<std::string>();
+          }
+          v = joined;
+        }
+        expected = option->name == "speculative_config" ? "a dict or a JSON str"
+                   : option->many_values                ? "a list or a space-separated str"
+                                                        : "a str";
         break;
     }
     if (!v)

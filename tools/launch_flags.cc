@@ -223,8 +223,9 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
   }
   std::vector<std::string> diagnostics;  // JSON {code, message} for kLaunchDiagnosticFlag
   if (sub != nullptr && sub->get_option_no_throw(kNotPlannedFlag) != nullptr) {
-    // `--config FILE`: the file's flags go right after the subcommand, so the command line's
-    // own come later and win (FlexibleArgumentParser._pull_args_from_config).
+    // `--config FILE`: the file's flags go right after the subcommand and a MODEL given first,
+    // so the command line's own come later and win (FlexibleArgumentParser
+    // ._pull_args_from_config).
     auto is_config = [](const Arg& a) { return a.text == "--config"; };
     const auto first = std::find_if(in.begin() + 2, in.end(), is_config);
     if (first != in.end()) {
@@ -236,7 +237,8 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
       in.erase(first, first + 2);
       std::vector<Arg> inserted;
       for (std::string& a : file.args) inserted.push_back({std::move(a), true});
-      in.insert(in.begin() + 2, inserted.begin(), inserted.end());
+      const bool model_first = in.size() > 2 && !in[2].text.starts_with("-");
+      in.insert(in.begin() + (model_first ? 3 : 2), inserted.begin(), inserted.end());
       for (const Diagnostic& d : file.diagnostics) {
         diagnostics.push_back(internal::JsonText({{"code", d.code}, {"message", d.message}}));
       }
@@ -346,6 +348,15 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
     out.push_back(attached ? name + "=" + *attached : name);
     // A flag's value is not a MODEL: pass it on as is.
     const LaunchOption* option = FindLaunchOption(name);
+    if (option != nullptr && option->many_values && !attached) {
+      // One or more values (argparse nargs "+"): every following argument that is not a flag.
+      std::string values;
+      while (const std::optional<std::string> v = take_value(i, true)) {
+        values += (values.empty() ? "" : " ") + *v;
+      }
+      if (!values.empty()) out.push_back(values);
+      continue;
+    }
     const bool takes_value = option != nullptr ? option->value != OptionValue::kSwitch
                                                : own_flag && own->get_items_expected_min() > 0;
     if (takes_value && !attached && i + 1 < in.size()) out.push_back(in[++i].text);

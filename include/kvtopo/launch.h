@@ -41,8 +41,12 @@ struct CacheOptions {
   int64_t block_size = 0;     // --block-size; 0: the backend's preferred size
   int64_t max_model_len = 0;  // --max-model-len; 0: the model's (RoPE-scaled) maximum length
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // --kv-cache-dtype
-  int64_t max_num_seqs = 256;                         // --max-num-seqs
-  int64_t max_num_batched_tokens = 8192;              // --max-num-batched-tokens
+  // --kv-cache-dtype-skip-layers: entries the engine compares whole with each attention layer's
+  // index ("3") or, for "sliding_window", with its having a window; those layers keep the model
+  // dtype.
+  std::vector<std::string> kv_cache_dtype_skip_layers;
+  int64_t max_num_seqs = 256;             // --max-num-seqs
+  int64_t max_num_batched_tokens = 8192;  // --max-num-batched-tokens
   // --[no-]async-scheduling: two batches in flight, so windowed caches hold two steps' tokens.
   bool async_scheduling = true;
   int64_t num_gpu_blocks_override = 0;  // --num-gpu-blocks-override; 0: memory // bytes per block

@@ -54,7 +54,10 @@ struct LaunchOptions {
   std::optional<std::string> dtype;                     // --dtype; default "auto"
   std::optional<std::string> kv_cache_dtype;            // default "auto"
   std::optional<std::string> kv_cache_memory;           // bytes or a size ("12GiB"); default 32 GiB
-  std::optional<bool> enable_prefix_caching;            // default on
+  // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and
+  // "sliding_window", space-separated (vLLM's --kv-cache-dtype-skip-layers).
+  std::optional<std::string> kv_cache_dtype_skip_layers;
+  std::optional<bool> enable_prefix_caching;         // default on
   std::optional<std::string> mamba_cache_mode;       // none, align, all; default align with caching
   std::optional<std::string> mamba_cache_dtype;      // recurrent conv state; default auto
   std::optional<std::string> mamba_ssm_cache_dtype;  // GDN temporal state; default auto
@@ -101,6 +104,8 @@ struct LaunchOption {
   int64_t min_value = 1;  // kInt/kBytes: the smallest value accepted
   // kInt/kBytes: the largest value accepted (kvtopo/limits.h); 0 for text and switches.
   int64_t max_value = 0;
+  // kText: the flag takes one or more values (argparse nargs "+"), kept space-separated.
+  bool many_values = false;
 };
 
 // Every launch option, in help order.

@@ -219,6 +219,19 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "recurrent conv-state dtype: auto, bfloat16, float16, float32; default auto",
        &LO::mamba_cache_dtype},
+      {"kv_cache_dtype_skip_layers",
+       {},
+       "",
+       V::kText,
+       "",
+       "layers kept at the model dtype whatever --kv-cache-dtype says: layer indices and "
+       "sliding_window (every windowed layer), one or more values, as the engine compares them "
+       "(\"0,1\" is one entry that matches no layer); not planned for models with recurrent "
+       "layers",
+       &LO::kv_cache_dtype_skip_layers,
+       1,
+       0,
+       /*many_values=*/true},
       {"mamba_ssm_cache_dtype",
        {},
        "",
@@ -677,6 +690,18 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   if (o.kv_cache_dtype) {
     KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype, ParseKvCacheDtype(*o.kv_cache_dtype));
+  }
+  if (o.kv_cache_dtype_skip_layers) {
+    c.cache.kv_cache_dtype_skip_layers.clear();
+    std::string entry;
+    for (char ch : *o.kv_cache_dtype_skip_layers + " ") {
+      if (ch != ' ') {
+        entry += ch;
+      } else if (!entry.empty()) {
+        c.cache.kv_cache_dtype_skip_layers.push_back(std::move(entry));
+        entry.clear();
+      }
+    }
   }
   auto state_dtype = [](const std::optional<std::string>& text, std::string_view flag,
                         KvCacheDtype& field) -> Status {

@@ -406,16 +406,74 @@ Result<std::string> TurboQuantBackendName() {
   return Internal("profiles/backends.json has no backend that stores TurboQuant caches");
 }
 
-// --kv-cache-dtype turboquant_* (the fork's TurboQuant: TQFullAttentionSpec, and
-// TurboQuantConfig.get_boundary_skip_layers): full-attention K/V layers store packed K|V slots;
-// a model without recurrent layers keeps its first and last two layers (at most half of them
-// each side) at the model dtype, a hybrid none. MLA, sliding-window and chunked layers are not
-// planned with it. Returns the trunk layer indices kept at the model dtype.
-Result<std::set<int64_t>> TurboQuantSkipLayers(const ModelDescription& model, KvCacheDtype dtype,
-                                               Builder& b) {
-  std::set<int64_t> skip;
-  if (!TurboQuantOf(dtype)) return skip;
-  const std::string_view name = KvCacheDtypeName(dtype);
+// The layers that keep the model dtype whatever --kv-cache-dtype says.
+struct KeptLayers {
+  std::set<int64_t> indices;
+  bool windowed = false;  // every sliding-window layer ("sliding_window")
+  bool Keeps(const RawLayer& raw) const {
+    return indices.count(LayerIndexOf(raw.name)) ||
+           (windowed && raw.type == LayerType::kSlidingWindow);
+  }
+};
+
+// --kv-cache-dtype-skip-layers as the engine's Attention reads it: an entry equal to a layer's
+// index (compared as text: "3", not "03" or "0,3"), or "sliding_window" for every layer with a
+// window. With --kv-cache-dtype turboquant_* (the fork's TurboQuant: TQFullAttentionSpec, and
+// TurboQuantConfig.get_boundary_skip_layers, which create_engine_config adds to the list): full-
+// attention K/V layers store packed K|V slots, and a model without recurrent layers also keeps its
+// first and last two layers (at most half of them each side). MLA, sliding-window and chunked
+// layers are not planned with TurboQuant, nor the list for a model with recurrent layers.
+Result<KeptLayers> ResolveKeptLayers(const ModelDescription& model, const CacheOptions& cache,
+                                     Builder& b) {
+  KeptLayers kept;
+  const bool hybrid = std::any_of(model.layers.begin(), model.layers.end(),
+                                  [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
+  const bool turboquant = TurboQuantOf(cache.kv_cache_dtype).has_value();
+  const std::vector<std::string>& entries = cache.kv_cache_dtype_skip_layers;
+  if (!entries.empty() && hybrid) {
+    b.Add(Severity::kWarning, "kv-cache-dtype-skip-layers-not-modelled",
+          fmt::format("--kv-cache-dtype-skip-layers {}: not planned for a model with recurrent "
+                      "layers, whose blocks the engine sizes by the --kv-cache-dtype page; the "
+                      "plan assumes it absent",
+                      fmt::join(entries, " ")));
+  } else if (!entries.empty()) {
+    std::set<int64_t> attention;
+    for (const RawLayer& raw : model.layers) {
+      if (!IsRecurrentLayer(raw.type)) attention.insert(LayerIndexOf(raw.name));
+    }
+    std::vector<std::string> unmatched;
+    for (const std::string& e : entries) {
+      if (e == "sliding_window") {
+        if (turboquant) {
+          return Rejected(fmt::format(
+              "--kv-cache-dtype-skip-layers sliding_window with --kv-cache-dtype {}: the engine "
+              "sorts the list with TurboQuant's boundary layers as integers and fails on "
+              "'sliding_window'; list layer indices",
+              KvCacheDtypeName(cache.kv_cache_dtype)));
+        }
+        kept.windowed = true;
+        continue;
+      }
+      const bool canonical = !e.empty() && e.size() <= 9 &&
+                             e.find_first_not_of("0123456789") == std::string::npos &&
+                             (e == "0" || e[0] != '0');
+      const int64_t index = canonical ? std::stoll(e) : -1;
+      if (canonical && attention.count(index)) {
+        kept.indices.insert(index);
+      } else {
+        unmatched.push_back(e);
+      }
+    }
+    if (!unmatched.empty()) {
+      b.Add(Severity::kWarning, "kv-cache-dtype-skip-layers-unmatched",
+            fmt::format("--kv-cache-dtype-skip-layers: {} name no attention layer of '{}' (the "
+                        "engine compares each entry whole with a layer's index: 3, not 03 or 1,3, "
+                        "or sliding_window); they keep nothing",
+                        fmt::join(unmatched, ", "), model.file));
+    }
+  }
+  if (!turboquant) return kept;
+  const std::string_view name = KvCacheDtypeName(cache.kv_cache_dtype);
   for (const RawLayer& raw : model.layers) {
     if (raw.type == LayerType::kMla || raw.type == LayerType::kIndexer) {
       return Rejected(fmt::format(
@@ -431,24 +489,24 @@ Result<std::set<int64_t>> TurboQuantSkipLayers(const ModelDescription& model, Kv
           raw.type == LayerType::kSlidingWindow ? "sliding window" : "chunk (chunked local)"));
     }
   }
-  const bool hybrid = std::any_of(model.layers.begin(), model.layers.end(),
-                                  [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
-  if (hybrid) return skip;
+  if (hybrid) return kept;
   const int64_t num_layers = std::count_if(model.layers.begin(), model.layers.end(),
                                            [](const RawLayer& l) { return !l.mtp; });
   const int64_t n = std::min<int64_t>(2, num_layers / 2);
+  std::set<int64_t> boundary;
   for (int64_t i = 0; i < n; ++i) {
-    skip.insert(i);
-    skip.insert(num_layers - 1 - i);
+    boundary.insert(i);
+    boundary.insert(num_layers - 1 - i);
   }
-  if (!skip.empty()) {
+  if (!boundary.empty()) {
     b.Add(Severity::kInfo, "turboquant-boundary-layers",
           fmt::format("--kv-cache-dtype {} keeps layers {} at the model dtype, as the engine's "
                       "TurboQuant keeps the first and last {} layers of a model without "
                       "recurrent layers; the others store packed K|V slots",
-                      name, fmt::join(skip, ", "), n));
+                      name, fmt::join(boundary, ", "), n));
   }
-  return skip;
+  kept.indices.insert(boundary.begin(), boundary.end());
+  return kept;
 }
 
 // vLLM's n_predict rules for an MTP draft (SpeculativeConfig.__post_init__, with n_predict from
@@ -684,10 +742,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                .backend = target_caps,
                                .causal = true,
                                .volatile_last_block = eagle_style};
-  // TurboQuant: its layers run the backend that stores it unless --attention-backend names one;
-  // boundary layers keep the model dtype and the model's backend.
-  KVTOPO_ASSIGN_OR_RETURN(const std::set<int64_t> tq_skip,
-                          TurboQuantSkipLayers(model, cache.kv_cache_dtype, b));
+  // Kept layers (--kv-cache-dtype-skip-layers, TurboQuant's boundary layers) store the model
+  // dtype on the model's backend; TurboQuant layers run the backend that stores it unless
+  // --attention-backend names one.
+  KVTOPO_ASSIGN_OR_RETURN(const KeptLayers kept, ResolveKeptLayers(model, cache, b));
   AttentionOptions tq_opts = target_opts, skip_opts = target_opts;
   skip_opts.dtype = KvCacheDtype::kAuto;
   if (TurboQuantOf(cache.kv_cache_dtype) && cache.attention_backend.empty()) {
@@ -703,9 +761,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       b.out.layers.push_back(std::move(s));
       b.context.push_back({nullptr});
     } else {
-      const AttentionOptions& o = !TurboQuantOf(cache.kv_cache_dtype)     ? target_opts
-                                  : tq_skip.count(LayerIndexOf(raw.name)) ? skip_opts
-                                                                          : tq_opts;
+      const AttentionOptions& o = kept.Keeps(raw)                      ? skip_opts
+                                  : TurboQuantOf(cache.kv_cache_dtype) ? tq_opts
+                                                                       : target_opts;
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
       b.context.push_back({o.backend});
     }
@@ -823,7 +881,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         b.context.push_back({nullptr});
         continue;
       }
-      b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, draft_opts));
+      // Kept layers apply to the draft's layers by their own indices too (one cache config);
+      // a TurboQuant draft (MTP) keeps its dtype.
+      AttentionOptions o = draft_opts;
+      if (kept.Keeps(raw) && !TurboQuantOf(draft_dtype)) o.dtype = KvCacheDtype::kAuto;
+      b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, o));
       b.context.push_back({draft_caps});
     }
 

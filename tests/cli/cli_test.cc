@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -185,6 +186,29 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "mutually exclusive\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --dcp-comm-backend a2a").exit_code, 1);
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8 -dcp 8 --dcp-comm-backend a2a").exit_code, 0);
+  // --kv-cache-dtype-skip-layers takes one or more values (a flag ends them), from a config
+  // file's list too.
+  auto layer_dtypes = [](const nlohmann::json& p) {
+    std::map<std::string, std::string> out;
+    for (const auto& l : p["layers"]) out[l["name"]] = l["kv_cache_dtype"];
+    return out;
+  };
+  p = plan(
+      "gpt-oss-120b --kv-cache-dtype fp8 --kv-cache-dtype-skip-layers 1 sliding_window "
+      "--port 1");
+  auto dtypes = layer_dtypes(p);
+  EXPECT_EQ(dtypes["model.layers.0.self_attn"], "auto");  // windowed
+  EXPECT_EQ(dtypes["model.layers.1.self_attn"], "auto");
+  EXPECT_EQ(dtypes["model.layers.3.self_attn"], "fp8");
+  ASSERT_EQ(p["diagnostics"].size(), 1u) << p.dump();
+  EXPECT_EQ(p["diagnostics"][0]["message"], "accepted, not used for planning: --port");
+  const std::string yaml =
+      (std::filesystem::temp_directory_path() / "kvtopo_cli_skip.yaml").string();
+  std::ofstream(yaml) << "kv-cache-dtype: fp8\nkv-cache-dtype-skip-layers: [3]\n";
+  dtypes = layer_dtypes(plan("gpt-oss-120b --config " + yaml));
+  std::filesystem::remove(yaml);
+  EXPECT_EQ(dtypes["model.layers.3.self_attn"], "auto");
+  EXPECT_EQ(dtypes["model.layers.1.self_attn"], "fp8");
   // argparse's abbreviations: a unique prefix names its flag; several, an error naming them.
   p = plan("kimi-k2.6 --tensor-parallel 8 --max-model 64k --no-enable-prefix --gpu-mem 0.9");
   EXPECT_EQ(p["parallel"]["tensor_parallel_size"], 8);

@@ -1010,6 +1010,54 @@ TEST(TurboQuant, HybridAlignsToTheTurboQuantPage) {
   EXPECT_TRUE(plan->diagnostics.empty());
 }
 
+// --kv-cache-dtype-skip-layers: layers named by index (or every windowed one) keep the model
+// dtype. Llama-3.1-8B, fp8, layers 0 and 31 kept: 2 x 65,536 + 30 x 32,768 = 1,114,112 B a block,
+// 19,275 blocks in 20 GiB; with TurboQuant the list joins the boundary layers (layer 5 too:
+// 5 x 65,536 + 27 x 25,088 = 1,005,056 B).
+TEST(TurboQuant, SkipLayersKeepTheModelDtype) {
+  LaunchConfig fp8 = TurboQuantLaunch(KvCacheDtype::kFp8);
+  fp8.cache.kv_cache_dtype_skip_layers = {"0", "31"};
+  auto plan = PlanWith(Llama31_8B(), fp8);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].layer_specs[0].cache_dtype, KvCacheDtype::kAuto);
+  EXPECT_EQ(plan->groups[0].layer_specs[1].cache_dtype, KvCacheDtype::kFp8);
+  EXPECT_EQ(plan->pool.bytes_per_block, 1'114'112);
+  EXPECT_EQ(plan->pool.num_blocks, 19'275);
+  EXPECT_TRUE(plan->diagnostics.empty());
+
+  LaunchConfig tq = TurboQuantLaunch(KvCacheDtype::kTurboquantK8v4);
+  tq.cache.kv_cache_dtype_skip_layers = {"5"};
+  plan = PlanWith(Llama31_8B(), tq);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].layer_specs[5].attention_backend, "FLASH_ATTN");
+  EXPECT_EQ(plan->pool.bytes_per_block, 1'005'056);
+
+  // Entries are compared whole; those that match no layer are said.
+  fp8.cache.kv_cache_dtype_skip_layers = {"0,1", "03", "40", "31"};
+  plan = PlanWith(Llama31_8B(), fp8);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "kv-cache-dtype-skip-layers-unmatched");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--kv-cache-dtype-skip-layers: 0,1, 03, 40 name no attention layer of 'config.json' "
+            "(the engine compares each entry whole with a layer's index: 3, not 03 or 1,3, or "
+            "sliding_window); they keep nothing");
+  EXPECT_EQ(plan->groups[0].layer_specs[31].cache_dtype, KvCacheDtype::kAuto);
+
+  // sliding_window keeps every windowed layer; with TurboQuant the engine fails on it.
+  nlohmann::json mistral = Llama31_8B();
+  mistral["architectures"] = {"MistralForCausalLM"};
+  mistral["model_type"] = "mistral";
+  mistral["sliding_window"] = 4096;
+  fp8.cache.kv_cache_dtype_skip_layers = {"sliding_window"};
+  plan = PlanWith(mistral, fp8);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].layer_specs[7].cache_dtype, KvCacheDtype::kAuto);
+  tq.cache.kv_cache_dtype_skip_layers = {"sliding_window"};
+  plan = PlanWith(Llama31_8B(), tq);
+  EXPECT_EQ(plan.status().code(), StatusCode::kRejected);
+}
+
 TEST(TurboQuant, LaunchesItIsNotPlannedFor) {
   LaunchConfig mla = TurboQuantLaunch(KvCacheDtype::kTurboquantK8v4, 8);
   mla.model = "kimi-k2.6";

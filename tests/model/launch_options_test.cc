@@ -223,11 +223,11 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("-O.mode"), nullptr);
   // Flags whose effect on the cache kvtopo does not model say so.
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-cache-dtype-skip-layers")->unmodelled);
   EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
   for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
-                           "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding"}) {
+                           "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding",
+                           "--kv-cache-dtype-skip-layers"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

@@ -188,6 +188,19 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(a.num_speculative_tokens, 3)
         self.assertEqual(a.to_json(), b.to_json())
 
+    def test_skip_layers_as_a_list_or_a_str(self):
+        # The engine's list: each item compared whole with a layer index, or sliding_window.
+        a = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",
+                        kv_cache_dtype_skip_layers=[1, "sliding_window"])
+        b = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",
+                        kv_cache_dtype_skip_layers="1 sliding_window")
+        self.assertEqual(a.to_json(), b.to_json())
+        dtypes = {l["name"]: l["kv_cache_dtype"] for l in json.loads(a.to_json())["layers"]}
+        self.assertEqual(dtypes["model.layers.1.self_attn"], "auto")
+        self.assertEqual(dtypes["model.layers.3.self_attn"], "fp8")
+        with self.assertRaisesRegex(TypeError, "a list or a space-separated str"):
+            kvtopo.plan(kv_cache_dtype_skip_layers=3)
+
     def test_shard_draft_flag_and_environment_agree(self):
         # The full draft cache (no window): a sharded window would be rejected under DCP.
         unsharded = kvtopo.plan(dspark_draft_kv_window=0, kv_cache_memory="32GiB").to_json()
