@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "internal/checked_math.h"
@@ -381,17 +382,22 @@ Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view kno
   return caps;
 }
 
+// The value of `text` when it is 1 to 9 decimal digits; nullopt otherwise.
+std::optional<int64_t> DigitsValue(std::string_view text) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(std::string(text));
+}
+
 // The layer index the engine reads from a layer's name (extract_layer_index: the name's one
 // integer part, "model.layers.3.self_attn" -> 3); -1 when it has none.
 int64_t LayerIndexOf(std::string_view name) {
   size_t start = 0;
   while (start <= name.size()) {
     const size_t dot = std::min(name.find('.', start), name.size());
-    const std::string_view part = name.substr(start, dot - start);
-    if (!part.empty() && part.size() <= 9 &&
-        part.find_first_not_of("0123456789") == std::string_view::npos) {
-      return std::stoll(std::string(part));
-    }
+    if (std::optional<int64_t> index = DigitsValue(name.substr(start, dot - start))) return *index;
     start = dot + 1;
   }
   return -1;
@@ -454,12 +460,10 @@ Result<KeptLayers> ResolveKeptLayers(const ModelDescription& model, const CacheO
         kept.windowed = true;
         continue;
       }
-      const bool canonical = !e.empty() && e.size() <= 9 &&
-                             e.find_first_not_of("0123456789") == std::string::npos &&
-                             (e == "0" || e[0] != '0');
-      const int64_t index = canonical ? std::stoll(e) : -1;
-      if (canonical && attention.count(index)) {
-        kept.indices.insert(index);
+      // The engine compares the entry with str(index): "3" matches, "03" does not.
+      const std::optional<int64_t> index = DigitsValue(e);
+      if (index && e == std::to_string(*index) && attention.count(*index)) {
+        kept.indices.insert(*index);
       } else {
         unmatched.push_back(e);
       }

@@ -1083,6 +1083,11 @@ TEST(TurboQuant, LaunchesItIsNotPlannedFor) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_FALSE(plan->accepted());
   EXPECT_NE(plan->ErrorLines().find("backend-kv-cache-dtype"), std::string::npos);
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
+  EXPECT_EQ(plan->diagnostics[1].message,
+            "target layer 'model.layers.2.self_attn' (and 27 other layers) stores "
+            "turboquant_3bit_nc (TurboQuant) but backend FLASH_ATTN does not store it; leave "
+            "--attention-backend unset so the engine picks the backend that does");
   LaunchConfig dcp = TurboQuantLaunch(KvCacheDtype::kTurboquant3bitNc, 16);
   dcp.parallel.decode_context_parallel_size = 2;
   plan = PlanWith(Llama31_8B(), dcp);
