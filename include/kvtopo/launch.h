@@ -178,6 +178,11 @@ struct ModelCacheSpecs {
   // --disable-hybrid-kv-cache-manager"); empty: it runs with it. The planner then caches windowed
   // layers as full attention (one cache type).
   std::string hybrid_manager_off;
+  // The model's Mamba chunk size as the engine reads it (ModelConfig.get_mamba_chunk_size:
+  // mamba_chunk_size, else chunk_size, with the config class's default, else 2048): in
+  // --mamba-cache-mode all the hybrid attention block is a multiple of lcm(it, kernel block)
+  // unless --mamba-block-size is given.
+  int64_t mamba_chunk_size = 2048;
 };
 
 }  // namespace kvtopo

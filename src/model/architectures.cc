@@ -493,7 +493,8 @@ Result<std::string> NemotronPattern(const ConfigReader& r, std::string_view key,
 //   (K/V cache), - and E an MLP or MoE block (no cache); the pattern has num_hidden_layers letters.
 // - Mamba2: mamba_num_heads x mamba_head_dim inner channels, `n_groups` (or mamba_n_groups),
 //   ssm_state_size, `conv_kernel` (or mamba_d_conv); the SSM state is float32 unless the config's
-//   mamba_ssm_cache_dtype or --mamba-ssm-cache-dtype says otherwise.
+//   mamba_ssm_cache_dtype or --mamba-ssm-cache-dtype says otherwise. The chunk size (the hybrid
+//   block's base in --mamba-cache-mode all) is `mamba_chunk_size`, else `chunk_size`, else 128.
 // - Attention: num_key_value_heads (null: num_attention_heads), head_dim (null:
 //   hidden_size / num_attention_heads).
 // - Omitted fields take the config class's defaults (max_position_embeddings 4096, 128 Mamba
@@ -557,6 +558,7 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
     KVTOPO_ASSIGN_OR_RETURN(m.mamba_ssm_dtype, StateDtype(r, "mamba_ssm_cache_dtype"));
   }
   m.supports_mamba_prefix_caching = true;
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, either("mamba_chunk_size", "chunk_size", 128));
   m.mtp_key = "num_nextn_predict_layers 1 with an mtp_hybrid_override_pattern of * and E";
   KVTOPO_ASSIGN_OR_RETURN(const int64_t predict,
                           r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers));

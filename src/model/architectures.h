@@ -94,6 +94,9 @@ struct ModelDescription {
   // The engine's SupportsMambaPrefixCaching: with prefix caching, recurrent layers default to
   // --mamba-cache-mode all (else align).
   bool supports_mamba_prefix_caching = false;
+  // The engine's Mamba chunk size (ModelConfig.get_mamba_chunk_size), the base of the hybrid
+  // block in --mamba-cache-mode all; 2048 for a config with no chunk notion.
+  int64_t mamba_chunk_size = 2048;
   // The optional "kvtopo" block (docs/profiles.md).
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind

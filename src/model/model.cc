@@ -562,6 +562,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   Builder b{config, {}, {}, {}};
   b.out.model_name = target.name;
   b.out.architecture = model.architecture;
+  b.out.mamba_chunk_size = model.mamba_chunk_size;
   ResolveModelDtype(model, target.file, b);
   if (config.disable_sliding_window) DisableSlidingWindow(model, b);
   if (cache.max_model_len < 0 && cache.max_model_len != kAutoMaxModelLen) {

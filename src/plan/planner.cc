@@ -202,7 +202,13 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
   const RecurrentMode mode = first_rec->recurrent_mode;
   int64_t recurrent_block = first_rec->block_size;
   if (mode == RecurrentMode::kAll) {
-    const int64_t base = inputs_.cache.mamba_block_size ? inputs_.cache.mamba_block_size : block;
+    // The engine aligns to --mamba-block-size when given, else to the model's chunk size.
+    const int64_t base =
+        inputs_.cache.mamba_block_size ? inputs_.cache.mamba_block_size : specs_.mamba_chunk_size;
+    if (base <= 0) {
+      return InvalidArgument(fmt::format("the model's Mamba chunk size must be positive, got {}",
+                                         specs_.mamba_chunk_size));
+    }
     const int64_t tokens = CeilDiv(state_page, attn_1tok);
     KVTOPO_ASSIGN_OR_RETURN(int64_t chunk, internal::CheckedLcm(base, kalign, "block alignment"));
     KVTOPO_ASSIGN_OR_RETURN(

@@ -223,10 +223,11 @@ nlohmann::json NemotronNano9B() {
 
 // The Mamba2 state per layer: conv (3, 128 x 80 + 2 x 8 x 128) in bfloat16 = 73,728 B, and the
 // SSM state (128, 80, 128) in float32, the engine's NemotronH default = 5,242,880 B; 5,316,608 B
-// in all. An attention token is 2 x 8 x 128 x 2 B = 4,096 B: 1,298 tokens hold the state, and
-// the block is 16 x ceil(1,298 / 16) = 1,312. With prefix caching the Mamba layers keep a state
-// per block (mode all, the model supports Mamba prefix caching): 100 pages per request in each
-// of the 8 groups (27 Mamba layers in groups of 4, then the 4 attention layers).
+// in all. An attention token is 2 x 8 x 128 x 2 B = 4,096 B: 1,298 tokens hold the state. With
+// prefix caching the Mamba layers keep a state per block (mode all, the model supports Mamba
+// prefix caching), and the block is a multiple of the Mamba chunk size (NemotronHConfig's
+// chunk_size, 128): 128 x ceil(1,298 / 128) = 1,408; 94 pages per request in each of the 8
+// groups (27 Mamba layers in groups of 4, then the 4 attention layers).
 TEST(MambaHybrids, NemotronNano9BDefaultsToModeAllAndAFloat32State) {
   auto plan = PlanWith(NemotronNano9B(), Launch(1, 20 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -242,22 +243,62 @@ TEST(MambaHybrids, NemotronNano9BDefaultsToModeAllAndAFloat32State) {
   EXPECT_EQ(attention.layers,
             (std::vector<std::string>{"model.layers.14.mixer", "model.layers.21.mixer",
                                       "model.layers.30.mixer", "model.layers.39.mixer"}));
-  EXPECT_EQ(attention.geometry.block_size(), 1312);
-  EXPECT_EQ(attention.geometry.page_size_bytes(), 5'373'952);
-  EXPECT_EQ(attention.geometry.max_pages_per_request(), 100);
-  EXPECT_EQ(plan->pool.num_blocks, 999);  // 20 GiB / (4 x 5,373,952 B)
-  EXPECT_EQ(plan->capacity.max_tokens, 163'676);
+  EXPECT_EQ(attention.geometry.block_size(), 1408);
+  EXPECT_EQ(attention.geometry.page_size_bytes(), 5'767'168);
+  EXPECT_EQ(attention.geometry.max_pages_per_request(), 94);
+  EXPECT_EQ(plan->pool.num_blocks, 930);  // 20 GiB / (4 x 5,767,168 B)
+  EXPECT_EQ(plan->capacity.max_tokens, 162'097);
 
   // With the SSM state in bfloat16 (the engine's default before NemotronH's float32): 2,621,440
-  // + 73,728 = 2,695,168 B, 658 tokens, a block of 672 (vLLM issue 24280 quotes this launch's
-  // "672 tokens").
+  // + 73,728 = 2,695,168 B, 658 tokens, a block of 128 x 6 = 768.
   LaunchConfig bf16 = Launch(1, 20 * kGiB);
   bf16.cache.mamba_ssm_cache_dtype = KvCacheDtype::kBfloat16;
   plan = PlanWith(NemotronNano9B(), bf16);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->diagnostics.empty());
-  EXPECT_EQ(plan->groups[7].geometry.block_size(), 672);
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 768);
   EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'695'168);
+  // Without prefix caching (mode none) the block is only a multiple of the kernel block:
+  // 16 x ceil(658 / 16) = 672, the "672 tokens" vLLM issue 24280 quotes for this launch (an
+  // engine before Mamba prefix caching).
+  bf16.cache.enable_prefix_caching = false;
+  plan = PlanWith(NemotronNano9B(), bf16);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 672);
+}
+
+// Mode all aligns the hybrid block to the model's Mamba chunk size: `mamba_chunk_size` before
+// `chunk_size` (1,298 tokens: 256 x 6 = 1,536), or to --mamba-block-size when given (lcm(64,
+// 16) = 64: 64 x 21 = 1,344); mode align to the kernel block alone (16 x 82 = 1,312).
+TEST(MambaHybrids, ModeAllAlignsToTheMambaChunkSize) {
+  nlohmann::json chunked = NemotronNano9B();
+  chunked["chunk_size"] = 64;
+  chunked["mamba_chunk_size"] = 256;
+  auto plan = PlanWith(chunked, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 1536);
+  chunked.erase("mamba_chunk_size");
+  plan = PlanWith(chunked, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 1344);
+
+  LaunchConfig mamba_block = Launch(1, 20 * kGiB);
+  mamba_block.cache.mamba_block_size = 64;
+  plan = PlanWith(NemotronNano9B(), mamba_block);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 1344);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 1344);
+
+  LaunchConfig align = Launch(1, 20 * kGiB);
+  align.cache.mamba_cache_mode = RecurrentMode::kAlign;
+  plan = PlanWith(NemotronNano9B(), align);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 1312);
+
+  nlohmann::json bad = NemotronNano9B();
+  bad["chunk_size"] = 0;
+  EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
+            "config.json 'config.json': field 'chunk_size' must be in [1, 65536], got 0");
 }
 
 // Mode align on request; none with prefix caching is kept (docs/runtime.md), with a warning that
@@ -320,7 +361,7 @@ TEST(MambaHybrids, SpellingsAndMtp) {
   auto plan = PlanWith(newer, Launch(1, 20 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 5'316'608);
-  EXPECT_EQ(plan->pool.num_blocks, 999);
+  EXPECT_EQ(plan->pool.num_blocks, 930);
 
   LaunchConfig mtp = Launch(1, 20 * kGiB);
   mtp.speculative =
