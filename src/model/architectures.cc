@@ -581,6 +581,222 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// Mamba2 mixers described by the mamba_* fields that Bamba, GraniteMoeHybrid and Falcon-H1
+// share, with their config classes' defaults (Transformers' BambaConfig,
+// GraniteMoeHybridConfig, FalconH1Config; the engine's get_mamba_state_shape_from_config of
+// bamba.py, granitemoehybrid.py and falcon_h1.py at 28be48fa9): the inner channels are
+// mamba_expand (2) x hidden_size, or for Falcon-H1 `mamba_d_ssm` (1024 when absent; null: the
+// product); mamba_n_heads (128) heads of mamba_d_head ("auto": channels / heads), which the
+// config classes require to multiply to the channels; mamba_n_groups (1), mamba_d_state (256),
+// mamba_d_conv (4). The chunk size is mamba_chunk_size (256). The SSM state follows the conv
+// state's dtype unless --mamba-ssm-cache-dtype names one (the engine's "auto"). Each family
+// supports Mamba prefix caching.
+Result<Mamba2Dims> ReadMambaFields(const ConfigReader& r, bool reads_d_ssm, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
+  Mamba2Dims d;
+  std::string channels_from;
+  if (reads_d_ssm && !r.IsNull("mamba_d_ssm")) {
+    KVTOPO_ASSIGN_OR_RETURN(d.intermediate_size, r.IntInOr("mamba_d_ssm", 1024, 1, kMaxModelDim));
+    channels_from = fmt::format("mamba_d_ssm {}", d.intermediate_size);
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t expand, r.IntInOr("mamba_expand", 2, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(d.intermediate_size,
+                            internal::CheckedMul(expand, hidden, "mamba_expand x hidden_size"));
+    channels_from = fmt::format("mamba_expand x hidden_size {}", d.intermediate_size);
+  }
+  KVTOPO_ASSIGN_OR_RETURN(d.num_heads, r.IntInOr("mamba_n_heads", 128, 1, kMaxModelDim));
+  if (d.intermediate_size % d.num_heads != 0) {
+    return r.Invalid("mamba_n_heads",
+                     fmt::format("is {}, which does not divide {}", d.num_heads, channels_from));
+  }
+  d.head_dim = d.intermediate_size / d.num_heads;
+  if (r.Has("mamba_d_head") && !(r.json()["mamba_d_head"].is_string() &&
+                                 r.json()["mamba_d_head"].get<std::string>() == "auto")) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t head, Positive(r, "mamba_d_head"));
+    if (head != d.head_dim) {
+      return r.Invalid("mamba_d_head",
+                       fmt::format("is {}, but mamba_n_heads {} heads of it are not {}", head,
+                                   d.num_heads, channels_from));
+    }
+  }
+  KVTOPO_ASSIGN_OR_RETURN(d.n_groups, r.IntInOr("mamba_n_groups", 1, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(d.state_size, r.IntInOr("mamba_d_state", 256, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(d.conv_kernel, r.IntInOr("mamba_d_conv", 4, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, r.IntInOr("mamba_chunk_size", 256, 1, kMaxModelDim));
+  m.supports_mamba_prefix_caching = true;
+  return d;
+}
+
+// num_key_value_heads of a Mamba hybrid's attention layers: `absent` when the config omits it
+// (0: num_attention_heads), num_attention_heads when null (the config classes' backward
+// compatibility rule).
+Status ReadHybridKvHeads(const ConfigReader& r, int64_t absent, ModelDescription& m) {
+  if (r.IsNull("num_key_value_heads") || (!r.Has("num_key_value_heads") && absent == 0)) {
+    m.num_kv_heads_total = m.num_attention_heads;
+    return Status::Ok();
+  }
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
+                          r.IntInOr("num_key_value_heads", absent, 1, kMaxModelDim));
+  return Status::Ok();
+}
+
+// The model-level window the engine's attention layers take when the model passes none per
+// layer (Attention reads cache_config.sliding_window, the config's sliding_window): 0 or null
+// for none.
+Result<int64_t> ModelLevelWindow(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  return m.text_sliding_window;
+}
+
+RawLayer Mamba2Mixer(std::string name, const Mamba2Dims& dims) {
+  return RawLayer{.name = std::move(name), .type = LayerType::kMamba2, .mamba2 = dims};
+}
+
+RawLayer NamedAttention(std::string name, int64_t i, const ModelDescription& m, int64_t head,
+                        int64_t window) {
+  RawLayer layer = KvAttentionLayer(i, m, head, window);
+  layer.name = std::move(name);
+  return layer;
+}
+
+// A hybrid the engine treats as one (its ModelConfig.is_hybrid) sizes the attention block by the
+// Mamba state and pads Mamba pages to the attention page even when its config gives it no layer of
+// one kind; kvtopo plans hybrids with both kinds and refuses the others, naming `key`.
+Status BothLayerKinds(const ConfigReader& r, std::string_view key, int64_t attention, int64_t n,
+                      std::string_view family) {
+  if (attention > 0 && attention < n) return Status::Ok();
+  return r.Invalid(key, fmt::format("makes {} of the {} layers attention layers; kvtopo plans a "
+                                    "{} model with both attention and Mamba layers",
+                                    attention, n, family));
+}
+
+// Bamba (BambaForCausalLM; the fork's bamba.py, Transformers' BambaConfig): layer i is an
+// attention layer ("model.layers.i.attn") when `attn_layer_indices` lists it, else a Mamba2
+// mixer ("model.layers.i.mixer") of ReadMambaFields. Attention: num_key_value_heads (8) heads of
+// hidden_size / num_attention_heads. max_position_embeddings defaults to 262144. A model with
+// no attention layer, or no Mamba layer, is refused (BothLayerKinds).
+Status ReadBamba(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/262144));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/false));
+  KVTOPO_ASSIGN_OR_RETURN(const Mamba2Dims mamba, ReadMambaFields(r, false, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  std::vector<int64_t> listed;
+  if (r.Has("attn_layer_indices")) {
+    KVTOPO_ASSIGN_OR_RETURN(listed, r.IntList("attn_layer_indices"));
+  }
+  int64_t attention = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::find(listed.begin(), listed.end(), i) != listed.end()) {
+      m.layers.push_back(NamedAttention(LayerName(i, "attn"), i, m, head, window));
+      ++attention;
+    } else {
+      m.layers.push_back(Mamba2Mixer(LayerName(i, "mixer"), mamba));
+    }
+  }
+  return BothLayerKinds(r, "attn_layer_indices", attention, n, "Bamba");
+}
+
+// GraniteMoeHybrid (Granite 4.0; the fork's granitemoehybrid.py, Transformers'
+// GraniteMoeHybridConfig): layer i is `layer_types[i]`, "mamba" (a Mamba2 mixer of
+// ReadMambaFields, "model.layers.i.mixer") or "attention" ("model.layers.i.self_attn.attn");
+// the engine indexes the list, so a config must state it. Attention: num_key_value_heads
+// (absent or null: num_attention_heads) heads of hidden_size / num_attention_heads.
+// max_position_embeddings defaults to 2048. With only attention layers the engine does not treat
+// the model as hybrid (ModelConfig.is_hybrid), and neither does the plan.
+Status ReadGraniteMoeHybrid(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/2048));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 0, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/false));
+  KVTOPO_ASSIGN_OR_RETURN(const Mamba2Dims mamba, ReadMambaFields(r, false, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types, r.StringList("layer_types"));
+  if (static_cast<int64_t>(types.size()) != n) {
+    return r.Invalid("layer_types",
+                     fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (types[i] == "mamba") {
+      m.layers.push_back(Mamba2Mixer(LayerName(i, "mixer"), mamba));
+    } else if (types[i] == "attention") {
+      m.layers.push_back(NamedAttention(LayerName(i, "self_attn.attn"), i, m, head, window));
+    } else {
+      return r.Invalid("layer_types",
+                       fmt::format("entry {} is '{}'; accepted: mamba, attention", i, types[i]));
+    }
+  }
+  const auto attention = std::count(types.begin(), types.end(), "attention");
+  if (attention == n) return Status::Ok();  // no hybrid
+  return BothLayerKinds(r, "layer_types", attention, n, "GraniteMoeHybrid");
+}
+
+// Falcon-H1 (FalconH1ForCausalLM; the fork's falcon_h1.py, Transformers' FalconH1Config): every
+// decoder layer runs attention and a Mamba2 mixer side by side. The engine names layer i's
+// attention "model.layers.i.attn" and its mixer "model.{num_hidden_layers + i}.mixer", in that
+// order. Attention: num_key_value_heads (8) heads of `head_dim` (absent or null:
+// hidden_size / num_attention_heads). Mamba2 of ReadMambaFields with mamba_d_ssm.
+// max_position_embeddings defaults to 8192.
+Status ReadFalconH1(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/8192));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
+  KVTOPO_ASSIGN_OR_RETURN(const Mamba2Dims mamba, ReadMambaFields(r, true, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  for (int64_t i = 0; i < n; ++i) {
+    m.layers.push_back(NamedAttention(LayerName(i, "attn"), i, m, head, window));
+    m.layers.push_back(Mamba2Mixer(fmt::format("model.{}.mixer", n + i), mamba));
+  }
+  return Status::Ok();
+}
+
+// Jamba (JambaForCausalLM; the fork's jamba.py, Transformers' JambaConfig): layer i is an
+// attention layer ("model.layers.i.attn") when i % attn_layer_period (8) is attn_layer_offset
+// (4), which must be smaller, else a Mamba1 mixer ("model.layers.i.mixer") of mamba_expand (2) x
+// hidden_size channels, mamba_d_state (16) and mamba_d_conv (4). Attention: num_key_value_heads
+// (8; null: num_attention_heads) heads of hidden_size / num_attention_heads.
+// max_position_embeddings defaults to 262144. Mamba1 has no chunk size: the engine aligns blocks
+// in --mamba-cache-mode all to 2048 tokens (unless the config states mamba_chunk_size or
+// chunk_size). The model supports Mamba prefix caching.
+Status ReadJamba(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/262144));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/false));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t period, r.IntInOr("attn_layer_period", 8, 1, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t offset, r.IntInOr("attn_layer_offset", 4, 0, kMaxLayers));
+  if (offset >= period) {
+    return r.Invalid("attn_layer_offset",
+                     fmt::format("is {}, not smaller than attn_layer_period {}", offset, period));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t expand, r.IntInOr("mamba_expand", 2, 1, kMaxModelDim));
+  Mamba1Dims mamba;
+  KVTOPO_ASSIGN_OR_RETURN(mamba.intermediate_size,
+                          internal::CheckedMul(expand, hidden, "mamba_expand x hidden_size"));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("mamba_d_state", 16, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 1, kMaxModelDim));
+  const bool states_chunk = r.Has("mamba_chunk_size") || !r.Has("chunk_size");
+  KVTOPO_ASSIGN_OR_RETURN(
+      m.mamba_chunk_size,
+      r.IntInOr(states_chunk ? "mamba_chunk_size" : "chunk_size", 2048, 1, kMaxModelDim));
+  m.supports_mamba_prefix_caching = true;
+  int64_t attention = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % period == offset) {
+      m.layers.push_back(NamedAttention(LayerName(i, "attn"), i, m, head, window));
+      ++attention;
+    } else {
+      m.layers.push_back(
+          RawLayer{.name = LayerName(i, "mixer"), .type = LayerType::kMamba1, .mamba1 = mamba});
+    }
+  }
+  return BothLayerKinds(r, "attn_layer_offset", attention, n, "Jamba");
+}
+
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
 // MoE, Cohere, MiniMax-M2): one K/V attention cache per layer. How the engine reads them
 // (docs/profiles.md cites each rule):
@@ -862,6 +1078,10 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3_5ForConditionalGeneration", true, ReadGdnHybridAs<kQwen35>},
       {"Qwen3_5MoeForConditionalGeneration", true, ReadGdnHybridAs<kQwen35Moe>},
       {"NemotronHForCausalLM", false, ReadNemotronH},
+      {"BambaForCausalLM", false, ReadBamba},
+      {"GraniteMoeHybridForCausalLM", false, ReadGraniteMoeHybrid},
+      {"FalconH1ForCausalLM", false, ReadFalconH1},
+      {"JambaForCausalLM", false, ReadJamba},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

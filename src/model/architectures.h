@@ -24,12 +24,14 @@ enum class LayerType {
   kChunkedLocal,   // K/V attention within chunks of attention_chunk_size tokens
   kKda,            // Kimi Delta Attention recurrent state
   kGdn,            // Gated DeltaNet recurrent state
+  kMamba1,         // Mamba1 SSM state
   kMamba2,         // Mamba2 SSM state
 };
 
 // Whether a layer keeps recurrent state rather than a K/V or MLA cache.
 inline bool IsRecurrentLayer(LayerType t) {
-  return t == LayerType::kKda || t == LayerType::kGdn || t == LayerType::kMamba2;
+  return t == LayerType::kKda || t == LayerType::kGdn || t == LayerType::kMamba1 ||
+         t == LayerType::kMamba2;
 }
 
 struct RawLayer {
@@ -47,6 +49,7 @@ struct RawLayer {
   int64_t page_tail_bytes_per_token = 0;
   KdaDims kda;
   GdnDims gdn;
+  Mamba1Dims mamba1;
   Mamba2Dims mamba2;
 };
 

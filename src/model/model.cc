@@ -154,6 +154,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       break;
     case LayerType::kKda:
     case LayerType::kGdn:
+    case LayerType::kMamba1:
     case LayerType::kMamba2:
       break;
   }
@@ -182,13 +183,16 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
     KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype)));
     return s;
   }
-  // GDN and Mamba2 widen their conv state by the speculative tokens; the SSM state follows the
+  // GDN and Mamba2 widen their conv state by the speculative tokens (Mamba1 does not); the SSM
+  // state follows the
   // conv dtype unless --mamba-ssm-cache-dtype names its own (vLLM _mamba_state_dtype).
   const ElementType conv = StorageElement(o.conv_dtype, m.dtype);
   const ElementType ssm =
       o.ssm_dtype == KvCacheDtype::kAuto ? conv : StorageElement(o.ssm_dtype, m.dtype);
   if (raw.type == LayerType::kGdn) {
     KVTOPO_ASSIGN_OR_RETURN(s.state, GdnState(raw.gdn, tp, o.num_speculative_tokens, conv, ssm));
+  } else if (raw.type == LayerType::kMamba1) {
+    KVTOPO_ASSIGN_OR_RETURN(s.state, Mamba1State(raw.mamba1, tp, conv, ssm));
   } else {
     KVTOPO_ASSIGN_OR_RETURN(s.state,
                             Mamba2State(raw.mamba2, tp, o.num_speculative_tokens, conv, ssm));

@@ -51,6 +51,21 @@ Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& d, int64_t tp, in
   };
 }
 
+Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& d, int64_t tp,
+                                             ElementType conv_dtype, ElementType ssm_dtype) {
+  KVTOPO_RETURN_IF_ERROR(CheckPositive({{"intermediate_size", d.intermediate_size},
+                                        {"state_size", d.state_size},
+                                        {"conv_kernel", d.conv_kernel},
+                                        {"tensor_parallel_size", tp}},
+                                       "Mamba1"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t channels,
+                          SplitByTp(d.intermediate_size, tp, "intermediate size", "Mamba1"));
+  return std::vector<StateTensor>{
+      {{channels, d.conv_kernel - 1}, conv_dtype},
+      {{channels, d.state_size}, ssm_dtype},
+  };
+}
+
 Result<std::vector<StateTensor>> GdnState(const GdnDims& d, int64_t tp, int64_t num_spec,
                                           ElementType conv_dtype, ElementType ssm_dtype) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"linear_num_key_heads", d.num_k_heads},

@@ -1,7 +1,7 @@
-// Internal: recurrent-state shape calculators (per request, per layer, per rank) for Mamba2, Gated
-// DeltaNet (GDN) and Kimi Delta Attention (KDA). TP splits feature dimensions; DCP never splits
-// recurrent state. `num_spec` widens the conv state by the speculative tokens for the models
-// that do so (Mamba2, GDN). Errors: a dimension that TP does not divide, non-positive sizes.
+// Internal: recurrent-state shape calculators (per request, per layer, per rank) for Mamba1,
+// Mamba2, Gated DeltaNet (GDN) and Kimi Delta Attention (KDA). TP splits feature dimensions; DCP
+// never splits recurrent state. `num_spec` widens the conv state by the speculative tokens for the
+// models that do so (Mamba2, GDN). Errors: a dimension that TP does not divide, non-positive sizes.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,16 @@ struct Mamba2Dims {
 // conv (( I + 2*G'*state) / tp, K - 1 + num_spec); ssm (heads / tp, head_dim, state),
 // G' = n_groups + (n_groups % tp == 0 ? 0 : tp - n_groups).
 Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& dims, int64_t tp, int64_t num_spec,
+                                             ElementType conv_dtype, ElementType ssm_dtype);
+
+struct Mamba1Dims {
+  int64_t intermediate_size = 0;
+  int64_t state_size = 0;
+  int64_t conv_kernel = 0;
+};
+// conv (I / tp, K - 1); ssm (I / tp, state). Mamba1 does not widen its conv state by speculative
+// tokens.
+Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& dims, int64_t tp,
                                              ElementType conv_dtype, ElementType ssm_dtype);
 
 struct GdnDims {

@@ -411,4 +411,185 @@ TEST(MambaHybrids, MalformedFieldsAreNamed) {
 }
 
 }  // namespace
+// 20 GiB at --max-model-len 32768: in mode all a recurrent group keeps a state per block, and one
+// request of the configs' full length would not fit.
+LaunchConfig HybridLaunch(int64_t tp) {
+  LaunchConfig c = Launch(tp, 20 * kGiB);
+  c.cache.max_model_len = 32768;
+  return c;
+}
+
+// A Bamba-9B-shaped config (32 layers, attention at 9, 18 and 27; hidden 4096, 32 heads, Mamba
+// state 128), the other fields at BambaConfig's defaults: 8 KV heads of 128, 128 Mamba heads of
+// 8,192 / 128 = 64, one group, conv kernel 4, chunk size 256.
+nlohmann::json Bamba9B() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["BambaForCausalLM"], "model_type": "bamba", "torch_dtype": "bfloat16",
+    "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+    "mamba_d_state": 128, "attn_layer_indices": [9, 18, 27]})");
+}
+
+// The Mamba2 state per layer: conv (3, 8,192 + 2 x 128) and SSM (128, 64, 128), both in the model's
+// bfloat16 (the engine's auto) = 50,688 + 2,097,152 = 2,147,840 B. An attention token is
+// 2 x 8 x 128 x 2 B = 4,096 B, so 525 tokens hold a state; with prefix caching (mode all) the
+// block is a multiple of the chunk size 256: 768 tokens, a page of 3,145,728 B.
+TEST(MambaFamilies, BambaAttentionLayersByIndex) {
+  auto plan = PlanWith(Bamba9B(), HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_TRUE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'147'840);
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAll);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.mixer");
+  const PlannedGroup& attention = plan->groups.back();
+  EXPECT_EQ(attention.geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(attention.layers,
+            (std::vector<std::string>{"model.layers.9.attn", "model.layers.18.attn",
+                                      "model.layers.27.attn"}));
+  EXPECT_EQ(attention.geometry.block_size(), 768);
+  EXPECT_EQ(attention.geometry.page_size_bytes(), 3'145'728);
+  EXPECT_EQ(plan->groups.size(), 11u);     // 29 Mamba layers in groups of 3, one attention group
+  EXPECT_EQ(plan->pool.num_blocks, 2275);  // 20 GiB / (3 x 3,145,728 B)
+
+  // At TP4 the state splits: the one group is repeated to 4 so each rank holds its heads' group
+  // (the engine's extra_groups_for_head_shards), conv (8,192 + 2 x 4 x 128) / 4 = 2,304 channels,
+  // 32 heads: 13,824 + 524,288 = 538,112 B; 2 KV heads make a 1,024 B token, 526 tokens, 768.
+  plan = PlanWith(Bamba9B(), HybridLaunch(4));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 538'112);
+  EXPECT_EQ(plan->groups.back().geometry.block_size(), 768);
+
+  nlohmann::json bad = Bamba9B();
+  bad["attn_layer_indices"] = nlohmann::json::array();
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'attn_layer_indices' makes 0 of the 32 layers "
+            "attention layers; kvtopo plans a Bamba model with both attention and Mamba layers");
+  bad = Bamba9B();
+  bad["mamba_n_heads"] = 100;
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'mamba_n_heads' is 100, which does not divide "
+            "mamba_expand x hidden_size 8192");
+  bad = Bamba9B();
+  bad["mamba_d_head"] = 32;
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'mamba_d_head' is 32, but mamba_n_heads 128 heads "
+            "of it are not mamba_expand x hidden_size 8192");
+  bad = Bamba9B();
+  bad["mamba_d_head"] = "64";
+  EXPECT_NE(ConfigError(bad, HybridLaunch(1)), "(accepted)");
+}
+
+// GraniteMoeHybrid (Granite 4.0) names each layer in layer_types; a model of attention layers
+// only is no hybrid (no alignment), as the engine's ModelConfig.is_hybrid decides.
+TEST(MambaFamilies, GraniteMoeHybridLayerTypes) {
+  nlohmann::json granite = Bamba9B();
+  granite["architectures"] = {"GraniteMoeHybridForCausalLM"};
+  granite["model_type"] = "granitemoehybrid";
+  granite["max_position_embeddings"] = 131072;
+  granite["num_key_value_heads"] = 8;
+  granite.erase("attn_layer_indices");
+  granite["num_hidden_layers"] = 4;
+  granite["layer_types"] = {"mamba", "attention", "mamba", "mamba"};
+  auto plan = PlanWith(granite, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'147'840);
+  EXPECT_EQ(plan->groups[3].layers, std::vector<std::string>{"model.layers.1.self_attn.attn"});
+  EXPECT_EQ(plan->groups[3].geometry.block_size(), 768);
+
+  granite["layer_types"] = {"attention", "attention", "attention", "attention"};
+  plan = PlanWith(granite, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 16);
+
+  granite["layer_types"] = {"mamba", "mamba", "mamba", "mamba"};
+  EXPECT_EQ(ConfigError(granite, HybridLaunch(1)),
+            "config.json 'config.json': field 'layer_types' makes 0 of the 4 layers attention "
+            "layers; kvtopo plans a GraniteMoeHybrid model with both attention and Mamba layers");
+  granite["layer_types"] = {"attention", "mamba", "moe", "mamba"};
+  EXPECT_EQ(ConfigError(granite, HybridLaunch(1)),
+            "config.json 'config.json': field 'layer_types' entry 2 is 'moe'; accepted: mamba, "
+            "attention");
+  granite.erase("layer_types");
+  EXPECT_EQ(ConfigError(granite, HybridLaunch(1)),
+            "config.json 'config.json': field 'layer_types' is missing");
+}
+
+// A Falcon-H1-7B-shaped config (Transformers' FalconH1 table: 44 layers, hidden 3072, 12 heads
+// and 2 KV heads of 128, 24 Mamba heads of 128, state 256; one group, chunk size 256): every
+// layer has attention and a Mamba2 mixer. State: conv (3, 3,072 + 2 x 256) and SSM (24, 128,
+// 256) in bfloat16 = 21,504 + 1,572,864 = 1,594,368 B; an attention token is 1,024 B, so
+// 1,557 tokens hold it and the block is 256 x 7 = 1,792.
+TEST(MambaFamilies, FalconH1ParallelAttentionAndMamba) {
+  nlohmann::json falcon = nlohmann::json::parse(R"({
+    "architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "torch_dtype": "bfloat16",
+    "num_hidden_layers": 44, "hidden_size": 3072, "num_attention_heads": 12,
+    "num_key_value_heads": 2, "head_dim": 128, "mamba_n_heads": 24, "mamba_d_head": 128,
+    "mamba_d_ssm": 3072, "mamba_d_state": 256, "mamba_n_groups": 1,
+    "max_position_embeddings": 262144})");
+  auto plan = PlanWith(falcon, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.attn");
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 1792);
+  EXPECT_EQ(plan->groups[1].layers.front(), "model.44.mixer");
+  EXPECT_EQ(plan->groups[1].layers.back(), "model.87.mixer");
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 1'594'368);
+
+  // mamba_d_ssm absent is the config class's 1024 (24 heads of 1024 / 24 do not divide it);
+  // null is mamba_expand x hidden_size.
+  falcon.erase("mamba_d_ssm");
+  EXPECT_EQ(ConfigError(falcon, HybridLaunch(1)),
+            "config.json 'config.json': field 'mamba_n_heads' is 24, which does not divide "
+            "mamba_d_ssm 1024");
+  falcon["mamba_d_ssm"] = nullptr;
+  falcon["mamba_d_head"] = 256;
+  plan = PlanWith(falcon, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, (6144 + 512) * 3 * 2 + 24 * 256 * 256 * 2);
+}
+
+// A Jamba-shaped config (32 layers, attention every 8th from layer 4; hidden 4096, 8 KV heads of
+// 128, Mamba1 state 16, conv 4): the Mamba1 state is conv (8,192, 3) and SSM (8,192, 16) in
+// bfloat16 = 49,152 + 262,144 = 311,296 B, 76 attention tokens. Mamba1 has no chunk size, so
+// with prefix caching (mode all) the block is 2,048; in mode align 16 x 5 = 80.
+TEST(MambaFamilies, JambaMamba1) {
+  nlohmann::json jamba = nlohmann::json::parse(R"({
+    "architectures": ["JambaForCausalLM"], "model_type": "jamba", "torch_dtype": "bfloat16",
+    "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "attn_layer_period": 8, "attn_layer_offset": 4,
+    "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "sliding_window": null,
+    "max_position_embeddings": 262144})");
+  auto plan = PlanWith(jamba, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 311'296);
+  const PlannedGroup& attention = plan->groups.back();
+  EXPECT_EQ(attention.layers,
+            (std::vector<std::string>{"model.layers.4.attn", "model.layers.12.attn",
+                                      "model.layers.20.attn", "model.layers.28.attn"}));
+  EXPECT_EQ(attention.geometry.block_size(), 2048);
+
+  LaunchConfig align = HybridLaunch(1);
+  align.cache.mamba_cache_mode = RecurrentMode::kAlign;
+  plan = PlanWith(jamba, align);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups.back().geometry.block_size(), 80);
+
+  // TP splits the channels; the conv state is not widened by speculative tokens.
+  LaunchConfig tp2 = HybridLaunch(2);
+  plan = PlanWith(jamba, tp2);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 155'648);
+
+  jamba["attn_layer_offset"] = 8;
+  EXPECT_EQ(ConfigError(jamba, HybridLaunch(1)),
+            "config.json 'config.json': field 'attn_layer_offset' is 8, not smaller than "
+            "attn_layer_period 8");
+}
+
 }  // namespace kvtopo
