@@ -663,11 +663,11 @@ RawLayer NamedAttention(std::string name, int64_t i, const ModelDescription& m, 
 // Mamba state and pads Mamba pages to the attention page even when its config gives it no layer of
 // one kind; kvtopo plans hybrids with both kinds and refuses the others, naming `key`.
 Status BothLayerKinds(const ConfigReader& r, std::string_view key, int64_t attention, int64_t n,
-                      std::string_view family) {
+                      std::string_view family, std::string_view recurrent = "Mamba") {
   if (attention > 0 && attention < n) return Status::Ok();
   return r.Invalid(key, fmt::format("makes {} of the {} layers attention layers; kvtopo plans a "
-                                    "{} model with both attention and Mamba layers",
-                                    attention, n, family));
+                                    "{} model with both attention and {} layers",
+                                    attention, n, family, recurrent));
 }
 
 // Bamba (BambaForCausalLM; the fork's bamba.py, Transformers' BambaConfig): layer i is an
@@ -795,6 +795,60 @@ Status ReadJamba(const ConfigReader& r, ModelDescription& m) {
     }
   }
   return BothLayerKinds(r, "attn_layer_offset", attention, n, "Jamba");
+}
+
+// LFM2 (Lfm2ForCausalLM, and Lfm2MoeForCausalLM with MoE blocks; the fork's lfm2.py,
+// lfm2_moe.py and short_conv.py at 28be48fa9, Transformers' Lfm2Config and the fork's
+// Lfm2MoeConfig): layer i is attention ("model.layers.i.self_attn.attn") when `layer_types[i]` is
+// "full_attention", else a short convolution ("model.layers.i.conv") whose state is one conv
+// state (channels / TP, conv_L_cache (3) - 1) in the conv dtype. LFM2's layer_types, when absent,
+// come from `full_attn_idxs` (absent: every layer attention), as Lfm2Config derives them; the
+// MoE model's config class keeps none, so its config must state them. Channels: `conv_dim`
+// (LFM2; the engine reads it, so it is required), hidden_size (the MoE model). Attention:
+// num_key_value_heads (8) heads of hidden_size / num_attention_heads. max_position_embeddings
+// defaults to 128000. Neither model supports Mamba prefix caching (mode align with caching). A
+// config of one layer kind is refused (BothLayerKinds: the engine still treats it as hybrid).
+Status ReadLfm2(const ConfigReader& r, bool moe, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/128000));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/false));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  ShortConvDims conv;
+  KVTOPO_ASSIGN_OR_RETURN(conv.channels, Positive(r, moe ? "hidden_size" : "conv_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(conv.conv_kernel, r.IntInOr("conv_L_cache", 3, 1, kMaxModelDim));
+  std::vector<bool> attention(static_cast<size_t>(n), true);
+  std::string_view key = "layer_types";
+  if (moe || r.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types, r.StringList("layer_types"));
+    if (static_cast<int64_t>(types.size()) != n) {
+      return r.Invalid("layer_types",
+                       fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+    }
+    for (int64_t i = 0; i < n; ++i) attention[i] = types[i] == "full_attention";
+  } else if (r.Has("full_attn_idxs")) {
+    key = "full_attn_idxs";
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> listed, r.IntList("full_attn_idxs"));
+    for (int64_t i = 0; i < n; ++i) {
+      attention[i] = std::find(listed.begin(), listed.end(), i) != listed.end();
+    }
+  }
+  int64_t attention_layers = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (attention[i]) {
+      m.layers.push_back(NamedAttention(LayerName(i, "self_attn.attn"), i, m, head, window));
+      ++attention_layers;
+    } else {
+      m.layers.push_back(RawLayer{
+          .name = LayerName(i, "conv"), .type = LayerType::kShortConv, .short_conv = conv});
+    }
+  }
+  return BothLayerKinds(r, key, attention_layers, n, moe ? "LFM2-MoE" : "LFM2",
+                        "short-convolution");
+}
+template <bool kMoe>
+Status ReadLfm2As(const ConfigReader& r, ModelDescription& m) {
+  return ReadLfm2(r, kMoe, m);
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
@@ -1082,6 +1136,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"GraniteMoeHybridForCausalLM", false, ReadGraniteMoeHybrid},
       {"FalconH1ForCausalLM", false, ReadFalconH1},
       {"JambaForCausalLM", false, ReadJamba},
+      {"Lfm2ForCausalLM", false, ReadLfm2As<false>},
+      {"Lfm2MoeForCausalLM", false, ReadLfm2As<true>},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

@@ -24,14 +24,15 @@ enum class LayerType {
   kChunkedLocal,   // K/V attention within chunks of attention_chunk_size tokens
   kKda,            // Kimi Delta Attention recurrent state
   kGdn,            // Gated DeltaNet recurrent state
+  kShortConv,      // short-convolution state (LFM2)
   kMamba1,         // Mamba1 SSM state
   kMamba2,         // Mamba2 SSM state
 };
 
 // Whether a layer keeps recurrent state rather than a K/V or MLA cache.
 inline bool IsRecurrentLayer(LayerType t) {
-  return t == LayerType::kKda || t == LayerType::kGdn || t == LayerType::kMamba1 ||
-         t == LayerType::kMamba2;
+  return t == LayerType::kKda || t == LayerType::kGdn || t == LayerType::kShortConv ||
+         t == LayerType::kMamba1 || t == LayerType::kMamba2;
 }
 
 struct RawLayer {
@@ -49,6 +50,7 @@ struct RawLayer {
   int64_t page_tail_bytes_per_token = 0;
   KdaDims kda;
   GdnDims gdn;
+  ShortConvDims short_conv;
   Mamba1Dims mamba1;
   Mamba2Dims mamba2;
 };

@@ -154,6 +154,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       break;
     case LayerType::kKda:
     case LayerType::kGdn:
+    case LayerType::kShortConv:
     case LayerType::kMamba1:
     case LayerType::kMamba2:
       break;
@@ -181,6 +182,11 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   s.num_kv_heads = 0;
   if (raw.type == LayerType::kKda) {
     KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype)));
+    return s;
+  }
+  if (raw.type == LayerType::kShortConv) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        s.state, ShortConvState(raw.short_conv, tp, StorageElement(o.conv_dtype, m.dtype)));
     return s;
   }
   // GDN and Mamba2 widen their conv state by the speculative tokens (Mamba1 does not); the SSM

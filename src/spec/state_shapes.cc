@@ -66,6 +66,15 @@ Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& d, int64_t tp,
   };
 }
 
+Result<std::vector<StateTensor>> ShortConvState(const ShortConvDims& d, int64_t tp,
+                                                ElementType conv_dtype) {
+  KVTOPO_RETURN_IF_ERROR(CheckPositive(
+      {{"channels", d.channels}, {"conv_kernel", d.conv_kernel}, {"tensor_parallel_size", tp}},
+      "short conv"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t channels, SplitByTp(d.channels, tp, "channels", "short conv"));
+  return std::vector<StateTensor>{{{channels, d.conv_kernel - 1}, conv_dtype}};
+}
+
 Result<std::vector<StateTensor>> GdnState(const GdnDims& d, int64_t tp, int64_t num_spec,
                                           ElementType conv_dtype, ElementType ssm_dtype) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"linear_num_key_heads", d.num_k_heads},

@@ -1,7 +1,8 @@
 // Internal: recurrent-state shape calculators (per request, per layer, per rank) for Mamba1,
-// Mamba2, Gated DeltaNet (GDN) and Kimi Delta Attention (KDA). TP splits feature dimensions; DCP
-// never splits recurrent state. `num_spec` widens the conv state by the speculative tokens for the
-// models that do so (Mamba2, GDN). Errors: a dimension that TP does not divide, non-positive sizes.
+// Mamba2, short convolutions, Gated DeltaNet (GDN) and Kimi Delta Attention (KDA). TP splits
+// feature dimensions; DCP never splits recurrent state. `num_spec` widens the conv state by the
+// speculative tokens for the models that do so (Mamba2, GDN). Errors: a dimension that TP does not
+// divide, non-positive sizes.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,14 @@ struct Mamba1Dims {
 // tokens.
 Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& dims, int64_t tp,
                                              ElementType conv_dtype, ElementType ssm_dtype);
+
+struct ShortConvDims {
+  int64_t channels = 0;
+  int64_t conv_kernel = 0;
+};
+// One conv state (channels / tp, K - 1) in the conv dtype (LFM2's short convolutions).
+Result<std::vector<StateTensor>> ShortConvState(const ShortConvDims& dims, int64_t tp,
+                                                ElementType conv_dtype);
 
 struct GdnDims {
   int64_t num_k_heads = 0;

@@ -592,4 +592,62 @@ TEST(MambaFamilies, JambaMamba1) {
             "attn_layer_period 8");
 }
 
+// An LFM2-350M-shaped config (16 layers, attention at 2, 5, 8, 10, 12 and 14; hidden and conv
+// channels 1024, 16 heads and 8 KV heads of 64, conv_L_cache 3): the short-conv state is
+// (1,024, 2) in bfloat16 = 4,096 B; an attention token is 2 x 8 x 64 x 2 B = 2,048 B, so the
+// kernel block of 16 already holds a state, and conv pages are padded to the attention page
+// (32,768 B). LFM2 has no Mamba prefix caching: mode align.
+TEST(MambaFamilies, Lfm2ShortConvolutions) {
+  nlohmann::json lfm2 = nlohmann::json::parse(R"({
+    "architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "torch_dtype": "bfloat16",
+    "num_hidden_layers": 16, "hidden_size": 1024, "conv_dim": 1024, "num_attention_heads": 16,
+    "num_key_value_heads": 8, "conv_L_cache": 3, "full_attn_idxs": [2, 5, 8, 10, 12, 14],
+    "max_position_embeddings": 128000})");
+  auto plan = PlanWith(lfm2, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 3u);  // 10 conv layers in two groups of 5, one attention group
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.conv");
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 4096);
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAlign);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 32768);
+  const PlannedGroup& attention = plan->groups.back();
+  EXPECT_EQ(attention.layers.front(), "model.layers.2.self_attn.attn");
+  EXPECT_EQ(attention.geometry.block_size(), 16);
+
+  // layer_types wins over full_attn_idxs; any type but full_attention is a convolution.
+  lfm2["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 16; ++i)
+    lfm2["layer_types"].push_back(i % 4 == 3 ? "full_attention" : "conv");
+  plan = PlanWith(lfm2, HybridLaunch(2));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups.back().layers.front(), "model.layers.3.self_attn.attn");
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2048);  // (512, 2) at TP2
+
+  nlohmann::json bad = lfm2;
+  bad.erase("conv_dim");
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'conv_dim' is missing");
+  bad = lfm2;
+  bad.erase("layer_types");
+  bad.erase("full_attn_idxs");
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'layer_types' makes 16 of the 16 layers attention "
+            "layers; kvtopo plans a LFM2 model with both attention and short-convolution layers");
+
+  // The MoE model's conv channels are hidden_size, and it must state layer_types.
+  nlohmann::json moe = lfm2;
+  moe["architectures"] = {"Lfm2MoeForCausalLM"};
+  moe["model_type"] = "lfm2_moe";
+  moe.erase("conv_dim");
+  moe["hidden_size"] = 2048;
+  moe["num_attention_heads"] = 32;
+  plan = PlanWith(moe, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 8192);
+  moe.erase("layer_types");
+  EXPECT_EQ(ConfigError(moe, HybridLaunch(1)),
+            "config.json 'config.json': field 'layer_types' is missing");
+}
+
 }  // namespace kvtopo
