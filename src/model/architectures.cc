@@ -941,7 +941,7 @@ Status ReadDenseAs(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, kFamily, m);
 }
 
-// Gemma 2, Gemma 3 and Cohere 2: sliding and full K/V attention layers interleaved, per
+// Gemma 2, Gemma 3, Gemma 3n and Cohere 2: sliding and full K/V attention layers interleaved, per
 // `layer_types` (the engine reads config.layer_types). Configs written before Transformers
 // stored that list get the one its config class derives: a layer slides unless its index + 1 is
 // a multiple of the pattern (Gemma 2: 2, so the even layers slide; Gemma 3: 6 and Cohere 2: 4,
@@ -951,13 +951,19 @@ struct InterleavedFamily {
   int64_t default_head_dim;   // 0: hidden_size / num_attention_heads, head_dim not read
   bool mha_default;           // num_key_value_heads absent: num_attention_heads
   int64_t default_pattern;
-  bool reads_pattern;  // sliding_window_pattern overrides default_pattern
+  bool reads_pattern;      // sliding_window_pattern overrides default_pattern
+  int64_t default_window;  // sliding_window
+  // num_kv_shared_layers when absent; -1: the family shares no KV across layers.
+  int64_t default_kv_shared = -1;
 };
 // Gemma 3: google/gemma-3-27b-it's text_config states neither max_position_embeddings nor the
-// pattern. Cohere 2: its attention takes hidden_size / heads (the fork's commandr.py).
-constexpr InterleavedFamily kGemma2{8192, 256, false, 2, false};
-constexpr InterleavedFamily kGemma3{131072, 256, false, 6, true};
-constexpr InterleavedFamily kCohere2{8192, 0, true, 4, true};
+// pattern. Cohere 2: its attention takes hidden_size / heads (the fork's commandr.py). Gemma 3n:
+// Transformers' Gemma3nTextConfig (32768 positions, window 512, a full layer in five, 15 of the
+// layers reusing an earlier layer's KV).
+constexpr InterleavedFamily kGemma2{8192, 256, false, 2, false, 4096};
+constexpr InterleavedFamily kGemma3{131072, 256, false, 6, true, 4096};
+constexpr InterleavedFamily kCohere2{8192, 0, true, 4, true, 4096};
+constexpr InterleavedFamily kGemma3n{32768, 256, false, 5, false, 512, 15};
 
 Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
@@ -969,7 +975,8 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
   } else {
     KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
   }
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window,
+                          r.IntInOr("sliding_window", f.default_window, 1, kMaxModelLen));
   m.text_sliding_window = window;
   KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
   if (bidirectional) {
@@ -987,7 +994,17 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
     }
     for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
   }
+  // KV sharing (Gemma 3n): the last num_kv_shared_layers layers read the KV cache of the last
+  // non-shared layer of their kind (sliding: the one two before the first shared layer, full: the
+  // one just before) and keep none of their own, when that layer exists.
+  int64_t first_shared = n;
+  if (f.default_kv_shared >= 0) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t shared,
+                            r.IntInOr("num_kv_shared_layers", f.default_kv_shared, 0, kMaxLayers));
+    first_shared = n - shared;
+  }
   for (int64_t i = 0; i < n; ++i) {
+    if (i >= first_shared && first_shared - (sliding[i] ? 2 : 1) >= 0) continue;
     m.layers.push_back(KvAttentionLayer(i, m, head, sliding[i] ? window : 0));
   }
   return Status::Ok();
@@ -1157,6 +1174,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Gemma3ForConditionalGeneration", true, ReadInterleavedAs<kGemma3>},
       {"CohereForCausalLM", false, ReadDenseAs<DenseFamily::kCohere>},
       {"Cohere2ForCausalLM", false, ReadInterleavedAs<kCohere2>},
+      {"Gemma3nForCausalLM", false, ReadInterleavedAs<kGemma3n>},
+      {"Gemma3nForConditionalGeneration", true, ReadInterleavedAs<kGemma3n>},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},
       {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},

@@ -190,8 +190,8 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
     return s;
   }
   // GDN and Mamba2 widen their conv state by the speculative tokens (Mamba1 does not); the SSM
-  // state follows the
-  // conv dtype unless --mamba-ssm-cache-dtype names its own (vLLM _mamba_state_dtype).
+  // state follows the conv dtype unless --mamba-ssm-cache-dtype names its own (vLLM
+  // _mamba_state_dtype).
   const ElementType conv = StorageElement(o.conv_dtype, m.dtype);
   const ElementType ssm =
       o.ssm_dtype == KvCacheDtype::kAuto ? conv : StorageElement(o.ssm_dtype, m.dtype);

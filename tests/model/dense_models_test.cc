@@ -1096,4 +1096,45 @@ TEST(TurboQuant, LaunchesItIsNotPlannedFor) {
 }
 
 }  // namespace
+// A gemma-3n-E4B-shaped text_config (Gemma3nTextConfig's defaults, which are E4B's: 35 layers,
+// 8 heads and 2 KV heads of 256, a 512-token window, a full layer in five, the last 15 layers
+// reusing an earlier layer's KV). Layers 20-34 keep no cache (sliding ones read layer 18's, full
+// ones layer 19's), so 20 layers are cached: full 4, 9, 14, 19 and 16 sliding, in 5 groups of
+// 4. A page is 16 x 2 x 2 x 256 x 2 B = 32 KiB, a block 4 of them: 20 GiB is 163,840 blocks.
+TEST(DenseModels, Gemma3nLayersThatShareKvKeepNoCache) {
+  nlohmann::json gemma = nlohmann::json::parse(R"({
+    "architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
+    "torch_dtype": "bfloat16",
+    "text_config": {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 35,
+                    "num_attention_heads": 8, "num_key_value_heads": 2}})");
+  auto plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  ASSERT_EQ(plan->groups.size(), 5u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 512);
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 5, 10, 15}));
+  EXPECT_EQ(plan->groups[4].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[4].layers, Layers({4, 9, 14, 19}));
+  EXPECT_EQ(plan->groups[4].geometry.page_size_bytes(), 32768);
+  EXPECT_EQ(plan->pool.num_blocks, 163840);
+
+  // Without sharing every layer is cached: 7 full, 28 sliding, 5 groups of 7. A count that
+  // leaves no earlier layer to read (35) shares nothing either, as the engine checks.
+  gemma["text_config"]["num_kv_shared_layers"] = 0;
+  plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 5u);
+  EXPECT_EQ(plan->groups[4].layers, Layers({4, 9, 14, 19, 24, 29, 34}));
+  gemma["text_config"]["num_kv_shared_layers"] = 35;
+  plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[4].layers, Layers({4, 9, 14, 19, 24, 29, 34}));
+  gemma["text_config"]["num_kv_shared_layers"] = -1;
+  EXPECT_EQ(ConfigError(gemma),
+            "config.json 'config.json': field 'text_config.num_kv_shared_layers' must be in [0, "
+            "4096], got -1");
+}
+
 }  // namespace kvtopo

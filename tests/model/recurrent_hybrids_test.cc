@@ -448,7 +448,7 @@ TEST(MambaFamilies, BambaAttentionLayersByIndex) {
                                       "model.layers.27.attn"}));
   EXPECT_EQ(attention.geometry.block_size(), 768);
   EXPECT_EQ(attention.geometry.page_size_bytes(), 3'145'728);
-  EXPECT_EQ(plan->groups.size(), 11u);     // 29 Mamba layers in groups of 3, one attention group
+  EXPECT_EQ(plan->groups.size(), 11u);     // 29 Mamba layers in 10 groups, one attention group
   EXPECT_EQ(plan->pool.num_blocks, 2275);  // 20 GiB / (3 x 3,145,728 B)
 
   // At TP4 the state splits: the one group is repeated to 4 so each rank holds its heads' group
