@@ -637,6 +637,11 @@ Status ReadHybridKvHeads(const ConfigReader& r, int64_t absent, ModelDescription
   }
   KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
                           r.IntInOr("num_key_value_heads", absent, 1, kMaxModelDim));
+  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
+    return r.Invalid("num_key_value_heads",
+                     fmt::format("is {}, which does not divide num_attention_heads {}",
+                                 m.num_kv_heads_total, m.num_attention_heads));
+  }
   return Status::Ok();
 }
 
@@ -665,8 +670,8 @@ RawLayer NamedAttention(std::string name, int64_t i, const ModelDescription& m, 
 Status BothLayerKinds(const ConfigReader& r, std::string_view key, int64_t attention, int64_t n,
                       std::string_view family, std::string_view recurrent = "Mamba") {
   if (attention > 0 && attention < n) return Status::Ok();
-  return r.Invalid(key, fmt::format("makes {} of the {} layers attention layers; kvtopo plans a "
-                                    "{} model with both attention and {} layers",
+  return r.Invalid(key, fmt::format("makes {} of the {} layers attention layers; kvtopo plans "
+                                    "{} models with both attention and {} layers",
                                     attention, n, family, recurrent));
 }
 

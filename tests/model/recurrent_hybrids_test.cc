@@ -463,7 +463,12 @@ TEST(MambaFamilies, BambaAttentionLayersByIndex) {
   bad["attn_layer_indices"] = nlohmann::json::array();
   EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
             "config.json 'config.json': field 'attn_layer_indices' makes 0 of the 32 layers "
-            "attention layers; kvtopo plans a Bamba model with both attention and Mamba layers");
+            "attention layers; kvtopo plans Bamba models with both attention and Mamba layers");
+  bad = Bamba9B();
+  bad["num_key_value_heads"] = 3;
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'num_key_value_heads' is 3, which does not divide "
+            "num_attention_heads 32");
   bad = Bamba9B();
   bad["mamba_n_heads"] = 100;
   EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
@@ -507,7 +512,7 @@ TEST(MambaFamilies, GraniteMoeHybridLayerTypes) {
   granite["layer_types"] = {"mamba", "mamba", "mamba", "mamba"};
   EXPECT_EQ(ConfigError(granite, HybridLaunch(1)),
             "config.json 'config.json': field 'layer_types' makes 0 of the 4 layers attention "
-            "layers; kvtopo plans a GraniteMoeHybrid model with both attention and Mamba layers");
+            "layers; kvtopo plans GraniteMoeHybrid models with both attention and Mamba layers");
   granite["layer_types"] = {"attention", "mamba", "moe", "mamba"};
   EXPECT_EQ(ConfigError(granite, HybridLaunch(1)),
             "config.json 'config.json': field 'layer_types' entry 2 is 'moe'; accepted: mamba, "
@@ -586,6 +591,12 @@ TEST(MambaFamilies, JambaMamba1) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 155'648);
 
+  jamba["attn_layer_period"] = 64;
+  jamba["attn_layer_offset"] = 40;
+  EXPECT_EQ(ConfigError(jamba, HybridLaunch(1)),
+            "config.json 'config.json': field 'attn_layer_offset' makes 0 of the 32 layers "
+            "attention layers; kvtopo plans Jamba models with both attention and Mamba layers");
+  jamba["attn_layer_period"] = 8;
   jamba["attn_layer_offset"] = 8;
   EXPECT_EQ(ConfigError(jamba, HybridLaunch(1)),
             "config.json 'config.json': field 'attn_layer_offset' is 8, not smaller than "
@@ -633,7 +644,7 @@ TEST(MambaFamilies, Lfm2ShortConvolutions) {
   bad.erase("full_attn_idxs");
   EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
             "config.json 'config.json': field 'layer_types' makes 16 of the 16 layers attention "
-            "layers; kvtopo plans a LFM2 model with both attention and short-convolution layers");
+            "layers; kvtopo plans LFM2 models with both attention and short-convolution layers");
 
   // The MoE model's conv channels are hidden_size, and it must state layer_types.
   nlohmann::json moe = lfm2;
