@@ -856,6 +856,70 @@ Status ReadLfm2As(const ConfigReader& r, ModelDescription& m) {
   return ReadLfm2(r, kMoe, m);
 }
 
+// MiniMax-Text-01 and MiniMax-M1 (MiniMaxText01ForCausalLM, MiniMaxForCausalLM,
+// MiniMaxM1ForCausalLM; the fork's minimax_text_01.py and layers/mamba/linear_attn.py at
+// 28be48fa9): layer i is lightning (linear) attention when its attention type is 0 and softmax
+// attention when 1, from the first non-empty of `attn_type_list`, `decoder_attention_types`, or
+// `layer_types` ("linear_attention" 0, "full_attention" 1); without any, every layer is softmax
+// attention. A linear-attention layer (named "model.layers.i") keeps one state (heads / TP,
+// head_dim, head_dim) in the conv dtype (linear_attention_state_shape reads the config's
+// `head_dim`, so it is required); a softmax layer ("model.layers.i.attn") is K/V attention with
+// num_key_value_heads (8) heads of head_dim (absent: hidden_size / num_attention_heads) over the
+// model-level window. The model has no Mamba prefix caching (mode align with caching); a config
+// of one layer kind is refused (BothLayerKinds).
+Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  std::vector<int64_t> types;
+  std::string_view key = "attn_type_list";
+  for (std::string_view list : {"attn_type_list", "decoder_attention_types"}) {
+    if (!r.Has(list) || r.json()[std::string(list)].empty()) continue;
+    key = list;
+    KVTOPO_ASSIGN_OR_RETURN(types, r.IntList(list));
+    break;
+  }
+  if (types.empty() && r.Has("layer_types")) {
+    key = "layer_types";
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("layer_types"));
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != "linear_attention" && names[i] != "full_attention") {
+        return r.Invalid("layer_types", fmt::format("entry {} is '{}'; accepted: linear_attention, "
+                                                    "full_attention",
+                                                    i, names[i]));
+      }
+      types.push_back(names[i] == "full_attention" ? 1 : 0);
+    }
+  }
+  if (types.empty()) types.assign(static_cast<size_t>(n), 1);
+  if (static_cast<int64_t>(types.size()) < n) {
+    return r.Invalid(key,
+                     fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+  }
+  LinearAttentionDims linear{.num_heads = m.num_attention_heads};
+  int64_t attention = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (types[i] == 1) {
+      m.layers.push_back(NamedAttention(LayerName(i, "attn"), i, m, head, window));
+      ++attention;
+    } else if (types[i] == 0) {
+      if (linear.head_dim == 0) {
+        KVTOPO_ASSIGN_OR_RETURN(linear.head_dim, Positive(r, "head_dim"));
+      }
+      m.layers.push_back(RawLayer{.name = fmt::format("model.layers.{}", i),
+                                  .type = LayerType::kLinearAttention,
+                                  .linear_attention = linear});
+    } else {
+      return r.Invalid(key, fmt::format("entry {} is {}; accepted: 0 (linear attention), 1 "
+                                        "(softmax attention)",
+                                        i, types[i]));
+    }
+  }
+  return BothLayerKinds(r, key, attention, n, "MiniMax-Text-01", "linear-attention");
+}
+
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
 // MoE, Cohere, MiniMax-M2): one K/V attention cache per layer. How the engine reads them
 // (docs/profiles.md cites each rule):
@@ -1160,6 +1224,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"JambaForCausalLM", false, ReadJamba},
       {"Lfm2ForCausalLM", false, ReadLfm2As<false>},
       {"Lfm2MoeForCausalLM", false, ReadLfm2As<true>},
+      {"MiniMaxText01ForCausalLM", false, ReadMiniMaxText01},
+      {"MiniMaxForCausalLM", false, ReadMiniMaxText01},
+      {"MiniMaxM1ForCausalLM", false, ReadMiniMaxText01},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

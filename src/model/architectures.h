@@ -17,22 +17,23 @@
 namespace kvtopo::internal {
 
 enum class LayerType {
-  kMla,            // MLA latent cache (one "head" of kv_lora_rank + qk_rope_head_dim)
-  kIndexer,        // sparse-attention indexer K cache next to an MLA layer
-  kAttention,      // K/V attention (GQA/MQA/MHA)
-  kSlidingWindow,  // K/V attention over a window
-  kChunkedLocal,   // K/V attention within chunks of attention_chunk_size tokens
-  kKda,            // Kimi Delta Attention recurrent state
-  kGdn,            // Gated DeltaNet recurrent state
-  kShortConv,      // short-convolution state (LFM2)
-  kMamba1,         // Mamba1 SSM state
-  kMamba2,         // Mamba2 SSM state
+  kMla,              // MLA latent cache (one "head" of kv_lora_rank + qk_rope_head_dim)
+  kIndexer,          // sparse-attention indexer K cache next to an MLA layer
+  kAttention,        // K/V attention (GQA/MQA/MHA)
+  kSlidingWindow,    // K/V attention over a window
+  kChunkedLocal,     // K/V attention within chunks of attention_chunk_size tokens
+  kKda,              // Kimi Delta Attention recurrent state
+  kGdn,              // Gated DeltaNet recurrent state
+  kShortConv,        // short-convolution state (LFM2)
+  kLinearAttention,  // lightning-attention state (MiniMax-Text-01)
+  kMamba1,           // Mamba1 SSM state
+  kMamba2,           // Mamba2 SSM state
 };
 
 // Whether a layer keeps recurrent state rather than a K/V or MLA cache.
 inline bool IsRecurrentLayer(LayerType t) {
   return t == LayerType::kKda || t == LayerType::kGdn || t == LayerType::kShortConv ||
-         t == LayerType::kMamba1 || t == LayerType::kMamba2;
+         t == LayerType::kLinearAttention || t == LayerType::kMamba1 || t == LayerType::kMamba2;
 }
 
 struct RawLayer {
@@ -51,6 +52,7 @@ struct RawLayer {
   KdaDims kda;
   GdnDims gdn;
   ShortConvDims short_conv;
+  LinearAttentionDims linear_attention;
   Mamba1Dims mamba1;
   Mamba2Dims mamba2;
 };

@@ -155,6 +155,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
     case LayerType::kKda:
     case LayerType::kGdn:
     case LayerType::kShortConv:
+    case LayerType::kLinearAttention:
     case LayerType::kMamba1:
     case LayerType::kMamba2:
       break;
@@ -182,6 +183,11 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   s.num_kv_heads = 0;
   if (raw.type == LayerType::kKda) {
     KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype)));
+    return s;
+  }
+  if (raw.type == LayerType::kLinearAttention) {
+    KVTOPO_ASSIGN_OR_RETURN(s.state, LinearAttentionState(raw.linear_attention, tp,
+                                                          StorageElement(o.conv_dtype, m.dtype)));
     return s;
   }
   if (raw.type == LayerType::kShortConv) {

@@ -75,6 +75,16 @@ Result<std::vector<StateTensor>> ShortConvState(const ShortConvDims& d, int64_t 
   return std::vector<StateTensor>{{{channels, d.conv_kernel - 1}, conv_dtype}};
 }
 
+Result<std::vector<StateTensor>> LinearAttentionState(const LinearAttentionDims& d, int64_t tp,
+                                                      ElementType dtype) {
+  KVTOPO_RETURN_IF_ERROR(CheckPositive(
+      {{"num_heads", d.num_heads}, {"head_dim", d.head_dim}, {"tensor_parallel_size", tp}},
+      "linear attention"));
+  KVTOPO_ASSIGN_OR_RETURN(int64_t heads,
+                          SplitByTp(d.num_heads, tp, "num_heads", "linear attention"));
+  return std::vector<StateTensor>{{{heads, d.head_dim, d.head_dim}, dtype}};
+}
+
 Result<std::vector<StateTensor>> GdnState(const GdnDims& d, int64_t tp, int64_t num_spec,
                                           ElementType conv_dtype, ElementType ssm_dtype) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"linear_num_key_heads", d.num_k_heads},

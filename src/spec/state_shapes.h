@@ -1,8 +1,8 @@
 // Internal: recurrent-state shape calculators (per request, per layer, per rank) for Mamba1,
-// Mamba2, short convolutions, Gated DeltaNet (GDN) and Kimi Delta Attention (KDA). TP splits
-// feature dimensions; DCP never splits recurrent state. `num_spec` widens the conv state by the
-// speculative tokens for the models that do so (Mamba2, GDN). Errors: a dimension that TP does not
-// divide, non-positive sizes.
+// Mamba2, short convolutions, linear attention, Gated DeltaNet (GDN) and Kimi Delta Attention
+// (KDA). TP splits feature dimensions; DCP never splits recurrent state. `num_spec` widens the conv
+// state by the speculative tokens for the models that do so (Mamba2, GDN). Errors: a dimension that
+// TP does not divide, non-positive sizes.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +42,15 @@ struct ShortConvDims {
 // One conv state (channels / tp, K - 1) in the conv dtype (LFM2's short convolutions).
 Result<std::vector<StateTensor>> ShortConvState(const ShortConvDims& dims, int64_t tp,
                                                 ElementType conv_dtype);
+
+struct LinearAttentionDims {
+  int64_t num_heads = 0;
+  int64_t head_dim = 0;
+};
+// One state (heads / tp, head_dim, head_dim) in the conv dtype (MiniMax-Text-01's lightning
+// attention).
+Result<std::vector<StateTensor>> LinearAttentionState(const LinearAttentionDims& dims, int64_t tp,
+                                                      ElementType dtype);
 
 struct GdnDims {
   int64_t num_k_heads = 0;

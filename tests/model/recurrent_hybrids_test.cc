@@ -661,4 +661,58 @@ TEST(MambaFamilies, Lfm2ShortConvolutions) {
             "config.json 'config.json': field 'layer_types' is missing");
 }
 
+// A MiniMax-Text-01-shaped config (80 layers, softmax attention every 8th, the rest lightning
+// attention; 64 heads and 8 KV heads of 128): a lightning layer keeps (64 / TP, 128, 128) in
+// bfloat16, 262,144 B at TP8; a softmax token is 2 x 1 x 128 x 2 B = 512 B at TP8, so the block
+// grows to 16 x ceil(262,144 / (16 x 512)) = 512 tokens and the state fills the page exactly.
+// 70 lightning layers in 7 groups of 10, one softmax group; mode align (no Mamba prefix
+// caching).
+TEST(MambaFamilies, MiniMaxText01LightningAttention) {
+  nlohmann::json minimax = nlohmann::json::parse(R"({
+    "architectures": ["MiniMaxText01ForCausalLM"], "model_type": "minimax_text_01",
+    "torch_dtype": "bfloat16", "num_hidden_layers": 80, "hidden_size": 6144,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
+    "max_position_embeddings": 1048576})");
+  minimax["attn_type_list"] = nlohmann::json::array();
+  for (int i = 0; i < 80; ++i) minimax["attn_type_list"].push_back(i % 8 == 7 ? 1 : 0);
+  auto plan = PlanWith(minimax, HybridLaunch(8));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 8u);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0");
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 262'144);
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAlign);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 262'144);
+  EXPECT_EQ(plan->groups[7].layers.front(), "model.layers.7.attn");
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 512);
+
+  // layer_types spells the same; without any list every layer is softmax attention, which the
+  // engine still plans as a hybrid: refused.
+  nlohmann::json named = minimax;
+  named.erase("attn_type_list");
+  named["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 80; ++i) {
+    named["layer_types"].push_back(i % 8 == 7 ? "full_attention" : "linear_attention");
+  }
+  plan = PlanWith(named, HybridLaunch(8));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 512);
+  named.erase("layer_types");
+  EXPECT_EQ(ConfigError(named, HybridLaunch(8)),
+            "config.json 'config.json': field 'attn_type_list' makes 80 of the 80 layers "
+            "attention layers; kvtopo plans MiniMax-Text-01 models with both attention and "
+            "linear-attention layers");
+  nlohmann::json bad = minimax;
+  bad["attn_type_list"][3] = 2;
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(8)),
+            "config.json 'config.json': field 'attn_type_list' entry 3 is 2; accepted: 0 (linear "
+            "attention), 1 (softmax attention)");
+  bad = minimax;
+  bad.erase("head_dim");
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(8)),
+            "config.json 'config.json': field 'head_dim' is missing");
+  EXPECT_EQ(ConfigError(minimax, HybridLaunch(3)).substr(0, 60),
+            "linear attention state: num_heads = 64 is not divisible by -");
+}
+
 }  // namespace kvtopo
