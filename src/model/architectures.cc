@@ -518,6 +518,15 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
     return r.Invalid(pattern_key,
                      fmt::format("has '{}' at layer {}; accepted: M, *, -, E", pattern[bad], bad));
   }
+  // The engine treats every NemotronH as a hybrid: without a Mamba layer it still sizes the
+  // attention block by a Mamba state, without an attention layer it pads Mamba pages to an
+  // attention page; kvtopo models neither.
+  for (const auto& [letter, kind] : {std::pair{'M', "Mamba"}, std::pair{'*', "attention"}}) {
+    if (pattern.find(letter) != std::string::npos) continue;
+    return r.Invalid(pattern_key, fmt::format("has no {} layer ({}); kvtopo plans NemotronH models "
+                                              "with both attention and Mamba layers",
+                                              kind, letter));
+  }
   if (r.IsNull("num_key_value_heads")) {
     m.num_kv_heads_total = m.num_attention_heads;
   } else {

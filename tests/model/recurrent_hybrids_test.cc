@@ -393,6 +393,14 @@ TEST(MambaHybrids, MalformedFieldsAreNamed) {
   EXPECT_EQ(ConfigError(bad, c),
             "config.json 'config.json': field 'hybrid_override_pattern' has 2 layers but "
             "num_hidden_layers is 56");
+  bad["hybrid_override_pattern"] = std::string(28, '*') + std::string(28, '-');
+  EXPECT_EQ(ConfigError(bad, c),
+            "config.json 'config.json': field 'hybrid_override_pattern' has no Mamba layer (M); "
+            "kvtopo plans NemotronH models with both attention and Mamba layers");
+  bad["hybrid_override_pattern"] = std::string(28, 'M') + std::string(28, 'E');
+  EXPECT_EQ(ConfigError(bad, c),
+            "config.json 'config.json': field 'hybrid_override_pattern' has no attention layer "
+            "(*); kvtopo plans NemotronH models with both attention and Mamba layers");
   bad.erase("hybrid_override_pattern");
   EXPECT_EQ(ConfigError(bad, c),
             "config.json 'config.json': field 'hybrid_override_pattern' is missing");
