@@ -929,6 +929,95 @@ Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
   return BothLayerKinds(r, key, attention, n, "MiniMax-Text-01", "linear-attention");
 }
 
+// Zamba2 (Zamba2ForCausalLM; the fork's zamba2.py at 28be48fa9, Transformers' Zamba2Config):
+// every layer has a Mamba2 mixer, named "{H + i}.mixer" by the engine (H hybrid layers), and each
+// "hybrid" entry of `layers_block_type` (default: the config class's 54-layer list) also runs the
+// shared attention block with a KV cache of its own, "model.attn.{j}" for the j-th hybrid layer;
+// the engine builds the attention layers first. Attention is multi-head: num_attention_heads
+// (32) KV heads of 2 x hidden_size / num_attention_heads (the config class derives
+// attention_head_dim so; the heads must divide 2 x hidden_size). Mamba2: mamba_expand (2) x
+// hidden_size channels in n_mamba_heads (8) heads, mamba_ngroups (1), mamba_d_state (64),
+// mamba_d_conv (4); chunk size `chunk_size` (256). max_position_embeddings defaults to 4096;
+// `use_long_context` (which sets it to 16384) is refused. The model supports Mamba prefix
+// caching. A config without a hybrid layer is refused, as for Bamba.
+Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const bool long_context, r.BoolOr("use_long_context", false));
+  if (long_context) {
+    return r.Invalid("use_long_context",
+                     "is true, which resets max_position_embeddings to 16384; kvtopo does not "
+                     "plan it (set it to false and pass --max-model-len)");
+  }
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/4096));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t attention_hidden,
+                          internal::CheckedMul(2, hidden, "2 x hidden_size"));
+  if (attention_hidden % m.num_attention_heads != 0) {
+    return r.Invalid("num_attention_heads",
+                     fmt::format("is {}, which does not divide 2 x hidden_size {}",
+                                 m.num_attention_heads, attention_hidden));
+  }
+  m.num_kv_heads_total = m.num_attention_heads;
+  const int64_t head = attention_hidden / m.num_attention_heads;
+  Mamba2Dims mamba;
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t expand, r.IntInOr("mamba_expand", 2, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.intermediate_size,
+                          internal::CheckedMul(expand, hidden, "mamba_expand x hidden_size"));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.num_heads, r.IntInOr("n_mamba_heads", 8, 1, kMaxModelDim));
+  if (mamba.intermediate_size % mamba.num_heads != 0) {
+    return r.Invalid("n_mamba_heads",
+                     fmt::format("is {}, which does not divide mamba_expand x hidden_size {}",
+                                 mamba.num_heads, mamba.intermediate_size));
+  }
+  mamba.head_dim = mamba.intermediate_size / mamba.num_heads;
+  KVTOPO_ASSIGN_OR_RETURN(mamba.n_groups, r.IntInOr("mamba_ngroups", 1, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("mamba_d_state", 64, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 1, kMaxModelDim));
+  const bool states_chunk = r.Has("mamba_chunk_size") || !r.Has("chunk_size");
+  KVTOPO_ASSIGN_OR_RETURN(
+      m.mamba_chunk_size,
+      r.IntInOr(states_chunk ? "mamba_chunk_size" : "chunk_size", 256, 1, kMaxModelDim));
+  m.supports_mamba_prefix_caching = true;
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  std::vector<bool> hybrid;
+  if (r.Has("layers_block_type")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types,
+                            r.StringList("layers_block_type"));
+    if (static_cast<int64_t>(types.size()) != n) {
+      return r.Invalid("layers_block_type", fmt::format("has {} entries but num_hidden_layers "
+                                                        "is {}",
+                                                        types.size(), n));
+    }
+    for (const std::string& t : types) hybrid.push_back(t == "hybrid");
+  } else {
+    // Zamba2Config's default list: 54 layers, hybrid at 6, 12, ..., 42, 47 and 51.
+    if (n != 54) {
+      return r.Invalid("layers_block_type",
+                       fmt::format("is missing, and the config class's default list has 54 "
+                                   "layers where num_hidden_layers is {}",
+                                   n));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      hybrid.push_back(i > 0 && ((i <= 42 && i % 6 == 0) || i == 47 || i == 51));
+    }
+  }
+  const int64_t num_hybrid = std::count(hybrid.begin(), hybrid.end(), true);
+  if (num_hybrid == 0) {
+    return r.Invalid("layers_block_type",
+                     "has no hybrid layer; kvtopo plans Zamba2 models with both attention and "
+                     "Mamba layers");
+  }
+  int64_t j = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!hybrid[i]) continue;
+    m.layers.push_back(NamedAttention(fmt::format("model.attn.{}", j++), i, m, head, window));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    m.layers.push_back(Mamba2Mixer(fmt::format("{}.mixer", num_hybrid + i), mamba));
+  }
+  return Status::Ok();
+}
+
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
 // MoE, Cohere, MiniMax-M2): one K/V attention cache per layer. How the engine reads them
 // (docs/profiles.md cites each rule):
@@ -1236,6 +1325,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiniMaxText01ForCausalLM", false, ReadMiniMaxText01},
       {"MiniMaxForCausalLM", false, ReadMiniMaxText01},
       {"MiniMaxM1ForCausalLM", false, ReadMiniMaxText01},
+      {"Zamba2ForCausalLM", false, ReadZamba2},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

@@ -723,4 +723,54 @@ TEST(MambaFamilies, MiniMaxText01LightningAttention) {
             "linear attention state: num_heads = 64 is not divisible by -");
 }
 
+// A Zamba2-2.7B-shaped config (54 layers in the config class's default list, 9 of them hybrid;
+// hidden 2560, 32 heads, 80 Mamba heads, state 64): attention is multi-head, 32 KV heads of
+// 2 x 2560 / 32 = 160, 20,480 B a token; the Mamba2 state is conv (3, 5,120 + 2 x 64) and SSM
+// (80, 64, 64) in bfloat16 = 31,488 + 655,360 = 686,848 B, 34 tokens, so in mode all the block
+// is the chunk size 256. The engine builds the 9 attention layers first: one group of 9, then
+// the 54 Mamba mixers in 6 groups. 20 GiB / (9 x 5,242,880 B) = 455 blocks.
+TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
+  nlohmann::json zamba = nlohmann::json::parse(R"({
+    "architectures": ["Zamba2ForCausalLM"], "model_type": "zamba2", "torch_dtype": "bfloat16",
+    "num_hidden_layers": 54, "hidden_size": 2560, "num_attention_heads": 32,
+    "n_mamba_heads": 80, "mamba_d_state": 64, "mamba_ngroups": 1, "chunk_size": 256,
+    "max_position_embeddings": 4096})");
+  auto plan = PlanWith(zamba, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 7u);
+  const PlannedGroup& attention = plan->groups[0];
+  EXPECT_EQ(attention.geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(attention.layers.size(), 9u);
+  EXPECT_EQ(attention.layers.front(), "model.attn.0");
+  EXPECT_EQ(attention.geometry.block_size(), 256);
+  EXPECT_EQ(attention.geometry.page_size_bytes(), 5'242'880);
+  EXPECT_EQ(plan->groups[1].layers.front(), "9.mixer");
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 686'848);
+  EXPECT_EQ(plan->groups[1].geometry.recurrent_mode(), RecurrentMode::kAll);
+  EXPECT_EQ(plan->pool.num_blocks, 455);
+
+  nlohmann::json bad = zamba;
+  bad["layers_block_type"] = std::vector<std::string>(54, "mamba");
+  EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
+            "config.json 'config.json': field 'layers_block_type' has no hybrid layer; kvtopo "
+            "plans Zamba2 models with both attention and Mamba layers");
+  bad = zamba;
+  bad["num_hidden_layers"] = 38;
+  EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
+            "config.json 'config.json': field 'layers_block_type' is missing, and the config "
+            "class's default list has 54 layers where num_hidden_layers is 38");
+  bad = zamba;
+  bad["num_attention_heads"] = 3;
+  EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
+            "config.json 'config.json': field 'num_attention_heads' is 3, which does not divide 2 "
+            "x hidden_size 5120");
+  bad = zamba;
+  bad["use_long_context"] = true;
+  EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
+            "config.json 'config.json': field 'use_long_context' is true, which resets "
+            "max_position_embeddings to 16384; kvtopo does not plan it (set it to false and pass "
+            "--max-model-len)");
+}
+
 }  // namespace kvtopo
