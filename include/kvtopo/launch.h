@@ -51,7 +51,9 @@ struct CacheOptions {
   bool async_scheduling = true;
   int64_t num_gpu_blocks_override = 0;  // --num-gpu-blocks-override; 0: memory // bytes per block
   int64_t kv_group_size = 0;  // --kv-group-size / VLLM_K3_KV_GROUP_SIZE; 0: the min-bucket rule
-  bool enable_prefix_caching = true;              // --[no-]enable-prefix-caching
+  // --[no-]enable-prefix-caching; unset: the engine's default for the model (on, but off for a
+  // hybrid model with recurrent layers: ModelConfig.is_prefix_caching_supported).
+  std::optional<bool> enable_prefix_caching;
   std::optional<RecurrentMode> mamba_cache_mode;  // --mamba-cache-mode; unset: by caching
   int64_t mamba_block_size = 0;                   // --mamba-block-size; 0: derived
   std::string attention_backend;                  // --attention-backend; empty: the model's default
@@ -183,6 +185,9 @@ struct ModelCacheSpecs {
   // --mamba-cache-mode all the hybrid attention block is a multiple of lcm(it, kernel block)
   // unless --mamba-block-size is given.
   int64_t mamba_chunk_size = 2048;
+  // Prefix caching as the launch runs it: --[no-]enable-prefix-caching, else the engine's default
+  // for the model (off for a hybrid model with recurrent layers).
+  bool enable_prefix_caching = true;
 };
 
 }  // namespace kvtopo

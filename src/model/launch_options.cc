@@ -194,7 +194,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kSwitch,
        "",
-       "prefix caching; default on",
+       "prefix caching; default on, off for a hybrid model with recurrent layers (the engine's "
+       "default)",
        &LO::enable_prefix_caching},
       {"mamba_cache_mode",
        {},

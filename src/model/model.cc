@@ -707,13 +707,27 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         KvCacheDtypeName(rec.ssm_dtype), KvCacheDtypeName(rec.ssm_dtype)));
     }
   }
-  if (!cache.enable_prefix_caching) {
+  // The engine leaves prefix caching off by default for hybrid models
+  // (ModelConfig.is_prefix_caching_supported: "the feature is still experimental").
+  const bool caching = cache.enable_prefix_caching.value_or(!has_recurrent);
+  b.out.enable_prefix_caching = caching;
+  if (!cache.enable_prefix_caching && has_recurrent) {
+    b.Add(Severity::kInfo, "prefix-caching-default-off",
+          fmt::format("{} is a hybrid model, for which the engine leaves prefix caching off unless "
+                      "--enable-prefix-caching is given; recurrent layers use mode none",
+                      model.architecture));
+  }
+  if (!caching) {
     rec.mode = RecurrentMode::kNone;
     if (cache.mamba_cache_mode && *cache.mamba_cache_mode != RecurrentMode::kNone) {
-      b.Add(Severity::kWarning, "mamba-cache-mode-forced",
-            fmt::format("--mamba-cache-mode {} needs prefix caching; with "
-                        "--no-enable-prefix-caching recurrent layers use mode none",
-                        RecurrentModeName(*cache.mamba_cache_mode)));
+      b.Add(
+          Severity::kWarning, "mamba-cache-mode-forced",
+          fmt::format("--mamba-cache-mode {} needs prefix caching, which is off ({}); recurrent "
+                      "layers use mode none",
+                      RecurrentModeName(*cache.mamba_cache_mode),
+                      cache.enable_prefix_caching ? "--no-enable-prefix-caching"
+                                                  : "the engine's default for a hybrid model; pass "
+                                                    "--enable-prefix-caching"));
     }
   } else {
     // With caching on, the engine's unset mode (its "none") becomes all for a model with Mamba
@@ -1026,6 +1040,9 @@ LaunchConfig DefaultLaunchConfig() {
   c.cache.max_num_batched_tokens = 1024;
   c.max_num_batched_tokens_given = true;
   c.cache.async_scheduling = true;
+  // The production run cached prefixes: its 483 pages per request are mode align's (a hybrid
+  // model's engine default is prefix caching off).
+  c.cache.enable_prefix_caching = true;
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
   c.cache.attention_backend = "B12X_MLA";
   c.cache.kv_group_size = 6;                // VLLM_K3_KV_GROUP_SIZE=6

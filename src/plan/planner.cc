@@ -699,6 +699,8 @@ Result<Plan> Planner::Run() {
   plan.model = specs_;
   plan.parallel = inputs_.parallel;
   plan.cache = inputs_.cache;
+  plan.cache.enable_prefix_caching =
+      inputs_.cache.enable_prefix_caching.value_or(specs_.enable_prefix_caching);
   plan.kv_cache_memory_is_default = inputs_.kv_cache_memory_is_default;
   plan.diagnostics = specs_.diagnostics;
   auto finish = [&]() -> Result<Plan> {

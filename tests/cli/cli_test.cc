@@ -58,12 +58,13 @@ TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
   EXPECT_TRUE(j["diagnostics"].empty());
 }
 
-// The two production launches of the seeds, typed as their runbooks type them.
+// The two production launches of the seeds, with prefix caching on as the runs had it (their
+// page counts are mode align's; a hybrid model's engine default is caching off).
 TEST(PlanCli, ProductionLaunchesPlanToTheEnginesFigures) {
   auto glm = RunCli(
       "plan glm-5.3-flash -tp 4 -dcp 4 --dcp-kv-cache-interleave-size 4 --kv-cache-dtype fp8 "
       "--max-model-len 1048576 --max-num-seqs 32 --max-num-batched-tokens 8192 "
-      "--async-scheduling --kv-cache-memory 12GiB --speculative-config "
+      "--async-scheduling --enable-prefix-caching --kv-cache-memory 12GiB --speculative-config "
       "'{\"method\":\"dflash\",\"model\":\"glm-5.3-flash-dflash2\",\"num_speculative_tokens\":"
       "7}' --json");
   ASSERT_EQ(glm.exit_code, 0) << glm.out;
@@ -79,7 +80,8 @@ TEST(PlanCli, ProductionLaunchesPlanToTheEnginesFigures) {
 
   const std::string k3 =
       "plan kimi-k3 -tp 16 -dcp 16 --max-model-len 1000000 --max-num-batched-tokens 1024 "
-      "--kv-cache-dtype fp8 --async-scheduling --kv-cache-memory-bytes 1325000000 "
+      "--kv-cache-dtype fp8 --async-scheduling --enable-prefix-caching "
+      "--kv-cache-memory-bytes 1325000000 "
       "--speculative-config "
       "'{\"method\":\"dspark\",\"model\":\"kimi-k3-dspark\",\"num_speculative_tokens\":7}'";
   auto kimi =

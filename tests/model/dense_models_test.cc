@@ -446,7 +446,7 @@ TEST(DenseModels, HybridKvCacheManagerOff) {
             "\n  error [hybrid-manager-off] the hybrid KV cache manager is off by "
             "--disable-hybrid-kv-cache-manager, and without it the engine caches every layer as "
             "one type with one block size, but layer 'model.layers.0.linear_attn' is recurrent "
-            "with block 272 and layer 'model.layers.3.self_attn' is full_attention with block "
+            "with block 262144 and layer 'model.layers.3.self_attn' is full_attention with block "
             "272: the engine refuses the launch (it fails to convert the KV cache specs to one "
             "unified type); drop --disable-hybrid-kv-cache-manager");
 
@@ -1007,7 +1007,8 @@ TEST(TurboQuant, HybridAlignsToTheTurboQuantPage) {
   EXPECT_EQ(full.geometry.block_size(), 4096);
   EXPECT_EQ(full.geometry.page_size_bytes(), 2'146'304);
   EXPECT_EQ(full.backends, std::vector<std::string>{"TURBOQUANT"});
-  EXPECT_TRUE(plan->diagnostics.empty());
+  ASSERT_EQ(plan->diagnostics.size(), 1u);  // the engine's default: no prefix caching
+  EXPECT_EQ(plan->diagnostics[0].code, "prefix-caching-default-off");
 }
 
 // --kv-cache-dtype-skip-layers: layers named by index (or every windowed one) keep the model

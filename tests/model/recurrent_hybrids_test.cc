@@ -58,11 +58,15 @@ nlohmann::json Qwen3Next80B() {
   return c;
 }
 
+// With --enable-prefix-caching: the figures below are the cached-prefix geometry (mode all or
+// align); the engine's default for a hybrid, caching off, is
+// MambaHybrids.HybridsDefaultToNoPrefixCaching.
 LaunchConfig Launch(int64_t tp, int64_t memory) {
   LaunchConfig c;
   c.model = "config.json";
   c.parallel.tensor_parallel_size = tp;
   c.kv_cache_memory_bytes = memory;
+  c.cache.enable_prefix_caching = true;
   return c;
 }
 
@@ -228,7 +232,7 @@ nlohmann::json NemotronNano9B() {
 // prefix caching), and the block is a multiple of the Mamba chunk size (NemotronHConfig's
 // chunk_size, 128): 128 x ceil(1,298 / 128) = 1,408; 94 pages per request in each of the 8
 // groups (27 Mamba layers in groups of 4, then the 4 attention layers).
-TEST(MambaHybrids, NemotronNano9BDefaultsToModeAllAndAFloat32State) {
+TEST(MambaHybrids, NemotronNano9BCachesPrefixesInModeAllAndAFloat32State) {
   auto plan = PlanWith(NemotronNano9B(), Launch(1, 20 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
@@ -258,9 +262,9 @@ TEST(MambaHybrids, NemotronNano9BDefaultsToModeAllAndAFloat32State) {
   EXPECT_TRUE(plan->diagnostics.empty());
   EXPECT_EQ(plan->groups[7].geometry.block_size(), 768);
   EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'695'168);
-  // Without prefix caching (mode none) the block is only a multiple of the kernel block:
-  // 16 x ceil(658 / 16) = 672, the "672 tokens" vLLM issue 24280 quotes for this launch (an
-  // engine before Mamba prefix caching).
+  // Without prefix caching (mode none, the engine's default for a hybrid) the block is only a
+  // multiple of the kernel block: 16 x ceil(658 / 16) = 672, the "672 tokens" vLLM issue 24280
+  // quotes for this launch.
   bf16.cache.enable_prefix_caching = false;
   plan = PlanWith(NemotronNano9B(), bf16);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -299,6 +303,39 @@ TEST(MambaHybrids, ModeAllAlignsToTheMambaChunkSize) {
   bad["chunk_size"] = 0;
   EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
             "config.json 'config.json': field 'chunk_size' must be in [1, 65536], got 0");
+}
+
+// The engine's default for a hybrid model is prefix caching off (ModelConfig.
+// is_prefix_caching_supported), so `vllm serve` without --enable-prefix-caching runs the recurrent
+// layers in mode none: the attention block is only a multiple of the kernel block, 16 x 82 =
+// 1,312, and with a bfloat16 SSM state 672, the figure vLLM issue 24280 quotes for this model.
+// --mamba-cache-mode all is then forced to none, with the engine's warning.
+TEST(MambaHybrids, HybridsDefaultToNoPrefixCaching) {
+  LaunchConfig c = Launch(1, 20 * kGiB);
+  c.cache.enable_prefix_caching.reset();
+  auto plan = PlanWith(NemotronNano9B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->cache.enable_prefix_caching, std::optional<bool>(false));
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].severity, Severity::kInfo);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "NemotronHForCausalLM is a hybrid model, for which the engine leaves prefix caching "
+            "off unless --enable-prefix-caching is given; recurrent layers use mode none");
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kNone);
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 1312);
+  c.cache.mamba_ssm_cache_dtype = KvCacheDtype::kBfloat16;
+  plan = PlanWith(NemotronNano9B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 672);
+
+  c.cache.mamba_cache_mode = RecurrentMode::kAll;
+  plan = PlanWith(NemotronNano9B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
+  EXPECT_EQ(plan->diagnostics[1].message,
+            "--mamba-cache-mode all needs prefix caching, which is off (the engine's default for "
+            "a hybrid model; pass --enable-prefix-caching); recurrent layers use mode none");
 }
 
 // Mode align on request; none with prefix caching is kept (docs/runtime.md), with a warning that

@@ -32,6 +32,7 @@ LaunchConfig Glm53Production() {
   c.cache.max_num_seqs = 32;
   c.cache.max_num_batched_tokens = 8192;
   c.cache.async_scheduling = true;
+  c.cache.enable_prefix_caching = true;  // the run cached prefixes (align-mode page counts)
   c.kv_cache_memory_bytes = 12 * kGiB;
   c.speculative = *ParseSpeculativeConfig(
       R"({"method":"dflash","model":"glm-5.3-flash-dflash2","num_speculative_tokens":7})");
@@ -104,6 +105,7 @@ TEST(PlanLaunch, KimiK3ProductionMatchesTheEngine) {
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
   c.cache.async_scheduling = true;
   c.cache.kv_group_size = 6;
+  c.cache.enable_prefix_caching = true;  // the run cached prefixes (align-mode page counts)
   c.dspark_draft_kv_window = 32768;
   c.kv_cache_memory_bytes = 1'325'000'000;
   c.speculative = *ParseSpeculativeConfig(
