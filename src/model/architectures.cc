@@ -433,18 +433,21 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
 
 // num_key_value_heads into `m` (absent: multi-head when `mha_default`, else an error), which
 // must divide num_attention_heads.
+// The KV heads must divide the query heads (grouped-query attention).
+Status CheckKvHeadsDivide(const ConfigReader& r, const ModelDescription& m) {
+  if (m.num_attention_heads % m.num_kv_heads_total == 0) return Status::Ok();
+  return r.Invalid("num_key_value_heads",
+                   fmt::format("is {}, which does not divide num_attention_heads {}",
+                               m.num_kv_heads_total, m.num_attention_heads));
+}
+
 Status ReadKvHeads(const ConfigReader& r, bool mha_default, ModelDescription& m) {
   if (mha_default && !r.Has("num_key_value_heads")) {
     m.num_kv_heads_total = m.num_attention_heads;
   } else {
     KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
   }
-  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
-    return r.Invalid("num_key_value_heads",
-                     fmt::format("is {}, which does not divide num_attention_heads {}",
-                                 m.num_kv_heads_total, m.num_attention_heads));
-  }
-  return Status::Ok();
+  return CheckKvHeadsDivide(r, m);
 }
 
 // `head_dim` when given (and `use_head_dim`), else hidden_size / num_attention_heads.
@@ -484,6 +487,13 @@ Result<std::string> NemotronPattern(const ConfigReader& r, std::string_view key,
     pattern += it->second;
   }
   return pattern;
+}
+
+// The Mamba chunk size as ModelConfig.get_mamba_chunk_size reads a config: `mamba_chunk_size`,
+// else `chunk_size`, else `fallback` (the config class's default, or the engine's 2048).
+Result<int64_t> MambaChunkSize(const ConfigReader& r, int64_t fallback) {
+  const bool first = r.Has("mamba_chunk_size") || !r.Has("chunk_size");
+  return r.IntInOr(first ? "mamba_chunk_size" : "chunk_size", fallback, 1, kMaxModelDim);
 }
 
 // NemotronH (NemotronHForCausalLM: Nemotron-H, Nemotron Nano 2, Nemotron 3), as the engine reads
@@ -549,7 +559,11 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(mamba.head_dim, r.IntInOr("mamba_head_dim", 64, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.n_groups, either("n_groups", "mamba_n_groups", 8));
   KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("ssm_state_size", 128, 1, kMaxModelDim));
-  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, either("conv_kernel", "mamba_d_conv", 4));
+  // The conv state keeps kernel - 1 columns: a kernel of 1 would keep none.
+  KVTOPO_ASSIGN_OR_RETURN(
+      mamba.conv_kernel,
+      r.IntInOr((r.Has("conv_kernel") || !r.Has("mamba_d_conv")) ? "conv_kernel" : "mamba_d_conv",
+                4, 2, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.intermediate_size,
                           internal::CheckedMul(mamba.num_heads, mamba.head_dim, "Mamba2 channels"));
   for (int64_t i = 0; i < n; ++i) {
@@ -567,7 +581,7 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
     KVTOPO_ASSIGN_OR_RETURN(m.mamba_ssm_dtype, StateDtype(r, "mamba_ssm_cache_dtype"));
   }
   m.supports_mamba_prefix_caching = true;
-  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, either("mamba_chunk_size", "chunk_size", 128));
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, MambaChunkSize(r, 128));
   m.mtp_key = "num_nextn_predict_layers 1 with an mtp_hybrid_override_pattern of * and E";
   KVTOPO_ASSIGN_OR_RETURN(const int64_t predict,
                           r.IntInOr("num_nextn_predict_layers", 0, 0, kMaxLayers));
@@ -630,7 +644,7 @@ Result<Mamba2Dims> ReadMambaFields(const ConfigReader& r, bool reads_d_ssm, Mode
   }
   KVTOPO_ASSIGN_OR_RETURN(d.n_groups, r.IntInOr("mamba_n_groups", 1, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(d.state_size, r.IntInOr("mamba_d_state", 256, 1, kMaxModelDim));
-  KVTOPO_ASSIGN_OR_RETURN(d.conv_kernel, r.IntInOr("mamba_d_conv", 4, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(d.conv_kernel, r.IntInOr("mamba_d_conv", 4, 2, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, r.IntInOr("mamba_chunk_size", 256, 1, kMaxModelDim));
   m.supports_mamba_prefix_caching = true;
   return d;
@@ -646,12 +660,7 @@ Status ReadHybridKvHeads(const ConfigReader& r, int64_t absent, ModelDescription
   }
   KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
                           r.IntInOr("num_key_value_heads", absent, 1, kMaxModelDim));
-  if (m.num_attention_heads % m.num_kv_heads_total != 0) {
-    return r.Invalid("num_key_value_heads",
-                     fmt::format("is {}, which does not divide num_attention_heads {}",
-                                 m.num_kv_heads_total, m.num_attention_heads));
-  }
-  return Status::Ok();
+  return CheckKvHeadsDivide(r, m);
 }
 
 // The model-level window the engine's attention layers take when the model passes none per
@@ -792,11 +801,8 @@ Status ReadJamba(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(mamba.intermediate_size,
                           internal::CheckedMul(expand, hidden, "mamba_expand x hidden_size"));
   KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("mamba_d_state", 16, 1, kMaxModelDim));
-  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 1, kMaxModelDim));
-  const bool states_chunk = r.Has("mamba_chunk_size") || !r.Has("chunk_size");
-  KVTOPO_ASSIGN_OR_RETURN(
-      m.mamba_chunk_size,
-      r.IntInOr(states_chunk ? "mamba_chunk_size" : "chunk_size", 2048, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 2, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, MambaChunkSize(r, 2048));
   m.supports_mamba_prefix_caching = true;
   int64_t attention = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -830,7 +836,7 @@ Status ReadLfm2(const ConfigReader& r, bool moe, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
   ShortConvDims conv;
   KVTOPO_ASSIGN_OR_RETURN(conv.channels, Positive(r, moe ? "hidden_size" : "conv_dim"));
-  KVTOPO_ASSIGN_OR_RETURN(conv.conv_kernel, r.IntInOr("conv_L_cache", 3, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(conv.conv_kernel, r.IntInOr("conv_L_cache", 3, 2, kMaxModelDim));
   std::vector<bool> attention(static_cast<size_t>(n), true);
   std::string_view key = "layer_types";
   if (moe || r.Has("layer_types")) {
@@ -972,11 +978,8 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
   mamba.head_dim = mamba.intermediate_size / mamba.num_heads;
   KVTOPO_ASSIGN_OR_RETURN(mamba.n_groups, r.IntInOr("mamba_ngroups", 1, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("mamba_d_state", 64, 1, kMaxModelDim));
-  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 1, kMaxModelDim));
-  const bool states_chunk = r.Has("mamba_chunk_size") || !r.Has("chunk_size");
-  KVTOPO_ASSIGN_OR_RETURN(
-      m.mamba_chunk_size,
-      r.IntInOr(states_chunk ? "mamba_chunk_size" : "chunk_size", 256, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 2, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, MambaChunkSize(r, 256));
   m.supports_mamba_prefix_caching = true;
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
   std::vector<bool> hybrid;

@@ -525,6 +525,10 @@ TEST(MambaFamilies, BambaAttentionLayersByIndex) {
             "config.json 'config.json': field 'mamba_d_head' is 32, but mamba_n_heads 128 heads "
             "of it are not mamba_expand x hidden_size 8192");
   bad = Bamba9B();
+  bad["mamba_d_conv"] = 1;  // the conv state keeps kernel - 1 columns
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'mamba_d_conv' must be in [2, 65536], got 1");
+  bad = Bamba9B();
   bad["mamba_d_head"] = "64";
   EXPECT_NE(ConfigError(bad, HybridLaunch(1)), "(accepted)");
 }
@@ -685,6 +689,10 @@ TEST(MambaFamilies, Lfm2ShortConvolutions) {
   EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
             "config.json 'config.json': field 'conv_dim' is missing");
   bad = lfm2;
+  bad["conv_L_cache"] = 1;
+  EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
+            "config.json 'config.json': field 'conv_L_cache' must be in [2, 65536], got 1");
+  bad = lfm2;
   bad.erase("layer_types");
   bad.erase("full_attn_idxs");
   EXPECT_EQ(ConfigError(bad, HybridLaunch(1)),
@@ -756,8 +764,9 @@ TEST(MambaFamilies, MiniMaxText01LightningAttention) {
   bad.erase("head_dim");
   EXPECT_EQ(ConfigError(bad, HybridLaunch(8)),
             "config.json 'config.json': field 'head_dim' is missing");
-  EXPECT_EQ(ConfigError(minimax, HybridLaunch(3)).substr(0, 60),
-            "linear attention state: num_heads = 64 is not divisible by -");
+  EXPECT_EQ(ConfigError(minimax, HybridLaunch(3)),
+            "linear attention state: num_heads = 64 is not divisible by --tensor-parallel-size "
+            "3; choose a tensor-parallel size that divides it");
 }
 
 // A Zamba2-2.7B-shaped config (54 layers in the config class's default list, 9 of them hybrid;
