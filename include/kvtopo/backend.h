@@ -21,10 +21,15 @@ namespace kvtopo {
 enum class BackendFamily { kAttention, kMla, kSparseMla };
 
 struct BackendCaps {
-  std::string name;                 // upper case, e.g. "B12X_MLA"
-  bool mla = false;                 // serves MLA latent caches (else K/V attention)
-  bool sparse = false;              // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
-  std::vector<int64_t> head_sizes;  // supported head sizes (MLA: latent row width); empty: any
+  std::string name;     // upper case, e.g. "B12X_MLA"
+  bool mla = false;     // serves MLA latent caches (else K/V attention)
+  bool sparse = false;  // sparse MLA (DeepSeek-V3.2 / GLM DSA indexer top-k)
+  // Supported head sizes (MLA: latent row width): those listed (empty: any) that also meet the
+  // rules below (0: no such rule), as the engine's supports_head_size states them.
+  std::vector<int64_t> head_sizes;
+  int64_t head_size_multiple = 0;
+  int64_t min_head_size = 0;
+  int64_t max_head_size = 0;
   std::vector<int64_t> kernel_block_sizes;  // exact kernel block sizes, if any
   int64_t kernel_block_multiple = 0;        // "multiple of x"; 0 when exact sizes are listed
   int64_t preferred_block_size = 16;        // the cache block when --block-size is 0
@@ -49,6 +54,9 @@ struct BackendCaps {
   std::optional<BackendFamily> default_for;
 
   bool SupportsHeadSize(int64_t head_size) const;
+  // The supported head sizes in words, for messages ("64, 128, 256", "multiples of 8 up to 256",
+  // "at least 32", "any").
+  std::string HeadSizesText() const;
   // True when `block_size` is a kernel block size or a multiple of one (kernel block splitting).
   bool SupportsBlockSize(int64_t block_size) const;
   // The smallest kernel block size ("multiple of x" counts as x).

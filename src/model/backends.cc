@@ -27,6 +27,9 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   if (r.Has("head_sizes")) {  // absent: any head size
     KVTOPO_ASSIGN_OR_RETURN(b.head_sizes, r.IntList("head_sizes"));
   }
+  KVTOPO_ASSIGN_OR_RETURN(b.head_size_multiple, r.IntInOr("head_size_multiple", 0, 0, 4096));
+  KVTOPO_ASSIGN_OR_RETURN(b.min_head_size, r.IntInOr("min_head_size", 0, 0, 1 << 20));
+  KVTOPO_ASSIGN_OR_RETURN(b.max_head_size, r.IntInOr("max_head_size", 0, 0, 1 << 20));
   if (!r.Has("kernel_block_sizes") || !r.json()["kernel_block_sizes"].is_array()) {
     return r.IllTyped("kernel_block_sizes", "a list of integers or \"multiple of x\" strings");
   }
@@ -126,8 +129,22 @@ const Result<std::vector<BackendCaps>>& Registry() {
 }  // namespace
 
 bool BackendCaps::SupportsHeadSize(int64_t head_size) const {
-  return head_sizes.empty() ||
-         std::find(head_sizes.begin(), head_sizes.end(), head_size) != head_sizes.end();
+  if (!head_sizes.empty() &&
+      std::find(head_sizes.begin(), head_sizes.end(), head_size) == head_sizes.end()) {
+    return false;
+  }
+  if (head_size_multiple > 0 && head_size % head_size_multiple != 0) return false;
+  if (min_head_size > 0 && head_size < min_head_size) return false;
+  return max_head_size <= 0 || head_size <= max_head_size;
+}
+
+std::string BackendCaps::HeadSizesText() const {
+  std::vector<std::string> parts;
+  if (!head_sizes.empty()) parts.push_back(fmt::format("{}", fmt::join(head_sizes, ", ")));
+  if (head_size_multiple > 0) parts.push_back(fmt::format("multiples of {}", head_size_multiple));
+  if (min_head_size > 0) parts.push_back(fmt::format("at least {}", min_head_size));
+  if (max_head_size > 0) parts.push_back(fmt::format("up to {}", max_head_size));
+  return parts.empty() ? "any" : fmt::format("{}", fmt::join(parts, " "));
 }
 
 bool BackendCaps::SupportsBlockSize(int64_t block_size) const {

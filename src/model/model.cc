@@ -235,8 +235,7 @@ void ValidateBackends(Builder& b) {
       b.Error("backend-head-size",
               fmt::format("{} layer '{}' has head size {} but backend {} supports only {}; "
                           "choose another backend with {}",
-                          role, s.name, s.head_size, be.name, fmt::join(be.head_sizes, ", "),
-                          RoleKnob(s)));
+                          role, s.name, s.head_size, be.name, be.HeadSizesText(), RoleKnob(s)));
     }
     if (!s.causal && !be.supports_non_causal) {
       b.Error("backend-non-causal",
@@ -357,6 +356,40 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
         fmt::format("--disable-sliding-window: {} sliding-window layers attend over the whole "
                     "request and are cached as full attention{}",
                     converted, capped));
+}
+
+// The engine's head split under tensor parallelism: TP divides the attention heads
+// (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
+// layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
+// projection's divide()).
+void CheckTensorParallelHeads(const ModelDescription& m, const std::string& file, int64_t tp,
+                              Builder& b) {
+  if (tp <= 1) return;
+  if (m.num_attention_heads % tp != 0) {
+    b.Error("tp-attention-heads",
+            fmt::format("--tensor-parallel-size {} does not divide the {} attention heads of "
+                        "'{}', and the engine refuses such a launch; choose a tensor-parallel "
+                        "size that divides {}",
+                        tp, m.num_attention_heads, file, m.num_attention_heads));
+    return;
+  }
+  std::vector<int64_t> reported;
+  for (const RawLayer& raw : m.layers) {
+    if (raw.type != LayerType::kAttention && raw.type != LayerType::kSlidingWindow &&
+        raw.type != LayerType::kChunkedLocal) {
+      continue;
+    }
+    const int64_t kv = raw.num_kv_heads_total;
+    if (kv <= 0 || (kv >= tp ? kv % tp : tp % kv) == 0) continue;
+    if (std::find(reported.begin(), reported.end(), kv) != reported.end()) continue;
+    reported.push_back(kv);
+    b.Error("tp-kv-heads",
+            fmt::format("--tensor-parallel-size {} and the {} KV heads of layer '{}' ('{}') do "
+                        "not divide one into the other, so the engine can neither split nor "
+                        "replicate them; choose a tensor-parallel size that divides {} or is a "
+                        "multiple of it",
+                        tp, kv, raw.name, file, kv));
+  }
 }
 
 // Tokens per step and rows (vLLM's _set_default_max_num_seqs_and_batched_tokens_args and
@@ -617,6 +650,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
   }
   ResolveStepLimits(config, b);
+  CheckTensorParallelHeads(model, target.file, tp, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

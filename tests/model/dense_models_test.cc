@@ -83,6 +83,36 @@ TEST(DenseModels, Llama31At16GiB) {
   EXPECT_EQ(plan->capacity.max_tokens, 1'048'576);
 }
 
+// The engine's head split under TP: TP divides the attention heads, and the KV heads divide TP or
+// are divided by it. Llama-3.1-8B (32 heads, 8 KV heads) runs at TP 16 (two ranks hold a copy of
+// each KV head) but not at TP 3; a 48-head, 8-KV-head config not at TP 12 (12 is no multiple of 8).
+TEST(DenseModels, TensorParallelSplitsTheHeadsAsTheEngineDoes) {
+  auto tp16 = PlanConfig(Llama31_8B(), 16, 1, 16 * kGiB, 4096);
+  ASSERT_TRUE(tp16.ok()) << tp16.status().ToString();
+  ASSERT_TRUE(tp16->accepted()) << tp16->ErrorLines();
+  EXPECT_EQ(tp16->groups[0].geometry.page_size_bytes(), 16 * 2 * 1 * 128 * 2);
+  auto tp3 = PlanConfig(Llama31_8B(), 3, 1, 16 * kGiB, 4096);
+  ASSERT_TRUE(tp3.ok()) << tp3.status().ToString();
+  EXPECT_EQ(
+      tp3->ErrorLines(),
+      "\n  error [tp-attention-heads] --tensor-parallel-size 3 does not divide the 32 attention "
+      "heads of 'config.json', and the engine refuses such a launch; choose a "
+      "tensor-parallel size that divides 32");
+  nlohmann::json wide = Llama31_8B();
+  wide["num_attention_heads"] = 48;
+  wide["hidden_size"] = 6144;
+  auto tp12 = PlanConfig(wide, 12, 1, 16 * kGiB, 4096);
+  ASSERT_TRUE(tp12.ok()) << tp12.status().ToString();
+  EXPECT_EQ(tp12->ErrorLines(),
+            "\n  error [tp-kv-heads] --tensor-parallel-size 12 and the 8 KV heads of layer "
+            "'model.layers.0.self_attn' ('config.json') do not divide one into the other, so the "
+            "engine can neither split nor replicate them; choose a tensor-parallel size that "
+            "divides 8 or is a multiple of it");
+  auto tp4 = PlanConfig(wide, 4, 1, 16 * kGiB, 4096);
+  ASSERT_TRUE(tp4.ok()) << tp4.status().ToString();
+  EXPECT_TRUE(tp4->accepted()) << tp4->ErrorLines();
+}
+
 // A Llama config without num_key_value_heads is multi-head: 32 KV heads of 128.
 TEST(DenseModels, LlamaWithoutKvHeadsIsMultiHead) {
   nlohmann::json config = Llama31_8B();

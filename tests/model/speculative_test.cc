@@ -135,5 +135,32 @@ TEST(BackendRegistry, LookupAndCapabilities) {
   EXPECT_FALSE(fa->stores_turboquant);
 }
 
+// Head sizes as the engine's supports_head_size states them at 28be48fa9: FlashAttention any
+// multiple of 8 up to 256, Triton attention any size from 32, FlashInfer a list.
+TEST(BackendRegistry, HeadSizeRules) {
+  auto fa = FindBackend("FLASH_ATTN");
+  ASSERT_TRUE(fa.ok());
+  EXPECT_TRUE(fa->SupportsHeadSize(80));
+  EXPECT_TRUE(fa->SupportsHeadSize(8));
+  EXPECT_TRUE(fa->SupportsHeadSize(256));
+  EXPECT_FALSE(fa->SupportsHeadSize(84));
+  EXPECT_FALSE(fa->SupportsHeadSize(264));
+  EXPECT_FALSE(fa->SupportsHeadSize(512));
+  EXPECT_EQ(fa->HeadSizesText(), "multiples of 8 up to 256");
+  auto triton = FindBackend("TRITON_ATTN");
+  ASSERT_TRUE(triton.ok());
+  EXPECT_TRUE(triton->SupportsHeadSize(512));
+  EXPECT_TRUE(triton->SupportsHeadSize(33));
+  EXPECT_FALSE(triton->SupportsHeadSize(16));
+  EXPECT_EQ(triton->HeadSizesText(), "at least 32");
+  auto flashinfer = FindBackend("FLASHINFER");
+  ASSERT_TRUE(flashinfer.ok());
+  EXPECT_FALSE(flashinfer->SupportsHeadSize(96));
+  EXPECT_EQ(flashinfer->HeadSizesText(), "64, 128, 256");
+  auto tq = FindBackend("TURBOQUANT");
+  ASSERT_TRUE(tq.ok());
+  EXPECT_EQ(tq->HeadSizesText(), "any");
+}
+
 }  // namespace
 }  // namespace kvtopo
