@@ -431,8 +431,6 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// num_key_value_heads into `m` (absent: multi-head when `mha_default`, else an error), which
-// must divide num_attention_heads.
 // The KV heads must divide the query heads (grouped-query attention).
 Status CheckKvHeadsDivide(const ConfigReader& r, const ModelDescription& m) {
   if (m.num_attention_heads % m.num_kv_heads_total == 0) return Status::Ok();
@@ -441,6 +439,8 @@ Status CheckKvHeadsDivide(const ConfigReader& r, const ModelDescription& m) {
                                m.num_kv_heads_total, m.num_attention_heads));
 }
 
+// num_key_value_heads into `m` (absent: multi-head when `mha_default`, else an error), which
+// must divide num_attention_heads.
 Status ReadKvHeads(const ConfigReader& r, bool mha_default, ModelDescription& m) {
   if (mha_default && !r.Has("num_key_value_heads")) {
     m.num_kv_heads_total = m.num_attention_heads;
@@ -1185,6 +1185,90 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
   return ReadInterleaved(r, kFamily, m);
 }
 
+// Gemma 4 (Gemma4ForCausalLM, and Gemma4ForConditionalGeneration with the text model in
+// `text_config`; the fork's gemma4.py and models/config.py at 28be48fa9, with the fields of
+// Transformers' Gemma4TextConfig and its defaults): sliding and full K/V attention per
+// `layer_types` (absent: a full layer in six), the last layer full whatever the list says (the
+// config class forces it).
+// - Sliding layers: `head_dim` (256) wide, `num_key_value_heads` (4) heads, the window
+//   `sliding_window` (512).
+// - Full layers: `global_head_dim` (512) wide; with `attention_k_eq_v` (keys reused as values,
+//   both still cached) `num_global_key_value_heads` heads, else `num_key_value_heads`.
+// - KV sharing: the last `num_kv_shared_layers` (0) layers read the cache of the last earlier
+//   layer of their type and keep none; with no such layer the engine's lookup fails, so the
+//   config is refused.
+// - Head sizes that differ, the larger above 256: the engine runs every layer on TRITON_ATTN
+//   unless the launch names a backend (Gemma4Config.verify_and_update_config), the model's
+//   default here.
+Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/131072));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  if (!r.Has("num_key_value_heads")) {
+    m.num_kv_heads_total = 4;
+    KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(r, m));
+  } else {
+    KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t global_head,
+                          r.IntInOr("global_head_dim", 512, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const bool k_eq_v, r.BoolOr("attention_k_eq_v", false));
+  int64_t global_kv = m.num_kv_heads_total;
+  if (k_eq_v) {
+    if (!r.Has("num_global_key_value_heads")) {
+      return r.Invalid("num_global_key_value_heads",
+                       "is not set, but attention_k_eq_v is true: the engine's full-attention "
+                       "layers take their KV heads from it");
+    }
+    KVTOPO_ASSIGN_OR_RETURN(global_kv, Positive(r, "num_global_key_value_heads"));
+    if (m.num_attention_heads % global_kv != 0) {
+      return r.Invalid("num_global_key_value_heads",
+                       fmt::format("is {}, which does not divide num_attention_heads {}", global_kv,
+                                   m.num_attention_heads));
+    }
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 512, 1, kMaxModelLen));
+  m.text_sliding_window = window;
+  KVTOPO_ASSIGN_OR_RETURN(const std::string bidirectional,
+                          r.StringOr("use_bidirectional_attention", ""));
+  if (bidirectional == "all") {
+    return r.Invalid("use_bidirectional_attention",
+                     "is \"all\": an embedding model's bidirectional attention keeps no KV cache "
+                     "across steps; kvtopo plans decoders");
+  }
+  std::vector<bool> sliding;
+  if (r.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
+  } else {
+    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % 6 != 0);
+  }
+  sliding.back() = false;
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t shared,
+                          r.IntInOr("num_kv_shared_layers", 0, 0, kMaxLayers));
+  const int64_t first_shared = n - shared;
+  for (int64_t i = 0; i < n; ++i) {
+    if (shared > 0 && i >= first_shared) {
+      int64_t target = first_shared - 1;
+      while (target >= 0 && sliding[target] != sliding[i]) --target;
+      if (target < 0) {
+        return r.Invalid(
+            "num_kv_shared_layers",
+            fmt::format("is {}: layer {} shares the KV cache of the last {} layer before layer "
+                        "{}, and there is none",
+                        shared, i, sliding[i] ? "sliding" : "full",
+                        std::max<int64_t>(first_shared, 0)));
+      }
+      continue;
+    }
+    RawLayer layer =
+        KvAttentionLayer(i, m, sliding[i] ? head : global_head, sliding[i] ? window : 0);
+    if (!sliding[i]) layer.num_kv_heads_total = global_kv;
+    m.layers.push_back(std::move(layer));
+  }
+  if (head != global_head && std::max(head, global_head) > 256) m.default_backend = "TRITON_ATTN";
+  return Status::Ok();
+}
+
 // Llama 4 (Llama4ForCausalLM, or the text_config of Llama4ForConditionalGeneration): a layer with
 // RoPE (`no_rope_layers[i]` 1) attends within chunks of `attention_chunk_size` tokens; a NoPE
 // layer (0) attends globally (the fork's llama4.py). An absent or empty `no_rope_layers` is the
@@ -1350,6 +1434,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Cohere2ForCausalLM", false, ReadInterleavedAs<kCohere2>},
       {"Gemma3nForCausalLM", false, ReadInterleavedAs<kGemma3n>},
       {"Gemma3nForConditionalGeneration", true, ReadInterleavedAs<kGemma3n>},
+      {"Gemma4ForCausalLM", false, ReadGemma4},
+      {"Gemma4ForConditionalGeneration", true, ReadGemma4},
       // Drafts.
       {"K3DSparkModel", false, ReadMlaDraft},
       {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},

@@ -1168,4 +1168,150 @@ TEST(DenseModels, Gemma3nLayersThatShareKvKeepNoCache) {
             "4096], got -1");
 }
 
+// A gemma-4-31B-shaped text_config: 60 layers, 32 heads; sliding layers 16 KV heads of 256 over a
+// 1,024-token window, full layers (every sixth) 4 KV heads of 512 (attention_k_eq_v). The head
+// sizes differ and one exceeds 256, so every layer runs TRITON_ATTN. At TP1 a sliding page is
+// 16 x 2 x 16 x 256 x 2 B = 256 KiB and a full one half that, so the full block doubles to 32
+// tokens for one page size; 50 sliding and 10 full layers make 6 groups of 10, and 20 GiB is
+// 8,192 blocks of 10 pages. At TP8 the sliding layers keep 2 heads and the full ones 1 (4 heads
+// over 8 ranks, each held twice): both pages are 32 KiB at 16 tokens.
+TEST(DenseModels, Gemma4FullLayersTakeTheirOwnHeads) {
+  nlohmann::json gemma = nlohmann::json::parse(R"({
+    "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+    "dtype": "bfloat16",
+    "text_config": {"model_type": "gemma4_text", "hidden_size": 5376, "num_hidden_layers": 60,
+                    "num_attention_heads": 32, "num_key_value_heads": 16,
+                    "num_global_key_value_heads": 4, "attention_k_eq_v": true,
+                    "head_dim": 256, "global_head_dim": 512, "sliding_window": 1024,
+                    "max_position_embeddings": 262144}})");
+  auto plan = PlanConfig(gemma, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 6u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 1024);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 256);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 16);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 262144);
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 6, 12, 18, 24, 30, 36, 42, 48, 54}));
+  EXPECT_EQ(plan->groups[5].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[5].spec.head_size, 512);
+  EXPECT_EQ(plan->groups[5].spec.num_kv_heads, 4);
+  EXPECT_EQ(plan->groups[5].geometry.block_size(), 32);
+  EXPECT_EQ(plan->groups[5].geometry.page_size_bytes(), 262144);
+  EXPECT_EQ(plan->groups[5].layers, Layers({5, 11, 17, 23, 29, 35, 41, 47, 53, 59}));
+  EXPECT_EQ(plan->groups[5].spec.attention_backend, "TRITON_ATTN");
+  EXPECT_EQ(plan->pool.num_blocks, 8192);
+
+  plan = PlanConfig(gemma, 8, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 2);
+  EXPECT_EQ(plan->groups[5].spec.num_kv_heads, 1);
+  EXPECT_EQ(plan->groups[5].geometry.block_size(), 16);
+  EXPECT_EQ(plan->groups[5].geometry.page_size_bytes(), 32768);
+  EXPECT_EQ(plan->pool.num_blocks, 65536);
+
+  // Without attention_k_eq_v the full layers keep num_key_value_heads (16 of 512: a page twice
+  // the sliding one, whose block then doubles); with it, the heads must be stated.
+  nlohmann::json plain = gemma;
+  plain["text_config"]["attention_k_eq_v"] = false;
+  plan = PlanConfig(plain, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 32);
+  EXPECT_EQ(plan->groups[5].spec.num_kv_heads, 16);
+  EXPECT_EQ(plan->groups[5].geometry.page_size_bytes(), 524288);
+  plain = gemma;
+  plain["text_config"].erase("num_global_key_value_heads");
+  EXPECT_EQ(ConfigError(plain),
+            "config.json 'config.json': field 'text_config.num_global_key_value_heads' is not "
+            "set, but attention_k_eq_v is true: the engine's full-attention layers take their "
+            "KV heads from it");
+  plain["text_config"]["num_global_key_value_heads"] = 5;
+  EXPECT_EQ(ConfigError(plain),
+            "config.json 'config.json': field 'text_config.num_global_key_value_heads' is 5, "
+            "which does not divide num_attention_heads 32");
+
+  // Equal head sizes keep the default backend; a launch that names FlashAttention for 512-wide
+  // heads is refused.
+  nlohmann::json narrow = gemma;
+  narrow["text_config"]["global_head_dim"] = 256;
+  plan = PlanConfig(narrow, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.attention_backend, "FLASH_ATTN");
+  LaunchConfig fa;
+  fa.cache.attention_backend = "FLASH_ATTN";
+  fa.cache.max_model_len = 32768;
+  fa.kv_cache_memory_bytes = 20 * kGiB;
+  plan = PlanWith(gemma, fa);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [backend-head-size] target layer 'model.layers.5.self_attn' (and 9 other "
+            "layers) has head size 512 but backend FLASH_ATTN supports only multiples of 8 up to "
+            "256; choose another backend with --attention-backend");
+
+  // TP must divide the 32 heads.
+  plan = PlanConfig(gemma, 3, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("[tp-attention-heads]"), std::string::npos);
+
+  nlohmann::json embedding = gemma;
+  embedding["text_config"]["use_bidirectional_attention"] = "all";
+  EXPECT_EQ(ConfigError(embedding),
+            "config.json 'config.json': field 'text_config.use_bidirectional_attention' is "
+            "\"all\": an embedding model's bidirectional attention keeps no KV cache across "
+            "steps; kvtopo plans decoders");
+  embedding["text_config"]["use_bidirectional_attention"] = "vision";  // masks only
+  plan = PlanConfig(embedding, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+}
+
+// A gemma-4-E4B-shaped text_config: 42 layers, 8 heads, 2 KV heads (256 sliding, 512 full), a
+// 512-token window, the last 18 layers reading an earlier layer's cache: shared sliding layers
+// layer 22's, shared full layers layer 23's (the last of each type before layer 24). 24 layers
+// are cached: 20 sliding and full 5, 11, 17, 23. A full page (16 x 2 x 2 x 512 x 2 B = 64 KiB)
+// is twice a sliding one, so the sliding block doubles to 32; 6 groups of 4, and 20 GiB is
+// 81,920 blocks of 4 x 64 KiB.
+TEST(DenseModels, Gemma4SharedKvLayersReadTheLastOfTheirType) {
+  nlohmann::json gemma = nlohmann::json::parse(R"({
+    "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "dtype": "bfloat16",
+    "hidden_size": 2560, "num_hidden_layers": 42, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "num_kv_shared_layers": 18})");
+  auto plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);  // the config class's default
+  ASSERT_EQ(plan->groups.size(), 6u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 512);  // the config class's default
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 32);
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 6, 12, 18}));
+  EXPECT_EQ(plan->groups[4].layers, Layers({4, 10, 16, 22}));
+  EXPECT_EQ(plan->groups[5].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[5].layers, Layers({5, 11, 17, 23}));
+  EXPECT_EQ(plan->groups[5].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 81920);
+
+  // The config class forces the last layer full: four sliding layers stated, three planned so.
+  nlohmann::json small = nlohmann::json::parse(R"({
+    "architectures": ["Gemma4ForCausalLM"], "dtype": "bfloat16", "num_hidden_layers": 4,
+    "num_attention_heads": 8, "num_key_value_heads": 2,
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                    "sliding_attention"]})");
+  plan = PlanConfig(small, 1, 1, 1 * kGiB, 4096);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 4u);  // groups of one layer
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].layers, Layers({3}));
+  // A shared full layer with no full layer before the shared ones: the engine's lookup fails.
+  small["num_kv_shared_layers"] = 1;
+  EXPECT_EQ(ConfigError(small),
+            "config.json 'config.json': field 'num_kv_shared_layers' is 1: layer 3 shares the KV "
+            "cache of the last full layer before layer 3, and there is none");
+  small["num_kv_shared_layers"] = 5;
+  EXPECT_EQ(ConfigError(small),
+            "config.json 'config.json': field 'num_kv_shared_layers' is 5: layer 0 shares the KV "
+            "cache of the last sliding layer before layer 0, and there is none");
+}
+
 }  // namespace kvtopo
