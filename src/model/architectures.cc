@@ -693,6 +693,42 @@ Status BothLayerKinds(const ConfigReader& r, std::string_view key, int64_t atten
                                     attention, n, family, recurrent));
 }
 
+// PLaMo 2 (Plamo2ForCausalLM; the fork's plamo2.py at 28be48fa9, whose config class is the
+// model's remote code, so every field is required): layer i is attention when
+// i % mamba_step == mamba_step / 2 (with num_hidden_layers <= mamba_step / 2, only the last layer),
+// else a Mamba2 mixer of mamba_num_heads heads of hidden_size_per_head, no B/C groups
+// (mamba2_state_shape with n_groups 0), mamba_d_state and mamba_d_conv. Attention:
+// num_key_value_heads heads of hidden_size_per_head, with the config's sliding_window as the
+// model-level window. The chunk size is mamba_chunk_size; the model has no Mamba prefix caching.
+Status ReadPlamo2(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntIn("hidden_size_per_head", 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t step, r.IntIn("mamba_step", 2, kMaxLayers));
+  Mamba2Dims mamba;
+  KVTOPO_ASSIGN_OR_RETURN(mamba.num_heads, r.IntIn("mamba_num_heads", 1, kMaxModelDim));
+  mamba.head_dim = head;
+  KVTOPO_ASSIGN_OR_RETURN(
+      mamba.intermediate_size,
+      internal::CheckedMul(mamba.num_heads, head, "mamba_num_heads x hidden_size_per_head"));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntIn("mamba_d_state", 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntIn("mamba_d_conv", 2, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, MambaChunkSize(r, 2048));
+  int64_t attention = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool is_attention = n <= step / 2 ? i == n - 1 : i % step == step / 2;
+    if (is_attention) {
+      m.layers.push_back(NamedAttention(LayerName(i, "mixer.attn"), i, m, head, window));
+      ++attention;
+    } else {
+      m.layers.push_back(Mamba2Mixer(LayerName(i, "mixer"), mamba));
+    }
+  }
+  return BothLayerKinds(r, "num_hidden_layers", attention, n, "PLaMo 2");
+}
+
 // Bamba (BambaForCausalLM; the fork's bamba.py, Transformers' BambaConfig): layer i is an
 // attention layer ("model.layers.i.attn") when `attn_layer_indices` lists it, else a Mamba2
 // mixer ("model.layers.i.mixer") of ReadMambaFields. Attention: num_key_value_heads (8) heads of
@@ -1413,6 +1449,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiniMaxForCausalLM", false, ReadMiniMaxText01},
       {"MiniMaxM1ForCausalLM", false, ReadMiniMaxText01},
       {"Zamba2ForCausalLM", false, ReadZamba2},
+      {"Plamo2ForCausalLM", false, ReadPlamo2},
       {"GptOssForCausalLM", false, ReadGptOss},
       {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
       {"Phi3ForCausalLM", false,

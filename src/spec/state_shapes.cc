@@ -33,7 +33,6 @@ Result<int64_t> SplitByTp(int64_t dim, int64_t tp, const char* what, const char*
 Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& d, int64_t tp, int64_t num_spec,
                                              ElementType conv_dtype, ElementType ssm_dtype) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"intermediate_size", d.intermediate_size},
-                                        {"n_groups", d.n_groups},
                                         {"state_size", d.state_size},
                                         {"num_heads", d.num_heads},
                                         {"head_dim", d.head_dim},
@@ -41,6 +40,10 @@ Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& d, int64_t tp, in
                                         {"tensor_parallel_size", tp}},
                                        "Mamba2"));
   if (num_spec < 0) return InvalidArgument("Mamba2 state: num_spec must not be negative");
+  if (d.n_groups < 0) {
+    return InvalidArgument(
+        fmt::format("Mamba2 state: n_groups must not be negative, got {}", d.n_groups));
+  }
   const int64_t groups = d.n_groups + (d.n_groups % tp == 0 ? 0 : tp - d.n_groups);
   const int64_t conv_dim = d.intermediate_size + 2 * groups * d.state_size;
   KVTOPO_ASSIGN_OR_RETURN(int64_t conv_local, SplitByTp(conv_dim, tp, "conv dim", "Mamba2"));

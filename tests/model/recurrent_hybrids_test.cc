@@ -819,4 +819,54 @@ TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
             "--max-model-len)");
 }
 
+// A PLaMo-2-1B-shaped config (16 layers, mamba_step 2: attention at the odd layers; 16 heads and
+// 1 KV head of 128; 32 Mamba heads of 128, state 64, conv kernel 4, no B/C groups): the Mamba
+// state is a conv (4,096, 3) and an SSM (32, 128, 64) in bfloat16, 24,576 + 524,288 = 548,864 B.
+// An attention token is 2 x 1 x 128 x 2 B = 512 B, so the block grows to 1,072 tokens (67 kernel
+// blocks of 16) whose page holds the state. PLaMo 2 has no Mamba prefix caching: mode align.
+TEST(MambaFamilies, Plamo2MambaEveryStep) {
+  nlohmann::json plamo = nlohmann::json::parse(R"({
+    "architectures": ["Plamo2ForCausalLM"], "model_type": "plamo2", "torch_dtype": "bfloat16",
+    "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+    "num_key_value_heads": 1, "hidden_size_per_head": 128, "max_position_embeddings": 10485760,
+    "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_num_heads": 32, "mamba_step": 2,
+    "mamba_chunk_size": 256})");
+  auto plan = PlanWith(plamo, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.mixer");
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 548'864);
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAlign);
+  const PlannedGroup& attention = plan->groups.back();
+  EXPECT_EQ(attention.layers.size(), 8u);
+  EXPECT_EQ(attention.layers.front(), "model.layers.1.mixer.attn");
+  EXPECT_EQ(attention.geometry.block_size(), 1072);
+  EXPECT_EQ(attention.geometry.page_size_bytes(), 548'864);
+
+  // TP2 halves the heads and channels (the KV head is replicated): 12,288 + 262,144 B.
+  plan = PlanWith(plamo, HybridLaunch(2));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 274'432);
+
+  // With mamba_step above twice the layer count, only the last layer attends.
+  plamo["num_hidden_layers"] = 3;
+  plamo["mamba_step"] = 8;
+  plan = PlanWith(plamo, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups.back().layers, (std::vector<std::string>{"model.layers.2.mixer.attn"}));
+  plamo["num_hidden_layers"] = 1;
+  EXPECT_EQ(ConfigError(plamo, HybridLaunch(1)),
+            "config.json 'config.json': field 'num_hidden_layers' makes 1 of the 1 layers "
+            "attention layers; kvtopo plans PLaMo 2 models with both attention and Mamba layers");
+  plamo["num_hidden_layers"] = 16;
+  plamo["mamba_step"] = 1;
+  EXPECT_EQ(ConfigError(plamo, HybridLaunch(1)),
+            "config.json 'config.json': field 'mamba_step' must be in [2, 4096], got 1");
+  plamo["mamba_step"] = 2;
+  plamo.erase("hidden_size_per_head");
+  EXPECT_EQ(ConfigError(plamo, HybridLaunch(1)),
+            "config.json 'config.json': field 'hidden_size_per_head' is missing");
+}
+
 }  // namespace kvtopo
