@@ -361,16 +361,17 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
 // The engine's head split under tensor parallelism: TP divides the attention heads
 // (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
 // layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
-// projection's divide()).
-void CheckTensorParallelHeads(const ModelDescription& m, const std::string& file, int64_t tp,
+// projection's divide()). The engine checks a draft model's config with the draft's TP, the
+// target's (SpeculativeConfig._verify_and_get_draft_tp); `whose` names the config in messages.
+void CheckTensorParallelHeads(const ModelDescription& m, const std::string& whose, int64_t tp,
                               Builder& b) {
   if (tp <= 1) return;
   if (m.num_attention_heads % tp != 0) {
     b.Error("tp-attention-heads",
             fmt::format("--tensor-parallel-size {} does not divide the {} attention heads of "
-                        "'{}', and the engine refuses such a launch; choose a tensor-parallel "
-                        "size that divides {}",
-                        tp, m.num_attention_heads, file, m.num_attention_heads));
+                        "{}, and the engine refuses such a launch; choose a tensor-parallel size "
+                        "that divides {}",
+                        tp, m.num_attention_heads, whose, m.num_attention_heads));
     return;
   }
   std::vector<int64_t> reported;
@@ -384,11 +385,11 @@ void CheckTensorParallelHeads(const ModelDescription& m, const std::string& file
     if (std::find(reported.begin(), reported.end(), kv) != reported.end()) continue;
     reported.push_back(kv);
     b.Error("tp-kv-heads",
-            fmt::format("--tensor-parallel-size {} and the {} KV heads of layer '{}' ('{}') do "
+            fmt::format("--tensor-parallel-size {} and the {} KV heads of layer '{}' ({}) do "
                         "not divide one into the other, so the engine can neither split nor "
                         "replicate them; choose a tensor-parallel size that divides {} or is a "
                         "multiple of it",
-                        tp, kv, raw.name, file, kv));
+                        tp, kv, raw.name, whose, kv));
   }
 }
 
@@ -650,7 +651,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
   }
   ResolveStepLimits(config, b);
-  CheckTensorParallelHeads(model, target.file, tp, b);
+  CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }
@@ -877,6 +878,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       }
       // The engine builds the draft's model config with the target's dtype.
       draft.dtype = model.dtype;
+      CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
       draft_model = &draft;
       b.out.draft_name = loaded.name;
     }

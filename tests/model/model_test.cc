@@ -591,6 +591,38 @@ TEST(Loading, DraftWithoutModelNeedsADefault) {
   EXPECT_NE(no_mtp.status().message().find("num_nextn_predict_layers"), std::string::npos);
 }
 
+// The engine checks a draft model's heads against the draft's TP, which is the target's: a
+// DFlash draft of 24 heads cannot run beside GLM-5.3-Flash (64 heads) at TP 16.
+TEST(Loading, DraftHeadsSplitOverTheTargetsTensorParallelism) {
+  nlohmann::json draft = ReadProfileFile("glm-5.3-flash-dflash2");
+  draft["num_attention_heads"] = 24;
+  draft.erase("kvtopo");
+  const auto path = std::filesystem::temp_directory_path() / "kvtopo_draft_heads_test.json";
+  std::ofstream(path) << draft.dump();
+  LaunchConfig c = Plain("glm-5.3-flash", 16);
+  c.speculative = *ParseSpeculativeConfig(
+      R"({"method":"dflash","num_speculative_tokens":8,"model":")" + path.string() + R"("})");
+  auto specs = BuildModelCacheSpecs(c);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_TRUE(HasCode(*specs, "tp-attention-heads")) << Codes(*specs);
+  const auto it = std::find_if(specs->diagnostics.begin(), specs->diagnostics.end(),
+                               [](const Diagnostic& d) { return d.code == "tp-attention-heads"; });
+  ASSERT_NE(it, specs->diagnostics.end());
+  EXPECT_EQ(it->message,
+            "--tensor-parallel-size 16 does not divide the 24 attention heads of "
+            "draft '" +
+                path.string() +
+                "', and the engine refuses such a launch; "
+                "choose a tensor-parallel size that divides 24");
+  // The profile's 32 heads and 8 KV heads split over 16 ranks (each KV head held twice).
+  c.speculative->model = "glm-5.3-flash-dflash2";
+  specs = BuildModelCacheSpecs(c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_FALSE(HasCode(*specs, "tp-attention-heads")) << Codes(*specs);
+  EXPECT_FALSE(HasCode(*specs, "tp-kv-heads")) << Codes(*specs);
+}
+
 TEST(Loading, ListProfiles) {
   auto profiles = ListProfiles();
   ASSERT_TRUE(profiles.ok()) << profiles.status().ToString();
