@@ -1419,64 +1419,78 @@ Status ReadKimiLinearKdaWithIndexer(const ConfigReader& r, ModelDescription& m) 
   return ReadKimiLinear(r, /*with_indexer=*/true, m);
 }
 
+// Where a config keeps its text model: at the root, in `text_config`, or in `text_config` when
+// the config has one and else at the root (multimodal configs written before their config class
+// nested the text fields; the engine reads hf_config.get_text_config() either way).
+enum class TextModel { kRoot, kNested, kNestedIfPresent };
+
 struct ArchitectureReader {
   const char* architecture;
-  bool nested_text_config;  // the text model lives in text_config
+  TextModel text_model;
   Status (*read)(const ConfigReader&, ModelDescription&);
 };
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
-      {"DeepseekV2ForCausalLM", false, ReadMla},
-      {"DeepseekV3ForCausalLM", false, ReadMla},
-      {"KimiK25ForConditionalGeneration", true, ReadMla},
-      {"DeepseekV32ForCausalLM", false, ReadMlaWithIndexer},
-      {"GlmMoeDsaForCausalLM", false, ReadMlaWithIndexer},
-      {"KimiLinearForCausalLM", false, ReadKimiLinearKda},
-      {"KimiK3ForConditionalGeneration", true, ReadKimiLinearKda},
-      {"Glm5NextForConditionalGeneration", true, ReadKimiLinearKdaWithIndexer},
-      {"Qwen3NextForCausalLM", false, ReadGdnHybridAs<kQwen3Next>},
-      {"Qwen3_5ForConditionalGeneration", true, ReadGdnHybridAs<kQwen35>},
-      {"Qwen3_5MoeForConditionalGeneration", true, ReadGdnHybridAs<kQwen35Moe>},
-      {"NemotronHForCausalLM", false, ReadNemotronH},
-      {"BambaForCausalLM", false, ReadBamba},
-      {"GraniteMoeHybridForCausalLM", false, ReadGraniteMoeHybrid},
-      {"FalconH1ForCausalLM", false, ReadFalconH1},
-      {"JambaForCausalLM", false, ReadJamba},
-      {"Lfm2ForCausalLM", false, ReadLfm2As<false>},
-      {"Lfm2MoeForCausalLM", false, ReadLfm2As<true>},
-      {"MiniMaxText01ForCausalLM", false, ReadMiniMaxText01},
-      {"MiniMaxForCausalLM", false, ReadMiniMaxText01},
-      {"MiniMaxM1ForCausalLM", false, ReadMiniMaxText01},
-      {"Zamba2ForCausalLM", false, ReadZamba2},
-      {"Plamo2ForCausalLM", false, ReadPlamo2},
-      {"GptOssForCausalLM", false, ReadGptOss},
-      {"LlamaForCausalLM", false, ReadDenseAs<DenseFamily::kLlama>},
-      {"Phi3ForCausalLM", false,
+      {"DeepseekV2ForCausalLM", TextModel::kRoot, ReadMla},
+      {"DeepseekV3ForCausalLM", TextModel::kRoot, ReadMla},
+      {"KimiK25ForConditionalGeneration", TextModel::kNested, ReadMla},
+      {"DeepseekV32ForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
+      {"GlmMoeDsaForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
+      {"KimiLinearForCausalLM", TextModel::kRoot, ReadKimiLinearKda},
+      {"KimiK3ForConditionalGeneration", TextModel::kNested, ReadKimiLinearKda},
+      {"Glm5NextForConditionalGeneration", TextModel::kNested, ReadKimiLinearKdaWithIndexer},
+      {"Qwen3NextForCausalLM", TextModel::kRoot, ReadGdnHybridAs<kQwen3Next>},
+      {"Qwen3_5ForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35>},
+      {"Qwen3_5MoeForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35Moe>},
+      {"NemotronHForCausalLM", TextModel::kRoot, ReadNemotronH},
+      {"BambaForCausalLM", TextModel::kRoot, ReadBamba},
+      {"GraniteMoeHybridForCausalLM", TextModel::kRoot, ReadGraniteMoeHybrid},
+      {"FalconH1ForCausalLM", TextModel::kRoot, ReadFalconH1},
+      {"JambaForCausalLM", TextModel::kRoot, ReadJamba},
+      {"Lfm2ForCausalLM", TextModel::kRoot, ReadLfm2As<false>},
+      {"Lfm2MoeForCausalLM", TextModel::kRoot, ReadLfm2As<true>},
+      {"MiniMaxText01ForCausalLM", TextModel::kRoot, ReadMiniMaxText01},
+      {"MiniMaxForCausalLM", TextModel::kRoot, ReadMiniMaxText01},
+      {"MiniMaxM1ForCausalLM", TextModel::kRoot, ReadMiniMaxText01},
+      {"Zamba2ForCausalLM", TextModel::kRoot, ReadZamba2},
+      {"Plamo2ForCausalLM", TextModel::kRoot, ReadPlamo2},
+      {"GptOssForCausalLM", TextModel::kRoot, ReadGptOss},
+      {"LlamaForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kLlama>},
+      {"Phi3ForCausalLM", TextModel::kRoot,
        ReadDenseAs<DenseFamily::kLlama>},  // the engine's Phi3ForCausalLM is its Llama
-      {"MistralForCausalLM", false, ReadDenseAs<DenseFamily::kMistral>},
-      {"MixtralForCausalLM", false, ReadDenseAs<DenseFamily::kMixtral>},
-      {"MiniMaxM2ForCausalLM", false, ReadDenseAs<DenseFamily::kMiniMaxM2>},
-      {"Qwen2ForCausalLM", false, ReadDenseAs<DenseFamily::kQwen2>},
-      {"Qwen2MoeForCausalLM", false, ReadDenseAs<DenseFamily::kQwen2>},
-      {"Qwen3ForCausalLM", false, ReadDenseAs<DenseFamily::kQwen3>},
-      {"Qwen3MoeForCausalLM", false, ReadDenseAs<DenseFamily::kQwen3>},
-      {"Glm4MoeForCausalLM", false, ReadDenseAs<DenseFamily::kGlm4Moe>},
-      {"Llama4ForCausalLM", false, ReadLlama4},
-      {"Llama4ForConditionalGeneration", true, ReadLlama4},
-      {"Gemma2ForCausalLM", false, ReadInterleavedAs<kGemma2>},
-      {"Gemma3ForCausalLM", false, ReadInterleavedAs<kGemma3>},
-      {"Gemma3ForConditionalGeneration", true, ReadInterleavedAs<kGemma3>},
-      {"CohereForCausalLM", false, ReadDenseAs<DenseFamily::kCohere>},
-      {"Cohere2ForCausalLM", false, ReadInterleavedAs<kCohere2>},
-      {"Gemma3nForCausalLM", false, ReadInterleavedAs<kGemma3n>},
-      {"Gemma3nForConditionalGeneration", true, ReadInterleavedAs<kGemma3n>},
-      {"Gemma4ForCausalLM", false, ReadGemma4},
-      {"Gemma4ForConditionalGeneration", true, ReadGemma4},
+      {"MistralForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kMistral>},
+      {"MixtralForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kMixtral>},
+      {"MiniMaxM2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kMiniMaxM2>},
+      {"Qwen2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen2>},
+      {"Qwen2MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen2>},
+      {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen3>},
+      {"Qwen3MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen3>},
+      // Vision-language models whose language model is one of the above (the fork's
+      // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).
+      {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent,
+       ReadDenseAs<DenseFamily::kQwen2>},
+      {"Qwen2_5_VLForConditionalGeneration", TextModel::kNestedIfPresent,
+       ReadDenseAs<DenseFamily::kQwen2>},
+      {"Qwen3VLForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kQwen3>},
+      {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kQwen3>},
+      {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kMistral>},
+      {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kGlm4Moe>},
+      {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
+      {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
+      {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},
+      {"Gemma3ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3>},
+      {"Gemma3ForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kGemma3>},
+      {"CohereForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kCohere>},
+      {"Cohere2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kCohere2>},
+      {"Gemma3nForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3n>},
+      {"Gemma3nForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kGemma3n>},
+      {"Gemma4ForCausalLM", TextModel::kRoot, ReadGemma4},
+      {"Gemma4ForConditionalGeneration", TextModel::kNested, ReadGemma4},
       // Drafts.
-      {"K3DSparkModel", false, ReadMlaDraft},
-      {"Eagle3DeepseekV2ForCausalLM", false, ReadMlaDraft},
-      {"DFlashDraftModel", false, ReadDflash},
+      {"K3DSparkModel", TextModel::kRoot, ReadMlaDraft},
+      {"Eagle3DeepseekV2ForCausalLM", TextModel::kRoot, ReadMlaDraft},
+      {"DFlashDraftModel", TextModel::kRoot, ReadDflash},
   };
   return kReaders;
 }
@@ -1512,7 +1526,8 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
         fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,
                     m.architecture, fmt::join(SupportedArchitectures(), ", ")));
   }
-  if (it->nested_text_config) {
+  if (it->text_model == TextModel::kNested ||
+      (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object("text_config"));
     // The dtype may sit at the top level only.
     if (!text.Has("torch_dtype") && !text.Has("dtype")) {

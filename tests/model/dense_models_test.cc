@@ -1314,4 +1314,76 @@ TEST(DenseModels, Gemma4SharedKvLayersReadTheLastOfTheirType) {
             "cache of the last sliding layer before layer 0, and there is none");
 }
 
+// Vision-language models plan their language model: Qwen2.5-VL-7B's flat config.json (the text
+// fields at the root, as it was published) and the same fields nested in text_config read as
+// Qwen2.5-7B does (Qwen2: 3584 / 28 = 128-wide heads, no window without use_sliding_window, and
+// the mrope entry scales nothing); Qwen3-VL-8B's text_config as Qwen3 (36 layers of 8 KV heads of
+// 128) and Mistral-Small-3.1's as Mistral (its null window: none).
+TEST(DenseModels, VisionLanguageModelsPlanTheirLanguageModel) {
+  nlohmann::json qwen25_vl = Qwen25_7B();
+  qwen25_vl["architectures"] = {"Qwen2_5_VLForConditionalGeneration"};
+  qwen25_vl["model_type"] = "qwen2_5_vl";
+  qwen25_vl["max_position_embeddings"] = 128000;
+  qwen25_vl["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {16, 24, 24}}};
+  qwen25_vl["vision_config"] = {{"depth", 32}, {"hidden_size", 1280}};
+  auto plan = PlanConfig(qwen25_vl, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 128000);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 28u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 4 * 128 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 23405);
+  nlohmann::json nested = {{"architectures", {"Qwen2_5_VLForConditionalGeneration"}},
+                           {"torch_dtype", "bfloat16"},
+                           {"text_config", qwen25_vl}};
+  nested["text_config"].erase("architectures");
+  auto nested_plan = PlanConfig(nested, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(nested_plan.ok()) << nested_plan.status().ToString();
+  EXPECT_EQ(nested_plan->groups[0].geometry.page_size_bytes(),
+            plan->groups[0].geometry.page_size_bytes());
+  EXPECT_EQ(nested_plan->pool.num_blocks, 23405);
+
+  nlohmann::json qwen3_vl = nlohmann::json::parse(R"({
+    "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+    "text_config": {"model_type": "qwen3_vl_text", "dtype": "bfloat16", "head_dim": 128,
+                    "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                    "num_hidden_layers": 36, "max_position_embeddings": 262144,
+                    "rope_scaling": {"mrope_interleaved": true, "mrope_section": [24, 20, 20],
+                                     "rope_type": "default"}}})");
+  plan = PlanConfig(qwen3_vl, 2, 1, 20 * kGiB, 65536);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 65536);
+  EXPECT_EQ(plan->groups[0].layers.size(), 36u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 4 * 128 * 2);
+  qwen3_vl["architectures"] = {"Qwen3VLMoeForConditionalGeneration"};
+  qwen3_vl["text_config"]["num_hidden_layers"] = 48;
+  qwen3_vl["text_config"]["num_key_value_heads"] = 4;
+  plan = PlanConfig(qwen3_vl, 4, 1, 20 * kGiB, 65536);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].layers.size(), 48u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 1 * 128 * 2);
+
+  nlohmann::json mistral3 = nlohmann::json::parse(R"({
+    "architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+    "torch_dtype": "bfloat16",
+    "text_config": {"model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
+                    "num_attention_heads": 32, "num_key_value_heads": 8,
+                    "num_hidden_layers": 40, "max_position_embeddings": 131072,
+                    "sliding_window": null},
+    "vision_config": {"model_type": "pixtral", "head_dim": 64, "hidden_size": 1024}})");
+  plan = PlanConfig(mistral3, 1, 1, 24 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 40u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 0);
+  EXPECT_EQ(plan->pool.num_blocks, 9830);  // 24 GiB / (40 x 64 KiB)
+  mistral3.erase("text_config");
+  EXPECT_EQ(ConfigError(mistral3), "config.json 'config.json': field 'text_config' is missing");
+}
+
 }  // namespace kvtopo
