@@ -1058,18 +1058,19 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
-// MoE, Cohere, MiniMax-M2): one K/V attention cache per layer. How the engine reads them
-// (docs/profiles.md cites each rule):
-// - KV heads: `num_key_value_heads`; a Llama or Cohere config without it is MHA
-//   (`num_attention_heads`).
-// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE) and
-//   Cohere always the latter.
-// - Windows: `sliding_window` (0 or null: none; absent: MistralConfig's default 4096 for
-//   Mistral, none for the others; for Qwen configs only with `use_sliding_window`; never for
-//   Cohere, whose first-generation attention does not slide).
-//   Llama and Mistral layers slide per `layer_types` when those mix sliding and full layers;
-//   otherwise the window, if any, applies to every layer (Mixtral and MiniMax-M2 layers never
-//   read `layer_types`, so a mix there is refused).
+// MoE, Cohere, MiniMax-M2, OLMo 2 and OLMo 3): one K/V attention cache per layer. How the engine
+// reads them (docs/profiles.md cites each rule):
+// - KV heads: `num_key_value_heads`; a Llama, Cohere or OLMo config without it (OLMo: or with
+//   null) is MHA (`num_attention_heads`).
+// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE), Cohere
+//   and OLMo always the latter.
+// - Windows: `sliding_window` (0 or null: none; absent: the config class's default 4096 for
+//   Mistral and OLMo 3, none for the others; for Qwen configs only with `use_sliding_window`;
+//   never for Cohere, whose first-generation attention does not slide).
+//   Llama, Mistral and OLMo layers slide per `layer_types` when those mix sliding and full
+//   layers (OLMo 3 without the list: its config class's, a full layer in four); otherwise the
+//   window, if any, applies to every layer (Mixtral and MiniMax-M2 layers never read
+//   `layer_types`, so a mix there is refused).
 // - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
 //   like the trunk's.
 enum class DenseFamily {
@@ -1080,7 +1081,9 @@ enum class DenseFamily {
   kQwen3,
   kGlm4Moe,
   kCohere,
-  kMiniMaxM2
+  kMiniMaxM2,
+  kOlmo2,
+  kOlmo3
 };
 
 Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n,
@@ -1098,13 +1101,17 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                      "and the Transformers version, and the engine refuses a window on only some "
                      "layers; kvtopo does not plan it (set it to false to plan full attention)");
   }
-  const int64_t absent =
-      family == DenseFamily::kMistral && !r.json().contains("sliding_window") ? 4096 : 0;
+  // MistralConfig's and Olmo3Config's default window when the field is absent.
+  const bool window_default = family == DenseFamily::kMistral || family == DenseFamily::kOlmo3;
+  const int64_t absent = window_default && !r.json().contains("sliding_window") ? 4096 : 0;
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", absent, 0, kMaxModelLen));
   m.text_sliding_window = window;
   std::vector<bool> sliding;
   if (r.Has("layer_types")) {
     KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
+  } else if (family == DenseFamily::kOlmo3) {
+    // Olmo3Config's list: three sliding layers, then a full one.
+    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % 4 != 0);
   }
   const auto slides = std::count(sliding.begin(), sliding.end(), true);
   const bool mixed = slides > 0 && slides < n;  // is_interleaved
@@ -1118,21 +1125,27 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                                  "not read; kvtopo does not plan it",
                                  family == DenseFamily::kMixtral ? "Mixtral" : "MiniMax-M2"));
   }
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t per_layer, Positive(r, "sliding_window", kMaxModelLen));
+  // Sliding layers need a window: the config's, or its class's default.
+  int64_t per_layer = window;
+  if (per_layer == 0) {
+    KVTOPO_ASSIGN_OR_RETURN(per_layer, Positive(r, "sliding_window", kMaxModelLen));
+  }
   for (int64_t i = 0; i < n; ++i) windows[i] = sliding[i] ? per_layer : 0;
   return windows;
 }
 
 Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m) {
   const bool cohere = family == DenseFamily::kCohere;
-  // CohereConfig's max_position_embeddings default (8192); the others must state it.
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, cohere ? 8192 : 0));
+  const bool olmo = family == DenseFamily::kOlmo2 || family == DenseFamily::kOlmo3;
+  // The max_position_embeddings defaults of CohereConfig (8192) and Olmo2Config / Olmo3Config
+  // (2048); the others must state it.
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, cohere ? 8192 : olmo ? 2048 : 0));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(
-      ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama || cohere, m));
+      ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama || cohere || olmo, m));
   KVTOPO_ASSIGN_OR_RETURN(
       const int64_t head,
-      ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere));
+      ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere && !olmo));
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n, m));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
   if (family == DenseFamily::kGlm4Moe) {
@@ -1476,6 +1489,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kQwen3>},
       {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kMistral>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kGlm4Moe>},
+      {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kOlmo2>},
+      {"Olmo3ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kOlmo3>},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},

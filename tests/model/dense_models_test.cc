@@ -1386,4 +1386,47 @@ TEST(DenseModels, VisionLanguageModelsPlanTheirLanguageModel) {
   EXPECT_EQ(ConfigError(mistral3), "config.json 'config.json': field 'text_config' is missing");
 }
 
+// OLMo 2 and OLMo 3 (the engine's olmo2.py serves both): heads of hidden_size /
+// num_attention_heads whatever head_dim says, MHA when num_key_value_heads is null, sliding
+// layers per layer_types. An Olmo-3-7B-shaped config (32 layers of 32 heads of 128, no
+// layer_types: Olmo3Config's three sliding layers and a full one, its 4,096-token window; yarn 8
+// over 8,192 positions) plans 24 sliding and 8 full layers, pages of 16 x 2 x 32 x 128 x 2 B =
+// 256 KiB, in 4 groups of 8.
+TEST(DenseModels, Olmo3SlidesThreeLayersInFour) {
+  nlohmann::json olmo = nlohmann::json::parse(R"({
+    "architectures": ["Olmo3ForCausalLM"], "model_type": "olmo3", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": null, "head_dim": 64, "max_position_embeddings": 65536,
+    "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                     "original_max_position_embeddings": 8192}})");
+  auto plan = PlanConfig(olmo, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 262144);
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 4, 8, 12, 16, 20, 24, 28}));
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].layers, Layers({3, 7, 11, 15, 19, 23, 27, 31}));
+  EXPECT_EQ(plan->pool.num_blocks, 10240);  // 20 GiB / (8 x 256 KiB)
+  plan = PlanConfig(olmo, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 65536);  // 8,192 x 8
+
+  // OLMo 2 has no window unless its config states one; its positions default to 2,048.
+  nlohmann::json olmo2 = nlohmann::json::parse(R"({
+    "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8})");
+  plan = PlanConfig(olmo2, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
+}
+
 }  // namespace kvtopo
