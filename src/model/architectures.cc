@@ -1058,19 +1058,19 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
-// MoE, Cohere, MiniMax-M2, OLMo 2 and OLMo 3): one K/V attention cache per layer. How the engine
-// reads them (docs/profiles.md cites each rule):
+// MoE, Cohere, MiniMax-M2, OLMo 2, OLMo 3 and EXAONE 4): one K/V attention cache per layer. How
+// the engine reads them (docs/profiles.md cites each rule):
 // - KV heads: `num_key_value_heads`; a Llama, Cohere or OLMo config without it (OLMo: or with
-//   null) is MHA (`num_attention_heads`).
+//   null) is MHA (`num_attention_heads`), an EXAONE 4 config gets its class's 32.
 // - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE), Cohere
 //   and OLMo always the latter.
 // - Windows: `sliding_window` (0 or null: none; absent: the config class's default 4096 for
-//   Mistral and OLMo 3, none for the others; for Qwen configs only with `use_sliding_window`;
-//   never for Cohere, whose first-generation attention does not slide).
-//   Llama, Mistral and OLMo layers slide per `layer_types` when those mix sliding and full
-//   layers (OLMo 3 without the list: its config class's, a full layer in four); otherwise the
-//   window, if any, applies to every layer (Mixtral and MiniMax-M2 layers never read
-//   `layer_types`, so a mix there is refused).
+//   Mistral, OLMo 3 and EXAONE 4, none for the others; for Qwen configs only with
+//   `use_sliding_window`; never for Cohere, whose first-generation attention does not slide).
+//   Llama, Mistral, OLMo and EXAONE 4 layers slide per `layer_types` when those mix sliding and
+//   full layers (without the list: OLMo 3's config class's, a full layer in four, and EXAONE 4's,
+//   a full layer every `sliding_window_pattern`); otherwise the window, if any, applies to every
+//   layer (Mixtral and MiniMax-M2 layers never read `layer_types`, so a mix there is refused).
 // - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
 //   like the trunk's.
 enum class DenseFamily {
@@ -1083,7 +1083,8 @@ enum class DenseFamily {
   kCohere,
   kMiniMaxM2,
   kOlmo2,
-  kOlmo3
+  kOlmo3,
+  kExaone4
 };
 
 Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n,
@@ -1101,8 +1102,9 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                      "and the Transformers version, and the engine refuses a window on only some "
                      "layers; kvtopo does not plan it (set it to false to plan full attention)");
   }
-  // MistralConfig's and Olmo3Config's default window when the field is absent.
-  const bool window_default = family == DenseFamily::kMistral || family == DenseFamily::kOlmo3;
+  // The default window of MistralConfig, Olmo3Config and Exaone4Config when the field is absent.
+  const bool window_default = family == DenseFamily::kMistral || family == DenseFamily::kOlmo3 ||
+                              family == DenseFamily::kExaone4;
   const int64_t absent = window_default && !r.json().contains("sliding_window") ? 4096 : 0;
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", absent, 0, kMaxModelLen));
   m.text_sliding_window = window;
@@ -1112,6 +1114,17 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
   } else if (family == DenseFamily::kOlmo3) {
     // Olmo3Config's list: three sliding layers, then a full one.
     for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % 4 != 0);
+  } else if (family == DenseFamily::kExaone4 && window > 0) {
+    // Exaone4Config's list: a full layer every `sliding_window_pattern` (4) layers; the class
+    // derives it from an integer only.
+    if (r.Has("sliding_window_pattern") && !r.json()["sliding_window_pattern"].is_number()) {
+      return r.Invalid("sliding_window_pattern",
+                       "is not an integer, from which alone the config class derives the layer "
+                       "kinds; state layer_types");
+    }
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
+                            r.IntInOr("sliding_window_pattern", 4, 1, kMaxLayers));
+    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
   }
   const auto slides = std::count(sliding.begin(), sliding.end(), true);
   const bool mixed = slides > 0 && slides < n;  // is_interleaved
@@ -1137,12 +1150,18 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
 Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m) {
   const bool cohere = family == DenseFamily::kCohere;
   const bool olmo = family == DenseFamily::kOlmo2 || family == DenseFamily::kOlmo3;
-  // The max_position_embeddings defaults of CohereConfig (8192) and Olmo2Config / Olmo3Config
-  // (2048); the others must state it.
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, cohere ? 8192 : olmo ? 2048 : 0));
+  const bool exaone = family == DenseFamily::kExaone4;
+  // The max_position_embeddings defaults of CohereConfig (8192) and Olmo2Config, Olmo3Config and
+  // Exaone4Config (2048); the others must state it.
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, cohere ? 8192 : (olmo || exaone) ? 2048 : 0));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(
-      ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama || cohere || olmo, m));
+  if (exaone && !r.Has("num_key_value_heads")) {
+    m.num_kv_heads_total = 32;  // Exaone4Config's default
+    KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(r, m));
+  } else {
+    KVTOPO_RETURN_IF_ERROR(
+        ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama || cohere || olmo, m));
+  }
   KVTOPO_ASSIGN_OR_RETURN(
       const int64_t head,
       ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere && !olmo));
@@ -1491,6 +1510,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kOlmo2>},
       {"Olmo3ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kOlmo3>},
+      {"Exaone4ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kExaone4>},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},

@@ -1429,4 +1429,39 @@ TEST(DenseModels, Olmo3SlidesThreeLayersInFour) {
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
 }
 
+// EXAONE 4 (the engine's exaone4.py): head_dim (else hidden_size / heads), sliding layers per
+// layer_types with the config's window. An EXAONE-4.0-32B-shaped config (64 layers of 8 KV heads
+// of 128, a 4,096-token window, no layer_types: Exaone4Config's list, a full layer every
+// sliding_window_pattern = 4) plans 48 sliding and 16 full layers, 4 groups of 16; a string
+// pattern, from which the config class derives nothing, is refused.
+TEST(DenseModels, Exaone4SlidesPerItsPattern) {
+  nlohmann::json exaone = nlohmann::json::parse(R"({
+    "architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4", "torch_dtype": "bfloat16",
+    "hidden_size": 5120, "num_hidden_layers": 64, "num_attention_heads": 40,
+    "num_key_value_heads": 8, "head_dim": 128, "sliding_window": 4096,
+    "max_position_embeddings": 131072})");
+  auto plan = PlanConfig(exaone, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].layers.size(), 16u);
+  EXPECT_EQ(plan->groups[3].layers.front(), "model.layers.3.self_attn");
+  exaone["sliding_window_pattern"] = "LLLG";
+  EXPECT_EQ(ConfigError(exaone),
+            "config.json 'config.json': field 'sliding_window_pattern' is not an integer, from "
+            "which alone the config class derives the layer kinds; state layer_types");
+  exaone["sliding_window"] = nullptr;  // no window: every layer full
+  plan = PlanConfig(exaone, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  exaone.erase("num_key_value_heads");  // the config class's 32, which 40 heads do not divide
+  EXPECT_EQ(ConfigError(exaone),
+            "config.json 'config.json': field 'num_key_value_heads' is 32, which does not divide "
+            "num_attention_heads 40");
+}
+
 }  // namespace kvtopo
