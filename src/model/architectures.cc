@@ -1057,42 +1057,74 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4.5
-// MoE, Cohere, MiniMax-M2, OLMo 2, OLMo 3 and EXAONE 4): one K/V attention cache per layer. How
-// the engine reads them (docs/profiles.md cites each rule):
-// - KV heads: `num_key_value_heads`; a Llama, Cohere or OLMo config without it (OLMo: or with
-//   null) is MHA (`num_attention_heads`), an EXAONE 4 config gets its class's 32.
-// - Head size: `head_dim`, else hidden_size / num_attention_heads; Qwen2 (and Qwen2-MoE), Cohere
-//   and OLMo always the latter.
-// - Windows: `sliding_window` (0 or null: none; absent: the config class's default 4096 for
-//   Mistral, OLMo 3 and EXAONE 4, none for the others; for Qwen configs only with
-//   `use_sliding_window`; never for Cohere, whose first-generation attention does not slide).
-//   Llama, Mistral, OLMo and EXAONE 4 layers slide per `layer_types` when those mix sliding and
-//   full layers (without the list: OLMo 3's config class's, a full layer in four, and EXAONE 4's,
-//   a full layer every `sliding_window_pattern`); otherwise the window, if any, applies to every
-//   layer (Mixtral and MiniMax-M2 layers never read `layer_types`, so a mix there is refused).
+// Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4,
+// GLM-4.5 MoE, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4): one K/V attention cache per layer,
+// read as each family's model file and config class read it (docs/profiles.md cites each rule):
+// - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
+//   class's default for others, else an error.
+// - Head size `head_dim` (or the class's default), else hidden_size / num_attention_heads; some
+//   families always take the latter.
+// - Windows `sliding_window` (0 or null: none; absent: the class's default, if any). Layers slide
+//   per `layer_types` when those mix sliding and full layers (without the list, the class's
+//   pattern when it derives one); otherwise the window, if any, applies to every layer. Qwen
+//   configs window only with `use_sliding_window`; Cohere's first generation never slides; the
+//   Mixtral and MiniMax-M2 layers never read `layer_types`, so a mix there is refused.
 // - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
 //   like the trunk's.
-enum class DenseFamily {
-  kLlama,
-  kMistral,
-  kMixtral,
-  kQwen2,
-  kQwen3,
-  kGlm4Moe,
-  kCohere,
-  kMiniMaxM2,
-  kOlmo2,
-  kOlmo3,
-  kExaone4
-};
+enum class DenseWindows { kLayerTypes, kUniform, kQwen, kNone };
 
-Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily family, int64_t n,
-                                          ModelDescription& m) {
+struct DenseFamily {
+  const char* name;               // for messages
+  int64_t default_positions = 0;  // max_position_embeddings when absent; 0: required
+  int64_t absent_kv_heads = -1;   // num_key_value_heads when absent: 0 multi-head, -1 required
+  bool reads_head_dim = true;     // false: always hidden_size / num_attention_heads
+  int64_t absent_head_dim = 0;    // head_dim when absent; 0: hidden_size / num_attention_heads
+  DenseWindows windows = DenseWindows::kLayerTypes;
+  int64_t absent_window = 0;    // sliding_window when absent
+  int64_t default_pattern = 0;  // without layer_types (and with a window): a full layer every N
+  bool reads_pattern = false;   // sliding_window_pattern (an integer) overrides it
+  bool mtp = false;             // num_nextn_predict_layers MTP layers after the trunk
+};
+// Llama (and Phi-3) and Cohere: MHA without num_key_value_heads (LlamaConfig, CohereConfig).
+// MistralConfig's window is 4096. Glm4Config: 131072 positions, 2 KV heads of 128. OLMo
+// (Olmo2Attention): always hidden / heads, MHA when null, 2048 positions; Olmo3Config's window
+// 4096 and a full layer in four. Exaone4Config: 2048 positions, 32 KV heads, a 4096 window and a
+// full layer every sliding_window_pattern (4).
+constexpr DenseFamily kLlama{.name = "Llama", .absent_kv_heads = 0};
+constexpr DenseFamily kMistral{.name = "Mistral", .absent_window = 4096};
+constexpr DenseFamily kMixtral{.name = "Mixtral", .windows = DenseWindows::kUniform};
+constexpr DenseFamily kMiniMaxM2{.name = "MiniMax-M2", .windows = DenseWindows::kUniform};
+constexpr DenseFamily kQwen2{
+    .name = "Qwen2", .reads_head_dim = false, .windows = DenseWindows::kQwen};
+constexpr DenseFamily kQwen3{.name = "Qwen3", .windows = DenseWindows::kQwen};
+constexpr DenseFamily kGlm4{
+    .name = "GLM-4", .default_positions = 131072, .absent_kv_heads = 2, .absent_head_dim = 128};
+constexpr DenseFamily kGlm4Moe{.name = "GLM-4.5", .mtp = true};
+constexpr DenseFamily kCohere{.name = "Cohere",
+                              .default_positions = 8192,
+                              .absent_kv_heads = 0,
+                              .reads_head_dim = false,
+                              .windows = DenseWindows::kNone};
+constexpr DenseFamily kOlmo2{
+    .name = "OLMo 2", .default_positions = 2048, .absent_kv_heads = 0, .reads_head_dim = false};
+constexpr DenseFamily kOlmo3{.name = "OLMo 3",
+                             .default_positions = 2048,
+                             .absent_kv_heads = 0,
+                             .reads_head_dim = false,
+                             .absent_window = 4096,
+                             .default_pattern = 4};
+constexpr DenseFamily kExaone4{.name = "EXAONE 4",
+                               .default_positions = 2048,
+                               .absent_kv_heads = 32,
+                               .absent_window = 4096,
+                               .default_pattern = 4,
+                               .reads_pattern = true};
+
+Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const DenseFamily& f,
+                                              int64_t n, ModelDescription& m) {
   std::vector<int64_t> windows(static_cast<size_t>(n), 0);
-  if (family == DenseFamily::kCohere) return windows;
-  const bool qwen = family == DenseFamily::kQwen2 || family == DenseFamily::kQwen3;
-  if (qwen) {
+  if (f.windows == DenseWindows::kNone) return windows;
+  if (f.windows == DenseWindows::kQwen) {
     KVTOPO_ASSIGN_OR_RETURN(bool use, r.BoolOr("use_sliding_window", false));
     if (!use) return windows;
     KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
@@ -1102,28 +1134,22 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
                      "and the Transformers version, and the engine refuses a window on only some "
                      "layers; kvtopo does not plan it (set it to false to plan full attention)");
   }
-  // The default window of MistralConfig, Olmo3Config and Exaone4Config when the field is absent.
-  const bool window_default = family == DenseFamily::kMistral || family == DenseFamily::kOlmo3 ||
-                              family == DenseFamily::kExaone4;
-  const int64_t absent = window_default && !r.json().contains("sliding_window") ? 4096 : 0;
+  const int64_t absent = r.json().contains("sliding_window") ? 0 : f.absent_window;
   KVTOPO_ASSIGN_OR_RETURN(int64_t window, r.IntInOr("sliding_window", absent, 0, kMaxModelLen));
   m.text_sliding_window = window;
   std::vector<bool> sliding;
   if (r.Has("layer_types")) {
     KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
-  } else if (family == DenseFamily::kOlmo3) {
-    // Olmo3Config's list: three sliding layers, then a full one.
-    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % 4 != 0);
-  } else if (family == DenseFamily::kExaone4 && window > 0) {
-    // Exaone4Config's list: a full layer every `sliding_window_pattern` (4) layers; the class
-    // derives it from an integer only.
-    if (r.Has("sliding_window_pattern") && !r.json()["sliding_window_pattern"].is_number()) {
-      return r.Invalid("sliding_window_pattern",
-                       "is not an integer, from which alone the config class derives the layer "
-                       "kinds; state layer_types");
+  } else if (f.default_pattern > 0 && window > 0) {
+    int64_t pattern = f.default_pattern;
+    if (f.reads_pattern && r.Has("sliding_window_pattern")) {
+      if (!r.json()["sliding_window_pattern"].is_number()) {
+        return r.Invalid("sliding_window_pattern",
+                         "is not an integer, from which alone the config class derives the layer "
+                         "kinds; state layer_types");
+      }
+      KVTOPO_ASSIGN_OR_RETURN(pattern, r.IntIn("sliding_window_pattern", 1, kMaxLayers));
     }
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
-                            r.IntInOr("sliding_window_pattern", 4, 1, kMaxLayers));
     for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
   }
   const auto slides = std::count(sliding.begin(), sliding.end(), true);
@@ -1132,11 +1158,11 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
     std::fill(windows.begin(), windows.end(), window);
     return windows;
   }
-  if (family == DenseFamily::kMixtral || family == DenseFamily::kMiniMaxM2) {
+  if (f.windows == DenseWindows::kUniform) {
     return r.Invalid("layer_types",
                      fmt::format("mixes sliding and full layers, which the engine's {} layers do "
                                  "not read; kvtopo does not plan it",
-                                 family == DenseFamily::kMixtral ? "Mixtral" : "MiniMax-M2"));
+                                 f.name));
   }
   // Sliding layers need a window: the config's, or its class's default.
   int64_t per_layer = window;
@@ -1147,34 +1173,31 @@ Result<std::vector<int64_t>> DenseWindows(const ConfigReader& r, DenseFamily fam
   return windows;
 }
 
-Status ReadDense(const ConfigReader& r, DenseFamily family, ModelDescription& m) {
-  const bool cohere = family == DenseFamily::kCohere;
-  const bool olmo = family == DenseFamily::kOlmo2 || family == DenseFamily::kOlmo3;
-  const bool exaone = family == DenseFamily::kExaone4;
-  // The max_position_embeddings defaults of CohereConfig (8192) and Olmo2Config, Olmo3Config and
-  // Exaone4Config (2048); the others must state it.
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, cohere ? 8192 : (olmo || exaone) ? 2048 : 0));
+Status ReadDense(const ConfigReader& r, const DenseFamily& f, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  if (exaone && !r.Has("num_key_value_heads")) {
-    m.num_kv_heads_total = 32;  // Exaone4Config's default
+  if (f.absent_kv_heads > 0 && !r.Has("num_key_value_heads")) {
+    m.num_kv_heads_total = f.absent_kv_heads;
     KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(r, m));
   } else {
-    KVTOPO_RETURN_IF_ERROR(
-        ReadKvHeads(r, /*mha_default=*/family == DenseFamily::kLlama || cohere || olmo, m));
+    KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/f.absent_kv_heads == 0, m));
   }
-  KVTOPO_ASSIGN_OR_RETURN(
-      const int64_t head,
-      ReadHeadSize(r, m, /*use_head_dim=*/family != DenseFamily::kQwen2 && !cohere && !olmo));
-  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, DenseWindows(r, family, n, m));
+  int64_t head = 0;
+  if (f.reads_head_dim && f.absent_head_dim > 0) {
+    KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", f.absent_head_dim, 1, kMaxModelDim));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, f.reads_head_dim));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, ReadDenseWindows(r, f, n, m));
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
-  if (family == DenseFamily::kGlm4Moe) {
+  if (f.mtp) {
     KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n, m));
     AddKvMtpLayers(n, mtp, head, m);
   }
   return Status::Ok();
 }
 // The reader-table entry of one dense family.
-template <DenseFamily kFamily>
+template <const DenseFamily& kFamily>
 Status ReadDenseAs(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, kFamily, m);
 }
@@ -1488,35 +1511,34 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Zamba2ForCausalLM", TextModel::kRoot, ReadZamba2},
       {"Plamo2ForCausalLM", TextModel::kRoot, ReadPlamo2},
       {"GptOssForCausalLM", TextModel::kRoot, ReadGptOss},
-      {"LlamaForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kLlama>},
+      {"LlamaForCausalLM", TextModel::kRoot, ReadDenseAs<kLlama>},
       {"Phi3ForCausalLM", TextModel::kRoot,
-       ReadDenseAs<DenseFamily::kLlama>},  // the engine's Phi3ForCausalLM is its Llama
-      {"MistralForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kMistral>},
-      {"MixtralForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kMixtral>},
-      {"MiniMaxM2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kMiniMaxM2>},
-      {"Qwen2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen2>},
-      {"Qwen2MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen2>},
-      {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen3>},
-      {"Qwen3MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kQwen3>},
+       ReadDenseAs<kLlama>},  // the engine's Phi3ForCausalLM is its Llama
+      {"MistralForCausalLM", TextModel::kRoot, ReadDenseAs<kMistral>},
+      {"MixtralForCausalLM", TextModel::kRoot, ReadDenseAs<kMixtral>},
+      {"MiniMaxM2ForCausalLM", TextModel::kRoot, ReadDenseAs<kMiniMaxM2>},
+      {"Qwen2ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
+      {"Qwen2MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
+      {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
+      {"Qwen3MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).
-      {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent,
-       ReadDenseAs<DenseFamily::kQwen2>},
-      {"Qwen2_5_VLForConditionalGeneration", TextModel::kNestedIfPresent,
-       ReadDenseAs<DenseFamily::kQwen2>},
-      {"Qwen3VLForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kQwen3>},
-      {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kQwen3>},
-      {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<DenseFamily::kMistral>},
-      {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kGlm4Moe>},
-      {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kOlmo2>},
-      {"Olmo3ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kOlmo3>},
-      {"Exaone4ForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kExaone4>},
+      {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},
+      {"Qwen2_5_VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},
+      {"Qwen3VLForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
+      {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
+      {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<kMistral>},
+      {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
+      {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
+      {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
+      {"Olmo3ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo3>},
+      {"Exaone4ForCausalLM", TextModel::kRoot, ReadDenseAs<kExaone4>},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},
       {"Gemma3ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3>},
       {"Gemma3ForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kGemma3>},
-      {"CohereForCausalLM", TextModel::kRoot, ReadDenseAs<DenseFamily::kCohere>},
+      {"CohereForCausalLM", TextModel::kRoot, ReadDenseAs<kCohere>},
       {"Cohere2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kCohere2>},
       {"Gemma3nForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3n>},
       {"Gemma3nForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kGemma3n>},

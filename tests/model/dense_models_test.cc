@@ -1464,4 +1464,33 @@ TEST(DenseModels, Exaone4SlidesPerItsPattern) {
             "num_attention_heads 40");
 }
 
+// GLM-4 dense (GLM-4-0414; the engine's glm4.py): a GLM-4-32B-0414-shaped config (61 layers of 2
+// KV heads of 128) plans one full group of 16 KiB pages, 21,487 blocks in 20 GiB. Absent fields
+// take Glm4Config's defaults: 2 KV heads, head_dim 128 (not hidden / heads), 131072 positions.
+TEST(DenseModels, Glm4TakesItsConfigClassDefaults) {
+  nlohmann::json glm = nlohmann::json::parse(R"({
+    "architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "torch_dtype": "bfloat16",
+    "hidden_size": 6144, "num_hidden_layers": 61, "num_attention_heads": 48,
+    "num_key_value_heads": 2, "head_dim": 128, "max_position_embeddings": 32768})");
+  auto plan = PlanConfig(glm, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 61u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16384);
+  EXPECT_EQ(plan->pool.num_blocks, 21487);
+  glm.erase("num_key_value_heads");
+  glm.erase("head_dim");
+  glm.erase("max_position_embeddings");
+  glm["hidden_size"] = 4096;  // 4096 / 48 is no head size: head_dim's default is used
+  plan = PlanConfig(glm, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 2);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  plan = PlanConfig(glm, 1, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+}
+
 }  // namespace kvtopo
