@@ -280,9 +280,7 @@ void BindPlan(py::module_& m) {
                                for (const PlannedGroup& g : p.groups) out.push_back(g.geometry);
                                return out;
                              })
-      .def_property_readonly(
-          "enable_prefix_caching",
-          [](const Plan& p) { return p.cache.enable_prefix_caching.value_or(true); })
+      .def_property_readonly("enable_prefix_caching", &Plan::prefix_caching)
       .def_property_readonly("max_num_seqs", [](const Plan& p) { return p.cache.max_num_seqs; })
       .def(
           "to_json",

@@ -219,7 +219,7 @@ int RunSimulate(const SimulateArgs& args) {
   options.seed = *seed;
   options.max_num_seqs = plan->cache.max_num_seqs;
   options.max_num_batched_tokens = plan->cache.max_num_batched_tokens;
-  options.enable_prefix_caching = plan->cache.enable_prefix_caching.value_or(true);
+  options.enable_prefix_caching = plan->prefix_caching();
   options.inject_dcp_scaled_recurrent_table = args.inject;
   options.check_slot_mapping = !args.no_slot_checks;
   options.check_invariants = !args.no_invariant_checks;

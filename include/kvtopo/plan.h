@@ -126,6 +126,10 @@ struct Plan {
   std::vector<Diagnostic> diagnostics;  // model diagnostics first, then the planner's
 
   bool accepted() const;
+  // Whether the launch caches prefixes: cache.enable_prefix_caching, which the planner resolves
+  // (the launch's flag, else the engine's default for the model); for a plan built by hand that
+  // leaves it unset, the model's resolved default (model.enable_prefix_caching).
+  bool prefix_caching() const;
   // One "\n  error [code] message" line per error diagnostic, in order (empty when accepted):
   // what every refusal of a rejected plan (kvtopo simulate and verify, the runtime's options,
   // the Python module) appends to its first line.

@@ -305,15 +305,22 @@ void AddKvMtpLayers(int64_t n, int64_t mtp, int64_t head, ModelDescription& m) {
   }
 }
 
+// `key`: a list of names, one per layer.
+Result<std::vector<std::string>> PerLayerNames(const ConfigReader& r, std::string_view key,
+                                               int64_t n) {
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> names, r.StringList(key));
+  if (static_cast<int64_t>(names.size()) != n) {
+    return r.Invalid(key,
+                     fmt::format("has {} entries but num_hidden_layers is {}", names.size(), n));
+  }
+  return names;
+}
+
 // `layer_types`: one of two names per layer; true where it is `first` (e.g. sliding_attention),
 // false where it is `second` (full_attention).
 Result<std::vector<bool>> TwoKindLayers(const ConfigReader& r, int64_t n, std::string_view first,
                                         std::string_view second) {
-  KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> types, r.StringList("layer_types"));
-  if (static_cast<int64_t>(types.size()) != n) {
-    return r.Invalid("layer_types",
-                     fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types, PerLayerNames(r, "layer_types", n));
   std::vector<bool> is_first;
   for (int64_t i = 0; i < n; ++i) {
     is_first.push_back(types[i] == first);
@@ -439,11 +446,16 @@ Status CheckKvHeadsDivide(const ConfigReader& r, const ModelDescription& m) {
                                m.num_kv_heads_total, m.num_attention_heads));
 }
 
-// num_key_value_heads into `m` (absent: multi-head when `mha_default`, else an error), which
-// must divide num_attention_heads.
-Status ReadKvHeads(const ConfigReader& r, bool mha_default, ModelDescription& m) {
-  if (mha_default && !r.Has("num_key_value_heads")) {
-    m.num_kv_heads_total = m.num_attention_heads;
+// What num_key_value_heads is when a config omits it (or states null): kMultiHead (the config
+// class's multi-head default), kRequired (an error), or a positive count (the class's default).
+constexpr int64_t kMultiHead = 0;
+constexpr int64_t kRequired = -1;
+
+// num_key_value_heads into `m`, `absent` when the config omits it, which must divide
+// num_attention_heads.
+Status ReadKvHeads(const ConfigReader& r, int64_t absent, ModelDescription& m) {
+  if (absent != kRequired && !r.Has("num_key_value_heads")) {
+    m.num_kv_heads_total = absent == kMultiHead ? m.num_attention_heads : absent;
   } else {
     KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(r, "num_key_value_heads"));
   }
@@ -651,16 +663,9 @@ Result<Mamba2Dims> ReadMambaFields(const ConfigReader& r, bool reads_d_ssm, Mode
 }
 
 // num_key_value_heads of a Mamba hybrid's attention layers: `absent` when the config omits it
-// (0: num_attention_heads), num_attention_heads when null (the config classes' backward
-// compatibility rule).
+// (ReadKvHeads), num_attention_heads when null (the config classes' backward compatibility rule).
 Status ReadHybridKvHeads(const ConfigReader& r, int64_t absent, ModelDescription& m) {
-  if (r.IsNull("num_key_value_heads") || (!r.Has("num_key_value_heads") && absent == 0)) {
-    m.num_kv_heads_total = m.num_attention_heads;
-    return Status::Ok();
-  }
-  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
-                          r.IntInOr("num_key_value_heads", absent, 1, kMaxModelDim));
-  return CheckKvHeadsDivide(r, m);
+  return ReadKvHeads(r, r.IsNull("num_key_value_heads") ? kMultiHead : absent, m);
 }
 
 // The model-level window the engine's attention layers take when the model passes none per
@@ -703,7 +708,7 @@ Status BothLayerKinds(const ConfigReader& r, std::string_view key, int64_t atten
 Status ReadPlamo2(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, kRequired, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntIn("hidden_size_per_head", 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t step, r.IntIn("mamba_step", 2, kMaxLayers));
   Mamba2Dims mamba;
@@ -767,26 +772,21 @@ Status ReadBamba(const ConfigReader& r, ModelDescription& m) {
 Status ReadGraniteMoeHybrid(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/2048));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 0, m));
+  KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, kMultiHead, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/false));
   KVTOPO_ASSIGN_OR_RETURN(const Mamba2Dims mamba, ReadMambaFields(r, false, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ModelLevelWindow(r, m));
-  KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types, r.StringList("layer_types"));
-  if (static_cast<int64_t>(types.size()) != n) {
-    return r.Invalid("layer_types",
-                     fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<bool> is_mamba,
+                          TwoKindLayers(r, n, "mamba", "attention"));
+  int64_t attention = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (types[i] == "mamba") {
+    if (is_mamba[i]) {
       m.layers.push_back(Mamba2Mixer(LayerName(i, "mixer"), mamba));
-    } else if (types[i] == "attention") {
-      m.layers.push_back(NamedAttention(LayerName(i, "self_attn.attn"), i, m, head, window));
     } else {
-      return r.Invalid("layer_types",
-                       fmt::format("entry {} is '{}'; accepted: mamba, attention", i, types[i]));
+      m.layers.push_back(NamedAttention(LayerName(i, "self_attn.attn"), i, m, head, window));
+      ++attention;
     }
   }
-  const auto attention = std::count(types.begin(), types.end(), "attention");
   if (attention == n) return Status::Ok();  // no hybrid
   return BothLayerKinds(r, "layer_types", attention, n, "GraniteMoeHybrid");
 }
@@ -876,11 +876,8 @@ Status ReadLfm2(const ConfigReader& r, bool moe, ModelDescription& m) {
   std::vector<bool> attention(static_cast<size_t>(n), true);
   std::string_view key = "layer_types";
   if (moe || r.Has("layer_types")) {
-    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types, r.StringList("layer_types"));
-    if (static_cast<int64_t>(types.size()) != n) {
-      return r.Invalid("layer_types",
-                       fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
-    }
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types,
+                            PerLayerNames(r, "layer_types", n));
     for (int64_t i = 0; i < n; ++i) attention[i] = types[i] == "full_attention";
   } else if (r.Has("full_attn_idxs")) {
     key = "full_attn_idxs";
@@ -1021,12 +1018,7 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
   std::vector<bool> hybrid;
   if (r.Has("layers_block_type")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types,
-                            r.StringList("layers_block_type"));
-    if (static_cast<int64_t>(types.size()) != n) {
-      return r.Invalid("layers_block_type", fmt::format("has {} entries but num_hidden_layers "
-                                                        "is {}",
-                                                        types.size(), n));
-    }
+                            PerLayerNames(r, "layers_block_type", n));
     for (const std::string& t : types) hybrid.push_back(t == "hybrid");
   } else {
     // Zamba2Config's default list: 54 layers, hybrid at 6, 12, ..., 42, 47 and 51.
@@ -1074,11 +1066,11 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 enum class DenseWindows { kLayerTypes, kUniform, kQwen, kNone };
 
 struct DenseFamily {
-  const char* name;               // for messages
-  int64_t default_positions = 0;  // max_position_embeddings when absent; 0: required
-  int64_t absent_kv_heads = -1;   // num_key_value_heads when absent: 0 multi-head, -1 required
-  bool reads_head_dim = true;     // false: always hidden_size / num_attention_heads
-  int64_t absent_head_dim = 0;    // head_dim when absent; 0: hidden_size / num_attention_heads
+  const char* name;                     // for messages
+  int64_t default_positions = 0;        // max_position_embeddings when absent; 0: required
+  int64_t absent_kv_heads = kRequired;  // num_key_value_heads when absent (ReadKvHeads)
+  bool reads_head_dim = true;           // false: always hidden_size / num_attention_heads
+  int64_t absent_head_dim = 0;  // head_dim when absent; 0: hidden_size / num_attention_heads
   DenseWindows windows = DenseWindows::kLayerTypes;
   int64_t absent_window = 0;    // sliding_window when absent
   int64_t default_pattern = 0;  // without layer_types (and with a window): a full layer every N
@@ -1090,7 +1082,7 @@ struct DenseFamily {
 // (Olmo2Attention): always hidden / heads, MHA when null, 2048 positions; Olmo3Config's window
 // 4096 and a full layer in four. Exaone4Config: 2048 positions, 32 KV heads, a 4096 window and a
 // full layer every sliding_window_pattern (4).
-constexpr DenseFamily kLlama{.name = "Llama", .absent_kv_heads = 0};
+constexpr DenseFamily kLlama{.name = "Llama", .absent_kv_heads = kMultiHead};
 constexpr DenseFamily kMistral{.name = "Mistral", .absent_window = 4096};
 constexpr DenseFamily kMixtral{.name = "Mixtral", .windows = DenseWindows::kUniform};
 constexpr DenseFamily kMiniMaxM2{.name = "MiniMax-M2", .windows = DenseWindows::kUniform};
@@ -1102,14 +1094,16 @@ constexpr DenseFamily kGlm4{
 constexpr DenseFamily kGlm4Moe{.name = "GLM-4.5", .mtp = true};
 constexpr DenseFamily kCohere{.name = "Cohere",
                               .default_positions = 8192,
-                              .absent_kv_heads = 0,
+                              .absent_kv_heads = kMultiHead,
                               .reads_head_dim = false,
                               .windows = DenseWindows::kNone};
-constexpr DenseFamily kOlmo2{
-    .name = "OLMo 2", .default_positions = 2048, .absent_kv_heads = 0, .reads_head_dim = false};
+constexpr DenseFamily kOlmo2{.name = "OLMo 2",
+                             .default_positions = 2048,
+                             .absent_kv_heads = kMultiHead,
+                             .reads_head_dim = false};
 constexpr DenseFamily kOlmo3{.name = "OLMo 3",
                              .default_positions = 2048,
-                             .absent_kv_heads = 0,
+                             .absent_kv_heads = kMultiHead,
                              .reads_head_dim = false,
                              .absent_window = 4096,
                              .default_pattern = 4};
@@ -1176,12 +1170,7 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
 Status ReadDense(const ConfigReader& r, const DenseFamily& f, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  if (f.absent_kv_heads > 0 && !r.Has("num_key_value_heads")) {
-    m.num_kv_heads_total = f.absent_kv_heads;
-    KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(r, m));
-  } else {
-    KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/f.absent_kv_heads == 0, m));
-  }
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.absent_kv_heads, m));
   int64_t head = 0;
   if (f.reads_head_dim && f.absent_head_dim > 0) {
     KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", f.absent_head_dim, 1, kMaxModelDim));
@@ -1229,7 +1218,7 @@ constexpr InterleavedFamily kGemma3n{32768, 256, false, 5, false, 512, 15};
 Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.mha_default, m));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.mha_default ? kMultiHead : kRequired, m));
   int64_t head = f.default_head_dim;
   if (head > 0) {
     KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", head, 1, kMaxModelDim));
@@ -1294,12 +1283,7 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
 Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/131072));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  if (!r.Has("num_key_value_heads")) {
-    m.num_kv_heads_total = 4;
-    KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(r, m));
-  } else {
-    KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
-  }
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*absent=*/4, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t global_head,
                           r.IntInOr("global_head_dim", 512, 1, kMaxModelDim));
@@ -1369,7 +1353,7 @@ Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
 Status ReadLlama4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*mha_default=*/false, m));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, kRequired, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t chunk,
                           r.IntInOr("attention_chunk_size", 0, 1, kMaxModelLen));

@@ -29,6 +29,10 @@ bool Plan::accepted() const {
                       [](const Diagnostic& d) { return d.severity == Severity::kError; });
 }
 
+bool Plan::prefix_caching() const {
+  return cache.enable_prefix_caching.value_or(model.enable_prefix_caching);
+}
+
 std::string Plan::ErrorLines() const {
   std::string lines;
   for (const Diagnostic& d : diagnostics) {

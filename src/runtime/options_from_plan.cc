@@ -27,8 +27,7 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromPlan(
   }
   KVCacheManagerOptions options;
   options.num_blocks = static_cast<int32_t>(blocks);
-  options.enable_prefix_caching =
-      enable_prefix_caching.value_or(plan.cache.enable_prefix_caching.value_or(true));
+  options.enable_prefix_caching = enable_prefix_caching.value_or(plan.prefix_caching());
   options.hash_block_size = plan.hash_block_size;
   options.max_model_len = plan.model.max_model_len;
   for (const PlannedGroup& g : plan.groups) {

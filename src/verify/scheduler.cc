@@ -87,7 +87,7 @@ Result<std::unique_ptr<VerifyScheduler>> VerifyScheduler::Create(
   s->budget_ = plan.cache.max_num_batched_tokens;
   s->token_state_ = options.seed ^ 0x746f6b656e73ULL;
   KVCacheManagerOptions mo{.num_blocks = static_cast<int32_t>(num_blocks),
-                           .enable_prefix_caching = plan.cache.enable_prefix_caching.value_or(true),
+                           .enable_prefix_caching = plan.prefix_caching(),
                            .hash_block_size = plan.hash_block_size,
                            .max_model_len = plan.model.max_model_len};
   for (const PlannedGroup& g : plan.groups) {
