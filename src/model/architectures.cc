@@ -1050,19 +1050,24 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 }
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4,
-// GLM-4.5 MoE, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4): one K/V attention cache per layer,
-// read as each family's model file and config class read it (docs/profiles.md cites each rule):
+// GLM-4.5 MoE, GLM-4.1V and GLM-4.5V, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4, Gemma,
+// Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS):
+// one K/V attention cache per layer, read as each family's model file and config class read it
+// (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
 //   class's default for others, else an error.
-// - Head size `head_dim` (or the class's default), else hidden_size / num_attention_heads; some
-//   families always take the latter.
+// - Head size `head_dim` (or the class's default when absent, and hidden_size /
+//   num_attention_heads when null, as those classes derive it), else hidden_size /
+//   num_attention_heads; some families always take the latter, and some require `head_dim`.
 // - Windows `sliding_window` (0 or null: none; absent: the class's default, if any). Layers slide
 //   per `layer_types` when those mix sliding and full layers (without the list, the class's
 //   pattern when it derives one); otherwise the window, if any, applies to every layer. Qwen
 //   configs window only with `use_sliding_window`; Cohere's first generation never slides; the
-//   Mixtral and MiniMax-M2 layers never read `layer_types`, so a mix there is refused.
-// - MTP (GLM-4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk, K/V attention
-//   like the trunk's.
+//   families whose layers never read `layer_types` (Mixtral, MiniMax-M2, GLM, Gemma, Granite,
+//   StarCoder2, DeepSeek, InternLM2, ERNIE 4.5 MoE, Seed-OSS) refuse a mix. Seed-OSS refuses a
+//   window with a `max_window_layers` short of the layer count, as its model file asserts.
+// - MTP (GLM-4.5 MoE, ERNIE 4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk,
+//   K/V attention like the trunk's.
 enum class DenseWindows { kLayerTypes, kUniform, kQwen, kNone };
 
 struct DenseFamily {
@@ -1070,12 +1075,15 @@ struct DenseFamily {
   int64_t default_positions = 0;        // max_position_embeddings when absent; 0: required
   int64_t absent_kv_heads = kRequired;  // num_key_value_heads when absent (ReadKvHeads)
   bool reads_head_dim = true;           // false: always hidden_size / num_attention_heads
-  int64_t absent_head_dim = 0;  // head_dim when absent; 0: hidden_size / num_attention_heads
+  // head_dim when absent (null: hidden_size / num_attention_heads); 0: hidden_size /
+  // num_attention_heads; kRequired: head_dim must be stated.
+  int64_t absent_head_dim = 0;
   DenseWindows windows = DenseWindows::kLayerTypes;
   int64_t absent_window = 0;    // sliding_window when absent
   int64_t default_pattern = 0;  // without layer_types (and with a window): a full layer every N
   bool reads_pattern = false;   // sliding_window_pattern (an integer) overrides it
-  bool mtp = false;             // num_nextn_predict_layers MTP layers after the trunk
+  bool window_on_all_layers = false;  // a window needs max_window_layers (if stated) = layers
+  bool mtp = false;                   // num_nextn_predict_layers MTP layers after the trunk
 };
 // Llama (and Phi-3) and Cohere: MHA without num_key_value_heads (LlamaConfig, CohereConfig).
 // MistralConfig's window is 4096. Glm4Config: 131072 positions, 2 KV heads of 128. OLMo
@@ -1089,9 +1097,21 @@ constexpr DenseFamily kMiniMaxM2{.name = "MiniMax-M2", .windows = DenseWindows::
 constexpr DenseFamily kQwen2{
     .name = "Qwen2", .reads_head_dim = false, .windows = DenseWindows::kQwen};
 constexpr DenseFamily kQwen3{.name = "Qwen3", .windows = DenseWindows::kQwen};
-constexpr DenseFamily kGlm4{
-    .name = "GLM-4", .default_positions = 131072, .absent_kv_heads = 2, .absent_head_dim = 128};
-constexpr DenseFamily kGlm4Moe{.name = "GLM-4.5", .mtp = true};
+constexpr DenseFamily kGlm4{.name = "GLM-4",
+                            .default_positions = 131072,
+                            .absent_kv_heads = 2,
+                            .absent_head_dim = 128,
+                            .windows = DenseWindows::kUniform};
+constexpr DenseFamily kGlm4Moe{.name = "GLM-4.5", .windows = DenseWindows::kUniform, .mtp = true};
+constexpr DenseFamily kGlm4v{.name = "GLM-4.1V",
+                             .default_positions = 32768,
+                             .absent_kv_heads = 2,
+                             .windows = DenseWindows::kUniform};
+constexpr DenseFamily kGlm4vMoe{.name = "GLM-4.5V",
+                                .default_positions = 65536,
+                                .absent_kv_heads = 8,
+                                .absent_head_dim = kRequired,
+                                .windows = DenseWindows::kUniform};
 constexpr DenseFamily kCohere{.name = "Cohere",
                               .default_positions = 8192,
                               .absent_kv_heads = kMultiHead,
@@ -1113,6 +1133,42 @@ constexpr DenseFamily kExaone4{.name = "EXAONE 4",
                                .absent_window = 4096,
                                .default_pattern = 4,
                                .reads_pattern = true};
+constexpr DenseFamily kGemma{.name = "Gemma",
+                             .default_positions = 8192,
+                             .absent_kv_heads = 16,
+                             .absent_head_dim = 256,
+                             .windows = DenseWindows::kUniform};
+constexpr DenseFamily kGranite{.name = "Granite",
+                               .default_positions = 2048,
+                               .absent_kv_heads = kMultiHead,
+                               .windows = DenseWindows::kUniform};
+constexpr DenseFamily kGraniteMoe{.name = "Granite MoE",
+                                  .default_positions = 2048,
+                                  .absent_kv_heads = kMultiHead,
+                                  .reads_head_dim = false,
+                                  .windows = DenseWindows::kUniform};
+constexpr DenseFamily kStarcoder2{.name = "StarCoder2",
+                                  .default_positions = 4096,
+                                  .absent_kv_heads = 2,
+                                  .reads_head_dim = false,
+                                  .windows = DenseWindows::kUniform};
+constexpr DenseFamily kDeepseek{
+    .name = "DeepSeek", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+constexpr DenseFamily kInternLm2{
+    .name = "InternLM2", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+constexpr DenseFamily kErnie45{
+    .name = "ERNIE 4.5", .default_positions = 131072, .absent_kv_heads = 2, .absent_head_dim = 128};
+constexpr DenseFamily kErnie45Moe{.name = "ERNIE 4.5 MoE",
+                                  .default_positions = 131072,
+                                  .absent_kv_heads = 4,
+                                  .windows = DenseWindows::kUniform,
+                                  .mtp = true};
+constexpr DenseFamily kSeedOss{.name = "Seed-OSS",
+                               .default_positions = 524288,
+                               .absent_kv_heads = 8,
+                               .absent_head_dim = 128,
+                               .windows = DenseWindows::kUniform,
+                               .window_on_all_layers = true};
 
 Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const DenseFamily& f,
                                               int64_t n, ModelDescription& m) {
@@ -1172,12 +1228,24 @@ Status ReadDense(const ConfigReader& r, const DenseFamily& f, ModelDescription& 
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.absent_kv_heads, m));
   int64_t head = 0;
-  if (f.reads_head_dim && f.absent_head_dim > 0) {
-    KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", f.absent_head_dim, 1, kMaxModelDim));
+  if (f.absent_head_dim == kRequired) {
+    KVTOPO_ASSIGN_OR_RETURN(head, Positive(r, "head_dim"));
+  } else if (f.absent_head_dim > 0 && !r.json().contains("head_dim")) {
+    head = f.absent_head_dim;
   } else {
     KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, f.reads_head_dim));
   }
   KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, ReadDenseWindows(r, f, n, m));
+  if (f.window_on_all_layers && windows[0] > 0 && r.Has("max_window_layers")) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t window_layers, r.Int("max_window_layers"));
+    if (window_layers != n) {
+      return r.Invalid("max_window_layers",
+                       fmt::format("is {} with sliding_window {}: the engine's {} model windows "
+                                   "all {} layers or none (set max_window_layers to "
+                                   "num_hidden_layers, or sliding_window to null)",
+                                   window_layers, windows[0], f.name, n));
+    }
+  }
   for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, head, windows[i]));
   if (f.mtp) {
     KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(r, n, m));
@@ -1517,6 +1585,18 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
       {"Olmo3ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo3>},
       {"Exaone4ForCausalLM", TextModel::kRoot, ReadDenseAs<kExaone4>},
+      {"Glm4vForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4v>},
+      {"Glm4vMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4vMoe>},
+      {"GemmaForCausalLM", TextModel::kRoot, ReadDenseAs<kGemma>},
+      {"GraniteForCausalLM", TextModel::kRoot, ReadDenseAs<kGranite>},
+      {"GraniteMoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGraniteMoe>},
+      {"GraniteMoeSharedForCausalLM", TextModel::kRoot, ReadDenseAs<kGraniteMoe>},
+      {"Starcoder2ForCausalLM", TextModel::kRoot, ReadDenseAs<kStarcoder2>},
+      {"DeepseekForCausalLM", TextModel::kRoot, ReadDenseAs<kDeepseek>},
+      {"InternLM2ForCausalLM", TextModel::kRoot, ReadDenseAs<kInternLm2>},
+      {"Ernie4_5ForCausalLM", TextModel::kRoot, ReadDenseAs<kErnie45>},
+      {"Ernie4_5_MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kErnie45Moe>},
+      {"SeedOssForCausalLM", TextModel::kRoot, ReadDenseAs<kSeedOss>},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},

@@ -1496,4 +1496,242 @@ TEST(DenseModels, Glm4TakesItsConfigClassDefaults) {
   EXPECT_EQ(plan->model.max_model_len, 131072);
 }
 
+// Gemma (first generation): head_dim (256) is the head size, though 3072 / 16 is 192; absent
+// fields take GemmaConfig's defaults (16 KV heads of 256, 8192 positions).
+TEST(DenseModels, GemmaTakesHeadDimAndItsClassDefaults) {
+  nlohmann::json gemma = nlohmann::json::parse(R"({
+    "architectures": ["GemmaForCausalLM"], "model_type": "gemma", "torch_dtype": "bfloat16",
+    "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "head_dim": 256, "max_position_embeddings": 8192})");
+  auto plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 28u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 262144);  // 16 x 2 x 16 x 256 x 2 B
+  EXPECT_EQ(plan->pool.num_blocks, 2925);                         // 20 GiB / (28 x 256 KiB)
+  for (const char* key : {"num_key_value_heads", "head_dim", "max_position_embeddings"}) {
+    gemma.erase(key);
+  }
+  plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 8192);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 16);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 256);
+  gemma["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 28; ++i) {
+    gemma["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  gemma["sliding_window"] = 4096;
+  EXPECT_EQ(ConfigError(gemma),
+            "config.json 'config.json': field 'layer_types' mixes sliding and full layers, which "
+            "the engine's Gemma layers do not read; kvtopo does not plan it");
+}
+
+// Granite reads head_dim when stated (granite.py's getattr); Granite MoE always takes
+// hidden_size / heads. Both are multi-head without num_key_value_heads, 2048 positions.
+TEST(DenseModels, GraniteAndGraniteMoeHeads) {
+  nlohmann::json granite = nlohmann::json::parse(R"({
+    "architectures": ["GraniteForCausalLM"], "model_type": "granite", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 131072, "rope_scaling": null})");
+  auto plan = PlanConfig(granite, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].layers.size(), 40u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 8192);  // 20 GiB / (40 x 64 KiB)
+  granite["head_dim"] = 256;
+  plan = PlanConfig(granite, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 256);
+  granite.erase("head_dim");
+  granite.erase("num_key_value_heads");
+  granite.erase("max_position_embeddings");
+  plan = PlanConfig(granite, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+
+  nlohmann::json moe = nlohmann::json::parse(R"({
+    "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
+    "torch_dtype": "bfloat16", "hidden_size": 1536, "num_hidden_layers": 32,
+    "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128,
+    "max_position_embeddings": 131072})");
+  plan = PlanConfig(moe, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 64);  // 1536 / 24, whatever head_dim says
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 32768);
+  EXPECT_EQ(plan->pool.num_blocks, 20480);  // 20 GiB / (32 x 32 KiB)
+  moe["architectures"] = {"GraniteMoeSharedForCausalLM"};
+  moe["num_key_value_heads"] = nullptr;
+  plan = PlanConfig(moe, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 24);
+  EXPECT_EQ(plan->pool.num_blocks, 6826);  // 20 GiB / (32 x 96 KiB)
+}
+
+// StarCoder2's layers pass no window of their own: the config's sliding_window (4096 in the
+// released checkpoints) applies to every layer. Absent fields: 2 KV heads, 4096 positions.
+TEST(DenseModels, Starcoder2SlidesEveryLayer) {
+  nlohmann::json sc = nlohmann::json::parse(R"({
+    "architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
+    "torch_dtype": "bfloat16", "hidden_size": 6144, "num_hidden_layers": 40,
+    "num_attention_heads": 48, "num_key_value_heads": 4, "sliding_window": 4096,
+    "max_position_embeddings": 16384})");
+  auto plan = PlanConfig(sc, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].spec.kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  EXPECT_EQ(plan->groups[0].layers.size(), 40u);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 6144 / 48
+  EXPECT_EQ(plan->pool.num_blocks, 16384);         // 20 GiB / (40 x 32 KiB)
+  sc.erase("num_key_value_heads");
+  sc.erase("max_position_embeddings");
+  sc["sliding_window"] = nullptr;
+  plan = PlanConfig(sc, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.kind, CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 2);
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+}
+
+// DeepSeek (v1) and InternLM2 load their config classes from the checkpoint's own code: kvtopo
+// takes no default for them, so the fields must be stated. Both take hidden_size / heads.
+TEST(DenseModels, RemoteCodeFamiliesStateTheirFields) {
+  nlohmann::json ds = nlohmann::json::parse(R"({
+    "architectures": ["DeepseekForCausalLM"], "model_type": "deepseek", "torch_dtype": "bfloat16",
+    "hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "max_position_embeddings": 4096, "head_dim": 64})");
+  auto plan = PlanConfig(ds, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  EXPECT_EQ(plan->pool.num_blocks, 5851);  // 20 GiB / (28 x 128 KiB)
+  ds.erase("num_key_value_heads");
+  EXPECT_EQ(ConfigError(ds), "config.json 'config.json': field 'num_key_value_heads' is missing");
+
+  nlohmann::json internlm = nlohmann::json::parse(R"({
+    "architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2",
+    "torch_dtype": "bfloat16", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 32768,
+    "rope_scaling": {"type": "dynamic", "factor": 2.0}})");
+  plan = PlanConfig(internlm, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 65536);  // dynamic scaling doubles the 32768
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 10240);
+  internlm.erase("max_position_embeddings");
+  EXPECT_EQ(ConfigError(internlm),
+            "config.json 'config.json': field 'max_position_embeddings' is missing");
+}
+
+// ERNIE 4.5: Ernie4_5Config's head_dim is 128 when absent and hidden_size / heads when null; the
+// MoE class has no head_dim and takes hidden_size / heads, with MTP layers after the trunk.
+TEST(DenseModels, Ernie45HeadsAndMtp) {
+  nlohmann::json ernie = nlohmann::json::parse(R"({
+    "architectures": ["Ernie4_5ForCausalLM"], "model_type": "ernie4_5",
+    "torch_dtype": "bfloat16", "hidden_size": 1024, "num_hidden_layers": 18,
+    "num_attention_heads": 16, "num_key_value_heads": 2})");
+  auto plan = PlanConfig(ernie, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16384);
+  EXPECT_EQ(plan->pool.num_blocks, 72817);  // 20 GiB / (18 x 16 KiB)
+  ernie["head_dim"] = nullptr;
+  plan = PlanConfig(ernie, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 64);
+  plan = PlanConfig(ernie, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+
+  nlohmann::json moe = nlohmann::json::parse(R"({
+    "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+    "torch_dtype": "bfloat16", "hidden_size": 2560, "num_hidden_layers": 28,
+    "num_attention_heads": 20, "num_key_value_heads": 4, "max_position_embeddings": 131072,
+    "num_nextn_predict_layers": 1})");
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 32768;
+  plan = PlanWith(moe, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 28u);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 2560 / 20
+  EXPECT_EQ(plan->pool.num_blocks, 23405);         // 20 GiB / (28 x 32 KiB)
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "ernie_mtp", "num_speculative_tokens": 1})").value();
+  plan = PlanWith(moe, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  size_t layers = 0;
+  for (const PlannedGroup& g : plan->groups) layers += g.layers.size();
+  EXPECT_EQ(layers, 29u);
+  EXPECT_EQ(plan->pool.num_blocks, 22598);  // 20 GiB / (29 x 32 KiB)
+}
+
+// Seed-OSS: SeedOssConfig's defaults (8 KV heads, head_dim 128, 524288 positions); its model file
+// asserts a window covers every layer when max_window_layers is stated.
+TEST(DenseModels, SeedOssWindowsAllLayersOrNone) {
+  nlohmann::json seed = nlohmann::json::parse(R"({
+    "architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "torch_dtype": "bfloat16",
+    "hidden_size": 5120, "num_hidden_layers": 64, "num_attention_heads": 80})");
+  auto plan = PlanConfig(seed, 1, 1, 20 * kGiB, 65536);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // not 5120 / 80
+  EXPECT_EQ(plan->pool.num_blocks, 5120);          // 20 GiB / (64 x 64 KiB)
+  plan = PlanConfig(seed, 1, 1, 200 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 524288);
+  seed["sliding_window"] = 4096;
+  seed["max_window_layers"] = 64;
+  plan = PlanConfig(seed, 1, 1, 20 * kGiB, 65536);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].layers.size(), 64u);
+  seed["max_window_layers"] = 48;
+  EXPECT_EQ(ConfigError(seed),
+            "config.json 'config.json': field 'max_window_layers' is 48 with sliding_window "
+            "4096: the engine's Seed-OSS model windows all 64 layers or none (set "
+            "max_window_layers to num_hidden_layers, or sliding_window to null)");
+}
+
+// GLM-4.1V and GLM-4.5V plan their text_config as GLM-4 and GLM-4.5 layers, with the text
+// classes' defaults; GLM-4.5V's layers read head_dim, which its class does not default.
+TEST(DenseModels, Glm4vPlansItsTextModel) {
+  nlohmann::json glm = nlohmann::json::parse(R"({
+    "architectures": ["Glm4vMoeForConditionalGeneration"], "model_type": "glm4v_moe",
+    "text_config": {"model_type": "glm4v_moe_text", "torch_dtype": "bfloat16",
+                    "hidden_size": 4096, "num_hidden_layers": 46, "num_attention_heads": 96,
+                    "num_key_value_heads": 8, "head_dim": 128}})");
+  auto plan = PlanConfig(glm, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 65536);
+  EXPECT_EQ(plan->groups[0].layers.size(), 46u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 7123);  // 20 GiB / (46 x 64 KiB)
+  glm["text_config"].erase("head_dim");
+  EXPECT_EQ(ConfigError(glm), "config.json 'config.json': field 'text_config.head_dim' is missing");
+
+  glm["architectures"] = {"Glm4vForConditionalGeneration"};
+  glm["text_config"].erase("num_key_value_heads");
+  glm["text_config"]["num_attention_heads"] = 32;
+  plan = PlanConfig(glm, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 2);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 4096 / 32: the dense text class has none
+}
+
 }  // namespace kvtopo
