@@ -1734,4 +1734,53 @@ TEST(DenseModels, Glm4vPlansItsTextModel) {
   EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 4096 / 32: the dense text class has none
 }
 
+// LLaVA plans the language model of text_config's model_type with that text class's defaults:
+// llava-1.5-7b-hf states little more than its positions (LlamaConfig: 32 layers, 32 heads of
+// 128, multi-head); pixtral-12b's text model is a Mistral with its window off.
+TEST(DenseModels, LlavaPlansItsTextModelWithTheTextClassDefaults) {
+  nlohmann::json llava = nlohmann::json::parse(R"({
+    "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+    "torch_dtype": "float16", "vision_config": {"model_type": "clip_vision_model"},
+    "text_config": {"architectures": ["LlamaForCausalLM"], "max_position_embeddings": 4096,
+                    "model_type": "llama", "rms_norm_eps": 1e-05, "vocab_size": 32064}})");
+  auto plan = PlanConfig(llava, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  EXPECT_EQ(plan->pool.num_blocks, 2560);  // 20 GiB / (32 x 256 KiB)
+  llava["text_config"].erase("max_position_embeddings");
+  plan = PlanConfig(llava, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+
+  nlohmann::json pixtral = nlohmann::json::parse(R"({
+    "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+    "torch_dtype": "bfloat16",
+    "text_config": {"model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 40,
+                    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                    "max_position_embeddings": 1024000, "sliding_window": null}})");
+  plan = PlanConfig(pixtral, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.kind, CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // head_dim, not 5120 / 32
+  EXPECT_EQ(plan->pool.num_blocks, 8192);          // 20 GiB / (40 x 64 KiB)
+  pixtral["text_config"].erase("sliding_window");  // MistralConfig's 4096
+  pixtral["text_config"].erase("num_key_value_heads");
+  plan = PlanConfig(pixtral, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);
+
+  pixtral["text_config"]["model_type"] = "qwen2";
+  EXPECT_EQ(ConfigError(pixtral),
+            "config.json 'config.json': field 'text_config.model_type' is 'qwen2': kvtopo plans "
+            "LLaVA language models of model type llama or mistral");
+}
+
 }  // namespace kvtopo
