@@ -1571,13 +1571,17 @@ Status ReadKimiLinearKdaWithIndexer(const ConfigReader& r, ModelDescription& m) 
 
 // Where a config keeps its text model: at the root, in `text_config`, or in `text_config` when
 // the config has one and else at the root (multimodal configs written before their config class
-// nested the text fields; the engine reads hf_config.get_text_config() either way).
-enum class TextModel { kRoot, kNested, kNestedIfPresent };
+// nested the text fields; the engine reads hf_config.get_text_config() either way). A
+// kLanguageModel config's text model (`text_config`, else `llm_config`, which the engine
+// remaps to text_config) names its own architecture, whose reader reads it: the engine builds
+// that registered model over it (InternVL's init_vllm_registered_model).
+enum class TextModel { kRoot, kNested, kNestedIfPresent, kLanguageModel };
 
 struct ArchitectureReader {
   const char* architecture;
   TextModel text_model;
   Status (*read)(const ConfigReader&, ModelDescription&);
+  bool draft = false;  // a draft model's config, never a multimodal model's language model
 };
 
 const std::vector<ArchitectureReader>& Readers() {
@@ -1624,6 +1628,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
       {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<kMistral>},
       {"LlavaForConditionalGeneration", TextModel::kNested, ReadLlava},
+      {"InternVLChatModel", TextModel::kLanguageModel, nullptr},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -1653,11 +1658,23 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Gemma4ForCausalLM", TextModel::kRoot, ReadGemma4},
       {"Gemma4ForConditionalGeneration", TextModel::kNested, ReadGemma4},
       // Drafts.
-      {"K3DSparkModel", TextModel::kRoot, ReadMlaDraft},
-      {"Eagle3DeepseekV2ForCausalLM", TextModel::kRoot, ReadMlaDraft},
-      {"DFlashDraftModel", TextModel::kRoot, ReadDflash},
+      {"K3DSparkModel", TextModel::kRoot, ReadMlaDraft, true},
+      {"Eagle3DeepseekV2ForCausalLM", TextModel::kRoot, ReadMlaDraft, true},
+      {"DFlashDraftModel", TextModel::kRoot, ReadDflash, true},
   };
   return kReaders;
+}
+
+// Reads the text model at `key` with `read`; the dtype may sit at the top level only.
+Status ReadTextModel(const ConfigReader& root, const char* key,
+                     Status (*read)(const ConfigReader&, ModelDescription&), ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object(key));
+  if (text.Has("torch_dtype") || text.Has("dtype")) return read(text, m);
+  nlohmann::json merged = text.json();
+  for (const char* dtype : {"torch_dtype", "dtype"}) {
+    if (root.Has(dtype)) merged[dtype] = root.json()[dtype];
+  }
+  return read(ConfigReader(merged, root.file(), key), m);
 }
 
 }  // namespace
@@ -1691,18 +1708,29 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
         fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,
                     m.architecture, fmt::join(SupportedArchitectures(), ", ")));
   }
-  if (it->text_model == TextModel::kNested ||
-      (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
-    KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object("text_config"));
-    // The dtype may sit at the top level only.
-    if (!text.Has("torch_dtype") && !text.Has("dtype")) {
-      nlohmann::json merged = text.json();
-      if (root.Has("torch_dtype")) merged["torch_dtype"] = config["torch_dtype"];
-      if (root.Has("dtype")) merged["dtype"] = config["dtype"];
-      KVTOPO_RETURN_IF_ERROR(it->read(ConfigReader(merged, file, "text_config"), m));
-    } else {
-      KVTOPO_RETURN_IF_ERROR(it->read(text, m));
+  if (it->text_model == TextModel::kLanguageModel) {
+    const char* key =
+        root.Has("text_config") || !root.Has("llm_config") ? "text_config" : "llm_config";
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object(key));
+    KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> inner, text.StringList("architectures"));
+    if (inner.empty()) return text.Invalid("architectures", "is empty");
+    auto lm = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
+      return inner.front() == r.architecture && r.text_model == TextModel::kRoot && !r.draft;
+    });
+    if (lm == readers.end()) {
+      std::vector<std::string> names;
+      for (const ArchitectureReader& r : readers) {
+        if (r.text_model == TextModel::kRoot && !r.draft) names.emplace_back(r.architecture);
+      }
+      return text.Invalid("architectures",
+                          fmt::format("names '{}', which kvtopo does not plan as the language "
+                                      "model of {}; supported: {}",
+                                      inner.front(), m.architecture, fmt::join(names, ", ")));
     }
+    KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, key, lm->read, m));
+  } else if (it->text_model == TextModel::kNested ||
+             (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
+    KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
   } else {
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
   }

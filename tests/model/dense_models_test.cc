@@ -1783,4 +1783,44 @@ TEST(DenseModels, LlavaPlansItsTextModelWithTheTextClassDefaults) {
             "LLaVA language models of model type llama or mistral");
 }
 
+// InternVL's language model is the registered model its llm_config names (the engine remaps
+// llm_config to text_config and builds llm_config.architectures[0] over it).
+TEST(DenseModels, InternVlPlansTheLanguageModelItsLlmConfigNames) {
+  nlohmann::json internvl = nlohmann::json::parse(R"({
+    "architectures": ["InternVLChatModel"], "model_type": "internvl_chat",
+    "torch_dtype": "bfloat16", "vision_config": {"architectures": ["InternVisionModel"]},
+    "llm_config": {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+                   "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+                   "num_key_value_heads": 4, "max_position_embeddings": 32768,
+                   "sliding_window": 131072, "use_sliding_window": false}})");
+  auto plan = PlanConfig(internvl, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->groups[0].layers.size(), 28u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 32768);
+  EXPECT_EQ(plan->pool.num_blocks, 23405);  // as Qwen2.5-7B: 20 GiB / (28 x 32 KiB)
+
+  internvl["llm_config"] = nlohmann::json::parse(R"({
+    "architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2", "hidden_size": 4096,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 32768, "rope_scaling": {"type": "dynamic", "factor": 2.0}})");
+  plan = PlanConfig(internvl, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 65536);
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  EXPECT_EQ(plan->pool.num_blocks, 10240);  // 20 GiB / (32 x 64 KiB)
+
+  internvl["llm_config"]["architectures"] = {"DFlashDraftModel"};
+  const std::string message = ConfigError(internvl);
+  const std::string prefix =
+      "config.json 'config.json': field 'llm_config.architectures' names 'DFlashDraftModel', "
+      "which kvtopo does not plan as the language model of InternVLChatModel; supported: ";
+  EXPECT_EQ(message.substr(0, prefix.size()), prefix);
+  EXPECT_NE(message.find("InternLM2ForCausalLM"), std::string::npos);
+  EXPECT_EQ(message.find("Gemma3ForConditionalGeneration"), std::string::npos);
+  internvl.erase("llm_config");
+  EXPECT_EQ(ConfigError(internvl), "config.json 'config.json': field 'text_config' is missing");
+}
+
 }  // namespace kvtopo
