@@ -1066,8 +1066,8 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 //   families whose layers never read `layer_types` (Mixtral, MiniMax-M2, GLM, Gemma, Granite,
 //   StarCoder2, DeepSeek, InternLM2, ERNIE 4.5 MoE, Seed-OSS) refuse a mix. Seed-OSS refuses a
 //   window with a `max_window_layers` short of the layer count, as its model file asserts.
-// - MTP (GLM-4.5 MoE, ERNIE 4.5 MoE): `num_nextn_predict_layers` decoder layers after the trunk,
-//   K/V attention like the trunk's.
+// - MTP (GLM-4.5 MoE, ERNIE 4.5 MoE, MiMo): `num_nextn_predict_layers` decoder layers after the
+//   trunk, K/V attention like the trunk's.
 enum class DenseWindows { kLayerTypes, kUniform, kQwen, kNone };
 
 struct DenseFamily {
@@ -1097,6 +1097,10 @@ constexpr DenseFamily kMiniMaxM2{.name = "MiniMax-M2", .windows = DenseWindows::
 constexpr DenseFamily kQwen2{
     .name = "Qwen2", .reads_head_dim = false, .windows = DenseWindows::kQwen};
 constexpr DenseFamily kQwen3{.name = "Qwen3", .windows = DenseWindows::kQwen};
+// MiMo (mimo.py: the engine's Qwen2 model; mimo_mtp.py: Qwen2 decoder layers): a config class
+// that comes with the checkpoint, so no defaults.
+constexpr DenseFamily kMimo{
+    .name = "MiMo", .reads_head_dim = false, .windows = DenseWindows::kQwen, .mtp = true};
 constexpr DenseFamily kGlm4{.name = "GLM-4",
                             .default_positions = 131072,
                             .absent_kv_heads = 2,
@@ -1620,6 +1624,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen2MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
       {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
       {"Qwen3MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
+      {"MiMoForCausalLM", TextModel::kRoot, ReadDenseAs<kMimo>},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).
       {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},

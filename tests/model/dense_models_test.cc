@@ -1823,4 +1823,34 @@ TEST(DenseModels, InternVlPlansTheLanguageModelItsLlmConfigNames) {
   EXPECT_EQ(ConfigError(internvl), "config.json 'config.json': field 'text_config' is missing");
 }
 
+// MiMo: Qwen2 layers (hidden_size / heads) and, under MTP, its num_nextn_predict_layers Qwen2
+// decoder layers after the trunk.
+TEST(DenseModels, MimoIsQwen2WithMtpLayers) {
+  nlohmann::json mimo = nlohmann::json::parse(R"({
+    "architectures": ["MiMoForCausalLM"], "model_type": "mimo", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 32768, "head_dim": 64,
+    "num_nextn_predict_layers": 1})");
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  auto plan = PlanWith(mimo, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 4096 / 32, whatever head_dim says
+  EXPECT_EQ(plan->groups[0].layers.size(), 36u);
+  EXPECT_EQ(plan->pool.num_blocks, 9102);  // 20 GiB / (36 x 64 KiB)
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "mtp", "model": "XiaomiMiMo/MiMo-7B-RL"})").value();
+  plan = PlanWith(mimo, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+  size_t layers = 0;
+  for (const PlannedGroup& g : plan->groups) layers += g.layers.size();
+  EXPECT_EQ(layers, 37u);
+  EXPECT_EQ(plan->pool.num_blocks, 8856);  // 20 GiB / (37 x 64 KiB)
+  mimo.erase("num_key_value_heads");
+  EXPECT_EQ(ConfigError(mimo), "config.json 'config.json': field 'num_key_value_heads' is missing");
+}
+
 }  // namespace kvtopo
