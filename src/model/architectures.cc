@@ -1397,6 +1397,7 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
 //   default here.
 Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/131072));
+  m.mtp_assistant = "gemma4_assistant";
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*absent=*/4, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));

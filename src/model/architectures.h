@@ -101,6 +101,9 @@ struct ModelDescription {
   // The engine's SupportsMambaPrefixCaching: with prefix caching, recurrent layers default to
   // --mamba-cache-mode all (else align).
   bool supports_mamba_prefix_caching = false;
+  // The model type of a separate MTP draft checkpoint whose layers read this model's KV cache
+  // and keep none of their own (Gemma 4: gemma4_assistant); empty: none.
+  std::string mtp_assistant;
   // The engine's Mamba chunk size (ModelConfig.get_mamba_chunk_size), the base of the hybrid
   // block in --mamba-cache-mode all; 2048 for a config with no chunk notion.
   int64_t mamba_chunk_size = 2048;

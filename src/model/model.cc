@@ -594,6 +594,52 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
   return Status::Ok();
 }
 
+// MTP through a separate assistant checkpoint (Gemma 4; the engine's
+// SpeculativeConfig.hf_config_override and Gemma4Proposer): the draft config is the 'model' of
+// model type `model.mtp_assistant`, whose n_predict the engine sets to 1 (so any count runs it in
+// turn); its layers read the target's last KV layer of their kind and keep no cache. A 'model'
+// that is not read here (a Hugging Face id with no profile) is taken as the assistant and says
+// so.
+Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::string& file,
+                           SpeculativeConfig& spec, Builder& b) {
+  if (spec.model.empty()) {
+    return InvalidArgument(fmt::format(
+        "--speculative-config: method 'mtp' needs a 'model' here: config.json '{}' has no MTP "
+        "layers; {} drafts with its assistant checkpoint (model type {}), whose layers read "
+        "the target's KV cache",
+        file, model.architecture, model.mtp_assistant));
+  }
+  Result<internal::LoadedConfig> draft = internal::LoadModelConfig(spec.model);
+  if (draft.ok()) {
+    const nlohmann::json& type = draft->json.is_object() && draft->json.contains("model_type")
+                                     ? draft->json["model_type"]
+                                     : nlohmann::json();
+    if (!type.is_string() || type.get<std::string>() != model.mtp_assistant) {
+      return InvalidArgument(fmt::format(
+          "--speculative-config: draft '{}' has model type {}, not {}: method 'mtp' on {} "
+          "drafts with its assistant checkpoint",
+          draft->file, type.is_string() ? "'" + type.get<std::string>() + "'" : "none",
+          model.mtp_assistant, model.architecture));
+    }
+  } else if (draft.status().code() == StatusCode::kNotFound) {
+    b.Add(Severity::kInfo, "mtp-assistant-unread",
+          fmt::format("--speculative-config 'model' '{}' is not a config kvtopo can read; it is "
+                      "taken as {}'s MTP assistant (model type {}), whose layers read the "
+                      "target's KV cache and keep none of their own",
+                      spec.model, model.architecture, model.mtp_assistant));
+  } else {
+    return draft.status();
+  }
+  if (spec.num_speculative_tokens == 0) {
+    spec.num_speculative_tokens = 1;
+    b.Add(Severity::kInfo, "num-speculative-tokens-default",
+          fmt::format("num_speculative_tokens defaults to 1, the n_predict the engine sets for "
+                      "a {} draft",
+                      model.mtp_assistant));
+  }
+  return Status::Ok();
+}
+
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   KVTOPO_ASSIGN_OR_RETURN(ModelDescription model,
@@ -669,7 +715,13 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Speculative decoding.
   std::optional<SpeculativeConfig> spec = config.speculative;
-  if (spec && spec->method == "mtp") {
+  const bool mtp_assistant = spec && spec->method == "mtp" && !model.mtp_assistant.empty() &&
+                             std::none_of(model.layers.begin(), model.layers.end(),
+                                          [](const RawLayer& l) { return l.mtp; });
+  if (mtp_assistant) {
+    KVTOPO_RETURN_IF_ERROR(ResolveMtpAssistant(model, target.file, *spec, b));
+    b.out.draft_name = spec->model + " (" + model.mtp_assistant + ", reads the target's KV cache)";
+  } else if (spec && spec->method == "mtp") {
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
   const int64_t S = spec ? spec->num_speculative_tokens : 0;
@@ -839,9 +891,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
   }
 
-  // Draft layers.
+  // Draft layers (an MTP assistant keeps none).
   ModelDescription draft;
-  if (spec && spec->HasDraftCache()) {
+  if (spec && spec->HasDraftCache() && !mtp_assistant) {
     const std::string& method = spec->method;
     const internal::SpeculativeMethod& row = *method_row;
     const bool mtp = row.cache == internal::DraftCache::kInModel;

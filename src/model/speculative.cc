@@ -62,10 +62,13 @@ constexpr SpeculativeMethod kMethodTable[] = {
     {.name = "mlp_speculator"},
     {.name = "extract_hidden_states", .async = AsyncScheduling::kDefault},
 };
-constexpr std::array<std::string_view, 13> kMtpAliases = {
-    "deepseek_mtp",   "mimo_mtp",    "glm4_moe_mtp",      "glm4_moe_lite_mtp",   "ernie_mtp",
-    "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "pangu_ultra_moe_mtp", "exaone_moe_mtp",
-    "step3p5_mtp",    "mimo_v2_mtp", "glm_ocr_mtp"};
+// The engine's MTPModelTypes other than "mtp" itself (vllm/config/speculative.py): each is
+// accepted and becomes "mtp".
+constexpr std::array<std::string_view, 16> kMtpAliases = {
+    "deepseek_mtp",        "mimo_mtp",       "glm4_moe_mtp",   "glm4_moe_lite_mtp",
+    "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
+    "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
+    "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
 constexpr std::array<std::string_view, 7> kKeys = {"method",
                                                    "model",
                                                    "num_speculative_tokens",

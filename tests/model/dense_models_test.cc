@@ -3,6 +3,8 @@
 // planned end to end, with the launch flags that change which layers slide.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -1851,6 +1853,67 @@ TEST(DenseModels, MimoIsQwen2WithMtpLayers) {
   EXPECT_EQ(plan->pool.num_blocks, 8856);  // 20 GiB / (37 x 64 KiB)
   mimo.erase("num_key_value_heads");
   EXPECT_EQ(ConfigError(mimo), "config.json 'config.json': field 'num_key_value_heads' is missing");
+}
+
+// Gemma 4's MTP drafts with a separate assistant checkpoint (model type gemma4_assistant) whose
+// layers read the target's KV cache: the plan is the target's, with the draft's lookahead.
+TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
+  const nlohmann::json gemma = nlohmann::json::parse(R"({
+    "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+    "dtype": "bfloat16",
+    "text_config": {"model_type": "gemma4_text", "hidden_size": 5376, "num_hidden_layers": 60,
+                    "num_attention_heads": 32, "num_key_value_heads": 16,
+                    "num_global_key_value_heads": 4, "attention_k_eq_v": true,
+                    "head_dim": 256, "global_head_dim": 512, "sliding_window": 1024,
+                    "max_position_embeddings": 262144}})");
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto assistant = dir / "kvtopo_gemma4_assistant.json";
+  std::ofstream(assistant) << R"({"architectures": ["Gemma4AssistantForCausalLM"],
+                                  "model_type": "gemma4_assistant"})";
+  const auto target = dir / "kvtopo_gemma4_target.json";
+  std::ofstream(target) << gemma.dump();
+  auto with = [&](const std::string& spec) {
+    LaunchConfig c;
+    c.kv_cache_memory_bytes = 20 * kGiB;
+    c.cache.max_model_len = 32768;
+    c.speculative = ParseSpeculativeConfig(spec).value();
+    return PlanWith(gemma, c);
+  };
+  auto plan = with(R"({"method": "gemma4_mtp", "model": ")" + assistant.string() + R"("})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+  EXPECT_EQ(plan->model.num_lookahead_tokens, 1);
+  ASSERT_EQ(plan->groups.size(), 6u);
+  for (const PlannedGroup& g : plan->groups) EXPECT_EQ(g.role, Role::kTarget);
+  EXPECT_EQ(plan->pool.num_blocks, 8192);  // as without a draft
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "num_speculative_tokens defaults to 1, the n_predict the engine sets for a "
+            "gemma4_assistant draft");
+
+  plan = with(R"({"method": "mtp", "model": "google/gemma-4-31B-it-assistant",
+                  "num_speculative_tokens": 3})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.num_lookahead_tokens, 3);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "mtp-assistant-unread");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--speculative-config 'model' 'google/gemma-4-31B-it-assistant' is not a config "
+            "kvtopo can read; it is taken as Gemma4ForConditionalGeneration's MTP assistant "
+            "(model type gemma4_assistant), whose layers read the target's KV cache and keep "
+            "none of their own");
+
+  plan = with(R"({"method": "mtp", "model": ")" + target.string() + R"("})");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config: draft '" + target.string() +
+                "' has model type 'gemma4', not gemma4_assistant: method 'mtp' on "
+                "Gemma4ForConditionalGeneration drafts with its assistant checkpoint");
+  plan = with(R"({"method": "mtp", "num_speculative_tokens": 2})");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config: method 'mtp' needs a 'model' here: config.json 'config.json' "
+            "has no MTP layers; Gemma4ForConditionalGeneration drafts with its assistant "
+            "checkpoint (model type gemma4_assistant), whose layers read the target's KV cache");
 }
 
 }  // namespace kvtopo

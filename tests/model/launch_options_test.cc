@@ -225,9 +225,9 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   // Flags whose effect on the cache kvtopo does not model say so.
   EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
-  for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
-                           "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding",
-                           "--kv-cache-dtype-skip-layers"}) {
+  for (const char* name :
+       {"--spec-method", "--spec-model", "--spec-tokens", "-sc", "--dcp-comm-backend",
+        "--enable-mamba-cache-stochastic-rounding", "--kv-cache-dtype-skip-layers"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");
@@ -332,12 +332,22 @@ TEST(Models, HuggingFaceRepoIdsNameProfiles) {
 }
 
 TEST(Models, PerModelMtpNamesAreMtp) {
-  for (const char* method : {"mtp", "qwen3_next_mtp", "deepseek_mtp", "glm4_moe_mtp"}) {
+  for (const char* method : {"mtp", "qwen3_next_mtp", "deepseek_mtp", "glm4_moe_mtp",
+                             "nemotron_h_mtp", "exaone4_5_mtp", "hy_v3_mtp", "gemma4_mtp"}) {
     auto spec = ParseSpeculativeConfig(std::string(R"({"method":")") + method +
                                        R"(","num_speculative_tokens":2})");
     ASSERT_TRUE(spec.ok()) << method;
     EXPECT_EQ(spec->method, "mtp") << method;
   }
+  // Not one of the engine's MTP model types: its method check refuses it.
+  auto refused = ParseSpeculativeConfig(R"({"method":"mimo_v2_mtp","num_speculative_tokens":2})");
+  EXPECT_EQ(refused.status().message(),
+            "--speculative-config: 'method' 'mimo_v2_mtp' is not accepted; accepted: eagle, "
+            "eagle3, mtp, dspark, dflash, draft_model, ngram, ngram_gpu, suffix, medusa, "
+            "mlp_speculator, extract_hidden_states, and the per-model MTP names deepseek_mtp, "
+            "mimo_mtp, glm4_moe_mtp, glm4_moe_lite_mtp, glm_ocr_mtp, ernie_mtp, nemotron_h_mtp, "
+            "exaone_moe_mtp, exaone4_5_mtp, qwen3_next_mtp, qwen3_5_mtp, longcat_flash_mtp, "
+            "pangu_ultra_moe_mtp, step3p5_mtp, hy_v3_mtp, gemma4_mtp");
   // Qwen3-Next's MTP module: one full-attention layer after the 48 trunk layers.
   LaunchConfig c;
   c.model = "qwen3-next-80b";
