@@ -159,9 +159,10 @@ struct LaunchConfig {
 };
 
 struct ModelCacheSpecs {
-  std::string model_name;               // profile name or the config path
-  std::string architecture;             // e.g. "KimiK3ForCausalLM"
-  std::string draft_name;               // empty without a draft cache
+  std::string model_name;    // profile name or the config path
+  std::string architecture;  // e.g. "KimiK3ForCausalLM"
+  // Empty without a draft; an MTP assistant, which keeps no cache of its own, is named.
+  std::string draft_name;
   int64_t max_model_len = 0;            // resolved L
   int64_t num_speculative_tokens = 0;   // S
   int64_t num_lookahead_tokens = 0;     // research/vllm_kv_cache.md §5.8

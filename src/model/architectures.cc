@@ -1433,6 +1433,19 @@ Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
   } else {
     for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % 6 != 0);
   }
+  // Gemma4TextConfig forces the last layer to full attention, with a warning.
+  if (sliding.back()) {
+    m.config_warnings.emplace_back(
+        "config-layer-type-changed",
+        fmt::format("config.json '{}': {} the last layer ({}) sliding_attention; the config "
+                    "class forces it to full_attention (and warns), which the engine runs",
+                    r.file(),
+                    r.Has("layer_types")
+                        ? fmt::format("{} names", r.Path("layer_types"))
+                        : std::string("the config class's default pattern (a full layer in six) "
+                                      "makes"),
+                    n - 1));
+  }
   sliding.back() = false;
   KVTOPO_ASSIGN_OR_RETURN(const int64_t shared,
                           r.IntInOr("num_kv_shared_layers", 0, 0, kMaxLayers));

@@ -101,6 +101,9 @@ struct ModelDescription {
   // The engine's SupportsMambaPrefixCaching: with prefix caching, recurrent layers default to
   // --mamba-cache-mode all (else align).
   bool supports_mamba_prefix_caching = false;
+  // Warnings the config class logs when it changes what the config states, as (code, message):
+  // the engine runs the changed value.
+  std::vector<std::pair<std::string, std::string>> config_warnings;
   // The model type of a separate MTP draft checkpoint whose layers read this model's KV cache
   // and keep none of their own (Gemma 4: gemma4_assistant); empty: none.
   std::string mtp_assistant;

@@ -656,6 +656,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const int64_t N = p.decode_context_parallel_size;
 
   Builder b{config, {}, {}, {}};
+  for (const auto& [code, message] : model.config_warnings) {
+    b.Add(Severity::kWarning, code, message);
+  }
   b.out.model_name = target.name;
   b.out.architecture = model.architecture;
   b.out.mamba_chunk_size = model.mamba_chunk_size;

@@ -1308,6 +1308,24 @@ TEST(DenseModels, Gemma4SharedKvLayersReadTheLastOfTheirType) {
   ASSERT_EQ(plan->groups.size(), 4u);  // groups of one layer
   EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
   EXPECT_EQ(plan->groups[3].layers, Layers({3}));
+  ASSERT_FALSE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(plan->diagnostics[0].code, "config-layer-type-changed");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "config.json 'config.json': layer_types names the last layer (3) sliding_attention; "
+            "the config class forces it to full_attention (and warns), which the engine runs");
+  // Without layer_types, the derived pattern (a full layer in six) ends in a sliding layer for
+  // 4 layers too.
+  nlohmann::json derived = small;
+  derived.erase("layer_types");
+  plan = PlanConfig(derived, 1, 1, 1 * kGiB, 4096);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  ASSERT_FALSE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "config.json 'config.json': the config class's default pattern (a full layer in six) "
+            "makes the last layer (3) sliding_attention; the config class forces it to "
+            "full_attention (and warns), which the engine runs");
   // A shared full layer with no full layer before the shared ones: the engine's lookup fails.
   small["num_kv_shared_layers"] = 1;
   EXPECT_EQ(ConfigError(small),
