@@ -1263,49 +1263,6 @@ Status ReadDenseAs(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, kFamily, m);
 }
 
-// LLaVA (LlavaForConditionalGeneration): the language model is the registered model of
-// text_config's model_type (LlavaConfig's default: llama), built from the text config class,
-// whose defaults fill what text_config leaves out (llava-1.5 states little more than its
-// positions). kvtopo plans the llama and mistral language models.
-struct LlavaTextModel {
-  const char* model_type;
-  const DenseFamily* family;
-  // The text config class's defaults (LlamaConfig, MistralConfig); 0: none to fill.
-  int64_t hidden_size;
-  int64_t num_hidden_layers;
-  int64_t num_attention_heads;
-  int64_t num_key_value_heads;
-  int64_t max_position_embeddings;
-};
-constexpr std::array<LlavaTextModel, 2> kLlavaTextModels = {{
-    {"llama", &kLlama, 4096, 32, 32, 0, 2048},
-    {"mistral", &kMistral, 4096, 32, 32, 8, 131072},
-}};
-
-Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", "llama"));
-  const auto* text = std::find_if(kLlavaTextModels.begin(), kLlavaTextModels.end(),
-                                  [&](const LlavaTextModel& t) { return type == t.model_type; });
-  if (text == kLlavaTextModels.end()) {
-    return r.Invalid("model_type",
-                     fmt::format("is '{}': kvtopo plans LLaVA language models of model type "
-                                 "llama or mistral",
-                                 type));
-  }
-  nlohmann::json filled = r.json();
-  const std::array<std::pair<const char*, int64_t>, 5> defaults = {{
-      {"hidden_size", text->hidden_size},
-      {"num_hidden_layers", text->num_hidden_layers},
-      {"num_attention_heads", text->num_attention_heads},
-      {"num_key_value_heads", text->num_key_value_heads},
-      {"max_position_embeddings", text->max_position_embeddings},
-  }};
-  for (const auto& [key, value] : defaults) {
-    if (value > 0 && !filled.contains(key)) filled[key] = value;
-  }
-  return ReadDense(ConfigReader(filled, r.file(), "text_config"), *text->family, m);
-}
-
 // Gemma 2, Gemma 3, Gemma 3n and Cohere 2: sliding and full K/V attention layers interleaved, per
 // `layer_types` (the engine reads config.layer_types). Configs written before Transformers
 // stored that list get the one its config class derives: a layer slides unless its index + 1 is
@@ -1378,6 +1335,65 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
 template <const InterleavedFamily& kFamily>
 Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
   return ReadInterleaved(r, kFamily, m);
+}
+
+// Multimodal models whose language model is picked by text_config's model_type and built from
+// that type's config class, whose defaults fill what text_config leaves out (llava-1.5 states
+// little more than its positions): LLaVA (llama, the LlavaConfig default, or mistral; llava.py
+// builds the text config's registered model) and PaliGemma (gemma, the PaliGemmaConfig default,
+// or gemma2; paligemma.py builds GemmaForCausalLM or Gemma2ForCausalLM).
+struct TypedTextModel {
+  const char* model_type;
+  Status (*read)(const ConfigReader&, ModelDescription&);
+  // The text config class's defaults (LlamaConfig, MistralConfig, GemmaConfig, Gemma2Config)
+  // for the fields its reader requires; 0: none to fill.
+  int64_t hidden_size;
+  int64_t num_hidden_layers;
+  int64_t num_attention_heads;
+  int64_t num_key_value_heads;
+  int64_t max_position_embeddings;
+};
+constexpr std::array<TypedTextModel, 2> kLlavaTextModels = {{
+    {"llama", ReadDenseAs<kLlama>, 4096, 32, 32, 0, 2048},
+    {"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8, 131072},
+}};
+constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
+    {"gemma", ReadDenseAs<kGemma>, 3072, 28, 16, 0, 0},
+    {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
+}};
+
+// `models[0]` is the wrapper's default model type; `wrapper` names it in messages.
+template <size_t N>
+Status ReadTypedTextModel(const ConfigReader& r, const std::array<TypedTextModel, N>& models,
+                          const char* wrapper, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", models[0].model_type));
+  const auto* text = std::find_if(models.begin(), models.end(),
+                                  [&](const TypedTextModel& t) { return type == t.model_type; });
+  if (text == models.end()) {
+    std::vector<std::string> types;
+    for (const TypedTextModel& t : models) types.emplace_back(t.model_type);
+    return r.Invalid("model_type",
+                     fmt::format("is '{}': kvtopo plans {} language models of model type {}", type,
+                                 wrapper, fmt::join(types, " or ")));
+  }
+  nlohmann::json filled = r.json();
+  const std::array<std::pair<const char*, int64_t>, 5> defaults = {{
+      {"hidden_size", text->hidden_size},
+      {"num_hidden_layers", text->num_hidden_layers},
+      {"num_attention_heads", text->num_attention_heads},
+      {"num_key_value_heads", text->num_key_value_heads},
+      {"max_position_embeddings", text->max_position_embeddings},
+  }};
+  for (const auto& [key, value] : defaults) {
+    if (value > 0 && !filled.contains(key)) filled[key] = value;
+  }
+  return text->read(ConfigReader(filled, r.file(), "text_config"), m);
+}
+Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kLlavaTextModels, "LLaVA", m);
+}
+Status ReadPaliGemma(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kPaliGemmaTextModels, "PaliGemma", m);
 }
 
 // Gemma 4 (Gemma4ForCausalLM, and Gemma4ForConditionalGeneration with the text model in
@@ -1647,6 +1663,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
       {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<kMistral>},
       {"LlavaForConditionalGeneration", TextModel::kNested, ReadLlava},
+      {"PaliGemmaForConditionalGeneration", TextModel::kNested, ReadPaliGemma},
       {"InternVLChatModel", TextModel::kLanguageModel, nullptr},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},

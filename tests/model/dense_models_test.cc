@@ -1803,6 +1803,50 @@ TEST(DenseModels, LlavaPlansItsTextModelWithTheTextClassDefaults) {
             "LLaVA language models of model type llama or mistral");
 }
 
+// PaliGemma: a Gemma text model (GemmaConfig's defaults fill the rest: head_dim 256, 8192
+// positions), or a Gemma 2 one (sliding and full layers by Gemma2Config's pattern).
+TEST(DenseModels, PaliGemmaPlansItsGemmaTextModel) {
+  nlohmann::json pali = nlohmann::json::parse(R"({
+    "architectures": ["PaliGemmaForConditionalGeneration"], "model_type": "paligemma",
+    "torch_dtype": "bfloat16", "vision_config": {"model_type": "siglip_vision_model"},
+    "text_config": {"hidden_size": 2048, "intermediate_size": 16384, "model_type": "gemma",
+                    "num_attention_heads": 8, "num_hidden_layers": 18,
+                    "num_key_value_heads": 1, "vocab_size": 257216}})");
+  auto plan = PlanConfig(pali, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 8192);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 256);  // not 2048 / 8
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16384);
+  EXPECT_EQ(plan->pool.num_blocks, 72817);  // 20 GiB / (18 x 16 KiB)
+
+  pali["text_config"] = nlohmann::json::parse(R"({
+    "model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4})");
+  plan = PlanConfig(pali, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 8192);
+  int64_t sliding = 0;
+  int64_t full = 0;
+  for (const PlannedGroup& g : plan->groups) {
+    (g.geometry.kind() == CacheKind::kSlidingWindow ? sliding : full) +=
+        static_cast<int64_t>(g.layers.size());
+  }
+  EXPECT_EQ(sliding, 13);  // the even layers
+  EXPECT_EQ(full, 13);
+  pali["text_config"].erase("num_key_value_heads");  // Gemma2Config's 4
+  auto same = PlanConfig(pali, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(same->pool.num_blocks, plan->pool.num_blocks);
+
+  pali["text_config"]["model_type"] = "llama";
+  EXPECT_EQ(ConfigError(pali),
+            "config.json 'config.json': field 'text_config.model_type' is 'llama': kvtopo plans "
+            "PaliGemma language models of model type gemma or gemma2");
+}
+
 // InternVL's language model is the registered model its llm_config names (the engine remaps
 // llm_config to text_config and builds llm_config.architectures[0] over it).
 TEST(DenseModels, InternVlPlansTheLanguageModelItsLlmConfigNames) {
