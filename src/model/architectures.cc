@@ -1051,7 +1051,8 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4,
 // GLM-4.5 MoE, GLM-4.1V and GLM-4.5V, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4, Gemma,
-// Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS):
+// Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS,
+// MiMo, MiniCPM, HunYuan):
 // one K/V attention cache per layer, read as each family's model file and config class read it
 // (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
@@ -1064,8 +1065,9 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 //   pattern when it derives one); otherwise the window, if any, applies to every layer. Qwen
 //   configs window only with `use_sliding_window`; Cohere's first generation never slides; the
 //   families whose layers never read `layer_types` (Mixtral, MiniMax-M2, GLM, Gemma, Granite,
-//   StarCoder2, DeepSeek, InternLM2, ERNIE 4.5 MoE, Seed-OSS) refuse a mix. Seed-OSS refuses a
-//   window with a `max_window_layers` short of the layer count, as its model file asserts.
+//   StarCoder2, DeepSeek, InternLM2, ERNIE 4.5 MoE, Seed-OSS, MiniCPM, HunYuan) refuse a mix.
+//   Seed-OSS refuses a window with a `max_window_layers` short of the layer count, as its model
+//   file asserts.
 // - MTP (GLM-4.5 MoE, ERNIE 4.5 MoE, MiMo): `num_nextn_predict_layers` decoder layers after the
 //   trunk, K/V attention like the trunk's.
 enum class DenseWindows { kLayerTypes, kUniform, kQwen, kNone };
@@ -1167,6 +1169,15 @@ constexpr DenseFamily kErnie45Moe{.name = "ERNIE 4.5 MoE",
                                   .absent_kv_heads = 4,
                                   .windows = DenseWindows::kUniform,
                                   .mtp = true};
+// MiniCPM (minicpm.py): hidden_size / heads, no per-layer window; a config class that comes with
+// the checkpoint. HunYuan (hunyuan_v1.py): multi-head without num_key_value_heads and 2048
+// positions (HunYuanDenseV1Config, HunYuanMoEV1Config); ReadHunYuan picks the head size.
+constexpr DenseFamily kMiniCpm{
+    .name = "MiniCPM", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+constexpr DenseFamily kHunYuan{.name = "HunYuan",
+                               .default_positions = 2048,
+                               .absent_kv_heads = kMultiHead,
+                               .windows = DenseWindows::kUniform};
 constexpr DenseFamily kSeedOss{.name = "Seed-OSS",
                                .default_positions = 524288,
                                .absent_kv_heads = 8,
@@ -1337,6 +1348,30 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
   return ReadInterleaved(r, kFamily, m);
 }
 
+// HunYuan: the head size is head_dim when it is set and not 0, else attention_head_dim, else
+// hidden_size / heads (HunYuanAttention). With use_cla, layers attend over an earlier layer's KV
+// (cross-layer attention, every cla_share_factor-th layer keeping its own): not planned.
+Status ReadHunYuan(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const bool cla, r.BoolOr("use_cla", false));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t factor, r.IntInOr("cla_share_factor", 1, 1, kMaxLayers));
+  if (cla && factor > 1) {
+    return r.Invalid("use_cla",
+                     fmt::format("is true with cla_share_factor {}: layers that attend over an "
+                                 "earlier layer's KV (cross-layer attention); kvtopo does not "
+                                 "plan them",
+                                 factor));
+  }
+  const nlohmann::json& j = r.json();
+  const bool head_dim_set =
+      j.contains("head_dim") && !j["head_dim"].is_null() && j["head_dim"] != 0;
+  nlohmann::json filled = j;
+  if (!head_dim_set) {
+    filled.erase("head_dim");
+    if (r.Has("attention_head_dim")) filled["head_dim"] = j["attention_head_dim"];
+  }
+  return ReadDense(r.Over(filled), kHunYuan, m);
+}
+
 // Multimodal models whose language model is picked by text_config's model_type and built from
 // that type's config class, whose defaults fill what text_config leaves out (llava-1.5 states
 // little more than its positions): LLaVA (llama, the LlavaConfig default, or mistral; llava.py
@@ -1387,7 +1422,7 @@ Status ReadTypedTextModel(const ConfigReader& r, const std::array<TypedTextModel
   for (const auto& [key, value] : defaults) {
     if (value > 0 && !filled.contains(key)) filled[key] = value;
   }
-  return text->read(ConfigReader(filled, r.file(), "text_config"), m);
+  return text->read(r.Over(filled), m);
 }
 Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kLlavaTextModels, "LLaVA", m);
@@ -1682,6 +1717,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Ernie4_5ForCausalLM", TextModel::kRoot, ReadDenseAs<kErnie45>},
       {"Ernie4_5_MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kErnie45Moe>},
       {"SeedOssForCausalLM", TextModel::kRoot, ReadDenseAs<kSeedOss>},
+      {"MiniCPMForCausalLM", TextModel::kRoot, ReadDenseAs<kMiniCpm>},
+      {"HunYuanDenseV1ForCausalLM", TextModel::kRoot, ReadHunYuan},
+      {"HunYuanMoEV1ForCausalLM", TextModel::kRoot, ReadHunYuan},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},

@@ -39,6 +39,8 @@ class ConfigReader {
 
   const nlohmann::json& json() const { return *obj_; }
   const std::string& file() const { return file_; }
+  // A reader of `obj` (e.g. this object with fields filled in) named as this one.
+  ConfigReader Over(const nlohmann::json& obj) const { return ConfigReader(obj, file_, prefix_); }
   std::string Path(std::string_view key) const;
   Status Missing(std::string_view key) const;
   Status IllTyped(std::string_view key, std::string_view expected) const;

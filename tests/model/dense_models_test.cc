@@ -1803,6 +1803,56 @@ TEST(DenseModels, LlavaPlansItsTextModelWithTheTextClassDefaults) {
             "LLaVA language models of model type llama or mistral");
 }
 
+// MiniCPM: hidden_size / heads and the KV heads its (checkpoint-supplied) config states. HunYuan:
+// head_dim when set and not 0, else attention_head_dim, else hidden_size / heads; cross-layer
+// attention is refused.
+TEST(DenseModels, MiniCpmAndHunYuan) {
+  nlohmann::json minicpm = nlohmann::json::parse(R"({
+    "architectures": ["MiniCPMForCausalLM"], "model_type": "minicpm", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 2, "max_position_embeddings": 32768})");
+  auto plan = PlanConfig(minicpm, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16384);
+  EXPECT_EQ(plan->pool.num_blocks, 40960);  // 20 GiB / (32 x 16 KiB)
+  minicpm.erase("num_key_value_heads");
+  EXPECT_EQ(ConfigError(minicpm),
+            "config.json 'config.json': field 'num_key_value_heads' is missing");
+
+  nlohmann::json hunyuan = nlohmann::json::parse(R"({
+    "architectures": ["HunYuanDenseV1ForCausalLM"], "model_type": "hunyuan_v1_dense",
+    "torch_dtype": "bfloat16", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "attention_head_dim": 128, "max_position_embeddings": 262144, "use_cla": false,
+    "cla_share_factor": 2})");
+  plan = PlanConfig(hunyuan, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  EXPECT_EQ(plan->pool.num_blocks, 10240);  // 20 GiB / (32 x 64 KiB)
+  hunyuan["head_dim"] = nullptr;
+  hunyuan["attention_head_dim"] = 96;
+  plan = PlanConfig(hunyuan, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 96);
+  hunyuan["head_dim"] = 0;
+  hunyuan.erase("attention_head_dim");
+  hunyuan.erase("num_key_value_heads");
+  hunyuan.erase("max_position_embeddings");
+  hunyuan["architectures"] = {"HunYuanMoEV1ForCausalLM"};
+  plan = PlanConfig(hunyuan, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 4096 / 32
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  hunyuan["use_cla"] = true;
+  EXPECT_EQ(ConfigError(hunyuan),
+            "config.json 'config.json': field 'use_cla' is true with cla_share_factor 2: layers "
+            "that attend over an earlier layer's KV (cross-layer attention); kvtopo does not plan "
+            "them");
+}
+
 // PaliGemma: a Gemma text model (GemmaConfig's defaults fill the rest: head_dim 256, 8192
 // positions), or a Gemma 2 one (sliding and full layers by Gemma2Config's pattern).
 TEST(DenseModels, PaliGemmaPlansItsGemmaTextModel) {
