@@ -1886,10 +1886,13 @@ TEST(DenseModels, PaliGemmaPlansItsGemmaTextModel) {
   }
   EXPECT_EQ(sliding, 13);  // the even layers
   EXPECT_EQ(full, 13);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 65536);  // 16 x 2 x 4 x 256 x 2 B
+  EXPECT_EQ(plan->pool.num_blocks, 25206);           // 20 GiB / (13 x 64 KiB): two groups of 13
   pali["text_config"].erase("num_key_value_heads");  // Gemma2Config's 4
-  auto same = PlanConfig(pali, 1, 1, 20 * kGiB);
-  ASSERT_TRUE(same.ok()) << same.status().ToString();
-  EXPECT_EQ(same->pool.num_blocks, plan->pool.num_blocks);
+  plan = PlanConfig(pali, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 4);
+  EXPECT_EQ(plan->pool.num_blocks, 25206);
 
   pali["text_config"]["model_type"] = "llama";
   EXPECT_EQ(ConfigError(pali),
