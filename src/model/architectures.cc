@@ -1361,14 +1361,11 @@ Status ReadHunYuan(const ConfigReader& r, ModelDescription& m) {
                                  "plan them",
                                  factor));
   }
-  const nlohmann::json& j = r.json();
-  const bool head_dim_set =
-      j.contains("head_dim") && !j["head_dim"].is_null() && j["head_dim"] != 0;
-  nlohmann::json filled = j;
-  if (!head_dim_set) {
-    filled.erase("head_dim");
-    if (r.Has("attention_head_dim")) filled["head_dim"] = j["attention_head_dim"];
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head_dim, r.IntOr("head_dim", 0));
+  if (head_dim != 0) return ReadDense(r, kHunYuan, m);
+  nlohmann::json filled = r.json();
+  filled.erase("head_dim");
+  if (r.Has("attention_head_dim")) filled["head_dim"] = r.json()["attention_head_dim"];
   return ReadDense(r.Over(filled), kHunYuan, m);
 }
 

@@ -18,6 +18,7 @@
 #include "kvtopo/launch_options.h"
 #include "model/architectures.h"
 #include "model/backend_knob.h"
+#include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/speculative_method.h"
 
@@ -611,15 +612,15 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
   }
   Result<internal::LoadedConfig> draft = internal::LoadModelConfig(spec.model);
   if (draft.ok()) {
-    const nlohmann::json& type = draft->json.is_object() && draft->json.contains("model_type")
-                                     ? draft->json["model_type"]
-                                     : nlohmann::json();
-    if (!type.is_string() || type.get<std::string>() != model.mtp_assistant) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        const std::string type,
+        internal::ConfigReader(draft->json, draft->file).StringOr("model_type", ""));
+    if (type != model.mtp_assistant) {
       return InvalidArgument(fmt::format(
           "--speculative-config: draft '{}' has model type {}, not {}: method 'mtp' on {} "
           "drafts with its assistant checkpoint",
-          draft->file, type.is_string() ? "'" + type.get<std::string>() + "'" : "none",
-          model.mtp_assistant, model.architecture));
+          draft->file, type.empty() ? "none" : "'" + type + "'", model.mtp_assistant,
+          model.architecture));
     }
   } else if (draft.status().code() == StatusCode::kNotFound) {
     b.Add(Severity::kInfo, "mtp-assistant-unread",
