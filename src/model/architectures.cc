@@ -1052,11 +1052,11 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4,
 // GLM-4.5 MoE, GLM-4.1V and GLM-4.5V, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4, Gemma,
 // Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS,
-// MiMo, MiniCPM, HunYuan):
+// MiMo, MiniCPM, HunYuan, OLMoE, Phi, Phi-3.5-MoE, Apertus, Arcee, AFMoE, Ministral 3):
 // one K/V attention cache per layer, read as each family's model file and config class read it
 // (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
-//   class's default for others, else an error.
+//   class's default for others, else an error. Phi's layers are always multi-head.
 // - Head size `head_dim` (or the class's default when absent, and hidden_size /
 //   num_attention_heads when null, as those classes derive it), else hidden_size /
 //   num_attention_heads; some families always take the latter, and some require `head_dim`.
@@ -1065,9 +1065,9 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 //   pattern when it derives one); otherwise the window, if any, applies to every layer. Qwen
 //   configs window only with `use_sliding_window`; Cohere's first generation never slides; the
 //   families whose layers never read `layer_types` (Mixtral, MiniMax-M2, GLM, Gemma, Granite,
-//   StarCoder2, DeepSeek, InternLM2, ERNIE 4.5 MoE, Seed-OSS, MiniCPM, HunYuan) refuse a mix.
-//   Seed-OSS refuses a window with a `max_window_layers` short of the layer count, as its model
-//   file asserts.
+//   StarCoder2, DeepSeek, InternLM2, ERNIE 4.5 MoE, Seed-OSS, MiniCPM, HunYuan, OLMoE, Phi,
+//   Phi-3.5-MoE) refuse a mix. Seed-OSS refuses a window with a `max_window_layers` short of the
+//   layer count, as its model file asserts; AFMoE needs `layer_types`, which its model indexes.
 // - MTP (GLM-4.5 MoE, ERNIE 4.5 MoE, MiMo): `num_nextn_predict_layers` decoder layers after the
 //   trunk, K/V attention like the trunk's.
 enum class DenseWindows { kLayerTypes, kUniform, kQwen, kNone };
@@ -1076,6 +1076,7 @@ struct DenseFamily {
   const char* name;                     // for messages
   int64_t default_positions = 0;        // max_position_embeddings when absent; 0: required
   int64_t absent_kv_heads = kRequired;  // num_key_value_heads when absent (ReadKvHeads)
+  bool reads_kv_heads = true;           // false: always multi-head, num_key_value_heads not read
   bool reads_head_dim = true;           // false: always hidden_size / num_attention_heads
   // head_dim when absent (null: hidden_size / num_attention_heads); 0: hidden_size /
   // num_attention_heads; kRequired: head_dim must be stated.
@@ -1085,6 +1086,7 @@ struct DenseFamily {
   int64_t default_pattern = 0;  // without layer_types (and with a window): a full layer every N
   bool reads_pattern = false;   // sliding_window_pattern (an integer) overrides it
   bool window_on_all_layers = false;  // a window needs max_window_layers (if stated) = layers
+  bool requires_layer_types = false;  // the model file indexes layer_types: it must be stated
   bool mtp = false;                   // num_nextn_predict_layers MTP layers after the trunk
 };
 // Llama (and Phi-3) and Cohere: MHA without num_key_value_heads (LlamaConfig, CohereConfig).
@@ -1184,6 +1186,45 @@ constexpr DenseFamily kSeedOss{.name = "Seed-OSS",
                                .absent_head_dim = 128,
                                .windows = DenseWindows::kUniform,
                                .window_on_all_layers = true};
+// OLMoE (olmoe.py): hidden_size / heads, no per-layer window; OlmoeConfig: multi-head, 4096
+// positions. Phi-3.5-MoE (phimoe.py): head_dim, else hidden_size / heads, no per-layer window;
+// PhimoeConfig: 8 KV heads, 131072 positions. Phi (phi.py): every layer multi-head and
+// hidden_size / heads whatever the config states; PhiConfig: 2048 positions.
+constexpr DenseFamily kOlmoe{.name = "OLMoE",
+                             .default_positions = 4096,
+                             .absent_kv_heads = kMultiHead,
+                             .reads_head_dim = false,
+                             .windows = DenseWindows::kUniform};
+constexpr DenseFamily kPhiMoe{.name = "PhiMoE",
+                              .default_positions = 131072,
+                              .absent_kv_heads = 8,
+                              .windows = DenseWindows::kUniform};
+constexpr DenseFamily kPhi{.name = "Phi",
+                           .default_positions = 2048,
+                           .reads_kv_heads = false,
+                           .reads_head_dim = false,
+                           .windows = DenseWindows::kUniform};
+// Apertus (apertus.py) and Arcee (arcee.py, the engine's Llama attention): sliding layers per
+// layer_types; ApertusConfig: multi-head, 65536 positions; ArceeConfig: multi-head, 4096.
+constexpr DenseFamily kApertus{
+    .name = "Apertus", .default_positions = 65536, .absent_kv_heads = kMultiHead};
+constexpr DenseFamily kArcee{
+    .name = "Arcee", .default_positions = 4096, .absent_kv_heads = kMultiHead};
+// AFMoE (afmoe.py, the fork's AfmoeConfig): layer_types indexed per layer (a config without it
+// fails to build), window 2048, head_dim 128, multi-head, 131072 positions.
+constexpr DenseFamily kAfmoe{.name = "AFMoE",
+                             .default_positions = 131072,
+                             .absent_kv_heads = kMultiHead,
+                             .absent_head_dim = 128,
+                             .absent_window = 2048,
+                             .requires_layer_types = true};
+// Ministral 3 (Ministral3ForCausalLM, and Mistral 3's text model of model type ministral3: the
+// engine's Mistral model over Ministral3Config): head_dim 128, 8 KV heads, 262144 positions, no
+// window by default.
+constexpr DenseFamily kMinistral3{.name = "Ministral 3",
+                                  .default_positions = 262144,
+                                  .absent_kv_heads = 8,
+                                  .absent_head_dim = 128};
 
 Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const DenseFamily& f,
                                               int64_t n, ModelDescription& m) {
@@ -1205,6 +1246,11 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
   std::vector<bool> sliding;
   if (r.Has("layer_types")) {
     KVTOPO_ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n));
+  } else if (f.requires_layer_types) {
+    return r.Invalid("layer_types",
+                     fmt::format("is not set: the engine's {} model reads each layer's kind from "
+                                 "it and does not build without it",
+                                 f.name));
   } else if (f.default_pattern > 0 && window > 0) {
     int64_t pattern = f.default_pattern;
     if (f.reads_pattern && r.Has("sliding_window_pattern")) {
@@ -1241,7 +1287,11 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
 Status ReadDense(const ConfigReader& r, const DenseFamily& f, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.absent_kv_heads, m));
+  if (f.reads_kv_heads) {
+    KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.absent_kv_heads, m));
+  } else {
+    m.num_kv_heads_total = m.num_attention_heads;
+  }
   int64_t head = 0;
   if (f.absent_head_dim == kRequired) {
     KVTOPO_ASSIGN_OR_RETURN(head, Positive(r, "head_dim"));
@@ -1389,6 +1439,12 @@ constexpr std::array<TypedTextModel, 2> kLlavaTextModels = {{
     {"llama", ReadDenseAs<kLlama>, 4096, 32, 32, 0, 2048},
     {"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8, 131072},
 }};
+// Mistral 3 (mistral3.py): Mistral (Mistral3Config's default type) or Ministral 3, both the
+// engine's Mistral model.
+constexpr std::array<TypedTextModel, 2> kMistral3TextModels = {{
+    {"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8, 131072},
+    {"ministral3", ReadDenseAs<kMinistral3>, 4096, 34, 32, 8, 262144},
+}};
 constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma", ReadDenseAs<kGemma>, 3072, 28, 16, 0, 0},
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
@@ -1426,6 +1482,31 @@ Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
 }
 Status ReadPaliGemma(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kPaliGemmaTextModels, "PaliGemma", m);
+}
+Status ReadMistral3(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kMistral3TextModels, "Mistral 3", m);
+}
+
+// MiniCPM3 (minicpm3.py): MLA projections, but each layer caches full keys and values per query
+// head: num_attention_heads heads (num_key_value_heads is not read) of qk_nope_head_dim +
+// qk_rope_head_dim, values padded to that width. No per-layer window. Its config class comes
+// with the checkpoint, so every field is required.
+constexpr DenseFamily kMiniCpm3{.name = "MiniCPM3", .windows = DenseWindows::kUniform};
+Status ReadMiniCpm3(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t nope, r.IntIn("qk_nope_head_dim", 0, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t rope, r.IntIn("qk_rope_head_dim", 0, kMaxModelDim));
+  if (nope + rope == 0) {
+    return r.Invalid("qk_rope_head_dim",
+                     "and qk_nope_head_dim are both 0: the cached head would have no width");
+  }
+  m.num_kv_heads_total = m.num_attention_heads;
+  KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> windows, ReadDenseWindows(r, kMiniCpm3, n, m));
+  for (int64_t i = 0; i < n; ++i) {
+    m.layers.push_back(KvAttentionLayer(i, m, nope + rope, windows[static_cast<size_t>(i)]));
+  }
+  return Status::Ok();
 }
 
 // Gemma 4 (Gemma4ForCausalLM, and Gemma4ForConditionalGeneration with the text model in
@@ -1625,6 +1706,11 @@ Status ReadMla(const ConfigReader& r, ModelDescription& m) {
 Status ReadMlaWithIndexer(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/true, /*with_mtp=*/true, m);
 }
+// GLM-4.7-Flash (glm4_moe_lite.py): DeepSeek's MLA and MTP layers, with the sparse indexer when
+// the config states index_topk.
+Status ReadGlm4MoeLite(const ConfigReader& r, ModelDescription& m) {
+  return ReadDeepseekMla(r, /*with_indexer=*/r.Has("index_topk"), /*with_mtp=*/true, m);
+}
 Status ReadMlaDraft(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
 }
@@ -1654,6 +1740,7 @@ const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
       {"DeepseekV2ForCausalLM", TextModel::kRoot, ReadMla},
       {"DeepseekV3ForCausalLM", TextModel::kRoot, ReadMla},
+      {"Glm4MoeLiteForCausalLM", TextModel::kRoot, ReadGlm4MoeLite},
       {"KimiK25ForConditionalGeneration", TextModel::kNested, ReadMla},
       {"DeepseekV32ForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
       {"GlmMoeDsaForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
@@ -1693,7 +1780,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen2_5_VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},
       {"Qwen3VLForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
       {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
-      {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadDenseAs<kMistral>},
+      {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadMistral3},
+      {"Ministral3ForCausalLM", TextModel::kRoot, ReadDenseAs<kMinistral3>},
       {"LlavaForConditionalGeneration", TextModel::kNested, ReadLlava},
       {"PaliGemmaForConditionalGeneration", TextModel::kNested, ReadPaliGemma},
       {"InternVLChatModel", TextModel::kLanguageModel, nullptr},
@@ -1717,6 +1805,13 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiniCPMForCausalLM", TextModel::kRoot, ReadDenseAs<kMiniCpm>},
       {"HunYuanDenseV1ForCausalLM", TextModel::kRoot, ReadHunYuan},
       {"HunYuanMoEV1ForCausalLM", TextModel::kRoot, ReadHunYuan},
+      {"OlmoeForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmoe>},
+      {"PhiMoEForCausalLM", TextModel::kRoot, ReadDenseAs<kPhiMoe>},
+      {"PhiForCausalLM", TextModel::kRoot, ReadDenseAs<kPhi>},
+      {"ApertusForCausalLM", TextModel::kRoot, ReadDenseAs<kApertus>},
+      {"ArceeForCausalLM", TextModel::kRoot, ReadDenseAs<kArcee>},
+      {"AfmoeForCausalLM", TextModel::kRoot, ReadDenseAs<kAfmoe>},
+      {"MiniCPM3ForCausalLM", TextModel::kRoot, ReadMiniCpm3},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},

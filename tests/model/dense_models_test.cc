@@ -2031,4 +2031,204 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
             "checkpoint (model type gemma4_assistant), whose layers read the target's KV cache");
 }
 
+namespace {
+// A config of the corpus (fuzz/corpus/config_plan), each shaped as the named checkpoint's.
+nlohmann::json CorpusConfig(const std::string& name) {
+  std::ifstream in(std::filesystem::path(KVTOPO_SOURCE_DIR) / "fuzz/corpus/config_plan" /
+                   (name + ".json"));
+  return nlohmann::json::parse(in);
+}
+}  // namespace
+
+// OLMoE: hidden_size / heads whatever head_dim says, multi-head and 4096 positions by default
+// (OlmoeConfig). Phi: every layer multi-head whatever num_key_value_heads says. Phi-3.5-MoE: the
+// config's window on every layer (its model file passes none per layer), 8 KV heads by default.
+TEST(DenseModels, OlmoePhiAndPhiMoeHeads) {
+  nlohmann::json olmoe = CorpusConfig("olmoe-1b-7b");
+  olmoe["head_dim"] = 64;
+  olmoe.erase("num_key_value_heads");
+  olmoe.erase("max_position_embeddings");
+  auto plan = PlanConfig(olmoe, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+  EXPECT_EQ(plan->groups[0].layers.size(), 16u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 16 * 128 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 10240);  // 20 GiB / (16 x 128 KiB)
+
+  nlohmann::json phi = CorpusConfig("phi-2");
+  phi["num_key_value_heads"] = 8;
+  plan = PlanConfig(phi, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 80);  // 2560 / 32
+  EXPECT_EQ(plan->pool.num_blocks, 4096);         // 20 GiB / (32 x 160 KiB)
+
+  nlohmann::json phimoe = CorpusConfig("phi-3.5-moe");
+  plan = PlanConfig(phimoe, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 4096);  // LongRoPE: original_max_position_embeddings
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 131072);
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  EXPECT_EQ(plan->pool.num_blocks, 10240);  // 20 GiB / (32 x 64 KiB)
+  phimoe.erase("sliding_window");
+  phimoe.erase("num_key_value_heads");
+  phimoe["head_dim"] = nullptr;
+  plan = PlanConfig(phimoe, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+}
+
+// AFMoE (Trinity): the kind of each layer from layer_types, which the engine's model needs; the
+// fork's AfmoeConfig fills head_dim 128, the 2048 window and multi-head. Apertus and Arcee:
+// multi-head without num_key_value_heads, 65536 and 4096 positions by default.
+TEST(DenseModels, AfmoeApertusAndArcee) {
+  nlohmann::json trinity = CorpusConfig("trinity-mini");
+  auto plan = PlanConfig(trinity, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kSlidingWindow);
+    EXPECT_EQ(plan->groups[g].spec.sliding_window, 2048);
+  }
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].layers.size(), 8u);
+  EXPECT_EQ(plan->groups[3].geometry.page_size_bytes(), 16 * 2 * 4 * 128 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 81920);  // 20 GiB / (8 x 32 KiB)
+  trinity.erase("head_dim");
+  trinity.erase("sliding_window");
+  trinity.erase("num_key_value_heads");
+  plan = PlanConfig(trinity, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 2048);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  trinity.erase("layer_types");
+  EXPECT_EQ(ConfigError(trinity),
+            "config.json 'config.json': field 'layer_types' is not set: the engine's AFMoE model "
+            "reads each layer's kind from it and does not build without it");
+
+  nlohmann::json apertus = CorpusConfig("apertus-8b");
+  plan = PlanConfig(apertus, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 65536);  // llama3 scaling: already counted
+  EXPECT_EQ(plan->pool.num_blocks, 10240);      // 20 GiB / (32 x 64 KiB)
+  apertus.erase("num_key_value_heads");
+  apertus.erase("max_position_embeddings");
+  apertus.erase("rope_scaling");
+  apertus["architectures"] = {"ArceeForCausalLM"};
+  plan = PlanConfig(apertus, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  apertus["architectures"] = {"ApertusForCausalLM"};
+  apertus["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 32; ++i) {
+    apertus["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  apertus["sliding_window"] = 4096;
+  plan = PlanConfig(apertus, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 65536);
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[1].geometry.kind(), CacheKind::kFullAttention);
+}
+
+// Mistral 3's text model by text_config.model_type: Ministral 3 (Ministral3Config: head_dim 128,
+// no window) or Mistral (MistralConfig: hidden_size / heads, a 4096 window on every layer).
+TEST(DenseModels, Ministral3TextModel) {
+  nlohmann::json ministral = CorpusConfig("ministral-3-8b");
+  auto plan = PlanConfig(ministral, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->groups[0].layers.size(), 34u);
+  EXPECT_EQ(plan->pool.num_blocks, 9637);  // 20 GiB / (34 x 64 KiB)
+  nlohmann::json& text = ministral["text_config"];
+  text.erase("head_dim");
+  text.erase("sliding_window");
+  text.erase("num_key_value_heads");
+  text["hidden_size"] = 5120;
+  plan = PlanConfig(ministral, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);
+  text["model_type"] = "mistral";
+  plan = PlanConfig(ministral, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 160);  // 5120 / 32
+  text["model_type"] = "llama";
+  EXPECT_EQ(ConfigError(ministral),
+            "config.json 'config.json': field 'text_config.model_type' is 'llama': kvtopo plans "
+            "Mistral 3 language models of model type mistral or ministral3");
+
+  nlohmann::json root = CorpusConfig("ministral-3-8b")["text_config"];
+  root["architectures"] = {"Ministral3ForCausalLM"};
+  root["torch_dtype"] = "bfloat16";
+  plan = PlanConfig(root, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 9637);
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+}
+
+// MiniCPM3: each layer caches full keys and values for every query head, qk_nope_head_dim +
+// qk_rope_head_dim wide (values padded), whatever num_key_value_heads says.
+TEST(DenseModels, MiniCpm3CachesFullHeads) {
+  nlohmann::json minicpm3 = CorpusConfig("minicpm3-4b");
+  minicpm3["num_key_value_heads"] = 8;
+  auto plan = PlanConfig(minicpm3, 1, 1, 20 * kGiB, 4096);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 40);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 96);  // 64 + 32
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 40 * 96 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 1409);  // 20 GiB / (62 x 240 KiB)
+  minicpm3.erase("qk_nope_head_dim");
+  EXPECT_EQ(ConfigError(minicpm3),
+            "config.json 'config.json': field 'qk_nope_head_dim' is missing");
+}
+
+// GLM-4.7-Flash (Glm4MoeLiteForCausalLM): DeepSeek's MLA, one 576-wide latent row (kv_lora_rank
+// 512 + qk_rope_head_dim 64) per layer, plus its num_nextn_predict_layers MTP layer under MTP.
+TEST(DenseModels, Glm47FlashIsMlaWithMtp) {
+  nlohmann::json glm = CorpusConfig("glm-4.7-flash");
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  auto plan = PlanWith(glm, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 202752);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kMla);
+  EXPECT_EQ(plan->groups[0].layers.size(), 47u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 576 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 24789);  // 20 GiB / (47 x 18 KiB)
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "glm4_moe_lite_mtp", "model": "zai-org/GLM-4.7-Flash"})")
+          .value();
+  plan = PlanWith(glm, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+  EXPECT_EQ(plan->groups[0].layers.size(), 48u);
+  EXPECT_EQ(plan->pool.num_blocks, 24272);  // 20 GiB / (48 x 18 KiB)
+  glm.erase("kv_lora_rank");
+  EXPECT_EQ(ConfigError(glm), "config.json 'config.json': field 'kv_lora_rank' is missing");
+}
+
 }  // namespace kvtopo
