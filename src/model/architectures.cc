@@ -1052,7 +1052,8 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 // Dense decoders (Llama and Phi-3, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, GLM-4,
 // GLM-4.5 MoE, GLM-4.1V and GLM-4.5V, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4, Gemma,
 // Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS,
-// MiMo, MiniCPM, HunYuan, OLMoE, Phi, Phi-3.5-MoE, Apertus, Arcee, AFMoE, Ministral 3):
+// MiMo, MiniCPM, HunYuan, OLMoE, Phi, Phi-3.5-MoE, Apertus, Arcee, AFMoE, Ministral 3, EXAONE
+// MoE):
 // one K/V attention cache per layer, read as each family's model file and config class read it
 // (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
@@ -1141,6 +1142,12 @@ constexpr DenseFamily kExaone4{.name = "EXAONE 4",
                                .absent_window = 4096,
                                .default_pattern = 4,
                                .reads_pattern = true};
+constexpr DenseFamily kExaoneMoe{.name = "EXAONE MoE",
+                                 .default_positions = 2048,
+                                 .absent_kv_heads = 32,
+                                 .absent_window = 4096,
+                                 .default_pattern = 4,
+                                 .reads_pattern = true};
 constexpr DenseFamily kGemma{.name = "Gemma",
                              .default_positions = 8192,
                              .absent_kv_heads = 16,
@@ -1318,6 +1325,28 @@ Status ReadDense(const ConfigReader& r, const DenseFamily& f, ModelDescription& 
   }
   return Status::Ok();
 }
+// EXAONE MoE (ExaoneMoEForCausalLM, K-EXAONE; the fork's exaone_moe.py over exaone4.py's
+// attention, and exaone_moe_mtp.py): the trunk reads as EXAONE 4, ExaoneMoeConfig having
+// Exaone4Config's defaults. The MTP model builds num_nextn_predict_layers (1 when absent)
+// decoder layers whose layer index is their place among the MTP layers, so MTP layer j takes
+// layer_types[j]: it slides when trunk layer j does. They are built without the cache config, so
+// they cache in the model's dtype.
+Status ReadExaoneMoe(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r, kExaoneMoe, m));
+  const int64_t n = static_cast<int64_t>(m.layers.size());
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp,
+                          r.IntInOr("num_nextn_predict_layers", 1, 0, std::min(n, kMaxLayers - n)));
+  if (r.Has("num_nextn_predict_layers")) m.mtp_n_predict = mtp;
+  for (int64_t j = 0; j < mtp; ++j) {
+    RawLayer layer = m.layers[static_cast<size_t>(j)];
+    layer.name = LayerName(n + j, "self_attn");
+    layer.mtp = true;
+    m.layers.push_back(std::move(layer));
+  }
+  m.mtp_cache_dtype_auto = true;
+  return Status::Ok();
+}
+
 // The reader-table entry of one dense family.
 template <const DenseFamily& kFamily>
 Status ReadDenseAs(const ConfigReader& r, ModelDescription& m) {
@@ -1726,8 +1755,10 @@ Status ReadKimiLinearKdaWithIndexer(const ConfigReader& r, ModelDescription& m) 
 // nested the text fields; the engine reads hf_config.get_text_config() either way). A
 // kLanguageModel config's text model (`text_config`, else `llm_config`, which the engine
 // remaps to text_config) names its own architecture, whose reader reads it: the engine builds
-// that registered model over it (InternVL's init_vllm_registered_model).
-enum class TextModel { kRoot, kNested, kNestedIfPresent, kLanguageModel };
+// that registered model over it (InternVL's init_vllm_registered_model). A kThinker config (the
+// Qwen Omni models) keeps it in `thinker_config.text_config`, which its config class's
+// get_text_config() returns to the engine; the engine serves the thinker alone.
+enum class TextModel { kRoot, kNested, kNestedIfPresent, kLanguageModel, kThinker };
 
 struct ArchitectureReader {
   const char* architecture;
@@ -1780,6 +1811,11 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen2_5_VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},
       {"Qwen3VLForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
       {"Qwen3VLMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
+      // Qwen2.5-Omni and Qwen3-Omni (the fork's qwen2_5_omni_thinker.py builds Qwen2ForCausalLM
+      // over the thinker's text_config, qwen3_omni_moe_thinker.py Qwen3-MoE layers).
+      {"Qwen2_5OmniModel", TextModel::kThinker, ReadDenseAs<kQwen2>},
+      {"Qwen2_5OmniForConditionalGeneration", TextModel::kThinker, ReadDenseAs<kQwen2>},
+      {"Qwen3OmniMoeForConditionalGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
       {"Mistral3ForConditionalGeneration", TextModel::kNested, ReadMistral3},
       {"Ministral3ForCausalLM", TextModel::kRoot, ReadDenseAs<kMinistral3>},
       {"LlavaForConditionalGeneration", TextModel::kNested, ReadLlava},
@@ -1790,6 +1826,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
       {"Olmo3ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo3>},
       {"Exaone4ForCausalLM", TextModel::kRoot, ReadDenseAs<kExaone4>},
+      {"ExaoneMoEForCausalLM", TextModel::kRoot, ReadExaoneMoe},
       {"Glm4vForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4v>},
       {"Glm4vMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4vMoe>},
       {"GemmaForCausalLM", TextModel::kRoot, ReadDenseAs<kGemma>},
@@ -1840,7 +1877,23 @@ Status ReadTextModel(const ConfigReader& root, const char* key,
   for (const char* dtype : {"torch_dtype", "dtype"}) {
     if (root.Has(dtype)) merged[dtype] = root.json()[dtype];
   }
-  return read(ConfigReader(merged, root.file(), key), m);
+  return read(text.Over(merged), m);
+}
+
+// The Qwen Omni thinker's text model: `thinker_config.text_config`, its dtype from the first of
+// text_config, thinker_config and the root that states one.
+Status ReadThinkerTextModel(const ConfigReader& root,
+                            Status (*read)(const ConfigReader&, ModelDescription&),
+                            ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(ConfigReader thinker, root.Object("thinker_config"));
+  if (thinker.Has("torch_dtype") || thinker.Has("dtype")) {
+    return ReadTextModel(thinker, "text_config", read, m);
+  }
+  nlohmann::json merged = thinker.json();
+  for (const char* dtype : {"torch_dtype", "dtype"}) {
+    if (root.Has(dtype)) merged[dtype] = root.json()[dtype];
+  }
+  return ReadTextModel(thinker.Over(merged), "text_config", read, m);
 }
 
 }  // namespace
@@ -1894,6 +1947,8 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                                       inner.front(), m.architecture, fmt::join(names, ", ")));
     }
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, key, lm->read, m));
+  } else if (it->text_model == TextModel::kThinker) {
+    KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));

@@ -943,9 +943,21 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     // the draft's default independently of the target.
     std::string draft_backend_name = spec->draft_attention_backend;
     // Cache dtype: draft_kv_cache_dtype, else an external draft's own serving default (its
-    // profile's kv_cache_dtype), else the target's --kv-cache-dtype.
-    const KvCacheDtype draft_dtype = spec->draft_kv_cache_dtype.value_or(
-        mtp ? cache.kv_cache_dtype : draft_model->kv_cache_dtype.value_or(cache.kv_cache_dtype));
+    // profile's kv_cache_dtype), else the target's --kv-cache-dtype; the model's dtype for MTP
+    // layers built without the cache config.
+    const bool mtp_auto = mtp && model.mtp_cache_dtype_auto;
+    const KvCacheDtype draft_dtype =
+        mtp_auto ? KvCacheDtype::kAuto
+                 : spec->draft_kv_cache_dtype.value_or(
+                       mtp ? cache.kv_cache_dtype
+                           : draft_model->kv_cache_dtype.value_or(cache.kv_cache_dtype));
+    const KvCacheDtype asked = spec->draft_kv_cache_dtype.value_or(cache.kv_cache_dtype);
+    if (mtp_auto && asked != KvCacheDtype::kAuto) {
+      b.Add(Severity::kInfo, "mtp-cache-dtype-model",
+            fmt::format("the MTP layers of '{}' cache in the model's dtype, not {}: the engine "
+                        "builds them without the cache config",
+                        target.file, KvCacheDtypeName(asked)));
+    }
     if (TurboQuantOf(draft_dtype) && !mtp) {
       return Rejected(fmt::format(
           "--speculative-config: draft '{}' would store {} (a TurboQuant cache, whose boundary "

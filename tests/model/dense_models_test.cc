@@ -3,6 +3,7 @@
 // planned end to end, with the launch flags that change which layers slide.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -2229,6 +2230,78 @@ TEST(DenseModels, Glm47FlashIsMlaWithMtp) {
   EXPECT_EQ(plan->pool.num_blocks, 24272);  // 20 GiB / (48 x 18 KiB)
   glm.erase("kv_lora_rank");
   EXPECT_EQ(ConfigError(glm), "config.json 'config.json': field 'kv_lora_rank' is missing");
+}
+
+// Qwen3-Omni and Qwen2.5-Omni: the engine serves the thinker, whose language model (Qwen3-MoE or
+// Qwen2 layers) is thinker_config.text_config; the dtype may sit on the root.
+TEST(DenseModels, OmniPlansTheThinkersTextModel) {
+  nlohmann::json omni = CorpusConfig("qwen3-omni-30b-a3b");
+  auto plan = PlanConfig(omni, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 65536);
+  EXPECT_EQ(plan->groups[0].layers.size(), 48u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 4 * 128 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 13653);  // 20 GiB / (48 x 32 KiB)
+  omni["thinker_config"]["text_config"].erase("num_key_value_heads");
+  EXPECT_EQ(ConfigError(omni),
+            "config.json 'config.json': field 'thinker_config.text_config.num_key_value_heads' is "
+            "missing");
+  omni.erase("thinker_config");
+  EXPECT_EQ(ConfigError(omni), "config.json 'config.json': field 'thinker_config' is missing");
+
+  nlohmann::json omni25 = CorpusConfig("qwen2.5-omni-7b");
+  plan = PlanConfig(omni25, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);  // use_sliding_window off
+  EXPECT_EQ(plan->pool.num_blocks, 23405);  // as Qwen2.5-7B: 20 GiB / (28 x 32 KiB)
+  omni25.erase("torch_dtype");
+  EXPECT_EQ(ConfigError(omni25),
+            "config.json 'config.json': field 'thinker_config.text_config.dtype' is missing");
+}
+
+// EXAONE MoE (K-EXAONE): the trunk as EXAONE 4 (three sliding layers in four here, window 128);
+// its MTP layer j takes layer_types[j] (sliding for layer 0) and caches in the model's dtype
+// whatever --kv-cache-dtype says, since the engine builds it without the cache config.
+TEST(DenseModels, ExaoneMoeMtpLayerSlidesAndKeepsTheModelDtype) {
+  nlohmann::json exaone = CorpusConfig("k-exaone-236b");
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 32768;
+  auto plan = PlanWith(exaone, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 128);
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->pool.num_blocks, 27306);  // 20 GiB / (12 x 64 KiB)
+
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  c.speculative = ParseSpeculativeConfig(
+                      R"({"method": "exaone_moe_mtp", "model": "LGAI-EXAONE/K-EXAONE-236B-A23B"})")
+                      .value();
+  plan = PlanWith(exaone, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+  ASSERT_EQ(plan->groups.size(), 49u);
+  const PlannedGroup& mtp = plan->groups.back();
+  EXPECT_EQ(mtp.role, Role::kDraft);
+  EXPECT_EQ(mtp.geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(mtp.layers, std::vector<std::string>{"model.layers.48.self_attn"});
+  EXPECT_EQ(mtp.geometry.block_size(), 16);
+  EXPECT_EQ(mtp.geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);  // bfloat16
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 32);             // fp8, pages unified
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 65536);
+  EXPECT_TRUE(std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(),
+                          [](const Diagnostic& d) { return d.code == "mtp-cache-dtype-model"; }));
+
+  exaone["num_nextn_predict_layers"] = 49;
+  EXPECT_EQ(ConfigError(exaone),
+            "config.json 'config.json': field 'num_nextn_predict_layers' must be in [0, 48], got "
+            "49");
 }
 
 }  // namespace kvtopo
