@@ -207,7 +207,12 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
 }
 
 Status ReadCommon(const ConfigReader& r, ModelDescription& m, int64_t default_positions = 0) {
-  KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
+  if (r.Has("torch_dtype") || r.Has("dtype")) {
+    KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
+  } else {
+    m.dtype = ElementType::kFloat32;
+    m.dtype_stated = false;
+  }
   KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r, m, default_positions));
   KVTOPO_ASSIGN_OR_RETURN(m.num_attention_heads, Positive(r, "num_attention_heads"));
   return Status::Ok();
@@ -1053,11 +1058,12 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 // GLM-4.5 MoE, GLM-4.1V and GLM-4.5V, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4, Gemma,
 // Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS,
 // MiMo, MiniCPM, HunYuan, OLMoE, Phi, Phi-3.5-MoE, Apertus, Arcee, AFMoE, Ministral 3, EXAONE
-// MoE):
+// MoE, OPT, GPT-NeoX, Qwen (first generation), GPT-2, GPT-J, GPTBigCode, dots.llm1, Bailing MoE):
 // one K/V attention cache per layer, read as each family's model file and config class read it
 // (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
-//   class's default for others, else an error. Phi's layers are always multi-head.
+//   class's default for others, else an error. Phi's, OPT's, GPT-NeoX's, the first Qwen's,
+//   GPT-2's and GPT-J's layers are always multi-head; GPTBigCode's multi-query ones keep one.
 // - Head size `head_dim` (or the class's default when absent, and hidden_size /
 //   num_attention_heads when null, as those classes derive it), else hidden_size /
 //   num_attention_heads; some families always take the latter, and some require `head_dim`.
@@ -1225,6 +1231,30 @@ constexpr DenseFamily kAfmoe{.name = "AFMoE",
                              .absent_head_dim = 128,
                              .absent_window = 2048,
                              .requires_layer_types = true};
+// OPT (opt.py), GPT-NeoX (gpt_neox.py) and Qwen (the first generation, qwen.py): every layer
+// multi-head of hidden_size / heads; OPTConfig and GPTNeoXConfig: 2048 positions; QWenConfig comes
+// with the checkpoint. Dots1 (dots1.py): head_dim, else hidden_size / heads, no per-layer window;
+// Dots1Config: 32 KV heads, 2048 positions and a 4096-token window, so a config that leaves
+// sliding_window out slides every layer; its layer_types slide the layers from
+// max_window_layers on, a mix the model's layers never read. Bailing MoE (bailing_moe.py: Ling
+// and Ling 2.0): head_dim, else hidden_size / heads, no per-layer window; its config class comes
+// with the checkpoint (the fork builds no MTP draft for it, so its MTP layers keep no cache).
+constexpr DenseFamily kMultiHeadOnly{.name = "OPT, GPT-NeoX and Qwen",
+                                     .default_positions = 2048,
+                                     .reads_kv_heads = false,
+                                     .reads_head_dim = false,
+                                     .windows = DenseWindows::kUniform};
+constexpr DenseFamily kQwenV1{.name = "Qwen",
+                              .reads_kv_heads = false,
+                              .reads_head_dim = false,
+                              .windows = DenseWindows::kUniform};
+constexpr DenseFamily kDots1{.name = "dots.llm1",
+                             .default_positions = 2048,
+                             .absent_kv_heads = 32,
+                             .windows = DenseWindows::kUniform,
+                             .absent_window = 4096,
+                             .window_on_all_layers = true};
+constexpr DenseFamily kBailing{.name = "Bailing MoE", .windows = DenseWindows::kUniform};
 // Ministral 3 (Ministral3ForCausalLM, and Mistral 3's text model of model type ministral3: the
 // engine's Mistral model over Ministral3Config): head_dim 128, 8 KV heads, 262144 positions, no
 // window by default.
@@ -1425,6 +1455,56 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
 template <const InterleavedFamily& kFamily>
 Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
   return ReadInterleaved(r, kFamily, m);
+}
+
+// GPT-2, GPT-J and GPTBigCode (gpt2.py, gpt_j.py, gpt_bigcode.py): their config classes name
+// hidden_size n_embd, num_attention_heads n_head, num_hidden_layers n_layer and
+// max_position_embeddings n_positions (attribute_map), each the class's default when absent.
+// Every layer has heads of hidden_size / heads, all of them K/V heads except for a GPTBigCode
+// multi_query model (its class's default), whose layers keep one.
+struct Gpt2Family {
+  int64_t n_embd;
+  int64_t n_head;
+  int64_t n_layer;
+  int64_t n_positions;
+  bool multi_query_default = false;  // GPTBigCode: multi_query when absent; false: not read
+};
+constexpr Gpt2Family kGpt2{768, 12, 12, 1024};
+constexpr Gpt2Family kGptJ{4096, 16, 28, 2048};
+constexpr Gpt2Family kGptBigCode{768, 12, 12, 1024, true};
+constexpr DenseFamily kGpt2Layers{
+    .name = "GPT-2", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+
+Status ReadGpt2Style(const ConfigReader& r, const Gpt2Family& f, ModelDescription& m) {
+  struct Name {
+    const char* name;
+    const char* gpt2_name;
+    int64_t fallback;
+    int64_t max;
+  };
+  const std::array<Name, 4> names = {{
+      {"hidden_size", "n_embd", f.n_embd, kMaxModelDim},
+      {"num_attention_heads", "n_head", f.n_head, kMaxModelDim},
+      {"num_hidden_layers", "n_layer", f.n_layer, kMaxLayers},
+      {"max_position_embeddings", "n_positions", f.n_positions, kMaxModelLen},
+  }};
+  nlohmann::json filled = r.json();
+  for (const Name& n : names) {
+    if (r.Has(n.gpt2_name)) {
+      KVTOPO_ASSIGN_OR_RETURN(filled[n.name], r.IntIn(n.gpt2_name, 1, n.max));
+    } else if (!r.Has(n.name)) {
+      filled[n.name] = n.fallback;
+    }
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const bool multi_query, r.BoolOr("multi_query", f.multi_query_default));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t heads,
+                          r.Over(filled).IntIn("num_attention_heads", 1, kMaxModelDim));
+  filled["num_key_value_heads"] = f.multi_query_default && multi_query ? 1 : heads;
+  return ReadDense(r.Over(filled), kGpt2Layers, m);
+}
+template <const Gpt2Family& kFamily>
+Status ReadGpt2StyleAs(const ConfigReader& r, ModelDescription& m) {
+  return ReadGpt2Style(r, kFamily, m);
 }
 
 // HunYuan: the head size is head_dim when it is set and not 0, else attention_head_dim, else
@@ -1849,6 +1929,15 @@ const std::vector<ArchitectureReader>& Readers() {
       {"ArceeForCausalLM", TextModel::kRoot, ReadDenseAs<kArcee>},
       {"AfmoeForCausalLM", TextModel::kRoot, ReadDenseAs<kAfmoe>},
       {"MiniCPM3ForCausalLM", TextModel::kRoot, ReadMiniCpm3},
+      {"OPTForCausalLM", TextModel::kRoot, ReadDenseAs<kMultiHeadOnly>},
+      {"GPTNeoXForCausalLM", TextModel::kRoot, ReadDenseAs<kMultiHeadOnly>},
+      {"QWenLMHeadModel", TextModel::kRoot, ReadDenseAs<kQwenV1>},
+      {"GPT2LMHeadModel", TextModel::kRoot, ReadGpt2StyleAs<kGpt2>},
+      {"GPTJForCausalLM", TextModel::kRoot, ReadGpt2StyleAs<kGptJ>},
+      {"GPTBigCodeForCausalLM", TextModel::kRoot, ReadGpt2StyleAs<kGptBigCode>},
+      {"Dots1ForCausalLM", TextModel::kRoot, ReadDenseAs<kDots1>},
+      {"BailingMoeForCausalLM", TextModel::kRoot, ReadDenseAs<kBailing>},
+      {"BailingMoeV2ForCausalLM", TextModel::kRoot, ReadDenseAs<kBailing>},
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},

@@ -63,6 +63,9 @@ struct ModelDescription {
   std::string model_type;    // the top-level model_type ("" when absent)
   // The config's torch_dtype; BuildModelCacheSpecs resolves the dtype the engine runs (--dtype).
   ElementType dtype = ElementType::kBfloat16;
+  // False when the config states no torch_dtype (nor dtype): the engine then takes the dtype of
+  // the checkpoint's weights, or float32 without them; `dtype` is float32.
+  bool dtype_stated = true;
   int64_t max_position_embeddings = 0;
   // The length before RoPE scaling: the smallest length field the config states, or its
   // model_max_length (ReadMaxLength).

@@ -307,10 +307,15 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
     m.dtype = ElementType::kBfloat16;
     b.Add(Severity::kInfo, "model-dtype",
           config_dtype == ElementType::kFloat32
-              ? fmt::format("'{}' gives torch_dtype float32; the engine runs a float32 model as "
-                            "bfloat16 (--dtype auto), so an auto KV cache stores bfloat16; set "
-                            "--dtype float32 to keep float32",
-                            file)
+              ? fmt::format("'{}' {}; the engine runs a float32 model as bfloat16 (--dtype "
+                            "auto), so an auto KV cache stores bfloat16; set --dtype float32 to "
+                            "keep float32",
+                            file,
+                            m.dtype_stated
+                                ? "gives torch_dtype float32"
+                                : "states no torch_dtype: the engine takes its weights' dtype "
+                                  "(float32 when it cannot read them), and kvtopo, which reads "
+                                  "no weights, float32")
               : fmt::format("'{}' gives torch_dtype float16, which the engine refuses for model "
                             "type '{}'; it runs bfloat16 (--dtype auto), so an auto KV cache "
                             "stores bfloat16",

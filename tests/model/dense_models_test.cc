@@ -2257,9 +2257,16 @@ TEST(DenseModels, OmniPlansTheThinkersTextModel) {
   EXPECT_EQ(plan->model.max_model_len, 32768);
   EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);  // use_sliding_window off
   EXPECT_EQ(plan->pool.num_blocks, 23405);  // as Qwen2.5-7B: 20 GiB / (28 x 32 KiB)
+  // No dtype anywhere: float32, as the engine takes it without the weights, run as bfloat16.
   omni25.erase("torch_dtype");
-  EXPECT_EQ(ConfigError(omni25),
-            "config.json 'config.json': field 'thinker_config.text_config.dtype' is missing");
+  plan = PlanConfig(omni25, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 23405);
+  EXPECT_TRUE(
+      std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(), [](const Diagnostic& d) {
+        return d.code == "model-dtype" &&
+               d.message.find("states no torch_dtype") != std::string::npos;
+      }));
 }
 
 // EXAONE MoE (K-EXAONE): the trunk as EXAONE 4 (three sliding layers in four here, window 128);
@@ -2302,6 +2309,78 @@ TEST(DenseModels, ExaoneMoeMtpLayerSlidesAndKeepsTheModelDtype) {
   EXPECT_EQ(ConfigError(exaone),
             "config.json 'config.json': field 'num_nextn_predict_layers' must be in [0, 48], got "
             "49");
+}
+
+// Multi-head families (OPT, GPT-NeoX, the first Qwen, GPT-2, GPT-J) and GPTBigCode's multi-query
+// layers; GPT-2-style configs name their fields n_embd, n_head, n_layer and n_positions, and
+// gpt2's states no torch_dtype (float32, as the engine takes it without the weights).
+TEST(DenseModels, MultiHeadAndGpt2StyleFamilies) {
+  struct Case {
+    const char* config;
+    int64_t layers, kv_heads, head, max_model_len, blocks;
+  };
+  // Blocks in 20 GiB: 20 GiB / (layers x 16 x 2 x kv_heads x head x 2 B).
+  const Case cases[] = {
+      {"opt-125m", 12, 12, 64, 2048, 36408},    {"gpt2", 12, 12, 64, 1024, 36408},
+      {"gpt-j-6b", 28, 16, 256, 2048, 2925},    {"starcoderbase-1b", 24, 1, 128, 8192, 109226},
+      {"pythia-1.4b", 24, 16, 128, 2048, 6826}, {"qwen-7b", 32, 32, 128, 8192, 2560},
+      {"dots.llm1", 62, 32, 128, 32768, 1321},  {"ling-mini-2.0", 20, 4, 128, 32768, 32768},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 1u);
+    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+    EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
+    EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
+    EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
+    EXPECT_EQ(plan->pool.num_blocks, c.blocks);
+    plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
+  }
+
+  // The GPT-2 names win over the usual ones; absent, GPT2Config's defaults.
+  nlohmann::json gpt2 = CorpusConfig("gpt2");
+  gpt2["num_attention_heads"] = 6;
+  gpt2.erase("n_layer");
+  gpt2.erase("n_positions");
+  gpt2["n_head"] = 24;
+  auto plan = PlanConfig(gpt2, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 32);  // 768 / 24
+  EXPECT_EQ(plan->groups[0].layers.size(), 12u);
+  EXPECT_EQ(plan->model.max_model_len, 1024);
+  gpt2["n_embd"] = "768";
+  EXPECT_EQ(ConfigError(gpt2),
+            "config.json 'config.json': field 'n_embd' must be an integer, got \"768\"");
+
+  // GPTBigCode: multi-query unless the config says otherwise, whatever num_key_value_heads says.
+  nlohmann::json bigcode = CorpusConfig("starcoderbase-1b");
+  bigcode["num_key_value_heads"] = 4;
+  plan = PlanConfig(bigcode, 1, 1, 20 * kGiB, 2048);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
+  bigcode["multi_query"] = false;
+  plan = PlanConfig(bigcode, 1, 1, 20 * kGiB, 2048);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 16);
+
+  // dots.llm1 without sliding_window takes Dots1Config's 4096 window on every layer; one whose
+  // max_window_layers leaves layers unwindowed is refused.
+  nlohmann::json dots = CorpusConfig("dots.llm1");
+  dots.erase("sliding_window");
+  plan = PlanConfig(dots, 1, 1, 20 * kGiB, 2048);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  dots["max_window_layers"] = 28;
+  EXPECT_EQ(ConfigError(dots),
+            "config.json 'config.json': field 'max_window_layers' is 28 with sliding_window "
+            "4096: the engine's dots.llm1 model windows all 62 layers or none (set "
+            "max_window_layers to num_hidden_layers, or sliding_window to null)");
 }
 
 }  // namespace kvtopo
