@@ -1507,6 +1507,149 @@ Status ReadGpt2StyleAs(const ConfigReader& r, ModelDescription& m) {
   return ReadGpt2Style(r, kFamily, m);
 }
 
+// MiMo-V2-Flash (MiMoV2FlashForCausalLM, MiMoV2ForCausalLM; the fork's mimo_v2.py): layer i is
+// sliding-window attention when hybrid_layer_pattern[i] is 1 (swa_num_key_value_heads heads,
+// keys swa_head_dim and values swa_v_head_dim wide, the window sliding_window_size; -1: none),
+// else full attention (num_key_value_heads, head_dim, v_head_dim). Values default to the keys'
+// width; where they differ the layer runs FLASH_ATTN_DIFFKV. The attention layers are built
+// without the cache config, so they cache in the model's dtype. The fork builds no MTP draft for
+// it (SpeculativeConfig maps only MiMo's), so its MTP layers keep no cache.
+Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> pattern, r.IntList("hybrid_layer_pattern"));
+  if (static_cast<int64_t>(pattern.size()) != n) {
+    return r.Invalid("hybrid_layer_pattern",
+                     fmt::format("has {} entries but num_hidden_layers is {}", pattern.size(), n));
+  }
+  struct Kind {
+    int64_t kv_heads, head, head_v, window;
+  };
+  Kind full{}, swa{};
+  KVTOPO_ASSIGN_OR_RETURN(full.kv_heads, Positive(r, "num_key_value_heads"));
+  KVTOPO_ASSIGN_OR_RETURN(full.head, Positive(r, "head_dim"));
+  KVTOPO_ASSIGN_OR_RETURN(full.head_v, r.IntInOr("v_head_dim", full.head, 1, kMaxModelDim));
+  m.num_kv_heads_total = full.kv_heads;
+  KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(r, m));
+  const bool any_swa = std::find(pattern.begin(), pattern.end(), 1) != pattern.end();
+  if (any_swa) {
+    KVTOPO_ASSIGN_OR_RETURN(swa.kv_heads, Positive(r, "swa_num_key_value_heads"));
+    KVTOPO_ASSIGN_OR_RETURN(swa.head, Positive(r, "swa_head_dim"));
+    KVTOPO_ASSIGN_OR_RETURN(swa.head_v, r.IntInOr("swa_v_head_dim", swa.head, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(swa.window, r.IntIn("sliding_window_size", -1, kMaxModelLen));
+    if (swa.window == 0) {
+      return r.Invalid("sliding_window_size", "is 0: a window of no tokens (-1 turns it off)");
+    }
+    swa.window = std::max<int64_t>(swa.window, 0);
+    m.text_sliding_window = swa.window;
+  }
+  bool diff_kv = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t p = pattern[static_cast<size_t>(i)];
+    if (p != 0 && p != 1) {
+      return r.Invalid("hybrid_layer_pattern",
+                       fmt::format("entry {} is {}; accepted: 0 (full attention), 1 (sliding "
+                                   "window)",
+                                   i, p));
+    }
+    const Kind& k = p == 1 ? swa : full;
+    RawLayer layer = KvAttentionLayer(i, m, k.head, k.window);
+    layer.num_kv_heads_total = k.kv_heads;
+    layer.head_size_v = k.head_v;
+    diff_kv = diff_kv || k.head_v != k.head;
+    m.layers.push_back(std::move(layer));
+  }
+  if (diff_kv) m.default_backend = "FLASH_ATTN_DIFFKV";
+  m.cache_dtype_auto = true;
+  return Status::Ok();
+}
+
+// Step-3.5-Flash (Step3p5ForCausalLM; the fork's step3p5.py, step3p5_mtp.py and its
+// Step3p5Config at 28be48fa9):
+// - Lengths: Step3p5Config has max_seq_len (4096 when absent) and max_position_embeddings (None),
+//   and the engine takes the smallest length field the config has.
+// - Layer i slides when layer_types[i] is sliding_attention (without layer_types, when i is
+//   even), with the config's sliding_window; none without one. The config class keeps the first
+//   num_hidden_layers entries of layer_types.
+// - K/V heads num_attention_groups (8), head_dim (else hidden_size / heads); a layer whose type
+//   is attention_other_setting's attention_type takes that setting's num_attention_groups and
+//   head_dim. Only att_impl_type GQA builds.
+// - MTP: num_nextn_predict_layers (0) decoder layers after the trunk, each reading
+//   layer_types[its index]: with layer_types, past the kept entries, so the engine fails to build
+//   them; without, layer n + j slides when n + j is even.
+Status ReadStep3p5(const ConfigReader& r, ModelDescription& m) {
+  nlohmann::json filled = r.json();
+  if (!r.Has("max_seq_len")) filled["max_seq_len"] = 4096;
+  if (!r.Has("max_position_embeddings")) filled["max_position_embeddings"] = filled["max_seq_len"];
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m));
+  if (!r.Has("max_seq_len") && r.Has("max_position_embeddings") &&
+      m.max_position_embeddings > 4096) {
+    m.config_warnings.emplace_back(
+        "config-length-default",
+        fmt::format("config.json '{}' states no max_seq_len: Step3p5Config's 4096 applies, and "
+                    "the engine takes the smallest length field, so its maximum length is 4096, "
+                    "not max_position_embeddings {}",
+                    r.file(), m.max_position_embeddings));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::string impl, c.StringOr("att_impl_type", "GQA"));
+  if (impl != "GQA") {
+    return c.Invalid("att_impl_type", fmt::format("is '{}'; the engine builds only GQA", impl));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(c));
+  KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total,
+                          c.IntInOr("num_attention_groups", 8, 1, kMaxModelDim));
+  KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(c, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(c, m, /*use_head_dim=*/true));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, c.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  m.text_sliding_window = window;
+  std::vector<std::string> types;
+  if (c.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(types, c.StringList("layer_types"));
+    if (!types.empty() && static_cast<int64_t>(types.size()) < n) {
+      return c.Invalid("layer_types",
+                       fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+    }
+  }
+  std::string other_type;
+  int64_t other_kv = 0, other_head = 0;
+  if (c.Has("attention_other_setting") && !types.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader other, c.Object("attention_other_setting"));
+    KVTOPO_ASSIGN_OR_RETURN(other_type, other.String("attention_type"));
+    KVTOPO_ASSIGN_OR_RETURN(other_kv, Positive(other, "num_attention_groups"));
+    KVTOPO_ASSIGN_OR_RETURN(other_head, Positive(other, "head_dim"));
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t other_q, Positive(other, "num_attention_heads"));
+    if (other_q % other_kv != 0) {
+      return other.Invalid(
+          "num_attention_groups",
+          fmt::format("is {}, which does not divide num_attention_heads {}", other_kv, other_q));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const bool sliding =
+        window > 0 &&
+        (types.empty() ? i % 2 == 0 : types[static_cast<size_t>(i)] == "sliding_attention");
+    const bool other = !other_type.empty() && types[static_cast<size_t>(i)] == other_type;
+    RawLayer layer = KvAttentionLayer(i, m, other ? other_head : head, sliding ? window : 0);
+    if (other) layer.num_kv_heads_total = other_kv;
+    m.layers.push_back(std::move(layer));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(c, n, m));
+  if (mtp > 0 && !types.empty()) {
+    m.mtp_unavailable = fmt::format(
+        "config.json '{}' gives layer_types, of which the engine's Step3p5Config keeps the first "
+        "num_hidden_layers ({}); its MTP layers, {} to {}, look up their own index in it, which "
+        "fails (IndexError) as the engine builds the draft; kvtopo does not plan it",
+        r.file(), n, n, n + mtp - 1);
+  }
+  for (int64_t j = 0; j < mtp && types.empty(); ++j) {
+    RawLayer layer = KvAttentionLayer(n + j, m, head, window > 0 && (n + j) % 2 == 0 ? window : 0);
+    layer.mtp = true;
+    m.layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
 // HunYuan: the head size is head_dim when it is set and not 0, else attention_head_dim, else
 // hidden_size / heads (HunYuanAttention). With use_cla, layers attend over an earlier layer's KV
 // (cross-layer attention, every cla_share_factor-th layer keeping its own): not planned.
@@ -1885,6 +2028,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
       {"Qwen3MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
       {"MiMoForCausalLM", TextModel::kRoot, ReadDenseAs<kMimo>},
+      {"MiMoV2FlashForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
+      {"Step3p5ForCausalLM", TextModel::kRoot, ReadStep3p5},
+      {"MiMoV2ForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).
       {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},

@@ -107,9 +107,15 @@ struct ModelDescription {
   // Warnings the config class logs when it changes what the config states, as (code, message):
   // the engine runs the changed value.
   std::vector<std::pair<std::string, std::string>> config_warnings;
+  // Whether the trunk's attention layers are built without the cache config (MiMo-V2-Flash's), so
+  // that they cache in the model's dtype whatever --kv-cache-dtype says.
+  bool cache_dtype_auto = false;
   // Whether the in-model MTP layers are built without the cache config (EXAONE MoE's), so that
   // they cache in the model's dtype whatever --kv-cache-dtype or draft_kv_cache_dtype says.
   bool mtp_cache_dtype_auto = false;
+  // Why the engine cannot build this model's MTP layers, when it cannot (an MTP launch is then
+  // refused with it); empty: it can.
+  std::string mtp_unavailable;
   // The model type of a separate MTP draft checkpoint whose layers read this model's KV cache
   // and keep none of their own (Gemma 4: gemma4_assistant); empty: none.
   std::string mtp_assistant;

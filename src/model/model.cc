@@ -885,6 +885,12 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     backends.push_back(std::make_unique<BackendCaps>(tq_backend));
     tq_opts.backend = backends.back().get();
   }
+  if (model.cache_dtype_auto && cache.kv_cache_dtype != KvCacheDtype::kAuto) {
+    b.Add(Severity::kInfo, "kv-cache-dtype-model",
+          fmt::format("the attention layers of '{}' cache in the model's dtype, not {}: the "
+                      "engine builds them without the cache config",
+                      target.file, KvCacheDtypeName(cache.kv_cache_dtype)));
+  }
   for (const RawLayer& raw : model.layers) {
     if (raw.mtp) continue;
     if (IsRecurrentLayer(raw.type)) {
@@ -892,9 +898,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       b.out.layers.push_back(std::move(s));
       b.context.push_back({nullptr});
     } else {
-      const AttentionOptions& o = kept.Keeps(raw)                      ? skip_opts
-                                  : TurboQuantOf(cache.kv_cache_dtype) ? tq_opts
-                                                                       : target_opts;
+      const AttentionOptions& o = model.cache_dtype_auto || kept.Keeps(raw) ? skip_opts
+                                  : TurboQuantOf(cache.kv_cache_dtype)      ? tq_opts
+                                                                            : target_opts;
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
       b.context.push_back({o.backend});
     }
@@ -907,6 +913,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const internal::SpeculativeMethod& row = *method_row;
     const bool mtp = row.cache == internal::DraftCache::kInModel;
     const ModelDescription* draft_model = &model;
+    if (mtp && !model.mtp_unavailable.empty()) {
+      return Rejected(fmt::format("--speculative-config method 'mtp': {}", model.mtp_unavailable));
+    }
     if (mtp) {
       if (std::none_of(model.layers.begin(), model.layers.end(),
                        [](const RawLayer& l) { return l.mtp; })) {

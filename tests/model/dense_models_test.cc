@@ -2383,4 +2383,99 @@ TEST(DenseModels, MultiHeadAndGpt2StyleFamilies) {
             "max_window_layers to num_hidden_layers, or sliding_window to null)");
 }
 
+// MiMo-V2-Flash: hybrid_layer_pattern picks full (4 KV heads) or sliding-window (8 KV heads,
+// window 128) attention per layer, both with 192-wide keys and 128-wide values on
+// FLASH_ATTN_DIFFKV; the layers cache in the model's dtype whatever --kv-cache-dtype says.
+TEST(DenseModels, MimoV2FlashPagesKeysAndValuesOfTheirOwnWidths) {
+  nlohmann::json mimo = CorpusConfig("mimo-v2-flash");
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 32768;
+  for (const KvCacheDtype dtype : {KvCacheDtype::kAuto, KvCacheDtype::kFp8}) {
+    c.cache.kv_cache_dtype = dtype;
+    auto plan = PlanWith(mimo, c);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 6u);
+    const PlannedGroup& full = plan->groups[0];
+    EXPECT_EQ(full.geometry.kind(), CacheKind::kFullAttention);
+    EXPECT_EQ(full.layers.size(), 9u);
+    EXPECT_EQ(full.spec.num_kv_heads, 4);
+    EXPECT_EQ(full.spec.head_size, 192);
+    EXPECT_EQ(full.spec.head_size_v, 128);
+    EXPECT_EQ(full.geometry.block_size(), 32);  // 16 x 4 x (192 + 128) x 2 B, doubled to match
+    EXPECT_EQ(full.geometry.page_size_bytes(), 81920);
+    EXPECT_EQ(full.backends, std::vector<std::string>{"FLASH_ATTN_DIFFKV"});
+    const PlannedGroup& swa = plan->groups[1];
+    EXPECT_EQ(swa.geometry.kind(), CacheKind::kSlidingWindow);
+    EXPECT_EQ(swa.spec.sliding_window, 128);
+    EXPECT_EQ(swa.spec.num_kv_heads, 8);
+    EXPECT_EQ(swa.geometry.page_size_bytes(), 16 * 8 * (192 + 128) * 2);
+    EXPECT_EQ(plan->pool.num_blocks, 29127);  // 20 GiB / (9 x 80 KiB)
+    EXPECT_EQ(std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(),
+                          [](const Diagnostic& d) { return d.code == "kv-cache-dtype-model"; }),
+              dtype == KvCacheDtype::kFp8);
+  }
+
+  mimo["hybrid_layer_pattern"][3] = 2;
+  EXPECT_EQ(ConfigError(mimo),
+            "config.json 'config.json': field 'hybrid_layer_pattern' entry 3 is 2; accepted: 0 "
+            "(full attention), 1 (sliding window)");
+  mimo["hybrid_layer_pattern"].erase(3);
+  EXPECT_EQ(ConfigError(mimo),
+            "config.json 'config.json': field 'hybrid_layer_pattern' has 47 entries but "
+            "num_hidden_layers is 48");
+}
+
+// Step-3.5-Flash: sliding layers per layer_types (window 512) with attention_other_setting's
+// heads; Step3p5Config's max_seq_len (4096) bounds the length when the config leaves it out; the
+// engine's config class keeps num_hidden_layers entries of layer_types, so its MTP layers,
+// which read their own entries, fail to build: an MTP launch is refused.
+TEST(DenseModels, Step3p5SlidingLayersAndItsMtpThatCannotBuild) {
+  nlohmann::json step = CorpusConfig("step-3.5-flash");
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 32768;
+  auto plan = PlanWith(step, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  size_t full = 0, sliding = 0;
+  for (const PlannedGroup& g : plan->groups) {
+    (g.geometry.kind() == CacheKind::kFullAttention ? full : sliding) += g.layers.size();
+    if (g.geometry.kind() == CacheKind::kSlidingWindow) {
+      EXPECT_EQ(g.spec.sliding_window, 512);
+    }
+    EXPECT_EQ(g.geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
+  }
+  EXPECT_EQ(full, 12u);  // layers 0, 4, ..., 44
+  EXPECT_EQ(sliding, 33u);
+
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "step3p5_mtp", "num_speculative_tokens": 3})").value();
+  plan = PlanWith(step, c);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'mtp': config.json 'config.json' gives layer_types, of "
+            "which the engine's Step3p5Config keeps the first num_hidden_layers (45); its MTP "
+            "layers, 45 to 47, look up their own index in it, which fails (IndexError) as the "
+            "engine builds the draft; kvtopo does not plan it");
+  // Without layer_types the even layers slide, the MTP layers too.
+  step.erase("layer_types");
+  plan = PlanWith(step, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  size_t layers = 0;
+  for (const PlannedGroup& g : plan->groups) layers += g.layers.size();
+  EXPECT_EQ(layers, 48u);
+
+  c.speculative.reset();
+  c.cache.max_model_len = 0;
+  step.erase("max_seq_len");
+  plan = PlanWith(step, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+  EXPECT_TRUE(std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(),
+                          [](const Diagnostic& d) { return d.code == "config-length-default"; }));
+}
+
 }  // namespace kvtopo

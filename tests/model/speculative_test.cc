@@ -126,7 +126,11 @@ TEST(BackendRegistry, LookupAndCapabilities) {
 
   auto all = ListBackends();
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 9u);
+  EXPECT_EQ(all->size(), 10u);
+  auto diffkv = FindBackend("FLASH_ATTN_DIFFKV");
+  ASSERT_TRUE(diffkv.ok());
+  EXPECT_FALSE(diffkv->default_for.has_value());
+  EXPECT_TRUE(diffkv->returns_lse);
   auto tq = FindBackend("turboquant");
   ASSERT_TRUE(tq.ok());
   EXPECT_TRUE(tq->stores_turboquant);
