@@ -1496,10 +1496,13 @@ Status ReadGpt2Style(const ConfigReader& r, const Gpt2Family& f, ModelDescriptio
       filled[n.name] = n.fallback;
     }
   }
-  KVTOPO_ASSIGN_OR_RETURN(const bool multi_query, r.BoolOr("multi_query", f.multi_query_default));
+  bool multi_query = false;
+  if (f.multi_query_default) {
+    KVTOPO_ASSIGN_OR_RETURN(multi_query, r.BoolOr("multi_query", true));
+  }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t heads,
                           r.Over(filled).IntIn("num_attention_heads", 1, kMaxModelDim));
-  filled["num_key_value_heads"] = f.multi_query_default && multi_query ? 1 : heads;
+  filled["num_key_value_heads"] = multi_query ? 1 : heads;
   return ReadDense(r.Over(filled), kGpt2Layers, m);
 }
 template <const Gpt2Family& kFamily>
@@ -1646,6 +1649,62 @@ Status ReadStep3p5(const ConfigReader& r, ModelDescription& m) {
     RawLayer layer = KvAttentionLayer(n + j, m, head, window > 0 && (n + j) % 2 == 0 ? window : 0);
     layer.mtp = true;
     m.layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
+// DeciLM (DeciLMForCausalLM: Llama-Nemotron Super and Ultra; the fork's nemotron_nas.py): the
+// engine's Llama layers, each with the attention block_configs[i].attention describes: none when
+// no_op (the layer keeps no cache), else num_attention_heads / n_heads_in_group K/V heads of
+// head_dim (else hidden_size / heads). An attention replaced by a linear layer
+// (replace_with_linear), which the engine does not build, is refused. Windows as Llama's. Its
+// config class comes with the checkpoint: the fields are required.
+constexpr DenseFamily kDeciLm{.name = "DeciLM"};
+Status ReadDeciLm(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
+  if (!r.json().contains("block_configs") || !r.json()["block_configs"].is_array()) {
+    return r.Has("block_configs") ? r.IllTyped("block_configs", "a list of objects")
+                                  : r.Missing("block_configs");
+  }
+  const nlohmann::json& blocks = r.json()["block_configs"];
+  if (static_cast<int64_t>(blocks.size()) != n) {
+    return r.Invalid("block_configs",
+                     fmt::format("has {} entries but num_hidden_layers is {}", blocks.size(), n));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> windows, ReadDenseWindows(r, kDeciLm, n, m));
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string where = fmt::format("{}[{}]", r.Path("block_configs"), i);
+    if (!blocks[static_cast<size_t>(i)].is_object()) {
+      return InvalidArgument(
+          fmt::format("config.json '{}': field '{}' must be an object", r.file(), where));
+    }
+    const ConfigReader block(blocks[static_cast<size_t>(i)], r.file(), where);
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader attention, block.Object("attention"));
+    KVTOPO_ASSIGN_OR_RETURN(const bool no_op, attention.BoolOr("no_op", false));
+    if (no_op) continue;
+    KVTOPO_ASSIGN_OR_RETURN(const bool linear, attention.BoolOr("replace_with_linear", false));
+    if (linear) {
+      return attention.Invalid("replace_with_linear",
+                               "is true: an attention replaced by a linear layer, which the "
+                               "engine's DeciLM model does not build");
+    }
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t group,
+                            attention.IntIn("n_heads_in_group", 1, m.num_attention_heads));
+    if (m.num_attention_heads % group != 0) {
+      return attention.Invalid("n_heads_in_group",
+                               fmt::format("is {}, which does not divide num_attention_heads {}",
+                                           group, m.num_attention_heads));
+    }
+    if (m.num_kv_heads_total == 0) m.num_kv_heads_total = m.num_attention_heads / group;
+    RawLayer layer = KvAttentionLayer(i, m, head, windows[static_cast<size_t>(i)]);
+    layer.num_kv_heads_total = m.num_attention_heads / group;
+    m.layers.push_back(std::move(layer));
+  }
+  if (m.layers.empty()) {
+    return r.Invalid("block_configs",
+                     "gives every layer a no_op attention: no layer keeps a cache");
   }
   return Status::Ok();
 }
@@ -2030,6 +2089,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiMoForCausalLM", TextModel::kRoot, ReadDenseAs<kMimo>},
       {"MiMoV2FlashForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
       {"Step3p5ForCausalLM", TextModel::kRoot, ReadStep3p5},
+      {"DeciLMForCausalLM", TextModel::kRoot, ReadDeciLm},
       {"MiMoV2ForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).

@@ -2478,4 +2478,44 @@ TEST(DenseModels, Step3p5SlidingLayersAndItsMtpThatCannotBuild) {
                           [](const Diagnostic& d) { return d.code == "config-length-default"; }));
 }
 
+// DeciLM (Llama-Nemotron): each layer's attention as block_configs says; no_op layers keep no
+// cache, and the K/V heads are num_attention_heads / n_heads_in_group per layer (8 and 4 here),
+// so the layers share one block id with pages of their own sizes.
+TEST(DenseModels, DeciLmLayersTakeTheirBlockConfigs) {
+  nlohmann::json deci = CorpusConfig("llama-nemotron-super-49b");
+  LaunchConfig c;
+  c.model = "config.json";
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 32768;
+  auto specs = BuildModelCacheSpecsFromJson(deci, c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), 72u);  // 80 less the 8 no_op attentions (40 to 47)
+  EXPECT_EQ(specs->layers[39].name, "model.layers.39.self_attn");
+  EXPECT_EQ(specs->layers[39].num_kv_heads, 8);
+  EXPECT_EQ(specs->layers[40].name, "model.layers.48.self_attn");
+  EXPECT_EQ(specs->layers[56].name, "model.layers.64.self_attn");
+  EXPECT_EQ(specs->layers[56].num_kv_heads, 4);
+  EXPECT_EQ(specs->layers[56].head_size, 128);  // 8192 / 64
+  auto plan = PlanWith(deci, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 72u);
+  EXPECT_EQ(plan->pool.num_blocks, 5120);  // 20 GiB / (56 x 64 KiB + 16 x 32 KiB)
+
+  deci["block_configs"][64]["attention"]["n_heads_in_group"] = 3;
+  EXPECT_EQ(ConfigError(deci),
+            "config.json 'config.json': field 'block_configs[64].attention.n_heads_in_group' is "
+            "3, which does not divide num_attention_heads 64");
+  deci["block_configs"][64]["attention"]["replace_with_linear"] = true;
+  EXPECT_EQ(ConfigError(deci),
+            "config.json 'config.json': field 'block_configs[64].attention.replace_with_linear' "
+            "is true: an attention replaced by a linear layer, which the engine's DeciLM model "
+            "does not build");
+  deci["block_configs"].erase(79);
+  EXPECT_EQ(ConfigError(deci),
+            "config.json 'config.json': field 'block_configs' has 79 entries but "
+            "num_hidden_layers is 80");
+}
+
 }  // namespace kvtopo
