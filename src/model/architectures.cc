@@ -1058,7 +1058,8 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 // GLM-4.5 MoE, GLM-4.1V and GLM-4.5V, Cohere, MiniMax-M2, OLMo 2, OLMo 3, EXAONE 4, Gemma,
 // Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS,
 // MiMo, MiniCPM, HunYuan, OLMoE, Phi, Phi-3.5-MoE, Apertus, Arcee, AFMoE, Ministral 3, EXAONE
-// MoE, OPT, GPT-NeoX, Qwen (first generation), GPT-2, GPT-J, GPTBigCode, dots.llm1, Bailing MoE):
+// MoE, OPT, GPT-NeoX, Qwen (first generation), GPT-2, GPT-J, GPTBigCode, dots.llm1, Bailing MoE,
+// Falcon):
 // one K/V attention cache per layer, read as each family's model file and config class read it
 // (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
@@ -1709,6 +1710,56 @@ Status ReadDeciLm(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// Falcon (FalconForCausalLM, RWForCausalLM; the fork's falcon.py): heads of hidden_size / heads;
+// K/V heads num_kv_heads with new_decoder_architecture, else one when multi_query (the default),
+// else every head. Model type falcon takes Transformers' FalconConfig (32 layers of 71 heads,
+// hidden 4544, num_kv_heads the heads' count, 2048 positions); RefinedWeb and RefinedWebModel
+// (the first Falcon checkpoints) the fork's RWConfig, which names the layers n_layer (2), the
+// heads n_head (8) and the K/V heads n_head_kv (1), and turns new_decoder_architecture on for a
+// hidden size of 8192 (falcon-40b). Both take n_embed for hidden_size.
+constexpr DenseFamily kFalconLayers{.name = "Falcon",
+                                    .default_positions = 2048,
+                                    .reads_head_dim = false,
+                                    .windows = DenseWindows::kUniform};
+Status ReadFalcon(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", "falcon"));
+  const bool rw = type == "RefinedWeb" || type == "RefinedWebModel";
+  struct Name {
+    const char* name;
+    const char* rw_name;
+    int64_t falcon_default, rw_default, max;
+  };
+  const std::array<Name, 3> names = {{
+      {"num_hidden_layers", "n_layer", 32, 2, kMaxLayers},
+      {"num_attention_heads", "n_head", 71, 8, kMaxModelDim},
+      {"hidden_size", "n_embed", 4544, 64, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  for (const Name& n : names) {
+    const bool alias = rw || std::string_view(n.rw_name) == "n_embed";
+    if (alias && r.Has(n.rw_name)) {
+      KVTOPO_ASSIGN_OR_RETURN(filled[n.name], r.IntIn(n.rw_name, 1, n.max));
+    } else if (!r.Has(n.name)) {
+      filled[n.name] = rw ? n.rw_default : n.falcon_default;
+    }
+  }
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t heads, c.IntIn("num_attention_heads", 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, c.IntIn("hidden_size", 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(bool new_arch, c.BoolOr("new_decoder_architecture", false));
+  new_arch = new_arch || (rw && hidden == 8192);
+  KVTOPO_ASSIGN_OR_RETURN(const bool multi_query, c.BoolOr("multi_query", true));
+  int64_t kv = heads;
+  if (new_arch) {
+    const char* key = rw && c.Has("n_head_kv") ? "n_head_kv" : "num_kv_heads";
+    KVTOPO_ASSIGN_OR_RETURN(kv, c.IntInOr(key, rw ? 1 : heads, 1, kMaxModelDim));
+  } else if (multi_query) {
+    kv = 1;
+  }
+  filled["num_key_value_heads"] = kv;
+  return ReadDense(r.Over(filled), kFalconLayers, m);
+}
+
 // HunYuan: the head size is head_dim when it is set and not 0, else attention_head_dim, else
 // hidden_size / heads (HunYuanAttention). With use_cla, layers attend over an earlier layer's KV
 // (cross-layer attention, every cla_share_factor-th layer keeping its own): not planned.
@@ -2090,6 +2141,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiMoV2FlashForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
       {"Step3p5ForCausalLM", TextModel::kRoot, ReadStep3p5},
       {"DeciLMForCausalLM", TextModel::kRoot, ReadDeciLm},
+      {"FalconForCausalLM", TextModel::kRoot, ReadFalcon},
+      {"RWForCausalLM", TextModel::kRoot, ReadFalcon},
       {"MiMoV2ForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).

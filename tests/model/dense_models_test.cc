@@ -2518,4 +2518,49 @@ TEST(DenseModels, DeciLmLayersTakeTheirBlockConfigs) {
             "num_hidden_layers is 80");
 }
 
+// Falcon: one K/V head for a multi-query model (falcon-7b), num_kv_heads with the new decoder
+// architecture; the first checkpoints' RefinedWeb configs name the fields n_head, n_layer and
+// n_head_kv, and a hidden size of 8192 turns the new architecture on (falcon-40b).
+TEST(DenseModels, FalconKvHeadsByArchitecture) {
+  nlohmann::json falcon = CorpusConfig("falcon-7b");
+  auto plan = PlanConfig(falcon, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 64);  // 4544 / 71
+  EXPECT_EQ(plan->pool.num_blocks, 163840);       // 20 GiB / (32 x 4 KiB)
+  falcon["multi_query"] = false;
+  plan = PlanConfig(falcon, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 71);
+
+  nlohmann::json rw = CorpusConfig("falcon-40b-rw");
+  plan = PlanConfig(rw, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].layers.size(), 60u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);
+  EXPECT_EQ(plan->pool.num_blocks, 10922);  // 20 GiB / (60 x 32 KiB)
+  rw.erase("n_head_kv");
+  plan = PlanConfig(rw, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);  // RWConfig's n_head_kv
+  nlohmann::json converted = {{"architectures", {"FalconForCausalLM"}},
+                              {"model_type", "falcon"},
+                              {"torch_dtype", "bfloat16"},
+                              {"hidden_size", 8192},
+                              {"num_attention_heads", 128},
+                              {"num_hidden_layers", 60},
+                              {"new_decoder_architecture", true}};
+  plan = PlanConfig(converted, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 128);  // FalconConfig: num_kv_heads = the heads
+  converted["num_kv_heads"] = 8;
+  plan = PlanConfig(converted, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 10922);
+}
+
 }  // namespace kvtopo
