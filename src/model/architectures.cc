@@ -1059,7 +1059,7 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
 // Granite, Granite MoE, StarCoder2, DeepSeek (v1), InternLM2, ERNIE 4.5, ERNIE 4.5 MoE, Seed-OSS,
 // MiMo, MiniCPM, HunYuan, OLMoE, Phi, Phi-3.5-MoE, Apertus, Arcee, AFMoE, Ministral 3, EXAONE
 // MoE, OPT, GPT-NeoX, Qwen (first generation), GPT-2, GPT-J, GPTBigCode, dots.llm1, Bailing MoE,
-// Falcon):
+// Falcon, Cohere2 MoE):
 // one K/V attention cache per layer, read as each family's model file and config class read it
 // (docs/profiles.md cites each rule):
 // - KV heads `num_key_value_heads`; when absent, multi-head for some families, the config
@@ -1760,6 +1760,35 @@ Status ReadFalcon(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r.Over(filled), kFalconLayers, m);
 }
 
+// Cohere2 MoE (Cohere2MoeForCausalLM; the fork's cohere2_moe.py, Transformers' Cohere2MoeConfig):
+// sliding layers per layer_types with the config's window (4096 by default); head_dim 128,
+// multi-head and 8192 positions by default. Without layer_types the config class derives it from
+// the window: of the first first_k_dense_replace layers, those whose index + 1 is not a multiple
+// of prefix_dense_sliding_window_pattern (1) slide; of the rest, counted from 0 after them, those
+// whose count + 1 is not a multiple of sliding_window_pattern (4).
+constexpr DenseFamily kCohere2Moe{.name = "Cohere2 MoE",
+                                  .default_positions = 8192,
+                                  .absent_kv_heads = kMultiHead,
+                                  .absent_head_dim = 128,
+                                  .absent_window = 4096};
+Status ReadCohere2Moe(const ConfigReader& r, ModelDescription& m) {
+  const bool window = !r.json().contains("sliding_window") || r.Has("sliding_window");
+  if (r.Has("layer_types") || !window) return ReadDense(r, kCohere2Moe, m);
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t dense, r.IntInOr("first_k_dense_replace", 0, 0, n));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t prefix_pattern,
+                          r.IntInOr("prefix_dense_sliding_window_pattern", 1, 1, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
+                          r.IntInOr("sliding_window_pattern", 4, 1, kMaxLayers));
+  nlohmann::json filled = r.json();
+  nlohmann::json& types = filled["layer_types"] = nlohmann::json::array();
+  for (int64_t i = 0; i < n; ++i) {
+    const bool slides = i < dense ? (i + 1) % prefix_pattern != 0 : (i - dense + 1) % pattern != 0;
+    types.push_back(slides ? "sliding_attention" : "full_attention");
+  }
+  return ReadDense(r.Over(filled), kCohere2Moe, m);
+}
+
 // HunYuan: the head size is head_dim when it is set and not 0, else attention_head_dim, else
 // hidden_size / heads (HunYuanAttention). With use_cla, layers attend over an earlier layer's KV
 // (cross-layer attention, every cla_share_factor-th layer keeping its own): not planned.
@@ -2143,6 +2172,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"DeciLMForCausalLM", TextModel::kRoot, ReadDeciLm},
       {"FalconForCausalLM", TextModel::kRoot, ReadFalcon},
       {"RWForCausalLM", TextModel::kRoot, ReadFalcon},
+      {"Cohere2MoeForCausalLM", TextModel::kRoot, ReadCohere2Moe},
       {"MiMoV2ForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).

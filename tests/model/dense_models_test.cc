@@ -2563,4 +2563,35 @@ TEST(DenseModels, FalconKvHeadsByArchitecture) {
   EXPECT_EQ(plan->pool.num_blocks, 10922);
 }
 
+// Cohere2 MoE without layer_types: Cohere2MoeConfig's list, the first_k_dense_replace prefix (one
+// layer here) full, then a full layer in four; a null window leaves every layer full.
+TEST(DenseModels, Cohere2MoeDerivesItsLayerTypes) {
+  nlohmann::json cohere = CorpusConfig("cohere2-moe");
+  auto plan = PlanConfig(cohere, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  size_t full = 0, sliding = 0;
+  for (const PlannedGroup& g : plan->groups) {
+    (g.geometry.kind() == CacheKind::kFullAttention ? full : sliding) += g.layers.size();
+  }
+  EXPECT_EQ(full, 13u);  // layer 0, then 4, 8, ..., 48
+  EXPECT_EQ(sliding, 36u);
+  EXPECT_EQ(plan->groups[1].spec.sliding_window, 4096);
+  EXPECT_EQ(plan->pool.num_blocks, 50412);  // 20 GiB / (13 x 32 KiB)
+  cohere["first_k_dense_replace"] = 0;
+  plan = PlanConfig(cohere, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  full = 0;
+  for (const PlannedGroup& g : plan->groups) {
+    if (g.geometry.kind() == CacheKind::kFullAttention) full += g.layers.size();
+  }
+  EXPECT_EQ(full, 12u);  // 3, 7, ..., 47
+  cohere["sliding_window"] = nullptr;
+  plan = PlanConfig(cohere, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 49u);
+}
+
 }  // namespace kvtopo
