@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <span>
 
 #include "internal/checked_math.h"
 #include "internal/json_text.h"
@@ -1240,7 +1241,7 @@ constexpr DenseFamily kAfmoe{.name = "AFMoE",
 // max_window_layers on, a mix the model's layers never read. Bailing MoE (bailing_moe.py: Ling
 // and Ling 2.0): head_dim, else hidden_size / heads, no per-layer window; its config class comes
 // with the checkpoint (the fork builds no MTP draft for it, so its MTP layers keep no cache).
-constexpr DenseFamily kMultiHeadOnly{.name = "OPT, GPT-NeoX and Qwen",
+constexpr DenseFamily kMultiHeadOnly{.name = "OPT and GPT-NeoX",
                                      .default_positions = 2048,
                                      .reads_kv_heads = false,
                                      .reads_head_dim = false,
@@ -1458,6 +1459,27 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
   return ReadInterleaved(r, kFamily, m);
 }
 
+// A field a config class defaults and may know by another name (its attribute_map): `alias`,
+// when given and stated, wins over `name`; with neither stated, `fallback`. The value goes under
+// `name` in `filled`.
+struct ClassField {
+  const char* name;
+  const char* alias;
+  int64_t fallback;
+  int64_t max;
+};
+Status FillClassFields(const ConfigReader& r, std::span<const ClassField> fields,
+                       nlohmann::json& filled) {
+  for (const ClassField& f : fields) {
+    if (f.alias != nullptr && r.Has(f.alias)) {
+      KVTOPO_ASSIGN_OR_RETURN(filled[f.name], r.IntIn(f.alias, 1, f.max));
+    } else if (!r.Has(f.name)) {
+      filled[f.name] = f.fallback;
+    }
+  }
+  return Status::Ok();
+}
+
 // GPT-2, GPT-J and GPTBigCode (gpt2.py, gpt_j.py, gpt_bigcode.py): their config classes name
 // hidden_size n_embd, num_attention_heads n_head, num_hidden_layers n_layer and
 // max_position_embeddings n_positions (attribute_map), each the class's default when absent.
@@ -1477,26 +1499,14 @@ constexpr DenseFamily kGpt2Layers{
     .name = "GPT-2", .reads_head_dim = false, .windows = DenseWindows::kUniform};
 
 Status ReadGpt2Style(const ConfigReader& r, const Gpt2Family& f, ModelDescription& m) {
-  struct Name {
-    const char* name;
-    const char* gpt2_name;
-    int64_t fallback;
-    int64_t max;
-  };
-  const std::array<Name, 4> names = {{
+  const std::array<ClassField, 4> fields = {{
       {"hidden_size", "n_embd", f.n_embd, kMaxModelDim},
       {"num_attention_heads", "n_head", f.n_head, kMaxModelDim},
       {"num_hidden_layers", "n_layer", f.n_layer, kMaxLayers},
       {"max_position_embeddings", "n_positions", f.n_positions, kMaxModelLen},
   }};
   nlohmann::json filled = r.json();
-  for (const Name& n : names) {
-    if (r.Has(n.gpt2_name)) {
-      KVTOPO_ASSIGN_OR_RETURN(filled[n.name], r.IntIn(n.gpt2_name, 1, n.max));
-    } else if (!r.Has(n.name)) {
-      filled[n.name] = n.fallback;
-    }
-  }
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
   bool multi_query = false;
   if (f.multi_query_default) {
     KVTOPO_ASSIGN_OR_RETURN(multi_query, r.BoolOr("multi_query", true));
@@ -1724,25 +1734,18 @@ constexpr DenseFamily kFalconLayers{.name = "Falcon",
 Status ReadFalcon(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", "falcon"));
   const bool rw = type == "RefinedWeb" || type == "RefinedWebModel";
-  struct Name {
-    const char* name;
-    const char* rw_name;
-    int64_t falcon_default, rw_default, max;
-  };
-  const std::array<Name, 3> names = {{
-      {"num_hidden_layers", "n_layer", 32, 2, kMaxLayers},
-      {"num_attention_heads", "n_head", 71, 8, kMaxModelDim},
-      {"hidden_size", "n_embed", 4544, 64, kMaxModelDim},
+  constexpr std::array<ClassField, 3> kRwFields = {{
+      {"num_hidden_layers", "n_layer", 2, kMaxLayers},
+      {"num_attention_heads", "n_head", 8, kMaxModelDim},
+      {"hidden_size", "n_embed", 64, kMaxModelDim},
+  }};
+  constexpr std::array<ClassField, 3> kFalconFields = {{
+      {"num_hidden_layers", nullptr, 32, kMaxLayers},
+      {"num_attention_heads", nullptr, 71, kMaxModelDim},
+      {"hidden_size", "n_embed", 4544, kMaxModelDim},
   }};
   nlohmann::json filled = r.json();
-  for (const Name& n : names) {
-    const bool alias = rw || std::string_view(n.rw_name) == "n_embed";
-    if (alias && r.Has(n.rw_name)) {
-      KVTOPO_ASSIGN_OR_RETURN(filled[n.name], r.IntIn(n.rw_name, 1, n.max));
-    } else if (!r.Has(n.name)) {
-      filled[n.name] = rw ? n.rw_default : n.falcon_default;
-    }
-  }
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, rw ? kRwFields : kFalconFields, filled));
   const ConfigReader c = r.Over(filled);
   KVTOPO_ASSIGN_OR_RETURN(const int64_t heads, c.IntIn("num_attention_heads", 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, c.IntIn("hidden_size", 1, kMaxModelDim));
@@ -2246,16 +2249,24 @@ const std::vector<ArchitectureReader>& Readers() {
   return kReaders;
 }
 
+// `inner`, with `outer`'s dtype when it states none (a nested config's dtype may sit on an
+// enclosing object only); `storage` keeps a merged copy alive.
+ConfigReader WithOuterDtype(const ConfigReader& inner, const ConfigReader& outer,
+                            nlohmann::json& storage) {
+  if (inner.Has("torch_dtype") || inner.Has("dtype")) return inner;
+  storage = inner.json();
+  for (const char* dtype : {"torch_dtype", "dtype"}) {
+    if (outer.Has(dtype)) storage[dtype] = outer.json()[dtype];
+  }
+  return inner.Over(storage);
+}
+
 // Reads the text model at `key` with `read`; the dtype may sit at the top level only.
 Status ReadTextModel(const ConfigReader& root, const char* key,
                      Status (*read)(const ConfigReader&, ModelDescription&), ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object(key));
-  if (text.Has("torch_dtype") || text.Has("dtype")) return read(text, m);
-  nlohmann::json merged = text.json();
-  for (const char* dtype : {"torch_dtype", "dtype"}) {
-    if (root.Has(dtype)) merged[dtype] = root.json()[dtype];
-  }
-  return read(text.Over(merged), m);
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object(key));
+  nlohmann::json storage;
+  return read(WithOuterDtype(text, root, storage), m);
 }
 
 // The Qwen Omni thinker's text model: `thinker_config.text_config`, its dtype from the first of
@@ -2263,15 +2274,9 @@ Status ReadTextModel(const ConfigReader& root, const char* key,
 Status ReadThinkerTextModel(const ConfigReader& root,
                             Status (*read)(const ConfigReader&, ModelDescription&),
                             ModelDescription& m) {
-  KVTOPO_ASSIGN_OR_RETURN(ConfigReader thinker, root.Object("thinker_config"));
-  if (thinker.Has("torch_dtype") || thinker.Has("dtype")) {
-    return ReadTextModel(thinker, "text_config", read, m);
-  }
-  nlohmann::json merged = thinker.json();
-  for (const char* dtype : {"torch_dtype", "dtype"}) {
-    if (root.Has(dtype)) merged[dtype] = root.json()[dtype];
-  }
-  return ReadTextModel(thinker.Over(merged), "text_config", read, m);
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader thinker, root.Object("thinker_config"));
+  nlohmann::json storage;
+  return ReadTextModel(WithOuterDtype(thinker, root, storage), "text_config", read, m);
 }
 
 }  // namespace

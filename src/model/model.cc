@@ -724,9 +724,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Speculative decoding.
   std::optional<SpeculativeConfig> spec = config.speculative;
-  const bool mtp_assistant = spec && spec->method == "mtp" && !model.mtp_assistant.empty() &&
-                             std::none_of(model.layers.begin(), model.layers.end(),
+  const bool has_mtp_layers = std::any_of(model.layers.begin(), model.layers.end(),
                                           [](const RawLayer& l) { return l.mtp; });
+  const bool mtp_assistant =
+      spec && spec->method == "mtp" && !model.mtp_assistant.empty() && !has_mtp_layers;
   if (mtp_assistant) {
     KVTOPO_RETURN_IF_ERROR(ResolveMtpAssistant(model, target.file, *spec, b));
     b.out.draft_name = spec->model + " (" + model.mtp_assistant + ", reads the target's KV cache)";
@@ -917,8 +918,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       return Rejected(fmt::format("--speculative-config method 'mtp': {}", model.mtp_unavailable));
     }
     if (mtp) {
-      if (std::none_of(model.layers.begin(), model.layers.end(),
-                       [](const RawLayer& l) { return l.mtp; })) {
+      if (!has_mtp_layers) {
         return InvalidArgument(fmt::format(
             "--speculative-config method 'mtp' needs in-model MTP layers, but config.json '{}' "
             "declares none ({}); choose another method",

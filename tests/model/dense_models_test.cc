@@ -3,12 +3,12 @@
 // planned end to end, with the launch flags that change which layers slide.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvtopo/dtype.h"
@@ -2039,6 +2039,23 @@ nlohmann::json CorpusConfig(const std::string& name) {
                    (name + ".json"));
   return nlohmann::json::parse(in);
 }
+
+// The message of the plan's diagnostic `code`, "" when it has none.
+std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
+  for (const Diagnostic& d : plan.diagnostics) {
+    if (d.code == code) return d.message;
+  }
+  return "";
+}
+
+// The layers of the plan's groups of `kind`, or of every group.
+size_t LayerCount(const Plan& plan, std::optional<CacheKind> kind = std::nullopt) {
+  size_t n = 0;
+  for (const PlannedGroup& g : plan.groups) {
+    if (!kind || g.geometry.kind() == *kind) n += g.layers.size();
+  }
+  return n;
+}
 }  // namespace
 
 // OLMoE: hidden_size / heads whatever head_dim says, multi-head and 4096 positions by default
@@ -2262,11 +2279,11 @@ TEST(DenseModels, OmniPlansTheThinkersTextModel) {
   plan = PlanConfig(omni25, 1, 1, 20 * kGiB);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pool.num_blocks, 23405);
-  EXPECT_TRUE(
-      std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(), [](const Diagnostic& d) {
-        return d.code == "model-dtype" &&
-               d.message.find("states no torch_dtype") != std::string::npos;
-      }));
+  EXPECT_EQ(DiagnosticMessage(*plan, "model-dtype"),
+            "'config.json' states no torch_dtype: the engine takes its weights' dtype (float32 "
+            "when it cannot read them), and kvtopo, which reads no weights, float32; the engine "
+            "runs a float32 model as bfloat16 (--dtype auto), so an auto KV cache stores "
+            "bfloat16; set --dtype float32 to keep float32");
 }
 
 // EXAONE MoE (K-EXAONE): the trunk as EXAONE 4 (three sliding layers in four here, window 128);
@@ -2302,8 +2319,9 @@ TEST(DenseModels, ExaoneMoeMtpLayerSlidesAndKeepsTheModelDtype) {
   EXPECT_EQ(mtp.geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);  // bfloat16
   EXPECT_EQ(plan->groups[0].geometry.block_size(), 32);             // fp8, pages unified
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 65536);
-  EXPECT_TRUE(std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(),
-                          [](const Diagnostic& d) { return d.code == "mtp-cache-dtype-model"; }));
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-cache-dtype-model"),
+            "the MTP layers of 'config.json' cache in the model's dtype, not fp8: the engine "
+            "builds them without the cache config");
 
   exaone["num_nextn_predict_layers"] = 49;
   EXPECT_EQ(ConfigError(exaone),
@@ -2412,9 +2430,11 @@ TEST(DenseModels, MimoV2FlashPagesKeysAndValuesOfTheirOwnWidths) {
     EXPECT_EQ(swa.spec.num_kv_heads, 8);
     EXPECT_EQ(swa.geometry.page_size_bytes(), 16 * 8 * (192 + 128) * 2);
     EXPECT_EQ(plan->pool.num_blocks, 29127);  // 20 GiB / (9 x 80 KiB)
-    EXPECT_EQ(std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(),
-                          [](const Diagnostic& d) { return d.code == "kv-cache-dtype-model"; }),
-              dtype == KvCacheDtype::kFp8);
+    EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-dtype-model"),
+              dtype == KvCacheDtype::kFp8
+                  ? "the attention layers of 'config.json' cache in the model's dtype, not fp8: "
+                    "the engine builds them without the cache config"
+                  : "");
   }
 
   mimo["hybrid_layer_pattern"][3] = 2;
@@ -2439,16 +2459,14 @@ TEST(DenseModels, Step3p5SlidingLayersAndItsMtpThatCannotBuild) {
   auto plan = PlanWith(step, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-  size_t full = 0, sliding = 0;
   for (const PlannedGroup& g : plan->groups) {
-    (g.geometry.kind() == CacheKind::kFullAttention ? full : sliding) += g.layers.size();
     if (g.geometry.kind() == CacheKind::kSlidingWindow) {
       EXPECT_EQ(g.spec.sliding_window, 512);
     }
     EXPECT_EQ(g.geometry.page_size_bytes(), 16 * 2 * 8 * 128 * 2);
   }
-  EXPECT_EQ(full, 12u);  // layers 0, 4, ..., 44
-  EXPECT_EQ(sliding, 33u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 12u);  // layers 0, 4, ..., 44
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 33u);
 
   c.speculative =
       ParseSpeculativeConfig(R"({"method": "step3p5_mtp", "num_speculative_tokens": 3})").value();
@@ -2464,9 +2482,7 @@ TEST(DenseModels, Step3p5SlidingLayersAndItsMtpThatCannotBuild) {
   plan = PlanWith(step, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-  size_t layers = 0;
-  for (const PlannedGroup& g : plan->groups) layers += g.layers.size();
-  EXPECT_EQ(layers, 48u);
+  EXPECT_EQ(LayerCount(*plan), 48u);
 
   c.speculative.reset();
   c.cache.max_model_len = 0;
@@ -2474,8 +2490,10 @@ TEST(DenseModels, Step3p5SlidingLayersAndItsMtpThatCannotBuild) {
   plan = PlanWith(step, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->model.max_model_len, 4096);
-  EXPECT_TRUE(std::any_of(plan->diagnostics.begin(), plan->diagnostics.end(),
-                          [](const Diagnostic& d) { return d.code == "config-length-default"; }));
+  EXPECT_EQ(DiagnosticMessage(*plan, "config-length-default"),
+            "config.json 'config.json' states no max_seq_len: Step3p5Config's 4096 applies, and "
+            "the engine takes the smallest length field, so its maximum length is 4096, not "
+            "max_position_embeddings 262144");
 }
 
 // DeciLM (Llama-Nemotron): each layer's attention as block_configs says; no_op layers keep no
@@ -2570,22 +2588,14 @@ TEST(DenseModels, Cohere2MoeDerivesItsLayerTypes) {
   auto plan = PlanConfig(cohere, 1, 1, 20 * kGiB, 32768);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-  size_t full = 0, sliding = 0;
-  for (const PlannedGroup& g : plan->groups) {
-    (g.geometry.kind() == CacheKind::kFullAttention ? full : sliding) += g.layers.size();
-  }
-  EXPECT_EQ(full, 13u);  // layer 0, then 4, 8, ..., 48
-  EXPECT_EQ(sliding, 36u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 13u);  // layer 0, then 4, 8, ..., 48
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 36u);
   EXPECT_EQ(plan->groups[1].spec.sliding_window, 4096);
   EXPECT_EQ(plan->pool.num_blocks, 50412);  // 20 GiB / (13 x 32 KiB)
   cohere["first_k_dense_replace"] = 0;
   plan = PlanConfig(cohere, 1, 1, 20 * kGiB, 32768);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  full = 0;
-  for (const PlannedGroup& g : plan->groups) {
-    if (g.geometry.kind() == CacheKind::kFullAttention) full += g.layers.size();
-  }
-  EXPECT_EQ(full, 12u);  // 3, 7, ..., 47
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 12u);  // 3, 7, ..., 47
   cohere["sliding_window"] = nullptr;
   plan = PlanConfig(cohere, 1, 1, 20 * kGiB, 32768);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
