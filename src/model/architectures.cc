@@ -94,8 +94,10 @@ void AddMla(ModelDescription& m, int64_t i, MlaRow row, int64_t indexer_head, bo
 // LongRoPE (su, longrope) config's default length is its top-level
 // original_max_position_embeddings. Not for a Gemma 3 config (model_type containing "gemma3"),
 // whose length the engine takes as already scaled. With `default_positions` > 0 a config may
-// omit max_position_embeddings (its config class's default); with 0 the field is required.
-// (model_max_length, when set, replaces them all.)
+// omit max_position_embeddings (its config class's default); with 0 the field is required; with
+// kAnyLengthField (a config class without the field) any length field will do, and a config that
+// states none has no maximum: the engine then defaults to 2048 tokens and takes any longer
+// --max-model-len. (model_max_length, when set, replaces them all.)
 constexpr std::array<std::string_view, 7> kLengthKeys = {
     "n_positions",         "max_seq_len",    "seq_length", "max_target_positions",
     "max_sequence_length", "max_seq_length", "seq_len"};
@@ -108,8 +110,14 @@ Result<int64_t> LengthField(const ConfigReader& r, std::string_view key) {
   return Positive(r, key, kMaxModelLen);
 }
 
+constexpr int64_t kAnyLengthField = -1;
+constexpr int64_t kUnstatedDefaultLength = 2048;
+
 Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default_positions) {
-  if (default_positions > 0 && !r.Has("max_position_embeddings")) {
+  if (default_positions == kAnyLengthField && !r.Has("max_position_embeddings")) {
+    m.max_position_embeddings = kMaxModelLen;
+    m.max_len_source = "no length field";
+  } else if (default_positions > 0 && !r.Has("max_position_embeddings")) {
     m.max_position_embeddings = default_positions;
     m.max_len_source =
         fmt::format("max_position_embeddings {} (the config class's default)", default_positions);
@@ -135,6 +143,21 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     take("model_max_length", length);
   }
   m.max_model_len = m.length_base;
+  if (base_name == "max_position_embeddings" && m.max_position_embeddings == kMaxModelLen &&
+      !r.Has("max_position_embeddings")) {
+    // No length field: the engine's derived length is unbounded, its default 2048.
+    m.length_unstated = true;
+    m.default_max_model_len = kUnstatedDefaultLength;
+    m.default_len_source =
+        fmt::format("{} (the engine's length for a config without one)", kUnstatedDefaultLength);
+    m.config_warnings.emplace_back(
+        "config-length-default",
+        fmt::format("config.json '{}' states none of the engine's length fields "
+                    "(max_position_embeddings, {}, model_max_length): without --max-model-len "
+                    "the engine assumes {} tokens, and it accepts any --max-model-len",
+                    r.file(), fmt::join(kLengthKeys, ", "), kUnstatedDefaultLength));
+    return Status::Ok();
+  }
   const std::string key = r.Has("rope_scaling") ? "rope_scaling" : "rope_parameters";
   if (!r.Has(key)) return Status::Ok();
   // The engine takes a Gemma 3 config's length as already scaled (its top-level model_type).
@@ -1091,9 +1114,10 @@ struct DenseFamily {
   // num_attention_heads; kRequired: head_dim must be stated.
   int64_t absent_head_dim = 0;
   DenseWindows windows = DenseWindows::kLayerTypes;
-  int64_t absent_window = 0;    // sliding_window when absent
-  int64_t default_pattern = 0;  // without layer_types (and with a window): a full layer every N
-  bool reads_pattern = false;   // sliding_window_pattern (an integer) overrides it
+  int64_t absent_window = 0;        // sliding_window when absent
+  int64_t default_pattern = 0;      // without layer_types (and with a window): a full layer every N
+  bool reads_pattern = false;       // sliding_window_pattern (an integer) overrides it
+  bool pattern_full_first = false;  // the full layers are 0, N, 2N... (else N-1, 2N-1...)
   bool window_on_all_layers = false;  // a window needs max_window_layers (if stated) = layers
   bool requires_layer_types = false;  // the model file indexes layer_types: it must be stated
   bool mtp = false;                   // num_nextn_predict_layers MTP layers after the trunk
@@ -1265,6 +1289,112 @@ constexpr DenseFamily kMinistral3{.name = "Ministral 3",
                                   .absent_kv_heads = 8,
                                   .absent_head_dim = 128};
 
+// GLM (GlmForCausalLM: GLM-4 in Transformers' format; the fork's glm.py is its Llama): GlmConfig
+// has 131072 positions and 2 KV heads of 128. Llama's other checkpoints: LLaMA
+// (LLaMAForCausalLM, LlamaConfig's 2048 positions), InternLM (the checkpoint's InternLMConfig:
+// multi-head, 2048), InternLM3 (InternLM3Config: 32 KV heads, 32768), XVERSE (XverseConfig:
+// multi-head, 8192), Aquila (AquilaConfig: multi-head, 2048), IQuest-Coder (IQuestCoderConfig: 8
+// KV heads of 128, 16384; its layers read no use_sliding_window) and CWM (CwmConfig: 64 layers, 8
+// KV heads of 128, 131072 positions, a window of 8192 on every layer but 0, 4, 8...).
+constexpr DenseFamily kGlm{
+    .name = "GLM", .default_positions = 131072, .absent_kv_heads = 2, .absent_head_dim = 128};
+constexpr DenseFamily kLlamaV1{
+    .name = "LLaMA", .default_positions = 2048, .absent_kv_heads = kMultiHead};
+constexpr DenseFamily kInternLm{
+    .name = "InternLM", .default_positions = 2048, .absent_kv_heads = kMultiHead};
+constexpr DenseFamily kInternLm3{
+    .name = "InternLM3", .default_positions = 32768, .absent_kv_heads = 32};
+constexpr DenseFamily kXverse{
+    .name = "XVERSE", .default_positions = 8192, .absent_kv_heads = kMultiHead};
+constexpr DenseFamily kAquila{
+    .name = "Aquila", .default_positions = 2048, .absent_kv_heads = kMultiHead};
+constexpr DenseFamily kIQuestCoder{.name = "IQuest-Coder",
+                                   .default_positions = 16384,
+                                   .absent_kv_heads = 8,
+                                   .absent_head_dim = 128};
+constexpr DenseFamily kCwm{.name = "CWM",
+                           .default_positions = 131072,
+                           .absent_kv_heads = 8,
+                           .absent_head_dim = 128,
+                           .absent_window = 8192,
+                           .default_pattern = 4,
+                           .pattern_full_first = true};
+// Models whose layers pass no window of their own (the config's sliding_window, when set, applies
+// to every layer) and read hidden_size / heads:
+// - OLMo (olmo.py) and Persimmon (persimmon.py): every layer multi-head; OlmoConfig 2048
+//   positions, PersimmonConfig 16384.
+// - FlexOlmo (flex_olmo.py, OLMoE's attention; the fork's FlexOlmoConfig): multi-head, 4096.
+// - StableLM (stablelm.py): StableLmConfig's 32 KV heads and 4096 positions; the older
+//   stablelm_epoch checkpoints' class comes with them, so their fields are required.
+// - Orion (orion.py; OrionConfig: 40 KV heads, 4096), Arctic (arctic.py; ArcticConfig:
+//   multi-head, 4096).
+// - Grok (grok1.py): num_key_value_heads and max_position_embeddings read as stated (Grok-1's
+//   class comes with the checkpoint, Grok-2's config loads as another model type's class).
+// - Baichuan (baichuan.py): every layer multi-head; its classes come with the checkpoints and
+//   name the length max_position_embeddings (7B) or model_max_length (13B).
+constexpr DenseFamily kOlmo{.name = "OLMo",
+                            .default_positions = 2048,
+                            .reads_kv_heads = false,
+                            .reads_head_dim = false,
+                            .windows = DenseWindows::kUniform};
+constexpr DenseFamily kPersimmon{.name = "Persimmon",
+                                 .default_positions = 16384,
+                                 .reads_kv_heads = false,
+                                 .reads_head_dim = false,
+                                 .windows = DenseWindows::kUniform};
+constexpr DenseFamily kFlexOlmo{.name = "FlexOlmo",
+                                .default_positions = 4096,
+                                .absent_kv_heads = kMultiHead,
+                                .reads_head_dim = false,
+                                .windows = DenseWindows::kUniform};
+constexpr DenseFamily kStableLm{.name = "StableLM",
+                                .default_positions = 4096,
+                                .absent_kv_heads = 32,
+                                .reads_head_dim = false,
+                                .windows = DenseWindows::kUniform};
+constexpr DenseFamily kStableLmEpoch{
+    .name = "StableLM", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+constexpr DenseFamily kOrion{.name = "Orion",
+                             .default_positions = 4096,
+                             .absent_kv_heads = 40,
+                             .reads_head_dim = false,
+                             .windows = DenseWindows::kUniform};
+constexpr DenseFamily kArctic{.name = "Arctic",
+                              .default_positions = 4096,
+                              .absent_kv_heads = kMultiHead,
+                              .reads_head_dim = false,
+                              .windows = DenseWindows::kUniform};
+constexpr DenseFamily kGrok{
+    .name = "Grok", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+constexpr DenseFamily kBaichuan{.name = "Baichuan",
+                                .default_positions = kAnyLengthField,
+                                .reads_kv_heads = false,
+                                .reads_head_dim = false,
+                                .windows = DenseWindows::kUniform};
+// Models whose layers pass no window of their own and read head_dim (else hidden_size / heads):
+// Nemotron (nemotron.py; the fork's NemotronConfig: head_dim, else kv_channels; multi-head, 4096
+// positions), EXAONE 3 (exaone.py; the checkpoint's ExaoneConfig: multi-head, 2048), Solar
+// (solar.py; the checkpoint's SolarConfig: multi-head, 2048 positions and a sliding_window of
+// 2047, so every layer slides unless the config says null) and Jais 2 (jais2.py; Jais2Config:
+// multi-head, 8192).
+constexpr DenseFamily kNemotron{.name = "Nemotron",
+                                .default_positions = 4096,
+                                .absent_kv_heads = kMultiHead,
+                                .windows = DenseWindows::kUniform};
+constexpr DenseFamily kExaone3{.name = "EXAONE 3",
+                               .default_positions = 2048,
+                               .absent_kv_heads = kMultiHead,
+                               .windows = DenseWindows::kUniform};
+constexpr DenseFamily kSolar{.name = "Solar",
+                             .default_positions = 2048,
+                             .absent_kv_heads = kMultiHead,
+                             .windows = DenseWindows::kUniform,
+                             .absent_window = 2047};
+constexpr DenseFamily kJais2{.name = "Jais 2",
+                             .default_positions = 8192,
+                             .absent_kv_heads = kMultiHead,
+                             .windows = DenseWindows::kUniform};
+
 Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const DenseFamily& f,
                                               int64_t n, ModelDescription& m) {
   std::vector<int64_t> windows(static_cast<size_t>(n), 0);
@@ -1300,7 +1430,8 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
       }
       KVTOPO_ASSIGN_OR_RETURN(pattern, r.IntIn("sliding_window_pattern", 1, kMaxLayers));
     }
-    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
+    const int64_t shift = f.pattern_full_first ? 0 : 1;
+    for (int64_t i = 0; i < n; ++i) sliding.push_back((i + shift) % pattern != 0);
   }
   const auto slides = std::count(sliding.begin(), sliding.end(), true);
   const bool mixed = slides > 0 && slides < n;  // is_interleaved
@@ -1519,6 +1650,157 @@ Status ReadGpt2Style(const ConfigReader& r, const Gpt2Family& f, ModelDescriptio
 template <const Gpt2Family& kFamily>
 Status ReadGpt2StyleAs(const ConfigReader& r, ModelDescription& m) {
   return ReadGpt2Style(r, kFamily, m);
+}
+// JAIS (JAISLMHeadModel; the fork's jais.py and its JAISConfig): GPT-2's names and defaults, every
+// layer multi-head.
+constexpr Gpt2Family kJais{768, 12, 12, 1024};
+
+// Nemotron (NemotronForCausalLM): the fork's NemotronConfig takes head_dim, else kv_channels
+// (Megatron's name), else hidden_size / heads.
+Status ReadNemotron(const ConfigReader& r, ModelDescription& m) {
+  nlohmann::json filled = r.json();
+  if (!r.Has("head_dim") && r.Has("kv_channels")) {
+    KVTOPO_ASSIGN_OR_RETURN(filled["head_dim"], r.IntIn("kv_channels", 1, kMaxModelDim));
+  }
+  return ReadDense(r.Over(filled), kNemotron, m);
+}
+
+// EXAONE 3 (ExaoneForCausalLM): the checkpoint's ExaoneConfig names num_hidden_layers
+// num_layers (32 when absent).
+Status ReadExaone3(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 1> fields = {{{"num_hidden_layers", "num_layers", 32, kMaxLayers}}};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  return ReadDense(r.Over(filled), kExaone3, m);
+}
+
+// TeleChat (TeleChatForCausalLM, TeleChat2ForCausalLM; the fork's telechat2.py over its Llama):
+// the checkpoint's TelechatConfig names the layers n_layer (30) and the heads n_head (32), hidden
+// 4096; it has no max_position_embeddings (seq_length is the length) and leaves
+// num_key_value_heads None when absent, which the engine's layers cannot build with: required.
+constexpr DenseFamily kTeleChat{.name = "TeleChat", .default_positions = kAnyLengthField};
+Status ReadTeleChat(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 3> fields = {{
+      {"num_hidden_layers", "n_layer", 30, kMaxLayers},
+      {"num_attention_heads", "n_head", 32, kMaxModelDim},
+      {"hidden_size", nullptr, 4096, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  return ReadDense(r.Over(filled), kTeleChat, m);
+}
+
+// Baichuan (baichuan.py): BaiChuanForCausalLM (Baichuan-7B) always runs RoPE;
+// BaichuanForCausalLM runs RoPE at hidden_size 4096 and ALiBi otherwise (Baichuan-13B,
+// Baichuan2-13B), whose attention is built without the cache config: it caches in the model's
+// dtype and takes no cache-wide window.
+template <bool kAlibiUnless4096>
+Status ReadBaichuanAs(const ConfigReader& r, ModelDescription& m) {
+  bool alibi = false;
+  if (kAlibiUnless4096) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, r.IntIn("hidden_size", 1, kMaxModelDim));
+    alibi = hidden != 4096;
+  }
+  if (!alibi) return ReadDense(r, kBaichuan, m);
+  nlohmann::json filled = r.json();
+  filled.erase("sliding_window");  // no cache config: no cache-wide window
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kBaichuan, m));
+  KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  m.cache_dtype_auto = true;
+  return Status::Ok();
+}
+
+// BLOOM (BloomForCausalLM, bloom.py): BloomConfig names the layers n_layer (2) and the heads
+// n_head (8); hidden_size (64) is n_embed when the config states that. Every layer multi-head of
+// hidden_size / heads; the class has no length field.
+constexpr DenseFamily kBloom{.name = "BLOOM",
+                             .default_positions = kAnyLengthField,
+                             .reads_kv_heads = false,
+                             .reads_head_dim = false,
+                             .windows = DenseWindows::kUniform};
+Status ReadBloom(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 3> fields = {{
+      {"num_hidden_layers", "n_layer", 2, kMaxLayers},
+      {"num_attention_heads", "n_head", 8, kMaxModelDim},
+      {"hidden_size", "n_embed", 64, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  return ReadDense(r.Over(filled), kBloom, m);
+}
+
+// MPT (MPTForCausalLM, MptForCausalLM; mpt.py) and DBRX (DbrxForCausalLM, dbrx.py): MptConfig and
+// DbrxConfig name hidden_size d_model (2048), the heads n_heads (16), the layers n_layers (24) and
+// the length max_seq_len (2048); heads of d_model / n_heads. K/V heads: attn_config.kv_n_heads
+// (DBRX: 1 when absent). MPT's model asserts attn_config.alibi (true by default) and not
+// prefix_lm (false).
+constexpr DenseFamily kMpt{.name = "MPT",
+                           .default_positions = kAnyLengthField,
+                           .reads_kv_heads = false,
+                           .reads_head_dim = false,
+                           .windows = DenseWindows::kUniform};
+constexpr DenseFamily kDbrx{
+    .name = "DBRX", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+Status FillMptFields(const ConfigReader& r, nlohmann::json& filled) {
+  const std::array<ClassField, 4> fields = {{
+      {"hidden_size", "d_model", 2048, kMaxModelDim},
+      {"num_attention_heads", "n_heads", 16, kMaxModelDim},
+      {"num_hidden_layers", "n_layers", 24, kMaxLayers},
+      {"max_seq_len", nullptr, 2048, kMaxModelLen},
+  }};
+  return FillClassFields(r, fields, filled);
+}
+Status ReadMpt(const ConfigReader& r, ModelDescription& m) {
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillMptFields(r, filled));
+  if (r.Has("attn_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader attn, r.Object("attn_config"));
+    KVTOPO_ASSIGN_OR_RETURN(const bool alibi, attn.BoolOr("alibi", true));
+    if (!alibi) {
+      return attn.Invalid("alibi", "is false: the engine's MPT model runs ALiBi only");
+    }
+    KVTOPO_ASSIGN_OR_RETURN(const bool prefix_lm, attn.BoolOr("prefix_lm", false));
+    if (prefix_lm) {
+      return attn.Invalid("prefix_lm", "is true: the engine's MPT model does not run a prefix LM");
+    }
+    if (attn.Has("kv_n_heads")) {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t kv, attn.IntIn("kv_n_heads", 1, kMaxModelDim));
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t heads,
+                              r.Over(filled).IntIn("num_attention_heads", 1, kMaxModelDim));
+      if (kv != heads) {
+        return attn.Invalid(
+            "kv_n_heads",
+            fmt::format("is {} of {} heads: whether the engine's MPT layers read it depends on "
+                        "the Transformers version (MptAttentionConfig drops it before 5.x), so "
+                        "kvtopo does not plan it",
+                        kv, heads));
+      }
+    }
+  }
+  return ReadDense(r.Over(filled), kMpt, m);
+}
+Status ReadDbrx(const ConfigReader& r, ModelDescription& m) {
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillMptFields(r, filled));
+  if (!r.Has("max_position_embeddings")) filled["max_position_embeddings"] = filled["max_seq_len"];
+  int64_t kv = 1;
+  if (r.Has("attn_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader attn, r.Object("attn_config"));
+    KVTOPO_ASSIGN_OR_RETURN(kv, attn.IntInOr("kv_n_heads", 1, 1, kMaxModelDim));
+  }
+  filled["num_key_value_heads"] = kv;
+  return ReadDense(r.Over(filled), kDbrx, m);
+}
+
+// Jais 2 (Jais2ForCausalLM): windows only from interleaved_sliding_window, which Jais2Config does
+// not have; a config that adds it is not planned.
+Status ReadJais2(const ConfigReader& r, ModelDescription& m) {
+  if (r.Has("interleaved_sliding_window")) {
+    return r.Invalid("interleaved_sliding_window",
+                     "is set: Jais2Config has no such field, and kvtopo does not plan the "
+                     "per-layer windows the engine's model would read from it");
+  }
+  return ReadDense(r, kJais2, m);
 }
 
 // MiMo-V2-Flash (MiMoV2FlashForCausalLM, MiMoV2ForCausalLM; the fork's mimo_v2.py): layer i is
@@ -2177,6 +2459,38 @@ const std::vector<ArchitectureReader>& Readers() {
       {"RWForCausalLM", TextModel::kRoot, ReadFalcon},
       {"Cohere2MoeForCausalLM", TextModel::kRoot, ReadCohere2Moe},
       {"MiMoV2ForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
+      {"GlmForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm>},
+      {"LLaMAForCausalLM", TextModel::kRoot, ReadDenseAs<kLlamaV1>},
+      {"Fairseq2LlamaForCausalLM", TextModel::kRoot, ReadDenseAs<kLlama>},
+      {"InternLMForCausalLM", TextModel::kRoot, ReadDenseAs<kInternLm>},
+      {"InternLM3ForCausalLM", TextModel::kRoot, ReadDenseAs<kInternLm3>},
+      {"XverseForCausalLM", TextModel::kRoot, ReadDenseAs<kXverse>},
+      {"AquilaForCausalLM", TextModel::kRoot, ReadDenseAs<kAquila>},
+      {"AquilaModel", TextModel::kRoot, ReadDenseAs<kAquila>},
+      {"IQuestCoderForCausalLM", TextModel::kRoot, ReadDenseAs<kIQuestCoder>},
+      {"CwmForCausalLM", TextModel::kRoot, ReadDenseAs<kCwm>},
+      {"TeleChatForCausalLM", TextModel::kRoot, ReadTeleChat},
+      {"TeleChat2ForCausalLM", TextModel::kRoot, ReadTeleChat},
+      {"OlmoForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo>},
+      {"PersimmonForCausalLM", TextModel::kRoot, ReadDenseAs<kPersimmon>},
+      {"FlexOlmoForCausalLM", TextModel::kRoot, ReadDenseAs<kFlexOlmo>},
+      {"StableLmForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLm>},
+      {"StableLMEpochForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLmEpoch>},
+      {"OrionForCausalLM", TextModel::kRoot, ReadDenseAs<kOrion>},
+      {"ArcticForCausalLM", TextModel::kRoot, ReadDenseAs<kArctic>},
+      {"Grok1ForCausalLM", TextModel::kRoot, ReadDenseAs<kGrok>},
+      {"Grok1ModelForCausalLM", TextModel::kRoot, ReadDenseAs<kGrok>},
+      {"BaiChuanForCausalLM", TextModel::kRoot, ReadBaichuanAs<false>},
+      {"BaichuanForCausalLM", TextModel::kRoot, ReadBaichuanAs<true>},
+      {"NemotronForCausalLM", TextModel::kRoot, ReadNemotron},
+      {"ExaoneForCausalLM", TextModel::kRoot, ReadExaone3},
+      {"SolarForCausalLM", TextModel::kRoot, ReadDenseAs<kSolar>},
+      {"Jais2ForCausalLM", TextModel::kRoot, ReadJais2},
+      {"JAISLMHeadModel", TextModel::kRoot, ReadGpt2StyleAs<kJais>},
+      {"BloomForCausalLM", TextModel::kRoot, ReadBloom},
+      {"MPTForCausalLM", TextModel::kRoot, ReadMpt},
+      {"MptForCausalLM", TextModel::kRoot, ReadMpt},
+      {"DbrxForCausalLM", TextModel::kRoot, ReadDbrx},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).
       {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},

@@ -78,6 +78,9 @@ struct ModelDescription {
   // original_max_position_embeddings (`default_len_source` says so); 0: max_model_len.
   int64_t default_max_model_len = 0;
   std::string default_len_source;
+  // The config states no length field: max_model_len is kMaxModelLen (the engine takes any
+  // --max-model-len) and default_max_model_len the engine's 2048.
+  bool length_unstated = false;
   // The RoPE scaling ReadMaxLength applied: the factor (1: none) and whether a yarn entry set the
   // base to its original_max_position_embeddings, which the derived length then ignores.
   double rope_factor = 1;

@@ -349,8 +349,13 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
                           window, m.rope_factor, m.file));
       return;
     }
-    const int64_t was = m.max_model_len;
+    const std::string was =
+        m.length_unstated ? "unbounded: no length field" : std::to_string(m.max_model_len);
     m.max_model_len = static_cast<int64_t>(scaled);
+    if (m.length_unstated) {  // the window is now the length, and the default
+      m.length_unstated = false;
+      m.default_max_model_len = 0;
+    }
     m.max_len_source = m.rope_factor == 1
                            ? fmt::format("sliding_window {}", window)
                            : fmt::format("sliding_window {} x factor {}", window, m.rope_factor);
@@ -680,7 +685,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   b.out.max_model_len = asked                         ? asked
                         : model.default_max_model_len ? model.default_max_model_len
                                                       : model.max_model_len;
-  if (!asked && model.default_max_model_len) {
+  if (!asked && model.default_max_model_len && !model.length_unstated) {
     b.Add(Severity::kInfo, "max-model-len-default",
           fmt::format("--max-model-len defaults to {} as the engine's does; the model reaches {} "
                       "({}): set --max-model-len to plan longer requests",

@@ -2604,4 +2604,218 @@ TEST(DenseModels, Cohere2MoeDerivesItsLayerTypes) {
   EXPECT_EQ(plan->groups[0].layers.size(), 49u);
 }
 
+// Families that are one record of the dense reader (or a small reader beside it), each planned
+// from a config shaped as the named checkpoint's at 1,024 tokens in 20 GiB: blocks of 20 GiB /
+// (layers x 16 x 2 x KV heads x head x 2 B; float32 configs run bfloat16 under --dtype auto).
+TEST(DenseModels, LlamaLikeAndOneGroupFamilies) {
+  struct Case {
+    const char* config;
+    int64_t layers, kv_heads, head, max_model_len, blocks;
+  };
+  const Case cases[] = {
+      {"glm-4-9b-hf", 40, 2, 128, 131072, 32768},
+      {"minitron-4b", 32, 8, 128, 4096, 10240},
+      {"olmo-1b-hf", 16, 16, 128, 2048, 10240},
+      {"flexolmo-7x7b", 32, 32, 128, 4096, 2560},
+      {"stablelm-3b-4e1t", 32, 32, 80, 4096, 4096},
+      {"persimmon-8b", 36, 64, 64, 16384, 2275},
+      {"exaone-3.5-7.8b", 32, 8, 128, 32768, 10240},
+      {"internlm-20b", 60, 40, 128, 4096, 1092},
+      {"internlm3-8b", 48, 2, 128, 196608, 27306},
+      {"baichuan2-7b", 32, 32, 128, 4096, 2560},
+      {"baichuan2-13b", 40, 40, 128, 4096, 1638},
+      {"xverse-7b", 32, 32, 128, 8192, 2560},
+      {"orion-14b", 40, 40, 128, 4096, 1638},
+      {"aquila2-7b", 32, 32, 128, 2048, 2560},
+      {"telechat2-115b", 96, 8, 128, 8192, 3413},
+      {"jais-13b", 40, 40, 128, 2048, 1638},
+      {"jais-2-8b", 32, 26, 128, 8192, 3150},
+      {"bloom-560m", 24, 16, 64, 2048, 13653},
+      {"mpt-7b", 32, 32, 128, 2048, 2560},
+      {"dbrx-instruct", 40, 8, 128, 32768, 8192},
+      {"arctic", 35, 8, 128, 4096, 9362},
+      {"grok-1", 64, 8, 128, 8192, 5120},
+      {"iquest-coder-40b", 80, 8, 128, 131072, 4096},
+      {"llama-7b-v1", 32, 32, 128, 2048, 2560},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 1u);
+    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+    EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
+    EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
+    EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
+    EXPECT_EQ(plan->pool.num_blocks, c.blocks);
+    plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
+  }
+
+  // Field names of their own: EXAONE 3's num_layers, TeleChat's n_layer and n_head, MPT's and
+  // DBRX's d_model, n_heads and n_layers (checked above through the head size), Nemotron's
+  // kv_channels (head_dim wins; neither: hidden_size / heads).
+  nlohmann::json exaone = CorpusConfig("exaone-3.5-7.8b");
+  exaone["num_layers"] = 8;
+  auto plan = PlanConfig(exaone, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].layers.size(), 8u);
+  nlohmann::json nemotron = CorpusConfig("minitron-4b");
+  nemotron["head_dim"] = 64;
+  plan = PlanConfig(nemotron, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 64);
+  nemotron.erase("head_dim");
+  nemotron.erase("kv_channels");
+  plan = PlanConfig(nemotron, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 3072 / 24
+
+  // Class defaults: DBRX's one K/V head without kv_n_heads; StableLmConfig's 32 K/V heads.
+  nlohmann::json dbrx = CorpusConfig("dbrx-instruct");
+  dbrx["attn_config"].erase("kv_n_heads");
+  plan = PlanConfig(dbrx, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
+  nlohmann::json stablelm = CorpusConfig("stablelm-3b-4e1t");
+  stablelm["num_key_value_heads"] = 8;
+  stablelm.erase("num_key_value_heads");
+  plan = PlanConfig(stablelm, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  stablelm["architectures"] = {"StableLMEpochForCausalLM"};
+  EXPECT_EQ(ConfigError(stablelm),
+            "config.json 'config.json': field 'num_key_value_heads' is missing");
+
+  // What the engine's models cannot build is refused, saying why.
+  nlohmann::json telechat = CorpusConfig("telechat2-115b");
+  telechat.erase("num_key_value_heads");
+  EXPECT_EQ(ConfigError(telechat),
+            "config.json 'config.json': field 'num_key_value_heads' is missing");
+  nlohmann::json mpt = CorpusConfig("mpt-7b");
+  mpt["attn_config"]["kv_n_heads"] = 8;
+  EXPECT_EQ(ConfigError(mpt),
+            "config.json 'config.json': field 'attn_config.kv_n_heads' is 8 of 32 heads: whether "
+            "the engine's MPT layers read it depends on the Transformers version "
+            "(MptAttentionConfig drops it before 5.x), so kvtopo does not plan it");
+  mpt["attn_config"]["kv_n_heads"] = 32;
+  EXPECT_EQ(ConfigError(mpt), "(accepted)");
+  mpt["attn_config"]["alibi"] = false;
+  EXPECT_EQ(ConfigError(mpt),
+            "config.json 'config.json': field 'attn_config.alibi' is false: the engine's MPT "
+            "model runs ALiBi only");
+  nlohmann::json jais2 = CorpusConfig("jais-2-8b");
+  jais2["interleaved_sliding_window"] = 4096;
+  EXPECT_EQ(ConfigError(jais2),
+            "config.json 'config.json': field 'interleaved_sliding_window' is set: Jais2Config "
+            "has no such field, and kvtopo does not plan the per-layer windows the engine's "
+            "model would read from it");
+}
+
+// A config without any length field (BLOOM's class has none): the engine plans 2048 tokens by
+// default and takes any --max-model-len; --disable-sliding-window makes the window the length.
+TEST(DenseModels, BloomStatesNoLengthField) {
+  nlohmann::json bloom = CorpusConfig("bloom-560m");
+  auto plan = PlanConfig(bloom, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  EXPECT_EQ(DiagnosticMessage(*plan, "max-model-len-default"), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "config-length-default"),
+            "config.json 'config.json' states none of the engine's length fields "
+            "(max_position_embeddings, n_positions, max_seq_len, seq_length, "
+            "max_target_positions, max_sequence_length, max_seq_length, seq_len, "
+            "model_max_length): without --max-model-len the engine assumes 2048 tokens, and it "
+            "accepts any --max-model-len");
+  plan = PlanConfig(bloom, 1, 1, 20 * kGiB, 200000);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 200000);
+
+  // n_embed names hidden_size, and wins over it.
+  bloom["n_embed"] = 2048;
+  plan = PlanConfig(bloom, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);  // 2048 / 16
+
+  bloom["sliding_window"] = 1024;
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  plan = PlanWith(bloom, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 1024);
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  c.disable_sliding_window = true;
+  plan = PlanWith(bloom, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->model.max_model_len, 1024);
+  EXPECT_EQ(DiagnosticMessage(*plan, "sliding-window-disabled"),
+            "--disable-sliding-window: 24 sliding-window layers attend over the whole request "
+            "and are cached as full attention; the model's maximum length is capped at 1024 "
+            "(sliding_window 1024; was unbounded: no length field)");
+}
+
+// Baichuan: BaichuanForCausalLM runs ALiBi unless hidden_size is 4096, and its ALiBi attention is
+// built without the cache config (the model's dtype, no cache-wide window); Baichuan2-13B states
+// only model_max_length.
+TEST(DenseModels, BaichuanAlibiLayersKeepTheModelDtype) {
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  auto plan = PlanWith(CorpusConfig("baichuan2-13b"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 40 * 128 * 2);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-dtype-model"),
+            "the attention layers of 'config.json' cache in the model's dtype, not fp8: the "
+            "engine builds them without the cache config");
+  plan = PlanWith(CorpusConfig("baichuan2-7b"), c);  // RoPE: the cache config's fp8
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 32 * 128 * 1);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-dtype-model"), "");
+
+  c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
+  nlohmann::json alibi = CorpusConfig("baichuan2-13b");
+  alibi["sliding_window"] = 1024;
+  plan = PlanWith(alibi, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  alibi["architectures"] = {"BaiChuanForCausalLM"};  // always RoPE
+  plan = PlanWith(alibi, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 1024);
+}
+
+// Solar: SolarConfig's sliding_window of 2047 reaches every layer (its layers pass none of their
+// own); null turns it off. CWM: CwmConfig's layer kinds, a full layer at 0, 4, 8, ...
+TEST(DenseModels, SolarAndCwmWindows) {
+  auto plan = PlanConfig(CorpusConfig("solar-pro"), 1, 1, 20 * kGiB, 4096);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 2047);
+  EXPECT_EQ(plan->pool.num_blocks, 4096);
+  nlohmann::json solar = CorpusConfig("solar-pro");
+  solar["sliding_window"] = nullptr;
+  plan = PlanConfig(solar, 1, 1, 20 * kGiB, 4096);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+
+  plan = PlanConfig(CorpusConfig("cwm"), 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);  // llama3 RoPE: not scaled
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 16u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 48u);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.self_attn");
+  EXPECT_EQ(plan->groups[0].layers[1], "model.layers.4.self_attn");
+  EXPECT_EQ(plan->groups[1].spec.sliding_window, 8192);
+  EXPECT_EQ(plan->pool.num_blocks, 20480);  // 20 GiB / (4 x 16 layers' 64 KiB pages)
+}
+
 }  // namespace kvtopo
