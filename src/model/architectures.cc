@@ -1792,6 +1792,141 @@ Status ReadDbrx(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r.Over(filled), kDbrx, m);
 }
 
+// ChatGLM (ChatGLMModel, ChatGLMForConditionalGeneration; the fork's chatglm.py and its
+// ChatGLMConfig): the layers are num_layers (28), hidden 4096 over 32 heads of hidden_size /
+// heads; K/V heads multi_query_group_num (1) when multi_query_attention (false), else every head.
+// The class sets max_position_embeddings to seq_length (2048) whatever the config states.
+constexpr DenseFamily kChatGlm{
+    .name = "ChatGLM", .reads_head_dim = false, .windows = DenseWindows::kUniform};
+Status ReadChatGlm(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 4> fields = {{
+      {"num_hidden_layers", "num_layers", 28, kMaxLayers},
+      {"hidden_size", nullptr, 4096, kMaxModelDim},
+      {"num_attention_heads", nullptr, 32, kMaxModelDim},
+      {"seq_length", nullptr, 2048, kMaxModelLen},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  filled["max_position_embeddings"] = filled["seq_length"];
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_ASSIGN_OR_RETURN(const bool mqa, c.BoolOr("multi_query_attention", false));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t heads, c.IntIn("num_attention_heads", 1, kMaxModelDim));
+  int64_t kv = heads;
+  if (mqa) {
+    KVTOPO_ASSIGN_OR_RETURN(kv, c.IntInOr("multi_query_group_num", 1, 1, kMaxModelDim));
+  }
+  filled["num_key_value_heads"] = kv;
+  return ReadDense(r.Over(filled), kChatGlm, m);
+}
+
+// Step 3's text model (Step3TextForCausalLM; the fork's step3_text.py and Step3TextConfig): every
+// layer one K/V head (replicated on every rank) of head_dim (256 when absent), whatever
+// num_attention_groups says; the length is max_seq_len (65536), the class having no
+// max_position_embeddings.
+constexpr DenseFamily kStep3Text{.name = "Step 3",
+                                 .default_positions = kAnyLengthField,
+                                 .absent_head_dim = 256,
+                                 .windows = DenseWindows::kUniform};
+Status ReadStep3Text(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 1> fields = {{{"max_seq_len", nullptr, 65536, kMaxModelLen}}};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  filled["num_key_value_heads"] = 1;
+  return ReadDense(r.Over(filled), kStep3Text, m);
+}
+
+// Step-1 (Step1ForCausalLM, step1.py; its config class comes with the checkpoint): K/V heads
+// num_attention_groups, else num_key_value_heads (one for null or less; a config stating neither
+// is refused, its class's default deciding); heads of hidden_size / heads.
+constexpr DenseFamily kStep1{.name = "Step-1",
+                             .default_positions = kAnyLengthField,
+                             .reads_head_dim = false,
+                             .windows = DenseWindows::kUniform};
+Status ReadStep1(const ConfigReader& r, ModelDescription& m) {
+  if (!r.json().contains("num_attention_groups") && !r.json().contains("num_key_value_heads")) {
+    return r.Invalid("num_attention_groups",
+                     "is missing, as is num_key_value_heads: the checkpoint's config class then "
+                     "decides the K/V heads; state one");
+  }
+  nlohmann::json filled = r.json();
+  int64_t kv = 1;
+  for (const char* key : {"num_attention_groups", "num_key_value_heads"}) {
+    if (!r.json().contains(key)) continue;
+    if (r.Has(key)) {
+      KVTOPO_ASSIGN_OR_RETURN(kv, r.IntIn(key, -kMaxModelDim, kMaxModelDim));
+    }
+    break;
+  }
+  filled["num_key_value_heads"] = std::max<int64_t>(kv, 1);
+  return ReadDense(r.Over(filled), kStep1, m);
+}
+
+// Ouro (OuroForCausalLM, ouro.py; its config class, Qwen2's, comes with the checkpoint): each
+// layer runs total_ut_steps (4) times, each time with an attention of its own, so the model has
+// total_ut_steps x num_hidden_layers cached layers (layer ut x L + i), heads of hidden_size /
+// heads.
+constexpr DenseFamily kOuro{.name = "Ouro",
+                            .absent_kv_heads = kMultiHead,
+                            .reads_head_dim = false,
+                            .windows = DenseWindows::kQwen};
+Status ReadOuro(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r, kOuro, m));
+  const int64_t n = static_cast<int64_t>(m.layers.size());
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t steps, r.IntInOr("total_ut_steps", 4, 1, kMaxLayers / n));
+  for (int64_t ut = 1; ut < steps; ++ut) {
+    for (int64_t i = 0; i < n; ++i) {
+      RawLayer layer = m.layers[static_cast<size_t>(i)];
+      layer.name = LayerName(ut * n + i, "self_attn");
+      m.layers.push_back(std::move(layer));
+    }
+  }
+  return Status::Ok();
+}
+
+// openPangu Embedded (PanguEmbeddedForCausalLM, openpangu.py; its PanguEmbeddedConfig comes with
+// the checkpoint: 8 K/V heads, 32768 positions): K/V attention of head_dim, else hidden_size /
+// heads. Its MLA and attention-sink variants, and per-layer windows, are not planned.
+constexpr DenseFamily kPanguEmbedded{.name = "openPangu Embedded",
+                                     .default_positions = 32768,
+                                     .absent_kv_heads = 8,
+                                     .windows = DenseWindows::kUniform};
+Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
+  const bool mla = r.Has("qk_nope_head_dim") && r.Has("qk_rope_head_dim") && r.Has("v_head_dim") &&
+                   r.Has("kv_lora_rank");
+  if (mla) {
+    return r.Invalid("kv_lora_rank",
+                     "is set with the other MLA fields: kvtopo does not plan openPangu's MLA "
+                     "attention");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, r.IntInOr("param_sink_number", 0, 0, kMaxModelLen));
+  if (sinks > 0) {
+    return r.Invalid("param_sink_number",
+                     fmt::format("is {}: kvtopo does not plan openPangu's attention sinks", sinks));
+  }
+  if (r.Has("interleaved_sliding_window")) {
+    return r.Invalid("interleaved_sliding_window",
+                     "is set: kvtopo does not plan openPangu's per-layer windows");
+  }
+  return ReadDense(r, kPanguEmbedded, m);
+}
+
+// More of the engine's Llama and its like: TeleChat3 (the checkpoint's class: multi-head, head_dim
+// 128, 2048 positions), Tele-FLM (teleflm.py, the checkpoint's class: the fields are required),
+// HyperCLOVAX (hyperclovax.py: no per-layer window; multi-head, 2048), Param2 MoE (param2moe.py:
+// no per-layer window; the fields are required) and Sarvam MoE (sarvam.py, Bailing MoE's
+// attention).
+constexpr DenseFamily kTeleChat3{.name = "TeleChat3",
+                                 .default_positions = 2048,
+                                 .absent_kv_heads = kMultiHead,
+                                 .absent_head_dim = 128};
+constexpr DenseFamily kTeleFlm{.name = "Tele-FLM", .absent_kv_heads = kMultiHead};
+constexpr DenseFamily kHyperClovax{.name = "HyperCLOVAX",
+                                   .default_positions = 2048,
+                                   .absent_kv_heads = kMultiHead,
+                                   .windows = DenseWindows::kUniform};
+constexpr DenseFamily kParam2Moe{.name = "Param2 MoE", .windows = DenseWindows::kUniform};
+constexpr DenseFamily kSarvamMoe{.name = "Sarvam MoE", .windows = DenseWindows::kUniform};
+
 // Jais 2 (Jais2ForCausalLM): windows only from interleaved_sliding_window, which Jais2Config does
 // not have; a config that adds it is not planned.
 Status ReadJais2(const ConfigReader& r, ModelDescription& m) {
@@ -2491,6 +2626,18 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MPTForCausalLM", TextModel::kRoot, ReadMpt},
       {"MptForCausalLM", TextModel::kRoot, ReadMpt},
       {"DbrxForCausalLM", TextModel::kRoot, ReadDbrx},
+      {"ChatGLMModel", TextModel::kRoot, ReadChatGlm},
+      {"ChatGLMForConditionalGeneration", TextModel::kRoot, ReadChatGlm},
+      {"Step3TextForCausalLM", TextModel::kRoot, ReadStep3Text},
+      {"Step1ForCausalLM", TextModel::kRoot, ReadStep1},
+      {"OuroForCausalLM", TextModel::kRoot, ReadOuro},
+      {"PanguEmbeddedForCausalLM", TextModel::kRoot, ReadPanguEmbedded},
+      {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
+      {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
+      {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},
+      {"Param2MoEForCausalLM", TextModel::kRoot, ReadDenseAs<kParam2Moe>},
+      {"SarvamMoEForCausalLM", TextModel::kRoot, ReadDenseAs<kSarvamMoe>},
+      {"InternLM2VEForCausalLM", TextModel::kRoot, ReadDenseAs<kInternLm2>},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).
       {"Qwen2VLForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},

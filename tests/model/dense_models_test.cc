@@ -2818,4 +2818,89 @@ TEST(DenseModels, SolarAndCwmWindows) {
   EXPECT_EQ(plan->pool.num_blocks, 20480);  // 20 GiB / (4 x 16 layers' 64 KiB pages)
 }
 
+// ChatGLM, Step 3's and Step-1's text models, Ouro, openPangu Embedded and more Llama-like
+// families, as the table above.
+TEST(DenseModels, ChatGlmStepOuroAndMore) {
+  struct Case {
+    const char* config;
+    int64_t layers, kv_heads, head, max_model_len, blocks;
+  };
+  const Case cases[] = {
+      {"glm-4-9b-chat", 40, 2, 128, 131072, 32768},
+      {"chatglm3-6b", 28, 2, 128, 8192, 46811},
+      {"step3-text", 61, 1, 256, 65536, 21487},
+      {"step-audio-tts-3b", 32, 4, 64, 32768, 40960},
+      {"ouro-1.4b", 96, 16, 128, 65536, 1706},  // 24 layers run 4 times, each with a cache
+      {"openpangu-embedded-7b", 34, 8, 128, 32768, 9637},
+      {"telechat3-36b", 64, 8, 128, 131072, 5120},  // 32768 x telechat3-yarn factor 4
+      {"hyperclovax-seed-14b", 38, 8, 128, 32768, 8623},
+      {"param2-moe", 21, 8, 64, 4096, 31207},
+      {"sarvam-30b", 19, 4, 64, 131072, 68985},
+      {"tele-flm-52b", 64, 64, 128, 4096, 640},
+      {"internlm2-ve-1.8b", 24, 8, 128, 32768, 13653},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 1u);
+    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+    EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
+    EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
+    EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
+    EXPECT_EQ(plan->pool.num_blocks, c.blocks);
+    plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
+  }
+
+  // ChatGLM: every head caches without multi_query_attention; seq_length is the length, whatever
+  // max_position_embeddings says (ChatGLMConfig overwrites it).
+  nlohmann::json glm = CorpusConfig("chatglm3-6b");
+  glm["multi_query_attention"] = false;
+  glm["max_position_embeddings"] = 1024;
+  auto plan = PlanConfig(glm, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 32);
+  EXPECT_EQ(plan->model.max_model_len, 8192);
+
+  // Step 3: one K/V head whatever num_attention_groups says, at every TP.
+  nlohmann::json step3 = CorpusConfig("step3-text");
+  step3["num_attention_groups"] = 4;
+  plan = PlanConfig(step3, 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
+
+  // Step-1: a null group count is one K/V head; neither field is refused.
+  nlohmann::json step1 = CorpusConfig("step-audio-tts-3b");
+  step1["num_attention_groups"] = nullptr;
+  step1["num_key_value_heads"] = 8;
+  plan = PlanConfig(step1, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
+  step1.erase("num_attention_groups");
+  step1.erase("num_key_value_heads");
+  EXPECT_EQ(ConfigError(step1),
+            "config.json 'config.json': field 'num_attention_groups' is missing, as is "
+            "num_key_value_heads: the checkpoint's config class then decides the K/V heads; "
+            "state one");
+
+  // Ouro: layer ut x L + i is the i-th layer's attention in its ut-th run.
+  nlohmann::json ouro = CorpusConfig("ouro-1.4b");
+  ouro["total_ut_steps"] = 2;
+  plan = PlanConfig(ouro, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups[0].layers.size(), 48u);
+  EXPECT_EQ(plan->groups[0].layers[24], "model.layers.24.self_attn");
+  EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.47.self_attn");
+
+  // openPangu's other attentions are refused.
+  nlohmann::json pangu = CorpusConfig("openpangu-embedded-7b");
+  pangu["param_sink_number"] = 128;
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'param_sink_number' is 128: kvtopo does not plan "
+            "openPangu's attention sinks");
+}
+
 }  // namespace kvtopo
