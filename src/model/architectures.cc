@@ -1782,7 +1782,10 @@ Status ReadMpt(const ConfigReader& r, ModelDescription& m) {
 Status ReadDbrx(const ConfigReader& r, ModelDescription& m) {
   nlohmann::json filled = r.json();
   KVTOPO_RETURN_IF_ERROR(FillMptFields(r, filled));
-  if (!r.Has("max_position_embeddings")) filled["max_position_embeddings"] = filled["max_seq_len"];
+  if (!r.Has("max_position_embeddings")) {  // DbrxConfig's attribute_map: one field
+    KVTOPO_ASSIGN_OR_RETURN(filled["max_position_embeddings"],
+                            r.Over(filled).IntIn("max_seq_len", 1, kMaxModelLen));
+  }
   int64_t kv = 1;
   if (r.Has("attn_config")) {
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader attn, r.Object("attn_config"));
@@ -2011,7 +2014,10 @@ Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
 Status ReadStep3p5(const ConfigReader& r, ModelDescription& m) {
   nlohmann::json filled = r.json();
   if (!r.Has("max_seq_len")) filled["max_seq_len"] = 4096;
-  if (!r.Has("max_position_embeddings")) filled["max_position_embeddings"] = filled["max_seq_len"];
+  if (!r.Has("max_position_embeddings")) {  // DbrxConfig's attribute_map: one field
+    KVTOPO_ASSIGN_OR_RETURN(filled["max_position_embeddings"],
+                            r.Over(filled).IntIn("max_seq_len", 1, kMaxModelLen));
+  }
   const ConfigReader c = r.Over(filled);
   KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m));
   if (!r.Has("max_seq_len") && r.Has("max_position_embeddings") &&

@@ -2048,6 +2048,28 @@ std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
   return "";
 }
 
+// A config of the corpus planned as one group of full-attention layers: at 1,024 tokens in 20 GiB
+// (its layers, K/V heads, head size and blocks), and at its default length.
+struct OneGroupCase {
+  const char* config;
+  int64_t layers, kv_heads, head, max_model_len, blocks;
+};
+void ExpectOneFullGroup(const OneGroupCase& c) {
+  SCOPED_TRACE(c.config);
+  auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
+  EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
+  EXPECT_EQ(plan->pool.num_blocks, c.blocks);
+  plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
+}
+
 // The layers of the plan's groups of `kind`, or of every group.
 size_t LayerCount(const Plan& plan, std::optional<CacheKind> kind = std::nullopt) {
   size_t n = 0;
@@ -2333,32 +2355,14 @@ TEST(DenseModels, ExaoneMoeMtpLayerSlidesAndKeepsTheModelDtype) {
 // layers; GPT-2-style configs name their fields n_embd, n_head, n_layer and n_positions, and
 // gpt2's states no torch_dtype (float32, as the engine takes it without the weights).
 TEST(DenseModels, MultiHeadAndGpt2StyleFamilies) {
-  struct Case {
-    const char* config;
-    int64_t layers, kv_heads, head, max_model_len, blocks;
-  };
   // Blocks in 20 GiB: 20 GiB / (layers x 16 x 2 x kv_heads x head x 2 B).
-  const Case cases[] = {
+  const OneGroupCase cases[] = {
       {"opt-125m", 12, 12, 64, 2048, 36408},    {"gpt2", 12, 12, 64, 1024, 36408},
       {"gpt-j-6b", 28, 16, 256, 2048, 2925},    {"starcoderbase-1b", 24, 1, 128, 8192, 109226},
       {"pythia-1.4b", 24, 16, 128, 2048, 6826}, {"qwen-7b", 32, 32, 128, 8192, 2560},
       {"dots.llm1", 62, 32, 128, 32768, 1321},  {"ling-mini-2.0", 20, 4, 128, 32768, 32768},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.config);
-    auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-    ASSERT_EQ(plan->groups.size(), 1u);
-    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
-    EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
-    EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
-    EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
-    EXPECT_EQ(plan->pool.num_blocks, c.blocks);
-    plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
-  }
+  for (const OneGroupCase& c : cases) ExpectOneFullGroup(c);
 
   // The GPT-2 names win over the usual ones; absent, GPT2Config's defaults.
   nlohmann::json gpt2 = CorpusConfig("gpt2");
@@ -2608,11 +2612,7 @@ TEST(DenseModels, Cohere2MoeDerivesItsLayerTypes) {
 // from a config shaped as the named checkpoint's at 1,024 tokens in 20 GiB: blocks of 20 GiB /
 // (layers x 16 x 2 x KV heads x head x 2 B; float32 configs run bfloat16 under --dtype auto).
 TEST(DenseModels, LlamaLikeAndOneGroupFamilies) {
-  struct Case {
-    const char* config;
-    int64_t layers, kv_heads, head, max_model_len, blocks;
-  };
-  const Case cases[] = {
+  const OneGroupCase cases[] = {
       {"glm-4-9b-hf", 40, 2, 128, 131072, 32768},
       {"minitron-4b", 32, 8, 128, 4096, 10240},
       {"olmo-1b-hf", 16, 16, 128, 2048, 10240},
@@ -2638,21 +2638,7 @@ TEST(DenseModels, LlamaLikeAndOneGroupFamilies) {
       {"iquest-coder-40b", 80, 8, 128, 131072, 4096},
       {"llama-7b-v1", 32, 32, 128, 2048, 2560},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.config);
-    auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-    ASSERT_EQ(plan->groups.size(), 1u);
-    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
-    EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
-    EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
-    EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
-    EXPECT_EQ(plan->pool.num_blocks, c.blocks);
-    plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
-  }
+  for (const OneGroupCase& c : cases) ExpectOneFullGroup(c);
 
   // Field names of their own: EXAONE 3's num_layers, TeleChat's n_layer and n_head, MPT's and
   // DBRX's d_model, n_heads and n_layers (checked above through the head size), Nemotron's
@@ -2821,11 +2807,7 @@ TEST(DenseModels, SolarAndCwmWindows) {
 // ChatGLM, Step 3's and Step-1's text models, Ouro, openPangu Embedded and more Llama-like
 // families, as the table above.
 TEST(DenseModels, ChatGlmStepOuroAndMore) {
-  struct Case {
-    const char* config;
-    int64_t layers, kv_heads, head, max_model_len, blocks;
-  };
-  const Case cases[] = {
+  const OneGroupCase cases[] = {
       {"glm-4-9b-chat", 40, 2, 128, 131072, 32768},
       {"chatglm3-6b", 28, 2, 128, 8192, 46811},
       {"step3-text", 61, 1, 256, 65536, 21487},
@@ -2839,21 +2821,7 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
       {"tele-flm-52b", 64, 64, 128, 4096, 640},
       {"internlm2-ve-1.8b", 24, 8, 128, 32768, 13653},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.config);
-    auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-    ASSERT_EQ(plan->groups.size(), 1u);
-    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
-    EXPECT_EQ(plan->groups[0].layers.size(), static_cast<size_t>(c.layers));
-    EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
-    EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
-    EXPECT_EQ(plan->pool.num_blocks, c.blocks);
-    plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
-  }
+  for (const OneGroupCase& c : cases) ExpectOneFullGroup(c);
 
   // ChatGLM: every head caches without multi_query_attention; seq_length is the length, whatever
   // max_position_embeddings says (ChatGLMConfig overwrites it).
