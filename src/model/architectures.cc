@@ -1916,8 +1916,8 @@ Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
 // More of the engine's Llama and its like: TeleChat3 (the checkpoint's class: multi-head, head_dim
 // 128, 2048 positions), Tele-FLM (teleflm.py, the checkpoint's class: the fields are required),
 // HyperCLOVAX (hyperclovax.py: no per-layer window; multi-head, 2048), Param2 MoE (param2moe.py:
-// no per-layer window; the fields are required) and Sarvam MoE (sarvam.py, Bailing MoE's
-// attention).
+// no per-layer window; the fields are required; K/V heads split over TP, never replicated) and
+// Sarvam MoE (sarvam.py, Bailing MoE's attention).
 constexpr DenseFamily kTeleChat3{.name = "TeleChat3",
                                  .default_positions = 2048,
                                  .absent_kv_heads = kMultiHead,
@@ -1929,6 +1929,12 @@ constexpr DenseFamily kHyperClovax{.name = "HyperCLOVAX",
                                    .windows = DenseWindows::kUniform};
 constexpr DenseFamily kParam2Moe{.name = "Param2 MoE", .windows = DenseWindows::kUniform};
 constexpr DenseFamily kSarvamMoe{.name = "Sarvam MoE", .windows = DenseWindows::kUniform};
+// Param2 MoE's attention asserts that TP divides its K/V heads: no replication.
+Status ReadParam2Moe(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r, kParam2Moe, m));
+  m.kv_heads_split_only = true;
+  return Status::Ok();
+}
 
 // Jais 2 (Jais2ForCausalLM): windows only from interleaved_sliding_window, which Jais2Config does
 // not have; a config that adds it is not planned.
@@ -2641,7 +2647,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
       {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},
-      {"Param2MoEForCausalLM", TextModel::kRoot, ReadDenseAs<kParam2Moe>},
+      {"Param2MoEForCausalLM", TextModel::kRoot, ReadParam2Moe},
       {"SarvamMoEForCausalLM", TextModel::kRoot, ReadDenseAs<kSarvamMoe>},
       {"InternLM2VEForCausalLM", TextModel::kRoot, ReadDenseAs<kInternLm2>},
       // Vision-language models whose language model is one of the above (the fork's

@@ -81,6 +81,9 @@ struct ModelDescription {
   // The config states no length field: max_model_len is kMaxModelLen (the engine takes any
   // --max-model-len) and default_max_model_len the engine's 2048.
   bool length_unstated = false;
+  // The model's layers split the K/V heads over TP and cannot replicate them (Param2 MoE asserts
+  // num_key_value_heads % TP == 0): a TP above the K/V heads is refused.
+  bool kv_heads_split_only = false;
   // The RoPE scaling ReadMaxLength applied: the factor (1: none) and whether a yarn entry set the
   // base to its original_max_position_embeddings, which the derived length then ignores.
   double rope_factor = 1;

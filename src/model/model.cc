@@ -392,7 +392,16 @@ void CheckTensorParallelHeads(const ModelDescription& m, const std::string& whos
       continue;
     }
     const int64_t kv = raw.num_kv_heads_total;
-    if (kv <= 0 || (kv >= tp ? kv % tp : tp % kv) == 0) continue;
+    if (kv <= 0) continue;
+    if (m.kv_heads_split_only && kv % tp != 0) {
+      b.Error("tp-kv-heads",
+              fmt::format("--tensor-parallel-size {} does not divide the {} KV heads of layer "
+                          "'{}' ({}), and the engine's {} model splits them and cannot replicate "
+                          "them; choose a tensor-parallel size that divides {}",
+                          tp, kv, raw.name, whose, m.architecture, kv));
+      return;
+    }
+    if ((kv >= tp ? kv % tp : tp % kv) == 0) continue;
     if (std::find(reported.begin(), reported.end(), kv) != reported.end()) continue;
     reported.push_back(kv);
     b.Error("tp-kv-heads",

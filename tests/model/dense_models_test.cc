@@ -2863,6 +2863,18 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   EXPECT_EQ(plan->groups[0].layers[24], "model.layers.24.self_attn");
   EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.47.self_attn");
 
+  // Param2 MoE splits its 8 K/V heads over TP and cannot replicate them.
+  plan = PlanConfig(CorpusConfig("param2-moe"), 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  plan = PlanConfig(CorpusConfig("param2-moe"), 16, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "tp-kv-heads"),
+            "--tensor-parallel-size 16 does not divide the 8 KV heads of layer "
+            "'model.layers.0.self_attn' ('config.json'), and the engine's Param2MoEForCausalLM "
+            "model splits them and cannot replicate them; choose a tensor-parallel size that "
+            "divides 8");
+
   // openPangu's other attentions are refused.
   nlohmann::json pangu = CorpusConfig("openpangu-embedded-7b");
   pangu["param_sink_number"] = 128;
