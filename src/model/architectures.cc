@@ -114,7 +114,9 @@ constexpr int64_t kAnyLengthField = -1;
 constexpr int64_t kUnstatedDefaultLength = 2048;
 
 Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default_positions) {
-  if (default_positions == kAnyLengthField && !r.Has("max_position_embeddings")) {
+  // No max_position_embeddings where the class has none: unbounded unless another field says.
+  const bool unbounded = default_positions == kAnyLengthField && !r.Has("max_position_embeddings");
+  if (unbounded) {
     m.max_position_embeddings = kMaxModelLen;
     m.max_len_source = "no length field";
   } else if (default_positions > 0 && !r.Has("max_position_embeddings")) {
@@ -143,8 +145,7 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
     take("model_max_length", length);
   }
   m.max_model_len = m.length_base;
-  if (base_name == "max_position_embeddings" && m.max_position_embeddings == kMaxModelLen &&
-      !r.Has("max_position_embeddings")) {
+  if (unbounded && base_name == "max_position_embeddings") {
     // No length field: the engine's derived length is unbounded, its default 2048.
     m.length_unstated = true;
     m.default_max_model_len = kUnstatedDefaultLength;
@@ -1810,7 +1811,8 @@ Status ReadChatGlm(const ConfigReader& r, ModelDescription& m) {
   }};
   nlohmann::json filled = r.json();
   KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
-  filled["max_position_embeddings"] = filled["seq_length"];
+  KVTOPO_ASSIGN_OR_RETURN(filled["max_position_embeddings"],
+                          r.Over(filled).IntIn("seq_length", 1, kMaxModelLen));
   const ConfigReader c = r.Over(filled);
   KVTOPO_ASSIGN_OR_RETURN(const bool mqa, c.BoolOr("multi_query_attention", false));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t heads, c.IntIn("num_attention_heads", 1, kMaxModelDim));
@@ -1851,15 +1853,14 @@ Status ReadStep1(const ConfigReader& r, ModelDescription& m) {
                      "is missing, as is num_key_value_heads: the checkpoint's config class then "
                      "decides the K/V heads; state one");
   }
-  nlohmann::json filled = r.json();
+  // The first field the config holds decides, null included (getattr's default is not taken).
+  const char* key =
+      r.json().contains("num_attention_groups") ? "num_attention_groups" : "num_key_value_heads";
   int64_t kv = 1;
-  for (const char* key : {"num_attention_groups", "num_key_value_heads"}) {
-    if (!r.json().contains(key)) continue;
-    if (r.Has(key)) {
-      KVTOPO_ASSIGN_OR_RETURN(kv, r.IntIn(key, -kMaxModelDim, kMaxModelDim));
-    }
-    break;
+  if (r.Has(key)) {
+    KVTOPO_ASSIGN_OR_RETURN(kv, r.IntIn(key, -kMaxModelDim, kMaxModelDim));
   }
+  nlohmann::json filled = r.json();
   filled["num_key_value_heads"] = std::max<int64_t>(kv, 1);
   return ReadDense(r.Over(filled), kStep1, m);
 }

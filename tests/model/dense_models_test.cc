@@ -2666,7 +2666,6 @@ TEST(DenseModels, LlamaLikeAndOneGroupFamilies) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
   nlohmann::json stablelm = CorpusConfig("stablelm-3b-4e1t");
-  stablelm["num_key_value_heads"] = 8;
   stablelm.erase("num_key_value_heads");
   plan = PlanConfig(stablelm, 1, 1, 20 * kGiB, 1024);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
