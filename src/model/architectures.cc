@@ -231,13 +231,19 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
   return Status::Ok();
 }
 
-Status ReadCommon(const ConfigReader& r, ModelDescription& m, int64_t default_positions = 0) {
+// The config's torch_dtype (or dtype); float32 when it states neither.
+Status ReadDtype(const ConfigReader& r, ModelDescription& m) {
   if (r.Has("torch_dtype") || r.Has("dtype")) {
     KVTOPO_ASSIGN_OR_RETURN(m.dtype, r.Dtype());
   } else {
     m.dtype = ElementType::kFloat32;
     m.dtype_stated = false;
   }
+  return Status::Ok();
+}
+
+Status ReadCommon(const ConfigReader& r, ModelDescription& m, int64_t default_positions = 0) {
+  KVTOPO_RETURN_IF_ERROR(ReadDtype(r, m));
   KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r, m, default_positions));
   KVTOPO_ASSIGN_OR_RETURN(m.num_attention_heads, Positive(r, "num_attention_heads"));
   return Status::Ok();
@@ -881,6 +887,63 @@ Status ReadJamba(const ConfigReader& r, ModelDescription& m) {
     }
   }
   return BothLayerKinds(r, "attn_layer_offset", attention, n, "Jamba");
+}
+
+// Mamba, Falcon Mamba and Mamba2 (MambaForCausalLM, FalconMambaForCausalLM, Mamba2ForCausalLM;
+// the fork's mamba.py and mamba2.py at 28be48fa9 over Transformers' MambaConfig,
+// FalconMambaConfig and Mamba2Config): attention-free models whose num_hidden_layers layers each
+// keep one recurrent state, "backbone.layers.i.mixer". Their config classes have no length
+// field, so the engine plans 2048 tokens unless --max-model-len says otherwise, and accepts any.
+// The channels are intermediate_size: the classes derive it as expand x hidden_size (Mamba2's
+// model does the same when the config has none), but a stated value wins, as falcon-mamba-7b's
+// 8192 beside its expand 16. Both models support Mamba prefix caching.
+struct PureMambaFamily {
+  int64_t hidden_size;
+  int64_t num_hidden_layers;
+  int64_t state_size;
+};
+Status ReadPureMamba(const ConfigReader& r, bool mamba2, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadDtype(r, m));
+  KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r, m, kAnyLengthField));
+  // MambaConfig, FalconMambaConfig: 768 hidden, 32 layers, state 16; Mamba2Config: 4096, 64, 128.
+  const PureMambaFamily f = mamba2 ? PureMambaFamily{4096, 64, 128} : PureMambaFamily{768, 32, 16};
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n,
+                          r.IntInOr("num_hidden_layers", f.num_hidden_layers, 1, kMaxLayers));
+  int64_t channels = 0;
+  if (r.Has("intermediate_size")) {
+    KVTOPO_ASSIGN_OR_RETURN(channels, Positive(r, "intermediate_size"));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden,
+                            r.IntInOr("hidden_size", f.hidden_size, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t expand, r.IntInOr("expand", 2, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(channels, internal::CheckedMul(expand, hidden, "expand x hidden_size"));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t state,
+                          r.IntInOr("state_size", f.state_size, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t kernel, r.IntInOr("conv_kernel", 4, 2, kMaxModelDim));
+  m.supports_mamba_prefix_caching = true;
+  RawLayer layer{.type = mamba2 ? LayerType::kMamba2 : LayerType::kMamba1};
+  if (mamba2) {
+    // Mamba2Config: 128 heads of 64, 8 groups, chunks of 256.
+    layer.mamba2 =
+        Mamba2Dims{.intermediate_size = channels, .state_size = state, .conv_kernel = kernel};
+    KVTOPO_ASSIGN_OR_RETURN(layer.mamba2.num_heads, r.IntInOr("num_heads", 128, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(layer.mamba2.head_dim, r.IntInOr("head_dim", 64, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(layer.mamba2.n_groups, r.IntInOr("n_groups", 8, 1, kMaxModelDim));
+    KVTOPO_ASSIGN_OR_RETURN(m.mamba_chunk_size, r.IntInOr("chunk_size", 256, 1, kMaxModelDim));
+  } else {
+    layer.mamba1 =
+        Mamba1Dims{.intermediate_size = channels, .state_size = state, .conv_kernel = kernel};
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    layer.name = fmt::format("backbone.layers.{}.mixer", i);
+    m.layers.push_back(layer);
+  }
+  return Status::Ok();
+}
+template <bool kMamba2>
+Status ReadPureMambaAs(const ConfigReader& r, ModelDescription& m) {
+  return ReadPureMamba(r, kMamba2, m);
 }
 
 // LFM2 (Lfm2ForCausalLM, and Lfm2MoeForCausalLM with MoE blocks; the fork's lfm2.py,
@@ -1937,6 +2000,63 @@ Status ReadParam2Moe(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// HY V3 (HYV3ForCausalLM; the fork's hy_v3.py and hy_v3_mtp.py over its own HYV3Config at
+// 28be48fa9): the engine's GQA layers on every layer, a stated sliding_window on all of them;
+// HYV3Config's 80 layers, 64 heads, 8 K/V heads of 128 (null head_dim: hidden_size (4096) /
+// heads) and 131072 positions. The MTP model builds num_nextn_predict_layers layers after the
+// trunk, "model.layers.{80 + k}", each the trunk's attention.
+constexpr DenseFamily kHyV3{.name = "HY V3",
+                            .default_positions = 131072,
+                            .absent_kv_heads = 8,
+                            .absent_head_dim = 128,
+                            .windows = DenseWindows::kUniform,
+                            .mtp = true};
+Status ReadHyV3(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 3> fields = {{
+      {"num_hidden_layers", nullptr, 80, kMaxLayers},
+      {"num_attention_heads", nullptr, 64, kMaxModelDim},
+      {"hidden_size", nullptr, 4096, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  return ReadDense(r.Over(filled), kHyV3, m);
+}
+
+// LongCat-Flash (LongcatFlashForCausalLM; the fork's longcat_flash.py at 28be48fa9, whose
+// FlashConfig re-reads the checkpoint's config class): every decoder layer runs two DeepSeek MLA
+// attentions, "model.layers.i.self_attn.0" and "model.layers.i.self_attn.1" in that order (the
+// engine's model type longcat_flash is in its MLA list), so 2 x num_hidden_layers MLA layers;
+// num_hidden_layers is the checkpoint's num_layers when it states no other (FlashConfig, and the
+// checkpoint's class, which aliases the one to the other). The MTP draft is not planned: the
+// fork builds it from the draft's own model config, whose type (longcat_flash_mtp) is not in the
+// engine's MLA list, so its attention would not be MLA; kvtopo has not verified what it caches.
+Status ReadLongcatFlash(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  const bool stated = r.Has("num_hidden_layers");
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n,
+                          stated ? NumLayers(r) : Positive(r, "num_layers", kMaxLayers / 2));
+  if (n > kMaxLayers / 2) {
+    return r.Invalid(
+        stated ? "num_hidden_layers" : "num_layers",
+        fmt::format("is {}: two attention layers each exceed {} layers", n, kMaxLayers));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const MlaRow row, ReadMlaRow(r));
+  for (int64_t i = 0; i < n; ++i) {
+    for (const char* j : {"0", "1"}) {
+      m.layers.push_back(RawLayer{.name = fmt::format("model.layers.{}.self_attn.{}", i, j),
+                                  .type = LayerType::kMla,
+                                  .head_size = row.head_size,
+                                  .mla_rope_dim = row.rope_dim});
+    }
+  }
+  m.mtp_unavailable = fmt::format(
+      "the engine builds LongCat-Flash's MTP layer from the draft's own model config, whose "
+      "model type longcat_flash_mtp is not in the engine's MLA list, so the layer would not be "
+      "MLA; kvtopo has not verified what it caches and does not plan it ('{}')",
+      r.file());
+  return Status::Ok();
+}
+
 // Jais 2 (Jais2ForCausalLM): windows only from interleaved_sliding_window, which Jais2Config does
 // not have; a config that adds it is not planned.
 Status ReadJais2(const ConfigReader& r, ModelDescription& m) {
@@ -2581,6 +2701,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"GraniteMoeHybridForCausalLM", TextModel::kRoot, ReadGraniteMoeHybrid},
       {"FalconH1ForCausalLM", TextModel::kRoot, ReadFalconH1},
       {"JambaForCausalLM", TextModel::kRoot, ReadJamba},
+      {"MambaForCausalLM", TextModel::kRoot, ReadPureMambaAs<false>},
+      {"FalconMambaForCausalLM", TextModel::kRoot, ReadPureMambaAs<false>},
+      {"Mamba2ForCausalLM", TextModel::kRoot, ReadPureMambaAs<true>},
       {"Lfm2ForCausalLM", TextModel::kRoot, ReadLfm2As<false>},
       {"Lfm2MoeForCausalLM", TextModel::kRoot, ReadLfm2As<true>},
       {"MiniMaxText01ForCausalLM", TextModel::kRoot, ReadMiniMaxText01},
@@ -2650,6 +2773,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},
       {"Param2MoEForCausalLM", TextModel::kRoot, ReadParam2Moe},
       {"SarvamMoEForCausalLM", TextModel::kRoot, ReadDenseAs<kSarvamMoe>},
+      {"HYV3ForCausalLM", TextModel::kRoot, ReadHyV3},
+      {"LongcatFlashForCausalLM", TextModel::kRoot, ReadLongcatFlash},
       {"InternLM2VEForCausalLM", TextModel::kRoot, ReadDenseAs<kInternLm2>},
       // Vision-language models whose language model is one of the above (the fork's
       // qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and mistral3.py).

@@ -733,8 +733,15 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
   b.out.attention_backend = target_backend.name;
-  const int64_t block_size =
-      cache.block_size ? cache.block_size : target_backend.preferred_block_size;
+  // An attention-free model (every layer recurrent) has no backend to pick a block: the engine
+  // keeps CacheConfig's 16 (update_block_size_for_backend finds no attention layer).
+  const bool attention_free =
+      std::all_of(model.layers.begin(), model.layers.end(),
+                  [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
+  constexpr int64_t kEngineDefaultBlockSize = 16;
+  const int64_t block_size = cache.block_size ? cache.block_size
+                             : attention_free ? kEngineDefaultBlockSize
+                                              : target_backend.preferred_block_size;
 
   // Speculative decoding.
   std::optional<SpeculativeConfig> spec = config.speculative;
@@ -818,27 +825,29 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         KvCacheDtypeName(rec.ssm_dtype), KvCacheDtypeName(rec.ssm_dtype)));
     }
   }
-  // The engine leaves prefix caching off by default for hybrid models
+  // The engine leaves prefix caching off by default for hybrid and attention-free models
   // (ModelConfig.is_prefix_caching_supported: "the feature is still experimental").
   const bool caching = cache.enable_prefix_caching.value_or(!has_recurrent);
   b.out.enable_prefix_caching = caching;
+  const char* const kind = attention_free ? "an attention-free" : "a hybrid";
   if (!cache.enable_prefix_caching && has_recurrent) {
     b.Add(Severity::kInfo, "prefix-caching-default-off",
-          fmt::format("{} is a hybrid model, for which the engine leaves prefix caching off unless "
+          fmt::format("{} is {} model, for which the engine leaves prefix caching off unless "
                       "--enable-prefix-caching is given; recurrent layers use mode none",
-                      model.architecture));
+                      model.architecture, kind));
   }
   if (!caching) {
     rec.mode = RecurrentMode::kNone;
     if (cache.mamba_cache_mode && *cache.mamba_cache_mode != RecurrentMode::kNone) {
-      b.Add(
-          Severity::kWarning, "mamba-cache-mode-forced",
-          fmt::format("--mamba-cache-mode {} needs prefix caching, which is off ({}); recurrent "
-                      "layers use mode none",
-                      RecurrentModeName(*cache.mamba_cache_mode),
-                      cache.enable_prefix_caching ? "--no-enable-prefix-caching"
-                                                  : "the engine's default for a hybrid model; pass "
-                                                    "--enable-prefix-caching"));
+      b.Add(Severity::kWarning, "mamba-cache-mode-forced",
+            fmt::format("--mamba-cache-mode {} needs prefix caching, which is off ({}); recurrent "
+                        "layers use mode none",
+                        RecurrentModeName(*cache.mamba_cache_mode),
+                        cache.enable_prefix_caching
+                            ? std::string("--no-enable-prefix-caching")
+                            : fmt::format("the engine's default for {} model; pass "
+                                          "--enable-prefix-caching",
+                                          kind)));
     }
   } else {
     // With caching on, the engine's unset mode (its "none") becomes all for a model with Mamba

@@ -44,10 +44,19 @@ Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& d, int64_t tp, in
     return InvalidArgument(
         fmt::format("Mamba2 state: n_groups must not be negative, got {}", d.n_groups));
   }
+  // MambaMixer2 asserts that TP divides the heads, then that it divides the groups unless there
+  // is one group, which it replicates over the ranks.
+  KVTOPO_ASSIGN_OR_RETURN(int64_t heads_local, SplitByTp(d.num_heads, tp, "num_heads", "Mamba2"));
+  if (d.n_groups > 1 && d.n_groups % tp != 0) {
+    return Rejected(fmt::format(
+        "Mamba2 state: n_groups = {} is not divisible by --tensor-parallel-size {}, and the "
+        "engine's Mamba2 mixer replicates groups only from one; choose a tensor-parallel size "
+        "that divides it",
+        d.n_groups, tp));
+  }
   const int64_t groups = d.n_groups + (d.n_groups % tp == 0 ? 0 : tp - d.n_groups);
   const int64_t conv_dim = d.intermediate_size + 2 * groups * d.state_size;
   KVTOPO_ASSIGN_OR_RETURN(int64_t conv_local, SplitByTp(conv_dim, tp, "conv dim", "Mamba2"));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t heads_local, SplitByTp(d.num_heads, tp, "num_heads", "Mamba2"));
   return std::vector<StateTensor>{
       {{conv_local, d.conv_kernel - 1 + num_spec}, conv_dtype},
       {{heads_local, d.head_dim, d.state_size}, ssm_dtype},

@@ -22,7 +22,7 @@ struct Mamba2Dims {
 };
 // conv (( I + 2*G'*state) / tp, K - 1 + num_spec); ssm (heads / tp, head_dim, state),
 // G' = n_groups + (n_groups % tp == 0 ? 0 : tp - n_groups); n_groups 0 (PLaMo 2) keeps no B/C
-// channels in the conv state.
+// channels in the conv state. n_groups above 1 must divide by tp (rejected otherwise).
 Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& dims, int64_t tp, int64_t num_spec,
                                              ElementType conv_dtype, ElementType ssm_dtype);
 

@@ -2882,4 +2882,81 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
             "openPangu's attention sinks");
 }
 
+// HY V3 (hy3-preview: 80 layers, 8 K/V heads of 128, 262,144 positions) and its MTP layer after
+// the trunk; HYV3Config's defaults for what a config omits.
+TEST(DenseModels, HyV3AndItsMtpLayer) {
+  ExpectOneFullGroup({"hy3-preview", 80, 8, 128, 262144, 4096});
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 1024;
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 2})").value();
+  auto plan = PlanWith(CorpusConfig("hy3-preview"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan), 81u);
+  EXPECT_EQ(plan->groups.back().layers.back(), "model.layers.80.self_attn");
+  EXPECT_EQ(plan->pool.num_blocks, 4045);  // 20 GiB / (81 x 64 KiB)
+
+  plan = PlanConfig(nlohmann::json::parse(R"({"architectures": ["HYV3ForCausalLM"],
+                                              "torch_dtype": "bfloat16"})"),
+                    8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 1024);
+  EXPECT_EQ(LayerCount(*plan), 80u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
+  // Without num_nextn_predict_layers there is no MTP layer to draft with.
+  nlohmann::json no_mtp = CorpusConfig("hy3-preview");
+  no_mtp.erase("num_nextn_predict_layers");
+  plan = PlanWith(no_mtp, c);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'mtp' needs in-model MTP layers, but config.json "
+            "'config.json' declares none (num_nextn_predict_layers); choose another method");
+}
+
+// LongCat-Flash: two MLA attentions in each of its 28 decoder layers (num_layers), a 576-wide
+// latent row: 56 x 16 x 576 x 2 B a block, 20,805 blocks in 20 GiB. Its MTP draft is refused.
+TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
+  nlohmann::json longcat = CorpusConfig("longcat-flash-chat");
+  auto plan = PlanConfig(longcat, 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 1024);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kMla);
+  ASSERT_EQ(plan->groups[0].layers.size(), 56u);
+  EXPECT_EQ(plan->groups[0].layers[0], "model.layers.0.self_attn.0");
+  EXPECT_EQ(plan->groups[0].layers[1], "model.layers.0.self_attn.1");
+  EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.27.self_attn.1");
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 576 * 2);
+  EXPECT_EQ(plan->pool.num_blocks, 20805);
+
+  // A stated num_hidden_layers wins over num_layers.
+  longcat["num_hidden_layers"] = 4;
+  plan = PlanConfig(longcat, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan), 8u);
+  longcat["num_hidden_layers"] = 4000;
+  EXPECT_EQ(ConfigError(longcat),
+            "config.json 'config.json': field 'num_hidden_layers' is 4000: two attention layers "
+            "each exceed 4096 layers");
+
+  LaunchConfig c;
+  c.model = "config.json";
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 1})").value();
+  Result<ModelCacheSpecs> specs =
+      BuildModelCacheSpecsFromJson(CorpusConfig("longcat-flash-chat"), c);
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().message(),
+            "--speculative-config method 'mtp': the engine builds LongCat-Flash's MTP layer from "
+            "the draft's own model config, whose model type longcat_flash_mtp is not in the "
+            "engine's MLA list, so the layer would not be MLA; kvtopo has not verified what it "
+            "caches and does not plan it ('config.json')");
+}
+
 }  // namespace kvtopo

@@ -446,13 +446,14 @@ TEST(MambaHybrids, MalformedFieldsAreNamed) {
   EXPECT_EQ(ConfigError(bad, c),
             "config.json 'config.json': field 'mamba_ssm_cache_dtype' is 'int8'; accepted: "
             "float32, bfloat16, float16");
-  // 128 Mamba heads over 3 ranks: the engine's divide() refuses, and so does the plan.
+  // 128 Mamba heads over 3 ranks: the engine's mixer asserts first that TP divides the heads,
+  // and so does the plan.
   LaunchConfig tp3 = Launch(3, 20 * kGiB);
   Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(NemotronNano9B(), tp3);
   ASSERT_FALSE(specs.ok());
   EXPECT_EQ(specs.status().message(),
-            "Mamba2 state: conv dim = 11008 is not divisible by --tensor-parallel-size 3; choose "
-            "a tensor-parallel size that divides it");
+            "Mamba2 state: num_heads = 128 is not divisible by --tensor-parallel-size 3; choose a "
+            "tensor-parallel size that divides it");
 }
 
 }  // namespace
@@ -867,6 +868,118 @@ TEST(MambaFamilies, Plamo2MambaEveryStep) {
   plamo.erase("hidden_size_per_head");
   EXPECT_EQ(ConfigError(plamo, HybridLaunch(1)),
             "config.json 'config.json': field 'hidden_size_per_head' is missing");
+}
+
+// Attention-free models: every layer keeps one recurrent state ("backbone.layers.i.mixer"). A
+// falcon-mamba-7b config (64 layers; intermediate_size 8192, which wins over expand 16 x 4096;
+// state 16, conv 4): conv (8,192, 3) and SSM (8,192, 16) in bfloat16 = 311,296 B a layer. No
+// length field: 2,048 tokens. Prefix caching is off by default, so one block of the whole length
+// per request: 20 GiB / (64 x 311,296 B) = 1,077 blocks, 1,077 x 2,048 tokens.
+TEST(MambaFamilies, AttentionFreeMamba) {
+  nlohmann::json falcon = nlohmann::json::parse(R"({
+    "architectures": ["FalconMambaForCausalLM"], "model_type": "falcon_mamba",
+    "torch_dtype": "bfloat16", "hidden_size": 4096, "intermediate_size": 8192, "expand": 16,
+    "state_size": 16, "conv_kernel": 4, "num_hidden_layers": 64, "vocab_size": 65024})");
+  LaunchConfig launch;
+  launch.model = "config.json";
+  launch.kv_cache_memory_bytes = 20 * kGiB;
+  auto plan = PlanWith(falcon, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 2048);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  const PlannedGroup& g = plan->groups[0];
+  EXPECT_EQ(g.layers.size(), 64u);
+  EXPECT_EQ(g.layers.front(), "backbone.layers.0.mixer");
+  EXPECT_EQ(g.layers.back(), "backbone.layers.63.mixer");
+  EXPECT_EQ(g.geometry.recurrent_mode(), RecurrentMode::kNone);
+  EXPECT_EQ(g.natural_page_size_bytes, 311'296);
+  EXPECT_EQ(g.geometry.block_size(), 2048);
+  EXPECT_EQ(plan->pool.num_blocks, 1077);
+  EXPECT_EQ(plan->capacity.max_tokens, 1077 * 2048);
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
+  EXPECT_EQ(plan->diagnostics[0].code, "config-length-default");
+  EXPECT_EQ(plan->diagnostics[1].message,
+            "FalconMambaForCausalLM is an attention-free model, for which the engine leaves "
+            "prefix caching off unless --enable-prefix-caching is given; recurrent layers use "
+            "mode none");
+
+  // Any length: the block is the length.
+  launch.cache.max_model_len = 100000;
+  plan = PlanWith(falcon, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 100000);
+
+  // With prefix caching the engine's mode is all, at the engine's 16-token block (no attention
+  // backend picks one): 128 blocks per 2,048-token request, 1,077 / 128 x 2,048 = 17,232 tokens.
+  launch.cache.max_model_len = 0;
+  launch.cache.enable_prefix_caching = true;
+  plan = PlanWith(falcon, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAll);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 16);
+  EXPECT_EQ(plan->pool.num_blocks, 1077);
+  EXPECT_EQ(plan->capacity.max_tokens, 17232);
+  launch.cache.block_size = 32;
+  plan = PlanWith(falcon, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 32);
+
+  LaunchConfig tp3 = HybridLaunch(3);
+  EXPECT_EQ(ConfigError(falcon, tp3),
+            "Mamba1 state: intermediate size = 8192 is not divisible by --tensor-parallel-size "
+            "3; choose a tensor-parallel size that divides it");
+
+  // MambaConfig's defaults: 32 layers of expand 2 x hidden 768 channels, state 16, conv 4; no
+  // torch_dtype reads as float32, which the engine runs as bfloat16: (3 + 16) x 1,536 x 2 B.
+  plan = PlanWith(nlohmann::json::parse(R"({"architectures": ["MambaForCausalLM"]})"),
+                  HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 58'368);
+  // Without intermediate_size the channels are expand x hidden_size.
+  falcon.erase("intermediate_size");
+  plan = PlanWith(falcon, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, (3 + 16) * 65536 * 2);
+}
+
+// Mamba2 at Mamba2Config's defaults (Mamba-Codestral's shape: 64 layers, hidden 4096 x expand 2
+// channels in 128 heads of 64, 8 groups, state 128, conv 4): conv (3, 8,192 + 2 x 8 x 128) and SSM
+// (128, 64, 128) in bfloat16 = 61,440 + 2,097,152 = 2,158,592 B a layer; 20 GiB / 64 pages = 155
+// blocks. TP splits heads and groups; the mixer replicates groups only from one.
+TEST(MambaFamilies, AttentionFreeMamba2) {
+  nlohmann::json mamba2 = nlohmann::json::parse(
+      R"({"architectures": ["Mamba2ForCausalLM"], "torch_dtype": "bfloat16"})");
+  LaunchConfig launch = HybridLaunch(1);
+  launch.cache.max_model_len = 0;
+  launch.cache.enable_prefix_caching = std::nullopt;
+  auto plan = PlanWith(mamba2, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 64u);
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'158'592);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 2048);
+  EXPECT_EQ(plan->pool.num_blocks, 155);
+
+  launch.parallel.tensor_parallel_size = 8;
+  plan = PlanWith(mamba2, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, (1280 * 3 + 16 * 64 * 128) * 2);
+  launch.parallel.tensor_parallel_size = 16;
+  EXPECT_EQ(ConfigError(mamba2, launch),
+            "Mamba2 state: n_groups = 8 is not divisible by --tensor-parallel-size 16, and the "
+            "engine's Mamba2 mixer replicates groups only from one; choose a tensor-parallel size "
+            "that divides it");
+  // One group is replicated to every rank: 1 + 15 groups, conv (8,192 + 2 x 16 x 128) / 16.
+  mamba2["n_groups"] = 1;
+  plan = PlanWith(mamba2, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, (768 * 3 + 8 * 64 * 128) * 2);
 }
 
 }  // namespace kvtopo
