@@ -1950,6 +1950,46 @@ Status ReadOuro(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// IQuest Loop-Coder (IQuestLoopCoderForCausalLM, iquest_loopcoder.py; its config class comes with
+// the checkpoint: 80 layers, 40 heads, 8 K/V heads (null: the heads), hidden 5120, 8192
+// positions, loop_num 2, loop_window_size 64): each layer runs loop_num times, each run with an
+// attention of its own, "model.layers.{k x L + i}". The first run's layers take the config's
+// sliding_window, if any (on every layer); the later runs' layers slide over loop_window_size
+// tokens, which the model sets itself. Heads of hidden_size / heads, whatever head_dim says.
+constexpr DenseFamily kLoopCoder{.name = "IQuest Loop-Coder",
+                                 .default_positions = 8192,
+                                 .absent_kv_heads = 8,
+                                 .reads_head_dim = false,
+                                 .windows = DenseWindows::kUniform,
+                                 .window_on_all_layers = true};
+Status ReadLoopCoder(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 3> fields = {{
+      {"num_hidden_layers", nullptr, 80, kMaxLayers},
+      {"num_attention_heads", nullptr, 40, kMaxModelDim},
+      {"hidden_size", nullptr, 5120, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  if (r.IsNull("num_key_value_heads"))
+    filled["num_key_value_heads"] = filled["num_attention_heads"];
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kLoopCoder, m));
+  const int64_t n = static_cast<int64_t>(m.layers.size());
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t loops, r.IntInOr("loop_num", 2, 1, kMaxLayers / n));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("loop_window_size", 64, 1, kMaxModelLen));
+  std::vector<RawLayer> layers;
+  for (int64_t i = 0; i < n; ++i) {
+    layers.push_back(m.layers[static_cast<size_t>(i)]);
+    for (int64_t k = 1; k < loops; ++k) {
+      RawLayer layer =
+          KvAttentionLayer(k * n + i, m, m.layers[static_cast<size_t>(i)].head_size, window);
+      layer.keeps_window = true;
+      layers.push_back(std::move(layer));
+    }
+  }
+  m.layers = std::move(layers);
+  return Status::Ok();
+}
+
 // openPangu Embedded (PanguEmbeddedForCausalLM, openpangu.py; its PanguEmbeddedConfig comes with
 // the checkpoint: 8 K/V heads, 32768 positions): K/V attention of head_dim, else hidden_size /
 // heads. Its MLA and attention-sink variants, and per-layer windows, are not planned.
@@ -1957,14 +1997,8 @@ constexpr DenseFamily kPanguEmbedded{.name = "openPangu Embedded",
                                      .default_positions = 32768,
                                      .absent_kv_heads = 8,
                                      .windows = DenseWindows::kUniform};
-Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
-  const bool mla = r.Has("qk_nope_head_dim") && r.Has("qk_rope_head_dim") && r.Has("v_head_dim") &&
-                   r.Has("kv_lora_rank");
-  if (mla) {
-    return r.Invalid("kv_lora_rank",
-                     "is set with the other MLA fields: kvtopo does not plan openPangu's MLA "
-                     "attention");
-  }
+// openPangu's K/V layers: attention sinks and per-layer windows are not planned.
+Status CheckPanguLayers(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, r.IntInOr("param_sink_number", 0, 0, kMaxModelLen));
   if (sinks > 0) {
     return r.Invalid("param_sink_number",
@@ -1974,7 +2008,78 @@ Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
     return r.Invalid("interleaved_sliding_window",
                      "is set: kvtopo does not plan openPangu's per-layer windows");
   }
+  return Status::Ok();
+}
+Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
+  const bool mla = r.Has("qk_nope_head_dim") && r.Has("qk_rope_head_dim") && r.Has("v_head_dim") &&
+                   r.Has("kv_lora_rank");
+  if (mla) {
+    return r.Invalid("kv_lora_rank",
+                     "is set with the other MLA fields: kvtopo does not plan openPangu's MLA "
+                     "attention");
+  }
+  KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
   return ReadDense(r, kPanguEmbedded, m);
+}
+
+// openPangu's MoE models (PanguUltraMoEForCausalLM, PanguProMoEV2ForCausalLM; openpangu.py and
+// openpangu_mtp.py at 28be48fa9, whose config classes come with the checkpoint and default
+// nothing): the decoder layers of openPangu Embedded, MLA when the config has
+// qk_nope_head_dim, qk_rope_head_dim, v_head_dim and kv_lora_rank. The MLA model is planned for
+// model type pangu_ultra_moe (in the engine's MLA list), with its num_nextn_predict_layers MTP
+// layers after the trunk, MLA too (the draft's model type pangu_ultra_moe_mtp is in the list as
+// well). Without the MLA fields the layers are openPangu Embedded's, with no class defaults:
+// K/V heads required, any length field (2048 tokens without one); attention sinks (Pro MoE V2's
+// param_sink_number) and per-layer windows are not planned.
+constexpr DenseFamily kPanguMoe{.name = "openPangu MoE",
+                                .default_positions = kAnyLengthField,
+                                .windows = DenseWindows::kUniform};
+Status ReadPanguMoe(const ConfigReader& r, ModelDescription& m) {
+  const bool mla = r.json().contains("qk_nope_head_dim") && r.json().contains("qk_rope_head_dim") &&
+                   r.json().contains("v_head_dim") && r.json().contains("kv_lora_rank");
+  if (!mla) {
+    KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
+    return ReadDense(r, kPanguMoe, m);
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
+  if (type != "pangu_ultra_moe") {
+    return r.Invalid("model_type",
+                     fmt::format("is '{}' with openPangu's MLA fields: the engine treats only "
+                                 "model type pangu_ultra_moe as MLA, and kvtopo does not plan "
+                                 "these MLA layers under another",
+                                 type));
+  }
+  return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/true, m);
+}
+
+// Sarvam MLA (SarvamMLAForCausalLM, sarvam.py): every layer builds MLA attention, whatever its
+// model type (sarvam_mla, outside the engine's MLA list), with no MTP model.
+Status ReadSarvamMla(const ConfigReader& r, ModelDescription& m) {
+  return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
+}
+
+// A.X K1 (AXK1ForCausalLM, AXK1.py; DeepSeek-V3's layers): MLA when the engine's use_mla holds,
+// i.e. the config's model type is AXK1 (in the engine's MLA list; Transformers' own class writes
+// axk1, which is not) with a kv_lora_rank; otherwise every layer is K/V attention with one K/V
+// head per attention head, of qk_nope_head_dim + qk_rope_head_dim (the values padded to it).
+// No MTP model. A config with both qk dims 0 (plain multi-head attention) is not planned.
+Status ReadAxk1(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
+  if (type == "AXK1" && r.Has("kv_lora_rank")) {
+    return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
+  }
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t nope, r.IntIn("qk_nope_head_dim", 0, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t rope, r.IntIn("qk_rope_head_dim", 0, kMaxModelDim));
+  if (nope == 0 && rope == 0) {
+    return r.Invalid("qk_rope_head_dim",
+                     "is 0, as is qk_nope_head_dim: the engine then runs DeepSeek's multi-head "
+                     "attention, which kvtopo does not plan for A.X K1");
+  }
+  m.num_kv_heads_total = m.num_attention_heads;
+  for (int64_t i = 0; i < n; ++i) m.layers.push_back(KvAttentionLayer(i, m, nope + rope, 0));
+  return Status::Ok();
 }
 
 // More of the engine's Llama and its like: TeleChat3 (the checkpoint's class: multi-head, head_dim
@@ -2768,6 +2873,11 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Step1ForCausalLM", TextModel::kRoot, ReadStep1},
       {"OuroForCausalLM", TextModel::kRoot, ReadOuro},
       {"PanguEmbeddedForCausalLM", TextModel::kRoot, ReadPanguEmbedded},
+      {"PanguUltraMoEForCausalLM", TextModel::kRoot, ReadPanguMoe},
+      {"PanguProMoEV2ForCausalLM", TextModel::kRoot, ReadPanguMoe},
+      {"IQuestLoopCoderForCausalLM", TextModel::kRoot, ReadLoopCoder},
+      {"SarvamMLAForCausalLM", TextModel::kRoot, ReadSarvamMla},
+      {"AXK1ForCausalLM", TextModel::kRoot, ReadAxk1},
       {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
       {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},

@@ -44,6 +44,8 @@ struct RawLayer {
   int64_t head_size = 0;
   int64_t head_size_v = 0;
   int64_t sliding_window = 0;
+  // The model gives the layer its window itself: --disable-sliding-window leaves it windowed.
+  bool keeps_window = false;
   int64_t attention_chunk_size = 0;  // chunked local
   int64_t mla_rope_dim = 0;          // MLA: qk_rope_head_dim, the RoPE part of head_size
   // MLA: a sparse-indexer key kept after the MLA page's rows instead of in a cache of its own

@@ -331,7 +331,7 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
 void DisableSlidingWindow(ModelDescription& m, Builder& b) {
   int64_t converted = 0;
   for (RawLayer& l : m.layers) {
-    if (l.type != LayerType::kSlidingWindow) continue;
+    if (l.type != LayerType::kSlidingWindow || l.keeps_window) continue;
     l.type = LayerType::kAttention;
     l.sliding_window = 0;
     ++converted;

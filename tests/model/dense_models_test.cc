@@ -2959,4 +2959,125 @@ TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
             "caches and does not plan it ('config.json')");
 }
 
+// IQuest Loop-Coder (iquest-loop-coder-40b: 80 layers run twice, 8 K/V heads of 5120 / 40): the
+// first run's 80 layers are full attention, the second run's slide over loop_window_size (64)
+// tokens, whatever --disable-sliding-window says. One block id holds a page of the 80 layers of
+// one group: 20 GiB / (80 x 64 KiB) = 4,096 blocks.
+TEST(DenseModels, LoopCoderCachesEachLoopRun) {
+  nlohmann::json loop = CorpusConfig("iquest-loop-coder-40b");
+  auto plan = PlanConfig(loop, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.self_attn");
+  EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.79.self_attn");
+  EXPECT_EQ(plan->groups[1].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[1].spec.sliding_window, 64);
+  EXPECT_EQ(plan->groups[1].layers.front(), "model.layers.80.self_attn");
+  EXPECT_EQ(plan->groups[1].layers.back(), "model.layers.159.self_attn");
+  EXPECT_EQ(plan->groups[1].spec.head_size, 128);
+  EXPECT_EQ(plan->pool.num_blocks, 4096);
+
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 1024;
+  c.disable_sliding_window = true;
+  plan = PlanWith(loop, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 80u);
+
+  // A stated sliding_window windows the first run's layers too, and must reach every layer.
+  loop["sliding_window"] = 4096;
+  plan = PlanConfig(loop, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 160u);
+  loop["max_window_layers"] = 40;
+  EXPECT_EQ(ConfigError(loop),
+            "config.json 'config.json': field 'max_window_layers' is 40 with sliding_window 4096: "
+            "the engine's IQuest Loop-Coder model windows all 80 layers or none (set "
+            "max_window_layers to num_hidden_layers, or sliding_window to null)");
+  loop.erase("sliding_window");
+  loop["loop_num"] = 1;
+  loop["num_key_value_heads"] = nullptr;  // the class's None: one K/V head per head
+  plan = PlanConfig(loop, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan), 80u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 40);
+}
+
+// MLA models of other names: Sarvam MLA (32 layers, whatever its model type), openPangu Ultra MoE
+// (61 layers and its MTP layer, model type pangu_ultra_moe) and A.X K1 (MLA under model type
+// AXK1, K/V attention of 128 + 64 under another). 576-wide rows: 18 KiB pages.
+TEST(DenseModels, SarvamMlaPanguUltraMoeAndAxk1) {
+  auto plan = PlanConfig(CorpusConfig("sarvam-105b"), 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kMla);
+  EXPECT_EQ(LayerCount(*plan), 32u);
+  EXPECT_EQ(plan->pool.num_blocks, 36408);
+  // deepseek_yarn is not yarn: the engine scales max_position_embeddings by the factor.
+  plan = PlanConfig(CorpusConfig("sarvam-105b"), 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072 * 40);
+
+  nlohmann::json pangu = CorpusConfig("pangu-ultra-moe-718b");
+  plan = PlanConfig(pangu, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kMla), 61u);
+  EXPECT_EQ(plan->pool.num_blocks, 19099);  // 20 GiB / (61 x 18 KiB)
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 1024;
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 1})").value();
+  plan = PlanWith(pangu, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kMla), 62u);
+  EXPECT_EQ(plan->groups[0].layers.back(), "model.layers.61.self_attn");
+  EXPECT_EQ(plan->pool.num_blocks, 18791);  // 20 GiB / (62 x 18 KiB)
+  pangu["model_type"] = "PanguProMoE";
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'model_type' is 'PanguProMoE' with openPangu's MLA "
+            "fields: the engine treats only model type pangu_ultra_moe as MLA, and kvtopo does not "
+            "plan these MLA layers under another");
+  // Pro MoE V2 (openPangu-R-72B-2512): K/V layers with attention sinks, not planned.
+  nlohmann::json pro = nlohmann::json::parse(R"({
+    "architectures": ["PanguProMoEV2ForCausalLM"], "model_type": "PanguProMoE",
+    "torch_dtype": "bfloat16", "hidden_size": 5120, "num_hidden_layers": 50,
+    "num_attention_heads": 64, "num_key_value_heads": 4, "qk_nope_dim": 128, "qk_rope_dim": 64,
+    "v_channels": 128, "param_sink_number": 128, "max_position_embeddings": 131072})");
+  EXPECT_EQ(ConfigError(pro),
+            "config.json 'config.json': field 'param_sink_number' is 128: kvtopo does not plan "
+            "openPangu's attention sinks");
+  pro.erase("param_sink_number");
+  pro["head_dim"] = 128;
+  plan = PlanConfig(pro, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 50u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 4);
+
+  nlohmann::json axk1 = CorpusConfig("axk1");
+  plan = PlanConfig(axk1, 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kMla), 61u);
+  EXPECT_EQ(plan->pool.num_blocks, 19099);
+  axk1["model_type"] = "axk1";  // Transformers' own class: not in the engine's MLA list
+  plan = PlanConfig(axk1, 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 61u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);  // 64 heads over TP8
+  EXPECT_EQ(plan->groups[0].spec.head_size, 192);
+  axk1["qk_nope_head_dim"] = 0;
+  axk1["qk_rope_head_dim"] = 0;
+  EXPECT_EQ(ConfigError(axk1),
+            "config.json 'config.json': field 'qk_rope_head_dim' is 0, as is qk_nope_head_dim: "
+            "the engine then runs DeepSeek's multi-head attention, which kvtopo does not plan for "
+            "A.X K1");
+}
+
 }  // namespace kvtopo
