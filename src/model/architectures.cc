@@ -1990,6 +1990,166 @@ Status ReadLoopCoder(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// Bailing MoE V2.5 (BailingMoeV2_5ForCausalLM: Ling 2.5 and 2.6, Ring 2.5; the fork's
+// bailing_moe_linear.py at 28be48fa9, whose config class comes with the checkpoint: 20 layers,
+// 16 heads, head_dim 128 (null: hidden_size (2048) / heads), 32768 positions, layer_group_size 5,
+// group_norm_size 4, kv_lora_rank 512, qk_rope_head_dim 64): layer i is MLA
+// ("model.layers.i.self_attn") when (i + 1) % layer_group_size is 0, else lightning (linear)
+// attention keeping one state (heads / TP, head_dim, head_dim) in the conv dtype. The engine
+// aligns the hybrid block to an MLA row only under model type bailing_hybrid (its MLA list), so
+// another model type is not planned; nor is a config of one layer kind (BothLayerKinds). TP must
+// divide group_norm_size. No Mamba prefix caching (mode align with caching), no MTP model.
+Status ReadBailingV25(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
+  if (type != "bailing_hybrid") {
+    return r.Invalid("model_type",
+                     fmt::format("is '{}': the engine plans Bailing MoE V2.5's MLA layers as MLA "
+                                 "only under model type bailing_hybrid, and kvtopo does not plan "
+                                 "them under another",
+                                 type));
+  }
+  const std::array<ClassField, 3> fields = {{
+      {"num_hidden_layers", nullptr, 20, kMaxLayers},
+      {"num_attention_heads", nullptr, 16, kMaxModelDim},
+      {"hidden_size", nullptr, 2048, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m, /*default_positions=*/32768));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(c));
+  int64_t head = 128;
+  if (c.json().contains("head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(c, m, /*use_head_dim=*/true));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t group, c.IntInOr("layer_group_size", 5, 0, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(m.tp_divides_group_norm,
+                          c.IntInOr("group_norm_size", 4, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t lora, c.IntInOr("kv_lora_rank", 512, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t rope, c.IntInOr("qk_rope_head_dim", 64, 0, kMaxModelDim));
+  const LinearAttentionDims linear{.num_heads = m.num_attention_heads, .head_dim = head};
+  int64_t mla = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (group > 0 && (i + 1) % group != 0) {
+      m.layers.push_back(RawLayer{.name = LayerName(i, "self_attn"),
+                                  .type = LayerType::kLinearAttention,
+                                  .linear_attention = linear});
+    } else {
+      AddMla(m, i, MlaRow{lora + rope, rope}, /*indexer_head=*/0, /*mtp=*/false);
+      ++mla;
+    }
+  }
+  m.mtp_unavailable = fmt::format(
+      "the engine has no MTP model for {} (its loader drops the checkpoint's MTP weights)",
+      m.architecture);
+  return BothLayerKinds(r, "layer_group_size", mla, n, "Bailing MoE V2.5", "linear-attention");
+}
+
+// Laguna (LagunaForCausalLM; the fork's laguna.py over its own LagunaConfig at 28be48fa9: 40
+// layers, 48 heads, 8 K/V heads of 128 (null head_dim: hidden_size / heads), 131072 positions,
+// no sliding_window, no layer_types): layer i slides over sliding_window when layer_types[i] is
+// sliding_attention and a window is stated; every other layer is full attention, since the model
+// clears the cache-wide window. The config class rewrites RoPE parameters given per layer type
+// into a default entry without a factor, so those leave the length at max_position_embeddings.
+// Per-layer head counts (num_attention_heads_per_layer) are not planned.
+constexpr DenseFamily kLaguna{
+    .name = "Laguna", .default_positions = 131072, .absent_kv_heads = 8, .absent_head_dim = 128};
+Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
+  if (r.Has("num_attention_heads_per_layer")) {
+    return r.Invalid("num_attention_heads_per_layer",
+                     "is set: kvtopo does not plan Laguna layers of different head counts");
+  }
+  const std::array<ClassField, 2> fields = {{
+      {"num_hidden_layers", nullptr, 40, kMaxLayers},
+      {"num_attention_heads", nullptr, 48, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  if (!r.Has("layer_types") || !r.Has("sliding_window")) {
+    filled.erase("layer_types");
+    filled.erase("sliding_window");
+  }
+  if (r.Has("rope_parameters")) {
+    const nlohmann::json& rope = r.json()["rope_parameters"];
+    const bool per_type = rope.is_object() && !rope.empty() &&
+                          std::all_of(rope.begin(), rope.end(),
+                                      [](const nlohmann::json& v) { return v.is_object(); });
+    if (per_type) filled.erase("rope_parameters");
+  }
+  return ReadDense(r.Over(filled), kLaguna, m);
+}
+
+// OLMo Hybrid (OlmoHybridForCausalLM; the fork's olmo_hybrid.py over its own OlmoHybridConfig at
+// 28be48fa9): layer i is full attention ("model.layers.i.self_attn") or Gated DeltaNet
+// ("model.layers.i.linear_attn") per layer_types, which the class derives when absent: full at
+// i % 4 == 3, and the last layer full if that leaves none. Attention: num_key_value_heads (null
+// or absent: the heads) heads of hidden_size / heads. GDN: linear_num_key_heads and
+// linear_num_value_heads (the heads), linear_key_head_dim (0.75 x hidden_size / key heads),
+// linear_value_head_dim (twice the key's), linear_conv_kernel_dim (4). The class's defaults: 32
+// layers, 30 heads, hidden 3840, 65536 positions. It has no Mamba prefix caching and no MTP; the
+// class refuses a config of one layer kind, as does the model a linear_use_gate of false.
+Status ReadOlmoHybrid(const ConfigReader& r, ModelDescription& m) {
+  const std::array<ClassField, 3> fields = {{
+      {"num_hidden_layers", nullptr, 32, kMaxLayers},
+      {"num_attention_heads", nullptr, 30, kMaxModelDim},
+      {"hidden_size", nullptr, 3840, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_ASSIGN_OR_RETURN(const bool gate, c.BoolOr("linear_use_gate", true));
+  if (!gate) {
+    return c.Invalid("linear_use_gate",
+                     "is false: the engine's OLMo Hybrid model asserts a gated DeltaNet");
+  }
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m, /*default_positions=*/65536));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(c));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(c, kMultiHead, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(c, m, /*use_head_dim=*/false));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(c, "hidden_size"));
+  GdnDims gdn;
+  gdn.num_k_heads = m.num_attention_heads;
+  gdn.num_v_heads = m.num_attention_heads;
+  if (c.Has("linear_num_key_heads")) {
+    KVTOPO_ASSIGN_OR_RETURN(gdn.num_k_heads, Positive(c, "linear_num_key_heads"));
+  }
+  if (c.Has("linear_num_value_heads")) {
+    KVTOPO_ASSIGN_OR_RETURN(gdn.num_v_heads, Positive(c, "linear_num_value_heads"));
+  }
+  gdn.head_k_dim = 3 * hidden / (4 * gdn.num_k_heads);  // int(0.75 x hidden / key heads)
+  if (c.Has("linear_key_head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(gdn.head_k_dim, Positive(c, "linear_key_head_dim"));
+  } else if (gdn.head_k_dim == 0) {
+    return c.Invalid("linear_num_key_heads",
+                     fmt::format("is {}: 0.75 x hidden_size {} / it leaves the key heads no "
+                                 "width; state linear_key_head_dim",
+                                 gdn.num_k_heads, hidden));
+  }
+  gdn.head_v_dim = 2 * gdn.head_k_dim;
+  if (c.Has("linear_value_head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(gdn.head_v_dim, Positive(c, "linear_value_head_dim"));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(gdn.conv_kernel, c.IntInOr("linear_conv_kernel_dim", 4, 1, kMaxModelDim));
+  std::vector<bool> full;
+  if (c.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(full, TwoKindLayers(c, n, "full_attention", "linear_attention"));
+  } else {
+    for (int64_t i = 0; i < n; ++i) full.push_back(i % 4 == 3);
+    if (std::none_of(full.begin(), full.end(), [](bool f) { return f; })) full.back() = true;
+  }
+  int64_t attention = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (full[static_cast<size_t>(i)]) {
+      m.layers.push_back(KvAttentionLayer(i, m, head, 0));
+      ++attention;
+    } else {
+      m.layers.push_back(
+          RawLayer{.name = LayerName(i, "linear_attn"), .type = LayerType::kGdn, .gdn = gdn});
+    }
+  }
+  return BothLayerKinds(r, "layer_types", attention, n, "OLMo Hybrid", "Gated DeltaNet");
+}
+
 // openPangu Embedded (PanguEmbeddedForCausalLM, openpangu.py; its PanguEmbeddedConfig comes with
 // the checkpoint: 8 K/V heads, 32768 positions): K/V attention of head_dim, else hidden_size /
 // heads. Its MLA and attention-sink variants, and per-layer windows, are not planned.
@@ -2878,6 +3038,9 @@ const std::vector<ArchitectureReader>& Readers() {
       {"IQuestLoopCoderForCausalLM", TextModel::kRoot, ReadLoopCoder},
       {"SarvamMLAForCausalLM", TextModel::kRoot, ReadSarvamMla},
       {"AXK1ForCausalLM", TextModel::kRoot, ReadAxk1},
+      {"BailingMoeV2_5ForCausalLM", TextModel::kRoot, ReadBailingV25},
+      {"LagunaForCausalLM", TextModel::kRoot, ReadLaguna},
+      {"OlmoHybridForCausalLM", TextModel::kRoot, ReadOlmoHybrid},
       {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
       {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},

@@ -86,6 +86,9 @@ struct ModelDescription {
   // The model's layers split the K/V heads over TP and cannot replicate them (Param2 MoE asserts
   // num_key_value_heads % TP == 0): a TP above the K/V heads is refused.
   bool kv_heads_split_only = false;
+  // TP must divide this count (Bailing MoE V2.5's lightning attention normalises groups of
+  // group_norm_size heads per rank); 0: no such rule.
+  int64_t tp_divides_group_norm = 0;
   // The RoPE scaling ReadMaxLength applied: the factor (1: none) and whether a yarn entry set the
   // base to its original_max_position_embeddings, which the derived length then ignores.
   double rope_factor = 1;

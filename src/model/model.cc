@@ -385,6 +385,15 @@ void CheckTensorParallelHeads(const ModelDescription& m, const std::string& whos
                         tp, m.num_attention_heads, whose, m.num_attention_heads));
     return;
   }
+  if (m.tp_divides_group_norm > 0 && m.tp_divides_group_norm % tp != 0) {
+    b.Error(
+        "tp-group-norm",
+        fmt::format("--tensor-parallel-size {} does not divide group_norm_size {} of {}, and "
+                    "the engine's {} linear attention asserts that it does; choose a "
+                    "tensor-parallel size that divides {}",
+                    tp, m.tp_divides_group_norm, whose, m.architecture, m.tp_divides_group_norm));
+    return;
+  }
   std::vector<int64_t> reported;
   for (const RawLayer& raw : m.layers) {
     if (raw.type != LayerType::kAttention && raw.type != LayerType::kSlidingWindow &&

@@ -3080,4 +3080,37 @@ TEST(DenseModels, SarvamMlaPanguUltraMoeAndAxk1) {
             "A.X K1");
 }
 
+// Laguna (laguna-xs.2: 40 layers, full at every 4th from 0, the others sliding over 512; 8 K/V
+// heads of 128): 10 full and 30 sliding layers in groups of 10, 640 KiB a block, 32,768 blocks in
+// 20 GiB. Its per-layer-type RoPE entries leave the length at max_position_embeddings.
+TEST(DenseModels, LagunaSlidesOnlyWhereLayerTypesSay) {
+  nlohmann::json laguna = CorpusConfig("laguna-xs.2");
+  auto plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 10u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 30u);
+  EXPECT_EQ(plan->groups[1].spec.sliding_window, 512);
+  EXPECT_EQ(plan->pool.num_blocks, 32768);
+  plan = PlanConfig(laguna, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+
+  // The model clears the cache-wide window: without layer_types every layer is full.
+  nlohmann::json no_types = laguna;
+  no_types.erase("layer_types");
+  plan = PlanConfig(no_types, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 40u);
+  laguna["sliding_window"] = nullptr;
+  plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 40u);
+  laguna["num_attention_heads_per_layer"] = nlohmann::json::array({48, 64});
+  EXPECT_EQ(ConfigError(laguna),
+            "config.json 'config.json': field 'num_attention_heads_per_layer' is set: kvtopo does "
+            "not plan Laguna layers of different head counts");
+}
+
 }  // namespace kvtopo

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -980,6 +982,108 @@ TEST(MambaFamilies, AttentionFreeMamba2) {
   plan = PlanWith(mamba2, launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[0].natural_page_size_bytes, (768 * 3 + 8 * 64 * 128) * 2);
+}
+
+// Bailing MoE V2.5 (Ling-2.6-flash: 32 layers, MLA at every 8th (7, 15, 23, 31), the others
+// lightning attention of 32 heads of 128): a state of (32, 128, 128) in bfloat16 = 1,048,576 B;
+// an MLA token is 576 x 2 B, so the MLA block grows to 16 x ceil(1,048,576 / 18,432) = 912 tokens,
+// a page of 1,050,624 B. Eight groups of four layers: 20 GiB / (4 x 1,050,624 B) = 5,110 blocks.
+TEST(MambaFamilies, BailingV25LightningAndMla) {
+  std::ifstream in(std::filesystem::path(KVTOPO_SOURCE_DIR) /
+                   "fuzz/corpus/config_plan/ling-2.6-flash.json");
+  nlohmann::json ling = nlohmann::json::parse(in);
+  LaunchConfig launch;
+  launch.model = "config.json";
+  launch.kv_cache_memory_bytes = 20 * kGiB;
+  launch.cache.max_model_len = 1024;
+  auto plan = PlanWith(ling, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 8u);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.self_attn");
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 1'048'576);
+  const PlannedGroup& mla = plan->groups.back();
+  EXPECT_EQ(mla.geometry.kind(), CacheKind::kMla);
+  EXPECT_EQ(mla.layers,
+            (std::vector<std::string>{"model.layers.7.self_attn", "model.layers.15.self_attn",
+                                      "model.layers.23.self_attn", "model.layers.31.self_attn"}));
+  EXPECT_EQ(mla.geometry.block_size(), 912);
+  EXPECT_EQ(mla.geometry.page_size_bytes(), 1'050'624);
+  EXPECT_EQ(plan->pool.num_blocks, 5110);
+
+  // TP2 halves the heads of the state; TP8 does not divide group_norm_size 4.
+  launch.parallel.tensor_parallel_size = 2;
+  plan = PlanWith(ling, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 524'288);
+  launch.parallel.tensor_parallel_size = 8;
+  plan = PlanWith(ling, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_FALSE(plan->accepted());
+  EXPECT_EQ(
+      plan->ErrorLines(),
+      "\n  error [tp-group-norm] --tensor-parallel-size 8 does not divide group_norm_size 4 of "
+      "'config.json', and the engine's BailingMoeV2_5ForCausalLM linear attention asserts "
+      "that it does; choose a tensor-parallel size that divides 4");
+
+  LaunchConfig mtp = launch;
+  mtp.parallel.tensor_parallel_size = 1;
+  mtp.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+  EXPECT_EQ(ConfigError(ling, mtp),
+            "--speculative-config method 'mtp': the engine has no MTP model for "
+            "BailingMoeV2_5ForCausalLM (its loader drops the checkpoint's MTP weights)");
+  ling["layer_group_size"] = 1;
+  EXPECT_EQ(ConfigError(ling, launch),
+            "config.json 'config.json': field 'layer_group_size' makes 32 of the 32 layers "
+            "attention layers; kvtopo plans Bailing MoE V2.5 models with both attention and "
+            "linear-attention layers");
+  ling["model_type"] = "bailing_moe_v2_5";
+  EXPECT_EQ(ConfigError(ling, launch),
+            "config.json 'config.json': field 'model_type' is 'bailing_moe_v2_5': the engine plans "
+            "Bailing MoE V2.5's MLA layers as MLA only under model type bailing_hybrid, and kvtopo "
+            "does not plan them under another");
+}
+
+// OLMo Hybrid at its config class's defaults (32 layers, full attention at every 4th; 30 heads of
+// 3840 / 30 = 128, all K/V heads; GDN 30 key and value heads of 96 and 192, conv 4): the GDN state
+// is conv (3, 2 x 30 x 96 + 30 x 192) and temporal (30, 192, 96) in bfloat16 = 69,120 + 1,105,920
+// B; an attention token is 2 x 30 x 128 x 2 B, so the block grows to 16 x 5 = 80 tokens.
+TEST(MambaFamilies, OlmoHybridGatedDeltaNet) {
+  nlohmann::json olmo = nlohmann::json::parse(
+      R"({"architectures": ["OlmoHybridForCausalLM"], "torch_dtype": "bfloat16"})");
+  LaunchConfig launch;
+  launch.model = "config.json";
+  launch.kv_cache_memory_bytes = 20 * kGiB;
+  launch.cache.max_model_len = 1024;
+  auto plan = PlanWith(olmo, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].layers.front(), "model.layers.0.linear_attn");
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 69'120 + 1'105'920);
+  const PlannedGroup& attention = plan->groups.back();
+  EXPECT_EQ(attention.layers.front(), "model.layers.3.self_attn");
+  EXPECT_EQ(attention.layers.size(), 8u);
+  EXPECT_EQ(attention.spec.num_kv_heads, 30);
+  EXPECT_EQ(attention.geometry.block_size(), 80);
+  EXPECT_EQ(plan->model.max_model_len, 1024);
+
+  olmo["linear_use_gate"] = false;
+  EXPECT_EQ(ConfigError(olmo, launch),
+            "config.json 'config.json': field 'linear_use_gate' is false: the engine's OLMo Hybrid "
+            "model asserts a gated DeltaNet");
+  olmo.erase("linear_use_gate");
+  olmo["num_hidden_layers"] = 2;
+  olmo["layer_types"] = {"linear_attention", "linear_attention"};
+  EXPECT_EQ(
+      ConfigError(olmo, launch),
+      "config.json 'config.json': field 'layer_types' makes 0 of the 2 layers attention "
+      "layers; kvtopo plans OLMo Hybrid models with both attention and Gated DeltaNet layers");
+  // Without layer_types, two layers have none at i % 4 == 3: the last one is full.
+  olmo.erase("layer_types");
+  plan = PlanWith(olmo, launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups.back().layers, (std::vector<std::string>{"model.layers.1.self_attn"}));
 }
 
 }  // namespace kvtopo
