@@ -2065,7 +2065,8 @@ Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
   }};
   nlohmann::json filled = r.json();
   KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
-  if (!r.Has("layer_types") || !r.Has("sliding_window")) {
+  const bool windows = r.Has("layer_types") && r.Has("sliding_window");
+  if (!windows) {
     filled.erase("layer_types");
     filled.erase("sliding_window");
   }
@@ -2076,7 +2077,12 @@ Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
                                       [](const nlohmann::json& v) { return v.is_object(); });
     if (per_type) filled.erase("rope_parameters");
   }
-  return ReadDense(r.Over(filled), kLaguna, m);
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kLaguna, m));
+  // A stated window no layer uses still caps the length under --disable-sliding-window.
+  if (!windows) {
+    KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  }
+  return Status::Ok();
 }
 
 // OLMo Hybrid (OlmoHybridForCausalLM; the fork's olmo_hybrid.py over its own OlmoHybridConfig at

@@ -3103,6 +3103,13 @@ TEST(DenseModels, LagunaSlidesOnlyWhereLayerTypesSay) {
   plan = PlanConfig(no_types, 1, 1, 20 * kGiB, 1024);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 40u);
+  // The engine still caps the length at the stated window under --disable-sliding-window.
+  LaunchConfig disabled;
+  disabled.kv_cache_memory_bytes = 20 * kGiB;
+  disabled.disable_sliding_window = true;
+  plan = PlanWith(no_types, disabled);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.max_model_len, 512);
   laguna["sliding_window"] = nullptr;
   plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

@@ -467,6 +467,16 @@ LaunchConfig HybridLaunch(int64_t tp) {
   return c;
 }
 
+// 20 GiB at TP1 with the engine's defaults (prefix caching as the model has it), at
+// `max_model_len` (0: the config's).
+LaunchConfig DefaultLaunch(int64_t max_model_len) {
+  LaunchConfig c;
+  c.model = "config.json";
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = max_model_len;
+  return c;
+}
+
 // A Bamba-9B-shaped config (32 layers, attention at 9, 18 and 27; hidden 4096, 32 heads, Mamba
 // state 128), the other fields at BambaConfig's defaults: 8 KV heads of 128, 128 Mamba heads of
 // 8,192 / 128 = 64, one group, conv kernel 4, chunk size 256.
@@ -882,9 +892,7 @@ TEST(MambaFamilies, AttentionFreeMamba) {
     "architectures": ["FalconMambaForCausalLM"], "model_type": "falcon_mamba",
     "torch_dtype": "bfloat16", "hidden_size": 4096, "intermediate_size": 8192, "expand": 16,
     "state_size": 16, "conv_kernel": 4, "num_hidden_layers": 64, "vocab_size": 65024})");
-  LaunchConfig launch;
-  launch.model = "config.json";
-  launch.kv_cache_memory_bytes = 20 * kGiB;
+  LaunchConfig launch = DefaultLaunch(0);
   auto plan = PlanWith(falcon, launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
@@ -956,9 +964,7 @@ TEST(MambaFamilies, AttentionFreeMamba) {
 TEST(MambaFamilies, AttentionFreeMamba2) {
   nlohmann::json mamba2 = nlohmann::json::parse(
       R"({"architectures": ["Mamba2ForCausalLM"], "torch_dtype": "bfloat16"})");
-  LaunchConfig launch = HybridLaunch(1);
-  launch.cache.max_model_len = 0;
-  launch.cache.enable_prefix_caching = std::nullopt;
+  LaunchConfig launch = DefaultLaunch(0);
   auto plan = PlanWith(mamba2, launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
@@ -992,10 +998,7 @@ TEST(MambaFamilies, BailingV25LightningAndMla) {
   std::ifstream in(std::filesystem::path(KVTOPO_SOURCE_DIR) /
                    "fuzz/corpus/config_plan/ling-2.6-flash.json");
   nlohmann::json ling = nlohmann::json::parse(in);
-  LaunchConfig launch;
-  launch.model = "config.json";
-  launch.kv_cache_memory_bytes = 20 * kGiB;
-  launch.cache.max_model_len = 1024;
+  LaunchConfig launch = DefaultLaunch(1024);
   auto plan = PlanWith(ling, launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
@@ -1051,10 +1054,7 @@ TEST(MambaFamilies, BailingV25LightningAndMla) {
 TEST(MambaFamilies, OlmoHybridGatedDeltaNet) {
   nlohmann::json olmo = nlohmann::json::parse(
       R"({"architectures": ["OlmoHybridForCausalLM"], "torch_dtype": "bfloat16"})");
-  LaunchConfig launch;
-  launch.model = "config.json";
-  launch.kv_cache_memory_bytes = 20 * kGiB;
-  launch.cache.max_model_len = 1024;
+  LaunchConfig launch = DefaultLaunch(1024);
   auto plan = PlanWith(olmo, launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
