@@ -1990,6 +1990,70 @@ Status ReadLoopCoder(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// PLaMo 3 (Plamo3ForCausalLM; the fork's plamo3.py at 28be48fa9, whose config class comes with
+// the checkpoint): every layer is K/V attention ("model.layers.i.mixer.attn") of
+// num_key_value_heads (4) heads of head_dim (128), windowed by interleaved_sliding_window[i],
+// which the class derives: layer i is full when (i + 1) % sliding_window_pattern (8) is 0, else it
+// slides over window_size. Published versions of the class default window_size to 2048 or to 128
+// and differ in how they read RoPE scaling, so a config must state window_size, and one with a
+// rope_scaling_factor other than 1 is not planned. The windows are the model's own: the engine's
+// --disable-sliding-window leaves them. Other defaults: 32 layers, 32 heads, 2048 positions.
+Status ReadPlamo3(const ConfigReader& r, ModelDescription& m) {
+  if (r.Has("rope_scaling_factor")) {
+    const nlohmann::json& factor = r.json()["rope_scaling_factor"];
+    if (!factor.is_number() || factor.get<double>() != 1) {
+      return r.Invalid("rope_scaling_factor",
+                       fmt::format("is {}: the length the engine derives from it depends on the "
+                                   "version of PLaMo 3's config class; kvtopo does not plan it",
+                                   factor.dump()));
+    }
+  }
+  const std::array<ClassField, 2> fields = {{
+      {"num_hidden_layers", nullptr, 32, kMaxLayers},
+      {"num_attention_heads", nullptr, 32, kMaxModelDim},
+  }};
+  nlohmann::json filled = r.json();
+  KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m, /*default_positions=*/2048));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(c));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(c, 4, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, c.IntInOr("head_dim", 128, 1, kMaxModelDim));
+  if (!c.Has("window_size")) {
+    return c.Invalid("window_size",
+                     "is missing: the published versions of PLaMo 3's config class default it to "
+                     "2048 or to 128; state it");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, Positive(c, "window_size", kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
+                          c.IntInOr("sliding_window_pattern", 8, 1, kMaxLayers));
+  std::vector<int64_t> windows;
+  for (int64_t i = 0; i < n; ++i) windows.push_back((i + 1) % pattern == 0 ? 0 : window);
+  // A saved config may carry the list the class derived; it must be that list.
+  if (c.Has("interleaved_sliding_window")) {
+    const nlohmann::json& stated = c.json()["interleaved_sliding_window"];
+    bool same = stated.is_array() && static_cast<int64_t>(stated.size()) == n;
+    for (int64_t i = 0; same && i < n; ++i) {
+      const nlohmann::json& w = stated[static_cast<size_t>(i)];
+      same =
+          windows[i] == 0 ? w.is_null() : w.is_number_integer() && w.get<int64_t>() == windows[i];
+    }
+    if (!same) {
+      return c.Invalid("interleaved_sliding_window",
+                       fmt::format("is not the list window_size {} and sliding_window_pattern {} "
+                                   "derive for {} layers (null at every {}th layer, the window "
+                                   "elsewhere); kvtopo does not plan another",
+                                   window, pattern, n, pattern));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    RawLayer layer = NamedAttention(LayerName(i, "mixer.attn"), i, m, head, windows[i]);
+    layer.keeps_window = true;
+    m.layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
 // Bailing MoE V2.5 (BailingMoeV2_5ForCausalLM: Ling 2.5 and 2.6, Ring 2.5; the fork's
 // bailing_moe_linear.py at 28be48fa9, whose config class comes with the checkpoint: 20 layers,
 // 16 heads, head_dim 128 (null: hidden_size (2048) / heads), 32768 positions, layer_group_size 5,
@@ -3047,6 +3111,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"BailingMoeV2_5ForCausalLM", TextModel::kRoot, ReadBailingV25},
       {"LagunaForCausalLM", TextModel::kRoot, ReadLaguna},
       {"OlmoHybridForCausalLM", TextModel::kRoot, ReadOlmoHybrid},
+      {"Plamo3ForCausalLM", TextModel::kRoot, ReadPlamo3},
       {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
       {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},

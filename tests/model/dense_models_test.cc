@@ -3120,4 +3120,53 @@ TEST(DenseModels, LagunaSlidesOnlyWhereLayerTypesSay) {
             "not plan Laguna layers of different head counts");
 }
 
+// PLaMo 3 (plamo-3-nict-2b-base-shaped: 24 layers, 4 K/V heads of 128, window_size 2048, a full
+// layer every 8th): 21 sliding and 3 full layers in groups of 3, 96 KiB a block, 218,453 blocks in
+// 20 GiB. The windows are the model's own, so --disable-sliding-window keeps them.
+TEST(DenseModels, Plamo3WindowsFromItsPattern) {
+  nlohmann::json plamo = CorpusConfig("plamo-3-nict-2b-base");
+  auto plan = PlanConfig(plamo, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 21u);
+  ASSERT_EQ(plan->groups.back().geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups.back().layers,
+            (std::vector<std::string>{"model.layers.7.mixer.attn", "model.layers.15.mixer.attn",
+                                      "model.layers.23.mixer.attn"}));
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 2048);
+  EXPECT_EQ(plan->pool.num_blocks, 218453);
+  LaunchConfig disabled;
+  disabled.kv_cache_memory_bytes = 20 * kGiB;
+  disabled.disable_sliding_window = true;
+  plan = PlanWith(plamo, disabled);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 21u);
+  EXPECT_EQ(plan->model.max_model_len, 4096);
+
+  // The list a saved config carries must be the derived one.
+  nlohmann::json saved = plamo;
+  saved["interleaved_sliding_window"] = nlohmann::json::array();
+  for (int i = 0; i < 24; ++i) {
+    saved["interleaved_sliding_window"].push_back((i + 1) % 8 == 0 ? nlohmann::json()
+                                                                   : nlohmann::json(2048));
+  }
+  plan = PlanConfig(saved, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  saved["interleaved_sliding_window"][0] = 128;
+  EXPECT_EQ(ConfigError(saved),
+            "config.json 'config.json': field 'interleaved_sliding_window' is not the list "
+            "window_size 2048 and sliding_window_pattern 8 derive for 24 layers (null at every "
+            "8th layer, the window elsewhere); kvtopo does not plan another");
+  plamo["rope_scaling_factor"] = 4;
+  EXPECT_EQ(ConfigError(plamo),
+            "config.json 'config.json': field 'rope_scaling_factor' is 4: the length the engine "
+            "derives from it depends on the version of PLaMo 3's config class; kvtopo does not "
+            "plan it");
+  plamo.erase("rope_scaling_factor");
+  plamo.erase("window_size");
+  EXPECT_EQ(ConfigError(plamo),
+            "config.json 'config.json': field 'window_size' is missing: the published versions of "
+            "PLaMo 3's config class default it to 2048 or to 128; state it");
+}
+
 }  // namespace kvtopo
