@@ -1990,6 +1990,16 @@ Status ReadLoopCoder(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// GritLM (the fork's gritlm.py): registered as a generative and as a pooling model, and the
+// engine's default runner checks pooling first, so it serves GritLM as a pooling model, whose
+// encoder-only attention keeps no KV cache. kvtopo plans generation and does not read --runner.
+Status ReadGritLm(const ConfigReader& r, ModelDescription&) {
+  return r.Invalid("architectures",
+                   "names GritLM, which the engine serves as a pooling model by default, with no "
+                   "KV cache (--runner generate would run its Llama layers); kvtopo plans "
+                   "generation launches and does not read --runner");
+}
+
 // PLaMo 3 (Plamo3ForCausalLM; the fork's plamo3.py at 28be48fa9, whose config class comes with
 // the checkpoint): every layer is K/V attention ("model.layers.i.mixer.attn") of
 // num_key_value_heads (4) heads of head_dim (128), windowed by interleaved_sliding_window[i],
@@ -3112,6 +3122,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"LagunaForCausalLM", TextModel::kRoot, ReadLaguna},
       {"OlmoHybridForCausalLM", TextModel::kRoot, ReadOlmoHybrid},
       {"Plamo3ForCausalLM", TextModel::kRoot, ReadPlamo3},
+      {"GritLM", TextModel::kRoot, ReadGritLm},
       {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
       {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},

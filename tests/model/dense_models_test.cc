@@ -3169,4 +3169,16 @@ TEST(DenseModels, Plamo3WindowsFromItsPattern) {
             "PLaMo 3's config class default it to 2048 or to 128; state it");
 }
 
+// GritLM: the engine serves it as a pooling model by default, with no KV cache.
+TEST(DenseModels, GritLmIsAPoolingModelByDefault) {
+  nlohmann::json grit = nlohmann::json::parse(R"({
+    "architectures": ["GritLM"], "model_type": "mistral", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "sliding_window": 4096, "max_position_embeddings": 32768})");
+  EXPECT_EQ(ConfigError(grit),
+            "config.json 'config.json': field 'architectures' names GritLM, which the engine "
+            "serves as a pooling model by default, with no KV cache (--runner generate would run "
+            "its Llama layers); kvtopo plans generation launches and does not read --runner");
+}
+
 }  // namespace kvtopo
