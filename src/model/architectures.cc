@@ -3147,6 +3147,10 @@ const std::vector<ArchitectureReader>& Readers() {
       {"LlavaForConditionalGeneration", TextModel::kNested, ReadLlava},
       {"PaliGemmaForConditionalGeneration", TextModel::kNested, ReadPaliGemma},
       {"InternVLChatModel", TextModel::kLanguageModel, nullptr},
+      // HyperCLOVAX Vision (the fork's hyperclovax_vision.py and hyperclovax_vision_v2.py over
+      // its HCXVisionConfig): the registered model text_config names, as InternVL's.
+      {"HCXVisionForCausalLM", TextModel::kLanguageModel, nullptr},
+      {"HCXVisionV2ForCausalLM", TextModel::kLanguageModel, nullptr},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},

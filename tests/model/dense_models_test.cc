@@ -3181,4 +3181,25 @@ TEST(DenseModels, GritLmIsAPoolingModelByDefault) {
             "its Llama layers); kvtopo plans generation launches and does not read --runner");
 }
 
+// HyperCLOVAX Vision: the registered model its text_config names (a shaped config: Llama layers,
+// 24 x 8 K/V heads of 128), as InternVL's; the 3B checkpoint's remote class keeps it under
+// language_config, which the engine's HCXVisionConfig does not read.
+TEST(DenseModels, HcxVisionPlansItsTextConfigModel) {
+  nlohmann::json hcx = CorpusConfig("hcx-vision-shaped");
+  auto plan = PlanConfig(hcx, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan), 24u);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 8);
+  EXPECT_EQ(plan->pool.num_blocks, 13653);  // 20 GiB / (24 x 64 KiB)
+  hcx["architectures"] = {"HCXVisionV2ForCausalLM"};
+  hcx["text_config"]["architectures"] = {"HyperCLOVAXForCausalLM"};
+  plan = PlanConfig(hcx, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan), 24u);
+  hcx["language_config"] = hcx["text_config"];
+  hcx.erase("text_config");
+  EXPECT_EQ(ConfigError(hcx), "config.json 'config.json': field 'text_config' is missing");
+}
+
 }  // namespace kvtopo
