@@ -1580,6 +1580,17 @@ Status ReadDenseAs(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r, kFamily, m);
 }
 
+// Gemma (gemma.py): the attention takes config.head_dim as given (its scale is head_dim ** -0.5),
+// so a null head_dim, which GemmaConfig keeps, does not build.
+Status ReadGemma(const ConfigReader& r, ModelDescription& m) {
+  if (r.IsNull("head_dim")) {
+    return r.Invalid("head_dim",
+                     "is null: the engine's Gemma attention takes head_dim as given and does not "
+                     "build without one; state it, or omit it for GemmaConfig's 256");
+  }
+  return ReadDense(r, kGemma, m);
+}
+
 // Gemma 2, Gemma 3, Gemma 3n and Cohere 2: sliding and full K/V attention layers interleaved, per
 // `layer_types` (the engine reads config.layer_types). Configs written before Transformers
 // stored that list get the one its config class derives: a layer slides unless its index + 1 is
@@ -2735,7 +2746,7 @@ constexpr std::array<TypedTextModel, 2> kMistral3TextModels = {{
     {"ministral3", ReadDenseAs<kMinistral3>, 4096, 34, 32, 8, 262144},
 }};
 constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
-    {"gemma", ReadDenseAs<kGemma>, 3072, 28, 16, 0, 0},
+    {"gemma", ReadGemma, 3072, 28, 16, 0, 0},
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
 }};
 
@@ -3159,7 +3170,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"ExaoneMoEForCausalLM", TextModel::kRoot, ReadExaoneMoe},
       {"Glm4vForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4v>},
       {"Glm4vMoeForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4vMoe>},
-      {"GemmaForCausalLM", TextModel::kRoot, ReadDenseAs<kGemma>},
+      {"GemmaForCausalLM", TextModel::kRoot, ReadGemma},
       {"GraniteForCausalLM", TextModel::kRoot, ReadDenseAs<kGranite>},
       {"GraniteMoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGraniteMoe>},
       {"GraniteMoeSharedForCausalLM", TextModel::kRoot, ReadDenseAs<kGraniteMoe>},

@@ -1547,6 +1547,12 @@ TEST(DenseModels, GemmaTakesHeadDimAndItsClassDefaults) {
   EXPECT_EQ(ConfigError(gemma),
             "config.json 'config.json': field 'layer_types' mixes sliding and full layers, which "
             "the engine's Gemma layers do not read; kvtopo does not plan it");
+  gemma.erase("layer_types");
+  gemma["head_dim"] = nullptr;
+  EXPECT_EQ(ConfigError(gemma),
+            "config.json 'config.json': field 'head_dim' is null: the engine's Gemma attention "
+            "takes head_dim as given and does not build without one; state it, or omit it for "
+            "GemmaConfig's 256");
 }
 
 // Granite reads head_dim when stated (granite.py's getattr); Granite MoE always takes
