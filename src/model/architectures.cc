@@ -1070,16 +1070,13 @@ Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
 // attention_head_dim so; the heads must divide 2 x hidden_size). Mamba2: mamba_expand (2) x
 // hidden_size channels in n_mamba_heads (8) heads, mamba_ngroups (1), mamba_d_state (64),
 // mamba_d_conv (4); chunk size `chunk_size` (256). max_position_embeddings defaults to 4096;
-// `use_long_context` (which sets it to 16384) is refused. The model supports Mamba prefix
-// caching. A config without a hybrid layer is refused, as for Bamba.
+// `use_long_context` sets it to 16384 whatever the config states (Zamba2Config). The model
+// supports Mamba prefix caching. A config without a hybrid layer is refused, as for Bamba.
 Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const bool long_context, r.BoolOr("use_long_context", false));
-  if (long_context) {
-    return r.Invalid("use_long_context",
-                     "is true, which resets max_position_embeddings to 16384; kvtopo does not "
-                     "plan it (set it to false and pass --max-model-len)");
-  }
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/4096));
+  nlohmann::json filled = r.json();
+  if (long_context) filled["max_position_embeddings"] = 16384;
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r.Over(filled), m, /*default_positions=*/4096));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t attention_hidden,

@@ -824,12 +824,13 @@ TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
   EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
             "config.json 'config.json': field 'num_attention_heads' is 3, which does not divide 2 "
             "x hidden_size 5120");
-  bad = zamba;
-  bad["use_long_context"] = true;
-  EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
-            "config.json 'config.json': field 'use_long_context' is true, which resets "
-            "max_position_embeddings to 16384; kvtopo does not plan it (set it to false and pass "
-            "--max-model-len)");
+  // use_long_context sets max_position_embeddings to 16384 whatever the config states.
+  nlohmann::json long_context = zamba;
+  long_context["use_long_context"] = true;
+  long_context["max_position_embeddings"] = 4096;
+  auto long_plan = PlanWith(long_context, DefaultLaunch(0));
+  ASSERT_TRUE(long_plan.ok()) << long_plan.status().ToString();
+  EXPECT_EQ(long_plan->model.max_model_len, 16384);
 }
 
 // A PLaMo-2-1B-shaped config (16 layers, mamba_step 2: attention at the odd layers; 16 heads and
