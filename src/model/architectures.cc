@@ -1501,10 +1501,15 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
     return windows;
   }
   if (f.windows == DenseWindows::kUniform) {
-    return r.Invalid("layer_types",
-                     fmt::format("mixes sliding and full layers, which the engine's {} layers do "
-                                 "not read; kvtopo does not plan it",
-                                 f.name));
+    // These layers take no window of their own, and the engine sets the cache-wide one only for
+    // a config whose layer_types are of one kind (arg_utils, is_interleaved): every layer is full.
+    m.config_warnings.emplace_back(
+        "config-window-unused",
+        fmt::format("config.json '{}' gives layer_types that mix sliding and full layers, which "
+                    "the engine's {} layers do not read; with mixed layer types the engine sets "
+                    "no cache-wide window, so every layer attends over the whole request",
+                    r.file(), f.name));
+    return windows;
   }
   // Sliding layers need a window: the config's, or its class's default.
   int64_t per_layer = window;

@@ -207,11 +207,20 @@ TEST(DenseModels, SlidingWindows) {
             "model windows depends on max_window_layers and the Transformers version, and the "
             "engine refuses a window on only some layers; kvtopo does not plan it (set it to "
             "false to plan full attention)");
+  // Mixtral's layers read no layer_types, and mixed ones keep the engine from setting the
+  // cache-wide window: every layer is full attention.
   nlohmann::json mixtral = llama;
   mixtral["architectures"] = {"MixtralForCausalLM"};
-  EXPECT_EQ(ConfigError(mixtral),
-            "config.json 'config.json': field 'layer_types' mixes sliding and full layers, which "
-            "the engine's Mixtral layers do not read; kvtopo does not plan it");
+  plan = PlanConfig(mixtral, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "config-window-unused");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "config.json 'config.json' gives layer_types that mix sliding and full layers, which "
+            "the engine's Mixtral layers do not read; with mixed layer types the engine sets no "
+            "cache-wide window, so every layer attends over the whole request");
   llama["layer_types"][3] = "chunked_attention";
   EXPECT_EQ(ConfigError(llama),
             "config.json 'config.json': field 'layer_types' entry 3 is 'chunked_attention'; "
@@ -762,7 +771,8 @@ TEST(DenseModels, Glm45QwenMoeAndDeepseekV2) {
 // MiniMax-M2's config.json: 62 full-attention layers, 8 KV heads of 128 (head_dim, not
 // hidden_size / heads = 64). At TP8 one KV head per rank: a page of 16 x 2 x 1 x 128 x 2 B =
 // 8,192 B per layer, 507,904 B a block; 40 GiB is 84,562 blocks, 1,352,992 tokens. Its attention
-// never reads layer_types, so a mix of sliding and full layers is refused.
+// never reads layer_types, and with a mix of sliding and full layers the engine sets no
+// cache-wide window: the same 62 full layers.
 TEST(DenseModels, MiniMaxM2) {
   nlohmann::json minimax = nlohmann::json::parse(R"({
     "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "hidden_size": 3072,
@@ -784,9 +794,11 @@ TEST(DenseModels, MiniMaxM2) {
   for (int i = 0; i < 62; ++i) {
     minimax["layer_types"].push_back(i % 2 ? "full_attention" : "sliding_attention");
   }
-  EXPECT_EQ(ConfigError(minimax),
-            "config.json 'config.json': field 'layer_types' mixes sliding and full layers, "
-            "which the engine's MiniMax-M2 layers do not read; kvtopo does not plan it");
+  plan = PlanConfig(minimax, 8, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->pool.num_blocks, 84562);
 }
 
 // Phi-3 (the engine's Phi3ForCausalLM is its Llama) with LongRoPE: the model reaches 131072
@@ -1544,9 +1556,10 @@ TEST(DenseModels, GemmaTakesHeadDimAndItsClassDefaults) {
     gemma["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
   }
   gemma["sliding_window"] = 4096;
-  EXPECT_EQ(ConfigError(gemma),
-            "config.json 'config.json': field 'layer_types' mixes sliding and full layers, which "
-            "the engine's Gemma layers do not read; kvtopo does not plan it");
+  plan = PlanConfig(gemma, 1, 1, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
   gemma.erase("layer_types");
   gemma["head_dim"] = nullptr;
   EXPECT_EQ(ConfigError(gemma),
