@@ -113,6 +113,13 @@ Result<int64_t> LengthField(const ConfigReader& r, std::string_view key) {
 constexpr int64_t kAnyLengthField = -1;
 constexpr int64_t kUnstatedDefaultLength = 2048;
 
+// RoPE parameters given per layer type: an object whose every entry is an object.
+bool PerLayerTypeRope(const nlohmann::json& rope) {
+  return rope.is_object() && !rope.empty() &&
+         std::all_of(rope.begin(), rope.end(),
+                     [](const nlohmann::json& v) { return v.is_object(); });
+}
+
 Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default_positions) {
   // No max_position_embeddings where the class has none: unbounded unless another field says.
   const bool unbounded = default_positions == kAnyLengthField && !r.Has("max_position_embeddings");
@@ -167,10 +174,7 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
   // One entry, or one per layer type (an object of objects).
   std::vector<ConfigReader> entries;
   const nlohmann::json& j = rope.json();
-  const bool nested = !j.empty() && std::all_of(j.begin(), j.end(), [](const nlohmann::json& v) {
-    return v.is_object();
-  });
-  if (nested) {
+  if (PerLayerTypeRope(j)) {
     for (const auto& [name, value] : j.items()) {
       KVTOPO_ASSIGN_OR_RETURN(ConfigReader entry, rope.Object(name));
       entries.push_back(std::move(entry));
@@ -2157,12 +2161,8 @@ Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
     filled.erase("layer_types");
     filled.erase("sliding_window");
   }
-  if (r.Has("rope_parameters")) {
-    const nlohmann::json& rope = r.json()["rope_parameters"];
-    const bool per_type = rope.is_object() && !rope.empty() &&
-                          std::all_of(rope.begin(), rope.end(),
-                                      [](const nlohmann::json& v) { return v.is_object(); });
-    if (per_type) filled.erase("rope_parameters");
+  if (r.Has("rope_parameters") && PerLayerTypeRope(r.json()["rope_parameters"])) {
+    filled.erase("rope_parameters");
   }
   KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kLaguna, m));
   // A stated window no layer uses still caps the length under --disable-sliding-window.
