@@ -1,5 +1,7 @@
 // config_plan: config.json text -> model cache specs -> plan, under two launches (vLLM's defaults
-// on one rank; TP4/DCP4 with interleave 4 and MTP speculation), then the plan's JSON report.
+// on one rank; TP4/DCP4 with interleave 4 and MTP speculation), then the plan's JSON report. A
+// Mistral-format params.json (n_layers and no architectures) is converted first, as the engine
+// converts it.
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -8,6 +10,7 @@
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
+#include "model/mistral_format.h"
 
 namespace kvtopo::fuzz {
 namespace {
@@ -32,6 +35,10 @@ Reached FuzzConfigPlan(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Result<nlohmann::json> json = internal::ParseJsonText(text, "config.json");
   if (!json.ok()) return Reached::kStopped;
+  if (json->is_object() && json->contains("n_layers") && !json->contains("architectures")) {
+    json = internal::ConvertMistralParams(*json, "fuzz/params.json", nlohmann::json());
+    if (!json.ok()) return Reached::kStopped;
+  }
   Reached reached = Reached::kStopped;
   for (bool sharded : {false, true}) {
     const LaunchConfig launch = Launch(sharded);

@@ -113,6 +113,10 @@ inline constexpr int64_t kAutoMaxModelLen = -1;
 
 struct LaunchConfig {
   std::string model;  // profile name, config.json path or a directory; empty: kimi-k3 default
+  // --config-format: auto (params.json beside consolidated*.safetensors is Mistral's format,
+  // else config.json), hf (config.json) or mistral (params.json). A draft model reads as the
+  // target's.
+  std::string config_format = "auto";
   ParallelConfig parallel;
   int64_t pipeline_parallel_size = 1;  // --pipeline-parallel-size; kvtopo plans one stage
   // --dtype: the model's compute dtype, which an auto KV-cache dtype stores. Unset: auto, the

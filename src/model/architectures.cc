@@ -16,6 +16,7 @@
 #include "kvtopo/limits.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
+#include "model/mistral_format.h"
 
 namespace kvtopo::internal {
 namespace {
@@ -2257,18 +2258,26 @@ Status CheckPanguLayers(const ConfigReader& r) {
     return r.Invalid("param_sink_number",
                      fmt::format("is {}: kvtopo does not plan openPangu's attention sinks", sinks));
   }
-  if (r.Has("interleaved_sliding_window")) {
+  // The attention reads the window whenever the config has the attribute (hasattr), and takes
+  // only an int or a list: a null one does not build.
+  if (r.json().contains("interleaved_sliding_window")) {
     return r.Invalid("interleaved_sliding_window",
-                     "is set: kvtopo does not plan openPangu's per-layer windows");
+                     r.Has("interleaved_sliding_window")
+                         ? "is set: kvtopo does not plan openPangu's per-layer windows"
+                         : "is null: the engine's openPangu attention takes an int or a list");
   }
   return Status::Ok();
 }
+// The engine picks openPangu's MLA when the config has the four MLA attributes (hasattr), so a
+// key that is present counts even when null.
+bool HasPanguMlaFields(const ConfigReader& r) {
+  return r.json().contains("qk_nope_head_dim") && r.json().contains("qk_rope_head_dim") &&
+         r.json().contains("v_head_dim") && r.json().contains("kv_lora_rank");
+}
 Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
-  const bool mla = r.Has("qk_nope_head_dim") && r.Has("qk_rope_head_dim") && r.Has("v_head_dim") &&
-                   r.Has("kv_lora_rank");
-  if (mla) {
+  if (HasPanguMlaFields(r)) {
     return r.Invalid("kv_lora_rank",
-                     "is set with the other MLA fields: kvtopo does not plan openPangu's MLA "
+                     "is present with the other MLA fields: kvtopo does not plan openPangu's MLA "
                      "attention");
   }
   KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
@@ -2288,9 +2297,7 @@ constexpr DenseFamily kPanguMoe{.name = "openPangu MoE",
                                 .default_positions = kAnyLengthField,
                                 .windows = DenseWindows::kUniform};
 Status ReadPanguMoe(const ConfigReader& r, ModelDescription& m) {
-  const bool mla = r.json().contains("qk_nope_head_dim") && r.json().contains("qk_rope_head_dim") &&
-                   r.json().contains("v_head_dim") && r.json().contains("kv_lora_rank");
-  if (!mla) {
+  if (!HasPanguMlaFields(r)) {
     KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
     return ReadDense(r, kPanguMoe, m);
   }
@@ -3005,6 +3012,20 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
 Status ReadMla(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/true, m);
 }
+// Mistral Large 3 (MistralLarge3ForCausalLM, mistral_large_3.py: the engine's DeepSeek-V3 model,
+// which the Mistral-format converter names with model type deepseek_v3): MLA, as the engine's
+// use_mla holds for that type only.
+Status ReadMistralLarge3(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
+  if (type != "deepseek_v3") {
+    return r.Invalid("model_type",
+                     fmt::format("is '{}': the engine treats Mistral Large 3 as MLA under model "
+                                 "type deepseek_v3 (what its Mistral-format converter writes), "
+                                 "and kvtopo does not plan its layers under another",
+                                 type));
+  }
+  return ReadMla(r, m);
+}
 Status ReadMlaWithIndexer(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/true, /*with_mtp=*/true, m);
 }
@@ -3044,6 +3065,7 @@ const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
       {"DeepseekV2ForCausalLM", TextModel::kRoot, ReadMla},
       {"DeepseekV3ForCausalLM", TextModel::kRoot, ReadMla},
+      {"MistralLarge3ForCausalLM", TextModel::kRoot, ReadMistralLarge3},
       {"Glm4MoeLiteForCausalLM", TextModel::kRoot, ReadGlm4MoeLite},
       {"KimiK25ForConditionalGeneration", TextModel::kNested, ReadMla},
       {"DeepseekV32ForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
@@ -3164,6 +3186,11 @@ const std::vector<ArchitectureReader>& Readers() {
       // its HCXVisionConfig): the registered model text_config names, as InternVL's.
       {"HCXVisionForCausalLM", TextModel::kLanguageModel, nullptr},
       {"HCXVisionV2ForCausalLM", TextModel::kLanguageModel, nullptr},
+      // Pixtral (pixtral.py, the Mistral-format converter's vision model): the registered model
+      // text_config names.
+      {"PixtralForConditionalGeneration", TextModel::kLanguageModel, nullptr},
+      // Voxtral (voxtral.py): the same, its Whisper audio encoder keeping no KV cache.
+      {"VoxtralForConditionalGeneration", TextModel::kLanguageModel, nullptr},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -3347,11 +3374,52 @@ Result<std::optional<LoadedConfig>> ProfileForRepo(const std::string& model) {
   return std::optional<LoadedConfig>();
 }
 
+// Whether `dir` holds (at any depth) a file named consolidated*.safetensors: the engine's sign of a
+// Mistral-format checkpoint (is_mistral_model_repo). At most kMaxListedEntries entries are
+// looked at.
+constexpr int64_t kMaxListedEntries = 1'000'000;
+bool HasConsolidatedWeights(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(
+      dir, std::filesystem::directory_options::skip_permission_denied, ec);
+  int64_t seen = 0;
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (++seen > kMaxListedEntries) break;
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("consolidated") && name.ends_with(".safetensors")) return true;
+  }
+  return false;
+}
+
+// A Mistral-format params.json and, when there is one, the config.json beside it.
+Result<LoadedConfig> LoadMistralParams(const std::filesystem::path& params,
+                                       const std::string& model) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string text,
+                          ReadTextFile(params, kMaxConfigFileBytes, "params.json"));
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
+                          ParseJsonText(text, fmt::format("params.json '{}'", params.string())));
+  nlohmann::json hf;
+  std::error_code ec;
+  const std::filesystem::path beside = params.parent_path() / "config.json";
+  if (std::filesystem::is_regular_file(beside, ec)) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string hf_text,
+                            ReadTextFile(beside, kMaxConfigFileBytes, "config.json"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        hf, ParseJsonText(hf_text, fmt::format("config.json '{}'", beside.string())));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json converted, ConvertMistralParams(j, params.string(), hf));
+  return LoadedConfig{std::move(converted), params.string(), model};
+}
+
 }  // namespace
 
 bool IsModelProfileFile(std::string_view stem) { return IsModelProfile(stem); }
 
-Result<LoadedConfig> LoadModelConfig(const std::string& model) {
+Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string& config_format) {
+  if (config_format != "auto" && config_format != "hf" && config_format != "mistral") {
+    return InvalidArgument(fmt::format(
+        "--config-format '{}' is not a config format; accepted: auto, hf, mistral", config_format));
+  }
   std::string accepted;
   for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
     if (!IsModelProfile(f.stem)) continue;
@@ -3365,14 +3433,29 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model) {
   }
   std::error_code ec;
   std::filesystem::path path(model);
-  if (std::filesystem::is_directory(path, ec)) path /= "config.json";
+  if (std::filesystem::is_directory(path, ec)) {
+    const std::filesystem::path params = path / "params.json";
+    if (config_format == "mistral" ||
+        (config_format == "auto" && std::filesystem::is_regular_file(params, ec) &&
+         HasConsolidatedWeights(path))) {
+      if (!std::filesystem::is_regular_file(params, ec)) {
+        return NotFound(
+            fmt::format("--config-format mistral: directory '{}' holds no params.json", model));
+      }
+      return LoadMistralParams(params, model);
+    }
+    path /= "config.json";
+  } else if (std::filesystem::is_regular_file(path, ec) && config_format != "hf" &&
+             (config_format == "mistral" || path.filename() == "params.json")) {
+    return LoadMistralParams(path, model);
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     KVTOPO_ASSIGN_OR_RETURN(std::optional<LoadedConfig> served, ProfileForRepo(model));
     if (served) return std::move(*served);
     return NotFound(fmt::format(
         "model '{}' is neither an embedded profile ({}), a Hugging Face repo id a profile "
-        "serves (kvtopo profiles), nor a config.json file or a directory holding one; pass one "
-        "of those as MODEL",
+        "serves (kvtopo profiles), nor a config.json or params.json file or a directory holding "
+        "one; pass one of those as MODEL",
         model, accepted));
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string text,

@@ -156,8 +156,12 @@ struct LoadedConfig {
   std::string name;  // the profile name, or the path as given
 };
 // Resolves an embedded profile name, a config.json path or a directory holding one, or a
-// Hugging Face repo id an embedded profile serves.
-Result<LoadedConfig> LoadModelConfig(const std::string& model);
+// Hugging Face repo id an embedded profile serves. `config_format` is --config-format: auto, hf
+// or mistral. A Mistral-format checkpoint (a directory whose params.json the engine reads: under
+// mistral, or under auto beside consolidated*.safetensors; or a file named params.json) is
+// converted as the engine converts it (ConvertMistralParams).
+Result<LoadedConfig> LoadModelConfig(const std::string& model,
+                                     const std::string& config_format = "auto");
 // Whether an embedded file under profiles/ is a model profile (not a registry).
 bool IsModelProfileFile(std::string_view stem);
 

@@ -138,6 +138,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the model's dtype, which an auto KV cache stores: auto, bfloat16, float16 (half), "
        "float32 (float); default auto: the config's torch_dtype, a float32 config as bfloat16",
        &LO::dtype},
+      {"config_format",
+       {},
+       "",
+       V::kText,
+       "",
+       "how MODEL's config is read: hf (config.json), mistral (params.json, converted as the "
+       "engine converts it) or auto, the default: mistral for a directory holding params.json "
+       "and consolidated*.safetensors, else hf",
+       &LO::config_format},
       {"kv_cache_dtype",
        {},
        "",
@@ -635,6 +644,14 @@ Result<std::optional<std::string>> SpeculativeConfigText(const LaunchOptions& o)
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   LaunchConfig c = o.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
   if (!o.model.empty()) c.model = o.model;
+  if (o.config_format) {
+    if (*o.config_format != "auto" && *o.config_format != "hf" && *o.config_format != "mistral") {
+      return InvalidArgument(
+          fmt::format("--config-format '{}' is not a config format; accepted: auto, hf, mistral",
+                      *o.config_format));
+    }
+    c.config_format = *o.config_format;
+  }
   auto set = [](const std::optional<int64_t>& value, int64_t& field) {
     if (value) field = *value;
   };

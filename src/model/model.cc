@@ -638,7 +638,8 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
         "the target's KV cache",
         file, model.architecture, model.mtp_assistant));
   }
-  Result<internal::LoadedConfig> draft = internal::LoadModelConfig(spec.model);
+  Result<internal::LoadedConfig> draft =
+      internal::LoadModelConfig(spec.model, b.config.config_format);
   if (draft.ok()) {
     KVTOPO_ASSIGN_OR_RETURN(
         const std::string type,
@@ -970,7 +971,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         }
         draft_ref = it->second;
       }
-      KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded, internal::LoadModelConfig(draft_ref));
+      KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
+                              internal::LoadModelConfig(draft_ref, config.config_format));
       KVTOPO_ASSIGN_OR_RETURN(draft, internal::DescribeModel(loaded.json, loaded.file));
       if (!draft.method.empty() && draft.method != method) {
         return InvalidArgument(fmt::format(
@@ -1207,7 +1209,8 @@ LaunchConfig DefaultLaunchConfig() {
 
 Result<ModelCacheSpecs> BuildModelCacheSpecs(const LaunchConfig& config) {
   const std::string name = config.model.empty() ? "kimi-k3" : config.model;
-  KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded, internal::LoadModelConfig(name));
+  KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
+                          internal::LoadModelConfig(name, config.config_format));
   return Build(loaded, config);
 }
 

@@ -2899,6 +2899,20 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   EXPECT_EQ(ConfigError(pangu),
             "config.json 'config.json': field 'param_sink_number' is 128: kvtopo does not plan "
             "openPangu's attention sinks");
+  // The engine tests the MLA fields and the window with hasattr: a null one counts as present.
+  pangu = CorpusConfig("openpangu-embedded-7b");
+  for (const char* key : {"qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+    pangu[key] = 64;
+  }
+  pangu["kv_lora_rank"] = nullptr;
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'kv_lora_rank' is present with the other MLA fields: "
+            "kvtopo does not plan openPangu's MLA attention");
+  pangu = CorpusConfig("openpangu-embedded-7b");
+  pangu["interleaved_sliding_window"] = nullptr;
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'interleaved_sliding_window' is null: the engine's "
+            "openPangu attention takes an int or a list");
 }
 
 // HY V3 (hy3-preview: 80 layers, 8 K/V heads of 128, 262,144 positions) and its MTP layer after

@@ -1,0 +1,274 @@
+// Mistral-format checkpoints (params.json): which file the engine reads (--config-format), and
+// the config its converter builds: the renamed fields, the length, the sliding-window list, and
+// the architecture it picks (Mistral, Mixtral, Mistral Large 3, Pixtral, Voxtral).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kvtopo/launch.h"
+#include "kvtopo/launch_options.h"
+#include "kvtopo/model.h"
+#include "kvtopo/plan.h"
+
+namespace kvtopo {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+// mistralai/Mistral-Large-3-675B-Instruct-2512's params.json without its vision encoder and
+// quantization block (a published copy of the file).
+nlohmann::json MistralLarge3Params() {
+  return nlohmann::json::parse(R"({
+    "dim": 7168, "head_dim": 192, "hidden_dim": 16384, "kv_lora_rank": 512,
+    "llama_4_scaling": {"beta": 0.1, "original_max_position_embeddings": 8192},
+    "max_position_embeddings": 294912,
+    "moe": {"expert_hidden_dim": 4096, "first_k_dense_replace": 3, "num_expert_groups": 1,
+            "num_expert_groups_per_tok": 1, "num_experts": 128, "num_experts_per_tok": 4,
+            "num_shared_experts": 1, "route_every_n": 1, "routed_scale": 1.0},
+    "n_heads": 128, "n_kv_heads": 128, "n_layers": 61, "norm_eps": 1e-06, "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rope_theta": 10000.0,
+    "tied_embeddings": false, "v_head_dim": 128, "vocab_size": 131072,
+    "yarn": {"alpha": 1, "apply_scale": false, "beta": 32, "factor": 36,
+             "original_max_position_embeddings": 8192}})");
+}
+
+// Mistral-7B-v0.1's params.json (no length field, a 4,096-token window).
+nlohmann::json Mistral7BParams() {
+  return nlohmann::json::parse(R"({
+    "dim": 4096, "n_layers": 32, "head_dim": 128, "hidden_dim": 14336, "n_heads": 32,
+    "n_kv_heads": 8, "norm_eps": 1e-05, "sliding_window": 4096, "vocab_size": 32000})");
+}
+
+// A fresh directory under the system's temporary directory.
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::string& name)
+      : dir_(std::filesystem::temp_directory_path() / ("kvtopo_mistral_format_" + name)) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  ~Checkpoint() { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& file, const std::string& text) const {
+    std::filesystem::create_directories((dir_ / file).parent_path());
+    std::ofstream(dir_ / file) << text;
+  }
+  std::string path() const { return dir_.string(); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+Result<ModelCacheSpecs> Specs(const std::string& model, const std::string& format = "auto") {
+  LaunchConfig c;
+  c.model = model;
+  c.config_format = format;
+  return BuildModelCacheSpecs(c);
+}
+
+std::string SpecsError(const std::string& model, const std::string& format = "auto") {
+  Result<ModelCacheSpecs> specs = Specs(model, format);
+  return specs.ok() ? "accepted" : specs.status().message();
+}
+
+// Mistral Large 3: MLA with shared experts, so the engine's DeepSeek-V3 model (model type
+// deepseek_v3): 61 layers of one 576-wide latent, the YaRN length 8,192 x 36.
+TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
+  Checkpoint ckpt("ml3");
+  ckpt.Write("params.json", MistralLarge3Params().dump());
+  Result<ModelCacheSpecs> specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
+  EXPECT_EQ(specs->max_model_len, 294912);
+  ASSERT_EQ(specs->layers.size(), 61u);
+  EXPECT_EQ(specs->layers[60].name, "model.layers.60.self_attn");
+  EXPECT_EQ(specs->layers[60].kind, CacheKind::kMla);
+  EXPECT_EQ(specs->layers[60].head_size, 576);
+
+  LaunchConfig c;
+  c.model = ckpt.file("params.json");
+  Result<Plan> plan = PlanLaunch(c, 20 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted());
+  EXPECT_EQ(plan->pool.num_blocks, 19099);
+
+  // The converter asserts llama_4_scaling for Mistral Large 3.
+  nlohmann::json params = MistralLarge3Params();
+  params.erase("llama_4_scaling");
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'llama_4_scaling' is missing: the engine's converter asserts it for "
+                "Mistral Large 3 (MoE with shared experts, or MLA)");
+  // A YaRN key the converter does not know is its assertion too.
+  params = MistralLarge3Params();
+  params["yarn"]["mscale"] = 1;
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'yarn.mscale' is not a YaRN key the engine converts (factor, "
+                "original_max_position_embeddings, beta, alpha, apply_scale); its converter "
+                "asserts");
+}
+
+// Which file a directory is read from: under auto, params.json only beside a
+// consolidated*.safetensors (at any depth); hf and mistral choose.
+TEST(MistralFormat, ConfigFormatPicksTheFile) {
+  Checkpoint ckpt("dir");
+  ckpt.Write("params.json", MistralLarge3Params().dump());
+  ckpt.Write("config.json", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+    "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+    "max_position_embeddings": 4096, "torch_dtype": "bfloat16"})");
+  Result<ModelCacheSpecs> specs = Specs(ckpt.path());
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "LlamaForCausalLM");  // no consolidated weights: config.json
+  specs = Specs(ckpt.path(), "mistral");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
+
+  ckpt.Write("weights/consolidated-00001-of-00002.safetensors", "");
+  specs = Specs(ckpt.path());
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
+  EXPECT_EQ(specs->model_name, ckpt.path());
+  specs = Specs(ckpt.path(), "hf");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "LlamaForCausalLM");
+
+  Checkpoint bare("bare");
+  bare.Write("config.json", R"({"architectures": ["LlamaForCausalLM"]})");
+  EXPECT_EQ(SpecsError(bare.path(), "mistral"),
+            "--config-format mistral: directory '" + bare.path() + "' holds no params.json");
+  EXPECT_EQ(SpecsError(bare.path(), "gguf"),
+            "--config-format 'gguf' is not a config format; accepted: auto, hf, mistral");
+  LaunchOptions o;
+  o.config_format = "yaml";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--config-format 'yaml' is not a config format; accepted: auto, hf, mistral");
+  o.config_format = "mistral";
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->config_format, "mistral");
+}
+
+// Mistral: renamed fields, an integer window on every layer, the length from the config.json
+// beside params.json or else 128,000, and a K/V head per attention head without n_kv_heads.
+TEST(MistralFormat, MistralWindowsAndLength) {
+  Checkpoint ckpt("mistral7b");
+  ckpt.Write("params.json", Mistral7BParams().dump());
+  Result<ModelCacheSpecs> specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "MistralForCausalLM");
+  EXPECT_EQ(specs->max_model_len, 128000);
+  ASSERT_EQ(specs->layers.size(), 32u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(specs->layers[0].sliding_window, 4096);
+  EXPECT_EQ(specs->layers[31].kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(specs->layers[0].num_kv_heads, 8);
+  EXPECT_EQ(specs->layers[0].head_size, 128);
+
+  ckpt.Write("config.json", R"({"architectures": ["MistralForCausalLM"],
+    "max_position_embeddings": 32768, "sliding_window": null, "torch_dtype": "bfloat16"})");
+  specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->max_model_len, 32768);
+  EXPECT_EQ(specs->layers[0].sliding_window, 4096);  // params.json's window wins
+
+  // Without a window or n_kv_heads: full attention with 32 K/V heads of 128.
+  nlohmann::json params = Mistral7BParams();
+  params.erase("sliding_window");
+  params.erase("n_kv_heads");
+  params["max_seq_len"] = 16384;
+  ckpt.Write("params.json", params.dump());
+  specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->max_model_len, 16384);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kFullAttention);
+  EXPECT_EQ(specs->layers[0].num_kv_heads, 32);
+}
+
+// A window list is tiled over the layers (null: a full layer); its windows must be one size and
+// tile the layers.
+TEST(MistralFormat, SlidingWindowList) {
+  Checkpoint ckpt("list");
+  nlohmann::json params = Mistral7BParams();
+  params["n_layers"] = 8;
+  params["sliding_window"] = nlohmann::json::parse("[null, 1024, 1024, 1024]");
+  ckpt.Write("params.json", params.dump());
+  Result<ModelCacheSpecs> specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(specs->layers[i].kind,
+              i % 4 == 0 ? CacheKind::kFullAttention : CacheKind::kSlidingWindow)
+        << i;
+  }
+  EXPECT_EQ(specs->layers[1].sliding_window, 1024);
+
+  params["sliding_window"] = nlohmann::json::parse("[null, 1024, 2048, 1024]");
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'sliding_window' lists windows of 1024 and 2048 tokens: the engine's "
+                "converter asserts one window size");
+  params["sliding_window"] = nlohmann::json::parse("[null, 1024, 1024]");
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'sliding_window' lists 3 windows, which do not tile the 8 layers "
+                "(n_layers): the engine repeats the list 2 times, and its attention asserts a "
+                "layer type for every layer");
+  params.erase("sliding_window");
+  params.erase("n_layers");
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") + "': field 'n_layers' is missing");
+}
+
+// MoE without shared experts is Mixtral; a vision encoder wraps the text model as Pixtral; an
+// audio encoder as Voxtral, whose causal (realtime) encoder is not planned.
+TEST(MistralFormat, MixtralPixtralAndVoxtral) {
+  Checkpoint ckpt("mm");
+  nlohmann::json params = Mistral7BParams();
+  params["moe"] = {{"num_experts", 8}, {"num_experts_per_tok", 2}};
+  ckpt.Write("params.json", params.dump());
+  Result<ModelCacheSpecs> specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "MixtralForCausalLM");
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kSlidingWindow);
+
+  params = Mistral7BParams();
+  params.erase("sliding_window");
+  params["vision_encoder"] = {{"hidden_size", 1024}, {"num_hidden_layers", 24}};
+  ckpt.Write("params.json", params.dump());
+  specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "PixtralForConditionalGeneration");
+  ASSERT_EQ(specs->layers.size(), 32u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kFullAttention);
+  EXPECT_EQ(specs->layers[0].num_kv_heads, 8);
+
+  params = Mistral7BParams();
+  params["multimodal"] = nlohmann::json::parse(R"({"whisper_model_args": {
+    "encoder_args": {"dim": 1280, "n_layers": 32, "head_dim": 64, "n_heads": 32,
+                     "causal": false}, "downsample_args": {"downsample_factor": 4}}})");
+  ckpt.Write("params.json", params.dump());
+  specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "VoxtralForConditionalGeneration");
+  EXPECT_EQ(specs->layers.size(), 32u);
+  params["multimodal"]["whisper_model_args"]["encoder_args"]["causal"] = true;
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'multimodal.whisper_model_args.encoder_args.causal' is true: the "
+                "engine serves it as VoxtralRealtimeGeneration, whose causal audio encoder keeps "
+                "a paged sliding-window cache pooled over downsample_factor blocks; kvtopo does "
+                "not plan it");
+}
+
+}  // namespace
+}  // namespace kvtopo
