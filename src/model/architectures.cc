@@ -2754,6 +2754,16 @@ constexpr std::array<TypedTextModel, 2> kMistral3TextModels = {{
     {"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8, 131072},
     {"ministral3", ReadDenseAs<kMinistral3>, 4096, 34, 32, 8, 262144},
 }};
+// The wrappers that build the engine's Qwen2 model over text_config whatever it names
+// (AudioFlamingo3, Music Flamingo, Cheers, OpenCUA, Qwen2-Audio), whose config classes build a
+// Qwen2Config for it; and those that build its Llama model over a LlamaConfig (Idefics3,
+// SmolVLM).
+constexpr std::array<TypedTextModel, 1> kQwen2TextModels = {{
+    {"qwen2", ReadDenseAs<kQwen2>, 4096, 32, 32, 32, 32768},
+}};
+constexpr std::array<TypedTextModel, 1> kLlamaTextModels = {{
+    {"llama", ReadDenseAs<kLlama>, 4096, 32, 32, 0, 2048},
+}};
 constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma", ReadGemma, 3072, 28, 16, 0, 0},
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
@@ -2794,6 +2804,12 @@ Status ReadPaliGemma(const ConfigReader& r, ModelDescription& m) {
 }
 Status ReadMistral3(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kMistral3TextModels, "Mistral 3", m);
+}
+Status ReadQwen2Text(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kQwen2TextModels, "this wrapper's", m);
+}
+Status ReadLlamaText(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kLlamaTextModels, "this wrapper's", m);
 }
 
 // MiniCPM3 (minicpm3.py): MLA projections, but each layer caches full keys and values per query
@@ -3052,7 +3068,10 @@ Status ReadKimiLinearKdaWithIndexer(const ConfigReader& r, ModelDescription& m) 
 // that registered model over it (InternVL's init_vllm_registered_model). A kThinker config (the
 // Qwen Omni models) keeps it in `thinker_config.text_config`, which its config class's
 // get_text_config() returns to the engine; the engine serves the thinker alone.
-enum class TextModel { kRoot, kNested, kNestedIfPresent, kLanguageModel, kThinker };
+// kLanguageModel: the registered model that text_config (else llm_config) names in its
+// architectures; kNamedOrTyped: the same, or without architectures the causal-LM class its
+// model_type maps to (kCausalLmForType), as the engine's with_hf_config does.
+enum class TextModel { kRoot, kNested, kNestedIfPresent, kLanguageModel, kNamedOrTyped, kThinker };
 
 struct ArchitectureReader {
   const char* architecture;
@@ -3191,6 +3210,74 @@ const std::vector<ArchitectureReader>& Readers() {
       {"PixtralForConditionalGeneration", TextModel::kLanguageModel, nullptr},
       // Voxtral (voxtral.py): the same, its Whisper audio encoder keeping no KV cache.
       {"VoxtralForConditionalGeneration", TextModel::kLanguageModel, nullptr},
+      // InternVL's own wrappers (subclasses of the fork's InternVLChatModel, which indexes
+      // text_config.architectures): H2OVL, NVLM-D, Skywork-R1V, Qianfan-OCR.
+      {"H2OVLChatModel", TextModel::kLanguageModel, nullptr},
+      {"NVLM_D", TextModel::kLanguageModel, nullptr},
+      {"SkyworkR1VChatModel", TextModel::kLanguageModel, nullptr},
+      {"QianfanOCRForConditionalGeneration", TextModel::kLanguageModel, nullptr},
+      // Wrappers that build the registered model text_config (else llm_config) names, or its
+      // model type's causal-LM class: LLaVA-OneVision (and Bee, R-4B), Cohere2 Vision, Granite
+      // Speech, InternVL and Intern-S1 (Transformers' classes), LightOnOCR, LFM2-VL, Eagle 2.5,
+      // Nemotron Nano VL (llm_config), Ovis, BLIP-2.
+      {"LlavaOnevisionForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"BeeForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"RForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"Cohere2VisionForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"GraniteSpeechForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"InternVLForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"InternS1ForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"LightOnOCRForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"Lfm2VlForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"Eagle2_5_VLForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"Llama_Nemotron_Nano_VL", TextModel::kNamedOrTyped, nullptr},
+      {"Ovis", TextModel::kNamedOrTyped, nullptr},
+      {"Ovis2_5", TextModel::kNamedOrTyped, nullptr},
+      {"Ovis2_6ForCausalLM", TextModel::kNamedOrTyped, nullptr},
+      {"Ovis2_6_MoeForCausalLM", TextModel::kNamedOrTyped, nullptr},
+      {"Blip2ForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      // LLaVA's own subclasses and look-alikes (the same language model build): LLaVA-NeXT,
+      // LLaVA-NeXT-Video, Mantis, Tarsier.
+      {"LlavaNextForConditionalGeneration", TextModel::kNested, ReadLlava},
+      {"LlavaNextVideoForConditionalGeneration", TextModel::kNested, ReadLlava},
+      {"MantisForConditionalGeneration", TextModel::kNested, ReadLlava},
+      {"TarsierForConditionalGeneration", TextModel::kNested, ReadLlava},
+      // Wrappers that force their language model over text_config.
+      {"AudioFlamingo3ForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
+      {"MusicFlamingoForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
+      {"Cheers", TextModel::kNested, ReadQwen2Text},
+      {"CheersForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
+      {"OpenCUAForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
+      {"Qwen2AudioForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
+      {"Idefics3ForConditionalGeneration", TextModel::kNested, ReadLlamaText},
+      {"SmolVLMForConditionalGeneration", TextModel::kNested, ReadLlamaText},
+      {"AriaForConditionalGeneration", TextModel::kNested, ReadDenseAs<kLlama>},
+      {"KananaVForConditionalGeneration", TextModel::kNested, ReadDenseAs<kLlama>},
+      {"AyaVisionForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kCohere2>},
+      {"Exaone4_5_ForConditionalGeneration", TextModel::kNested, ReadDenseAs<kExaone4>},
+      {"GlmOcrForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGlm4>},
+      {"KimiVLForConditionalGeneration", TextModel::kNested, ReadMla},
+      {"Granite4VisionForConditionalGeneration", TextModel::kNested, ReadDenseAs<kGranite>},
+      {"InternS1ProForConditionalGeneration", TextModel::kNested, ReadDenseAs<kQwen3>},
+      {"Step3VLForConditionalGeneration", TextModel::kNested, ReadStep3Text},
+      {"FuyuForCausalLM", TextModel::kNested, ReadDenseAs<kPersimmon>},
+      // ... over the root config (or text_config when the config has one, which the root's
+      // fields stand for).
+      {"DotsOCRForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
+      {"FireRedASR2ForConditionalGeneration", TextModel::kRoot, ReadDenseAs<kQwen2>},
+      {"MoonshotKimiaForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
+      {"FunASRForConditionalGeneration", TextModel::kRoot, ReadDenseAs<kQwen3>},
+      {"Phi3VForCausalLM", TextModel::kRoot, ReadDenseAs<kLlama>},
+      {"Phi4ForCausalLMV", TextModel::kRoot, ReadDenseAs<kLlama>},
+      {"Phi4MMForCausalLM", TextModel::kRoot, ReadDenseAs<kLlama>},
+      {"OpenPanguVLForConditionalGeneration", TextModel::kRoot, ReadPanguEmbedded},
+      {"GLM4VForCausalLM", TextModel::kRoot, ReadChatGlm},
+      {"Ernie4_5_VLMoeForConditionalGeneration", TextModel::kRoot, ReadDenseAs<kErnie45Moe>},
+      {"HunYuanVLForConditionalGeneration", TextModel::kNestedIfPresent, ReadHunYuan},
+      {"IsaacForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen3>},
+      // Qwen3-ASR (the fork's Qwen3ASRConfig): Qwen3 over thinker_config.text_config.
+      {"Qwen3ASRForConditionalGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
+      {"Qwen3ASRRealtimeGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -3277,6 +3364,26 @@ Status ReadThinkerTextModel(const ConfigReader& root,
   return ReadTextModel(WithOuterDtype(thinker, root, storage), "text_config", read, m);
 }
 
+// The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for
+// the model types whose class kvtopo reads: the engine builds it for a nested text config that
+// names no architectures (vllm/config/vllm.py, with_hf_config).
+constexpr std::array<std::pair<std::string_view, const char*>, 14> kCausalLmForType = {{
+    {"llama", "LlamaForCausalLM"},
+    {"mistral", "MistralForCausalLM"},
+    {"mixtral", "MixtralForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen2_moe", "Qwen2MoeForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},
+    {"qwen3_moe", "Qwen3MoeForCausalLM"},
+    {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"},
+    {"cohere2", "Cohere2ForCausalLM"},
+    {"granite", "GraniteForCausalLM"},
+    {"lfm2", "Lfm2ForCausalLM"},
+    {"opt", "OPTForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},
+}};
+
 }  // namespace
 
 const std::vector<std::string>& SupportedArchitectures() {
@@ -3308,11 +3415,27 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
         fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,
                     m.architecture, fmt::join(SupportedArchitectures(), ", ")));
   }
-  if (it->text_model == TextModel::kLanguageModel) {
+  if (it->text_model == TextModel::kLanguageModel || it->text_model == TextModel::kNamedOrTyped) {
     const char* key =
         root.Has("text_config") || !root.Has("llm_config") ? "text_config" : "llm_config";
     KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object(key));
-    KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> inner, text.StringList("architectures"));
+    std::vector<std::string> inner;
+    if (it->text_model == TextModel::kNamedOrTyped && !text.Has("architectures")) {
+      KVTOPO_ASSIGN_OR_RETURN(const std::string type, text.String("model_type"));
+      const auto* typed = std::find_if(kCausalLmForType.begin(), kCausalLmForType.end(),
+                                       [&](const auto& t) { return type == t.first; });
+      if (typed == kCausalLmForType.end()) {
+        std::vector<std::string> types;
+        for (const auto& t : kCausalLmForType) types.emplace_back(t.first);
+        return text.Invalid("model_type",
+                            fmt::format("is '{}' and no architectures are stated: kvtopo plans "
+                                        "the causal-LM class of model type {} here",
+                                        type, fmt::join(types, ", ")));
+      }
+      inner.emplace_back(typed->second);
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(inner, text.StringList("architectures"));
+    }
     if (inner.empty()) return text.Invalid("architectures", "is empty");
     auto lm = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
       return inner.front() == r.architecture && r.text_model == TextModel::kRoot && !r.draft;

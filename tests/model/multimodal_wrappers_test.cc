@@ -1,0 +1,209 @@
+// Multimodal wrappers whose language model the engine builds from a nested config (or the root):
+// the model the wrapper forces, the one text_config names, or its model type's causal-LM class;
+// the vision and audio towers keep no KV cache.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kvtopo/launch.h"
+#include "kvtopo/model.h"
+
+namespace kvtopo {
+namespace {
+
+Result<ModelCacheSpecs> Specs(const nlohmann::json& config) {
+  LaunchConfig c;
+  c.model = "config.json";
+  return BuildModelCacheSpecsFromJson(config, c);
+}
+
+std::string SpecsError(const nlohmann::json& config) {
+  Result<ModelCacheSpecs> specs = Specs(config);
+  return specs.ok() ? "accepted" : specs.status().message();
+}
+
+// A Qwen2-shaped text model: 28 layers, 28 heads of 128, 4 K/V heads, 32,768 positions.
+nlohmann::json Qwen2Text() {
+  return nlohmann::json::parse(R"({"model_type": "qwen2", "hidden_size": 3584,
+    "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+    "max_position_embeddings": 32768, "torch_dtype": "bfloat16"})");
+}
+
+nlohmann::json Wrapper(const std::string& architecture, const std::string& key,
+                       const nlohmann::json& text) {
+  return {{"architectures", {architecture}}, {key, text}, {"torch_dtype", "bfloat16"}};
+}
+
+// Expects `config` to plan `layers` full-attention layers of `kv_heads` x `head_size` at
+// `max_model_len` tokens.
+void ExpectFullLayers(const nlohmann::json& config, size_t layers, int64_t kv_heads,
+                      int64_t head_size, int64_t max_model_len) {
+  Result<ModelCacheSpecs> specs = Specs(config);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), layers);
+  EXPECT_EQ(specs->layers.back().kind, CacheKind::kFullAttention);
+  EXPECT_EQ(specs->layers.back().num_kv_heads, kv_heads);
+  EXPECT_EQ(specs->layers.back().head_size, head_size);
+  EXPECT_EQ(specs->max_model_len, max_model_len);
+}
+
+// The wrappers that build the registered model text_config names, or, without architectures,
+// the causal-LM class of its model type (LLaVA-OneVision's llava-onevision-qwen2 shape).
+TEST(MultimodalWrappers, NamedOrTypedLanguageModel) {
+  for (const char* wrapper :
+       {"LlavaOnevisionForConditionalGeneration", "BeeForConditionalGeneration",
+        "RForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
+        "GraniteSpeechForConditionalGeneration", "InternVLForConditionalGeneration",
+        "InternS1ForConditionalGeneration", "LightOnOCRForConditionalGeneration",
+        "Lfm2VlForConditionalGeneration", "Eagle2_5_VLForConditionalGeneration",
+        "Blip2ForConditionalGeneration"}) {
+    SCOPED_TRACE(wrapper);
+    ExpectFullLayers(Wrapper(wrapper, "text_config", Qwen2Text()), 28, 4, 128, 32768);
+  }
+  // llm_config where there is no text_config (Nemotron Nano VL, Ovis).
+  for (const char* wrapper : {"Llama_Nemotron_Nano_VL", "Ovis", "Ovis2_5", "Ovis2_6ForCausalLM",
+                              "Ovis2_6_MoeForCausalLM"}) {
+    SCOPED_TRACE(wrapper);
+    ExpectFullLayers(Wrapper(wrapper, "llm_config", Qwen2Text()), 28, 4, 128, 32768);
+  }
+  // Stated architectures win over the model type: Qwen3 reads head_dim.
+  nlohmann::json text = Qwen2Text();
+  text["architectures"] = {"Qwen3ForCausalLM"};
+  text["head_dim"] = 256;
+  ExpectFullLayers(Wrapper("LightOnOCRForConditionalGeneration", "text_config", text), 28, 4, 256,
+                   32768);
+  // A model type outside the map needs its architectures.
+  text = Qwen2Text();
+  text["model_type"] = "internlm2";
+  EXPECT_EQ(SpecsError(Wrapper("InternS1ForConditionalGeneration", "text_config", text)),
+            "config.json 'config.json': field 'text_config.model_type' is 'internlm2' and no "
+            "architectures are stated: kvtopo plans the causal-LM class of model type llama, "
+            "mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, cohere2, "
+            "granite, lfm2, opt, phi3 here");
+}
+
+// InternVL's own subclasses index text_config.architectures: it must be there.
+TEST(MultimodalWrappers, InternVlSubclassesNeedArchitectures) {
+  nlohmann::json text = Qwen2Text();
+  text["architectures"] = {"Qwen2ForCausalLM"};
+  for (const char* wrapper :
+       {"H2OVLChatModel", "NVLM_D", "SkyworkR1VChatModel", "QianfanOCRForConditionalGeneration"}) {
+    SCOPED_TRACE(wrapper);
+    ExpectFullLayers(Wrapper(wrapper, "llm_config", text), 28, 4, 128, 32768);
+  }
+  EXPECT_EQ(SpecsError(Wrapper("NVLM_D", "llm_config", Qwen2Text())),
+            "config.json 'config.json': field 'llm_config.architectures' is missing");
+}
+
+// Wrappers that force the engine's Qwen2 model over text_config, whose config classes build a
+// Qwen2Config: its defaults fill a sparse text_config (Qwen2-Audio states little more than its
+// model type): 32 layers of 32 K/V heads of 128, 32,768 positions.
+TEST(MultimodalWrappers, ForcedQwen2TakesQwen2ConfigDefaults) {
+  for (const char* wrapper :
+       {"AudioFlamingo3ForConditionalGeneration", "MusicFlamingoForConditionalGeneration", "Cheers",
+        "CheersForConditionalGeneration", "OpenCUAForConditionalGeneration",
+        "Qwen2AudioForConditionalGeneration"}) {
+    SCOPED_TRACE(wrapper);
+    ExpectFullLayers(Wrapper(wrapper, "text_config", Qwen2Text()), 28, 4, 128, 32768);
+    ExpectFullLayers(Wrapper(wrapper, "text_config", {{"model_type", "qwen2"}}), 32, 32, 128,
+                     32768);
+  }
+  // Music Flamingo's root max_position_embeddings and head_dim belong to its audio RoPE.
+  nlohmann::json config =
+      Wrapper("MusicFlamingoForConditionalGeneration", "text_config", Qwen2Text());
+  config["max_position_embeddings"] = 1200;
+  config["head_dim"] = 1280;
+  ExpectFullLayers(config, 28, 4, 128, 32768);
+  EXPECT_EQ(SpecsError(Wrapper("Qwen2AudioForConditionalGeneration", "text_config",
+                               {{"model_type", "llama"}})),
+            "config.json 'config.json': field 'text_config.model_type' is 'llama': kvtopo plans "
+            "this wrapper's language models of model type qwen2");
+  // Idefics3 and SmolVLM: the engine's Llama model over a LlamaConfig (its defaults: 32 layers,
+  // a K/V head per head, 2,048 positions).
+  for (const char* wrapper :
+       {"Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration"}) {
+    SCOPED_TRACE(wrapper);
+    ExpectFullLayers(Wrapper(wrapper, "text_config", {{"model_type", "llama"}}), 32, 32, 128, 2048);
+  }
+}
+
+// The other forced models, each over text_config or the root.
+TEST(MultimodalWrappers, ForcedLanguageModels) {
+  nlohmann::json llama = Qwen2Text();
+  llama["model_type"] = "llama";
+  for (const char* wrapper :
+       {"AriaForConditionalGeneration", "KananaVForConditionalGeneration",
+        "LlavaNextForConditionalGeneration", "LlavaNextVideoForConditionalGeneration",
+        "MantisForConditionalGeneration", "TarsierForConditionalGeneration",
+        "InternS1ProForConditionalGeneration", "GlmOcrForConditionalGeneration",
+        "Granite4VisionForConditionalGeneration", "Exaone4_5_ForConditionalGeneration"}) {
+    SCOPED_TRACE(wrapper);
+    ExpectFullLayers(Wrapper(wrapper, "text_config", llama), 28, 4, 128, 32768);
+  }
+  // Over the root config: dots.ocr (28 layers, 12 heads of 128, 2 K/V heads, 131,072 positions).
+  nlohmann::json dots = nlohmann::json::parse(R"({"model_type": "dots_ocr", "hidden_size": 1536,
+    "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
+    "max_position_embeddings": 131072, "sliding_window": null, "use_sliding_window": false,
+    "torch_dtype": "bfloat16"})");
+  for (const char* root :
+       {"DotsOCRForCausalLM", "FireRedASR2ForConditionalGeneration", "MoonshotKimiaForCausalLM",
+        "FunASRForConditionalGeneration", "Phi3VForCausalLM", "Phi4ForCausalLMV",
+        "Phi4MMForCausalLM", "IsaacForConditionalGeneration"}) {
+    SCOPED_TRACE(root);
+    dots["architectures"] = {root};
+    ExpectFullLayers(dots, 28, 2, 128, 131072);
+  }
+  // Phi-4-multimodal's window reaches every layer.
+  dots["architectures"] = {"Phi4MMForCausalLM"};
+  dots["sliding_window"] = 262144;
+  Result<ModelCacheSpecs> specs = Specs(dots);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(specs->layers[27].sliding_window, 262144);
+  // Kimi-VL: DeepSeek-V2's MLA over text_config.
+  nlohmann::json kimi =
+      nlohmann::json::parse(R"({"architectures": ["KimiVLForConditionalGeneration"],
+    "text_config": {"model_type": "deepseek_v3", "hidden_size": 2048, "num_hidden_layers": 27,
+      "num_attention_heads": 16, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+      "qk_nope_head_dim": 128, "v_head_dim": 128, "max_position_embeddings": 131072,
+      "torch_dtype": "bfloat16"}})");
+  specs = Specs(kimi);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), 27u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kMla);
+  EXPECT_EQ(specs->layers[0].head_size, 576);
+  // The others over text_config: Fuyu's Persimmon keeps a K/V head per head; Step 3's text model
+  // one K/V head of its class's head_dim 256; HunYuan VL's dense HunYuan its K/V heads.
+  nlohmann::json persimmon = Qwen2Text();
+  persimmon["model_type"] = "persimmon";
+  ExpectFullLayers(Wrapper("FuyuForCausalLM", "text_config", persimmon), 28, 28, 128, 32768);
+  nlohmann::json step3 = Qwen2Text();
+  step3["model_type"] = "step3_text";
+  ExpectFullLayers(Wrapper("Step3VLForConditionalGeneration", "text_config", step3), 28, 1, 256,
+                   32768);
+  nlohmann::json hunyuan = Qwen2Text();
+  hunyuan["model_type"] = "hunyuan_vl";
+  hunyuan["head_dim"] = 128;
+  ExpectFullLayers(Wrapper("HunYuanVLForConditionalGeneration", "text_config", hunyuan), 28, 4, 128,
+                   32768);
+  // ... and over the root: ERNIE 4.5 VL's MoE and openPangu VL.
+  for (const char* root :
+       {"Ernie4_5_VLMoeForConditionalGeneration", "OpenPanguVLForConditionalGeneration"}) {
+    SCOPED_TRACE(root);
+    nlohmann::json config = Qwen2Text();
+    config["architectures"] = {root};
+    ExpectFullLayers(config, 28, 4, 128, 32768);
+  }
+  // Qwen3-ASR: Qwen3 over thinker_config.text_config.
+  nlohmann::json text = Qwen2Text();
+  text["model_type"] = "qwen3";
+  text["head_dim"] = 128;
+  ExpectFullLayers({{"architectures", {"Qwen3ASRForConditionalGeneration"}},
+                    {"thinker_config", {{"text_config", text}}}},
+                   28, 4, 128, 32768);
+}
+
+}  // namespace
+}  // namespace kvtopo
