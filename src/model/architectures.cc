@@ -3080,6 +3080,8 @@ struct ArchitectureReader {
   bool draft = false;  // a draft model's config, never a multimodal model's language model
 };
 
+Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m);
+
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
       {"DeepseekV2ForCausalLM", TextModel::kRoot, ReadMla},
@@ -3277,6 +3279,10 @@ const std::vector<ArchitectureReader>& Readers() {
       {"IsaacForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen3>},
       // Qwen3-ASR (the fork's Qwen3ASRConfig): Qwen3 over thinker_config.text_config.
       {"Qwen3ASRForConditionalGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
+      // DeepSeek-VL2 and DeepSeek-OCR (1 and 2): DeepSeek-V2 over language_config.
+      {"DeepseekVLV2ForCausalLM", TextModel::kRoot, ReadDeepseekVl2},
+      {"DeepseekOCRForCausalLM", TextModel::kRoot, ReadDeepseekVl2},
+      {"DeepseekOCR2ForCausalLM", TextModel::kRoot, ReadDeepseekVl2},
       {"Qwen3ASRRealtimeGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
@@ -3334,14 +3340,27 @@ const std::vector<ArchitectureReader>& Readers() {
   return kReaders;
 }
 
-// `inner`, with `outer`'s dtype when it states none (a nested config's dtype may sit on an
-// enclosing object only); `storage` keeps a merged copy alive.
+// `inner` (a nested text config) with the dtype the engine reads for the model
+// (get_torch_dtype): the root config's, else the text config's own, else the root's
+// vision_config's; `storage` keeps a merged copy alive.
+bool StatesDtype(const nlohmann::json& j) {
+  return j.is_object() && ((j.contains("torch_dtype") && !j["torch_dtype"].is_null()) ||
+                           (j.contains("dtype") && !j["dtype"].is_null()));
+}
 ConfigReader WithOuterDtype(const ConfigReader& inner, const ConfigReader& outer,
                             nlohmann::json& storage) {
-  if (inner.Has("torch_dtype") || inner.Has("dtype")) return inner;
+  const nlohmann::json* from = nullptr;
+  if (StatesDtype(outer.json())) {
+    from = &outer.json();
+  } else if (!StatesDtype(inner.json()) && outer.json().contains("vision_config") &&
+             StatesDtype(outer.json()["vision_config"])) {
+    from = &outer.json()["vision_config"];
+  }
+  if (from == nullptr) return inner;
   storage = inner.json();
   for (const char* dtype : {"torch_dtype", "dtype"}) {
-    if (outer.Has(dtype)) storage[dtype] = outer.json()[dtype];
+    storage.erase(dtype);
+    if (from->contains(dtype) && !(*from)[dtype].is_null()) storage[dtype] = (*from)[dtype];
   }
   return inner.Over(storage);
 }
@@ -3354,14 +3373,51 @@ Status ReadTextModel(const ConfigReader& root, const char* key,
   return read(WithOuterDtype(text, root, storage), m);
 }
 
-// The Qwen Omni thinker's text model: `thinker_config.text_config`, its dtype from the first of
-// text_config, thinker_config and the root that states one.
+// DeepSeek-VL2 and DeepSeek-OCR (deepseek_vl2.py, deepseek_ocr.py, deepseek_ocr2.py over the
+// fork's DeepseekVLV2Config, which builds language_config as a DeepSeek-V2 text config whatever
+// it states, and the engine's DeepSeek-V2 model over it): MLA when kv_lora_rank is set (model
+// type deepseek_v2 is in the engine's MLA list); with it null and both qk dims 0, multi-head
+// attention (DeepseekAttention) of hidden_size / heads over num_key_value_heads. Without
+// kv_lora_rank the class's default decides, which differs between Transformers versions (512,
+// or null in the fork's subclass for v5): refused, as is a null one with other qk dims
+// (DeepSeek-V2's non-MLA attention, not verified).
+constexpr DenseFamily kDeepseekMha{.name = "DeepSeek-V2 (multi-head)",
+                                   .default_positions = 2048,
+                                   .reads_head_dim = false,
+                                   .windows = DenseWindows::kNone};
+Status ReadDeepseekV2Text(const ConfigReader& r, ModelDescription& m) {
+  if (!r.json().contains("kv_lora_rank")) {
+    return r.Invalid("kv_lora_rank",
+                     "is missing: the DeepSeek-V2 text config's default (MLA of 512, or none) "
+                     "depends on the Transformers version; state it (null for multi-head "
+                     "attention)");
+  }
+  if (r.Has("kv_lora_rank"))
+    return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t nope, r.IntInOr("qk_nope_head_dim", 128, 0, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t rope, r.IntInOr("qk_rope_head_dim", 64, 0, kMaxModelDim));
+  if (nope != 0 || rope != 0) {
+    return r.Invalid("kv_lora_rank",
+                     fmt::format("is null with qk_nope_head_dim {} and qk_rope_head_dim {}: "
+                                 "DeepSeek-V2's attention without MLA, which kvtopo does not plan "
+                                 "(both 0 is multi-head attention)",
+                                 nope, rope));
+  }
+  return ReadDense(r, kDeepseekMha, m);
+}
+Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m) {
+  return ReadTextModel(root, "language_config", ReadDeepseekV2Text, m);
+}
+
+// The Qwen Omni thinker's text model: `thinker_config.text_config`, with the dtype of the root,
+// else of that text config (the engine's get_text_config(); thinker_config's own is not read).
 Status ReadThinkerTextModel(const ConfigReader& root,
                             Status (*read)(const ConfigReader&, ModelDescription&),
                             ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const ConfigReader thinker, root.Object("thinker_config"));
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, thinker.Object("text_config"));
   nlohmann::json storage;
-  return ReadTextModel(WithOuterDtype(thinker, root, storage), "text_config", read, m);
+  return read(WithOuterDtype(text, root, storage), m);
 }
 
 // The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for

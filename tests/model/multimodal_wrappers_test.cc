@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kvtopo/dtype.h"
 #include "kvtopo/launch.h"
 #include "kvtopo/model.h"
 
@@ -196,6 +197,38 @@ TEST(MultimodalWrappers, ForcedLanguageModels) {
     config["architectures"] = {root};
     ExpectFullLayers(config, 28, 4, 128, 32768);
   }
+  // DeepSeek-OCR (language_config: 12 layers, 10 heads of 1280 / 10, no MLA): multi-head
+  // attention; DeepSeek-VL2's MLA; a language_config without kv_lora_rank is refused.
+  nlohmann::json ocr = nlohmann::json::parse(R"({"architectures": ["DeepseekOCRForCausalLM"],
+    "model_type": "deepseek_vl_v2", "torch_dtype": "bfloat16",
+    "language_config": {"architectures": ["DeepseekV2ForCausalLM"], "hidden_size": 1280,
+      "num_hidden_layers": 12, "num_attention_heads": 10, "num_key_value_heads": 10,
+      "kv_lora_rank": null, "q_lora_rank": null, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0,
+      "v_head_dim": 0, "max_position_embeddings": 8192}})");
+  ExpectFullLayers(ocr, 12, 10, 128, 8192);
+  nlohmann::json vl2 = ocr;
+  vl2["architectures"] = {"DeepseekVLV2ForCausalLM"};
+  vl2["language_config"]["kv_lora_rank"] = 512;
+  vl2["language_config"]["qk_nope_head_dim"] = 128;
+  vl2["language_config"]["qk_rope_head_dim"] = 64;
+  vl2["language_config"]["v_head_dim"] = 128;
+  specs = Specs(vl2);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), 12u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kMla);
+  EXPECT_EQ(specs->layers[0].head_size, 576);
+  ocr["architectures"] = {"DeepseekOCR2ForCausalLM"};
+  ocr["language_config"].erase("kv_lora_rank");
+  EXPECT_EQ(SpecsError(ocr),
+            "config.json 'config.json': field 'language_config.kv_lora_rank' is missing: the "
+            "DeepSeek-V2 text config's default (MLA of 512, or none) depends on the Transformers "
+            "version; state it (null for multi-head attention)");
+  ocr["language_config"]["kv_lora_rank"] = nullptr;
+  ocr["language_config"]["qk_rope_head_dim"] = 64;
+  EXPECT_EQ(SpecsError(ocr),
+            "config.json 'config.json': field 'language_config.kv_lora_rank' is null with "
+            "qk_nope_head_dim 0 and qk_rope_head_dim 64: DeepSeek-V2's attention without MLA, "
+            "which kvtopo does not plan (both 0 is multi-head attention)");
   // Qwen3-ASR: Qwen3 over thinker_config.text_config.
   nlohmann::json text = Qwen2Text();
   text["model_type"] = "qwen3";
@@ -203,6 +236,38 @@ TEST(MultimodalWrappers, ForcedLanguageModels) {
   ExpectFullLayers({{"architectures", {"Qwen3ASRForConditionalGeneration"}},
                     {"thinker_config", {{"text_config", text}}}},
                    28, 4, 128, 32768);
+}
+
+// The dtype the engine reads for a wrapper (get_torch_dtype): the root's, else the text config's,
+// else the vision config's; a Qwen Omni thinker_config's own is not read.
+TEST(MultimodalWrappers, DtypeFromTheRootFirst) {
+  auto dtype_of = [](const nlohmann::json& config) {
+    Result<ModelCacheSpecs> specs = Specs(config);
+    EXPECT_TRUE(specs.ok()) << specs.status().ToString();
+    return specs.ok() ? specs->layers[0].model_dtype : ElementType::kFloat32;
+  };
+  // llava-v1.6-mistral-7b-hf states float16 at the root and bfloat16 in text_config.
+  nlohmann::json text = Qwen2Text();
+  nlohmann::json config = Wrapper("LlavaOnevisionForConditionalGeneration", "text_config", text);
+  config["torch_dtype"] = "float16";
+  EXPECT_EQ(dtype_of(config), ElementType::kFloat16);
+  config.erase("torch_dtype");
+  EXPECT_EQ(dtype_of(config), ElementType::kBfloat16);
+  config["text_config"].erase("torch_dtype");
+  config["vision_config"] = {{"torch_dtype", "float16"}};
+  EXPECT_EQ(dtype_of(config), ElementType::kFloat16);
+  // Qwen3-ASR keeps its dtype in thinker_config, which the engine does not read: float32 (run
+  // as bfloat16 under --dtype auto), as for a config that states none.
+  text["model_type"] = "qwen3";
+  text.erase("torch_dtype");
+  nlohmann::json asr = {{"architectures", {"Qwen3ASRForConditionalGeneration"}},
+                        {"thinker_config", {{"text_config", text}, {"dtype", "float16"}}}};
+  Result<ModelCacheSpecs> specs = Specs(asr);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->layers[0].model_dtype, ElementType::kBfloat16);
+  bool stated_none = false;
+  for (const Diagnostic& d : specs->diagnostics) stated_none |= d.code == "model-dtype";
+  EXPECT_TRUE(stated_none);
 }
 
 }  // namespace
