@@ -3594,11 +3594,16 @@ Result<LoadedConfig> LoadMistralParams(const std::filesystem::path& params,
 
 bool IsModelProfileFile(std::string_view stem) { return IsModelProfile(stem); }
 
-Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string& config_format) {
+Status CheckConfigFormat(const std::string& config_format) {
   if (config_format != "auto" && config_format != "hf" && config_format != "mistral") {
     return InvalidArgument(fmt::format(
         "--config-format '{}' is not a config format; accepted: auto, hf, mistral", config_format));
   }
+  return Status::Ok();
+}
+
+Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string& config_format) {
+  KVTOPO_RETURN_IF_ERROR(CheckConfigFormat(config_format));
   std::string accepted;
   for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
     if (!IsModelProfile(f.stem)) continue;
@@ -3622,6 +3627,14 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
             fmt::format("--config-format mistral: directory '{}' holds no params.json", model));
       }
       return LoadMistralParams(params, model);
+    }
+    if (config_format == "auto" && std::filesystem::is_regular_file(params, ec) &&
+        !std::filesystem::is_regular_file(path / "config.json", ec)) {
+      return NotFound(fmt::format(
+          "directory '{}' holds params.json but neither consolidated*.safetensors nor a "
+          "config.json: the engine takes Mistral's format only beside its consolidated weights "
+          "and cannot tell the format; pass --config-format mistral",
+          model));
     }
     path /= "config.json";
   } else if (std::filesystem::is_regular_file(path, ec) && config_format != "hf" &&

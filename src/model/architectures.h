@@ -162,6 +162,8 @@ struct LoadedConfig {
 // converted as the engine converts it (ConvertMistralParams).
 Result<LoadedConfig> LoadModelConfig(const std::string& model,
                                      const std::string& config_format = "auto");
+// --config-format: auto, hf or mistral; anything else is a usage error naming the value.
+Status CheckConfigFormat(const std::string& config_format);
 // Whether an embedded file under profiles/ is a model profile (not a registry).
 bool IsModelProfileFile(std::string_view stem);
 

@@ -15,6 +15,7 @@
 #include "internal/units.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
+#include "model/architectures.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/speculative_method.h"
@@ -645,11 +646,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   LaunchConfig c = o.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
   if (!o.model.empty()) c.model = o.model;
   if (o.config_format) {
-    if (*o.config_format != "auto" && *o.config_format != "hf" && *o.config_format != "mistral") {
-      return InvalidArgument(
-          fmt::format("--config-format '{}' is not a config format; accepted: auto, hf, mistral",
-                      *o.config_format));
-    }
+    KVTOPO_RETURN_IF_ERROR(internal::CheckConfigFormat(*o.config_format));
     c.config_format = *o.config_format;
   }
   auto set = [](const std::optional<int64_t>& value, int64_t& field) {

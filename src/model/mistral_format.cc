@@ -37,6 +37,16 @@ const nlohmann::json* Find(const nlohmann::json& obj, std::string_view key) {
   return it == obj.end() ? nullptr : &*it;
 }
 
+// The object at `key` of `c` when its value is truthy, nullptr when it is not; a truthy value
+// that is not an object is refused (the converter reads its keys).
+Result<const nlohmann::json*> TruthyObject(const ConfigReader& r, const nlohmann::json& c,
+                                           std::string_view key) {
+  const nlohmann::json* v = Find(c, key);
+  if (!Truthy(v)) return static_cast<const nlohmann::json*>(nullptr);
+  if (!v->is_object()) return r.Invalid(key, fmt::format("must be an object, got {}", v->dump()));
+  return v;
+}
+
 // An integer (not a bool) in JSON.
 bool IsInteger(const nlohmann::json& v) { return v.is_number_integer(); }
 
@@ -114,11 +124,8 @@ Status ConvertSlidingWindow(const ConfigReader& r, nlohmann::json& c, int64_t la
 // `quantization` (Mistral's own): FP8 E4M3 weights or a compressed-tensors block; the engine
 // refuses anything else.
 Status ConvertQuantization(const ConfigReader& r, nlohmann::json& c) {
-  const nlohmann::json* q = Find(c, "quantization");
-  if (!Truthy(q)) return Status::Ok();
-  if (!q->is_object()) {
-    return r.Invalid("quantization", fmt::format("must be an object, got {}", q->dump()));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json* q, TruthyObject(r, c, "quantization"));
+  if (q == nullptr) return Status::Ok();
   const nlohmann::json* weight = Find(*q, "qformat_weight");
   const nlohmann::json* method = Find(*q, "quant_method");
   std::string normalized;
@@ -154,11 +161,8 @@ Status ConvertQuantization(const ConfigReader& r, nlohmann::json& c) {
 // `yarn`: the engine's YaRN RoPE parameters, whose original length times the factor is the
 // model's length.
 Status ConvertYarn(const ConfigReader& r, nlohmann::json& c) {
-  const nlohmann::json* yarn = Find(c, "yarn");
-  if (!Truthy(yarn)) return Status::Ok();
-  if (!yarn->is_object()) {
-    return r.Invalid("yarn", fmt::format("must be an object, got {}", yarn->dump()));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json* yarn, TruthyObject(r, c, "yarn"));
+  if (yarn == nullptr) return Status::Ok();
   for (const auto& [key, value] : yarn->items()) {
     if (key != "factor" && key != "original_max_position_embeddings" && key != "beta" &&
         key != "alpha" && key != "apply_scale") {
@@ -215,11 +219,8 @@ Status ConvertArchitecture(const ConfigReader& r, nlohmann::json& c, int64_t lay
                 {"num_shared_experts", 1},
                 {"num_experts_per_tok", 1}};
   }
-  const nlohmann::json* moe = Find(c, "moe");
-  const bool is_moe = Truthy(moe);
-  if (is_moe && !moe->is_object()) {
-    return r.Invalid("moe", fmt::format("must be an object, got {}", moe->dump()));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json* moe, TruthyObject(r, c, "moe"));
+  const bool is_moe = moe != nullptr;
   bool shared = false;
   if (is_moe) {
     const nlohmann::json* n = Find(*moe, "num_shared_experts");

@@ -188,6 +188,13 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "mutually exclusive\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --dcp-comm-backend a2a").exit_code, 1);
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8 -dcp 8 --dcp-comm-backend a2a").exit_code, 0);
+  // --config-format is a planning flag now: its value is checked (usage error).
+  r = RunCli("check kimi-k2.6 --config-format gguf", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: --config-format 'gguf' is not a config format; accepted: auto, hf, "
+            "mistral\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 --config-format mistral").exit_code, 0);
   // --kv-cache-dtype-skip-layers takes one or more values (a flag ends them), from a config
   // file's list too.
   auto layer_dtypes = [](const nlohmann::json& p) {

@@ -138,6 +138,15 @@ TEST(MistralFormat, ConfigFormatPicksTheFile) {
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   EXPECT_EQ(specs->architecture, "LlamaForCausalLM");
 
+  Checkpoint params_only("params_only");
+  params_only.Write("params.json", MistralLarge3Params().dump());
+  EXPECT_EQ(SpecsError(params_only.path()),
+            "directory '" + params_only.path() +
+                "' holds params.json but neither consolidated*.safetensors nor a config.json: "
+                "the engine takes Mistral's format only beside its consolidated weights and "
+                "cannot tell the format; pass --config-format mistral");
+  EXPECT_EQ(SpecsError(params_only.path(), "mistral"), "accepted");
+
   Checkpoint bare("bare");
   bare.Write("config.json", R"({"architectures": ["LlamaForCausalLM"]})");
   EXPECT_EQ(SpecsError(bare.path(), "mistral"),
@@ -221,6 +230,19 @@ TEST(MistralFormat, SlidingWindowList) {
                 "': field 'sliding_window' lists 3 windows, which do not tile the 8 layers "
                 "(n_layers): the engine repeats the list 2 times, and its attention asserts a "
                 "layer type for every layer");
+  // Mistral's own quantization: FP8 E4M3 weights or compressed-tensors; the converter refuses
+  // any other.
+  params = Mistral7BParams();
+  params["quantization"] = {{"qformat_weight", "int4"}};
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'quantization' is {\"qformat_weight\":\"int4\"}: the engine converts "
+                "FP8 (qformat_weight fp8_e4m3) or compressed-tensors quantization only");
+  params["quantization"] = {{"qformat_weight", "fp8_e4m3"}, {"qscheme_act", "TENSOR"}};
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")), "accepted");
+  params.erase("quantization");
   params.erase("sliding_window");
   params.erase("n_layers");
   ckpt.Write("params.json", params.dump());
