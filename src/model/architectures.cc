@@ -3081,6 +3081,8 @@ struct ArchitectureReader {
 };
 
 Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m);
+template <bool kOmni>
+Status ReadMiniCpmV(const ConfigReader& r, ModelDescription& m);
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
@@ -3279,11 +3281,14 @@ const std::vector<ArchitectureReader>& Readers() {
       {"IsaacForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen3>},
       // Qwen3-ASR (the fork's Qwen3ASRConfig): Qwen3 over thinker_config.text_config.
       {"Qwen3ASRForConditionalGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
+      {"Qwen3ASRRealtimeGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
       // DeepSeek-VL2 and DeepSeek-OCR (1 and 2): DeepSeek-V2 over language_config.
       {"DeepseekVLV2ForCausalLM", TextModel::kRoot, ReadDeepseekVl2},
       {"DeepseekOCRForCausalLM", TextModel::kRoot, ReadDeepseekVl2},
       {"DeepseekOCR2ForCausalLM", TextModel::kRoot, ReadDeepseekVl2},
-      {"Qwen3ASRRealtimeGeneration", TextModel::kThinker, ReadDenseAs<kQwen3>},
+      // MiniCPM-V and MiniCPM-o: the language model their version picks, over the root.
+      {"MiniCPMV", TextModel::kRoot, ReadMiniCpmV<false>},
+      {"MiniCPMO", TextModel::kRoot, ReadMiniCpmV<true>},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -3418,6 +3423,75 @@ Status ReadThinkerTextModel(const ConfigReader& root,
   KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, thinker.Object("text_config"));
   nlohmann::json storage;
   return read(WithOuterDtype(text, root, storage), m);
+}
+
+// MiniCPM-V and MiniCPM-o (minicpmv.py, minicpmo.py): the language model over the root config,
+// picked by `version`, which the engine reads as str(version) split at its dots into integers
+// (MiniCPM-o: the first two). MiniCPM-V: 2.0 MiniCPM, 2.5 and 4.0 Llama, 2.6 Qwen2, 4.5 Qwen3;
+// without a version, 2.0 when hidden_size is 2304 and query_num 64, else 2.5. MiniCPM-o: 2.6
+// Qwen2 (also without a version), 4.5 Qwen3. Any other version is the engine's ValueError.
+struct VersionedModel {
+  std::array<int64_t, 2> version;
+  Status (*read)(const ConfigReader&, ModelDescription&);
+};
+constexpr std::array<VersionedModel, 5> kMiniCpmVModels = {{
+    {{2, 0}, ReadDenseAs<kMiniCpm>},
+    {{2, 5}, ReadDenseAs<kLlama>},
+    {{2, 6}, ReadDenseAs<kQwen2>},
+    {{4, 0}, ReadDenseAs<kLlama>},
+    {{4, 5}, ReadDenseAs<kQwen3>},
+}};
+constexpr std::array<VersionedModel, 2> kMiniCpmOModels = {{
+    {{2, 6}, ReadDenseAs<kQwen2>},
+    {{4, 5}, ReadDenseAs<kQwen3>},
+}};
+template <bool kOmni>
+Status ReadMiniCpmV(const ConfigReader& r, ModelDescription& m) {
+  const auto& models = kOmni ? std::span<const VersionedModel>(kMiniCpmOModels)
+                             : std::span<const VersionedModel>(kMiniCpmVModels);
+  std::vector<int64_t> version;
+  if (!r.json().contains("version")) {
+    if (kOmni) {
+      version = {2, 6};
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, r.Int("hidden_size"));
+      bool v2 = false;
+      if (hidden == 2304) {
+        KVTOPO_ASSIGN_OR_RETURN(const int64_t query_num, r.Int("query_num"));
+        v2 = query_num == 64;
+      }
+      version = v2 ? std::vector<int64_t>{2, 0} : std::vector<int64_t>{2, 5};
+    }
+  } else {
+    const nlohmann::json& v = r.json()["version"];
+    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    size_t start = 0;
+    while (true) {
+      const size_t dot = text.find('.', start);
+      const std::string part = text.substr(start, dot == std::string::npos ? dot : dot - start);
+      if (part.empty() || part.size() > 9 ||
+          !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return r.Invalid(
+            "version",
+            fmt::format("is {}: the engine reads it as integers separated by dots", v.dump()));
+      }
+      if (!kOmni || version.size() < 2) version.push_back(std::stoll(part));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+  }
+  for (const VersionedModel& model : models) {
+    if (version.size() == 2 && version[0] == model.version[0] && version[1] == model.version[1]) {
+      return model.read(r, m);
+    }
+  }
+  std::vector<std::string> names;
+  for (const VersionedModel& model : models) {
+    names.push_back(fmt::format("{}.{}", model.version[0], model.version[1]));
+  }
+  return r.Invalid(
+      "version", fmt::format("is {}: the engine's {} supports versions {}", fmt::join(version, "."),
+                             kOmni ? "MiniCPM-o" : "MiniCPM-V", fmt::join(names, ", ")));
 }
 
 // The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for

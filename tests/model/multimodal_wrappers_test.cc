@@ -238,6 +238,37 @@ TEST(MultimodalWrappers, ForcedLanguageModels) {
                    28, 4, 128, 32768);
 }
 
+// MiniCPM-V and MiniCPM-o: the language model of their version, over the root config.
+TEST(MultimodalWrappers, MiniCpmByVersion) {
+  nlohmann::json config = Qwen2Text();
+  config["architectures"] = {"MiniCPMV"};
+  config["version"] = 2.6;  // Qwen2: head_dim not read
+  config["head_dim"] = 64;
+  ExpectFullLayers(config, 28, 4, 128, 32768);
+  config["version"] = "4.5";  // Qwen3 reads head_dim
+  ExpectFullLayers(config, 28, 4, 64, 32768);
+  config["version"] = 4.0;  // Llama
+  ExpectFullLayers(config, 28, 4, 64, 32768);
+  config["version"] = 4.1;
+  EXPECT_EQ(SpecsError(config),
+            "config.json 'config.json': field 'version' is 4.1: the engine's MiniCPM-V supports "
+            "versions 2.0, 2.5, 2.6, 4.0, 4.5");
+  config["version"] = "v2";
+  EXPECT_EQ(SpecsError(config),
+            "config.json 'config.json': field 'version' is \"v2\": the engine reads it as "
+            "integers separated by dots");
+  config.erase("version");  // 2.5 (Llama) unless hidden_size 2304 and query_num 64
+  ExpectFullLayers(config, 28, 4, 64, 32768);
+  config["architectures"] = {"MiniCPMO"};  // 2.6 without a version: Qwen2
+  ExpectFullLayers(config, 28, 4, 128, 32768);
+  config["version"] = "4.5.1";  // the first two parts
+  ExpectFullLayers(config, 28, 4, 64, 32768);
+  config["version"] = 4.0;
+  EXPECT_EQ(SpecsError(config),
+            "config.json 'config.json': field 'version' is 4.0: the engine's MiniCPM-o supports "
+            "versions 2.6, 4.5");
+}
+
 // The dtype the engine reads for a wrapper (get_torch_dtype): the root's, else the text config's,
 // else the vision config's; a Qwen Omni thinker_config's own is not read.
 TEST(MultimodalWrappers, DtypeFromTheRootFirst) {
