@@ -309,6 +309,18 @@ Result<nlohmann::json> ConvertMistralParams(const nlohmann::json& params, const 
                      "holds both a vision encoder and an audio encoder: the engine's converter "
                      "asserts one or the other");
   }
+  // The wrapper the converter builds around the text config: its model type and architecture,
+  // the encoder's config, and the text config's quantization copied up.
+  auto wrap = [&c](const char* type, const char* architecture, const char* encoder_key,
+                   nlohmann::json encoder_config) {
+    nlohmann::json wrapper = {{"model_type", type},
+                              {"architectures", {architecture}},
+                              {encoder_key, std::move(encoder_config)}};
+    if (c.contains("quantization_config"))
+      wrapper["quantization_config"] = c["quantization_config"];
+    wrapper["text_config"] = std::move(c);
+    return wrapper;
+  };
   nlohmann::json out;
   if (vision) {
     nlohmann::json vision_config;
@@ -319,11 +331,8 @@ Result<nlohmann::json> ConvertMistralParams(const nlohmann::json& params, const 
       vision_config = c["vision_encoder"];
       c.erase("vision_encoder");
     }
-    out = {{"model_type", "pixtral"},
-           {"architectures", {"PixtralForConditionalGeneration"}},
-           {"vision_config", std::move(vision_config)}};
-    if (c.contains("quantization_config")) out["quantization_config"] = c["quantization_config"];
-    out["text_config"] = std::move(c);
+    out = wrap("pixtral", "PixtralForConditionalGeneration", "vision_config",
+               std::move(vision_config));
   } else if (audio) {
     if (!encoder->is_object()) {
       return r.Invalid("multimodal.whisper_model_args.encoder_args",
@@ -337,11 +346,8 @@ Result<nlohmann::json> ConvertMistralParams(const nlohmann::json& params, const 
     }
     nlohmann::json audio_config = *encoder;
     c.erase("multimodal");
-    out = {{"model_type", "voxtral"},
-           {"architectures", {"VoxtralForConditionalGeneration"}},
-           {"audio_config", std::move(audio_config)}};
-    if (c.contains("quantization_config")) out["quantization_config"] = c["quantization_config"];
-    out["text_config"] = std::move(c);
+    out =
+        wrap("voxtral", "VoxtralForConditionalGeneration", "audio_config", std::move(audio_config));
   } else {
     out = std::move(c);
   }
