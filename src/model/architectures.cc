@@ -2811,6 +2811,16 @@ Status ReadQwen2Text(const ConfigReader& r, ModelDescription& m) {
 Status ReadLlamaText(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kLlamaTextModels, "this wrapper's", m);
 }
+// FunAudioChat (funaudiochat.py over the fork's FunAudioChatConfig): the engine's Qwen3 model
+// over text_config, which the config class builds by its model type, qwen2 when it states none
+// (a Qwen2Config read by Qwen3 code: head_dim when stated, else hidden_size / heads).
+constexpr std::array<TypedTextModel, 2> kFunAudioChatTextModels = {{
+    {"qwen2", ReadDenseAs<kQwen3>, 4096, 32, 32, 32, 32768},
+    {"qwen3", ReadDenseAs<kQwen3>, 4096, 32, 32, 32, 32768},
+}};
+Status ReadFunAudioChatText(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kFunAudioChatTextModels, "FunAudioChat", m);
+}
 
 // MiniCPM3 (minicpm3.py): MLA projections, but each layer caches full keys and values per query
 // head: num_attention_heads heads (num_key_value_heads is not read) of qk_nope_head_dim +
@@ -3081,6 +3091,7 @@ struct ArchitectureReader {
 };
 
 Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m);
+Status ReadBagel(const ConfigReader& root, ModelDescription& m);
 template <bool kOmni>
 Status ReadMiniCpmV(const ConfigReader& r, ModelDescription& m);
 
@@ -3252,6 +3263,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Cheers", TextModel::kNested, ReadQwen2Text},
       {"CheersForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
       {"OpenCUAForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
+      {"BagelForConditionalGeneration", TextModel::kRoot, ReadBagel},
+      {"FunAudioChatForConditionalGeneration", TextModel::kNested, ReadFunAudioChatText},
       {"Qwen2AudioForConditionalGeneration", TextModel::kNested, ReadQwen2Text},
       {"Idefics3ForConditionalGeneration", TextModel::kNested, ReadLlamaText},
       {"SmolVLMForConditionalGeneration", TextModel::kNested, ReadLlamaText},
@@ -3412,6 +3425,12 @@ Status ReadDeepseekV2Text(const ConfigReader& r, ModelDescription& m) {
 }
 Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m) {
   return ReadTextModel(root, "language_config", ReadDeepseekV2Text, m);
+}
+
+// BAGEL (bagel.py over the fork's BagelConfig, which builds llm_config as a Qwen2Config): the
+// engine's Qwen2 model over llm_config, the Qwen2Config defaults filling what it leaves out.
+Status ReadBagel(const ConfigReader& root, ModelDescription& m) {
+  return ReadTextModel(root, "llm_config", ReadQwen2Text, m);
 }
 
 // The Qwen Omni thinker's text model: `thinker_config.text_config`, with the dtype of the root,

@@ -111,6 +111,19 @@ TEST(MultimodalWrappers, ForcedQwen2TakesQwen2ConfigDefaults) {
     ExpectFullLayers(Wrapper(wrapper, "text_config", {{"model_type", "qwen2"}}), 32, 32, 128,
                      32768);
   }
+  // BAGEL: the same over llm_config.
+  ExpectFullLayers(Wrapper("BagelForConditionalGeneration", "llm_config", Qwen2Text()), 28, 4, 128,
+                   32768);
+  // FunAudioChat: Qwen3 code over a Qwen2Config (no head_dim: hidden_size / heads) or the class
+  // its model type names.
+  nlohmann::json funaudio = Qwen2Text();
+  funaudio.erase("model_type");
+  ExpectFullLayers(Wrapper("FunAudioChatForConditionalGeneration", "text_config", funaudio), 28, 4,
+                   128, 32768);
+  funaudio["model_type"] = "qwen3";
+  funaudio["head_dim"] = 64;
+  ExpectFullLayers(Wrapper("FunAudioChatForConditionalGeneration", "text_config", funaudio), 28, 4,
+                   64, 32768);
   // Music Flamingo's root max_position_embeddings and head_dim belong to its audio RoPE.
   nlohmann::json config =
       Wrapper("MusicFlamingoForConditionalGeneration", "text_config", Qwen2Text());
