@@ -2744,26 +2744,30 @@ struct TypedTextModel {
   int64_t num_key_value_heads;
   int64_t max_position_embeddings;
 };
-constexpr std::array<TypedTextModel, 2> kLlavaTextModels = {{
-    {"llama", ReadDenseAs<kLlama>, 4096, 32, 32, 0, 2048},
-    {"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8, 131072},
-}};
+// The config classes' defaults, as their model types' text models.
+constexpr TypedTextModel kLlamaConfigText{"llama", ReadDenseAs<kLlama>, 4096, 32, 32, 0, 2048};
+constexpr TypedTextModel kMistralConfigText{"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8,
+                                            131072};
+constexpr TypedTextModel kQwen2ConfigText{"qwen2", ReadDenseAs<kQwen2>, 4096, 32, 32, 32, 32768};
+// `text` read by another model's code (a wrapper that forces it).
+constexpr TypedTextModel ReadBy(TypedTextModel text,
+                                Status (*read)(const ConfigReader&, ModelDescription&)) {
+  text.read = read;
+  return text;
+}
+constexpr std::array<TypedTextModel, 2> kLlavaTextModels = {{kLlamaConfigText, kMistralConfigText}};
 // Mistral 3 (mistral3.py): Mistral (Mistral3Config's default type) or Ministral 3, both the
 // engine's Mistral model.
 constexpr std::array<TypedTextModel, 2> kMistral3TextModels = {{
-    {"mistral", ReadDenseAs<kMistral>, 4096, 32, 32, 8, 131072},
+    kMistralConfigText,
     {"ministral3", ReadDenseAs<kMinistral3>, 4096, 34, 32, 8, 262144},
 }};
 // The wrappers that build the engine's Qwen2 model over text_config whatever it names
 // (AudioFlamingo3, Music Flamingo, Cheers, OpenCUA, Qwen2-Audio), whose config classes build a
 // Qwen2Config for it; and those that build its Llama model over a LlamaConfig (Idefics3,
 // SmolVLM).
-constexpr std::array<TypedTextModel, 1> kQwen2TextModels = {{
-    {"qwen2", ReadDenseAs<kQwen2>, 4096, 32, 32, 32, 32768},
-}};
-constexpr std::array<TypedTextModel, 1> kLlamaTextModels = {{
-    {"llama", ReadDenseAs<kLlama>, 4096, 32, 32, 0, 2048},
-}};
+constexpr std::array<TypedTextModel, 1> kQwen2TextModels = {{kQwen2ConfigText}};
+constexpr std::array<TypedTextModel, 1> kLlamaTextModels = {{kLlamaConfigText}};
 constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma", ReadGemma, 3072, 28, 16, 0, 0},
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
@@ -2815,7 +2819,7 @@ Status ReadLlamaText(const ConfigReader& r, ModelDescription& m) {
 // over text_config, which the config class builds by its model type, qwen2 when it states none
 // (a Qwen2Config read by Qwen3 code: head_dim when stated, else hidden_size / heads).
 constexpr std::array<TypedTextModel, 2> kFunAudioChatTextModels = {{
-    {"qwen2", ReadDenseAs<kQwen3>, 4096, 32, 32, 32, 32768},
+    ReadBy(kQwen2ConfigText, ReadDenseAs<kQwen3>),
     {"qwen3", ReadDenseAs<kQwen3>, 4096, 32, 32, 32, 32768},
 }};
 Status ReadFunAudioChatText(const ConfigReader& r, ModelDescription& m) {

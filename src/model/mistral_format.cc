@@ -47,9 +47,6 @@ Result<const nlohmann::json*> TruthyObject(const ConfigReader& r, const nlohmann
   return v;
 }
 
-// An integer (not a bool) in JSON.
-bool IsInteger(const nlohmann::json& v) { return v.is_number_integer(); }
-
 void Rename(nlohmann::json& c, const char* from, const char* to) {
   auto it = c.find(from);
   if (it == c.end()) return;
@@ -64,11 +61,11 @@ void Rename(nlohmann::json& c, const char* from, const char* to) {
 Status ConvertSlidingWindow(const ConfigReader& r, nlohmann::json& c, int64_t layers) {
   const nlohmann::json* sw = Find(c, "sliding_window");
   if (sw == nullptr || sw->is_null()) return Status::Ok();
-  if (IsInteger(*sw) && sw->get<int64_t>() == 0) {
+  if (sw->is_number_integer() && sw->get<int64_t>() == 0) {
     c["sliding_window"] = nullptr;  // the engine reads a 0 window as none
     return Status::Ok();
   }
-  if (IsInteger(*sw)) {
+  if (sw->is_number_integer()) {
     if (sw->get<int64_t>() < 0 || sw->get<int64_t>() > kMaxModelLen) {
       return r.Invalid("sliding_window", fmt::format("must be an integer in [0, {}], got {}",
                                                      kMaxModelLen, sw->dump()));
@@ -97,7 +94,7 @@ Status ConvertSlidingWindow(const ConfigReader& r, nlohmann::json& c, int64_t la
   std::optional<int64_t> window;
   for (const nlohmann::json& w : *sw) {
     if (w.is_null()) continue;
-    if (!IsInteger(w) || w.get<int64_t>() < 1 || w.get<int64_t>() > kMaxModelLen) {
+    if (!w.is_number_integer() || w.get<int64_t>() < 1 || w.get<int64_t>() > kMaxModelLen) {
       return r.Invalid("sliding_window",
                        fmt::format("lists {}: each entry must be null (a full layer) or a window "
                                    "in [1, {}]",
