@@ -2773,6 +2773,24 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
 }};
 
+// `r` as the config class `text` describes builds it, whatever model type it states: the class's
+// defaults fill what it leaves out.
+Status ReadWithClassDefaults(const ConfigReader& r, const TypedTextModel& text,
+                             ModelDescription& m) {
+  nlohmann::json filled = r.json();
+  const std::array<std::pair<const char*, int64_t>, 5> defaults = {{
+      {"hidden_size", text.hidden_size},
+      {"num_hidden_layers", text.num_hidden_layers},
+      {"num_attention_heads", text.num_attention_heads},
+      {"num_key_value_heads", text.num_key_value_heads},
+      {"max_position_embeddings", text.max_position_embeddings},
+  }};
+  for (const auto& [key, value] : defaults) {
+    if (value > 0 && !filled.contains(key)) filled[key] = value;
+  }
+  return text.read(r.Over(filled), m);
+}
+
 // `models[0]` is the wrapper's default model type; `wrapper` names it in messages.
 template <size_t N>
 Status ReadTypedTextModel(const ConfigReader& r, const std::array<TypedTextModel, N>& models,
@@ -2787,18 +2805,7 @@ Status ReadTypedTextModel(const ConfigReader& r, const std::array<TypedTextModel
                      fmt::format("is '{}': kvtopo plans {} language models of model type {}", type,
                                  wrapper, fmt::join(types, " or ")));
   }
-  nlohmann::json filled = r.json();
-  const std::array<std::pair<const char*, int64_t>, 5> defaults = {{
-      {"hidden_size", text->hidden_size},
-      {"num_hidden_layers", text->num_hidden_layers},
-      {"num_attention_heads", text->num_attention_heads},
-      {"num_key_value_heads", text->num_key_value_heads},
-      {"max_position_embeddings", text->max_position_embeddings},
-  }};
-  for (const auto& [key, value] : defaults) {
-    if (value > 0 && !filled.contains(key)) filled[key] = value;
-  }
-  return text->read(r.Over(filled), m);
+  return ReadWithClassDefaults(r, *text, m);
 }
 Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kLlavaTextModels, "LLaVA", m);
@@ -2824,6 +2831,81 @@ constexpr std::array<TypedTextModel, 2> kFunAudioChatTextModels = {{
 }};
 Status ReadFunAudioChatText(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kFunAudioChatTextModels, "FunAudioChat", m);
+}
+
+// Chameleon (chameleon.py over Transformers' ChameleonConfig): Llama-like layers over the root
+// config, hidden_size / heads wide (the model does not read a head_dim), over
+// num_key_value_heads; no window. The class's defaults fill what the config leaves out: 4096
+// hidden, 32 layers, 32 heads, 32 K/V heads, 4096 positions.
+constexpr DenseFamily kChameleon{.name = "Chameleon",
+                                 .default_positions = 4096,
+                                 .absent_kv_heads = 32,
+                                 .reads_head_dim = false,
+                                 .windows = DenseWindows::kNone};
+constexpr std::array<TypedTextModel, 1> kChameleonModels = {
+    {{"chameleon", ReadDenseAs<kChameleon>, 4096, 32, 32, 32, 4096}}};
+Status ReadChameleon(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kChameleonModels, "Chameleon", m);
+}
+
+// Molmo (molmo.py): the root config's layers, hidden_size / heads wide (a head_dim is not read),
+// over num_key_value_heads, the heads when it is null or 0; no window. Its config class comes
+// with the checkpoint, so the other fields are required.
+constexpr DenseFamily kMolmo{.name = "Molmo",
+                             .absent_kv_heads = kMultiHead,
+                             .reads_head_dim = false,
+                             .windows = DenseWindows::kNone};
+Status ReadMolmo(const ConfigReader& r, ModelDescription& m) {
+  const nlohmann::json& j = r.json();
+  if (!j.contains("num_key_value_heads") || j["num_key_value_heads"] != 0) {
+    return ReadDense(r, kMolmo, m);
+  }
+  nlohmann::json filled = r.json();
+  filled.erase("num_key_value_heads");
+  return ReadDense(r.Over(filled), kMolmo, m);
+}
+
+// Keye-VL (keye.py, keye_vl1_5.py): the engine's Qwen3 model over the root config. Those layers
+// take the cache-wide window, which the engine sets from sliding_window unless layer_types mix
+// kinds (arg_utils, is_interleaved); use_sliding_window is not read. Keye's config class comes
+// with the checkpoint (so the fields are required) and, as Keye-VL-8B-Preview's keeps it, its
+// sliding_window (4096 by default) stays whatever use_sliding_window says: a stated window
+// reaches every layer, and a config that leaves it out is refused (the class would fill its own).
+// Keye-VL 1.5's class was not found: only a null (or 0) window plans.
+constexpr DenseFamily kKeye{.name = "Keye (the engine's Qwen3)",
+                            .absent_kv_heads = kRequired,
+                            .windows = DenseWindows::kUniform};
+template <bool kV15>
+Status ReadKeye(const ConfigReader& r, ModelDescription& m) {
+  if (!r.json().contains("sliding_window")) {
+    return r.Invalid("sliding_window",
+                     "is not stated: Keye's config class, which comes with the checkpoint, fills "
+                     "its own (4096 in Keye-VL-8B-Preview's), and the engine then windows every "
+                     "layer; state it (null for full attention)");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  if (kV15 && window != 0) {
+    return r.Invalid("sliding_window",
+                     fmt::format("is {}: whether Keye-VL 1.5's config class keeps it (the engine "
+                                 "then windows every layer) or drops it without "
+                                 "use_sliding_window was not verified; kvtopo plans only a null "
+                                 "window",
+                                 window));
+  }
+  return ReadDense(r, kKeye, m);
+}
+
+// Qwen (QWenLMHeadModel, qwen.py) refuses a config with `visual` (Qwen-VL's, hasattr) and points
+// at QwenVLForConditionalGeneration (qwen_vl.py), which builds the same decoder.
+Status ReadQwenLmHead(const ConfigReader& r, ModelDescription& m) {
+  if (r.json().contains("visual")) {
+    return r.Invalid("visual",
+                     "is set (a Qwen-VL config): the engine's QWenLMHeadModel refuses it and asks "
+                     "for --hf-overrides '{\"architectures\": "
+                     "[\"QwenVLForConditionalGeneration\"]}'; name that architecture in "
+                     "config.json to plan it");
+  }
+  return ReadDense(r, kQwenV1, m);
 }
 
 // MiniCPM3 (minicpm3.py): MLA projections, but each layer caches full keys and values per query
@@ -3092,12 +3174,23 @@ struct ArchitectureReader {
   TextModel text_model;
   Status (*read)(const ConfigReader&, ModelDescription&);
   bool draft = false;  // a draft model's config, never a multimodal model's language model
+  // What the wrapper changes in the model it builds (the engine's per-architecture hooks).
+  void (*adjust)(ModelDescription&) = nullptr;
 };
 
 Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m);
 Status ReadBagel(const ConfigReader& root, ModelDescription& m);
 template <bool kOmni>
 Status ReadMiniCpmV(const ConfigReader& r, ModelDescription& m);
+Status ReadOpenVla(const ConfigReader& root, ModelDescription& m);
+Status ReadMiDashengLm(const ConfigReader& root, ModelDescription& m);
+Status ReadGlmAsr(const ConfigReader& root, ModelDescription& m);
+Status ReadPaddleOcrVl(const ConfigReader& root, ModelDescription& m);
+Status ReadMolmo2(const ConfigReader& root, ModelDescription& m);
+Status ReadMoondream3(const ConfigReader& root, ModelDescription& m);
+Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription& m);
+void NemotronVlRules(ModelDescription& m);
+void HybridWrapperRules(ModelDescription& m);
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
@@ -3306,6 +3399,38 @@ const std::vector<ArchitectureReader>& Readers() {
       // MiniCPM-V and MiniCPM-o: the language model their version picks, over the root.
       {"MiniCPMV", TextModel::kRoot, ReadMiniCpmV<false>},
       {"MiniCPMO", TextModel::kRoot, ReadMiniCpmV<true>},
+      // Qwen-VL (qwen_vl.py: QWenLMHeadModel's decoder), Chameleon, Molmo, Molmo 2 and
+      // Moondream 3: their own Llama-like attention layers.
+      {"QwenVLForConditionalGeneration", TextModel::kRoot, ReadDenseAs<kQwenV1>},
+      {"ChameleonForConditionalGeneration", TextModel::kRoot, ReadChameleon},
+      {"MolmoForCausalLM", TextModel::kRoot, ReadMolmo},
+      {"Molmo2ForConditionalGeneration", TextModel::kRoot, ReadMolmo2},
+      {"Moondream3ForCausalLM", TextModel::kRoot, ReadMoondream3},
+      {"HfMoondream", TextModel::kRoot, ReadMoondream3},
+      // Tarsier2 (a Qwen2-VL subclass over the fork's Tarsier2Config, a Qwen2VLConfig).
+      {"Tarsier2ForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},
+      // Forced or class-built language models with their config classes' defaults.
+      {"OpenVLAForActionPrediction", TextModel::kRoot, ReadOpenVla},
+      {"MiDashengLMModel", TextModel::kRoot, ReadMiDashengLm},
+      {"GlmAsrForConditionalGeneration", TextModel::kRoot, ReadGlmAsr},
+      {"PaddleOCRVLForConditionalGeneration", TextModel::kRoot, ReadPaddleOcrVl},
+      {"KeyeForConditionalGeneration", TextModel::kRoot, ReadKeye<false>},
+      {"KeyeVL1_5ForConditionalGeneration", TextModel::kRoot, ReadKeye<true>},
+      {"MiMoV2OmniForCausalLM", TextModel::kNestedIfPresent, ReadMimoV2Flash},
+      // The registered model the nested config names (or its model type's class).
+      {"StepVLForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"UltravoxModel", TextModel::kNamedOrTyped, nullptr},
+      // Hybrid wrappers: the text model's layers without its per-architecture hooks.
+      {"NemotronH_Nano_VL_V2", TextModel::kNamedOrTyped, nullptr, false, NemotronVlRules},
+      {"NemotronH_Nano_Omni_Reasoning_V3", TextModel::kNamedOrTyped, nullptr, false,
+       HybridWrapperRules},
+      {"NemotronH_Super_Omni_Reasoning_V3", TextModel::kNamedOrTyped, nullptr, false,
+       HybridWrapperRules},
+      {"MiniCPMV4_6ForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35>, false,
+       HybridWrapperRules},
+      {"InternS2PreviewForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35Moe>,
+       false, HybridWrapperRules},
+      {"MiniMaxVL01ForConditionalGeneration", TextModel::kRoot, RefuseMiniMaxVl01},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -3336,7 +3461,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiniCPM3ForCausalLM", TextModel::kRoot, ReadMiniCpm3},
       {"OPTForCausalLM", TextModel::kRoot, ReadDenseAs<kMultiHeadOnly>},
       {"GPTNeoXForCausalLM", TextModel::kRoot, ReadDenseAs<kMultiHeadOnly>},
-      {"QWenLMHeadModel", TextModel::kRoot, ReadDenseAs<kQwenV1>},
+      {"QWenLMHeadModel", TextModel::kRoot, ReadQwenLmHead},
       {"GPT2LMHeadModel", TextModel::kRoot, ReadGpt2StyleAs<kGpt2>},
       {"GPTJForCausalLM", TextModel::kRoot, ReadGpt2StyleAs<kGptJ>},
       {"GPTBigCodeForCausalLM", TextModel::kRoot, ReadGpt2StyleAs<kGptBigCode>},
@@ -3517,6 +3642,166 @@ Status ReadMiniCpmV(const ConfigReader& r, ModelDescription& m) {
                              kOmni ? "MiniCPM-o" : "MiniCPM-V", fmt::join(names, ", ")));
 }
 
+// The text model at `key` read by `read`, or, when the config has none, an empty one (its config
+// class's defaults, which `read` fills), with the root's dtype.
+Status ReadTextModelOrDefaults(const ConfigReader& root, const char* key,
+                               Status (*read)(const ConfigReader&, ModelDescription&),
+                               ModelDescription& m) {
+  if (root.Has(key)) return ReadTextModel(root, key, read, m);
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  nlohmann::json storage;
+  return read(WithOuterDtype(ConfigReader(kEmpty, root.file(), root.Path(key)), root, storage), m);
+}
+
+// OpenVLA (openvla.py over the fork's OpenVLAConfig): the registered model text_config names,
+// which the class builds as a LlamaConfig naming LlamaForCausalLM when it names none
+// (LlamaConfig() without text_config): LlamaConfig's defaults fill what it leaves out.
+Status ReadOpenVlaText(const ConfigReader& r, ModelDescription& m) {
+  if (r.json().contains("architectures")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("architectures"));
+    if (names.empty() || names.front() != "LlamaForCausalLM") {
+      return r.Invalid("architectures",
+                       fmt::format("names [{}]: OpenVLA's config class builds a LlamaConfig, "
+                                   "which kvtopo plans as the engine's LlamaForCausalLM only",
+                                   fmt::join(names, ", ")));
+    }
+  }
+  return ReadWithClassDefaults(r, kLlamaConfigText, m);
+}
+Status ReadOpenVla(const ConfigReader& root, ModelDescription& m) {
+  return ReadTextModelOrDefaults(root, "text_config", ReadOpenVlaText, m);
+}
+
+// MiDashengLM (midashenglm.py over the fork's MiDashengLMConfig): the engine's Qwen2 model over
+// text_config, which the class builds as a Qwen2_5OmniTextConfig whatever model type it states,
+// whose defaults fill what it leaves out (3584 hidden, 28 layers, 28 heads, 4 K/V heads, 32768
+// positions; no window without use_sliding_window).
+constexpr TypedTextModel kQwen25OmniTextConfig{
+    "qwen2_5_omni_text", ReadDenseAs<kQwen2>, 3584, 28, 28, 4, 32768};
+Status ReadMiDashengLmText(const ConfigReader& r, ModelDescription& m) {
+  return ReadWithClassDefaults(r, kQwen25OmniTextConfig, m);
+}
+Status ReadMiDashengLm(const ConfigReader& root, ModelDescription& m) {
+  return ReadTextModelOrDefaults(root, "text_config", ReadMiDashengLmText, m);
+}
+
+// GLM-ASR (glmasr.py over Transformers' GlmAsrConfig): the engine's Llama model over
+// text_config, which the class builds from its own defaults overlaid by what text_config states
+// (2048 hidden, 28 layers, 16 heads, 4 K/V heads, 8192 positions; model type llama, the only one
+// planned here).
+constexpr std::array<TypedTextModel, 1> kGlmAsrTextModels = {
+    {{"llama", ReadDenseAs<kLlama>, 2048, 28, 16, 4, 8192}}};
+Status ReadGlmAsrText(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kGlmAsrTextModels, "GLM-ASR", m);
+}
+Status ReadGlmAsr(const ConfigReader& root, ModelDescription& m) {
+  return ReadTextModelOrDefaults(root, "text_config", ReadGlmAsrText, m);
+}
+
+// PaddleOCR-VL (paddleocr_vl.py): the engine's ERNIE 4.5 model (Llama's K/V layout) over the root
+// config, into which it merges text_config when there is one. Transformers' PaddleOCRVLConfig
+// builds the text model from text_config, else from the root's text fields, as a
+// PaddleOCRTextConfig, whose defaults fill what they leave out: 1024 hidden, 18 layers, 16
+// heads, 2 K/V heads (null: the heads) of 128 (null: hidden_size / heads), 131072 positions.
+constexpr TypedTextModel kPaddleOcrTextConfig{
+    "paddleocr_vl_text", ReadDenseAs<kErnie45>, 1024, 18, 16, 2, 131072};
+Status ReadPaddleOcrVlText(const ConfigReader& r, ModelDescription& m) {
+  if (!r.IsNull("num_key_value_heads")) return ReadWithClassDefaults(r, kPaddleOcrTextConfig, m);
+  nlohmann::json filled = r.json();
+  filled["num_key_value_heads"] = r.json().contains("num_attention_heads")
+                                      ? r.json()["num_attention_heads"]
+                                      : nlohmann::json(kPaddleOcrTextConfig.num_attention_heads);
+  return ReadWithClassDefaults(r.Over(filled), kPaddleOcrTextConfig, m);
+}
+Status ReadPaddleOcrVl(const ConfigReader& root, ModelDescription& m) {
+  if (root.Has("text_config")) return ReadTextModel(root, "text_config", ReadPaddleOcrVlText, m);
+  return ReadPaddleOcrVlText(root, m);
+}
+
+// Molmo 2 (molmo2.py): text_config, else llm_config, each field read without a default
+// (num_key_value_heads, head_dim, num_hidden_layers, max_position_embeddings); no window.
+constexpr DenseFamily kMolmo2{.name = "Molmo 2",
+                              .absent_kv_heads = kRequired,
+                              .absent_head_dim = kRequired,
+                              .windows = DenseWindows::kNone};
+Status ReadMolmo2(const ConfigReader& root, ModelDescription& m) {
+  const char* key =
+      root.Has("text_config") || !root.Has("llm_config") ? "text_config" : "llm_config";
+  return ReadTextModel(root, key, ReadDenseAs<kMolmo2>, m);
+}
+
+// Moondream 3 (moondream3.py over the fork's Moondream3Config): the text model sits in the root's
+// config.text: n_layers full-attention layers of dim / n_heads over n_kv_heads, max_context
+// positions (the class's defaults: 2048, 24, 32, 32, 4096); no window. The dtype is the root's.
+constexpr DenseFamily kMoondream3{
+    .name = "Moondream 3", .reads_head_dim = false, .windows = DenseWindows::kNone};
+Status ReadMoondream3(const ConfigReader& root, ModelDescription& m) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  ConfigReader config(kEmpty, root.file(), root.Path("config"));
+  if (root.Has("config")) {
+    KVTOPO_ASSIGN_OR_RETURN(config, root.Object("config"));
+  }
+  ConfigReader text(kEmpty, root.file(), config.Path("text"));
+  if (config.Has("text")) {
+    KVTOPO_ASSIGN_OR_RETURN(text, config.Object("text"));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t dim, text.IntInOr("dim", 2048, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t layers, text.IntInOr("n_layers", 24, 1, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t heads, text.IntInOr("n_heads", 32, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t kv, text.IntInOr("n_kv_heads", 32, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t length, text.IntInOr("max_context", 4096, 1, kMaxModelLen));
+  if (dim % heads != 0) {
+    return text.Invalid("dim", fmt::format("is {}, not a multiple of n_heads {}, which the head "
+                                           "size is taken from",
+                                           dim, heads));
+  }
+  if (heads % kv != 0) {
+    return text.Invalid("n_kv_heads",
+                        fmt::format("is {}, which does not divide n_heads {}", kv, heads));
+  }
+  nlohmann::json filled = {{"hidden_size", dim},
+                           {"num_hidden_layers", layers},
+                           {"num_attention_heads", heads},
+                           {"num_key_value_heads", kv},
+                           {"max_position_embeddings", length}};
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (root.Has(key)) filled[key] = root.json()[key];
+  }
+  return ReadDense(text.Over(filled), kMoondream3, m);
+}
+
+// MiniMax-VL-01 (minimax_vl_01.py) is refused: the wrapper does not declare IsHybrid, so the
+// engine skips its hybrid setup and the lightning-attention layers find no mamba block size.
+Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription&) {
+  return InvalidArgument(fmt::format(
+      "config.json '{}': MiniMaxVL01ForConditionalGeneration is not planned: the engine's wrapper "
+      "does not declare IsHybrid, so its hybrid setup never runs and the lightning-attention "
+      "layers stop at startup without a mamba block size (minimax_vl_01.py, "
+      "mamba/abstract.py); with --mamba-block-size their pages would still not be padded to the "
+      "attention page",
+      root.file()));
+}
+
+// Hybrid wrappers build their text model's layers, but the engine's hooks that key the
+// architecture string or the model class do not carry over (models/config.py's
+// MODELS_CONFIG_MAP, SupportsMambaPrefixCaching). Nemotron-H Nano VL V2 has its own hook (the
+// SSM state as text_config's mamba_ssm_cache_dtype, else float32, as NemotronH's) but no Mamba
+// prefix caching; the Nemotron-H Omni V3 models, MiniCPM-V 4.6 and Intern-S2-Preview have
+// neither, so their SSM state takes the conv state's dtype (auto). kvtopo does not plan an MTP
+// draft for them.
+void NemotronVlRules(ModelDescription& m) {
+  m.supports_mamba_prefix_caching = false;
+  m.mtp_unavailable = fmt::format(
+      "kvtopo has not verified the engine's MTP draft for the multimodal wrapper {}, and does not "
+      "plan it",
+      m.architecture);
+}
+void HybridWrapperRules(ModelDescription& m) {
+  NemotronVlRules(m);
+  m.mamba_ssm_dtype = KvCacheDtype::kAuto;
+  m.mamba_ssm_dtype_warns = false;
+}
+
 // The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for
 // the model types whose class kvtopo reads: the engine builds it for a nested text config that
 // names no architectures (vllm/config/vllm.py, with_hf_config).
@@ -3568,6 +3853,13 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
         fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,
                     m.architecture, fmt::join(SupportedArchitectures(), ", ")));
   }
+  if (m.architecture == "UltravoxModel" && root.Has("text_model_id")) {
+    // The fork's UltravoxConfig then loads that repository's config.json as the language model's
+    // and ignores text_config.
+    return root.Invalid("text_model_id",
+                        "is set: the engine builds Ultravox's language model from that "
+                        "repository's config.json and ignores text_config; plan that config");
+  }
   if (it->text_model == TextModel::kLanguageModel || it->text_model == TextModel::kNamedOrTyped) {
     const char* key =
         root.Has("text_config") || !root.Has("llm_config") ? "text_config" : "llm_config";
@@ -3612,6 +3904,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   } else {
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
   }
+  if (it->adjust != nullptr) it->adjust(m);
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;
 }

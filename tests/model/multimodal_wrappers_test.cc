@@ -314,5 +314,165 @@ TEST(MultimodalWrappers, DtypeFromTheRootFirst) {
   EXPECT_TRUE(stated_none);
 }
 
+// Models with their own decoder layers: Qwen-VL (QWenLMHeadModel's, multi-head of hidden_size /
+// heads), Chameleon (its class's defaults), Molmo (K/V heads or the heads, head_dim not read),
+// Molmo 2 (every field required) and Moondream 3 (config.text).
+TEST(MultimodalWrappers, OwnDecoderLayers) {
+  nlohmann::json qwen =
+      nlohmann::json::parse(R"({"architectures": ["QwenVLForConditionalGeneration"],
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "max_position_embeddings": 8192, "visual": {"image_size": 448}, "torch_dtype": "bfloat16"})");
+  ExpectFullLayers(qwen, 32, 32, 128, 8192);
+  qwen["architectures"] = {"QWenLMHeadModel"};
+  EXPECT_EQ(SpecsError(qwen),
+            "config.json 'config.json': field 'visual' is set (a Qwen-VL config): the engine's "
+            "QWenLMHeadModel refuses it and asks for --hf-overrides '{\"architectures\": "
+            "[\"QwenVLForConditionalGeneration\"]}'; name that architecture in config.json to plan "
+            "it");
+  // Chameleon: ChameleonConfig's 4096 hidden, 32 layers, 32 heads, 32 K/V heads, 4096 positions.
+  nlohmann::json chameleon = {{"architectures", {"ChameleonForConditionalGeneration"}},
+                              {"model_type", "chameleon"},
+                              {"torch_dtype", "bfloat16"}};
+  ExpectFullLayers(chameleon, 32, 32, 128, 4096);
+  chameleon["hidden_size"] = 8192;
+  chameleon["num_attention_heads"] = 64;
+  chameleon["num_key_value_heads"] = 8;
+  chameleon["head_dim"] = 64;  // not read
+  ExpectFullLayers(chameleon, 32, 8, 128, 4096);
+  // Molmo: a num_key_value_heads of 0 (or null) is the heads; head_dim is not read.
+  nlohmann::json molmo = Qwen2Text();
+  molmo["architectures"] = {"MolmoForCausalLM"};
+  molmo["num_key_value_heads"] = 0;
+  molmo["head_dim"] = 64;
+  ExpectFullLayers(molmo, 28, 28, 128, 32768);
+  molmo["num_key_value_heads"] = 4;
+  ExpectFullLayers(molmo, 28, 4, 128, 32768);
+  molmo.erase("max_position_embeddings");
+  EXPECT_EQ(SpecsError(molmo),
+            "config.json 'config.json': field 'max_position_embeddings' is missing");
+  // Molmo 2: text_config (else llm_config), head_dim read and required.
+  nlohmann::json molmo2 = Qwen2Text();
+  molmo2["head_dim"] = 256;
+  ExpectFullLayers(Wrapper("Molmo2ForConditionalGeneration", "llm_config", molmo2), 28, 4, 256,
+                   32768);
+  molmo2.erase("head_dim");
+  EXPECT_EQ(SpecsError(Wrapper("Molmo2ForConditionalGeneration", "text_config", molmo2)),
+            "config.json 'config.json': field 'text_config.head_dim' is missing");
+  // Moondream 3: the class's 24 layers of 2048 / 32 = 64 over 32 K/V heads, 4096 positions, and
+  // what config.text states.
+  nlohmann::json moondream = {{"architectures", {"HfMoondream"}},
+                              {"model_type", "moondream3"},
+                              {"torch_dtype", "bfloat16"}};
+  ExpectFullLayers(moondream, 24, 32, 64, 4096);
+  moondream["architectures"] = {"Moondream3ForCausalLM"};
+  moondream["config"] = {{"text", {{"n_layers", 12}, {"n_kv_heads", 8}, {"max_context", 8192}}}};
+  ExpectFullLayers(moondream, 12, 8, 64, 8192);
+  moondream["config"]["text"]["n_kv_heads"] = 5;
+  EXPECT_EQ(SpecsError(moondream),
+            "config.json 'config.json': field 'config.text.n_kv_heads' is 5, which does not "
+            "divide n_heads 32");
+}
+
+// Wrappers whose config classes build the text model with their own defaults, with or without a
+// text_config: OpenVLA (LlamaConfig), MiDashengLM (Qwen2_5OmniTextConfig), GLM-ASR (its own
+// Llama defaults), PaddleOCR-VL (PaddleOCRTextConfig, flat or nested).
+TEST(MultimodalWrappers, ConfigClassDefaults) {
+  const nlohmann::json root_only = {{"torch_dtype", "bfloat16"}};
+  nlohmann::json openvla = root_only;
+  openvla["architectures"] = {"OpenVLAForActionPrediction"};
+  ExpectFullLayers(openvla, 32, 32, 128, 2048);
+  openvla["text_config"] = {{"model_type", "llama"}, {"max_position_embeddings", 4096}};
+  ExpectFullLayers(openvla, 32, 32, 128, 4096);
+  openvla["text_config"]["architectures"] = {"MistralForCausalLM"};
+  EXPECT_EQ(SpecsError(openvla),
+            "config.json 'config.json': field 'text_config.architectures' names "
+            "[MistralForCausalLM]: OpenVLA's config class builds a LlamaConfig, which kvtopo plans "
+            "as the engine's LlamaForCausalLM only");
+  nlohmann::json dasheng = root_only;
+  dasheng["architectures"] = {"MiDashengLMModel"};
+  dasheng["text_config"] = {{"model_type", "qwen2_5_omni_text"}};
+  ExpectFullLayers(dasheng, 28, 4, 128, 32768);
+  nlohmann::json glm = root_only;
+  glm["architectures"] = {"GlmAsrForConditionalGeneration"};
+  ExpectFullLayers(glm, 28, 4, 128, 8192);
+  glm["text_config"] = {{"num_hidden_layers", 4}};
+  ExpectFullLayers(glm, 4, 4, 128, 8192);
+  glm["text_config"]["model_type"] = "qwen2";
+  EXPECT_EQ(SpecsError(glm),
+            "config.json 'config.json': field 'text_config.model_type' is 'qwen2': kvtopo plans "
+            "GLM-ASR language models of model type llama");
+  // PaddleOCR-VL: the flat hub layout and the nested one; a null num_key_value_heads is the heads.
+  nlohmann::json paddle = root_only;
+  paddle["architectures"] = {"PaddleOCRVLForConditionalGeneration"};
+  ExpectFullLayers(paddle, 18, 2, 128, 131072);
+  paddle["num_hidden_layers"] = 12;
+  paddle["num_key_value_heads"] = nullptr;
+  ExpectFullLayers(paddle, 12, 16, 128, 131072);
+  paddle["text_config"] = {{"num_key_value_heads", 4}, {"head_dim", nullptr}};
+  ExpectFullLayers(paddle, 18, 4, 64, 131072);
+}
+
+// Keye-VL: the engine's Qwen3 layers take the config's sliding_window on every layer, whatever
+// use_sliding_window says; a config that leaves it out is refused, as is a window under Keye-VL
+// 1.5 (its class not verified).
+TEST(MultimodalWrappers, KeyeWindows) {
+  nlohmann::json keye = Qwen2Text();
+  keye["architectures"] = {"KeyeForConditionalGeneration"};
+  keye["head_dim"] = 256;
+  keye["use_sliding_window"] = false;
+  keye["sliding_window"] = nullptr;
+  ExpectFullLayers(keye, 28, 4, 256, 32768);
+  keye["sliding_window"] = 4096;
+  Result<ModelCacheSpecs> specs = Specs(keye);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), 28u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(specs->layers[27].sliding_window, 4096);
+  keye["architectures"] = {"KeyeVL1_5ForConditionalGeneration"};
+  EXPECT_EQ(SpecsError(keye),
+            "config.json 'config.json': field 'sliding_window' is 4096: whether Keye-VL 1.5's "
+            "config class keeps it (the engine then windows every layer) or drops it without "
+            "use_sliding_window was not verified; kvtopo plans only a null window");
+  keye.erase("sliding_window");
+  EXPECT_EQ(SpecsError(keye),
+            "config.json 'config.json': field 'sliding_window' is not stated: Keye's config "
+            "class, which comes with the checkpoint, fills its own (4096 in Keye-VL-8B-Preview's), "
+            "and the engine then windows every layer; state it (null for full attention)");
+}
+
+// StepVL and Ultravox build the registered model text_config names (or its model type's class);
+// Ultravox's text_model_id points the engine at another config. Tarsier2 plans as Qwen2-VL, and
+// MiMo-V2 Omni as MiMo-V2-Flash.
+TEST(MultimodalWrappers, NamedWrappersTarsier2AndMimoOmni) {
+  nlohmann::json qwen3 = Qwen2Text();
+  qwen3["model_type"] = "qwen3";
+  qwen3["head_dim"] = 256;
+  ExpectFullLayers(Wrapper("StepVLForConditionalGeneration", "text_config", qwen3), 28, 4, 256,
+                   32768);
+  nlohmann::json llama = Qwen2Text();
+  llama["model_type"] = "llama";
+  nlohmann::json ultravox = Wrapper("UltravoxModel", "text_config", llama);
+  ExpectFullLayers(ultravox, 28, 4, 128, 32768);
+  ultravox["text_model_id"] = "meta-llama/Llama-3.2-1B-Instruct";
+  EXPECT_EQ(SpecsError(ultravox),
+            "config.json 'config.json': field 'text_model_id' is set: the engine builds "
+            "Ultravox's language model from that repository's config.json and ignores "
+            "text_config; plan that config");
+  ExpectFullLayers(Wrapper("Tarsier2ForConditionalGeneration", "text_config", Qwen2Text()), 28, 4,
+                   128, 32768);
+  nlohmann::json mimo = nlohmann::json::parse(R"({"architectures": ["MiMoV2OmniForCausalLM"],
+    "model_type": "mimo_v2", "torch_dtype": "bfloat16", "hidden_size": 4096,
+    "num_hidden_layers": 4, "num_attention_heads": 64, "num_key_value_heads": 4,
+    "head_dim": 192, "v_head_dim": 128, "swa_num_key_value_heads": 8, "swa_head_dim": 192,
+    "swa_v_head_dim": 128, "sliding_window_size": 128, "hybrid_layer_pattern": [0, 1, 1, 1],
+    "max_position_embeddings": 262144, "attention_chunk_size": 128})");
+  Result<ModelCacheSpecs> specs = Specs(mimo);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layers.size(), 4u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kFullAttention);
+  EXPECT_EQ(specs->layers[1].kind, CacheKind::kSlidingWindow);
+  EXPECT_EQ(specs->layers[1].sliding_window, 128);
+}
+
 }  // namespace
 }  // namespace kvtopo

@@ -2,6 +2,7 @@
 // hybrids Qwen3.5 (dense and MoE, text_config under Qwen3_5*ForConditionalGeneration) and
 // Qwen3-Next configs without the fields the embedded profile states, and the Mamba2 hybrid
 // NemotronH.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1085,6 +1086,68 @@ TEST(MambaFamilies, OlmoHybridGatedDeltaNet) {
   plan = PlanWith(olmo, launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups.back().layers, (std::vector<std::string>{"model.layers.1.self_attn"}));
+}
+
+// The multimodal wrappers of these hybrids build the same layers over text_config, without the
+// engine's hooks that key the architecture string (MODELS_CONFIG_MAP) or the model class
+// (SupportsMambaPrefixCaching): no Mamba prefix caching (align where NemotronH runs all), and,
+// but for Nemotron-H Nano VL V2's own hook, the SSM state in the conv state's bfloat16.
+TEST(HybridWrappers, KeepTheLayersButNotTheEngineHooks) {
+  // NemotronNano9B's layers in float32: 1,298 tokens hold the state; align: 16 x 82 = 1,312.
+  nlohmann::json vl = {{"architectures", {"NemotronH_Nano_VL_V2"}},
+                       {"text_config", NemotronNano9B()}};
+  auto plan = PlanWith(vl, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 8u);
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 5'316'608);
+  EXPECT_EQ(plan->groups[0].geometry.recurrent_mode(), RecurrentMode::kAlign);
+  EXPECT_EQ(plan->groups[7].geometry.block_size(), 1312);
+  // The Omni V3 models: bfloat16, 2,695,168 B, 658 tokens: 16 x 42 = 672.
+  for (const char* omni :
+       {"NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3"}) {
+    SCOPED_TRACE(omni);
+    vl["architectures"] = {omni};
+    plan = PlanWith(vl, Launch(1, 20 * kGiB));
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'695'168);
+    EXPECT_EQ(plan->groups[7].geometry.block_size(), 672);
+  }
+  // MiniCPM-V 4.6 and Intern-S2-Preview over Qwen3.5: text_config's float32 mamba_ssm_dtype is not
+  // applied (1,097,728 B, a block of 544, as with --mamba-ssm-cache-dtype bfloat16 on
+  // Qwen3.5-MoE), and naming float32 draws no warning (no hook to override).
+  for (const char* wrapper :
+       {"MiniCPMV4_6ForConditionalGeneration", "InternS2PreviewForConditionalGeneration"}) {
+    SCOPED_TRACE(wrapper);
+    nlohmann::json config = Qwen35_35B_A3B();
+    config["architectures"] = {wrapper};
+    plan = PlanWith(config, Launch(1, 20 * kGiB));
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_TRUE(plan->diagnostics.empty());
+    EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 1'097'728);
+    EXPECT_EQ(plan->groups[3].geometry.block_size(), 544);
+    LaunchConfig fp32 = Launch(1, 20 * kGiB);
+    fp32.cache.mamba_ssm_cache_dtype = KvCacheDtype::kFloat32;
+    plan = PlanWith(config, fp32);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_TRUE(plan->diagnostics.empty());
+    EXPECT_EQ(plan->groups[3].geometry.block_size(), 1056);
+    LaunchConfig mtp = Launch(1, 20 * kGiB);
+    mtp.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+    EXPECT_EQ(ConfigError(config, mtp),
+              fmt::format("--speculative-config method 'mtp': kvtopo has not verified the "
+                          "engine's MTP draft for the multimodal wrapper {}, and does not plan it",
+                          wrapper));
+  }
+  // MiniMax-VL-01's wrapper is not a hybrid to the engine: refused with the reason.
+  EXPECT_EQ(ConfigError({{"architectures", {"MiniMaxVL01ForConditionalGeneration"}},
+                         {"text_config", nlohmann::json::object()}},
+                        Launch(1, 20 * kGiB)),
+            "config.json 'config.json': MiniMaxVL01ForConditionalGeneration is not planned: the "
+            "engine's wrapper does not declare IsHybrid, so its hybrid setup never runs and the "
+            "lightning-attention layers stop at startup without a mamba block size "
+            "(minimax_vl_01.py, mamba/abstract.py); with --mamba-block-size their pages would "
+            "still not be padded to the attention page");
 }
 
 }  // namespace kvtopo
