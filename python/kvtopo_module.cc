@@ -97,7 +97,7 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
       continue;
     }
     // Python types per option: bool for switches, int for integers, int or str for byte sizes,
-    // str for text (and a dict for speculative_config).
+    // str for text (and a dict for speculative_config and hf_overrides).
     std::optional<LaunchValue> v;
     const bool is_bool = PyBool_Check(value.ptr());
     const bool is_int = PyLong_Check(value.ptr()) && !is_bool;
@@ -121,7 +121,8 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         break;
       case OptionValue::kText:
         if (is_str) v = value.cast<std::string>();
-        if (option->name == "speculative_config" && py::isinstance<py::dict>(value)) {
+        if ((option->name == "speculative_config" || option->name == "hf_overrides") &&
+            py::isinstance<py::dict>(value)) {
           v = py::module_::import("json").attr("dumps")(value).cast<std::string>();
         }
         if (option->many_values &&
@@ -133,9 +134,10 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
           }
           v = joined;
         }
-        expected = option->name == "speculative_config" ? "a dict or a JSON str"
-                   : option->many_values                ? "a list or a space-separated str"
-                                                        : "a str";
+        expected = option->name == "speculative_config" || option->name == "hf_overrides"
+                       ? "a dict or a JSON str"
+                   : option->many_values ? "a list or a space-separated str"
+                                         : "a str";
         break;
     }
     if (!v)

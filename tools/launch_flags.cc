@@ -19,6 +19,7 @@ namespace {
 
 constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
+constexpr const char* kHfOverridesKey = "--hf-overrides-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 std::string FlagNames(const LaunchOption& o) {
@@ -128,10 +129,29 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   // is not its value).
   for (auto [name, values] :
        {std::pair{kNotPlannedFlag, &f.not_planned}, std::pair{kSpeculativeKey, &f.speculative_keys},
+        std::pair{kHfOverridesKey, &f.hf_override_keys},
         std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
     app->add_option(name, *values)->group("")->allow_extra_args(false);
   }
 }
+
+namespace {
+
+// The engine parser's recursive_dict_update: objects merge into objects, lists are appended to
+// lists, anything else takes the later value.
+void MergeParsedArgument(nlohmann::json& original, const nlohmann::json& update) {
+  for (const auto& [key, value] : update.items()) {
+    if (value.is_object() && original.contains(key) && original[key].is_object()) {
+      MergeParsedArgument(original[key], value);
+    } else if (value.is_array() && original.contains(key) && original[key].is_array()) {
+      for (const nlohmann::json& item : value) original[key].push_back(item);
+    } else {
+      original[key] = value;
+    }
+  }
+}
+
+}  // namespace
 
 Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   LaunchOptions o;
@@ -176,6 +196,51 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
                *o.speculative_config, internal::JsonText(spec))});
     }
     o.speculative_config = internal::JsonText(spec);
+  }
+  if (!f.hf_override_keys.empty()) {
+    // The engine's parser builds a nested object from each --hf-overrides.A.B VALUE (A.B+ takes
+    // a comma-separated list), merges them (objects into objects, lists appended, else the
+    // later value) and appends the result after every other argument, replacing a
+    // --hf-overrides given as JSON.
+    nlohmann::json overrides = nlohmann::json::object();
+    for (const std::string& entry : f.hf_override_keys) {
+      const size_t eq = entry.find('=');
+      std::string key = entry.substr(0, eq);
+      const std::string text = eq == std::string::npos ? "" : entry.substr(eq + 1);
+      nlohmann::json value;
+      if (key.ends_with('+')) {
+        key.pop_back();
+        value = nlohmann::json::array();
+        for (size_t start = 0;;) {
+          const size_t comma = text.find(',', start);
+          value.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+      } else {
+        value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (value.is_discarded()) {
+          const Result<int64_t> n = ParseHumanInt(text, key);
+          value = n.ok() ? nlohmann::json(*n) : nlohmann::json(text);
+        }
+      }
+      for (size_t dot = key.rfind('.'); dot != std::string::npos; dot = key.rfind('.')) {
+        value = nlohmann::json{{key.substr(dot + 1), std::move(value)}};
+        key.resize(dot);
+      }
+      MergeParsedArgument(overrides, nlohmann::json{{key, std::move(value)}});
+    }
+    if (o.hf_overrides) {
+      o.diagnostics.push_back(
+          {.severity = Severity::kWarning,
+           .code = "hf-overrides-replaced",
+           .message = fmt::format(
+               "--hf-overrides {} is dropped: the engine's parser folds the --hf-overrides.KEY "
+               "arguments into a value of their own that replaces it, so the plan uses {} only; "
+               "give every key in one form",
+               *o.hf_overrides, internal::JsonText(overrides))});
+    }
+    o.hf_overrides = internal::JsonText(overrides);
   }
   o.not_planned = f.not_planned;
   for (const std::string& text : f.launch_diagnostics) {
@@ -302,6 +367,10 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
       const std::string value = attached ? *attached : take_value(i, false).value_or("");
       if (name == FlagName("speculative_config")) {
         out.push_back(fmt::format("{}={}={}", kSpeculativeKey, key, value));
+        continue;
+      }
+      if (name == FlagName("hf_overrides")) {
+        out.push_back(fmt::format("{}={}={}", kHfOverridesKey, key, value));
         continue;
       }
       const VllmFlag* flag = own_flag ? nullptr : FindVllmFlagNotPlanned(name + "." + key);

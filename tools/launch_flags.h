@@ -27,6 +27,8 @@ struct LaunchFlags {
   // --speculative-config.KEY VALUE pairs as KEY=VALUE.
   std::vector<std::string> not_planned;
   std::vector<std::string> speculative_keys;
+  // --hf-overrides.KEY[.KEY...][+] VALUE pairs as KEY=VALUE.
+  std::vector<std::string> hf_override_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

@@ -117,6 +117,9 @@ struct LaunchConfig {
   // else config.json), hf (config.json) or mistral (params.json). A draft model reads as the
   // target's.
   std::string config_format = "auto";
+  // --hf-overrides: a JSON object of config values the engine sets on the target model's config
+  // after loading it (docs/profiles.md, "--hf-overrides"); empty: none.
+  std::string hf_overrides;
   ParallelConfig parallel;
   int64_t pipeline_parallel_size = 1;  // --pipeline-parallel-size; kvtopo plans one stage
   // --dtype: the model's compute dtype, which an auto KV-cache dtype stores. Unset: auto, the

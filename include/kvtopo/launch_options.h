@@ -53,6 +53,7 @@ struct LaunchOptions {
   std::optional<std::string> performance_mode;          // balanced, interactivity, throughput
   std::optional<std::string> dtype;                     // --dtype; default "auto"
   std::optional<std::string> config_format;             // auto, hf or mistral; default auto
+  std::optional<std::string> hf_overrides;              // --hf-overrides: a JSON object
   std::optional<std::string> kv_cache_dtype;            // default "auto"
   std::optional<std::string> kv_cache_memory;           // bytes or a size ("12GiB"); default 32 GiB
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and

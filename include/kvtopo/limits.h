@@ -47,6 +47,10 @@ inline constexpr int64_t kMaxTableEntries = int64_t{1} << 28;
 // refused before it is read) and a workload file (JSON lines; about 256 bytes a request).
 inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
 inline constexpr int64_t kMaxWorkloadFileBytes = int64_t{256} << 20;
+// Arrays and objects nested in one JSON text (config.json, --speculative-config,
+// --hf-overrides): copying or writing a value recurses once per level, and a config's nested
+// text config was copied until the stack ran out.
+inline constexpr int64_t kMaxJsonDepth = 64;
 // Workload files: requests, and scheduler steps of arrival.
 inline constexpr int64_t kMaxWorkloadRequests = int64_t{1} << 20;
 inline constexpr int64_t kMaxWorkloadSteps = kMaxInt32;

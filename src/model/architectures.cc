@@ -3984,6 +3984,113 @@ Result<LoadedConfig> LoadMistralParams(const std::filesystem::path& params,
 
 bool IsModelProfileFile(std::string_view stem) { return IsModelProfile(stem); }
 
+Result<nlohmann::json> ParseHfOverrides(const std::string& text) {
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json overrides, ParseJsonText(text, "--hf-overrides"));
+  if (!overrides.is_object()) {
+    std::string shown = overrides.dump();
+    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+    return InvalidArgument(
+        fmt::format("--hf-overrides must be a JSON object of config values, got {}", shown));
+  }
+  return overrides;
+}
+
+namespace {
+
+// The config.json keys that hold a nested config (a PretrainedConfig to the engine, which merges
+// an object override into it); any other object-valued key (rope_scaling, quantization_config,
+// ...) is a plain value the override replaces.
+constexpr std::array<std::string_view, 9> kNestedConfigKeys = {
+    "text_config",  "llm_config",    "language_config", "thinker_config", "vision_config",
+    "audio_config", "talker_config", "encoder_config",  "decoder_config"};
+// Fields a config class derives others from when it is built (Qwen's sliding_window from
+// use_sliding_window and max_window_layers, Gemma's layer_types from sliding_window_pattern):
+// the engine sets an override after that, kvtopo would derive again.
+constexpr std::array<std::string_view, 4> kDerivedAtBuildKeys = {
+    "sliding_window", "use_sliding_window", "max_window_layers", "sliding_window_pattern"};
+
+// The engine's _update_nested: objects merge into objects, anything else is set.
+void UpdateNested(nlohmann::json& target, const nlohmann::json& updates) {
+  for (const auto& [key, value] : updates.items()) {
+    if (value.is_object() && target.contains(key) && target[key].is_object()) {
+      UpdateNested(target[key], value);
+    } else {
+      target[key] = value;
+    }
+  }
+}
+
+// Whether `value` (set at `path`) holds a key the plan cannot apply; names it in `why`.
+bool Unappliable(const nlohmann::json& value, const std::string& path, std::string& why) {
+  if (value.is_null()) {
+    why = fmt::format(
+        "'{}' is null, which the engine sets as None on the built config while "
+        "kvtopo would read the config class's default",
+        path);
+    return true;
+  }
+  const std::string_view leaf = std::string_view(path).substr(path.rfind('.') + 1);
+  if (std::find(kDerivedAtBuildKeys.begin(), kDerivedAtBuildKeys.end(), leaf) !=
+      kDerivedAtBuildKeys.end()) {
+    why = fmt::format(
+        "'{}' is set by the engine after its config class has derived the layer "
+        "windows from config.json's own values, which kvtopo does not model",
+        path);
+    return true;
+  }
+  if (value.is_object()) {
+    for (const auto& [key, item] : value.items()) {
+      if (Unappliable(item, path + "." + key, why)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ApplyHfOverrides(
+    const nlohmann::json& config, const std::string& file, const std::string& overrides,
+    std::vector<std::pair<std::string, std::string>>& warnings) {
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json parsed, ParseHfOverrides(overrides));
+  nlohmann::json out = config;
+  std::vector<std::string> applied;
+  auto skip = [&](const std::string& why) {
+    warnings.emplace_back("not-modelled",
+                          fmt::format("--hf-overrides: {}, so it is not applied; the plan "
+                                      "reads config.json '{}' without it",
+                                      why, file));
+  };
+  for (const auto& [key, value] : parsed.items()) {
+    std::string why;
+    if (Unappliable(value, key, why)) {
+      skip(why);
+      continue;
+    }
+    const bool nested = std::find(kNestedConfigKeys.begin(), kNestedConfigKeys.end(), key) !=
+                        kNestedConfigKeys.end();
+    if (value.is_object() && nested) {
+      if (!out.contains(key) || !out[key].is_object()) {
+        skip(
+            fmt::format("'{}' merges into the nested config the engine builds, which config.json "
+                        "does not hold as an object",
+                        key));
+        continue;
+      }
+      UpdateNested(out[key], value);
+    } else {
+      out[key] = value;
+    }
+    applied.push_back(key);
+  }
+  if (!applied.empty()) {
+    warnings.emplace_back("hf-overrides-applied",
+                          fmt::format("config.json '{}' is read with --hf-overrides {}, as the "
+                                      "engine sets them on its config",
+                                      file, fmt::join(applied, ", ")));
+  }
+  return out;
+}
+
 Status CheckConfigFormat(const std::string& config_format) {
   if (config_format != "auto" && config_format != "hf" && config_format != "mistral") {
     return InvalidArgument(fmt::format(

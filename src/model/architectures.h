@@ -164,6 +164,17 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model,
                                      const std::string& config_format = "auto");
 // --config-format: auto, hf or mistral; anything else is a usage error naming the value.
 Status CheckConfigFormat(const std::string& config_format);
+// --hf-overrides as text: a JSON object, else a usage error naming the value.
+Result<nlohmann::json> ParseHfOverrides(const std::string& text);
+// config.json with --hf-overrides applied as the engine applies them to the config it built
+// (ModelConfig: a value that is not an object is set with config.update; an object merges into
+// a nested config, else replaces the value). Keys the engine sets after its config class has
+// derived other fields from them (sliding_window, use_sliding_window, max_window_layers,
+// sliding_window_pattern), null values, and objects aimed at a nested config that config.json
+// does not hold are not applied: each adds a (code, message) warning to `warnings`.
+Result<nlohmann::json> ApplyHfOverrides(const nlohmann::json& config, const std::string& file,
+                                        const std::string& overrides,
+                                        std::vector<std::pair<std::string, std::string>>& warnings);
 // Whether an embedded file under profiles/ is a model profile (not a registry).
 bool IsModelProfileFile(std::string_view stem);
 

@@ -148,6 +148,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "engine converts it) or auto, the default: mistral for a directory holding params.json "
        "and consolidated*.safetensors, else hf",
        &LO::config_format},
+      {"hf_overrides",
+       {},
+       "",
+       V::kText,
+       "",
+       "JSON object of config values the engine sets on the model's config after loading it "
+       "(a nested config's values merge into it; keys whose value the config class derives "
+       "others from are not applied, with a warning); also --hf-overrides.KEY VALUE",
+       &LO::hf_overrides},
       {"kv_cache_dtype",
        {},
        "",
@@ -648,6 +657,11 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.config_format) {
     KVTOPO_RETURN_IF_ERROR(internal::CheckConfigFormat(*o.config_format));
     c.config_format = *o.config_format;
+  }
+  if (o.hf_overrides) {
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json overrides,
+                            internal::ParseHfOverrides(*o.hf_overrides));
+    c.hf_overrides = internal::JsonText(overrides);
   }
   auto set = [](const std::optional<int64_t>& value, int64_t& field) {
     if (value) field = *value;

@@ -672,8 +672,17 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
 
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
-  KVTOPO_ASSIGN_OR_RETURN(ModelDescription model,
-                          internal::DescribeModel(target.json, target.file));
+  // --hf-overrides reach the target's config only (a draft's config is the draft's own).
+  std::vector<std::pair<std::string, std::string>> override_notes;
+  nlohmann::json overridden;
+  if (!config.hf_overrides.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        overridden,
+        internal::ApplyHfOverrides(target.json, target.file, config.hf_overrides, override_notes));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(
+      ModelDescription model,
+      internal::DescribeModel(config.hf_overrides.empty() ? target.json : overridden, target.file));
   if (model.kind == "draft") {
     return InvalidArgument(fmt::format(
         "'{}' is a draft model; pass it as \"model\" in --speculative-config and name a target "
@@ -686,6 +695,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const int64_t N = p.decode_context_parallel_size;
 
   Builder b{config, {}, {}, {}};
+  for (const auto& [code, message] : override_notes) {
+    b.Add(code == "not-modelled" ? Severity::kWarning : Severity::kInfo, code, message);
+  }
   for (const auto& [code, message] : model.config_warnings) {
     b.Add(Severity::kWarning, code, message);
   }

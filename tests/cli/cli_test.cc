@@ -195,6 +195,27 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "kvtopo: --config-format 'gguf' is not a config format; accepted: auto, hf, "
             "mistral\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --config-format mistral").exit_code, 0);
+  // --hf-overrides is planned: a JSON object, or dotted keys folded into one (a list with KEY+),
+  // which replaces the JSON form as the engine's parser does.
+  r = RunCli("check kimi-k2.6 --hf-overrides '[1]'", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "kvtopo: --hf-overrides must be a JSON object of config values, got [1]\n");
+  r = RunCli(
+      "check kimi-k2.6 --hf-overrides '{\"max_position_embeddings\": 8192}' "
+      "--hf-overrides.architectures+ KimiK25ForConditionalGeneration --max-model-len 8192 "
+      "--json",
+      true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto diagnostics = nlohmann::json::parse(r.out)["diagnostics"];
+  ASSERT_EQ(diagnostics.size(), 2u) << r.out;
+  EXPECT_EQ(diagnostics[0]["message"],
+            "config.json 'profiles/kimi-k2.6.json' is read with --hf-overrides architectures, as "
+            "the engine sets them on its config");
+  EXPECT_EQ(diagnostics[1]["message"],
+            "--hf-overrides {\"max_position_embeddings\": 8192} is dropped: the engine's parser "
+            "folds the --hf-overrides.KEY arguments into a value of their own that replaces it, so "
+            "the plan uses {\"architectures\":[\"KimiK25ForConditionalGeneration\"]} only; give "
+            "every key in one form");
   // --kv-cache-dtype-skip-layers takes one or more values (a flag ends them), from a config
   // file's list too.
   auto layer_dtypes = [](const nlohmann::json& p) {

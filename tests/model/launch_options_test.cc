@@ -214,7 +214,7 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
   // JSON flags, and their dotted keys; other flags take none.
   for (const char* name : {"--compilation-config", "-cc", "-ac", "--kernel-config",
-                           "--kv-transfer-config", "--hf-overrides", "--reasoning-config"}) {
+                           "--kv-transfer-config", "--reasoning-config"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
   }
@@ -225,9 +225,9 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   // Flags whose effect on the cache kvtopo does not model say so.
   EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
-  for (const char* name :
-       {"--spec-method", "--spec-model", "--spec-tokens", "-sc", "--dcp-comm-backend",
-        "--enable-mamba-cache-stochastic-rounding", "--kv-cache-dtype-skip-layers"}) {
+  for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
+                           "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding",
+                           "--kv-cache-dtype-skip-layers", "--hf-overrides"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

@@ -188,6 +188,30 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(a.num_speculative_tokens, 3)
         self.assertEqual(a.to_json(), b.to_json())
 
+    def test_hf_overrides_as_dict_or_json(self):
+        # Qwen3-8B's shape: 40,960 positions; a YaRN override (factor 4 over 32,768) reaches
+        # 131,072, as the engine's --hf-overrides does.
+        qwen3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+                 "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960,
+                 "torch_dtype": "bfloat16"}
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"max-model-len-exceeds-model"):
+            kvtopo.plan(qwen3, max_model_len=131072, kv_cache_memory="20GiB")
+        yarn = {"rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                 "original_max_position_embeddings": 32768}}
+        a = kvtopo.plan(qwen3, max_model_len=131072, kv_cache_memory="20GiB", hf_overrides=yarn)
+        b = kvtopo.plan(qwen3, max_model_len=131072, kv_cache_memory="20GiB",
+                        hf_overrides=json.dumps(yarn))
+        self.assertTrue(a.accepted)
+        self.assertEqual([d.code for d in a.diagnostics], ["hf-overrides-applied"])
+        self.assertEqual(a.to_json(), b.to_json())
+        with self.assertRaisesRegex(TypeError, r"^hf_overrides must be a dict or a JSON str, got "
+                                    r"list$"):
+            kvtopo.plan(qwen3, hf_overrides=[yarn])
+        with self.assertRaisesRegex(ValueError, r"^--hf-overrides must be a JSON object of "
+                                    r"config values, got \[1\]$"):
+            kvtopo.plan(qwen3, hf_overrides="[1]")
+
     def test_skip_layers_as_a_list_or_a_str(self):
         # The engine's list: each item compared whole with a layer index, or sliding_window.
         a = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",
