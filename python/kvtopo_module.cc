@@ -46,7 +46,10 @@ struct Launch {
 
 nlohmann::json PyToJson(py::handle obj) {
   const std::string text = py::module_::import("json").attr("dumps")(obj).cast<std::string>();
-  return nlohmann::json::parse(text);
+  // json.dumps writes NaN and Infinity, which are not JSON: a ValueError naming the model.
+  Result<nlohmann::json> parsed = internal::ParseJsonText(text, "model dict");
+  ThrowIfError(parsed.status());
+  return *std::move(parsed);
 }
 
 // to_json's indent: spaces per level, -1 for one line.

@@ -151,6 +151,42 @@ void MergeParsedArgument(nlohmann::json& original, const nlohmann::json& update)
   }
 }
 
+// One JSON flag's dotted arguments, each KEY=VALUE as NormalizeVllmArgs records them, folded as
+// the engine's parser folds them (FlexibleArgumentParser.parse_args): a value is JSON when it
+// parses as such, else an integer with vLLM's suffixes ("4k"), else a string; KEY+ takes a
+// comma-separated list of strings; A.B nests; the objects then merge in order.
+nlohmann::json FoldDottedArguments(const std::vector<std::string>& entries) {
+  nlohmann::json folded = nlohmann::json::object();
+  for (const std::string& entry : entries) {
+    const size_t eq = entry.find('=');
+    std::string key = entry.substr(0, eq);
+    const std::string text = eq == std::string::npos ? "" : entry.substr(eq + 1);
+    nlohmann::json value;
+    if (key.ends_with('+')) {
+      key.pop_back();
+      value = nlohmann::json::array();
+      for (size_t start = 0;;) {
+        const size_t comma = text.find(',', start);
+        value.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else {
+      value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (value.is_discarded()) {
+        const Result<int64_t> n = ParseHumanInt(text, key);
+        value = n.ok() ? nlohmann::json(*n) : nlohmann::json(text);
+      }
+    }
+    for (size_t dot = key.rfind('.'); dot != std::string::npos; dot = key.rfind('.')) {
+      value = nlohmann::json{{key.substr(dot + 1), std::move(value)}};
+      key.resize(dot);
+    }
+    MergeParsedArgument(folded, nlohmann::json{{key, std::move(value)}});
+  }
+  return folded;
+}
+
 }  // namespace
 
 Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
@@ -168,79 +204,29 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
       KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, f.slots[i].text, source));
     }
   }
-  if (!f.speculative_keys.empty()) {
-    // The engine's parser folds the --speculative-config.KEY VALUE arguments into one JSON
-    // value and appends it after every other argument, so it replaces a --speculative-config
-    // given as JSON (argparse keeps the last value). A value is JSON when it parses as such, else
-    // an integer with vLLM's suffixes ("4k"), else a string.
-    nlohmann::json spec = nlohmann::json::object();
-    for (const std::string& entry : f.speculative_keys) {
-      const size_t eq = entry.find('=');
-      const std::string key = entry.substr(0, eq);
-      const std::string text = eq == std::string::npos ? "" : entry.substr(eq + 1);
-      nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (value.is_discarded()) {
-        const Result<int64_t> n = ParseHumanInt(text, key);
-        value = n.ok() ? nlohmann::json(*n) : nlohmann::json(text);
-      }
-      spec[key] = value;
-    }
-    if (o.speculative_config) {
+  // The engine's parser folds a JSON flag's --FLAG.KEY VALUE arguments into one value that it
+  // appends after every other argument, so it replaces the flag given as JSON (argparse keeps
+  // the later one).
+  const auto use_folded = [&](const std::vector<std::string>& entries, std::string_view flag,
+                              const char* code, std::optional<std::string>& value) {
+    const nlohmann::json folded = FoldDottedArguments(entries);
+    if (value) {
       o.diagnostics.push_back(
           {.severity = Severity::kWarning,
-           .code = "speculative-config-replaced",
-           .message = fmt::format(
-               "--speculative-config {} is dropped: the engine's parser folds the "
-               "--speculative-config.KEY arguments into a value of their own that replaces it, "
-               "so the plan uses {} only; give every key in one form",
-               *o.speculative_config, internal::JsonText(spec))});
+           .code = code,
+           .message = fmt::format("{} {} is dropped: the engine's parser folds the {}.KEY "
+                                  "arguments into a value of their own that replaces it, so the "
+                                  "plan uses {} only; give every key in one form",
+                                  flag, *value, flag, internal::JsonText(folded))});
     }
-    o.speculative_config = internal::JsonText(spec);
+    value = internal::JsonText(folded);
+  };
+  if (!f.speculative_keys.empty()) {
+    use_folded(f.speculative_keys, "--speculative-config", "speculative-config-replaced",
+               o.speculative_config);
   }
   if (!f.hf_override_keys.empty()) {
-    // The engine's parser builds a nested object from each --hf-overrides.A.B VALUE (A.B+ takes
-    // a comma-separated list), merges them (objects into objects, lists appended, else the
-    // later value) and appends the result after every other argument, replacing a
-    // --hf-overrides given as JSON.
-    nlohmann::json overrides = nlohmann::json::object();
-    for (const std::string& entry : f.hf_override_keys) {
-      const size_t eq = entry.find('=');
-      std::string key = entry.substr(0, eq);
-      const std::string text = eq == std::string::npos ? "" : entry.substr(eq + 1);
-      nlohmann::json value;
-      if (key.ends_with('+')) {
-        key.pop_back();
-        value = nlohmann::json::array();
-        for (size_t start = 0;;) {
-          const size_t comma = text.find(',', start);
-          value.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
-          if (comma == std::string::npos) break;
-          start = comma + 1;
-        }
-      } else {
-        value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-        if (value.is_discarded()) {
-          const Result<int64_t> n = ParseHumanInt(text, key);
-          value = n.ok() ? nlohmann::json(*n) : nlohmann::json(text);
-        }
-      }
-      for (size_t dot = key.rfind('.'); dot != std::string::npos; dot = key.rfind('.')) {
-        value = nlohmann::json{{key.substr(dot + 1), std::move(value)}};
-        key.resize(dot);
-      }
-      MergeParsedArgument(overrides, nlohmann::json{{key, std::move(value)}});
-    }
-    if (o.hf_overrides) {
-      o.diagnostics.push_back(
-          {.severity = Severity::kWarning,
-           .code = "hf-overrides-replaced",
-           .message = fmt::format(
-               "--hf-overrides {} is dropped: the engine's parser folds the --hf-overrides.KEY "
-               "arguments into a value of their own that replaces it, so the plan uses {} only; "
-               "give every key in one form",
-               *o.hf_overrides, internal::JsonText(overrides))});
-    }
-    o.hf_overrides = internal::JsonText(overrides);
+    use_folded(f.hf_override_keys, "--hf-overrides", "hf-overrides-replaced", o.hf_overrides);
   }
   o.not_planned = f.not_planned;
   for (const std::string& text : f.launch_diagnostics) {

@@ -164,6 +164,19 @@ class PlanTest(unittest.TestCase):
         self.assertEqual((plan.groups[0].page_size_bytes, plan.groups[0].attention_backend),
                          (16384, "TRITON_ATTN"))
 
+    def test_dict_model_that_is_not_json(self):
+        # json.dumps writes NaN, which is not JSON; nesting deeper than 64 levels is refused.
+        with self.assertRaisesRegex(ValueError, r"^model dict is not valid JSON: .*invalid literal"):
+            kvtopo.plan({"architectures": ["LlamaForCausalLM"], "x": float("nan")})
+        deep = {}
+        inner = deep
+        for _ in range(100):
+            inner["a"] = {}
+            inner = inner["a"]
+        with self.assertRaisesRegex(ValueError, r"^model dict nests arrays and objects deeper "
+                                    r"than 64 levels$"):
+            kvtopo.plan(deep)
+
     def test_options_override_the_default_launch(self):
         plan = kvtopo.plan(decode_context_parallel_size=8, kv_cache_memory="16GiB")
         self.assertEqual(plan.parallel["decode_context_parallel_size"], 8)
