@@ -3189,6 +3189,7 @@ Status ReadPaddleOcrVl(const ConfigReader& root, ModelDescription& m);
 Status ReadMolmo2(const ConfigReader& root, ModelDescription& m);
 Status ReadMoondream3(const ConfigReader& root, ModelDescription& m);
 Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription& m);
+Status RefuseDeepseekV4(const ConfigReader& root, ModelDescription& m);
 void NemotronVlRules(ModelDescription& m);
 void HybridWrapperRules(ModelDescription& m);
 
@@ -3431,6 +3432,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"InternS2PreviewForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35Moe>,
        false, HybridWrapperRules},
       {"MiniMaxVL01ForConditionalGeneration", TextModel::kRoot, RefuseMiniMaxVl01},
+      {"DeepseekV4ForCausalLM", TextModel::kRoot, RefuseDeepseekV4},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -3779,6 +3781,17 @@ Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription&) {
       "layers stop at startup without a mamba block size (minimax_vl_01.py, "
       "mamba/abstract.py); with --mamba-block-size their pages would still not be padded to the "
       "attention page",
+      root.file()));
+}
+
+// DeepSeek-V4 (the fork's vllm/models/deepseek_v4/, kv_cache_interface.py and kv_cache_utils.py's
+// _get_kv_cache_config_deepseek_v4) is refused, naming the cache kvtopo does not model.
+Status RefuseDeepseekV4(const ConfigReader& root, ModelDescription&) {
+  return InvalidArgument(fmt::format(
+      "config.json '{}': DeepseekV4ForCausalLM is not planned: kvtopo does not model its KV cache "
+      "(MLA pages of 584-byte fp8 rows compressed 4 or 128 times per layer as compress_ratios "
+      "says, a sliding-window cache on every layer, indexer and compressor-state caches with "
+      "block sizes of their own, and a pool laid out in layer tuples)",
       root.file()));
 }
 
