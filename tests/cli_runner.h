@@ -1,6 +1,7 @@
 // Runs the kvtopo binary built with the tests and captures its output and exit code.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -29,6 +30,13 @@ inline CliResult RunCli(const std::string& args, bool merge_stderr = false,
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// Expects `kvtopo ARGS` to be a usage error: exit code 2 and exactly `output` (stdout and stderr).
+inline void ExpectUsageError(const std::string& args, const std::string& output) {
+  const CliResult r = RunCli(args, /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2) << args;
+  EXPECT_EQ(r.out, output) << args;
 }
 
 }  // namespace kvtopo::testing

@@ -3190,8 +3190,8 @@ Status ReadMolmo2(const ConfigReader& root, ModelDescription& m);
 Status ReadMoondream3(const ConfigReader& root, ModelDescription& m);
 Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription& m);
 Status RefuseDeepseekV4(const ConfigReader& root, ModelDescription& m);
-void NemotronVlRules(ModelDescription& m);
-void HybridWrapperRules(ModelDescription& m);
+void WithoutClassHooks(ModelDescription& m);
+void WithoutClassOrConfigHooks(ModelDescription& m);
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
@@ -3422,15 +3422,15 @@ const std::vector<ArchitectureReader>& Readers() {
       {"StepVLForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
       {"UltravoxModel", TextModel::kNamedOrTyped, nullptr},
       // Hybrid wrappers: the text model's layers without its per-architecture hooks.
-      {"NemotronH_Nano_VL_V2", TextModel::kNamedOrTyped, nullptr, false, NemotronVlRules},
+      {"NemotronH_Nano_VL_V2", TextModel::kNamedOrTyped, nullptr, false, WithoutClassHooks},
       {"NemotronH_Nano_Omni_Reasoning_V3", TextModel::kNamedOrTyped, nullptr, false,
-       HybridWrapperRules},
+       WithoutClassOrConfigHooks},
       {"NemotronH_Super_Omni_Reasoning_V3", TextModel::kNamedOrTyped, nullptr, false,
-       HybridWrapperRules},
+       WithoutClassOrConfigHooks},
       {"MiniCPMV4_6ForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35>, false,
-       HybridWrapperRules},
+       WithoutClassOrConfigHooks},
       {"InternS2PreviewForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35Moe>,
-       false, HybridWrapperRules},
+       false, WithoutClassOrConfigHooks},
       {"MiniMaxVL01ForConditionalGeneration", TextModel::kRoot, RefuseMiniMaxVl01},
       {"DeepseekV4ForCausalLM", TextModel::kRoot, RefuseDeepseekV4},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
@@ -3802,15 +3802,15 @@ Status RefuseDeepseekV4(const ConfigReader& root, ModelDescription&) {
 // prefix caching; the Nemotron-H Omni V3 models, MiniCPM-V 4.6 and Intern-S2-Preview have
 // neither, so their SSM state takes the conv state's dtype (auto). kvtopo does not plan an MTP
 // draft for them.
-void NemotronVlRules(ModelDescription& m) {
+void WithoutClassHooks(ModelDescription& m) {
   m.supports_mamba_prefix_caching = false;
   m.mtp_unavailable = fmt::format(
       "kvtopo has not verified the engine's MTP draft for the multimodal wrapper {}, and does not "
       "plan it",
       m.architecture);
 }
-void HybridWrapperRules(ModelDescription& m) {
-  NemotronVlRules(m);
+void WithoutClassOrConfigHooks(ModelDescription& m) {
+  WithoutClassHooks(m);
   m.mamba_ssm_dtype = KvCacheDtype::kAuto;
   m.mamba_ssm_dtype_warns = false;
 }

@@ -12,6 +12,7 @@
 namespace kvtopo {
 namespace {
 
+using ::kvtopo::testing::ExpectUsageError;
 using ::kvtopo::testing::RunCli;
 
 TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
@@ -181,25 +182,20 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
   // What the engine's parser refuses stays a usage error; what its config refuses, a rejection.
   EXPECT_EQ(RunCli("check kimi-k2.6 --port.x 1").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --model kimi-k2.6").exit_code, 2);
-  r = RunCli("check kimi-k2.6 -sc '{\"num_speculative_tokens\": 1}' --spec-tokens 2", true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out,
-            "kvtopo: --spec-tokens and --speculative-config['num_speculative_tokens'] are "
-            "mutually exclusive\n");
+  ExpectUsageError("check kimi-k2.6 -sc '{\"num_speculative_tokens\": 1}' --spec-tokens 2",
+                   "kvtopo: --spec-tokens and --speculative-config['num_speculative_tokens'] are "
+                   "mutually exclusive\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --dcp-comm-backend a2a").exit_code, 1);
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8 -dcp 8 --dcp-comm-backend a2a").exit_code, 0);
   // --config-format is a planning flag now: its value is checked (usage error).
-  r = RunCli("check kimi-k2.6 --config-format gguf", true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out,
-            "kvtopo: --config-format 'gguf' is not a config format; accepted: auto, hf, "
-            "mistral\n");
+  ExpectUsageError("check kimi-k2.6 --config-format gguf",
+                   "kvtopo: --config-format 'gguf' is not a config format; accepted: auto, hf, "
+                   "mistral\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --config-format mistral").exit_code, 0);
   // --hf-overrides is planned: a JSON object, or dotted keys folded into one (a list with KEY+),
   // which replaces the JSON form as the engine's parser does.
-  r = RunCli("check kimi-k2.6 --hf-overrides '[1]'", true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "kvtopo: --hf-overrides must be a JSON object of config values, got [1]\n");
+  ExpectUsageError("check kimi-k2.6 --hf-overrides '[1]'",
+                   "kvtopo: --hf-overrides must be a JSON object of config values, got [1]\n");
   r = RunCli(
       "check kimi-k2.6 --hf-overrides '{\"max_position_embeddings\": 8192}' "
       "--hf-overrides.architectures+ KimiK25ForConditionalGeneration --max-model-len 8192 "
@@ -246,11 +242,9 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
   ASSERT_EQ(p["diagnostics"].size(), 1u) << p.dump();
   EXPECT_EQ(p["diagnostics"][0]["message"],
             "accepted, not used for planning: --gpu-memory-utilization");
-  r = RunCli("check kimi-k2.6 --max-num 4", true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out,
-            "kvtopo: ambiguous option: --max-num could match --max-num-batched-tokens, "
-            "--max-num-partial-prefills, --max-num-seqs\n");
+  ExpectUsageError("check kimi-k2.6 --max-num 4",
+                   "kvtopo: ambiguous option: --max-num could match --max-num-batched-tokens, "
+                   "--max-num-partial-prefills, --max-num-seqs\n");
 }
 
 // `--config FILE`: the file's flags come before the command line's, which win; the command
@@ -448,21 +442,17 @@ TEST(SimulateCli, PoolSizeNamesItsSource) {
   EXPECT_EQ(j["num_blocks"], 50000);
   EXPECT_EQ(j["pool_sizing"], "50000 blocks from --num-gpu-blocks-override");
   // A synthetic built-in plans its own model: other launch options are refused, not ignored.
-  r = RunCli("simulate --workload w1 -tp 4", /*merge_stderr=*/true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out,
-            "kvtopo: --tensor-parallel-size does not apply to --workload w1, which plans its own "
-            "synthetic model; pass a MODEL to run the workload on a launch of yours\n");
-  r = RunCli("simulate --num-gpu-blocks-override 500000000", /*merge_stderr=*/true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out,
-            "kvtopo: a pool of 500000000 blocks (from --num-gpu-blocks-override) is beyond the "
-            "simulator's 67108864 blocks\n");
-  r = RunCli("simulate --kv-cache-memory 1000TiB", /*merge_stderr=*/true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out,
-            "kvtopo: a pool of 414252246 blocks (from --kv-cache-memory) is beyond the "
-            "simulator's 67108864 blocks\n");
+  ExpectUsageError(
+      "simulate --workload w1 -tp 4",
+      "kvtopo: --tensor-parallel-size does not apply to --workload w1, which plans its own "
+      "synthetic model; pass a MODEL to run the workload on a launch of yours\n");
+  ExpectUsageError(
+      "simulate --num-gpu-blocks-override 500000000",
+      "kvtopo: a pool of 500000000 blocks (from --num-gpu-blocks-override) is beyond the "
+      "simulator's 67108864 blocks\n");
+  ExpectUsageError("simulate --kv-cache-memory 1000TiB",
+                   "kvtopo: a pool of 414252246 blocks (from --kv-cache-memory) is beyond the "
+                   "simulator's 67108864 blocks\n");
   // A rejected launch prints its errors: `kvtopo check` cannot plan a workload's own model.
   r = RunCli("simulate --workload w1 --num-gpu-blocks-override 1", /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, 1);
@@ -539,6 +529,7 @@ TEST(SimulateCli, WorkloadFileRuns) {
 namespace kvtopo {
 namespace {
 
+using ::kvtopo::testing::ExpectUsageError;
 using ::kvtopo::testing::RunCli;
 
 TEST(SlotsCli, JsonSchemaAndUsageErrors) {
