@@ -216,6 +216,7 @@ constexpr GeometryField kGeometryFields[] = {
     {"num_speculative_blocks", &GroupGeometry::num_speculative_blocks},
     {"sliding_window", &GroupGeometry::sliding_window},
     {"attention_chunk_size", &GroupGeometry::attention_chunk_size},
+    {"max_encoder_tokens", &GroupGeometry::max_encoder_tokens},
     {"extra_retained_tokens", &GroupGeometry::extra_retained_tokens},
 };
 
@@ -224,6 +225,7 @@ py::dict GeometryDict(const GroupGeometry& g) {
   d["kind"] = CacheKindName(g.kind());
   d["placement"] = PlacementName(g.placement());
   d["recurrent_mode"] = RecurrentModeName(g.recurrent_mode());
+  d["cross_attention"] = g.cross_attention();
   for (const GeometryField& f : kGeometryFields) d[f.name] = (g.*f.get)();
   return d;
 }
@@ -262,6 +264,7 @@ void BindPlan(py::module_& m) {
               "recurrent_mode",
               [](const GroupGeometry& g) { return RecurrentModeName(g.recurrent_mode()); })
           .def_property_readonly("interleaved_slots", &GroupGeometry::interleaved_slots)
+          .def_property_readonly("cross_attention", &GroupGeometry::cross_attention)
           .def("to_dict", &GeometryDict)
           .def("__eq__", [](const GroupGeometry& a, const GroupGeometry& b) { return a == b; })
           .def("__repr__", [](const GroupGeometry& g) {

@@ -8,7 +8,8 @@
 //   block_size          tokens per physical page on one rank (B)
 //   manager_block_size  B * dcp_shard_count: global tokens one block id covers
 //   required_columns    sharded/partial cdiv(L, B*shards); replicated cdiv(L, B);
-//                       recurrent align/all cdiv(L, B) + S, none 1 + S (never divided by N)
+//                       recurrent align/all cdiv(L, B) + S, none 1 + S (never divided by N);
+//                       cross-attention cdiv(E, B), E the encoder tokens a request may hold
 //   manager_table_width required_columns, aligned to 128 tokens when B <= 128
 //   block_table_width   manager_table_width * (B / kernel_block_size)
 //
@@ -61,6 +62,9 @@ struct GeometryOptions {
   int64_t kernel_block_size = 0;     // b; 0 means b = B. Recurrent groups always use b = B.
   // The page one block holds per layer; 0: the spec's (a uniform-type group passes its largest).
   int64_t page_size_bytes = 0;
+  // E: encoder tokens a cross-attention group holds per request (the engine's
+  // max_num_encoder_input_tokens); required, positive, for a cross-attention spec.
+  int64_t max_encoder_tokens = 0;
 };
 
 // How one rank maps positions of one group to slots (GroupGeometry::SlotLayoutFor).
@@ -101,6 +105,10 @@ class GroupGeometry {
   int64_t sliding_window() const { return sliding_window_; }
   int64_t attention_chunk_size() const { return attention_chunk_size_; }
   int64_t extra_retained_tokens() const { return extra_retained_tokens_; }
+  // A decoder cross-attention group (LayerSpec::cross_attention): its rows hold the encoder's
+  // tokens, at most max_encoder_tokens (E), whatever the sequence length.
+  bool cross_attention() const { return cross_attention_; }
+  int64_t max_encoder_tokens() const { return max_encoder_tokens_; }
   // Sharded and partial groups map slots by the interleaved ownership rule; the others are
   // local on every rank.
   bool interleaved_slots() const {
@@ -109,7 +117,8 @@ class GroupGeometry {
 
   // Row columns a request needs after `num_tokens` scheduled tokens: attention
   // cdiv(n, manager_block_size); recurrent align/all cdiv(n, B) + S (the checkpoint of the last
-  // full block sits in column cdiv(n, B) - 1, S speculative columns follow it); none 1 + S.
+  // full block sits in column cdiv(n, B) - 1, S speculative columns follow it); none 1 + S;
+  // cross-attention cdiv(E, B), the most its row holds.
   int64_t ColumnsFor(int64_t num_tokens) const;
   // The block manager's per-step arithmetic, for num_tokens >= 0: manager blocks covering
   // num_tokens, cdiv(n, manager_block_size), and whole manager blocks in them,
@@ -134,7 +143,8 @@ class GroupGeometry {
   // Pages one request of `max_len` tokens holds on one rank (max_pages_per_request at L):
   //   full / MLA cdiv(max_len, B * shards); sliding window cdiv(min(W - 1 + extra + T, L), B) + 1;
   //   chunked local cdiv(min(chunk + T, L), B); recurrent none 1 + S, align 2 + S,
-  //   all cdiv(L, B) + S (T: max_tokens_in_flight). Saturates instead of overflowing.
+  //   all cdiv(L, B) + S (T: max_tokens_in_flight); cross-attention cdiv(E, B) whatever
+  //   max_len. Saturates instead of overflowing.
   int64_t PagesForLength(int64_t max_len) const;
   // The same with another bound on tokens in flight (a driver scheduling a smaller budget).
   int64_t PagesForLength(int64_t max_len, int64_t max_tokens_in_flight) const;
@@ -188,6 +198,8 @@ class GroupGeometry {
   int64_t sliding_window_ = 0;
   int64_t attention_chunk_size_ = 0;
   int64_t extra_retained_tokens_ = 0;
+  bool cross_attention_ = false;
+  int64_t max_encoder_tokens_ = 0;
 };
 
 // Token-position shards of `spec` under DCP size `dcp_size`, validating its DcpLayout.

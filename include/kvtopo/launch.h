@@ -196,6 +196,11 @@ struct ModelCacheSpecs {
   // Prefix caching as the launch runs it: --[no-]enable-prefix-caching, else the engine's default
   // for the model (off for a hybrid model with recurrent layers).
   bool enable_prefix_caching = true;
+  // An encoder-decoder model's encoder tokens per request (Whisper: max_source_positions, its
+  // audio padded to 30 s): what one request's encoder input holds in the cross-attention groups,
+  // which the engine sizes for max_num_batched_tokens (GroupGeometry::max_encoder_tokens) and
+  // kvtopo simulate allocates. 0: no cross-attention layers.
+  int64_t encoder_tokens_per_request = 0;
 };
 
 }  // namespace kvtopo

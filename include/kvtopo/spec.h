@@ -104,10 +104,17 @@ struct LayerSpec {
   // The backend re-computes the last cached block (EAGLE-style "volatile last block").
   bool volatile_last_block = false;
   bool causal = true;
+  // An encoder-decoder model's decoder cross-attention layer (kind kFullAttention): it caches the
+  // encoder's output, cdiv(max_num_encoder_input_tokens, B) pages per request (the engine's
+  // CrossAttentionSpec), allocated once when the encoder input is scheduled.
+  bool cross_attention = false;
   std::string attention_backend;  // registry name, e.g. "B12X_MLA"; empty for recurrent
 
   bool operator==(const LayerSpec&) const = default;
 };
+
+// The layer's cache kind as reports name it: CacheKindName, or "cross_attention".
+std::string_view SpecKindName(const LayerSpec& spec);
 
 // Page size before padding and after it. Errors: non-positive sizes, overflow.
 Result<int64_t> RealPageSizeBytes(const LayerSpec& spec);

@@ -3188,8 +3188,7 @@ Status ReadGlmAsr(const ConfigReader& root, ModelDescription& m);
 Status ReadPaddleOcrVl(const ConfigReader& root, ModelDescription& m);
 Status ReadMolmo2(const ConfigReader& root, ModelDescription& m);
 Status ReadMoondream3(const ConfigReader& root, ModelDescription& m);
-Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription& m);
-Status RefuseDeepseekV4(const ConfigReader& root, ModelDescription& m);
+Status ReadWhisper(const ConfigReader& r, ModelDescription& m);
 void WithoutClassHooks(ModelDescription& m);
 void WithoutClassOrConfigHooks(ModelDescription& m);
 
@@ -3410,6 +3409,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"HfMoondream", TextModel::kRoot, ReadMoondream3},
       // Tarsier2 (a Qwen2-VL subclass over the fork's Tarsier2Config, a Qwen2VLConfig).
       {"Tarsier2ForConditionalGeneration", TextModel::kNestedIfPresent, ReadDenseAs<kQwen2>},
+      {"WhisperForConditionalGeneration", TextModel::kRoot, ReadWhisper},
       // Forced or class-built language models with their config classes' defaults.
       {"OpenVLAForActionPrediction", TextModel::kRoot, ReadOpenVla},
       {"MiDashengLMModel", TextModel::kRoot, ReadMiDashengLm},
@@ -3431,8 +3431,6 @@ const std::vector<ArchitectureReader>& Readers() {
        WithoutClassOrConfigHooks},
       {"InternS2PreviewForConditionalGeneration", TextModel::kNested, ReadGdnHybridAs<kQwen35Moe>,
        false, WithoutClassOrConfigHooks},
-      {"MiniMaxVL01ForConditionalGeneration", TextModel::kRoot, RefuseMiniMaxVl01},
-      {"DeepseekV4ForCausalLM", TextModel::kRoot, RefuseDeepseekV4},
       {"Glm4ForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4>},
       {"Glm4MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kGlm4Moe>},
       {"Olmo2ForCausalLM", TextModel::kRoot, ReadDenseAs<kOlmo2>},
@@ -3657,21 +3655,22 @@ Status ReadTextModelOrDefaults(const ConfigReader& root, const char* key,
 
 // OpenVLA (openvla.py over the fork's OpenVLAConfig): the registered model text_config names,
 // which the class builds as a LlamaConfig naming LlamaForCausalLM when it names none
-// (LlamaConfig() without text_config): LlamaConfig's defaults fill what it leaves out.
-Status ReadOpenVlaText(const ConfigReader& r, ModelDescription& m) {
+// (LlamaConfig() without text_config): LlamaConfig's defaults fill what it leaves out. Ultravox's
+// class does the same when text_config states no model type (UltravoxBuildsLlamaConfig).
+Status ReadLlamaConfigText(const ConfigReader& r, ModelDescription& m) {
   if (r.json().contains("architectures")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("architectures"));
     if (names.empty() || names.front() != "LlamaForCausalLM") {
       return r.Invalid("architectures",
-                       fmt::format("names [{}]: OpenVLA's config class builds a LlamaConfig, "
-                                   "which kvtopo plans as the engine's LlamaForCausalLM only",
-                                   fmt::join(names, ", ")));
+                       fmt::format("names [{}]: {}'s config class builds a LlamaConfig, which "
+                                   "kvtopo plans as the engine's LlamaForCausalLM only",
+                                   fmt::join(names, ", "), m.architecture));
     }
   }
   return ReadWithClassDefaults(r, kLlamaConfigText, m);
 }
 Status ReadOpenVla(const ConfigReader& root, ModelDescription& m) {
-  return ReadTextModelOrDefaults(root, "text_config", ReadOpenVlaText, m);
+  return ReadTextModelOrDefaults(root, "text_config", ReadLlamaConfigText, m);
 }
 
 // MiDashengLM (midashenglm.py over the fork's MiDashengLMConfig): the engine's Qwen2 model over
@@ -3772,28 +3771,81 @@ Status ReadMoondream3(const ConfigReader& root, ModelDescription& m) {
   return ReadDense(text.Over(filled), kMoondream3, m);
 }
 
-// MiniMax-VL-01 (minimax_vl_01.py) is refused: the wrapper does not declare IsHybrid, so the
-// engine skips its hybrid setup and the lightning-attention layers find no mamba block size.
-Status RefuseMiniMaxVl01(const ConfigReader& root, ModelDescription&) {
-  return InvalidArgument(fmt::format(
-      "config.json '{}': MiniMaxVL01ForConditionalGeneration is not planned: the engine's wrapper "
-      "does not declare IsHybrid, so its hybrid setup never runs and the lightning-attention "
-      "layers stop at startup without a mamba block size (minimax_vl_01.py, "
-      "mamba/abstract.py); with --mamba-block-size their pages would still not be padded to the "
-      "attention page",
-      root.file()));
+// Whisper (whisper.py over Transformers' WhisperConfig): an encoder-decoder model whose encoder
+// keeps no KV cache. Each of its decoder_layers decoder layers caches self-attention (full
+// attention) and cross-attention over the encoder's output, both decoder_attention_heads K/V
+// heads (multi-head; TP must divide them) of d_model / decoder_attention_heads. The length is
+// max_target_positions, one of the engine's length keys. WhisperConfig's defaults: d_model 384,
+// 4 decoder layers of 6 heads, 448 target positions; it has no max_position_embeddings.
+Status ReadWhisper(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadDtype(r, m));
+  nlohmann::json filled = r.json();
+  if (!filled.contains("max_target_positions")) filled["max_target_positions"] = 448;
+  KVTOPO_RETURN_IF_ERROR(ReadMaxLength(r.Over(filled), m, kAnyLengthField));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, r.IntInOr("d_model", 384, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t num_layers, r.IntInOr("decoder_layers", 4, 1, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t heads,
+                          r.IntInOr("decoder_attention_heads", 6, 1, kMaxModelDim));
+  if (hidden % heads != 0) {
+    return r.Invalid("d_model", fmt::format("is {}, which decoder_attention_heads {} does not "
+                                            "divide (the engine raises)",
+                                            hidden, heads));
+  }
+  m.num_attention_heads = heads;
+  m.num_kv_heads_total = heads;
+  m.kv_heads_split_only = true;  // WhisperAttention asserts heads % TP == 0
+  // The audio is padded to 30 s: max_source_positions encoder tokens (1500 by default) per input.
+  KVTOPO_ASSIGN_OR_RETURN(m.encoder_tokens,
+                          r.IntInOr("max_source_positions", 1500, 1, kMaxModelLen));
+  for (int64_t i = 0; i < num_layers; ++i) {
+    for (const bool cross : {false, true}) {
+      m.layers.push_back(RawLayer{.name = fmt::format("model.decoder.layers.{}.{}", i,
+                                                      cross ? "encoder_attn" : "self_attn"),
+                                  .type = LayerType::kAttention,
+                                  .num_kv_heads_total = heads,
+                                  .head_size = hidden / heads,
+                                  .head_size_v = hidden / heads,
+                                  .cross_attention = cross});
+    }
+  }
+  return Status::Ok();
 }
 
-// DeepSeek-V4 (the fork's vllm/models/deepseek_v4/, kv_cache_interface.py and kv_cache_utils.py's
-// _get_kv_cache_config_deepseek_v4) is refused, naming the cache kvtopo does not model.
-Status RefuseDeepseekV4(const ConfigReader& root, ModelDescription&) {
-  return InvalidArgument(fmt::format(
-      "config.json '{}': DeepseekV4ForCausalLM is not planned: kvtopo does not model its KV cache "
-      "(MLA pages of 584-byte fp8 rows compressed 4 or 128 times per layer as compress_ratios "
-      "says, a sliding-window cache on every layer, indexer and compressor-state caches with "
-      "block sizes of their own, and a pool laid out in layer tuples)",
-      root.file()));
-}
+// Architectures the engine registers that kvtopo refuses, each with what it does not model.
+struct Refusal {
+  const char* architecture;
+  const char* reason;
+};
+// Encoder-decoder models (whisper.py, cohere_asr.py, nemotron_parse.py, fireredlid.py; the
+// fork's kv_cache_interface.py CrossAttentionSpec, single_type_kv_cache_manager.py
+// CrossAttentionManager, the scheduler's num_encoder_tokens).
+constexpr const char* kEncoderDecoder =
+    "it is an encoder-decoder model, whose decoder's cross-attention layers keep the encoder's "
+    "K/V in a cache group of their own (the engine's CrossAttentionSpec: "
+    "cdiv(max_num_encoder_input_tokens, block_size) pages per layer, allocated when the encoder "
+    "input is scheduled and never prefix-cached), which kvtopo does not model";
+constexpr Refusal kRefusals[] = {
+    // minimax_vl_01.py, mamba/abstract.py
+    {"MiniMaxVL01ForConditionalGeneration",
+     "the engine's wrapper does not declare IsHybrid, so its hybrid setup never runs and the "
+     "lightning-attention layers stop at startup without a mamba block size (minimax_vl_01.py, "
+     "mamba/abstract.py); with --mamba-block-size their pages would still not be padded to the "
+     "attention page"},
+    // The fork's vllm/models/deepseek_v4/, kv_cache_interface.py and kv_cache_utils.py's
+    // _get_kv_cache_config_deepseek_v4.
+    {"DeepseekV4ForCausalLM",
+     "kvtopo does not model its KV cache (MLA pages of 584-byte fp8 rows compressed 4 or 128 "
+     "times per layer as compress_ratios says, a sliding-window cache on every layer, indexer "
+     "and compressor-state caches with block sizes of their own, and a pool laid out in layer "
+     "tuples)"},
+    {"CohereAsrForConditionalGeneration", kEncoderDecoder},
+    {"NemotronParseForConditionalGeneration", kEncoderDecoder},
+    {"FireRedLIDForConditionalGeneration", kEncoderDecoder},
+    // voxtral_realtime.py over whisper_causal.py
+    {"VoxtralRealtimeGeneration",
+     "its causal audio encoder keeps a paged sliding-window cache pooled over downsample_factor "
+     "blocks (whisper_causal.py), which kvtopo does not model"},
+};
 
 // Hybrid wrappers build their text model's layers, but the engine's hooks that key the
 // architecture string or the model class do not carry over (models/config.py's
@@ -3835,6 +3887,19 @@ constexpr std::array<std::pair<std::string_view, const char*>, 14> kCausalLmForT
     {"phi3", "Phi3ForCausalLM"},
 }};
 
+// UltravoxConfig (the fork's ultravox.py config) builds its language model's config as
+// CONFIG_MAPPING[text_config.get("model_type", "llama")](**(text_config or {})): without a
+// text_config, or with one that names neither architectures nor another model type, the engine
+// builds LlamaForCausalLM over LlamaConfig's defaults for what it leaves out.
+bool UltravoxBuildsLlamaConfig(const ConfigReader& root, std::string_view architecture) {
+  if (architecture != "UltravoxModel") return false;
+  if (!root.Has("text_config")) return true;
+  const nlohmann::json& text = root.json()["text_config"];
+  if (!text.is_object() || text.contains("architectures")) return false;
+  const auto type = text.find("model_type");
+  return type == text.end() || *type == "llama";
+}
+
 }  // namespace
 
 const std::vector<std::string>& SupportedArchitectures() {
@@ -3857,6 +3922,12 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   m.file = file;
   m.architecture = archs.front();
   KVTOPO_ASSIGN_OR_RETURN(m.model_type, root.StringOr("model_type", ""));
+  for (const Refusal& refusal : kRefusals) {
+    if (m.architecture == refusal.architecture) {
+      return InvalidArgument(fmt::format("config.json '{}': {} is not planned: {}", file,
+                                         m.architecture, refusal.reason));
+    }
+  }
   const auto& readers = Readers();
   auto it = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
     return m.architecture == r.architecture;
@@ -3873,7 +3944,10 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                         "is set: the engine builds Ultravox's language model from that "
                         "repository's config.json and ignores text_config; plan that config");
   }
-  if (it->text_model == TextModel::kLanguageModel || it->text_model == TextModel::kNamedOrTyped) {
+  if (UltravoxBuildsLlamaConfig(root, m.architecture)) {
+    KVTOPO_RETURN_IF_ERROR(ReadTextModelOrDefaults(root, "text_config", ReadLlamaConfigText, m));
+  } else if (it->text_model == TextModel::kLanguageModel ||
+             it->text_model == TextModel::kNamedOrTyped) {
     const char* key =
         root.Has("text_config") || !root.Has("llm_config") ? "text_config" : "llm_config";
     KVTOPO_ASSIGN_OR_RETURN(ConfigReader text, root.Object(key));

@@ -46,6 +46,8 @@ struct RawLayer {
   int64_t sliding_window = 0;
   // The model gives the layer its window itself: --disable-sliding-window leaves it windowed.
   bool keeps_window = false;
+  // Decoder cross-attention over an encoder-decoder model's encoder output (kAttention).
+  bool cross_attention = false;
   int64_t attention_chunk_size = 0;  // chunked local
   int64_t mla_rope_dim = 0;          // MLA: qk_rope_head_dim, the RoPE part of head_size
   // MLA: a sparse-indexer key kept after the MLA page's rows instead of in a cache of its own
@@ -69,6 +71,8 @@ struct ModelDescription {
   // the checkpoint's weights, or float32 without them; `dtype` is float32.
   bool dtype_stated = true;
   int64_t max_position_embeddings = 0;
+  // Encoder-decoder models: the encoder's tokens per input (ModelCacheSpecs).
+  int64_t encoder_tokens = 0;
   // The length before RoPE scaling: the smallest length field the config states, or its
   // model_max_length (ReadMaxLength).
   int64_t length_base = 0;

@@ -152,6 +152,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       s.head_size_v = raw.head_size_v;
       s.sliding_window = raw.sliding_window;
       s.attention_chunk_size = raw.attention_chunk_size;
+      s.cross_attention = raw.cross_attention;
       break;
     case LayerType::kKda:
     case LayerType::kGdn:
@@ -426,18 +427,19 @@ void CheckTensorParallelHeads(const ModelDescription& m, const std::string& whos
 // SchedulerConfig.verify_max_model_len): a defaulted --max-num-batched-tokens is at most
 // --max-num-seqs x the length and, without chunked prefill, at least the length (a prompt is
 // scheduled whole); a given one below the length without chunked prefill, or below
-// --max-num-seqs, is refused.
-void ResolveStepLimits(const LaunchConfig& config, Builder& b) {
+// --max-num-seqs, is refused. `chunked_prefill`: whether the engine runs chunked prefill (never
+// for an encoder-decoder model: SchedulerConfig.__post_init__ turns it off).
+void ResolveStepLimits(const LaunchConfig& config, bool chunked_prefill, Builder& b) {
   const CacheOptions& cache = config.cache;
   const int64_t L = b.out.max_model_len;
   // Non-positive values are refused where they are used, naming the flag.
   if (cache.max_num_batched_tokens <= 0 || cache.max_num_seqs <= 0) return;
   int64_t batched = cache.max_num_batched_tokens;
   if (!config.max_num_batched_tokens_given) {
-    if (!config.enable_chunked_prefill) batched = std::max(batched, L);
+    if (!chunked_prefill) batched = std::max(batched, L);
     if (batched / cache.max_num_seqs >= L) batched = cache.max_num_seqs * L;  // no overflow
     if (batched != cache.max_num_batched_tokens) b.out.max_num_batched_tokens = batched;
-  } else if (!config.enable_chunked_prefill && batched < L) {
+  } else if (!chunked_prefill && batched < L) {
     b.Error("max-num-batched-tokens",
             fmt::format("--max-num-batched-tokens {} is below --max-model-len {} with chunked "
                         "prefill off: a prompt is scheduled whole, so the engine refuses it; "
@@ -741,7 +743,26 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                   "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a model known to extrapolate");
     }
   }
-  ResolveStepLimits(config, b);
+  // An encoder-decoder model (decoder cross-attention layers): the engine turns chunked prefill
+  // off and leaves prefix caching off (ModelConfig.is_prefix_caching_supported is false for
+  // attention type encoder_decoder).
+  const bool encoder_decoder = std::any_of(model.layers.begin(), model.layers.end(),
+                                           [](const RawLayer& l) { return l.cross_attention; });
+  ResolveStepLimits(config, config.enable_chunked_prefill && !encoder_decoder, b);
+  b.out.encoder_tokens_per_request = model.encoder_tokens;
+  if (encoder_decoder) {
+    // The engine schedules an encoder input whole (disable_chunked_mm_input) and refuses a step
+    // budget below its tokens (compute_mm_encoder_budget).
+    const int64_t batched = b.out.max_num_batched_tokens > 0 ? b.out.max_num_batched_tokens
+                                                             : cache.max_num_batched_tokens;
+    if (batched > 0 && batched < model.encoder_tokens) {
+      b.Error("max-num-batched-tokens",
+              fmt::format("--max-num-batched-tokens {} is below the {} encoder tokens of one "
+                          "input of {}: the engine schedules an encoder input whole and refuses "
+                          "the launch; raise --max-num-batched-tokens to at least {}",
+                          batched, model.encoder_tokens, model.architecture, model.encoder_tokens));
+    }
+  }
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
@@ -794,6 +815,13 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         spec->method));
   }
   const bool eagle_style = method_row && method_row->eagle_style;
+  if (spec && encoder_decoder) {
+    b.Error("speculative-encoder-decoder",
+            fmt::format("--speculative-config method '{}' with the encoder-decoder model {}: "
+                        "kvtopo has not verified the engine's drafting over cross-attention "
+                        "caches and does not plan it; drop --speculative-config",
+                        spec->method, model.architecture));
+  }
 
   // The hybrid KV cache manager (vLLM's VllmConfig rules): the engine turns it off for chunked
   // local attention (Llama 4) when VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is 0 (its
@@ -849,8 +877,22 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   // The engine leaves prefix caching off by default for hybrid and attention-free models
   // (ModelConfig.is_prefix_caching_supported: "the feature is still experimental").
-  const bool caching = cache.enable_prefix_caching.value_or(!has_recurrent);
+  const bool caching = cache.enable_prefix_caching.value_or(!has_recurrent && !encoder_decoder);
   b.out.enable_prefix_caching = caching;
+  if (encoder_decoder && !cache.enable_prefix_caching) {
+    b.Add(Severity::kInfo, "prefix-caching-default-off",
+          fmt::format("{} is an encoder-decoder model, for which the engine leaves prefix "
+                      "caching off",
+                      model.architecture));
+  }
+  if (encoder_decoder && caching) {
+    b.Error("enable-prefix-caching",
+            fmt::format("--enable-prefix-caching with the encoder-decoder model {}: the engine's "
+                        "cross-attention manager keeps no prefix cache (its first lookup raises "
+                        "NotImplementedError), and the engine leaves prefix caching off for "
+                        "these models; drop --enable-prefix-caching",
+                        model.architecture));
+  }
   const char* const kind = attention_free ? "an attention-free" : "a hybrid";
   if (!cache.enable_prefix_caching && has_recurrent) {
     b.Add(Severity::kInfo, "prefix-caching-default-off",

@@ -36,7 +36,7 @@ std::string FormatBytes(int64_t bytes) {
 namespace {
 
 std::string GroupKindLabel(const PlannedGroup& g) {
-  std::string kind(CacheKindName(g.spec.kind));
+  std::string kind(SpecKindName(g.spec));
   if (g.spec.kind == CacheKind::kRecurrent) {
     kind += fmt::format("/{}", RecurrentModeName(g.spec.recurrent_mode));
   }
@@ -83,7 +83,7 @@ nlohmann::json PlanToJson(const Plan& plan) {
     json layer_pages = g.layer_page_bytes;
     groups.push_back({
         {"id", g.id.value()},
-        {"kind", std::string(CacheKindName(g.spec.kind))},
+        {"kind", std::string(SpecKindName(g.spec))},
         {"role", std::string(RoleName(g.role))},
         {"placement", std::string(PlacementName(geo.placement()))},
         {"dcp_shard_count", geo.dcp_shard_count()},
@@ -119,7 +119,7 @@ nlohmann::json PlanToJson(const Plan& plan) {
       layers.push_back({{"name", l.name},
                         {"group", g.id.value()},
                         {"role", std::string(RoleName(l.role))},
-                        {"kind", std::string(CacheKindName(l.kind))},
+                        {"kind", std::string(SpecKindName(l))},
                         {"kv_cache_dtype", LayerDtypeName(l)},
                         {"model_dtype", std::string(ElementTypeName(l.model_dtype))},
                         {"attention_backend", l.attention_backend},
@@ -331,7 +331,7 @@ std::string RenderPlanSvg(const Plan& plan) {
     const int y = kTop + static_cast<int>(r) * kRowH;
     const int x0 = kLeft + kLabelW;
     s += fmt::format("<text x=\"{}\" y=\"{}\">g{} {} {} B={} x{} ({} layers)</text>\n", kLeft,
-                     y + kRowH / 2, g.id.value(), Escape(std::string(CacheKindName(g.spec.kind))),
+                     y + kRowH / 2, g.id.value(), Escape(std::string(SpecKindName(g.spec))),
                      RoleName(g.role), g.geometry.block_size(), g.geometry.dcp_shard_count(),
                      g.layers.size());
     s += fmt::format(

@@ -85,9 +85,11 @@ bool SameSpec(const LayerSpec& a, const LayerSpec& b) {
   return x == b;
 }
 
-enum class TypeClass { kFull, kWindow, kChunked, kRecurrent };
+enum class TypeClass { kFull, kWindow, kChunked, kRecurrent, kCross };
 
 TypeClass ClassOf(const LayerSpec& s) {
+  // The engine's CrossAttentionSpec is a type of its own: never one group with full attention.
+  if (s.cross_attention) return TypeClass::kCross;
   switch (s.kind) {
     case CacheKind::kFullAttention:
     case CacheKind::kMla:
@@ -113,6 +115,7 @@ bool IsUniformType(const std::vector<LayerSpec>& layers) {
     }
     switch (ClassOf(f)) {
       case TypeClass::kFull:
+      case TypeClass::kCross:
         break;
       case TypeClass::kWindow:
         if (s.kind != f.kind || s.sliding_window != f.sliding_window ||
@@ -370,7 +373,7 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
                     "every layer as one type with one block size, but layer '{}' is {} with "
                     "block {} and layer '{}' is {} with block {}: the engine refuses the launch "
                     "(it fails to convert the KV cache specs to one unified type); {}",
-                    why, f.name, CacheKindName(f.kind), f.block_size, s.name, CacheKindName(s.kind),
+                    why, f.name, SpecKindName(f), f.block_size, s.name, SpecKindName(s),
                     s.block_size,
                     why.find("--disable-hybrid-kv-cache-manager") != std::string::npos
                         ? "drop --disable-hybrid-kv-cache-manager"
@@ -486,7 +489,10 @@ Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
         .kernel_block_size = kernel_block,
         .page_size_bytes =
             g.uniform_type ? *std::max_element(g.layer_page_bytes.begin(), g.layer_page_bytes.end())
-                           : 0};
+                           : 0,
+        // The engine sizes cross-attention by scheduler_config.max_num_encoder_input_tokens, which
+        // is max_num_batched_tokens when the KV cache is sized (SchedulerConfig.__post_init__).
+        .max_encoder_tokens = inputs_.cache.max_num_batched_tokens};
     auto geometry = ComputeGroupGeometry(g.spec, inputs_.parallel, options);
     if (!geometry.ok()) {
       if (geometry.status().code() != StatusCode::kRejected) return geometry.status();
@@ -819,12 +825,20 @@ Result<Plan> Planner::Run() {
                           ? fmt::format("; the largest --max-model-len that fits is {}",
                                         plan.max_model_len_that_fits)
                           : "; not even a 1-token request fits";
+    // Cross-attention groups hold pages for max_num_batched_tokens encoder tokens whatever the
+    // length (GroupGeometry::max_encoder_tokens).
+    const bool cross = std::any_of(plan.groups.begin(), plan.groups.end(),
+                                   [](const auto& g) { return g.geometry.cross_attention(); });
     diagnostics_.push_back(Error(
         "kv-cache-memory",
         fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more than "
                     "the {} B the pool holds besides its null block{}; raise {} or lower "
-                    "--max-model-len",
-                    specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit, pool_flag)));
+                    "--max-model-len{}",
+                    specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit, pool_flag,
+                    cross ? fmt::format(" or --max-num-batched-tokens (the cross-attention groups "
+                                        "hold pages for its {} encoder tokens per request)",
+                                        inputs_.cache.max_num_batched_tokens)
+                          : "")));
   }
   // Block tables live beside the KV cache, but a launch whose tables alone outgrow the cache's
   // budget is a mistake in --max-num-seqs or --max-model-len, not a plan to report as running.

@@ -75,7 +75,8 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
                    .recurrent_mode = lg.mamba_cache_mode,
                    .num_speculative_blocks = lg.num_speculative_blocks,
                    .dcp = {.replicated = lg.replicated, .kv_shard_count = lg.kv_shard_count},
-                   .volatile_last_block = lg.volatile_last_block};
+                   .volatile_last_block = lg.volatile_last_block,
+                   .cross_attention = lg.cross_attention};
     if (lg.kind == CacheKind::kRecurrent) spec.state = {{{1}, ElementType::kBfloat16}};
     Result<GroupGeometry> geometry =
         ComputeGroupGeometry(spec, parallel,
@@ -84,7 +85,9 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
                               .max_tokens_in_flight = layout.max_num_batched_tokens,
                               .kernel_block_size = lg.kernel_block_size,
                               // The page size is given, not derived from head shapes.
-                              .page_size_bytes = lg.page_size_bytes});
+                              .page_size_bytes = lg.page_size_bytes,
+                              // The engine's max_num_encoder_input_tokens.
+                              .max_encoder_tokens = layout.max_num_batched_tokens});
     if (!geometry.ok()) {
       return Status(geometry.status().code(),
                     fmt::format("cache layout group {}: {}", i, geometry.status().message()));

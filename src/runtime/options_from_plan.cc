@@ -33,6 +33,7 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromPlan(
   for (const PlannedGroup& g : plan.groups) {
     options.groups.push_back({.geometry = g.geometry,
                               .volatile_last_block = g.spec.volatile_last_block,
+                              .cross_attention = g.spec.cross_attention,
                               .layer_names = g.layers});
   }
   return options;

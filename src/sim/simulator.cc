@@ -91,6 +91,9 @@ class Simulator {
   int64_t align_block_ = 0;  // recurrent align checkpoint cadence, 0 when none
   int64_t lookahead_ = 0;
   int64_t spec_tokens_ = 0;
+  // Encoder tokens a request's admission allocates in the cross-attention groups (the model's
+  // per input, at most the groups' bound); 0 without them.
+  int64_t encoder_tokens_ = 0;
   int64_t chunk_cap_ = 0;
   int64_t max_model_len_ = 0;
   bool stop_ = false;
@@ -142,6 +145,12 @@ Status Simulator::Setup() {
                                                    : plan_.model.num_lookahead_tokens;
   spec_tokens_ = workload_.num_speculative_tokens >= 0 ? workload_.num_speculative_tokens
                                                        : plan_.model.num_speculative_tokens;
+  for (const PlannedGroup& g : plan_.groups) {
+    if (!g.geometry.cross_attention()) continue;
+    const int64_t bound = g.geometry.max_encoder_tokens();
+    const int64_t per_input = plan_.model.encoder_tokens_per_request;
+    encoder_tokens_ = per_input > 0 ? std::min(per_input, bound) : bound;
+  }
   chunk_cap_ = workload_.prefill_chunk_tokens > 0 ? workload_.prefill_chunk_tokens
                                                   : options_.prefill_chunk_tokens;
   if (chunk_cap_ <= 0) chunk_cap_ = options_.max_num_batched_tokens;
@@ -201,7 +210,7 @@ Status Simulator::Setup() {
                                      : g.geometry;
     geometries_.push_back(worker);
     report_.groups.push_back({.group = g.id.value(),
-                              .kind = std::string(CacheKindName(g.spec.kind)),
+                              .kind = std::string(SpecKindName(g.spec)),
                               .placement = std::string(PlacementName(g.geometry.placement())),
                               .table_width = worker.block_table_width()});
   }
@@ -545,7 +554,8 @@ Result<SimulateReport> Simulator::Run() {
       if (num_new <= 0) break;
       SlotRequest req{.num_new_tokens = TokenCount(num_new),
                       .num_new_computed_tokens = TokenCount(hits),
-                      .computed = &computed_};
+                      .computed = &computed_,
+                      .num_encoder_tokens = TokenCount(encoder_tokens_)};
       const auto t1 = Clock::now();
       const bool admitted = Allocate(r, req);
       report_.allocate_slots_seconds += Seconds(Clock::now() - t1);

@@ -127,6 +127,33 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
   g.sliding_window_ = spec.sliding_window;
   g.attention_chunk_size_ = spec.attention_chunk_size;
   g.extra_retained_tokens_ = spec.extra_retained_tokens;
+  if (spec.cross_attention) {
+    if (spec.kind != CacheKind::kFullAttention) {
+      return InvalidArgument(
+          fmt::format("layer '{}': a cross-attention layer caches full attention, not {}",
+                      spec.name, CacheKindName(spec.kind)));
+    }
+    if (options.max_encoder_tokens <= 0) {
+      return InvalidArgument(
+          fmt::format("layer '{}': a cross-attention group needs its encoder tokens per request "
+                      "(max_num_encoder_input_tokens) positive, got {}",
+                      spec.name, options.max_encoder_tokens));
+    }
+    // The engine runs encoder-decoder cache groups on one context-parallel rank: its hybrid
+    // coordinator asserts DCP and PCP 1 (kv_cache_coordinator.py), and the encoder's K/V is not
+    // split by position.
+    const int64_t P = parallel.prefill_context_parallel_size;
+    if (N > 1 || P > 1) {
+      return Rejected(
+          fmt::format("cross-attention layer '{}' under --decode-context-parallel-size {} and "
+                      "--prefill-context-parallel-size {}: the engine runs encoder-decoder "
+                      "models without context parallelism; set both to 1",
+                      spec.name, N, P),
+          "cross-attention-context-parallel");
+    }
+    g.cross_attention_ = true;
+    g.max_encoder_tokens_ = options.max_encoder_tokens;
+  }
   KVTOPO_ASSIGN_OR_RETURN(g.dcp_shard_count_, DcpShardCount(spec, N));
   KVTOPO_ASSIGN_OR_RETURN(g.placement_, PlacementOf(spec, N));
 
@@ -213,6 +240,7 @@ int64_t GroupGeometry::ColumnsFor(int64_t num_tokens) const {
     if (recurrent_mode_ == RecurrentMode::kNone) return 1 + num_speculative_blocks_;
     return CeilDiv(num_tokens, block_size_) + num_speculative_blocks_;
   }
+  if (cross_attention_) return CeilDiv(max_encoder_tokens_, manager_block_size_);
   return CeilDiv(num_tokens, manager_block_size_);
 }
 
@@ -243,6 +271,7 @@ int64_t GroupGeometry::PagesForLength(int64_t max_len, int64_t max_tokens_in_fli
     }
     return std::min(total, max_len);
   };
+  if (cross_attention_) return CeilDiv(max_encoder_tokens_, manager_block_size_);
   switch (kind_) {
     case CacheKind::kFullAttention:
     case CacheKind::kMla:

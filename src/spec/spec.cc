@@ -14,6 +14,10 @@ namespace kvtopo {
 using internal::CeilDiv;
 using internal::CheckedMul;
 
+std::string_view SpecKindName(const LayerSpec& spec) {
+  return spec.cross_attention ? "cross_attention" : CacheKindName(spec.kind);
+}
+
 std::string_view CacheKindName(CacheKind kind) {
   switch (kind) {
     case CacheKind::kFullAttention:

@@ -131,7 +131,7 @@ class Checker {
     for (const VerifyGroup& g : setup.groups) {
       const PlannedGroup& p = plan.groups[g.id];
       report.groups.push_back({.group = g.id,
-                               .kind = std::string(CacheKindName(p.spec.kind)),
+                               .kind = std::string(SpecKindName(p.spec)),
                                .role = std::string(RoleName(p.role)),
                                .placement = std::string(PlacementName(g.geometry.placement())),
                                .dcp_shard_count = g.geometry.dcp_shard_count(),
@@ -508,6 +508,16 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
   if (plan.groups.empty()) return InvalidArgument("the plan has no cache groups");
   if (!plan.accepted()) {
     return Rejected("the launch is rejected: " + plan.model.model_name + plan.ErrorLines());
+  }
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.geometry.cross_attention()) {
+      // Its rows hold the encoder's tokens, not the decoder positions verify writes and attends.
+      return Rejected(fmt::format(
+          "{}: cache group {} is cross-attention (an encoder-decoder model), which kvtopo verify "
+          "does not attend: it checks DCP attention over decoder positions, and the engine runs "
+          "encoder-decoder models without DCP",
+          plan.model.model_name, g.id.value()));
+    }
   }
   const int64_t ranks = plan.groups.front().geometry.dcp_size();
   const int64_t processes = transport.num_processes();

@@ -1,6 +1,7 @@
 // Multimodal wrappers whose language model the engine builds from a nested config (or the root):
 // the model the wrapper forces, the one text_config names, or its model type's causal-LM class;
 // the vision and audio towers keep no KV cache.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -386,8 +387,8 @@ TEST(MultimodalWrappers, ConfigClassDefaults) {
   openvla["text_config"]["architectures"] = {"MistralForCausalLM"};
   EXPECT_EQ(SpecsError(openvla),
             "config.json 'config.json': field 'text_config.architectures' names "
-            "[MistralForCausalLM]: OpenVLA's config class builds a LlamaConfig, which kvtopo plans "
-            "as the engine's LlamaForCausalLM only");
+            "[MistralForCausalLM]: OpenVLAForActionPrediction's config class builds a LlamaConfig, "
+            "which kvtopo plans as the engine's LlamaForCausalLM only");
   nlohmann::json dasheng = root_only;
   dasheng["architectures"] = {"MiDashengLMModel"};
   dasheng["text_config"] = {{"model_type", "qwen2_5_omni_text"}};
@@ -453,6 +454,15 @@ TEST(MultimodalWrappers, NamedWrappersTarsier2AndMimoOmni) {
   llama["model_type"] = "llama";
   nlohmann::json ultravox = Wrapper("UltravoxModel", "text_config", llama);
   ExpectFullLayers(ultravox, 28, 4, 128, 32768);
+  // Without a model type (or a text_config) the class builds a LlamaConfig: its defaults fill
+  // what is left out (32 layers of 32 heads of 128, 2048 positions).
+  ultravox["text_config"].erase("model_type");
+  ExpectFullLayers(ultravox, 28, 4, 128, 32768);
+  ultravox["text_config"] = {{"num_hidden_layers", 2}};
+  ExpectFullLayers(ultravox, 2, 32, 128, 2048);
+  ultravox.erase("text_config");
+  ExpectFullLayers(ultravox, 32, 32, 128, 2048);
+  ultravox["text_config"] = llama;
   ultravox["text_model_id"] = "meta-llama/Llama-3.2-1B-Instruct";
   EXPECT_EQ(SpecsError(ultravox),
             "config.json 'config.json': field 'text_model_id' is set: the engine builds "
@@ -472,6 +482,37 @@ TEST(MultimodalWrappers, NamedWrappersTarsier2AndMimoOmni) {
   EXPECT_EQ(specs->layers[0].kind, CacheKind::kFullAttention);
   EXPECT_EQ(specs->layers[1].kind, CacheKind::kSlidingWindow);
   EXPECT_EQ(specs->layers[1].sliding_window, 128);
+}
+
+// Registered models whose cache kvtopo does not model are refused with the reason, and the
+// "supported" list of an unknown architecture does not name them.
+TEST(MultimodalWrappers, EncoderDecoderAndRealtimeAreRefusedWithTheirReason) {
+  for (const char* architecture :
+       {"CohereAsrForConditionalGeneration", "NemotronParseForConditionalGeneration",
+        "FireRedLIDForConditionalGeneration"}) {
+    SCOPED_TRACE(architecture);
+    EXPECT_EQ(SpecsError({{"architectures", {architecture}}}),
+              fmt::format("config.json 'config.json': {} is not planned: it is an "
+                          "encoder-decoder model, whose decoder's cross-attention layers keep the "
+                          "encoder's K/V in a cache group of their own (the engine's "
+                          "CrossAttentionSpec: cdiv(max_num_encoder_input_tokens, block_size) "
+                          "pages per layer, allocated when the encoder input is scheduled and "
+                          "never prefix-cached), which kvtopo does not model",
+                          architecture));
+  }
+  EXPECT_EQ(SpecsError({{"architectures", {"VoxtralRealtimeGeneration"}}}),
+            "config.json 'config.json': VoxtralRealtimeGeneration is not planned: its causal "
+            "audio encoder keeps a paged sliding-window cache pooled over downsample_factor "
+            "blocks (whisper_causal.py), which kvtopo does not model");
+  const std::string unknown = SpecsError({{"architectures", {"BertForMaskedLM"}}});
+  EXPECT_EQ(unknown.find("config.json 'config.json': architecture 'BertForMaskedLM' is not "
+                         "supported; supported: DeepseekV2ForCausalLM, "),
+            0u);
+  for (const char* refused : {"VoxtralRealtimeGeneration", "DeepseekV4ForCausalLM",
+                              "MiniMaxVL01ForConditionalGeneration", "FireRedLID"}) {
+    EXPECT_EQ(unknown.find(refused), std::string::npos) << refused;
+  }
+  EXPECT_NE(unknown.find(", UltravoxModel"), std::string::npos);
 }
 
 }  // namespace

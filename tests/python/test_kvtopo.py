@@ -164,6 +164,35 @@ class PlanTest(unittest.TestCase):
         self.assertEqual((plan.groups[0].page_size_bytes, plan.groups[0].attention_backend),
                          (16384, "TRITON_ATTN"))
 
+    def test_encoder_decoder_model(self):
+        # whisper-large-v3: decoder self-attention and cross-attention, 32 layers each; the
+        # cross-attention group holds cdiv(max_num_batched_tokens, 16) pages per request.
+        whisper = {"architectures": ["WhisperForConditionalGeneration"], "d_model": 1280,
+                   "decoder_attention_heads": 20, "decoder_layers": 32,
+                   "max_source_positions": 1500, "max_target_positions": 448,
+                   "torch_dtype": "float16"}
+        plan = kvtopo.plan(whisper, kv_cache_memory="20GiB")
+        self.assertTrue(plan.accepted)
+        self.assertEqual([(g.kind, len(g.layers)) for g in plan.groups],
+                         [("full_attention", 32), ("cross_attention", 32)])
+        cross = plan.groups[1].geometry
+        self.assertTrue(cross.cross_attention)
+        self.assertEqual((cross.kind, cross.max_encoder_tokens, cross.max_pages_per_request),
+                         ("full_attention", 8192, 512))
+        self.assertEqual(cross.to_dict()["cross_attention"], True)
+        self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (8192, 6796))
+        m = kvtopo.KVCacheManager(plan, num_blocks=512)
+        m.add_request("a", range(4))
+        new = m.allocate_slots("a", 4, num_encoder_tokens=1500)
+        self.assertEqual([len(blocks) for blocks in new], [1, 94])
+        self.assertEqual(m.allocate_slots("a", 1), [[], []])
+        m.free("a")
+        self.assertEqual(m.num_free_blocks, 511)
+        accepted, diagnostics = kvtopo.check(whisper, enable_prefix_caching=True)
+        self.assertFalse(accepted)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["enable-prefix-caching"])
+
     def test_dict_model_that_is_not_json(self):
         # json.dumps writes NaN, which is not JSON; nesting deeper than 64 levels is refused.
         with self.assertRaisesRegex(ValueError, r"^model dict is not valid JSON: .*invalid literal"):
