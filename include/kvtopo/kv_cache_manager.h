@@ -53,7 +53,8 @@ struct CacheGroup {
   // The backend recomputes the last cached block (EAGLE drafts): prefix hits drop it.
   bool volatile_last_block = false;
   // Cross-attention (encoder-decoder): the group holds cdiv(num_encoder_tokens, B) blocks,
-  // allocated at a request's first allocation, never cached or released before Free.
+  // allocated at a request's first allocation, never cached or released before Free. A
+  // cross-attention geometry (GroupGeometry::cross_attention) implies it.
   bool cross_attention = false;
   std::vector<std::string> layer_names;  // informational
 };

@@ -3794,6 +3794,10 @@ Status ReadWhisper(const ConfigReader& r, ModelDescription& m) {
   m.num_attention_heads = heads;
   m.num_kv_heads_total = heads;
   m.kv_heads_split_only = true;  // WhisperAttention asserts heads % TP == 0
+  // The engine's TP check reads num_attention_heads, which WhisperConfig maps to
+  // encoder_attention_heads (6 by default); the encoder's attention asserts TP divides them too.
+  KVTOPO_ASSIGN_OR_RETURN(m.tp_checked_heads,
+                          r.IntInOr("encoder_attention_heads", 6, 1, kMaxModelDim));
   // The audio is padded to 30 s: max_source_positions encoder tokens (1500 by default) per input.
   KVTOPO_ASSIGN_OR_RETURN(m.encoder_tokens,
                           r.IntInOr("max_source_positions", 1500, 1, kMaxModelLen));

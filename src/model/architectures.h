@@ -102,8 +102,12 @@ struct ModelDescription {
   // --disable-sliding-window caps the derived maximum length at it.
   int64_t text_sliding_window = 0;
   int64_t num_attention_heads = 0;  // query heads (B12X gathered-head and GQA rules)
-  int64_t num_kv_heads_total = 0;   // K/V attention models; 0 for MLA-only models
-  std::vector<RawLayer> layers;     // trunk layers in order, then MTP layers
+  // The heads the engine's TP check reads when they are not num_attention_heads
+  // (ModelConfig.verify_with_parallel_config: Whisper's num_attention_heads is its
+  // encoder_attention_heads); 0: num_attention_heads.
+  int64_t tp_checked_heads = 0;
+  int64_t num_kv_heads_total = 0;  // K/V attention models; 0 for MLA-only models
+  std::vector<RawLayer> layers;    // trunk layers in order, then MTP layers
   // The config key that counts the MTP layers, for messages.
   std::string mtp_key = "num_nextn_predict_layers";
   // The MTP draft config's n_predict as the engine sets it (SpeculativeConfig.hf_config_override):

@@ -378,12 +378,13 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
 void CheckTensorParallelHeads(const ModelDescription& m, const std::string& whose, int64_t tp,
                               Builder& b) {
   if (tp <= 1) return;
-  if (m.num_attention_heads % tp != 0) {
+  const int64_t heads = m.tp_checked_heads > 0 ? m.tp_checked_heads : m.num_attention_heads;
+  if (heads % tp != 0) {
     b.Error("tp-attention-heads",
             fmt::format("--tensor-parallel-size {} does not divide the {} attention heads of "
                         "{}, and the engine refuses such a launch; choose a tensor-parallel size "
                         "that divides {}",
-                        tp, m.num_attention_heads, whose, m.num_attention_heads));
+                        tp, heads, whose, heads));
     return;
   }
   if (m.tp_divides_group_norm > 0 && m.tp_divides_group_norm % tp != 0) {

@@ -32,7 +32,7 @@ enum class Behavior {
 };
 
 Behavior BehaviorOf(const CacheGroup& group) {
-  if (group.cross_attention) return Behavior::kCross;
+  if (group.cross_attention || group.geometry.cross_attention()) return Behavior::kCross;
   const GroupGeometry& g = group.geometry;
   switch (g.kind()) {
     case CacheKind::kFullAttention:

@@ -123,6 +123,7 @@ TEST(EncoderDecoder, WhisperCapacityCountsTheEncoderBudget) {
   EXPECT_FALSE(options->enable_prefix_caching);
   EXPECT_FALSE(options->groups[0].cross_attention);
   EXPECT_TRUE(options->groups[1].cross_attention);
+  options->groups[1].cross_attention = false;  // the geometry implies it
   auto manager = KVCacheManager::Create(*options);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   const std::vector<int32_t> prompt(4, 7);
@@ -153,6 +154,37 @@ TEST(EncoderDecoder, LaunchRulesTheEngineApplies) {
                       "2 and --prefill-context-parallel-size 1: the engine runs encoder-decoder "
                       "models without context parallelism; set both to 1"),
             errors.end());
+
+  // TP divides the decoder heads (WhisperAttention asserts it) and the encoder heads, which the
+  // engine's TP check reads as num_attention_heads.
+  LaunchConfig tp4 = Launch();
+  tp4.parallel.tensor_parallel_size = 4;
+  plan = PlanWith(WhisperLargeV3(), tp4);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[1].spec.num_kv_heads, 5);
+  nlohmann::json six = WhisperLargeV3();
+  six["encoder_attention_heads"] = 6;
+  plan = PlanWith(six, tp4);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(Errors(*plan),
+            std::vector<std::string>{
+                "tp-attention-heads: --tensor-parallel-size 4 does not divide the 6 attention "
+                "heads of 'config.json', and the engine refuses such a launch; choose a "
+                "tensor-parallel size that divides 6"});
+  six = WhisperLargeV3();
+  six["decoder_attention_heads"] = 10;
+  six["d_model"] = 640;
+  LaunchConfig tp20 = Launch();
+  tp20.parallel.tensor_parallel_size = 20;
+  plan = PlanWith(six, tp20);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_FALSE(Errors(*plan).empty());
+  EXPECT_EQ(Errors(*plan).front(),
+            "tp-kv-heads: --tensor-parallel-size 20 does not divide the 10 KV heads of layer "
+            "'model.decoder.layers.0.self_attn' ('config.json'), and the engine's "
+            "WhisperForConditionalGeneration model splits them and cannot replicate them; choose "
+            "a tensor-parallel size that divides 10");
 
   LaunchConfig caching = Launch();
   caching.cache.enable_prefix_caching = true;
