@@ -109,6 +109,8 @@ nlohmann::json PlanToJson(const Plan& plan) {
                                : json(nullptr)},
         {"num_speculative_blocks", geo.num_speculative_blocks()},
         {"sliding_window", IsWindowed(g.spec.kind) ? json(g.spec.sliding_window) : json(nullptr)},
+        {"max_encoder_tokens",
+         geo.cross_attention() ? json(geo.max_encoder_tokens()) : json(nullptr)},
     });
   }
   j["groups"] = std::move(groups);

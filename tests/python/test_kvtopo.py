@@ -180,6 +180,8 @@ class PlanTest(unittest.TestCase):
         self.assertEqual((cross.kind, cross.max_encoder_tokens, cross.max_pages_per_request),
                          ("full_attention", 8192, 512))
         self.assertEqual(cross.to_dict()["cross_attention"], True)
+        self.assertEqual(plan.groups[1].max_encoder_tokens, 8192)
+        self.assertIsNone(plan.groups[0].max_encoder_tokens)
         self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (8192, 6796))
         m = kvtopo.KVCacheManager(plan, num_blocks=512)
         m.add_request("a", range(4))
