@@ -966,6 +966,19 @@ Status KVCacheManager::CheckSlotRequest(const RequestState& st, const SlotReques
   KVTOPO_RETURN_IF_ERROR(
       in_range(step.num_external_computed_tokens, "num_external_computed_tokens"));
   KVTOPO_RETURN_IF_ERROR(in_range(step.num_encoder_tokens, "num_encoder_tokens"));
+  const int64_t num_encoder = step.num_encoder_tokens.value();
+  for (const Impl::Group& g : impl_->groups) {
+    if (g.behavior != Behavior::kCross || num_encoder == 0) continue;
+    const GroupGeometry& geo = g.spec.geometry;
+    if (g.CeilBlocks(num_encoder) > geo.manager_table_width()) {
+      return InvalidArgument(fmt::format(
+          "num_encoder_tokens {} needs {} blocks of cache group {}, more than its block-table "
+          "row of {} columns holds (the cross-attention group is sized for {} encoder tokens, "
+          "the launch's max_num_batched_tokens)",
+          num_encoder, g.CeilBlocks(num_encoder), g.id.value(), geo.manager_table_width(),
+          geo.max_encoder_tokens()));
+    }
+  }
   if (step.num_new_tokens.value() == 0 && step.num_external_computed_tokens.value() == 0) {
     return InvalidArgument(
         "num_new_tokens must be positive (0 only with num_external_computed_tokens)");

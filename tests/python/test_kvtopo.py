@@ -188,6 +188,11 @@ class PlanTest(unittest.TestCase):
         new = m.allocate_slots("a", 4, num_encoder_tokens=1500)
         self.assertEqual([len(blocks) for blocks in new], [1, 94])
         self.assertEqual(m.allocate_slots("a", 1), [[], []])
+        m.add_request("b", range(4))
+        with self.assertRaisesRegex(ValueError, "num_encoder_tokens 20000 needs 1250 blocks"):
+            m.allocate_slots("b", 4, num_encoder_tokens=20000)
+        m.check_invariants()
+        m.free("b")
         m.free("a")
         self.assertEqual(m.num_free_blocks, 511)
         accepted, diagnostics = kvtopo.check(whisper, enable_prefix_caching=True)

@@ -195,6 +195,33 @@ TEST(EngineSurface, CrossAttentionGroupSizedByTheEncoder) {
   EXPECT_EQ(KVCacheManager::Create(*KVCacheManagerOptions::FromLayout(*layout)).status().message(),
             "cache group 0 is cross-attention: prefix caching is not supported for "
             "encoder-decoder layouts; set enable_prefix_caching to false");
+  // The group's rows are sized for max_num_batched_tokens encoder tokens (the engine's
+  // max_num_encoder_input_tokens): more is refused, not written past the row.
+  auto small = FromJson(R"({"num_blocks": 64, "max_model_len": 64, "enable_prefix_caching": false,
+      "max_num_batched_tokens": 256,
+      "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 64},
+                 {"kind": "cross_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  EXPECT_TRUE(small->AddRequest(RequestId{1}, Tokens(0, 4)).ok());
+  EXPECT_EQ(small
+                ->AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{4},
+                                               .num_encoder_tokens = TokenCount{257}})
+                .status()
+                .message(),
+            "num_encoder_tokens 257 needs 17 blocks of cache group 1, more than its block-table "
+            "row of 16 columns holds (the cross-attention group is sized for 256 encoder "
+            "tokens, the launch's max_num_batched_tokens)");
+  ASSERT_TRUE(Alloc(*small, 1, 4, {.num_encoder_tokens = TokenCount{256}}));
+  EXPECT_EQ(small->BlockIds(RequestId{1}, GroupId{1}).size(), 16u);
+  small->CheckInvariants();
+  // The engine runs encoder-decoder models without context parallelism.
+  layout = ParseCacheLayoutJson(R"({"num_blocks": 32, "max_model_len": 64,
+      "enable_prefix_caching": false, "decode_context_parallel_size": 2, "groups": [
+      {"kind": "cross_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  EXPECT_EQ(KVCacheManagerOptions::FromLayout(*layout).status().message(),
+            "cache layout group 0: cross-attention layer 'group0' under "
+            "--decode-context-parallel-size 2 and --prefill-context-parallel-size 1: the engine "
+            "runs encoder-decoder models without context parallelism; set both to 1");
 }
 
 TEST(EngineSurface, SkipReadingPrefixCache) {
