@@ -116,10 +116,18 @@ std::vector<CacheLayoutGroup> Mix(int mix, int64_t B, int64_t dcp, int64_t S, in
       groups = {Group(CacheKind::kFullAttention, B), partial};
       break;
     }
-    default: {
+    case 9: {
       CacheLayoutGroup replicated = Group(CacheKind::kFullAttention, B);
       replicated.replicated = true;
       groups = {Group(CacheKind::kMla, B), replicated, recurrent(RecurrentMode::kAll)};
+      break;
+    }
+    default: {
+      // An encoder-decoder model: decoder self-attention and cross-attention (no prefix caching,
+      // no DCP: FuzzRuntime sets both).
+      CacheLayoutGroup cross = Group(CacheKind::kFullAttention, B);
+      cross.cross_attention = true;
+      groups = {Group(CacheKind::kFullAttention, B), cross};
       break;
     }
   }
@@ -244,11 +252,14 @@ class Harness {
     const int64_t chunk = in.Bool() ? rest : in.Range(1, rest);
     const int64_t lookahead = chunk == rest ? in.Range(0, 4) : 0;
     const int64_t before = hit.value();
+    // Encoder tokens (cross-attention groups only use them), within the layout's 2,048.
+    const int64_t encoder = in.Range(0, 2048);
     if (Must(m_.AllocateSlots(rid, {.num_new_tokens = TokenCount{chunk},
                                     .num_new_computed_tokens = hit,
                                     .computed = &hits,
                                     .num_lookahead_tokens = TokenCount{lookahead},
-                                    .full_sequence_must_fit = in.Bool()}),
+                                    .full_sequence_must_fit = in.Bool(),
+                                    .num_encoder_tokens = TokenCount{encoder}}),
              "AllocateSlots")) {
       live_[*id].running = true;
       MirrorLastUpdate(*id);
@@ -432,7 +443,8 @@ class Harness {
 
   void CheckSlots(int64_t id, int32_t g) {
     const GroupGeometry& geo = m_.group(GroupId{g}).geometry;
-    if (geo.kind() == CacheKind::kRecurrent) return;
+    // A cross-attention row holds encoder positions, not the decoder's.
+    if (geo.kind() == CacheKind::kRecurrent || geo.cross_attention()) return;
     const BlockTable& t = tables_[g];
     const int32_t row = live_.at(id).row;
     const auto blocks = m_.BlockIds(RequestId{id}, GroupId{g});
@@ -513,14 +525,16 @@ Reached FuzzRuntime(const uint8_t* data, size_t size) {
   static constexpr int64_t kLen[] = {256, 1000, 2048};
   static constexpr int64_t kWindow[] = {32, 100, 200};
   static constexpr int64_t kChunk[] = {64, 128, 256};
-  const int mix = in.Byte() % 10;
-  const int64_t dcp = in.Pick(kDcp);
+  const int mix = in.Byte() % 11;
+  const bool encoder_decoder = mix == 10;    // no DCP, no prefix caching (the engine's rules)
+  const int64_t picked_dcp = in.Pick(kDcp);  // read either way: the same input stream
+  const int64_t dcp = encoder_decoder ? 1 : picked_dcp;
   const int64_t B = in.Pick(kBlock);
   const int64_t S = in.Range(0, 3);
   CacheLayout layout;
   layout.num_blocks = static_cast<int32_t>(in.Range(8, 400));
   layout.max_model_len = in.Pick(kLen);
-  layout.enable_prefix_caching = in.Byte() % 8 != 0;
+  layout.enable_prefix_caching = in.Byte() % 8 != 0 && !encoder_decoder;
   layout.decode_context_parallel_size = dcp;
   layout.dcp_kv_cache_interleave_size = in.Pick(kInterleave);
   layout.max_num_seqs = 8;
