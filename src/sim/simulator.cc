@@ -319,7 +319,7 @@ void Simulator::ApplyWorkerUpdates(const Scheduled& s) {
         Violation(
             fmt::format("rank {} group {} ({}): a row of {} columns cannot hold column {} "
                         "needed at {} tokens: {}",
-                        rank, g, CacheKindName(geometries_[g].kind()),
+                        rank, g, SpecKindName(plan_.groups[g].spec),
                         geometries_[g].manager_table_width(),
                         update.first_column + static_cast<int64_t>(update.block_ids.size()) - 1,
                         tokens, st.message()),

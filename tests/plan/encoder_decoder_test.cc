@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -141,79 +142,82 @@ TEST(EncoderDecoder, WhisperCapacityCountsTheEncoderBudget) {
   EXPECT_EQ((*manager)->BlockIds(RequestId{0}, GroupId{1}).size(), 94u);
 }
 
+// The error diagnostics ("code: message") of `config` planned under Launch() changed by `change`.
+std::vector<std::string> LaunchErrors(const nlohmann::json& config,
+                                      const std::function<void(LaunchConfig&)>& change) {
+  LaunchConfig launch = Launch();
+  change(launch);
+  Result<Plan> plan = PlanWith(config, launch);
+  if (!plan.ok()) {
+    ADD_FAILURE() << plan.status().ToString();
+    return {};
+  }
+  return Errors(*plan);
+}
+
 TEST(EncoderDecoder, LaunchRulesTheEngineApplies) {
-  LaunchConfig dcp = Launch();
-  dcp.parallel.tensor_parallel_size = 2;
-  dcp.parallel.decode_context_parallel_size = 2;
-  Result<Plan> plan = PlanWith(WhisperLargeV3(), dcp);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  const std::vector<std::string> errors = Errors(*plan);
-  EXPECT_NE(std::find(errors.begin(), errors.end(),
+  const nlohmann::json whisper = WhisperLargeV3();
+  const std::vector<std::string> dcp = LaunchErrors(whisper, [](LaunchConfig& c) {
+    c.parallel.tensor_parallel_size = 2;
+    c.parallel.decode_context_parallel_size = 2;
+  });
+  EXPECT_NE(std::find(dcp.begin(), dcp.end(),
                       "cross-attention-context-parallel: cross-attention layer "
                       "'model.decoder.layers.0.encoder_attn' under --decode-context-parallel-size "
                       "2 and --prefill-context-parallel-size 1: the engine runs encoder-decoder "
                       "models without context parallelism; set both to 1"),
-            errors.end());
+            dcp.end());
 
   // TP divides the decoder heads (WhisperAttention asserts it) and the encoder heads, which the
   // engine's TP check reads as num_attention_heads.
   LaunchConfig tp4 = Launch();
   tp4.parallel.tensor_parallel_size = 4;
-  plan = PlanWith(WhisperLargeV3(), tp4);
+  Result<Plan> plan = PlanWith(whisper, tp4);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->groups[1].spec.num_kv_heads, 5);
-  nlohmann::json six = WhisperLargeV3();
+  nlohmann::json six = whisper;
   six["encoder_attention_heads"] = 6;
-  plan = PlanWith(six, tp4);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(Errors(*plan),
+  EXPECT_EQ(LaunchErrors(six, [](LaunchConfig& c) { c.parallel.tensor_parallel_size = 4; }),
             std::vector<std::string>{
                 "tp-attention-heads: --tensor-parallel-size 4 does not divide the 6 attention "
                 "heads of 'config.json', and the engine refuses such a launch; choose a "
                 "tensor-parallel size that divides 6"});
-  six = WhisperLargeV3();
+  six = whisper;
   six["decoder_attention_heads"] = 10;
   six["d_model"] = 640;
-  LaunchConfig tp20 = Launch();
-  tp20.parallel.tensor_parallel_size = 20;
-  plan = PlanWith(six, tp20);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_FALSE(Errors(*plan).empty());
-  EXPECT_EQ(Errors(*plan).front(),
+  const std::vector<std::string> tp20 =
+      LaunchErrors(six, [](LaunchConfig& c) { c.parallel.tensor_parallel_size = 20; });
+  ASSERT_FALSE(tp20.empty());
+  EXPECT_EQ(tp20.front(),
             "tp-kv-heads: --tensor-parallel-size 20 does not divide the 10 KV heads of layer "
             "'model.decoder.layers.0.self_attn' ('config.json'), and the engine's "
             "WhisperForConditionalGeneration model splits them and cannot replicate them; choose "
             "a tensor-parallel size that divides 10");
 
-  LaunchConfig caching = Launch();
-  caching.cache.enable_prefix_caching = true;
-  plan = PlanWith(WhisperLargeV3(), caching);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(Errors(*plan),
+  EXPECT_EQ(LaunchErrors(whisper, [](LaunchConfig& c) { c.cache.enable_prefix_caching = true; }),
             std::vector<std::string>{
                 "enable-prefix-caching: --enable-prefix-caching with the encoder-decoder model "
                 "WhisperForConditionalGeneration: the engine's cross-attention manager keeps no "
                 "prefix cache (its first lookup raises NotImplementedError), and the engine "
                 "leaves prefix caching off for these models; drop --enable-prefix-caching"});
 
-  LaunchConfig batched = Launch();
-  batched.cache.max_num_batched_tokens = 1024;
-  batched.max_num_batched_tokens_given = true;
-  plan = PlanWith(WhisperLargeV3(), batched);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(Errors(*plan),
+  EXPECT_EQ(LaunchErrors(whisper,
+                         [](LaunchConfig& c) {
+                           c.cache.max_num_batched_tokens = 1024;
+                           c.max_num_batched_tokens_given = true;
+                         }),
             std::vector<std::string>{
                 "max-num-batched-tokens: --max-num-batched-tokens 1024 is below the 1500 encoder "
                 "tokens of one input of WhisperForConditionalGeneration: the engine schedules an "
                 "encoder input whole and refuses the launch; raise --max-num-batched-tokens to at "
                 "least 1500"});
 
-  LaunchConfig spec = Launch();
-  spec.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 2};
-  plan = PlanWith(WhisperLargeV3(), spec);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(Errors(*plan),
+  EXPECT_EQ(LaunchErrors(whisper,
+                         [](LaunchConfig& c) {
+                           c.speculative =
+                               SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 2};
+                         }),
             std::vector<std::string>{
                 "speculative-encoder-decoder: --speculative-config method 'ngram' with the "
                 "encoder-decoder model WhisperForConditionalGeneration: kvtopo has not verified "
@@ -222,24 +226,19 @@ TEST(EncoderDecoder, LaunchRulesTheEngineApplies) {
 
   // Chunked prefill is off for the model whatever the flag says: a given budget below the
   // length is refused as the engine's scheduler config refuses it.
-  LaunchConfig below = Launch();
-  below.enable_chunked_prefill = true;
-  below.cache.max_num_batched_tokens = 256;
-  below.max_num_batched_tokens_given = true;
-  plan = PlanWith(WhisperLargeV3(), below);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_FALSE(Errors(*plan).empty());
-  EXPECT_EQ(Errors(*plan).front(),
+  const std::vector<std::string> below = LaunchErrors(whisper, [](LaunchConfig& c) {
+    c.enable_chunked_prefill = true;
+    c.cache.max_num_batched_tokens = 256;
+    c.max_num_batched_tokens_given = true;
+  });
+  ASSERT_FALSE(below.empty());
+  EXPECT_EQ(below.front(),
             "max-num-batched-tokens: --max-num-batched-tokens 256 is below --max-model-len 448 "
             "with chunked prefill off: a prompt is scheduled whole, so the engine refuses it; "
             "raise --max-num-batched-tokens, lower --max-model-len or enable chunked prefill");
 
   // Too little memory names the encoder budget too.
-  LaunchConfig tight = Launch();
-  tight.kv_cache_memory_bytes = kGiB;
-  plan = PlanWith(WhisperLargeV3(), tight);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(Errors(*plan),
+  EXPECT_EQ(LaunchErrors(whisper, [](LaunchConfig& c) { c.kv_cache_memory_bytes = kGiB; }),
             std::vector<std::string>{
                 "kv-cache-memory: one request of --max-model-len 448 needs 1415577600 B of KV "
                 "cache per rank, more than the 1071120384 B the pool holds besides its null "
