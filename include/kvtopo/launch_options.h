@@ -56,6 +56,18 @@ struct LaunchOptions {
   std::optional<std::string> hf_overrides;              // --hf-overrides: a JSON object
   std::optional<std::string> kv_cache_dtype;            // default "auto"
   std::optional<std::string> kv_cache_memory;           // bytes or a size ("12GiB"); default 32 GiB
+  // The GPU the engine runs on, for its device-dependent step defaults (vLLM's
+  // EngineArgs.get_batch_defaults): total memory as the platform reports it, bytes or a size
+  // ("80GiB"), and the device name (only an A100's matters; needs device_memory). Unset: kvtopo's
+  // defaults.
+  std::optional<std::string> device_memory;
+  std::optional<std::string> device_name;
+  // Data and expert parallelism: they leave the per-rank cache as it is, but batched
+  // data-parallel MoE (EP, DP > 1, a deepep_low_latency or nixl_ep all-to-all backend) changes
+  // the engine's default tokens per step.
+  std::optional<int64_t> data_parallel_size;   // -dp; default 1
+  std::optional<bool> enable_expert_parallel;  // -ep; default off
+  std::optional<std::string> all2all_backend;  // default allgather_reducescatter
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and
   // "sliding_window", space-separated (vLLM's --kv-cache-dtype-skip-layers).
   std::optional<std::string> kv_cache_dtype_skip_layers;

@@ -3,6 +3,7 @@
 #include "kvtopo/launch_options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -377,6 +378,55 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "balanced, interactivity or throughput; default balanced. throughput doubles the "
        "defaulted --max-num-batched-tokens and --max-num-seqs, as the engine does",
        &LO::performance_mode},
+      {"device_memory",
+       {},
+       "",
+       V::kBytes,
+       "",
+       "the GPU's total memory as the engine reads it (nvidia-smi's memory.total), for the "
+       "engine's device-dependent defaults: 70 GiB or more (not an A100): --max-num-batched-tokens "
+       "8192 and --max-num-seqs 1024; below: 2048 and 256, as `vllm serve` defaults them. "
+       "Default: not known, kvtopo's 8192 and 256",
+       &LO::device_memory,
+       1,
+       kMaxKvCacheMemoryBytes},
+      {"device_name",
+       {},
+       "",
+       V::kText,
+       "",
+       "the GPU's name as the engine reads it (nvidia-smi's name), with --device-memory: the "
+       "engine keeps the smaller step defaults on a GPU whose name contains 'a100' (any case)",
+       &LO::device_name},
+      {"data_parallel_size",
+       {},
+       "dp",
+       V::kInt,
+       "",
+       "data-parallel replicas, each with the same per-rank cache; more than 1 with "
+       "--enable-expert-parallel and --all2all-backend deepep_low_latency or nixl_ep (batched "
+       "data-parallel MoE) makes the engine's defaulted --max-num-batched-tokens 256; default 1",
+       &LO::data_parallel_size,
+       1,
+       kMaxParallelSize},
+      {"enable_expert_parallel",
+       {},
+       "ep",
+       V::kSwitch,
+       "",
+       "expert parallelism for MoE layers (the cache is the same); see --data-parallel-size; "
+       "default off",
+       &LO::enable_expert_parallel},
+      {"all2all_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "MoE all-to-all backend: allgather_reducescatter (default), deepep_high_throughput, "
+       "deepep_low_latency, mori, nixl_ep, flashinfer_nvlink_two_sided, "
+       "flashinfer_nvlink_one_sided, flashinfer_all2allv; naive and pplx fall back to "
+       "allgather_reducescatter, as the engine does; see --data-parallel-size",
+       &LO::all2all_backend},
       {"disable_sliding_window",
        {},
        "",
@@ -649,6 +699,120 @@ Result<std::optional<std::string>> SpeculativeConfigText(const LaunchOptions& o)
   return std::optional<std::string>(internal::JsonText(spec));
 }
 
+// The engine's defaults for the tokens per step and the rows, before --performance-mode doubles
+// them (_set_default_max_num_seqs_and_batched_tokens_args and EngineArgs.get_batch_defaults in
+// vllm/engine/arg_utils.py, ParallelConfig.use_batched_dp_moe in vllm/config/parallel.py, at
+// 28be48fa9):
+// - batched data-parallel MoE (--enable-expert-parallel, --data-parallel-size > 1 and an
+//   --all2all-backend of deepep_low_latency or nixl_ep): 256 tokens per step;
+// - otherwise, for `vllm serve` on a known GPU (--device-memory, --device-name): 8,192 tokens on a
+//   GPU of 70 GiB or more whose lower-cased name does not contain "a100", 2,048 on any other;
+// - rows, on a known GPU: 1,024 and 256 by the same test.
+// Without either, kvtopo's 8,192 and 256 stay. Sets the limits not given and says which rule set
+// them (info diagnostics). A given --kv-cache-memory above the GPU's memory is refused.
+Status ApplyStepDefaults(const LaunchOptions& o, const std::string& all2all_backend,
+                         LaunchConfig& c, std::vector<Diagnostic>& diagnostics) {
+  const int64_t dp = o.data_parallel_size.value_or(1);
+  const bool batched_dp_moe =
+      o.enable_expert_parallel.value_or(false) && dp > 1 &&
+      (all2all_backend == "deepep_low_latency" || all2all_backend == "nixl_ep");
+  if (batched_dp_moe && !c.max_num_batched_tokens_given) {
+    c.cache.max_num_batched_tokens = 256;
+    diagnostics.push_back(Diagnostic{
+        .severity = Severity::kInfo,
+        .code = "batched-dp-moe-step-default",
+        .message = fmt::format(
+            "--enable-expert-parallel with --data-parallel-size {} and --all2all-backend {} runs "
+            "batched data-parallel MoE, for which the engine defaults --max-num-batched-tokens "
+            "to 256",
+            dp, all2all_backend)});
+  }
+  if (!o.device_memory && !o.device_name) return Status::Ok();
+  if (!o.device_memory) {
+    return InvalidArgument(fmt::format(
+        "--device-name '{}' needs --device-memory: the engine's step defaults follow the GPU's "
+        "memory first, then its name",
+        *o.device_name));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes, ParseByteSize(*o.device_memory, "--device-memory"));
+  if (bytes <= 0) {
+    return InvalidArgument(
+        fmt::format("--device-memory must be positive, got '{}'", *o.device_memory));
+  }
+  if (o.kv_cache_memory) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t budget, KvCacheMemoryBytes(o));
+    if (budget > bytes) {
+      return InvalidArgument(fmt::format(
+          "--kv-cache-memory {} ({} bytes) exceeds --device-memory {} ({} bytes): one rank's KV "
+          "cache cannot be larger than its GPU; lower --kv-cache-memory",
+          *o.kv_cache_memory, budget, *o.device_memory, bytes));
+    }
+  }
+  constexpr int64_t kLargeDeviceBytes = int64_t{70} << 30;
+  const std::string name = o.device_name.value_or("");
+  const bool a100 = Lowered(name).find("a100") != std::string::npos;
+  const bool large = bytes >= kLargeDeviceBytes && !a100;
+  const int64_t tokens = large ? 8192 : 2048;
+  const int64_t rows = large ? 1024 : 256;
+  std::vector<std::string> set;
+  if (!c.max_num_batched_tokens_given && !batched_dp_moe) {
+    c.cache.max_num_batched_tokens = tokens;
+    set.push_back(fmt::format("--max-num-batched-tokens {}", tokens));
+  }
+  if (!o.max_num_seqs) {
+    c.cache.max_num_seqs = rows;
+    set.push_back(fmt::format("--max-num-seqs {}", rows));
+  }
+  const std::string device = fmt::format("--device-memory {}{}", *o.device_memory,
+                                         name.empty() ? "" : fmt::format(" ('{}')", name));
+  const std::string why =
+      large ? "70 GiB or more, not an A100"
+            : (bytes >= kLargeDeviceBytes ? "an A100, whatever its memory" : "below 70 GiB");
+  diagnostics.push_back(Diagnostic{
+      .severity = Severity::kInfo,
+      .code = "device-step-defaults",
+      .message = set.empty()
+                     ? fmt::format("{} ({}): the engine's defaults for this GPU ({} tokens, {} "
+                                   "rows) do not apply: both limits are set otherwise",
+                                   device, why, tokens, rows)
+                     : fmt::format("{} ({}): the engine's `vllm serve` defaults for this GPU: {}",
+                                   device, why, fmt::join(set, ", "))});
+  return Status::Ok();
+}
+
+// --all2all-backend as the engine takes it (All2AllBackend in vllm/config/parallel.py at
+// 28be48fa9): one of its names; the removed naive and pplx fall back to allgather_reducescatter
+// with a warning, as ParallelConfig's validator does.
+Result<std::string> ResolveAll2AllBackend(const LaunchOptions& o,
+                                          std::vector<Diagnostic>& diagnostics) {
+  static constexpr std::string_view kBackends[] = {"allgather_reducescatter",
+                                                   "deepep_high_throughput",
+                                                   "deepep_low_latency",
+                                                   "mori",
+                                                   "nixl_ep",
+                                                   "flashinfer_nvlink_two_sided",
+                                                   "flashinfer_nvlink_one_sided",
+                                                   "flashinfer_all2allv"};
+  if (!o.all2all_backend) return std::string(kBackends[0]);
+  const std::string& given = *o.all2all_backend;
+  if (given == "naive" || given == "pplx") {
+    diagnostics.push_back(Diagnostic{
+        .severity = Severity::kWarning,
+        .code = "all2all-backend-removed",
+        .message = fmt::format("--all2all-backend '{}' has been removed from the engine, which "
+                               "falls back to allgather_reducescatter",
+                               given)});
+    return std::string(kBackends[0]);
+  }
+  if (std::find(std::begin(kBackends), std::end(kBackends), given) == std::end(kBackends)) {
+    return InvalidArgument(
+        fmt::format("--all2all-backend '{}' is not an all-to-all backend; accepted: {} (naive "
+                    "and pplx fall back to allgather_reducescatter)",
+                    given, fmt::join(kBackends, ", ")));
+  }
+  return given;
+}
+
 }  // namespace
 
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
@@ -699,6 +863,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         "throughput",
         *o.performance_mode));
   }
+  std::vector<Diagnostic> diagnostics = o.diagnostics;
+  KVTOPO_ASSIGN_OR_RETURN(const std::string all2all_backend, ResolveAll2AllBackend(o, diagnostics));
+  KVTOPO_RETURN_IF_ERROR(ApplyStepDefaults(o, all2all_backend, c, diagnostics));
   if (o.performance_mode == "throughput") {
     if (!c.max_num_batched_tokens_given) c.cache.max_num_batched_tokens *= 2;
     if (!o.max_num_seqs) c.cache.max_num_seqs *= 2;
@@ -813,7 +980,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
   }
   c.not_planned_flags = o.not_planned;
-  c.launch_diagnostics = o.diagnostics;
+  c.launch_diagnostics = std::move(diagnostics);
   return c;
 }
 

@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 15 integers and
-// --kv-cache-memory.
-constexpr int kNumIntegerOptions = 16;
+// The option table's integer and byte-size options (docs/launch-options.md): 16 integers,
+// --kv-cache-memory and --device-memory.
+constexpr int kNumIntegerOptions = 18;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

@@ -13,6 +13,7 @@
 
 #include "internal/units.h"
 #include "kvtopo/model.h"
+#include "kvtopo/plan.h"
 
 namespace kvtopo {
 namespace {
@@ -152,6 +153,193 @@ TEST(LaunchOptions, RowsFollowTheTokensPerStep) {
   EXPECT_EQ(ToLaunchConfig(o).status().message(),
             "--performance-mode 'fast' is not a performance mode; accepted: balanced, "
             "interactivity, throughput");
+}
+
+// --device-memory and --device-name give the engine's device-dependent `vllm serve` step defaults
+// (EngineArgs.get_batch_defaults): 8,192 tokens and 1,024 rows on a GPU of 70 GiB or more that is
+// not an A100, 2,048 and 256 otherwise; given limits stay, throughput mode doubles the defaults.
+TEST(LaunchOptions, DeviceStepDefaultsAsTheEngineSetsThem) {
+  struct Case {
+    const char* memory;
+    const char* name;
+    int64_t tokens;
+    int64_t rows;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"24GiB", nullptr, 2048, 256,
+       "--device-memory 24GiB (below 70 GiB): the engine's `vllm serve` defaults for this GPU: "
+       "--max-num-batched-tokens 2048, --max-num-seqs 256"},
+      {"141GiB", "NVIDIA H200", 8192, 1024,
+       "--device-memory 141GiB ('NVIDIA H200') (70 GiB or more, not an A100): the engine's `vllm "
+       "serve` defaults for this GPU: --max-num-batched-tokens 8192, --max-num-seqs 1024"},
+      {"80GiB", "NVIDIA A100-SXM4-80GB", 2048, 256,
+       "--device-memory 80GiB ('NVIDIA A100-SXM4-80GB') (an A100, whatever its memory): the "
+       "engine's `vllm serve` defaults for this GPU: --max-num-batched-tokens 2048, "
+       "--max-num-seqs 256"},
+      // The threshold is 70 GiB exactly; "g" counts 1000s, so 75g is below it.
+      {"70GiB", nullptr, 8192, 1024, nullptr},
+      {"75161927679", nullptr, 2048, 256, nullptr},
+      {"75g", "NVIDIA A800-SXM4-80GB", 2048, 256, nullptr},
+      {"80G", "NVIDIA A800-SXM4-80GB", 8192, 1024, nullptr},
+  };
+  for (const Case& k : cases) {
+    LaunchOptions o;
+    o.model = "gpt-oss-120b";
+    o.device_memory = k.memory;
+    if (k.name != nullptr) o.device_name = k.name;
+    auto c = ToLaunchConfig(o);
+    ASSERT_TRUE(c.ok()) << k.memory << ": " << c.status().ToString();
+    EXPECT_EQ(c->cache.max_num_batched_tokens, k.tokens) << k.memory;
+    EXPECT_EQ(c->cache.max_num_seqs, k.rows) << k.memory;
+    EXPECT_FALSE(c->max_num_batched_tokens_given) << k.memory;
+    ASSERT_EQ(c->launch_diagnostics.size(), 1u) << k.memory;
+    EXPECT_EQ(c->launch_diagnostics[0].code, "device-step-defaults");
+    EXPECT_EQ(c->launch_diagnostics[0].severity, Severity::kInfo);
+    if (k.message != nullptr) {
+      EXPECT_EQ(c->launch_diagnostics[0].message, k.message);
+    }
+  }
+
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  o.device_memory = "141GiB";
+  o.performance_mode = "throughput";  // doubles the device's defaults
+  auto c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 16384);
+  EXPECT_EQ(c->cache.max_num_seqs, 2048);
+  o.performance_mode.reset();
+  o.max_num_batched_tokens = 512;  // given: kept; the defaulted rows are at most the tokens
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 512);
+  EXPECT_EQ(c->cache.max_num_seqs, 512);
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--device-memory 141GiB (70 GiB or more, not an A100): the engine's `vllm serve` "
+            "defaults for this GPU: --max-num-seqs 1024");
+  o.max_num_seqs = 64;
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_seqs, 64);
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--device-memory 141GiB (70 GiB or more, not an A100): the engine's defaults for this "
+            "GPU (8192 tokens, 1024 rows) do not apply: both limits are set otherwise");
+
+  // The default launch states its tokens per step; only the rows follow the GPU.
+  o = LaunchOptions{};
+  o.device_memory = "180GiB";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 1024);
+  EXPECT_EQ(c->cache.max_num_seqs, 1024);
+
+  o = LaunchOptions{};
+  o.model = "gpt-oss-120b";
+  o.device_name = "NVIDIA A100-PCIE-40GB";
+  EXPECT_EQ(
+      ToLaunchConfig(o).status().message(),
+      "--device-name 'NVIDIA A100-PCIE-40GB' needs --device-memory: the engine's step defaults "
+      "follow the GPU's memory first, then its name");
+  o.device_memory = "40GiB";
+  o.kv_cache_memory = "48GiB";
+  EXPECT_EQ(
+      ToLaunchConfig(o).status().message(),
+      "--kv-cache-memory 48GiB (51539607552 bytes) exceeds --device-memory 40GiB (42949672960 "
+      "bytes): one rank's KV cache cannot be larger than its GPU; lower --kv-cache-memory");
+  o.kv_cache_memory = "40GiB";
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  const LaunchOption* option = FindLaunchOption("device-memory");
+  ASSERT_NE(option, nullptr);
+  EXPECT_EQ(SetLaunchOption(o, *option, std::string("0"), "--device-memory").message(),
+            "--device-memory must be in [1, 1125899906842624] bytes, got '0'");
+
+  // The plan follows: gpt-oss-120b's sliding-window layers hold cdiv(127 + 2 x 2,048, 16) + 1 =
+  // 265 pages a request on a 24 GiB GPU instead of 1,033 at 8,192 tokens per step.
+  o = LaunchOptions{};
+  o.model = "gpt-oss-120b";
+  o.kv_cache_memory = "20GiB";
+  auto plan = PlanLaunch(*ToLaunchConfig(o));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.blocks_per_request, 9225);
+  EXPECT_EQ(plan->capacity.max_tokens, 517297);
+  o.device_memory = "24GiB";
+  plan = PlanLaunch(*ToLaunchConfig(o));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.blocks_per_request, 8457);
+  EXPECT_EQ(plan->capacity.max_tokens, 564274);
+}
+
+// Batched data-parallel MoE (EP, DP > 1, all-to-all backend deepep_low_latency or nixl_ep)
+// defaults the tokens per step to 256, ahead of the GPU's default; the rows follow the GPU and
+// are at most the tokens. --all2all-backend takes the engine's names.
+TEST(LaunchOptions, BatchedDataParallelMoeStepDefault) {
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  o.data_parallel_size = 8;
+  o.enable_expert_parallel = true;
+  o.all2all_backend = "deepep_low_latency";
+  auto c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 256);
+  EXPECT_EQ(c->cache.max_num_seqs, 256);
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "batched-dp-moe-step-default");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--enable-expert-parallel with --data-parallel-size 8 and --all2all-backend "
+            "deepep_low_latency runs batched data-parallel MoE, for which the engine defaults "
+            "--max-num-batched-tokens to 256");
+  o.device_memory = "141GiB";
+  o.performance_mode = "throughput";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 512);
+  EXPECT_EQ(c->cache.max_num_seqs, 512);  // min(2 x 1,024, 512)
+  ASSERT_EQ(c->launch_diagnostics.size(), 2u);
+  EXPECT_EQ(c->launch_diagnostics[1].message,
+            "--device-memory 141GiB (70 GiB or more, not an A100): the engine's `vllm serve` "
+            "defaults for this GPU: --max-num-seqs 1024");
+  o.performance_mode.reset();
+  o.device_memory.reset();
+  // Not batched: one replica, no EP, another backend; or a given --max-num-batched-tokens.
+  for (int k = 0; k < 4; ++k) {
+    LaunchOptions v = o;
+    if (k == 0) v.data_parallel_size = 1;
+    if (k == 1) v.enable_expert_parallel = false;
+    if (k == 2) v.all2all_backend = "deepep_high_throughput";
+    if (k == 3) v.max_num_batched_tokens = 4096;
+    c = ToLaunchConfig(v);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->cache.max_num_batched_tokens, k == 3 ? 4096 : 8192) << k;
+    EXPECT_TRUE(c->launch_diagnostics.empty()) << k;
+  }
+  o.all2all_backend = "nixl_ep";
+  EXPECT_EQ(ToLaunchConfig(o)->cache.max_num_batched_tokens, 256);
+  o.all2all_backend = "pplx";  // removed: the engine falls back to allgather_reducescatter
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_num_batched_tokens, 8192);
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--all2all-backend 'pplx' has been removed from the engine, which falls back to "
+            "allgather_reducescatter");
+  o.all2all_backend = "deepep";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--all2all-backend 'deepep' is not an all-to-all backend; accepted: "
+            "allgather_reducescatter, deepep_high_throughput, deepep_low_latency, mori, nixl_ep, "
+            "flashinfer_nvlink_two_sided, flashinfer_nvlink_one_sided, flashinfer_all2allv "
+            "(naive and pplx fall back to allgather_reducescatter)");
+  // gpt-oss-120b's sliding-window layers then hold cdiv(127 + 2 x 256, 16) + 1 = 41 pages a
+  // request instead of 1,033.
+  o.all2all_backend = "deepep_low_latency";
+  o.kv_cache_memory = "20GiB";
+  auto plan = PlanLaunch(*ToLaunchConfig(o));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.blocks_per_request, 8192 + 41);
+  EXPECT_EQ(plan->capacity.max_tokens, 579627);
+  EXPECT_EQ(FindLaunchOption("-dp"), FindLaunchOption("data_parallel_size"));
+  EXPECT_EQ(FindLaunchOption("-ep"), FindLaunchOption("enable-expert-parallel"));
 }
 
 // --max-model-len takes vLLM's "auto" or -1 (human_readable_int_or_auto): fit to memory.

@@ -237,6 +237,28 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(a.num_speculative_tokens, 3)
         self.assertEqual(a.to_json(), b.to_json())
 
+    def test_device_step_defaults(self):
+        # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
+        # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
+        plan = kvtopo.plan("gpt-oss-120b", kv_cache_memory="20GiB", device_memory=24 << 30)
+        self.assertEqual((plan.capacity.blocks_per_request, plan.capacity.max_tokens),
+                         (8457, 564274))
+        self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
+                         [("device-step-defaults", "info")])
+        plan = kvtopo.plan("gpt-oss-120b", kv_cache_memory="20GiB", device_memory="141GiB",
+                           device_name="NVIDIA H200")
+        self.assertEqual(plan.capacity.max_tokens, 517297)
+        # Batched data-parallel MoE: 256 tokens per step, 41 pages a sliding-window layer.
+        plan = kvtopo.plan("gpt-oss-120b", kv_cache_memory="20GiB", data_parallel_size=8,
+                           enable_expert_parallel=True, all2all_backend="deepep_low_latency")
+        self.assertEqual((plan.capacity.blocks_per_request, plan.capacity.max_tokens),
+                         (8233, 579627))
+        with self.assertRaisesRegex(ValueError, "--device-name 'A100' needs --device-memory"):
+            kvtopo.plan("gpt-oss-120b", device_name="A100")
+        with self.assertRaisesRegex(ValueError,
+                                    r"device_memory must be in \[1, 1125899906842624\] bytes, got 0"):
+            kvtopo.plan("gpt-oss-120b", device_memory=0)
+
     def test_hf_overrides_as_dict_or_json(self):
         # Qwen3-8B's shape: 40,960 positions; a YaRN override (factor 4 over 32,768) reaches
         # 131,072, as the engine's --hf-overrides does.
