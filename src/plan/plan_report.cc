@@ -166,6 +166,8 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["scheduler_block_size"] = plan.scheduler_block_size;
   j["hash_block_size"] = plan.hash_block_size;
   j["block_table_bytes_per_rank"] = plan.block_table_bytes_per_rank;
+  j["max_num_batched_tokens"] = plan.cache.max_num_batched_tokens;
+  j["max_num_seqs"] = plan.cache.max_num_seqs;
   j["max_model_len_that_fits"] = plan.max_model_len_that_fits;
   j["diagnostics"] = DiagnosticsToJson(plan.diagnostics);
   return j;
@@ -239,8 +241,9 @@ std::string FormatPlanTable(const Plan& plan) {
                        plan.split_pools.capacity.max_tokens,
                        plan.split_pools.capacity.max_concurrency);
   }
-  out += fmt::format("scheduler  block {} tokens, hash block {} tokens\n",
-                     plan.scheduler_block_size, plan.hash_block_size);
+  out += fmt::format("scheduler  block {} tokens, hash block {} tokens, {} tokens a step\n",
+                     plan.scheduler_block_size, plan.hash_block_size,
+                     plan.cache.max_num_batched_tokens);
   out += fmt::format("tables     {} of block tables per rank ({} rows)\n",
                      FormatBytes(plan.block_table_bytes_per_rank), plan.cache.max_num_seqs);
   if (plan.promotion.considered) {

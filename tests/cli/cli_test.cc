@@ -56,6 +56,8 @@ TEST(PlanCli, DefaultPlanIsTheSeedLaunch) {
   EXPECT_EQ(j["layers"][97]["attention_backend"], "B12X_MLA");
   EXPECT_EQ(j["scheduler_block_size"], 12288);
   EXPECT_EQ(j["hash_block_size"], 768);
+  EXPECT_EQ(j["max_num_batched_tokens"], 1024);  // the production launch's
+  EXPECT_EQ(j["max_num_seqs"], 256);
   EXPECT_TRUE(j["diagnostics"].empty());
 }
 

@@ -245,6 +245,8 @@ class PlanTest(unittest.TestCase):
                          (8457, 564274))
         self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
                          [("device-step-defaults", "info")])
+        j = json.loads(plan.to_json())
+        self.assertEqual((j["max_num_batched_tokens"], j["max_num_seqs"]), (2048, 256))
         plan = kvtopo.plan("gpt-oss-120b", kv_cache_memory="20GiB", device_memory="141GiB",
                            device_name="NVIDIA H200")
         self.assertEqual(plan.capacity.max_tokens, 517297)
