@@ -155,6 +155,15 @@ TEST(LaunchOptions, RowsFollowTheTokensPerStep) {
             "interactivity, throughput");
 }
 
+// Blocks a max-length request takes and the engine's token capacity, for a launch.
+std::pair<int64_t, int64_t> BlocksAndTokens(const LaunchOptions& o) {
+  const Result<LaunchConfig> launch = ToLaunchConfig(o);
+  if (!launch.ok()) return {-1, -1};
+  const Result<Plan> plan = PlanLaunch(*launch);
+  if (!plan.ok()) return {-2, -2};
+  return {plan->capacity.blocks_per_request, plan->capacity.max_tokens};
+}
+
 // --device-memory and --device-name give the engine's device-dependent `vllm serve` step defaults
 // (EngineArgs.get_batch_defaults): 8,192 tokens and 1,024 rows on a GPU of 70 GiB or more that is
 // not an A100, 2,048 and 256 otherwise; given limits stay, throughput mode doubles the defaults.
@@ -259,15 +268,9 @@ TEST(LaunchOptions, DeviceStepDefaultsAsTheEngineSetsThem) {
   o = LaunchOptions{};
   o.model = "gpt-oss-120b";
   o.kv_cache_memory = "20GiB";
-  auto plan = PlanLaunch(*ToLaunchConfig(o));
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->capacity.blocks_per_request, 9225);
-  EXPECT_EQ(plan->capacity.max_tokens, 517297);
+  EXPECT_EQ(BlocksAndTokens(o), std::make_pair(int64_t{9225}, int64_t{517297}));
   o.device_memory = "24GiB";
-  plan = PlanLaunch(*ToLaunchConfig(o));
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->capacity.blocks_per_request, 8457);
-  EXPECT_EQ(plan->capacity.max_tokens, 564274);
+  EXPECT_EQ(BlocksAndTokens(o), std::make_pair(int64_t{8457}, int64_t{564274}));
 }
 
 // Batched data-parallel MoE (EP, DP > 1, all-to-all backend deepep_low_latency or nixl_ep)
@@ -334,10 +337,7 @@ TEST(LaunchOptions, BatchedDataParallelMoeStepDefault) {
   // request instead of 1,033.
   o.all2all_backend = "deepep_low_latency";
   o.kv_cache_memory = "20GiB";
-  auto plan = PlanLaunch(*ToLaunchConfig(o));
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->capacity.blocks_per_request, 8192 + 41);
-  EXPECT_EQ(plan->capacity.max_tokens, 579627);
+  EXPECT_EQ(BlocksAndTokens(o), std::make_pair(int64_t{8192 + 41}, int64_t{579627}));
   EXPECT_EQ(FindLaunchOption("-dp"), FindLaunchOption("data_parallel_size"));
   EXPECT_EQ(FindLaunchOption("-ep"), FindLaunchOption("enable-expert-parallel"));
 }
