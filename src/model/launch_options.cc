@@ -699,6 +699,13 @@ Result<std::optional<std::string>> SpeculativeConfigText(const LaunchOptions& o)
   return std::optional<std::string>(internal::JsonText(spec));
 }
 
+// A byte-size option's value ("12GiB", "1325000000"), which must be positive; errors name `flag`.
+Result<int64_t> PositiveByteSize(const std::string& text, std::string_view flag) {
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes, ParseByteSize(text, flag));
+  if (bytes <= 0) return InvalidArgument(fmt::format("{} must be positive, got '{}'", flag, text));
+  return bytes;
+}
+
 // The engine's defaults for the tokens per step and the rows, before --performance-mode doubles
 // them (_set_default_max_num_seqs_and_batched_tokens_args and EngineArgs.get_batch_defaults in
 // vllm/engine/arg_utils.py, ParallelConfig.use_batched_dp_moe in vllm/config/parallel.py, at
@@ -734,11 +741,8 @@ Status ApplyStepDefaults(const LaunchOptions& o, const std::string& all2all_back
         "memory first, then its name",
         *o.device_name));
   }
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes, ParseByteSize(*o.device_memory, "--device-memory"));
-  if (bytes <= 0) {
-    return InvalidArgument(
-        fmt::format("--device-memory must be positive, got '{}'", *o.device_memory));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes,
+                          PositiveByteSize(*o.device_memory, "--device-memory"));
   if (o.kv_cache_memory) {
     KVTOPO_ASSIGN_OR_RETURN(const int64_t budget, KvCacheMemoryBytes(o));
     if (budget > bytes) {
@@ -986,12 +990,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
 
 Result<int64_t> KvCacheMemoryBytes(const LaunchOptions& o) {
   if (!o.kv_cache_memory) return int64_t{0};
-  KVTOPO_ASSIGN_OR_RETURN(int64_t bytes, ParseByteSize(*o.kv_cache_memory, "--kv-cache-memory"));
-  if (bytes <= 0) {
-    return InvalidArgument(
-        fmt::format("--kv-cache-memory must be positive, got '{}'", *o.kv_cache_memory));
-  }
-  return bytes;
+  return PositiveByteSize(*o.kv_cache_memory, "--kv-cache-memory");
 }
 
 }  // namespace kvtopo
