@@ -1632,8 +1632,12 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
   } else {
     KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
   }
+  // A null window (the config classes keep it) leaves the sliding layers full: the models pass
+  // config.sliding_window as the layer's window, and None is none.
   KVTOPO_ASSIGN_OR_RETURN(const int64_t window,
-                          r.IntInOr("sliding_window", f.default_window, 1, kMaxModelLen));
+                          r.IsNull("sliding_window")
+                              ? 0
+                              : r.IntInOr("sliding_window", f.default_window, 1, kMaxModelLen));
   m.text_sliding_window = window;
   KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
   if (bidirectional) {
@@ -1670,6 +1674,76 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
 template <const InterleavedFamily& kFamily>
 Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
   return ReadInterleaved(r, kFamily, m);
+}
+
+// Rnj-1 (Rnj1ForCausalLM; the fork's rnj1.py at 28be48fa9), a Gemma 3 text model read through
+// Gemma3TextConfig, whose defaults fill what a config omits (2304 hidden, 26 layers, 8 heads, 4
+// K/V heads, head_dim 256, 131072 positions, window 4096):
+// - A layer whose layer_types entry is "chunked_attention" attends block-locally (chunks of half
+//   the window, one chunk of lookback) and caches as a sliding-window layer of `sliding_window`
+//   (null: none); every other layer, "sliding_attention" included, is full attention (rnj1.py
+//   takes the window for chunked layers only). Without layer_types Gemma3TextConfig derives
+//   sliding and full layers, so every layer is full.
+// - Chunked layers run only on TRITON_ATTN (the engine's Attention asserts it), and the Triton
+//   kernel asserts a chunk of at least one token: a window of at least 2.
+// - The MLP raises for a hidden_activation other than gelu_pytorch_tanh.
+Status ReadRnj1(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string activation,
+                          r.StringOr("hidden_activation", "gelu_pytorch_tanh"));
+  if (activation != "gelu_pytorch_tanh") {
+    return r.Invalid("hidden_activation",
+                     fmt::format("is '{}': the engine's Rnj-1 MLP is built only with "
+                                 "gelu_pytorch_tanh and raises otherwise",
+                                 activation));
+  }
+  nlohmann::json filled = r.json();
+  const std::array<std::pair<const char*, int64_t>, 4> defaults = {{{"hidden_size", 2304},
+                                                                    {"num_hidden_layers", 26},
+                                                                    {"num_attention_heads", 8},
+                                                                    {"num_key_value_heads", 4}}};
+  for (const auto& [key, value] : defaults) {
+    if (!filled.contains(key)) filled[key] = value;
+  }
+  const ConfigReader c = r.Over(filled);
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m, /*default_positions=*/131072));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(c));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(c, kRequired, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, c.IntInOr("head_dim", 256, 1, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(
+      const int64_t window,
+      c.IsNull("sliding_window") ? 0 : c.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
+  m.text_sliding_window = window;
+  std::vector<bool> chunked(static_cast<size_t>(n), false);
+  if (c.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types,
+                            PerLayerNames(c, "layer_types", n));
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string& t = types[static_cast<size_t>(i)];
+      if (t != "chunked_attention" && t != "sliding_attention" && t != "full_attention") {
+        return c.Invalid("layer_types",
+                         fmt::format("entry {} is '{}'; accepted: chunked_attention, "
+                                     "sliding_attention, full_attention",
+                                     i, t));
+      }
+      chunked[static_cast<size_t>(i)] = t == "chunked_attention";
+    }
+  }
+  const auto first = std::find(chunked.begin(), chunked.end(), true);
+  if (first != chunked.end()) {
+    if (window == 1) {
+      return c.Invalid("sliding_window",
+                       fmt::format("is 1 with chunked_attention layers (layer {}): they split the "
+                                   "window into two chunks, and the engine's Triton kernel "
+                                   "asserts a chunk of at least one token",
+                                   first - chunked.begin()));
+    }
+    m.required_backend = "TRITON_ATTN";
+    m.required_backend_reason = "has chunked_attention layers (block-local attention)";
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    m.layers.push_back(KvAttentionLayer(i, m, head, chunked[static_cast<size_t>(i)] ? window : 0));
+  }
+  return Status::Ok();
 }
 
 // A field a config class defaults and may know by another name (its attribute_map): `alias`,
@@ -3473,6 +3547,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},
       {"Gemma3ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3>},
       {"Gemma3ForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kGemma3>},
+      {"Rnj1ForCausalLM", TextModel::kRoot, ReadRnj1},
       {"CohereForCausalLM", TextModel::kRoot, ReadDenseAs<kCohere>},
       {"Cohere2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kCohere2>},
       {"Gemma3nForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3n>},

@@ -141,6 +141,9 @@ struct ModelDescription {
   // The engine's Mamba chunk size (ModelConfig.get_mamba_chunk_size), the base of the hybrid
   // block in --mamba-cache-mode all; 2048 for a config with no chunk notion.
   int64_t mamba_chunk_size = 2048;
+  // The only attention backend the model builds on (empty: any), and why, for the message.
+  std::string required_backend;
+  std::string required_backend_reason;
   // The optional "kvtopo" block (docs/profiles.md).
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind

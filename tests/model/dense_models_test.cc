@@ -388,11 +388,143 @@ TEST(DenseModels, Gemma3InterleavesSlidingAndFullLayers) {
   EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
   EXPECT_EQ(plan->groups[0].layers, Layers({0, 4}));
 
+  // A null window (the config class keeps it) leaves every layer full: one group of 62 full
+  // layers, 40 GiB / (62 x 64 KiB) = 10,570 blocks of 8,192 a request; the length is not capped.
+  nlohmann::json no_window = Gemma3_27B();
+  no_window["text_config"]["sliding_window"] = nullptr;
+  plan = PlanConfig(no_window, 2, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  EXPECT_EQ(plan->pool.num_blocks, 10570);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 8192);
+
   config["text_config"]["use_bidirectional_attention"] = true;
   EXPECT_EQ(ConfigError(config),
             "config.json 'config.json': field 'text_config.use_bidirectional_attention' is true: "
             "an embedding model's bidirectional attention keeps no KV cache across steps; "
             "kvtopo plans decoders");
+}
+
+// An Rnj-1 config with block-local layers (shaped: rnj-1's published dimensions, 32 layers of 8
+// K/V heads of 128, 32,768 positions, with three chunked_attention layers in four and a window of
+// 4,096; no public Rnj1ForCausalLM config states layer_types).
+nlohmann::json Rnj1Chunked() {
+  nlohmann::json c = nlohmann::json::parse(R"({
+    "architectures": ["Rnj1ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 4096,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "max_position_embeddings": 32768, "sliding_window": 4096,
+    "hidden_activation": "gelu_pytorch_tanh", "torch_dtype": "bfloat16"})");
+  for (int i = 0; i < 32; ++i) {
+    c["layer_types"].push_back((i + 1) % 4 == 0 ? "full_attention" : "chunked_attention");
+  }
+  return c;
+}
+
+// Rnj-1: chunked_attention layers cache as sliding-window layers of the config's window, on
+// TRITON_ATTN only; every other layer is full. At 20 GiB a page is 16 x 2 x 8 x 128 x 2 B = 64 KiB
+// and the 24 chunked and 8 full layers make three sliding groups and one full group of 8: a block
+// of 512 KiB, 40,960 blocks. A max-length request holds 2,048 full pages and 3 x 1,281 sliding ones
+// (cdiv(4,095 + 2 x 8,192, 16) + 1): 5,891 blocks, 40,960 / 5,891 x 32,768 = 227,835 tokens.
+TEST(DenseModels, Rnj1ChunkedLayersSlideOnTriton) {
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  auto plan = PlanWith(Rnj1Chunked(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [backend-required] 'config.json' (Rnj1ForCausalLM) has chunked_attention "
+            "layers (block-local attention), and the engine builds them only on TRITON_ATTN: on "
+            "FLASH_ATTN (the default backend) it fails an assertion while building the model; "
+            "add --attention-backend TRITON_ATTN");
+  c.cache.attention_backend = "FLASHINFER";
+  plan = PlanWith(Rnj1Chunked(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [backend-required] 'config.json' (Rnj1ForCausalLM) has chunked_attention "
+            "layers (block-local attention), and the engine builds them only on TRITON_ATTN: on "
+            "FLASHINFER it fails an assertion while building the model; add --attention-backend "
+            "TRITON_ATTN");
+
+  c.cache.attention_backend = "TRITON_ATTN";
+  plan = PlanWith(Rnj1Chunked(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  ASSERT_EQ(plan->groups.size(), 4u);
+  for (size_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(plan->groups[g].geometry.kind(), CacheKind::kSlidingWindow);
+    EXPECT_EQ(plan->groups[g].spec.sliding_window, 4096);
+  }
+  EXPECT_EQ(plan->groups[0].layers, Layers({0, 4, 8, 12, 16, 20, 24, 28}));
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].layers, Layers({3, 7, 11, 15, 19, 23, 27, 31}));
+  EXPECT_EQ(plan->groups[3].geometry.page_size_bytes(), 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 40960);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 5891);
+  EXPECT_EQ(plan->capacity.max_tokens, 227'835);
+
+  // sliding_attention is full attention in Rnj-1, and without layer_types every layer is full:
+  // one group of 32 layers (2 MiB blocks, 10,240 of them, 2,048 a request), on any backend.
+  c.cache.attention_backend.clear();
+  nlohmann::json sliding = Rnj1Chunked();
+  for (auto& t : sliding["layer_types"]) {
+    if (t == "chunked_attention") t = "sliding_attention";
+  }
+  nlohmann::json untyped = Rnj1Chunked();
+  untyped.erase("layer_types");
+  for (const nlohmann::json& config : {sliding, untyped}) {
+    plan = PlanWith(config, c);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 1u);
+    EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+    EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+    EXPECT_EQ(plan->pool.num_blocks, 10240);
+    EXPECT_EQ(plan->capacity.blocks_per_request, 2048);
+  }
+}
+
+// What Rnj-1's code and config class make of the rest: Gemma3TextConfig's defaults (26 layers of
+// 4 K/V heads of 256, 131,072 positions, all full without layer_types), a null window (chunked
+// layers attend fully, still on Triton only), and the configs its code refuses.
+TEST(DenseModels, Rnj1ConfigRules) {
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  auto plan = PlanWith(nlohmann::json::parse(R"({"architectures": ["Rnj1ForCausalLM"]})"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131072);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 26u);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 2 * 4 * 256 * 2);
+
+  nlohmann::json config = Rnj1Chunked();
+  config["sliding_window"] = nullptr;
+  plan = PlanWith(config, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "backend-required");
+
+  config["sliding_window"] = 1;
+  EXPECT_EQ(ConfigError(config),
+            "config.json 'config.json': field 'sliding_window' is 1 with chunked_attention layers "
+            "(layer 0): they split the window into two chunks, and the engine's Triton kernel "
+            "asserts a chunk of at least one token");
+  config = Rnj1Chunked();
+  config["layer_types"][3] = "linear_attention";
+  EXPECT_EQ(ConfigError(config),
+            "config.json 'config.json': field 'layer_types' entry 3 is 'linear_attention'; "
+            "accepted: chunked_attention, sliding_attention, full_attention");
+  config = Rnj1Chunked();
+  config["hidden_activation"] = "gelu";
+  EXPECT_EQ(ConfigError(config),
+            "config.json 'config.json': field 'hidden_activation' is 'gelu': the engine's Rnj-1 "
+            "MLP is built only with gelu_pytorch_tanh and raises otherwise");
 }
 
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived
