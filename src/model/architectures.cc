@@ -1461,6 +1461,19 @@ constexpr DenseFamily kJais2{.name = "Jais 2",
                              .absent_kv_heads = kMultiHead,
                              .windows = DenseWindows::kUniform};
 
+// The engine sets the cache-wide window (CacheConfig.sliding_window, the config's sliding_window)
+// only when the layer types are of one kind (arg_utils, is_interleaved), and a layer that passes
+// no window of its own takes it: with every layer full, every layer slides.
+void WarnEveryLayerSlides(const ConfigReader& r, ModelDescription& m) {
+  m.config_warnings.emplace_back(
+      "config-window-every-layer",
+      fmt::format("config.json '{}' has every layer of type full_attention (its layer_types, or "
+                  "the list its config class derives) and a sliding_window of {}: with layer "
+                  "types of one kind the engine sets that window cache-wide, and every layer "
+                  "slides; set sliding_window to null for full layers",
+                  r.file(), m.text_sliding_window));
+}
+
 Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const DenseFamily& f,
                                               int64_t n, ModelDescription& m) {
   std::vector<int64_t> windows(static_cast<size_t>(n), 0);
@@ -1502,6 +1515,9 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
   const auto slides = std::count(sliding.begin(), sliding.end(), true);
   const bool mixed = slides > 0 && slides < n;  // is_interleaved
   if (!mixed) {
+    if (slides == 0 && window > 0 && r.Has("layer_types")) {
+      WarnEveryLayerSlides(r, m);
+    }
     std::fill(windows.begin(), windows.end(), window);
     return windows;
   }
@@ -1655,6 +1671,11 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
     }
     for (int64_t i = 0; i < n; ++i) sliding.push_back((i + 1) % pattern != 0);
   }
+  // Layer types of one kind (stated, or derived: fewer layers than the pattern, or a pattern of
+  // 1) set the cache-wide window, which a full layer takes as it passes none of its own.
+  const auto slides = std::count(sliding.begin(), sliding.end(), true);
+  const bool interleaved = slides > 0 && slides < n;
+  if (slides == 0 && window > 0) WarnEveryLayerSlides(r, m);
   // KV sharing (Gemma 3n): the last num_kv_shared_layers layers read the KV cache of the last
   // non-shared layer of their kind (sliding: the one two before the first shared layer, full: the
   // one just before) and keep none of their own, when that layer exists.
@@ -1666,7 +1687,7 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
   }
   for (int64_t i = 0; i < n; ++i) {
     if (i >= first_shared && first_shared - (sliding[i] ? 2 : 1) >= 0) continue;
-    m.layers.push_back(KvAttentionLayer(i, m, head, sliding[i] ? window : 0));
+    m.layers.push_back(KvAttentionLayer(i, m, head, sliding[i] || !interleaved ? window : 0));
   }
   return Status::Ok();
 }
@@ -1678,12 +1699,12 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
 
 // Rnj-1 (Rnj1ForCausalLM; the fork's rnj1.py at 28be48fa9), a Gemma 3 text model read through
 // Gemma3TextConfig, whose defaults fill what a config omits (2304 hidden, 26 layers, 8 heads, 4
-// K/V heads, head_dim 256, 131072 positions, window 4096):
+// K/V heads, head_dim 256, 131072 positions, window 4096, layer_types derived as Gemma 3's):
 // - A layer whose layer_types entry is "chunked_attention" attends block-locally (chunks of half
 //   the window, one chunk of lookback) and caches as a sliding-window layer of `sliding_window`
-//   (null: none); every other layer, "sliding_attention" included, is full attention (rnj1.py
-//   takes the window for chunked layers only). Without layer_types Gemma3TextConfig derives
-//   sliding and full layers, so every layer is full.
+//   (null: none). Every other layer, "sliding_attention" included, passes no window (rnj1.py
+//   takes it for chunked layers only): it is full when the layer types mix kinds, and takes the
+//   cache-wide window when they are of one kind (WarnEveryLayerSlides).
 // - Chunked layers run only on TRITON_ATTN (the engine's Attention asserts it), and the Triton
 //   kernel asserts a chunk of at least one token: a window of at least 2.
 // - The MLP raises for a hidden_activation other than gelu_pytorch_tanh.
@@ -1713,10 +1734,9 @@ Status ReadRnj1(const ConfigReader& r, ModelDescription& m) {
       const int64_t window,
       c.IsNull("sliding_window") ? 0 : c.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
   m.text_sliding_window = window;
-  std::vector<bool> chunked(static_cast<size_t>(n), false);
+  std::vector<std::string> types;
   if (c.Has("layer_types")) {
-    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> types,
-                            PerLayerNames(c, "layer_types", n));
+    KVTOPO_ASSIGN_OR_RETURN(types, PerLayerNames(c, "layer_types", n));
     for (int64_t i = 0; i < n; ++i) {
       const std::string& t = types[static_cast<size_t>(i)];
       if (t != "chunked_attention" && t != "sliding_attention" && t != "full_attention") {
@@ -1725,23 +1745,31 @@ Status ReadRnj1(const ConfigReader& r, ModelDescription& m) {
                                      "sliding_attention, full_attention",
                                      i, t));
       }
-      chunked[static_cast<size_t>(i)] = t == "chunked_attention";
+    }
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t pattern,
+                            c.IntInOr("sliding_window_pattern", 6, 1, kMaxLayers));
+    for (int64_t i = 0; i < n; ++i) {
+      types.emplace_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
     }
   }
-  const auto first = std::find(chunked.begin(), chunked.end(), true);
-  if (first != chunked.end()) {
+  const bool interleaved = std::set<std::string>(types.begin(), types.end()).size() > 1;
+  const auto first = std::find(types.begin(), types.end(), "chunked_attention");
+  if (first != types.end()) {
     if (window == 1) {
       return c.Invalid("sliding_window",
                        fmt::format("is 1 with chunked_attention layers (layer {}): they split the "
                                    "window into two chunks, and the engine's Triton kernel "
                                    "asserts a chunk of at least one token",
-                                   first - chunked.begin()));
+                                   first - types.begin()));
     }
     m.required_backend = "TRITON_ATTN";
     m.required_backend_reason = "has chunked_attention layers (block-local attention)";
   }
+  if (!interleaved && window > 0 && types[0] == "full_attention") WarnEveryLayerSlides(c, m);
   for (int64_t i = 0; i < n; ++i) {
-    m.layers.push_back(KvAttentionLayer(i, m, head, chunked[static_cast<size_t>(i)] ? window : 0));
+    const bool chunked = types[static_cast<size_t>(i)] == "chunked_attention";
+    m.layers.push_back(KvAttentionLayer(i, m, head, chunked || !interleaved ? window : 0));
   }
   return Status::Ok();
 }

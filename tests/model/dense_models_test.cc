@@ -221,6 +221,15 @@ TEST(DenseModels, SlidingWindows) {
             "config.json 'config.json' gives layer_types that mix sliding and full layers, which "
             "the engine's Mixtral layers do not read; with mixed layer types the engine sets no "
             "cache-wide window, so every layer attends over the whole request");
+  // layer_types all full with a window: the engine's cache-wide window reaches every layer.
+  nlohmann::json one_kind = llama;
+  one_kind["layer_types"] = std::vector<std::string>(4, "full_attention");
+  plan = PlanConfig(one_kind, 1, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 1024);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "config-window-every-layer");
   llama["layer_types"][3] = "chunked_attention";
   EXPECT_EQ(ConfigError(llama),
             "config.json 'config.json': field 'layer_types' entry 3 is 'chunked_attention'; "
@@ -402,6 +411,28 @@ TEST(DenseModels, Gemma3InterleavesSlidingAndFullLayers) {
   EXPECT_EQ(plan->pool.num_blocks, 10570);
   EXPECT_EQ(plan->capacity.blocks_per_request, 8192);
 
+  // Layer types of one kind set the cache-wide window (is_interleaved is false), which a full
+  // layer takes: every layer slides, in one group of 62 (40 GiB / (62 x 64 KiB) = 10,570 blocks,
+  // cdiv(1,023 + 2 x 8,192, 16) + 1 = 1,089 a request), with a warning.
+  nlohmann::json all_full = Gemma3_27B();
+  all_full["text_config"]["layer_types"] = std::vector<std::string>(62, "full_attention");
+  plan = PlanConfig(all_full, 2, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 1024);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->pool.num_blocks, 10570);
+  EXPECT_EQ(plan->capacity.blocks_per_request, 1089);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].code, "config-window-every-layer");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "config.json 'config.json' has every layer of type full_attention (its layer_types, "
+            "or the list its config class derives) and a sliding_window of 1024: with layer "
+            "types of one kind the engine sets that window cache-wide, and every layer slides; "
+            "set sliding_window to null for full layers");
+
   config["text_config"]["use_bidirectional_attention"] = true;
   EXPECT_EQ(ConfigError(config),
             "config.json 'config.json': field 'text_config.use_bidirectional_attention' is true: "
@@ -510,6 +541,33 @@ TEST(DenseModels, Rnj1ConfigRules) {
   EXPECT_EQ(plan->diagnostics.size(), 1u);
   EXPECT_EQ(plan->diagnostics[0].code, "backend-required");
 
+  // Layer types of one kind: every layer takes the cache-wide window, the full ones included (a
+  // warning says so), and so do the sliding layers Gemma3TextConfig derives for four layers.
+  // One group: 20 GiB / (32 x 64 KiB) = 10,240 blocks, 1,281 a request.
+  for (const char* kind : {"full_attention", "chunked_attention"}) {
+    config = Rnj1Chunked();
+    config["layer_types"] = std::vector<std::string>(32, kind);
+    c.cache.attention_backend = "TRITON_ATTN";
+    plan = PlanWith(config, c);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 1u);
+    EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096) << kind;
+    EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+    EXPECT_EQ(plan->pool.num_blocks, 10240);
+    EXPECT_EQ(plan->capacity.blocks_per_request, 1281);
+    EXPECT_EQ(plan->diagnostics.size(), kind == std::string("full_attention") ? 1u : 0u);
+  }
+  config = Rnj1Chunked();
+  config.erase("layer_types");
+  config["num_hidden_layers"] = 4;
+  plan = PlanWith(config, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].spec.sliding_window, 4096);
+  EXPECT_TRUE(plan->diagnostics.empty());
+
+  config = Rnj1Chunked();
   config["sliding_window"] = 1;
   EXPECT_EQ(ConfigError(config),
             "config.json 'config.json': field 'sliding_window' is 1 with chunked_attention layers "
