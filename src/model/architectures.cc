@@ -3207,7 +3207,7 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
     if (!parsed.ok()) return k.Invalid("kv_cache_dtype", parsed.status().message());
     m.kv_cache_dtype = *parsed;
   }
-  KVTOPO_ASSIGN_OR_RETURN(m.method, k.StringOr("method", ""));
+  KVTOPO_ASSIGN_OR_RETURN(m.method, k.StringOr("method", m.method));
   if (k.Has("causal")) {
     KVTOPO_ASSIGN_OR_RETURN(bool causal, k.BoolOr("causal", true));
     m.causal = causal;
@@ -3251,11 +3251,22 @@ Status ReadGlm4MoeLite(const ConfigReader& r, ModelDescription& m) {
 Status ReadMlaDraft(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
 }
+
 Status ReadKimiLinearKda(const ConfigReader& r, ModelDescription& m) {
   return ReadKimiLinear(r, /*with_indexer=*/false, m);
 }
 Status ReadKimiLinearKdaWithIndexer(const ConfigReader& r, ModelDescription& m) {
   return ReadKimiLinear(r, /*with_indexer=*/true, m);
+}
+
+// Llama-style EAGLE drafts (the fork's llama_eagle3.py and llama_eagle.py at 28be48fa9; the
+// registry maps every Eagle3 Llama, MiniMax-M2 and Qwen-VL draft name to Eagle3LlamaForCausalLM):
+// num_hidden_layers of the engine's Llama decoder layers over the draft's config, so they cache
+// as the Llama reader reads them (head_dim, else hidden_size / heads; layer_types counted from
+// the draft's first layer); LlamaConfig's defaults fill what a config omits (drafts of other
+// model types state their fields).
+Status ReadLlamaEagleDraft(const ConfigReader& r, ModelDescription& m) {
+  return ReadWithClassDefaults(r, kLlamaConfigText, m);
 }
 
 // Where a config keeps its text model: at the root, in `text_config`, or in `text_config` when
@@ -3278,6 +3289,7 @@ struct ArchitectureReader {
   bool draft = false;  // a draft model's config, never a multimodal model's language model
   // What the wrapper changes in the model it builds (the engine's per-architecture hooks).
   void (*adjust)(ModelDescription&) = nullptr;
+  const char* method = nullptr;  // drafts: the one speculative method the engine builds it for
 };
 
 Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m);
@@ -3583,9 +3595,18 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Gemma4ForCausalLM", TextModel::kRoot, ReadGemma4},
       {"Gemma4ForConditionalGeneration", TextModel::kNested, ReadGemma4},
       // Drafts.
-      {"K3DSparkModel", TextModel::kRoot, ReadMlaDraft, true},
-      {"Eagle3DeepseekV2ForCausalLM", TextModel::kRoot, ReadMlaDraft, true},
-      {"DFlashDraftModel", TextModel::kRoot, ReadDflash, true},
+      {"K3DSparkModel", TextModel::kRoot, ReadMlaDraft, true, nullptr, "dspark"},
+      {"Eagle3DeepseekV2ForCausalLM", TextModel::kRoot, ReadMlaDraft, true, nullptr, "eagle3"},
+      {"Eagle3DeepseekV3ForCausalLM", TextModel::kRoot, ReadMlaDraft, true, nullptr, "eagle3"},
+      {"DFlashDraftModel", TextModel::kRoot, ReadDflash, true, nullptr, "dflash"},
+      {"Eagle3LlamaForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
+      {"LlamaForCausalLMEagle3", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
+      {"Eagle3MiniMaxM2ForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr,
+       "eagle3"},
+      {"Eagle3Qwen2_5vlForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr,
+       "eagle3"},
+      {"Eagle3Qwen3vlForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
+      {"EagleLlamaForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle"},
   };
   return kReaders;
 }
@@ -4018,6 +4039,230 @@ const std::vector<std::string>& SupportedArchitectures() {
   return kNames;
 }
 
+// The target architectures kvtopo plans whose engine class does not implement SupportsEagle3
+// (the fork's model_executor/models at 28be48fa9: supports_eagle3() is an isinstance check on
+// that runtime-checkable protocol, true exactly when the class inherits it; each registry entry's
+// class resolved through its bases; docs/planner.md "Speculative methods"). Sorted.
+constexpr std::string_view kLacksEagle3Interface[] = {
+    "AXK1ForCausalLM",
+    "ArcticForCausalLM",
+    "AriaForConditionalGeneration",
+    "AudioFlamingo3ForConditionalGeneration",
+    "AyaVisionForConditionalGeneration",
+    "BagelForConditionalGeneration",
+    "BaiChuanForCausalLM",
+    "BaichuanForCausalLM",
+    "BailingMoeForCausalLM",
+    "BailingMoeV2ForCausalLM",
+    "BailingMoeV2_5ForCausalLM",
+    "BambaForCausalLM",
+    "BloomForCausalLM",
+    "ChameleonForConditionalGeneration",
+    "ChatGLMForConditionalGeneration",
+    "ChatGLMModel",
+    "Cheers",
+    "CheersForConditionalGeneration",
+    "Cohere2ForCausalLM",
+    "Cohere2MoeForCausalLM",
+    "CohereForCausalLM",
+    "DbrxForCausalLM",
+    "DeciLMForCausalLM",
+    "DeepseekOCR2ForCausalLM",
+    "DeepseekOCRForCausalLM",
+    "DeepseekVLV2ForCausalLM",
+    "Dots1ForCausalLM",
+    "DotsOCRForCausalLM",
+    "Ernie4_5_MoeForCausalLM",
+    "Ernie4_5_VLMoeForConditionalGeneration",
+    "Exaone4ForCausalLM",
+    "ExaoneForCausalLM",
+    "ExaoneMoEForCausalLM",
+    "FalconForCausalLM",
+    "FalconH1ForCausalLM",
+    "FalconMambaForCausalLM",
+    "FireRedASR2ForConditionalGeneration",
+    "FlexOlmoForCausalLM",
+    "FunASRForConditionalGeneration",
+    "FunAudioChatForConditionalGeneration",
+    "FuyuForCausalLM",
+    "GLM4VForCausalLM",
+    "GPT2LMHeadModel",
+    "GPTBigCodeForCausalLM",
+    "GPTJForCausalLM",
+    "GPTNeoXForCausalLM",
+    "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "Gemma3nForCausalLM",
+    "Gemma3nForConditionalGeneration",
+    "GemmaForCausalLM",
+    "Glm4ForCausalLM",
+    "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+    "Glm4vForConditionalGeneration",
+    "Glm4vMoeForConditionalGeneration",
+    "GlmAsrForConditionalGeneration",
+    "GlmOcrForConditionalGeneration",
+    "Granite4VisionForConditionalGeneration",
+    "GraniteForCausalLM",
+    "GraniteMoeForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+    "GraniteMoeSharedForCausalLM",
+    "Grok1ForCausalLM",
+    "Grok1ModelForCausalLM",
+    "HYV3ForCausalLM",
+    "HfMoondream",
+    "HyperCLOVAXForCausalLM",
+    "IQuestLoopCoderForCausalLM",
+    "Idefics3ForConditionalGeneration",
+    "InternLM2ForCausalLM",
+    "InternLM2VEForCausalLM",
+    "IsaacForConditionalGeneration",
+    "JAISLMHeadModel",
+    "Jais2ForCausalLM",
+    "JambaForCausalLM",
+    "KananaVForConditionalGeneration",
+    "KeyeForConditionalGeneration",
+    "KeyeVL1_5ForConditionalGeneration",
+    "KimiLinearForCausalLM",
+    "KimiVLForConditionalGeneration",
+    "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM",
+    "LlavaNextForConditionalGeneration",
+    "LlavaNextVideoForConditionalGeneration",
+    "LongcatFlashForCausalLM",
+    "MPTForCausalLM",
+    "Mamba2ForCausalLM",
+    "MambaForCausalLM",
+    "MiDashengLMModel",
+    "MiMoV2FlashForCausalLM",
+    "MiMoV2ForCausalLM",
+    "MiMoV2OmniForCausalLM",
+    "MiniCPMO",
+    "MiniCPMV",
+    "MiniCPMV4_6ForConditionalGeneration",
+    "MiniMaxForCausalLM",
+    "MiniMaxM1ForCausalLM",
+    "MiniMaxText01ForCausalLM",
+    "MixtralForCausalLM",
+    "Molmo2ForConditionalGeneration",
+    "MolmoForCausalLM",
+    "Moondream3ForCausalLM",
+    "MoonshotKimiaForCausalLM",
+    "MptForCausalLM",
+    "MusicFlamingoForConditionalGeneration",
+    "NemotronForCausalLM",
+    "NemotronHForCausalLM",
+    "OPTForCausalLM",
+    "Olmo2ForCausalLM",
+    "Olmo3ForCausalLM",
+    "OlmoForCausalLM",
+    "OlmoHybridForCausalLM",
+    "OlmoeForCausalLM",
+    "OpenPanguVLForConditionalGeneration",
+    "OpenVLAForActionPrediction",
+    "OrionForCausalLM",
+    "OuroForCausalLM",
+    "PaddleOCRVLForConditionalGeneration",
+    "PaliGemmaForConditionalGeneration",
+    "PanguEmbeddedForCausalLM",
+    "PanguProMoEV2ForCausalLM",
+    "PanguUltraMoEForCausalLM",
+    "Param2MoEForCausalLM",
+    "PersimmonForCausalLM",
+    "Phi3VForCausalLM",
+    "Phi4ForCausalLMV",
+    "Phi4MMForCausalLM",
+    "PhiForCausalLM",
+    "PhiMoEForCausalLM",
+    "Plamo2ForCausalLM",
+    "Plamo3ForCausalLM",
+    "QWenLMHeadModel",
+    "Qwen2AudioForConditionalGeneration",
+    "Qwen2MoeForCausalLM",
+    "Qwen2VLForConditionalGeneration",
+    "Qwen3NextForCausalLM",
+    "QwenVLForConditionalGeneration",
+    "RWForCausalLM",
+    "Rnj1ForCausalLM",
+    "SarvamMLAForCausalLM",
+    "SarvamMoEForCausalLM",
+    "SeedOssForCausalLM",
+    "SmolVLMForConditionalGeneration",
+    "SolarForCausalLM",
+    "StableLMEpochForCausalLM",
+    "StableLmForCausalLM",
+    "Starcoder2ForCausalLM",
+    "Step3TextForCausalLM",
+    "Step3VLForConditionalGeneration",
+    "Step3p5ForCausalLM",
+    "Tarsier2ForConditionalGeneration",
+    "TarsierForConditionalGeneration",
+    "WhisperForConditionalGeneration",
+    "Zamba2ForCausalLM",
+};
+
+// The EAGLE-family draft classes of the engine's registry (_SPECULATIVE_DECODING_MODELS at
+// 28be48fa9) that EAGLEConfig's renaming can reach.
+constexpr std::string_view kEngineEagleDrafts[] = {
+    "DFlashDraftModel",         "Eagle3DeepseekV2ForCausalLM",   "Eagle3DeepseekV3ForCausalLM",
+    "Eagle3LlamaForCausalLM",   "Eagle3MiniMaxM2ForCausalLM",    "Eagle3Qwen2_5vlForCausalLM",
+    "Eagle3Qwen3vlForCausalLM", "EagleCohereForCausalLM",        "EagleDeepSeekMTPModel",
+    "EagleLlama4ForCausalLM",   "EagleLlamaForCausalLM",         "EagleMiniCPMForCausalLM",
+    "EagleMistralForCausalLM",  "EagleMistralLarge3ForCausalLM", "LlamaForCausalLMEagle3"};
+
+Status NameDraftAsTheEngine(std::string_view method, LoadedConfig& draft) {
+  std::string_view prefix;
+  bool keeps_suffix = true;  // eagle keeps only names that start with its prefix
+  if (method == "eagle3") {
+    prefix = "Eagle3";
+  } else if (method == "dflash") {
+    prefix = "DFlash";
+  } else if (method == "eagle") {
+    prefix = "Eagle";
+    keeps_suffix = false;
+  } else {
+    return Status::Ok();
+  }
+  nlohmann::json& j = draft.json;
+  // An EAGLE-format (model_type "eagle") or speculators-format config is not renamed.
+  if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() ||
+      j.value("model_type", nlohmann::json()) == "eagle" || j.contains("speculators_model_type")) {
+    return Status::Ok();
+  }
+  for (nlohmann::json& a : j["architectures"]) {
+    if (!a.is_string()) return Status::Ok();  // DescribeModel names the bad entry
+    const std::string name = a.get<std::string>();
+    const bool kept = name.starts_with(prefix) || (keeps_suffix && name.ends_with(prefix));
+    if (!kept) a = std::string(prefix) + name;
+  }
+  if (j["architectures"].empty()) return Status::Ok();
+  const std::string stated = draft.json["architectures"][0].get<std::string>();
+  const auto& readers = Readers();
+  const bool planned =
+      std::any_of(readers.begin(), readers.end(),
+                  [&](const ArchitectureReader& r) { return r.draft && stated == r.architecture; });
+  if (planned) return Status::Ok();
+  std::vector<std::string> drafts;
+  for (const ArchitectureReader& r : readers) {
+    if (r.draft && r.method != nullptr && method == r.method) drafts.emplace_back(r.architecture);
+  }
+  const bool registered =
+      std::binary_search(std::begin(kEngineEagleDrafts), std::end(kEngineEagleDrafts), stated);
+  return InvalidArgument(fmt::format(
+      "--speculative-config method '{}': the engine builds draft '{}' as {} (it prefixes the "
+      "architecture with {}), which {}; kvtopo plans the {} drafts {}",
+      method, draft.name, stated, prefix,
+      registered ? "kvtopo does not plan"
+                 : "the engine's model registry does not hold, so it refuses the launch",
+      method, fmt::join(drafts, ", ")));
+}
+
+bool LacksEagle3Interface(std::string_view architecture) {
+  return std::binary_search(std::begin(kLacksEagle3Interface), std::end(kLacksEagle3Interface),
+                            architecture);
+}
+
 Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file) {
   ConfigReader root(config, file);
   if (!config.is_object()) {
@@ -4099,6 +4344,12 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
   }
   if (it->adjust != nullptr) it->adjust(m);
+  if (it->method != nullptr) m.method = it->method;
+  if (root.Has("eagle_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader eagle, root.Object("eagle_config"));
+    KVTOPO_ASSIGN_OR_RETURN(m.draft_uses_aux_hidden_states,
+                            eagle.BoolOr("use_aux_hidden_state", true));
+  }
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;
 }

@@ -141,6 +141,9 @@ struct ModelDescription {
   // The engine's Mamba chunk size (ModelConfig.get_mamba_chunk_size), the base of the hybrid
   // block in --mamba-cache-mode all; 2048 for a config with no chunk notion.
   int64_t mamba_chunk_size = 2048;
+  // A draft's eagle_config.use_aux_hidden_state (true when absent): whether an EAGLE-3 draft
+  // reads the target's auxiliary hidden states.
+  bool draft_uses_aux_hidden_states = true;
   // The only attention backend the model builds on (empty: any), and why, for the message.
   std::string required_backend;
   std::string required_backend_reason;
@@ -161,11 +164,22 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
 // Architectures DescribeModel accepts, for messages and docs.
 const std::vector<std::string>& SupportedArchitectures();
 
+// Whether the engine's class for target architecture `architecture` is one kvtopo plans and
+// lacks the EAGLE-3 interface (SupportsEagle3), so it cannot give a draft its auxiliary hidden
+// states. False for architectures the engine's registry does not hold.
+bool LacksEagle3Interface(std::string_view architecture);
+
 struct LoadedConfig {
   nlohmann::json json;
   std::string file;  // "profiles/<stem>.json" for embedded profiles, else the path read
   std::string name;  // the profile name, or the path as given
 };
+// The draft's architectures as the engine names them for `method` (EAGLEConfig): eagle3 and
+// dflash prefix Eagle3 / DFlash unless a name starts or ends with it, eagle prefixes Eagle unless
+// a name starts with it; other methods, EAGLE-format and speculators-format configs keep theirs.
+// An error names the renamed class when it is not a draft kvtopo plans.
+Status NameDraftAsTheEngine(std::string_view method, LoadedConfig& draft);
+
 // Resolves an embedded profile name, a config.json path or a directory holding one, or a
 // Hugging Face repo id an embedded profile serves. `config_format` is --config-format: auto, hf
 // or mistral. A Mistral-format checkpoint (a directory whose params.json the engine reads: under

@@ -1037,6 +1037,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       }
       KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
                               internal::LoadModelConfig(draft_ref, config.config_format));
+      KVTOPO_RETURN_IF_ERROR(internal::NameDraftAsTheEngine(method, loaded));
       KVTOPO_ASSIGN_OR_RETURN(draft, internal::DescribeModel(loaded.json, loaded.file));
       if (!draft.method.empty() && draft.method != method) {
         return InvalidArgument(fmt::format(
@@ -1181,6 +1182,25 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                           "--decode-context-parallel-size 1",
                           N, b.out.draft_name, DsparkUnderDcpBackends(), draft_backend.name));
     }
+  }
+
+  // A draft fed the target's auxiliary hidden states needs a target class with the engine's
+  // EAGLE-3 interface; without it the engine raises once the weights are loaded.
+  using internal::AuxHiddenStates;
+  if (method_row && !mtp_assistant && internal::LacksEagle3Interface(model.architecture) &&
+      (method_row->aux_hidden_states == AuxHiddenStates::kAlways ||
+       (method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines &&
+        draft.draft_uses_aux_hidden_states))) {
+    const bool declinable = method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines;
+    b.Error("speculative-aux-hidden-states",
+            fmt::format("--speculative-config method '{}' feeds the draft the target's auxiliary "
+                        "hidden states, and the engine's {} class does not implement its EAGLE-3 "
+                        "interface: it raises 'Model does not support EAGLE3 interface' after "
+                        "loading the weights; choose another method{}",
+                        spec->method, model.architecture,
+                        declinable ? " or a draft whose eagle_config sets use_aux_hidden_state "
+                                     "to false"
+                                   : ""));
   }
 
   // The engine sets every sliding window's retained tail once for the whole launch: S - 1 tokens

@@ -17,6 +17,7 @@ namespace kvtopo {
 namespace {
 
 using internal::AsyncScheduling;
+using internal::AuxHiddenStates;
 using internal::DraftCache;
 using internal::DraftPlacementRule;
 using internal::DraftWindowKnob;
@@ -33,7 +34,8 @@ constexpr SpeculativeMethod kMethodTable[] = {
      .cache = DraftCache::kExternal,
      .eagle_style = true,
      .use_eagle = true,
-     .async = AsyncScheduling::kDefault},
+     .async = AsyncScheduling::kDefault,
+     .aux_hidden_states = AuxHiddenStates::kUnlessDraftDeclines},
     {.name = "mtp",
      .cache = DraftCache::kInModel,
      .eagle_style = true,
@@ -53,14 +55,17 @@ constexpr SpeculativeMethod kMethodTable[] = {
      .use_eagle = true,
      .async = AsyncScheduling::kDefault,
      .placement = DraftPlacementRule::kReplicated,
-     .window = DraftWindowKnob::kDflashWindowSize},
+     .window = DraftWindowKnob::kDflashWindowSize,
+     .aux_hidden_states = AuxHiddenStates::kAlways},
     {.name = "draft_model", .cache = DraftCache::kExternal, .async = AsyncScheduling::kOnRequest},
     {.name = "ngram"},
     {.name = "ngram_gpu", .async = AsyncScheduling::kDefault},
     {.name = "suffix"},
     {.name = "medusa"},
     {.name = "mlp_speculator"},
-    {.name = "extract_hidden_states", .async = AsyncScheduling::kDefault},
+    {.name = "extract_hidden_states",
+     .async = AsyncScheduling::kDefault,
+     .aux_hidden_states = AuxHiddenStates::kAlways},
 };
 // The engine's MTPModelTypes other than "mtp" itself (vllm/config/speculative.py): each is
 // accepted and becomes "mtp".

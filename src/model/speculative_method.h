@@ -37,6 +37,15 @@ enum class AsyncScheduling {
   kNever,      // off; --async-scheduling is rejected
 };
 
+// Whether the draft reads the target's auxiliary hidden states (vLLM's
+// use_aux_hidden_state_outputs), which only a target class implementing the engine's EAGLE-3
+// interface provides.
+enum class AuxHiddenStates {
+  kNone,
+  kUnlessDraftDeclines,  // eagle3: unless the draft's eagle_config.use_aux_hidden_state is false
+  kAlways,
+};
+
 struct SpeculativeMethod {
   std::string_view name;
   DraftCache cache = DraftCache::kNone;
@@ -50,6 +59,7 @@ struct SpeculativeMethod {
   DraftWindowKnob window = DraftWindowKnob::kNone;
   // Under DCP > 1 the draft backend must have BackendCaps::dspark_draft_under_dcp.
   bool dcp_needs_dspark_backend = false;
+  AuxHiddenStates aux_hidden_states = AuxHiddenStates::kNone;
 };
 
 // The row of a canonical method name; null when none.

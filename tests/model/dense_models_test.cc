@@ -1,6 +1,7 @@
 // Dense decoders read from a user's config.json (Llama, Mistral, Mixtral, Qwen2, Qwen3,
 // Qwen3-MoE, Gemma 2, Gemma 3, ...): heads, head size, windows and dtype as the engine reads them,
 // planned end to end, with the launch flags that change which layers slide.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kvtopo/dtype.h"
+#include "kvtopo/launch.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 
@@ -583,6 +585,132 @@ TEST(DenseModels, Rnj1ConfigRules) {
   EXPECT_EQ(ConfigError(config),
             "config.json 'config.json': field 'hidden_activation' is 'gelu': the engine's Rnj-1 "
             "MLP is built only with gelu_pytorch_tanh and raises otherwise");
+}
+
+// An EAGLE head shaped as the Llama-3.1-8B ones: one Llama decoder layer of 8 K/V heads of 128.
+nlohmann::json LlamaEagleHead(const std::string& architecture) {
+  nlohmann::json head = nlohmann::json::parse(R"({
+    "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 1,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+    "draft_vocab_size": 32000, "vocab_size": 128256, "torch_dtype": "bfloat16"})");
+  head["architectures"] = {architecture};
+  return head;
+}
+
+// Plans `target` with `head` (written to a file) as the draft of `method`, 3 tokens, in 20 GiB
+// (40 GiB at TP2 for Gemma 3).
+Result<Plan> PlanWithHead(const nlohmann::json& target, const nlohmann::json& head,
+                          const std::string& method, int64_t tp = 1) {
+  const auto path = std::filesystem::temp_directory_path() / "kvtopo_eagle_head.json";
+  std::ofstream(path) << head.dump();
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = tp;
+  c.kv_cache_memory_bytes = 20 * kGiB * tp;
+  c.speculative = ParseSpeculativeConfig(R"({"method": ")" + method +
+                                         R"(", "num_speculative_tokens": 3, "model": ")" +
+                                         path.string() + R"("})")
+                      .value();
+  Result<Plan> plan = PlanWith(target, c);
+  std::filesystem::remove(path);
+  return plan;
+}
+
+// EAGLE drafts as the engine names and builds them (EAGLEConfig prefixes an eagle3 draft's
+// architecture with Eagle3 unless it starts or ends with it; the registry maps the Llama-style
+// names to Eagle3LlamaForCausalLM): a one-layer head beside Llama-3.1-8B caches as one more
+// Llama layer in the target's group, 20 GiB / (33 x 64 KiB) = 9,929 blocks, 9,929 / 8,192 x
+// 131,072 = 158,864 tokens.
+TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
+  for (const char* arch :
+       {"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM"}) {
+    auto plan = PlanWithHead(Llama31_8B(), LlamaEagleHead(arch), "eagle3");
+    ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << arch << plan->ErrorLines();
+    ASSERT_EQ(plan->groups.size(), 1u);
+    EXPECT_EQ(plan->groups[0].layers.size(), 33u);
+    EXPECT_EQ(plan->pool.num_blocks, 9929);
+    EXPECT_EQ(plan->capacity.max_tokens, 158'864);
+  }
+  // EAGLE-1: EagleLlamaForCausalLM, and a Llama config it prefixes into that name.
+  for (const char* arch : {"EagleLlamaForCausalLM", "LlamaForCausalLM"}) {
+    auto plan = PlanWithHead(Llama31_8B(), LlamaEagleHead(arch), "eagle");
+    ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->pool.num_blocks, 9929) << arch;
+  }
+
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "kvtopo_eagle_head.json").string();
+  auto plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("Qwen3ForCausalLM"), "eagle3");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'eagle3': the engine builds draft '" + path +
+                "' as Eagle3Qwen3ForCausalLM (it prefixes the architecture with Eagle3), which "
+                "the engine's model registry does not hold, so it refuses the launch; kvtopo "
+                "plans the eagle3 drafts Eagle3DeepseekV2ForCausalLM, "
+                "Eagle3DeepseekV3ForCausalLM, Eagle3LlamaForCausalLM, LlamaForCausalLMEagle3, "
+                "Eagle3MiniMaxM2ForCausalLM, Eagle3Qwen2_5vlForCausalLM, Eagle3Qwen3vlForCausalLM");
+  plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'eagle': the engine builds draft '" + path +
+                "' as EagleLlamaForCausalLMEagle3 (it prefixes the architecture with Eagle), "
+                "which the engine's model registry does not hold, so it refuses the launch; "
+                "kvtopo plans the eagle drafts EagleLlamaForCausalLM");
+  plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("CohereForCausalLM"), "eagle");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'eagle': the engine builds draft '" + path +
+                "' as EagleCohereForCausalLM (it prefixes the architecture with Eagle), which "
+                "kvtopo does not plan; kvtopo plans the eagle drafts EagleLlamaForCausalLM");
+  // An Eagle3 class keeps its name under method eagle, but it is an EAGLE-3 head.
+  plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("Eagle3LlamaForCausalLM"), "eagle");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config: draft '" + path +
+                "' implements method 'eagle3', not 'eagle'; set \"method\": \"eagle3\" or "
+                "choose another draft");
+  // dflash prefixes DFlash: a Llama config is no DFlash draft.
+  plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("LlamaForCausalLM"), "dflash");
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'dflash': the engine builds draft '" + path +
+                "' as DFlashLlamaForCausalLM (it prefixes the architecture with DFlash), which "
+                "the engine's model registry does not hold, so it refuses the launch; kvtopo "
+                "plans the dflash drafts DFlashDraftModel");
+}
+
+// Methods that feed the draft the target's auxiliary hidden states (eagle3 unless the draft's
+// eagle_config.use_aux_hidden_state is false, dflash, extract_hidden_states) need a target class
+// with the engine's EAGLE-3 interface (SupportsEagle3); Gemma 3's has none, Llama's has it.
+TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
+  const std::string refused =
+      "\n  error [speculative-aux-hidden-states] --speculative-config method '{}' feeds the "
+      "draft the target's auxiliary hidden states, and the engine's "
+      "Gemma3ForConditionalGeneration class does not implement its EAGLE-3 interface: it raises "
+      "'Model does not support EAGLE3 interface' after loading the weights; choose another "
+      "method{}";
+  auto plan = PlanWithHead(Gemma3_27B(), LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3", 2);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            fmt::format(fmt::runtime(refused), "eagle3",
+                        " or a draft whose eagle_config sets use_aux_hidden_state to false"));
+
+  nlohmann::json no_aux = LlamaEagleHead("LlamaForCausalLMEagle3");
+  no_aux["eagle_config"] = {{"use_aux_hidden_state", false}};
+  plan = PlanWithHead(Gemma3_27B(), no_aux, "eagle3", 2);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  plan = PlanWithHead(Gemma3_27B(), LlamaEagleHead("EagleLlamaForCausalLM"), "eagle", 2);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 2;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "extract_hidden_states", "num_speculative_tokens": 1})")
+          .value();
+  plan = PlanWith(Gemma3_27B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), fmt::format(fmt::runtime(refused), "extract_hidden_states", ""));
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
 }
 
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived
