@@ -3606,6 +3606,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Eagle3Qwen2_5vlForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr,
        "eagle3"},
       {"Eagle3Qwen3vlForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
+      {"PeagleLlamaForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
       {"EagleLlamaForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle"},
   };
   return kReaders;
@@ -4211,7 +4212,48 @@ constexpr std::string_view kEngineEagleDrafts[] = {
     "EagleLlama4ForCausalLM",   "EagleLlamaForCausalLM",         "EagleMiniCPMForCausalLM",
     "EagleMistralForCausalLM",  "EagleMistralLarge3ForCausalLM", "LlamaForCausalLMEagle3"};
 
-Status NameDraftAsTheEngine(std::string_view method, LoadedConfig& draft) {
+// A speculators-format config (transformers_utils/config.py reads a config without model_type
+// whose speculators_config is set as SpeculatorsConfig; configs/speculators/algos.py): the draft
+// is transformer_layer_config with the algorithm's architecture (eagle3 Eagle3LlamaForCausalLM,
+// peagle PeagleLlamaForCausalLM, dflash DFlashDraftModel, whose dflash_config becomes the
+// speculators mask_token_id and aux_hidden_state_layer_ids).
+bool IsSpeculatorsFormat(const nlohmann::json& j) {
+  return j.is_object() && !j.contains("model_type") && j.contains("speculators_config") &&
+         !j["speculators_config"].is_null();
+}
+Status FromSpeculatorsFormat(LoadedConfig& draft) {
+  const ConfigReader r(draft.json, draft.file);
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.String("speculators_model_type"));
+  constexpr std::pair<std::string_view, const char*> kAlgorithms[] = {
+      {"eagle3", "Eagle3LlamaForCausalLM"},
+      {"peagle", "PeagleLlamaForCausalLM"},
+      {"dflash", "DFlashDraftModel"}};
+  const auto* algorithm = std::find_if(std::begin(kAlgorithms), std::end(kAlgorithms),
+                                       [&](const auto& a) { return a.first == type; });
+  if (algorithm == std::end(kAlgorithms)) {
+    return r.Invalid("speculators_model_type",
+                     fmt::format("is '{}'; the engine reads speculators drafts of type eagle3, "
+                                 "peagle, dflash",
+                                 type));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader layer, r.Object("transformer_layer_config"));
+  nlohmann::json built = layer.json();
+  built["architectures"] = {algorithm->second};
+  if (type == "dflash") {
+    for (const char* key : {"mask_token_id", "aux_hidden_state_layer_ids"}) {
+      if (!r.json().contains(key)) {
+        return r.Invalid(key, "is missing: the engine requires it of a speculators DFlash draft");
+      }
+    }
+    built["dflash_config"] = {{"mask_token_id", r.json()["mask_token_id"]},
+                              {"target_layer_ids", r.json()["aux_hidden_state_layer_ids"]}};
+  }
+  draft.json = std::move(built);
+  return Status::Ok();
+}
+
+Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
+  if (IsSpeculatorsFormat(draft.json)) return FromSpeculatorsFormat(draft);
   std::string_view prefix;
   bool keeps_suffix = true;  // eagle keeps only names that start with its prefix
   if (method == "eagle3") {
@@ -4225,9 +4267,9 @@ Status NameDraftAsTheEngine(std::string_view method, LoadedConfig& draft) {
     return Status::Ok();
   }
   nlohmann::json& j = draft.json;
-  // An EAGLE-format (model_type "eagle") or speculators-format config is not renamed.
+  // An EAGLE-format config (model_type "eagle") is not renamed.
   if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() ||
-      j.value("model_type", nlohmann::json()) == "eagle" || j.contains("speculators_model_type")) {
+      j.value("model_type", nlohmann::json()) == "eagle") {
     return Status::Ok();
   }
   for (nlohmann::json& a : j["architectures"]) {
@@ -4245,7 +4287,9 @@ Status NameDraftAsTheEngine(std::string_view method, LoadedConfig& draft) {
   if (planned) return Status::Ok();
   std::vector<std::string> drafts;
   for (const ArchitectureReader& r : readers) {
-    if (r.draft && r.method != nullptr && method == r.method) drafts.emplace_back(r.architecture);
+    const std::string_view name = r.architecture;
+    const bool named = name.starts_with(prefix) || (keeps_suffix && name.ends_with(prefix));
+    if (r.draft && r.method != nullptr && method == r.method && named) drafts.emplace_back(name);
   }
   const bool registered =
       std::binary_search(std::begin(kEngineEagleDrafts), std::end(kEngineEagleDrafts), stated);
@@ -4284,6 +4328,13 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   auto it = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
     return m.architecture == r.architecture;
   });
+  if (it == readers.end() && !root.Has("model_type") && root.Has("speculators_config")) {
+    return InvalidArgument(fmt::format(
+        "config.json '{}' is a speculators-format draft ({}): the engine serves it as the draft "
+        "of the verifier its speculators_config names; plan that model with "
+        "--speculative-config '{{\"model\": \"{}\"}}' (and its method and token count)",
+        file, m.architecture, file));
+  }
   if (it == readers.end()) {
     return InvalidArgument(
         fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,

@@ -174,11 +174,14 @@ struct LoadedConfig {
   std::string file;  // "profiles/<stem>.json" for embedded profiles, else the path read
   std::string name;  // the profile name, or the path as given
 };
-// The draft's architectures as the engine names them for `method` (EAGLEConfig): eagle3 and
-// dflash prefix Eagle3 / DFlash unless a name starts or ends with it, eagle prefixes Eagle unless
-// a name starts with it; other methods, EAGLE-format and speculators-format configs keep theirs.
-// An error names the renamed class when it is not a draft kvtopo plans.
-Status NameDraftAsTheEngine(std::string_view method, LoadedConfig& draft);
+// The draft's config as the engine builds it for `method`. A speculators-format config (no
+// model_type, a speculators_config) becomes its transformer_layer_config with its algorithm's
+// fields and architecture (SpeculatorsConfig). Otherwise, for eagle, eagle3 and dflash, the
+// architectures are renamed as EAGLEConfig does: eagle3 and dflash prefix Eagle3 / DFlash unless
+// a name starts or ends with it, eagle prefixes Eagle unless a name starts with it; other methods
+// and EAGLE-format configs keep theirs. An error names the renamed class when it is not a draft
+// kvtopo plans.
+Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 
 // Resolves an embedded profile name, a config.json path or a directory holding one, or a
 // Hugging Face repo id an embedded profile serves. `config_format` is --config-format: auto, hf

@@ -1037,7 +1037,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       }
       KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
                               internal::LoadModelConfig(draft_ref, config.config_format));
-      KVTOPO_RETURN_IF_ERROR(internal::NameDraftAsTheEngine(method, loaded));
+      KVTOPO_RETURN_IF_ERROR(internal::ResolveDraftConfig(method, loaded));
       KVTOPO_ASSIGN_OR_RETURN(draft, internal::DescribeModel(loaded.json, loaded.file));
       if (!draft.method.empty() && draft.method != method) {
         return InvalidArgument(fmt::format(

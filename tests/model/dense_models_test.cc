@@ -591,8 +591,8 @@ TEST(DenseModels, Rnj1ConfigRules) {
 nlohmann::json LlamaEagleHead(const std::string& architecture) {
   nlohmann::json head = nlohmann::json::parse(R"({
     "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 1,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
-    "draft_vocab_size": 32000, "vocab_size": 128256, "torch_dtype": "bfloat16"})");
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "max_position_embeddings": 131072, "draft_vocab_size": 32000, "vocab_size": 128256, "torch_dtype": "bfloat16"})");
   head["architectures"] = {architecture};
   return head;
 }
@@ -665,6 +665,46 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
             "--speculative-config: draft '" + path +
                 "' implements method 'eagle3', not 'eagle'; set \"method\": \"eagle3\" or "
                 "choose another draft");
+  // A speculators-format head (no model_type, a speculators_config) is its
+  // transformer_layer_config with its algorithm's class, not renamed: eagle3 and peagle build
+  // Eagle3LlamaForCausalLM, dflash DFlashDraftModel; each plans as the head above.
+  nlohmann::json speculators = {
+      {"architectures", {"Eagle3Speculator"}},
+      {"speculators_model_type", "eagle3"},
+      {"speculators_config",
+       {{"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 3}}}},
+        {"verifier", {{"name_or_path", "meta-llama/Llama-3.1-8B-Instruct"}}}}},
+      {"transformer_layer_config", LlamaEagleHead("LlamaForCausalLM")}};
+  speculators["transformer_layer_config"].erase("architectures");
+  for (const char* type : {"eagle3", "peagle", "dflash"}) {
+    speculators["speculators_model_type"] = type;
+    if (type == std::string("dflash")) {
+      speculators["mask_token_id"] = 128002;
+      speculators["aux_hidden_state_layer_ids"] = {1, 15, 29};
+    }
+    plan = PlanWithHead(Llama31_8B(), speculators, type == std::string("dflash") ? type : "eagle3");
+    ASSERT_TRUE(plan.ok()) << type << ": " << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << type << plan->ErrorLines();
+    EXPECT_EQ(plan->pool.num_blocks, 9929) << type;
+  }
+  speculators.erase("mask_token_id");
+  plan = PlanWithHead(Llama31_8B(), speculators, "dflash");
+  EXPECT_EQ(plan.status().message(),
+            "config.json '" + path +
+                "': field 'mask_token_id' is missing: the engine requires it of a speculators "
+                "DFlash draft");
+  speculators["speculators_model_type"] = "medusa";
+  plan = PlanWithHead(Llama31_8B(), speculators, "eagle3");
+  EXPECT_EQ(plan.status().message(),
+            "config.json '" + path +
+                "': field 'speculators_model_type' is 'medusa'; the engine reads speculators "
+                "drafts of type eagle3, peagle, dflash");
+  EXPECT_EQ(ConfigError(speculators),
+            "config.json 'config.json' is a speculators-format draft (Eagle3Speculator): the "
+            "engine serves it as the draft of the verifier its speculators_config names; plan "
+            "that model with --speculative-config '{\"model\": \"config.json\"}' (and its "
+            "method and token count)");
+
   // dflash prefixes DFlash: a Llama config is no DFlash draft.
   plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("LlamaForCausalLM"), "dflash");
   EXPECT_EQ(plan.status().message(),

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import kvtopo
@@ -236,6 +237,34 @@ class PlanTest(unittest.TestCase):
         b = kvtopo.plan(speculative_config=json.dumps(spec))
         self.assertEqual(a.num_speculative_tokens, 3)
         self.assertEqual(a.to_json(), b.to_json())
+
+    def test_eagle_drafts_as_the_engine_builds_them(self):
+        llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                 "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                 "torch_dtype": "bfloat16"}
+        head = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+                "hidden_size": 4096, "num_hidden_layers": 1, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "max_position_embeddings": 131072}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w") as f:
+                json.dump(head, f)
+            spec = {"method": "eagle3", "model": path, "num_speculative_tokens": 3}
+            # One Llama layer beside the target's 32: 20 GiB / (33 x 64 KiB) blocks.
+            plan = kvtopo.plan(llama, kv_cache_memory="20GiB", speculative_config=spec)
+            self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (9929, 158864))
+            head["architectures"] = ["Qwen3ForCausalLM"]
+            with open(path, "w") as f:
+                json.dump(head, f)
+            with self.assertRaisesRegex(ValueError, "as Eagle3Qwen3ForCausalLM .* registry does "
+                                        "not hold"):
+                kvtopo.plan(llama, speculative_config=spec)
+        # Qwen3-Next's class lacks the EAGLE-3 interface a DFlash draft reads from.
+        with self.assertRaisesRegex(kvtopo.RejectedError, "speculative-aux-hidden-states"):
+            kvtopo.plan("qwen3-next-80b", speculative_config={
+                "method": "dflash", "model": "glm-5.3-flash-dflash2",
+                "num_speculative_tokens": 3})
 
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
