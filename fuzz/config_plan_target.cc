@@ -1,7 +1,8 @@
 // config_plan: config.json text -> model cache specs -> plan, under two launches (vLLM's defaults
 // on one rank; TP4/DCP4 with interleave 4 and MTP speculation), then the plan's JSON report. A
 // Mistral-format params.json (n_layers and no architectures) is converted first, as the engine
-// converts it.
+// converts it. The same text is then read as an EAGLE-3 draft's config (the engine's renaming,
+// or its speculators-format conversion).
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -10,6 +11,7 @@
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
+#include "model/architectures.h"
 #include "model/mistral_format.h"
 
 namespace kvtopo::fuzz {
@@ -47,6 +49,11 @@ Reached FuzzConfigPlan(const uint8_t* data, size_t size) {
     Result<Plan> plan = PlanLaunchSpecs(*specs, launch);
     if (!plan.ok()) continue;
     (void)PlanToJsonText(*plan);
+    reached = Reached::kExercised;
+  }
+  internal::LoadedConfig draft{*json, "fuzz/draft.json", "fuzz/draft.json"};
+  if (internal::ResolveDraftConfig("eagle3", draft).ok() &&
+      internal::DescribeModel(draft.json, draft.file).ok()) {
     reached = Reached::kExercised;
   }
   return reached;

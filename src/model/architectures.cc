@@ -3196,7 +3196,7 @@ Status ReadDflash(const ConfigReader& r, ModelDescription& m) {
 Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
   if (!root.Has("kvtopo")) return Status::Ok();
   KVTOPO_ASSIGN_OR_RETURN(ConfigReader k, root.Object("kvtopo"));
-  KVTOPO_ASSIGN_OR_RETURN(m.kind, k.StringOr("kind", "target"));
+  KVTOPO_ASSIGN_OR_RETURN(m.kind, k.StringOr("kind", m.kind));
   if (m.kind != "target" && m.kind != "draft") {
     return k.Invalid("kind", fmt::format("is '{}'; accepted: target, draft", m.kind));
   }
@@ -3251,7 +3251,6 @@ Status ReadGlm4MoeLite(const ConfigReader& r, ModelDescription& m) {
 Status ReadMlaDraft(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
 }
-
 Status ReadKimiLinearKda(const ConfigReader& r, ModelDescription& m) {
   return ReadKimiLinear(r, /*with_indexer=*/false, m);
 }
@@ -4395,6 +4394,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
   }
   if (it->adjust != nullptr) it->adjust(m);
+  if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft
   if (it->method != nullptr) m.method = it->method;
   if (root.Has("eagle_config")) {
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader eagle, root.Object("eagle_config"));

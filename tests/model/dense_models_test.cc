@@ -631,6 +631,10 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
     EXPECT_EQ(plan->pool.num_blocks, 9929);
     EXPECT_EQ(plan->capacity.max_tokens, 158'864);
   }
+  // A head is built only as a draft: planned as the model, it is refused.
+  EXPECT_EQ(ConfigError(LlamaEagleHead("LlamaForCausalLMEagle3")),
+            "'config.json' is a draft model; pass it as \"model\" in --speculative-config and "
+            "name a target model instead");
   // EAGLE-1: EagleLlamaForCausalLM, and a Llama config it prefixes into that name.
   for (const char* arch : {"EagleLlamaForCausalLM", "LlamaForCausalLM"}) {
     auto plan = PlanWithHead(Llama31_8B(), LlamaEagleHead(arch), "eagle");
