@@ -16,6 +16,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "model/architectures.h"
 
 namespace kvtopo {
 namespace {
@@ -755,6 +756,18 @@ TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
   plan = PlanWith(Llama31_8B(), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+
+  // The table's ends and wrappers whose text model is another class's: the engine checks the
+  // registry class itself. Architectures the fork's registry does not hold are not refused.
+  for (const char* lacks : {"AXK1ForCausalLM", "InternVLChatModel", "UltravoxModel",
+                            "Qwen3OmniMoeForConditionalGeneration", "Zamba2ForCausalLM"}) {
+    EXPECT_TRUE(internal::LacksEagle3Interface(lacks)) << lacks;
+  }
+  for (const char* has :
+       {"LlamaForCausalLM", "Qwen3_5ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+        "KimiK3ForConditionalGeneration", "Glm5NextForConditionalGeneration"}) {
+    EXPECT_FALSE(internal::LacksEagle3Interface(has)) << has;
+  }
 }
 
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived
