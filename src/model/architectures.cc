@@ -4298,6 +4298,9 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
   } else {
     return Status::Ok();
   }
+  auto carries_prefix = [&](std::string_view name) {
+    return name.starts_with(prefix) || (keeps_suffix && name.ends_with(prefix));
+  };
   nlohmann::json& j = draft.json;
   // An EAGLE-format config (model_type "eagle") is not renamed.
   if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() ||
@@ -4307,11 +4310,10 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
   for (nlohmann::json& a : j["architectures"]) {
     if (!a.is_string()) return Status::Ok();  // DescribeModel names the bad entry
     const std::string name = a.get<std::string>();
-    const bool kept = name.starts_with(prefix) || (keeps_suffix && name.ends_with(prefix));
-    if (!kept) a = std::string(prefix) + name;
+    if (!carries_prefix(name)) a = std::string(prefix) + name;
   }
   if (j["architectures"].empty()) return Status::Ok();
-  const std::string stated = draft.json["architectures"][0].get<std::string>();
+  const std::string stated = j["architectures"][0].get<std::string>();
   const auto& readers = Readers();
   const bool planned =
       std::any_of(readers.begin(), readers.end(),
@@ -4319,9 +4321,9 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
   if (planned) return Status::Ok();
   std::vector<std::string> drafts;
   for (const ArchitectureReader& r : readers) {
-    const std::string_view name = r.architecture;
-    const bool named = name.starts_with(prefix) || (keeps_suffix && name.ends_with(prefix));
-    if (r.draft && r.method != nullptr && method == r.method && named) drafts.emplace_back(name);
+    if (r.draft && r.method != nullptr && method == r.method && carries_prefix(r.architecture)) {
+      drafts.emplace_back(r.architecture);
+    }
   }
   const bool registered =
       std::binary_search(std::begin(kEngineEagleDrafts), std::end(kEngineEagleDrafts), stated);

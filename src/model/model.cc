@@ -1187,7 +1187,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // A draft fed the target's auxiliary hidden states needs a target class with the engine's
   // EAGLE-3 interface; without it the engine raises once the weights are loaded.
   using internal::AuxHiddenStates;
-  if (method_row && !mtp_assistant && internal::LacksEagle3Interface(model.architecture) &&
+  if (method_row && internal::LacksEagle3Interface(model.architecture) &&
       (method_row->aux_hidden_states == AuxHiddenStates::kAlways ||
        (method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines &&
         draft.draft_uses_aux_hidden_states))) {
