@@ -85,6 +85,8 @@ struct SpeculativeConfig {
   std::string draft_attention_backend;
   std::optional<KvCacheDtype> draft_kv_cache_dtype;  // unset: inherit --kv-cache-dtype
   int64_t dflash_draft_window_size = 0;              // 0: unbounded
+  // The draft's tensor-parallel size; 0: unset (the target's --tensor-parallel-size).
+  int64_t draft_tensor_parallel_size = 0;
   // vLLM keys given that do not change the plan (e.g. draft_tensor_parallel_size), in order.
   std::vector<std::string> not_planned_keys;
 

@@ -825,6 +825,21 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         spec->method));
   }
   const bool eagle_style = method_row && method_row->eagle_style;
+  // The draft's tensor-parallel size (SpeculativeConfig._verify_and_get_draft_tp): 1 or the
+  // target's; a draft model's proposer takes only the target's.
+  const int64_t draft_tp = spec ? spec->draft_tensor_parallel_size : 0;
+  if (draft_tp != 0 && draft_tp != 1 && draft_tp != tp) {
+    b.Error("speculative-draft-tp",
+            fmt::format("--speculative-config 'draft_tensor_parallel_size' {} must be 1 or "
+                        "--tensor-parallel-size {}; the engine refuses any other value",
+                        draft_tp, tp));
+  } else if (draft_tp != 0 && draft_tp != tp && method_row->draft_tp_is_target_tp) {
+    b.Error("speculative-draft-tp",
+            fmt::format("--speculative-config method '{}' runs its draft only at the target's "
+                        "tensor-parallel size: the engine refuses 'draft_tensor_parallel_size' "
+                        "{} with --tensor-parallel-size {}; drop it or set it to {}",
+                        spec->method, draft_tp, tp, tp));
+  }
   if (spec && encoder_decoder) {
     b.Error("speculative-encoder-decoder",
             fmt::format("--speculative-config method '{}' with the encoder-decoder model {}: "

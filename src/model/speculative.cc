@@ -57,7 +57,10 @@ constexpr SpeculativeMethod kMethodTable[] = {
      .placement = DraftPlacementRule::kReplicated,
      .window = DraftWindowKnob::kDflashWindowSize,
      .aux_hidden_states = AuxHiddenStates::kAlways},
-    {.name = "draft_model", .cache = DraftCache::kExternal, .async = AsyncScheduling::kOnRequest},
+    {.name = "draft_model",
+     .cache = DraftCache::kExternal,
+     .async = AsyncScheduling::kOnRequest,
+     .draft_tp_is_target_tp = true},
     {.name = "ngram"},
     {.name = "ngram_gpu", .async = AsyncScheduling::kDefault},
     {.name = "suffix"},
@@ -74,16 +77,16 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 7> kKeys = {"method",
+constexpr std::array<std::string_view, 8> kKeys = {"method",
                                                    "model",
                                                    "num_speculative_tokens",
                                                    "draft_attention_backend",
                                                    "attention_backend",
                                                    "draft_kv_cache_dtype",
-                                                   "dflash_draft_window_size"};
+                                                   "dflash_draft_window_size",
+                                                   "draft_tensor_parallel_size"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used.
-constexpr std::array<std::string_view, 17> kNotPlannedKeys = {"draft_tensor_parallel_size",
-                                                              "quantization",
+constexpr std::array<std::string_view, 16> kNotPlannedKeys = {"quantization",
                                                               "max_model_len",
                                                               "revision",
                                                               "code_revision",
@@ -268,6 +271,18 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
           fmt::format("must be an integer in [1, {}] or null, got {}", kMaxModelLen, w.dump()));
     }
     spec.dflash_draft_window_size = *window;
+  }
+  // The engine's field is an integer of at least 1 (or None); whether it fits the target's
+  // tensor-parallel size is checked with the launch.
+  if (j.contains("draft_tensor_parallel_size") && !j["draft_tensor_parallel_size"].is_null()) {
+    const nlohmann::json& t = j["draft_tensor_parallel_size"];
+    const std::optional<int64_t> tp = internal::JsonIntIn(t, 1, kMaxParallelSize);
+    if (!tp) {
+      return Bad(
+          "draft_tensor_parallel_size",
+          fmt::format("must be an integer in [1, {}] or null, got {}", kMaxParallelSize, t.dump()));
+    }
+    spec.draft_tensor_parallel_size = *tp;
   }
   return spec;
 }

@@ -60,6 +60,8 @@ struct SpeculativeMethod {
   // Under DCP > 1 the draft backend must have BackendCaps::dspark_draft_under_dcp.
   bool dcp_needs_dspark_backend = false;
   AuxHiddenStates aux_hidden_states = AuxHiddenStates::kNone;
+  // The draft runs only at the target's tensor-parallel size (vLLM's DraftModelProposer).
+  bool draft_tp_is_target_tp = false;
 };
 
 // The row of a canonical method name; null when none.

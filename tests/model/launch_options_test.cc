@@ -561,8 +561,54 @@ TEST(Models, SpeculativeKeysThatDoNotChangeThePlanAreListed) {
       R"({"method":"eagle3","num_speculative_tokens":3,"draft_tensor_parallel_size":1,)"
       R"("disable_padded_drafter_batch":false})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(spec->not_planned_keys, (std::vector<std::string>{"disable_padded_drafter_batch",
-                                                              "draft_tensor_parallel_size"}));
+  EXPECT_EQ(spec->not_planned_keys, (std::vector<std::string>{"disable_padded_drafter_batch"}));
+  EXPECT_EQ(spec->draft_tensor_parallel_size, 1);
+}
+
+// draft_tensor_parallel_size (SpeculativeConfig._verify_and_get_draft_tp): 1 or the target's
+// tensor-parallel size, and only the target's for a draft model (DraftModelProposer).
+TEST(Models, DraftTensorParallelSizeIsOneOrTheTargets) {
+  auto plan_with = [](const std::string& method, int64_t draft_tp) {
+    LaunchConfig c;
+    c.model = "gpt-oss-120b";
+    c.parallel.tensor_parallel_size = 4;
+    c.kv_cache_memory_bytes = int64_t{20} << 30;
+    c.speculative = SpeculativeConfig{.method = method,
+                                      .model = method == "draft_model" ? "gpt-oss-120b" : "",
+                                      .num_speculative_tokens = 3,
+                                      .draft_tensor_parallel_size = draft_tp};
+    return BuildModelCacheSpecs(c);
+  };
+  auto errors = [](const Result<ModelCacheSpecs>& specs) {
+    std::string out;
+    for (const Diagnostic& d : specs->diagnostics) {
+      if (d.severity == Severity::kError) out += d.code + ": " + d.message + "\n";
+    }
+    return out;
+  };
+  for (int64_t draft_tp : {0, 4}) {
+    auto specs = plan_with("draft_model", draft_tp);
+    ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+    EXPECT_EQ(errors(specs), "") << draft_tp;
+  }
+  auto specs = plan_with("draft_model", 1);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(errors(specs),
+            "speculative-draft-tp: --speculative-config method 'draft_model' runs its draft only "
+            "at the target's tensor-parallel size: the engine refuses "
+            "'draft_tensor_parallel_size' 1 with --tensor-parallel-size 4; drop it or set it to "
+            "4\n");
+  specs = plan_with("draft_model", 2);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(errors(specs),
+            "speculative-draft-tp: --speculative-config 'draft_tensor_parallel_size' 2 must be 1 "
+            "or --tensor-parallel-size 4; the engine refuses any other value\n");
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"eagle3","num_speculative_tokens":3,)"
+                                   R"("draft_tensor_parallel_size":0})")
+                .status()
+                .message(),
+            "--speculative-config: 'draft_tensor_parallel_size' must be an integer in [1, 4096] "
+            "or null, got 0");
 }
 
 // Seed 000: target DCP with an external DSpark draft needs B12X_MLA; at DCP1 another backend
