@@ -87,7 +87,7 @@ struct SpeculativeConfig {
   int64_t dflash_draft_window_size = 0;              // 0: unbounded
   // The draft's tensor-parallel size; 0: unset (the target's --tensor-parallel-size).
   int64_t draft_tensor_parallel_size = 0;
-  // vLLM keys given that do not change the plan (e.g. draft_tensor_parallel_size), in order.
+  // vLLM keys given that do not change the plan (e.g. prompt_lookup_max), in order.
   std::vector<std::string> not_planned_keys;
 
   // Whether the method runs a draft model with a KV cache of its own (or in-model MTP layers).

@@ -118,6 +118,18 @@ Status Bad(std::string_view key, std::string_view rule) {
   return InvalidArgument(fmt::format("--speculative-config: '{}' {}", key, rule));
 }
 
+// `key` of `j` when given and not null: an integer in [1, max] (0 when absent or null), else an
+// error naming the key and the value.
+Result<int64_t> PositiveIntOrNull(const nlohmann::json& j, const char* key, int64_t max) {
+  if (!j.contains(key) || j[key].is_null()) return int64_t{0};
+  const std::optional<int64_t> n = internal::JsonIntIn(j[key], 1, max);
+  if (!n) {
+    return Bad(key,
+               fmt::format("must be an integer in [1, {}] or null, got {}", max, j[key].dump()));
+  }
+  return *n;
+}
+
 std::string MethodNames() {
   std::string out;
   for (const SpeculativeMethod& m : kMethodTable)
@@ -262,28 +274,12 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     }
     spec.draft_kv_cache_dtype = *dtype;
   }
-  if (j.contains("dflash_draft_window_size") && !j["dflash_draft_window_size"].is_null()) {
-    const nlohmann::json& w = j["dflash_draft_window_size"];
-    const std::optional<int64_t> window = internal::JsonIntIn(w, 1, kMaxModelLen);
-    if (!window) {
-      return Bad(
-          "dflash_draft_window_size",
-          fmt::format("must be an integer in [1, {}] or null, got {}", kMaxModelLen, w.dump()));
-    }
-    spec.dflash_draft_window_size = *window;
-  }
+  KVTOPO_ASSIGN_OR_RETURN(spec.dflash_draft_window_size,
+                          PositiveIntOrNull(j, "dflash_draft_window_size", kMaxModelLen));
   // The engine's field is an integer of at least 1 (or None); whether it fits the target's
   // tensor-parallel size is checked with the launch.
-  if (j.contains("draft_tensor_parallel_size") && !j["draft_tensor_parallel_size"].is_null()) {
-    const nlohmann::json& t = j["draft_tensor_parallel_size"];
-    const std::optional<int64_t> tp = internal::JsonIntIn(t, 1, kMaxParallelSize);
-    if (!tp) {
-      return Bad(
-          "draft_tensor_parallel_size",
-          fmt::format("must be an integer in [1, {}] or null, got {}", kMaxParallelSize, t.dump()));
-    }
-    spec.draft_tensor_parallel_size = *tp;
-  }
+  KVTOPO_ASSIGN_OR_RETURN(spec.draft_tensor_parallel_size,
+                          PositiveIntOrNull(j, "draft_tensor_parallel_size", kMaxParallelSize));
   return spec;
 }
 

@@ -598,19 +598,28 @@ nlohmann::json LlamaEagleHead(const std::string& architecture) {
   return head;
 }
 
-// Plans `target` with `head` (written to a file) as the draft of `method`, 3 tokens, in 20 GiB
-// (40 GiB at TP2 for Gemma 3).
+// Where the running test writes its draft head: a file of its own, as ctest runs tests side by
+// side.
+std::string HeadPath() {
+  return (std::filesystem::temp_directory_path() /
+          (std::string("kvtopo_head_") +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json"))
+      .string();
+}
+
+// Plans `target` with `head` (written to HeadPath()) as the draft of `method`, 3 tokens, in
+// 20 GiB (40 GiB at TP2 for Gemma 3).
 Result<Plan> PlanWithHead(const nlohmann::json& target, const nlohmann::json& head,
                           const std::string& method, int64_t tp = 1) {
-  const auto path = std::filesystem::temp_directory_path() / "kvtopo_eagle_head.json";
+  const std::string path = HeadPath();
   std::ofstream(path) << head.dump();
   LaunchConfig c;
   c.parallel.tensor_parallel_size = tp;
   c.kv_cache_memory_bytes = 20 * kGiB * tp;
-  c.speculative = ParseSpeculativeConfig(R"({"method": ")" + method +
-                                         R"(", "num_speculative_tokens": 3, "model": ")" +
-                                         path.string() + R"("})")
-                      .value();
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": ")" + method +
+                             R"(", "num_speculative_tokens": 3, "model": ")" + path + R"("})")
+          .value();
   Result<Plan> plan = PlanWith(target, c);
   std::filesystem::remove(path);
   return plan;
@@ -643,8 +652,7 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
     EXPECT_EQ(plan->pool.num_blocks, 9929) << arch;
   }
 
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "kvtopo_eagle_head.json").string();
+  const std::string path = HeadPath();
   auto plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("Qwen3ForCausalLM"), "eagle3");
   EXPECT_EQ(plan.status().message(),
             "--speculative-config method 'eagle3': the engine builds draft '" + path +
