@@ -1461,6 +1461,13 @@ constexpr DenseFamily kJais2{.name = "Jais 2",
                              .absent_kv_heads = kMultiHead,
                              .windows = DenseWindows::kUniform};
 
+// `sliding_window` as the Gemma-family config classes keep it: null is no window (0), absent the
+// class's default; the models pass it as the sliding layers' window, and None is none.
+Result<int64_t> ClassWindow(const ConfigReader& r, int64_t class_default) {
+  if (r.IsNull("sliding_window")) return int64_t{0};
+  return r.IntInOr("sliding_window", class_default, 1, kMaxModelLen);
+}
+
 // The engine sets the cache-wide window (CacheConfig.sliding_window, the config's sliding_window)
 // only when the layer types are of one kind (arg_utils, is_interleaved), and a layer that passes
 // no window of its own takes it: with every layer full, every layer slides.
@@ -1648,12 +1655,7 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
   } else {
     KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/false));
   }
-  // A null window (the config classes keep it) leaves the sliding layers full: the models pass
-  // config.sliding_window as the layer's window, and None is none.
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t window,
-                          r.IsNull("sliding_window")
-                              ? 0
-                              : r.IntInOr("sliding_window", f.default_window, 1, kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ClassWindow(r, f.default_window));
   m.text_sliding_window = window;
   KVTOPO_ASSIGN_OR_RETURN(const bool bidirectional, r.BoolOr("use_bidirectional_attention", false));
   if (bidirectional) {
@@ -1708,31 +1710,21 @@ Status ReadInterleavedAs(const ConfigReader& r, ModelDescription& m) {
 // - Chunked layers run only on TRITON_ATTN (the engine's Attention asserts it), and the Triton
 //   kernel asserts a chunk of at least one token: a window of at least 2.
 // - The MLP raises for a hidden_activation other than gelu_pytorch_tanh.
-Status ReadRnj1(const ConfigReader& r, ModelDescription& m) {
+// ReadRnj1 (below) fills Gemma3TextConfig's defaults first.
+Status ReadRnj1Layers(const ConfigReader& c, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const std::string activation,
-                          r.StringOr("hidden_activation", "gelu_pytorch_tanh"));
+                          c.StringOr("hidden_activation", "gelu_pytorch_tanh"));
   if (activation != "gelu_pytorch_tanh") {
-    return r.Invalid("hidden_activation",
+    return c.Invalid("hidden_activation",
                      fmt::format("is '{}': the engine's Rnj-1 MLP is built only with "
                                  "gelu_pytorch_tanh and raises otherwise",
                                  activation));
   }
-  nlohmann::json filled = r.json();
-  const std::array<std::pair<const char*, int64_t>, 4> defaults = {{{"hidden_size", 2304},
-                                                                    {"num_hidden_layers", 26},
-                                                                    {"num_attention_heads", 8},
-                                                                    {"num_key_value_heads", 4}}};
-  for (const auto& [key, value] : defaults) {
-    if (!filled.contains(key)) filled[key] = value;
-  }
-  const ConfigReader c = r.Over(filled);
   KVTOPO_RETURN_IF_ERROR(ReadCommon(c, m, /*default_positions=*/131072));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(c));
   KVTOPO_RETURN_IF_ERROR(ReadKvHeads(c, kRequired, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, c.IntInOr("head_dim", 256, 1, kMaxModelDim));
-  KVTOPO_ASSIGN_OR_RETURN(
-      const int64_t window,
-      c.IsNull("sliding_window") ? 0 : c.IntInOr("sliding_window", 4096, 1, kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t window, ClassWindow(c, 4096));
   m.text_sliding_window = window;
   std::vector<std::string> types;
   if (c.Has("layer_types")) {
@@ -2891,6 +2883,13 @@ Status ReadWithClassDefaults(const ConfigReader& r, const TypedTextModel& text,
     if (value > 0 && !filled.contains(key)) filled[key] = value;
   }
   return text.read(r.Over(filled), m);
+}
+
+// Rnj-1 through Gemma3TextConfig's defaults (ReadRnj1Layers takes the length's default itself,
+// so its message says it is the class's).
+constexpr TypedTextModel kRnj1Text{"gemma3_text", ReadRnj1Layers, 2304, 26, 8, 4, 0};
+Status ReadRnj1(const ConfigReader& r, ModelDescription& m) {
+  return ReadWithClassDefaults(r, kRnj1Text, m);
 }
 
 // `models[0]` is the wrapper's default model type; `wrapper` names it in messages.
