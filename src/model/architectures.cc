@@ -11,6 +11,7 @@
 #include <span>
 
 #include "internal/checked_math.h"
+#include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "internal/text_file.h"
 #include "kvtopo/limits.h"
@@ -2869,6 +2870,18 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
 
 // `r` as the config class `text` describes builds it, whatever model type it states: the class's
 // defaults fill what it leaves out.
+// The text model's hidden_size and num_hidden_layers, where `m` does not hold them yet: the
+// values `text` states (the engine's class reads them as stated; a class default is filled by
+// ReadWithClassDefaults), else unknown.
+void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
+  if (!text.is_object()) return;
+  for (auto [key, out] : {std::pair{"hidden_size", &m.hidden_size},
+                          std::pair{"num_hidden_layers", &m.num_hidden_layers}}) {
+    if (*out != 0 || !text.contains(key)) continue;
+    *out = JsonIntIn(text[key], 1, kMaxModelDim).value_or(0);
+  }
+}
+
 Status ReadWithClassDefaults(const ConfigReader& r, const TypedTextModel& text,
                              ModelDescription& m) {
   nlohmann::json filled = r.json();
@@ -2882,6 +2895,7 @@ Status ReadWithClassDefaults(const ConfigReader& r, const TypedTextModel& text,
   for (const auto& [key, value] : defaults) {
     if (value > 0 && !filled.contains(key)) filled[key] = value;
   }
+  RecordTextShape(filled, m);
   return text.read(r.Over(filled), m);
 }
 
@@ -4247,7 +4261,9 @@ constexpr std::string_view kEngineEagleDrafts[] = {
 // whose speculators_config is set as SpeculatorsConfig; configs/speculators/algos.py): the draft
 // is transformer_layer_config with the algorithm's architecture (eagle3 Eagle3LlamaForCausalLM,
 // peagle PeagleLlamaForCausalLM, dflash DFlashDraftModel, whose dflash_config becomes the
-// speculators mask_token_id and aux_hidden_state_layer_ids).
+// speculators mask_token_id and aux_hidden_state_layer_ids); the speculators
+// target_hidden_size and layer ids (eagle_aux_hidden_state_layer_ids, dflash's
+// aux_hidden_state_layer_ids) carry over as the engine copies them.
 bool IsSpeculatorsFormat(const nlohmann::json& j) {
   return j.is_object() && !j.contains("model_type") && j.contains("speculators_config") &&
          !j["speculators_config"].is_null();
@@ -4270,14 +4286,22 @@ Status FromSpeculatorsFormat(LoadedConfig& draft) {
   KVTOPO_ASSIGN_OR_RETURN(const ConfigReader layer, r.Object("transformer_layer_config"));
   nlohmann::json built = layer.json();
   built["architectures"] = {algorithm->second};
+  const nlohmann::json& j = r.json();
+  if (j.contains("target_hidden_size") && !j["target_hidden_size"].is_null()) {
+    built["target_hidden_size"] = j["target_hidden_size"];
+  }
   if (type == "dflash") {
     for (const char* key : {"mask_token_id", "aux_hidden_state_layer_ids"}) {
-      if (!r.json().contains(key)) {
+      if (!j.contains(key)) {
         return r.Invalid(key, "is missing: the engine requires it of a speculators DFlash draft");
       }
     }
-    built["dflash_config"] = {{"mask_token_id", r.json()["mask_token_id"]},
-                              {"target_layer_ids", r.json()["aux_hidden_state_layer_ids"]}};
+    built["eagle_aux_hidden_state_layer_ids"] = j["aux_hidden_state_layer_ids"];
+    built["dflash_config"] = {{"mask_token_id", j["mask_token_id"]},
+                              {"target_layer_ids", j["aux_hidden_state_layer_ids"]}};
+  } else if (const auto ids = j.find("eagle_aux_hidden_state_layer_ids");
+             ids != j.end() && !ids->is_null() && !(ids->is_array() && ids->empty())) {
+    built["eagle_aux_hidden_state_layer_ids"] = *ids;
   }
   draft.json = std::move(built);
   return Status::Ok();
@@ -4343,6 +4367,76 @@ bool LacksEagle3Interface(std::string_view architecture) {
                             architecture);
 }
 
+// What a draft's fc layer takes from the target, and which target layers the engine collects
+// for it (the fork's llama_eagle3.py, deepseek_eagle3.py, qwen3_dflash.py and
+// gpu_model_runner.py's _get_eagle3_aux_layers_from_config at 28be48fa9). The EAGLE-3 heads'
+// fc takes three states; DFlash's one per entry of target_layer_ids, else layer_ids, else one
+// per draft layer, read from eagle_config updated by dflash_config, which also holds its
+// use_aux_hidden_state (no fc when false). Each state is target_hidden_size wide when the config
+// has that key, else hidden_size. The runner collects the layers
+// eagle_aux_hidden_state_layer_ids names, else dflash_config's target_layer_ids, else the
+// target's defaults.
+Status ReadDraftAuxInputs(const ConfigReader& root, const ArchitectureReader& row,
+                          ModelDescription& m) {
+  const bool eagle3 = row.method != nullptr && std::string_view(row.method) == "eagle3";
+  const bool dflash = row.method != nullptr && std::string_view(row.method) == "dflash";
+  if (!eagle3 && !dflash) return Status::Ok();
+  // The object of eagle_config / dflash_config holding `key`, dflash_config's first.
+  auto drafter_part = [&](const char* key) -> Result<std::optional<ConfigReader>> {
+    for (const char* part : {"dflash_config", "eagle_config"}) {
+      if (!root.Has(part)) continue;
+      KVTOPO_ASSIGN_OR_RETURN(const ConfigReader r, root.Object(part));
+      if (r.json().contains(key)) return std::optional<ConfigReader>(r);
+    }
+    return std::optional<ConfigReader>();
+  };
+  if (dflash) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::optional<ConfigReader> flag,
+                            drafter_part("use_aux_hidden_state"));
+    if (flag) {
+      KVTOPO_ASSIGN_OR_RETURN(const bool uses, flag->BoolOr("use_aux_hidden_state", true));
+      if (!uses) return Status::Ok();
+    }
+    m.draft_fc_states = m.num_hidden_layers;
+    for (const char* key : {"target_layer_ids", "layer_ids"}) {
+      KVTOPO_ASSIGN_OR_RETURN(const std::optional<ConfigReader> part, drafter_part(key));
+      if (!part) continue;
+      KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> ids, part->IntList(key));
+      m.draft_fc_states = static_cast<int64_t>(ids.size());
+      break;
+    }
+  } else {
+    if (!m.draft_uses_aux_hidden_states) return Status::Ok();
+    m.draft_fc_states = 3;
+  }
+  if (root.IsNull("target_hidden_size")) {
+    return root.Invalid("target_hidden_size",
+                        "is null: the engine sizes the draft's fc layer from it whenever the key "
+                        "is present; state the target's hidden size or leave the key out");
+  }
+  if (root.Has("target_hidden_size")) {
+    KVTOPO_ASSIGN_OR_RETURN(m.draft_fc_state_width,
+                            root.IntIn("target_hidden_size", 1, kMaxModelDim));
+    m.draft_fc_width_key = "target_hidden_size";
+  } else if (m.hidden_size > 0) {
+    m.draft_fc_state_width = m.hidden_size;
+    m.draft_fc_width_key = "hidden_size";
+  }
+  if (root.Has("eagle_aux_hidden_state_layer_ids")) {
+    KVTOPO_ASSIGN_OR_RETURN(m.draft_aux_layer_ids,
+                            root.IntList("eagle_aux_hidden_state_layer_ids"));
+    m.draft_aux_layer_ids_key = "eagle_aux_hidden_state_layer_ids";
+  }
+  if (m.draft_aux_layer_ids.empty() && root.Has("dflash_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader d, root.Object("dflash_config"));
+    if (d.Has("target_layer_ids")) {
+      KVTOPO_ASSIGN_OR_RETURN(m.draft_aux_layer_ids, d.IntList("target_layer_ids"));
+      m.draft_aux_layer_ids_key = "dflash_config.target_layer_ids";
+    }
+  }
+  return Status::Ok();
+}
+
 Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file) {
   ConfigReader root(config, file);
   if (!config.is_object()) {
@@ -4383,6 +4477,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                         "is set: the engine builds Ultravox's language model from that "
                         "repository's config.json and ignores text_config; plan that config");
   }
+  const nlohmann::json& config_json = root.json();
   if (UltravoxBuildsLlamaConfig(root, m.architecture)) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModelOrDefaults(root, "text_config", ReadLlamaConfigText, m));
   } else if (it->text_model == TextModel::kLanguageModel ||
@@ -4422,13 +4517,16 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                                       inner.front(), m.architecture, fmt::join(names, ", ")));
     }
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, key, lm->read, m));
+    RecordTextShape(text.json(), m);
   } else if (it->text_model == TextModel::kThinker) {
     KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
+    RecordTextShape(config_json["text_config"], m);
   } else {
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
+    RecordTextShape(config_json, m);
   }
   if (it->adjust != nullptr) it->adjust(m);
   if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft
@@ -4438,6 +4536,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_ASSIGN_OR_RETURN(m.draft_uses_aux_hidden_states,
                             eagle.BoolOr("use_aux_hidden_state", true));
   }
+  if (it->draft) KVTOPO_RETURN_IF_ERROR(ReadDraftAuxInputs(root, *it, m));
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;
 }

@@ -144,6 +144,21 @@ struct ModelDescription {
   // A draft's eagle_config.use_aux_hidden_state (true when absent): whether an EAGLE-3 draft
   // reads the target's auxiliary hidden states.
   bool draft_uses_aux_hidden_states = true;
+  // The text model's hidden_size and num_hidden_layers as the engine's class reads them (stated,
+  // or the class default kvtopo fills); 0: not known. A draft fed the target's auxiliary hidden
+  // states is checked against the target's.
+  int64_t hidden_size = 0;
+  int64_t num_hidden_layers = 0;
+  // Drafts whose fc layer combines the target's auxiliary hidden states (the engine's EAGLE-3
+  // heads and DFlash): how many states it takes (0: no such layer), the width of each
+  // (target_hidden_size, else the draft's hidden_size; 0: not known) and the key it came from.
+  int64_t draft_fc_states = 0;
+  int64_t draft_fc_state_width = 0;
+  std::string draft_fc_width_key;
+  // The target layer ids the draft names for those states (eagle_aux_hidden_state_layer_ids,
+  // else dflash_config.target_layer_ids; empty: the target's defaults) and the key.
+  std::vector<int64_t> draft_aux_layer_ids;
+  std::string draft_aux_layer_ids_key;
   // The only attention backend the model builds on (empty: any), and why, for the message.
   std::string required_backend;
   std::string required_backend_reason;

@@ -370,6 +370,57 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
                     converted, capped));
 }
 
+// A draft whose fc layer combines the target's auxiliary hidden states (the EAGLE-3 heads,
+// DFlash) takes as many as it was trained on, each as wide as the target's hidden states
+// (the fork's llama_eagle3.py, deepseek_eagle3.py, qwen3_dflash.py at 28be48fa9). The target
+// collects one state per distinct layer id its forward reaches: with EagleModelMixin, 0 (the
+// embeddings) up to num_hidden_layers (the last layer's output); DeepSeek-V2's loop stops one
+// short. So ids outside 0..L, or repeated, give fewer states than named, and more than the fc
+// takes within 0..L-1 give too many; either way the states do not fit the fc layer. Unknown
+// sizes (0) are not checked.
+void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription& draft,
+                         const std::string& draft_name, Builder& b) {
+  const int64_t n = draft.draft_fc_states;
+  if (target.hidden_size > 0 && draft.draft_fc_state_width > 0 &&
+      target.hidden_size != draft.draft_fc_state_width) {
+    b.Error("speculative-draft-hidden-size",
+            fmt::format("--speculative-config: draft '{}' combines {} of the target's hidden "
+                        "states in its fc layer, each {} wide ({} in '{}'), and the {} target's "
+                        "are {} wide (hidden_size in '{}'): they do not fit that layer; choose a "
+                        "draft trained for this target",
+                        draft_name, n, draft.draft_fc_state_width, draft.draft_fc_width_key,
+                        draft.file, target.architecture, target.hidden_size, target.file));
+    return;
+  }
+  const int64_t L = target.num_hidden_layers;
+  if (draft.draft_aux_layer_ids.empty() || L <= 0) return;
+  std::set<int64_t> upper, lower;  // distinct ids within 0..L and 0..L-1
+  for (const int64_t id : draft.draft_aux_layer_ids) {
+    if (id >= 0 && id <= L) upper.insert(id);
+    if (id >= 0 && id < L) lower.insert(id);
+  }
+  const int64_t most = static_cast<int64_t>(upper.size());
+  const int64_t least = static_cast<int64_t>(lower.size());
+  if (most >= n && least <= n) return;
+  const std::vector<int64_t>& ids = draft.draft_aux_layer_ids;
+  constexpr size_t kShown = 16;
+  const std::string named =
+      ids.size() <= kShown
+          ? fmt::format("[{}]", fmt::join(ids, ", "))
+          : fmt::format("[{}, ...] ({} ids)", fmt::join(ids.begin(), ids.begin() + kShown, ", "),
+                        ids.size());
+  b.Error(
+      "speculative-aux-layer-ids",
+      fmt::format(
+          "--speculative-config: draft '{}' names target layers {} ({} in '{}') for "
+          "the {} hidden states its fc layer combines, and the {} target of {} "
+          "layers collects one state per distinct id from 0 (its embeddings) to "
+          "{} (its last layer's output), {} of them; name {} distinct ids in that "
+          "range",
+          draft_name, named, draft.draft_aux_layer_ids_key, draft.file, n, target.architecture, L,
+          L, most < n ? fmt::format("at most {}", most) : fmt::format("at least {}", least), n));
+}
+
 // The engine's head split under tensor parallelism: TP divides the attention heads
 // (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
 // layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
@@ -1202,10 +1253,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // A draft fed the target's auxiliary hidden states needs a target class with the engine's
   // EAGLE-3 interface; without it the engine raises once the weights are loaded.
   using internal::AuxHiddenStates;
-  if (method_row && internal::LacksEagle3Interface(model.architecture) &&
-      (method_row->aux_hidden_states == AuxHiddenStates::kAlways ||
-       (method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines &&
-        draft.draft_uses_aux_hidden_states))) {
+  const bool aux_fed =
+      method_row && (method_row->aux_hidden_states == AuxHiddenStates::kAlways ||
+                     (method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines &&
+                      draft.draft_uses_aux_hidden_states));
+  if (aux_fed && internal::LacksEagle3Interface(model.architecture)) {
     const bool declinable = method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines;
     b.Error("speculative-aux-hidden-states",
             fmt::format("--speculative-config method '{}' feeds the draft the target's auxiliary "
@@ -1216,6 +1268,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         declinable ? " or a draft whose eagle_config sets use_aux_hidden_state "
                                      "to false"
                                    : ""));
+  } else if (aux_fed && draft.draft_fc_states > 0) {
+    CheckDraftAuxInputs(model, draft, b.out.draft_name, b);
   }
 
   // The engine sets every sliding window's retained tail once for the whole launch: S - 1 tokens

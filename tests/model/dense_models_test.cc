@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "kvtopo/dtype.h"
@@ -778,6 +779,127 @@ TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
   }
 }
 
+// A draft's fc layer combines the target's auxiliary hidden states: three for an EAGLE-3 head,
+// one per dflash_config.target_layer_ids entry for DFlash, each target_hidden_size (else
+// hidden_size) wide. The target collects one state per distinct layer id in 0..num_hidden_layers.
+TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
+  const std::string path = HeadPath();
+  auto errors = [&](const nlohmann::json& head, const std::string& method = "eagle3") {
+    auto plan = PlanWithHead(Llama31_8B(), head, method);
+    return plan.ok() ? plan->ErrorLines() : "status: " + std::string(plan.status().message());
+  };
+  nlohmann::json head = LlamaEagleHead("LlamaForCausalLMEagle3");
+  EXPECT_EQ(errors(head), "");
+  // Trained on a target of hidden size 8192 (Llama-3.3-70B's), beside Llama-3.1-8B's 4096.
+  head["target_hidden_size"] = 8192;
+  EXPECT_EQ(errors(head),
+            "\n  error [speculative-draft-hidden-size] --speculative-config: draft '" + path +
+                "' combines 3 of the target's hidden states in its fc layer, each 8192 wide "
+                "(target_hidden_size in '" +
+                path +
+                "'), and the LlamaForCausalLM target's are 4096 wide (hidden_size in "
+                "'config.json'): they do not fit that layer; choose a draft trained for this "
+                "target");
+  head["target_hidden_size"] = 4096;
+  head["hidden_size"] =
+      2048;  // the head's own width does not matter when target_hidden_size is set
+  EXPECT_EQ(errors(head), "");
+  head.erase("target_hidden_size");
+  EXPECT_NE(errors(head).find("each 2048 wide (hidden_size in '" + path + "')"), std::string::npos);
+  head["hidden_size"] = 4096;
+  head["target_hidden_size"] = nullptr;
+  EXPECT_EQ(errors(head), "status: config.json '" + path +
+                              "': field 'target_hidden_size' is null: the engine sizes the "
+                              "draft's fc layer from it whenever the key is present; state the "
+                              "target's hidden size or leave the key out");
+  head.erase("target_hidden_size");
+
+  // Layer ids: 0 (the embeddings) to 32 (the last layer's output), each collected once.
+  const std::string ids_error =
+      "\n  error [speculative-aux-layer-ids] --speculative-config: draft '" + path +
+      "' names target layers {} (eagle_aux_hidden_state_layer_ids in '" + path +
+      "') for the 3 hidden states its fc layer combines, and the LlamaForCausalLM target of 32 "
+      "layers collects one state per distinct id from 0 (its embeddings) to 32 (its last "
+      "layer's output), {} of them; name 3 distinct ids in that range";
+  for (const auto& [ids, shown, count] :
+       {std::tuple{nlohmann::json{2, 16, 40}, "[2, 16, 40]", "at most 2"},
+        std::tuple{nlohmann::json{2, 2, 29}, "[2, 2, 29]", "at most 2"},
+        std::tuple{nlohmann::json{-1, 16, 29}, "[-1, 16, 29]", "at most 2"},
+        std::tuple{nlohmann::json{2, 3, 4, 5}, "[2, 3, 4, 5]", "at least 4"}}) {
+    head["eagle_aux_hidden_state_layer_ids"] = ids;
+    EXPECT_EQ(errors(head), fmt::format(fmt::runtime(ids_error), shown, count)) << shown;
+  }
+  // Id 32 is collected by Llama (EagleModelMixin), not by DeepSeek-V2's loop: not refused, and
+  // neither are four ids one of which only Llama's loop reaches.
+  for (const nlohmann::json& ids :
+       {nlohmann::json{2, 16, 32}, nlohmann::json{0, 16, 29}, nlohmann::json{2, 16, 29, 33}}) {
+    head["eagle_aux_hidden_state_layer_ids"] = ids;
+    EXPECT_EQ(errors(head), "") << ids.dump();
+  }
+  head["eagle_aux_hidden_state_layer_ids"] = "2,16,29";
+  EXPECT_EQ(errors(head), "status: config.json '" + path +
+                              "': field 'eagle_aux_hidden_state_layer_ids' must be a list of "
+                              "integers, got \"2,16,29\"");
+  // A head that takes no auxiliary states has no fc layer to fit.
+  head["eagle_aux_hidden_state_layer_ids"] = {2, 16, 40};
+  head["target_hidden_size"] = 8192;
+  head["eagle_config"] = {{"use_aux_hidden_state", false}};
+  EXPECT_EQ(errors(head), "");
+
+  // DFlash: the fc takes one state per target_layer_ids entry, which the runner also collects
+  // when eagle_aux_hidden_state_layer_ids is not set.
+  nlohmann::json dflash = LlamaEagleHead("DFlashDraftModel");
+  dflash["model_type"] = "qwen3";
+  dflash["dflash_config"] = {{"mask_token_id", 128002}, {"target_layer_ids", {1, 8, 15, 22, 29}}};
+  EXPECT_EQ(errors(dflash, "dflash"), "");
+  dflash["eagle_aux_hidden_state_layer_ids"] = {1, 15, 29};
+  EXPECT_NE(errors(dflash, "dflash")
+                .find("names target layers [1, 15, 29] (eagle_aux_hidden_state_layer_ids in '" +
+                      path + "') for the 5 hidden states its fc layer combines"),
+            std::string::npos);
+  dflash.erase("eagle_aux_hidden_state_layer_ids");
+  dflash["dflash_config"]["target_layer_ids"] = {1, 8, 15, 22, 36};
+  EXPECT_NE(errors(dflash, "dflash")
+                .find("names target layers [1, 8, 15, 22, 36] (dflash_config.target_layer_ids "
+                      "in '" +
+                      path + "') for the 5 hidden states"),
+            std::string::npos);
+  dflash["dflash_config"]["use_aux_hidden_state"] = false;
+  EXPECT_EQ(errors(dflash, "dflash"), "");
+
+  // A speculators-format head carries target_hidden_size and its layer ids over.
+  nlohmann::json speculators = {
+      {"architectures", {"Eagle3Speculator"}},
+      {"speculators_model_type", "eagle3"},
+      {"speculators_config", {{"verifier", {{"name_or_path", "meta-llama/Llama-3.3-70B"}}}}},
+      {"target_hidden_size", 8192},
+      {"transformer_layer_config", LlamaEagleHead("LlamaForCausalLM")}};
+  EXPECT_NE(errors(speculators).find("each 8192 wide (target_hidden_size in"), std::string::npos);
+  speculators.erase("target_hidden_size");
+  speculators["eagle_aux_hidden_state_layer_ids"] = {2, 40, 79};
+  EXPECT_NE(errors(speculators).find("names target layers [2, 40, 79]"), std::string::npos);
+  speculators["speculators_model_type"] = "dflash";
+  speculators["mask_token_id"] = 128002;
+  speculators["aux_hidden_state_layer_ids"] = {1, 15, 29, 40};
+  EXPECT_NE(errors(speculators, "dflash").find("names target layers [1, 15, 29, 40]"),
+            std::string::npos);
+
+  // A multimodal target's text model: Llama 4 Scout's hidden states are 5120 wide.
+  const nlohmann::json scout = nlohmann::json::parse(R"({
+    "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+    "torch_dtype": "bfloat16",
+    "text_config": {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+      "max_position_embeddings": 131072, "model_type": "llama4_text", "no_rope_layers": [],
+      "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8}})");
+  auto plan = PlanWithHead(scout, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3", 8);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("each 4096 wide (hidden_size in '" + path +
+                                    "'), and the Llama4ForConditionalGeneration target's are "
+                                    "5120 wide"),
+            std::string::npos)
+      << plan->ErrorLines();
+}
+
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived
 // maximum length is capped at sliding_window before the RoPE factor. Gemma-3-27B (window 1,024,
 // no factor for gemma3) serves 1,024 tokens from one group of 62 full layers: 40 GiB / (62 x
@@ -1308,6 +1430,9 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   EXPECT_EQ(plan->diagnostics.back().message,
             "the hybrid KV cache manager is off for chunked local attention under speculative "
             "method 'eagle3', so the engine caches 36 chunked local layers as full attention");
+  // (The launch is refused as well: the Kimi head's fc takes states 7,168 wide, Scout's are
+  // 5,120.)
+  EXPECT_NE(plan->ErrorLines().find("[speculative-draft-hidden-size]"), std::string::npos);
 
   nlohmann::json bad = scout;
   bad["text_config"]["no_rope_layers"] = {1, 1, 2};

@@ -265,6 +265,13 @@ class PlanTest(unittest.TestCase):
             kvtopo.plan("qwen3-next-80b", speculative_config={
                 "method": "dflash", "model": "glm-5.3-flash-dflash2",
                 "num_speculative_tokens": 3})
+        # gpt-oss's hidden states are 2,880 wide; the DFlash draft's fc takes five of 4,096.
+        with self.assertRaisesRegex(kvtopo.RejectedError, "speculative-draft-hidden-size.*"
+                                    "combines 5 of the target's hidden states in its fc layer, "
+                                    "each 4096 wide"):
+            kvtopo.plan("gpt-oss-120b", speculative_config={
+                "method": "dflash", "model": "glm-5.3-flash-dflash2",
+                "num_speculative_tokens": 3})
 
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
