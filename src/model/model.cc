@@ -376,8 +376,8 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
 // collects one state per distinct layer id its forward reaches: with EagleModelMixin, 0 (the
 // embeddings) up to num_hidden_layers (the last layer's output); DeepSeek-V2's loop stops one
 // short. So ids outside 0..L, or repeated, give fewer states than named, and more than the fc
-// takes within 0..L-1 give too many; either way the states do not fit the fc layer. Unknown
-// sizes (0) are not checked.
+// takes within 0..L-1 give too many; either way the states do not fit the fc layer. A draft
+// that names no ids gets the target's defaults. Unknown sizes (0) are not checked.
 void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription& draft,
                          const std::string& draft_name, Builder& b) {
   const int64_t n = draft.draft_fc_states;
@@ -393,32 +393,42 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
     return;
   }
   const int64_t L = target.num_hidden_layers;
-  if (draft.draft_aux_layer_ids.empty() || L <= 0) return;
+  if (L <= 0) return;
+  // Without ids the runner takes the target's defaults (interfaces.py's
+  // get_eagle3_default_aux_hidden_state_layers: 2, L / 2 and L - 3).
+  const bool stated = !draft.draft_aux_layer_ids.empty();
+  const std::vector<int64_t> ids =
+      stated ? draft.draft_aux_layer_ids : std::vector<int64_t>{2, L / 2, L - 3};
   std::set<int64_t> upper, lower;  // distinct ids within 0..L and 0..L-1
-  for (const int64_t id : draft.draft_aux_layer_ids) {
+  for (const int64_t id : ids) {
     if (id >= 0 && id <= L) upper.insert(id);
     if (id >= 0 && id < L) lower.insert(id);
   }
   const int64_t most = static_cast<int64_t>(upper.size());
   const int64_t least = static_cast<int64_t>(lower.size());
   if (most >= n && least <= n) return;
-  const std::vector<int64_t>& ids = draft.draft_aux_layer_ids;
   constexpr size_t kShown = 16;
-  const std::string named =
+  const std::string shown =
       ids.size() <= kShown
           ? fmt::format("[{}]", fmt::join(ids, ", "))
           : fmt::format("[{}, ...] ({} ids)", fmt::join(ids.begin(), ids.begin() + kShown, ", "),
                         ids.size());
+  const std::string source =
+      stated ? fmt::format("names target layers {} ({} in '{}')", shown,
+                           draft.draft_aux_layer_ids_key, draft.file)
+             : fmt::format(
+                   "names no target layers, so the engine takes the target's defaults "
+                   "{} (2, num_hidden_layers / 2, num_hidden_layers - 3),",
+                   shown);
   b.Error(
       "speculative-aux-layer-ids",
-      fmt::format(
-          "--speculative-config: draft '{}' names target layers {} ({} in '{}') for "
-          "the {} hidden states its fc layer combines, and the {} target of {} "
-          "layers collects one state per distinct id from 0 (its embeddings) to "
-          "{} (its last layer's output), {} of them; name {} distinct ids in that "
-          "range",
-          draft_name, named, draft.draft_aux_layer_ids_key, draft.file, n, target.architecture, L,
-          L, most < n ? fmt::format("at most {}", most) : fmt::format("at least {}", least), n));
+      fmt::format("--speculative-config: draft '{}' {} for the {} hidden state{} its fc layer "
+                  "combines, and the {} target of {} layers collects one state per distinct "
+                  "id from 0 (its embeddings) to {} (its last layer's output), {} of them; "
+                  "name {} distinct id{} in that range",
+                  draft_name, source, n, n == 1 ? "" : "s", target.architecture, L, L,
+                  most < n ? fmt::format("at most {}", most) : fmt::format("at least {}", least), n,
+                  n == 1 ? "" : "s"));
 }
 
 // The engine's head split under tensor parallelism: TP divides the attention heads

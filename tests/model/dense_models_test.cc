@@ -866,6 +866,18 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
             std::string::npos);
   dflash["dflash_config"]["use_aux_hidden_state"] = false;
   EXPECT_EQ(errors(dflash, "dflash"), "");
+  // Without ids the runner takes the target's defaults, 2, 16 and 29 of Llama-3.1-8B's 32
+  // layers: three states, and the fc of a DFlash draft naming none takes one per draft layer.
+  dflash["dflash_config"] = {{"mask_token_id", 128002}};
+  EXPECT_EQ(errors(dflash, "dflash"),
+            "\n  error [speculative-aux-layer-ids] --speculative-config: draft '" + path +
+                "' names no target layers, so the engine takes the target's defaults [2, 16, 29] "
+                "(2, num_hidden_layers / 2, num_hidden_layers - 3), for the 1 hidden state its "
+                "fc layer combines, and the LlamaForCausalLM target of 32 layers collects one "
+                "state per distinct id from 0 (its embeddings) to 32 (its last layer's output), "
+                "at least 3 of them; name 1 distinct id in that range");
+  dflash["num_hidden_layers"] = 3;
+  EXPECT_EQ(errors(dflash, "dflash"), "");
 
   // A speculators-format head carries target_hidden_size and its layer ids over.
   nlohmann::json speculators = {
@@ -884,6 +896,23 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
   EXPECT_NE(errors(speculators, "dflash").find("names target layers [1, 15, 29, 40]"),
             std::string::npos);
 
+  // On a target of 6 layers the defaults repeat (2, 3, 3): two states for an EAGLE-3 head.
+  nlohmann::json small = Llama31_8B();
+  small["num_hidden_layers"] = 6;
+  auto plan = PlanWithHead(small, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("takes the target's defaults [2, 3, 3] (2, num_hidden_layers "
+                                    "/ 2, num_hidden_layers - 3), for the 3 hidden states its fc "
+                                    "layer combines, and the LlamaForCausalLM target of 6 layers "
+                                    "collects one state per distinct id from 0 (its embeddings) "
+                                    "to 6 (its last layer's output), at most 2 of them"),
+            std::string::npos)
+      << plan->ErrorLines();
+  small["num_hidden_layers"] = 7;
+  plan = PlanWithHead(small, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+
   // A multimodal target's text model: Llama 4 Scout's hidden states are 5120 wide.
   const nlohmann::json scout = nlohmann::json::parse(R"({
     "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
@@ -891,7 +920,7 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
     "text_config": {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
       "max_position_embeddings": 131072, "model_type": "llama4_text", "no_rope_layers": [],
       "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8}})");
-  auto plan = PlanWithHead(scout, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3", 8);
+  plan = PlanWithHead(scout, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3", 8);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_NE(plan->ErrorLines().find("each 4096 wide (hidden_size in '" + path +
                                     "'), and the Llama4ForConditionalGeneration target's are "
