@@ -1281,6 +1281,19 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   } else if (aux_fed && draft.draft_fc_states > 0) {
     CheckDraftAuxInputs(model, draft, b.out.draft_name, b);
   }
+  // extract_hidden_states keeps the target's auxiliary hidden states in the KV cache pool (the
+  // fork's extract_hidden_states.py at 28be48fa9: one cache-only layer whose
+  // HiddenStateCacheSpec holds len(eagle_aux_hidden_state_layer_ids) x hidden_size values a
+  // token; kv_cache_utils.py groups it with the target's layers, or page-aligns it in a group of
+  // its own), which kvtopo does not model: refused rather than planned without it.
+  if (spec && spec->method == "extract_hidden_states") {
+    b.Error("speculative-method-not-modelled",
+            "--speculative-config method 'extract_hidden_states' adds a cache-only layer that "
+            "keeps the target's auxiliary hidden states in the KV cache pool (the engine's "
+            "HiddenStateCacheSpec: len(eagle_aux_hidden_state_layer_ids) x hidden_size values a "
+            "token), which kvtopo does not model; a plan without it would overstate the "
+            "capacity");
+  }
 
   // The engine sets every sliding window's retained tail once for the whole launch: S - 1 tokens
   // when several MTP modules each re-prefill the last tokens, else none (vLLM
