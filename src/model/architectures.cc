@@ -2868,8 +2868,6 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
 }};
 
-// `r` as the config class `text` describes builds it, whatever model type it states: the class's
-// defaults fill what it leaves out.
 // The text model's hidden_size and num_hidden_layers, where `m` does not hold them yet: the
 // values `text` states (the engine's class reads them as stated; a class default is filled by
 // ReadWithClassDefaults), else unknown.
@@ -2882,6 +2880,8 @@ void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   }
 }
 
+// `r` as the config class `text` describes builds it, whatever model type it states: the class's
+// defaults fill what it leaves out.
 Status ReadWithClassDefaults(const ConfigReader& r, const TypedTextModel& text,
                              ModelDescription& m) {
   nlohmann::json filled = r.json();
@@ -4477,7 +4477,6 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                         "is set: the engine builds Ultravox's language model from that "
                         "repository's config.json and ignores text_config; plan that config");
   }
-  const nlohmann::json& config_json = root.json();
   if (UltravoxBuildsLlamaConfig(root, m.architecture)) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModelOrDefaults(root, "text_config", ReadLlamaConfigText, m));
   } else if (it->text_model == TextModel::kLanguageModel ||
@@ -4523,10 +4522,10 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
-    RecordTextShape(config_json["text_config"], m);
+    RecordTextShape(config.value("text_config", nlohmann::json()), m);
   } else {
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
-    RecordTextShape(config_json, m);
+    RecordTextShape(config, m);
   }
   if (it->adjust != nullptr) it->adjust(m);
   if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft
