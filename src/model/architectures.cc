@@ -4367,6 +4367,54 @@ bool LacksEagle3Interface(std::string_view architecture) {
                             architecture);
 }
 
+// Classes with the EAGLE-3 interface that still cannot give the states (the fork at 28be48fa9):
+// the interface's set_aux_hidden_state_layers (interfaces.py) asserts that the language model's
+// model inherits EagleModelMixin, and the runner then unpacks (hidden, aux) from the forward.
+constexpr std::pair<std::string_view, const char*> kAuxStatesNotDelivered[] = {
+    // exaone4_5.py builds Exaone4ForCausalLM; exaone4.py's Exaone4Model is a plain nn.Module.
+    {"Exaone4_5_ForConditionalGeneration",
+     "builds its language model as Exaone4ForCausalLM, whose Exaone4Model does not inherit "
+     "EagleModelMixin: setting the auxiliary layers asserts 'Model instance must inherit from "
+     "EagleModelMixin to set auxiliary layers' after loading the weights"},
+    // mimo.py: MiMoModel subclasses Qwen2Model but replaces its forward, which returns the
+    // hidden states alone.
+    {"MiMoForCausalLM",
+     "runs MiMoModel, whose forward replaces Qwen2Model's and never collects them: the model "
+     "runner gets no auxiliary states from its first forward, after loading the weights"},
+};
+
+std::string AuxHiddenStatesUnavailable(const ModelDescription& m) {
+  auto unavailable = [](std::string_view architecture) -> std::string {
+    if (LacksEagle3Interface(architecture)) {
+      return fmt::format(
+          "the engine's {} class does not implement its EAGLE-3 interface: it raises 'Model "
+          "does not support EAGLE3 interface' after loading the weights",
+          architecture);
+    }
+    for (const auto& [name, reason] : kAuxStatesNotDelivered) {
+      if (name == architecture) return fmt::format("the engine's {} {}", architecture, reason);
+    }
+    return "";
+  };
+  std::string why = unavailable(m.architecture);
+  // pixtral.py hands the layers to its language model once that model has the interface.
+  if (why.empty() && m.architecture == "PixtralForConditionalGeneration" &&
+      !m.language_model_architecture.empty()) {
+    const std::string& inner = m.language_model_architecture;
+    if (LacksEagle3Interface(inner)) {
+      why = fmt::format(
+          "the engine's {} hands the auxiliary layers to its language model {}, which does not "
+          "implement the EAGLE-3 interface: it raises 'EAGLE-3 speculative decoding requires the "
+          "language model to support EAGLE-3, but {} does not.' after loading the weights",
+          m.architecture, inner, inner);
+    } else if (std::string inner_why = unavailable(inner); !inner_why.empty()) {
+      why = fmt::format("the engine's {} hands the auxiliary layers to its language model, and {}",
+                        m.architecture, inner_why);
+    }
+  }
+  return why;
+}
+
 // What a draft's fc layer takes from the target, and which target layers the engine collects
 // for it (the fork's llama_eagle3.py, deepseek_eagle3.py, qwen3_dflash.py and
 // gpu_model_runner.py's _get_eagle3_aux_layers_from_config at 28be48fa9). The EAGLE-3 heads'
@@ -4517,6 +4565,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     }
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, key, lm->read, m));
     RecordTextShape(text.json(), m);
+    m.language_model_architecture = inner.front();
   } else if (it->text_model == TextModel::kThinker) {
     KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
   } else if (it->text_model == TextModel::kNested ||

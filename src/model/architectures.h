@@ -159,6 +159,9 @@ struct ModelDescription {
   // else dflash_config.target_layer_ids; empty: the target's defaults) and the key.
   std::vector<int64_t> draft_aux_layer_ids;
   std::string draft_aux_layer_ids_key;
+  // Wrappers that build the registered model their text config names (kLanguageModel,
+  // kNamedOrTyped readers): that model's architecture; empty otherwise.
+  std::string language_model_architecture;
   // The only attention backend the model builds on (empty: any), and why, for the message.
   std::string required_backend;
   std::string required_backend_reason;
@@ -183,6 +186,10 @@ const std::vector<std::string>& SupportedArchitectures();
 // lacks the EAGLE-3 interface (SupportsEagle3), so it cannot give a draft its auxiliary hidden
 // states. False for architectures the engine's registry does not hold.
 bool LacksEagle3Interface(std::string_view architecture);
+// Why the engine cannot give a draft target `m`'s auxiliary hidden states (from "the engine's
+// ..."), or empty when it can: the class lacks the EAGLE-3 interface, or has it and fails to set
+// or collect them (its language model's class, for a wrapper that hands the layers on).
+std::string AuxHiddenStatesUnavailable(const ModelDescription& m);
 
 struct LoadedConfig {
   nlohmann::json json;

@@ -1261,20 +1261,20 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
 
   // A draft fed the target's auxiliary hidden states needs a target class with the engine's
-  // EAGLE-3 interface; without it the engine raises once the weights are loaded.
+  // EAGLE-3 interface that sets and collects them; otherwise the engine fails once the weights
+  // are loaded.
   using internal::AuxHiddenStates;
   const bool aux_fed =
       method_row && (method_row->aux_hidden_states == AuxHiddenStates::kAlways ||
                      (method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines &&
                       draft.draft_uses_aux_hidden_states));
-  if (aux_fed && internal::LacksEagle3Interface(model.architecture)) {
+  const std::string unavailable = aux_fed ? internal::AuxHiddenStatesUnavailable(model) : "";
+  if (!unavailable.empty()) {
     const bool declinable = method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines;
     b.Error("speculative-aux-hidden-states",
             fmt::format("--speculative-config method '{}' feeds the draft the target's auxiliary "
-                        "hidden states, and the engine's {} class does not implement its EAGLE-3 "
-                        "interface: it raises 'Model does not support EAGLE3 interface' after "
-                        "loading the weights; choose another method{}",
-                        spec->method, model.architecture,
+                        "hidden states, and {}; choose another method{}",
+                        spec->method, unavailable,
                         declinable ? " or a draft whose eagle_config sets use_aux_hidden_state "
                                      "to false"
                                    : ""));

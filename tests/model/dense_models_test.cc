@@ -775,6 +775,65 @@ TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), not_modelled);
 
+  // Classes with the interface that still give no states: Exaone 4.5's language model is not an
+  // EagleModelMixin, MiMo's forward never collects them; Pixtral hands the layers to the
+  // language model its text config names, which must have the interface itself.
+  const nlohmann::json exaone45 = nlohmann::json::parse(R"({
+    "architectures": ["Exaone4_5_ForConditionalGeneration"], "model_type": "exaone4_5",
+    "torch_dtype": "bfloat16", "text_config": {"model_type": "exaone4", "hidden_size": 4096,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "head_dim": 128, "max_position_embeddings": 131072, "sliding_window": null}})");
+  plan = PlanWithHead(exaone45, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [speculative-aux-hidden-states] --speculative-config method 'eagle3' feeds "
+            "the draft the target's auxiliary hidden states, and the engine's "
+            "Exaone4_5_ForConditionalGeneration builds its language model as Exaone4ForCausalLM, "
+            "whose Exaone4Model does not inherit EagleModelMixin: setting the auxiliary layers "
+            "asserts 'Model instance must inherit from EagleModelMixin to set auxiliary layers' "
+            "after loading the weights; choose another method or a draft whose eagle_config "
+            "sets use_aux_hidden_state to false");
+  const nlohmann::json mimo = nlohmann::json::parse(R"({
+    "architectures": ["MiMoForCausalLM"], "model_type": "mimo", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 32768})");
+  plan = PlanWithHead(mimo, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find(
+                "and the engine's MiMoForCausalLM runs MiMoModel, whose forward replaces "
+                "Qwen2Model's and never collects them: the model runner gets no auxiliary states "
+                "from its first forward, after loading the weights"),
+            std::string::npos)
+      << plan->ErrorLines();
+  nlohmann::json pixtral = nlohmann::json::parse(R"({
+    "architectures": ["PixtralForConditionalGeneration"], "model_type": "pixtral",
+    "torch_dtype": "bfloat16", "vision_config": {"model_type": "pixtral"},
+    "text_config": {"architectures": ["MistralForCausalLM"], "model_type": "mistral",
+      "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "num_key_value_heads": 8, "max_position_embeddings": 32768, "sliding_window": null}})");
+  plan = PlanWithHead(pixtral, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  pixtral["text_config"]["architectures"] = {"MixtralForCausalLM"};
+  pixtral["text_config"]["model_type"] = "mixtral";
+  plan = PlanWithHead(pixtral, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find(
+                "and the engine's PixtralForConditionalGeneration hands the auxiliary layers to "
+                "its language model MixtralForCausalLM, which does not implement the EAGLE-3 "
+                "interface: it raises 'EAGLE-3 speculative decoding requires the language model "
+                "to support EAGLE-3, but MixtralForCausalLM does not.' after loading the weights"),
+            std::string::npos)
+      << plan->ErrorLines();
+  pixtral["text_config"] = mimo;
+  plan = PlanWithHead(pixtral, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("and the engine's PixtralForConditionalGeneration hands the "
+                                    "auxiliary layers to its language model, and the engine's "
+                                    "MiMoForCausalLM runs MiMoModel"),
+            std::string::npos)
+      << plan->ErrorLines();
+
   // The table's ends and wrappers whose text model is another class's: the engine checks the
   // registry class itself. Architectures the fork's registry does not hold are not refused.
   for (const char* lacks : {"AXK1ForCausalLM", "InternVLChatModel", "UltravoxModel",
