@@ -4383,6 +4383,23 @@ constexpr std::pair<std::string_view, const char*> kAuxStatesNotDelivered[] = {
      "runner gets no auxiliary states from its first forward, after loading the weights"},
 };
 
+// The classes whose set_aux_hidden_state_layers sets DeepSeek-V2's model (deepseek_v2.py at
+// 28be48fa9: DeepseekV2ForCausalLM's override, inherited or handed on), whose forward appends
+// hidden_states + residual before layer idx.
+constexpr std::string_view kDeepseekV2AuxLoop[] = {
+    "DeepseekForCausalLM",     "DeepseekV2ForCausalLM", "DeepseekV32ForCausalLM",
+    "DeepseekV3ForCausalLM",   "GlmMoeDsaForCausalLM",  "KimiK25ForConditionalGeneration",
+    "MistralLarge3ForCausalLM"};
+static_assert(std::is_sorted(std::begin(kDeepseekV2AuxLoop), std::end(kDeepseekV2AuxLoop)));
+
+bool CollectsAuxStatesBeforeEachLayer(const ModelDescription& m) {
+  auto deepseek = [](std::string_view a) {
+    return std::binary_search(std::begin(kDeepseekV2AuxLoop), std::end(kDeepseekV2AuxLoop), a);
+  };
+  return deepseek(m.architecture) || (m.architecture == "PixtralForConditionalGeneration" &&
+                                      deepseek(m.language_model_architecture));
+}
+
 std::string AuxHiddenStatesUnavailable(const ModelDescription& m) {
   auto unavailable = [](std::string_view architecture) -> std::string {
     if (LacksEagle3Interface(architecture)) {

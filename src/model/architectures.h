@@ -190,6 +190,11 @@ bool LacksEagle3Interface(std::string_view architecture);
 // ..."), or empty when it can: the class lacks the EAGLE-3 interface, or has it and fails to set
 // or collect them (its language model's class, for a wrapper that hands the layers on).
 std::string AuxHiddenStatesUnavailable(const ModelDescription& m);
+// Whether target `m` collects each auxiliary hidden state before the layer its id names, adding
+// the residual (DeepSeek-V2's model, for its family and the wrappers over it): ids 1 to
+// num_hidden_layers - 1, and id 0 fails, the residual being null there. Otherwise the target
+// collects after each layer through EagleModelMixin: ids 0 (the embeddings) to num_hidden_layers.
+bool CollectsAuxStatesBeforeEachLayer(const ModelDescription& m);
 
 struct LoadedConfig {
   nlohmann::json json;

@@ -373,11 +373,12 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
 // A draft whose fc layer combines the target's auxiliary hidden states (the EAGLE-3 heads,
 // DFlash) takes as many as it was trained on, each as wide as the target's hidden states
 // (the fork's llama_eagle3.py, deepseek_eagle3.py, qwen3_dflash.py at 28be48fa9). The target
-// collects one state per distinct layer id its forward reaches: with EagleModelMixin, 0 (the
-// embeddings) up to num_hidden_layers (the last layer's output); DeepSeek-V2's loop stops one
-// short. So ids outside 0..L, or repeated, give fewer states than named, and more than the fc
-// takes within 0..L-1 give too many; either way the states do not fit the fc layer. A draft
-// that names no ids gets the target's defaults. Unknown sizes (0) are not checked.
+// collects one state per distinct layer id its forward reaches: with EagleModelMixin after each
+// layer, 0 (the embeddings) to num_hidden_layers (the last layer's output); DeepSeek-V2's model
+// before each layer, adding the residual, which is null before layer 0 (the forward fails there),
+// so 1 to num_hidden_layers - 1. Ids out of range or repeated give fewer states than named,
+// which do not fit the fc layer either. A draft that names no ids gets the target's defaults.
+// Unknown sizes (0) are not checked.
 void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription& draft,
                          const std::string& draft_name, Builder& b) {
   const int64_t n = draft.draft_fc_states;
@@ -399,14 +400,16 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
   const bool stated = !draft.draft_aux_layer_ids.empty();
   const std::vector<int64_t> ids =
       stated ? draft.draft_aux_layer_ids : std::vector<int64_t>{2, L / 2, L - 3};
-  std::set<int64_t> upper, lower;  // distinct ids within 0..L and 0..L-1
+  const bool before = internal::CollectsAuxStatesBeforeEachLayer(target);
+  const int64_t first = before ? 1 : 0;
+  const int64_t last = before ? L - 1 : L;
+  const bool zero_fails = before && std::find(ids.begin(), ids.end(), 0) != ids.end();
+  std::set<int64_t> collected;
   for (const int64_t id : ids) {
-    if (id >= 0 && id <= L) upper.insert(id);
-    if (id >= 0 && id < L) lower.insert(id);
+    if (id >= first && id <= last) collected.insert(id);
   }
-  const int64_t most = static_cast<int64_t>(upper.size());
-  const int64_t least = static_cast<int64_t>(lower.size());
-  if (most >= n && least <= n) return;
+  const int64_t got = static_cast<int64_t>(collected.size());
+  if (got == n && !zero_fails) return;
   constexpr size_t kShown = 16;
   const std::string shown =
       ids.size() <= kShown
@@ -420,15 +423,25 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
                    "names no target layers, so the engine takes the target's defaults "
                    "{} (2, num_hidden_layers / 2, num_hidden_layers - 3),",
                    shown);
+  const std::string plural = n == 1 ? "" : "s";
+  if (zero_fails) {
+    b.Error("speculative-aux-layer-ids",
+            fmt::format("--speculative-config: draft '{}' {} for the {} hidden state{} its fc "
+                        "layer combines, and the {} target collects each state before the layer "
+                        "its id names, adding the residual, which is null before layer 0: its "
+                        "forward fails on id 0; name {} distinct id{} from 1 to {}",
+                        draft_name, source, n, plural, target.architecture, n, plural, last));
+    return;
+  }
+  const std::string range =
+      before ? fmt::format("from 1 to {} (the input of each layer but the first)", last)
+             : fmt::format("from 0 (its embeddings) to {} (its last layer's output)", last);
   b.Error(
       "speculative-aux-layer-ids",
       fmt::format("--speculative-config: draft '{}' {} for the {} hidden state{} its fc layer "
                   "combines, and the {} target of {} layers collects one state per distinct "
-                  "id from 0 (its embeddings) to {} (its last layer's output), {} of them; "
-                  "name {} distinct id{} in that range",
-                  draft_name, source, n, n == 1 ? "" : "s", target.architecture, L, L,
-                  most < n ? fmt::format("at most {}", most) : fmt::format("at least {}", least), n,
-                  n == 1 ? "" : "s"));
+                  "id {}, {} of them; name {} distinct id{} in that range",
+                  draft_name, source, n, plural, target.architecture, L, range, got, n, plural));
 }
 
 // The engine's head split under tensor parallelism: TP divides the attention heads

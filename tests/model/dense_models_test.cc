@@ -890,15 +890,15 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
       "layers collects one state per distinct id from 0 (its embeddings) to 32 (its last "
       "layer's output), {} of them; name 3 distinct ids in that range";
   for (const auto& [ids, shown, count] :
-       {std::tuple{nlohmann::json{2, 16, 40}, "[2, 16, 40]", "at most 2"},
-        std::tuple{nlohmann::json{2, 2, 29}, "[2, 2, 29]", "at most 2"},
-        std::tuple{nlohmann::json{-1, 16, 29}, "[-1, 16, 29]", "at most 2"},
-        std::tuple{nlohmann::json{2, 3, 4, 5}, "[2, 3, 4, 5]", "at least 4"}}) {
+       {std::tuple{nlohmann::json{2, 16, 40}, "[2, 16, 40]", "2"},
+        std::tuple{nlohmann::json{2, 2, 29}, "[2, 2, 29]", "2"},
+        std::tuple{nlohmann::json{-1, 16, 29}, "[-1, 16, 29]", "2"},
+        std::tuple{nlohmann::json{2, 3, 4, 5}, "[2, 3, 4, 5]", "4"}}) {
     head["eagle_aux_hidden_state_layer_ids"] = ids;
     EXPECT_EQ(errors(head), fmt::format(fmt::runtime(ids_error), shown, count)) << shown;
   }
-  // Id 32 is collected by Llama (EagleModelMixin), not by DeepSeek-V2's loop: not refused, and
-  // neither are four ids one of which only Llama's loop reaches.
+  // Ids 0 and 32 are collected by Llama (EagleModelMixin); of four ids one out of range, three
+  // states fit.
   for (const nlohmann::json& ids :
        {nlohmann::json{2, 16, 32}, nlohmann::json{0, 16, 29}, nlohmann::json{2, 16, 29, 33}}) {
     head["eagle_aux_hidden_state_layer_ids"] = ids;
@@ -943,7 +943,7 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
                 "(2, num_hidden_layers / 2, num_hidden_layers - 3), for the 1 hidden state its "
                 "fc layer combines, and the LlamaForCausalLM target of 32 layers collects one "
                 "state per distinct id from 0 (its embeddings) to 32 (its last layer's output), "
-                "at least 3 of them; name 1 distinct id in that range");
+                "3 of them; name 1 distinct id in that range");
   dflash["num_hidden_layers"] = 3;
   EXPECT_EQ(errors(dflash, "dflash"), "");
 
@@ -973,13 +973,39 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
                                     "/ 2, num_hidden_layers - 3), for the 3 hidden states its fc "
                                     "layer combines, and the LlamaForCausalLM target of 6 layers "
                                     "collects one state per distinct id from 0 (its embeddings) "
-                                    "to 6 (its last layer's output), at most 2 of them"),
+                                    "to 6 (its last layer's output), 2 of them"),
             std::string::npos)
       << plan->ErrorLines();
   small["num_hidden_layers"] = 7;
   plan = PlanWithHead(small, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
+
+  // DeepSeek-V2's model (Kimi-K2.6's language model, 61 layers) collects each state before its
+  // layer: ids 1 to 60, and id 0 fails on the null residual.
+  const nlohmann::json kimi = internal::LoadModelConfig("kimi-k2.6").value().json;
+  nlohmann::json kimi_head = internal::LoadModelConfig("kimi-k2.6-eagle3-mla").value().json;
+  kimi_head.erase("kvtopo");
+  auto kimi_errors = [&](const nlohmann::json& ids) {
+    kimi_head["eagle_aux_hidden_state_layer_ids"] = ids;
+    auto p = PlanWithHead(kimi, kimi_head, "eagle3", 8);
+    return p.ok() ? p->ErrorLines() : "status: " + std::string(p.status().message());
+  };
+  EXPECT_EQ(kimi_errors({2, 30, 60}), "");
+  EXPECT_EQ(kimi_errors({2, 30, 61}),
+            "\n  error [speculative-aux-layer-ids] --speculative-config: draft '" + path +
+                "' names target layers [2, 30, 61] (eagle_aux_hidden_state_layer_ids in '" + path +
+                "') for the 3 hidden states its fc layer combines, and the "
+                "KimiK25ForConditionalGeneration target of 61 layers collects one state per "
+                "distinct id from 1 to 60 (the input of each layer but the first), 2 of them; "
+                "name 3 distinct ids in that range");
+  EXPECT_EQ(kimi_errors({0, 30, 60}),
+            "\n  error [speculative-aux-layer-ids] --speculative-config: draft '" + path +
+                "' names target layers [0, 30, 60] (eagle_aux_hidden_state_layer_ids in '" + path +
+                "') for the 3 hidden states its fc layer combines, and the "
+                "KimiK25ForConditionalGeneration target collects each state before the layer "
+                "its id names, adding the residual, which is null before layer 0: its forward "
+                "fails on id 0; name 3 distinct ids from 1 to 60");
 
   // A multimodal target's text model: Llama 4 Scout's hidden states are 5120 wide.
   const nlohmann::json scout = nlohmann::json::parse(R"({
