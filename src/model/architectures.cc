@@ -4466,6 +4466,11 @@ Status ReadDraftAuxInputs(const ConfigReader& root, const ArchitectureReader& ro
     for (const char* key : {"target_layer_ids", "layer_ids"}) {
       KVTOPO_ASSIGN_OR_RETURN(const std::optional<ConfigReader> part, drafter_part(key));
       if (!part) continue;
+      if (part->IsNull(key)) {
+        return part->Invalid(key,
+                             "is null: the engine counts the draft's fc inputs from it whenever "
+                             "the key is present; list the target layer ids or leave the key out");
+      }
       KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> ids, part->IntList(key));
       m.draft_fc_states = static_cast<int64_t>(ids.size());
       break;

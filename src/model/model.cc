@@ -376,9 +376,9 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
 // collects one state per distinct layer id its forward reaches: with EagleModelMixin after each
 // layer, 0 (the embeddings) to num_hidden_layers (the last layer's output); DeepSeek-V2's model
 // before each layer, adding the residual, which is null before layer 0 (the forward fails there),
-// so 1 to num_hidden_layers - 1. Ids out of range or repeated give fewer states than named,
-// which do not fit the fc layer either. A draft that names no ids gets the target's defaults.
-// Unknown sizes (0) are not checked.
+// so 1 to num_hidden_layers - 1. Ids out of range or repeated give fewer states than named;
+// the states fit the fc layer only when as many as it takes are collected. A draft that names no
+// ids gets the target's defaults. Unknown sizes (0) are not checked.
 void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription& draft,
                          const std::string& draft_name, Builder& b) {
   const int64_t n = draft.draft_fc_states;

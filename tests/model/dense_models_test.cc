@@ -932,6 +932,12 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
                       "in '" +
                       path + "') for the 5 hidden states"),
             std::string::npos);
+  dflash["dflash_config"]["target_layer_ids"] = nullptr;
+  EXPECT_EQ(errors(dflash, "dflash"),
+            "status: config.json '" + path +
+                "': field 'dflash_config.target_layer_ids' is null: the engine counts the draft's "
+                "fc inputs from it whenever the key is present; list the target layer ids or "
+                "leave the key out");
   dflash["dflash_config"]["use_aux_hidden_state"] = false;
   EXPECT_EQ(errors(dflash, "dflash"), "");
   // Without ids the runner takes the target's defaults, 2, 16 and 29 of Llama-3.1-8B's 32
