@@ -7,8 +7,10 @@
 #include <array>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <span>
+#include <tuple>
 
 #include "internal/checked_math.h"
 #include "internal/json_int.h"
@@ -2868,15 +2870,17 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
 }};
 
-// The text model's hidden_size and num_hidden_layers, where `m` does not hold them yet: the
-// values `text` states (the engine's class reads them as stated; a class default is filled by
-// ReadWithClassDefaults), else unknown.
+// The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
+// yet: the values `text` states (the engine's class reads them as stated; a class default is
+// filled by ReadWithClassDefaults), else unknown.
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
-  for (auto [key, out] : {std::pair{"hidden_size", &m.hidden_size},
-                          std::pair{"num_hidden_layers", &m.num_hidden_layers}}) {
+  for (auto [key, out, max] :
+       {std::tuple{"hidden_size", &m.hidden_size, kMaxModelDim},
+        std::tuple{"num_hidden_layers", &m.num_hidden_layers, kMaxModelDim},
+        std::tuple{"vocab_size", &m.vocab_size, int64_t{std::numeric_limits<int32_t>::max()}}}) {
     if (*out != 0 || !text.contains(key)) continue;
-    *out = JsonIntIn(text[key], 1, kMaxModelDim).value_or(0);
+    *out = JsonIntIn(text[key], 1, max).value_or(0);
   }
 }
 
@@ -4364,6 +4368,127 @@ static_assert(std::is_sorted(std::begin(kLacksEagle3Interface), std::end(kLacksE
 
 bool LacksEagle3Interface(std::string_view architecture) {
   return std::binary_search(std::begin(kLacksEagle3Interface), std::end(kLacksEagle3Interface),
+                            architecture);
+}
+
+// The target architectures kvtopo plans whose registry class implements the engine's
+// SupportsMultiModal interface (the fork at 28be48fa9, each registry entry's class resolved
+// through its bases, as for kLacksEagle3Interface): the engine builds a multimodal config for
+// them (ModelConfig.is_multimodal_model) and takes multimodal inputs unless every modality's
+// limit is 0.
+constexpr std::string_view kMultimodalTargets[] = {"AriaForConditionalGeneration",
+                                                   "AudioFlamingo3ForConditionalGeneration",
+                                                   "AyaVisionForConditionalGeneration",
+                                                   "BagelForConditionalGeneration",
+                                                   "BeeForConditionalGeneration",
+                                                   "Blip2ForConditionalGeneration",
+                                                   "ChameleonForConditionalGeneration",
+                                                   "Cheers",
+                                                   "CheersForConditionalGeneration",
+                                                   "Cohere2VisionForConditionalGeneration",
+                                                   "DeepseekOCR2ForCausalLM",
+                                                   "DeepseekOCRForCausalLM",
+                                                   "DeepseekVLV2ForCausalLM",
+                                                   "DotsOCRForCausalLM",
+                                                   "Eagle2_5_VLForConditionalGeneration",
+                                                   "Ernie4_5_VLMoeForConditionalGeneration",
+                                                   "Exaone4_5_ForConditionalGeneration",
+                                                   "FireRedASR2ForConditionalGeneration",
+                                                   "FunASRForConditionalGeneration",
+                                                   "FunAudioChatForConditionalGeneration",
+                                                   "FuyuForCausalLM",
+                                                   "GLM4VForCausalLM",
+                                                   "Gemma3ForConditionalGeneration",
+                                                   "Gemma3nForConditionalGeneration",
+                                                   "Gemma4ForConditionalGeneration",
+                                                   "Glm4vForConditionalGeneration",
+                                                   "Glm4vMoeForConditionalGeneration",
+                                                   "GlmAsrForConditionalGeneration",
+                                                   "GlmOcrForConditionalGeneration",
+                                                   "Granite4VisionForConditionalGeneration",
+                                                   "GraniteSpeechForConditionalGeneration",
+                                                   "H2OVLChatModel",
+                                                   "HCXVisionForCausalLM",
+                                                   "HCXVisionV2ForCausalLM",
+                                                   "HfMoondream",
+                                                   "HunYuanVLForConditionalGeneration",
+                                                   "Idefics3ForConditionalGeneration",
+                                                   "InternS1ForConditionalGeneration",
+                                                   "InternS1ProForConditionalGeneration",
+                                                   "InternS2PreviewForConditionalGeneration",
+                                                   "InternVLChatModel",
+                                                   "InternVLForConditionalGeneration",
+                                                   "IsaacForConditionalGeneration",
+                                                   "KananaVForConditionalGeneration",
+                                                   "KeyeForConditionalGeneration",
+                                                   "KeyeVL1_5ForConditionalGeneration",
+                                                   "KimiK25ForConditionalGeneration",
+                                                   "KimiVLForConditionalGeneration",
+                                                   "Lfm2VlForConditionalGeneration",
+                                                   "LightOnOCRForConditionalGeneration",
+                                                   "Llama4ForConditionalGeneration",
+                                                   "Llama_Nemotron_Nano_VL",
+                                                   "LlavaForConditionalGeneration",
+                                                   "LlavaNextForConditionalGeneration",
+                                                   "LlavaNextVideoForConditionalGeneration",
+                                                   "LlavaOnevisionForConditionalGeneration",
+                                                   "MantisForConditionalGeneration",
+                                                   "MiDashengLMModel",
+                                                   "MiMoV2OmniForCausalLM",
+                                                   "MiniCPMO",
+                                                   "MiniCPMV",
+                                                   "MiniCPMV4_6ForConditionalGeneration",
+                                                   "Mistral3ForConditionalGeneration",
+                                                   "Molmo2ForConditionalGeneration",
+                                                   "MolmoForCausalLM",
+                                                   "Moondream3ForCausalLM",
+                                                   "MoonshotKimiaForCausalLM",
+                                                   "MusicFlamingoForConditionalGeneration",
+                                                   "NVLM_D",
+                                                   "NemotronH_Nano_Omni_Reasoning_V3",
+                                                   "NemotronH_Nano_VL_V2",
+                                                   "NemotronH_Super_Omni_Reasoning_V3",
+                                                   "OpenCUAForConditionalGeneration",
+                                                   "OpenPanguVLForConditionalGeneration",
+                                                   "OpenVLAForActionPrediction",
+                                                   "Ovis",
+                                                   "Ovis2_5",
+                                                   "Ovis2_6ForCausalLM",
+                                                   "Ovis2_6_MoeForCausalLM",
+                                                   "PaddleOCRVLForConditionalGeneration",
+                                                   "PaliGemmaForConditionalGeneration",
+                                                   "Phi3VForCausalLM",
+                                                   "Phi4ForCausalLMV",
+                                                   "Phi4MMForCausalLM",
+                                                   "PixtralForConditionalGeneration",
+                                                   "QianfanOCRForConditionalGeneration",
+                                                   "Qwen2AudioForConditionalGeneration",
+                                                   "Qwen2VLForConditionalGeneration",
+                                                   "Qwen2_5OmniForConditionalGeneration",
+                                                   "Qwen2_5OmniModel",
+                                                   "Qwen2_5_VLForConditionalGeneration",
+                                                   "Qwen3ASRForConditionalGeneration",
+                                                   "Qwen3ASRRealtimeGeneration",
+                                                   "Qwen3OmniMoeForConditionalGeneration",
+                                                   "Qwen3VLForConditionalGeneration",
+                                                   "Qwen3VLMoeForConditionalGeneration",
+                                                   "Qwen3_5ForConditionalGeneration",
+                                                   "Qwen3_5MoeForConditionalGeneration",
+                                                   "QwenVLForConditionalGeneration",
+                                                   "RForConditionalGeneration",
+                                                   "SkyworkR1VChatModel",
+                                                   "SmolVLMForConditionalGeneration",
+                                                   "Step3VLForConditionalGeneration",
+                                                   "StepVLForConditionalGeneration",
+                                                   "Tarsier2ForConditionalGeneration",
+                                                   "TarsierForConditionalGeneration",
+                                                   "UltravoxModel",
+                                                   "VoxtralForConditionalGeneration",
+                                                   "WhisperForConditionalGeneration"};
+static_assert(std::is_sorted(std::begin(kMultimodalTargets), std::end(kMultimodalTargets)));
+
+bool IsMultimodalTarget(std::string_view architecture) {
+  return std::binary_search(std::begin(kMultimodalTargets), std::end(kMultimodalTargets),
                             architecture);
 }
 

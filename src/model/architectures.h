@@ -149,6 +149,7 @@ struct ModelDescription {
   // states is checked against the target's.
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
+  int64_t vocab_size = 0;  // the text model's vocab_size as stated; 0: not known
   // Drafts whose fc layer combines the target's auxiliary hidden states (the engine's EAGLE-3
   // heads and DFlash): how many states it takes (0: no such layer), the width of each
   // (target_hidden_size, else the draft's hidden_size; 0: not known) and the key it came from.
@@ -186,6 +187,9 @@ const std::vector<std::string>& SupportedArchitectures();
 // lacks the EAGLE-3 interface (SupportsEagle3), so it cannot give a draft its auxiliary hidden
 // states. False for architectures the engine's registry does not hold.
 bool LacksEagle3Interface(std::string_view architecture);
+// Whether the engine's class for target architecture `architecture` is a multimodal model
+// kvtopo plans (SupportsMultiModal).
+bool IsMultimodalTarget(std::string_view architecture);
 // Why the engine cannot give a draft target `m`'s auxiliary hidden states (from "the engine's
 // ..."), or empty when it can: the class lacks the EAGLE-3 interface, or has it and fails to set
 // or collect them (its language model's class, for a wrapper that hands the layers on).

@@ -444,6 +444,41 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
                   draft_name, source, n, plural, target.architecture, L, range, got, n, plural));
 }
 
+// The engine's draft-model proposer (the fork's v1/spec_decode/draft_model.py and
+// llm_base_proposer.py at 28be48fa9), built with the model runner before any weight loads:
+// SpeculativeConfig.verify_equal_vocab_size_if_draft_model refuses a draft whose vocab_size is
+// not the target's, and _raise_if_multimodal a target that takes multimodal inputs
+// (MultiModalRegistry.supports_multimodal_inputs; --language-model-only sets every modality's
+// limit to 0). With --limit-mm-per-prompt whether every limit is 0 depends on the model's
+// modalities, which kvtopo does not know: not checked.
+void CheckDraftModelTarget(const ModelDescription& target, const ModelDescription& draft,
+                           const std::string& draft_name, const LaunchConfig& config, Builder& b) {
+  if (target.vocab_size > 0 && draft.vocab_size > 0 && target.vocab_size != draft.vocab_size) {
+    b.Error("speculative-draft-vocab",
+            fmt::format("--speculative-config method 'draft_model': draft '{}' has vocab_size {} "
+                        "('{}') and the {} target {} ('{}'): the engine refuses it ('Target and "
+                        "draft model should have the same vocabulary size') as it starts; choose "
+                        "a draft that shares the target's tokenizer",
+                        draft_name, draft.vocab_size, draft.file, target.architecture,
+                        target.vocab_size, target.file));
+  }
+  if (!internal::IsMultimodalTarget(target.architecture)) return;
+  bool language_only = false, limits_given = false;
+  for (const std::string& flag : config.not_planned_flags) {
+    if (flag == "--language-model-only") language_only = true;
+    if (flag == "--no-language-model-only") language_only = false;
+    if (flag == "--limit-mm-per-prompt") limits_given = true;
+  }
+  if (language_only || limits_given) return;
+  b.Error("speculative-multimodal-target",
+          fmt::format("--speculative-config method 'draft_model' beside the multimodal {} "
+                      "target: the engine's draft-model proposer raises 'Speculative Decoding "
+                      "with draft models or parallel drafting does not support multimodal models "
+                      "yet' as it starts; pass --language-model-only to serve the text model "
+                      "alone, or choose another method",
+                      target.architecture));
+}
+
 // The engine's head split under tensor parallelism: TP divides the attention heads
 // (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
 // layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
@@ -1137,6 +1172,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       // The engine builds the draft's model config with the target's dtype.
       draft.dtype = model.dtype;
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
+      if (method == "draft_model") CheckDraftModelTarget(model, draft, loaded.name, config, b);
       draft_model = &draft;
       b.out.draft_name = loaded.name;
     }

@@ -1029,6 +1029,59 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
       << plan->ErrorLines();
 }
 
+// The engine's draft-model proposer refuses, as it starts, a draft whose vocab_size is not the
+// target's and a target that takes multimodal inputs (unless --language-model-only turns them
+// off).
+TEST(DenseModels, DraftModelNeedsTheTargetsVocabularyAndTextInputs) {
+  const std::string path = HeadPath();
+  auto errors = [&](const nlohmann::json& target, const nlohmann::json& draft, int64_t tp,
+                    std::vector<std::string> flags) {
+    std::ofstream(path) << draft.dump();
+    LaunchConfig c;
+    c.parallel.tensor_parallel_size = tp;
+    c.kv_cache_memory_bytes = 80 * kGiB;
+    c.not_planned_flags = std::move(flags);
+    c.speculative = ParseSpeculativeConfig(R"({"method": "draft_model", "num_speculative_tokens": 3,
+                                              "model": ")" +
+                                           path + R"("})")
+                        .value();
+    auto plan = PlanWith(target, c);
+    std::filesystem::remove(path);
+    return plan.ok() ? plan->ErrorLines() : "status: " + std::string(plan.status().message());
+  };
+  nlohmann::json llama = Llama31_8B();
+  llama["vocab_size"] = 128256;
+  nlohmann::json small = llama;  // Llama-3.2-1B's shape
+  small["hidden_size"] = 2048;
+  small["num_hidden_layers"] = 16;
+  EXPECT_EQ(errors(llama, small, 1, {}), "");
+  small["vocab_size"] = 32000;
+  EXPECT_EQ(errors(llama, small, 1, {}),
+            "\n  error [speculative-draft-vocab] --speculative-config method 'draft_model': "
+            "draft '" +
+                path + "' has vocab_size 32000 ('" + path +
+                "') and the LlamaForCausalLM target 128256 ('config.json'): the engine refuses "
+                "it ('Target and draft model should have the same vocabulary size') as it "
+                "starts; choose a draft that shares the target's tokenizer");
+  small.erase("vocab_size");  // not stated: not checked
+  EXPECT_EQ(errors(llama, small, 1, {}), "");
+
+  // Gemma 3 takes images: refused unless --language-model-only (the last of it and its --no-
+  // form decides); with --limit-mm-per-prompt the modalities decide, not checked.
+  const std::string multimodal =
+      "\n  error [speculative-multimodal-target] --speculative-config method 'draft_model' "
+      "beside the multimodal Gemma3ForConditionalGeneration target: the engine's draft-model "
+      "proposer raises 'Speculative Decoding with draft models or parallel drafting does not "
+      "support multimodal models yet' as it starts; pass --language-model-only to serve the "
+      "text model alone, or choose another method";
+  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, {}), multimodal);
+  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, {"--language-model-only"}), "");
+  EXPECT_EQ(
+      errors(Gemma3_27B(), Gemma3_27B(), 2, {"--language-model-only", "--no-language-model-only"}),
+      multimodal);
+  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, {"--limit-mm-per-prompt"}), "");
+}
+
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived
 // maximum length is capped at sliding_window before the RoPE factor. Gemma-3-27B (window 1,024,
 // no factor for gemma3) serves 1,024 tokens from one group of 62 full layers: 40 GiB / (62 x
