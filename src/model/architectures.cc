@@ -4056,6 +4056,12 @@ const std::vector<std::string>& SupportedArchitectures() {
   return kNames;
 }
 
+// Whether `table`, sorted (each table below is checked so by a static_assert), holds `name`.
+template <size_t N>
+bool InSortedTable(const std::string_view (&table)[N], std::string_view name) {
+  return std::binary_search(std::begin(table), std::end(table), name);
+}
+
 // The target architectures kvtopo plans whose engine class does not implement SupportsEagle3
 // (the fork's model_executor/models at 28be48fa9: supports_eagle3() is an isinstance check on
 // that runtime-checkable protocol, true exactly when the class inherits it; each registry entry's
@@ -4352,8 +4358,7 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
       drafts.emplace_back(r.architecture);
     }
   }
-  const bool registered =
-      std::binary_search(std::begin(kEngineEagleDrafts), std::end(kEngineEagleDrafts), stated);
+  const bool registered = InSortedTable(kEngineEagleDrafts, stated);
   return InvalidArgument(fmt::format(
       "--speculative-config method '{}': the engine builds draft '{}' as {} (it prefixes the "
       "architecture with {}), which {}; kvtopo plans the {} drafts {}",
@@ -4367,8 +4372,7 @@ static_assert(std::is_sorted(std::begin(kEngineEagleDrafts), std::end(kEngineEag
 static_assert(std::is_sorted(std::begin(kLacksEagle3Interface), std::end(kLacksEagle3Interface)));
 
 bool LacksEagle3Interface(std::string_view architecture) {
-  return std::binary_search(std::begin(kLacksEagle3Interface), std::end(kLacksEagle3Interface),
-                            architecture);
+  return InSortedTable(kLacksEagle3Interface, architecture);
 }
 
 // The target architectures kvtopo plans whose registry class implements the engine's
@@ -4488,8 +4492,7 @@ constexpr std::string_view kMultimodalTargets[] = {"AriaForConditionalGeneration
 static_assert(std::is_sorted(std::begin(kMultimodalTargets), std::end(kMultimodalTargets)));
 
 bool IsMultimodalTarget(std::string_view architecture) {
-  return std::binary_search(std::begin(kMultimodalTargets), std::end(kMultimodalTargets),
-                            architecture);
+  return InSortedTable(kMultimodalTargets, architecture);
 }
 
 // Classes with the EAGLE-3 interface that still cannot give the states (the fork at 28be48fa9):
@@ -4518,9 +4521,7 @@ constexpr std::string_view kDeepseekV2AuxLoop[] = {
 static_assert(std::is_sorted(std::begin(kDeepseekV2AuxLoop), std::end(kDeepseekV2AuxLoop)));
 
 bool CollectsAuxStatesBeforeEachLayer(const ModelDescription& m) {
-  auto deepseek = [](std::string_view a) {
-    return std::binary_search(std::begin(kDeepseekV2AuxLoop), std::end(kDeepseekV2AuxLoop), a);
-  };
+  auto deepseek = [](std::string_view a) { return InSortedTable(kDeepseekV2AuxLoop, a); };
   return deepseek(m.architecture) || (m.architecture == "PixtralForConditionalGeneration" &&
                                       deepseek(m.language_model_architecture));
 }
