@@ -4520,10 +4520,17 @@ constexpr std::string_view kDeepseekV2AuxLoop[] = {
     "MistralLarge3ForCausalLM"};
 static_assert(std::is_sorted(std::begin(kDeepseekV2AuxLoop), std::end(kDeepseekV2AuxLoop)));
 
+// pixtral.py's set_aux_hidden_state_layers hands the layers to the language model its text
+// config names, once that class has the EAGLE-3 interface.
+bool HandsAuxLayersToLanguageModel(const ModelDescription& m) {
+  return m.architecture == "PixtralForConditionalGeneration" &&
+         !m.language_model_architecture.empty();
+}
+
 bool CollectsAuxStatesBeforeEachLayer(const ModelDescription& m) {
-  auto deepseek = [](std::string_view a) { return InSortedTable(kDeepseekV2AuxLoop, a); };
-  return deepseek(m.architecture) || (m.architecture == "PixtralForConditionalGeneration" &&
-                                      deepseek(m.language_model_architecture));
+  return InSortedTable(kDeepseekV2AuxLoop, HandsAuxLayersToLanguageModel(m)
+                                               ? m.language_model_architecture
+                                               : m.architecture);
 }
 
 std::string AuxHiddenStatesUnavailable(const ModelDescription& m) {
@@ -4540,9 +4547,7 @@ std::string AuxHiddenStatesUnavailable(const ModelDescription& m) {
     return "";
   };
   std::string why = unavailable(m.architecture);
-  // pixtral.py hands the layers to its language model once that model has the interface.
-  if (why.empty() && m.architecture == "PixtralForConditionalGeneration" &&
-      !m.language_model_architecture.empty()) {
+  if (why.empty() && HandsAuxLayersToLanguageModel(m)) {
     const std::string& inner = m.language_model_architecture;
     if (LacksEagle3Interface(inner)) {
       why = fmt::format(
