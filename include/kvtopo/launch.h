@@ -87,14 +87,25 @@ struct SpeculativeConfig {
   int64_t dflash_draft_window_size = 0;              // 0: unbounded
   // The draft's tensor-parallel size; 0: unset (the target's --tensor-parallel-size).
   int64_t draft_tensor_parallel_size = 0;
+  // parallel_drafting: every draft token in one pass, each masked slot an input slot of its own;
+  // always on for dflash, as the engine sets it.
+  bool parallel_drafting = false;
+  // disable_padded_drafter_batch: unpadded draft batches; async scheduling is then off by
+  // default and refused when asked for.
+  bool disable_padded_drafter_batch = false;
   // vLLM keys given that do not change the plan (e.g. prompt_lookup_max), in order.
   std::vector<std::string> not_planned_keys;
 
   // Whether the method runs a draft model with a KV cache of its own (or in-model MTP layers).
   bool HasDraftCache() const;
   // Whether vLLM schedules asynchronously by default with this method (EAGLE-style, MTP, DSpark,
-  // DFlash, GPU n-gram).
+  // DFlash, GPU n-gram) and without disable_padded_drafter_batch.
   bool AllowsAsyncScheduling() const;
+  // The input slots drafting adds to a step per request (vLLM's
+  // SpeculativeConfig.max_num_new_slots_for_drafting): num_speculative_tokens - 1 under parallel
+  // drafting, plus one for a draft model. The scheduler's token budget is
+  // max_num_batched_tokens less this times max_num_seqs.
+  int64_t NewSlotsForDrafting() const;
 };
 
 // VLLM_DCP_SHARD_DRAFT, read once at the launch-options edge. The engine's methods read it
@@ -160,6 +171,9 @@ struct LaunchConfig {
   // --disable-sliding-window: the target's sliding-window layers attend over (and cache) the whole
   // request, and the derived maximum length is capped at the config's sliding_window.
   bool disable_sliding_window = false;
+  // --language-model-only: every modality's input limit is 0, so a multimodal target serves
+  // text alone (the engine's MultiModalConfig).
+  bool language_model_only = false;
   // `vllm serve` flags given that do not change the plan (reported, not used).
   std::vector<std::string> not_planned_flags;
   // Findings about how the launch was spelled (LaunchOptions::diagnostics), reported with the

@@ -49,6 +49,7 @@ struct LaunchOptions {
   std::optional<bool> allow_long_max_model_len;  // VLLM_ALLOW_LONG_MAX_MODEL_LEN; default off
   std::optional<bool> disable_hybrid_kv_cache_manager;  // unset: the engine decides
   std::optional<bool> disable_sliding_window;           // default off
+  std::optional<bool> language_model_only;              // default off
   std::optional<bool> enable_chunked_prefill;           // default on
   std::optional<std::string> performance_mode;          // balanced, interactivity, throughput
   std::optional<std::string> dtype;                     // --dtype; default "auto"

@@ -4300,6 +4300,14 @@ Status FromSpeculatorsFormat(LoadedConfig& draft) {
   if (j.contains("target_hidden_size") && !j["target_hidden_size"].is_null()) {
     built["target_hidden_size"] = j["target_hidden_size"];
   }
+  if (type == "peagle") {
+    // The proposer's parallel-drafting token (update_peagle reads mask_token_id as pard_token).
+    if (!j.contains("mask_token_id")) {
+      return r.Invalid("mask_token_id",
+                       "is missing: the engine requires it of a speculators PEagle draft");
+    }
+    built["pard_token"] = j["mask_token_id"];
+  }
   if (type == "dflash") {
     for (const char* key : {"mask_token_id", "aux_hidden_state_layer_ids"}) {
       if (!j.contains(key)) {
@@ -4638,6 +4646,45 @@ Status ReadDraftAuxInputs(const ConfigReader& root, const ArchitectureReader& ro
   return Status::Ok();
 }
 
+namespace {
+
+// The engine's uses_mrope (transformers_utils/config.py at 28be48fa9): "mrope_section" is a key
+// of the config's rope_parameters, of its text config's, or of its thinker's text config's; a
+// rope_scaling becomes rope_parameters (patch_rope_parameters).
+bool UsesMrope(const nlohmann::json& config) {
+  auto has_section = [](const nlohmann::json& c) {
+    if (!c.is_object()) return false;
+    for (const char* key : {"rope_parameters", "rope_scaling"}) {
+      const auto it = c.find(key);
+      if (it != c.end() && it->is_object() && it->contains("mrope_section")) return true;
+    }
+    return false;
+  };
+  const nlohmann::json none;
+  const auto part = [&](const nlohmann::json& c, const char* key) -> const nlohmann::json& {
+    return c.is_object() && c.contains(key) ? c[key] : none;
+  };
+  return has_section(config) || has_section(part(config, "text_config")) ||
+         has_section(part(part(config, "thinker_config"), "text_config"));
+}
+
+// Where a parallel-drafting draft's mask token is, in the order the engine's proposer looks
+// (_init_parallel_drafting_params in llm_base_proposer.py at 28be48fa9): a non-empty
+// dflash_config holding mask_token_id, else a pard_token, else a ptd_token_id attribute.
+std::string ParallelDraftingToken(const nlohmann::json& config) {
+  if (!config.is_object()) return "";
+  const auto dflash = config.find("dflash_config");
+  if (dflash != config.end() && dflash->is_object() && dflash->contains("mask_token_id")) {
+    return "dflash_config.mask_token_id";
+  }
+  for (const char* key : {"pard_token", "ptd_token_id"}) {
+    if (config.contains(key)) return key;
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file) {
   ConfigReader root(config, file);
   if (!config.is_object()) {
@@ -4738,6 +4785,8 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                             eagle.BoolOr("use_aux_hidden_state", true));
   }
   if (it->draft) KVTOPO_RETURN_IF_ERROR(ReadDraftAuxInputs(root, *it, m));
+  m.uses_mrope = UsesMrope(config);
+  m.parallel_drafting_token = ParallelDraftingToken(config);
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;
 }

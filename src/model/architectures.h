@@ -160,6 +160,14 @@ struct ModelDescription {
   // else dflash_config.target_layer_ids; empty: the target's defaults) and the key.
   std::vector<int64_t> draft_aux_layer_ids;
   std::string draft_aux_layer_ids_key;
+  // The engine's ModelConfig.uses_mrope: the config's rope_parameters (or rope_scaling, which
+  // the engine renames so) holds mrope_section, at the top, in its text_config or in its
+  // thinker_config's text_config.
+  bool uses_mrope = false;
+  // The token a parallel-drafting draft fills its masked slots with, as the engine looks for it
+  // (SpecDecodeBaseProposer._init_parallel_drafting_params): "dflash_config.mask_token_id",
+  // "pard_token" or "ptd_token_id", the first the config holds; empty: none.
+  std::string parallel_drafting_token;
   // Wrappers that build the registered model their text config names (kLanguageModel,
   // kNamedOrTyped readers): that model's architecture; empty otherwise.
   std::string language_model_architecture;

@@ -273,7 +273,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kText,
        "",
        "JSON: method, model, num_speculative_tokens, draft_attention_backend, attention_backend, "
-       "draft_kv_cache_dtype, dflash_draft_window_size; also --speculative-config.KEY VALUE",
+       "draft_kv_cache_dtype, dflash_draft_window_size, draft_tensor_parallel_size, "
+       "parallel_drafting, disable_padded_drafter_batch; also --speculative-config.KEY VALUE",
        &LO::speculative_config},
       {"spec_method",
        {},
@@ -435,6 +436,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "sliding-window layers attend over the whole request (cached as full attention) and the "
        "derived maximum length is capped at the config's sliding_window; default off",
        &LO::disable_sliding_window},
+      {"language_model_only",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "every modality's input limit is 0: a multimodal target serves text alone, which a "
+       "draft model or parallel drafting needs beside it; default off",
+       &LO::language_model_only},
       {"dcp_comm_backend",
        {},
        "",
@@ -854,6 +863,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
+  if (o.language_model_only) c.language_model_only = *o.language_model_only;
   if (o.enable_chunked_prefill) c.enable_chunked_prefill = *o.enable_chunked_prefill;
   c.max_num_batched_tokens_given =
       c.max_num_batched_tokens_given || o.max_num_batched_tokens.has_value();
@@ -972,6 +982,13 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         "with EAGLE/MTP/draft-model/GPU n-gram/DSpark/DFlash speculation; drop the flag or pass "
         "--no-async-scheduling",
         c.speculative->method));
+  }
+  if (o.async_scheduling && *o.async_scheduling && c.speculative &&
+      c.speculative->disable_padded_drafter_batch) {
+    return Rejected(
+        "--async-scheduling with --speculative-config 'disable_padded_drafter_batch' true: the "
+        "engine refuses the pair at startup ('Async scheduling is not compatible with "
+        "disable_padded_drafter_batch=True'); drop one of them");
   }
   c.cache.async_scheduling =
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);

@@ -444,15 +444,12 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
                   draft_name, source, n, plural, target.architecture, L, range, got, n, plural));
 }
 
-// The engine's draft-model proposer (the fork's v1/spec_decode/draft_model.py and
-// llm_base_proposer.py at 28be48fa9), built with the model runner before any weight loads:
+// The engine's draft-model proposer (the fork's v1/spec_decode/draft_model.py at 28be48fa9),
+// built with the model runner before any weight loads:
 // SpeculativeConfig.verify_equal_vocab_size_if_draft_model refuses a draft whose vocab_size is
-// not the target's, and _raise_if_multimodal a target that takes multimodal inputs
-// (MultiModalRegistry.supports_multimodal_inputs; --language-model-only sets every modality's
-// limit to 0). With --limit-mm-per-prompt whether every limit is 0 depends on the model's
-// modalities, which kvtopo does not know: not checked.
-void CheckDraftModelTarget(const ModelDescription& target, const ModelDescription& draft,
-                           const std::string& draft_name, const LaunchConfig& config, Builder& b) {
+// not the target's.
+void CheckDraftModelVocab(const ModelDescription& target, const ModelDescription& draft,
+                          const std::string& draft_name, Builder& b) {
   if (target.vocab_size > 0 && draft.vocab_size > 0 && target.vocab_size != draft.vocab_size) {
     b.Error("speculative-draft-vocab",
             fmt::format("--speculative-config method 'draft_model': draft '{}' has vocab_size {} "
@@ -462,21 +459,110 @@ void CheckDraftModelTarget(const ModelDescription& target, const ModelDescriptio
                         draft_name, draft.vocab_size, draft.file, target.architecture,
                         target.vocab_size, target.file));
   }
-  if (!internal::IsMultimodalTarget(target.architecture)) return;
-  bool language_only = false, limits_given = false;
-  for (const std::string& flag : config.not_planned_flags) {
-    if (flag == "--language-model-only") language_only = true;
-    if (flag == "--no-language-model-only") language_only = false;
-    if (flag == "--limit-mm-per-prompt") limits_given = true;
+}
+
+// The engine's SpecDecodeBaseProposer (llm_base_proposer.py at 28be48fa9; internal::Proposer),
+// built with the model runner before any weight loads. Drafting adds input slots per request
+// when the proposer drafts in parallel (one per draft token) or does not feed the target's
+// hidden states (one); such a proposer refuses disable_padded_drafter_batch, a target that takes
+// multimodal inputs (MultiModalRegistry.supports_multimodal_inputs; --language-model-only sets
+// every modality's limit to 0; DFlash's proposer takes such targets) and a draft using M-RoPE;
+// parallel drafting needs the draft's mask token. `draft` is the draft's config (the target's
+// for in-model MTP); null when kvtopo has not read it. With --limit-mm-per-prompt whether every
+// limit is 0 depends on the model's modalities, which kvtopo does not know: not checked.
+void CheckProposer(const ModelDescription& target, const ModelDescription* draft,
+                   const std::string& draft_name, const SpeculativeConfig& spec,
+                   const internal::SpeculativeMethod& row, const LaunchConfig& config, Builder& b) {
+  using internal::Proposer;
+  if (row.proposer == Proposer::kNone) return;
+  const int64_t slots = (spec.parallel_drafting ? spec.num_speculative_tokens : 1) -
+                        (row.proposer == Proposer::kHiddenStates ? 1 : 0);
+  // The user's parallel_drafting (DFlash's is the engine's own).
+  const bool asked_parallel = spec.parallel_drafting && row.proposer != Proposer::kDflash;
+  const std::string what = fmt::format("--speculative-config method '{}'{}", spec.method,
+                                       asked_parallel ? " with 'parallel_drafting'" : "");
+  if (asked_parallel && draft != nullptr && draft->parallel_drafting_token.empty()) {
+    b.Error("speculative-parallel-drafting-token",
+            fmt::format("{}: draft '{}' ('{}') states none of pard_token, ptd_token_id and "
+                        "dflash_config.mask_token_id, and the engine raises 'For parallel "
+                        "drafting, the draft model config must have `pard_token`, "
+                        "`ptd_token_id`, or `dflash_config.mask_token_id` specified' as it "
+                        "starts; choose a draft trained for parallel drafting or drop "
+                        "'parallel_drafting'",
+                        what, draft_name, draft->file));
   }
-  if (language_only || limits_given) return;
-  b.Error("speculative-multimodal-target",
-          fmt::format("--speculative-config method 'draft_model' beside the multimodal {} "
-                      "target: the engine's draft-model proposer raises 'Speculative Decoding "
-                      "with draft models or parallel drafting does not support multimodal models "
-                      "yet' as it starts; pass --language-model-only to serve the text model "
-                      "alone, or choose another method",
-                      target.architecture));
+  if (slots <= 0) return;
+  const char* kRaises =
+      "the engine's proposer raises 'Speculative Decoding with draft models or "
+      "parallel drafting";
+  if (spec.disable_padded_drafter_batch) {
+    b.Error("speculative-padded-drafter-batch",
+            fmt::format("{}: 'disable_padded_drafter_batch' is true, and {} only supports "
+                        "padded drafter batch' as it starts; drop 'disable_padded_drafter_batch'",
+                        what, kRaises));
+  }
+  bool limits_given = false;
+  for (const std::string& flag : config.not_planned_flags) {
+    limits_given = limits_given || flag == "--limit-mm-per-prompt";
+  }
+  if (row.proposer != Proposer::kDflash && internal::IsMultimodalTarget(target.architecture) &&
+      !config.language_model_only && !limits_given) {
+    b.Error("speculative-multimodal-target",
+            fmt::format("{} beside the multimodal {} target: {} does not support multimodal "
+                        "models yet' as it starts; pass --language-model-only to serve the text "
+                        "model alone, or choose another method",
+                        what, target.architecture, kRaises));
+  }
+  if (draft != nullptr && draft->uses_mrope) {
+    b.Error("speculative-draft-mrope",
+            fmt::format("{}: draft '{}' ('{}') uses M-RoPE (its rope parameters hold "
+                        "mrope_section): {} does not support M-RoPE yet' as it starts; choose a "
+                        "draft with 1-D RoPE{}",
+                        what, draft_name, draft->file, kRaises,
+                        asked_parallel ? " or drop 'parallel_drafting'" : ""));
+  }
+}
+
+// The scheduler's token budget with speculative decoding (VllmConfig._set_max_num_scheduled_tokens
+// at 28be48fa9): max_num_batched_tokens less the slots drafting adds for each of max_num_seqs
+// requests. The engine refuses a budget of 0 or less and warns below 8,192.
+Status CheckScheduledTokens(const SpeculativeConfig& spec, const LaunchConfig& config, Builder& b) {
+  const int64_t per_request = spec.NewSlotsForDrafting();
+  const CacheOptions& cache = config.cache;
+  if (per_request <= 0 || cache.max_num_seqs <= 0 || cache.max_num_batched_tokens <= 0) {
+    return Status::Ok();
+  }
+  const int64_t batched = b.out.max_num_batched_tokens > 0 ? b.out.max_num_batched_tokens
+                                                           : cache.max_num_batched_tokens;
+  KVTOPO_ASSIGN_OR_RETURN(
+      const int64_t set_aside,
+      internal::CheckedMul(per_request, cache.max_num_seqs, "drafting slots x --max-num-seqs"));
+  const int64_t scheduled = batched - set_aside;
+  const std::string slots =
+      fmt::format("{} drafting slot{} a request ({}) x --max-num-seqs {}", per_request,
+                  per_request == 1 ? "" : "s",
+                  spec.method == "draft_model"
+                      ? (spec.parallel_drafting ? "the draft model's one and a slot per draft "
+                                                  "token after the first under parallel drafting"
+                                                : "the draft model's")
+                      : "a slot per draft token after the first under parallel drafting",
+                  cache.max_num_seqs);
+  if (scheduled <= 0) {
+    b.Error("speculative-scheduled-tokens",
+            fmt::format("--max-num-batched-tokens {} leaves the scheduler {} tokens a step once "
+                        "it sets aside {}: the engine refuses the launch "
+                        "(max_num_scheduled_tokens must be positive); raise "
+                        "--max-num-batched-tokens, or lower num_speculative_tokens or "
+                        "--max-num-seqs",
+                        batched, scheduled, slots));
+  } else if (scheduled < 8192) {
+    b.Add(Severity::kWarning, "speculative-scheduled-tokens",
+          fmt::format("the scheduler schedules at most {} tokens a step: --max-num-batched-tokens "
+                      "{} less {}; the engine warns that this may lead to suboptimal "
+                      "performance",
+                      scheduled, batched, slots));
+  }
+  return Status::Ok();
 }
 
 // The engine's head split under tensor parallelism: TP divides the attention heads
@@ -933,6 +1019,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         "config with ParseSpeculativeConfig",
         spec->method));
   }
+  if (spec) KVTOPO_RETURN_IF_ERROR(CheckScheduledTokens(*spec, config, b));
   const bool eagle_style = method_row && method_row->eagle_style;
   // The draft's tensor-parallel size (SpeculativeConfig._verify_and_get_draft_tp): 1 or the
   // target's; a draft model's proposer takes only the target's.
@@ -1130,6 +1217,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Draft layers (an MTP assistant keeps none).
   ModelDescription draft;
+  const ModelDescription* read_draft =
+      nullptr;  // the draft's config as read (the target's for MTP)
   if (spec && spec->HasDraftCache() && !mtp_assistant) {
     const std::string& method = spec->method;
     const internal::SpeculativeMethod& row = *method_row;
@@ -1172,10 +1261,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       // The engine builds the draft's model config with the target's dtype.
       draft.dtype = model.dtype;
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
-      if (method == "draft_model") CheckDraftModelTarget(model, draft, loaded.name, config, b);
+      if (method == "draft_model") CheckDraftModelVocab(model, draft, loaded.name, b);
       draft_model = &draft;
       b.out.draft_name = loaded.name;
     }
+    read_draft = draft_model;
 
     // Backend: "" inherits --attention-backend (else the draft's own default); "auto" picks
     // the draft's default independently of the target.
@@ -1309,6 +1399,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
   }
 
+  if (spec) CheckProposer(model, read_draft, b.out.draft_name, *spec, *method_row, config, b);
   // A draft fed the target's auxiliary hidden states needs a target class with the engine's
   // EAGLE-3 interface that sets and collects them; otherwise the engine fails once the weights
   // are loaded.

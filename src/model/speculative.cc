@@ -21,6 +21,7 @@ using internal::AuxHiddenStates;
 using internal::DraftCache;
 using internal::DraftPlacementRule;
 using internal::DraftWindowKnob;
+using internal::Proposer;
 using internal::SpeculativeMethod;
 
 // vLLM's speculative methods (docs/planner.md "Speculative methods" cites each column).
@@ -29,19 +30,22 @@ constexpr SpeculativeMethod kMethodTable[] = {
      .cache = DraftCache::kExternal,
      .eagle_style = true,
      .use_eagle = true,
-     .async = AsyncScheduling::kDefault},
+     .async = AsyncScheduling::kDefault,
+     .proposer = Proposer::kHiddenStates},
     {.name = "eagle3",
      .cache = DraftCache::kExternal,
      .eagle_style = true,
      .use_eagle = true,
      .async = AsyncScheduling::kDefault,
-     .aux_hidden_states = AuxHiddenStates::kUnlessDraftDeclines},
+     .aux_hidden_states = AuxHiddenStates::kUnlessDraftDeclines,
+     .proposer = Proposer::kHiddenStates},
     {.name = "mtp",
      .cache = DraftCache::kInModel,
      .eagle_style = true,
      .use_eagle = true,
      .async = AsyncScheduling::kDefault,
-     .placement = DraftPlacementRule::kShardedUnlessFalsy},
+     .placement = DraftPlacementRule::kShardedUnlessFalsy,
+     .proposer = Proposer::kHiddenStates},
     {.name = "dspark",
      .cache = DraftCache::kExternal,
      .causal = false,
@@ -56,11 +60,13 @@ constexpr SpeculativeMethod kMethodTable[] = {
      .async = AsyncScheduling::kDefault,
      .placement = DraftPlacementRule::kReplicated,
      .window = DraftWindowKnob::kDflashWindowSize,
-     .aux_hidden_states = AuxHiddenStates::kAlways},
+     .aux_hidden_states = AuxHiddenStates::kAlways,
+     .proposer = Proposer::kDflash},
     {.name = "draft_model",
      .cache = DraftCache::kExternal,
      .async = AsyncScheduling::kOnRequest,
-     .draft_tp_is_target_tp = true},
+     .draft_tp_is_target_tp = true,
+     .proposer = Proposer::kDraftModel},
     {.name = "ngram"},
     {.name = "ngram_gpu", .async = AsyncScheduling::kDefault},
     {.name = "suffix"},
@@ -77,25 +83,25 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 8> kKeys = {"method",
-                                                   "model",
-                                                   "num_speculative_tokens",
-                                                   "draft_attention_backend",
-                                                   "attention_backend",
-                                                   "draft_kv_cache_dtype",
-                                                   "dflash_draft_window_size",
-                                                   "draft_tensor_parallel_size"};
+constexpr std::array<std::string_view, 10> kKeys = {"method",
+                                                    "model",
+                                                    "num_speculative_tokens",
+                                                    "draft_attention_backend",
+                                                    "attention_backend",
+                                                    "draft_kv_cache_dtype",
+                                                    "dflash_draft_window_size",
+                                                    "draft_tensor_parallel_size",
+                                                    "parallel_drafting",
+                                                    "disable_padded_drafter_batch"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used.
-constexpr std::array<std::string_view, 16> kNotPlannedKeys = {"quantization",
+constexpr std::array<std::string_view, 14> kNotPlannedKeys = {"quantization",
                                                               "max_model_len",
                                                               "revision",
                                                               "code_revision",
-                                                              "disable_padded_drafter_batch",
                                                               "disable_by_batch_size",
                                                               "prompt_lookup_max",
                                                               "prompt_lookup_min",
                                                               "speculative_token_tree",
-                                                              "parallel_drafting",
                                                               "enforce_eager",
                                                               "suffix_decoding_max_tree_depth",
                                                               "suffix_decoding_max_cached_requests",
@@ -194,7 +200,12 @@ bool SpeculativeConfig::HasDraftCache() const {
 
 bool SpeculativeConfig::AllowsAsyncScheduling() const {
   const SpeculativeMethod* m = internal::FindSpeculativeMethod(method);
-  return m && m->async == AsyncScheduling::kDefault;
+  return m && m->async == AsyncScheduling::kDefault && !disable_padded_drafter_batch;
+}
+
+int64_t SpeculativeConfig::NewSlotsForDrafting() const {
+  return (parallel_drafting && num_speculative_tokens > 0 ? num_speculative_tokens - 1 : 0) +
+         (method == "draft_model" ? 1 : 0);
 }
 
 Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
@@ -280,6 +291,17 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   // tensor-parallel size is checked with the launch.
   KVTOPO_ASSIGN_OR_RETURN(spec.draft_tensor_parallel_size,
                           PositiveIntOrNull(j, "draft_tensor_parallel_size", kMaxParallelSize));
+  for (auto [key, out] :
+       {std::pair{"parallel_drafting", &spec.parallel_drafting},
+        std::pair{"disable_padded_drafter_batch", &spec.disable_padded_drafter_batch}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_boolean()) {
+      return Bad(key, fmt::format("must be true or false, got {}", j[key].dump()));
+    }
+    *out = j[key].get<bool>();
+  }
+  // The engine drafts every DFlash token in one pass (SpeculativeConfig.__post_init__).
+  if (spec.method == "dflash") spec.parallel_drafting = true;
   return spec;
 }
 

@@ -46,6 +46,19 @@ enum class AuxHiddenStates {
   kAlways,
 };
 
+// The engine's proposer for the method when it is a SpecDecodeBaseProposer (the fork's
+// v1/spec_decode/llm_base_proposer.py at 28be48fa9), which decides the input slots drafting adds
+// per request: one per draft token under parallel drafting, else one, less one when the
+// proposer feeds the target's hidden states (not for DFlash). A proposer that adds slots refuses,
+// as it is built, disable_padded_drafter_batch, a multimodal target (not DFlash's) and a draft
+// using M-RoPE.
+enum class Proposer {
+  kNone,          // another proposer (n-gram, suffix, Medusa, MLP speculator) or not modelled
+  kHiddenStates,  // EagleProposer, Gemma4Proposer: slots only under parallel drafting
+  kDflash,        // DFlashProposer: always parallel drafting; takes a multimodal target
+  kDraftModel,    // DraftModelProposer
+};
+
 struct SpeculativeMethod {
   std::string_view name;
   DraftCache cache = DraftCache::kNone;
@@ -62,6 +75,7 @@ struct SpeculativeMethod {
   AuxHiddenStates aux_hidden_states = AuxHiddenStates::kNone;
   // The draft runs only at the target's tensor-parallel size (vLLM's DraftModelProposer).
   bool draft_tp_is_target_tp = false;
+  Proposer proposer = Proposer::kNone;
 };
 
 // The row of a canonical method name; null when none.

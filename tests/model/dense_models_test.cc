@@ -690,12 +690,11 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
         {"verifier", {{"name_or_path", "meta-llama/Llama-3.1-8B-Instruct"}}}}},
       {"transformer_layer_config", LlamaEagleHead("LlamaForCausalLM")}};
   speculators["transformer_layer_config"].erase("architectures");
+  // PEagle and DFlash name their parallel-drafting mask token.
+  speculators["mask_token_id"] = 128002;
   for (const char* type : {"eagle3", "peagle", "dflash"}) {
     speculators["speculators_model_type"] = type;
-    if (type == std::string("dflash")) {
-      speculators["mask_token_id"] = 128002;
-      speculators["aux_hidden_state_layer_ids"] = {1, 15, 29};
-    }
+    if (type == std::string("dflash")) speculators["aux_hidden_state_layer_ids"] = {1, 15, 29};
     plan = PlanWithHead(Llama31_8B(), speculators, type == std::string("dflash") ? type : "eagle3");
     ASSERT_TRUE(plan.ok()) << type << ": " << plan.status().ToString();
     ASSERT_TRUE(plan->accepted()) << type << plan->ErrorLines();
@@ -707,6 +706,12 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
             "config.json '" + path +
                 "': field 'mask_token_id' is missing: the engine requires it of a speculators "
                 "DFlash draft");
+  speculators["speculators_model_type"] = "peagle";
+  plan = PlanWithHead(Llama31_8B(), speculators, "eagle3");
+  EXPECT_EQ(plan.status().message(),
+            "config.json '" + path +
+                "': field 'mask_token_id' is missing: the engine requires it of a speculators "
+                "PEagle draft");
   speculators["speculators_model_type"] = "medusa";
   plan = PlanWithHead(Llama31_8B(), speculators, "eagle3");
   EXPECT_EQ(plan.status().message(),
@@ -1035,11 +1040,12 @@ TEST(DenseModels, DraftFcLayerTakesTheTargetsHiddenStates) {
 TEST(DenseModels, DraftModelNeedsTheTargetsVocabularyAndTextInputs) {
   const std::string path = HeadPath();
   auto errors = [&](const nlohmann::json& target, const nlohmann::json& draft, int64_t tp,
-                    std::vector<std::string> flags) {
+                    bool language_model_only, std::vector<std::string> flags = {}) {
     std::ofstream(path) << draft.dump();
     LaunchConfig c;
     c.parallel.tensor_parallel_size = tp;
     c.kv_cache_memory_bytes = 80 * kGiB;
+    c.language_model_only = language_model_only;
     c.not_planned_flags = std::move(flags);
     c.speculative = ParseSpeculativeConfig(R"({"method": "draft_model", "num_speculative_tokens": 3,
                                               "model": ")" +
@@ -1054,9 +1060,9 @@ TEST(DenseModels, DraftModelNeedsTheTargetsVocabularyAndTextInputs) {
   nlohmann::json small = llama;  // Llama-3.2-1B's shape
   small["hidden_size"] = 2048;
   small["num_hidden_layers"] = 16;
-  EXPECT_EQ(errors(llama, small, 1, {}), "");
+  EXPECT_EQ(errors(llama, small, 1, false), "");
   small["vocab_size"] = 32000;
-  EXPECT_EQ(errors(llama, small, 1, {}),
+  EXPECT_EQ(errors(llama, small, 1, false),
             "\n  error [speculative-draft-vocab] --speculative-config method 'draft_model': "
             "draft '" +
                 path + "' has vocab_size 32000 ('" + path +
@@ -1064,22 +1070,152 @@ TEST(DenseModels, DraftModelNeedsTheTargetsVocabularyAndTextInputs) {
                 "it ('Target and draft model should have the same vocabulary size') as it "
                 "starts; choose a draft that shares the target's tokenizer");
   small.erase("vocab_size");  // not stated: not checked
-  EXPECT_EQ(errors(llama, small, 1, {}), "");
+  EXPECT_EQ(errors(llama, small, 1, false), "");
 
-  // Gemma 3 takes images: refused unless --language-model-only (the last of it and its --no-
-  // form decides); with --limit-mm-per-prompt the modalities decide, not checked.
+  // Gemma 3 takes images: refused unless --language-model-only; with --limit-mm-per-prompt the
+  // modalities decide, not checked.
   const std::string multimodal =
       "\n  error [speculative-multimodal-target] --speculative-config method 'draft_model' "
-      "beside the multimodal Gemma3ForConditionalGeneration target: the engine's draft-model "
-      "proposer raises 'Speculative Decoding with draft models or parallel drafting does not "
-      "support multimodal models yet' as it starts; pass --language-model-only to serve the "
-      "text model alone, or choose another method";
-  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, {}), multimodal);
-  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, {"--language-model-only"}), "");
-  EXPECT_EQ(
-      errors(Gemma3_27B(), Gemma3_27B(), 2, {"--language-model-only", "--no-language-model-only"}),
-      multimodal);
-  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, {"--limit-mm-per-prompt"}), "");
+      "beside the multimodal Gemma3ForConditionalGeneration target: the engine's proposer "
+      "raises 'Speculative Decoding with draft models or parallel drafting does not support "
+      "multimodal models yet' as it starts; pass --language-model-only to serve the text model "
+      "alone, or choose another method";
+  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, false), multimodal);
+  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, true), "");
+  EXPECT_EQ(errors(Gemma3_27B(), Gemma3_27B(), 2, false, {"--limit-mm-per-prompt"}), "");
+}
+
+// The engine's SpecDecodeBaseProposer (llm_base_proposer.py at 28be48fa9): a proposer that adds
+// input slots (a draft model; EAGLE or MTP drafting in parallel; DFlash, always in parallel)
+// refuses disable_padded_drafter_batch, a multimodal target (DFlash's takes one) and a draft
+// using M-RoPE; parallel drafting needs the draft's mask token; and the scheduler's budget is
+// max_num_batched_tokens less the slots for max_num_seqs requests
+// (VllmConfig._set_max_num_scheduled_tokens), refused at 0, a warning below 8,192.
+TEST(DenseModels, ProposersThatAddInputSlots) {
+  const std::string path = HeadPath();
+  auto plan = [&](const nlohmann::json& target, const nlohmann::json& draft,
+                  const std::string& extra, LaunchConfig c = {}) {
+    std::ofstream(path) << draft.dump();
+    if (c.parallel.tensor_parallel_size == 1) c.kv_cache_memory_bytes = 20 * kGiB;
+    c.speculative = ParseSpeculativeConfig(R"({"num_speculative_tokens": 3, "model": ")" + path +
+                                           R"(", )" + extra + "}")
+                        .value();
+    auto p = PlanWith(target, c);
+    std::filesystem::remove(path);
+    return p;
+  };
+  auto errors = [&](const nlohmann::json& target, const nlohmann::json& draft,
+                    const std::string& extra, LaunchConfig c = {}) {
+    auto p = plan(target, draft, extra, c);
+    return p.ok() ? p->ErrorLines() : "status: " + std::string(p.status().message());
+  };
+  const nlohmann::json llama = Llama31_8B();
+  nlohmann::json head = LlamaEagleHead("LlamaForCausalLMEagle3");
+  // EAGLE-3 feeds the target's hidden states: no slot without parallel drafting, so
+  // disable_padded_drafter_batch is taken (and async scheduling goes off by default).
+  EXPECT_EQ(errors(llama, head, R"("method": "eagle3", "disable_padded_drafter_batch": true)"), "");
+  const std::string eagle_parallel =
+      "--speculative-config method 'eagle3' with 'parallel_drafting'";
+  EXPECT_EQ(errors(llama, head, R"("method": "eagle3", "parallel_drafting": true)"),
+            "\n  error [speculative-parallel-drafting-token] " + eagle_parallel + ": draft '" +
+                path + "' ('" + path +
+                "') states none of pard_token, ptd_token_id and dflash_config.mask_token_id, "
+                "and the engine raises 'For parallel drafting, the draft model config must have "
+                "`pard_token`, `ptd_token_id`, or `dflash_config.mask_token_id` specified' as "
+                "it starts; choose a draft trained for parallel drafting or drop "
+                "'parallel_drafting'");
+  head["pard_token"] = 128002;
+  EXPECT_EQ(errors(llama, head, R"("method": "eagle3", "parallel_drafting": true)"), "");
+  EXPECT_EQ(errors(llama, head,
+                   R"("method": "eagle3", "parallel_drafting": true,
+                      "disable_padded_drafter_batch": true)"),
+            "\n  error [speculative-padded-drafter-batch] " + eagle_parallel +
+                ": 'disable_padded_drafter_batch' is true, and the engine's proposer raises "
+                "'Speculative Decoding with draft models or parallel drafting only supports "
+                "padded drafter batch' as it starts; drop 'disable_padded_drafter_batch'");
+  head.erase("pard_token");
+  head["ptd_token_id"] = 128002;
+  EXPECT_EQ(errors(llama, head, R"("method": "eagle3", "parallel_drafting": true)"), "");
+
+  // A draft whose rope parameters hold mrope_section (as rope_scaling, which the engine renames
+  // rope_parameters, or in its text_config).
+  nlohmann::json mrope_draft = llama;
+  mrope_draft["num_hidden_layers"] = 2;
+  mrope_draft["rope_scaling"] = {{"rope_type", "default"}, {"mrope_section", {16, 24, 24}}};
+  const std::string mrope =
+      "\n  error [speculative-draft-mrope] --speculative-config method 'draft_model': draft '" +
+      path + "' ('" + path +
+      "') uses M-RoPE (its rope parameters hold mrope_section): the engine's proposer raises "
+      "'Speculative Decoding with draft models or parallel drafting does not support M-RoPE "
+      "yet' as it starts; choose a draft with 1-D RoPE";
+  EXPECT_EQ(errors(llama, mrope_draft, R"("method": "draft_model")"), mrope);
+  mrope_draft.erase("rope_scaling");
+  EXPECT_EQ(errors(llama, mrope_draft, R"("method": "draft_model")"), "");
+  mrope_draft["rope_parameters"] = {{"rope_type", "default"}, {"mrope_section", {16, 24, 24}}};
+  EXPECT_EQ(errors(llama, mrope_draft, R"("method": "draft_model")"), mrope);
+
+  // Beside a multimodal target: EAGLE-3 alone is taken, with parallel drafting it is refused
+  // unless --language-model-only (a head that reads no auxiliary hidden states, which Gemma 3's
+  // class does not give).
+  head = LlamaEagleHead("LlamaForCausalLMEagle3");
+  head["hidden_size"] = 5376;
+  head["pard_token"] = 262143;
+  head["eagle_config"] = {{"use_aux_hidden_state", false}};
+  LaunchConfig tp2;
+  tp2.parallel.tensor_parallel_size = 2;
+  tp2.kv_cache_memory_bytes = 40 * kGiB;
+  EXPECT_EQ(errors(Gemma3_27B(), head, R"("method": "eagle3")", tp2), "");
+  EXPECT_EQ(errors(Gemma3_27B(), head, R"("method": "eagle3", "parallel_drafting": true)", tp2),
+            "\n  error [speculative-multimodal-target] " + eagle_parallel +
+                " beside the multimodal Gemma3ForConditionalGeneration target: the engine's "
+                "proposer raises 'Speculative Decoding with draft models or parallel drafting "
+                "does not support multimodal models yet' as it starts; pass "
+                "--language-model-only to serve the text model alone, or choose another method");
+  tp2.language_model_only = true;
+  EXPECT_EQ(errors(Gemma3_27B(), head, R"("method": "eagle3", "parallel_drafting": true)", tp2),
+            "");
+
+  // The scheduler's budget: a draft model sets one slot aside per request.
+  nlohmann::json small = llama;
+  small["num_hidden_layers"] = 2;
+  LaunchConfig rows;
+  rows.cache.max_num_seqs = 8192;
+  rows.max_num_batched_tokens_given = true;
+  EXPECT_EQ(errors(llama, small, R"("method": "draft_model")", rows),
+            "\n  error [speculative-scheduled-tokens] --max-num-batched-tokens 8192 leaves the "
+            "scheduler 0 tokens a step once it sets aside 1 drafting slot a request (the draft "
+            "model's) x --max-num-seqs 8192: the engine refuses the launch "
+            "(max_num_scheduled_tokens must be positive); raise --max-num-batched-tokens, or "
+            "lower num_speculative_tokens or --max-num-seqs");
+  auto p = plan(llama, small, R"("method": "draft_model", "parallel_drafting": true)");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->diagnostics.size(), 2u) << p->ErrorLines();
+  EXPECT_EQ(p->diagnostics[1].code, "speculative-parallel-drafting-token");
+  EXPECT_EQ(p->diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(p->diagnostics[0].message,
+            "the scheduler schedules at most 7424 tokens a step: --max-num-batched-tokens 8192 "
+            "less 3 drafting slots a request (the draft model's one and a slot per draft token "
+            "after the first under parallel drafting) x --max-num-seqs 256; the engine warns "
+            "that this may lead to suboptimal performance");
+
+  // DFlash always drafts in parallel: S - 1 slots set aside (8,192 - 6 x 256 = 6,656 tokens a
+  // step), and disable_padded_drafter_batch refused.
+  LaunchConfig glm;
+  glm.model = "glm-5.3-flash";
+  glm.parallel.tensor_parallel_size = 8;
+  glm.speculative = ParseSpeculativeConfig(R"({"method":"dflash","num_speculative_tokens":7,)"
+                                           R"("disable_padded_drafter_batch":true})")
+                        .value();
+  p = PlanLaunch(glm);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->ErrorLines(),
+            "\n  error [speculative-padded-drafter-batch] --speculative-config method 'dflash': "
+            "'disable_padded_drafter_batch' is true, and the engine's proposer raises "
+            "'Speculative Decoding with draft models or parallel drafting only supports padded "
+            "drafter batch' as it starts; drop 'disable_padded_drafter_batch'");
+  ASSERT_FALSE(p->diagnostics.empty());
+  EXPECT_EQ(p->diagnostics[0].message.substr(0, 50),
+            "the scheduler schedules at most 6656 tokens a step");
 }
 
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived

@@ -116,6 +116,34 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
   o.speculative_config.reset();
   o.async_scheduling = false;
   EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
+  // disable_padded_drafter_batch turns the default off, and the engine refuses the pair when
+  // async scheduling is asked for (VllmConfig at 28be48fa9).
+  o.async_scheduling.reset();
+  o.speculative_config =
+      R"({"method":"dspark","num_speculative_tokens":7,"disable_padded_drafter_batch":true})";
+  EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
+  o.async_scheduling = true;
+  rejected = ToLaunchConfig(o);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(rejected.status().message(),
+            "--async-scheduling with --speculative-config 'disable_padded_drafter_batch' true: "
+            "the engine refuses the pair at startup ('Async scheduling is not compatible with "
+            "disable_padded_drafter_batch=True'); drop one of them");
+}
+
+// --language-model-only is a launch option: the last of it and its --no- form decides.
+TEST(LaunchOptions, LanguageModelOnlyIsPlanned) {
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  EXPECT_FALSE(ToLaunchConfig(o)->language_model_only);
+  const LaunchOption* option = FindLaunchOption("--language-model-only");
+  ASSERT_NE(option, nullptr);
+  ASSERT_TRUE(SetLaunchOption(o, *option, true, "--language-model-only").ok());
+  EXPECT_TRUE(ToLaunchConfig(o)->language_model_only);
+  ASSERT_TRUE(SetLaunchOption(o, *option, false, "--no-language-model-only").ok());
+  EXPECT_FALSE(ToLaunchConfig(o)->language_model_only);
+  EXPECT_EQ(FindVllmFlagNotPlanned("--language-model-only"), nullptr);
 }
 
 // A defaulted --max-num-seqs is at most the tokens per step, as the engine defaults it.
@@ -389,8 +417,8 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;
   }
-  for (const char* name : {"--language-model-only", "--numa-bind", "--grpc",
-                           "--no-enable-flashinfer-autotune", "--scheduler-reserve-full-isl"}) {
+  for (const char* name : {"--numa-bind", "--grpc", "--no-enable-flashinfer-autotune",
+                           "--scheduler-reserve-full-isl"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_FALSE(FindVllmFlagNotPlanned(name)->takes_value) << name;
   }
@@ -559,10 +587,51 @@ TEST(Models, PerModelMtpNamesAreMtp) {
 TEST(Models, SpeculativeKeysThatDoNotChangeThePlanAreListed) {
   auto spec = ParseSpeculativeConfig(
       R"({"method":"eagle3","num_speculative_tokens":3,"draft_tensor_parallel_size":1,)"
-      R"("disable_padded_drafter_batch":false})");
+      R"("disable_padded_drafter_batch":true,"rejection_sample_method":"strict"})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  EXPECT_EQ(spec->not_planned_keys, (std::vector<std::string>{"disable_padded_drafter_batch"}));
+  EXPECT_EQ(spec->not_planned_keys, (std::vector<std::string>{"rejection_sample_method"}));
   EXPECT_EQ(spec->draft_tensor_parallel_size, 1);
+  EXPECT_TRUE(spec->disable_padded_drafter_batch);
+  EXPECT_FALSE(spec->parallel_drafting);
+}
+
+// parallel_drafting and disable_padded_drafter_batch are read (SpeculativeConfig at 28be48fa9):
+// JSON booleans, DFlash always drafting in parallel; the slots drafting adds per request are
+// S - 1 under parallel drafting plus one for a draft model (max_num_new_slots_for_drafting).
+TEST(Models, ParallelDraftingAndPaddedDrafterBatchAreRead) {
+  auto parse = [](const std::string& json) { return ParseSpeculativeConfig(json); };
+  auto spec = parse(R"({"method":"eagle3","num_speculative_tokens":4,"parallel_drafting":true})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->parallel_drafting);
+  EXPECT_EQ(spec->NewSlotsForDrafting(), 3);
+  EXPECT_TRUE(spec->AllowsAsyncScheduling());
+  spec = parse(R"({"method":"dflash","num_speculative_tokens":7,"parallel_drafting":false})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->parallel_drafting);
+  EXPECT_EQ(spec->NewSlotsForDrafting(), 6);
+  spec = parse(R"({"method":"draft_model","model":"m","num_speculative_tokens":5})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->NewSlotsForDrafting(), 1);
+  spec = parse(
+      R"({"method":"draft_model","model":"m","num_speculative_tokens":5,"parallel_drafting":true})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->NewSlotsForDrafting(), 5);
+  spec = parse(R"({"method":"eagle3","num_speculative_tokens":3})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->NewSlotsForDrafting(), 0);
+  spec =
+      parse(R"({"method":"mtp","num_speculative_tokens":3,"disable_padded_drafter_batch":true})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_FALSE(spec->AllowsAsyncScheduling());
+  EXPECT_EQ(parse(R"({"method":"eagle3","num_speculative_tokens":3,"parallel_drafting":1})")
+                .status()
+                .message(),
+            "--speculative-config: 'parallel_drafting' must be true or false, got 1");
+  EXPECT_EQ(
+      parse(R"({"method":"eagle3","num_speculative_tokens":3,"disable_padded_drafter_batch":null})")
+          .status()
+          .message(),
+      "--speculative-config: 'disable_padded_drafter_batch' must be true or false, got null");
 }
 
 // draft_tensor_parallel_size (SpeculativeConfig._verify_and_get_draft_tp): 1 or the target's

@@ -273,6 +273,19 @@ class PlanTest(unittest.TestCase):
                 "method": "dflash", "model": "glm-5.3-flash-dflash2",
                 "num_speculative_tokens": 3})
 
+    def test_language_model_only_lets_a_draft_model_serve_a_multimodal_target(self):
+        gemma = os.path.join(REPO, "fuzz", "corpus", "config_plan", "gemma-3-27b-it.json")
+        spec = {"method": "draft_model", "model": gemma, "num_speculative_tokens": 3}
+        options = dict(tensor_parallel_size=2, kv_cache_memory="20GiB", speculative_config=spec)
+        result = kvtopo.check(gemma, **options)
+        self.assertFalse(result.accepted)
+        self.assertEqual([d.code for d in result.diagnostics if d.severity == "error"],
+                         ["speculative-multimodal-target"])
+        plan = kvtopo.plan(gemma, language_model_only=True, **options)
+        self.assertEqual(plan.capacity.max_tokens, 184270)
+        with self.assertRaisesRegex(TypeError, "language_model_only must be a bool, got int"):
+            kvtopo.plan(gemma, language_model_only=1, **options)
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
