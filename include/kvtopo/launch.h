@@ -87,6 +87,9 @@ struct SpeculativeConfig {
   int64_t dflash_draft_window_size = 0;              // 0: unbounded
   // The draft's tensor-parallel size; 0: unset (the target's --tensor-parallel-size).
   int64_t draft_tensor_parallel_size = 0;
+  // max_model_len: the draft's maximum length; 0: unset (the smaller of the draft's derived
+  // length and the target's). It must not exceed either.
+  int64_t max_model_len = 0;
   // parallel_drafting: every draft token in one pass, each masked slot an input slot of its own;
   // always on for dflash, as the engine sets it.
   bool parallel_drafting = false;

@@ -523,6 +523,40 @@ void CheckProposer(const ModelDescription& target, const ModelDescription* draft
   }
 }
 
+// The speculative config's max_model_len (SpeculativeConfig at 28be48fa9): the engine builds the
+// draft's model config with it, which refuses a length beyond the draft's derived one unless
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN (_get_and_verify_max_len, as for the target), and
+// _maybe_override_draft_max_model_len refuses one beyond the target's --max-model-len.
+void CheckDraftMaxModelLen(const ModelDescription& draft, const std::string& draft_name,
+                           const SpeculativeConfig& spec, Builder& b) {
+  const int64_t asked = spec.max_model_len;
+  if (asked <= 0) return;
+  if (asked > draft.max_model_len) {
+    const std::string exceeds = fmt::format(
+        "--speculative-config 'max_model_len' {} exceeds the maximum length {} ({}) of draft "
+        "'{}' ('{}')",
+        asked, draft.max_model_len, draft.max_len_source, draft_name, draft.file);
+    if (b.config.allow_long_max_model_len) {
+      b.Add(Severity::kWarning, "speculative-max-model-len",
+            exceeds + "; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets the engine build the draft with it");
+    } else {
+      b.Error("speculative-max-model-len",
+              exceeds +
+                  ": the engine refuses it as it builds the draft's config; lower it to "
+                  "at most " +
+                  std::to_string(draft.max_model_len) +
+                  ", or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a draft known to extrapolate");
+    }
+  }
+  if (asked > b.out.max_model_len) {
+    b.Error("speculative-max-model-len",
+            fmt::format("--speculative-config 'max_model_len' {} exceeds the target's "
+                        "--max-model-len {}: the engine refuses it ('speculative_max_model_len "
+                        "cannot be larger than target_max_model_len'); lower it to at most {}",
+                        asked, b.out.max_model_len, b.out.max_model_len));
+  }
+}
+
 // The scheduler's token budget with speculative decoding (VllmConfig._set_max_num_scheduled_tokens
 // at 28be48fa9): max_num_batched_tokens less the slots drafting adds for each of max_num_seqs
 // requests. The engine refuses a budget of 0 or less and warns below 8,192.
@@ -1217,8 +1251,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Draft layers (an MTP assistant keeps none).
   ModelDescription draft;
-  const ModelDescription* read_draft =
-      nullptr;  // the draft's config as read (the target's for MTP)
+  // The draft's config as read (the target's for MTP); null without one.
+  const ModelDescription* read_draft = nullptr;
   if (spec && spec->HasDraftCache() && !mtp_assistant) {
     const std::string& method = spec->method;
     const internal::SpeculativeMethod& row = *method_row;
@@ -1400,6 +1434,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
 
   if (spec) CheckProposer(model, read_draft, b.out.draft_name, *spec, *method_row, config, b);
+  if (spec && read_draft != nullptr) CheckDraftMaxModelLen(*read_draft, b.out.draft_name, *spec, b);
   // A draft fed the target's auxiliary hidden states needs a target class with the engine's
   // EAGLE-3 interface that sets and collects them; otherwise the engine fails once the weights
   // are loaded.

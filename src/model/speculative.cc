@@ -83,7 +83,7 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 10> kKeys = {"method",
+constexpr std::array<std::string_view, 11> kKeys = {"method",
                                                     "model",
                                                     "num_speculative_tokens",
                                                     "draft_attention_backend",
@@ -92,10 +92,10 @@ constexpr std::array<std::string_view, 10> kKeys = {"method",
                                                     "dflash_draft_window_size",
                                                     "draft_tensor_parallel_size",
                                                     "parallel_drafting",
-                                                    "disable_padded_drafter_batch"};
+                                                    "disable_padded_drafter_batch",
+                                                    "max_model_len"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used.
-constexpr std::array<std::string_view, 14> kNotPlannedKeys = {"quantization",
-                                                              "max_model_len",
+constexpr std::array<std::string_view, 13> kNotPlannedKeys = {"quantization",
                                                               "revision",
                                                               "code_revision",
                                                               "disable_by_batch_size",
@@ -291,6 +291,9 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   // tensor-parallel size is checked with the launch.
   KVTOPO_ASSIGN_OR_RETURN(spec.draft_tensor_parallel_size,
                           PositiveIntOrNull(j, "draft_tensor_parallel_size", kMaxParallelSize));
+  // The engine's field is an integer of at least 1 (or None); the lengths it must not exceed
+  // are checked with the launch.
+  KVTOPO_ASSIGN_OR_RETURN(spec.max_model_len, PositiveIntOrNull(j, "max_model_len", kMaxModelLen));
   for (auto [key, out] :
        {std::pair{"parallel_drafting", &spec.parallel_drafting},
         std::pair{"disable_padded_drafter_batch", &spec.disable_padded_drafter_batch}}) {

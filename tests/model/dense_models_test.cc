@@ -1218,6 +1218,63 @@ TEST(DenseModels, ProposersThatAddInputSlots) {
             "the scheduler schedules at most 6656 tokens a step");
 }
 
+// The speculative config's max_model_len: at most the draft's derived length (unless
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN, a warning) and the target's --max-model-len.
+TEST(DenseModels, SpeculativeMaxModelLen) {
+  const std::string path = HeadPath();
+  nlohmann::json head = LlamaEagleHead("LlamaForCausalLMEagle3");
+  head["max_position_embeddings"] = 2048;
+  auto plan = [&](int64_t draft_len, int64_t target_len, bool allow_long) {
+    std::ofstream(path) << head.dump();
+    LaunchConfig c;
+    c.kv_cache_memory_bytes = 20 * kGiB;
+    c.cache.max_model_len = target_len;
+    c.allow_long_max_model_len = allow_long;
+    c.speculative =
+        ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 3,
+                                              "max_model_len": )" +
+                               std::to_string(draft_len) + R"(, "model": ")" + path + R"("})")
+            .value();
+    auto p = PlanWith(Llama31_8B(), c);
+    std::filesystem::remove(path);
+    return p;
+  };
+  auto errors = [&](int64_t draft_len, int64_t target_len, bool allow_long = false) {
+    auto p = plan(draft_len, target_len, allow_long);
+    return p.ok() ? p->ErrorLines() : "status: " + std::string(p.status().message());
+  };
+  EXPECT_EQ(errors(2048, 0), "");
+  const std::string draft_error =
+      "\n  error [speculative-max-model-len] --speculative-config 'max_model_len' 4096 exceeds "
+      "the maximum length 2048 (max_position_embeddings 2048) of draft '" +
+      path + "' ('" + path +
+      "'): the engine refuses it as it builds the draft's config; lower it to at most 2048, or "
+      "set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 for a draft known to extrapolate";
+  EXPECT_EQ(errors(4096, 0), draft_error);
+  EXPECT_EQ(errors(1024, 0), "");
+  EXPECT_EQ(errors(2048, 1024),
+            "\n  error [speculative-max-model-len] --speculative-config 'max_model_len' 2048 "
+            "exceeds the target's --max-model-len 1024: the engine refuses it "
+            "('speculative_max_model_len cannot be larger than target_max_model_len'); lower it "
+            "to at most 1024");
+  auto p = plan(4096, 0, true);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->ErrorLines(), "");
+  ASSERT_EQ(p->diagnostics.size(), 1u);
+  EXPECT_EQ(p->diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(p->diagnostics[0].message,
+            "--speculative-config 'max_model_len' 4096 exceeds the maximum length 2048 "
+            "(max_position_embeddings 2048) of draft '" +
+                path + "' ('" + path +
+                "'); VLLM_ALLOW_LONG_MAX_MODEL_LEN lets the engine build the draft with it");
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"eagle3","num_speculative_tokens":3,)"
+                                   R"("max_model_len":0})")
+                .status()
+                .message(),
+            "--speculative-config: 'max_model_len' must be an integer in [1, 2147483647] or "
+            "null, got 0");
+}
+
 // --disable-sliding-window: every sliding layer attends over the whole request and the derived
 // maximum length is capped at sliding_window before the RoPE factor. Gemma-3-27B (window 1,024,
 // no factor for gemma3) serves 1,024 tokens from one group of 62 full layers: 40 GiB / (62 x
