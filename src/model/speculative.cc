@@ -94,8 +94,10 @@ constexpr std::array<std::string_view, 11> kKeys = {"method",
                                                     "parallel_drafting",
                                                     "disable_padded_drafter_batch",
                                                     "max_model_len"};
-// vLLM keys that do not change the KV-cache plan: accepted and reported as not used.
-constexpr std::array<std::string_view, 13> kNotPlannedKeys = {"quantization",
+// vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
+// SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
+// of older releases).
+constexpr std::array<std::string_view, 19> kNotPlannedKeys = {"quantization",
                                                               "revision",
                                                               "code_revision",
                                                               "disable_by_batch_size",
@@ -107,7 +109,13 @@ constexpr std::array<std::string_view, 13> kNotPlannedKeys = {"quantization",
                                                               "suffix_decoding_max_cached_requests",
                                                               "suffix_decoding_max_spec_factor",
                                                               "suffix_decoding_min_token_prob",
-                                                              "rejection_sample_method"};
+                                                              "rejection_sample_method",
+                                                              "moe_backend",
+                                                              "use_local_argmax_reduction",
+                                                              "draft_load_config",
+                                                              "synthetic_acceptance_rates",
+                                                              "synthetic_acceptance_length",
+                                                              "draft_sample_method"};
 
 template <size_t N>
 bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
@@ -216,6 +224,12 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
         "'{\"method\":\"eagle3\",\"num_speculative_tokens\":3}'");
   }
   SpeculativeConfig spec;
+  if (j.contains("tensor_parallel_size")) {
+    // The engine keeps the field only to refuse it (SpeculativeConfig._verify_args).
+    return Bad("tensor_parallel_size",
+               "is not a valid argument in the speculative config (the engine refuses it); pass "
+               "'draft_tensor_parallel_size' instead");
+  }
   for (const auto& [key, value] : j.items()) {
     if (Contains(kNotPlannedKeys, key)) {
       spec.not_planned_keys.push_back(key);

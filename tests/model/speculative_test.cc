@@ -52,6 +52,23 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
   EXPECT_NE(key.status().message().find("unknown key 'foo'"), std::string::npos);
   EXPECT_NE(key.status().message().find("draft_kv_cache_dtype"), std::string::npos);
 
+  // The fork's own fields are accepted (not planned); tensor_parallel_size it keeps only to
+  // refuse it.
+  auto fork_keys = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"moe_backend":null,)"
+      R"("use_local_argmax_reduction":true,"draft_sample_method":"probabilistic"})");
+  ASSERT_TRUE(fork_keys.ok()) << fork_keys.status().ToString();
+  EXPECT_EQ(fork_keys->not_planned_keys,
+            (std::vector<std::string>{"draft_sample_method", "moe_backend",
+                                      "use_local_argmax_reduction"}));
+  EXPECT_EQ(ParseSpeculativeConfig(
+                R"({"method":"eagle3","num_speculative_tokens":2,"tensor_parallel_size":1})")
+                .status()
+                .message(),
+            "--speculative-config: 'tensor_parallel_size' is not a valid argument in the "
+            "speculative config (the engine refuses it); pass 'draft_tensor_parallel_size' "
+            "instead");
+
   auto method = ParseSpeculativeConfig(R"({"method":"lookahead","num_speculative_tokens":2})");
   ASSERT_FALSE(method.ok());
   EXPECT_NE(method.status().message().find("'lookahead' is not accepted"), std::string::npos);
