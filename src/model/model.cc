@@ -557,6 +557,129 @@ void CheckDraftMaxModelLen(const ModelDescription& draft, const std::string& dra
   }
 }
 
+// extract_hidden_states keeps the target's auxiliary hidden states in the KV cache pool (the
+// fork's v1/spec_decode/extract_hidden_states.py and models/extract_hidden_states.py at
+// 28be48fa9): one cache-only layer, cache_only_layers.{num_hidden_layers}, whose
+// HiddenStateCacheSpec (an MLAAttentionSpec) holds the states of the layers
+// draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids names, ids x hidden_size values a
+// token in the model's dtype (a quantized --kv-cache-dtype is replaced by auto for it), not split
+// over TP, in the launch's cache block. Beside target layers that are all full attention (K/V or
+// MLA) of that block, kv_cache_utils.py keeps it in their one group (UniformTypeKVCacheSpecs: a
+// block id spans every layer's page); beside windowed or recurrent layers it gets a group of its
+// own with a block of its own, which kvtopo does not plan. The proposer takes one speculative
+// token and padded drafter batches; its cache-only backend returns no softmax LSE, so DCP is
+// refused (cp_utils.py).
+void AddHiddenStateCache(const ModelDescription& model, const SpeculativeConfig& spec, Builder& b) {
+  const char* kWhat = "--speculative-config method 'extract_hidden_states'";
+  const size_t errors_before = b.out.diagnostics.size();
+  const std::vector<int64_t>& ids = spec.extract_layer_ids;
+  if (ids.empty()) {
+    b.Error(
+        "speculative-extract-hidden-states",
+        fmt::format("{} keeps the hidden states of the target layers its draft config names, "
+                    "and none are named: the engine raises "
+                    "'eagle_aux_hidden_state_layer_ids must be set in the draft model config "
+                    "for extract_hidden_states method' as it starts; add \"draft_model_config\": "
+                    "{{\"hf_config\": {{\"eagle_aux_hidden_state_layer_ids\": [...]}}}}",
+                    kWhat));
+  }
+  if (spec.num_speculative_tokens != 1) {
+    b.Error("speculative-extract-hidden-states",
+            fmt::format("{} runs with num_speculative_tokens 1, got {}: the engine's proposer "
+                        "asserts it as it starts; set num_speculative_tokens to 1",
+                        kWhat, spec.num_speculative_tokens));
+  }
+  if (spec.disable_padded_drafter_batch) {
+    b.Error("speculative-extract-hidden-states",
+            fmt::format("{}: 'disable_padded_drafter_batch' is true, and the engine raises "
+                        "'disable_padded_drafter_batch is not supported with "
+                        "extract_hidden_states method' as it starts; drop it",
+                        kWhat));
+  }
+  const ParallelConfig& p = b.config.parallel;
+  if (p.decode_context_parallel_size > 1 || p.prefill_context_parallel_size > 1) {
+    b.Error("speculative-extract-hidden-states",
+            fmt::format("{} under --decode-context-parallel-size {} / "
+                        "--prefill-context-parallel-size {}: its cache-only attention returns no "
+                        "softmax LSE, and the engine refuses context parallelism for it as it "
+                        "starts ('... CacheOnlyAttentionImpl does not'); plan it without DCP and "
+                        "PCP",
+                        kWhat, p.decode_context_parallel_size, p.prefill_context_parallel_size));
+  }
+  // CacheOnlyAttentionLayer takes auto, bfloat16 and float16; fp8*, *_per_token_head and nvfp4
+  // (is_quantized_kv_cache) become auto first.
+  KvCacheDtype dtype = b.config.cache.kv_cache_dtype;
+  const std::string_view name = KvCacheDtypeName(dtype);
+  if (name.starts_with("fp8") || name.ends_with("per_token_head") || name == "nvfp4") {
+    dtype = KvCacheDtype::kAuto;
+  }
+  if (dtype != KvCacheDtype::kAuto && dtype != KvCacheDtype::kBfloat16 &&
+      dtype != KvCacheDtype::kFloat16) {
+    b.Error("speculative-extract-hidden-states",
+            fmt::format("{} with --kv-cache-dtype {}: its cache-only layer asserts a cache dtype "
+                        "of auto, bfloat16 or float16 as the model is built; choose one of them "
+                        "or a quantized dtype (fp8, nvfp4), which the layer replaces by auto",
+                        kWhat, name));
+  }
+  // The target's layers: all full attention of one block, which the cache-only layer joins.
+  const LayerSpec* other = nullptr;
+  for (const LayerSpec& s : b.out.layers) {
+    const bool full = (s.kind == CacheKind::kFullAttention || s.kind == CacheKind::kMla) &&
+                      !s.cross_attention && !s.sparse_indexer &&
+                      s.block_size == b.out.layers.front().block_size;
+    if (!full) {
+      other = &s;
+      break;
+    }
+  }
+  if (other != nullptr || model.hidden_size <= 0 || model.num_hidden_layers <= 0) {
+    b.Error("speculative-method-not-modelled",
+            other != nullptr
+                ? fmt::format("{}: beside layer '{}' ({}, block {}) the engine gives its "
+                              "cache-only layer a KV cache group of its own with a block of its "
+                              "own (max(page / bytes per token, 1) tokens, padded to the common "
+                              "page), which kvtopo does not plan; it plans the method beside "
+                              "targets whose layers are all full attention",
+                              kWhat, other->name, SpecKindName(*other), other->block_size)
+                : fmt::format("{}: the {} config states no hidden_size or num_hidden_layers for "
+                              "kvtopo to size its cache-only layer by",
+                              kWhat, model.architecture));
+  }
+  // The target collects one state per distinct id its forward reaches (CheckDraftAuxInputs); the
+  // layer keeps as many as are named.
+  const int64_t L = model.num_hidden_layers;
+  if (!ids.empty() && L > 0) {
+    const bool before = internal::CollectsAuxStatesBeforeEachLayer(model);
+    const int64_t first = before ? 1 : 0;
+    const int64_t last = before ? L - 1 : L;
+    std::set<int64_t> collected;
+    for (const int64_t id : ids) {
+      if (id >= first && id <= last) collected.insert(id);
+    }
+    if (collected.size() != ids.size()) {
+      b.Error("speculative-aux-layer-ids",
+              fmt::format("{}: draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids "
+                          "names {} target layer{}, and the {} target of {} layers collects one "
+                          "state per distinct id from {} to {}, {} of them: they do not fill the "
+                          "cache-only layer's {} states; name distinct ids in that range",
+                          kWhat, ids.size(), ids.size() == 1 ? "" : "s", model.architecture, L,
+                          first, last, collected.size(), ids.size()));
+    }
+  }
+  if (b.out.diagnostics.size() != errors_before || b.out.layers.empty()) return;
+  LayerSpec s;
+  s.name = fmt::format("cache_only_layers.{}", L);
+  s.role = Role::kDraft;
+  s.kind = CacheKind::kMla;
+  s.block_size = b.out.layers.front().block_size;
+  s.num_kv_heads = static_cast<int64_t>(ids.size());
+  s.head_size = model.hidden_size;
+  s.cache_dtype = dtype;
+  s.model_dtype = b.out.layers.front().model_dtype;
+  b.out.layers.push_back(std::move(s));
+  b.context.push_back({nullptr});
+}
+
 // The scheduler's token budget with speculative decoding (VllmConfig._set_max_num_scheduled_tokens
 // at 28be48fa9): max_num_batched_tokens less the slots drafting adds for each of max_num_seqs
 // requests. The engine refuses a budget of 0 or less and warns below 8,192.
@@ -1456,18 +1579,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   } else if (aux_fed && draft.draft_fc_states > 0) {
     CheckDraftAuxInputs(model, draft, b.out.draft_name, b);
   }
-  // extract_hidden_states keeps the target's auxiliary hidden states in the KV cache pool (the
-  // fork's extract_hidden_states.py at 28be48fa9: one cache-only layer whose
-  // HiddenStateCacheSpec holds len(eagle_aux_hidden_state_layer_ids) x hidden_size values a
-  // token; kv_cache_utils.py groups it with the target's layers, or page-aligns it in a group of
-  // its own), which kvtopo does not model: refused rather than planned without it.
-  if (spec && spec->method == "extract_hidden_states") {
-    b.Error("speculative-method-not-modelled",
-            "--speculative-config method 'extract_hidden_states' adds a cache-only layer that "
-            "keeps the target's auxiliary hidden states in the KV cache pool (the engine's "
-            "HiddenStateCacheSpec: len(eagle_aux_hidden_state_layer_ids) x hidden_size values a "
-            "token), which kvtopo does not model; a plan without it would overstate the "
-            "capacity");
+  if (spec && spec->method == "extract_hidden_states" && unavailable.empty()) {
+    AddHiddenStateCache(model, *spec, b);
   }
 
   // The engine sets every sliding window's retained tail once for the whole launch: S - 1 tokens

@@ -83,7 +83,7 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 11> kKeys = {"method",
+constexpr std::array<std::string_view, 12> kKeys = {"method",
                                                     "model",
                                                     "num_speculative_tokens",
                                                     "draft_attention_backend",
@@ -93,7 +93,8 @@ constexpr std::array<std::string_view, 11> kKeys = {"method",
                                                     "draft_tensor_parallel_size",
                                                     "parallel_drafting",
                                                     "disable_padded_drafter_batch",
-                                                    "max_model_len"};
+                                                    "max_model_len",
+                                                    "draft_model_config"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
 // SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
 // of older releases).
@@ -316,6 +317,39 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
       return Bad(key, fmt::format("must be true or false, got {}", j[key].dump()));
     }
     *out = j[key].get<bool>();
+  }
+  // draft_model_config: for extract_hidden_states, config values over the target's, of which the
+  // layer ids matter (SpeculativeConfig.__post_init__ reads its hf_config); another method's
+  // draft config is the engine's own.
+  if (j.contains("draft_model_config")) {
+    const nlohmann::json& d = j["draft_model_config"];
+    if (spec.method != "extract_hidden_states") {
+      return Bad("draft_model_config",
+                 fmt::format("is read only by method extract_hidden_states, not '{}' (the engine "
+                             "builds that method's draft config itself); drop it",
+                             spec.method));
+    }
+    if (!d.is_object() || (d.contains("hf_config") && !d["hf_config"].is_object())) {
+      return Bad("draft_model_config",
+                 fmt::format("must be an object whose 'hf_config' is an object, got {}", d.dump()));
+    }
+    const nlohmann::json none;
+    const nlohmann::json& hf = d.contains("hf_config") ? d["hf_config"] : none;
+    if (hf.contains("eagle_aux_hidden_state_layer_ids")) {
+      const nlohmann::json& ids = hf["eagle_aux_hidden_state_layer_ids"];
+      bool ok = ids.is_array() || ids.is_null();
+      for (size_t i = 0; ok && ids.is_array() && i < ids.size(); ++i) {
+        const std::optional<int64_t> id = internal::JsonIntIn(ids[i], INT32_MIN, INT32_MAX);
+        ok = id.has_value();
+        if (ok) spec.extract_layer_ids.push_back(*id);
+      }
+      if (!ok) {
+        return Bad("draft_model_config",
+                   fmt::format("'hf_config.eagle_aux_hidden_state_layer_ids' must be a list of "
+                               "target layer ids, got {}",
+                               ids.dump()));
+      }
+    }
   }
   // The engine drafts every DFlash token in one pass (SpeculativeConfig.__post_init__).
   if (spec.method == "dflash") spec.parallel_drafting = true;

@@ -761,24 +761,13 @@ TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 2;
   c.kv_cache_memory_bytes = 40 * kGiB;
-  c.speculative =
-      ParseSpeculativeConfig(R"({"method": "extract_hidden_states", "num_speculative_tokens": 1})")
-          .value();
+  c.speculative = ParseSpeculativeConfig(R"({"method": "extract_hidden_states",
+      "num_speculative_tokens": 1, "draft_model_config": {"hf_config":
+      {"eagle_aux_hidden_state_layer_ids": [2, 31, 59]}}})")
+                      .value();
   plan = PlanWith(Gemma3_27B(), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  // extract_hidden_states also adds a hidden-state cache layer kvtopo does not model: refused
-  // beside any target.
-  const std::string not_modelled =
-      "\n  error [speculative-method-not-modelled] --speculative-config method "
-      "'extract_hidden_states' adds a cache-only layer that keeps the target's auxiliary hidden "
-      "states in the KV cache pool (the engine's HiddenStateCacheSpec: "
-      "len(eagle_aux_hidden_state_layer_ids) x hidden_size values a token), which kvtopo does "
-      "not model; a plan without it would overstate the capacity";
-  EXPECT_EQ(plan->ErrorLines(),
-            fmt::format(fmt::runtime(refused), "extract_hidden_states", "") + not_modelled);
-  plan = PlanWith(Llama31_8B(), c);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(), not_modelled);
+  EXPECT_EQ(plan->ErrorLines(), fmt::format(fmt::runtime(refused), "extract_hidden_states", ""));
 
   // Classes with the interface that still give no states: Exaone 4.5's language model is not an
   // EagleModelMixin, MiMo's forward never collects them; Pixtral hands the layers to the
@@ -1216,6 +1205,108 @@ TEST(DenseModels, ProposersThatAddInputSlots) {
   ASSERT_FALSE(p->diagnostics.empty());
   EXPECT_EQ(p->diagnostics[0].message.substr(0, 50),
             "the scheduler schedules at most 6656 tokens a step");
+}
+
+// extract_hidden_states keeps the named target layers' hidden states in one cache-only layer,
+// cache_only_layers.{num_hidden_layers}: ids x hidden_size values a token in the model's dtype,
+// in the target's one full-attention group (a block id spans every layer's page). Llama-3.1-8B
+// with 3 ids in 20 GiB: 32 x 64 KiB + 16 x 3 x 4096 x 2 B = 2,490,368 B a block, 8,623 blocks,
+// 137,968 tokens (163,840 without the method); under fp8 the states stay bf16: 32 x 32 KiB +
+// 384 KiB = 1,441,792 B, 14,894 blocks; at TP 2 the states are not split: the same.
+TEST(DenseModels, ExtractHiddenStatesJoinsTheTargetsGroup) {
+  auto launch = [](const std::string& extra, const std::string& ids) {
+    LaunchConfig c;
+    c.kv_cache_memory_bytes = 20 * kGiB;
+    c.speculative = ParseSpeculativeConfig(
+                        R"({"method": "extract_hidden_states", "num_speculative_tokens": 1,)" +
+                        extra + R"("draft_model_config": {"hf_config":)" +
+                        R"({"eagle_aux_hidden_state_layer_ids": )" + ids + "}}}")
+                        .value();
+    return c;
+  };
+  LaunchConfig c = launch("", "[2, 16, 29]");
+  auto plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  const PlannedGroup& g = plan->groups[0];
+  EXPECT_TRUE(g.uniform_type);
+  ASSERT_EQ(g.layers.size(), 33u);
+  EXPECT_EQ(g.layers.back(), "cache_only_layers.32");
+  EXPECT_EQ(g.layer_page_bytes.back(), 393216);
+  EXPECT_EQ(g.layer_page_bytes.front(), 65536);
+  EXPECT_EQ(plan->pool.bytes_per_block, 2490368);
+  EXPECT_EQ(plan->pool.num_blocks, 8623);
+  EXPECT_EQ(plan->capacity.max_tokens, 137968);
+  EXPECT_EQ(plan->model.num_lookahead_tokens, 0);
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.bytes_per_block, 1441792);
+  EXPECT_EQ(plan->pool.num_blocks, 14894);
+  c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
+  c.parallel.tensor_parallel_size = 2;
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.bytes_per_block, 1441792);
+
+  auto errors = [](const nlohmann::json& target, const LaunchConfig& c) {
+    auto p = PlanWith(target, c);
+    return p.ok() ? p->ErrorLines() : "status: " + std::string(p.status().message());
+  };
+  const std::string what =
+      "\n  error [speculative-extract-hidden-states] --speculative-config method "
+      "'extract_hidden_states'";
+  EXPECT_EQ(errors(Llama31_8B(), launch("", "[]")),
+            what +
+                " keeps the hidden states of the target layers its draft config names, and none "
+                "are named: the engine raises 'eagle_aux_hidden_state_layer_ids must be set in "
+                "the draft model config for extract_hidden_states method' as it starts; add "
+                "\"draft_model_config\": {\"hf_config\": {\"eagle_aux_hidden_state_layer_ids\": "
+                "[...]}}");
+  c = launch(R"("disable_padded_drafter_batch": true,)", "[2, 16, 29]");
+  c.speculative->num_speculative_tokens = 2;
+  c.cache.kv_cache_dtype = KvCacheDtype::kFloat32;
+  c.kv_cache_memory_bytes = 80 * kGiB;
+  EXPECT_EQ(errors(Llama31_8B(), c),
+            what +
+                " runs with num_speculative_tokens 1, got 2: the engine's proposer asserts it as "
+                "it starts; set num_speculative_tokens to 1" +
+                what +
+                ": 'disable_padded_drafter_batch' is true, and the engine raises "
+                "'disable_padded_drafter_batch is not supported with extract_hidden_states "
+                "method' as it starts; drop it" +
+                what +
+                " with --kv-cache-dtype float32: its cache-only layer asserts a cache dtype of "
+                "auto, bfloat16 or float16 as the model is built; choose one of them or a "
+                "quantized dtype (fp8, nvfp4), which the layer replaces by auto");
+  c = launch("", "[2, 16, 29]");
+  c.parallel.tensor_parallel_size = 2;
+  c.parallel.decode_context_parallel_size = 2;
+  EXPECT_NE(errors(Llama31_8B(), c)
+                .find(what + " under --decode-context-parallel-size 2 / "
+                             "--prefill-context-parallel-size 1: its cache-only attention "
+                             "returns no softmax LSE"),
+            std::string::npos);
+  // Ids the target's forward does not reach leave the layer short of states.
+  EXPECT_EQ(errors(Llama31_8B(), launch("", "[2, 16, 40]")),
+            "\n  error [speculative-aux-layer-ids] --speculative-config method "
+            "'extract_hidden_states': draft_model_config.hf_config.eagle_aux_hidden_state_layer_"
+            "ids names 3 target layers, and the LlamaForCausalLM target of 32 layers collects "
+            "one state per distinct id from 0 to 32, 2 of them: they do not fill the cache-only "
+            "layer's 3 states; name distinct ids in that range");
+  // Beside sliding-window layers the layer gets a group of its own: not planned.
+  c = launch("", "[2, 18, 33]");
+  c.model = "gpt-oss-120b";
+  auto gpt = PlanLaunch(c);
+  ASSERT_TRUE(gpt.ok()) << gpt.status().ToString();
+  EXPECT_EQ(gpt->ErrorLines(),
+            "\n  error [speculative-method-not-modelled] --speculative-config method "
+            "'extract_hidden_states': beside layer 'model.layers.0.self_attn' (sliding_window, "
+            "block 16) the engine gives its cache-only layer a KV cache group of its own with a "
+            "block of its own (max(page / bytes per token, 1) tokens, padded to the common "
+            "page), which kvtopo does not plan; it plans the method beside targets whose layers "
+            "are all full attention");
 }
 
 // The speculative config's max_model_len: at most the draft's derived length (unless

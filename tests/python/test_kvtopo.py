@@ -254,6 +254,13 @@ class PlanTest(unittest.TestCase):
             # One Llama layer beside the target's 32: 20 GiB / (33 x 64 KiB) blocks.
             plan = kvtopo.plan(llama, kv_cache_memory="20GiB", speculative_config=spec)
             self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (9929, 158864))
+            # extract_hidden_states keeps three layers' states (3 x 4096 bf16 a token) in the
+            # target's group: 2,490,368 B a block.
+            plan = kvtopo.plan(llama, kv_cache_memory="20GiB", speculative_config={
+                "method": "extract_hidden_states", "num_speculative_tokens": 1,
+                "draft_model_config": {"hf_config": {
+                    "eagle_aux_hidden_state_layer_ids": [2, 16, 29]}}})
+            self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (8623, 137968))
             head["architectures"] = ["Qwen3ForCausalLM"]
             with open(path, "w") as f:
                 json.dump(head, f)
