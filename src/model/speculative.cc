@@ -83,7 +83,7 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 12> kKeys = {"method",
+constexpr std::array<std::string_view, 13> kKeys = {"method",
                                                     "model",
                                                     "num_speculative_tokens",
                                                     "draft_attention_backend",
@@ -94,11 +94,12 @@ constexpr std::array<std::string_view, 12> kKeys = {"method",
                                                     "parallel_drafting",
                                                     "disable_padded_drafter_batch",
                                                     "max_model_len",
-                                                    "draft_model_config"};
+                                                    "draft_model_config",
+                                                    "suffix_decoding_max_tree_depth"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
 // SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
 // of older releases).
-constexpr std::array<std::string_view, 19> kNotPlannedKeys = {"quantization",
+constexpr std::array<std::string_view, 18> kNotPlannedKeys = {"quantization",
                                                               "revision",
                                                               "code_revision",
                                                               "disable_by_batch_size",
@@ -106,7 +107,6 @@ constexpr std::array<std::string_view, 19> kNotPlannedKeys = {"quantization",
                                                               "prompt_lookup_min",
                                                               "speculative_token_tree",
                                                               "enforce_eager",
-                                                              "suffix_decoding_max_tree_depth",
                                                               "suffix_decoding_max_cached_requests",
                                                               "suffix_decoding_max_spec_factor",
                                                               "suffix_decoding_min_token_prob",
@@ -261,7 +261,22 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   const std::optional<int64_t> num_tokens =
       tokens_given ? internal::JsonIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
                    : std::nullopt;
-  if (!tokens_given && spec.method == "mtp" && !spec.model.empty()) {
+  // suffix_decoding_max_tree_depth (default 24) must be at least 1, and suffix decoding without a
+  // count takes it as its most tokens a step (SpeculativeConfig._validate_suffix_decoding).
+  int64_t suffix_depth = 24;
+  if (j.contains("suffix_decoding_max_tree_depth")) {
+    const std::optional<int64_t> depth =
+        internal::JsonIntIn(j["suffix_decoding_max_tree_depth"], 1, kMaxSpeculativeTokens);
+    if (!depth) {
+      return Bad("suffix_decoding_max_tree_depth",
+                 fmt::format("must be an integer in [1, {}], got {}", kMaxSpeculativeTokens,
+                             j["suffix_decoding_max_tree_depth"].dump()));
+    }
+    suffix_depth = *depth;
+  }
+  if (!tokens_given && spec.method == "suffix") {
+    spec.num_speculative_tokens = suffix_depth;
+  } else if (!tokens_given && spec.method == "mtp" && !spec.model.empty()) {
     // The engine loads 'model' as the draft config, whose n_predict (the MTP modules the config
     // states) becomes the count; the model's reader knows it (0 here: not yet known).
     spec.num_speculative_tokens = 0;
@@ -271,7 +286,8 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
                            tokens_given ? j["num_speculative_tokens"].dump() : "nothing",
                            tokens_given ? ""
                                         : "; the engine fills it in only for MTP with a 'model', "
-                                          "from the MTP modules its config states"));
+                                          "from the MTP modules its config states, and for "
+                                          "suffix decoding"));
   } else {
     spec.num_speculative_tokens = *num_tokens;
   }

@@ -1677,7 +1677,7 @@ TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
   EXPECT_EQ(ParseSpeculativeConfig(R"({"method": "mtp"})").status().message(),
             "--speculative-config: 'num_speculative_tokens' must be an integer in [1, 1024], got "
             "nothing; the engine fills it in only for MTP with a 'model', from the MTP modules "
-            "its config states");
+            "its config states, and for suffix decoding");
   // A config that does not state the count leaves nothing to default to.
   glm.erase("num_nextn_predict_layers");
   plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");

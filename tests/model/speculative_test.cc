@@ -69,6 +69,22 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
             "speculative config (the engine refuses it); pass 'draft_tensor_parallel_size' "
             "instead");
 
+  // Suffix decoding without a count takes suffix_decoding_max_tree_depth (24 by default), which
+  // must be at least 1 (SpeculativeConfig._validate_suffix_decoding).
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"suffix"})")->num_speculative_tokens, 24);
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"suffix","suffix_decoding_max_tree_depth":8})")
+                ->num_speculative_tokens,
+            8);
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"suffix","num_speculative_tokens":4,)"
+                                   R"("suffix_decoding_max_tree_depth":8})")
+                ->num_speculative_tokens,
+            4);
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"suffix","suffix_decoding_max_tree_depth":0})")
+                .status()
+                .message(),
+            "--speculative-config: 'suffix_decoding_max_tree_depth' must be an integer in [1, "
+            "1024], got 0");
+
   auto method = ParseSpeculativeConfig(R"({"method":"lookahead","num_speculative_tokens":2})");
   ASSERT_FALSE(method.ok());
   EXPECT_NE(method.status().message().find("'lookahead' is not accepted"), std::string::npos);
