@@ -261,6 +261,20 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   const std::optional<int64_t> num_tokens =
       tokens_given ? internal::JsonIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
                    : std::nullopt;
+  // prompt_lookup_min / _max (the n-gram window, not planned): integers of at least 1, and for
+  // the n-gram methods the minimum at most the maximum (SpeculativeConfig.__post_init__; one
+  // given stands for both).
+  int64_t lookup[2] = {0, 0};
+  const char* kLookupKeys[2] = {"prompt_lookup_min", "prompt_lookup_max"};
+  for (int i = 0; i < 2; ++i) {
+    KVTOPO_ASSIGN_OR_RETURN(lookup[i], PositiveIntOrNull(j, kLookupKeys[i], kMaxModelLen));
+  }
+  if ((spec.method == "ngram" || spec.method == "ngram_gpu") && lookup[0] > 0 && lookup[1] > 0 &&
+      lookup[0] > lookup[1]) {
+    return Bad("prompt_lookup_min",
+               fmt::format("{} must be at most 'prompt_lookup_max' {}, as the engine requires",
+                           lookup[0], lookup[1]));
+  }
   // suffix_decoding_max_tree_depth (default 24) must be at least 1, and suffix decoding without a
   // count takes it as its most tokens a step (SpeculativeConfig._validate_suffix_decoding).
   int64_t suffix_depth = 24;

@@ -69,6 +69,22 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
             "speculative config (the engine refuses it); pass 'draft_tensor_parallel_size' "
             "instead");
 
+  // The n-gram window: integers of at least 1, the minimum at most the maximum.
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"ngram","num_speculative_tokens":3,)"
+                                   R"("prompt_lookup_min":5,"prompt_lookup_max":3})")
+                .status()
+                .message(),
+            "--speculative-config: 'prompt_lookup_min' 5 must be at most 'prompt_lookup_max' 3, "
+            "as the engine requires");
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"ngram","num_speculative_tokens":3,)"
+                                   R"("prompt_lookup_max":0})")
+                .status()
+                .message(),
+            "--speculative-config: 'prompt_lookup_max' must be an integer in [1, 2147483647] or "
+            "null, got 0");
+  EXPECT_TRUE(ParseSpeculativeConfig(R"({"method":"ngram","num_speculative_tokens":3,)"
+                                     R"("prompt_lookup_min":2,"prompt_lookup_max":4})")
+                  .ok());
   // Suffix decoding without a count takes suffix_decoding_max_tree_depth (24 by default), which
   // must be at least 1 (SpeculativeConfig._validate_suffix_decoding).
   EXPECT_EQ(ParseSpeculativeConfig(R"({"method":"suffix"})")->num_speculative_tokens, 24);
