@@ -566,7 +566,8 @@ void CheckDraftMaxModelLen(const ModelDescription& draft, const std::string& dra
 // over TP, in the launch's cache block. Beside target layers that are all full attention (K/V or
 // MLA) of that block, kv_cache_utils.py keeps it in their one group (UniformTypeKVCacheSpecs: a
 // block id spans every layer's page); beside windowed or recurrent layers it gets a group of its
-// own with a block of its own, which kvtopo does not plan. The proposer takes one speculative
+// own with a block of its own, which kvtopo does not plan (without the hybrid manager every
+// windowed layer is full attention, and it joins them). The proposer takes one speculative
 // token and padded drafter batches; its cache-only backend returns no softmax LSE, so DCP is
 // refused (cp_utils.py).
 void AddHiddenStateCache(const ModelDescription& model, const SpeculativeConfig& spec, Builder& b) {
@@ -621,10 +622,14 @@ void AddHiddenStateCache(const ModelDescription& model, const SpeculativeConfig&
                         "or a quantized dtype (fp8, nvfp4), which the layer replaces by auto",
                         kWhat, name));
   }
-  // The target's layers: all full attention of one block, which the cache-only layer joins.
+  // The target's layers: all full attention of one block, which the cache-only layer joins;
+  // without the hybrid manager windowed layers are cached as full attention too
+  // (unify_hybrid_kv_cache_specs), so it joins them as well.
+  const bool as_one_type = !b.out.hybrid_manager_off.empty();
   const LayerSpec* other = nullptr;
   for (const LayerSpec& s : b.out.layers) {
-    const bool full = (s.kind == CacheKind::kFullAttention || s.kind == CacheKind::kMla) &&
+    const bool full = (s.kind == CacheKind::kFullAttention || s.kind == CacheKind::kMla ||
+                       (as_one_type && IsWindowed(s.kind))) &&
                       !s.cross_attention && !s.sparse_indexer &&
                       s.block_size == b.out.layers.front().block_size;
     if (!full) {

@@ -701,17 +701,16 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
     EXPECT_EQ(plan->pool.num_blocks, 9929) << type;
   }
   speculators.erase("mask_token_id");
-  plan = PlanWithHead(Llama31_8B(), speculators, "dflash");
-  EXPECT_EQ(plan.status().message(),
-            "config.json '" + path +
-                "': field 'mask_token_id' is missing: the engine requires it of a speculators "
-                "DFlash draft");
-  speculators["speculators_model_type"] = "peagle";
-  plan = PlanWithHead(Llama31_8B(), speculators, "eagle3");
-  EXPECT_EQ(plan.status().message(),
-            "config.json '" + path +
-                "': field 'mask_token_id' is missing: the engine requires it of a speculators "
-                "PEagle draft");
+  for (auto [type, method, name] :
+       {std::tuple{"dflash", "dflash", "DFlash"}, std::tuple{"peagle", "eagle3", "PEagle"}}) {
+    speculators["speculators_model_type"] = type;
+    plan = PlanWithHead(Llama31_8B(), speculators, method);
+    EXPECT_EQ(plan.status().message(),
+              "config.json '" + path +
+                  "': field 'mask_token_id' is missing: the engine requires it of a "
+                  "speculators " +
+                  name + " draft");
+  }
   speculators["speculators_model_type"] = "medusa";
   plan = PlanWithHead(Llama31_8B(), speculators, "eagle3");
   EXPECT_EQ(plan.status().message(),
@@ -1307,6 +1306,16 @@ TEST(DenseModels, ExtractHiddenStatesJoinsTheTargetsGroup) {
             "block of its own (max(page / bytes per token, 1) tokens, padded to the common "
             "page), which kvtopo does not plan; it plans the method beside targets whose layers "
             "are all full attention");
+  // Without the hybrid manager every layer is cached as full attention and the layer joins
+  // them: 36 x 32 KiB + 16 x 3 x 2880 x 2 B = 1,456,128 B a block, 14,747 blocks in 20 GiB.
+  c.disable_hybrid_kv_cache_manager = true;
+  gpt = PlanLaunch(c);
+  ASSERT_TRUE(gpt.ok()) << gpt.status().ToString();
+  ASSERT_TRUE(gpt->accepted()) << gpt->ErrorLines();
+  ASSERT_EQ(gpt->groups.size(), 1u);
+  EXPECT_EQ(gpt->groups[0].layers.size(), 37u);
+  EXPECT_EQ(gpt->pool.bytes_per_block, 1456128);
+  EXPECT_EQ(gpt->pool.num_blocks, 14747);
 }
 
 // The speculative config's max_model_len: at most the draft's derived length (unless
