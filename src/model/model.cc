@@ -475,7 +475,9 @@ void CheckProposer(const ModelDescription& target, const ModelDescription* draft
                    const internal::SpeculativeMethod& row, const LaunchConfig& config, Builder& b) {
   using internal::Proposer;
   if (row.proposer == Proposer::kNone) return;
-  const int64_t slots = (spec.parallel_drafting ? spec.num_speculative_tokens : 1) -
+  // DFlash's proposer drafts in parallel whatever the field says (the engine sets it).
+  const bool parallel = spec.parallel_drafting || row.proposer == Proposer::kDflash;
+  const int64_t slots = (parallel ? spec.num_speculative_tokens : 1) -
                         (row.proposer == Proposer::kHiddenStates ? 1 : 0);
   // The user's parallel_drafting (DFlash's is the engine's own).
   const bool asked_parallel = spec.parallel_drafting && row.proposer != Proposer::kDflash;

@@ -213,7 +213,9 @@ bool SpeculativeConfig::AllowsAsyncScheduling() const {
 }
 
 int64_t SpeculativeConfig::NewSlotsForDrafting() const {
-  return (parallel_drafting && num_speculative_tokens > 0 ? num_speculative_tokens - 1 : 0) +
+  // DFlash drafts in parallel whatever the field says (the engine sets it).
+  const bool parallel = parallel_drafting || method == "dflash";
+  return (parallel && num_speculative_tokens > 0 ? num_speculative_tokens - 1 : 0) +
          (method == "draft_model" ? 1 : 0);
 }
 

@@ -609,6 +609,11 @@ TEST(Models, ParallelDraftingAndPaddedDrafterBatchAreRead) {
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_TRUE(spec->parallel_drafting);
   EXPECT_EQ(spec->NewSlotsForDrafting(), 6);
+  // A config built without the parser: DFlash drafts in parallel all the same.
+  SpeculativeConfig dflash;
+  dflash.method = "dflash";
+  dflash.num_speculative_tokens = 7;
+  EXPECT_EQ(dflash.NewSlotsForDrafting(), 6);
   spec = parse(R"({"method":"draft_model","model":"m","num_speculative_tokens":5})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->NewSlotsForDrafting(), 1);
