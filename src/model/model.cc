@@ -572,10 +572,22 @@ void CheckDraftMaxModelLen(const ModelDescription& draft, const std::string& dra
 // windowed layer is full attention, and it joins them). The proposer takes one speculative
 // token and padded drafter batches; its cache-only backend returns no softmax LSE, so DCP is
 // refused (cp_utils.py).
-void AddHiddenStateCache(const ModelDescription& model, const SpeculativeConfig& spec, Builder& b) {
+Status AddHiddenStateCache(const ModelDescription& model, const nlohmann::json& target_config,
+                           const std::string& target_file, const SpeculativeConfig& spec,
+                           Builder& b) {
   const char* kWhat = "--speculative-config method 'extract_hidden_states'";
   const size_t errors_before = b.out.diagnostics.size();
-  const std::vector<int64_t>& ids = spec.extract_layer_ids;
+  // The engine's draft config is the target's with the speculative config's hf_config over it
+  // (ExtractHiddenStatesConfig): ids the target's config states (or --hf-overrides sets) count
+  // when the speculative config names none.
+  std::vector<int64_t> ids = spec.extract_layer_ids;
+  std::string ids_source = "draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids";
+  if (ids.empty() && target_config.is_object() &&
+      target_config.contains("eagle_aux_hidden_state_layer_ids")) {
+    KVTOPO_ASSIGN_OR_RETURN(ids, internal::ConfigReader(target_config, target_file)
+                                     .IntList("eagle_aux_hidden_state_layer_ids"));
+    ids_source = fmt::format("eagle_aux_hidden_state_layer_ids in '{}'", target_file);
+  }
   if (ids.empty()) {
     b.Error(
         "speculative-extract-hidden-states",
@@ -665,15 +677,15 @@ void AddHiddenStateCache(const ModelDescription& model, const SpeculativeConfig&
     }
     if (collected.size() != ids.size()) {
       b.Error("speculative-aux-layer-ids",
-              fmt::format("{}: draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids "
-                          "names {} target layer{}, and the {} target of {} layers collects one "
-                          "state per distinct id from {} to {}, {} of them: they do not fill the "
-                          "cache-only layer's {} states; name distinct ids in that range",
-                          kWhat, ids.size(), ids.size() == 1 ? "" : "s", model.architecture, L,
-                          first, last, collected.size(), ids.size()));
+              fmt::format("{}: {} names {} target layer{}, and the {} target of {} layers "
+                          "collects one state per distinct id from {} to {}, {} of them: they do "
+                          "not fill the cache-only layer's {} states; name distinct ids in that "
+                          "range",
+                          kWhat, ids_source, ids.size(), ids.size() == 1 ? "" : "s",
+                          model.architecture, L, first, last, collected.size(), ids.size()));
     }
   }
-  if (b.out.diagnostics.size() != errors_before || b.out.layers.empty()) return;
+  if (b.out.diagnostics.size() != errors_before || b.out.layers.empty()) return Status::Ok();
   LayerSpec s;
   s.name = fmt::format("cache_only_layers.{}", L);
   s.role = Role::kDraft;
@@ -685,6 +697,7 @@ void AddHiddenStateCache(const ModelDescription& model, const SpeculativeConfig&
   s.model_dtype = b.out.layers.front().model_dtype;
   b.out.layers.push_back(std::move(s));
   b.context.push_back({nullptr});
+  return Status::Ok();
 }
 
 // The scheduler's token budget with speculative decoding (VllmConfig._set_max_num_scheduled_tokens
@@ -1587,7 +1600,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     CheckDraftAuxInputs(model, draft, b.out.draft_name, b);
   }
   if (spec && spec->method == "extract_hidden_states" && unavailable.empty()) {
-    AddHiddenStateCache(model, *spec, b);
+    KVTOPO_RETURN_IF_ERROR(AddHiddenStateCache(
+        model, config.hf_overrides.empty() ? target.json : overridden, target.file, *spec, b));
   }
 
   // The engine sets every sliding window's retained tail once for the whole launch: S - 1 tokens

@@ -1294,6 +1294,25 @@ TEST(DenseModels, ExtractHiddenStatesJoinsTheTargetsGroup) {
             "ids names 3 target layers, and the LlamaForCausalLM target of 32 layers collects "
             "one state per distinct id from 0 to 32, 2 of them: they do not fill the cache-only "
             "layer's 3 states; name distinct ids in that range");
+  // The engine's draft config is the target's with the speculative config's over it: ids the
+  // target's config states (here through --hf-overrides) count when it names none.
+  c = launch("", "[]");
+  c.hf_overrides = R"({"eagle_aux_hidden_state_layer_ids": [2, 16, 40]})";
+  EXPECT_EQ(errors(Llama31_8B(), c),
+            "\n  error [speculative-aux-layer-ids] --speculative-config method "
+            "'extract_hidden_states': eagle_aux_hidden_state_layer_ids in 'config.json' names 3 "
+            "target layers, and the LlamaForCausalLM target of 32 layers collects one state per "
+            "distinct id from 0 to 32, 2 of them: they do not fill the cache-only layer's 3 "
+            "states; name distinct ids in that range");
+  c.hf_overrides = R"({"eagle_aux_hidden_state_layer_ids": [2, 16, 29]})";
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 8623);
+  c.hf_overrides = R"({"eagle_aux_hidden_state_layer_ids": "2, 16, 29"})";
+  EXPECT_EQ(errors(Llama31_8B(), c),
+            "status: config.json 'config.json': field 'eagle_aux_hidden_state_layer_ids' must be "
+            "a list of integers, got \"2, 16, 29\"");
+
   // Beside sliding-window layers the layer gets a group of its own: not planned.
   c = launch("", "[2, 18, 33]");
   c.model = "gpt-oss-120b";
