@@ -91,8 +91,9 @@ struct SpeculativeConfig {
   // length and the target's). It must not exceed either.
   int64_t max_model_len = 0;
   // extract_hidden_states: the target layers whose hidden states the engine keeps in the KV cache,
-  // draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids; empty: none given.
-  std::vector<int64_t> extract_layer_ids;
+  // draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids; unset: not given (the
+  // target's own, if its config states them).
+  std::optional<std::vector<int64_t>> extract_layer_ids;
   // parallel_drafting: every draft token in one pass, each masked slot an input slot of its own;
   // always on for dflash, as the engine sets it.
   bool parallel_drafting = false;

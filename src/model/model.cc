@@ -580,9 +580,9 @@ Status AddHiddenStateCache(const ModelDescription& model, const nlohmann::json& 
   // The engine's draft config is the target's with the speculative config's hf_config over it
   // (ExtractHiddenStatesConfig): ids the target's config states (or --hf-overrides sets) count
   // when the speculative config names none.
-  std::vector<int64_t> ids = spec.extract_layer_ids;
+  std::vector<int64_t> ids = spec.extract_layer_ids.value_or(std::vector<int64_t>{});
   std::string ids_source = "draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids";
-  if (ids.empty() && target_config.is_object() &&
+  if (!spec.extract_layer_ids && target_config.is_object() &&
       target_config.contains("eagle_aux_hidden_state_layer_ids")) {
     KVTOPO_ASSIGN_OR_RETURN(ids, internal::ConfigReader(target_config, target_file)
                                      .IntList("eagle_aux_hidden_state_layer_ids"));

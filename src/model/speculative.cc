@@ -370,10 +370,11 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     if (hf.contains("eagle_aux_hidden_state_layer_ids")) {
       const nlohmann::json& ids = hf["eagle_aux_hidden_state_layer_ids"];
       bool ok = ids.is_array() || ids.is_null();
+      spec.extract_layer_ids.emplace();  // given, even empty or null: the engine takes it
       for (size_t i = 0; ok && ids.is_array() && i < ids.size(); ++i) {
         const std::optional<int64_t> id = internal::JsonIntIn(ids[i], INT32_MIN, INT32_MAX);
         ok = id.has_value();
-        if (ok) spec.extract_layer_ids.push_back(*id);
+        if (ok) spec.extract_layer_ids->push_back(*id);
       }
       if (!ok) {
         return Bad("draft_model_config",

@@ -1297,6 +1297,7 @@ TEST(DenseModels, ExtractHiddenStatesJoinsTheTargetsGroup) {
   // The engine's draft config is the target's with the speculative config's over it: ids the
   // target's config states (here through --hf-overrides) count when it names none.
   c = launch("", "[]");
+  c.speculative->extract_layer_ids.reset();  // no draft_model_config
   c.hf_overrides = R"({"eagle_aux_hidden_state_layer_ids": [2, 16, 40]})";
   EXPECT_EQ(errors(Llama31_8B(), c),
             "\n  error [speculative-aux-layer-ids] --speculative-config method "
@@ -1308,6 +1309,11 @@ TEST(DenseModels, ExtractHiddenStatesJoinsTheTargetsGroup) {
   plan = PlanWith(Llama31_8B(), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pool.num_blocks, 8623);
+  // An empty list in the speculative config is the engine's, over the target's: none named.
+  c = launch("", "[]");
+  c.hf_overrides = R"({"eagle_aux_hidden_state_layer_ids": [2, 16, 29]})";
+  EXPECT_EQ(errors(Llama31_8B(), c).rfind(what + " keeps the hidden states", 0), 0u);
+  c.speculative->extract_layer_ids.reset();
   c.hf_overrides = R"({"eagle_aux_hidden_state_layer_ids": "2, 16, 29"})";
   EXPECT_EQ(errors(Llama31_8B(), c),
             "status: config.json 'config.json': field 'eagle_aux_hidden_state_layer_ids' must be "
