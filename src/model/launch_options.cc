@@ -274,8 +274,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "JSON: method, model, num_speculative_tokens, draft_attention_backend, attention_backend, "
        "draft_kv_cache_dtype, dflash_draft_window_size, draft_tensor_parallel_size, "
-       "parallel_drafting, disable_padded_drafter_batch, max_model_len; also "
-       "--speculative-config.KEY VALUE",
+       "parallel_drafting, disable_padded_drafter_batch, max_model_len, "
+       "suffix_decoding_max_tree_depth, draft_model_config (extract_hidden_states's layer ids); "
+       "also --speculative-config.KEY VALUE",
        &LO::speculative_config},
       {"spec_method",
        {},
