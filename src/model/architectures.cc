@@ -4668,19 +4668,14 @@ bool UsesMrope(const nlohmann::json& config) {
          has_section(part(part(config, "thinker_config"), "text_config"));
 }
 
-// Where a parallel-drafting draft's mask token is, in the order the engine's proposer looks
-// (_init_parallel_drafting_params in llm_base_proposer.py at 28be48fa9): a non-empty
-// dflash_config holding mask_token_id, else a pard_token, else a ptd_token_id attribute.
-std::string ParallelDraftingToken(const nlohmann::json& config) {
-  if (!config.is_object()) return "";
+// Whether a parallel-drafting draft names its mask token where the engine's proposer looks
+// (_init_parallel_drafting_params in llm_base_proposer.py at 28be48fa9): a dflash_config
+// holding mask_token_id, a pard_token or a ptd_token_id attribute.
+bool NamesParallelDraftingToken(const nlohmann::json& config) {
+  if (!config.is_object()) return false;
   const auto dflash = config.find("dflash_config");
-  if (dflash != config.end() && dflash->is_object() && dflash->contains("mask_token_id")) {
-    return "dflash_config.mask_token_id";
-  }
-  for (const char* key : {"pard_token", "ptd_token_id"}) {
-    if (config.contains(key)) return key;
-  }
-  return "";
+  return (dflash != config.end() && dflash->is_object() && dflash->contains("mask_token_id")) ||
+         config.contains("pard_token") || config.contains("ptd_token_id");
 }
 
 }  // namespace
@@ -4786,7 +4781,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   }
   if (it->draft) KVTOPO_RETURN_IF_ERROR(ReadDraftAuxInputs(root, *it, m));
   m.uses_mrope = UsesMrope(config);
-  m.parallel_drafting_token = ParallelDraftingToken(config);
+  m.names_parallel_drafting_token = NamesParallelDraftingToken(config);
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;
 }

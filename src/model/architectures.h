@@ -164,10 +164,10 @@ struct ModelDescription {
   // the engine renames so) holds mrope_section, at the top, in its text_config or in its
   // thinker_config's text_config.
   bool uses_mrope = false;
-  // The token a parallel-drafting draft fills its masked slots with, as the engine looks for it
-  // (SpecDecodeBaseProposer._init_parallel_drafting_params): "dflash_config.mask_token_id",
-  // "pard_token" or "ptd_token_id", the first the config holds; empty: none.
-  std::string parallel_drafting_token;
+  // Whether the config names the token a parallel-drafting draft fills its masked slots with
+  // (SpecDecodeBaseProposer._init_parallel_drafting_params: dflash_config.mask_token_id,
+  // pard_token or ptd_token_id).
+  bool names_parallel_drafting_token = false;
   // Wrappers that build the registered model their text config names (kLanguageModel,
   // kNamedOrTyped readers): that model's architecture; empty otherwise.
   std::string language_model_architecture;

@@ -370,15 +370,36 @@ void DisableSlidingWindow(ModelDescription& m, Builder& b) {
                     converted, capped));
 }
 
+// What target `m` collects of its auxiliary hidden states for layer ids `ids`: one state per
+// distinct id its forward reaches, with EagleModelMixin after each layer, 0 (the embeddings) to
+// num_hidden_layers (the last layer's output); DeepSeek-V2's model before each layer, adding the
+// residual, which is null before layer 0 (the forward fails there), so 1 to num_hidden_layers - 1.
+struct AuxCollection {
+  bool before = false;  // collected before each layer (DeepSeek-V2's model)
+  int64_t first = 0, last = 0;
+  int64_t got = 0;          // distinct ids in [first, last]
+  bool zero_fails = false;  // id 0 on a model that collects before each layer
+};
+AuxCollection CollectAuxStates(const ModelDescription& m, const std::vector<int64_t>& ids) {
+  AuxCollection c;
+  c.before = internal::CollectsAuxStatesBeforeEachLayer(m);
+  c.first = c.before ? 1 : 0;
+  c.last = c.before ? m.num_hidden_layers - 1 : m.num_hidden_layers;
+  c.zero_fails = c.before && std::find(ids.begin(), ids.end(), 0) != ids.end();
+  std::set<int64_t> collected;
+  for (const int64_t id : ids) {
+    if (id >= c.first && id <= c.last) collected.insert(id);
+  }
+  c.got = static_cast<int64_t>(collected.size());
+  return c;
+}
+
 // A draft whose fc layer combines the target's auxiliary hidden states (the EAGLE-3 heads,
 // DFlash) takes as many as it was trained on, each as wide as the target's hidden states
 // (the fork's llama_eagle3.py, deepseek_eagle3.py, qwen3_dflash.py at 28be48fa9). The target
-// collects one state per distinct layer id its forward reaches: with EagleModelMixin after each
-// layer, 0 (the embeddings) to num_hidden_layers (the last layer's output); DeepSeek-V2's model
-// before each layer, adding the residual, which is null before layer 0 (the forward fails there),
-// so 1 to num_hidden_layers - 1. Ids out of range or repeated give fewer states than named;
-// the states fit the fc layer only when as many as it takes are collected. A draft that names no
-// ids gets the target's defaults. Unknown sizes (0) are not checked.
+// collects them as CollectAuxStates says. Ids out of range or repeated give fewer states than
+// named; the states fit the fc layer only when as many as it takes are collected. A draft that
+// names no ids gets the target's defaults. Unknown sizes (0) are not checked.
 void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription& draft,
                          const std::string& draft_name, Builder& b) {
   const int64_t n = draft.draft_fc_states;
@@ -400,16 +421,8 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
   const bool stated = !draft.draft_aux_layer_ids.empty();
   const std::vector<int64_t> ids =
       stated ? draft.draft_aux_layer_ids : std::vector<int64_t>{2, L / 2, L - 3};
-  const bool before = internal::CollectsAuxStatesBeforeEachLayer(target);
-  const int64_t first = before ? 1 : 0;
-  const int64_t last = before ? L - 1 : L;
-  const bool zero_fails = before && std::find(ids.begin(), ids.end(), 0) != ids.end();
-  std::set<int64_t> collected;
-  for (const int64_t id : ids) {
-    if (id >= first && id <= last) collected.insert(id);
-  }
-  const int64_t got = static_cast<int64_t>(collected.size());
-  if (got == n && !zero_fails) return;
+  const AuxCollection c = CollectAuxStates(target, ids);
+  if (c.got == n && !c.zero_fails) return;
   constexpr size_t kShown = 16;
   const std::string shown =
       ids.size() <= kShown
@@ -424,24 +437,24 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
                    "{} (2, num_hidden_layers / 2, num_hidden_layers - 3),",
                    shown);
   const std::string plural = n == 1 ? "" : "s";
-  if (zero_fails) {
+  if (c.zero_fails) {
     b.Error("speculative-aux-layer-ids",
             fmt::format("--speculative-config: draft '{}' {} for the {} hidden state{} its fc "
                         "layer combines, and the {} target collects each state before the layer "
                         "its id names, adding the residual, which is null before layer 0: its "
                         "forward fails on id 0; name {} distinct id{} from 1 to {}",
-                        draft_name, source, n, plural, target.architecture, n, plural, last));
+                        draft_name, source, n, plural, target.architecture, n, plural, c.last));
     return;
   }
   const std::string range =
-      before ? fmt::format("from 1 to {} (the input of each layer but the first)", last)
-             : fmt::format("from 0 (its embeddings) to {} (its last layer's output)", last);
+      c.before ? fmt::format("from 1 to {} (the input of each layer but the first)", c.last)
+               : fmt::format("from 0 (its embeddings) to {} (its last layer's output)", c.last);
   b.Error(
       "speculative-aux-layer-ids",
       fmt::format("--speculative-config: draft '{}' {} for the {} hidden state{} its fc layer "
                   "combines, and the {} target of {} layers collects one state per distinct "
                   "id {}, {} of them; name {} distinct id{} in that range",
-                  draft_name, source, n, plural, target.architecture, L, range, got, n, plural));
+                  draft_name, source, n, plural, target.architecture, L, range, c.got, n, plural));
 }
 
 // The engine's draft-model proposer (the fork's v1/spec_decode/draft_model.py at 28be48fa9),
@@ -483,7 +496,7 @@ void CheckProposer(const ModelDescription& target, const ModelDescription* draft
   const bool asked_parallel = spec.parallel_drafting && row.proposer != Proposer::kDflash;
   const std::string what = fmt::format("--speculative-config method '{}'{}", spec.method,
                                        asked_parallel ? " with 'parallel_drafting'" : "");
-  if (asked_parallel && draft != nullptr && draft->parallel_drafting_token.empty()) {
+  if (asked_parallel && draft != nullptr && !draft->names_parallel_drafting_token) {
     b.Error("speculative-parallel-drafting-token",
             fmt::format("{}: draft '{}' ('{}') states none of pard_token, ptd_token_id and "
                         "dflash_config.mask_token_id, and the engine raises 'For parallel "
@@ -664,25 +677,19 @@ Status AddHiddenStateCache(const ModelDescription& model, const nlohmann::json& 
                               "kvtopo to size its cache-only layer by",
                               kWhat, model.architecture));
   }
-  // The target collects one state per distinct id its forward reaches (CheckDraftAuxInputs); the
+  // The target collects one state per distinct id its forward reaches (CollectAuxStates); the
   // layer keeps as many as are named.
   const int64_t L = model.num_hidden_layers;
   if (!ids.empty() && L > 0) {
-    const bool before = internal::CollectsAuxStatesBeforeEachLayer(model);
-    const int64_t first = before ? 1 : 0;
-    const int64_t last = before ? L - 1 : L;
-    std::set<int64_t> collected;
-    for (const int64_t id : ids) {
-      if (id >= first && id <= last) collected.insert(id);
-    }
-    if (collected.size() != ids.size()) {
+    const AuxCollection c = CollectAuxStates(model, ids);
+    if (c.got != static_cast<int64_t>(ids.size())) {
       b.Error("speculative-aux-layer-ids",
               fmt::format("{}: {} names {} target layer{}, and the {} target of {} layers "
                           "collects one state per distinct id from {} to {}, {} of them: they do "
                           "not fill the cache-only layer's {} states; name distinct ids in that "
                           "range",
                           kWhat, ids_source, ids.size(), ids.size() == 1 ? "" : "s",
-                          model.architecture, L, first, last, collected.size(), ids.size()));
+                          model.architecture, L, c.first, c.last, c.got, ids.size()));
     }
   }
   if (b.out.diagnostics.size() != errors_before || b.out.layers.empty()) return Status::Ok();
