@@ -3246,7 +3246,7 @@ Status ReadMla(const ConfigReader& r, ModelDescription& m) {
 // Mistral Large 3 (MistralLarge3ForCausalLM, mistral_large_3.py: the engine's DeepSeek-V3 model,
 // which the Mistral-format converter names with model type deepseek_v3): MLA, as the engine's
 // use_mla holds for that type only.
-Status ReadMistralLarge3(const ConfigReader& r, ModelDescription& m) {
+Status CheckMistralLarge3Type(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
   if (type != "deepseek_v3") {
     return r.Invalid("model_type",
@@ -3255,6 +3255,10 @@ Status ReadMistralLarge3(const ConfigReader& r, ModelDescription& m) {
                                  "and kvtopo does not plan its layers under another",
                                  type));
   }
+  return Status::Ok();
+}
+Status ReadMistralLarge3(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(CheckMistralLarge3Type(r));
   return ReadMla(r, m);
 }
 Status ReadMlaWithIndexer(const ConfigReader& r, ModelDescription& m) {
@@ -3267,6 +3271,14 @@ Status ReadGlm4MoeLite(const ConfigReader& r, ModelDescription& m) {
 }
 Status ReadMlaDraft(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);
+}
+// Mistral Large 3's EAGLE head (EagleMistralLarge3ForCausalLM, mistral_large_3_eagle.py at
+// 28be48fa9): the draft's num_hidden_layers DeepSeek-V2 decoder layers over its own config, MLA as
+// the engine's check for an EAGLE config reads it (the wrapped model's type deepseek_v3, which
+// SpeculativeConfig.hf_config_override renames deepseek_mtp, and kv_lora_rank set); no MTP layers.
+Status ReadMistralLarge3EagleDraft(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(CheckMistralLarge3Type(r));
+  return ReadMlaDraft(r, m);
 }
 Status ReadKimiLinearKda(const ConfigReader& r, ModelDescription& m) {
   return ReadKimiLinear(r, /*with_indexer=*/false, m);
@@ -3624,6 +3636,10 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Eagle3Qwen3vlForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
       {"PeagleLlamaForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle3"},
       {"EagleLlamaForCausalLM", TextModel::kRoot, ReadLlamaEagleDraft, true, nullptr, "eagle"},
+      // mistral_eagle.py: the engine's Mistral decoder layers over the draft's config.
+      {"EagleMistralForCausalLM", TextModel::kRoot, ReadDenseAs<kMistral>, true, nullptr, "eagle"},
+      {"EagleMistralLarge3ForCausalLM", TextModel::kRoot, ReadMistralLarge3EagleDraft, true,
+       nullptr, "eagle"},
   };
   return kReaders;
 }

@@ -474,6 +474,41 @@ void CheckDraftModelVocab(const ModelDescription& target, const ModelDescription
   }
 }
 
+// The engine's EAGLE (method eagle) Llama and Mistral heads (llama_eagle.py, mistral_eagle.py at
+// 28be48fa9) name their layers after the target's (layers.{T + i}) and set no
+// target_layer_count, so the Llama attention they build looks up a non-empty layer_types at index
+// T + i and asserts it is in range. kvtopo reads one entry per draft layer, so the assertion fails
+// for every such draft: the engine stops as it builds the draft.
+void CheckEagleLayerTypes(const ModelDescription& target, const ModelDescription& draft,
+                          const internal::LoadedConfig& loaded, Builder& b) {
+  if (draft.architecture != "EagleLlamaForCausalLM" &&
+      draft.architecture != "EagleMistralForCausalLM") {
+    return;
+  }
+  const auto types = loaded.json.find("layer_types");
+  if (types == loaded.json.end() || !types->is_array() || types->empty()) return;
+  int64_t first = target.num_hidden_layers;
+  if (first == 0) {
+    first = std::count_if(target.layers.begin(), target.layers.end(),
+                          [](const RawLayer& l) { return !l.mtp; });
+  }
+  // The first index out of range: T, or the list's length for a draft deeper than its target.
+  const int64_t out_of_range = std::max(first, static_cast<int64_t>(types->size()));
+  // A Mistral-format params.json states sliding_window, which the converter turns into
+  // layer_types (every layer sliding for an integer).
+  const bool params = loaded.file.ends_with("params.json");
+  b.Error(
+      "speculative-draft-layer-types",
+      fmt::format("--speculative-config method 'eagle': draft '{}' ({}) has layer_types{}; "
+                  "the engine names the draft's layers after the target's {} and looks each "
+                  "up in layer_types by that index, asserting it is in range "
+                  "('effective_layer_idx: {} is out of bounds for layer_types'), so it stops "
+                  "as it builds the draft; a draft of this class runs only without {}",
+                  loaded.name, draft.architecture,
+                  params ? " (its params.json's sliding_window, as the converter writes it)" : "",
+                  first, out_of_range, params ? "sliding_window" : "layer_types"));
+}
+
 // The engine's SpecDecodeBaseProposer (llm_base_proposer.py at 28be48fa9; internal::Proposer),
 // built with the model runner before any weight loads. Drafting adds input slots per request
 // when the proposer drafts in parallel (one per draft token) or does not feed the target's
@@ -1445,6 +1480,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       // The engine builds the draft's model config with the target's dtype.
       draft.dtype = model.dtype;
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
+      CheckEagleLayerTypes(model, draft, loaded, b);
       if (method == "draft_model") CheckDraftModelVocab(model, draft, loaded.name, b);
       draft_model = &draft;
       b.out.draft_name = loaded.name;

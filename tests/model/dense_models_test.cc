@@ -652,6 +652,26 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
     ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
     EXPECT_EQ(plan->pool.num_blocks, 9929) << arch;
   }
+  // Its layers look a layer_types list up at their index after the target's 32 (llama_eagle.py
+  // sets no target_layer_count): the engine asserts, even for full layers.
+  nlohmann::json typed = LlamaEagleHead("EagleLlamaForCausalLM");
+  typed["layer_types"] = {"full_attention"};
+  auto typed_plan = PlanWithHead(Llama31_8B(), typed, "eagle");
+  ASSERT_TRUE(typed_plan.ok()) << typed_plan.status().ToString();
+  EXPECT_EQ(typed_plan->ErrorLines(),
+            "\n  error [speculative-draft-layer-types] --speculative-config method 'eagle': "
+            "draft '" +
+                HeadPath() +
+                "' (EagleLlamaForCausalLM) has layer_types; the engine names the draft's layers "
+                "after the target's 32 and looks each up in layer_types by that index, asserting "
+                "it is in range ('effective_layer_idx: 32 is out of bounds for layer_types'), so "
+                "it stops as it builds the draft; a draft of this class runs only without "
+                "layer_types");
+  // EAGLE-3 heads count from their first layer (target_layer_count).
+  typed["architectures"] = {"LlamaForCausalLMEagle3"};
+  typed_plan = PlanWithHead(Llama31_8B(), typed, "eagle3");
+  ASSERT_TRUE(typed_plan.ok()) << typed_plan.status().ToString();
+  EXPECT_TRUE(typed_plan->accepted()) << typed_plan->ErrorLines();
 
   const std::string path = HeadPath();
   auto plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("Qwen3ForCausalLM"), "eagle3");
@@ -667,12 +687,14 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
             "--speculative-config method 'eagle': the engine builds draft '" + path +
                 "' as EagleLlamaForCausalLMEagle3 (it prefixes the architecture with Eagle), "
                 "which the engine's model registry does not hold, so it refuses the launch; "
-                "kvtopo plans the eagle drafts EagleLlamaForCausalLM");
+                "kvtopo plans the eagle drafts EagleLlamaForCausalLM, EagleMistralForCausalLM, "
+                "EagleMistralLarge3ForCausalLM");
   plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("CohereForCausalLM"), "eagle");
   EXPECT_EQ(plan.status().message(),
             "--speculative-config method 'eagle': the engine builds draft '" + path +
                 "' as EagleCohereForCausalLM (it prefixes the architecture with Eagle), which "
-                "kvtopo does not plan; kvtopo plans the eagle drafts EagleLlamaForCausalLM");
+                "kvtopo does not plan; kvtopo plans the eagle drafts EagleLlamaForCausalLM, "
+                "EagleMistralForCausalLM, EagleMistralLarge3ForCausalLM");
   // An Eagle3 class keeps its name under method eagle, but it is an EAGLE-3 head.
   plan = PlanWithHead(Llama31_8B(), LlamaEagleHead("Eagle3LlamaForCausalLM"), "eagle");
   EXPECT_EQ(plan.status().message(),

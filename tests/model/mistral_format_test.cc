@@ -114,6 +114,70 @@ TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
                 "asserts");
 }
 
+// Mistral's EAGLE heads (method eagle): the engine prefixes the converted architecture with
+// Eagle. Mistral Large 3's head (EagleMistralLarge3ForCausalLM) keeps its DeepSeek-V2 layers, MLA
+// of 576 like the target's, in the target's group; a dense Mistral head
+// (EagleMistralForCausalLM) keeps Mistral layers. The latter's layers look up layer_types at
+// their index after the target's, which the converter writes for any sliding_window: the engine
+// asserts, and kvtopo refuses.
+TEST(MistralFormat, EagleHeadsArePlanned) {
+  Checkpoint ckpt("eagle");
+  auto plan = [&](const nlohmann::json& target, const nlohmann::json& head) {
+    ckpt.Write("target/params.json", target.dump());
+    ckpt.Write("head/params.json", head.dump());
+    LaunchConfig c;
+    c.model = ckpt.file("target/params.json");
+    c.speculative = ParseSpeculativeConfig(R"({"method": "eagle", "num_speculative_tokens": 3,
+                                                "model": ")" +
+                                           ckpt.file("head/params.json") + R"("})")
+                        .value();
+    return PlanLaunch(c, 20 * kGiB);
+  };
+  nlohmann::json head = MistralLarge3Params();
+  head["n_layers"] = 1;
+  Result<Plan> large = plan(MistralLarge3Params(), head);
+  ASSERT_TRUE(large.ok()) << large.status().ToString();
+  ASSERT_TRUE(large->accepted()) << large->ErrorLines();
+  ASSERT_EQ(large->groups.size(), 1u);
+  ASSERT_EQ(large->groups[0].layers.size(), 62u);
+  EXPECT_EQ(large->groups[0].layers[61], "draft.model.layers.0.self_attn");
+  EXPECT_EQ(large->groups[0].layer_specs[61].kind, CacheKind::kMla);
+  EXPECT_EQ(large->groups[0].layer_specs[61].head_size, 576);
+  // 62 pages of 16 x 576 x 2 B; 19,099 blocks without the head (above).
+  EXPECT_EQ(large->pool.bytes_per_block, 1142784);
+  EXPECT_EQ(large->pool.num_blocks, 18791);
+  EXPECT_EQ(large->capacity.max_tokens, 300656);
+
+  nlohmann::json dense = Mistral7BParams();
+  dense.erase("sliding_window");
+  head = dense;
+  head["n_layers"] = 1;
+  Result<Plan> mistral = plan(dense, head);
+  ASSERT_TRUE(mistral.ok()) << mistral.status().ToString();
+  ASSERT_TRUE(mistral->accepted()) << mistral->ErrorLines();
+  ASSERT_EQ(mistral->groups.size(), 1u);
+  ASSERT_EQ(mistral->groups[0].layers.size(), 33u);
+  EXPECT_EQ(mistral->groups[0].layer_specs[32].kind, CacheKind::kFullAttention);
+  EXPECT_EQ(mistral->groups[0].layer_specs[32].num_kv_heads, 8);
+  // 33 pages of 16 x 8 x 256 x 2 B.
+  EXPECT_EQ(mistral->pool.bytes_per_block, 2162688);
+  EXPECT_EQ(mistral->pool.num_blocks, 9929);
+  EXPECT_EQ(mistral->capacity.max_tokens, 158864);
+
+  head["sliding_window"] = 4096;
+  Result<Plan> windowed = plan(dense, head);
+  ASSERT_TRUE(windowed.ok()) << windowed.status().ToString();
+  EXPECT_EQ(
+      windowed->ErrorLines(),
+      "\n  error [speculative-draft-layer-types] --speculative-config method 'eagle': draft '" +
+          ckpt.file("head/params.json") +
+          "' (EagleMistralForCausalLM) has layer_types (its params.json's sliding_window, "
+          "as the converter writes it); the engine names the draft's layers after the "
+          "target's 32 and looks each up in layer_types by that index, asserting it is in "
+          "range ('effective_layer_idx: 32 is out of bounds for layer_types'), so it stops "
+          "as it builds the draft; a draft of this class runs only without sliding_window");
+}
+
 // Which file a directory is read from: under auto, params.json only beside a
 // consolidated*.safetensors (at any depth); hf and mistral choose.
 TEST(MistralFormat, ConfigFormatPicksTheFile) {
