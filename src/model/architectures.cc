@@ -4392,6 +4392,127 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
       method, fmt::join(drafts, ", ")));
 }
 
+// The model type a draft's config has after SpeculativeConfig.hf_config_override (the fork's
+// vllm/config/speculative.py at 28be48fa9), which the engine applies to every draft config it
+// loads, when that type is one of its MTP types (MTPModelTypes); empty otherwise.
+std::string MtpTypeAfterOverride(const nlohmann::json& config) {
+  if (!config.is_object()) return "";
+  auto string_at = [](const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string arch;
+  if (const auto a = config.find("architectures");
+      a != config.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) {
+    arch = (*a)[0].get<std::string>();
+  }
+  std::string type = string_at(config, "model_type");
+  const nlohmann::json* c = &config;
+  if (type == "deepseek_v3" || type == "deepseek_v32" || type == "glm_moe_dsa") {
+    type = "deepseek_mtp";
+  }
+  if (type == "pangu_ultra_moe") type = "pangu_ultra_moe_mtp";
+  if (arch == "MiMoForCausalLM") type = "mimo_mtp";
+  if (arch == "Glm4MoeForCausalLM") type = "glm4_moe_mtp";
+  if (arch == "Glm4MoeLiteForCausalLM") type = "glm4_moe_lite_mtp";
+  if (arch == "GlmOcrForConditionalGeneration") type = "glm_ocr_mtp";
+  if (type == "ernie4_5_moe") type = "ernie_mtp";
+  if (arch == "NemotronH_Super_Omni_Reasoning_V3") {
+    // The text config is promoted before the Nemotron-H check.
+    const auto text = config.find("text_config");
+    c = text != config.end() && text->is_object() ? &*text : &config;
+    type = string_at(*c, "model_type");
+  }
+  if (type == "nemotron_h" || type == "nemotron_h_puzzle") {
+    const auto n = c->find("num_nextn_predict_layers");
+    if (n != c->end() && n->is_number() && n->get<double>() > 0) type = "nemotron_h_mtp";
+  }
+  if (type == "qwen3_next") type = "qwen3_next_mtp";
+  if (type == "exaone_moe") type = "exaone_moe_mtp";
+  if (type.find("exaone4_5") != std::string::npos) type = "exaone4_5_mtp";
+  if (type == "qwen3_5" || type == "qwen3_5_moe" || type == "intern_s2_preview") {
+    type = "qwen3_5_mtp";
+  }
+  if (type == "longcat_flash") type = "longcat_flash_mtp";
+  if (type == "step3p5") type = "step3p5_mtp";
+  if (type == "hy_v3") type = "hy_v3_mtp";
+  if (type == "gemma4_assistant") type = "gemma4_mtp";
+  constexpr std::string_view kMtpTypes[] = {"deepseek_mtp",
+                                            "mimo_mtp",
+                                            "glm4_moe_mtp",
+                                            "glm4_moe_lite_mtp",
+                                            "glm_ocr_mtp",
+                                            "ernie_mtp",
+                                            "nemotron_h_mtp",
+                                            "exaone_moe_mtp",
+                                            "exaone4_5_mtp",
+                                            "qwen3_next_mtp",
+                                            "qwen3_5_mtp",
+                                            "longcat_flash_mtp",
+                                            "mtp",
+                                            "pangu_ultra_moe_mtp",
+                                            "step3p5_mtp",
+                                            "hy_v3_mtp",
+                                            "gemma4_mtp"};
+  return std::find(std::begin(kMtpTypes), std::end(kMtpTypes), type) != std::end(kMtpTypes) ? type
+                                                                                            : "";
+}
+
+Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
+                                      const std::string& config_format,
+                                      const LoadedConfig* target) {
+  if (spec.method != "draft_model" || spec.model.empty()) return std::string();
+  std::string name = spec.model;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  constexpr std::pair<std::string_view, std::string_view> kByName[] = {
+      {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
+  for (const auto& [needle, method] : kByName) {
+    if (name.find(needle) == std::string::npos) continue;
+    spec.method = method;
+    return fmt::format(
+        "the engine runs --speculative-config method 'draft_model' with draft '{}' as method "
+        "'{}': the draft's name contains '{}' (SpeculativeConfig's method detection)",
+        spec.model, method, needle);
+  }
+  Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format);
+  if (!draft.ok()) return std::string();
+  const std::string type = MtpTypeAfterOverride(draft->json);
+  if (type.empty()) return std::string();
+  Result<LoadedConfig> loaded_target = target != nullptr
+                                           ? Result<LoadedConfig>(*target)
+                                           : LoadModelConfig(target_model, config_format);
+  if (!loaded_target.ok()) return std::string();
+  std::string stated = "(none)";
+  if (const auto t = draft->json.find("model_type"); t != draft->json.end() && t->is_string()) {
+    stated = t->get<std::string>();
+  }
+  const std::string why = fmt::format(
+      "its config (model type {}) becomes model type {} under SpeculativeConfig's "
+      "hf_config_override, one of the engine's MTP types, so SpeculativeConfig's method "
+      "detection runs it as method 'mtp' over that checkpoint's MTP layers, not as a draft model",
+      stated, type);
+  if (stated == "gemma4_assistant") {
+    // An MTP assistant is its own checkpoint: the mtp plan checks it against the target's.
+    spec.method = "mtp";
+    return fmt::format(
+        "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans it as the "
+        "target's MTP assistant",
+        spec.model, why);
+  }
+  if (draft->file != loaded_target->file && draft->json != loaded_target->json) {
+    return Rejected(fmt::format(
+        "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans MTP layers of "
+        "the target's own checkpoint only, and this one is not '{}'",
+        spec.model, why, target_model));
+  }
+  spec.method = "mtp";
+  return fmt::format(
+      "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans "
+      "the target's MTP layers",
+      spec.model, why);
+}
+
 static_assert(std::is_sorted(std::begin(kEngineEagleDrafts), std::end(kEngineEagleDrafts)));
 static_assert(std::is_sorted(std::begin(kLacksEagle3Interface), std::end(kLacksEagle3Interface)));
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvtopo/dtype.h"
+#include "kvtopo/launch.h"
 #include "kvtopo/status.h"
 #include "spec/state_shapes.h"
 
@@ -221,6 +222,22 @@ struct LoadedConfig {
 // and EAGLE-format configs keep theirs. An error names the renamed class when it is not a draft
 // kvtopo plans.
 Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
+
+// The engine's method detection for a draft model (SpeculativeConfig.__post_init__ at
+// 28be48fa9): method draft_model (given, or the default) becomes eagle when the draft's name, as
+// given and lowercased, contains "eagle-", eagle3 when it contains "eagle3", dflash when it
+// contains "dflash"; else mtp when its config's model type after
+// SpeculativeConfig.hf_config_override is an MTP type (MtpTypeAfterOverride). The engine then
+// builds that checkpoint's MTP layers, which kvtopo plans for the target's own checkpoint
+// (`target`, else `target_model` loaded under `config_format`) and refuses (Rejected) for
+// another. Sets spec.method and returns the info to report ("" when the method stays); a config
+// that does not load is left to the planner to report.
+Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
+                                      const std::string& config_format,
+                                      const LoadedConfig* target = nullptr);
+// The model type `config` has after SpeculativeConfig.hf_config_override (applied to every
+// draft config the engine loads) when it is one of the engine's MTP types; empty otherwise.
+std::string MtpTypeAfterOverride(const nlohmann::json& config);
 
 // Resolves an embedded profile name, a config.json path or a directory holding one, or a
 // Hugging Face repo id an embedded profile serves. `config_format` is --config-format: auto, hf

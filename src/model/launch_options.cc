@@ -971,6 +971,12 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
       return Status(spec.status().code(), message);
     }
     c.speculative = std::move(*spec);
+    // The engine's method detection runs before its async-scheduling default is set.
+    KVTOPO_ASSIGN_OR_RETURN(const std::string detected,
+                            internal::DetectDraftMethod(*c.speculative, c.model, c.config_format));
+    if (!detected.empty()) {
+      diagnostics.push_back({Severity::kInfo, "speculative-method-detected", detected});
+    }
   }
   // Async scheduling (vLLM check_and_set_default_async_scheduling): on by default unless the
   // speculative method runs without it; asking for it with such a method is an error.

@@ -1212,6 +1212,13 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // Speculative decoding.
   std::optional<SpeculativeConfig> spec = config.speculative;
+  if (spec) {
+    // ToLaunchConfig has applied it already; a LaunchConfig built by hand gets it here.
+    KVTOPO_ASSIGN_OR_RETURN(
+        const std::string detected,
+        internal::DetectDraftMethod(*spec, config.model, config.config_format, &target));
+    if (!detected.empty()) b.Add(Severity::kInfo, "speculative-method-detected", detected);
+  }
   const bool has_mtp_layers = std::any_of(model.layers.begin(), model.layers.end(),
                                           [](const RawLayer& l) { return l.mtp; });
   const bool mtp_assistant =

@@ -631,6 +631,99 @@ Result<Plan> PlanWithHead(const nlohmann::json& target, const nlohmann::json& he
 // names to Eagle3LlamaForCausalLM): a one-layer head beside Llama-3.1-8B caches as one more
 // Llama layer in the target's group, 20 GiB / (33 x 64 KiB) = 9,929 blocks, 9,929 / 8,192 x
 // 131,072 = 158,864 tokens.
+// The engine's method detection for a draft model (SpeculativeConfig.__post_init__ at
+// 28be48fa9): draft_model becomes eagle, eagle3 or dflash by the draft's name, else mtp when
+// hf_config_override gives its config an MTP model type; kvtopo plans the MTP layers of the
+// target's own checkpoint and refuses another's.
+TEST(DenseModels, DraftModelMethodDetection) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "kvtopo_detect" / "EAGLE-LLaMA3.1-Instruct-8B";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "config.json").string();
+  std::ofstream(path) << LlamaEagleHead("LlamaForCausalLM").dump();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.speculative = ParseSpeculativeConfig(R"({"method": "draft_model", "num_speculative_tokens": 3,
+                                             "model": ")" +
+                                         path + R"("})")
+                      .value();
+  auto plan = PlanWith(Llama31_8B(), c);
+  std::filesystem::remove_all(dir.parent_path());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.speculative_method, "eagle");
+  EXPECT_EQ(plan->pool.num_blocks, 9929);  // the eagle head's plan (below)
+  // The detection's info, the one diagnostic of its code.
+  auto detected = [](const Plan& p) {
+    std::string found;
+    for (const Diagnostic& d : p.diagnostics) {
+      if (d.code != "speculative-method-detected") continue;
+      EXPECT_EQ(d.severity, Severity::kInfo);
+      EXPECT_TRUE(found.empty()) << d.message;
+      found = d.message;
+    }
+    return found;
+  };
+  EXPECT_EQ(detected(*plan),
+            "the engine runs --speculative-config method 'draft_model' with draft '" + path +
+                "' as method 'eagle': the draft's name contains 'eagle-' (SpeculativeConfig's "
+                "method detection)");
+
+  // Qwen3-Next's own checkpoint as a draft model runs as its MTP layers.
+  LaunchConfig q;
+  q.model = "qwen3-next-80b";
+  q.parallel.tensor_parallel_size = 4;
+  q.speculative =
+      ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 3})").value();
+  auto mtp = PlanLaunch(q);
+  q.speculative = ParseSpeculativeConfig(R"({"method": "draft_model", "num_speculative_tokens": 3,
+                                             "model": "qwen3-next-80b"})")
+                      .value();
+  auto as_draft = PlanLaunch(q);
+  ASSERT_TRUE(mtp.ok() && as_draft.ok());
+  ASSERT_TRUE(as_draft->accepted()) << as_draft->ErrorLines();
+  EXPECT_EQ(as_draft->model.speculative_method, "mtp");
+  EXPECT_EQ(as_draft->capacity.max_tokens, 2547916);
+  EXPECT_EQ(as_draft->capacity.max_tokens, mtp->capacity.max_tokens);
+  const std::string why =
+      "its config (model type qwen3_next) becomes model type qwen3_next_mtp under "
+      "SpeculativeConfig's hf_config_override, one of the engine's MTP types, so "
+      "SpeculativeConfig's method detection runs it as method 'mtp' over that checkpoint's MTP "
+      "layers, not as a draft model";
+  EXPECT_EQ(detected(*as_draft),
+            "--speculative-config method 'draft_model': draft 'qwen3-next-80b': " + why +
+                "; kvtopo plans the target's MTP layers");
+  // Another checkpoint's MTP layers are not planned.
+  q.model = "deepseek-v3.2";
+  q.parallel.tensor_parallel_size = 8;
+  auto other = PlanLaunch(q);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(other.status().message(),
+            "--speculative-config method 'draft_model': draft 'qwen3-next-80b': " + why +
+                "; kvtopo plans MTP layers of the target's own checkpoint only, and this one is "
+                "not 'deepseek-v3.2'");
+
+  // The model types hf_config_override turns into MTP types.
+  using internal::MtpTypeAfterOverride;
+  auto type_of = [](const char* text) { return MtpTypeAfterOverride(nlohmann::json::parse(text)); };
+  EXPECT_EQ(type_of(R"({"model_type": "deepseek_v32"})"), "deepseek_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "glm_moe_dsa"})"), "deepseek_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"]})"),
+            "glm4_moe_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "qwen3_5_moe"})"), "qwen3_5_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "exaone4_5_text"})"), "exaone4_5_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "nemotron_h", "num_nextn_predict_layers": 1})"),
+            "nemotron_h_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "nemotron_h", "num_nextn_predict_layers": 0})"), "");
+  EXPECT_EQ(type_of(R"({"architectures": ["NemotronH_Super_Omni_Reasoning_V3"],
+                        "text_config": {"model_type": "nemotron_h",
+                                        "num_nextn_predict_layers": 1}})"),
+            "nemotron_h_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})"), "");
+  EXPECT_EQ(type_of(R"({"model_type": "qwen3"})"), "");
+}
+
 TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
   for (const char* arch :
        {"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM"}) {
@@ -3023,6 +3116,10 @@ TEST(DenseModels, MimoIsQwen2WithMtpLayers) {
   EXPECT_EQ(ConfigError(mimo), "config.json 'config.json': field 'num_key_value_heads' is missing");
 }
 
+namespace {
+std::string DiagnosticMessage(const Plan& plan, std::string_view code);
+}  // namespace
+
 // Gemma 4's MTP drafts with a separate assistant checkpoint (model type gemma4_assistant) whose
 // layers read the target's KV cache: the plan is the target's, with the draft's lookahead.
 TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
@@ -3059,6 +3156,21 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
   EXPECT_EQ(plan->diagnostics[0].message,
             "num_speculative_tokens defaults to 1, the n_predict the engine sets for a "
             "gemma4_assistant draft");
+
+  // As a draft model, the assistant runs as the target's MTP assistant (method detection).
+  plan = with(R"({"method": "draft_model", "num_speculative_tokens": 1, "model": ")" +
+              assistant.string() + R"("})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.speculative_method, "mtp");
+  EXPECT_EQ(plan->pool.num_blocks, 8192);
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-method-detected"),
+            "--speculative-config method 'draft_model': draft '" + assistant.string() +
+                "': its config (model type gemma4_assistant) becomes model type gemma4_mtp "
+                "under SpeculativeConfig's hf_config_override, one of the engine's MTP types, "
+                "so SpeculativeConfig's method detection runs it as method 'mtp' over that "
+                "checkpoint's MTP layers, not as a draft model; kvtopo plans it as the target's "
+                "MTP assistant");
 
   plan = with(R"({"method": "mtp", "model": "google/gemma-4-31B-it-assistant",
                   "num_speculative_tokens": 3})");

@@ -99,6 +99,29 @@ TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
             "x1000 or K/M/G for x1024)");
 }
 
+// The engine detects a draft model's method before it sets the async-scheduling default:
+// Qwen3-Next's own checkpoint as a draft model runs as its MTP layers, with async scheduling on
+// (a draft model's default is off).
+TEST(LaunchOptions, DraftModelMethodIsDetectedFirst) {
+  LaunchOptions o;
+  o.model = "qwen3-next-80b";
+  o.speculative_config =
+      R"({"method":"draft_model","model":"qwen3-next-80b","num_speculative_tokens":3})";
+  auto c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->speculative->method, "mtp");
+  EXPECT_TRUE(c->cache.async_scheduling);
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "speculative-method-detected");
+  o.speculative_config =
+      R"({"method":"draft_model","model":"gpt-oss-120b","num_speculative_tokens":3})";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->speculative->method, "draft_model");
+  EXPECT_FALSE(c->cache.async_scheduling);
+  EXPECT_TRUE(c->launch_diagnostics.empty());
+}
+
 TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
   LaunchOptions o;
   o.model = "kimi-k3";

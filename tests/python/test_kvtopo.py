@@ -293,6 +293,19 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "language_model_only must be a bool, got int"):
             kvtopo.plan(gemma, language_model_only=1, **options)
 
+    def test_draft_model_of_an_mtp_type_runs_as_mtp(self):
+        # The engine's method detection: Qwen3-Next's own checkpoint as a draft model runs as
+        # its MTP layers; another checkpoint's MTP layers are refused.
+        spec = {"method": "draft_model", "model": "qwen3-next-80b", "num_speculative_tokens": 3}
+        plan = kvtopo.plan("qwen3-next-80b", tensor_parallel_size=4, speculative_config=spec)
+        self.assertEqual(plan.capacity.max_tokens, 2547916)
+        self.assertIn(("speculative-method-detected", "info"),
+                      [(d.code, d.severity) for d in plan.diagnostics])
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    "kvtopo plans MTP layers of the target's own checkpoint "
+                                    "only, and this one is not 'deepseek-v3.2'"):
+            kvtopo.plan("deepseek-v3.2", tensor_parallel_size=8, speculative_config=spec)
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
