@@ -4461,7 +4461,8 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
                                       const LoadedConfig* target) {
-  if (spec.method != "draft_model" || spec.model.empty()) return std::string();
+  const bool mtp = spec.method == "mtp";
+  if ((spec.method != "draft_model" && !mtp) || spec.model.empty()) return std::string();
   std::string name = spec.model;
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
@@ -4469,20 +4470,32 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
       {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
   for (const auto& [needle, method] : kByName) {
     if (name.find(needle) == std::string::npos) continue;
+    const std::string given = spec.method;
     spec.method = method;
     return fmt::format(
-        "the engine runs --speculative-config method 'draft_model' with draft '{}' as method "
-        "'{}': the draft's name contains '{}' (SpeculativeConfig's method detection)",
-        spec.model, method, needle);
+        "the engine runs --speculative-config method '{}' with draft '{}' as method '{}': the "
+        "draft's name contains '{}' (SpeculativeConfig's method detection)",
+        given, spec.model, method, needle);
   }
   Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format);
   if (!draft.ok()) return std::string();
   const std::string type = MtpTypeAfterOverride(draft->json);
-  if (type.empty()) return std::string();
+  // A Gemma 4 assistant is its own checkpoint: the mtp plan checks it against the target's.
+  if (mtp && type == "gemma4_mtp") return std::string();
+  if (type.empty() && !mtp) return std::string();
   Result<LoadedConfig> loaded_target = target != nullptr
                                            ? Result<LoadedConfig>(*target)
                                            : LoadModelConfig(target_model, config_format);
   if (!loaded_target.ok()) return std::string();
+  const bool own = draft->file == loaded_target->file || draft->json == loaded_target->json;
+  if (mtp) {
+    if (own) return std::string();
+    return Rejected(fmt::format(
+        "--speculative-config method 'mtp': draft '{}' is another checkpoint than the target "
+        "'{}': the engine builds the MTP layers of the checkpoint the speculative config names, "
+        "and kvtopo plans the target's own; drop 'model' to draft with the target's MTP layers",
+        spec.model, target_model));
+  }
   std::string stated = "(none)";
   if (const auto t = draft->json.find("model_type"); t != draft->json.end() && t->is_string()) {
     stated = t->get<std::string>();
@@ -4500,7 +4513,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
         "target's MTP assistant",
         spec.model, why);
   }
-  if (draft->file != loaded_target->file && draft->json != loaded_target->json) {
+  if (!own) {
     return Rejected(fmt::format(
         "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans MTP layers of "
         "the target's own checkpoint only, and this one is not '{}'",

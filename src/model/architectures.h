@@ -230,8 +230,10 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 // SpeculativeConfig.hf_config_override is an MTP type (MtpTypeAfterOverride). The engine then
 // builds that checkpoint's MTP layers, which kvtopo plans for the target's own checkpoint
 // (`target`, else `target_model` loaded under `config_format`) and refuses (Rejected) for
-// another. Sets spec.method and returns the info to report ("" when the method stays); a config
-// that does not load is left to the planner to report.
+// another. Method mtp naming a model is taken the same way: the name rule applies, and a readable
+// checkpoint other than the target's (a Gemma 4 assistant aside) is refused. Sets spec.method
+// and returns the info to report ("" when the method stays); a config that does not load is
+// left to the planner to report.
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
                                       const LoadedConfig* target = nullptr);

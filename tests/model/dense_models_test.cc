@@ -704,6 +704,26 @@ TEST(DenseModels, DraftModelMethodDetection) {
                 "; kvtopo plans MTP layers of the target's own checkpoint only, and this one is "
                 "not 'deepseek-v3.2'");
 
+  // Method mtp naming a checkpoint: the target's own plans, another's is refused.
+  q.model = "qwen3-next-80b";
+  q.parallel.tensor_parallel_size = 4;
+  q.speculative = ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 3,
+                                             "model": "qwen3-next-80b"})")
+                      .value();
+  auto own = PlanLaunch(q);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own->capacity.max_tokens, 2547916);
+  EXPECT_EQ(detected(*own), "");
+  q.speculative->model = "deepseek-v3.2";
+  other = PlanLaunch(q);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(other.status().message(),
+            "--speculative-config method 'mtp': draft 'deepseek-v3.2' is another checkpoint than "
+            "the target 'qwen3-next-80b': the engine builds the MTP layers of the checkpoint the "
+            "speculative config names, and kvtopo plans the target's own; drop 'model' to draft "
+            "with the target's MTP layers");
+
   // The model types hf_config_override turns into MTP types.
   using internal::MtpTypeAfterOverride;
   auto type_of = [](const char* text) { return MtpTypeAfterOverride(nlohmann::json::parse(text)); };
