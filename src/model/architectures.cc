@@ -3998,7 +3998,9 @@ constexpr Refusal kRefusals[] = {
      "kvtopo does not model its KV cache (MLA pages of 584-byte fp8 rows compressed 4 or 128 "
      "times per layer as compress_ratios says, a sliding-window cache on every layer, indexer "
      "and compressor-state caches with block sizes of their own, and a pool laid out in layer "
-     "tuples)"},
+     "tuples); the engine builds it only with an fp8 --kv-cache-dtype, which it stores as "
+     "fp8_ds_mla (any other value fails its assertion 'DeepseekV4 only supports fp8 kv-cache "
+     "format for now')"},
     {"CohereAsrForConditionalGeneration", kEncoderDecoder},
     {"NemotronParseForConditionalGeneration", kEncoderDecoder},
     {"FireRedLIDForConditionalGeneration", kEncoderDecoder},
