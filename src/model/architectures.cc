@@ -4481,6 +4481,18 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   }
   Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format);
   if (!draft.ok()) return std::string();
+  std::string stated = "(none)";
+  if (const auto t = draft->json.find("model_type"); t != draft->json.end() && t->is_string()) {
+    stated = t->get<std::string>();
+  }
+  if (stated == "medusa" || stated == "mlp_speculator") {
+    const std::string given = spec.method;
+    spec.method = stated;
+    return fmt::format(
+        "the engine runs --speculative-config method '{}' with draft '{}' as method '{}': the "
+        "draft's config has that model type (SpeculativeConfig's method detection)",
+        given, spec.model, stated);
+  }
   const std::string type = MtpTypeAfterOverride(draft->json);
   // A Gemma 4 assistant is its own checkpoint: the mtp plan checks it against the target's.
   if (mtp && type == "gemma4_mtp") return std::string();
@@ -4497,10 +4509,6 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
         "'{}': the engine builds the MTP layers of the checkpoint the speculative config names, "
         "and kvtopo plans the target's own; drop 'model' to draft with the target's MTP layers",
         spec.model, target_model));
-  }
-  std::string stated = "(none)";
-  if (const auto t = draft->json.find("model_type"); t != draft->json.end() && t->is_string()) {
-    stated = t->get<std::string>();
   }
   const std::string why = fmt::format(
       "its config (model type {}) becomes model type {} under SpeculativeConfig's "

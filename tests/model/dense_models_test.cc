@@ -669,6 +669,25 @@ TEST(DenseModels, DraftModelMethodDetection) {
                 "' as method 'eagle': the draft's name contains 'eagle-' (SpeculativeConfig's "
                 "method detection)");
 
+  // A Medusa config runs as method medusa, which keeps no draft cache.
+  const std::filesystem::path medusa =
+      std::filesystem::temp_directory_path() / "kvtopo_detect" / "medusa-vicuna-7b";
+  std::filesystem::create_directories(medusa);
+  std::ofstream(medusa / "config.json")
+      << R"({"architectures": ["MedusaModel"], "model_type": "medusa"})";
+  c.speculative->model = medusa.string();
+  plan = PlanWith(Llama31_8B(), c);
+  std::filesystem::remove_all(medusa.parent_path());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.speculative_method, "medusa");
+  for (const LayerSpec& l : plan->model.layers) EXPECT_EQ(l.role, Role::kTarget) << l.name;
+  EXPECT_EQ(detected(*plan),
+            "the engine runs --speculative-config method 'draft_model' with draft '" +
+                medusa.string() +
+                "' as method 'medusa': the draft's config has that model type "
+                "(SpeculativeConfig's method detection)");
+
   // Qwen3-Next's own checkpoint as a draft model runs as its MTP layers.
   LaunchConfig q;
   q.model = "qwen3-next-80b";
