@@ -4408,17 +4408,35 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
       a != config.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) {
     arch = (*a)[0].get<std::string>();
   }
+  // hf_config_override's renames in its order: by model type (by_arch false) or by the
+  // architecture the config states; the Nemotron-H and EXAONE 4.5 rules below fall between them.
+  struct Rename {
+    bool by_arch;
+    std::string_view from, to;
+  };
+  constexpr Rename kBeforeNemotron[] = {{false, "deepseek_v3", "deepseek_mtp"},
+                                        {false, "deepseek_v32", "deepseek_mtp"},
+                                        {false, "glm_moe_dsa", "deepseek_mtp"},
+                                        {false, "pangu_ultra_moe", "pangu_ultra_moe_mtp"},
+                                        {true, "MiMoForCausalLM", "mimo_mtp"},
+                                        {true, "Glm4MoeForCausalLM", "glm4_moe_mtp"},
+                                        {true, "Glm4MoeLiteForCausalLM", "glm4_moe_lite_mtp"},
+                                        {true, "GlmOcrForConditionalGeneration", "glm_ocr_mtp"},
+                                        {false, "ernie4_5_moe", "ernie_mtp"}};
+  constexpr Rename kAfterNemotron[] = {
+      {false, "qwen3_next", "qwen3_next_mtp"},     {false, "exaone_moe", "exaone_moe_mtp"},
+      {false, "qwen3_5", "qwen3_5_mtp"},           {false, "qwen3_5_moe", "qwen3_5_mtp"},
+      {false, "intern_s2_preview", "qwen3_5_mtp"}, {false, "longcat_flash", "longcat_flash_mtp"},
+      {false, "step3p5", "step3p5_mtp"},           {false, "hy_v3", "hy_v3_mtp"},
+      {false, "gemma4_assistant", "gemma4_mtp"}};
   std::string type = string_at(config, "model_type");
+  auto apply = [&](const auto& renames) {
+    for (const Rename& r : renames) {
+      if ((r.by_arch ? arch : type) == r.from) type = r.to;
+    }
+  };
+  apply(kBeforeNemotron);
   const nlohmann::json* c = &config;
-  if (type == "deepseek_v3" || type == "deepseek_v32" || type == "glm_moe_dsa") {
-    type = "deepseek_mtp";
-  }
-  if (type == "pangu_ultra_moe") type = "pangu_ultra_moe_mtp";
-  if (arch == "MiMoForCausalLM") type = "mimo_mtp";
-  if (arch == "Glm4MoeForCausalLM") type = "glm4_moe_mtp";
-  if (arch == "Glm4MoeLiteForCausalLM") type = "glm4_moe_lite_mtp";
-  if (arch == "GlmOcrForConditionalGeneration") type = "glm_ocr_mtp";
-  if (type == "ernie4_5_moe") type = "ernie_mtp";
   if (arch == "NemotronH_Super_Omni_Reasoning_V3") {
     // The text config is promoted before the Nemotron-H check.
     const auto text = config.find("text_config");
@@ -4429,16 +4447,9 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
     const auto n = c->find("num_nextn_predict_layers");
     if (n != c->end() && n->is_number() && n->get<double>() > 0) type = "nemotron_h_mtp";
   }
-  if (type == "qwen3_next") type = "qwen3_next_mtp";
-  if (type == "exaone_moe") type = "exaone_moe_mtp";
+  apply(kAfterNemotron);
+  // Between exaone_moe and qwen3_5 in the engine's order; no other rule yields or reads it.
   if (type.find("exaone4_5") != std::string::npos) type = "exaone4_5_mtp";
-  if (type == "qwen3_5" || type == "qwen3_5_moe" || type == "intern_s2_preview") {
-    type = "qwen3_5_mtp";
-  }
-  if (type == "longcat_flash") type = "longcat_flash_mtp";
-  if (type == "step3p5") type = "step3p5_mtp";
-  if (type == "hy_v3") type = "hy_v3_mtp";
-  if (type == "gemma4_assistant") type = "gemma4_mtp";
   constexpr std::string_view kMtpTypes[] = {"deepseek_mtp",
                                             "mimo_mtp",
                                             "glm4_moe_mtp",
@@ -4494,9 +4505,9 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
         given, spec.model, stated);
   }
   const std::string type = MtpTypeAfterOverride(draft->json);
-  // A Gemma 4 assistant is its own checkpoint: the mtp plan checks it against the target's.
-  if (mtp && type == "gemma4_mtp") return std::string();
-  if (type.empty() && !mtp) return std::string();
+  // A Gemma 4 assistant is a checkpoint of its own that the mtp plan checks against the target.
+  const bool assistant = type == "gemma4_mtp";
+  if ((mtp && assistant) || (!mtp && type.empty())) return std::string();
   Result<LoadedConfig> loaded_target = target != nullptr
                                            ? Result<LoadedConfig>(*target)
                                            : LoadModelConfig(target_model, config_format);
@@ -4515,8 +4526,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
       "hf_config_override, one of the engine's MTP types, so SpeculativeConfig's method "
       "detection runs it as method 'mtp' over that checkpoint's MTP layers, not as a draft model",
       stated, type);
-  if (stated == "gemma4_assistant") {
-    // An MTP assistant is its own checkpoint: the mtp plan checks it against the target's.
+  if (assistant) {
     spec.method = "mtp";
     return fmt::format(
         "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans it as the "

@@ -759,6 +759,12 @@ TEST(DenseModels, DraftModelMethodDetection) {
                         "text_config": {"model_type": "nemotron_h",
                                         "num_nextn_predict_layers": 1}})"),
             "nemotron_h_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "mimo", "architectures": ["MiMoForCausalLM"]})"), "mimo_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "ernie4_5_moe"})"), "ernie_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "exaone_moe"})"), "exaone_moe_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "intern_s2_preview"})"), "qwen3_5_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "gemma4_assistant"})"), "gemma4_mtp");
+  EXPECT_EQ(type_of(R"({"model_type": "deepseek_mtp"})"), "deepseek_mtp");
   EXPECT_EQ(type_of(R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})"), "");
   EXPECT_EQ(type_of(R"({"model_type": "qwen3"})"), "");
 }
