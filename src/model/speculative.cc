@@ -242,11 +242,31 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
           key, fmt::join(kKeys, ", "), fmt::join(kNotPlannedKeys, ", ")));
     }
   }
-  if (!j.contains("method") || !j["method"].is_string()) {
+  const bool method_given = j.contains("method") && !j["method"].is_null();
+  const auto model_key = j.find("model");
+  const std::string model_text = model_key != j.end() && model_key->is_string()
+                                     ? model_key->get<std::string>()
+                                     : std::string();
+  if (method_given && !j["method"].is_string()) {
     return Bad("method", fmt::format("must be one of: {} (or a per-model MTP name such as {})",
                                      MethodNames(), kMtpAliases.front()));
   }
-  spec.method = Lower(j["method"].get<std::string>());
+  if (method_given) {
+    spec.method = Lower(j["method"].get<std::string>());
+  } else if (model_text == "ngram" || model_text == "[ngram]") {
+    // The engine's default (SpeculativeConfig.__post_init__): ngram for a model so named, else
+    // draft_model, which its method detection may then change (internal::DetectDraftMethod).
+    spec.method = "ngram";
+  } else if (!model_text.empty()) {
+    spec.method = "draft_model";
+  } else {
+    return Bad("method",
+               fmt::format("is not set, nor is 'model': the engine then takes a draft model and "
+                           "refuses the launch without one ('num_speculative_tokens was provided "
+                           "but without speculative model'); set a method (one of: {}, or a "
+                           "per-model MTP name such as {}) or a draft 'model'",
+                           MethodNames(), kMtpAliases.front()));
+  }
   if (spec.method == "[ngram]") spec.method = "ngram";
   if (Contains(kMtpAliases, spec.method)) spec.method = "mtp";
   if (!internal::FindSpeculativeMethod(spec.method)) {

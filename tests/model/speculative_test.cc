@@ -123,6 +123,30 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
                    .ok());
 }
 
+// Without a method the engine takes ngram for a model named so, else draft_model (whose method
+// detection may change it), and refuses a config naming neither.
+TEST(SpeculativeConfig, MethodDefaultsAsTheEngine) {
+  auto method = [](const char* text) {
+    Result<SpeculativeConfig> spec = ParseSpeculativeConfig(text);
+    return spec.ok() ? spec->method : std::string(spec.status().message());
+  };
+  EXPECT_EQ(method(R"({"model": "ngram", "num_speculative_tokens": 3})"), "ngram");
+  EXPECT_EQ(method(R"({"model": "[ngram]", "num_speculative_tokens": 3})"), "ngram");
+  EXPECT_EQ(method(R"({"model": "org/draft", "num_speculative_tokens": 3, "method": null})"),
+            "draft_model");
+  EXPECT_EQ(method(R"({"num_speculative_tokens": 3})"),
+            "--speculative-config: 'method' is not set, nor is 'model': the engine then takes a "
+            "draft model and refuses the launch without one ('num_speculative_tokens was "
+            "provided but without speculative model'); set a method (one of: eagle, eagle3, mtp, "
+            "dspark, dflash, draft_model, ngram, ngram_gpu, suffix, medusa, mlp_speculator, "
+            "extract_hidden_states, or a per-model MTP name such as deepseek_mtp) or a draft "
+            "'model'");
+  EXPECT_EQ(method(R"({"method": 3, "num_speculative_tokens": 3})"),
+            "--speculative-config: 'method' must be one of: eagle, eagle3, mtp, dspark, dflash, "
+            "draft_model, ngram, ngram_gpu, suffix, medusa, mlp_speculator, "
+            "extract_hidden_states (or a per-model MTP name such as deepseek_mtp)");
+}
+
 TEST(SpeculativeConfig, MalformedJsonIsAOneLineError) {
   auto bad = ParseSpeculativeConfig(R"({"method": "eagle3",)");
   ASSERT_FALSE(bad.ok());
