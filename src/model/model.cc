@@ -1230,6 +1230,15 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
   const int64_t S = spec ? spec->num_speculative_tokens : 0;
+  if (spec && S == 0 && !spec->model.empty()) {
+    // Left unset for a draft model that did not turn out to run as MTP.
+    return InvalidArgument(fmt::format(
+        "--speculative-config: 'num_speculative_tokens' is not set, and the engine fills it in "
+        "only for MTP with a 'model', from the MTP modules its config states: draft '{}' runs "
+        "as method '{}' (the engine refuses the launch: 'A speculative model was provided, but "
+        "num_speculative_tokens was not provided')",
+        spec->model, spec->method));
+  }
   if (spec && S <= 0) {
     return InvalidArgument(
         fmt::format("--speculative-config: 'num_speculative_tokens' must be positive, got {}", S));

@@ -312,9 +312,11 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   if (!tokens_given && spec.method == "suffix") {
     spec.num_speculative_tokens = suffix_depth;
-  } else if (!tokens_given && spec.method == "mtp" && !spec.model.empty()) {
+  } else if (!tokens_given && (spec.method == "mtp" || spec.method == "draft_model") &&
+             !spec.model.empty()) {
     // The engine loads 'model' as the draft config, whose n_predict (the MTP modules the config
-    // states) becomes the count; the model's reader knows it (0 here: not yet known).
+    // states) becomes the count; the model's reader knows it (0 here: not yet known). A draft
+    // model may run as MTP (internal::DetectDraftMethod); the model build refuses it otherwise.
     spec.num_speculative_tokens = 0;
   } else if (!num_tokens) {
     return Bad("num_speculative_tokens",

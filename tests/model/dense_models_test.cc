@@ -723,6 +723,23 @@ TEST(DenseModels, DraftModelMethodDetection) {
                 "; kvtopo plans MTP layers of the target's own checkpoint only, and this one is "
                 "not 'deepseek-v3.2'");
 
+  // Neither a method nor a count: the engine's draft model runs as MTP, counted by its config.
+  q.model = "qwen3-next-80b";
+  q.parallel.tensor_parallel_size = 4;
+  q.speculative = ParseSpeculativeConfig(R"({"model": "qwen3-next-80b"})").value();
+  auto counted = PlanLaunch(q);
+  ASSERT_TRUE(counted.ok()) << counted.status().ToString();
+  EXPECT_EQ(counted->model.speculative_method, "mtp");
+  EXPECT_EQ(counted->model.num_speculative_tokens, 1);
+  EXPECT_EQ(counted->capacity.max_tokens, 2565720);
+  q.speculative = ParseSpeculativeConfig(R"({"model": "gpt-oss-120b"})").value();
+  auto uncounted = PlanLaunch(q);
+  EXPECT_EQ(uncounted.status().message(),
+            "--speculative-config: 'num_speculative_tokens' is not set, and the engine fills it "
+            "in only for MTP with a 'model', from the MTP modules its config states: draft "
+            "'gpt-oss-120b' runs as method 'draft_model' (the engine refuses the launch: 'A "
+            "speculative model was provided, but num_speculative_tokens was not provided')");
+
   // Method mtp naming a checkpoint: the target's own plans, another's is refused.
   q.model = "qwen3-next-80b";
   q.parallel.tensor_parallel_size = 4;
