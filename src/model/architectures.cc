@@ -4474,6 +4474,25 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
                                       const LoadedConfig* target) {
+  // A model named like a module path (a dot, no slash, no URL scheme) is a proposer class,
+  // whatever the method says (custom_class); kvtopo keeps a name it reads as a config (an
+  // embedded profile such as kimi-k2.6-eagle3-mla, a config file) for that config.
+  const std::string& m = spec.model;
+  if (!m.empty() && spec.method != "custom_class" && m.find('.') != std::string::npos &&
+      m.find('/') == std::string::npos && !m.starts_with("http://") && !m.starts_with("https://") &&
+      !m.starts_with("file://")) {
+    Result<LoadedConfig> config = LoadModelConfig(m, config_format);
+    if (!config.ok() && config.status().code() == StatusCode::kNotFound) {
+      const std::string given = spec.method;
+      spec.method = "custom_class";
+      return fmt::format(
+          "the engine runs --speculative-config method '{}' with model '{}' as method "
+          "'custom_class': it takes a name with a dot and no slash for a proposer class's "
+          "module path (SpeculativeConfig's method detection), and such a proposer keeps no "
+          "draft KV cache",
+          given, m);
+    }
+  }
   const bool mtp = spec.method == "mtp";
   if ((spec.method != "draft_model" && !mtp) || spec.model.empty()) return std::string();
   std::string name = spec.model;

@@ -224,10 +224,11 @@ struct LoadedConfig {
 Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 
 // The engine's method detection for a draft model (SpeculativeConfig.__post_init__ at
-// 28be48fa9): method draft_model (given, or the default) becomes eagle when the draft's name, as
-// given and lowercased, contains "eagle-", eagle3 when it contains "eagle3", dflash when it
-// contains "dflash"; else medusa or mlp_speculator when its config has that model type; else
-// mtp when its config's model type after
+// 28be48fa9): any method becomes custom_class when the model names a module path (a dot, no
+// slash, no URL scheme) that kvtopo cannot read as a config; method draft_model (given, or the
+// default) becomes eagle when the draft's name, as given and lowercased, contains "eagle-", eagle3
+// when it contains "eagle3", dflash when it contains "dflash"; else medusa or mlp_speculator when
+// its config has that model type; else mtp when its config's model type after
 // SpeculativeConfig.hf_config_override is an MTP type (MtpTypeAfterOverride). The engine then
 // builds that checkpoint's MTP layers, which kvtopo plans for the target's own checkpoint
 // (`target`, else `target_model` loaded under `config_format`) and refuses (Rejected) for

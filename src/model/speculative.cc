@@ -75,6 +75,9 @@ constexpr SpeculativeMethod kMethodTable[] = {
     {.name = "extract_hidden_states",
      .async = AsyncScheduling::kDefault,
      .aux_hidden_states = AuxHiddenStates::kAlways},
+    // A proposer class the engine imports from 'model' (custom_class_proposer.py): no draft
+    // cache, async scheduling off.
+    {.name = "custom_class"},
 };
 // The engine's MTPModelTypes other than "mtp" itself (vllm/config/speculative.py): each is
 // accepted and becomes "mtp".
@@ -277,6 +280,11 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return Bad("model", "must be a draft profile name or a path");
     spec.model = j["model"].get<std::string>();
+  }
+  if (spec.method == "custom_class" && spec.model.empty()) {
+    return Bad("model",
+               "is required for method 'custom_class': it names the proposer's module path "
+               "(e.g. 'my_module.MyProposer'), and the engine refuses the method without it");
   }
   const bool tokens_given =
       j.contains("num_speculative_tokens") && !j["num_speculative_tokens"].is_null();

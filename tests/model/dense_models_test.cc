@@ -688,6 +688,32 @@ TEST(DenseModels, DraftModelMethodDetection) {
                 "' as method 'medusa': the draft's config has that model type "
                 "(SpeculativeConfig's method detection)");
 
+  // A model named like a module path that kvtopo cannot read is a proposer class, whatever the
+  // method; an embedded profile's name with a dot stays that profile.
+  c.speculative = ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 3,
+                                             "model": "my_pkg.MyProposer"})")
+                      .value();
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.speculative_method, "custom_class");
+  for (const LayerSpec& l : plan->model.layers) EXPECT_EQ(l.role, Role::kTarget) << l.name;
+  EXPECT_EQ(detected(*plan),
+            "the engine runs --speculative-config method 'eagle3' with model 'my_pkg.MyProposer' "
+            "as method 'custom_class': it takes a name with a dot and no slash for a proposer "
+            "class's module path (SpeculativeConfig's method detection), and such a proposer "
+            "keeps no draft KV cache");
+  LaunchConfig kimi;
+  kimi.model = "kimi-k2.6";
+  kimi.parallel.tensor_parallel_size = 8;
+  kimi.speculative = ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 3,
+                                                "model": "kimi-k2.6-eagle3-mla"})")
+                         .value();
+  auto profile = PlanLaunch(kimi);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  EXPECT_EQ(profile->model.speculative_method, "eagle3");
+  EXPECT_EQ(profile->capacity.max_tokens, 481024);
+
   // Qwen3-Next's own checkpoint as a draft model runs as its MTP layers.
   LaunchConfig q;
   q.model = "qwen3-next-80b";

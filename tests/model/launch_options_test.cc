@@ -583,7 +583,8 @@ TEST(Models, PerModelMtpNamesAreMtp) {
   EXPECT_EQ(refused.status().message(),
             "--speculative-config: 'method' 'mimo_v2_mtp' is not accepted; accepted: eagle, "
             "eagle3, mtp, dspark, dflash, draft_model, ngram, ngram_gpu, suffix, medusa, "
-            "mlp_speculator, extract_hidden_states, and the per-model MTP names deepseek_mtp, "
+            "mlp_speculator, extract_hidden_states, custom_class, and the per-model MTP names "
+            "deepseek_mtp, "
             "mimo_mtp, glm4_moe_mtp, glm4_moe_lite_mtp, glm_ocr_mtp, ernie_mtp, nemotron_h_mtp, "
             "exaone_moe_mtp, exaone4_5_mtp, qwen3_next_mtp, qwen3_5_mtp, longcat_flash_mtp, "
             "pangu_ultra_moe_mtp, step3p5_mtp, hy_v3_mtp, gemma4_mtp");

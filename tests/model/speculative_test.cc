@@ -139,12 +139,17 @@ TEST(SpeculativeConfig, MethodDefaultsAsTheEngine) {
             "draft model and refuses the launch without one ('num_speculative_tokens was "
             "provided but without speculative model'); set a method (one of: eagle, eagle3, mtp, "
             "dspark, dflash, draft_model, ngram, ngram_gpu, suffix, medusa, mlp_speculator, "
-            "extract_hidden_states, or a per-model MTP name such as deepseek_mtp) or a draft "
+            "extract_hidden_states, custom_class, or a per-model MTP name such as deepseek_mtp) "
+            "or a draft "
             "'model'");
   EXPECT_EQ(method(R"({"method": 3, "num_speculative_tokens": 3})"),
             "--speculative-config: 'method' must be one of: eagle, eagle3, mtp, dspark, dflash, "
             "draft_model, ngram, ngram_gpu, suffix, medusa, mlp_speculator, "
-            "extract_hidden_states (or a per-model MTP name such as deepseek_mtp)");
+            "extract_hidden_states, custom_class (or a per-model MTP name such as deepseek_mtp)");
+  EXPECT_EQ(method(R"({"method": "custom_class", "num_speculative_tokens": 3})"),
+            "--speculative-config: 'model' is required for method 'custom_class': it names the "
+            "proposer's module path (e.g. 'my_module.MyProposer'), and the engine refuses the "
+            "method without it");
 }
 
 TEST(SpeculativeConfig, MalformedJsonIsAOneLineError) {
