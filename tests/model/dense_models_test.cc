@@ -703,28 +703,26 @@ TEST(DenseModels, DraftModelMethodDetection) {
             "as method 'custom_class': it takes a name with a dot and no slash for a proposer "
             "class's module path (SpeculativeConfig's method detection), and such a proposer "
             "keeps no draft KV cache");
-  LaunchConfig kimi;
-  kimi.model = "kimi-k2.6";
-  kimi.parallel.tensor_parallel_size = 8;
-  kimi.speculative = ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 3,
-                                                "model": "kimi-k2.6-eagle3-mla"})")
-                         .value();
-  auto profile = PlanLaunch(kimi);
+  // An embedded launch: `model` at TP `tp` with speculative config `spec`.
+  auto launch = [](const std::string& model, int64_t tp, const std::string& spec) {
+    LaunchConfig l;
+    l.model = model;
+    l.parallel.tensor_parallel_size = tp;
+    l.speculative = ParseSpeculativeConfig(spec).value();
+    return PlanLaunch(l);
+  };
+  auto profile = launch("kimi-k2.6", 8, R"({"method": "eagle3", "num_speculative_tokens": 3,
+                                            "model": "kimi-k2.6-eagle3-mla"})");
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
   EXPECT_EQ(profile->model.speculative_method, "eagle3");
   EXPECT_EQ(profile->capacity.max_tokens, 481024);
 
   // Qwen3-Next's own checkpoint as a draft model runs as its MTP layers.
-  LaunchConfig q;
-  q.model = "qwen3-next-80b";
-  q.parallel.tensor_parallel_size = 4;
-  q.speculative =
-      ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 3})").value();
-  auto mtp = PlanLaunch(q);
-  q.speculative = ParseSpeculativeConfig(R"({"method": "draft_model", "num_speculative_tokens": 3,
-                                             "model": "qwen3-next-80b"})")
-                      .value();
-  auto as_draft = PlanLaunch(q);
+  const std::string qwen = "qwen3-next-80b";
+  const std::string as_draft_model =
+      R"({"method": "draft_model", "num_speculative_tokens": 3, "model": "qwen3-next-80b"})";
+  auto mtp = launch(qwen, 4, R"({"method": "mtp", "num_speculative_tokens": 3})");
+  auto as_draft = launch(qwen, 4, as_draft_model);
   ASSERT_TRUE(mtp.ok() && as_draft.ok());
   ASSERT_TRUE(as_draft->accepted()) << as_draft->ErrorLines();
   EXPECT_EQ(as_draft->model.speculative_method, "mtp");
@@ -739,9 +737,7 @@ TEST(DenseModels, DraftModelMethodDetection) {
             "--speculative-config method 'draft_model': draft 'qwen3-next-80b': " + why +
                 "; kvtopo plans the target's MTP layers");
   // Another checkpoint's MTP layers are not planned.
-  q.model = "deepseek-v3.2";
-  q.parallel.tensor_parallel_size = 8;
-  auto other = PlanLaunch(q);
+  auto other = launch("deepseek-v3.2", 8, as_draft_model);
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().code(), StatusCode::kRejected);
   EXPECT_EQ(other.status().message(),
@@ -750,34 +746,25 @@ TEST(DenseModels, DraftModelMethodDetection) {
                 "not 'deepseek-v3.2'");
 
   // Neither a method nor a count: the engine's draft model runs as MTP, counted by its config.
-  q.model = "qwen3-next-80b";
-  q.parallel.tensor_parallel_size = 4;
-  q.speculative = ParseSpeculativeConfig(R"({"model": "qwen3-next-80b"})").value();
-  auto counted = PlanLaunch(q);
+  auto counted = launch(qwen, 4, R"({"model": "qwen3-next-80b"})");
   ASSERT_TRUE(counted.ok()) << counted.status().ToString();
   EXPECT_EQ(counted->model.speculative_method, "mtp");
   EXPECT_EQ(counted->model.num_speculative_tokens, 1);
   EXPECT_EQ(counted->capacity.max_tokens, 2565720);
-  q.speculative = ParseSpeculativeConfig(R"({"model": "gpt-oss-120b"})").value();
-  auto uncounted = PlanLaunch(q);
-  EXPECT_EQ(uncounted.status().message(),
+  EXPECT_EQ(launch(qwen, 4, R"({"model": "gpt-oss-120b"})").status().message(),
             "--speculative-config: 'num_speculative_tokens' is not set, and the engine fills it "
             "in only for MTP with a 'model', from the MTP modules its config states: draft "
             "'gpt-oss-120b' runs as method 'draft_model' (the engine refuses the launch: 'A "
             "speculative model was provided, but num_speculative_tokens was not provided')");
 
   // Method mtp naming a checkpoint: the target's own plans, another's is refused.
-  q.model = "qwen3-next-80b";
-  q.parallel.tensor_parallel_size = 4;
-  q.speculative = ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 3,
-                                             "model": "qwen3-next-80b"})")
-                      .value();
-  auto own = PlanLaunch(q);
+  auto own = launch(qwen, 4,
+                    R"({"method": "mtp", "num_speculative_tokens": 3, "model": "qwen3-next-80b"})");
   ASSERT_TRUE(own.ok()) << own.status().ToString();
   EXPECT_EQ(own->capacity.max_tokens, 2547916);
   EXPECT_EQ(detected(*own), "");
-  q.speculative->model = "deepseek-v3.2";
-  other = PlanLaunch(q);
+  other = launch(qwen, 4,
+                 R"({"method": "mtp", "num_speculative_tokens": 3, "model": "deepseek-v3.2"})");
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().code(), StatusCode::kRejected);
   EXPECT_EQ(other.status().message(),
