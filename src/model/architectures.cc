@@ -20,9 +20,24 @@
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/mistral_format.h"
+#include "model/speculative_method.h"
 
 namespace kvtopo::internal {
 namespace {
+
+std::string Lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// `j`'s string at `key`, or "" when `j` is not an object or the value is absent or not a string
+// (the engine's getattr with a default, for a rule that only compares it).
+std::string StringOrEmpty(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
 
 std::string LayerName(int64_t i, const char* suffix) {
   return fmt::format("model.layers.{}.{}", i, suffix);
@@ -4399,10 +4414,6 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
 // loads, when that type is one of its MTP types (MTPModelTypes); empty otherwise.
 std::string MtpTypeAfterOverride(const nlohmann::json& config) {
   if (!config.is_object()) return "";
-  auto string_at = [](const nlohmann::json& j, const char* key) {
-    const auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
   std::string arch;
   if (const auto a = config.find("architectures");
       a != config.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) {
@@ -4429,7 +4440,7 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
       {false, "intern_s2_preview", "qwen3_5_mtp"}, {false, "longcat_flash", "longcat_flash_mtp"},
       {false, "step3p5", "step3p5_mtp"},           {false, "hy_v3", "hy_v3_mtp"},
       {false, "gemma4_assistant", "gemma4_mtp"}};
-  std::string type = string_at(config, "model_type");
+  std::string type = StringOrEmpty(config, "model_type");
   auto apply = [&](const auto& renames) {
     for (const Rename& r : renames) {
       if ((r.by_arch ? arch : type) == r.from) type = r.to;
@@ -4441,7 +4452,7 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
     // The text config is promoted before the Nemotron-H check.
     const auto text = config.find("text_config");
     c = text != config.end() && text->is_object() ? &*text : &config;
-    type = string_at(*c, "model_type");
+    type = StringOrEmpty(*c, "model_type");
   }
   if (type == "nemotron_h" || type == "nemotron_h_puzzle") {
     const auto n = c->find("num_nextn_predict_layers");
@@ -4450,25 +4461,7 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
   apply(kAfterNemotron);
   // Between exaone_moe and qwen3_5 in the engine's order; no other rule yields or reads it.
   if (type.find("exaone4_5") != std::string::npos) type = "exaone4_5_mtp";
-  constexpr std::string_view kMtpTypes[] = {"deepseek_mtp",
-                                            "mimo_mtp",
-                                            "glm4_moe_mtp",
-                                            "glm4_moe_lite_mtp",
-                                            "glm_ocr_mtp",
-                                            "ernie_mtp",
-                                            "nemotron_h_mtp",
-                                            "exaone_moe_mtp",
-                                            "exaone4_5_mtp",
-                                            "qwen3_next_mtp",
-                                            "qwen3_5_mtp",
-                                            "longcat_flash_mtp",
-                                            "mtp",
-                                            "pangu_ultra_moe_mtp",
-                                            "step3p5_mtp",
-                                            "hy_v3_mtp",
-                                            "gemma4_mtp"};
-  return std::find(std::begin(kMtpTypes), std::end(kMtpTypes), type) != std::end(kMtpTypes) ? type
-                                                                                            : "";
+  return IsMtpModelType(type) ? type : "";
 }
 
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
@@ -4495,9 +4488,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   }
   const bool mtp = spec.method == "mtp";
   if ((spec.method != "draft_model" && !mtp) || spec.model.empty()) return std::string();
-  std::string name = spec.model;
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::string name = Lowered(spec.model);
   constexpr std::pair<std::string_view, std::string_view> kByName[] = {
       {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
   for (const auto& [needle, method] : kByName) {
@@ -4511,10 +4502,8 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   }
   Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format);
   if (!draft.ok()) return std::string();
-  std::string stated = "(none)";
-  if (const auto t = draft->json.find("model_type"); t != draft->json.end() && t->is_string()) {
-    stated = t->get<std::string>();
-  }
+  const std::string type_stated = StringOrEmpty(draft->json, "model_type");
+  const std::string stated = type_stated.empty() ? "(none)" : type_stated;
   if (stated == "medusa" || stated == "mlp_speculator") {
     const std::string given = spec.method;
     spec.method = stated;
@@ -4527,11 +4516,15 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   // A Gemma 4 assistant is a checkpoint of its own that the mtp plan checks against the target.
   const bool assistant = type == "gemma4_mtp";
   if ((mtp && assistant) || (!mtp && type.empty())) return std::string();
-  Result<LoadedConfig> loaded_target = target != nullptr
-                                           ? Result<LoadedConfig>(*target)
-                                           : LoadModelConfig(target_model, config_format);
-  if (!loaded_target.ok()) return std::string();
-  const bool own = draft->file == loaded_target->file || draft->json == loaded_target->json;
+  // The target as the caller read it, else as loaded here.
+  std::optional<LoadedConfig> loaded_target;
+  if (target == nullptr) {
+    Result<LoadedConfig> read = LoadModelConfig(target_model, config_format);
+    if (!read.ok()) return std::string();
+    loaded_target = std::move(*read);
+    target = &*loaded_target;
+  }
+  const bool own = draft->file == target->file || draft->json == target->json;
   if (mtp) {
     if (own) return std::string();
     return Rejected(fmt::format(
@@ -4978,12 +4971,6 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
 namespace {
 
 bool IsModelProfile(std::string_view stem) { return stem != "backends" && stem != "vllm-flags"; }
-
-std::string Lowered(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // The embedded profile that serves a Hugging Face repo id ("moonshotai/Kimi-K3", optionally
 // with "@revision"), from the profiles' kvtopo.hf_repos lists; case-insensitive.

@@ -181,6 +181,10 @@ const SpeculativeMethod* FindSpeculativeMethod(std::string_view name) {
   return nullptr;
 }
 
+bool IsMtpModelType(std::string_view model_type) {
+  return model_type == "mtp" || Contains(kMtpAliases, model_type);
+}
+
 bool DraftIsReplicated(const SpeculativeMethod& method, bool causal, ShardDraftRequest request) {
   switch (method.placement) {
     case DraftPlacementRule::kByCausality:

@@ -80,6 +80,9 @@ struct SpeculativeMethod {
 
 // The row of a canonical method name; null when none.
 const SpeculativeMethod* FindSpeculativeMethod(std::string_view name);
+// Whether `model_type` is one of the engine's MTP model types (MTPModelTypes: "mtp" and the
+// per-model names, which --speculative-config also takes as methods).
+bool IsMtpModelType(std::string_view model_type);
 
 // Whether the draft cache of `method` is replicated under DCP > 1, for a draft of causality
 // `causal` and the launch's sharding request.
