@@ -1,5 +1,6 @@
-// config_plan: config.json text -> model cache specs -> plan, under two launches (vLLM's defaults
-// on one rank; TP4/DCP4 with interleave 4 and MTP speculation), then the plan's JSON report. A
+// config_plan: config.json text -> model cache specs -> plan, under three launches (vLLM's
+// defaults on one rank; TP4/DCP4 with interleave 4, MTP speculation and --trust-remote-code; the
+// defaults under --model-impl transformers, trusting remote code), then the plan's JSON report. A
 // Mistral-format params.json (n_layers and no architectures) is converted first, as the engine
 // converts it. The same text is then read as an EAGLE-3 draft's config (the engine's renaming,
 // or its speculators-format conversion).
@@ -17,10 +18,15 @@
 namespace kvtopo::fuzz {
 namespace {
 
-LaunchConfig Launch(bool sharded) {
+LaunchConfig Launch(int which) {
   LaunchConfig c;
   c.model = "fuzz/config.json";
-  if (sharded) {
+  if (which == 2) {
+    c.model_impl = "transformers";
+    c.trust_remote_code = true;
+  }
+  if (which == 1) {
+    c.trust_remote_code = true;
     c.parallel = ParallelConfig{.tensor_parallel_size = 4,
                                 .decode_context_parallel_size = 4,
                                 .dcp_kv_cache_interleave_size = 4};
@@ -42,8 +48,8 @@ Reached FuzzConfigPlan(const uint8_t* data, size_t size) {
     if (!json.ok()) return Reached::kStopped;
   }
   Reached reached = Reached::kStopped;
-  for (bool sharded : {false, true}) {
-    const LaunchConfig launch = Launch(sharded);
+  for (int which : {0, 1, 2}) {
+    const LaunchConfig launch = Launch(which);
     Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(*json, launch);
     if (!specs.ok()) continue;
     Result<Plan> plan = PlanLaunchSpecs(*specs, launch);

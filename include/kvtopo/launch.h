@@ -137,6 +137,12 @@ struct LaunchConfig {
   // else config.json), hf (config.json) or mistral (params.json). A draft model reads as the
   // target's.
   std::string config_format = "auto";
+  // --model-impl: auto (the engine's own model class, else its Transformers backend for a config
+  // whose custom code it loads), vllm (its own class only) or transformers (the Transformers
+  // backend). A draft model is read under auto.
+  std::string model_impl = "auto";
+  // --trust-remote-code: the engine loads the custom code a config's auto_map names.
+  bool trust_remote_code = false;
   // --hf-overrides: a JSON object of config values the engine sets on the target model's config
   // after loading it (docs/profiles.md, "--hf-overrides"); empty: none.
   std::string hf_overrides;

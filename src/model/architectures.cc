@@ -3346,6 +3346,8 @@ Status ReadPaddleOcrVl(const ConfigReader& root, ModelDescription& m);
 Status ReadMolmo2(const ConfigReader& root, ModelDescription& m);
 Status ReadMoondream3(const ConfigReader& root, ModelDescription& m);
 Status ReadWhisper(const ConfigReader& r, ModelDescription& m);
+Status ReadSmolLm3(const ConfigReader& r, ModelDescription& m);
+Status ReadEmu3(const ConfigReader& root, ModelDescription& m);
 void WithoutClassHooks(ModelDescription& m);
 void WithoutClassOrConfigHooks(ModelDescription& m);
 
@@ -3381,6 +3383,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Plamo2ForCausalLM", TextModel::kRoot, ReadPlamo2},
       {"GptOssForCausalLM", TextModel::kRoot, ReadGptOss},
       {"LlamaForCausalLM", TextModel::kRoot, ReadDenseAs<kLlama>},
+      {"SmolLM3ForCausalLM", TextModel::kRoot, ReadSmolLm3},
       {"Phi3ForCausalLM", TextModel::kRoot,
        ReadDenseAs<kLlama>},  // the engine's Phi3ForCausalLM is its Llama
       {"MistralForCausalLM", TextModel::kRoot, ReadDenseAs<kMistral>},
@@ -3560,6 +3563,7 @@ const std::vector<ArchitectureReader>& Readers() {
       // Moondream 3: their own Llama-like attention layers.
       {"QwenVLForConditionalGeneration", TextModel::kRoot, ReadDenseAs<kQwenV1>},
       {"ChameleonForConditionalGeneration", TextModel::kRoot, ReadChameleon},
+      {"Emu3ForConditionalGeneration", TextModel::kRoot, ReadEmu3},
       {"MolmoForCausalLM", TextModel::kRoot, ReadMolmo},
       {"Molmo2ForConditionalGeneration", TextModel::kRoot, ReadMolmo2},
       {"Moondream3ForCausalLM", TextModel::kRoot, ReadMoondream3},
@@ -4585,6 +4589,7 @@ constexpr std::string_view kMultimodalTargets[] = {"AriaForConditionalGeneration
                                                    "DeepseekVLV2ForCausalLM",
                                                    "DotsOCRForCausalLM",
                                                    "Eagle2_5_VLForConditionalGeneration",
+                                                   "Emu3ForConditionalGeneration",
                                                    "Ernie4_5_VLMoeForConditionalGeneration",
                                                    "Exaone4_5_ForConditionalGeneration",
                                                    "FireRedASR2ForConditionalGeneration",
@@ -4676,6 +4681,8 @@ constexpr std::string_view kMultimodalTargets[] = {"AriaForConditionalGeneration
                                                    "StepVLForConditionalGeneration",
                                                    "Tarsier2ForConditionalGeneration",
                                                    "TarsierForConditionalGeneration",
+                                                   "TransformersMultiModalForCausalLM",
+                                                   "TransformersMultiModalMoEForCausalLM",
                                                    "UltravoxModel",
                                                    "VoxtralForConditionalGeneration",
                                                    "WhisperForConditionalGeneration"};
@@ -4860,9 +4867,505 @@ bool NamesParallelDraftingToken(const nlohmann::json& config) {
          config.contains("pard_token") || config.contains("ptd_token_id");
 }
 
+// ---- The Transformers modeling backend ----------------------------------------------------------
+// The engine builds some models with Transformers' own class (the fork's
+// models/transformers/base.py at 28be48fa9): SmolLM3ForCausalLM and Emu3ForConditionalGeneration
+// (the registry's _TRANSFORMERS_SUPPORTED_MODELS), the Transformers* architectures themselves,
+// any model under --model-impl transformers, and under auto a config none of whose architectures
+// the registry holds, when custom code its auto_map names has the class. create_attention_instances
+// gives the class one vLLM attention layer per text-config layer (num_hidden_layers), all of one
+// shape: ModelConfig's K/V heads and head size (model_arch_config_convertor.py: the first of
+// n_head_kv, num_kv_heads, num_key_value_heads, multi_query_group_num and num_attention_groups the
+// text config has, else num_attention_heads; head_dim, else hidden_size_per_head, else hidden_size
+// // num_attention_heads). Layer i slides with the config's sliding_window when the config's
+// layer_types[i] is sliding_attention; any other layer takes the cache-wide window: the text
+// config's sliding_window when its layer_types are of one kind (arg_utils, is_interleaved), else
+// none.
+
+constexpr std::array<std::string_view, 5> kBackendKvHeadKeys = {
+    "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+    "num_attention_groups"};
+
+// ModelConfig's is_deepseek_mla (model_arch_config_convertor.py at 28be48fa9): a text config of
+// these model types with a kv_lora_rank caches MLA latents. Sorted.
+constexpr std::string_view kMlaModelTypes[] = {
+    "AXK1",         "bailing_hybrid", "deepseek_mtp",  "deepseek_v2",       "deepseek_v3",
+    "deepseek_v32", "deepseek_v4",    "glm4_moe_lite", "glm4_moe_lite_mtp", "glm_moe_dsa",
+    "kimi_k2",      "kimi_linear",    "longcat_flash", "pangu_ultra_moe",   "pangu_ultra_moe_mtp"};
+static_assert(std::is_sorted(std::begin(kMlaModelTypes), std::end(kMlaModelTypes)));
+
+// The text config's key Transformers' get_text_config returns: the one of text_encoder, decoder,
+// generator and text_config the config holds (not null), or "" for the config itself. Two are
+// Transformers' error.
+Result<std::string> BackendTextConfigKey(const ConfigReader& root) {
+  std::vector<std::string> held;
+  for (const char* key : {"text_encoder", "decoder", "generator", "text_config"}) {
+    if (root.Has(key)) held.emplace_back(key);
+  }
+  if (held.size() > 1) {
+    return root.Invalid(held[1], fmt::format("is stated beside {}: Transformers' get_text_config "
+                                             "refuses a config with two text configs ('Multiple "
+                                             "valid text configs were found in the model config')",
+                                             held[0]));
+  }
+  return held.empty() ? std::string() : held[0];
+}
+
+// The layers of a text config `t` as the backend builds them (above), the windows from the
+// text config's own layer_types and sliding_window (`root_types`: the top-level config's
+// layer_types and sliding_window instead, for a nested text config that leaves them to it).
+// `defaulted` collects the engine's rules applied where the config leaves a value to its class.
+Status ReadBackendLayers(const ConfigReader& t, const ConfigReader* root_types,
+                         std::vector<std::string>& defaulted, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, t.StringOr("model_type", ""));
+  // DeepSeek-V4 (compress_ratios) is MLA with a head_dim, the others with a kv_lora_rank.
+  const char* mla_key = t.json().contains("compress_ratios") ? "head_dim" : "kv_lora_rank";
+  if (InSortedTable(kMlaModelTypes, type) && t.Has(mla_key)) {
+    return t.Invalid(mla_key,
+                     fmt::format("is set under model type {}: the engine caches such a model as "
+                                 "MLA latents (ModelConfig.is_deepseek_mla), which the "
+                                 "Transformers backend's attention does not compute; kvtopo does "
+                                 "not plan it on that backend",
+                                 type));
+  }
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(t, m, kAnyLengthField));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(t));
+  const auto kv_key = std::find_if(kBackendKvHeadKeys.begin(), kBackendKvHeadKeys.end(),
+                                   [&](std::string_view k) { return t.json().contains(k); });
+  if (kv_key == kBackendKvHeadKeys.end()) {
+    m.num_kv_heads_total = m.num_attention_heads;
+    defaulted.emplace_back(fmt::format(
+        "K/V heads = num_attention_heads {} (no K/V head count stated)", m.num_attention_heads));
+  } else if (t.IsNull(*kv_key)) {
+    return t.Invalid(*kv_key,
+                     "is null: the engine takes the K/V heads from it and does not "
+                     "build with none; state the count");
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(m.num_kv_heads_total, Positive(t, *kv_key));
+  }
+  KVTOPO_RETURN_IF_ERROR(CheckKvHeadsDivide(t, m));
+  int64_t head = 0;
+  if (t.Has("head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(head, Positive(t, "head_dim"));
+  } else if (t.Has("hidden_size_per_head")) {
+    KVTOPO_ASSIGN_OR_RETURN(head, Positive(t, "hidden_size_per_head"));
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(t, m, /*use_head_dim=*/false));
+    defaulted.emplace_back(fmt::format(
+        "head size = hidden_size / num_attention_heads = {} (no head_dim stated)", head));
+  }
+  const ConfigReader& types = root_types != nullptr ? *root_types : t;
+  std::vector<bool> sliding(static_cast<size_t>(n), false);
+  if (types.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> kinds, types.StringList("layer_types"));
+    if (static_cast<int64_t>(kinds.size()) < n) {
+      return types.Invalid("layer_types",
+                           fmt::format("has {} entries for {} layers: the engine indexes it by "
+                                       "layer and fails past its end",
+                                       kinds.size(), n));
+    }
+    for (int64_t i = 0; i < n; ++i) sliding[i] = kinds[i] == "sliding_attention";
+  }
+  int64_t per_layer = 0;
+  if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) {
+    if (!types.json().contains("sliding_window")) {
+      return types.Invalid("layer_types",
+                           "names sliding_attention layers and the config has no sliding_window, "
+                           "which the engine reads for them (an AttributeError); state it");
+    }
+    KVTOPO_ASSIGN_OR_RETURN(per_layer, types.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  }
+  // is_interleaved reads the text config's layer_types: more than one kind, no cache-wide window.
+  KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, t.IntInOr("sliding_window", 0, 0, kMaxModelLen));
+  int64_t cache_wide = m.text_sliding_window;
+  if (t.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> kinds, t.StringList("layer_types"));
+    const bool one_kind = std::all_of(kinds.begin(), kinds.end(),
+                                      [&](const std::string& k) { return k == kinds.front(); });
+    if (!one_kind) cache_wide = 0;
+    if (one_kind && !kinds.empty() && kinds.front() == "full_attention" && cache_wide > 0) {
+      WarnEveryLayerSlides(t, m);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t window = sliding[i] && per_layer > 0 ? per_layer : cache_wide;
+    m.layers.push_back(KvAttentionLayer(i, m, head, window));
+  }
+  return Status::Ok();
+}
+
+// SmolLM3 (SmolLM3ForCausalLM, which the engine builds with the Transformers backend over
+// Transformers' SmolLM3Config): 36 layers of 16 heads over 2048, 4 K/V heads (null: one per
+// head), 32768 positions where the config omits them. Without layer_types (or with null) the class
+// derives them: a layer slides when use_sliding_window is true, sliding_window is set and
+// no_rope_layers marks it a NoPE layer (0); no_rope_layers defaults to a NoPE layer at every
+// no_rope_layer_interval-th (4) layer. Stated layer_types must have one entry per layer
+// (layer_type_validation).
+Status ReadSmolLm3(const ConfigReader& r, ModelDescription& m) {
+  nlohmann::json filled = r.json();
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"hidden_size", 2048},
+                                   {"num_hidden_layers", 36},
+                                   {"num_attention_heads", 16},
+                                   {"max_position_embeddings", 32768}}) {
+    if (!filled.contains(key)) filled[key] = value;
+  }
+  if (!filled.contains("sliding_window")) filled["sliding_window"] = nullptr;
+  const ConfigReader f = r.Over(filled);
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(f));
+  if (!filled.contains("num_key_value_heads")) {
+    filled["num_key_value_heads"] = 4;
+  } else if (filled["num_key_value_heads"].is_null()) {
+    filled["num_key_value_heads"] = filled["num_attention_heads"];
+  }
+  if (f.Has("layer_types")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> kinds,
+                            PerLayerNames(f, "layer_types", n));
+  } else {
+    std::vector<int64_t> no_rope;
+    if (f.Has("no_rope_layers")) {
+      KVTOPO_ASSIGN_OR_RETURN(no_rope, f.IntList("no_rope_layers"));
+      if (static_cast<int64_t>(no_rope.size()) < n) {
+        return f.Invalid("no_rope_layers",
+                         fmt::format("has {} entries for {} layers: SmolLM3Config indexes it by "
+                                     "layer and fails past its end",
+                                     no_rope.size(), n));
+      }
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t interval,
+                              f.IntInOr("no_rope_layer_interval", 4, 1, kMaxLayers));
+      for (int64_t i = 0; i < n; ++i) no_rope.push_back((i + 1) % interval != 0 ? 1 : 0);
+    }
+    KVTOPO_ASSIGN_OR_RETURN(const bool use, f.BoolOr("use_sliding_window", false));
+    const bool window = f.Has("sliding_window");
+    nlohmann::json kinds = nlohmann::json::array();
+    for (int64_t i = 0; i < n; ++i) {
+      kinds.push_back(use && window && no_rope[i] == 0 ? "sliding_attention" : "full_attention");
+    }
+    filled["layer_types"] = std::move(kinds);
+  }
+  std::vector<std::string> defaulted;
+  KVTOPO_RETURN_IF_ERROR(ReadBackendLayers(r.Over(filled), nullptr, defaulted, m));
+  RecordTextShape(filled, m);
+  m.transformers_backend = "TransformersForCausalLM";
+  return Status::Ok();
+}
+
+// Emu3 (Emu3ForConditionalGeneration, which the engine builds with the Transformers backend's
+// multimodal class over Transformers' Emu3Config): the text model is text_config, an
+// Emu3TextConfig whose defaults fill what it omits (32 layers of 32 heads over 4096, 8 K/V heads,
+// 9216 positions; a null num_key_value_heads stays null, which the engine does not build).
+Status ReadEmu3(const ConfigReader& root, ModelDescription& m) {
+  nlohmann::json text = nlohmann::json::object();
+  if (root.Has("text_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader stated, root.Object("text_config"));
+    text = stated.json();
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"hidden_size", 4096},
+                                   {"num_hidden_layers", 32},
+                                   {"num_attention_heads", 32},
+                                   {"num_key_value_heads", 8},
+                                   {"max_position_embeddings", 9216}}) {
+    if (!text.contains(key)) text[key] = value;
+  }
+  nlohmann::json filled = root.json();
+  filled["text_config"] = text;
+  const ConfigReader outer = root.Over(filled);
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader inner, outer.Object("text_config"));
+  nlohmann::json storage;
+  std::vector<std::string> defaulted;
+  KVTOPO_RETURN_IF_ERROR(
+      ReadBackendLayers(WithOuterDtype(inner, outer, storage), &outer, defaulted, m));
+  RecordTextShape(text, m);
+  m.transformers_backend = "TransformersMultiModalForCausalLM";
+  return Status::Ok();
+}
+
+// The registry's answers for architectures it no longer serves in-tree (registry.py at
+// 28be48fa9: _PREVIOUSLY_SUPPORTED_MODELS, the last version that did; _OOT_SUPPORTED_MODELS, the
+// plugin that does).
+constexpr std::pair<std::string_view, std::string_view> kPreviouslySupported[] = {
+    {"DonutForConditionalGeneration", "0.10.2"},
+    {"MllamaForConditionalGeneration", "0.10.2"},
+    {"MotifForCausalLM", "0.10.2"},
+    {"Phi3SmallForCausalLM", "0.9.2"},
+    {"Phi4FlashForCausalLM", "0.10.2"},
+    {"Phi4MultimodalForCausalLM", "0.12.0"}};
+constexpr std::pair<std::string_view, std::string_view> kPluginSupported[] = {
+    {"BartForConditionalGeneration", "https://github.com/vllm-project/bart-plugin"},
+    {"BartModel", "https://github.com/vllm-project/bart-plugin"},
+    {"Florence2ForConditionalGeneration", "https://github.com/vllm-project/bart-plugin"},
+    {"MBartForConditionalGeneration", "https://github.com/vllm-project/bart-plugin"}};
+
+// The Transformers backend's classes (registry.py's _TRANSFORMERS_BACKEND_MODELS): the
+// generative ones kvtopo plans, and the pooling ones, which keep no cache a launch plans.
+constexpr std::string_view kBackendCausalClasses[] = {
+    "TransformersForCausalLM", "TransformersMoEForCausalLM", "TransformersMultiModalForCausalLM",
+    "TransformersMultiModalMoEForCausalLM"};
+constexpr std::string_view kBackendPoolingClasses[] = {
+    "TransformersEmbeddingModel",           "TransformersForSequenceClassification",
+    "TransformersMoEEmbeddingModel",        "TransformersMoEForSequenceClassification",
+    "TransformersMultiModalEmbeddingModel", "TransformersMultiModalForSequenceClassification"};
+
+bool IsBackendClass(std::string_view architecture) {
+  return std::find(std::begin(kBackendCausalClasses), std::end(kBackendCausalClasses),
+                   architecture) != std::end(kBackendCausalClasses) ||
+         std::find(std::begin(kBackendPoolingClasses), std::end(kBackendPoolingClasses),
+                   architecture) != std::end(kBackendPoolingClasses);
+}
+
+// The auto_map entry naming the model class of the config's custom code (a key starting with
+// AutoModel, as the registry's _try_resolve_transformers looks for it): "key: value", or "".
+std::string AutoMapModelEntry(const nlohmann::json& config) {
+  const auto map = config.find("auto_map");
+  if (map == config.end() || !map->is_object()) return "";
+  for (const auto& [key, value] : map->items()) {
+    if (key.starts_with("AutoModel")) {
+      return fmt::format("{}: {}", key,
+                         value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  return "";
+}
+
+// The engine's error for architectures its registry does not hold (_raise_for_unsupported),
+// with what kvtopo offers instead.
+Status UnsupportedArchitectures(const std::string& file, const std::vector<std::string>& archs,
+                                const ModelClassOptions& options) {
+  for (const std::string& arch : archs) {
+    for (const auto& [name, version] : kPreviouslySupported) {
+      if (arch == name) {
+        return InvalidArgument(fmt::format(
+            "config.json '{}': architecture '{}' was supported by the engine until v{} and is "
+            "not anymore ('Model architecture {} was supported in vLLM until v{}, and is not "
+            "supported anymore'); kvtopo plans the engine of today",
+            file, arch, version, arch, version));
+      }
+    }
+    for (const auto& [name, plugin] : kPluginSupported) {
+      if (arch == name) {
+        return InvalidArgument(fmt::format(
+            "config.json '{}': architecture '{}' is served only by the engine's plugin at {} "
+            "('not supported in-tree anymore'); kvtopo does not plan plugins' models",
+            file, arch, plugin));
+      }
+    }
+  }
+  const std::string fallback =
+      options.model_impl == "vllm"
+          ? "--model-impl vllm leaves the engine no Transformers fallback"
+          : "if Transformers itself has the class, the engine may build it with its Transformers "
+            "backend: pass --model-impl transformers to plan that";
+  return InvalidArgument(fmt::format(
+      "config.json '{}': architecture{} '{}' {} not supported ({}); supported: {}", file,
+      archs.size() > 1 ? "s" : "", fmt::join(archs, "', '"), archs.size() > 1 ? "are" : "is",
+      fallback, fmt::join(SupportedArchitectures(), ", ")));
+}
+
+// What keeps a model kvtopo reads natively from the Transformers backend's one attention shape:
+// a layer that is not K/V attention (full or sliding), or of another shape, or a count of cache
+// layers other than the text config's layers; "" when none does.
+std::string NotOneAttentionShape(const ModelDescription& native) {
+  std::vector<const RawLayer*> trunk;
+  for (const RawLayer& l : native.layers) {
+    if (!l.mtp) trunk.push_back(&l);
+  }
+  if (trunk.empty()) return "it has no attention layers";
+  const RawLayer& first = *trunk.front();
+  for (const RawLayer* l : trunk) {
+    if ((l->type != LayerType::kAttention && l->type != LayerType::kSlidingWindow) ||
+        l->cross_attention || l->attention_chunk_size > 0 || l->page_tail_bytes_per_token > 0) {
+      return fmt::format("its layer {} is not plain K/V attention", l->name);
+    }
+    if (l->num_kv_heads_total != first.num_kv_heads_total || l->head_size != first.head_size ||
+        l->head_size_v != l->head_size) {
+      return fmt::format("its layer {} has {} K/V heads of {}/{} where {} has {} of {}", l->name,
+                         l->num_kv_heads_total, l->head_size, l->head_size_v, first.name,
+                         first.num_kv_heads_total, first.head_size);
+    }
+  }
+  if (native.num_hidden_layers > 0 &&
+      static_cast<int64_t>(trunk.size()) != native.num_hidden_layers) {
+    return fmt::format(
+        "it caches {} layers for num_hidden_layers {} (layers share or skip a cache)", trunk.size(),
+        native.num_hidden_layers);
+  }
+  return "";
+}
+
+// `config` as the engine's Transformers backend builds it (above): under --model-impl
+// transformers (`forced`), for a Transformers* architecture, or as the fallback for a config
+// whose auto_map names custom code. A model kvtopo reads natively keeps its reader's values (the
+// config class's defaults) when its layers are of one attention shape, with the windows of the
+// config's stated layer_types; any other config is read by the engine's generic rules, with a
+// warning naming what kvtopo cannot check.
+Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& config,
+                                                       const ConfigReader& root,
+                                                       const std::vector<std::string>& archs,
+                                                       const ModelClassOptions& options,
+                                                       bool forced, ModelDescription m) {
+  const std::string& arch = archs.front();
+  if (std::find(std::begin(kBackendPoolingClasses), std::end(kBackendPoolingClasses), arch) !=
+      std::end(kBackendPoolingClasses)) {
+    return InvalidArgument(
+        fmt::format("config.json '{}': {} is the Transformers backend's pooling "
+                    "class (embeddings or classification), which kvtopo does "
+                    "not plan",
+                    root.file(), arch));
+  }
+  const std::string custom = AutoMapModelEntry(config);
+  const bool backend_named = IsBackendClass(arch);
+  if (!backend_named && !custom.empty() && !options.trust_remote_code) {
+    return InvalidArgument(fmt::format(
+        "config.json '{}': {}'s class is custom code (auto_map {}), which the engine loads for "
+        "its Transformers backend only with --trust-remote-code",
+        root.file(), arch, custom));
+  }
+  if (root.Has("quantization_config")) {
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader q, root.Object("quantization_config"));
+    KVTOPO_ASSIGN_OR_RETURN(const std::string method, q.StringOr("quant_method", ""));
+    if (method == "mxfp4" || method == "gpt_oss_mxfp4") {
+      return q.Invalid("quant_method",
+                       fmt::format("is {}: the engine's Transformers backend refuses it ('does not "
+                                   "support MXFP4 quantization yet')",
+                                   method));
+    }
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::string text_key, BackendTextConfigKey(root));
+  const auto& readers = Readers();
+  const bool native = !backend_named && !IsBackendClass(arch) &&
+                      std::any_of(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
+                        return r.architecture == arch && !r.draft;
+                      });
+  std::vector<std::string> checks;
+  if (native) {
+    ModelClassOptions vllm = options;
+    vllm.model_impl = "vllm";
+    KVTOPO_ASSIGN_OR_RETURN(ModelDescription read, DescribeModel(config, root.file(), vllm));
+    if (const std::string why = NotOneAttentionShape(read); !why.empty()) {
+      return InvalidArgument(fmt::format(
+          "config.json '{}': --model-impl transformers: the Transformers backend gives every "
+          "layer one attention shape, and {} ({}); kvtopo does not plan it on that backend",
+          root.file(), arch, why));
+    }
+    const bool had_mtp = std::any_of(read.layers.begin(), read.layers.end(),
+                                     [](const RawLayer& l) { return l.mtp; });
+    std::erase_if(read.layers, [](const RawLayer& l) { return l.mtp; });
+    if (had_mtp) {
+      read.mtp_unavailable =
+          "the Transformers backend builds the model without its MTP layers, and kvtopo plans an "
+          "MTP draft from the target's own (--model-impl transformers)";
+    }
+    // The backend's windows: the stated layer_types' sliding layers take the config's window;
+    // without layer_types the reader's (the config class's derived kinds, or the cache-wide one).
+    if (root.Has("layer_types") && text_key.empty()) {
+      // The reader's notes on how its class reads the windows do not hold for the backend's.
+      std::erase_if(read.config_warnings,
+                    [](const auto& w) { return w.first == "config-window-unused"; });
+      KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> kinds, root.StringList("layer_types"));
+      if (kinds.size() < read.layers.size()) {
+        return root.Invalid("layer_types",
+                            fmt::format("has {} entries for {} layers: the engine indexes it by "
+                                        "layer and fails past its end",
+                                        kinds.size(), read.layers.size()));
+      }
+      const bool one_kind = std::all_of(kinds.begin(), kinds.end(),
+                                        [&](const std::string& k) { return k == kinds.front(); });
+      for (size_t i = 0; i < read.layers.size(); ++i) {
+        const bool slides = kinds[i] == "sliding_attention";
+        const int64_t window = slides || one_kind ? read.text_sliding_window : 0;
+        RawLayer& l = read.layers[i];
+        l.type = window > 0 ? LayerType::kSlidingWindow : LayerType::kAttention;
+        l.sliding_window = window;
+      }
+    }
+    m = std::move(read);
+  } else {
+    std::vector<std::string> defaulted;
+    if (text_key.empty()) {
+      KVTOPO_RETURN_IF_ERROR(ReadBackendLayers(root, nullptr, defaulted, m));
+      RecordTextShape(config, m);
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object(text_key));
+      nlohmann::json storage;
+      KVTOPO_RETURN_IF_ERROR(
+          ReadBackendLayers(WithOuterDtype(text, root, storage), &root, defaulted, m));
+      RecordTextShape(text.json(), m);
+    }
+    if (!defaulted.empty()) {
+      checks.push_back(
+          fmt::format("the config class's own defaults, where the config leaves "
+                      "values to them (kvtopo took the engine's fallbacks: {})",
+                      fmt::join(defaulted, "; ")));
+    }
+    if (!backend_named) {
+      checks.insert(checks.begin(),
+                    custom.empty()
+                        ? fmt::format("that Transformers has a class {} (else the engine raises "
+                                      "'Cannot find model module')",
+                                      arch)
+                        : fmt::format("the custom code of auto_map {}", custom));
+    }
+  }
+  std::string cls = arch;
+  if (!backend_named) {
+    // ModelConfig._get_transformers_backend_cls: MultiModal for a nested text config, MoE for a
+    // text config with experts (the first of its expert counts it states, above 0).
+    cls = text_key.empty() ? "Transformers" : "TransformersMultiModal";
+    const nlohmann::json& text = text_key.empty() ? config : config[text_key];
+    for (const char* key :
+         {"num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"}) {
+      if (!text.contains(key)) continue;
+      const nlohmann::json& v = text[key];
+      const nlohmann::json& count = v.is_array() && !v.empty() ? v[0] : v;
+      if (count.is_number() && count.get<double>() > 0) cls += "MoE";
+      break;
+    }
+    cls += "ForCausalLM";
+  } else {
+    checks.insert(checks.begin(),
+                  fmt::format("that Transformers (or the config's custom code) builds a model for "
+                              "its model type '{}'",
+                              m.model_type));
+  }
+  if (!backend_named) {
+    checks.push_back(
+        "that the class supports the backend (else the engine raises 'The "
+        "Transformers implementation of ... is not compatible with vLLM')");
+    checks.push_back(
+        "that it declares the tensor- or pipeline-parallel plan a launch with "
+        "-tp or -pp above 1 needs");
+  }
+  m.architecture = cls;
+  m.transformers_backend = cls;
+  if (!checks.empty()) {
+    m.config_warnings.emplace_back(
+        "transformers-backend",
+        fmt::format("config.json '{}' ({}) is built by the engine's Transformers backend as {}{}: "
+                    "kvtopo plans the cache that backend gives it, and does not check {}",
+                    root.file(), archs.front(), cls, forced ? " (--model-impl transformers)" : "",
+                    fmt::join(checks, ", nor ")));
+  }
+  return m;
+}
 }  // namespace
 
-Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file) {
+Status CheckModelImpl(const std::string& model_impl) {
+  if (model_impl == "auto" || model_impl == "vllm" || model_impl == "transformers") {
+    return Status::Ok();
+  }
+  if (model_impl == "terratorch") {
+    return InvalidArgument(
+        "--model-impl terratorch builds the engine's Terratorch models, which keep no KV cache; "
+        "kvtopo plans auto, vllm and transformers");
+  }
+  return InvalidArgument(fmt::format(
+      "--model-impl '{}' is not a model implementation; accepted: auto, vllm, transformers",
+      model_impl));
+}
+
+Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file,
+                                       const ModelClassOptions& options) {
+  KVTOPO_RETURN_IF_ERROR(CheckModelImpl(options.model_impl));
   ConfigReader root(config, file);
   if (!config.is_object()) {
     return InvalidArgument(fmt::format("config.json '{}' must hold a JSON object", file));
@@ -4873,28 +5376,50 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   m.file = file;
   m.architecture = archs.front();
   KVTOPO_ASSIGN_OR_RETURN(m.model_type, root.StringOr("model_type", ""));
+  const auto& readers = Readers();
+  auto reader_of = [&](std::string_view arch) {
+    return std::find_if(readers.begin(), readers.end(),
+                        [&](const ArchitectureReader& r) { return arch == r.architecture; });
+  };
+  auto refused = [](std::string_view arch) {
+    return std::any_of(std::begin(kRefusals), std::end(kRefusals),
+                       [&](const Refusal& r) { return arch == r.architecture; });
+  };
+  if (options.model_impl == "transformers") {
+    return DescribeOnTransformersBackend(config, root, archs, options, /*forced=*/true,
+                                         std::move(m));
+  }
+  // The engine takes the first architecture its registry holds (resolve_model_cls); with none,
+  // under auto, the Transformers backend over the config's custom code.
+  const auto picked = std::find_if(archs.begin(), archs.end(), [&](const std::string& a) {
+    return reader_of(a) != readers.end() || refused(a) || IsBackendClass(a);
+  });
+  if (picked == archs.end()) {
+    if (!root.Has("model_type") && root.Has("speculators_config")) {
+      return InvalidArgument(fmt::format(
+          "config.json '{}' is a speculators-format draft ({}): the engine serves it as the "
+          "draft of the verifier its speculators_config names; plan that model with "
+          "--speculative-config '{{\"model\": \"{}\"}}' (and its method and token count)",
+          file, m.architecture, file));
+    }
+    if (options.model_impl == "auto" && !AutoMapModelEntry(config).empty()) {
+      return DescribeOnTransformersBackend(config, root, archs, options, /*forced=*/false,
+                                           std::move(m));
+    }
+    return UnsupportedArchitectures(file, archs, options);
+  }
+  m.architecture = *picked;
+  if (IsBackendClass(m.architecture)) {
+    return DescribeOnTransformersBackend(config, root, {*picked}, options, /*forced=*/false,
+                                         std::move(m));
+  }
   for (const Refusal& refusal : kRefusals) {
     if (m.architecture == refusal.architecture) {
       return InvalidArgument(fmt::format("config.json '{}': {} is not planned: {}", file,
                                          m.architecture, refusal.reason));
     }
   }
-  const auto& readers = Readers();
-  auto it = std::find_if(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
-    return m.architecture == r.architecture;
-  });
-  if (it == readers.end() && !root.Has("model_type") && root.Has("speculators_config")) {
-    return InvalidArgument(fmt::format(
-        "config.json '{}' is a speculators-format draft ({}): the engine serves it as the draft "
-        "of the verifier its speculators_config names; plan that model with "
-        "--speculative-config '{{\"model\": \"{}\"}}' (and its method and token count)",
-        file, m.architecture, file));
-  }
-  if (it == readers.end()) {
-    return InvalidArgument(
-        fmt::format("config.json '{}': architecture '{}' is not supported; supported: {}", file,
-                    m.architecture, fmt::join(SupportedArchitectures(), ", ")));
-  }
+  const auto it = reader_of(m.architecture);
   if (m.architecture == "UltravoxModel" && root.Has("text_model_id")) {
     // The fork's UltravoxConfig then loads that repository's config.json as the language model's
     // and ignores text_config.

@@ -184,10 +184,28 @@ struct ModelDescription {
   std::optional<KvCacheDtype> kv_cache_dtype;
   std::string method;          // drafts: the speculative method it implements
   std::optional<bool> causal;  // drafts: attention causality; unset: by method
+  // The engine's Transformers modeling backend class that builds the model
+  // (TransformersForCausalLM, TransformersMultiModalForCausalLM, ...), when it does; empty: a
+  // vLLM model class.
+  std::string transformers_backend;
 };
 
-// Reads the cache shape of `config` (file names the source in messages).
-Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file);
+// What picks the engine's model class for a config (ModelRegistry.resolve_model_cls at
+// 28be48fa9): --model-impl (auto, vllm, transformers) and --trust-remote-code.
+struct ModelClassOptions {
+  std::string model_impl = "auto";
+  bool trust_remote_code = false;
+};
+// --model-impl: auto, vllm or transformers; terratorch (a model without a KV cache) and anything
+// else are usage errors naming the value.
+Status CheckModelImpl(const std::string& model_impl);
+
+// Reads the cache shape of `config` (file names the source in messages) as the engine builds
+// the class `options` pick: the first of its architectures the engine's registry holds (a vLLM
+// class), else the Transformers modeling backend (--model-impl transformers, or under auto a
+// config whose auto_map names custom code, with --trust-remote-code).
+Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file,
+                                       const ModelClassOptions& options = {});
 
 // Architectures DescribeModel accepts, for messages and docs.
 const std::vector<std::string>& SupportedArchitectures();

@@ -149,6 +149,24 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "engine converts it) or auto, the default: mistral for a directory holding params.json "
        "and consolidated*.safetensors, else hf",
        &LO::config_format},
+      {"model_impl",
+       {},
+       "",
+       V::kText,
+       "",
+       "which model class the engine builds: auto, the default (its own class for an "
+       "architecture its registry holds, else its Transformers backend for a config whose "
+       "auto_map names custom code, with --trust-remote-code), vllm (its own class only) or "
+       "transformers (the Transformers backend: one attention shape for every layer)",
+       &LO::model_impl},
+      {"trust_remote_code",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "the engine loads the custom code a config's auto_map names (for its Transformers "
+       "backend); default off",
+       &LO::trust_remote_code},
       {"hf_overrides",
        {},
        "",
@@ -837,6 +855,11 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_RETURN_IF_ERROR(internal::CheckConfigFormat(*o.config_format));
     c.config_format = *o.config_format;
   }
+  if (o.model_impl) {
+    KVTOPO_RETURN_IF_ERROR(internal::CheckModelImpl(*o.model_impl));
+    c.model_impl = *o.model_impl;
+  }
+  if (o.trust_remote_code) c.trust_remote_code = *o.trust_remote_code;
   if (o.hf_overrides) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json overrides,
                             internal::ParseHfOverrides(*o.hf_overrides));

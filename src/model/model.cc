@@ -421,14 +421,41 @@ void CheckDraftAuxInputs(const ModelDescription& target, const ModelDescription&
   const bool stated = !draft.draft_aux_layer_ids.empty();
   const std::vector<int64_t> ids =
       stated ? draft.draft_aux_layer_ids : std::vector<int64_t>{2, L / 2, L - 3};
-  const AuxCollection c = CollectAuxStates(target, ids);
-  if (c.got == n && !c.zero_fails) return;
   constexpr size_t kShown = 16;
   const std::string shown =
       ids.size() <= kShown
           ? fmt::format("[{}]", fmt::join(ids, ", "))
           : fmt::format("[{}, ...] ({} ids)", fmt::join(ids.begin(), ids.begin() + kShown, ", "),
                         ids.size());
+  if (!target.transformers_backend.empty()) {
+    // The Transformers backend (models/transformers/base.py at 28be48fa9) records state k as the
+    // output of its layer k - 1 (set_aux_hidden_state_layers looks the layer's name up by
+    // index): ids 1 to num_hidden_layers; any other id is a KeyError as the states are set,
+    // after the weights load.
+    const auto out =
+        std::find_if(ids.begin(), ids.end(), [&](int64_t id) { return id < 1 || id > L; });
+    const int64_t got = static_cast<int64_t>(std::set<int64_t>(ids.begin(), ids.end()).size());
+    if (out == ids.end() && got == n) return;
+    const std::string source = stated ? fmt::format("names target layers {} ({} in '{}')", shown,
+                                                    draft.draft_aux_layer_ids_key, draft.file)
+                                      : fmt::format("takes the target's defaults {}", shown);
+    const std::string plural = n == 1 ? "" : "s";
+    b.Error("speculative-aux-layer-ids",
+            fmt::format("--speculative-config: draft '{}' {} for the {} hidden state{} its fc "
+                        "layer combines, and the {} target (the engine's Transformers backend, "
+                        "{} layers) records state k as the output of its layer k - 1{}; name {} "
+                        "distinct id{} from 1 to {}",
+                        draft_name, source, n, plural, target.architecture, L,
+                        out != ids.end()
+                            ? fmt::format(": id {} names no layer (a KeyError after the weights "
+                                          "load)",
+                                          *out)
+                            : fmt::format(", {} distinct of them", got),
+                        n, plural, L));
+    return;
+  }
+  const AuxCollection c = CollectAuxStates(target, ids);
+  if (c.got == n && !c.zero_fails) return;
   const std::string source =
       stated ? fmt::format("names target layers {} ({} in '{}')", shown,
                            draft.draft_aux_layer_ids_key, draft.file)
@@ -1099,7 +1126,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   KVTOPO_ASSIGN_OR_RETURN(
       ModelDescription model,
-      internal::DescribeModel(config.hf_overrides.empty() ? target.json : overridden, target.file));
+      internal::DescribeModel(
+          config.hf_overrides.empty() ? target.json : overridden, target.file,
+          {.model_impl = config.model_impl, .trust_remote_code = config.trust_remote_code}));
   if (model.kind == "draft") {
     return InvalidArgument(fmt::format(
         "'{}' is a draft model; pass it as \"model\" in --speculative-config and name a target "
@@ -1486,7 +1515,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
                               internal::LoadModelConfig(draft_ref, config.config_format));
       KVTOPO_RETURN_IF_ERROR(internal::ResolveDraftConfig(method, loaded));
-      KVTOPO_ASSIGN_OR_RETURN(draft, internal::DescribeModel(loaded.json, loaded.file));
+      KVTOPO_ASSIGN_OR_RETURN(
+          draft, internal::DescribeModel(loaded.json, loaded.file,
+                                         {.trust_remote_code = config.trust_remote_code}));
       if (!draft.method.empty() && draft.method != method) {
         return InvalidArgument(fmt::format(
             "--speculative-config: draft '{}' implements method '{}', not '{}'; set \"method\": "

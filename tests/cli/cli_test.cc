@@ -120,8 +120,8 @@ TEST(PlanCli, PastedVllmServeLine) {
   ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
   EXPECT_EQ(j["diagnostics"][0]["code"], "not-used-for-planning");
   EXPECT_EQ(j["diagnostics"][0]["message"],
-            "accepted, not used for planning: --gpu-memory-utilization, --port, "
-            "--trust-remote-code, -O3, --no-enforce-eager, --served-model-name");
+            "accepted, not used for planning: --gpu-memory-utilization, --port, -O3, "
+            "--no-enforce-eager, --served-model-name");
   auto plan = RunCli(
       "plan moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
       "--speculative-config.method eagle3 --speculative-config.num_speculative_tokens 3 "

@@ -416,7 +416,8 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   ASSERT_NE(FindVllmFlagNotPlanned("--gpu-memory-utilization"), nullptr);
   EXPECT_TRUE(FindVllmFlagNotPlanned("--gpu-memory-utilization")->takes_value);
   EXPECT_NE(FindVllmFlagNotPlanned("--port=8000"), nullptr);
-  EXPECT_NE(FindVllmFlagNotPlanned("--trust_remote_code"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("--disable_log_stats"), nullptr);
+  EXPECT_EQ(FindVllmFlagNotPlanned("--trust-remote-code"), nullptr);  // a planning switch now
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("-O3"), nullptr);
   EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);

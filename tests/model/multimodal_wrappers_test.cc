@@ -506,7 +506,9 @@ TEST(MultimodalWrappers, EncoderDecoderAndRealtimeAreRefusedWithTheirReason) {
             "blocks (whisper_causal.py), which kvtopo does not model");
   const std::string unknown = SpecsError({{"architectures", {"BertForMaskedLM"}}});
   EXPECT_EQ(unknown.find("config.json 'config.json': architecture 'BertForMaskedLM' is not "
-                         "supported; supported: DeepseekV2ForCausalLM, "),
+                         "supported (if Transformers itself has the class, the engine may build "
+                         "it with its Transformers backend: pass --model-impl transformers to "
+                         "plan that); supported: DeepseekV2ForCausalLM, "),
             0u);
   for (const char* refused : {"VoxtralRealtimeGeneration", "DeepseekV4ForCausalLM",
                               "MiniMaxVL01ForConditionalGeneration", "FireRedLID"}) {

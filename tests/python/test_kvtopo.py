@@ -306,6 +306,27 @@ class PlanTest(unittest.TestCase):
                                     "only, and this one is not 'deepseek-v3.2'"):
             kvtopo.plan("deepseek-v3.2", tensor_parallel_size=8, speculative_config=spec)
 
+    def test_transformers_backend(self):
+        # A config the registry does not hold whose auto_map names custom code: the engine's
+        # Transformers backend builds it with --trust-remote-code, one attention shape a layer.
+        acme = {"architectures": ["AcmeForCausalLM"], "model_type": "acme",
+                "auto_map": {"AutoModelForCausalLM": "modeling_acme.AcmeForCausalLM"},
+                "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "max_position_embeddings": 65536,
+                "torch_dtype": "bfloat16"}
+        plan = kvtopo.plan(acme, kv_cache_memory="16GiB", trust_remote_code=True)
+        self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (8192, 131072))
+        self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
+                         [("transformers-backend", "warning")])
+        with self.assertRaisesRegex(ValueError, "only with --trust-remote-code"):
+            kvtopo.plan(acme)
+        with self.assertRaisesRegex(ValueError, "--model-impl vllm leaves the engine no "
+                                    "Transformers fallback"):
+            kvtopo.plan(acme, model_impl="vllm", trust_remote_code=True)
+        with self.assertRaisesRegex(ValueError, "--model-impl 'hf' is not a model "
+                                    "implementation"):
+            kvtopo.plan(acme, model_impl="hf")
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
