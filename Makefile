@@ -7,7 +7,7 @@ FUZZ_BUILD ?= build-fuzz
 # Seconds each fuzz target runs under `make fuzz`; `make test` runs a short smoke of each.
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 15
-FUZZ_TARGETS := config_plan launch_plan workload runtime vllm_config
+FUZZ_TARGETS := config_plan launch_plan workload runtime vllm_config gguf_plan
 # The project's own builds treat warnings as errors; a plain `cmake` or `pip install .` does not.
 WERROR ?= ON
 JOBS ?= $(shell nproc)

@@ -15,6 +15,7 @@
 //                oracle, and slot mapping against per-rank ownership by enumeration
 //   vllm_config  a `vllm serve --config` YAML file -> the engine's arguments -> the launch
 //                options among them -> LaunchConfig -> plan
+//   gguf_plan    a GGUF file's bytes -> its metadata -> the config the engine builds -> plan
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,7 @@ Reached FuzzLaunchPlan(const uint8_t* data, size_t size);
 Reached FuzzWorkload(const uint8_t* data, size_t size);
 Reached FuzzRuntime(const uint8_t* data, size_t size);
 Reached FuzzVllmConfig(const uint8_t* data, size_t size);
+Reached FuzzGgufPlan(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   std::string_view name;  // the fuzz/corpus/<name> folder and the kvtopo_fuzz_<name> binary

@@ -19,6 +19,7 @@
 #include "kvtopo/limits.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
+#include "model/gguf.h"
 #include "model/mistral_format.h"
 #include "model/speculative_method.h"
 
@@ -1218,6 +1219,10 @@ constexpr DenseFamily kMiniMaxM2{.name = "MiniMax-M2", .windows = DenseWindows::
 constexpr DenseFamily kQwen2{
     .name = "Qwen2", .reads_head_dim = false, .windows = DenseWindows::kQwen};
 constexpr DenseFamily kQwen3{.name = "Qwen3", .windows = DenseWindows::kQwen};
+// Qwen3ForCausalLM over Transformers' Qwen3Config, whose head_dim is 128 when a config omits it
+// (a GGUF file's config states none: docs/profiles.md, "GGUF files").
+constexpr DenseFamily kQwen3Config{
+    .name = "Qwen3", .absent_head_dim = 128, .windows = DenseWindows::kQwen};
 // MiMo (mimo.py: the engine's Qwen2 model; mimo_mtp.py: Qwen2 decoder layers): a config class
 // that comes with the checkpoint, so no defaults.
 constexpr DenseFamily kMimo{
@@ -3391,7 +3396,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"MiniMaxM2ForCausalLM", TextModel::kRoot, ReadDenseAs<kMiniMaxM2>},
       {"Qwen2ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
       {"Qwen2MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen2>},
-      {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
+      {"Qwen3ForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3Config>},
       {"Qwen3MoeForCausalLM", TextModel::kRoot, ReadDenseAs<kQwen3>},
       {"MiMoForCausalLM", TextModel::kRoot, ReadDenseAs<kMimo>},
       {"MiMoV2FlashForCausalLM", TextModel::kRoot, ReadMimoV2Flash},
@@ -5715,6 +5720,14 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
   } else if (std::filesystem::is_regular_file(path, ec) && config_format != "hf" &&
              (config_format == "mistral" || path.filename() == "params.json")) {
     return LoadMistralParams(path, model);
+  }
+  if (std::filesystem::is_regular_file(path, ec) &&
+      (path.extension() == ".gguf" || IsGgufFile(path))) {
+    // The engine's check_gguf_file: a .gguf name or GGUF's magic bytes; Transformers builds the
+    // config from the file's metadata (GgufToConfig).
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json metadata, ReadGgufMetadata(path));
+    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j, GgufToConfig(metadata, path.string()));
+    return LoadedConfig{std::move(j), path.string(), model};
   }
   if (!std::filesystem::is_regular_file(path, ec)) {
     KVTOPO_ASSIGN_OR_RETURN(std::optional<LoadedConfig> served, ProfileForRepo(model));

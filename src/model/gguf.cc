@@ -1,0 +1,482 @@
+#include "model/gguf.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace kvtopo::internal {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "GGUF is read as little-endian");
+
+// GGUF's value types (ggml's gguf.h, enum gguf_type).
+enum GgufType : uint32_t {
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
+};
+
+// Bytes of one scalar of `type`; 0 for strings and arrays.
+uint64_t ScalarBytes(uint32_t type) {
+  switch (type) {
+    case kUint8:
+    case kInt8:
+    case kBool:
+      return 1;
+    case kUint16:
+    case kInt16:
+      return 2;
+    case kUint32:
+    case kInt32:
+    case kFloat32:
+      return 4;
+    case kUint64:
+    case kInt64:
+    case kFloat64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Nested arrays deeper than this are refused (the format allows arrays of arrays).
+constexpr int kMaxArrayDepth = 4;
+constexpr uint64_t kMaxKeyBytes = 65535;  // the format's bound on a key
+
+// Reads the file front to back, every read checked against the file's size.
+class GgufReader {
+ public:
+  GgufReader(std::istream& in, uint64_t size, std::string file)
+      : in_(in), size_(size), file_(std::move(file)) {}
+
+  uint64_t offset() const { return offset_; }
+  uint64_t remaining() const { return size_ - offset_; }
+
+  Status Error(std::string_view what) const {
+    return InvalidArgument(fmt::format("GGUF file '{}': {} (at byte {})", file_, what, offset_));
+  }
+
+  Status Bytes(void* out, uint64_t n) {
+    if (n > remaining()) {
+      return Error(fmt::format("needs {} more bytes and the file has {} left", n, remaining()));
+    }
+    in_.read(static_cast<char*>(out), static_cast<std::streamsize>(n));
+    if (!in_) return Error("cannot be read");
+    offset_ += n;
+    return Status::Ok();
+  }
+  Status Skip(uint64_t n) {
+    if (n > remaining()) {
+      return Error(fmt::format("needs {} more bytes and the file has {} left", n, remaining()));
+    }
+    in_.seekg(static_cast<std::streamoff>(n), std::ios::cur);
+    if (!in_) return Error("cannot be read");
+    offset_ += n;
+    return Status::Ok();
+  }
+  template <typename T>
+  Result<T> Scalar() {
+    T v{};
+    KVTOPO_RETURN_IF_ERROR(Bytes(&v, sizeof v));
+    return v;
+  }
+  // A count or length (64 bits since version 2).
+  Result<uint64_t> Count() { return Scalar<uint64_t>(); }
+  Result<std::string> String(uint64_t max_bytes, std::string_view what) {
+    KVTOPO_ASSIGN_OR_RETURN(const uint64_t n, Count());
+    if (n > max_bytes)
+      return Error(fmt::format("{} of {} bytes is longer than {}", what, n, max_bytes));
+    std::string s(static_cast<size_t>(n), '\0');
+    KVTOPO_RETURN_IF_ERROR(Bytes(s.data(), n));
+    return s;
+  }
+
+ private:
+  std::istream& in_;
+  uint64_t size_ = 0;
+  uint64_t offset_ = 0;
+  std::string file_;
+};
+
+Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth);
+
+Result<nlohmann::json> ReadScalar(GgufReader& r, uint32_t type) {
+  switch (type) {
+    case kUint8: {
+      KVTOPO_ASSIGN_OR_RETURN(const uint8_t v, r.Scalar<uint8_t>());
+      return nlohmann::json(v);
+    }
+    case kInt8: {
+      KVTOPO_ASSIGN_OR_RETURN(const int8_t v, r.Scalar<int8_t>());
+      return nlohmann::json(v);
+    }
+    case kUint16: {
+      KVTOPO_ASSIGN_OR_RETURN(const uint16_t v, r.Scalar<uint16_t>());
+      return nlohmann::json(v);
+    }
+    case kInt16: {
+      KVTOPO_ASSIGN_OR_RETURN(const int16_t v, r.Scalar<int16_t>());
+      return nlohmann::json(v);
+    }
+    case kUint32: {
+      KVTOPO_ASSIGN_OR_RETURN(const uint32_t v, r.Scalar<uint32_t>());
+      return nlohmann::json(v);
+    }
+    case kInt32: {
+      KVTOPO_ASSIGN_OR_RETURN(const int32_t v, r.Scalar<int32_t>());
+      return nlohmann::json(v);
+    }
+    case kUint64: {
+      KVTOPO_ASSIGN_OR_RETURN(const uint64_t v, r.Scalar<uint64_t>());
+      return nlohmann::json(v);
+    }
+    case kInt64: {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t v, r.Scalar<int64_t>());
+      return nlohmann::json(v);
+    }
+    case kFloat32: {
+      KVTOPO_ASSIGN_OR_RETURN(const float v, r.Scalar<float>());
+      return std::isfinite(v) ? nlohmann::json(static_cast<double>(v)) : nlohmann::json();
+    }
+    case kFloat64: {
+      KVTOPO_ASSIGN_OR_RETURN(const double v, r.Scalar<double>());
+      return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+    }
+    case kBool: {
+      KVTOPO_ASSIGN_OR_RETURN(const uint8_t v, r.Scalar<uint8_t>());
+      if (v > 1) return r.Error(fmt::format("a bool is {}", v));
+      return nlohmann::json(v == 1);
+    }
+    default:
+      return r.Error(fmt::format("value type {} is not one of GGUF's (0 to 12)", type));
+  }
+}
+
+Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth) {
+  if (type == kString) {
+    KVTOPO_ASSIGN_OR_RETURN(const uint64_t n, r.Count());
+    if (n > r.remaining()) {
+      return r.Error(
+          fmt::format("a string of {} bytes runs past the end ({} left)", n, r.remaining()));
+    }
+    if (n > kMaxGgufStringKept) {
+      KVTOPO_RETURN_IF_ERROR(r.Skip(n));
+      return nlohmann::json{{"gguf_skipped", n}};
+    }
+    std::string s(static_cast<size_t>(n), '\0');
+    KVTOPO_RETURN_IF_ERROR(r.Bytes(s.data(), n));
+    return nlohmann::json(std::move(s));
+  }
+  if (type != kArray) return ReadScalar(r, type);
+  if (depth >= kMaxArrayDepth) {
+    return r.Error(fmt::format("arrays are nested deeper than {}", kMaxArrayDepth));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const uint32_t element, r.Scalar<uint32_t>());
+  KVTOPO_ASSIGN_OR_RETURN(const uint64_t n, r.Count());
+  const uint64_t least = element == kString ? 8 : ScalarBytes(element);
+  if (element != kArray && least == 0) {
+    return r.Error(fmt::format("array element type {} is not one of GGUF's (0 to 12)", element));
+  }
+  if (least > 0 && n > r.remaining() / least) {
+    return r.Error(
+        fmt::format("an array of {} elements runs past the end ({} bytes left)", n, r.remaining()));
+  }
+  if (n > kMaxGgufArrayKept) {
+    if (element != kString && element != kArray) {
+      KVTOPO_RETURN_IF_ERROR(r.Skip(n * least));
+    } else {
+      for (uint64_t i = 0; i < n; ++i) {
+        if (element == kString) {
+          KVTOPO_ASSIGN_OR_RETURN(const uint64_t bytes, r.Count());
+          KVTOPO_RETURN_IF_ERROR(r.Skip(bytes));
+        } else {
+          KVTOPO_RETURN_IF_ERROR(ReadValue(r, kArray, depth + 1).status());
+        }
+      }
+    }
+    return nlohmann::json{{"gguf_skipped", n}};
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (uint64_t i = 0; i < n; ++i) {
+    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json v, ReadValue(r, element, depth + 1));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool IsGgufFile(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 4> magic{};
+  in.read(magic.data(), magic.size());
+  return in && std::memcmp(magic.data(), "GGUF", 4) == 0;
+}
+
+Result<nlohmann::json> ReadGgufMetadata(std::istream& in, uint64_t size, const std::string& file) {
+  GgufReader r(in, size, file);
+  std::array<char, 4> magic{};
+  KVTOPO_RETURN_IF_ERROR(r.Bytes(magic.data(), magic.size()));
+  if (std::memcmp(magic.data(), "GGUF", 4) != 0) return r.Error("does not start with 'GGUF'");
+  KVTOPO_ASSIGN_OR_RETURN(const uint32_t version, r.Scalar<uint32_t>());
+  if (version != 2 && version != 3) {
+    return r.Error(
+        fmt::format("version {}: the engine's GGUF readers take versions 2 and 3, "
+                    "little-endian (a big-endian file's version reads byte-swapped)",
+                    version));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const uint64_t tensors, r.Count());
+  (void)tensors;  // the tensor infos follow the metadata and are not read
+  KVTOPO_ASSIGN_OR_RETURN(const uint64_t pairs, r.Count());
+  // A pair takes at least a key length, a type and one byte of value.
+  constexpr uint64_t kLeast = 8 + 4 + 1;
+  if (pairs > r.remaining() / kLeast) {
+    return r.Error(
+        fmt::format("{} metadata pairs cannot fit in the {} bytes left", pairs, r.remaining()));
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (uint64_t i = 0; i < pairs; ++i) {
+    KVTOPO_ASSIGN_OR_RETURN(std::string key, r.String(kMaxKeyBytes, "a key"));
+    KVTOPO_ASSIGN_OR_RETURN(const uint32_t type, r.Scalar<uint32_t>());
+    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json value, ReadValue(r, type, 0));
+    out[std::move(key)] = std::move(value);
+  }
+  return out;
+}
+
+Result<nlohmann::json> ReadGgufMetadata(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    return NotFound(fmt::format("cannot read GGUF file '{}': {}", path.string(), ec.message()));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(fmt::format("cannot read GGUF file '{}'", path.string()));
+  return ReadGgufMetadata(in, size, path.string());
+}
+
+}  // namespace kvtopo::internal
+
+namespace kvtopo::internal {
+namespace {
+
+// One GGUF architecture as Transformers reads it: the keys after `{architecture}.` and the
+// config field each sets ("" : read and dropped), the model type's causal-LM class.
+struct GgufSection {
+  std::string_view architecture;  // the model type after the reader's renames
+  std::string_view causal_lm;     // MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]
+  std::vector<std::pair<std::string_view, std::string_view>> keys;
+};
+
+// The keys most sections share (GGUF_CONFIG_MAPPING's llama-like entries).
+std::vector<std::pair<std::string_view, std::string_view>> CommonKeys(
+    std::string_view rope_dimension, std::string_view rms_eps = "rms_norm_eps") {
+  return {{"context_length", "max_position_embeddings"},
+          {"block_count", "num_hidden_layers"},
+          {"feed_forward_length", "intermediate_size"},
+          {"embedding_length", "hidden_size"},
+          {"rope.dimension_count", rope_dimension},
+          {"rope.freq_base", "rope_theta"},
+          {"attention.head_count", "num_attention_heads"},
+          {"attention.head_count_kv", "num_key_value_heads"},
+          {"attention.layer_norm_rms_epsilon", rms_eps},
+          {"vocab_size", "vocab_size"}};
+}
+
+std::vector<std::pair<std::string_view, std::string_view>> With(
+    std::vector<std::pair<std::string_view, std::string_view>> keys,
+    std::initializer_list<std::pair<std::string_view, std::string_view>> more) {
+  keys.insert(keys.end(), more.begin(), more.end());
+  return keys;
+}
+
+const std::vector<GgufSection>& GgufSections() {
+  static const std::vector<GgufSection> kSections = {
+      {"llama", "LlamaForCausalLM", CommonKeys("head_dim")},
+      {"mistral", "MistralForCausalLM", CommonKeys("head_dim")},
+      {"qwen2", "Qwen2ForCausalLM", CommonKeys("")},
+      {"qwen2_moe", "Qwen2MoeForCausalLM",
+       With(CommonKeys(""),
+            {{"expert_count", "num_experts"}, {"expert_used_count", "num_experts_per_tok"}})},
+      {"qwen3", "Qwen3ForCausalLM", CommonKeys("")},
+      {"qwen3_moe", "Qwen3MoeForCausalLM",
+       With(CommonKeys(""), {{"attention.key_length", "head_dim"},
+                             {"expert_count", "num_experts"},
+                             {"expert_used_count", "num_experts_per_tok"}})},
+      {"phi3", "Phi3ForCausalLM", CommonKeys("")},
+      {"gemma2", "Gemma2ForCausalLM",
+       With(CommonKeys(""), {{"attention.key_length", "head_dim"},
+                             {"attention.sliding_window", "sliding_window"}})},
+      {"gemma3_text", "Gemma3ForCausalLM",
+       With(CommonKeys(""), {{"attention.key_length", "head_dim"},
+                             {"attention.sliding_window", "sliding_window"}})},
+      {"nemotron", "NemotronForCausalLM", CommonKeys("", "norm_eps")},
+      {"stablelm",
+       "StableLmForCausalLM",
+       {{"context_length", "max_position_embeddings"},
+        {"block_count", "num_hidden_layers"},
+        {"feed_forward_length", "intermediate_size"},
+        {"embedding_length", "hidden_size"},
+        {"rope.dimension_count", ""},
+        {"attention.head_count", "num_attention_heads"},
+        {"attention.head_count_kv", "num_key_value_heads"},
+        {"attention.layer_norm_epsilon", "layer_norm_eps"},
+        {"vocab_size", "vocab_size"}}},
+      {"starcoder2",
+       "Starcoder2ForCausalLM",
+       {{"block_count", "num_hidden_layers"},
+        {"context_length", "max_position_embeddings"},
+        {"embedding_length", "hidden_size"},
+        {"feed_forward_length", "intermediate_size"},
+        {"attention.head_count", "num_attention_heads"},
+        {"attention.head_count_kv", "num_key_value_heads"},
+        {"attention.layer_norm_epsilon", "norm_epsilon"}}},
+      {"gpt2",
+       "GPT2LMHeadModel",
+       {{"block_count", "n_layer"},
+        {"context_length", "n_ctx"},
+        {"embedding_length", "n_embd"},
+        {"feed_forward_length", "feed_forward_length"},
+        {"attention.head_count", "n_head"},
+        {"attention.layer_norm_epsilon", "layer_norm_epsilon"}}},
+      {"bloom",
+       "BloomForCausalLM",
+       {{"block_count", "n_layer"},
+        {"embedding_length", "hidden_size"},
+        {"attention.head_count", "n_head"},
+        {"vocab_size", "vocab_size"},
+        {"attention.layer_norm_epsilon", "layer_norm_epsilon"}}},
+      {"mamba",
+       "MambaForCausalLM",
+       {{"vocab_size", "vocab_size"},
+        {"context_length", "max_position_embeddings"},
+        {"embedding_length", "hidden_size"},
+        {"attention.layer_norm_rms_epsilon", "layer_norm_epsilon"},
+        {"block_count", "num_hidden_layers"},
+        {"ssm.conv_kernel", "conv_kernel"},
+        {"ssm.state_size", "state_size"},
+        {"ssm.time_step_rank", "time_step_rank"},
+        {"ssm.inner_size", "intermediate_size"}}},
+  };
+  return kSections;
+}
+
+// Architectures Transformers' GGUF reader knows and kvtopo does not convert, and why.
+constexpr std::pair<std::string_view, std::string_view> kGgufNotConverted[] = {
+    {"t5",
+     "model type t5 has no causal-LM class, so the engine raises \"Can't get gguf config "
+     "for t5\""},
+    {"t5encoder", "an encoder has no causal-LM class (\"Can't get gguf config\")"},
+    {"falcon",
+     "Transformers maps head_count_kv to num_key_value_heads, and kvtopo has not verified how "
+     "FalconConfig (num_kv_heads, multi_query) then sets the K/V heads"},
+    {"gemma4",
+     "Transformers maps key_length to global_head_dim only, and kvtopo has not verified the "
+     "sliding layers' head size the config class then takes"},
+    {"lfm2",
+     "the mapping carries no conv_dim, which the engine's LFM2 model reads for its convolution "
+     "state and kvtopo does not default"},
+    {"deci",
+     "its per-layer attention comes from block configs the GGUF mapping does not carry; kvtopo "
+     "has not verified what the engine builds"},
+};
+
+// A value as Transformers' reader keeps it: a one-element list becomes its element.
+nlohmann::json Unwrapped(const nlohmann::json& v) {
+  return v.is_array() && v.size() == 1 ? v[0] : v;
+}
+
+}  // namespace
+
+Result<nlohmann::json> GgufToConfig(const nlohmann::json& metadata, const std::string& file) {
+  auto error = [&](std::string_view what) {
+    return InvalidArgument(fmt::format("GGUF file '{}': {}", file, what));
+  };
+  const auto arch_it = metadata.find("general.architecture");
+  if (arch_it == metadata.end() || !Unwrapped(*arch_it).is_string()) {
+    return error("general.architecture is missing or not a string");
+  }
+  const std::string arch = Unwrapped(*arch_it).get<std::string>();
+  std::string updated = arch;
+  // load_gguf_checkpoint's renames: llama named exactly "mistral" is Mistral; the MoE names
+  // gain an underscore (qwen2moe -> qwen2_moe); Gemma 3 reads as its text model.
+  const auto name_it = metadata.find("general.name");
+  const bool named_mistral = name_it != metadata.end() && Unwrapped(*name_it).is_string() &&
+                             Unwrapped(*name_it).get<std::string>() == "mistral";
+  if (arch.find("llama") != std::string::npos && named_mistral) updated = "mistral";
+  for (const auto& [from, to] :
+       {std::pair<std::string_view, std::string_view>{"qwen2moe", "qwen2_moe"},
+        {"qwen3moe", "qwen3_moe"}}) {
+    if (const size_t at = updated.find(from); at != std::string::npos) {
+      updated.replace(at, from.size(), to);
+    }
+  }
+  const std::string model_type = updated == "gemma3" ? "gemma3_text" : updated;
+  for (const auto& [name, why] : kGgufNotConverted) {
+    if (updated == name) {
+      return error(fmt::format("architecture '{}' is not converted: {}", arch, why));
+    }
+  }
+  const auto& sections = GgufSections();
+  const auto section = std::find_if(sections.begin(), sections.end(), [&](const GgufSection& s) {
+    return s.architecture == model_type;
+  });
+  if (section == sections.end()) {
+    std::vector<std::string_view> names;
+    for (const GgufSection& s : sections) names.push_back(s.architecture);
+    return error(fmt::format(
+        "architecture '{}' is not one kvtopo converts (Transformers' GGUF reader raises 'GGUF "
+        "model with architecture {} is not supported yet' for those it does not map); kvtopo "
+        "converts {}",
+        arch, arch, fmt::join(names, ", ")));
+  }
+  nlohmann::json config = {{"architectures", {section->causal_lm}}, {"model_type", model_type}};
+  const std::string prefix = arch + ".";
+  for (const auto& [key, value] : metadata.items()) {
+    if (!key.starts_with(prefix)) continue;
+    const std::string_view rest = std::string_view(key).substr(prefix.size());
+    const auto field = std::find_if(section->keys.begin(), section->keys.end(),
+                                    [&](const auto& k) { return k.first == rest; });
+    if (field == section->keys.end() || field->second.empty()) continue;
+    nlohmann::json v = Unwrapped(value);
+    if (v.is_object()) {
+      return error(fmt::format("{} is an array of {} elements, which kvtopo does not keep", key,
+                               v.value("gguf_skipped", uint64_t{0})));
+    }
+    if (rest == "attention.head_count_kv" && v.is_array()) {
+      return error(fmt::format(
+          "{} gives one count per layer, which the engine takes as num_key_value_heads whole and "
+          "cannot divide among ranks; kvtopo does not plan it",
+          key));
+    }
+    config[std::string(field->second)] = std::move(v);
+  }
+  // The vocabulary's size from the tokenizer when the file states none.
+  if (!config.contains("vocab_size")) {
+    const auto tokens = metadata.find("tokenizer.ggml.tokens");
+    if (tokens != metadata.end()) {
+      if (tokens->is_array()) config["vocab_size"] = tokens->size();
+      if (tokens->is_object()) config["vocab_size"] = tokens->value("gguf_skipped", uint64_t{0});
+    }
+  }
+  return config;
+}
+
+}  // namespace kvtopo::internal

@@ -1,0 +1,284 @@
+// GGUF files as the model: the metadata read from the file's header, the config the engine builds
+// from it (Transformers' GGUF mapping, the config class's defaults, the causal-LM class), planned
+// end to end; malformed files refused with the offset.
+#include "model/gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kvtopo/dtype.h"
+#include "kvtopo/launch.h"
+#include "kvtopo/model.h"
+#include "kvtopo/plan.h"
+#include "model/architectures.h"
+
+namespace kvtopo {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+// A GGUF version 3 file's bytes: the header (no tensors) and these pairs. Integers are written as
+// uint32 (type 4), floats as float32 (6), strings (8), lists of int32 (9 of 5) or of strings.
+using Value =
+    std::variant<uint32_t, float, std::string, std::vector<int32_t>, std::vector<std::string>>;
+class GgufBytes {
+ public:
+  GgufBytes& Add(const std::string& key, const Value& v) {
+    pairs_.emplace_back(key, v);
+    return *this;
+  }
+  std::string Bytes(uint32_t version = 3) const {
+    std::string out = "GGUF";
+    Put(out, version);
+    Put(out, uint64_t{0});
+    Put(out, static_cast<uint64_t>(pairs_.size()));
+    for (const auto& [key, v] : pairs_) {
+      PutString(out, key);
+      if (const auto* u = std::get_if<uint32_t>(&v)) {
+        Put(out, uint32_t{4});
+        Put(out, *u);
+      } else if (const auto* f = std::get_if<float>(&v)) {
+        Put(out, uint32_t{6});
+        Put(out, *f);
+      } else if (const auto* s = std::get_if<std::string>(&v)) {
+        Put(out, uint32_t{8});
+        PutString(out, *s);
+      } else if (const auto* ints = std::get_if<std::vector<int32_t>>(&v)) {
+        Put(out, uint32_t{9});
+        Put(out, uint32_t{5});
+        Put(out, static_cast<uint64_t>(ints->size()));
+        for (int32_t i : *ints) Put(out, i);
+      } else {
+        const auto& strings = std::get<std::vector<std::string>>(v);
+        Put(out, uint32_t{9});
+        Put(out, uint32_t{8});
+        Put(out, static_cast<uint64_t>(strings.size()));
+        for (const std::string& s2 : strings) PutString(out, s2);
+      }
+    }
+    return out;
+  }
+
+ private:
+  template <typename T>
+  static void Put(std::string& out, T v) {
+    char b[sizeof v];
+    std::memcpy(b, &v, sizeof v);
+    out.append(b, sizeof v);
+  }
+  static void PutString(std::string& out, const std::string& s) {
+    Put(out, static_cast<uint64_t>(s.size()));
+    out += s;
+  }
+  std::vector<std::pair<std::string, Value>> pairs_;
+};
+
+// Writes `bytes` to a file of this test's own (ctest runs tests side by side).
+std::string WriteFile(const std::string& bytes, const std::string& suffix = ".gguf") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       (std::string("kvtopo_gguf_") +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix))
+          .string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// Qwen3-0.6B as llama.cpp writes it: 28 layers, 16 heads over 1024, 8 K/V heads, no head size.
+GgufBytes Qwen3Small() {
+  GgufBytes g;
+  g.Add("general.architecture", std::string("qwen3"))
+      .Add("general.name", std::string("Qwen3 0.6B"))
+      .Add("qwen3.block_count", 28u)
+      .Add("qwen3.context_length", 40960u)
+      .Add("qwen3.embedding_length", 1024u)
+      .Add("qwen3.attention.head_count", 16u)
+      .Add("qwen3.attention.head_count_kv", 8u)
+      .Add("qwen3.rope.freq_base", 1000000.0f)
+      .Add("tokenizer.ggml.tokens", std::vector<std::string>(5000, "t"));
+  return g;
+}
+
+Result<Plan> PlanFile(const std::string& path, int64_t memory) {
+  LaunchConfig c;
+  c.model = path;
+  c.kv_cache_memory_bytes = memory;
+  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecs(c));
+  return PlanLaunchSpecs(specs, c);
+}
+
+std::string LoadError(const std::string& bytes, const std::string& suffix = ".gguf") {
+  const std::string path = WriteFile(bytes, suffix);
+  Result<internal::LoadedConfig> loaded = internal::LoadModelConfig(path);
+  std::filesystem::remove(path);
+  if (loaded.ok()) return "(loaded)";
+  std::string message(loaded.status().message());
+  // The path is the test's own; the rest of the message is what the test is about.
+  const size_t at = message.find(path);
+  if (at != std::string::npos) message.replace(at, path.size(), "F");
+  return message;
+}
+
+// The engine builds Qwen3Config from the file: head_dim is the class's 128 (the mapping reads no
+// head size for qwen3), the architecture Qwen3ForCausalLM, the dtype unstated (bfloat16 under
+// --dtype auto). A page is 16 x 2 x 8 x 128 x 2 B = 64 KiB; 16 GiB / (28 x 64 KiB) = 9,362 blocks,
+// 149,792 tokens. The vocabulary's size is the tokenizer's (5,000 tokens, not kept).
+TEST(Gguf, Qwen3AsTheEngineReadsIt) {
+  const std::string path = WriteFile(Qwen3Small().Bytes());
+  auto loaded = internal::LoadModelConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->json, nlohmann::json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 28,
+    "max_position_embeddings": 40960, "hidden_size": 1024, "num_attention_heads": 16,
+    "num_key_value_heads": 8, "rope_theta": 1000000.0, "vocab_size": 5000})"));
+  auto plan = PlanFile(path, 16 * kGiB);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layer_page_bytes[0], 65536);
+  EXPECT_EQ(plan->pool.num_blocks, 9362);
+  EXPECT_EQ(plan->capacity.max_tokens, 149792);
+  EXPECT_EQ(plan->model.layers[0].model_dtype, ElementType::kBfloat16);
+}
+
+// Transformers' renames: llama named exactly "mistral" is Mistral (MistralConfig's 4096 window);
+// qwen2moe is qwen2_moe; gemma3 reads as gemma3_text, whose class derives a full layer in six.
+TEST(Gguf, ArchitectureRenames) {
+  GgufBytes llama;
+  llama.Add("general.architecture", std::string("llama"))
+      .Add("general.name", std::string("mistral"))
+      .Add("llama.block_count", 32u)
+      .Add("llama.context_length", 32768u)
+      .Add("llama.embedding_length", 4096u)
+      .Add("llama.attention.head_count", 32u)
+      .Add("llama.attention.head_count_kv", 8u)
+      .Add("llama.rope.dimension_count", 128u);
+  std::string path = WriteFile(llama.Bytes());
+  auto m = internal::LoadModelConfig(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->json["architectures"], nlohmann::json({"MistralForCausalLM"}));
+  EXPECT_EQ(m->json["head_dim"], 128);
+  auto d = internal::DescribeModel(m->json, m->file);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->layers[0].sliding_window, 4096);
+  std::filesystem::remove(path);
+
+  GgufBytes moe;
+  moe.Add("general.architecture", std::string("qwen2moe"))
+      .Add("qwen2moe.block_count", 24u)
+      .Add("qwen2moe.context_length", 8192u)
+      .Add("qwen2moe.embedding_length", 2048u)
+      .Add("qwen2moe.attention.head_count", 16u)
+      .Add("qwen2moe.attention.head_count_kv", 16u)
+      .Add("qwen2moe.expert_count", 60u);
+  path = WriteFile(moe.Bytes());
+  m = internal::LoadModelConfig(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->json["model_type"], "qwen2_moe");
+  EXPECT_EQ(m->json["architectures"], nlohmann::json({"Qwen2MoeForCausalLM"}));
+  EXPECT_EQ(m->json["num_experts"], 60);
+
+  GgufBytes gemma;
+  gemma.Add("general.architecture", std::string("gemma3"))
+      .Add("gemma3.block_count", 34u)
+      .Add("gemma3.context_length", 131072u)
+      .Add("gemma3.embedding_length", 2560u)
+      .Add("gemma3.attention.head_count", 8u)
+      .Add("gemma3.attention.head_count_kv", 4u)
+      .Add("gemma3.attention.key_length", 256u)
+      .Add("gemma3.attention.sliding_window", 1024u);
+  path = WriteFile(gemma.Bytes());
+  m = internal::LoadModelConfig(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->json["model_type"], "gemma3_text");
+  d = internal::DescribeModel(m->json, m->file);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->layers.size(), 34u);
+  for (size_t i = 0; i < 34; ++i) {
+    EXPECT_EQ(d->layers[i].sliding_window, (i + 1) % 6 == 0 ? 0 : 1024) << i;
+    EXPECT_EQ(d->layers[i].head_size, 256) << i;
+  }
+}
+
+// What the engine cannot build, or kvtopo does not convert, is refused with the reason; a
+// malformed file with the byte where it stops.
+TEST(Gguf, RefusalsAndMalformedFiles) {
+  GgufBytes t5;
+  t5.Add("general.architecture", std::string("t5"));
+  EXPECT_EQ(LoadError(t5.Bytes()),
+            "GGUF file 'F': architecture 't5' is not converted: model type t5 has no causal-LM "
+            "class, so the engine raises \"Can't get gguf config for t5\"");
+  GgufBytes other;
+  other.Add("general.architecture", std::string("rwkv7"));
+  EXPECT_EQ(LoadError(other.Bytes()),
+            "GGUF file 'F': architecture 'rwkv7' is not one kvtopo converts (Transformers' GGUF "
+            "reader raises 'GGUF model with architecture rwkv7 is not supported yet' for those "
+            "it does not map); kvtopo converts llama, mistral, qwen2, qwen2_moe, qwen3, "
+            "qwen3_moe, phi3, gemma2, gemma3_text, nemotron, stablelm, starcoder2, gpt2, bloom, "
+            "mamba");
+  GgufBytes per_layer = Qwen3Small();
+  per_layer.Add("qwen3.attention.head_count_kv", std::vector<int32_t>{8, 8, 4});
+  EXPECT_EQ(LoadError(per_layer.Bytes()),
+            "GGUF file 'F': qwen3.attention.head_count_kv gives one count per layer, which the "
+            "engine takes as num_key_value_heads whole and cannot divide among ranks; kvtopo "
+            "does not plan it");
+  GgufBytes none;
+  EXPECT_EQ(LoadError(none.Bytes()),
+            "GGUF file 'F': general.architecture is missing or not a string");
+
+  const std::string good = Qwen3Small().Bytes();
+  EXPECT_EQ(LoadError("GGUF"),
+            "GGUF file 'F': needs 4 more bytes and the file has 0 left (at "
+            "byte 4)");
+  EXPECT_EQ(LoadError(good.substr(0, 200)),
+            "GGUF file 'F': needs 22 more bytes and the file has 12 left (at byte 188)");
+  EXPECT_EQ(LoadError(Qwen3Small().Bytes(1)),
+            "GGUF file 'F': version 1: the engine's GGUF readers take versions 2 and 3, "
+            "little-endian (a big-endian file's version reads byte-swapped) (at byte 8)");
+  EXPECT_EQ(LoadError("GGUX" + good.substr(4)),
+            "GGUF file 'F': does not start with 'GGUF' (at byte 4)");
+  // More pairs than the file can hold; an unknown value type.
+  std::string lying = good;
+  const uint64_t pairs = uint64_t{1} << 60;
+  std::memcpy(lying.data() + 16, &pairs, sizeof pairs);
+  EXPECT_EQ(LoadError(lying).substr(0, 60),
+            "GGUF file 'F': 1152921504606846976 metadata pairs cannot fit");
+  std::string typed = good;
+  const uint32_t bad_type = 13;
+  std::memcpy(typed.data() + 24 + 8 + std::strlen("general.architecture"), &bad_type,
+              sizeof bad_type);
+  EXPECT_EQ(LoadError(typed),
+            "GGUF file 'F': value type 13 is not one of GGUF's (0 to 12) (at "
+            "byte 56)");
+  // A file not named .gguf is GGUF by its magic bytes.
+  EXPECT_EQ(LoadError(good, ".bin"), "(loaded)");
+}
+
+// The reader keeps small arrays and skips a vocabulary, reporting its size.
+TEST(Gguf, MetadataArraysAndStrings) {
+  GgufBytes g;
+  g.Add("a.ints", std::vector<int32_t>{1, -2, 3})
+      .Add("a.names", std::vector<std::string>{"x", "y"})
+      .Add("tokenizer.ggml.tokens", std::vector<std::string>(5000, "tok"))
+      .Add("a.text", std::string("hello"));
+  const std::string path = WriteFile(g.Bytes());
+  auto meta = internal::ReadGgufMetadata(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+  EXPECT_EQ(*meta, nlohmann::json::parse(R"({
+    "a.ints": [1, -2, 3], "a.names": ["x", "y"], "tokenizer.ggml.tokens": {"gguf_skipped": 5000},
+    "a.text": "hello"})"));
+}
+
+}  // namespace
+}  // namespace kvtopo
