@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <type_traits>
 
 namespace kvtopo::internal {
 namespace {
@@ -57,6 +58,8 @@ uint64_t ScalarBytes(uint32_t type) {
 // Nested arrays deeper than this are refused (the format allows arrays of arrays).
 constexpr int kMaxArrayDepth = 4;
 constexpr uint64_t kMaxKeyBytes = 65535;  // the format's bound on a key
+constexpr uint64_t kMaxKeptValues = uint64_t{1} << 20;
+constexpr uint64_t kMaxKeptBytes = uint64_t{64} << 20;
 
 // Reads the file front to back, every read checked against the file's size.
 class GgufReader {
@@ -95,6 +98,19 @@ class GgufReader {
     KVTOPO_RETURN_IF_ERROR(Bytes(&v, sizeof v));
     return v;
   }
+  // Counts a kept value of `bytes` bytes against the reader's budget: a file's metadata is kept
+  // in memory, so at most kMaxKeptValues values and kMaxKeptBytes bytes of strings.
+  Status Keep(uint64_t bytes) {
+    ++kept_values_;
+    kept_bytes_ += bytes;
+    if (kept_values_ > kMaxKeptValues || kept_bytes_ > kMaxKeptBytes) {
+      return Error(
+          fmt::format("its metadata holds more than {} values or {} bytes of strings, "
+                      "more than kvtopo keeps",
+                      kMaxKeptValues, kMaxKeptBytes));
+    }
+    return Status::Ok();
+  }
   // A count or length (64 bits since version 2).
   Result<uint64_t> Count() { return Scalar<uint64_t>(); }
   Result<std::string> String(uint64_t max_bytes, std::string_view what) {
@@ -111,52 +127,46 @@ class GgufReader {
   uint64_t size_ = 0;
   uint64_t offset_ = 0;
   std::string file_;
+  uint64_t kept_values_ = 0;
+  uint64_t kept_bytes_ = 0;
 };
 
 Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth);
 
+// One scalar of C++ type T as JSON (a float that is not finite as null).
+template <typename T>
+Result<nlohmann::json> ScalarJson(GgufReader& r) {
+  KVTOPO_ASSIGN_OR_RETURN(const T v, r.Scalar<T>());
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) return nlohmann::json();
+    return nlohmann::json(static_cast<double>(v));
+  } else {
+    return nlohmann::json(v);
+  }
+}
+
 Result<nlohmann::json> ReadScalar(GgufReader& r, uint32_t type) {
   switch (type) {
-    case kUint8: {
-      KVTOPO_ASSIGN_OR_RETURN(const uint8_t v, r.Scalar<uint8_t>());
-      return nlohmann::json(v);
-    }
-    case kInt8: {
-      KVTOPO_ASSIGN_OR_RETURN(const int8_t v, r.Scalar<int8_t>());
-      return nlohmann::json(v);
-    }
-    case kUint16: {
-      KVTOPO_ASSIGN_OR_RETURN(const uint16_t v, r.Scalar<uint16_t>());
-      return nlohmann::json(v);
-    }
-    case kInt16: {
-      KVTOPO_ASSIGN_OR_RETURN(const int16_t v, r.Scalar<int16_t>());
-      return nlohmann::json(v);
-    }
-    case kUint32: {
-      KVTOPO_ASSIGN_OR_RETURN(const uint32_t v, r.Scalar<uint32_t>());
-      return nlohmann::json(v);
-    }
-    case kInt32: {
-      KVTOPO_ASSIGN_OR_RETURN(const int32_t v, r.Scalar<int32_t>());
-      return nlohmann::json(v);
-    }
-    case kUint64: {
-      KVTOPO_ASSIGN_OR_RETURN(const uint64_t v, r.Scalar<uint64_t>());
-      return nlohmann::json(v);
-    }
-    case kInt64: {
-      KVTOPO_ASSIGN_OR_RETURN(const int64_t v, r.Scalar<int64_t>());
-      return nlohmann::json(v);
-    }
-    case kFloat32: {
-      KVTOPO_ASSIGN_OR_RETURN(const float v, r.Scalar<float>());
-      return std::isfinite(v) ? nlohmann::json(static_cast<double>(v)) : nlohmann::json();
-    }
-    case kFloat64: {
-      KVTOPO_ASSIGN_OR_RETURN(const double v, r.Scalar<double>());
-      return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-    }
+    case kUint8:
+      return ScalarJson<uint8_t>(r);
+    case kInt8:
+      return ScalarJson<int8_t>(r);
+    case kUint16:
+      return ScalarJson<uint16_t>(r);
+    case kInt16:
+      return ScalarJson<int16_t>(r);
+    case kUint32:
+      return ScalarJson<uint32_t>(r);
+    case kInt32:
+      return ScalarJson<int32_t>(r);
+    case kUint64:
+      return ScalarJson<uint64_t>(r);
+    case kInt64:
+      return ScalarJson<int64_t>(r);
+    case kFloat32:
+      return ScalarJson<float>(r);
+    case kFloat64:
+      return ScalarJson<double>(r);
     case kBool: {
       KVTOPO_ASSIGN_OR_RETURN(const uint8_t v, r.Scalar<uint8_t>());
       if (v > 1) return r.Error(fmt::format("a bool is {}", v));
@@ -178,11 +188,15 @@ Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth) {
       KVTOPO_RETURN_IF_ERROR(r.Skip(n));
       return nlohmann::json{{"gguf_skipped", n}};
     }
+    KVTOPO_RETURN_IF_ERROR(r.Keep(n));
     std::string s(static_cast<size_t>(n), '\0');
     KVTOPO_RETURN_IF_ERROR(r.Bytes(s.data(), n));
     return nlohmann::json(std::move(s));
   }
-  if (type != kArray) return ReadScalar(r, type);
+  if (type != kArray) {
+    KVTOPO_RETURN_IF_ERROR(r.Keep(0));
+    return ReadScalar(r, type);
+  }
   if (depth >= kMaxArrayDepth) {
     return r.Error(fmt::format("arrays are nested deeper than {}", kMaxArrayDepth));
   }

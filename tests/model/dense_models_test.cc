@@ -18,19 +18,15 @@
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "model/architectures.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
+using testing_configs::Llama31_8B;
+using testing_configs::PlanWith;
 
-// Llama-3.1-8B's config.json (the fields the cache depends on).
-nlohmann::json Llama31_8B() {
-  return nlohmann::json::parse(R"({
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "max_position_embeddings": 131072, "torch_dtype": "bfloat16"})");
-}
+constexpr int64_t kGiB = int64_t{1} << 30;
 
 // Qwen2.5-7B-Instruct's: 28 query heads of 128 (3584 / 28), 4 KV heads, window off.
 nlohmann::json Qwen25_7B() {
@@ -39,13 +35,6 @@ nlohmann::json Qwen25_7B() {
     "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
     "max_position_embeddings": 32768, "sliding_window": 131072, "use_sliding_window": false,
     "max_window_layers": 28, "torch_dtype": "bfloat16"})");
-}
-
-// Plans `config` as the model of launch `c`.
-Result<Plan> PlanWith(const nlohmann::json& config, LaunchConfig c) {
-  c.model = "config.json";
-  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecsFromJson(config, c));
-  return PlanLaunchSpecs(specs, c);
 }
 
 Result<Plan> PlanConfig(const nlohmann::json& config, int64_t tp, int64_t dcp, int64_t memory,

@@ -91,6 +91,14 @@ std::string WriteFile(const std::string& bytes, const std::string& suffix = ".gg
   return path;
 }
 
+// The config the engine builds from the file `g` writes.
+Result<internal::LoadedConfig> Load(const GgufBytes& g) {
+  const std::string path = WriteFile(g.Bytes());
+  Result<internal::LoadedConfig> loaded = internal::LoadModelConfig(path);
+  std::filesystem::remove(path);
+  return loaded;
+}
+
 // Qwen3-0.6B as llama.cpp writes it: 28 layers, 16 heads over 1024, 8 K/V heads, no head size.
 GgufBytes Qwen3Small() {
   GgufBytes g;
@@ -161,15 +169,13 @@ TEST(Gguf, ArchitectureRenames) {
       .Add("llama.attention.head_count", 32u)
       .Add("llama.attention.head_count_kv", 8u)
       .Add("llama.rope.dimension_count", 128u);
-  std::string path = WriteFile(llama.Bytes());
-  auto m = internal::LoadModelConfig(path);
+  auto m = Load(llama);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->json["architectures"], nlohmann::json({"MistralForCausalLM"}));
   EXPECT_EQ(m->json["head_dim"], 128);
   auto d = internal::DescribeModel(m->json, m->file);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->layers[0].sliding_window, 4096);
-  std::filesystem::remove(path);
 
   GgufBytes moe;
   moe.Add("general.architecture", std::string("qwen2moe"))
@@ -179,9 +185,7 @@ TEST(Gguf, ArchitectureRenames) {
       .Add("qwen2moe.attention.head_count", 16u)
       .Add("qwen2moe.attention.head_count_kv", 16u)
       .Add("qwen2moe.expert_count", 60u);
-  path = WriteFile(moe.Bytes());
-  m = internal::LoadModelConfig(path);
-  std::filesystem::remove(path);
+  m = Load(moe);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->json["model_type"], "qwen2_moe");
   EXPECT_EQ(m->json["architectures"], nlohmann::json({"Qwen2MoeForCausalLM"}));
@@ -196,9 +200,7 @@ TEST(Gguf, ArchitectureRenames) {
       .Add("gemma3.attention.head_count_kv", 4u)
       .Add("gemma3.attention.key_length", 256u)
       .Add("gemma3.attention.sliding_window", 1024u);
-  path = WriteFile(gemma.Bytes());
-  m = internal::LoadModelConfig(path);
-  std::filesystem::remove(path);
+  m = Load(gemma);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->json["model_type"], "gemma3_text");
   d = internal::DescribeModel(m->json, m->file);
@@ -262,6 +264,22 @@ TEST(Gguf, RefusalsAndMalformedFiles) {
             "byte 56)");
   // A file not named .gguf is GGUF by its magic bytes.
   EXPECT_EQ(LoadError(good, ".bin"), "(loaded)");
+}
+
+// The metadata is kept in memory: at most 2^20 values. 257 arrays of 4,096 pass it at the first
+// element of the last array: 24 header bytes, 256 pairs of 16,408 bytes plus their keys (1,426),
+// and the last pair's 30 bytes before its first element: byte 4,201,928.
+TEST(Gguf, MetadataKeptIsBounded) {
+  GgufBytes g;
+  for (int i = 0; i < 257; ++i) g.Add("a.k" + std::to_string(i), std::vector<int32_t>(4096, 1));
+  const std::string path = WriteFile(g.Bytes());
+  auto meta = internal::ReadGgufMetadata(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(meta.ok());
+  EXPECT_EQ(meta.status().message(),
+            "GGUF file '" + path +
+                "': its metadata holds more than 1048576 values or 67108864 bytes of strings, "
+                "more than kvtopo keeps (at byte 4201928)");
 }
 
 // The reader keeps small arrays and skips a vocabulary, reporting its size.

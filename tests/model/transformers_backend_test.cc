@@ -15,9 +15,13 @@
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "model/architectures.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
+
+using testing_configs::Llama31_8B;
+using testing_configs::PlanWith;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
@@ -31,13 +35,6 @@ nlohmann::json SmolLm3() {
     "torch_dtype": "bfloat16", "vocab_size": 128256})");
 }
 
-nlohmann::json Llama31_8B() {
-  return nlohmann::json::parse(R"({
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "max_position_embeddings": 131072, "torch_dtype": "bfloat16"})");
-}
-
 // A config the engine's registry does not hold, with custom code (auto_map).
 nlohmann::json CustomModel() {
   nlohmann::json c = Llama31_8B();
@@ -46,12 +43,6 @@ nlohmann::json CustomModel() {
   c["auto_map"] = {{"AutoConfig", "configuration_acme.AcmeConfig"},
                    {"AutoModelForCausalLM", "modeling_acme.AcmeForCausalLM"}};
   return c;
-}
-
-Result<Plan> PlanWith(const nlohmann::json& config, LaunchConfig c) {
-  c.model = "config.json";
-  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecsFromJson(config, c));
-  return PlanLaunchSpecs(specs, c);
 }
 
 LaunchConfig Launch(int64_t memory, const std::string& model_impl = "auto",

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import struct
 import tempfile
 import unittest
 
@@ -326,6 +327,33 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "--model-impl 'hf' is not a model "
                                     "implementation"):
             kvtopo.plan(acme, model_impl="hf")
+
+    def test_gguf_file(self):
+        # A GGUF file is read as the engine reads it: Qwen3Config's head_dim of 128 where the
+        # file states none; 16 GiB / (28 x 64 KiB) = 9,362 blocks.
+        def text(s):
+            b = s.encode()
+            return struct.pack("<Q", len(b)) + b
+        pairs = [("general.architecture", 8, text("qwen3")),
+                 ("qwen3.block_count", 4, struct.pack("<I", 28)),
+                 ("qwen3.context_length", 4, struct.pack("<I", 40960)),
+                 ("qwen3.embedding_length", 4, struct.pack("<I", 1024)),
+                 ("qwen3.attention.head_count", 4, struct.pack("<I", 16)),
+                 ("qwen3.attention.head_count_kv", 4, struct.pack("<I", 8))]
+        data = b"GGUF" + struct.pack("<IQQ", 3, 0, len(pairs))
+        for key, kind, value in pairs:
+            data += text(key) + struct.pack("<I", kind) + value
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.gguf")
+            with open(path, "wb") as f:
+                f.write(data)
+            plan = kvtopo.plan(path, kv_cache_memory="16GiB")
+            self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (9362, 149792))
+            with open(path, "wb") as f:
+                f.write(data[:40])
+            with self.assertRaisesRegex(ValueError, "GGUF file .*model.gguf': 6 metadata pairs "
+                                        "cannot fit in the 16 bytes left"):
+                kvtopo.plan(path)
 
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256

@@ -1,0 +1,27 @@
+// Configs and a plan helper the model tests share.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "kvtopo/launch.h"
+#include "kvtopo/model.h"
+#include "kvtopo/plan.h"
+
+namespace kvtopo::testing_configs {
+
+// Llama-3.1-8B's config.json (the fields the cache depends on).
+inline nlohmann::json Llama31_8B() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 131072, "torch_dtype": "bfloat16"})");
+}
+
+// Plans `config` as the model of launch `c`.
+inline Result<Plan> PlanWith(const nlohmann::json& config, LaunchConfig c) {
+  c.model = "config.json";
+  KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecsFromJson(config, c));
+  return PlanLaunchSpecs(specs, c);
+}
+
+}  // namespace kvtopo::testing_configs
