@@ -143,6 +143,9 @@ struct LaunchConfig {
   std::string model_impl = "auto";
   // --trust-remote-code: the engine loads the custom code a config's auto_map names.
   bool trust_remote_code = false;
+  // --hf-config-path: where the engine reads the target's config instead of `model` (a profile
+  // name, config.json path, directory or GGUF file, read as `model` would be); empty: `model`.
+  std::string hf_config_path;
   // --hf-overrides: a JSON object of config values the engine sets on the target model's config
   // after loading it (docs/profiles.md, "--hf-overrides"); empty: none.
   std::string hf_overrides;

@@ -167,6 +167,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the engine loads the custom code a config's auto_map names (for its Transformers "
        "backend); default off",
        &LO::trust_remote_code},
+      {"hf_config_path",
+       {},
+       "",
+       V::kText,
+       "",
+       "where the engine reads the target's config instead of MODEL's (a config.json, a "
+       "directory holding one, a GGUF file or a profile name); default: MODEL",
+       &LO::hf_config_path},
       {"hf_overrides",
        {},
        "",
@@ -860,6 +868,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.model_impl = *o.model_impl;
   }
   if (o.trust_remote_code) c.trust_remote_code = *o.trust_remote_code;
+  if (o.hf_config_path) c.hf_config_path = *o.hf_config_path;
   if (o.hf_overrides) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json overrides,
                             internal::ParseHfOverrides(*o.hf_overrides));
@@ -995,8 +1004,11 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     }
     c.speculative = std::move(*spec);
     // The engine's method detection runs before its async-scheduling default is set.
-    KVTOPO_ASSIGN_OR_RETURN(const std::string detected,
-                            internal::DetectDraftMethod(*c.speculative, c.model, c.config_format));
+    KVTOPO_ASSIGN_OR_RETURN(
+        const std::string detected,
+        internal::DetectDraftMethod(*c.speculative,
+                                    c.hf_config_path.empty() ? c.model : c.hf_config_path,
+                                    c.config_format));
     if (!detected.empty()) {
       diagnostics.push_back({Severity::kInfo, "speculative-method-detected", detected});
     }

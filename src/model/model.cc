@@ -1784,8 +1784,12 @@ LaunchConfig DefaultLaunchConfig() {
 
 Result<ModelCacheSpecs> BuildModelCacheSpecs(const LaunchConfig& config) {
   const std::string name = config.model.empty() ? "kimi-k3" : config.model;
-  KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
-                          internal::LoadModelConfig(name, config.config_format));
+  // --hf-config-path: the engine's get_config(hf_config_path or model); the model keeps its name.
+  KVTOPO_ASSIGN_OR_RETURN(
+      internal::LoadedConfig loaded,
+      internal::LoadModelConfig(config.hf_config_path.empty() ? name : config.hf_config_path,
+                                config.config_format));
+  if (!config.hf_config_path.empty()) loaded.name = name;
   return Build(loaded, config);
 }
 

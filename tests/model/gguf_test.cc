@@ -15,6 +15,7 @@
 
 #include "kvtopo/dtype.h"
 #include "kvtopo/launch.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "model/architectures.h"
@@ -155,6 +156,33 @@ TEST(Gguf, Qwen3AsTheEngineReadsIt) {
   EXPECT_EQ(plan->pool.num_blocks, 9362);
   EXPECT_EQ(plan->capacity.max_tokens, 149792);
   EXPECT_EQ(plan->model.layers[0].model_dtype, ElementType::kBfloat16);
+}
+
+// --hf-config-path: the engine reads the target's config there instead of the model's (here a
+// config.json that states a head size of 64 beside the GGUF file), and the model keeps its name.
+TEST(Gguf, HfConfigPathReplacesTheFilesConfig) {
+  const std::string gguf = WriteFile(Qwen3Small().Bytes());
+  const std::string json = WriteFile(R"({
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 28,
+    "max_position_embeddings": 40960, "hidden_size": 1024, "num_attention_heads": 16,
+    "num_key_value_heads": 8, "head_dim": 64, "torch_dtype": "bfloat16"})",
+                                     ".json");
+  LaunchConfig c;
+  c.model = gguf;
+  c.hf_config_path = json;
+  c.kv_cache_memory_bytes = 16 * kGiB;
+  auto specs = BuildModelCacheSpecs(c);
+  std::filesystem::remove(gguf);
+  std::filesystem::remove(json);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->model_name, gguf);
+  EXPECT_EQ(specs->layers[0].head_size, 64);
+  LaunchOptions o;
+  o.model = "kimi-k2.6";
+  o.hf_config_path = "qwen3-next-80b";
+  auto launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->hf_config_path, "qwen3-next-80b");
 }
 
 // Transformers' renames: llama named exactly "mistral" is Mistral (MistralConfig's 4096 window);
