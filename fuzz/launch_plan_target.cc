@@ -84,6 +84,8 @@ Reached FuzzLaunchPlan(const uint8_t* data, size_t size) {
     }
     const LaunchOption* option = FindLaunchOption(name);
     if (option == nullptr) continue;
+    // The target's config may come from --hf-config-path: a profile too.
+    if (option->name == "hf_config_path" && !IsProfile(value)) return Reached::kStopped;
     if (!SetLaunchOption(options, *option, value, name).ok()) return Reached::kStopped;
   }
   Result<LaunchConfig> config = ToLaunchConfig(options);

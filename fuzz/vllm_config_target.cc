@@ -31,12 +31,16 @@ Reached FuzzVllmConfig(const uint8_t* data, size_t size) {
         "an unexpected config-file diagnostic: " + d.message);
   }
   // Launch options with one value each, as the command line would set them; the model stays
-  // the default launch (the target never reads the file system).
+  // the default launch and --hf-config-path is dropped (the target never reads the file system).
   LaunchOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].starts_with("--")) continue;
     const LaunchOption* option = FindLaunchOption(args[i]);
     if (option == nullptr) continue;
+    if (option->name == "hf_config_path") {  // a path to read: the target reads no files
+      ++i;
+      continue;
+    }
     const std::string& flag = args[i];
     Status set = InvalidArgument("no value");
     if (option->value == OptionValue::kSwitch) {
