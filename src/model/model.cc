@@ -20,6 +20,7 @@
 #include "model/backend_knob.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
+#include "model/gguf.h"
 #include "model/speculative_method.h"
 
 namespace kvtopo {
@@ -312,8 +313,10 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
                             "auto), so an auto KV cache stores bfloat16; set --dtype float32 to "
                             "keep float32",
                             file,
-                            m.dtype_stated
-                                ? "gives torch_dtype float32"
+                            m.dtype_stated ? "gives torch_dtype float32"
+                            : internal::IsGgufFile(file)
+                                ? "is a GGUF file, whose metadata states no dtype: the engine "
+                                  "reads none from its tensors either and takes float32"
                                 : "states no torch_dtype: the engine takes its weights' dtype "
                                   "(float32 when it cannot read them), and kvtopo, which reads "
                                   "no weights, float32")

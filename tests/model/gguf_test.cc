@@ -156,6 +156,13 @@ TEST(Gguf, Qwen3AsTheEngineReadsIt) {
   EXPECT_EQ(plan->pool.num_blocks, 9362);
   EXPECT_EQ(plan->capacity.max_tokens, 149792);
   EXPECT_EQ(plan->model.layers[0].model_dtype, ElementType::kBfloat16);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "'" + path +
+                "' is a GGUF file, whose metadata states no dtype: the engine reads none from its "
+                "tensors either and takes float32; the engine runs a float32 model as bfloat16 "
+                "(--dtype auto), so an auto KV cache stores bfloat16; set --dtype float32 to keep "
+                "float32");
 }
 
 // --hf-config-path: the engine reads the target's config there instead of the model's (here a
