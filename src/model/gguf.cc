@@ -471,7 +471,7 @@ Result<nlohmann::json> GgufToConfig(const nlohmann::json& metadata, const std::s
     if (field == section->keys.end() || field->second.empty()) continue;
     nlohmann::json v = Unwrapped(value);
     if (v.is_object()) {
-      return error(fmt::format("{} is an array of {} elements, which kvtopo does not keep", key,
+      return error(fmt::format("{} holds {} elements or bytes, more than kvtopo keeps", key,
                                v.value("gguf_skipped", uint64_t{0})));
     }
     if (rest == "attention.head_count_kv" && v.is_array()) {

@@ -269,6 +269,11 @@ TEST(Gguf, RefusalsAndMalformedFiles) {
             "GGUF file 'F': qwen3.attention.head_count_kv gives one count per layer, which the "
             "engine takes as num_key_value_heads whole and cannot divide among ranks; kvtopo "
             "does not plan it");
+  GgufBytes long_list = Qwen3Small();
+  long_list.Add("qwen3.attention.head_count_kv", std::vector<int32_t>(5000, 8));
+  EXPECT_EQ(LoadError(long_list.Bytes()),
+            "GGUF file 'F': qwen3.attention.head_count_kv holds 5000 elements or bytes, more "
+            "than kvtopo keeps");
   GgufBytes none;
   EXPECT_EQ(LoadError(none.Bytes()),
             "GGUF file 'F': general.architecture is missing or not a string");
