@@ -4916,6 +4916,12 @@ Result<std::string> BackendTextConfigKey(const ConfigReader& root) {
   return held.empty() ? std::string() : held[0];
 }
 
+// Whether `kinds` (a layer_types list) names one kind only: is_interleaved is false for it.
+bool OneKind(const std::vector<std::string>& kinds) {
+  return std::all_of(kinds.begin(), kinds.end(),
+                     [&](const std::string& k) { return k == kinds.front(); });
+}
+
 // The layers of a text config `t` as the backend builds them (above), the windows from the
 // text config's own layer_types and sliding_window (`root_types`: the top-level config's
 // layer_types and sliding_window instead, for a nested text config that leaves them to it).
@@ -4985,8 +4991,7 @@ Status ReadBackendLayers(const ConfigReader& t, const ConfigReader* root_types,
   int64_t cache_wide = m.text_sliding_window;
   if (t.Has("layer_types")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> kinds, t.StringList("layer_types"));
-    const bool one_kind = std::all_of(kinds.begin(), kinds.end(),
-                                      [&](const std::string& k) { return k == kinds.front(); });
+    const bool one_kind = OneKind(kinds);
     if (!one_kind) cache_wide = 0;
     if (one_kind && !kinds.empty() && kinds.front() == "full_attention" && cache_wide > 0) {
       WarnEveryLayerSlides(t, m);
@@ -5237,7 +5242,7 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string text_key, BackendTextConfigKey(root));
   const auto& readers = Readers();
-  const bool native = !backend_named && !IsBackendClass(arch) &&
+  const bool native = !backend_named &&
                       std::any_of(readers.begin(), readers.end(), [&](const ArchitectureReader& r) {
                         return r.architecture == arch && !r.draft;
                       });
@@ -5273,8 +5278,7 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
                                         "layer and fails past its end",
                                         kinds.size(), read.layers.size()));
       }
-      const bool one_kind = std::all_of(kinds.begin(), kinds.end(),
-                                        [&](const std::string& k) { return k == kinds.front(); });
+      const bool one_kind = OneKind(kinds);
       for (size_t i = 0; i < read.layers.size(); ++i) {
         const bool slides = kinds[i] == "sliding_attention";
         const int64_t window = slides || one_kind ? read.text_sliding_window : 0;

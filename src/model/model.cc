@@ -1788,10 +1788,13 @@ LaunchConfig DefaultLaunchConfig() {
 Result<ModelCacheSpecs> BuildModelCacheSpecs(const LaunchConfig& config) {
   const std::string name = config.model.empty() ? "kimi-k3" : config.model;
   // --hf-config-path: the engine's get_config(hf_config_path or model); the model keeps its name.
-  KVTOPO_ASSIGN_OR_RETURN(
-      internal::LoadedConfig loaded,
-      internal::LoadModelConfig(config.hf_config_path.empty() ? name : config.hf_config_path,
-                                config.config_format));
+  Result<internal::LoadedConfig> read = internal::LoadModelConfig(
+      config.hf_config_path.empty() ? name : config.hf_config_path, config.config_format);
+  if (!read.ok() && !config.hf_config_path.empty()) {
+    return Status(read.status().code(),
+                  fmt::format("--hf-config-path: {}", read.status().message()));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded, std::move(read));
   if (!config.hf_config_path.empty()) loaded.name = name;
   return Build(loaded, config);
 }

@@ -184,6 +184,8 @@ TEST(Gguf, HfConfigPathReplacesTheFilesConfig) {
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   EXPECT_EQ(specs->model_name, gguf);
   EXPECT_EQ(specs->layers[0].head_size, 64);
+  c.hf_config_path = json;  // removed above
+  EXPECT_EQ(BuildModelCacheSpecs(c).status().message().substr(0, 23), "--hf-config-path: model");
   LaunchOptions o;
   o.model = "kimi-k2.6";
   o.hf_config_path = "qwen3-next-80b";
