@@ -80,6 +80,9 @@ struct SpeculativeConfig {
   // (deepseek_mtp, qwen3_next_mtp, ...) become mtp as in vLLM.
   std::string method;
   std::string model;  // a draft profile name, repo id or config path; empty: the default draft
+  // revision: the branch, tag or commit of a draft repo id read from the Hugging Face cache;
+  // empty: main (not the target's --revision, as in the engine).
+  std::string revision;
   int64_t num_speculative_tokens = 0;
   // "auto", an upper-case backend name, or empty (inherit the target's backend).
   std::string draft_attention_backend;
@@ -143,6 +146,9 @@ struct LaunchConfig {
   std::string model_impl = "auto";
   // --trust-remote-code: the engine loads the custom code a config's auto_map names.
   bool trust_remote_code = false;
+  // --revision: the branch, tag or commit of a Hugging Face repo id whose cached snapshot is read
+  // (docs/profiles.md, "Hugging Face repo ids"); empty: main.
+  std::string revision;
   // --hf-config-path: where the engine reads the target's config instead of `model` (a profile
   // name, config.json path, directory or GGUF file, read as `model` would be); empty: `model`.
   std::string hf_config_path;

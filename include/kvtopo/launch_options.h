@@ -56,6 +56,7 @@ struct LaunchOptions {
   std::optional<std::string> config_format;             // auto, hf or mistral; default auto
   std::optional<std::string> model_impl;                // auto, vllm, transformers; default auto
   std::optional<bool> trust_remote_code;                // default off
+  std::optional<std::string> revision;                  // a repo id's revision; default main
   std::optional<std::string> hf_config_path;            // the target's config; default: model
   std::optional<std::string> hf_overrides;              // --hf-overrides: a JSON object
   std::optional<std::string> kv_cache_dtype;            // default "auto"

@@ -20,6 +20,7 @@
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/gguf.h"
+#include "model/hf_cache.h"
 #include "model/mistral_format.h"
 #include "model/speculative_method.h"
 
@@ -4474,8 +4475,8 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
 }
 
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
-                                      const std::string& config_format,
-                                      const LoadedConfig* target) {
+                                      const std::string& config_format, const LoadedConfig* target,
+                                      const std::string& target_revision) {
   // A model named like a module path (a dot, no slash, no URL scheme) is a proposer class,
   // whatever the method says (custom_class); kvtopo keeps a name it reads as a config (an
   // embedded profile such as kimi-k2.6-eagle3-mla, a config file) for that config.
@@ -4483,7 +4484,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   if (!m.empty() && spec.method != "custom_class" && m.find('.') != std::string::npos &&
       m.find('/') == std::string::npos && !m.starts_with("http://") && !m.starts_with("https://") &&
       !m.starts_with("file://")) {
-    Result<LoadedConfig> config = LoadModelConfig(m, config_format);
+    Result<LoadedConfig> config = LoadModelConfig(m, config_format, spec.revision);
     if (!config.ok() && config.status().code() == StatusCode::kNotFound) {
       const std::string given = spec.method;
       spec.method = "custom_class";
@@ -4509,7 +4510,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
         "draft's name contains '{}' (SpeculativeConfig's method detection)",
         given, spec.model, method, needle);
   }
-  Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format);
+  Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format, spec.revision);
   if (!draft.ok()) return std::string();
   const std::string type_stated = StringOrEmpty(draft->json, "model_type");
   const std::string stated = type_stated.empty() ? "(none)" : type_stated;
@@ -4528,7 +4529,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   // The target as the caller read it, else as loaded here.
   std::optional<LoadedConfig> loaded_target;
   if (target == nullptr) {
-    Result<LoadedConfig> read = LoadModelConfig(target_model, config_format);
+    Result<LoadedConfig> read = LoadModelConfig(target_model, config_format, target_revision);
     if (!read.ok()) return std::string();
     loaded_target = std::move(*read);
     target = &*loaded_target;
@@ -5567,6 +5568,38 @@ Result<LoadedConfig> LoadMistralParams(const std::filesystem::path& params,
   return LoadedConfig{std::move(converted), params.string(), model};
 }
 
+// A repo id's cached snapshot read as its directory, as the engine reads it offline (its
+// get_model_path swaps the repo id for the snapshot's folder before reading the config).
+Result<LoadedConfig> LoadFromHfSnapshot(const std::string& repo_id, const HfSnapshot& snapshot,
+                                        const std::string& config_format) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(snapshot.dir / "config.json", ec) &&
+      !std::filesystem::is_regular_file(snapshot.dir / "params.json", ec)) {
+    return NotFound(fmt::format(
+        "model '{}': the Hugging Face cache's snapshot '{}' (revision '{}') holds neither "
+        "config.json nor params.json, which the engine reads; `hf download {} config.json "
+        "--revision {}` puts its config there",
+        repo_id, snapshot.dir.string(), snapshot.revision, repo_id, snapshot.revision));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(LoadedConfig loaded,
+                          LoadModelConfig(snapshot.dir.string(), config_format));
+  loaded.name = repo_id;
+  loaded.origin = fmt::format(
+      "'{}' is read from the Hugging Face cache: snapshot {} of revision '{}', as the engine "
+      "reads it offline (HF_HUB_OFFLINE=1); online it reads the hub's current files for that "
+      "revision",
+      repo_id, snapshot.commit, snapshot.revision);
+  if (config_format == "auto" &&
+      std::filesystem::is_regular_file(snapshot.dir / "params.json", ec) &&
+      !loaded.file.ends_with("params.json")) {
+    loaded.origin +=
+        "; the snapshot holds params.json without consolidated*.safetensors, so config.json is "
+        "read, as offline; online the engine lists the hub's files and reads params.json when "
+        "the repo has consolidated weights (--config-format mistral plans that)";
+  }
+  return loaded;
+}
+
 }  // namespace
 
 bool IsModelProfileFile(std::string_view stem) { return IsModelProfile(stem); }
@@ -5686,7 +5719,8 @@ Status CheckConfigFormat(const std::string& config_format) {
   return Status::Ok();
 }
 
-Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string& config_format) {
+Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string& config_format,
+                                     const std::string& revision, std::string_view revision_knob) {
   KVTOPO_RETURN_IF_ERROR(CheckConfigFormat(config_format));
   std::string accepted;
   for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
@@ -5736,11 +5770,20 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
   if (!std::filesystem::is_regular_file(path, ec)) {
     KVTOPO_ASSIGN_OR_RETURN(std::optional<LoadedConfig> served, ProfileForRepo(model));
     if (served) return std::move(*served);
+    std::string cache_why;
+    if (IsHfRepoId(model) && !std::filesystem::exists(model, ec)) {
+      KVTOPO_ASSIGN_OR_RETURN(const std::optional<HfSnapshot> snapshot,
+                              FindHfSnapshot(model, revision, revision_knob, cache_why));
+      if (snapshot) return LoadFromHfSnapshot(model, *snapshot, config_format);
+      cache_why =
+          fmt::format(" ({}; `hf download {} config.json{}` puts its config there)", cache_why,
+                      model, revision.empty() ? std::string() : " --revision " + revision);
+    }
     return NotFound(fmt::format(
         "model '{}' is neither an embedded profile ({}), a Hugging Face repo id a profile "
-        "serves (kvtopo profiles), nor a config.json or params.json file or a directory holding "
-        "one; pass one of those as MODEL",
-        model, accepted));
+        "serves (kvtopo profiles), a repo id the Hugging Face cache holds{}, nor a config.json "
+        "or params.json file or a directory holding one; pass one of those as MODEL",
+        model, accepted, cache_why));
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string text,
                           ReadTextFile(path, kMaxConfigFileBytes, "config.json"));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -231,6 +232,9 @@ struct LoadedConfig {
   nlohmann::json json;
   std::string file;  // "profiles/<stem>.json" for embedded profiles, else the path read
   std::string name;  // the profile name, or the path as given
+  // Where a repo id was found when it was read from the Hugging Face cache (a sentence naming the
+  // snapshot); empty otherwise.
+  std::string origin;
 };
 // The draft's config as the engine builds it for `method`. A speculators-format config (no
 // model_type, a speculators_config) becomes its transformer_layer_config with its algorithm's
@@ -256,18 +260,24 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 // left to the planner to report.
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
-                                      const LoadedConfig* target = nullptr);
+                                      const LoadedConfig* target = nullptr,
+                                      const std::string& target_revision = "");
 // The model type `config` has after SpeculativeConfig.hf_config_override (applied to every
 // draft config the engine loads) when it is one of the engine's MTP types; empty otherwise.
 std::string MtpTypeAfterOverride(const nlohmann::json& config);
 
-// Resolves an embedded profile name, a config.json path or a directory holding one, or a
-// Hugging Face repo id an embedded profile serves. `config_format` is --config-format: auto, hf
-// or mistral. A Mistral-format checkpoint (a directory whose params.json the engine reads: under
-// mistral, or under auto beside consolidated*.safetensors; or a file named params.json) is
-// converted as the engine converts it (ConvertMistralParams).
+// Resolves an embedded profile name, a config.json path or a directory holding one, a GGUF file,
+// a Hugging Face repo id an embedded profile serves, or a repo id whose snapshot at `revision`
+// (empty: main) the local Hugging Face cache holds (read as its directory; the result keeps the
+// repo id as its name and says where it came from in `origin`). `config_format` is
+// --config-format: auto, hf or mistral. A Mistral-format checkpoint (a directory whose
+// params.json the engine reads: under mistral, or under auto beside consolidated*.safetensors;
+// or a file named params.json) is converted as the engine converts it (ConvertMistralParams).
+// `revision_knob` names the revision's flag or key in messages.
 Result<LoadedConfig> LoadModelConfig(const std::string& model,
-                                     const std::string& config_format = "auto");
+                                     const std::string& config_format = "auto",
+                                     const std::string& revision = "",
+                                     std::string_view revision_knob = "--revision");
 // --config-format: auto, hf or mistral; anything else is a usage error naming the value.
 Status CheckConfigFormat(const std::string& config_format);
 // --hf-overrides as text: a JSON object, else a usage error naming the value.

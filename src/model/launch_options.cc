@@ -167,6 +167,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the engine loads the custom code a config's auto_map names (for its Transformers "
        "backend); default off",
        &LO::trust_remote_code},
+      {"revision",
+       {},
+       "",
+       V::kText,
+       "",
+       "the branch, tag or commit of a Hugging Face repo id MODEL: kvtopo reads that snapshot "
+       "from the local Hugging Face cache (HF_HUB_CACHE, HF_HOME); default main",
+       &LO::revision},
       {"hf_config_path",
        {},
        "",
@@ -868,6 +876,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.model_impl = *o.model_impl;
   }
   if (o.trust_remote_code) c.trust_remote_code = *o.trust_remote_code;
+  if (o.revision) c.revision = *o.revision;
   if (o.hf_config_path) c.hf_config_path = *o.hf_config_path;
   if (o.hf_overrides) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json overrides,
@@ -1008,7 +1017,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         const std::string detected,
         internal::DetectDraftMethod(*c.speculative,
                                     c.hf_config_path.empty() ? c.model : c.hf_config_path,
-                                    c.config_format));
+                                    c.config_format, nullptr, c.revision));
     if (!detected.empty()) {
       diagnostics.push_back({Severity::kInfo, "speculative-method-detected", detected});
     }

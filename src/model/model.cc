@@ -1085,8 +1085,8 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
         "the target's KV cache",
         file, model.architecture, model.mtp_assistant));
   }
-  Result<internal::LoadedConfig> draft =
-      internal::LoadModelConfig(spec.model, b.config.config_format);
+  Result<internal::LoadedConfig> draft = internal::LoadModelConfig(
+      spec.model, b.config.config_format, spec.revision, "--speculative-config revision");
   if (draft.ok()) {
     KVTOPO_ASSIGN_OR_RETURN(
         const std::string type,
@@ -1144,6 +1144,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const int64_t N = p.decode_context_parallel_size;
 
   Builder b{config, {}, {}, {}};
+  if (!target.origin.empty()) b.Add(Severity::kInfo, "hf-cache", target.origin);
   for (const auto& [code, message] : override_notes) {
     b.Add(code == "not-modelled" ? Severity::kWarning : Severity::kInfo, code, message);
   }
@@ -1515,9 +1516,12 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         }
         draft_ref = it->second;
       }
-      KVTOPO_ASSIGN_OR_RETURN(internal::LoadedConfig loaded,
-                              internal::LoadModelConfig(draft_ref, config.config_format));
+      KVTOPO_ASSIGN_OR_RETURN(
+          internal::LoadedConfig loaded,
+          internal::LoadModelConfig(draft_ref, config.config_format, spec->revision,
+                                    "--speculative-config revision"));
       KVTOPO_RETURN_IF_ERROR(internal::ResolveDraftConfig(method, loaded));
+      if (!loaded.origin.empty()) b.Add(Severity::kInfo, "hf-cache", "draft " + loaded.origin);
       KVTOPO_ASSIGN_OR_RETURN(
           draft, internal::DescribeModel(loaded.json, loaded.file,
                                          {.trust_remote_code = config.trust_remote_code}));
@@ -1788,8 +1792,9 @@ LaunchConfig DefaultLaunchConfig() {
 Result<ModelCacheSpecs> BuildModelCacheSpecs(const LaunchConfig& config) {
   const std::string name = config.model.empty() ? "kimi-k3" : config.model;
   // --hf-config-path: the engine's get_config(hf_config_path or model); the model keeps its name.
-  Result<internal::LoadedConfig> read = internal::LoadModelConfig(
-      config.hf_config_path.empty() ? name : config.hf_config_path, config.config_format);
+  Result<internal::LoadedConfig> read =
+      internal::LoadModelConfig(config.hf_config_path.empty() ? name : config.hf_config_path,
+                                config.config_format, config.revision);
   if (!read.ok() && !config.hf_config_path.empty()) {
     return Status(read.status().code(),
                   fmt::format("--hf-config-path: {}", read.status().message()));

@@ -86,8 +86,9 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 13> kKeys = {"method",
+constexpr std::array<std::string_view, 14> kKeys = {"method",
                                                     "model",
+                                                    "revision",
                                                     "num_speculative_tokens",
                                                     "draft_attention_backend",
                                                     "attention_backend",
@@ -102,8 +103,7 @@ constexpr std::array<std::string_view, 13> kKeys = {"method",
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
 // SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
 // of older releases).
-constexpr std::array<std::string_view, 18> kNotPlannedKeys = {"quantization",
-                                                              "revision",
+constexpr std::array<std::string_view, 17> kNotPlannedKeys = {"quantization",
                                                               "code_revision",
                                                               "disable_by_batch_size",
                                                               "prompt_lookup_max",
@@ -284,6 +284,12 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return Bad("model", "must be a draft profile name or a path");
     spec.model = j["model"].get<std::string>();
+  }
+  if (j.contains("revision") && !j["revision"].is_null()) {
+    if (!j["revision"].is_string()) {
+      return Bad("revision", "must be a branch, tag or commit name of the draft's repo");
+    }
+    spec.revision = j["revision"].get<std::string>();
   }
   if (spec.method == "custom_class" && spec.model.empty()) {
     return Bad("model",

@@ -355,6 +355,37 @@ class PlanTest(unittest.TestCase):
                                         "cannot fit in the 16 bytes left"):
                 kvtopo.plan(path)
 
+    def test_hf_cache_repo_id(self):
+        # A repo id no profile serves is read from the local Hugging Face cache (HF_HUB_CACHE):
+        # refs/<revision> names the snapshot; Llama-3.1-8B's 128 KiB a token in 16 GiB.
+        llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                 "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                 "torch_dtype": "bfloat16"}
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = os.path.join(tmp, "models--meta-llama--Llama-3.1-8B-Instruct")
+            os.makedirs(os.path.join(repo, "snapshots", "c1"))
+            os.makedirs(os.path.join(repo, "refs"))
+            with open(os.path.join(repo, "snapshots", "c1", "config.json"), "w") as f:
+                json.dump(llama, f)
+            with open(os.path.join(repo, "refs", "v1"), "w") as f:
+                f.write("c1")
+            old = os.environ.get("HF_HUB_CACHE")
+            os.environ["HF_HUB_CACHE"] = tmp
+            try:
+                plan = kvtopo.plan("meta-llama/Llama-3.1-8B-Instruct", revision="v1",
+                                   kv_cache_memory="16GiB", max_model_len=65536)
+                self.assertEqual(plan.capacity.max_tokens, 131072)
+                self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
+                                 [("hf-cache", "info")])
+                with self.assertRaisesRegex(LookupError, "holds no snapshot of revision 'main'"):
+                    kvtopo.plan("meta-llama/Llama-3.1-8B-Instruct")
+            finally:
+                if old is None:
+                    del os.environ["HF_HUB_CACHE"]
+                else:
+                    os.environ["HF_HUB_CACHE"] = old
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
