@@ -5568,6 +5568,45 @@ Result<LoadedConfig> LoadMistralParams(const std::filesystem::path& params,
   return LoadedConfig{std::move(converted), params.string(), model};
 }
 
+// The engine's remote GGUF name `repo:QUANT` (get_config with is_remote_gguf): the config is the
+// repo's config.json, required (a GGUF repo without one is refused), and the weights the QUANT
+// file, which the plan does not read.
+Result<LoadedConfig> LoadRemoteGguf(const std::string& model, const std::string& repo,
+                                    const std::string& config_format, const std::string& revision,
+                                    std::string_view revision_knob) {
+  std::string why;
+  KVTOPO_ASSIGN_OR_RETURN(const std::optional<HfSnapshot> snapshot,
+                          FindHfSnapshot(repo, revision, revision_knob, why));
+  const std::string fetch = fmt::format(
+      "`hf download {} config.json{}` puts it there if the repo has one; else pass "
+      "--hf-config-path naming the unquantized model's config, as the engine asks",
+      repo, revision.empty() ? std::string() : " --revision " + revision);
+  if (!snapshot) {
+    return NotFound(fmt::format(
+        "model '{}' is a remote GGUF name (repo:QUANT): the engine reads the config.json of "
+        "repo '{}', and {}; {}",
+        model, repo, why, fetch));
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(snapshot->dir / "config.json", ec)) {
+    return NotFound(fmt::format(
+        "model '{}' is a remote GGUF name (repo:QUANT): the engine reads the config.json of "
+        "repo '{}' and refuses a GGUF repo without one, and the Hugging Face cache's snapshot "
+        "'{}' (revision '{}') holds none; {}",
+        model, repo, snapshot->dir.string(), snapshot->revision, fetch));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(LoadedConfig loaded,
+                          LoadModelConfig((snapshot->dir / "config.json").string(), config_format));
+  loaded.name = model;
+  loaded.origin = fmt::format(
+      "'{}' is a remote GGUF name: its config is the config.json of repo '{}', read from the "
+      "Hugging Face cache (snapshot {} of revision '{}'), as the engine downloads it online; under "
+      "HF_HUB_OFFLINE=1 the engine cannot serve this name (its offline path takes the whole "
+      "name for a repo id, which ':' makes invalid)",
+      model, repo, snapshot->commit, snapshot->revision);
+  return loaded;
+}
+
 // A repo id's cached snapshot read as its directory, as the engine reads it offline (its
 // get_model_path swaps the repo id for the snapshot's folder before reading the config).
 Result<LoadedConfig> LoadFromHfSnapshot(const std::string& repo_id, const HfSnapshot& snapshot,
@@ -5771,6 +5810,11 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
     KVTOPO_ASSIGN_OR_RETURN(std::optional<LoadedConfig> served, ProfileForRepo(model));
     if (served) return std::move(*served);
     std::string cache_why;
+    std::string gguf_repo;
+    std::string gguf_quant;
+    if (SplitRemoteGguf(model, gguf_repo, gguf_quant)) {
+      return LoadRemoteGguf(model, gguf_repo, config_format, revision, revision_knob);
+    }
     if (IsHfRepoId(model) && !std::filesystem::exists(model, ec)) {
       KVTOPO_ASSIGN_OR_RETURN(const std::optional<HfSnapshot> snapshot,
                               FindHfSnapshot(model, revision, revision_knob, cache_why));

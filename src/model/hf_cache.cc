@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cstdlib>
 #include <system_error>
 
@@ -83,7 +85,66 @@ bool IsRevisionName(const std::string& revision) {
   return true;
 }
 
+// gguf's GGMLQuantizationType names (gguf-py 0.17, the engine's minimum).
+constexpr std::array<std::string_view, 32> kGgmlTypes = {
+    "F32",     "F16",   "Q4_0",   "Q4_1",  "Q5_0",  "Q5_1",   "Q8_0",    "Q8_1",
+    "Q2_K",    "Q3_K",  "Q4_K",   "Q5_K",  "Q6_K",  "Q8_K",   "IQ2_XXS", "IQ2_XS",
+    "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8",      "I16",
+    "I32",     "I64",   "F64",    "IQ1_M", "BF16",  "TQ1_0",  "TQ2_0",   "MXFP4"};
+
+bool IsGgmlType(std::string_view name) {
+  return std::find(kGgmlTypes.begin(), kGgmlTypes.end(), name) != kGgmlTypes.end();
+}
+
+// gguf_utils.is_valid_gguf_quant_type: a type, or a type with a size suffix.
+bool IsGgufQuantType(std::string_view quant) {
+  if (IsGgmlType(quant)) return true;
+  for (const std::string_view suffix : {"_M", "_S", "_L", "_XL", "_XS", "_XXS"}) {
+    if (quant.size() > suffix.size() && quant.ends_with(suffix) &&
+        IsGgmlType(quant.substr(0, quant.size() - suffix.size()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsRemoteGgufPart(std::string_view part) {
+  if (part.empty() || !std::isalnum(static_cast<unsigned char>(part.front()))) return false;
+  for (const char c : part) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+bool SplitRemoteGguf(std::string_view model, std::string& repo, std::string& quant) {
+  const size_t colon = model.rfind(':');
+  const size_t slash = model.find('/');
+  if (colon == std::string_view::npos || slash == std::string_view::npos || slash > colon) {
+    return false;
+  }
+  const std::string_view q = model.substr(colon + 1);
+  if (!IsRemoteGgufPart(model.substr(0, slash)) ||
+      !IsRemoteGgufPart(model.substr(slash + 1, colon - slash - 1)) || q.empty()) {
+    return false;
+  }
+  for (const char c : q) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '+' && c != '-') {
+      return false;
+    }
+  }
+  const size_t dash = q.rfind('-');
+  if (!IsGgufQuantType(q) &&
+      (dash == std::string_view::npos || !IsGgufQuantType(q.substr(dash + 1)))) {
+    return false;
+  }
+  repo = std::string(model.substr(0, colon));
+  quant = std::string(q);
+  return true;
+}
 
 bool IsHfRepoId(std::string_view model) {
   if (model.empty() || model.size() > 96 || model.find("--") != std::string_view::npos ||

@@ -19,6 +19,12 @@ namespace kvtopo::internal {
 // letter, digit or '_', without "--" or "..", at most 96 characters in all.
 bool IsHfRepoId(std::string_view model);
 
+// The engine's remote GGUF name `org/name:QUANT` (gguf_utils.is_remote_gguf): the repo part of
+// letters, digits, '.', '_' and '-' (each part starting with a letter or digit), and QUANT one of
+// gguf's GGMLQuantizationType names, optionally with a size suffix (_M, _S, _L, _XL, _XS, _XXS),
+// or any dash-prefixed name ending in one (UD-Q4_K_XL). Sets `repo` and `quant` when it is one.
+bool SplitRemoteGguf(std::string_view model, std::string& repo, std::string& quant);
+
 // The hub cache directory as huggingface_hub resolves it from the environment: HF_HUB_CACHE, else
 // HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, with HF_HOME defaulting to
 // ${XDG_CACHE_HOME:-~/.cache}/huggingface; '~' and $VAR / ${VAR} expanded as Python's

@@ -305,5 +305,70 @@ TEST(HfCache, MistralFormatOnlineNoted) {
             "when the repo has consolidated weights (--config-format mistral plans that)");
 }
 
+// The engine's remote GGUF names (gguf_utils.is_remote_gguf): repo:QUANT with a GGML type, a
+// size suffix or a dash prefix; the config is the repo's config.json from the cache, required.
+TEST(HfCache, RemoteGgufName) {
+  std::string repo;
+  std::string quant;
+  for (const char* name : {"unsloth/Qwen3-8B-GGUF:Q4_K_M", "unsloth/Qwen3-8B-GGUF:UD-Q4_K_XL",
+                           "org/m.v1_x:BF16", "org/m:IQ2_XXS", "org/m:Custom-UD-Q4_K"}) {
+    EXPECT_TRUE(internal::SplitRemoteGguf(name, repo, quant)) << name;
+  }
+  EXPECT_EQ(repo, "org/m");
+  EXPECT_EQ(quant, "Custom-UD-Q4_K");
+  for (const char* name : {"unsloth/Qwen3-8B-GGUF", "org/m:Q9_K", "org/m:RANDOM", "org/m:Q4_K_M/x",
+                           "m:Q4_K", "-org/m:Q4_K", "a/b/c:Q4_K", "org/m:", "org/m:Q4_K_XXL"}) {
+    EXPECT_FALSE(internal::SplitRemoteGguf(name, repo, quant)) << name;
+  }
+
+  HubCache hub;
+  ScopedEnv env("HF_HUB_CACHE", hub.root().c_str());
+  const std::string folder = "models--unsloth--Qwen3-0.6B-GGUF";
+  hub.Ref(folder, "main", "g1");
+  hub.Put(folder, "g1", "Qwen3-0.6B-Q4_K_M.gguf", "GGUF");
+  const std::string root = hub.root().string();
+  EXPECT_EQ(internal::LoadModelConfig("unsloth/Qwen3-0.6B-GGUF:Q4_K_M").status().message(),
+            "model 'unsloth/Qwen3-0.6B-GGUF:Q4_K_M' is a remote GGUF name (repo:QUANT): the engine "
+            "reads the config.json of repo 'unsloth/Qwen3-0.6B-GGUF' and refuses a GGUF repo "
+            "without one, and the Hugging Face cache's snapshot '" +
+                root +
+                "/models--unsloth--Qwen3-0.6B-GGUF/snapshots/g1' (revision 'main') holds none; `hf "
+                "download unsloth/Qwen3-0.6B-GGUF config.json` puts it there if the repo has one; "
+                "else pass --hf-config-path naming the unquantized model's config, as the engine "
+                "asks");
+  EXPECT_EQ(
+      internal::LoadModelConfig("unsloth/Qwen3-8B-GGUF:Q8_0", "auto", "v1").status().message(),
+      "model 'unsloth/Qwen3-8B-GGUF:Q8_0' is a remote GGUF name (repo:QUANT): the engine "
+      "reads the config.json of repo 'unsloth/Qwen3-8B-GGUF', and the Hugging Face cache '" +
+          root +
+          "' holds no models--unsloth--Qwen3-8B-GGUF; `hf download unsloth/Qwen3-8B-GGUF "
+          "config.json --revision v1` puts it there if the repo has one; else pass "
+          "--hf-config-path naming the unquantized model's config, as the engine asks");
+  // Qwen3-0.6B: 28 layers of 8 K/V heads of 128, 64 KiB pages: 9,362 blocks in 16 GiB.
+  hub.Put(folder, "g1", "config.json", R"({
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
+    "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+    "num_hidden_layers": 28, "max_position_embeddings": 40960, "torch_dtype": "bfloat16"})");
+  LaunchConfig c;
+  c.model = "unsloth/Qwen3-0.6B-GGUF:Q4_K_M";
+  c.kv_cache_memory_bytes = 16 * kGiB;
+  auto plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.model_name, "unsloth/Qwen3-0.6B-GGUF:Q4_K_M");
+  EXPECT_EQ(plan->pool.num_blocks, 9362);
+  EXPECT_EQ(plan->capacity.max_tokens, 149792);
+  std::string info;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "hf-cache") info = d.message;
+  }
+  EXPECT_EQ(info,
+            "'unsloth/Qwen3-0.6B-GGUF:Q4_K_M' is a remote GGUF name: its config is the config.json "
+            "of repo 'unsloth/Qwen3-0.6B-GGUF', read from the Hugging Face cache (snapshot g1 of "
+            "revision 'main'), as the engine downloads it online; under HF_HUB_OFFLINE=1 the "
+            "engine cannot serve this name (its offline path takes the whole name for a repo id, "
+            "which ':' makes invalid)");
+}
+
 }  // namespace
 }  // namespace kvtopo
