@@ -4368,6 +4368,48 @@ Status FromSpeculatorsFormat(LoadedConfig& draft) {
   return Status::Ok();
 }
 
+Result<std::optional<SpeculatorsOverride>> SpeculatorsModelOverride(
+    const std::string& model, const std::string& config_format, const std::string& revision) {
+  Result<LoadedConfig> loaded = LoadModelConfig(model, config_format, revision);
+  if (!loaded.ok() || !loaded->json.is_object()) return std::optional<SpeculatorsOverride>();
+  const nlohmann::json& j = loaded->json;
+  if (!j.contains("speculators_config") || j["speculators_config"].is_null()) {
+    return std::optional<SpeculatorsOverride>();
+  }
+  // SpeculatorsConfig.validate_speculators_config, then build_vllm_speculative_config.
+  const ConfigReader r(j, loaded->file);
+  const std::string invalid =
+      "is required of a speculators config (the engine's 'Invalid speculators config structure')";
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader spec, r.Object("speculators_config"));
+  const nlohmann::json* methods =
+      spec.json().contains("proposal_methods") ? &spec.json()["proposal_methods"] : nullptr;
+  if (methods == nullptr || !methods->is_array() || methods->empty() ||
+      !(*methods)[0].is_object() || !(*methods)[0].contains("speculative_tokens") ||
+      (*methods)[0]["speculative_tokens"].is_null()) {
+    return spec.Invalid("proposal_methods",
+                        "must hold a first proposal method with 'speculative_tokens': the engine "
+                        "takes its token count from it");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader verifier, spec.Object("verifier"));
+  KVTOPO_ASSIGN_OR_RETURN(const std::string verifier_model, verifier.String("name_or_path"));
+  if (!j.contains("speculators_model_type") || !j["speculators_model_type"].is_string()) {
+    return r.Invalid("speculators_model_type", invalid);
+  }
+  if (!j.contains("transformer_layer_config") || !j["transformer_layer_config"].is_object()) {
+    return r.Invalid("transformer_layer_config", "must be an object: " + invalid);
+  }
+  std::string method = j["speculators_model_type"].get<std::string>();
+  nlohmann::json built = {{"method", method},
+                          {"num_speculative_tokens", (*methods)[0]["speculative_tokens"]},
+                          {"model", model}};
+  if (method == "peagle") {
+    built["method"] = "eagle3";
+    built["parallel_drafting"] = true;
+  }
+  return std::optional<SpeculatorsOverride>(
+      SpeculatorsOverride{verifier_model, built.dump(), loaded->file});
+}
+
 Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft) {
   if (IsSpeculatorsFormat(draft.json)) return FromSpeculatorsFormat(draft);
   std::string_view prefix;

@@ -262,6 +262,21 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
                                       const std::string& config_format,
                                       const LoadedConfig* target = nullptr,
                                       const std::string& target_revision = "");
+// The engine's maybe_override_with_speculators (transformers_utils/config.py, run by EngineArgs
+// before it builds the model config): a model whose config holds a speculators_config is served
+// as the draft of the verifier it names, with the speculative config built from it (method
+// speculators_model_type, peagle as eagle3 with parallel drafting; num_speculative_tokens the
+// first proposal method's speculative_tokens; model the speculators model) replacing any given.
+struct SpeculatorsOverride {
+  std::string verifier;          // speculators_config.verifier.name_or_path: the new target
+  std::string speculative_json;  // the speculative config the engine builds
+  std::string source;            // the config file read
+};
+// nullopt when `model` does not load or holds no speculators_config; an InvalidArgument naming
+// the field when its structure is not the one the engine validates.
+Result<std::optional<SpeculatorsOverride>> SpeculatorsModelOverride(
+    const std::string& model, const std::string& config_format, const std::string& revision);
+
 // The model type `config` has after SpeculativeConfig.hf_config_override (applied to every
 // draft config the engine loads) when it is one of the engine's MTP types; empty otherwise.
 std::string MtpTypeAfterOverride(const nlohmann::json& config);

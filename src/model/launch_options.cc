@@ -1001,6 +1001,40 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         o.mamba_ssm_cache_dtype.value_or("auto")));
   }
   KVTOPO_ASSIGN_OR_RETURN(std::optional<std::string> spec_text, SpeculativeConfigText(o));
+  // The engine's maybe_override_with_speculators, before it reads the model's config: a
+  // speculators-format model is served as the draft of its verifier, whose speculative config
+  // replaces the one given.
+  std::optional<internal::SpeculatorsOverride> speculators;
+  if (!o.model.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        speculators, internal::SpeculatorsModelOverride(c.model, c.config_format, c.revision));
+  }
+  if (speculators) {
+    Result<internal::LoadedConfig> verifier =
+        internal::LoadModelConfig(speculators->verifier, c.config_format, c.revision);
+    if (!verifier.ok()) {
+      return Status(verifier.status().code(),
+                    fmt::format("model '{}' is a speculators-format draft whose verifier is '{}' "
+                                "(speculators_config.verifier.name_or_path), which the engine "
+                                "serves: {}",
+                                c.model, speculators->verifier, verifier.status().message()));
+    }
+    diagnostics.push_back(
+        {Severity::kInfo, "speculators-model",
+         fmt::format(
+             "'{}' is a speculators-format draft: the engine serves its verifier '{}' "
+             "with it as the draft, speculative config {} (maybe_override_with_speculators)",
+             c.model, speculators->verifier, speculators->speculative_json)});
+    if (spec_text) {
+      diagnostics.push_back(
+          {Severity::kWarning, "speculators-config-replaced",
+           fmt::format("--speculative-config {} is dropped: the engine replaces it with the one "
+                       "speculators draft '{}' states",
+                       *spec_text, c.model)});
+    }
+    spec_text = speculators->speculative_json;
+    c.model = speculators->verifier;
+  }
   if (spec_text) {
     Result<SpeculativeConfig> spec = ParseSpeculativeConfig(*spec_text);
     if (!spec.ok()) {
@@ -1008,6 +1042,10 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
       std::string message = spec.status().message();
       for (const Diagnostic& d : o.diagnostics) {
         if (d.code == "speculative-config-replaced") message += "; " + d.message;
+      }
+      if (speculators) {
+        message += fmt::format("; the engine built it from speculators draft '{}' ({})",
+                               speculators->speculative_json, speculators->source);
       }
       return Status(spec.status().code(), message);
     }

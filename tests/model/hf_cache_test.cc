@@ -370,5 +370,87 @@ TEST(HfCache, RemoteGgufName) {
             "which ':' makes invalid)");
 }
 
+// A speculators-format model given as the model (the engine's maybe_override_with_speculators):
+// its verifier is served, with it as the draft and the speculative config it states, which
+// replaces one given. Llama-3.1-8B with a one-layer EAGLE-3 head in 20 GiB: 9,929 blocks.
+TEST(HfCache, SpeculatorsModelServesItsVerifier) {
+  HubCache hub;
+  ScopedEnv env("HF_HUB_CACHE", hub.root().c_str());
+  hub.Put(kLlamaFolder, "l1", "config.json", testing_configs::Llama31_8B().dump());
+  hub.Ref(kLlamaFolder, "main", "l1");
+  const std::string folder = "models--RedHatAI--Llama-3.1-8B-Instruct-speculator.eagle3";
+  nlohmann::json speculators = nlohmann::json::parse(R"({
+    "architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+    "draft_vocab_size": 32000,
+    "speculators_config": {"algorithm": "eagle3",
+      "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+      "verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
+    "transformer_layer_config": {"model_type": "llama", "hidden_size": 4096,
+      "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "head_dim": 128, "max_position_embeddings": 131072, "vocab_size": 128256,
+      "torch_dtype": "bfloat16"}})");
+  const std::filesystem::path config = hub.Put(folder, "s1", "config.json", speculators.dump());
+  hub.Ref(folder, "main", "s1");
+  const std::string model = "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3";
+  LaunchOptions o;
+  o.model = model;
+  o.kv_cache_memory = "20GiB";
+  o.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 5})";
+  auto launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->model, "meta-llama/Llama-3.1-8B-Instruct");
+  ASSERT_TRUE(launch->speculative.has_value());
+  EXPECT_EQ(launch->speculative->method, "eagle3");
+  EXPECT_EQ(launch->speculative->model, model);
+  EXPECT_EQ(launch->speculative->num_speculative_tokens, 3);
+  std::vector<std::string> found;
+  for (const Diagnostic& d : launch->launch_diagnostics) {
+    if (d.code.starts_with("speculators")) found.push_back(d.code + ": " + d.message);
+  }
+  EXPECT_EQ(found,
+            (std::vector<std::string>{
+                "speculators-model: '" + model +
+                    "' is a speculators-format draft: the engine serves its verifier "
+                    "'meta-llama/Llama-3.1-8B-Instruct' with it as the draft, speculative config "
+                    "{\"method\":\"eagle3\",\"model\":\"" +
+                    model + "\",\"num_speculative_tokens\":3} (maybe_override_with_speculators)",
+                "speculators-config-replaced: --speculative-config {\"method\": \"ngram\", "
+                "\"num_speculative_tokens\": 5} is dropped: the engine replaces it with the one "
+                "speculators draft '" +
+                    model + "' states"}));
+  auto plan = PlanLaunch(*launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.model_name, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(plan->pool.num_blocks, 9929);
+
+  // PEagle runs as eagle3 with parallel drafting.
+  speculators["speculators_model_type"] = "peagle";
+  speculators["mask_token_id"] = 128002;
+  hub.Put(folder, "s1", "config.json", speculators.dump());
+  o.speculative_config.reset();
+  launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->speculative->method, "eagle3");
+  EXPECT_TRUE(launch->speculative->parallel_drafting);
+
+  // The structure the engine validates, and a verifier kvtopo cannot read, are named.
+  speculators["speculators_config"].erase("proposal_methods");
+  hub.Put(folder, "s1", "config.json", speculators.dump());
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "config.json '" + config.string() +
+                "': field 'speculators_config.proposal_methods' must hold a first proposal "
+                "method with 'speculative_tokens': the engine takes its token count from it");
+  speculators["speculators_config"]["proposal_methods"] = {{{"speculative_tokens", 3}}};
+  speculators["speculators_config"]["verifier"]["name_or_path"] = "meta-llama/Llama-3.1-70B";
+  hub.Put(folder, "s1", "config.json", speculators.dump());
+  const std::string message = ToLaunchConfig(o).status().message();
+  EXPECT_EQ(message.substr(0, message.find(" is neither")),
+            "model '" + model +
+                "' is a speculators-format draft whose verifier is 'meta-llama/Llama-3.1-70B' "
+                "(speculators_config.verifier.name_or_path), which the engine serves: model "
+                "'meta-llama/Llama-3.1-70B'");
+}
+
 }  // namespace
 }  // namespace kvtopo
