@@ -5875,6 +5875,20 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
                           ReadTextFile(path, kMaxConfigFileBytes, "config.json"));
   KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
                           ParseJsonText(text, fmt::format("config.json '{}'", path.string())));
+  // get_config: a config without quantization_config takes the legacy hf_quant_config.json
+  // beside it (ModelOpt 0.29 and before) as its quantization_config.
+  const std::filesystem::path legacy = path.parent_path() / "hf_quant_config.json";
+  if (j.is_object() && (!j.contains("quantization_config") || j["quantization_config"].is_null()) &&
+      std::filesystem::is_regular_file(legacy, ec)) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string quant_text,
+                            ReadTextFile(legacy, kMaxConfigFileBytes, "hf_quant_config.json"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        j["quantization_config"],
+        ParseJsonText(quant_text, fmt::format("hf_quant_config.json '{}'", legacy.string())));
+    LoadedConfig loaded{std::move(j), path.string(), model};
+    loaded.quantization_file = legacy.string();
+    return loaded;
+  }
   return LoadedConfig{std::move(j), path.string(), model};
 }
 

@@ -235,6 +235,9 @@ struct LoadedConfig {
   // Where a repo id was found when it was read from the Hugging Face cache (a sentence naming the
   // snapshot); empty otherwise.
   std::string origin;
+  // The legacy hf_quant_config.json whose contents became `json`'s quantization_config, when one
+  // did (ModelOpt 0.29 and before); empty otherwise.
+  std::string quantization_file;
 };
 // The draft's config as the engine builds it for `method`. A speculators-format config (no
 // model_type, a speculators_config) becomes its transformer_layer_config with its algorithm's

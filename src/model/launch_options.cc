@@ -197,7 +197,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "",
-       "auto, bfloat16, fp8, fp8_e4m3, fp8_ds_mla, nvfp4, turboquant_k8v4, ...; default auto",
+       "auto, bfloat16, fp8, fp8_e4m3, fp8_ds_mla, nvfp4, turboquant_k8v4, ...; default auto (the "
+       "model's dtype, or the KV-cache dtype a ModelOpt checkpoint states)",
        &LO::kv_cache_dtype},
       {"kv_cache_memory",
        {"kv_cache_memory_bytes"},

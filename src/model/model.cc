@@ -21,6 +21,7 @@
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/gguf.h"
+#include "model/quant_kv_cache.h"
 #include "model/speculative_method.h"
 
 namespace kvtopo {
@@ -1138,6 +1139,25 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         "model instead",
         target.name));
   }
+  // --kv-cache-dtype auto takes the dtype a ModelOpt checkpoint states (the engine's
+  // resolve_kv_cache_dtype_string, before it builds the cache config): the launch is built with
+  // it, as with the flag.
+  std::string quant_warning;
+  if (config.cache.kv_cache_dtype == KvCacheDtype::kAuto) {
+    KVTOPO_ASSIGN_OR_RETURN(const internal::QuantKvCacheDtype quant,
+                            internal::KvCacheDtypeFromQuantization(
+                                config.hf_overrides.empty() ? target.json : overridden, target.file,
+                                target.quantization_file));
+    if (quant.dtype) {
+      LaunchConfig resolved = config;
+      resolved.cache.kv_cache_dtype = *quant.dtype;
+      KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs out, Build(target, resolved));
+      out.diagnostics.insert(out.diagnostics.begin(),
+                             Diagnostic{Severity::kInfo, "kv-cache-dtype-checkpoint", quant.note});
+      return out;
+    }
+    quant_warning = quant.note;
+  }
   const ParallelConfig& p = config.parallel;
   const CacheOptions& cache = config.cache;
   const int64_t tp = p.tensor_parallel_size;
@@ -1145,6 +1165,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   Builder b{config, {}, {}, {}};
   if (!target.origin.empty()) b.Add(Severity::kInfo, "hf-cache", target.origin);
+  if (!quant_warning.empty()) b.Add(Severity::kWarning, "kv-cache-dtype-checkpoint", quant_warning);
   for (const auto& [code, message] : override_notes) {
     b.Add(code == "not-modelled" ? Severity::kWarning : Severity::kInfo, code, message);
   }
