@@ -146,6 +146,13 @@ bool SplitRemoteGguf(std::string_view model, std::string& repo, std::string& qua
   return true;
 }
 
+bool EngineUsesModelScope() {
+  std::string value = Env("VLLM_USE_MODELSCOPE");
+  std::transform(value.begin(), value.end(), value.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return value == "true";
+}
+
 bool IsHfRepoId(std::string_view model) {
   if (model.empty() || model.size() > 96 || model.find("--") != std::string_view::npos ||
       model.find("..") != std::string_view::npos) {
@@ -174,6 +181,13 @@ Result<std::optional<HfSnapshot>> FindHfSnapshot(const std::string& repo_id,
                                                  const std::string& revision, std::string_view knob,
                                                  std::string& why) {
   const std::string asked = revision.empty() ? "main" : revision;
+  if (EngineUsesModelScope()) {
+    return NotFound(fmt::format(
+        "model '{}': VLLM_USE_MODELSCOPE is true, so the engine fetches the repo from "
+        "ModelScope's hub, whose cache kvtopo does not read; pass the model's directory (or "
+        "unset the variable to read the Hugging Face cache)",
+        repo_id));
+  }
   if (!IsRevisionName(asked)) {
     return InvalidArgument(fmt::format(
         "{} '{}' is not a revision: give a branch, tag or commit name (no '.' or '..' parts, "

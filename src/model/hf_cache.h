@@ -31,6 +31,10 @@ bool SplitRemoteGguf(std::string_view model, std::string& repo, std::string& qua
 // os.path.expanduser and os.path.expandvars do.
 std::filesystem::path HfHubCacheDir();
 
+// Whether VLLM_USE_MODELSCOPE is "true" in any case (vllm/envs.py): the engine then fetches repo
+// ids from ModelScope's hub, not Hugging Face's.
+bool EngineUsesModelScope();
+
 struct HfSnapshot {
   std::filesystem::path dir;  // <cache>/models--<org>--<name>/snapshots/<commit>
   std::string commit;         // the snapshot's folder name

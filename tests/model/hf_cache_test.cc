@@ -282,6 +282,15 @@ TEST(HfCache, MissingEntriesNamed) {
   auto launch = ToLaunchConfig(o);
   ASSERT_TRUE(launch.ok()) << launch.status().ToString();
   EXPECT_EQ(launch->revision, "refs/pr/1");
+
+  // With VLLM_USE_MODELSCOPE true (any case) the engine reads ModelScope's hub instead.
+  ScopedEnv modelscope("VLLM_USE_MODELSCOPE", "True");
+  EXPECT_EQ(message("Qwen/Qwen3-8B", "refs/pr/1"),
+            "model 'Qwen/Qwen3-8B': VLLM_USE_MODELSCOPE is true, so the engine fetches the repo "
+            "from ModelScope's hub, whose cache kvtopo does not read; pass the model's directory "
+            "(or unset the variable to read the Hugging Face cache)");
+  setenv("VLLM_USE_MODELSCOPE", "1", 1);  // not "true": the Hugging Face cache
+  EXPECT_TRUE(internal::LoadModelConfig("Qwen/Qwen3-8B", "auto", "refs/pr/1").ok());
 }
 
 // A snapshot holding params.json beside config.json but no consolidated weights is read from

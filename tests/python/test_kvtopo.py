@@ -386,6 +386,40 @@ class PlanTest(unittest.TestCase):
                 else:
                     os.environ["HF_HUB_CACHE"] = old
 
+    def test_speculators_model_and_modelopt_kv_cache(self):
+        # A speculators-format model is served as the draft of its verifier (here a directory),
+        # with the speculative config it states; a ModelOpt checkpoint's kv_cache_quant_algo FP8
+        # makes the auto cache fp8_e4m3: 20 GiB / (33 x 32 KiB) = 19,859 blocks.
+        llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                 "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                 "torch_dtype": "bfloat16", "vocab_size": 128256,
+                 "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8",
+                                         "kv_cache_quant_algo": "FP8"}}
+        with tempfile.TemporaryDirectory() as tmp:
+            verifier = os.path.join(tmp, "verifier")
+            head = os.path.join(tmp, "speculator.eagle3")
+            os.makedirs(verifier)
+            os.makedirs(head)
+            with open(os.path.join(verifier, "config.json"), "w") as f:
+                json.dump(llama, f)
+            with open(os.path.join(head, "config.json"), "w") as f:
+                json.dump({"architectures": ["Eagle3Speculator"],
+                           "speculators_model_type": "eagle3",
+                           "speculators_config": {
+                               "proposal_methods": [{"speculative_tokens": 3}],
+                               "verifier": {"name_or_path": verifier}},
+                           "transformer_layer_config": {
+                               "model_type": "llama", "hidden_size": 4096,
+                               "num_hidden_layers": 1, "num_attention_heads": 32,
+                               "num_key_value_heads": 8, "head_dim": 128,
+                               "max_position_embeddings": 131072, "vocab_size": 128256}}, f)
+            plan = kvtopo.plan(head, kv_cache_memory="20GiB")
+            self.assertEqual(plan.pool.num_blocks, 19859)
+            codes = [(d.code, d.severity) for d in plan.diagnostics]
+            self.assertIn(("speculators-model", "info"), codes)
+            self.assertIn(("kv-cache-dtype-checkpoint", "info"), codes)
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
