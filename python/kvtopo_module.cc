@@ -37,6 +37,11 @@
 namespace kvtopo::python {
 namespace {
 
+// The options whose value is a JSON object, which Python may give as a dict.
+bool IsJsonOption(std::string_view name) {
+  return name == "speculative_config" || name == "hf_overrides" || name == "kv_transfer_config";
+}
+
 // ---- launch options ------------------------------------------------------------------------
 
 struct Launch {
@@ -100,7 +105,7 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
       continue;
     }
     // Python types per option: bool for switches, int for integers, int or str for byte sizes,
-    // str for text (and a dict for speculative_config and hf_overrides).
+    // str for text (and a dict for the JSON options).
     std::optional<LaunchValue> v;
     const bool is_bool = PyBool_Check(value.ptr());
     const bool is_int = PyLong_Check(value.ptr()) && !is_bool;
@@ -124,8 +129,7 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         break;
       case OptionValue::kText:
         if (is_str) v = value.cast<std::string>();
-        if ((option->name == "speculative_config" || option->name == "hf_overrides") &&
-            py::isinstance<py::dict>(value)) {
+        if (IsJsonOption(option->name) && py::isinstance<py::dict>(value)) {
           v = py::module_::import("json").attr("dumps")(value).cast<std::string>();
         }
         if (option->many_values &&
@@ -137,10 +141,9 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
           }
           v = joined;
         }
-        expected = option->name == "speculative_config" || option->name == "hf_overrides"
-                       ? "a dict or a JSON str"
-                   : option->many_values ? "a list or a space-separated str"
-                                         : "a str";
+        expected = IsJsonOption(option->name) ? "a dict or a JSON str"
+                   : option->many_values      ? "a list or a space-separated str"
+                                              : "a str";
         break;
     }
     if (!v)

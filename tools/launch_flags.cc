@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
 constexpr const char* kHfOverridesKey = "--hf-overrides-key";
+constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 std::string FlagNames(const LaunchOption& o) {
@@ -130,6 +131,7 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   for (auto [name, values] :
        {std::pair{kNotPlannedFlag, &f.not_planned}, std::pair{kSpeculativeKey, &f.speculative_keys},
         std::pair{kHfOverridesKey, &f.hf_override_keys},
+        std::pair{kKvTransferKey, &f.kv_transfer_keys},
         std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
     app->add_option(name, *values)->group("")->allow_extra_args(false);
   }
@@ -227,6 +229,10 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   }
   if (!f.hf_override_keys.empty()) {
     use_folded(f.hf_override_keys, "--hf-overrides", "hf-overrides-replaced", o.hf_overrides);
+  }
+  if (!f.kv_transfer_keys.empty()) {
+    use_folded(f.kv_transfer_keys, "--kv-transfer-config", "kv-transfer-config-replaced",
+               o.kv_transfer_config);
   }
   o.not_planned = f.not_planned;
   for (const std::string& text : f.launch_diagnostics) {
@@ -357,6 +363,10 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
       }
       if (name == FlagName("hf_overrides")) {
         out.push_back(fmt::format("{}={}={}", kHfOverridesKey, key, value));
+        continue;
+      }
+      if (name == FlagName("kv_transfer_config")) {
+        out.push_back(fmt::format("{}={}={}", kKvTransferKey, key, value));
         continue;
       }
       const VllmFlag* flag = own_flag ? nullptr : FindVllmFlagNotPlanned(name + "." + key);

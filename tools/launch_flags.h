@@ -29,6 +29,8 @@ struct LaunchFlags {
   std::vector<std::string> speculative_keys;
   // --hf-overrides.KEY[.KEY...][+] VALUE pairs as KEY=VALUE.
   std::vector<std::string> hf_override_keys;
+  // --kv-transfer-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
+  std::vector<std::string> kv_transfer_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

@@ -190,6 +190,14 @@ struct LaunchConfig {
   // attention, and a model whose layers cannot share one cache type is refused. False
   // (--no-disable-hybrid-kv-cache-manager): on, and a launch that needs it off is refused.
   std::optional<bool> disable_hybrid_kv_cache_manager;
+  // The KV connector the engine builds (--kv-transfer-config's kv_connector, or the one
+  // --kv-offloading-size sets up); empty: none. `kv_connector_source` names the flags that chose
+  // it; `kv_connector_hma` whether it supports the hybrid KV cache manager (SupportsHMA), unset
+  // when kvtopo cannot tell (a connector from an external module, or one whose class depends on
+  // an installed package).
+  std::string kv_connector;
+  std::string kv_connector_source;
+  std::optional<bool> kv_connector_hma;
   // --disable-sliding-window: the target's sliding-window layers attend over (and cache) the whole
   // request, and the derived maximum length is capped at the config's sliding_window.
   bool disable_sliding_window = false;

@@ -48,6 +48,9 @@ struct LaunchOptions {
   std::optional<bool> allow_chunked_local_attn_with_hybrid_kv_cache;
   std::optional<bool> allow_long_max_model_len;  // VLLM_ALLOW_LONG_MAX_MODEL_LEN; default off
   std::optional<bool> disable_hybrid_kv_cache_manager;  // unset: the engine decides
+  std::optional<std::string> kv_transfer_config;        // --kv-transfer-config: a JSON object
+  std::optional<std::string> kv_offloading_size;        // GiB of CPU offloading; unset: none
+  std::optional<std::string> kv_offloading_backend;     // native or lmcache; default native
   std::optional<bool> disable_sliding_window;           // default off
   std::optional<bool> language_model_only;              // default off
   std::optional<bool> enable_chunked_prefill;           // default on

@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "internal/checked_math.h"
 #include "internal/json_text.h"
@@ -400,6 +404,31 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "engine's choice (off for chunked local attention under an EAGLE-family method or with "
        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)",
        &LO::disable_hybrid_kv_cache_manager},
+      {"kv_transfer_config",
+       {},
+       "",
+       V::kText,
+       "",
+       "the KV connector (a JSON object: kv_connector, kv_role, kv_connector_module_path, "
+       "kv_connector_extra_config); one without hybrid KV cache manager support turns the "
+       "manager off; default none",
+       &LO::kv_transfer_config},
+      {"kv_offloading_size",
+       {},
+       "",
+       V::kText,
+       "",
+       "GiB of CPU memory for KV offloading: the engine sets up the --kv-offloading-backend's "
+       "connector; default none",
+       &LO::kv_offloading_size},
+      {"kv_offloading_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "native (OffloadingConnector) or lmcache (LMCacheConnectorV1, without hybrid KV cache "
+       "manager support), used with --kv-offloading-size; default native",
+       &LO::kv_offloading_backend},
       {"enable_chunked_prefill",
        {},
        "",
@@ -745,6 +774,157 @@ Result<std::optional<std::string>> SpeculativeConfigText(const LaunchOptions& o)
   return std::optional<std::string>(internal::JsonText(spec));
 }
 
+// The engine's KV connector registry (KVConnectorFactory, distributed/kv_transfer/kv_connector/
+// factory.py at 28be48fa9) with whether each class subclasses SupportsHMA; LMCacheMPConnector's
+// class comes from the lmcache package when installed, so it is not known here.
+struct KnownConnector {
+  std::string_view name;
+  std::optional<bool> hma;
+};
+constexpr KnownConnector kConnectors[] = {{"ExampleConnector", false},
+                                          {"ExampleHiddenStatesConnector", true},
+                                          {"P2pNcclConnector", false},
+                                          {"LMCacheConnectorV1", false},
+                                          {"LMCacheMPConnector", std::nullopt},
+                                          {"NixlConnector", true},
+                                          {"MultiConnector", true},
+                                          {"MoRIIOConnector", false},
+                                          {"OffloadingConnector", true},
+                                          {"DecodeBenchConnector", true},
+                                          {"MooncakeConnector", true},
+                                          {"MooncakeStoreConnector", true},
+                                          {"FlexKVConnectorV1", false},
+                                          {"SimpleCPUOffloadConnector", true},
+                                          {"HF3FSKVConnector", false}};
+
+// Whether the connector a KVTransferConfig object names supports the hybrid manager
+// (get_connector_class, then supports_hma; a MultiConnector only when each of its
+// kv_connector_extra_config.connectors does). nullopt: kvtopo cannot tell. `where` names the
+// object in messages.
+Result<std::optional<bool>> ConnectorHma(const nlohmann::json& config, const std::string& where,
+                                         int depth) {
+  if (!config.is_object()) {
+    return InvalidArgument(fmt::format("{} must be a JSON object, got {}", where, config.dump()));
+  }
+  const auto name_it = config.find("kv_connector");
+  if (name_it == config.end() || name_it->is_null()) {
+    return InvalidArgument(fmt::format(
+        "{} names no kv_connector: the engine refuses it ('Connector name is not set in "
+        "KVTransferConfig')",
+        where));
+  }
+  if (!name_it->is_string()) {
+    return InvalidArgument(
+        fmt::format("{}: kv_connector must be a connector's name, got {}", where, name_it->dump()));
+  }
+  const std::string name = name_it->get<std::string>();
+  if (const auto path = config.find("kv_connector_module_path");
+      path != config.end() && !path->is_null()) {
+    if (!path->is_string() || path->get<std::string>().empty()) {
+      return InvalidArgument(fmt::format(
+          "{}: kv_connector_module_path must be a module's name, got {} (the engine refuses an "
+          "empty one)",
+          where, path->dump()));
+    }
+    return std::optional<bool>();  // an external class: its bases are not known here
+  }
+  const auto* known = std::find_if(std::begin(kConnectors), std::end(kConnectors),
+                                   [&](const KnownConnector& k) { return k.name == name; });
+  if (known == std::end(kConnectors)) {
+    std::vector<std::string_view> names;
+    for (const KnownConnector& k : kConnectors) names.push_back(k.name);
+    return InvalidArgument(fmt::format(
+        "{}: kv_connector '{}' is not a connector the engine registers ('Unsupported connector "
+        "type'); registered: {}; an external one needs kv_connector_module_path",
+        where, name, fmt::join(names, ", ")));
+  }
+  if (name != "MultiConnector" || !known->hma.value_or(false)) return known->hma;
+  if (depth >= 4) return std::optional<bool>();
+  const auto extra = config.find("kv_connector_extra_config");
+  if (extra == config.end() || !extra->is_object() || !extra->contains("connectors")) {
+    return std::optional<bool>(true);  // all of no sub-connectors
+  }
+  const nlohmann::json& subs = (*extra)["connectors"];
+  if (!subs.is_array()) {
+    return InvalidArgument(fmt::format(
+        "{}: kv_connector_extra_config.connectors must be a list of connector configs, got {}",
+        where, subs.dump()));
+  }
+  std::optional<bool> all = true;
+  for (size_t i = 0; i < subs.size(); ++i) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        const std::optional<bool> sub,
+        ConnectorHma(subs[i], fmt::format("{}'s connectors[{}]", where, i), depth + 1));
+    if (sub == false) return std::optional<bool>(false);
+    if (!sub) all.reset();
+  }
+  return all;
+}
+
+// The connector the engine builds from --kv-transfer-config and --kv-offloading-size /
+// --kv-offloading-backend (VllmConfig._post_init_kv_transfer_config: offloading replaces the
+// connector named), checked as KVTransferConfig checks it, and whether it supports the hybrid
+// KV cache manager.
+Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
+  nlohmann::json transfer;
+  if (o.kv_transfer_config) {
+    KVTOPO_ASSIGN_OR_RETURN(transfer,
+                            internal::ParseJsonText(*o.kv_transfer_config, "--kv-transfer-config"));
+    if (!transfer.is_object()) {
+      return InvalidArgument(
+          fmt::format("--kv-transfer-config must be a JSON object, got {}", *o.kv_transfer_config));
+    }
+    // KVTransferConfig.__post_init__.
+    const auto role = transfer.find("kv_role");
+    const bool role_set = role != transfer.end() && !role->is_null();
+    if (role_set && *role != "kv_producer" && *role != "kv_consumer" && *role != "kv_both") {
+      return InvalidArgument(
+          fmt::format("--kv-transfer-config: kv_role {} is not one of kv_producer, kv_consumer, "
+                      "kv_both",
+                      role->dump()));
+    }
+    if (transfer.contains("kv_connector") && !transfer["kv_connector"].is_null() && !role_set) {
+      return InvalidArgument(
+          "--kv-transfer-config names a kv_connector without a kv_role; the engine refuses it "
+          "('Please specify kv_role when kv_connector is set'): add \"kv_role\": \"kv_both\" "
+          "(or kv_producer / kv_consumer)");
+    }
+  }
+  const std::string backend = o.kv_offloading_backend.value_or("native");
+  if (backend != "native" && backend != "lmcache") {
+    return InvalidArgument(fmt::format(
+        "--kv-offloading-backend '{}' is not an offloading backend; accepted: native, lmcache",
+        backend));
+  }
+  if (o.kv_offloading_size) {
+    double gib = 0;
+    const std::string& text = *o.kv_offloading_size;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, gib);
+    if (ec != std::errc() || ptr != end || !std::isfinite(gib) || gib < 0) {
+      return InvalidArgument(
+          fmt::format("--kv-offloading-size must be a number of GiB, 0 or more, got '{}'", text));
+    }
+    // The offloading backend's connector replaces any named, with kv_role kv_both.
+    if (!transfer.is_object()) transfer = nlohmann::json::object();
+    transfer["kv_connector"] = backend == "native" ? "OffloadingConnector" : "LMCacheConnectorV1";
+    transfer["kv_role"] = "kv_both";
+    c.kv_connector_source =
+        fmt::format("--kv-offloading-size {} --kv-offloading-backend {}", text, backend);
+  } else if (o.kv_transfer_config) {
+    c.kv_connector_source = "--kv-transfer-config";
+  } else {
+    return Status::Ok();
+  }
+  // The engine resolves the class only when it decides the hybrid manager itself.
+  if (c.disable_hybrid_kv_cache_manager.has_value() && !transfer.contains("kv_connector")) {
+    return Status::Ok();
+  }
+  KVTOPO_ASSIGN_OR_RETURN(c.kv_connector_hma, ConnectorHma(transfer, c.kv_connector_source, 0));
+  c.kv_connector = transfer["kv_connector"].get<std::string>();
+  return Status::Ok();
+}
+
 // A byte-size option's value ("12GiB", "1325000000"), which must be positive; errors name `flag`.
 Result<int64_t> PositiveByteSize(const std::string& text, std::string_view flag) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes, ParseByteSize(text, flag));
@@ -906,6 +1086,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
+  KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
   if (o.language_model_only) c.language_model_only = *o.language_model_only;
   if (o.enable_chunked_prefill) c.enable_chunked_prefill = *o.enable_chunked_prefill;

@@ -1350,6 +1350,21 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     needs_off =
         "for chunked local attention with VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0";
   }
+  // A KV connector without SupportsHMA: left to decide, the engine turns the manager off; kept
+  // on, its connector factory refuses the connector.
+  const bool connector_without_hma =
+      !config.kv_connector.empty() && config.kv_connector_hma == false;
+  if (connector_without_hma && config.disable_hybrid_kv_cache_manager == false) {
+    b.Error("hybrid-manager-off",
+            fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
+                        "on, but KV connector {} ({}) does not support it (SupportsHMA), and the "
+                        "engine refuses to build it ('does not support HMA but HMA is enabled'); "
+                        "drop --no-disable-hybrid-kv-cache-manager",
+                        config.kv_connector, config.kv_connector_source));
+  } else if (connector_without_hma && needs_off.empty()) {
+    needs_off = fmt::format("for KV connector {} ({}), which does not support it (SupportsHMA)",
+                            config.kv_connector, config.kv_connector_source);
+  }
   if (config.disable_hybrid_kv_cache_manager == false && !needs_off.empty()) {
     b.Error("hybrid-manager-off",
             fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
@@ -1745,25 +1760,26 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
   std::vector<std::string> unmodelled, unused;
-  bool kv_connector = false;
   for (const std::string& flag : config.not_planned_flags) {
     const VllmFlag* f = FindVllmFlagNotPlanned(flag);
     (f && f->unmodelled ? unmodelled : unused).push_back(flag);
-    kv_connector = kv_connector || (f && f->name == "--kv-transfer-config");
   }
-  // A KV connector: the engine turns its hybrid manager off unless the connector supports it
-  // (SupportsHMA), which kvtopo cannot tell from the connector's name alone.
+  // A KV connector whose class kvtopo cannot resolve: the engine turns its hybrid manager off
+  // unless the class supports it (SupportsHMA).
+  const bool kv_connector = !config.kv_connector.empty() && !config.kv_connector_hma.has_value();
   const bool hybrid = std::any_of(b.out.layers.begin(), b.out.layers.end(), [](const LayerSpec& s) {
     return IsWindowed(s.kind) || s.kind == CacheKind::kRecurrent;
   });
   if (kv_connector && hybrid && !config.disable_hybrid_kv_cache_manager &&
       b.out.hybrid_manager_off.empty()) {
     b.Add(Severity::kWarning, "kv-connector-hybrid-manager",
-          "--kv-transfer-config: the engine turns its hybrid KV cache manager off unless the "
-          "connector supports it (SupportsHMA), and without it this model's windowed or "
-          "recurrent layers plan differently; the plan shown keeps it on: pass "
-          "--disable-hybrid-kv-cache-manager to plan a connector without that support, or "
-          "--no-disable-hybrid-kv-cache-manager to say it has it");
+          fmt::format("{}: the engine turns its hybrid KV cache manager off unless KV connector "
+                      "{} supports it (SupportsHMA), which kvtopo cannot tell of a class from "
+                      "an external module or an installed package; without it this model's "
+                      "windowed or recurrent layers plan differently; the plan shown keeps it "
+                      "on: pass --disable-hybrid-kv-cache-manager to plan a connector without "
+                      "that support, or --no-disable-hybrid-kv-cache-manager to say it has it",
+                      config.kv_connector_source, config.kv_connector));
   }
   if (spec) {
     for (const std::string& key : spec->not_planned_keys) {

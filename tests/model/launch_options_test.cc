@@ -421,9 +421,9 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("-O3"), nullptr);
   EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
-  EXPECT_FALSE(FindVllmFlagNotPlanned("--kv-transfer-config")->unmodelled);
-  EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);        // "--no-" only for switches
-  EXPECT_EQ(FindVllmFlagNotPlanned("--max-model-len"), nullptr);  // a planning option
+  EXPECT_EQ(FindVllmFlagNotPlanned("--kv-transfer-config"), nullptr);  // a planning option now
+  EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);             // "--no-" only for switches
+  EXPECT_EQ(FindVllmFlagNotPlanned("--max-model-len"), nullptr);       // a planning option
   // No planning option is also listed as not planned.
   for (const LaunchOption& o : LaunchOptionTable()) {
     std::string flag(o.name);
@@ -454,7 +454,7 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
   // JSON flags, and their dotted keys; other flags take none.
   for (const char* name : {"--compilation-config", "-cc", "-ac", "--kernel-config",
-                           "--kv-transfer-config", "--reasoning-config"}) {
+                           "--kv-events-config", "--reasoning-config"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
   }

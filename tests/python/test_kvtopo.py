@@ -420,6 +420,22 @@ class PlanTest(unittest.TestCase):
             self.assertIn(("speculators-model", "info"), codes)
             self.assertIn(("kv-cache-dtype-checkpoint", "info"), codes)
 
+    def test_kv_connector_hybrid_manager(self):
+        # A connector without SupportsHMA turns the hybrid manager off: gpt-oss-120b's 18
+        # sliding-window layers cache as full attention (3,728,256 tokens, not 6,621,558).
+        p2p = {"kv_connector": "P2pNcclConnector", "kv_role": "kv_both"}
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_transfer_config=p2p)
+        self.assertEqual(plan.capacity.max_tokens, 3728256)
+        self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
+                         [("hybrid-manager-off", "info")])
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size="64")
+        self.assertEqual(plan.capacity.max_tokens, 6621558)
+        out = cli("check", "gpt-oss-120b", "-tp", "8", "--kv-transfer-config.kv_connector",
+                  "P2pNcclConnector", "--kv-transfer-config.kv_role", "kv_both")
+        if out is not None:
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("3728256 tokens", out.stdout)
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
