@@ -402,7 +402,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "cached as full attention, a model whose layers cannot share one cache type refused; "
        "--no-: keep it on, refusing a launch the engine must run without it; default: the "
        "engine's choice (off for chunked local attention under an EAGLE-family method or with "
-       "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)",
+       "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0, and for a KV connector without "
+       "SupportsHMA)",
        &LO::disable_hybrid_kv_cache_manager},
       {"kv_transfer_config",
        {},

@@ -377,6 +377,9 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
                     s.block_size,
                     why.find("--disable-hybrid-kv-cache-manager") != std::string::npos
                         ? "drop --disable-hybrid-kv-cache-manager"
+                    : why.find("KV connector") != std::string::npos
+                        ? "use a KV connector that supports it (--kv-offloading-backend native, "
+                          "NixlConnector, ...)"
                         : "keep the hybrid KV cache manager on")));
     return Rejected("the layers do not share one cache type");
   }

@@ -91,6 +91,15 @@ class HubCache {
   std::filesystem::path root_;
 };
 
+// The plan's hf-cache info (the last, if several).
+std::string CacheInfo(const Plan& plan) {
+  std::string info;
+  for (const Diagnostic& d : plan.diagnostics) {
+    if (d.code == "hf-cache") info = d.message;
+  }
+  return info;
+}
+
 constexpr const char* kLlamaFolder = "models--meta-llama--Llama-3.1-8B-Instruct";
 constexpr const char* kLlamaCommit = "0e9e39f249a16976918f6564b8830bc894c89659";
 
@@ -150,11 +159,7 @@ TEST(HfCache, PlansCachedSnapshot) {
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->model.model_name, "meta-llama/Llama-3.1-8B-Instruct");
   EXPECT_EQ(plan->capacity.max_tokens, 131072);
-  std::string info;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "hf-cache") info = d.message;
-  }
-  EXPECT_EQ(info,
+  EXPECT_EQ(CacheInfo(*plan),
             "'meta-llama/Llama-3.1-8B-Instruct' is read from the Hugging Face cache: snapshot "
             "0e9e39f249a16976918f6564b8830bc894c89659 of revision 'main', as the engine reads it "
             "offline (HF_HUB_OFFLINE=1); online it reads the hub's current files for that "
@@ -205,11 +210,7 @@ TEST(HfCache, DraftRevision) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->pool.num_blocks, 9929);  // 20 GiB / (33 x 64 KiB)
-  std::string info;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "hf-cache") info = d.message;
-  }
-  EXPECT_EQ(info,
+  EXPECT_EQ(CacheInfo(*plan),
             "draft 'yuhuili/EAGLE3-LLaMA3.1-Instruct-8B' is read from the Hugging Face cache: "
             "snapshot c1 of revision 'main', as the engine reads it offline (HF_HUB_OFFLINE=1); "
             "online it reads the hub's current files for that revision");
@@ -367,11 +368,7 @@ TEST(HfCache, RemoteGgufName) {
   EXPECT_EQ(plan->model.model_name, "unsloth/Qwen3-0.6B-GGUF:Q4_K_M");
   EXPECT_EQ(plan->pool.num_blocks, 9362);
   EXPECT_EQ(plan->capacity.max_tokens, 149792);
-  std::string info;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "hf-cache") info = d.message;
-  }
-  EXPECT_EQ(info,
+  EXPECT_EQ(CacheInfo(*plan),
             "'unsloth/Qwen3-0.6B-GGUF:Q4_K_M' is a remote GGUF name: its config is the config.json "
             "of repo 'unsloth/Qwen3-0.6B-GGUF', read from the Hugging Face cache (snapshot g1 of "
             "revision 'main'), as the engine downloads it online; under HF_HUB_OFFLINE=1 the "

@@ -64,6 +64,24 @@ TEST(KvConnector, OffloadingBackendsAndTheHybridManager) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->capacity.max_tokens, 6'621'558);
   EXPECT_TRUE(plan->diagnostics.empty());
+
+  // Qwen3-Next's recurrent and attention layers cannot share one type without the manager.
+  o = LaunchOptions();
+  o.model = "qwen3-next-80b";
+  o.tensor_parallel_size = 4;
+  o.kv_offloading_size = "10";
+  o.kv_offloading_backend = "lmcache";
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [hybrid-manager-off] the hybrid KV cache manager is off for KV connector "
+            "LMCacheConnectorV1 (--kv-offloading-size 10 --kv-offloading-backend lmcache), which "
+            "does not support it (SupportsHMA), and without it the engine caches every layer as "
+            "one type with one block size, but layer 'model.layers.0.linear_attn' is recurrent "
+            "with block 262144 and layer 'model.layers.3.self_attn' is full_attention with block "
+            "272: the engine refuses the launch (it fails to convert the KV cache specs to one "
+            "unified type); use a KV connector that supports it (--kv-offloading-backend native, "
+            "NixlConnector, ...)");
 }
 
 // The registry's classes, a MultiConnector's sub-connectors, and an external class kvtopo cannot
