@@ -129,6 +129,11 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         break;
       case OptionValue::kText:
         if (is_str) v = value.cast<std::string>();
+        // kv_offloading_size is a float of GiB in the engine's Python API too.
+        if (option->name == "kv_offloading_size" && !is_bool &&
+            (is_int || PyFloat_Check(value.ptr()))) {
+          v = py::repr(value).cast<std::string>();
+        }
         if (IsJsonOption(option->name) && py::isinstance<py::dict>(value)) {
           v = py::module_::import("json").attr("dumps")(value).cast<std::string>();
         }
@@ -141,9 +146,10 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
           }
           v = joined;
         }
-        expected = IsJsonOption(option->name) ? "a dict or a JSON str"
-                   : option->many_values      ? "a list or a space-separated str"
-                                              : "a str";
+        expected = IsJsonOption(option->name)             ? "a dict or a JSON str"
+                   : option->name == "kv_offloading_size" ? "a number or a str"
+                   : option->many_values                  ? "a list or a space-separated str"
+                                                          : "a str";
         break;
     }
     if (!v)

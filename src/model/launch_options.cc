@@ -311,7 +311,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "sc",
        V::kText,
        "",
-       "JSON: method, model, num_speculative_tokens, draft_attention_backend, attention_backend, "
+       "JSON: method, model, revision (the draft repo's), num_speculative_tokens, "
+       "draft_attention_backend, attention_backend, "
        "draft_kv_cache_dtype, dflash_draft_window_size, draft_tensor_parallel_size, "
        "parallel_drafting, disable_padded_drafter_batch, max_model_len, "
        "suffix_decoding_max_tree_depth, draft_model_config (extract_hidden_states's layer ids); "

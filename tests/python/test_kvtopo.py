@@ -430,6 +430,11 @@ class PlanTest(unittest.TestCase):
                          [("hybrid-manager-off", "info")])
         plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size="64")
         self.assertEqual(plan.capacity.max_tokens, 6621558)
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size=64.5,
+                           kv_offloading_backend="lmcache")
+        self.assertEqual(plan.capacity.max_tokens, 3728256)
+        with self.assertRaisesRegex(TypeError, "kv_offloading_size must be a number or a str"):
+            kvtopo.plan("gpt-oss-120b", kv_offloading_size=True)
         out = cli("check", "gpt-oss-120b", "-tp", "8", "--kv-transfer-config.kv_connector",
                   "P2pNcclConnector", "--kv-transfer-config.kv_role", "kv_both")
         if out is not None:
