@@ -12,6 +12,7 @@
 #include <span>
 #include <tuple>
 
+#include "internal/ascii_case.h"
 #include "internal/checked_math.h"
 #include "internal/json_int.h"
 #include "internal/json_text.h"
@@ -26,12 +27,6 @@
 
 namespace kvtopo::internal {
 namespace {
-
-std::string Lowered(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // `j`'s string at `key`, or "" when `j` is not an object or the value is absent or not a string
 // (the engine's getattr with a default, for a rule that only compares it).
@@ -4540,7 +4535,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   }
   const bool mtp = spec.method == "mtp";
   if ((spec.method != "draft_model" && !mtp) || spec.model.empty()) return std::string();
-  const std::string name = Lowered(spec.model);
+  const std::string name = AsciiLower(spec.model);
   constexpr std::pair<std::string_view, std::string_view> kByName[] = {
       {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
   for (const auto& [needle, method] : kByName) {
@@ -5552,7 +5547,7 @@ bool IsModelProfile(std::string_view stem) { return stem != "backends" && stem !
 // The embedded profile that serves a Hugging Face repo id ("moonshotai/Kimi-K3", optionally
 // with "@revision"), from the profiles' kvtopo.hf_repos lists; case-insensitive.
 Result<std::optional<LoadedConfig>> ProfileForRepo(const std::string& model) {
-  const std::string repo = Lowered(model.substr(0, model.find('@')));
+  const std::string repo = AsciiLower(model.substr(0, model.find('@')));
   if (repo.find('/') == std::string::npos) return std::optional<LoadedConfig>();
   for (const EmbeddedFile& f : EmbeddedProfileFiles()) {
     if (!IsModelProfile(f.stem)) continue;
@@ -5565,7 +5560,7 @@ Result<std::optional<LoadedConfig>> ProfileForRepo(const std::string& model) {
     }
     if (repos == nullptr || !repos->is_array()) continue;
     for (const nlohmann::json& r : *repos) {
-      if (r.is_string() && Lowered(r.get<std::string>()) == repo) {
+      if (r.is_string() && AsciiLower(r.get<std::string>()) == repo) {
         return std::optional<LoadedConfig>(LoadedConfig{std::move(j), file, std::string(f.stem)});
       }
     }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "internal/ascii_case.h"
 #include "internal/text_file.h"
 
 namespace kvtopo::internal {
@@ -146,12 +147,7 @@ bool SplitRemoteGguf(std::string_view model, std::string& repo, std::string& qua
   return true;
 }
 
-bool EngineUsesModelScope() {
-  std::string value = Env("VLLM_USE_MODELSCOPE");
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return value == "true";
-}
+bool EngineUsesModelScope() { return AsciiLower(Env("VLLM_USE_MODELSCOPE")) == "true"; }
 
 bool IsHfRepoId(std::string_view model) {
   if (model.empty() || model.size() > 96 || model.find("--") != std::string_view::npos ||

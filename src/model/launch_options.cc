@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "internal/ascii_case.h"
 #include "internal/checked_math.h"
 #include "internal/json_text.h"
 #include "internal/units.h"
@@ -30,18 +31,12 @@ namespace {
 
 using LO = LaunchOptions;
 
-std::string Lowered(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // vLLM's human_readable_int_or_auto: "-1" or "auto" (any case), surrounding spaces ignored.
 bool IsAutoLength(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\n\r\f\v");
   if (first == std::string_view::npos) return false;
   text = text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);
-  return text == "-1" || Lowered(text) == "auto";
+  return text == "-1" || internal::AsciiLower(text) == "auto";
 }
 
 std::string Underscored(std::string_view name) {
@@ -566,7 +561,7 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
             return Status::Ok();
           }
           if (const std::string* text = std::get_if<std::string>(&value)) {
-            const std::string lower = Lowered(*text);
+            const std::string lower = internal::AsciiLower(*text);
             if (lower == "1" || lower == "true" || lower == "yes") {
               o.*member = true;
               return Status::Ok();
@@ -799,12 +794,10 @@ constexpr KnownConnector kConnectors[] = {{"ExampleConnector", false},
                                           {"SimpleCPUOffloadConnector", true},
                                           {"HF3FSKVConnector", false}};
 
-// Whether the connector a KVTransferConfig object names supports the hybrid manager
-// (get_connector_class, then supports_hma; a MultiConnector only when each of its
-// kv_connector_extra_config.connectors does). nullopt: kvtopo cannot tell. `where` names the
-// object in messages.
-Result<std::optional<bool>> ConnectorHma(const nlohmann::json& config, const std::string& where,
-                                         int depth) {
+// Whether the class a KVTransferConfig object names subclasses SupportsHMA (get_connector_class,
+// then supports_hma). nullopt: kvtopo cannot tell. `where` names the object in messages.
+Result<std::optional<bool>> ConnectorClassHma(const nlohmann::json& config,
+                                              const std::string& where) {
   if (!config.is_object()) {
     return InvalidArgument(fmt::format("{} must be a JSON object, got {}", where, config.dump()));
   }
@@ -820,6 +813,11 @@ Result<std::optional<bool>> ConnectorHma(const nlohmann::json& config, const std
         fmt::format("{}: kv_connector must be a connector's name, got {}", where, name_it->dump()));
   }
   const std::string name = name_it->get<std::string>();
+  if (const auto extra = config.find("kv_connector_extra_config");
+      extra != config.end() && !extra->is_null() && !extra->is_object()) {
+    return InvalidArgument(fmt::format(
+        "{}: kv_connector_extra_config must be a JSON object, got {}", where, extra->dump()));
+  }
   if (const auto path = config.find("kv_connector_module_path");
       path != config.end() && !path->is_null()) {
     if (!path->is_string() || path->get<std::string>().empty()) {
@@ -840,27 +838,31 @@ Result<std::optional<bool>> ConnectorHma(const nlohmann::json& config, const std
         "type'); registered: {}; an external one needs kv_connector_module_path",
         where, name, fmt::join(names, ", ")));
   }
-  if (name != "MultiConnector" || !known->hma.value_or(false)) return known->hma;
-  if (depth >= 4) return std::optional<bool>();
+  return known->hma;
+}
+
+// Whether the connector `config` names supports the hybrid manager (VllmConfig.__post_init__): a
+// MultiConnector only when the class of each of its kv_connector_extra_config.connectors does.
+Result<std::optional<bool>> ConnectorHma(const nlohmann::json& config, const std::string& where) {
+  Result<std::optional<bool>> hma = ConnectorClassHma(config, where);
+  if (!hma.ok() || config["kv_connector"] != "MultiConnector" || *hma != true) return hma;
   const auto extra = config.find("kv_connector_extra_config");
-  if (extra == config.end() || !extra->is_object() || !extra->contains("connectors")) {
-    return std::optional<bool>(true);  // all of no sub-connectors
-  }
+  if (extra == config.end() || extra->is_null() || !extra->contains("connectors")) return hma;
   const nlohmann::json& subs = (*extra)["connectors"];
   if (!subs.is_array()) {
     return InvalidArgument(fmt::format(
         "{}: kv_connector_extra_config.connectors must be a list of connector configs, got {}",
         where, subs.dump()));
   }
-  std::optional<bool> all = true;
+  bool unknown = false;
   for (size_t i = 0; i < subs.size(); ++i) {
     KVTOPO_ASSIGN_OR_RETURN(
         const std::optional<bool> sub,
-        ConnectorHma(subs[i], fmt::format("{}'s connectors[{}]", where, i), depth + 1));
+        ConnectorClassHma(subs[i], fmt::format("{}'s connectors[{}]", where, i)));
     if (sub == false) return std::optional<bool>(false);
-    if (!sub) all.reset();
+    unknown = unknown || !sub.has_value();
   }
-  return all;
+  return unknown ? std::optional<bool>() : std::optional<bool>(true);
 }
 
 // The connector the engine builds from --kv-transfer-config and --kv-offloading-size /
@@ -922,7 +924,7 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   if (c.disable_hybrid_kv_cache_manager.has_value() && !transfer.contains("kv_connector")) {
     return Status::Ok();
   }
-  KVTOPO_ASSIGN_OR_RETURN(c.kv_connector_hma, ConnectorHma(transfer, c.kv_connector_source, 0));
+  KVTOPO_ASSIGN_OR_RETURN(c.kv_connector_hma, ConnectorHma(transfer, c.kv_connector_source));
   c.kv_connector = transfer["kv_connector"].get<std::string>();
   return Status::Ok();
 }
@@ -982,7 +984,7 @@ Status ApplyStepDefaults(const LaunchOptions& o, const std::string& all2all_back
   }
   constexpr int64_t kLargeDeviceBytes = int64_t{70} << 30;
   const std::string name = o.device_name.value_or("");
-  const bool a100 = Lowered(name).find("a100") != std::string::npos;
+  const bool a100 = internal::AsciiLower(name).find("a100") != std::string::npos;
   const bool large = bytes >= kLargeDeviceBytes && !a100;
   const int64_t tokens = large ? 8192 : 2048;
   const int64_t rows = large ? 1024 : 256;

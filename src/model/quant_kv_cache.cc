@@ -3,18 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <string_view>
+
+#include "internal/ascii_case.h"
 
 namespace kvtopo::internal {
 namespace {
-
-std::string Case(std::string s, bool upper) {
-  std::transform(s.begin(), s.end(), s.begin(), [upper](unsigned char c) {
-    return static_cast<char>(upper ? std::toupper(c) : std::tolower(c));
-  });
-  return s;
-}
 
 // Python's truth value of a JSON value (the engine chains the keys with `or`).
 bool Truthy(const nlohmann::json& v) {
@@ -69,7 +63,7 @@ Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& con
   if (producer_name != nullptr && *producer_name == "modelopt") {
     const nlohmann::json* algo = inner_object ? Find(*inner_object, "quant_algo") : nullptr;
     if (algo != nullptr && !algo->is_null()) {
-      const std::string upper = Case(Text(*algo), /*upper=*/true);
+      const std::string upper = AsciiUpper(Text(*algo));
       if (upper == "FP8" || upper == "FP8_PER_CHANNEL_PER_TOKEN" || upper == "FP8_PB_WO") {
         method = "modelopt";
       } else if (upper == "NVFP4") {
@@ -83,7 +77,7 @@ Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& con
       }
     }
   }
-  if (!Case(method, /*upper=*/false).starts_with("modelopt")) return out;
+  if (!AsciiLower(method).starts_with("modelopt")) return out;
   // get_kv_cache_quant_algo_string: the first of these that Python reads as true.
   const nlohmann::json& inner =
       inner_object != nullptr && inner_object->is_object() ? *inner_object : *q;
@@ -122,7 +116,7 @@ Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& con
       return unknown();
     }
   } else if (value.is_string()) {
-    algo = Case(value.get<std::string>(), /*upper=*/false);
+    algo = AsciiLower(value.get<std::string>());
   } else {
     return out;  // neither a scheme nor a name: the engine reads none
   }

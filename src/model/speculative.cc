@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 
+#include "internal/ascii_case.h"
 #include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "kvtopo/backend.h"
@@ -126,12 +127,6 @@ bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
   return std::find(list.begin(), list.end(), s) != list.end();
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 Status Bad(std::string_view key, std::string_view rule) {
   return InvalidArgument(fmt::format("--speculative-config: '{}' {}", key, rule));
 }
@@ -161,7 +156,7 @@ Result<std::string> ParseBackendValue(const nlohmann::json& v, std::string_view 
   if (v.is_null()) return std::string();
   if (!v.is_string()) return Bad(key, "must be a backend name, \"auto\" or null");
   const std::string name = v.get<std::string>();
-  if (Lower(name) == "auto") return auto_value;
+  if (internal::AsciiLower(name) == "auto") return auto_value;
   Result<BackendCaps> caps = FindBackend(name);
   if (!caps.ok()) {
     return InvalidArgument(
@@ -202,7 +197,7 @@ bool DraftIsReplicated(const SpeculativeMethod& method, bool causal, ShardDraftR
 }  // namespace internal
 
 ShardDraftRequest ParseShardDraftRequest(std::string_view value) {
-  const std::string v = Lower(value);
+  const std::string v = internal::AsciiLower(value);
   if (v == "1") return ShardDraftRequest::kOne;
   if (v == "true" || v == "yes") return ShardDraftRequest::kTruthy;
   if (v == "0" || v == "false" || v == "no") return ShardDraftRequest::kFalsy;
@@ -259,7 +254,7 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
                                      MethodNames(), kMtpAliases.front()));
   }
   if (method_given) {
-    spec.method = Lower(j["method"].get<std::string>());
+    spec.method = internal::AsciiLower(j["method"].get<std::string>());
   } else if (model_text == "ngram" || model_text == "[ngram]") {
     // The engine's default (SpeculativeConfig.__post_init__): ngram for a model so named, else
     // draft_model, which its method detection may then change (internal::DetectDraftMethod).

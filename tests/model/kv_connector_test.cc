@@ -108,6 +108,13 @@ TEST(KvConnector, TransferConfigConnectors) {
                       {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
                       {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}]}})"),
             false);
+  // A sub-connector is judged by its class, as the engine does: a nested MultiConnector has it.
+  EXPECT_EQ(hma(R"({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                    "kv_connector_extra_config": {"connectors": [
+                      {"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                       "kv_connector_extra_config": {"connectors": [
+                         {"kv_connector": "P2pNcclConnector", "kv_role": "kv_both"}]}}]}})"),
+            true);
   EXPECT_EQ(hma(R"({"kv_connector": "Mine", "kv_role": "kv_both",
                     "kv_connector_module_path": "my_pkg.connector"})"),
             std::nullopt);
@@ -158,6 +165,10 @@ TEST(KvConnector, RefusedValuesNamed) {
   EXPECT_EQ(message(o),
             "--kv-transfer-config's connectors[0] names no kv_connector: the engine refuses it "
             "('Connector name is not set in KVTransferConfig')");
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                             "kv_connector_extra_config": [1]})";
+  EXPECT_EQ(message(o),
+            "--kv-transfer-config: kv_connector_extra_config must be a JSON object, got [1]");
   o.kv_transfer_config.reset();
   o.kv_offloading_size = "-1";
   EXPECT_EQ(message(o), "--kv-offloading-size must be a number of GiB, 0 or more, got '-1'");
