@@ -39,7 +39,13 @@ namespace {
 
 // The options whose value is a JSON object, which Python may give as a dict.
 bool IsJsonOption(std::string_view name) {
-  return name == "speculative_config" || name == "hf_overrides" || name == "kv_transfer_config";
+  return name == "speculative_config" || name == "hf_overrides" || name == "kv_transfer_config" ||
+         name == "rope_scaling";
+}
+
+// The text options the engine's Python API takes as a float, which Python may give as a number.
+bool IsNumberOption(std::string_view name) {
+  return name == "kv_offloading_size" || name == "rope_theta";
 }
 
 // ---- launch options ------------------------------------------------------------------------
@@ -129,9 +135,7 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         break;
       case OptionValue::kText:
         if (is_str) v = value.cast<std::string>();
-        // kv_offloading_size is a float of GiB in the engine's Python API too.
-        if (option->name == "kv_offloading_size" && !is_bool &&
-            (is_int || PyFloat_Check(value.ptr()))) {
+        if (IsNumberOption(option->name) && !is_bool && (is_int || PyFloat_Check(value.ptr()))) {
           v = py::repr(value).cast<std::string>();
         }
         if (IsJsonOption(option->name) && py::isinstance<py::dict>(value)) {
@@ -146,10 +150,10 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
           }
           v = joined;
         }
-        expected = IsJsonOption(option->name)             ? "a dict or a JSON str"
-                   : option->name == "kv_offloading_size" ? "a number or a str"
-                   : option->many_values                  ? "a list or a space-separated str"
-                                                          : "a str";
+        expected = IsJsonOption(option->name)     ? "a dict or a JSON str"
+                   : IsNumberOption(option->name) ? "a number or a str"
+                   : option->many_values          ? "a list or a space-separated str"
+                                                  : "a str";
         break;
     }
     if (!v)

@@ -198,6 +198,10 @@ struct LaunchConfig {
   std::string kv_connector;
   std::string kv_connector_source;
   std::optional<bool> kv_connector_hma;
+  // --enable-sleep-mode and PYTORCH_CUDA_ALLOC_CONF as given: the engine refuses a KV connector
+  // beside an allocator with expandable segments unless sleep mode is on.
+  bool enable_sleep_mode = false;
+  std::string pytorch_cuda_alloc_conf;
   // --disable-sliding-window: the target's sliding-window layers attend over (and cache) the whole
   // request, and the derived maximum length is capped at the config's sliding_window.
   bool disable_sliding_window = false;

@@ -51,19 +51,27 @@ struct LaunchOptions {
   std::optional<std::string> kv_transfer_config;        // --kv-transfer-config: a JSON object
   std::optional<std::string> kv_offloading_size;        // GiB of CPU offloading; unset: none
   std::optional<std::string> kv_offloading_backend;     // native or lmcache; default native
-  std::optional<bool> disable_sliding_window;           // default off
-  std::optional<bool> language_model_only;              // default off
-  std::optional<bool> enable_chunked_prefill;           // default on
-  std::optional<std::string> performance_mode;          // balanced, interactivity, throughput
-  std::optional<std::string> dtype;                     // --dtype; default "auto"
-  std::optional<std::string> config_format;             // auto, hf or mistral; default auto
-  std::optional<std::string> model_impl;                // auto, vllm, transformers; default auto
-  std::optional<bool> trust_remote_code;                // default off
-  std::optional<std::string> revision;                  // a repo id's revision; default main
-  std::optional<std::string> hf_config_path;            // the target's config; default: model
-  std::optional<std::string> hf_overrides;              // --hf-overrides: a JSON object
-  std::optional<std::string> kv_cache_dtype;            // default "auto"
-  std::optional<std::string> kv_cache_memory;           // bytes or a size ("12GiB"); default 32 GiB
+  // VLLM_USE_SIMPLE_KV_OFFLOAD: the native offloading backend builds SimpleCPUOffloadConnector.
+  std::optional<bool> use_simple_kv_offload;
+  std::optional<bool> enable_sleep_mode;               // --enable-sleep-mode; default off
+  std::optional<std::string> pytorch_cuda_alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF; default unset
+  std::optional<bool> disable_sliding_window;          // default off
+  std::optional<bool> language_model_only;             // default off
+  std::optional<bool> enable_chunked_prefill;          // default on
+  std::optional<std::string> performance_mode;         // balanced, interactivity, throughput
+  std::optional<std::string> dtype;                    // --dtype; default "auto"
+  std::optional<std::string> config_format;            // auto, hf or mistral; default auto
+  std::optional<std::string> model_impl;               // auto, vllm, transformers; default auto
+  std::optional<bool> trust_remote_code;               // default off
+  std::optional<std::string> revision;                 // a repo id's revision; default main
+  std::optional<std::string> hf_config_path;           // the target's config; default: model
+  std::optional<std::string> hf_overrides;             // --hf-overrides: a JSON object
+  // Releases before the fork's removed --rope-scaling (a JSON object) and --rope-theta (a
+  // number) set them on the config as --hf-overrides keys; planned that way, with a warning.
+  std::optional<std::string> rope_scaling;
+  std::optional<std::string> rope_theta;
+  std::optional<std::string> kv_cache_dtype;   // default "auto"
+  std::optional<std::string> kv_cache_memory;  // bytes or a size ("12GiB"); default 32 GiB
   // The GPU the engine runs on, for its device-dependent step defaults (vLLM's
   // EngineArgs.get_batch_defaults): total memory as the platform reports it, bytes or a size
   // ("80GiB"), and the device name (only an A100's matters; needs device_memory). Unset: kvtopo's

@@ -191,6 +191,23 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "(a nested config's values merge into it; keys whose value the config class derives "
        "others from are not applied, with a warning); also --hf-overrides.KEY VALUE",
        &LO::hf_overrides},
+      {"rope_scaling",
+       {},
+       "",
+       V::kText,
+       "",
+       "a JSON object set as the config's rope_scaling, as releases before the fork's set it "
+       "(a warning: the fork removed the flag; --hf-overrides '{\"rope_scaling\": ...}' is its "
+       "form); a YaRN or linear factor scales the derived maximum length",
+       &LO::rope_scaling},
+      {"rope_theta",
+       {},
+       "",
+       V::kText,
+       "",
+       "a positive number set as the config's rope_theta, as releases before the fork's set it (a "
+       "warning: the fork removed the flag; --hf-overrides '{\"rope_theta\": ...}' is its form)",
+       &LO::rope_theta},
       {"kv_cache_dtype",
        {},
        "",
@@ -426,6 +443,31 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "native (OffloadingConnector) or lmcache (LMCacheConnectorV1, without hybrid KV cache "
        "manager support), used with --kv-offloading-size; default native",
        &LO::kv_offloading_backend},
+      {"use_simple_kv_offload",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_USE_SIMPLE_KV_OFFLOAD",
+       "the native --kv-offloading-backend builds SimpleCPUOffloadConnector instead of "
+       "OffloadingConnector (both support the hybrid KV cache manager); default off",
+       &LO::use_simple_kv_offload},
+      {"enable_sleep_mode",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "sleep mode: the KV cache is allocated where expandable segments are off, so a KV "
+       "connector may run beside PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; default off",
+       &LO::enable_sleep_mode},
+      {"pytorch_cuda_alloc_conf",
+       {},
+       "",
+       V::kText,
+       "PYTORCH_CUDA_ALLOC_CONF",
+       "PyTorch's CUDA allocator settings the engine runs with: with expandable_segments:True, "
+       "a KV connector is refused unless --enable-sleep-mode, as the engine refuses it; default "
+       "unset",
+       &LO::pytorch_cuda_alloc_conf},
       {"enable_chunked_prefill",
        {},
        "",
@@ -911,7 +953,10 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
     }
     // The offloading backend's connector replaces any named, with kv_role kv_both.
     if (!transfer.is_object()) transfer = nlohmann::json::object();
-    transfer["kv_connector"] = backend == "native" ? "OffloadingConnector" : "LMCacheConnectorV1";
+    transfer["kv_connector"] = backend == "lmcache" ? "LMCacheConnectorV1"
+                               : o.use_simple_kv_offload.value_or(false)
+                                   ? "SimpleCPUOffloadConnector"
+                                   : "OffloadingConnector";
     transfer["kv_role"] = "kv_both";
     c.kv_connector_source =
         fmt::format("--kv-offloading-size {} --kv-offloading-backend {}", text, backend);
@@ -926,6 +971,55 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   }
   KVTOPO_ASSIGN_OR_RETURN(c.kv_connector_hma, ConnectorHma(transfer, c.kv_connector_source));
   c.kv_connector = transfer["kv_connector"].get<std::string>();
+  return Status::Ok();
+}
+
+// --rope-scaling and --rope-theta, which releases before the fork's (28be48fa9 removed them)
+// set on the model's config as hf_overrides keys after the --hf-overrides object
+// (ModelConfig.__post_init__ before that removal): an empty rope_scaling object sets nothing.
+// Each given is planned so, with a warning naming the --hf-overrides form the fork takes.
+Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
+                             std::vector<Diagnostic>& diagnostics) {
+  if (!o.rope_scaling && !o.rope_theta) return Status::Ok();
+  nlohmann::json overrides = nlohmann::json::object();
+  if (!c.hf_overrides.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(overrides, internal::ParseHfOverrides(c.hf_overrides));
+  }
+  bool set = false;
+  auto removed = [&](std::string_view flag, std::string_view key, const nlohmann::json& value) {
+    overrides[std::string(key)] = value;
+    set = true;
+    diagnostics.push_back(
+        {Severity::kWarning, "removed-flag",
+         fmt::format("{} {} is planned as releases before the fork's set it, as --hf-overrides "
+                     "'{}': the fork (28be48fa9) removed --rope-scaling and --rope-theta, and its "
+                     "`vllm serve` refuses them as unrecognized arguments; give --hf-overrides "
+                     "instead",
+                     flag, value.dump(), nlohmann::json{{key, value}}.dump())});
+  };
+  if (o.rope_scaling) {
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json scaling,
+                            internal::ParseJsonText(*o.rope_scaling, "--rope-scaling"));
+    if (!scaling.is_object()) {
+      return InvalidArgument(
+          fmt::format("--rope-scaling must be a JSON object such as '{{\"rope_type\": \"yarn\", "
+                      "\"factor\": 4.0}}', got {}",
+                      *o.rope_scaling));
+    }
+    if (!scaling.empty()) removed("--rope-scaling", "rope_scaling", scaling);
+  }
+  if (o.rope_theta) {
+    const std::string& text = *o.rope_theta;
+    double theta = 0;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, theta);
+    if (ec != std::errc() || ptr != end || !std::isfinite(theta) || theta <= 0) {
+      return InvalidArgument(
+          fmt::format("--rope-theta must be a positive number such as 1000000, got '{}'", text));
+    }
+    removed("--rope-theta", "rope_theta", theta);
+  }
+  if (set) c.hf_overrides = internal::JsonText(overrides);
   return Status::Ok();
 }
 
@@ -1091,6 +1185,8 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
+  if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
+  if (o.pytorch_cuda_alloc_conf) c.pytorch_cuda_alloc_conf = *o.pytorch_cuda_alloc_conf;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
   if (o.language_model_only) c.language_model_only = *o.language_model_only;
   if (o.enable_chunked_prefill) c.enable_chunked_prefill = *o.enable_chunked_prefill;
@@ -1107,6 +1203,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         *o.performance_mode));
   }
   std::vector<Diagnostic> diagnostics = o.diagnostics;
+  KVTOPO_RETURN_IF_ERROR(ApplyRemovedRopeFlags(o, c, diagnostics));
   KVTOPO_ASSIGN_OR_RETURN(const std::string all2all_backend, ResolveAll2AllBackend(o, diagnostics));
   KVTOPO_RETURN_IF_ERROR(ApplyStepDefaults(o, all2all_backend, c, diagnostics));
   if (o.performance_mode == "throughput") {

@@ -1365,6 +1365,19 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     needs_off = fmt::format("for KV connector {} ({}), which does not support it (SupportsHMA)",
                             config.kv_connector, config.kv_connector_source);
   }
+  // VllmConfig._verify_kv_transfer_compat: any KV connector pins KV-cache memory that PyTorch's
+  // expandable-segments allocator may remap, unless sleep mode allocates the cache in a pool
+  // where expandable segments are off.
+  if (!config.kv_connector.empty() && !config.enable_sleep_mode &&
+      config.pytorch_cuda_alloc_conf.find("expandable_segments:True") != std::string::npos) {
+    b.Error("kv-connector-expandable-segments",
+            fmt::format("KV connector {} ({}) with PYTORCH_CUDA_ALLOC_CONF '{}': the engine "
+                        "refuses a KV connector beside expandable_segments:True, whose allocator "
+                        "can remap the KV cache's pinned memory, unless sleep mode is on; drop "
+                        "expandable_segments:True or pass --enable-sleep-mode",
+                        config.kv_connector, config.kv_connector_source,
+                        config.pytorch_cuda_alloc_conf));
+  }
   if (config.disable_hybrid_kv_cache_manager == false && !needs_off.empty()) {
     b.Error("hybrid-manager-off",
             fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "

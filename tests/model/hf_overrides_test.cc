@@ -125,6 +125,68 @@ TEST(HfOverrides, NestedConfigsMergeAndUnmodelledKeysWarn) {
             "expected string literal");
 }
 
+// --rope-scaling and --rope-theta, which the fork removed: set after --hf-overrides' own keys,
+// as releases before it set them, each with a warning naming the --hf-overrides form.
+TEST(HfOverrides, RemovedRopeFlagsAreSetAsEarlierReleasesSetThem) {
+  LaunchOptions o;
+  o.model = "config.json";
+  o.hf_overrides = R"({"rope_scaling": {"rope_type": "linear", "factor": 2.0},
+                       "num_hidden_layers": 12})";
+  o.rope_scaling = R"({"rope_type": "yarn", "factor": 4.0,
+                       "original_max_position_embeddings": 32768})";
+  o.rope_theta = "1e6";
+  auto c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(
+      c->hf_overrides,
+      R"({"num_hidden_layers":12,"rope_scaling":{"factor":4.0,)"
+      R"("original_max_position_embeddings":32768,"rope_type":"yarn"},"rope_theta":1000000.0})");
+  std::vector<std::string> warnings;
+  for (const Diagnostic& d : c->launch_diagnostics) warnings.push_back(d.code + ": " + d.message);
+  EXPECT_EQ(
+      warnings,
+      (std::vector<std::string>{
+          R"(removed-flag: --rope-scaling {"factor":4.0,"original_max_position_embeddings":)"
+          R"(32768,"rope_type":"yarn"} is planned as releases before the fork's set it, as )"
+          R"(--hf-overrides '{"rope_scaling":{"factor":4.0,"original_max_position_embeddings")"
+          R"(:32768,"rope_type":"yarn"}}': the fork (28be48fa9) removed --rope-scaling and )"
+          "--rope-theta, and its `vllm serve` refuses them as unrecognized arguments; give "
+          "--hf-overrides instead",
+          R"(removed-flag: --rope-theta 1000000.0 is planned as releases before the fork's )"
+          R"(set it, as --hf-overrides '{"rope_theta":1000000.0}': the fork (28be48fa9) )"
+          "removed --rope-scaling and --rope-theta, and its `vllm serve` refuses them as "
+          "unrecognized arguments; give --hf-overrides instead"}));
+  // The YaRN factor reaches 131,072 tokens (the linear factor 2 would stop at 81,920).
+  c->kv_cache_memory_bytes = 20 * kGiB;
+  c->cache.max_model_len = 131072;
+  auto specs = BuildModelCacheSpecsFromJson(Qwen3(), *c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  auto plan = PlanLaunchSpecs(*specs, *c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].layers.size(), 12u);
+
+  // An empty object sets nothing, as the releases' `if self.rope_scaling` skipped it.
+  o = LaunchOptions();
+  o.model = "config.json";
+  o.rope_scaling = "{}";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->hf_overrides, "");
+  EXPECT_TRUE(c->launch_diagnostics.empty());
+  o.rope_scaling = "[4]";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            R"(--rope-scaling must be a JSON object such as '{"rope_type": "yarn", )"
+            R"("factor": 4.0}', got [4])");
+  o.rope_scaling.reset();
+  for (const char* theta : {"1e6x", "inf", "", "-7", "0"}) {
+    o.rope_theta = theta;
+    EXPECT_EQ(
+        ToLaunchConfig(o).status().message(),
+        std::string("--rope-theta must be a positive number such as 1000000, got '") + theta + "'");
+  }
+}
+
 // JSON that nests deeper than kMaxJsonDepth (64) is refused where it is parsed, naming where it
 // came from: a config.json whose text_config held 300,000 nested arrays was copied until the
 // stack ran out. Brackets inside strings do not count.

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
@@ -179,6 +180,64 @@ TEST(KvConnector, RefusedValuesNamed) {
   EXPECT_EQ(message(o),
             "--kv-offloading-backend 'mooncake' is not an offloading backend; accepted: native, "
             "lmcache");
+}
+
+// VLLM_USE_SIMPLE_KV_OFFLOAD picks the native backend's class;
+// VllmConfig._verify_kv_transfer_compat refuses any connector beside PYTORCH_CUDA_ALLOC_CONF's
+// expandable_segments:True unless sleep mode is on.
+TEST(KvConnector, SimpleOffloadAndExpandableSegments) {
+  LaunchOptions o = GptOss();
+  o.kv_offloading_size = "64";
+  ASSERT_TRUE(ApplyLaunchEnvironment(o, [](const char* name) -> const char* {
+                std::string_view n(name);
+                if (n == "VLLM_USE_SIMPLE_KV_OFFLOAD") return "1";
+                if (n == "PYTORCH_CUDA_ALLOC_CONF")
+                  return "garbage_collection_threshold:0.6,"
+                         "expandable_segments:True";
+                return nullptr;
+              }).ok());
+  EXPECT_EQ(o.use_simple_kv_offload, true);
+  auto launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->kv_connector, "SimpleCPUOffloadConnector");
+  EXPECT_EQ(launch->kv_connector_hma, true);
+  auto plan = PlanLaunch(*launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kv-connector-expandable-segments] KV connector SimpleCPUOffloadConnector "
+            "(--kv-offloading-size 64 --kv-offloading-backend native) with "
+            "PYTORCH_CUDA_ALLOC_CONF 'garbage_collection_threshold:0.6,expandable_segments:True': "
+            "the engine refuses a KV connector beside expandable_segments:True, whose allocator "
+            "can remap the KV cache's pinned memory, unless sleep mode is on; drop "
+            "expandable_segments:True or pass --enable-sleep-mode");
+
+  // Sleep mode allocates the cache where expandable segments are off.
+  o.enable_sleep_mode = true;
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->capacity.max_tokens, 6'621'558);
+
+  // The engine tests the substring: False, or no connector, passes.
+  o.enable_sleep_mode.reset();
+  o.pytorch_cuda_alloc_conf = "expandable_segments:False";
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  o.pytorch_cuda_alloc_conf = "expandable_segments:True";
+  o.kv_offloading_size.reset();
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_consumer"})";
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kv-connector-expandable-segments] KV connector NixlConnector "
+            "(--kv-transfer-config) with PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True': the "
+            "engine refuses a KV connector beside expandable_segments:True, whose allocator can "
+            "remap the KV cache's pinned memory, unless sleep mode is on; drop "
+            "expandable_segments:True or pass --enable-sleep-mode");
 }
 
 }  // namespace

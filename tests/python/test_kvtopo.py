@@ -489,6 +489,53 @@ class PlanTest(unittest.TestCase):
                                     r"config values, got \[1\]$"):
             kvtopo.plan(qwen3, hf_overrides="[1]")
 
+    def test_removed_rope_flags(self):
+        # rope_scaling (a dict) and rope_theta (a number), which the fork removed, are set on the
+        # config as earlier releases set them, each with a warning.
+        qwen3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+                 "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960,
+                 "torch_dtype": "bfloat16"}
+        yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+        plan = kvtopo.plan(qwen3, max_model_len=131072, kv_cache_memory="20GiB",
+                           rope_scaling=yarn, rope_theta=1e6)
+        self.assertTrue(plan.accepted)
+        self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
+                         [("hf-overrides-applied", "info"), ("removed-flag", "warning"),
+                          ("removed-flag", "warning")])
+        self.assertIn('as --hf-overrides \'{"rope_theta":1000000.0}\'', plan.diagnostics[2].message)
+        with self.assertRaisesRegex(TypeError, r"^rope_theta must be a number or a str, got bool$"):
+            kvtopo.plan(qwen3, rope_theta=True)
+        with self.assertRaisesRegex(ValueError, r"^--rope-theta must be a positive number such as "
+                                    r"1000000, got 'nan'$"):
+            kvtopo.plan(qwen3, rope_theta=float("nan"))
+
+    def test_kv_connector_beside_expandable_segments(self):
+        # The engine refuses any KV connector beside expandable_segments:True unless sleep mode
+        # is on; VLLM_USE_SIMPLE_KV_OFFLOAD picks the native backend's other class.
+        saved = {k: os.environ.get(k) for k in ("PYTORCH_CUDA_ALLOC_CONF",
+                                                "VLLM_USE_SIMPLE_KV_OFFLOAD")}
+        try:
+            os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+            os.environ["VLLM_USE_SIMPLE_KV_OFFLOAD"] = "1"
+            with self.assertRaisesRegex(kvtopo.RejectedError,
+                                        r"KV connector SimpleCPUOffloadConnector \(--kv-offloading"
+                                        r"-size 8 --kv-offloading-backend native\) with "
+                                        r"PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True'"):
+                kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size=8)
+            plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size=8,
+                               enable_sleep_mode=True)
+            self.assertEqual(plan.capacity.max_tokens, 6621558)
+            plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size=8,
+                               pytorch_cuda_alloc_conf="")
+            self.assertEqual(plan.capacity.max_tokens, 6621558)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
     def test_skip_layers_as_a_list_or_a_str(self):
         # The engine's list: each item compared whole with a layer index, or sliding_window.
         a = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",
