@@ -280,7 +280,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kInt,
        "",
-       "tokens per recurrent checkpoint; default: the attention block",
+       "tokens per recurrent checkpoint, with prefix caching only (the engine refuses it without); "
+       "default: the attention block",
        &LO::mamba_block_size,
        1,
        kMaxBlockSize},

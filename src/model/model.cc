@@ -1484,6 +1484,18 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     return InvalidArgument(
         fmt::format("--mamba-block-size must be positive, got {}", cache.mamba_block_size));
   }
+  // VllmConfig.validate_mamba_block_size: a block other than the length the engine itself sets
+  // without prefix caching is refused there, for any model.
+  if (cache.mamba_block_size > 0 && cache.mamba_block_size != b.out.max_model_len && !caching) {
+    b.Error("mamba-block-size-prefix-caching",
+            fmt::format("--mamba-block-size {} with prefix caching off ({}): the engine refuses "
+                        "it ('--mamba-block-size can only be set with --enable-prefix-caching'); "
+                        "drop --mamba-block-size or pass --enable-prefix-caching",
+                        cache.mamba_block_size,
+                        cache.enable_prefix_caching
+                            ? std::string("--no-enable-prefix-caching")
+                            : fmt::format("the engine's default for {}", model.architecture)));
+  }
   rec.block_size = cache.mamba_block_size             ? cache.mamba_block_size
                    : rec.mode == RecurrentMode::kNone ? b.out.max_model_len
                                                       : block_size;
@@ -1510,6 +1522,15 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_ASSIGN_OR_RETURN(const BackendCaps tq_backend, ResolveBackend(tq_name, "TurboQuant"));
     backends.push_back(std::make_unique<BackendCaps>(tq_backend));
     tq_opts.backend = backends.back().get();
+  }
+  // VllmConfig.validate_nvfp4_kv_cache_with_mla: no MLA backend stores an nvfp4 cache (the
+  // sparse-MLA row format is nvfp4_ds_mla).
+  if (cache.kv_cache_dtype == KvCacheDtype::kNvfp4 && HasMla(model)) {
+    b.Error("kv-cache-dtype-mla",
+            fmt::format("KV-cache dtype nvfp4 with {}, whose attention is MLA: the engine refuses "
+                        "an nvfp4 KV cache with MLA backends at startup; pass --kv-cache-dtype fp8 "
+                        "or bfloat16",
+                        model.architecture));
   }
   if (model.cache_dtype_auto && cache.kv_cache_dtype != KvCacheDtype::kAuto) {
     b.Add(Severity::kInfo, "kv-cache-dtype-model",

@@ -814,6 +814,29 @@ Result<Plan> Planner::Run() {
     return InvalidArgument(
         fmt::format("prefix match unit must be positive, got {}", inputs_.cache.prefix_match_unit));
   }
+  // VllmConfig.validate_block_size, which the engine runs once the KV cache is sized (after the
+  // weights are loaded): in Mamba align mode the smallest group block (per rank) must fit in one
+  // step's tokens, which a hybrid attention block grown to hold a recurrent state page can
+  // exceed.
+  const bool align = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) {
+    return g.geometry.kind() == CacheKind::kRecurrent &&
+           g.geometry.recurrent_mode() == RecurrentMode::kAlign;
+  });
+  if (align) {
+    int64_t smallest = 0;
+    for (const PlannedGroup& g : plan.groups) {
+      if (smallest == 0 || g.geometry.block_size() < smallest) smallest = g.geometry.block_size();
+    }
+    if (smallest > inputs_.cache.max_num_batched_tokens) {
+      diagnostics_.push_back(Error(
+          "mamba-align-block-size",
+          fmt::format("Mamba cache mode align needs the smallest group block, {} tokens, at most "
+                      "--max-num-batched-tokens {}: the engine asserts it after sizing the KV "
+                      "cache, once the weights are loaded; raise --max-num-batched-tokens to {} "
+                      "or more, or pass --no-enable-prefix-caching",
+                      smallest, inputs_.cache.max_num_batched_tokens, smallest)));
+    }
+  }
   KVTOPO_ASSIGN_OR_RETURN(plan.max_model_len_that_fits,
                           MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block));
   KVTOPO_ASSIGN_OR_RETURN(int64_t usable, CheckedMemory(plan.pool.bytes_per_block));
