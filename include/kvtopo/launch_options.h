@@ -83,6 +83,13 @@ struct LaunchOptions {
   // the engine's default tokens per step.
   std::optional<int64_t> data_parallel_size;   // -dp; default 1
   std::optional<bool> enable_expert_parallel;  // -ep; default off
+  // Flags the engine refuses in some launches, checked and otherwise not planned:
+  // --enable-eplb needs expert parallelism over more than one rank; --enable-return-routed-experts
+  // takes no KV connector; concurrent partial prefill (either count other than 1) is refused.
+  std::optional<bool> enable_eplb;
+  std::optional<bool> enable_return_routed_experts;
+  std::optional<int64_t> max_num_partial_prefills;
+  std::optional<int64_t> max_long_partial_prefills;
   std::optional<std::string> all2all_backend;  // default allgather_reducescatter
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and
   // "sliding_window", space-separated (vLLM's --kv-cache-dtype-skip-layers).

@@ -524,6 +524,42 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "expert parallelism for MoE layers (the cache is the same); see --data-parallel-size; "
        "default off",
        &LO::enable_expert_parallel},
+      {"enable_eplb",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "expert-parallel load balancing (the cache is the same); the engine refuses it without "
+       "--enable-expert-parallel or with one rank (TP x DP of 1); default off",
+       &LO::enable_eplb},
+      {"enable_return_routed_experts",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "return each token's routed experts (the cache is the same); the engine refuses it beside "
+       "a --kv-transfer-config connector; default off",
+       &LO::enable_return_routed_experts},
+      {"max_num_partial_prefills",
+       {},
+       "",
+       V::kInt,
+       "",
+       "prefills scheduled concurrently in part; the engine refuses any value but 1 (concurrent "
+       "partial prefill is not supported); default 1",
+       &LO::max_num_partial_prefills,
+       1,
+       kMaxNumSeqs},
+      {"max_long_partial_prefills",
+       {},
+       "",
+       V::kInt,
+       "",
+       "long prompts prefilled concurrently in part; the engine refuses any value but 1; "
+       "default 1",
+       &LO::max_long_partial_prefills,
+       1,
+       kMaxNumSeqs},
       {"all2all_backend",
        {},
        "",
@@ -1024,6 +1060,55 @@ Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
   return Status::Ok();
 }
 
+// Features the engine refuses at startup in these launches, though they leave the cache as it is
+// (EngineArgs._check_feature_supported, ParallelConfig.__post_init__ and VllmConfig.__post_init__
+// at 28be48fa9).
+Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
+  for (const auto& [count, flag] :
+       {std::pair{o.max_num_partial_prefills, "--max-num-partial-prefills"},
+        std::pair{o.max_long_partial_prefills, "--max-long-partial-prefills"}}) {
+    if (count && *count != 1) {
+      return Rejected(fmt::format(
+          "{} {}: the engine refuses concurrent partial prefill at startup ('Concurrent Partial "
+          "Prefill is not supported'); drop the flag or set it to 1",
+          flag, *count));
+    }
+  }
+  if (o.enable_eplb.value_or(false)) {
+    if (!o.enable_expert_parallel.value_or(false)) {
+      return Rejected(
+          "--enable-eplb without --enable-expert-parallel: the engine refuses it "
+          "('enable_expert_parallel must be True to use EPLB'); add --enable-expert-parallel or "
+          "drop --enable-eplb");
+    }
+    const int64_t tp = c.parallel.tensor_parallel_size;
+    const int64_t dp = o.data_parallel_size.value_or(1);
+    if (tp * dp <= 1) {
+      return Rejected(fmt::format(
+          "--enable-eplb with --tensor-parallel-size {} and --data-parallel-size {}: the engine "
+          "refuses EPLB on one rank ('EPLB requires tensor_parallel_size or data_parallel_size "
+          "to be greater than 1'); drop --enable-eplb",
+          tp, dp));
+    }
+  }
+  // The connector given, before --kv-offloading-size adds one (KVTransferConfig
+  // .is_kv_transfer_instance: a kv_connector with a kv_role).
+  if (o.enable_return_routed_experts.value_or(false) && o.kv_transfer_config) {
+    const nlohmann::json transfer = nlohmann::json::parse(*o.kv_transfer_config, nullptr, false);
+    const bool instance = transfer.is_object() && transfer.contains("kv_connector") &&
+                          !transfer["kv_connector"].is_null() && transfer.contains("kv_role") &&
+                          !transfer["kv_role"].is_null();
+    if (instance) {
+      return Rejected(fmt::format(
+          "--enable-return-routed-experts with KV connector {} (--kv-transfer-config): the "
+          "engine refuses the pair ('--enable-return-routed-experts is incompatible with KV "
+          "connectors'); drop one of them",
+          transfer["kv_connector"].dump()));
+    }
+  }
+  return Status::Ok();
+}
+
 // A byte-size option's value ("12GiB", "1325000000"), which must be positive; errors name `flag`.
 Result<int64_t> PositiveByteSize(const std::string& text, std::string_view flag) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes, ParseByteSize(text, flag));
@@ -1275,6 +1360,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
           c.parallel.decode_context_parallel_size));
     }
   }
+  KVTOPO_RETURN_IF_ERROR(CheckRefusedFeatures(o, c));
   // vLLM's VllmConfig check compares the flag's text: an auto dtype that resolves to float16
   // does not count.
   if (o.enable_mamba_cache_stochastic_rounding.value_or(false) &&

@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 16 integers,
+// The option table's integer and byte-size options (docs/launch-options.md): 18 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 18;
+constexpr int kNumIntegerOptions = 20;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

@@ -118,5 +118,56 @@ TEST(StartupRefusals, AlignModeBlockFitsOneStep) {
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
 }
 
+// Flags that leave the cache as it is but that the engine refuses in these launches.
+TEST(StartupRefusals, RefusedFeatures) {
+  auto message = [](const LaunchOptions& o) {
+    const Status s = ToLaunchConfig(o).status();
+    EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
+    return s.message();
+  };
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.max_num_partial_prefills = 2;
+  EXPECT_EQ(message(o),
+            "--max-num-partial-prefills 2: the engine refuses concurrent partial prefill at "
+            "startup ('Concurrent Partial Prefill is not supported'); drop the flag or set it to "
+            "1");
+  o.max_num_partial_prefills = 1;
+  o.max_long_partial_prefills = 4;
+  EXPECT_EQ(message(o),
+            "--max-long-partial-prefills 4: the engine refuses concurrent partial prefill at "
+            "startup ('Concurrent Partial Prefill is not supported'); drop the flag or set it to "
+            "1");
+  o.max_long_partial_prefills = 1;
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+
+  o.enable_eplb = true;
+  o.tensor_parallel_size = 8;
+  EXPECT_EQ(message(o),
+            "--enable-eplb without --enable-expert-parallel: the engine refuses it "
+            "('enable_expert_parallel must be True to use EPLB'); add --enable-expert-parallel "
+            "or drop --enable-eplb");
+  o.enable_expert_parallel = true;
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.tensor_parallel_size = 1;
+  EXPECT_EQ(message(o),
+            "--enable-eplb with --tensor-parallel-size 1 and --data-parallel-size 1: the engine "
+            "refuses EPLB on one rank ('EPLB requires tensor_parallel_size or "
+            "data_parallel_size to be greater than 1'); drop --enable-eplb");
+  o.data_parallel_size = 2;
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+
+  // A connector given refuses routed experts; the one --kv-offloading-size adds comes later in
+  // the engine and does not.
+  o = Model("gpt-oss-120b");
+  o.enable_return_routed_experts = true;
+  o.kv_offloading_size = "10";
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_consumer"})";
+  EXPECT_EQ(message(o),
+            "--enable-return-routed-experts with KV connector \"NixlConnector\" "
+            "(--kv-transfer-config): the engine refuses the pair ('--enable-return-routed-experts "
+            "is incompatible with KV connectors'); drop one of them");
+}
+
 }  // namespace
 }  // namespace kvtopo

@@ -536,6 +536,17 @@ class PlanTest(unittest.TestCase):
                 else:
                     os.environ[k] = v
 
+    def test_refused_features(self):
+        # Flags that leave the cache as it is, refused where the engine refuses them.
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--enable-eplb without "
+                                    r"--enable-expert-parallel: the engine refuses it"):
+            kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_eplb=True)
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_eplb=True,
+                           enable_expert_parallel=True, max_num_partial_prefills=1)
+        self.assertEqual(plan.capacity.max_tokens, 6621558)
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--max-num-partial-prefills 2: "):
+            kvtopo.plan("gpt-oss-120b", max_num_partial_prefills=2)
+
     def test_skip_layers_as_a_list_or_a_str(self):
         # The engine's list: each item compared whole with a layer index, or sliding_window.
         a = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",
