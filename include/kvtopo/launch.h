@@ -202,6 +202,10 @@ struct LaunchConfig {
   // beside an allocator with expandable segments unless sleep mode is on.
   bool enable_sleep_mode = false;
   std::string pytorch_cuda_alloc_conf;
+  // VLLM_PP_LAYER_PARTITION as given: hidden layers per pipeline stage, comma-separated; unset:
+  // the engine's even split. The engine reads it at any pipeline size, so it must name one
+  // count per stage even with one stage.
+  std::optional<std::string> pp_layer_partition;
   // --disable-sliding-window: the target's sliding-window layers attend over (and cache) the whole
   // request, and the derived maximum length is capped at the config's sliding_window.
   bool disable_sliding_window = false;
@@ -251,6 +255,11 @@ struct ModelCacheSpecs {
   // which the engine sizes for max_num_batched_tokens (GroupGeometry::max_encoder_tokens) and
   // kvtopo simulate allocates. 0: no cross-attention layers.
   int64_t encoder_tokens_per_request = 0;
+  // Pipeline parallelism (--pipeline-parallel-size > 1): the hidden layers each stage holds, in
+  // stage order (the engine's get_pp_indices), and the stage of each entry of `layers` (draft
+  // layers on the last, where the engine builds its drafter). Empty with one stage.
+  std::vector<int64_t> pipeline_partition;
+  std::vector<int> layer_stages;
 };
 
 }  // namespace kvtopo

@@ -90,7 +90,8 @@ struct LaunchOptions {
   std::optional<bool> enable_return_routed_experts;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;
-  std::optional<std::string> all2all_backend;  // default allgather_reducescatter
+  std::optional<std::string> pp_layer_partition;  // VLLM_PP_LAYER_PARTITION; default: even split
+  std::optional<std::string> all2all_backend;     // default allgather_reducescatter
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and
   // "sliding_window", space-separated (vLLM's --kv-cache-dtype-skip-layers).
   std::optional<std::string> kv_cache_dtype_skip_layers;

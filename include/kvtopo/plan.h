@@ -72,9 +72,22 @@ struct PoolGroupRegion {
 // One shared pool (vLLM's block-outermost layout): block b of the pool occupies bytes
 // [b * bytes_per_block, (b + 1) * bytes_per_block) of every rank's KV-cache memory.
 struct PoolLayout {
-  int64_t num_blocks = 0;                // including the null block: memory // bytes_per_block
-  int64_t bytes_per_block = 0;           // the largest group's sum of page sizes (the pool stride)
+  int64_t num_blocks = 0;  // including the null block: memory // bytes_per_block
+  // The largest group's sum of page sizes (the pool stride); with pipeline stages, the largest
+  // over stages of a group's pages on one stage.
+  int64_t bytes_per_block = 0;
   std::vector<PoolGroupRegion> regions;  // one per group, in group order
+};
+
+// One pipeline stage's share of the pool (--pipeline-parallel-size > 1): every stage's worker
+// holds the same number of blocks, the smallest any stage's memory holds, so the stage with the
+// largest bytes per block sizes the pool.
+struct PipelineStage {
+  int stage = 0;
+  int64_t first_layer = 0;      // the first hidden layer it holds
+  int64_t num_layers = 0;       // hidden layers it holds
+  int64_t cache_layers = 0;     // KV-cache layers it holds (draft layers on the last stage)
+  int64_t bytes_per_block = 0;  // its largest group's pages on this stage
 };
 
 struct Capacity {
@@ -118,6 +131,7 @@ struct Plan {
   Capacity capacity;
   SplitPoolCapacity split_pools;
   Promotion promotion;
+  std::vector<PipelineStage> pipeline_stages;  // empty with one stage
   int64_t scheduler_block_size = 0;
   int64_t hash_block_size = 0;
   int64_t block_table_bytes_per_rank = 0;

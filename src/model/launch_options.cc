@@ -79,7 +79,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "pp",
        V::kInt,
        "",
-       "PP size; default 1 (kvtopo plans one pipeline stage)",
+       "PP size: the hidden layers split over stages (VLLM_PP_LAYER_PARTITION), draft layers on "
+       "the "
+       "last; the stage with the largest pages per block sizes every stage's pool; default 1",
        &LO::pipeline_parallel_size,
        1,
        kMaxParallelSize},
@@ -560,6 +562,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::max_long_partial_prefills,
        1,
        kMaxNumSeqs},
+      {"pp_layer_partition",
+       {},
+       "",
+       V::kText,
+       "VLLM_PP_LAYER_PARTITION",
+       "hidden layers per pipeline stage, comma-separated (one per stage, summing to the model's "
+       "layers); default: the engine's even split, the remainder one each to the stages before "
+       "the last",
+       &LO::pp_layer_partition},
       {"all2all_backend",
        {},
        "",
@@ -1091,6 +1102,13 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
           tp, dp));
     }
   }
+  if (o.enable_return_routed_experts.value_or(false) && c.pipeline_parallel_size > 1) {
+    return Rejected(fmt::format(
+        "--enable-return-routed-experts with --pipeline-parallel-size {}: the engine refuses the "
+        "pair ('--enable-return-routed-experts is incompatible with pipeline parallelism'); drop "
+        "one of them",
+        c.pipeline_parallel_size));
+  }
   // The connector given, before --kv-offloading-size adds one (KVTransferConfig
   // .is_kv_transfer_instance: a kv_connector with a kv_role).
   if (o.enable_return_routed_experts.value_or(false) && o.kv_transfer_config) {
@@ -1273,6 +1291,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
   if (o.pytorch_cuda_alloc_conf) c.pytorch_cuda_alloc_conf = *o.pytorch_cuda_alloc_conf;
+  c.pp_layer_partition = o.pp_layer_partition;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
   if (o.language_model_only) c.language_model_only = *o.language_model_only;
   if (o.enable_chunked_prefill) c.enable_chunked_prefill = *o.enable_chunked_prefill;

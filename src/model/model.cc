@@ -9,13 +9,16 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <set>
+#include <system_error>
 
 #include "internal/checked_math.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
+#include "kvtopo/limits.h"
 #include "model/architectures.h"
 #include "model/backend_knob.h"
 #include "model/config_reader.h"
@@ -1118,6 +1121,207 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
   return Status::Ok();
 }
 
+// Registered architectures kvtopo plans whose class the engine cannot split over pipeline
+// stages (at 28be48fa9, ModelRegistry.is_pp_supported_model: the class lacks SupportsPP, or its
+// forward takes no intermediate_tensors); every other registered class kvtopo plans supports it.
+constexpr std::string_view kNoPipelineParallel[] = {"AriaForConditionalGeneration",
+                                                    "CohereAsrForConditionalGeneration",
+                                                    "DFlashDraftModel",
+                                                    "Eagle3DeepseekV2ForCausalLM",
+                                                    "Eagle3DeepseekV3ForCausalLM",
+                                                    "Eagle3LlamaForCausalLM",
+                                                    "Eagle3MiniMaxM2ForCausalLM",
+                                                    "Eagle3Qwen2_5vlForCausalLM",
+                                                    "Eagle3Qwen3vlForCausalLM",
+                                                    "EagleCohereForCausalLM",
+                                                    "EagleDeepSeekMTPModel",
+                                                    "EagleLlama4ForCausalLM",
+                                                    "EagleLlamaForCausalLM",
+                                                    "EagleMiniCPMForCausalLM",
+                                                    "EagleMistralForCausalLM",
+                                                    "EagleMistralLarge3ForCausalLM",
+                                                    "FireRedASR2ForConditionalGeneration",
+                                                    "FireRedLIDForConditionalGeneration",
+                                                    "FunASRForConditionalGeneration",
+                                                    "Gemma3nForCausalLM",
+                                                    "Gemma3nForConditionalGeneration",
+                                                    "IQuestLoopCoderForCausalLM",
+                                                    "Idefics3ForConditionalGeneration",
+                                                    "LlamaForCausalLMEagle3",
+                                                    "Mamba2ForCausalLM",
+                                                    "MiniMaxForCausalLM",
+                                                    "MiniMaxM1ForCausalLM",
+                                                    "MiniMaxText01ForCausalLM",
+                                                    "NemotronH_Nano_Omni_Reasoning_V3",
+                                                    "NemotronH_Nano_VL_V2",
+                                                    "NemotronH_Super_Omni_Reasoning_V3",
+                                                    "NemotronParseForConditionalGeneration",
+                                                    "OuroForCausalLM",
+                                                    "PaddleOCRVLForConditionalGeneration",
+                                                    "PeagleLlamaForCausalLM",
+                                                    "Phi4MMForCausalLM",
+                                                    "SmolVLMForConditionalGeneration",
+                                                    "WhisperForConditionalGeneration",
+                                                    "Zamba2ForCausalLM"};
+bool SupportsPipelineParallel(std::string_view architecture) {
+  return std::find(std::begin(kNoPipelineParallel), std::end(kNoPipelineParallel), architecture) ==
+         std::end(kNoPipelineParallel);
+}
+
+// The target model types whose MTP class splits over pipeline stages (Glm4MoeLiteMTPModel,
+// GlmOcrMTPModel, NemotronHMTPModel at 28be48fa9); every other MTP class lacks SupportsPP.
+constexpr std::string_view kPipelineParallelMtp[] = {"glm4_moe_lite", "glm_ocr", "nemotron_h"};
+
+// The engine's split of `n` hidden layers over `pp` stages (get_pp_indices,
+// vllm/distributed/utils.py): VLLM_PP_LAYER_PARTITION when set (one count per stage, summing to
+// n), else n / pp each with the remainder one each to the stages before the last, the
+// second-to-last first.
+Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
+                                               const std::optional<std::string>& partition) {
+  std::vector<int64_t> parts;
+  if (!partition) {
+    parts.assign(static_cast<size_t>(pp), n / pp);
+    for (int64_t i = 2; i < n % pp + 2; ++i) ++parts[static_cast<size_t>(pp - i)];
+    return parts;
+  }
+  const std::string& given = *partition;
+  int64_t sum = 0;
+  for (size_t start = 0;;) {
+    const size_t comma = given.find(',', start);
+    const std::string item =
+        given.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t count = 0;
+    // Python's int() takes surrounding whitespace.
+    const size_t lead = item.find_first_not_of(" \t\n\r\f\v");
+    const std::string trimmed =
+        lead == std::string::npos
+            ? std::string()
+            : item.substr(lead, item.find_last_not_of(" \t\n\r\f\v") - lead + 1);
+    const char* end = trimmed.data() + trimmed.size();
+    const auto [ptr, ec] = std::from_chars(trimmed.data(), end, count);
+    if (trimmed.empty() || ec != std::errc() || ptr != end || count < 0 || count > kMaxLayers) {
+      return InvalidArgument(fmt::format(
+          "VLLM_PP_LAYER_PARTITION '{}': '{}' is not a layer count (the engine's 'Invalid "
+          "partition string')",
+          given, item));
+    }
+    parts.push_back(count);
+    sum += count;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int64_t>(parts.size()) != pp) {
+    return InvalidArgument(fmt::format(
+        "VLLM_PP_LAYER_PARTITION '{}' names {} stages, but --pipeline-parallel-size is {}; the "
+        "engine refuses it",
+        given, parts.size(), pp));
+  }
+  if (sum != n) {
+    return InvalidArgument(fmt::format(
+        "VLLM_PP_LAYER_PARTITION '{}' holds {} layers, but the model has {} hidden layers; the "
+        "engine refuses it",
+        given, sum, n));
+  }
+  return parts;
+}
+
+// Pipeline parallelism: the engine builds the target's layers of each stage on that stage's
+// workers and its drafter on the last (GPUModelRunner), checks that the target's class and the
+// draft's split over stages (ModelConfig.verify_with_parallel_config, also for the draft's
+// config, whose parallel config keeps the pipeline size), and sizes every worker's pool from the
+// KV-cache groups of the whole model projected onto its layers (get_kv_cache_configs). Records
+// each layer's stage for the planner.
+void AssignPipelineStages(const LaunchConfig& config, const ModelDescription& model,
+                          const SpeculativeConfig* spec, const ModelDescription* draft,
+                          Builder& b) {
+  const int64_t pp = config.pipeline_parallel_size;
+  const std::string flag = fmt::format("--pipeline-parallel-size {}", pp);
+  if (pp == 1) {  // the engine still splits the layers by VLLM_PP_LAYER_PARTITION when it is set
+    if (model.num_hidden_layers <= 0) return;
+    Result<std::vector<int64_t>> parts =
+        PipelinePartition(model.num_hidden_layers, pp, config.pp_layer_partition);
+    if (!parts.ok()) b.Error("pipeline-parallel", parts.status().message());
+    return;
+  }
+  if (!SupportsPipelineParallel(model.architecture)) {
+    b.Error("pipeline-parallel",
+            fmt::format("{} with {}: the engine's class for it does not support pipeline "
+                        "parallelism (SupportsPP) and the engine refuses the launch; use "
+                        "--pipeline-parallel-size 1",
+                        flag, model.architecture));
+    return;
+  }
+  if (spec != nullptr) {
+    const std::string& method = spec->method;
+    std::string refused;
+    if (method == "mtp") {
+      if (std::find(std::begin(kPipelineParallelMtp), std::end(kPipelineParallelMtp),
+                    model.model_type) == std::end(kPipelineParallelMtp)) {
+        refused = fmt::format("the MTP class of model type '{}' does not", model.model_type);
+      }
+    } else if (method == "draft_model") {
+      if (draft != nullptr && !SupportsPipelineParallel(draft->architecture)) {
+        refused = fmt::format("the draft's class {} does not", draft->architecture);
+      }
+    } else if (method != "ngram" && method != "ngram_gpu" && method != "suffix" &&
+               method != "custom_class") {
+      refused = fmt::format("no draft class of method '{}' does", method);
+    }
+    if (!refused.empty()) {
+      b.Error("pipeline-parallel",
+              fmt::format("{} with speculative method '{}': the engine checks the draft's config "
+                          "at the same pipeline size, and {} support pipeline parallelism "
+                          "(SupportsPP), so it refuses the launch; use --pipeline-parallel-size 1",
+                          flag, method, refused));
+      return;
+    }
+  }
+  if (model.num_hidden_layers <= 0) {
+    b.Error("pipeline-parallel",
+            fmt::format("{}: kvtopo does not know how many hidden layers {} splits over the "
+                        "stages; plan with --pipeline-parallel-size 1",
+                        flag, model.architecture));
+    return;
+  }
+  Result<std::vector<int64_t>> parts =
+      PipelinePartition(model.num_hidden_layers, pp, config.pp_layer_partition);
+  if (!parts.ok()) {
+    b.Error("pipeline-parallel", parts.status().message());
+    return;
+  }
+  std::vector<int64_t> ends;
+  int64_t end = 0;
+  for (int64_t count : *parts) ends.push_back(end += count);
+  std::vector<int> stages;
+  for (const LayerSpec& s : b.out.layers) {
+    if (s.role != Role::kTarget) {
+      stages.push_back(static_cast<int>(pp - 1));
+      continue;
+    }
+    // The layer's index in its name: "model.layers.12.self_attn".
+    const size_t at = s.name.find("layers.");
+    int64_t index = -1;
+    if (at != std::string::npos) {
+      const char* first = s.name.data() + at + 7;
+      const char* last = s.name.data() + s.name.size();
+      const auto [ptr, ec] = std::from_chars(first, last, index);
+      if (ec != std::errc() || ptr == first || (ptr != last && *ptr != '.')) index = -1;
+    }
+    if (index < 0 || index >= model.num_hidden_layers) {
+      b.Error("pipeline-parallel",
+              fmt::format("{}: kvtopo cannot place layer '{}' of {} on a stage (its index among "
+                          "the {} hidden layers is not known); plan with "
+                          "--pipeline-parallel-size 1",
+                          flag, s.name, model.architecture, model.num_hidden_layers));
+      return;
+    }
+    stages.push_back(
+        static_cast<int>(std::upper_bound(ends.begin(), ends.end(), index) - ends.begin()));
+  }
+  b.out.pipeline_partition = *std::move(parts);
+  b.out.layer_stages = std::move(stages);
+}
+
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   // --hf-overrides reach the target's config only (a draft's config is the draft's own).
@@ -1785,12 +1989,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     if (IsWindowed(s.kind)) s.extra_retained_tokens = multi_module_mtp ? S - 1 : 0;
   }
 
-  if (config.pipeline_parallel_size > 1) {
-    b.Error("pipeline-parallel",
-            fmt::format("--pipeline-parallel-size {} splits the layers over stages with a pool "
-                        "each; kvtopo plans one stage holding every layer; plan with "
-                        "--pipeline-parallel-size 1",
-                        config.pipeline_parallel_size));
+  if (config.pipeline_parallel_size > 1 || config.pp_layer_partition) {
+    AssignPipelineStages(config, model, spec ? &*spec : nullptr, read_draft, b);
   }
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
   std::vector<std::string> unmodelled, unused;

@@ -144,6 +144,15 @@ nlohmann::json PlanToJson(const Plan& plan) {
                {"regions", std::move(regions)}};
   j["capacity"] = CapacityJson(plan.capacity);
   j["capacity"]["kv_cache_memory_is_default"] = plan.kv_cache_memory_is_default;
+  json stages = json::array();
+  for (const PipelineStage& s : plan.pipeline_stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"first_layer", s.first_layer},
+                      {"num_layers", s.num_layers},
+                      {"cache_layers", s.cache_layers},
+                      {"bytes_per_block", s.bytes_per_block}});
+  }
+  j["pipeline_stages"] = std::move(stages);
   json pools = json::array();
   for (const PartitionPool& p : plan.split_pools.pools) {
     pools.push_back({{"partition", p.partition == 0 ? "sharded" : "replicated"},
@@ -224,6 +233,14 @@ std::string FormatPlanTable(const Plan& plan) {
   out += fmt::format(
       "pool       {} blocks x {} per block (stride {} B: the largest group's pages)\n",
       plan.pool.num_blocks, FormatBytes(plan.pool.bytes_per_block), plan.pool.bytes_per_block);
+  for (const PipelineStage& s : plan.pipeline_stages) {
+    out += fmt::format("stage {:<4} {}: {} cache layers, {} per block{}\n", s.stage,
+                       s.num_layers == 0 ? std::string("no hidden layers")
+                                         : fmt::format("layers {}-{}", s.first_layer,
+                                                       s.first_layer + s.num_layers - 1),
+                       s.cache_layers, FormatBytes(s.bytes_per_block),
+                       s.bytes_per_block == plan.pool.bytes_per_block ? " (sizes the pool)" : "");
+  }
   out += fmt::format("memory     {} per rank{}\n", FormatBytes(plan.capacity.memory_bytes),
                      plan.kv_cache_memory_is_default
                          ? " (default budget; pass --kv-cache-memory to set yours)"

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "internal/checked_math.h"
 #include "kvtopo/plan.h"
@@ -148,8 +151,13 @@ int64_t MinKernelBlock(const BackendTraits& traits) {
 
 class Planner {
  public:
-  Planner(const ModelCacheSpecs& specs, const PlanInputs& inputs)
-      : specs_(specs), inputs_(inputs) {}
+  Planner(const ModelCacheSpecs& specs, const PlanInputs& inputs) : specs_(specs), inputs_(inputs) {
+    if (specs.layer_stages.size() == specs.layers.size()) {
+      for (size_t i = 0; i < specs.layers.size(); ++i) {
+        stage_of_[specs.layers[i].name] = specs.layer_stages[i];
+      }
+    }
+  }
 
   Result<Plan> Run();
 
@@ -174,10 +182,14 @@ class Planner {
   Result<int64_t> MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
                                       int64_t bytes_per_block) const;
   Status Finalize(Plan& plan);
+  Result<int64_t> BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition = -1,
+                                int stage = -1) const;
+  int StageOf(const std::string& layer) const;  // 0 without pipeline stages
 
   const ModelCacheSpecs& specs_;
   const PlanInputs& inputs_;
   std::vector<Diagnostic> diagnostics_;
+  std::unordered_map<std::string, int> stage_of_;  // layer name -> pipeline stage
 };
 
 // Hybrid attention + recurrent block alignment (research §3.7, vLLM's platform
@@ -523,17 +535,37 @@ Result<int64_t> Planner::BlocksPerRequest(const std::vector<PlannedGroup>& group
 // Bytes one block id spans in the shared pool: the largest group's sum of page sizes. Groups
 // alias the same bytes from offset 0 (a block id belongs to one group at a time); a smaller
 // group leaves the rest of each block unused (vLLM's block-outermost pool layout).
-Result<int64_t> BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition = -1) {
+// The pool stride: the largest group's sum of page sizes. With pipeline stages each worker's
+// pool holds its stage's layers of every group (get_kv_cache_configs projects the whole model's
+// groups onto them), and every worker gets the smallest block count any holds, so the stride is
+// the largest over (group, stage) of the group's pages on that stage; `stage` picks one stage
+// (-1: the largest over all).
+Result<int64_t> Planner::BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition,
+                                       int stage) const {
   int64_t bytes_per_block = 0;
+  const int stages =
+      specs_.pipeline_partition.empty() ? 1 : static_cast<int>(specs_.pipeline_partition.size());
   for (const PlannedGroup& g : groups) {
     if (partition >= 0 && g.partition != partition) continue;
-    int64_t sum = 0;
-    for (int64_t page : g.layer_page_bytes) {
-      KVTOPO_ASSIGN_OR_RETURN(sum, internal::CheckedAdd(sum, page, "bytes per block"));
+    std::vector<int64_t> sums(static_cast<size_t>(stages), 0);
+    for (size_t i = 0; i < g.layer_page_bytes.size(); ++i) {
+      const size_t s = static_cast<size_t>(StageOf(g.layers[i]));
+      KVTOPO_ASSIGN_OR_RETURN(
+          sums[s], internal::CheckedAdd(sums[s], g.layer_page_bytes[i], "bytes per block"));
     }
-    bytes_per_block = std::max(bytes_per_block, sum);
+    for (int s = 0; s < stages; ++s) {
+      if (stage < 0 || stage == s) {
+        bytes_per_block = std::max(bytes_per_block, sums[static_cast<size_t>(s)]);
+      }
+    }
   }
   return bytes_per_block;
+}
+
+int Planner::StageOf(const std::string& layer) const {
+  if (stage_of_.empty()) return 0;
+  const auto it = stage_of_.find(layer);
+  return it == stage_of_.end() ? 0 : it->second;
 }
 
 // vLLM's "GPU KV cache size": int(num_blocks / pages per max-length request * L) tokens.
@@ -656,9 +688,31 @@ Status Planner::Finalize(Plan& plan) {
   plan.pool.num_blocks = inputs_.cache.num_gpu_blocks_override > 0
                              ? inputs_.cache.num_gpu_blocks_override
                              : memory / bytes_per_block;
+  // With pipeline stages: each stage's share, and the regions of the stage that sizes the pool
+  // (the first with the largest stride).
+  plan.pipeline_stages.clear();
+  int pool_stage = 0;
+  int64_t pool_stride = -1;
+  int64_t first_layer = 0;
+  for (size_t s = 0; s < specs_.pipeline_partition.size(); ++s) {
+    PipelineStage stage{.stage = static_cast<int>(s),
+                        .first_layer = first_layer,
+                        .num_layers = specs_.pipeline_partition[s]};
+    first_layer += stage.num_layers;
+    for (const PlannedGroup& g : plan.groups) {
+      for (const std::string& layer : g.layers) stage.cache_layers += StageOf(layer) == stage.stage;
+    }
+    KVTOPO_ASSIGN_OR_RETURN(stage.bytes_per_block, BytesPerBlock(plan.groups, -1, stage.stage));
+    if (stage.bytes_per_block > pool_stride) {
+      pool_stage = stage.stage;
+      pool_stride = stage.bytes_per_block;
+    }
+    plan.pipeline_stages.push_back(stage);
+  }
   for (const PlannedGroup& g : plan.groups) {
     PoolGroupRegion region{.group = g.id};
     for (size_t i = 0; i < g.layers.size(); ++i) {
+      if (StageOf(g.layers[i]) != pool_stage) continue;
       region.offsets_bytes.push_back(region.bytes_used);
       region.bytes_used += g.layer_page_bytes[i];
     }

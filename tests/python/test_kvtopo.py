@@ -536,6 +536,17 @@ class PlanTest(unittest.TestCase):
                 else:
                     os.environ[k] = v
 
+    def test_pipeline_parallel(self):
+        # TP 4 x PP 2: each stage holds 18 of gpt-oss-120b's 36 layers, so the pool is TP 8's.
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=4, pipeline_parallel_size=2)
+        self.assertEqual(plan.capacity.max_tokens, 6621558)
+        stages = json.loads(plan.to_json())["pipeline_stages"]
+        self.assertEqual([(s["first_layer"], s["num_layers"], s["bytes_per_block"])
+                          for s in stages], [(0, 18, 73728), (18, 18, 73728)])
+        plan = kvtopo.plan("deepseek-v3.2", tensor_parallel_size=8, pipeline_parallel_size=2,
+                           pp_layer_partition="21,40")
+        self.assertEqual(json.loads(plan.to_json())["pipeline_stages"][1]["num_layers"], 40)
+
     def test_refused_features(self):
         # Flags that leave the cache as it is, refused where the engine refuses them.
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--enable-eplb without "
