@@ -79,9 +79,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "pp",
        V::kInt,
        "",
-       "PP size: the hidden layers split over stages (VLLM_PP_LAYER_PARTITION), draft layers on "
-       "the "
-       "last; the stage with the largest pages per block sizes every stage's pool; default 1",
+       "PP size: the hidden layers split over stages (VLLM_PP_LAYER_PARTITION), draft layers "
+       "on the last; the stage with the largest pages per block sizes every stage's pool; "
+       "default 1",
        &LO::pipeline_parallel_size,
        1,
        kMaxParallelSize},
@@ -540,7 +540,7 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kSwitch,
        "",
        "return each token's routed experts (the cache is the same); the engine refuses it beside "
-       "a --kv-transfer-config connector; default off",
+       "a --kv-transfer-config connector or with --pipeline-parallel-size above 1; default off",
        &LO::enable_return_routed_experts},
       {"max_num_partial_prefills",
        {},

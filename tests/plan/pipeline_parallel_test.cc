@@ -30,6 +30,13 @@ LaunchOptions Model(const std::string& name, int64_t tp, int64_t pp) {
   return o;
 }
 
+// The plan's error lines ("" when accepted); a launch that does not plan fails the test.
+std::string Errors(const LaunchOptions& o) {
+  Result<Plan> plan = PlanOptions(o);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? plan->ErrorLines() : "not planned";
+}
+
 std::vector<std::vector<int64_t>> Stages(const Plan& plan) {
   std::vector<std::vector<int64_t>> out;
   for (const PipelineStage& s : plan.pipeline_stages) {
@@ -101,30 +108,25 @@ TEST(PipelineParallel, UnevenStagesAndTheLayerPartition) {
   for (const PipelineStage& s : plan->pipeline_stages) counts.push_back(s.num_layers);
   EXPECT_EQ(counts, (std::vector<int64_t>{15, 15, 16, 15}));
 
-  auto error = [](const LaunchOptions& o) {
-    auto p = PlanOptions(o);
-    EXPECT_TRUE(p.ok()) << p.status().ToString();
-    return p.ok() ? p->ErrorLines() : "";
-  };
   o.pp_layer_partition = "30,30";
-  EXPECT_EQ(error(o),
+  EXPECT_EQ(Errors(o),
             "\n  error [pipeline-parallel] VLLM_PP_LAYER_PARTITION '30,30' holds 60 layers, but "
             "the model has 61 hidden layers; the engine refuses it");
   o.pp_layer_partition = "61";
-  EXPECT_EQ(error(o),
+  EXPECT_EQ(Errors(o),
             "\n  error [pipeline-parallel] VLLM_PP_LAYER_PARTITION '61' names 1 stages, but "
             "--pipeline-parallel-size is 2; the engine refuses it");
   o.pp_layer_partition = "30,x";
-  EXPECT_EQ(error(o),
+  EXPECT_EQ(Errors(o),
             "\n  error [pipeline-parallel] VLLM_PP_LAYER_PARTITION '30,x': 'x' is not a layer "
             "count (the engine's 'Invalid partition string')");
   // The engine reads the variable at one stage too.
   o.pipeline_parallel_size = 1;
-  EXPECT_EQ(error(o),
+  EXPECT_EQ(Errors(o),
             "\n  error [pipeline-parallel] VLLM_PP_LAYER_PARTITION '30,x': 'x' is not a layer "
             "count (the engine's 'Invalid partition string')");
   o.pp_layer_partition = "61";
-  EXPECT_EQ(error(o), "");
+  EXPECT_EQ(Errors(o), "");
 }
 
 // The engine checks the draft's class at the pipeline size too: EAGLE-3 heads and DeepSeek's MTP
@@ -133,25 +135,21 @@ TEST(PipelineParallel, DraftClassesWithoutSupportsPpAreRefused) {
   LaunchOptions o = Model("kimi-k2.6", 8, 2);
   o.speculative_config =
       R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": 3})";
-  auto plan = PlanOptions(o);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(),
+  EXPECT_EQ(Errors(o),
             "\n  error [pipeline-parallel] --pipeline-parallel-size 2 with speculative method "
             "'eagle3': the engine checks the draft's config at the same pipeline size, and no "
             "draft class of method 'eagle3' does support pipeline parallelism (SupportsPP), so "
             "it refuses the launch; use --pipeline-parallel-size 1");
   o = Model("deepseek-v3.2", 8, 2);
   o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
-  plan = PlanOptions(o);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(),
+  EXPECT_EQ(Errors(o),
             "\n  error [pipeline-parallel] --pipeline-parallel-size 2 with speculative method "
             "'mtp': the engine checks the draft's config at the same pipeline size, and the MTP "
             "class of model type 'deepseek_v32' does not support pipeline parallelism "
             "(SupportsPP), so it refuses the launch; use --pipeline-parallel-size 1");
   o.speculative_config =
       R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})";
-  plan = PlanOptions(o);
+  const auto plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->pipeline_stages.size(), 2u);
