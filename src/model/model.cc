@@ -1789,6 +1789,14 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
               method, target.name, method));
         }
         draft_ref = it->second;
+        // SpeculativeConfig.__post_init__ refuses a method that needs a draft model without
+        // one; the profile's default draft is kvtopo's, for planning.
+        b.Add(Severity::kWarning, "speculative-default-draft",
+              fmt::format("--speculative-config names no 'model', so kvtopo plans {}'s default "
+                          "{} draft, profile '{}'; the engine refuses a speculative config "
+                          "without one ('num_speculative_tokens was provided but without "
+                          "speculative model'): add \"model\" with the draft's path or repo id",
+                          target.name, method, draft_ref));
       }
       KVTOPO_ASSIGN_OR_RETURN(
           internal::LoadedConfig loaded,

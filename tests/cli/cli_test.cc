@@ -112,6 +112,7 @@ TEST(PlanCli, PastedVllmServeLine) {
       "check moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
       "--gpu-memory-utilization 0.92 --port 8000 --trust-remote-code -O3 --no-enforce-eager "
       "--served-model-name kimi --speculative-config.method eagle3 "
+      "--speculative-config.model festr2/kimi-k2.6-eagle3-mla-fp8 "
       "--speculative-config.num_speculative_tokens 3 "
       "--speculative_config.draft_attention_backend TRITON_MLA --json",
       true);
@@ -161,9 +162,17 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
       "kimi-k2.6 --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": "
       "1}' --speculative-config.method eagle3 --speculative-config.num_speculative_tokens 4");
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 4);
-  ASSERT_EQ(p["diagnostics"].size(), 1u) << p.dump();
-  EXPECT_EQ(p["diagnostics"][0]["code"], "speculative-config-replaced");
+  // No draft model named: kvtopo plans the profile's default draft and says the engine refuses
+  // that.
+  ASSERT_EQ(p["diagnostics"].size(), 2u) << p.dump();
+  EXPECT_EQ(p["diagnostics"][0]["code"], "speculative-default-draft");
   EXPECT_EQ(p["diagnostics"][0]["message"],
+            "--speculative-config names no 'model', so kvtopo plans kimi-k2.6's default eagle3 "
+            "draft, profile 'kimi-k2.6-eagle3-mla'; the engine refuses a speculative config "
+            "without one ('num_speculative_tokens was provided but without speculative model'): "
+            "add \"model\" with the draft's path or repo id");
+  EXPECT_EQ(p["diagnostics"][1]["code"], "speculative-config-replaced");
+  EXPECT_EQ(p["diagnostics"][1]["message"],
             "--speculative-config {\"method\": \"eagle3\", \"num_speculative_tokens\": 1} is "
             "dropped: the engine's parser folds the --speculative-config.KEY arguments into a "
             "value of their own that replaces it, so the plan uses "
@@ -260,7 +269,8 @@ TEST(PlanCli, VllmConfigFile) {
                          "enable-prefix-caching: false\n"
                          "served-model-name: [kimi, k26]\n"
                          "seed: 7\n"
-                         "speculative-config: {method: eagle3, num_speculative_tokens: 3}\n";
+                         "speculative-config: {method: eagle3, model: kimi-k2.6-eagle3-mla, "
+                         "num_speculative_tokens: 3}\n";
   auto r = RunCli("plan --config " + path + " -tp 16 --json", true);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto p = nlohmann::json::parse(r.out);
