@@ -799,6 +799,23 @@ Result<Plan> Planner::Run() {
   if (specs_.layers.empty()) {
     return InvalidArgument("the model has no layers that keep a KV cache");
   }
+  // Pipeline stages, when the specs carry them (BuildModelCacheSpecs does under
+  // --pipeline-parallel-size above 1): one stage per layer, each one of the partition's.
+  if (!specs_.layer_stages.empty() || !specs_.pipeline_partition.empty()) {
+    if (specs_.layer_stages.size() != specs_.layers.size()) {
+      return InvalidArgument(
+          fmt::format("pipeline stages: {} layer stages for {} layers; give one stage per layer",
+                      specs_.layer_stages.size(), specs_.layers.size()));
+    }
+    for (size_t i = 0; i < specs_.layer_stages.size(); ++i) {
+      const int stage = specs_.layer_stages[i];
+      if (stage < 0 || static_cast<size_t>(stage) >= specs_.pipeline_partition.size()) {
+        return InvalidArgument(fmt::format(
+            "pipeline stages: layer '{}' is on stage {}, but the partition has {} stages",
+            specs_.layers[i].name, stage, specs_.pipeline_partition.size()));
+      }
+    }
+  }
 
   // 1. Block sizes: hybrid alignment over the target, then backend-selected draft windows.
   std::vector<LayerSpec> layers = specs_.layers;

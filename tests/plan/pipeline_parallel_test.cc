@@ -181,5 +181,25 @@ TEST(PipelineParallel, TargetClassesWithoutSupportsPpAreRefused) {
             "parallelism'); drop one of them");
 }
 
+// Specs built by hand must give every layer a stage of the partition.
+TEST(PipelineParallel, HandBuiltStagesAreChecked) {
+  LaunchOptions o = Model("gpt-oss-120b", 4, 2);
+  auto launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  auto specs = BuildModelCacheSpecs(*launch);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->layer_stages.size(), 36u);
+  EXPECT_EQ(specs->pipeline_partition, (std::vector<int64_t>{18, 18}));
+  ModelCacheSpecs bad = *specs;
+  bad.layer_stages.pop_back();
+  EXPECT_EQ(PlanLaunchSpecs(bad, *launch).status().message(),
+            "pipeline stages: 35 layer stages for 36 layers; give one stage per layer");
+  bad = *specs;
+  bad.layer_stages[3] = 2;
+  EXPECT_EQ(PlanLaunchSpecs(bad, *launch).status().message(),
+            "pipeline stages: layer 'model.layers.3.self_attn' is on stage 2, but the partition "
+            "has 2 stages");
+}
+
 }  // namespace
 }  // namespace kvtopo
