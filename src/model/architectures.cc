@@ -2888,12 +2888,17 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
 
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
 // yet: the values `text` states (the engine's class reads them as stated; a class default is
-// filled by ReadWithClassDefaults), else unknown.
+// filled by ReadWithClassDefaults), else unknown. The layer count also under the names config
+// classes map to num_hidden_layers (attribute_map: GPT-2's and Bloom's n_layer, MPT's and
+// DBRX's n_layers, ChatGLM's and EXAONE's num_layers).
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
   for (auto [key, out, max] :
        {std::tuple{"hidden_size", &m.hidden_size, kMaxModelDim},
         std::tuple{"num_hidden_layers", &m.num_hidden_layers, kMaxModelDim},
+        std::tuple{"n_layer", &m.num_hidden_layers, kMaxModelDim},
+        std::tuple{"n_layers", &m.num_hidden_layers, kMaxModelDim},
+        std::tuple{"num_layers", &m.num_hidden_layers, kMaxModelDim},
         std::tuple{"vocab_size", &m.vocab_size, int64_t{std::numeric_limits<int32_t>::max()}}}) {
     if (*out != 0 || !text.contains(key)) continue;
     *out = JsonIntIn(text[key], 1, max).value_or(0);
@@ -3747,7 +3752,9 @@ Status ReadThinkerTextModel(const ConfigReader& root,
   KVTOPO_ASSIGN_OR_RETURN(const ConfigReader thinker, root.Object("thinker_config"));
   KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, thinker.Object("text_config"));
   nlohmann::json storage;
-  return read(WithOuterDtype(text, root, storage), m);
+  KVTOPO_RETURN_IF_ERROR(read(WithOuterDtype(text, root, storage), m));
+  RecordTextShape(text.json(), m);
+  return Status::Ok();
 }
 
 // MiniCPM-V and MiniCPM-o (minicpmv.py, minicpmo.py): the language model over the root config,

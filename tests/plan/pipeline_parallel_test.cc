@@ -181,6 +181,25 @@ TEST(PipelineParallel, TargetClassesWithoutSupportsPpAreRefused) {
             "parallelism'); drop one of them");
 }
 
+// The layer count under the names config classes map to num_hidden_layers: GPT-2's n_layer (12),
+// MPT's n_layers (32).
+TEST(PipelineParallel, LayerCountUnderItsConfigAliases) {
+  const std::string corpus = std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/";
+  auto counts = [](const Plan& plan) {
+    std::vector<int64_t> out;
+    for (const PipelineStage& s : plan.pipeline_stages) out.push_back(s.num_layers);
+    return out;
+  };
+  auto plan = PlanOptions(Model(corpus + "gpt2.json", 1, 2));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(counts(*plan), (std::vector<int64_t>{6, 6}));
+  plan = PlanOptions(Model(corpus + "mpt-7b.json", 1, 4));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(counts(*plan), (std::vector<int64_t>{8, 8, 8, 8}));
+}
+
 // Specs built by hand must give every layer a stage of the partition.
 TEST(PipelineParallel, HandBuiltStagesAreChecked) {
   LaunchOptions o = Model("gpt-oss-120b", 4, 2);
