@@ -2006,6 +2006,18 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const VllmFlag* f = FindVllmFlagNotPlanned(flag);
     (f && f->unmodelled ? unmodelled : unused).push_back(flag);
   }
+  // VllmConfig.__post_init__: fast prefill for KV sharing gives wrong logits for prompt tokens,
+  // which an EAGLE-family draft reads.
+  const auto& flags = config.not_planned_flags;
+  if (method_row && method_row->use_eagle &&
+      std::find(flags.begin(), flags.end(), "--kv-sharing-fast-prefill") != flags.end()) {
+    b.Error("kv-sharing-fast-prefill",
+            fmt::format("--kv-sharing-fast-prefill with speculative method '{}': the engine "
+                        "refuses the pair ('Fast prefill optimization for KV sharing is not "
+                        "compatible with EAGLE', whose draft needs correct logits for every "
+                        "prompt token); drop --kv-sharing-fast-prefill or choose another method",
+                        spec->method));
+  }
   // A KV connector whose class kvtopo cannot resolve: the engine turns its hybrid manager off
   // unless the class supports it (SupportsHMA).
   const bool kv_connector = !config.kv_connector.empty() && !config.kv_connector_hma.has_value();

@@ -156,5 +156,20 @@ TEST(StartupRefusals, RefusedFeatures) {
             "is incompatible with KV connectors'); drop one of them");
 }
 
+// --kv-sharing-fast-prefill (accepted, not planned) with an EAGLE-family method.
+TEST(StartupRefusals, KvSharingFastPrefillWithEagle) {
+  LaunchOptions o = Model("deepseek-v3.2");
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
+  o.not_planned = {"--kv-sharing-fast-prefill"};
+  EXPECT_EQ(Errors(o),
+            "\n  error [kv-sharing-fast-prefill] --kv-sharing-fast-prefill with speculative "
+            "method 'mtp': the engine refuses the pair ('Fast prefill optimization for KV sharing "
+            "is not compatible with EAGLE', whose draft needs correct logits for every prompt "
+            "token); drop --kv-sharing-fast-prefill or choose another method");
+  o.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 3,
+                              "prompt_lookup_max": 4})";
+  EXPECT_EQ(Errors(o), "");
+}
+
 }  // namespace
 }  // namespace kvtopo
