@@ -1,5 +1,6 @@
 // Internal: ASCII case folding of names (flags, model types, quantization algorithms), as
-// Python's str.lower()/str.upper() fold the ASCII names the engine compares.
+// Python's str.lower()/str.upper() fold the ASCII names the engine compares, and the ASCII
+// whitespace Python's int() and float() ignore around a number.
 #pragma once
 
 #include <cctype>
@@ -18,6 +19,14 @@ inline std::string AsciiUpper(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
+}
+
+// `s` without the ASCII whitespace around it (str.strip() over ASCII text).
+inline std::string_view StripAsciiSpace(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t first = s.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
 }  // namespace kvtopo::internal

@@ -33,10 +33,19 @@ using LO = LaunchOptions;
 
 // vLLM's human_readable_int_or_auto: "-1" or "auto" (any case), surrounding spaces ignored.
 bool IsAutoLength(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\n\r\f\v");
-  if (first == std::string_view::npos) return false;
-  text = text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);
+  text = internal::StripAsciiSpace(text);
   return text == "-1" || internal::AsciiLower(text) == "auto";
+}
+
+// `text` as a finite number (the options the engine types as float); nullopt otherwise.
+std::optional<double> FiniteNumber(const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 std::string Underscored(std::string_view name) {
@@ -991,11 +1000,9 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
         backend));
   }
   if (o.kv_offloading_size) {
-    double gib = 0;
     const std::string& text = *o.kv_offloading_size;
-    const char* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, gib);
-    if (ec != std::errc() || ptr != end || !std::isfinite(gib) || gib < 0) {
+    const std::optional<double> gib = FiniteNumber(text);
+    if (!gib || *gib < 0) {
       return InvalidArgument(
           fmt::format("--kv-offloading-size must be a number of GiB, 0 or more, got '{}'", text));
     }
@@ -1058,14 +1065,12 @@ Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
   }
   if (o.rope_theta) {
     const std::string& text = *o.rope_theta;
-    double theta = 0;
-    const char* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, theta);
-    if (ec != std::errc() || ptr != end || !std::isfinite(theta) || theta <= 0) {
+    const std::optional<double> theta = FiniteNumber(text);
+    if (!theta || *theta <= 0) {
       return InvalidArgument(
           fmt::format("--rope-theta must be a positive number such as 1000000, got '{}'", text));
     }
-    removed("--rope-theta", "rope_theta", theta);
+    removed("--rope-theta", "rope_theta", *theta);
   }
   if (set) c.hf_overrides = internal::JsonText(overrides);
   return Status::Ok();
@@ -1112,7 +1117,8 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
   // The connector given, before --kv-offloading-size adds one (KVTransferConfig
   // .is_kv_transfer_instance: a kv_connector with a kv_role).
   if (o.enable_return_routed_experts.value_or(false) && o.kv_transfer_config) {
-    const nlohmann::json transfer = nlohmann::json::parse(*o.kv_transfer_config, nullptr, false);
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json transfer,
+                            internal::ParseJsonText(*o.kv_transfer_config, "--kv-transfer-config"));
     const bool instance = transfer.is_object() && transfer.contains("kv_connector") &&
                           !transfer["kv_connector"].is_null() && transfer.contains("kv_role") &&
                           !transfer["kv_role"].is_null();

@@ -15,6 +15,7 @@
 #include <set>
 #include <system_error>
 
+#include "internal/ascii_case.h"
 #include "internal/checked_math.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
@@ -1192,11 +1193,7 @@ Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
         given.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     int64_t count = 0;
     // Python's int() takes surrounding whitespace.
-    const size_t lead = item.find_first_not_of(" \t\n\r\f\v");
-    const std::string trimmed =
-        lead == std::string::npos
-            ? std::string()
-            : item.substr(lead, item.find_last_not_of(" \t\n\r\f\v") - lead + 1);
+    const std::string_view trimmed = internal::StripAsciiSpace(item);
     const char* end = trimmed.data() + trimmed.size();
     const auto [ptr, ec] = std::from_chars(trimmed.data(), end, count);
     if (trimmed.empty() || ec != std::errc() || ptr != end || count < 0 || count > kMaxLayers) {

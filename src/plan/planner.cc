@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "internal/checked_math.h"
+#include "kvtopo/limits.h"
 #include "kvtopo/plan.h"
 
 namespace kvtopo {
@@ -806,6 +807,12 @@ Result<Plan> Planner::Run() {
       return InvalidArgument(
           fmt::format("pipeline stages: {} layer stages for {} layers; give one stage per layer",
                       specs_.layer_stages.size(), specs_.layers.size()));
+    }
+    for (const int64_t count : specs_.pipeline_partition) {
+      if (count < 0 || count > kMaxLayers) {
+        return InvalidArgument(fmt::format(
+            "pipeline stages: a stage of {} hidden layers; each holds 0 to {}", count, kMaxLayers));
+      }
     }
     for (size_t i = 0; i < specs_.layer_stages.size(); ++i) {
       const int stage = specs_.layer_stages[i];

@@ -218,6 +218,10 @@ TEST(PipelineParallel, HandBuiltStagesAreChecked) {
   EXPECT_EQ(PlanLaunchSpecs(bad, *launch).status().message(),
             "pipeline stages: layer 'model.layers.3.self_attn' is on stage 2, but the partition "
             "has 2 stages");
+  bad = *specs;
+  bad.pipeline_partition[1] = int64_t{1} << 62;  // the first layers would overflow
+  EXPECT_EQ(PlanLaunchSpecs(bad, *launch).status().message(),
+            "pipeline stages: a stage of 4611686018427387904 hidden layers; each holds 0 to 4096");
 }
 
 }  // namespace
