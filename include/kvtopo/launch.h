@@ -202,6 +202,12 @@ struct LaunchConfig {
   // beside an allocator with expandable segments unless sleep mode is on.
   bool enable_sleep_mode = false;
   std::string pytorch_cuda_alloc_conf;
+  // --enable-expert-parallel, and external data-parallel load balancing
+  // (--data-parallel-external-lb or --data-parallel-rank with --data-parallel-size above 1): the
+  // engine refuses either for a target whose config states no experts (ModelConfig.is_moe). The
+  // cache is the same.
+  bool enable_expert_parallel = false;
+  bool external_data_parallel_lb = false;
   // VLLM_PP_LAYER_PARTITION as given: hidden layers per pipeline stage, comma-separated; unset:
   // the engine's even split. The engine reads it at any pipeline size, so it must name one
   // count per stage even with one stage.

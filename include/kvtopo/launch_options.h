@@ -87,6 +87,12 @@ struct LaunchOptions {
   // --enable-eplb needs expert parallelism over more than one rank; --enable-return-routed-experts
   // takes no KV connector; concurrent partial prefill (either count other than 1) is refused.
   std::optional<bool> enable_eplb;
+  // External data-parallel load balancing (one engine per DP rank): --data-parallel-external-lb,
+  // or --data-parallel-rank, which implies it; --data-parallel-hybrid-lb. Checked as the engine
+  // checks them (DP above 1, the rank below DP, a model with experts, not both modes).
+  std::optional<bool> data_parallel_external_lb;
+  std::optional<bool> data_parallel_hybrid_lb;
+  std::optional<int64_t> data_parallel_rank;
   std::optional<bool> enable_return_routed_experts;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;

@@ -2886,6 +2886,37 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
 }};
 
+// The expert count the engine reads from a text config (get_num_experts in
+// vllm/transformers_utils/model_arch_config_convertor.py at 28be48fa9): the first of num_experts,
+// moe_num_experts, n_routed_experts and num_local_experts the config states (a list: its first
+// entry); when that is not above 0, the largest n_routed_experts of its block_configs' "moe"
+// blocks (NemotronH's heterogeneous layers); else 0.
+int64_t EngineExpertCount(const nlohmann::json& text) {
+  if (!text.is_object()) return 0;
+  // A count above 0 that is not a whole number in range counts as 1 expert: the engine tests > 0.
+  auto count = [](const nlohmann::json& v) -> int64_t {
+    const nlohmann::json& n = v.is_array() && !v.empty() ? v[0] : v;
+    if (!n.is_number() || !(n.get<double>() > 0)) return 0;
+    return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
+  };
+  for (const char* key :
+       {"num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"}) {
+    if (!text.contains(key)) continue;
+    if (const int64_t n = count(text[key]); n > 0) return n;
+    break;
+  }
+  int64_t largest = 0;
+  const auto blocks = text.find("block_configs");
+  if (blocks == text.end() || !blocks->is_array()) return 0;
+  for (const nlohmann::json& block : *blocks) {
+    if (!block.is_object() || block.value("block_type", nlohmann::json()) != "moe") continue;
+    if (const auto n = block.find("n_routed_experts"); n != block.end()) {
+      largest = std::max(largest, count(*n));
+    }
+  }
+  return largest;
+}
+
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
 // yet: the values `text` states (the engine's class reads them as stated; a class default is
 // filled by ReadWithClassDefaults), else unknown. The layer count also under the names config
@@ -2893,6 +2924,7 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
 // DBRX's n_layers, ChatGLM's and EXAONE's num_layers).
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
+  if (m.num_experts == 0) m.num_experts = EngineExpertCount(text);
   for (auto [key, out, max] :
        {std::tuple{"hidden_size", &m.hidden_size, kMaxModelDim},
         std::tuple{"num_hidden_layers", &m.num_hidden_layers, kMaxModelDim},
@@ -5363,17 +5395,9 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
   std::string cls = arch;
   if (!backend_named) {
     // ModelConfig._get_transformers_backend_cls: MultiModal for a nested text config, MoE for a
-    // text config with experts (the first of its expert counts it states, above 0).
+    // text config with experts (ModelConfig.is_moe).
     cls = text_key.empty() ? "Transformers" : "TransformersMultiModal";
-    const nlohmann::json& text = text_key.empty() ? config : config[text_key];
-    for (const char* key :
-         {"num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"}) {
-      if (!text.contains(key)) continue;
-      const nlohmann::json& v = text[key];
-      const nlohmann::json& count = v.is_array() && !v.empty() ? v[0] : v;
-      if (count.is_number() && count.get<double>() > 0) cls += "MoE";
-      break;
-    }
+    if (EngineExpertCount(text_key.empty() ? config : config[text_key]) > 0) cls += "MoE";
     cls += "ForCausalLM";
   } else {
     checks.insert(checks.begin(),

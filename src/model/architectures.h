@@ -152,6 +152,9 @@ struct ModelDescription {
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t vocab_size = 0;  // the text model's vocab_size as stated; 0: not known
+  // The text model's expert count as the engine reads it (EngineExpertCount); 0: the config states
+  // none, which the engine takes for a model without experts.
+  int64_t num_experts = 0;
   // Drafts whose fc layer combines the target's auxiliary hidden states (the engine's EAGLE-3
   // heads and DFlash): how many states it takes (0: no such layer), the width of each
   // (target_hidden_size, else the draft's hidden_size; 0: not known) and the key it came from.

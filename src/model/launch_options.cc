@@ -543,6 +543,34 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "expert-parallel load balancing (the cache is the same); the engine refuses it without "
        "--enable-expert-parallel or with one rank (TP x DP of 1); default off",
        &LO::enable_eplb},
+      {"data_parallel_external_lb",
+       {},
+       "dpe",
+       V::kSwitch,
+       "",
+       "external data-parallel load balancing, one engine per DP rank (the cache is the same); "
+       "the engine refuses it with --data-parallel-size 1, beside --data-parallel-hybrid-lb, or "
+       "for a model without experts; default off",
+       &LO::data_parallel_external_lb},
+      {"data_parallel_hybrid_lb",
+       {},
+       "dph",
+       V::kSwitch,
+       "",
+       "hybrid data-parallel load balancing (the cache is the same); the engine refuses it beside "
+       "--data-parallel-external-lb; default off",
+       &LO::data_parallel_hybrid_lb},
+      {"data_parallel_rank",
+       {},
+       "dpn",
+       V::kInt,
+       "",
+       "this engine's data-parallel rank, which turns external load balancing on (the cache is "
+       "the same); the engine refuses a rank not below --data-parallel-size, --data-parallel-size "
+       "1, or a model without experts; default none",
+       &LO::data_parallel_rank,
+       0,
+       kMaxParallelSize - 1},
       {"enable_return_routed_experts",
        {},
        "",
@@ -1080,6 +1108,7 @@ Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
 // (EngineArgs._check_feature_supported, ParallelConfig.__post_init__ and VllmConfig.__post_init__
 // at 28be48fa9).
 Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
+  const int64_t dp = o.data_parallel_size.value_or(1);
   for (const auto& [count, flag] :
        {std::pair{o.max_num_partial_prefills, "--max-num-partial-prefills"},
         std::pair{o.max_long_partial_prefills, "--max-long-partial-prefills"}}) {
@@ -1098,7 +1127,6 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
           "drop --enable-eplb");
     }
     const int64_t tp = c.parallel.tensor_parallel_size;
-    const int64_t dp = o.data_parallel_size.value_or(1);
     if (tp * dp <= 1) {
       return Rejected(fmt::format(
           "--enable-eplb with --tensor-parallel-size {} and --data-parallel-size {}: the engine "
@@ -1106,6 +1134,32 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
           "to be greater than 1'); drop --enable-eplb",
           tp, dp));
     }
+  }
+  // EngineArgs.create_engine_config and ParallelConfig.__post_init__: a given rank turns external
+  // load balancing on; it needs more than one DP rank, and the rank must be one of them.
+  const bool hybrid_lb = o.data_parallel_hybrid_lb.value_or(false);
+  const bool external_lb = o.data_parallel_external_lb.value_or(false);
+  if (hybrid_lb && external_lb) {
+    return Rejected(
+        "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the pair "
+        "('data_parallel_hybrid_lb and data_parallel_external_lb cannot both be True'); drop one "
+        "of them");
+  }
+  if ((external_lb || o.data_parallel_rank) && dp <= 1) {
+    return Rejected(fmt::format(
+        "{} with --data-parallel-size {}: the engine refuses external data-parallel load "
+        "balancing on one DP rank ('data_parallel_external_lb can only be set when "
+        "data_parallel_size > 1'); raise --data-parallel-size or drop the flag",
+        external_lb ? std::string("--data-parallel-external-lb")
+                    : fmt::format("--data-parallel-rank {}", *o.data_parallel_rank),
+        dp));
+  }
+  if (o.data_parallel_rank && *o.data_parallel_rank >= dp) {
+    return Rejected(fmt::format(
+        "--data-parallel-rank {} with --data-parallel-size {}: the engine refuses a rank outside "
+        "the DP ranks ('data_parallel_rank ({}) must be in the range [0, {})'); pass a rank "
+        "below {}",
+        *o.data_parallel_rank, dp, *o.data_parallel_rank, dp, dp));
   }
   if (o.enable_return_routed_experts.value_or(false) && c.pipeline_parallel_size > 1) {
     return Rejected(fmt::format(
@@ -1296,6 +1350,10 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
+  c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
+  c.external_data_parallel_lb =
+      o.data_parallel_size.value_or(1) > 1 &&
+      (o.data_parallel_external_lb.value_or(false) || o.data_parallel_rank.has_value());
   if (o.pytorch_cuda_alloc_conf) c.pytorch_cuda_alloc_conf = *o.pytorch_cuda_alloc_conf;
   c.pp_layer_partition = o.pp_layer_partition;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;

@@ -236,6 +236,24 @@ Status ConvertArchitecture(const ConfigReader& r, nlohmann::json& c, int64_t lay
   }
   if (is_moe && shared) {
     KVTOPO_RETURN_IF_ERROR(CheckLlama4Scaling(r, c, /*required=*/true));
+    // The converter's MoE renames (_remap_moe_args): the DeepSeek-V3 config reads these keys at
+    // the top level, the expert count among them.
+    for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"route_every_n", "moe_layer_freq"},
+             {"first_k_dense_replace", "first_k_dense_replace"},
+             {"num_experts_per_tok", "num_experts_per_tok"},
+             {"num_experts", "n_routed_experts"},
+             {"expert_hidden_dim", "moe_intermediate_size"},
+             {"routed_scale", "routed_scaling_factor"},
+             {"num_shared_experts", "n_shared_experts"},
+             {"num_expert_groups", "n_group"},
+             {"num_expert_groups_per_tok", "topk_group"}}) {
+      nlohmann::json& section = c["moe"];
+      if (!section.contains(from)) continue;
+      nlohmann::json value = section[from];
+      section.erase(from);
+      c[to] = std::move(value);
+    }
     c["model_type"] = "deepseek_v3";
     c["architectures"] = {"MistralLarge3ForCausalLM"};
   } else if (is_moe) {

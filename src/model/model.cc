@@ -819,6 +819,34 @@ Status CheckScheduledTokens(const SpeculativeConfig& spec, const LaunchConfig& c
   return Status::Ok();
 }
 
+// Flags that need a model with experts (ModelConfig.is_moe: the expert count its text config
+// states, EngineExpertCount): --enable-expert-parallel (ModelConfig.verify_with_parallel_config)
+// and external data-parallel load balancing (EngineArgs.create_engine_config), both refused at
+// startup for a model without experts.
+void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
+                     Builder& b) {
+  if (m.num_experts > 0) return;
+  const std::string model = fmt::format(
+      "'{}' ({}), whose config states no experts (num_experts, moe_num_experts, n_routed_experts, "
+      "num_local_experts, block_configs)",
+      file, m.architecture);
+  if (config.enable_expert_parallel) {
+    b.Error("expert-parallel-no-experts",
+            fmt::format("--enable-expert-parallel with {}: the engine refuses it ('Number of "
+                        "experts in the model must be greater than 0 when expert parallelism is "
+                        "enabled'); drop --enable-expert-parallel",
+                        model));
+  }
+  if (config.external_data_parallel_lb) {
+    b.Error("external-dp-no-experts",
+            fmt::format("external data-parallel load balancing (--data-parallel-external-lb or "
+                        "--data-parallel-rank) with {}: the engine refuses it ('Non-MoE models do "
+                        "not support external data parallel mode'); launch independent engines "
+                        "without --data-parallel-* flags",
+                        model));
+  }
+}
+
 // The engine's head split under tensor parallelism: TP divides the attention heads
 // (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
 // layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
@@ -1434,6 +1462,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     }
   }
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
+  CheckExpertsFor(config, model, target.file, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 18 integers,
+// The option table's integer and byte-size options (docs/launch-options.md): 19 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 20;
+constexpr int kNumIntegerOptions = 21;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

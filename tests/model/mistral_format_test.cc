@@ -1,6 +1,7 @@
 // Mistral-format checkpoints (params.json): which file the engine reads (--config-format), and
 // the config its converter builds: the renamed fields, the length, the sliding-window list, and
 // the architecture it picks (Mistral, Mixtral, Mistral Large 3, Pixtral, Voxtral).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -316,6 +317,41 @@ TEST(MistralFormat, SlidingWindowList) {
 
 // MoE without shared experts is Mixtral; a vision encoder wraps the text model as Pixtral; an
 // audio encoder as Voxtral, whose causal (realtime) encoder is not planned.
+// The expert count the engine reads from the converted config: Mistral Large 3's moe.num_experts
+// renamed n_routed_experts; a Mixtral's nested moe section is not read, so only the config.json
+// beside params.json can state its experts; a Mistral has none.
+TEST(MistralFormat, ExpertCountForExpertParallelism) {
+  Checkpoint ckpt("ep");
+  auto errors = [&](const nlohmann::json& params) {
+    ckpt.Write("params.json", params.dump());
+    LaunchConfig c;
+    c.model = ckpt.file("params.json");
+    c.enable_expert_parallel = true;
+    Result<Plan> plan = PlanLaunch(c, 20 * kGiB);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    return plan.ok() ? plan->ErrorLines() : "not planned";
+  };
+  EXPECT_EQ(errors(MistralLarge3Params()), "");
+  nlohmann::json mla = MistralLarge3Params();
+  mla.erase("moe");  // MLA without MoE: the converter adds one shared expert
+  EXPECT_EQ(errors(mla), "");
+  nlohmann::json mixtral = Mistral7BParams();
+  mixtral["moe"] = {{"num_experts", 8}, {"num_experts_per_tok", 2}};
+  auto refused = [&](const std::string& architecture) {
+    return fmt::format(
+        "\n  error [expert-parallel-no-experts] --enable-expert-parallel with '{}' ({}), whose "
+        "config states no experts (num_experts, moe_num_experts, n_routed_experts, "
+        "num_local_experts, block_configs): the engine refuses it ('Number of experts in the "
+        "model must be greater than 0 when expert parallelism is enabled'); drop "
+        "--enable-expert-parallel",
+        ckpt.file("params.json"), architecture);
+  };
+  EXPECT_EQ(errors(mixtral), refused("MixtralForCausalLM"));
+  EXPECT_EQ(errors(Mistral7BParams()), refused("MistralForCausalLM"));
+  ckpt.Write("config.json", R"({"num_local_experts": 8})");
+  EXPECT_EQ(errors(mixtral), "");
+}
+
 TEST(MistralFormat, MixtralPixtralAndVoxtral) {
   Checkpoint ckpt("mm");
   nlohmann::json params = Mistral7BParams();

@@ -1,14 +1,16 @@
 // Launches the engine refuses when it builds its config or sizes the KV cache, which kvtopo
 // refuses with the knob to change (the fork's VllmConfig validators at 28be48fa9): an nvfp4 KV
-// cache with MLA, --mamba-block-size without prefix caching, and a Mamba align-mode block larger
-// than one step's tokens.
+// cache with MLA, --mamba-block-size without prefix caching, a Mamba align-mode block larger than
+// one step's tokens, and the flags that need a model with experts or more than one DP rank.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
@@ -154,6 +156,102 @@ TEST(StartupRefusals, RefusedFeatures) {
             "--enable-return-routed-experts with KV connector \"NixlConnector\" "
             "(--kv-transfer-config): the engine refuses the pair ('--enable-return-routed-experts "
             "is incompatible with KV connectors'); drop one of them");
+}
+
+// External data-parallel load balancing: one DP rank, a rank outside the DP ranks, and both
+// load-balancing modes are refused; a rank below DP turns it on.
+TEST(StartupRefusals, ExternalDataParallelFlags) {
+  auto message = [](const LaunchOptions& o) {
+    const Status s = ToLaunchConfig(o).status();
+    EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
+    return s.message();
+  };
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.data_parallel_external_lb = true;
+  EXPECT_EQ(message(o),
+            "--data-parallel-external-lb with --data-parallel-size 1: the engine refuses "
+            "external data-parallel load balancing on one DP rank ('data_parallel_external_lb "
+            "can only be set when data_parallel_size > 1'); raise --data-parallel-size or drop "
+            "the flag");
+  o.data_parallel_hybrid_lb = true;
+  EXPECT_EQ(message(o),
+            "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the "
+            "pair ('data_parallel_hybrid_lb and data_parallel_external_lb cannot both be True'); "
+            "drop one of them");
+  o = Model("gpt-oss-120b");
+  o.data_parallel_rank = 0;
+  EXPECT_EQ(message(o),
+            "--data-parallel-rank 0 with --data-parallel-size 1: the engine refuses external "
+            "data-parallel load balancing on one DP rank ('data_parallel_external_lb can only be "
+            "set when data_parallel_size > 1'); raise --data-parallel-size or drop the flag");
+  o.data_parallel_size = 2;
+  o.data_parallel_rank = 2;
+  EXPECT_EQ(message(o),
+            "--data-parallel-rank 2 with --data-parallel-size 2: the engine refuses a rank "
+            "outside the DP ranks ('data_parallel_rank (2) must be in the range [0, 2)'); pass a "
+            "rank below 2");
+  o.data_parallel_rank = 1;
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->external_data_parallel_lb);
+  EXPECT_FALSE(c->enable_expert_parallel);
+  o = Model("gpt-oss-120b");
+  o.data_parallel_size = 4;
+  o.data_parallel_hybrid_lb = true;
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->external_data_parallel_lb);
+}
+
+// ModelConfig.is_moe: --enable-expert-parallel and external data-parallel load balancing need a
+// text config that states its experts, under the first of the engine's four keys it states, or in
+// its block_configs; every embedded target states them.
+TEST(StartupRefusals, ExpertParallelNeedsExperts) {
+  LaunchConfig c;
+  c.enable_expert_parallel = true;
+  nlohmann::json llama = testing_configs::Llama31_8B();
+  auto errors = [&](const nlohmann::json& config) {
+    Result<Plan> plan = testing_configs::PlanWith(config, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    return plan.ok() ? plan->ErrorLines() : "not planned";
+  };
+  const std::string no_experts =
+      "'config.json' (LlamaForCausalLM), whose config states no experts (num_experts, "
+      "moe_num_experts, n_routed_experts, num_local_experts, block_configs): the engine refuses "
+      "it";
+  EXPECT_EQ(errors(llama), "\n  error [expert-parallel-no-experts] --enable-expert-parallel with " +
+                               no_experts +
+                               " ('Number of experts in the model must be greater than 0 when "
+                               "expert parallelism is enabled'); drop --enable-expert-parallel");
+  c.enable_expert_parallel = false;
+  c.external_data_parallel_lb = true;
+  EXPECT_EQ(errors(llama),
+            "\n  error [external-dp-no-experts] external data-parallel load balancing "
+            "(--data-parallel-external-lb or --data-parallel-rank) with " +
+                no_experts +
+                " ('Non-MoE models do not support external data parallel mode'); launch "
+                "independent engines without --data-parallel-* flags");
+  c.enable_expert_parallel = true;
+  nlohmann::json moe = llama;
+  moe["num_local_experts"] = 8;
+  EXPECT_EQ(errors(moe), "");
+  moe["num_experts"] = nlohmann::json::array({16, 16});  // Ernie VL's list: its first entry
+  EXPECT_EQ(errors(moe), "");
+  moe["num_experts"] = 0;  // the first key stated decides; 0 falls to block_configs
+  EXPECT_NE(errors(moe), "");
+  moe["block_configs"] = nlohmann::json::parse(
+      R"([{"block_type": "mamba"}, {"block_type": "moe", "n_routed_experts": 128}])");
+  EXPECT_EQ(errors(moe), "");
+
+  for (const char* name : {"deepseek-v3.2", "glm-5.1", "glm-5.3-flash", "gpt-oss-120b", "kimi-k2.6",
+                           "kimi-k3", "kimi-linear-48b", "qwen3-next-80b"}) {
+    LaunchOptions o = Model(name);
+    o.tensor_parallel_size = 8;
+    o.enable_expert_parallel = true;
+    o.data_parallel_size = 2;
+    o.data_parallel_rank = 1;
+    EXPECT_EQ(Errors(o), "") << name;
+  }
 }
 
 // --kv-sharing-fast-prefill (accepted, not planned) with an EAGLE-family method.

@@ -558,6 +558,32 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--max-num-partial-prefills 2: "):
             kvtopo.plan("gpt-oss-120b", max_num_partial_prefills=2)
 
+    def test_expert_and_external_dp_flags(self):
+        # A model without experts refuses expert parallelism and external DP load balancing;
+        # the DP flags are checked as the engine checks them.
+        llama = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                 "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                 "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+        accepted, diagnostics = kvtopo.check(llama, enable_expert_parallel=True)
+        self.assertFalse(accepted)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["expert-parallel-no-experts"])
+        accepted, diagnostics = kvtopo.check(llama, data_parallel_size=2, data_parallel_rank=1)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["external-dp-no-experts"])
+        accepted, _ = kvtopo.check(dict(llama, num_local_experts=8),
+                                   enable_expert_parallel=True)
+        self.assertTrue(accepted)
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-rank 3 with "
+                                    r"--data-parallel-size 2: the engine refuses a rank outside"):
+            kvtopo.plan("gpt-oss-120b", data_parallel_size=2, data_parallel_rank=3)
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-external-lb with "
+                                    r"--data-parallel-size 1: "):
+            kvtopo.plan("gpt-oss-120b", data_parallel_external_lb=True)
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, data_parallel_size=2,
+                           data_parallel_external_lb=True, enable_expert_parallel=True)
+        self.assertEqual(plan.capacity.max_tokens, 6621558)
+
     def test_skip_layers_as_a_list_or_a_str(self):
         # The engine's list: each item compared whole with a layer index, or sliding_window.
         a = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",
