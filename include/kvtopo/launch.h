@@ -62,6 +62,13 @@ struct CacheOptions {
   // auto: the model dtype (KDA's recurrent state is always float32).
   KvCacheDtype mamba_cache_dtype = KvCacheDtype::kAuto;
   KvCacheDtype mamba_ssm_cache_dtype = KvCacheDtype::kAuto;
+  // Scheduler knobs the engine checks in Mamba align mode once the KV cache is sized
+  // (VllmConfig.validate_block_size): --long-prefill-token-threshold (0: unset) must be at least
+  // the cache block, and --disable-chunked-mm-input is refused.
+  int64_t long_prefill_token_threshold = 0;
+  bool disable_chunked_mm_input = false;
+  // --enforce-eager: the engine captures no CUDA graphs.
+  bool enforce_eager = false;
 
   // Tokens scheduled but not yet settled: one batch, or two under async scheduling.
   // Saturates instead of overflowing (windows are capped by --max-model-len anyway).
@@ -266,6 +273,17 @@ struct ModelCacheSpecs {
   // layers on the last, where the engine builds its drafter). Empty with one stage.
   std::vector<int64_t> pipeline_partition;
   std::vector<int> layer_stages;
+  // Full CUDA graphs for decode, which with recurrent layers need a block per running request
+  // (CompilationConfig.resolve_cudagraph_mode_and_sizes): off under --enforce-eager.
+  // `cudagraph_mode_unresolved` names what the launch sets that may change the engine's CUDA
+  // graph mode and that kvtopo does not resolve (-O, --compilation-config, speculative decoding,
+  // a connector that may need piecewise graphs); empty: the engine's default, full graphs.
+  bool full_cudagraphs = true;
+  std::string cudagraph_mode_unresolved;
+  // The connector that builds an OffloadingSpec (OffloadingConnector, the native
+  // --kv-offloading-size backend), which asserts every group's block is a multiple of the cache
+  // block; empty: none.
+  std::string offloading_connector;
 };
 
 }  // namespace kvtopo

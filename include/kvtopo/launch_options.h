@@ -96,6 +96,12 @@ struct LaunchOptions {
   std::optional<bool> enable_return_routed_experts;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;
+  // Checked against the planned blocks in Mamba align mode (CacheOptions): a threshold below the
+  // cache block and --disable-chunked-mm-input are refused there. --enforce-eager turns off the
+  // CUDA graphs whose recurrent-layer check needs a block per running request.
+  std::optional<int64_t> long_prefill_token_threshold;
+  std::optional<bool> disable_chunked_mm_input;
+  std::optional<bool> enforce_eager;
   std::optional<std::string> pp_layer_partition;  // VLLM_PP_LAYER_PARTITION; default: even split
   std::optional<std::string> all2all_backend;     // default allgather_reducescatter
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and

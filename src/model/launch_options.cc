@@ -599,6 +599,34 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::max_long_partial_prefills,
        1,
        kMaxNumSeqs},
+      {"long_prefill_token_threshold",
+       {},
+       "",
+       V::kInt,
+       "",
+       "prompt length above which a prefill counts as long (the cache is the same); in Mamba "
+       "align mode the engine refuses one below the cache block once the KV cache is sized; "
+       "default 0 (none)",
+       &LO::long_prefill_token_threshold,
+       0,
+       kMaxModelLen},
+      {"disable_chunked_mm_input",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "schedule a multimodal input whole (the cache is the same); the engine refuses it in Mamba "
+       "align mode once the KV cache is sized; default off",
+       &LO::disable_chunked_mm_input},
+      {"enforce_eager",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "run without CUDA graphs (the cache is the same); without it the engine captures full "
+       "decode graphs, which with recurrent layers need a KV block per --max-num-seqs row; "
+       "default off",
+       &LO::enforce_eager},
       {"pp_layer_partition",
        {},
        "",
@@ -1161,6 +1189,25 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "below {}",
         *o.data_parallel_rank, dp, *o.data_parallel_rank, dp, dp));
   }
+  // Scheduler.__init__ and SimpleCPUOffloadScheduler.__init__, once the KV cache is sized.
+  const int64_t dcp = c.parallel.decode_context_parallel_size;
+  const int64_t pcp = c.parallel.prefill_context_parallel_size;
+  if (o.enable_return_routed_experts.value_or(false) && dcp * pcp > 1) {
+    return Rejected(fmt::format(
+        "--enable-return-routed-experts with --decode-context-parallel-size {} and "
+        "--prefill-context-parallel-size {}: the engine refuses context parallelism with it once "
+        "the weights are loaded ('enable_return_routed_experts does not support context "
+        "parallelism'); drop one of them",
+        dcp, pcp));
+  }
+  if (c.kv_connector == "SimpleCPUOffloadConnector" && dcp * pcp > 1) {
+    return Rejected(fmt::format(
+        "KV connector SimpleCPUOffloadConnector ({}) with --decode-context-parallel-size {} and "
+        "--prefill-context-parallel-size {}: the engine's simple CPU offload scheduler asserts "
+        "one context-parallel rank once the weights are loaded; drop --use-simple-kv-offload "
+        "(the native OffloadingConnector takes context parallelism) or context parallelism",
+        c.kv_connector_source, dcp, pcp));
+  }
   if (o.enable_return_routed_experts.value_or(false) && c.pipeline_parallel_size > 1) {
     return Rejected(fmt::format(
         "--enable-return-routed-experts with --pipeline-parallel-size {}: the engine refuses the "
@@ -1337,6 +1384,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.block_size, c.cache.block_size);
   set(o.max_model_len, c.cache.max_model_len);
   set(o.max_num_seqs, c.cache.max_num_seqs);
+  set(o.long_prefill_token_threshold, c.cache.long_prefill_token_threshold);
+  if (o.disable_chunked_mm_input) c.cache.disable_chunked_mm_input = *o.disable_chunked_mm_input;
+  if (o.enforce_eager) c.cache.enforce_eager = *o.enforce_eager;
   set(o.max_num_batched_tokens, c.cache.max_num_batched_tokens);
   set(o.mamba_block_size, c.cache.mamba_block_size);
   set(o.prefix_match_unit, c.cache.prefix_match_unit);

@@ -2077,6 +2077,31 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       fmt::join(unmodelled, ", ")));
   }
 
+  // What decides the engine's CUDA graph mode (CompilationConfig.resolve_cudagraph_mode_and_sizes
+  // and VllmConfig.__post_init__ at 28be48fa9): full decode graphs by default, none under
+  // --enforce-eager; -O levels and a --compilation-config may set any mode, a draft's step may
+  // downgrade it on a backend without uniform-batch graphs, and an LMCache layerwise connector
+  // (or one kvtopo cannot resolve) asks for piecewise graphs.
+  b.out.full_cudagraphs = !config.cache.enforce_eager;
+  std::vector<std::string> cudagraph_flags;
+  for (const std::string& flag : flags) {
+    const bool optimization = flag.starts_with("-O") || flag.starts_with("--optimization-level");
+    const bool compilation =
+        flag == "-cc" || flag.starts_with("-cc.") || flag.starts_with("--compilation-config");
+    if (optimization || compilation) cudagraph_flags.push_back(flag);
+  }
+  if (spec) cudagraph_flags.push_back(fmt::format("speculative method '{}'", spec->method));
+  if (!config.kv_connector.empty() &&
+      (!config.kv_connector_hma.has_value() || config.kv_connector.starts_with("LMCache") ||
+       config.kv_connector == "MultiConnector")) {
+    cudagraph_flags.push_back(fmt::format("KV connector {}", config.kv_connector));
+  }
+  b.out.cudagraph_mode_unresolved = fmt::format("{}", fmt::join(cudagraph_flags, ", "));
+  if (config.kv_connector == "OffloadingConnector") {
+    b.out.offloading_connector =
+        fmt::format("KV connector OffloadingConnector ({})", config.kv_connector_source);
+  }
+
   ValidateBackends(b);
   return std::move(b.out);
 }

@@ -49,6 +49,17 @@ void CheckKernelBlock(const Layer& l, Findings& f) {
                       l.backend.MinKernelBlockSize()));
 }
 
+// check_attention_cp_compatibility (vllm/v1/worker/cp_utils.py at 28be48fa9), run once the
+// weights are loaded: with PCP above 1, every attention layer's backend must support it, with or
+// without DCP.
+void CheckPcp(const Layer& l, Findings& f) {
+  if (l.parallel.prefill_context_parallel_size <= 1 || l.backend.supports_pcp) return;
+  f.Error(l.backend.dcp_gathered_head_multiple > 0 ? "b12x-dcp-pcp" : "backend-pcp",
+          fmt::format("{} layer '{}' runs on backend {}, which does not support prefill context "
+                      "parallelism; set --prefill-context-parallel-size 1",
+                      RoleName(l.spec.role), l.spec.name, l.backend.name));
+}
+
 // A cache every rank holds in full (DCP1 geometry inside a DCP launch).
 void CheckReplicated(const Layer& l, Findings& f) {
   const ParallelConfig& p = l.parallel;
@@ -83,12 +94,6 @@ void CheckSharded(const Layer& l, Findings& f) {
                         "LSE needed to combine shards; choose another backend with {} or set "
                         "--decode-context-parallel-size 1",
                         role, s.name, be.name, RoleKnob(s)));
-  }
-  if (p.prefill_context_parallel_size > 1 && !be.supports_pcp) {
-    f.Error(be.dcp_gathered_head_multiple > 0 ? "b12x-dcp-pcp" : "backend-pcp",
-            fmt::format("{} layer '{}' is DCP-sharded on backend {}, which does not support "
-                        "prefill context parallelism; set --prefill-context-parallel-size 1",
-                        role, s.name, be.name));
   }
   if (l.num_speculative_tokens > 0 && l.geometry.interleave() > 1 &&
       !be.spec_decode_with_interleave) {
@@ -180,6 +185,8 @@ Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
                         .num_speculative_tokens = plan.model.num_speculative_tokens};
       CheckKernelBlock(layer, findings);
       CheckDraftWindow(layer, launch.dspark_draft_kv_window, findings);
+      // A replicated layer's PCP refusal is replicated-pcp.
+      if (N <= 1 || g.geometry.interleaved_slots()) CheckPcp(layer, findings);
       if (N <= 1) continue;
       if (g.geometry.interleaved_slots()) {
         CheckSharded(layer, findings);

@@ -181,7 +181,7 @@ class Planner {
   Result<int64_t> BlocksPerRequest(const std::vector<PlannedGroup>& groups,
                                    int64_t max_model_len) const;
   Result<int64_t> MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
-                                      int64_t bytes_per_block) const;
+                                      int64_t bytes_per_block, int64_t memory) const;
   Status Finalize(Plan& plan);
   Result<int64_t> BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition = -1,
                                 int stage = -1) const;
@@ -581,18 +581,20 @@ Capacity CapacityOf(int64_t memory_bytes, int64_t num_blocks, int64_t blocks_per
   return c;
 }
 
-// The usable memory vLLM checks one max-length request against: the pool less the null block.
+// The memory the engine checks one max-length request against (get_kv_cache_configs,
+// _check_enough_kv_cache_memory, and the auto-fit's search): the KV-cache budget, or the override's
+// blocks; the null block is not taken off.
 Result<int64_t> Planner::CheckedMemory(int64_t bytes_per_block) const {
   if (inputs_.cache.num_gpu_blocks_override > 0) {
-    return internal::CheckedMul(inputs_.cache.num_gpu_blocks_override - 1, bytes_per_block,
+    return internal::CheckedMul(inputs_.cache.num_gpu_blocks_override, bytes_per_block,
                                 "--num-gpu-blocks-override pool bytes");
   }
-  return inputs_.kv_cache_memory_bytes - bytes_per_block;
+  return inputs_.kv_cache_memory_bytes;
 }
 
+// The longest request whose pages fit `memory` (the engine's _estimate_max_model_len_from_groups).
 Result<int64_t> Planner::MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
-                                             int64_t bytes_per_block) const {
-  KVTOPO_ASSIGN_OR_RETURN(int64_t memory, CheckedMemory(bytes_per_block));
+                                             int64_t bytes_per_block, int64_t memory) const {
   auto fits = [&](int64_t len) -> Result<bool> {
     KVTOPO_ASSIGN_OR_RETURN(int64_t blocks, BlocksPerRequest(groups, len));
     KVTOPO_ASSIGN_OR_RETURN(int64_t need,
@@ -914,10 +916,82 @@ Result<Plan> Planner::Run() {
                       "or more, or pass --no-enable-prefix-caching",
                       smallest, inputs_.cache.max_num_batched_tokens, smallest)));
     }
+    const int64_t threshold = inputs_.cache.long_prefill_token_threshold;
+    if (threshold > 0 && threshold < smallest) {
+      diagnostics_.push_back(Error(
+          "mamba-align-block-size",
+          fmt::format("Mamba cache mode align needs --long-prefill-token-threshold {} at least "
+                      "the smallest group block, {} tokens: the engine asserts it after sizing "
+                      "the KV cache, once the weights are loaded; raise it to {} or more, drop "
+                      "it, or pass --no-enable-prefix-caching",
+                      threshold, smallest, smallest)));
+    }
+    if (inputs_.cache.disable_chunked_mm_input) {
+      diagnostics_.push_back(Error(
+          "mamba-align-chunked-mm-input",
+          "Mamba cache mode align schedules a multiple of the block inside a multimodal input, "
+          "which --disable-chunked-mm-input forbids: the engine asserts it after sizing the KV "
+          "cache, once the weights are loaded ('Chunked MM input is required'); drop "
+          "--disable-chunked-mm-input or pass --no-enable-prefix-caching"));
+    }
   }
+  // CompilationConfig.resolve_cudagraph_mode_and_sizes, once the KV cache is sized: a full decode
+  // graph holds a recurrent block for each of --max-num-seqs requests.
+  const bool recurrent = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) {
+    return g.geometry.kind() == CacheKind::kRecurrent;
+  });
+  if (recurrent && specs_.full_cudagraphs && inputs_.cache.max_num_seqs > plan.pool.num_blocks) {
+    const std::string rule = fmt::format(
+        "--max-num-seqs {} exceeds the {} blocks of the pool, and the engine's full decode CUDA "
+        "graphs need a recurrent-state block for each request",
+        inputs_.cache.max_num_seqs, plan.pool.num_blocks);
+    const std::string knobs = fmt::format(
+        "lower --max-num-seqs to {} or fewer, give the KV cache more memory, or pass "
+        "--enforce-eager",
+        plan.pool.num_blocks);
+    if (specs_.cudagraph_mode_unresolved.empty()) {
+      diagnostics_.push_back(Error(
+          "mamba-cudagraph-blocks",
+          fmt::format("{}: the engine refuses the launch when it captures them, once the weights "
+                      "are loaded ('max_num_seqs exceeds available Mamba cache blocks'); {}",
+                      rule, knobs)));
+    } else {
+      diagnostics_.push_back(Diagnostic{
+          Severity::kWarning, "mamba-cudagraph-blocks",
+          fmt::format("{}: the engine refuses the launch if it keeps full graphs, which {} may "
+                      "change and kvtopo does not resolve; {}",
+                      rule, specs_.cudagraph_mode_unresolved, knobs)});
+    }
+  }
+  // OffloadingSpec: each group's block is a multiple of the cache block (the target's attention
+  // block), which a recurrent block of the whole length (prefix caching off) is not.
+  if (!specs_.offloading_connector.empty()) {
+    int64_t cache_block = 0;
+    for (const PlannedGroup& g : plan.groups) {
+      if (g.role != Role::kTarget || g.geometry.kind() == CacheKind::kRecurrent) continue;
+      if (cache_block == 0 || g.geometry.block_size() < cache_block) {
+        cache_block = g.geometry.block_size();
+      }
+    }
+    for (const PlannedGroup& g : plan.groups) {
+      if (cache_block == 0 || g.geometry.block_size() % cache_block == 0) continue;
+      diagnostics_.push_back(Error(
+          "kv-offloading-block-size",
+          fmt::format("{} needs every group's block a multiple of the {}-token cache block, and "
+                      "group '{}' has {}-token blocks: the engine's offloading spec asserts it "
+                      "once the weights are loaded{}",
+                      specs_.offloading_connector, cache_block, g.spec.name,
+                      g.geometry.block_size(),
+                      g.geometry.kind() == CacheKind::kRecurrent
+                          ? "; pass --enable-prefix-caching, which gives recurrent layers the "
+                            "cache block"
+                          : "")));
+      break;
+    }
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t usable, CheckedMemory(plan.pool.bytes_per_block));
   KVTOPO_ASSIGN_OR_RETURN(plan.max_model_len_that_fits,
-                          MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block));
-  KVTOPO_ASSIGN_OR_RETURN(int64_t usable, CheckedMemory(plan.pool.bytes_per_block));
+                          MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block, usable));
   KVTOPO_ASSIGN_OR_RETURN(int64_t needed,
                           internal::CheckedMul(plan.capacity.blocks_per_request,
                                                plan.pool.bytes_per_block, "memory per request"));
@@ -936,13 +1010,31 @@ Result<Plan> Planner::Run() {
     diagnostics_.push_back(Error(
         "kv-cache-memory",
         fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more than "
-                    "the {} B the pool holds besides its null block{}; raise {} or lower "
-                    "--max-model-len{}",
+                    "the {} B the pool holds{}; raise {} or lower --max-model-len{}",
                     specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit, pool_flag,
                     cross ? fmt::format(" or --max-num-batched-tokens (the cross-attention groups "
                                         "hold pages for its {} encoder tokens per request)",
                                         inputs_.cache.max_num_batched_tokens)
                           : "")));
+  }
+  // The engine's check counts the null block in, which no request can hold: a request of the
+  // whole length that needs every block of the pool passes it and never finishes.
+  const int64_t spare = plan.pool.num_blocks - 1;
+  if (plan.max_model_len_that_fits >= specs_.max_model_len && spare > 0 &&
+      plan.capacity.blocks_per_request > spare) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t spare_bytes,
+                            internal::CheckedMul(spare, plan.pool.bytes_per_block, "pool bytes"));
+    KVTOPO_ASSIGN_OR_RETURN(
+        const int64_t fits,
+        MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block, spare_bytes));
+    diagnostics_.push_back(Diagnostic{
+        Severity::kWarning, "kv-cache-null-block",
+        fmt::format("one request of --max-model-len {} needs {} blocks, and the pool holds {} "
+                    "besides its null block: the engine starts (its memory check counts the null "
+                    "block in), but a request that long runs out of blocks before its end; lower "
+                    "--max-model-len to {} or raise {}",
+                    specs_.max_model_len, plan.capacity.blocks_per_request, spare, fits,
+                    pool_flag)});
   }
   // Block tables live beside the KV cache, but a launch whose tables alone outgrow the cache's
   // budget is a mistake in --max-num-seqs or --max-model-len, not a plan to report as running.

@@ -122,7 +122,7 @@ TEST(PlanCli, PastedVllmServeLine) {
   EXPECT_EQ(j["diagnostics"][0]["code"], "not-used-for-planning");
   EXPECT_EQ(j["diagnostics"][0]["message"],
             "accepted, not used for planning: --gpu-memory-utilization, --port, -O3, "
-            "--no-enforce-eager, --served-model-name");
+            "--served-model-name");
   auto plan = RunCli(
       "plan moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
       "--speculative-config.method eagle3 --speculative-config.num_speculative_tokens 3 "
@@ -470,8 +470,9 @@ TEST(SimulateCli, PoolSizeNamesItsSource) {
   EXPECT_EQ(r.out,
             "kvtopo: the launch is rejected: synthetic-dense-32l\n"
             "  error [kv-cache-memory] one request of --max-model-len 8192 needs 1073741824 B of "
-            "KV cache per rank, more than the 0 B the pool holds besides its null block; not even "
-            "a 1-token request fits; raise --num-gpu-blocks-override or lower --max-model-len\n"
+            "KV cache per rank, more than the 2097152 B the pool holds; the largest "
+            "--max-model-len that fits is 16; raise --num-gpu-blocks-override or lower "
+            "--max-model-len\n"
             "  error [kv-cache-memory] the pool holds 1 block of 2097152 B; at least two (the "
             "null block and one page) are needed; raise --num-gpu-blocks-override\n");
 }

@@ -201,6 +201,12 @@ TEST(ReliabilityCli, BlockTablesBeyondTheBudgetAreRejected) {
             "  error [max-num-batched-tokens] --max-num-batched-tokens 1024 is below "
             "--max-num-seqs 1048576: the engine refuses it; raise --max-num-batched-tokens or "
             "lower --max-num-seqs\n"
+            "  warning [mamba-cudagraph-blocks] --max-num-seqs 1048576 exceeds the 499 blocks of "
+            "the pool, and the engine's full decode CUDA graphs need a recurrent-state block for "
+            "each request: the engine refuses the launch if it keeps full graphs, which "
+            "speculative method 'dspark' may change and kvtopo does not resolve; lower "
+            "--max-num-seqs to 499 or fewer, give the KV cache more memory, or pass "
+            "--enforce-eager\n"
             "  error [block-table-memory] the block tables of --max-num-seqs 1048576 rows at "
             "--max-model-len 1000000 need 72775368704 B per rank, more than the 1325000000 B "
             "KV-cache budget (--kv-cache-memory); lower --max-num-seqs or --max-model-len\n");

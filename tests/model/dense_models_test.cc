@@ -110,6 +110,44 @@ TEST(DenseModels, TensorParallelSplitsTheHeadsAsTheEngineDoes) {
 }
 
 // A Llama config without num_key_value_heads is multi-head: 32 KV heads of 128.
+// The engine's backends at 28be48fa9: TRITON_ATTN returns no LSE, so DCP is refused on it (the
+// engine asserts it once the weights are loaded); no backend supports PCP, with or without DCP.
+TEST(DenseModels, ContextParallelBackendSupport) {
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 16;
+  c.parallel.decode_context_parallel_size = 2;
+  c.cache.attention_backend = "TRITON_ATTN";
+  c.kv_cache_memory_bytes = 16 * kGiB;
+  Result<Plan> plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [dcp-backend-lse] target layer 'model.layers.0.self_attn' (and 31 other "
+            "layers) is DCP-sharded but backend TRITON_ATTN does not return the softmax LSE "
+            "needed to combine shards; choose another backend with --attention-backend or set "
+            "--decode-context-parallel-size 1");
+  c.cache.attention_backend.clear();  // FLASH_ATTN returns it
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+
+  c.parallel = ParallelConfig{.tensor_parallel_size = 2, .prefill_context_parallel_size = 2};
+  plan = PlanWith(Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [backend-pcp] target layer 'model.layers.0.self_attn' (and 31 other "
+            "layers) runs on backend FLASH_ATTN, which does not support prefill context "
+            "parallelism; set --prefill-context-parallel-size 1");
+
+  // FLASHINFER_MLA's cache block: 16 is not one of its kernel blocks [32, 64], so the smallest.
+  LaunchConfig kimi;
+  kimi.model = "kimi-k2.6";
+  kimi.cache.attention_backend = "FLASHINFER_MLA";
+  plan = PlanLaunch(kimi);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].spec.block_size, 32);
+}
+
 TEST(DenseModels, LlamaWithoutKvHeadsIsMultiHead) {
   nlohmann::json config = Llama31_8B();
   config.erase("num_key_value_heads");
@@ -1700,8 +1738,10 @@ TEST(DenseModels, HybridKvCacheManagerOff) {
 }
 
 // --max-model-len auto: Llama-3.1-8B at TP1 with 16 GiB holds 8,192 blocks of 32 x 64 KiB pages,
-// one of them the null block, so no 131,072-token request fits and the engine fits the length to
-// 8,191 x 16 = 131,056 tokens. Gemma-3-27B at TP2 with 40 GiB holds its full length.
+// and a 131,072-token request needs all 8,192: the engine's search compares it with the whole
+// 16 GiB, the null block included, so it keeps the full length (and the request cannot finish,
+// which the null-block warning says with the 131,056 tokens that can). Gemma-3-27B at TP2 with
+// 40 GiB holds its full length.
 TEST(DenseModels, MaxModelLenAuto) {
   LaunchConfig c;
   c.kv_cache_memory_bytes = 16 * kGiB;
@@ -1709,14 +1749,19 @@ TEST(DenseModels, MaxModelLenAuto) {
   auto plan = PlanWith(Llama31_8B(), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-  EXPECT_EQ(plan->model.max_model_len, 131'056);
+  EXPECT_EQ(plan->model.max_model_len, 131'072);
   EXPECT_EQ(plan->pool.num_blocks, 8192);
-  EXPECT_EQ(plan->capacity.blocks_per_request, 8191);
-  ASSERT_EQ(plan->diagnostics.size(), 1u);
-  EXPECT_EQ(plan->diagnostics[0].code, "max-model-len-auto");
+  EXPECT_EQ(plan->capacity.blocks_per_request, 8192);
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
+  EXPECT_EQ(plan->diagnostics[0].code, "kv-cache-null-block");
   EXPECT_EQ(plan->diagnostics[0].message,
-            "--max-model-len auto: reduced from 131072 to 131056, the longest request that fits "
-            "the KV-cache memory");
+            "one request of --max-model-len 131072 needs 8192 blocks, and the pool holds 8191 "
+            "besides its null block: the engine starts (its memory check counts the null block "
+            "in), but a request that long runs out of blocks before its end; lower "
+            "--max-model-len to 131056 or raise --kv-cache-memory");
+  EXPECT_EQ(plan->diagnostics[1].code, "max-model-len-auto");
+  EXPECT_EQ(plan->diagnostics[1].message,
+            "--max-model-len auto: the model's full length 131072 fits the KV-cache memory");
 
   c.parallel.tensor_parallel_size = 2;
   c.kv_cache_memory_bytes = 40 * kGiB;

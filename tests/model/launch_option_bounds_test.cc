@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 19 integers,
+// The option table's integer and byte-size options (docs/launch-options.md): 20 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 21;
+constexpr int kNumIntegerOptions = 22;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

@@ -418,7 +418,8 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_NE(FindVllmFlagNotPlanned("--port=8000"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("--disable_log_stats"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--trust-remote-code"), nullptr);  // a planning switch now
-  EXPECT_NE(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-log-requests"), nullptr);
+  EXPECT_EQ(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);  // a checked option now
   EXPECT_NE(FindVllmFlagNotPlanned("-O3"), nullptr);
   EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
   EXPECT_EQ(FindVllmFlagNotPlanned("--kv-transfer-config"), nullptr);  // a planning option now

@@ -254,6 +254,118 @@ TEST(StartupRefusals, ExpertParallelNeedsExperts) {
   }
 }
 
+// VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the
+// cache block and refuses --disable-chunked-mm-input.
+TEST(StartupRefusals, AlignModeSchedulerKnobs) {
+  LaunchOptions o = Model("qwen3-next-80b");
+  o.enable_prefix_caching = true;
+  o.long_prefill_token_threshold = 512;
+  EXPECT_EQ(Errors(o),
+            "\n  error [mamba-align-block-size] Mamba cache mode align needs "
+            "--long-prefill-token-threshold 512 at least the smallest group block, 544 tokens: "
+            "the engine asserts it after sizing the KV cache, once the weights are loaded; raise "
+            "it to 544 or more, drop it, or pass --no-enable-prefix-caching");
+  o.long_prefill_token_threshold = 544;
+  EXPECT_EQ(Errors(o), "");
+  o.disable_chunked_mm_input = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [mamba-align-chunked-mm-input] Mamba cache mode align schedules a multiple "
+            "of the block inside a multimodal input, which --disable-chunked-mm-input forbids: "
+            "the engine asserts it after sizing the KV cache, once the weights are loaded "
+            "('Chunked MM input is required'); drop --disable-chunked-mm-input or pass "
+            "--no-enable-prefix-caching");
+  o.enable_prefix_caching = false;  // no align mode: both knobs are free
+  o.long_prefill_token_threshold = 16;
+  EXPECT_EQ(Errors(o), "");
+}
+
+// Full decode CUDA graphs need a recurrent block per --max-num-seqs row: refused on the engine's
+// default graphs, a warning where the launch sets what may change them, nothing under
+// --enforce-eager or with enough blocks.
+TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
+  LaunchOptions o = Model("qwen3-next-80b");
+  o.max_model_len = 32768;
+  o.kv_cache_memory = "2GiB";
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 160);
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [mamba-cudagraph-blocks] --max-num-seqs 256 exceeds the 160 blocks of the "
+            "pool, and the engine's full decode CUDA graphs need a recurrent-state block for each "
+            "request: the engine refuses the launch when it captures them, once the weights are "
+            "loaded ('max_num_seqs exceeds available Mamba cache blocks'); lower --max-num-seqs "
+            "to 160 or fewer, give the KV cache more memory, or pass --enforce-eager");
+  o.max_num_seqs = 160;
+  EXPECT_EQ(Errors(o), "");
+  o.max_num_seqs = 161;
+  o.enforce_eager = true;
+  EXPECT_EQ(Errors(o), "");
+  o.enforce_eager.reset();
+  o.not_planned = {"-O3"};
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  const Diagnostic* warning = nullptr;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "mamba-cudagraph-blocks") warning = &d;
+  }
+  ASSERT_NE(warning, nullptr);
+  EXPECT_EQ(warning->severity, Severity::kWarning);
+  EXPECT_EQ(warning->message,
+            "--max-num-seqs 161 exceeds the 160 blocks of the pool, and the engine's full decode "
+            "CUDA graphs need a recurrent-state block for each request: the engine refuses the "
+            "launch if it keeps full graphs, which -O3 may change and kvtopo does not resolve; "
+            "lower --max-num-seqs to 160 or fewer, give the KV cache more memory, or pass "
+            "--enforce-eager");
+  // Attention-only models keep no recurrent blocks.
+  o = Model("gpt-oss-120b");
+  o.num_gpu_blocks_override = 64;
+  o.max_model_len = 256;
+  EXPECT_EQ(Errors(o), "");
+}
+
+// Context parallelism with returned routed experts or the simple CPU offload connector, and the
+// native offloading connector's block rule, all asserted once the KV cache is sized.
+TEST(StartupRefusals, ConnectorsAndRoutedExpertsOnceSized) {
+  auto message = [](const LaunchOptions& o) {
+    const Status s = ToLaunchConfig(o).status();
+    EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
+    return s.message();
+  };
+  LaunchOptions o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 8;
+  o.decode_context_parallel_size = 8;
+  o.attention_backend = "TRITON_MLA";
+  o.enable_return_routed_experts = true;
+  EXPECT_EQ(message(o),
+            "--enable-return-routed-experts with --decode-context-parallel-size 8 and "
+            "--prefill-context-parallel-size 1: the engine refuses context parallelism with it "
+            "once the weights are loaded ('enable_return_routed_experts does not support context "
+            "parallelism'); drop one of them");
+  o.enable_return_routed_experts.reset();
+  o.kv_offloading_size = "64";
+  o.use_simple_kv_offload = true;
+  EXPECT_EQ(message(o),
+            "KV connector SimpleCPUOffloadConnector (--kv-offloading-size 64 "
+            "--kv-offloading-backend native) with --decode-context-parallel-size 8 and "
+            "--prefill-context-parallel-size 1: the engine's simple CPU offload scheduler asserts "
+            "one context-parallel rank once the weights are loaded; drop --use-simple-kv-offload "
+            "(the native OffloadingConnector takes context parallelism) or context parallelism");
+  o.use_simple_kv_offload.reset();
+  EXPECT_EQ(Errors(o), "");
+
+  o = Model("qwen3-next-80b");
+  o.kv_offloading_size = "64";
+  EXPECT_EQ(Errors(o),
+            "\n  error [kv-offloading-block-size] KV connector OffloadingConnector "
+            "(--kv-offloading-size 64 --kv-offloading-backend native) needs every group's block "
+            "a multiple of the 544-token cache block, and group 'model.layers.0.linear_attn' has "
+            "262144-token blocks: the engine's offloading spec asserts it once the weights are "
+            "loaded; pass --enable-prefix-caching, which gives recurrent layers the cache block");
+  o.enable_prefix_caching = true;
+  EXPECT_EQ(Errors(o), "");
+}
+
 // --kv-sharing-fast-prefill (accepted, not planned) with an EAGLE-family method.
 TEST(StartupRefusals, KvSharingFastPrefillWithEagle) {
   LaunchOptions o = Model("deepseek-v3.2");

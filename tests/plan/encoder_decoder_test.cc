@@ -241,8 +241,8 @@ TEST(EncoderDecoder, LaunchRulesTheEngineApplies) {
   EXPECT_EQ(LaunchErrors(whisper, [](LaunchConfig& c) { c.kv_cache_memory_bytes = kGiB; }),
             std::vector<std::string>{
                 "kv-cache-memory: one request of --max-model-len 448 needs 1415577600 B of KV "
-                "cache per rank, more than the 1071120384 B the pool holds besides its null "
-                "block; not even a 1-token request fits; raise --kv-cache-memory or lower "
+                "cache per rank, more than the 1073741824 B the pool holds; not even a 1-token "
+                "request fits; raise --kv-cache-memory or lower "
                 "--max-model-len or --max-num-batched-tokens (the cross-attention groups hold "
                 "pages for its 8192 encoder tokens per request)"});
 }

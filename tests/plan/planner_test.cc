@@ -181,17 +181,18 @@ TEST(Planner, PromotionSkippedWhenEnlargedPageExceedsStride) {
 
 TEST(Planner, TooLittleMemoryNamesTheLengthThatFits) {
   std::vector<LayerSpec> layers = {Mla("t.0", 64)};
-  // 16 blocks of 36,864 B, one of them the null block; a request needs cdiv(L, 64) blocks.
+  // 16 blocks of 36,864 B; a request needs cdiv(L, 64) blocks. The engine checks it against
+  // the whole budget, its null block included.
   auto plan = PlanFromSpecs(Specs(layers, 4096), Inputs(1, 1, 16 * 64 * 576));
   ASSERT_TRUE(plan.ok());
   EXPECT_FALSE(plan->accepted());
-  EXPECT_EQ(plan->max_model_len_that_fits, 960);  // 15 blocks of 64 tokens
+  EXPECT_EQ(plan->max_model_len_that_fits, 1024);  // 16 blocks of 64 tokens
   ASSERT_EQ(plan->diagnostics.size(), 1u);
   EXPECT_EQ(plan->diagnostics[0].code, "kv-cache-memory");
   EXPECT_EQ(plan->diagnostics[0].message,
             "one request of --max-model-len 4096 needs 2359296 B of KV cache per rank, more than "
-            "the 552960 B the pool holds besides its null block; the largest --max-model-len "
-            "that fits is 960; raise --kv-cache-memory or lower --max-model-len");
+            "the 589824 B the pool holds; the largest --max-model-len that fits is 1024; raise "
+            "--kv-cache-memory or lower --max-model-len");
   // With --num-gpu-blocks-override the override sizes the pool, so the errors name it.
   PlanInputs in = Inputs(1, 1, 16 * 64 * 576);
   in.cache.num_gpu_blocks_override = 1;
@@ -200,13 +201,34 @@ TEST(Planner, TooLittleMemoryNamesTheLengthThatFits) {
   ASSERT_EQ(plan->diagnostics.size(), 2u);
   EXPECT_EQ(plan->diagnostics[0].message,
             "one request of --max-model-len 4096 needs 2359296 B of KV cache per rank, more than "
-            "the 0 B the pool holds besides its null block; not even a 1-token request fits; "
-            "raise --num-gpu-blocks-override or lower --max-model-len");
+            "the 36864 B the pool holds; the largest --max-model-len that fits is 64; raise "
+            "--num-gpu-blocks-override or lower --max-model-len");
   EXPECT_EQ(plan->diagnostics[1].message,
             "the pool holds 1 block of 36864 B; at least two (the null block and one page) are "
             "needed; raise --num-gpu-blocks-override");
   EXPECT_EQ(plan->ErrorLines(), "\n  error [kv-cache-memory] " + plan->diagnostics[0].message +
                                     "\n  error [kv-cache-memory] " + plan->diagnostics[1].message);
+}
+
+// A request that needs every block passes the engine's check, which counts the null block in,
+// and cannot finish: accepted with a warning naming the length that can.
+TEST(Planner, RequestOfEveryBlockIsAWarning) {
+  std::vector<LayerSpec> layers = {Mla("t.0", 64)};
+  auto plan = PlanFromSpecs(Specs(layers, 1024), Inputs(1, 1, 16 * 64 * 576));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->accepted());
+  EXPECT_EQ(plan->max_model_len_that_fits, 1024);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(plan->diagnostics[0].code, "kv-cache-null-block");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "one request of --max-model-len 1024 needs 16 blocks, and the pool holds 15 besides "
+            "its null block: the engine starts (its memory check counts the null block in), but "
+            "a request that long runs out of blocks before its end; lower --max-model-len to 960 "
+            "or raise --kv-cache-memory");
+  plan = PlanFromSpecs(Specs(layers, 960), Inputs(1, 1, 16 * 64 * 576));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->diagnostics.empty());
 }
 
 TEST(Planner, PrefixMatchUnitMustDivideEveryGroupBlock) {

@@ -584,6 +584,22 @@ class PlanTest(unittest.TestCase):
                            data_parallel_external_lb=True, enable_expert_parallel=True)
         self.assertEqual(plan.capacity.max_tokens, 6621558)
 
+    def test_checks_once_the_cache_is_sized(self):
+        # Refusals the engine makes after loading the weights, as keywords.
+        accepted, diagnostics = kvtopo.check("qwen3-next-80b", max_model_len=32768,
+                                             kv_cache_memory="2GiB")
+        self.assertFalse(accepted)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["mamba-cudagraph-blocks"])
+        accepted, _ = kvtopo.check("qwen3-next-80b", max_model_len=32768,
+                                   kv_cache_memory="2GiB", enforce_eager=True)
+        self.assertTrue(accepted)
+        accepted, diagnostics = kvtopo.check("qwen3-next-80b", enable_prefix_caching=True,
+                                             long_prefill_token_threshold=100,
+                                             disable_chunked_mm_input=True)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["mamba-align-block-size", "mamba-align-chunked-mm-input"])
+
     def test_skip_layers_as_a_list_or_a_str(self):
         # The engine's list: each item compared whole with a layer index, or sliding_window.
         a = kvtopo.plan("gpt-oss-120b", kv_cache_dtype="fp8",

@@ -84,8 +84,8 @@ TEST(VerifyCli, ARejectedLaunchPrintsItsErrors) {
   EXPECT_EQ(r.out,
             "kvtopo: the launch is rejected: gpt-oss-120b\n"
             "  error [kv-cache-memory] one request of --max-model-len 131072 needs 680140800 B of "
-            "KV cache per rank, more than the 0 B the pool holds besides its null block; not even "
-            "a 1-token request fits; raise --num-gpu-blocks-override or lower --max-model-len\n"
+            "KV cache per rank, more than the 73728 B the pool holds; not even a 1-token request "
+            "fits; raise --num-gpu-blocks-override or lower --max-model-len\n"
             "  error [kv-cache-memory] the pool holds 1 block of 73728 B; at least two (the null "
             "block and one page) are needed; raise --num-gpu-blocks-override\n");
 }
