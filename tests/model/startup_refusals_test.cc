@@ -33,6 +33,13 @@ std::string Errors(const LaunchOptions& o) {
   return plan.ok() ? plan->ErrorLines() : "not planned";
 }
 
+// The message of a launch the options refuse (exit 1); any other outcome fails the test.
+std::string Rejection(const LaunchOptions& o) {
+  const Status s = ToLaunchConfig(o).status();
+  EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
+  return s.message();
+}
+
 // validate_nvfp4_kv_cache_with_mla: MLA models (DeepSeek-V3.2, Kimi Linear's MLA layers) are
 // refused; a K/V attention model plans nvfp4.
 TEST(StartupRefusals, Nvfp4KvCacheWithMla) {
@@ -109,20 +116,15 @@ TEST(StartupRefusals, AlignModeBlockFitsOneStep) {
 
 // Flags that leave the cache as it is but that the engine refuses in these launches.
 TEST(StartupRefusals, RefusedFeatures) {
-  auto message = [](const LaunchOptions& o) {
-    const Status s = ToLaunchConfig(o).status();
-    EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
-    return s.message();
-  };
   LaunchOptions o = Model("gpt-oss-120b");
   o.max_num_partial_prefills = 2;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--max-num-partial-prefills 2: the engine refuses concurrent partial prefill at "
             "startup ('Concurrent Partial Prefill is not supported'); drop the flag or set it to "
             "1");
   o.max_num_partial_prefills = 1;
   o.max_long_partial_prefills = 4;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--max-long-partial-prefills 4: the engine refuses concurrent partial prefill at "
             "startup ('Concurrent Partial Prefill is not supported'); drop the flag or set it to "
             "1");
@@ -131,14 +133,14 @@ TEST(StartupRefusals, RefusedFeatures) {
 
   o.enable_eplb = true;
   o.tensor_parallel_size = 8;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--enable-eplb without --enable-expert-parallel: the engine refuses it "
             "('enable_expert_parallel must be True to use EPLB'); add --enable-expert-parallel "
             "or drop --enable-eplb");
   o.enable_expert_parallel = true;
   EXPECT_TRUE(ToLaunchConfig(o).ok());
   o.tensor_parallel_size = 1;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--enable-eplb with --tensor-parallel-size 1 and --data-parallel-size 1: the engine "
             "refuses EPLB on one rank ('EPLB requires tensor_parallel_size or "
             "data_parallel_size to be greater than 1'); drop --enable-eplb");
@@ -152,7 +154,7 @@ TEST(StartupRefusals, RefusedFeatures) {
   o.kv_offloading_size = "10";
   EXPECT_TRUE(ToLaunchConfig(o).ok());
   o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_consumer"})";
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--enable-return-routed-experts with KV connector \"NixlConnector\" "
             "(--kv-transfer-config): the engine refuses the pair ('--enable-return-routed-experts "
             "is incompatible with KV connectors'); drop one of them");
@@ -161,32 +163,27 @@ TEST(StartupRefusals, RefusedFeatures) {
 // External data-parallel load balancing: one DP rank, a rank outside the DP ranks, and both
 // load-balancing modes are refused; a rank below DP turns it on.
 TEST(StartupRefusals, ExternalDataParallelFlags) {
-  auto message = [](const LaunchOptions& o) {
-    const Status s = ToLaunchConfig(o).status();
-    EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
-    return s.message();
-  };
   LaunchOptions o = Model("gpt-oss-120b");
   o.data_parallel_external_lb = true;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--data-parallel-external-lb with --data-parallel-size 1: the engine refuses "
             "external data-parallel load balancing on one DP rank ('data_parallel_external_lb "
             "can only be set when data_parallel_size > 1'); raise --data-parallel-size or drop "
             "the flag");
   o.data_parallel_hybrid_lb = true;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the "
             "pair ('data_parallel_hybrid_lb and data_parallel_external_lb cannot both be True'); "
             "drop one of them");
   o = Model("gpt-oss-120b");
   o.data_parallel_rank = 0;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--data-parallel-rank 0 with --data-parallel-size 1: the engine refuses external "
             "data-parallel load balancing on one DP rank ('data_parallel_external_lb can only be "
             "set when data_parallel_size > 1'); raise --data-parallel-size or drop the flag");
   o.data_parallel_size = 2;
   o.data_parallel_rank = 2;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--data-parallel-rank 2 with --data-parallel-size 2: the engine refuses a rank "
             "outside the DP ranks ('data_parallel_rank (2) must be in the range [0, 2)'); pass a "
             "rank below 2");
@@ -327,17 +324,12 @@ TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
 // Context parallelism with returned routed experts or the simple CPU offload connector, and the
 // native offloading connector's block rule, all asserted once the KV cache is sized.
 TEST(StartupRefusals, ConnectorsAndRoutedExpertsOnceSized) {
-  auto message = [](const LaunchOptions& o) {
-    const Status s = ToLaunchConfig(o).status();
-    EXPECT_EQ(s.code(), StatusCode::kRejected) << s.ToString();
-    return s.message();
-  };
   LaunchOptions o = Model("kimi-k2.6");
   o.tensor_parallel_size = 8;
   o.decode_context_parallel_size = 8;
   o.attention_backend = "TRITON_MLA";
   o.enable_return_routed_experts = true;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "--enable-return-routed-experts with --decode-context-parallel-size 8 and "
             "--prefill-context-parallel-size 1: the engine refuses context parallelism with it "
             "once the weights are loaded ('enable_return_routed_experts does not support context "
@@ -345,7 +337,7 @@ TEST(StartupRefusals, ConnectorsAndRoutedExpertsOnceSized) {
   o.enable_return_routed_experts.reset();
   o.kv_offloading_size = "64";
   o.use_simple_kv_offload = true;
-  EXPECT_EQ(message(o),
+  EXPECT_EQ(Rejection(o),
             "KV connector SimpleCPUOffloadConnector (--kv-offloading-size 64 "
             "--kv-offloading-backend native) with --decode-context-parallel-size 8 and "
             "--prefill-context-parallel-size 1: the engine's simple CPU offload scheduler asserts "
