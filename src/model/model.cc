@@ -1892,9 +1892,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const BackendCaps* draft_caps = backends.back().get();
     b.out.draft_attention_backend = draft_backend.name;
 
-    // Block size: the launch's cache block when the draft backend's kernels take it, else its
-    // preferred block; windowed draft layers take the block their backend picks at planning time
-    // (LayerSpec::backend_selects_block).
+    // Block size: the launch's cache block when the draft backend's kernels take it (else the
+    // launch is refused below and its preferred block is planned); windowed draft layers take the
+    // block their backend picks at planning time (LayerSpec::backend_selects_block).
     const int64_t draft_block = draft_backend.SupportsBlockSize(block_size)
                                     ? block_size
                                     : draft_backend.preferred_block_size;
@@ -1969,6 +1969,23 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         s.sliding_window = dflash_window;
       }
       if (IsWindowed(s.kind) && !mtp) s.backend_selects_block = true;
+    }
+    // Every other draft attention layer caches in the launch's cache block, as the target's
+    // layers do (one cache config): its backend must run a kernel block that divides it, or the
+    // engine finds no common kernel block once the weights are loaded (select_common_block_size).
+    if (draft_block != block_size) {
+      for (size_t i = static_cast<size_t>(first_draft); i < b.out.layers.size(); ++i) {
+        const LayerSpec& s = b.out.layers[i];
+        if (s.sparse_indexer || !IsAttention(s.kind) || s.backend_selects_block) continue;
+        b.Error("draft-backend-block-size",
+                fmt::format("draft layer '{}' runs on {}, whose kernels cannot run the "
+                            "{}-token cache block (the target backend's, or --block-size): the "
+                            "engine finds no common kernel block once the weights are loaded "
+                            "('No common block size'); choose a draft_attention_backend that "
+                            "runs it, or a --block-size both backends take",
+                            s.name, draft_backend.name, block_size));
+        break;
+      }
     }
 
     if (row.dcp_needs_dspark_backend && N > 1 && !draft_backend.dspark_draft_under_dcp) {

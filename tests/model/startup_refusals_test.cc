@@ -358,6 +358,29 @@ TEST(StartupRefusals, ConnectorsAndRoutedExpertsOnceSized) {
   EXPECT_EQ(Errors(o), "");
 }
 
+// A draft caches in the launch's cache block: FLASHINFER_MLA's 32 tokens are no block FLASHMLA's
+// kernels (64) run, which the engine finds once the weights are loaded. At --block-size 64 both
+// run it, and the 62 layers share one group as in the engine.
+TEST(StartupRefusals, DraftBackendRunsTheCacheBlock) {
+  LaunchOptions o = Model("kimi-k2.6");
+  o.attention_backend = "FLASHINFER_MLA";
+  o.speculative_config = R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla",
+                              "num_speculative_tokens": 3, "draft_attention_backend": "FLASHMLA"})";
+  EXPECT_EQ(Errors(o),
+            "\n  error [draft-backend-block-size] draft layer 'draft.model.layers.0.self_attn' "
+            "runs on FLASHMLA, whose kernels cannot run the 32-token cache block (the target "
+            "backend's, or --block-size): the engine finds no common kernel block once the "
+            "weights are loaded ('No common block size'); choose a draft_attention_backend that "
+            "runs it, or a --block-size both backends take");
+  o.block_size = 64;
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 62u);
+  EXPECT_EQ(plan->capacity.max_tokens, 481'024);
+}
+
 // --kv-sharing-fast-prefill (accepted, not planned) with an EAGLE-family method.
 TEST(StartupRefusals, KvSharingFastPrefillWithEagle) {
   LaunchOptions o = Model("deepseek-v3.2");
