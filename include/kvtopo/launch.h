@@ -215,6 +215,9 @@ struct LaunchConfig {
   // cache is the same.
   bool enable_expert_parallel = false;
   bool external_data_parallel_lb = false;
+  // --enable-return-routed-experts: the engine's capturer reads the text config's experts per
+  // token and expert count once the KV cache is sized, and fails for a config without them.
+  bool enable_return_routed_experts = false;
   // VLLM_PP_LAYER_PARTITION as given: hidden layers per pipeline stage, comma-separated; unset:
   // the engine's even split. The engine reads it at any pipeline size, so it must name one
   // count per stage even with one stage.

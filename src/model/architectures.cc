@@ -2925,6 +2925,14 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
   if (m.num_experts == 0) m.num_experts = EngineExpertCount(text);
+  auto stated = [&](std::initializer_list<const char*> keys) {
+    return std::any_of(keys.begin(), keys.end(),
+                       [&](const char* key) { return text.contains(key) && !text[key].is_null(); });
+  };
+  m.states_experts_per_token =
+      m.states_experts_per_token || stated({"num_experts_per_tok", "top_k_experts"});
+  m.states_capturer_expert_count = m.states_capturer_expert_count ||
+                                   stated({"num_experts", "n_routed_experts", "num_local_experts"});
   for (auto [key, out, max] :
        {std::tuple{"hidden_size", &m.hidden_size, kMaxModelDim},
         std::tuple{"num_hidden_layers", &m.num_hidden_layers, kMaxModelDim},

@@ -155,6 +155,11 @@ struct ModelDescription {
   // The text model's expert count as the engine reads it (EngineExpertCount); 0: the config states
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;
+  // What the engine's routed-experts capturer reads from the text config (routed_experts_capturer
+  // .py at 28be48fa9): num_experts_per_tok or top_k_experts, and num_experts, n_routed_experts or
+  // num_local_experts, each stated and not null.
+  bool states_experts_per_token = false;
+  bool states_capturer_expert_count = false;
   // Drafts whose fc layer combines the target's auxiliary hidden states (the engine's EAGLE-3
   // heads and DFlash): how many states it takes (0: no such layer), the width of each
   // (target_hidden_size, else the draft's hidden_size; 0: not known) and the key it came from.

@@ -577,7 +577,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kSwitch,
        "",
        "return each token's routed experts (the cache is the same); the engine refuses it beside "
-       "a --kv-transfer-config connector or with --pipeline-parallel-size above 1; default off",
+       "a --kv-transfer-config connector, with --pipeline-parallel-size, DCP or PCP above 1, or "
+       "for a config that does not state its experts per token and expert count; default off",
        &LO::enable_return_routed_experts},
       {"max_num_partial_prefills",
        {},
@@ -1401,6 +1402,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
   c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
+  c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&
       (o.data_parallel_external_lb.value_or(false) || o.data_parallel_rank.has_value());

@@ -825,6 +825,24 @@ Status CheckScheduledTokens(const SpeculativeConfig& spec, const LaunchConfig& c
 // startup for a model without experts.
 void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
                      Builder& b) {
+  // The routed-experts capturer (RoutedExpertsCapturer, RoutedExpertsManager), built once the KV
+  // cache is sized: it sizes its buffers from the text config's experts per token and expert
+  // count, and raises for a config without either.
+  if (config.enable_return_routed_experts &&
+      (!m.states_experts_per_token || !m.states_capturer_expert_count)) {
+    b.Error("routed-experts-config",
+            fmt::format("--enable-return-routed-experts with '{}' ({}), whose text config states "
+                        "{}: the engine's routed-experts capturer cannot size its buffers and "
+                        "fails once the weights are loaded ('{}'); drop "
+                        "--enable-return-routed-experts",
+                        file, m.architecture,
+                        !m.states_experts_per_token
+                            ? "neither num_experts_per_tok nor top_k_experts"
+                            : "none of num_experts, n_routed_experts, num_local_experts",
+                        !m.states_experts_per_token
+                            ? "Cannot determine num_experts_per_tok"
+                            : "Could not resolve num_experts from model config"));
+  }
   if (m.num_experts > 0) return;
   const std::string model = fmt::format(
       "'{}' ({}), whose config states no experts (num_experts, moe_num_experts, n_routed_experts, "

@@ -381,6 +381,44 @@ TEST(StartupRefusals, DraftBackendRunsTheCacheBlock) {
   EXPECT_EQ(plan->capacity.max_tokens, 481'024);
 }
 
+// The routed-experts capturer reads the text config's experts per token (num_experts_per_tok or
+// top_k_experts) and expert count (num_experts, n_routed_experts or num_local_experts; not
+// moe_num_experts), and fails without either once the KV cache is sized.
+TEST(StartupRefusals, RoutedExpertsNeedTheirConfigKeys) {
+  LaunchConfig c;
+  c.enable_return_routed_experts = true;
+  auto errors = [&](const nlohmann::json& config) {
+    Result<Plan> plan = testing_configs::PlanWith(config, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    return plan.ok() ? plan->ErrorLines() : "not planned";
+  };
+  nlohmann::json model = testing_configs::Llama31_8B();
+  EXPECT_EQ(errors(model),
+            "\n  error [routed-experts-config] --enable-return-routed-experts with 'config.json' "
+            "(LlamaForCausalLM), whose text config states neither num_experts_per_tok nor "
+            "top_k_experts: the engine's routed-experts capturer cannot size its buffers and "
+            "fails once the weights are loaded ('Cannot determine num_experts_per_tok'); drop "
+            "--enable-return-routed-experts");
+  model["num_experts_per_tok"] = 8;
+  model["moe_num_experts"] = 64;  // counts for is_moe, not for the capturer
+  EXPECT_EQ(errors(model),
+            "\n  error [routed-experts-config] --enable-return-routed-experts with 'config.json' "
+            "(LlamaForCausalLM), whose text config states none of num_experts, n_routed_experts, "
+            "num_local_experts: the engine's routed-experts capturer cannot size its buffers and "
+            "fails once the weights are loaded ('Could not resolve num_experts from model "
+            "config'); drop --enable-return-routed-experts");
+  model["num_local_experts"] = 64;
+  EXPECT_EQ(errors(model), "");
+
+  // Kimi Linear's config names its experts per token num_experts_per_token.
+  LaunchOptions o = Model("kimi-linear-48b");
+  o.enable_return_routed_experts = true;
+  EXPECT_NE(Errors(o).find("[routed-experts-config]"), std::string::npos);
+  o = Model("gpt-oss-120b");
+  o.enable_return_routed_experts = true;
+  EXPECT_EQ(Errors(o), "");
+}
+
 // --kv-sharing-fast-prefill (accepted, not planned) with an EAGLE-family method.
 TEST(StartupRefusals, KvSharingFastPrefillWithEagle) {
   LaunchOptions o = Model("deepseek-v3.2");
