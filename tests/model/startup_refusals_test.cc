@@ -33,6 +33,13 @@ std::string Errors(const LaunchOptions& o) {
   return plan.ok() ? plan->ErrorLines() : "not planned";
 }
 
+// The error lines of `config` planned as the model of launch `c`.
+std::string ConfigErrors(const nlohmann::json& config, const LaunchConfig& c) {
+  Result<Plan> plan = testing_configs::PlanWith(config, c);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? plan->ErrorLines() : "not planned";
+}
+
 // The message of a launch the options refuse (exit 1); any other outcome fails the test.
 std::string Rejection(const LaunchOptions& o) {
   const Status s = ToLaunchConfig(o).status();
@@ -207,22 +214,17 @@ TEST(StartupRefusals, ExpertParallelNeedsExperts) {
   LaunchConfig c;
   c.enable_expert_parallel = true;
   nlohmann::json llama = testing_configs::Llama31_8B();
-  auto errors = [&](const nlohmann::json& config) {
-    Result<Plan> plan = testing_configs::PlanWith(config, c);
-    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-    return plan.ok() ? plan->ErrorLines() : "not planned";
-  };
   const std::string no_experts =
       "'config.json' (LlamaForCausalLM), whose config states no experts (num_experts, "
       "moe_num_experts, n_routed_experts, num_local_experts, block_configs): the engine refuses "
       "it";
-  EXPECT_EQ(errors(llama), "\n  error [expert-parallel-no-experts] --enable-expert-parallel with " +
-                               no_experts +
-                               " ('Number of experts in the model must be greater than 0 when "
-                               "expert parallelism is enabled'); drop --enable-expert-parallel");
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [expert-parallel-no-experts] --enable-expert-parallel with " + no_experts +
+                " ('Number of experts in the model must be greater than 0 when "
+                "expert parallelism is enabled'); drop --enable-expert-parallel");
   c.enable_expert_parallel = false;
   c.external_data_parallel_lb = true;
-  EXPECT_EQ(errors(llama),
+  EXPECT_EQ(ConfigErrors(llama, c),
             "\n  error [external-dp-no-experts] external data-parallel load balancing "
             "(--data-parallel-external-lb or --data-parallel-rank) with " +
                 no_experts +
@@ -231,14 +233,14 @@ TEST(StartupRefusals, ExpertParallelNeedsExperts) {
   c.enable_expert_parallel = true;
   nlohmann::json moe = llama;
   moe["num_local_experts"] = 8;
-  EXPECT_EQ(errors(moe), "");
+  EXPECT_EQ(ConfigErrors(moe, c), "");
   moe["num_experts"] = nlohmann::json::array({16, 16});  // Ernie VL's list: its first entry
-  EXPECT_EQ(errors(moe), "");
+  EXPECT_EQ(ConfigErrors(moe, c), "");
   moe["num_experts"] = 0;  // the first key stated decides; 0 falls to block_configs
-  EXPECT_NE(errors(moe), "");
+  EXPECT_NE(ConfigErrors(moe, c), "");
   moe["block_configs"] = nlohmann::json::parse(
       R"([{"block_type": "mamba"}, {"block_type": "moe", "n_routed_experts": 128}])");
-  EXPECT_EQ(errors(moe), "");
+  EXPECT_EQ(ConfigErrors(moe, c), "");
 
   for (const char* name : {"deepseek-v3.2", "glm-5.1", "glm-5.3-flash", "gpt-oss-120b", "kimi-k2.6",
                            "kimi-k3", "kimi-linear-48b", "qwen3-next-80b"}) {
@@ -387,13 +389,8 @@ TEST(StartupRefusals, DraftBackendRunsTheCacheBlock) {
 TEST(StartupRefusals, RoutedExpertsNeedTheirConfigKeys) {
   LaunchConfig c;
   c.enable_return_routed_experts = true;
-  auto errors = [&](const nlohmann::json& config) {
-    Result<Plan> plan = testing_configs::PlanWith(config, c);
-    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-    return plan.ok() ? plan->ErrorLines() : "not planned";
-  };
   nlohmann::json model = testing_configs::Llama31_8B();
-  EXPECT_EQ(errors(model),
+  EXPECT_EQ(ConfigErrors(model, c),
             "\n  error [routed-experts-config] --enable-return-routed-experts with 'config.json' "
             "(LlamaForCausalLM), whose text config states neither num_experts_per_tok nor "
             "top_k_experts: the engine's routed-experts capturer cannot size its buffers and "
@@ -401,14 +398,14 @@ TEST(StartupRefusals, RoutedExpertsNeedTheirConfigKeys) {
             "--enable-return-routed-experts");
   model["num_experts_per_tok"] = 8;
   model["moe_num_experts"] = 64;  // counts for is_moe, not for the capturer
-  EXPECT_EQ(errors(model),
+  EXPECT_EQ(ConfigErrors(model, c),
             "\n  error [routed-experts-config] --enable-return-routed-experts with 'config.json' "
             "(LlamaForCausalLM), whose text config states none of num_experts, n_routed_experts, "
             "num_local_experts: the engine's routed-experts capturer cannot size its buffers and "
             "fails once the weights are loaded ('Could not resolve num_experts from model "
             "config'); drop --enable-return-routed-experts");
   model["num_local_experts"] = 64;
-  EXPECT_EQ(errors(model), "");
+  EXPECT_EQ(ConfigErrors(model, c), "");
 
   // Kimi Linear's config names its experts per token num_experts_per_token.
   LaunchOptions o = Model("kimi-linear-48b");
