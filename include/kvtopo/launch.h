@@ -276,12 +276,11 @@ struct ModelCacheSpecs {
   // layers on the last, where the engine builds its drafter). Empty with one stage.
   std::vector<int64_t> pipeline_partition;
   std::vector<int> layer_stages;
-  // Full CUDA graphs for decode, which with recurrent layers need a block per running request
-  // (CompilationConfig.resolve_cudagraph_mode_and_sizes): off under --enforce-eager.
-  // `cudagraph_mode_unresolved` names what the launch sets that may change the engine's CUDA
-  // graph mode and that kvtopo does not resolve (-O, --compilation-config, speculative decoding,
-  // a connector that may need piecewise graphs); empty: the engine's default, full graphs.
-  bool full_cudagraphs = true;
+  // What the launch sets that may change the engine's CUDA graph mode and that kvtopo does not
+  // resolve (-O, --compilation-config, speculative decoding, a connector that may need piecewise
+  // graphs); empty: the engine's default, full decode graphs (none under
+  // CacheOptions::enforce_eager), which with recurrent layers need a block per running request
+  // (CompilationConfig.resolve_cudagraph_mode_and_sizes).
   std::string cudagraph_mode_unresolved;
   // The connector that builds an OffloadingSpec (OffloadingConnector, the native
   // --kv-offloading-size backend), which asserts every group's block is a multiple of the cache

@@ -2905,9 +2905,9 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
     if (const int64_t n = count(text[key]); n > 0) return n;
     break;
   }
-  int64_t largest = 0;
   const auto blocks = text.find("block_configs");
   if (blocks == text.end() || !blocks->is_array()) return 0;
+  int64_t largest = 0;
   for (const nlohmann::json& block : *blocks) {
     if (!block.is_object() || block.value("block_type", nlohmann::json()) != "moe") continue;
     if (const auto n = block.find("n_routed_experts"); n != block.end()) {

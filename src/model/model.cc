@@ -2117,7 +2117,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // --enforce-eager; -O levels and a --compilation-config may set any mode, a draft's step may
   // downgrade it on a backend without uniform-batch graphs, and an LMCache layerwise connector
   // (or one kvtopo cannot resolve) asks for piecewise graphs.
-  b.out.full_cudagraphs = !config.cache.enforce_eager;
   std::vector<std::string> cudagraph_flags;
   for (const std::string& flag : flags) {
     const bool optimization = flag.starts_with("-O") || flag.starts_with("--optimization-level");

@@ -940,7 +940,8 @@ Result<Plan> Planner::Run() {
   const bool recurrent = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) {
     return g.geometry.kind() == CacheKind::kRecurrent;
   });
-  if (recurrent && specs_.full_cudagraphs && inputs_.cache.max_num_seqs > plan.pool.num_blocks) {
+  if (recurrent && !inputs_.cache.enforce_eager &&
+      inputs_.cache.max_num_seqs > plan.pool.num_blocks) {
     const std::string rule = fmt::format(
         "--max-num-seqs {} exceeds the {} blocks of the pool, and the engine's full decode CUDA "
         "graphs need a recurrent-state block for each request",
@@ -1016,7 +1017,7 @@ Result<Plan> Planner::Run() {
         "kv-cache-memory",
         fmt::format("one request of --max-model-len {} needs {} B of KV cache per rank, more than "
                     "the {} B the pool holds{}; raise {} or lower --max-model-len{}",
-                    specs_.max_model_len, needed, std::max<int64_t>(usable, 0), fit, pool_flag,
+                    specs_.max_model_len, needed, usable, fit, pool_flag,
                     cross ? fmt::format(" or --max-num-batched-tokens (the cross-attention groups "
                                         "hold pages for its {} encoder tokens per request)",
                                         inputs_.cache.max_num_batched_tokens)
