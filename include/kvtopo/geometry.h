@@ -7,6 +7,8 @@
 //                       (a positive divisor of N), 1 replicated, 1 recurrent
 //   block_size          tokens per physical page on one rank (B)
 //   manager_block_size  B * dcp_shard_count: global tokens one block id covers
+//   context_parallel_block_size  B * N * P, whatever the placement: the unit the engine's
+//                       offloading spec counts a block of the group in (OffloadingSpec)
 //   required_columns    sharded/partial cdiv(L, B*shards); replicated cdiv(L, B);
 //                       recurrent align/all cdiv(L, B) + S, none 1 + S (never divided by N);
 //                       cross-attention cdiv(E, B), E the encoder tokens a request may hold
@@ -86,6 +88,7 @@ class GroupGeometry {
   int64_t dcp_shard_count() const { return dcp_shard_count_; }
   int64_t block_size() const { return block_size_; }
   int64_t manager_block_size() const { return manager_block_size_; }
+  int64_t context_parallel_block_size() const { return context_parallel_block_size_; }
   int64_t kernel_block_size() const { return kernel_block_size_; }
   int64_t kernel_blocks_per_block() const {
     return kernel_block_size_ > 0 ? block_size_ / kernel_block_size_ : 0;
@@ -182,6 +185,7 @@ class GroupGeometry {
   int64_t block_size_ = 0;
   int64_t manager_block_size_ = 0;
   int manager_block_shift_ = -1;  // log2(manager_block_size_) when a power of two, else -1
+  int64_t context_parallel_block_size_ = 0;
   int64_t kernel_block_size_ = 0;
   int64_t page_size_bytes_ = 0;
   int64_t required_columns_ = 0;

@@ -205,6 +205,12 @@ struct LaunchConfig {
   std::string kv_connector;
   std::string kv_connector_source;
   std::optional<bool> kv_connector_hma;
+  // OffloadingConnector's spec, from its kv_connector_extra_config (OffloadingSpecFactory and
+  // OffloadingSpec at 28be48fa9): the class (spec_name; CPUOffloadingSpec unless named) and the
+  // offloaded block's tokens (block_size; 0: not given, one cache block). Empty and 0 for other
+  // connectors.
+  std::string kv_offloading_spec;
+  int64_t kv_offloaded_block_size = 0;
   // --enable-sleep-mode and PYTORCH_CUDA_ALLOC_CONF as given: the engine refuses a KV connector
   // beside an allocator with expandable segments unless sleep mode is on.
   bool enable_sleep_mode = false;
@@ -286,6 +292,12 @@ struct ModelCacheSpecs {
   // --kv-offloading-size backend), which asserts every group's block is a multiple of the cache
   // block; empty: none.
   std::string offloading_connector;
+  // Its spec class and offloaded block (LaunchConfig::kv_offloading_spec and
+  // kv_offloaded_block_size): with a block given, every group has one block size and the
+  // offloaded block is a multiple of it times the context-parallel ranks; the tiering spec takes
+  // one group.
+  std::string offloading_spec;
+  int64_t offloaded_block_size = 0;
 };
 
 }  // namespace kvtopo

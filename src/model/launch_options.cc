@@ -17,6 +17,7 @@
 
 #include "internal/ascii_case.h"
 #include "internal/checked_math.h"
+#include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "internal/units.h"
 #include "kvtopo/limits.h"
@@ -1021,6 +1022,84 @@ Result<std::optional<bool>> ConnectorHma(const nlohmann::json& config, const std
   return unknown ? std::optional<bool>() : std::optional<bool>(true);
 }
 
+// OffloadingConnector's spec, read from its kv_connector_extra_config as the engine reads it
+// once the KV cache is sized (OffloadingSpecFactory.create_spec, OffloadingSpec.__init__,
+// CPUOffloadingSpec.__init__ and TieringOffloadingSpec.__init__ at 28be48fa9): spec_name (the
+// factory's CPUOffloadingSpec unless named; another name needs spec_module_path), the CPU and
+// tiering specs' cpu_bytes_to_use (which --kv-offloading-size sets) and secondary_tiers, and
+// block_size, the offloaded block's tokens (int() of it), which the planner checks against the
+// groups' blocks.
+Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
+  const nlohmann::json none;
+  const auto extra_it = transfer.find("kv_connector_extra_config");
+  const nlohmann::json& extra = extra_it == transfer.end() ? none : *extra_it;
+  auto get = [&](const std::string& key) -> const nlohmann::json& {
+    const auto it = extra.find(key);
+    return it == extra.end() ? none : *it;
+  };
+  constexpr std::string_view kKeys = "--kv-transfer-config: kv_connector_extra_config";
+  std::string spec = "CPUOffloadingSpec";
+  bool registered = true;
+  if (extra.contains("spec_name")) {
+    const nlohmann::json& name = get("spec_name");
+    if (!name.is_string()) {
+      return InvalidArgument(
+          fmt::format("{}.spec_name must be an offloading spec class's name, got {}", kKeys,
+                      internal::JsonText(name)));
+    }
+    spec = name.get<std::string>();
+    registered = spec == "CPUOffloadingSpec" || spec == "TieringOffloadingSpec";
+    if (!registered && get("spec_module_path").is_null()) {
+      return InvalidArgument(fmt::format(
+          "{}.spec_name '{}' is not an offloading spec the engine registers ('Unsupported spec "
+          "type: {}'); registered: CPUOffloadingSpec, TieringOffloadingSpec; an external one "
+          "needs spec_module_path",
+          kKeys, spec, spec));
+    }
+  }
+  if (registered) {
+    const nlohmann::json& bytes = get("cpu_bytes_to_use");
+    if (!internal::PythonTruth(bytes)) {
+      const bool from_size = c.kv_connector_source.starts_with("--kv-offloading-size");
+      return Rejected(fmt::format(
+          "KV connector OffloadingConnector ({}) with {}: the engine's {} raises once the "
+          "weights are loaded ('cpu_bytes_to_use must be specified in "
+          "kv_connector_extra_config'); {}",
+          c.kv_connector_source,
+          from_size         ? std::string("no CPU bytes to offload to")
+          : bytes.is_null() ? std::string("no kv_connector_extra_config.cpu_bytes_to_use")
+                            : fmt::format("kv_connector_extra_config.cpu_bytes_to_use {}",
+                                          internal::JsonText(bytes)),
+          spec,
+          from_size ? "give --kv-offloading-size a size above 0"
+                    : "set cpu_bytes_to_use to the bytes to offload to, or pass "
+                      "--kv-offloading-size in GiB"));
+    }
+    if (!internal::PythonInt(bytes)) {
+      return InvalidArgument(fmt::format("{}.cpu_bytes_to_use must be a number of bytes, got {}",
+                                         kKeys, internal::JsonText(bytes)));
+    }
+    if (spec == "TieringOffloadingSpec" && extra.contains("secondary_tiers") &&
+        !get("secondary_tiers").is_array()) {
+      return InvalidArgument(fmt::format(
+          "{}.secondary_tiers must be a list of tier configurations, got {} (the engine raises "
+          "'secondary_tiers must be a list of tier configurations')",
+          kKeys, internal::JsonText(get("secondary_tiers"))));
+    }
+  }
+  if (const nlohmann::json& block = get("block_size"); !block.is_null()) {
+    const std::optional<int64_t> tokens = internal::PythonInt(block);
+    if (!tokens || *tokens <= 0) {
+      return InvalidArgument(
+          fmt::format("{}.block_size must be a positive number of tokens, got {}", kKeys,
+                      internal::JsonText(block)));
+    }
+    c.kv_offloaded_block_size = *tokens;
+  }
+  c.kv_offloading_spec = spec;
+  return Status::Ok();
+}
+
 // The connector the engine builds from --kv-transfer-config and --kv-offloading-size /
 // --kv-offloading-backend (VllmConfig._post_init_kv_transfer_config: offloading replaces the
 // connector named), checked as KVTransferConfig checks it, and whether it supports the hybrid
@@ -1063,6 +1142,12 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
       return InvalidArgument(
           fmt::format("--kv-offloading-size must be a number of GiB, 0 or more, got '{}'", text));
     }
+    // The native spec takes int() of its bytes: they must fit 64 bits (2^33 GiB is 2^63 bytes).
+    if (*gib >= 8589934592.0) {
+      return InvalidArgument(fmt::format(
+          "--kv-offloading-size {} GiB is more bytes than 64 bits hold; give less than 8589934592",
+          text));
+    }
     // The offloading backend's connector replaces any named, with kv_role kv_both.
     if (!transfer.is_object()) transfer = nlohmann::json::object();
     transfer["kv_connector"] = backend == "lmcache" ? "LMCacheConnectorV1"
@@ -1070,6 +1155,12 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
                                    ? "SimpleCPUOffloadConnector"
                                    : "OffloadingConnector";
     transfer["kv_role"] = "kv_both";
+    // The native backend adds the CPU bytes to the extra config given (the spec reads them).
+    if (backend == "native") {
+      nlohmann::json& extra = transfer["kv_connector_extra_config"];
+      if (extra.is_null()) extra = nlohmann::json::object();
+      if (extra.is_object()) extra["cpu_bytes_to_use"] = *gib * 1073741824.0;
+    }
     c.kv_connector_source =
         fmt::format("--kv-offloading-size {} --kv-offloading-backend {}", text, backend);
   } else if (o.kv_transfer_config) {
@@ -1083,6 +1174,9 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   }
   KVTOPO_ASSIGN_OR_RETURN(c.kv_connector_hma, ConnectorHma(transfer, c.kv_connector_source));
   c.kv_connector = transfer["kv_connector"].get<std::string>();
+  if (c.kv_connector == "OffloadingConnector") {
+    KVTOPO_RETURN_IF_ERROR(ReadOffloadingSpec(transfer, c));
+  }
   return Status::Ok();
 }
 

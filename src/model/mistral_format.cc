@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "internal/json_int.h"
 #include "kvtopo/limits.h"
 #include "model/config_reader.h"
 
@@ -23,13 +24,7 @@ namespace {
 constexpr int64_t kDefaultMistralLength = 128000;
 
 // Python's truth value of a JSON value, which the engine's converter tests its keys with.
-bool Truthy(const nlohmann::json* v) {
-  if (v == nullptr || v->is_null()) return false;
-  if (v->is_boolean()) return v->get<bool>();
-  if (v->is_number()) return v->get<double>() != 0;
-  if (v->is_string()) return !v->get<std::string>().empty();
-  return !v->empty();  // array, object
-}
+bool Truthy(const nlohmann::json* v) { return v != nullptr && internal::PythonTruth(*v); }
 
 const nlohmann::json* Find(const nlohmann::json& obj, std::string_view key) {
   if (!obj.is_object()) return nullptr;

@@ -2134,6 +2134,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   if (config.kv_connector == "OffloadingConnector") {
     b.out.offloading_connector =
         fmt::format("KV connector OffloadingConnector ({})", config.kv_connector_source);
+    b.out.offloading_spec = config.kv_offloading_spec;
+    b.out.offloaded_block_size = config.kv_offloaded_block_size;
   }
 
   ValidateBackends(b);

@@ -183,6 +183,7 @@ class Planner {
   Result<int64_t> MaxModelLenThatFits(const std::vector<PlannedGroup>& groups,
                                       int64_t bytes_per_block, int64_t memory) const;
   Status Finalize(Plan& plan);
+  void CheckOffloading(const Plan& plan);
   Result<int64_t> BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition = -1,
                                 int stage = -1) const;
   int StageOf(const std::string& layer) const;  // 0 without pipeline stages
@@ -682,6 +683,85 @@ Status Planner::TryPromotion(Plan& plan, const std::vector<LayerSpec>& replicate
   return Status::Ok();
 }
 
+// The engine's offloading spec (OffloadingSpec.__init__ and TieringOffloadingSpec.get_manager at
+// 28be48fa9), once the weights are loaded and the KV cache is sized.
+void Planner::CheckOffloading(const Plan& plan) {
+  // OffloadingSpec: each group's block is a multiple of the cache block (the target's attention
+  // block), which a recurrent block of the whole length (prefix caching off) is not. Draft groups
+  // are left out: the seeds' replicated drafts keep blocks of their own, whose offloading the
+  // fork at 28be48fa9 does not show.
+  if (specs_.offloading_connector.empty()) return;
+  int64_t cache_block = 0;
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.role != Role::kTarget || g.geometry.kind() == CacheKind::kRecurrent) continue;
+    if (cache_block == 0 || g.geometry.block_size() < cache_block) {
+      cache_block = g.geometry.block_size();
+    }
+  }
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.role != Role::kTarget || cache_block == 0 || g.geometry.block_size() % cache_block == 0) {
+      continue;
+    }
+    diagnostics_.push_back(Error(
+        "kv-offloading-block-size",
+        fmt::format("{} needs every group's block a multiple of the {}-token cache block, and "
+                    "group '{}' has {}-token blocks: the engine's offloading spec asserts it "
+                    "once the weights are loaded{}",
+                    specs_.offloading_connector, cache_block, g.spec.name, g.geometry.block_size(),
+                    g.geometry.kind() == CacheKind::kRecurrent
+                        ? "; pass --enable-prefix-caching, which gives recurrent layers the "
+                          "cache block"
+                        : "")));
+    return;
+  }
+  // kv_connector_extra_config.block_size: one block size over the groups, and the offloaded
+  // block a whole number of them, each counted as the block times the context-parallel ranks.
+  if (specs_.offloaded_block_size > 0) {
+    const PlannedGroup* first = nullptr;
+    for (const PlannedGroup& g : plan.groups) {
+      if (g.role != Role::kTarget) continue;
+      if (first == nullptr) {
+        first = &g;
+      } else if (g.geometry.block_size() != first->geometry.block_size()) {
+        diagnostics_.push_back(Error(
+            "kv-offloading-block-size",
+            fmt::format("{} with kv_connector_extra_config.block_size {} needs one block size "
+                        "over the groups, and group '{}' has {}-token blocks where group '{}' "
+                        "has {}: the engine's offloading spec asserts it once the weights are "
+                        "loaded ('all groups must have the same block size'); drop block_size",
+                        specs_.offloading_connector, specs_.offloaded_block_size, g.spec.name,
+                        g.geometry.block_size(), first->spec.name, first->geometry.block_size())));
+        return;
+      }
+    }
+    if (first != nullptr &&
+        specs_.offloaded_block_size % first->geometry.context_parallel_block_size() != 0) {
+      const int64_t unit = first->geometry.context_parallel_block_size();
+      const int64_t ranks = unit / first->geometry.block_size();
+      diagnostics_.push_back(Error(
+          "kv-offloading-block-size",
+          fmt::format("{} with kv_connector_extra_config.block_size {}: the engine offloads whole "
+                      "blocks of {} tokens ({}-token blocks{}), and its offloading spec asserts "
+                      "the offloaded block is a multiple of them once the weights are loaded; "
+                      "set block_size to a multiple of {}",
+                      specs_.offloading_connector, specs_.offloaded_block_size, unit,
+                      first->geometry.block_size(),
+                      ranks > 1 ? fmt::format(" times {} context-parallel ranks", ranks) : "",
+                      unit)));
+      return;
+    }
+  }
+  // The tiering spec's primary tier asserts one group.
+  if (specs_.offloading_spec == "TieringOffloadingSpec" && plan.groups.size() > 1) {
+    diagnostics_.push_back(Error(
+        "kv-offloading-tiering-groups",
+        fmt::format("{} with spec_name TieringOffloadingSpec: the tiering spec takes one KV cache "
+                    "group and this plan has {}: the engine asserts it once the weights are "
+                    "loaded; use CPUOffloadingSpec (drop spec_name)",
+                    specs_.offloading_connector, plan.groups.size())));
+  }
+}
+
 Status Planner::Finalize(Plan& plan) {
   KVTOPO_RETURN_IF_ERROR(ComputeGeometries(plan.groups));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes_per_block, BytesPerBlock(plan.groups));
@@ -964,37 +1044,7 @@ Result<Plan> Planner::Run() {
                       rule, specs_.cudagraph_mode_unresolved, knobs)});
     }
   }
-  // OffloadingSpec: each group's block is a multiple of the cache block (the target's attention
-  // block), which a recurrent block of the whole length (prefix caching off) is not. Draft groups
-  // are left out: the seeds' replicated drafts keep blocks of their own, whose offloading the
-  // fork at 28be48fa9 does not show.
-  if (!specs_.offloading_connector.empty()) {
-    int64_t cache_block = 0;
-    for (const PlannedGroup& g : plan.groups) {
-      if (g.role != Role::kTarget || g.geometry.kind() == CacheKind::kRecurrent) continue;
-      if (cache_block == 0 || g.geometry.block_size() < cache_block) {
-        cache_block = g.geometry.block_size();
-      }
-    }
-    for (const PlannedGroup& g : plan.groups) {
-      if (g.role != Role::kTarget || cache_block == 0 ||
-          g.geometry.block_size() % cache_block == 0) {
-        continue;
-      }
-      diagnostics_.push_back(Error(
-          "kv-offloading-block-size",
-          fmt::format("{} needs every group's block a multiple of the {}-token cache block, and "
-                      "group '{}' has {}-token blocks: the engine's offloading spec asserts it "
-                      "once the weights are loaded{}",
-                      specs_.offloading_connector, cache_block, g.spec.name,
-                      g.geometry.block_size(),
-                      g.geometry.kind() == CacheKind::kRecurrent
-                          ? "; pass --enable-prefix-caching, which gives recurrent layers the "
-                            "cache block"
-                          : "")));
-      break;
-    }
-  }
+  CheckOffloading(plan);
   KVTOPO_ASSIGN_OR_RETURN(const int64_t usable, CheckedMemory(plan.pool.bytes_per_block));
   KVTOPO_ASSIGN_OR_RETURN(plan.max_model_len_that_fits,
                           MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block, usable));

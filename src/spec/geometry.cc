@@ -178,6 +178,12 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
   g.block_size_ = B;
   KVTOPO_ASSIGN_OR_RETURN(g.manager_block_size_,
                           internal::CheckedMul(B, g.dcp_shard_count_, "manager block size"));
+  KVTOPO_ASSIGN_OR_RETURN(
+      const int64_t context_parallel,
+      internal::CheckedMul(N, parallel.prefill_context_parallel_size, "context-parallel ranks"));
+  KVTOPO_ASSIGN_OR_RETURN(
+      g.context_parallel_block_size_,
+      internal::CheckedMul(B, context_parallel, "block size times the context-parallel ranks"));
   if (std::has_single_bit(static_cast<uint64_t>(g.manager_block_size_))) {
     g.manager_block_shift_ = std::countr_zero(static_cast<uint64_t>(g.manager_block_size_));
   }

@@ -2,8 +2,10 @@
 // --kv-offloading-backend) and the hybrid KV cache manager they leave on or turn off: the
 // connector registry's SupportsHMA classes, MultiConnector's sub-connectors, the checks
 // KVTransferConfig makes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -173,6 +175,10 @@ TEST(KvConnector, RefusedValuesNamed) {
   o.kv_transfer_config.reset();
   o.kv_offloading_size = "-1";
   EXPECT_EQ(message(o), "--kv-offloading-size must be a number of GiB, 0 or more, got '-1'");
+  o.kv_offloading_size = "1e300";
+  EXPECT_EQ(message(o),
+            "--kv-offloading-size 1e300 GiB is more bytes than 64 bits hold; give less than "
+            "8589934592");
   o.kv_offloading_size = "64GiB";
   EXPECT_EQ(message(o), "--kv-offloading-size must be a number of GiB, 0 or more, got '64GiB'");
   o.kv_offloading_size = "64";
@@ -238,6 +244,180 @@ TEST(KvConnector, SimpleOffloadAndExpandableSegments) {
             "engine refuses a KV connector beside expandable_segments:True, whose allocator can "
             "remap the KV cache's pinned memory, unless sleep mode is on; drop "
             "expandable_segments:True or pass --enable-sleep-mode");
+}
+
+// OffloadingConnector's kv_connector_extra_config, read as the engine's offloading spec reads it
+// once the KV cache is sized: the offloaded block_size (int() of it) is a whole number of the
+// cache block times the context-parallel ranks, the CPU and tiering specs need cpu_bytes_to_use
+// (which --kv-offloading-size sets), another spec_name needs its module, and the tiering spec
+// takes one group. kimi-k2.6 at TP 8: one MLA group of 256-token blocks.
+TEST(KvConnector, OffloadingSpecFromExtraConfig) {
+  LaunchOptions o;
+  o.model = "kimi-k2.6";
+  o.tensor_parallel_size = 8;
+  auto transfer = [](std::string_view extra) {
+    return fmt::format(
+        R"({{"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+             "kv_connector_extra_config": {{{}}}}})",
+        extra);
+  };
+  auto errors = [](const LaunchOptions& o) {
+    Result<Plan> plan = PlanLaunch(ToLaunchConfig(o).value());
+    return plan.ok() ? plan->ErrorLines() : plan.status().ToString();
+  };
+  auto status = [](const LaunchOptions& o) { return ToLaunchConfig(o).status(); };
+
+  o.kv_transfer_config = transfer(R"("cpu_bytes_to_use": 68719476736, "block_size": 1024)");
+  Result<LaunchConfig> launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->kv_offloading_spec, "CPUOffloadingSpec");
+  EXPECT_EQ(launch->kv_offloaded_block_size, 1024);
+  Result<Plan> plan = PlanLaunch(*launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->capacity.max_tokens, 488'704);
+
+  // Under DCP 8 the engine counts a block as 256 x 8 tokens.
+  o.decode_context_parallel_size = 8;
+  EXPECT_EQ(errors(o),
+            "\n  error [kv-offloading-block-size] KV connector OffloadingConnector "
+            "(--kv-transfer-config) with kv_connector_extra_config.block_size 1024: the engine "
+            "offloads whole blocks of 2048 tokens (256-token blocks times 8 context-parallel "
+            "ranks), and its offloading spec asserts the offloaded block is a multiple of them "
+            "once the weights are loaded; set block_size to a multiple of 2048");
+  // int() of a string, a float (truncated) and digits with a sign and underscores.
+  for (std::string_view block : {R"("2048")", "2048.9", R"(" +2_048 ")", "4096"}) {
+    o.kv_transfer_config =
+        transfer(fmt::format(R"("cpu_bytes_to_use": 1e9, "block_size": {})", block));
+    launch = ToLaunchConfig(o);
+    ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+    EXPECT_EQ(launch->kv_offloaded_block_size, block == "4096" ? 4096 : 2048) << block;
+    EXPECT_EQ(errors(o), "") << block;
+  }
+  for (std::string_view block : {R"("2k")", "0", "-2048", "[2048]", R"("2__048")"}) {
+    o.kv_transfer_config =
+        transfer(fmt::format(R"("cpu_bytes_to_use": 1e9, "block_size": {})", block));
+    EXPECT_EQ(status(o).message(),
+              fmt::format("--kv-transfer-config: kv_connector_extra_config.block_size must be a "
+                          "positive number of tokens, got {}",
+                          nlohmann::json::parse(block).dump()));
+    EXPECT_EQ(status(o).code(), StatusCode::kInvalidArgument);
+  }
+
+  // The CPU bytes: none, zero, or not a number.
+  o.kv_transfer_config = transfer(R"("block_size": 2048)");
+  EXPECT_EQ(status(o).code(), StatusCode::kRejected);
+  EXPECT_EQ(status(o).message(),
+            "KV connector OffloadingConnector (--kv-transfer-config) with no "
+            "kv_connector_extra_config.cpu_bytes_to_use: the engine's CPUOffloadingSpec raises "
+            "once the weights are loaded ('cpu_bytes_to_use must be specified in "
+            "kv_connector_extra_config'); set cpu_bytes_to_use to the bytes to offload to, or pass "
+            "--kv-offloading-size in GiB");
+  o.kv_transfer_config = transfer(R"("cpu_bytes_to_use": "0x10")");
+  EXPECT_EQ(status(o).message(),
+            "--kv-transfer-config: kv_connector_extra_config.cpu_bytes_to_use must be a number of "
+            "bytes, got \"0x10\"");
+  o.kv_transfer_config = transfer(R"("cpu_bytes_to_use": "0")");  // truthy; int() gives 0 blocks
+  EXPECT_TRUE(status(o).ok()) << status(o).ToString();
+  o.kv_transfer_config = transfer(R"("cpu_bytes_to_use": 0)");
+  EXPECT_EQ(status(o).message(),
+            "KV connector OffloadingConnector (--kv-transfer-config) with "
+            "kv_connector_extra_config.cpu_bytes_to_use 0: the engine's CPUOffloadingSpec raises "
+            "once the weights are loaded ('cpu_bytes_to_use must be specified in "
+            "kv_connector_extra_config'); set cpu_bytes_to_use to the bytes to offload to, or pass "
+            "--kv-offloading-size in GiB");
+  // --kv-offloading-size adds them to the extra config given, whose block_size stays.
+  o.kv_transfer_config = transfer(R"("block_size": 2048)");
+  o.kv_offloading_size = "64";
+  launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->kv_offloaded_block_size, 2048);
+  EXPECT_EQ(errors(o), "");
+  o.kv_offloading_size = "0";
+  EXPECT_EQ(status(o).message(),
+            "KV connector OffloadingConnector (--kv-offloading-size 0 --kv-offloading-backend "
+            "native) with no CPU bytes to offload to: the engine's CPUOffloadingSpec raises once "
+            "the weights are loaded ('cpu_bytes_to_use must be specified in "
+            "kv_connector_extra_config'); give --kv-offloading-size a size above 0");
+  // The LMCache backend replaces the extra config: no offloading spec.
+  o.kv_offloading_size = "64";
+  o.kv_offloading_backend = "lmcache";
+  launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->kv_connector, "LMCacheConnectorV1");
+  EXPECT_EQ(launch->kv_offloading_spec, "");
+  EXPECT_EQ(launch->kv_offloaded_block_size, 0);
+  o.kv_offloading_size.reset();
+  o.kv_offloading_backend.reset();
+
+  // The spec class: an unregistered name needs its module, which then decides the CPU bytes.
+  o.kv_transfer_config = transfer(R"("spec_name": "DiskOffloadingSpec")");
+  EXPECT_EQ(status(o).message(),
+            "--kv-transfer-config: kv_connector_extra_config.spec_name 'DiskOffloadingSpec' is "
+            "not an offloading spec the engine registers ('Unsupported spec type: "
+            "DiskOffloadingSpec'); registered: CPUOffloadingSpec, TieringOffloadingSpec; an "
+            "external one needs spec_module_path");
+  o.kv_transfer_config = transfer(R"("spec_name": ["CPUOffloadingSpec"])");
+  EXPECT_EQ(status(o).message(),
+            "--kv-transfer-config: kv_connector_extra_config.spec_name must be an offloading spec "
+            "class's name, got [\"CPUOffloadingSpec\"]");
+  o.kv_transfer_config =
+      transfer(R"("spec_name": "DiskOffloadingSpec", "spec_module_path": "disk_offload")");
+  launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->kv_offloading_spec, "DiskOffloadingSpec");
+
+  // The tiering spec: a list of secondary tiers, and one group.
+  o.kv_transfer_config = transfer(
+      R"("spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 1e9, "secondary_tiers": {})");
+  EXPECT_EQ(status(o).message(),
+            "--kv-transfer-config: kv_connector_extra_config.secondary_tiers must be a list of "
+            "tier configurations, got {} (the engine raises 'secondary_tiers must be a list of "
+            "tier configurations')");
+  o.kv_transfer_config = transfer(
+      R"("spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 1e9, "secondary_tiers": [])");
+  EXPECT_EQ(errors(o), "");
+  LaunchOptions g = GptOss();
+  g.kv_transfer_config = o.kv_transfer_config;
+  EXPECT_EQ(errors(g),
+            "\n  error [kv-offloading-tiering-groups] KV connector OffloadingConnector "
+            "(--kv-transfer-config) with spec_name TieringOffloadingSpec: the tiering spec takes "
+            "one KV cache group and this plan has 2: the engine asserts it once the weights are "
+            "loaded; use CPUOffloadingSpec (drop spec_name)");
+
+  // Qwen3-Next with its recurrent blocks set apart from the 544-token cache block.
+  LaunchOptions q;
+  q.model = "qwen3-next-80b";
+  q.enable_prefix_caching = true;
+  q.mamba_block_size = 1088;
+  q.kv_offloading_size = "8";
+  q.kv_transfer_config = transfer(R"("block_size": 1088)");
+  EXPECT_EQ(errors(q),
+            "\n  error [kv-offloading-block-size] KV connector OffloadingConnector "
+            "(--kv-offloading-size 8 --kv-offloading-backend native) with "
+            "kv_connector_extra_config.block_size 1088 needs one block size over the groups, and "
+            "group 'model.layers.3.self_attn' has 544-token blocks where group "
+            "'model.layers.0.linear_attn' has 1088: the engine's offloading spec asserts it once "
+            "the weights are loaded ('all groups must have the same block size'); drop "
+            "block_size");
+  q.mamba_block_size.reset();
+  q.kv_transfer_config = transfer(R"("block_size": 1000)");
+  EXPECT_EQ(errors(q),
+            "\n  error [kv-offloading-block-size] KV connector OffloadingConnector "
+            "(--kv-offloading-size 8 --kv-offloading-backend native) with "
+            "kv_connector_extra_config.block_size 1000: the engine offloads whole blocks of 544 "
+            "tokens (544-token blocks), and its offloading spec asserts the offloaded block is a "
+            "multiple of them once the weights are loaded; set block_size to a multiple of 544");
+  q.kv_transfer_config = transfer(R"("block_size": 1632)");
+  EXPECT_EQ(errors(q), "");
+
+  // Another connector's extra config is not an offloading spec.
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                             "kv_connector_extra_config": {"block_size": 7}})";
+  launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->kv_offloaded_block_size, 0);
+  EXPECT_EQ(errors(o), "");
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ TEST(GroupGeometry, SeedRegressionRecurrentWidthIsNotDcpScaled) {
   EXPECT_EQ(rec->placement(), Placement::kRecurrent);
   EXPECT_EQ(rec->dcp_shard_count(), 1);
   EXPECT_EQ(rec->manager_block_size(), 768);
+  // The engine's offloading spec counts every group's block times the context-parallel ranks.
+  EXPECT_EQ(rec->context_parallel_block_size(), 12288);
   EXPECT_EQ(rec->required_columns(), 1310);
   EXPECT_EQ(rec->block_table_width(), 1310);
   EXPECT_EQ(rec->max_pages_per_request(), 9);
@@ -125,6 +127,7 @@ TEST(GroupGeometry, ReplicatedAndPartialPlacements) {
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->placement(), Placement::kReplicated);
   EXPECT_EQ(g->manager_block_size(), 64);
+  EXPECT_EQ(g->context_parallel_block_size(), 256);
   EXPECT_EQ(g->block_table_width(), 64);
   EXPECT_EQ(g->block_table_bytes_per_rank(), 64 * 4 * 8);
 
