@@ -21,6 +21,7 @@ constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
 constexpr const char* kHfOverridesKey = "--hf-overrides-key";
 constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
+constexpr const char* kCompilationKey = "--compilation-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 std::string FlagNames(const LaunchOption& o) {
@@ -132,6 +133,7 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
        {std::pair{kNotPlannedFlag, &f.not_planned}, std::pair{kSpeculativeKey, &f.speculative_keys},
         std::pair{kHfOverridesKey, &f.hf_override_keys},
         std::pair{kKvTransferKey, &f.kv_transfer_keys},
+        std::pair{kCompilationKey, &f.compilation_keys},
         std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
     app->add_option(name, *values)->group("")->allow_extra_args(false);
   }
@@ -234,6 +236,10 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
     use_folded(f.kv_transfer_keys, "--kv-transfer-config", "kv-transfer-config-replaced",
                o.kv_transfer_config);
   }
+  if (!f.compilation_keys.empty()) {
+    use_folded(f.compilation_keys, "--compilation-config", "compilation-config-replaced",
+               o.compilation_config);
+  }
   o.not_planned = f.not_planned;
   for (const std::string& text : f.launch_diagnostics) {
     const nlohmann::json d = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -323,8 +329,13 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
     }
     const size_t eq = arg.find('=');
     std::string name = arg.substr(0, eq);
-    const std::optional<std::string> attached =
+    std::optional<std::string> attached =
         eq == std::string::npos ? std::nullopt : std::optional<std::string>(arg.substr(eq + 1));
+    // The engine's parser reads -O<x> as --optimization-level <x>, whatever x is (-O3, -O=3).
+    if (arg.starts_with("-O") && arg.size() > 2 && arg[2] != '=') {
+      name = "-O";
+      attached = arg.substr(2);
+    }
     if (name == "--config" && attached) {
       // The engine pulls a file in only from `--config FILE`; `--config=FILE` is stored and
       // never read.
@@ -367,6 +378,10 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
       }
       if (name == FlagName("kv_transfer_config")) {
         out.push_back(fmt::format("{}={}={}", kKvTransferKey, key, value));
+        continue;
+      }
+      if (name == FlagName("compilation_config")) {
+        out.push_back(fmt::format("{}={}={}", kCompilationKey, key, value));
         continue;
       }
       const VllmFlag* flag = own_flag ? nullptr : FindVllmFlagNotPlanned(name + "." + key);

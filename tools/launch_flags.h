@@ -31,6 +31,8 @@ struct LaunchFlags {
   std::vector<std::string> hf_override_keys;
   // --kv-transfer-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
   std::vector<std::string> kv_transfer_keys;
+  // --compilation-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
+  std::vector<std::string> compilation_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

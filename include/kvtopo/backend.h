@@ -20,6 +20,12 @@ namespace kvtopo {
 // The layer families a backend can be the default for (profiles/backends.json "default_for").
 enum class BackendFamily { kAttention, kMla, kSparseMla };
 
+// The batches a backend's CUDA graphs can replay (the engine's AttentionCGSupport, in order):
+// none, uniform single-token decodes, uniform batches (every request the same query length, as
+// speculative decoding's 1 + k), any batch.
+enum class CudagraphSupport { kNever, kUniformSingleTokenDecode, kUniformBatch, kAlways };
+std::string_view CudagraphSupportName(CudagraphSupport support);
+
 struct BackendCaps {
   std::string name;     // upper case, e.g. "B12X_MLA"
   bool mla = false;     // serves MLA latent caches (else K/V attention)
@@ -48,6 +54,9 @@ struct BackendCaps {
   bool computes_float32 = false;  // runs a float32 model (others: float16 and bfloat16 only)
   // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
   bool stores_turboquant = false;
+  // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the
+  // backend comes after the engine commit the registry reads).
+  std::optional<CudagraphSupport> cudagraph_support;
   int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
   int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
   // The family this backend serves when neither the launch nor the model profile names one.

@@ -234,6 +234,25 @@ struct LaunchConfig {
   // --language-model-only: every modality's input limit is 0, so a multimodal target serves
   // text alone (the engine's MultiModalConfig).
   bool language_model_only = false;
+  // What the engine resolves its CUDA graph mode from (CompilationConfig and
+  // VllmConfig.__post_init__ at 28be48fa9), beside --enforce-eager (CacheOptions): -O, and what
+  // --compilation-config states. Unset: not given.
+  struct Compilation {
+    int64_t optimization_level = 2;           // -O: 0 to 3
+    std::optional<int64_t> mode;              // 0 NONE ... 3 VLLM_COMPILE
+    std::string cudagraph_mode;               // NONE, PIECEWISE, FULL, FULL_DECODE_ONLY,
+                                              // FULL_AND_PIECEWISE; empty: not given
+    std::optional<bool> splitting_ops_empty;  // splitting_ops [] (true) or a list (false)
+    bool use_inductor_graph_partition = false;
+    bool fuse_attn_quant = false;       // pass_config.fuse_attn_quant
+    bool sequence_parallelism = false;  // pass_config.enable_sp or fuse_gemm_comms
+    bool sp_min_token_num = false;      // pass_config.sp_min_token_num given
+    // --all2all-backend deepep_high_throughput with --data-parallel-size above 1: no graphs on
+    // a model with experts.
+    bool deepep_high_throughput_dp = false;
+    std::vector<std::string> keys_not_planned;  // other keys given
+  };
+  Compilation compilation;
   // `vllm serve` flags given that do not change the plan (reported, not used).
   std::vector<std::string> not_planned_flags;
   // Findings about how the launch was spelled (LaunchOptions::diagnostics), reported with the
@@ -282,12 +301,16 @@ struct ModelCacheSpecs {
   // layers on the last, where the engine builds its drafter). Empty with one stage.
   std::vector<int64_t> pipeline_partition;
   std::vector<int> layer_stages;
-  // What the launch sets that may change the engine's CUDA graph mode and that kvtopo does not
-  // resolve (-O, --compilation-config, speculative decoding, a connector that may need piecewise
-  // graphs); empty: the engine's default, full decode graphs (none under
-  // CacheOptions::enforce_eager), which with recurrent layers need a block per running request
-  // (CompilationConfig.resolve_cudagraph_mode_and_sizes).
+  // The engine's CUDA graph mode, as far as it decides whether decode steps replay full graphs,
+  // which with recurrent layers need a block per running request
+  // (CompilationConfig.resolve_cudagraph_mode_and_sizes): `full_cudagraphs_off` says why they do
+  // not (--enforce-eager, a mode without full graphs, a backend that cannot replay the batches);
+  // else `cudagraph_mode_unresolved` names what kvtopo cannot resolve (a connector that may ask
+  // for piecewise graphs, speculative decoding on a backend whose support it cannot tell); else
+  // `cudagraph_mode` is the mode and what set it. At most one is set.
+  std::string full_cudagraphs_off;
   std::string cudagraph_mode_unresolved;
+  std::string cudagraph_mode;
   // The connector that builds an OffloadingSpec (OffloadingConnector, the native
   // --kv-offloading-size backend), which asserts every group's block is a multiple of the cache
   // block; empty: none.

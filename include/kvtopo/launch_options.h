@@ -102,6 +102,10 @@ struct LaunchOptions {
   std::optional<int64_t> long_prefill_token_threshold;
   std::optional<bool> disable_chunked_mm_input;
   std::optional<bool> enforce_eager;
+  // The CUDA graph mode the engine resolves, which decides the same check: -O (0 to 3; default 2)
+  // and --compilation-config / -cc (a JSON object).
+  std::optional<int64_t> optimization_level;
+  std::optional<std::string> compilation_config;
   std::optional<std::string> pp_layer_partition;  // VLLM_PP_LAYER_PARTITION; default: even split
   std::optional<std::string> all2all_backend;     // default allgather_reducescatter
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and

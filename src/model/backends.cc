@@ -74,6 +74,18 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_max_local_kv_tokens, r.IntOr("dcp_max_local_kv_tokens", 0));
+  if (r.Has("cudagraph_support")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string support, r.String("cudagraph_support"));
+    for (CudagraphSupport c :
+         {CudagraphSupport::kNever, CudagraphSupport::kUniformSingleTokenDecode,
+          CudagraphSupport::kUniformBatch, CudagraphSupport::kAlways}) {
+      if (support == CudagraphSupportName(c)) b.cudagraph_support = c;
+    }
+    if (!b.cudagraph_support) {
+      return r.Invalid("cudagraph_support",
+                       "is one of never, uniform_single_token_decode, uniform_batch, always");
+    }
+  }
   if (r.Has("default_for")) {
     KVTOPO_ASSIGN_OR_RETURN(std::string family, r.String("default_for"));
     for (const auto& [name, value] : kFamilies) {
@@ -127,6 +139,20 @@ const Result<std::vector<BackendCaps>>& Registry() {
 }
 
 }  // namespace
+
+std::string_view CudagraphSupportName(CudagraphSupport support) {
+  switch (support) {
+    case CudagraphSupport::kNever:
+      return "never";
+    case CudagraphSupport::kUniformSingleTokenDecode:
+      return "uniform_single_token_decode";
+    case CudagraphSupport::kUniformBatch:
+      return "uniform_batch";
+    case CudagraphSupport::kAlways:
+      return "always";
+  }
+  return "never";
+}
 
 bool BackendCaps::SupportsHeadSize(int64_t head_size) const {
   if (!head_sizes.empty() &&

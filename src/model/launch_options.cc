@@ -629,6 +629,27 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "decode graphs, which with recurrent layers need a KV block per --max-num-seqs row; "
        "default off",
        &LO::enforce_eager},
+      {"optimization_level",
+       {},
+       "O",
+       V::kInt,
+       "",
+       "the engine's optimization level (-O0 to -O3, also -O 3): its default CUDA graph mode, "
+       "none at 0, piecewise at 1, full and piecewise at 2 and 3 (the cache is the same); "
+       "default 2",
+       &LO::optimization_level,
+       0,
+       3},
+      {"compilation_config",
+       {},
+       "cc",
+       V::kText,
+       "",
+       "JSON CompilationConfig, checked as the engine checks its fields; mode, cudagraph_mode, "
+       "splitting_ops, use_inductor_graph_partition and pass_config's fuse_attn_quant, "
+       "enable_sp, fuse_gemm_comms and sp_min_token_num decide the CUDA graph mode (the cache "
+       "is the same); also --compilation-config.KEY VALUE; default none",
+       &LO::compilation_config},
       {"pp_layer_partition",
        {},
        "",
@@ -836,11 +857,10 @@ const std::vector<VllmFlag>& VllmFlagsNotPlanned() { return Flags(); }
 
 const VllmFlag* FindVllmFlagNotPlanned(std::string_view token) {
   std::string name(token.substr(0, token.find('=')));
-  // A dotted key names a key of a JSON flag's value: "--compilation-config.mode".
+  // A dotted key names a key of a JSON flag's value: "--attention-config.backend".
   const size_t dot = name.find('.');
   const bool dotted = dot != std::string::npos;
   if (dotted) name.resize(dot);
-  if (!dotted && name.size() > 2 && name.starts_with("-O") && name[2] != '-') name = "-O";  // -O3
   std::replace(name.begin() + std::min<size_t>(2, name.size()), name.end(), '_', '-');
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
     if (dotted && !f.json) continue;
@@ -884,8 +904,8 @@ std::string LaunchOptionsMarkdown() {
       "diagnostic; those marked *unmodelled* change the engine's plan in ways kvtopo does not "
       "model and raise the `not-modelled` warning instead (profiles/vllm-flags.json). `VALUE...` "
       "takes every following argument that is not a flag, `[VALUE]` a value only when one "
-      "follows, and a `JSON` flag also takes its keys one at a time (`--compilation-config.mode "
-      "3`), as the engine's parser folds them into one JSON value.\n\n";
+      "follows, and a `JSON` flag also takes its keys one at a time (`--kernel-config.KEY "
+      "VALUE`), as the engine's parser folds them into one JSON value.\n\n";
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
@@ -1176,6 +1196,186 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   c.kv_connector = transfer["kv_connector"].get<std::string>();
   if (c.kv_connector == "OffloadingConnector") {
     KVTOPO_RETURN_IF_ERROR(ReadOffloadingSpec(transfer, c));
+  }
+  return Status::Ok();
+}
+
+// CompilationConfig's fields at 28be48fa9 that a launch may set (its dataclass forbids others;
+// the init=False ones are not taken), and PassConfig's.
+constexpr std::string_view kCompilationFields[] = {"mode",
+                                                   "debug_dump_path",
+                                                   "cache_dir",
+                                                   "compile_cache_save_format",
+                                                   "backend",
+                                                   "custom_ops",
+                                                   "ir_enable_torch_wrap",
+                                                   "splitting_ops",
+                                                   "compile_mm_encoder",
+                                                   "cudagraph_mm_encoder",
+                                                   "encoder_cudagraph_token_budgets",
+                                                   "encoder_cudagraph_max_vision_items_per_batch",
+                                                   "encoder_cudagraph_max_frames_per_batch",
+                                                   "compile_sizes",
+                                                   "compile_ranges_endpoints",
+                                                   "inductor_compile_config",
+                                                   "inductor_passes",
+                                                   "cudagraph_mode",
+                                                   "cudagraph_num_of_warmups",
+                                                   "cudagraph_capture_sizes",
+                                                   "cudagraph_copy_inputs",
+                                                   "cudagraph_specialize_lora",
+                                                   "use_inductor_graph_partition",
+                                                   "pass_config",
+                                                   "max_cudagraph_capture_size",
+                                                   "dynamic_shapes_config",
+                                                   "fast_moe_cold_start"};
+constexpr std::string_view kPassFields[] = {"fuse_norm_quant",
+                                            "fuse_act_quant",
+                                            "fuse_attn_quant",
+                                            "eliminate_noops",
+                                            "enable_sp",
+                                            "fuse_gemm_comms",
+                                            "fuse_allreduce_rms",
+                                            "fuse_minimax_qk_norm",
+                                            "enable_qk_norm_rope_fusion",
+                                            "fuse_rope_kvcache_cat_mla",
+                                            "fuse_act_padding",
+                                            "fuse_mla_dual_rms_norm",
+                                            "fuse_rope_kvcache",
+                                            "rope_kvcache_fusion_max_token_num",
+                                            "fi_allreduce_fusion_max_size_mb",
+                                            "sp_min_token_num"};
+constexpr std::string_view kCompilationModes[] = {"NONE", "STOCK_TORCH_COMPILE",
+                                                  "DYNAMO_TRACE_ONCE", "VLLM_COMPILE"};
+constexpr std::string_view kCudagraphModes[] = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY",
+                                                "FULL_AND_PIECEWISE"};
+
+// A bool field as pydantic's lax mode reads it: true/false, 0/1, or one of its words; null is
+// the field's default (false). Nothing for any other value.
+std::optional<bool> PydanticBool(const nlohmann::json& v) {
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer() && (v == 0 || v == 1)) return v == 1;
+  if (!v.is_string()) return std::nullopt;
+  const std::string word = internal::AsciiLower(v.get<std::string>());
+  for (std::string_view t : {"1", "on", "t", "true", "y", "yes"}) {
+    if (word == t) return true;
+  }
+  for (std::string_view f : {"0", "off", "f", "false", "n", "no"}) {
+    if (word == f) return false;
+  }
+  return std::nullopt;
+}
+
+// -O and --compilation-config, checked as the engine checks them when it parses the flag
+// (CompilationConfig's field validators; an unknown field is refused), and what of them decides
+// the CUDA graph mode (LaunchConfig::Compilation).
+Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
+  LaunchConfig::Compilation& out = c.compilation;
+  if (o.optimization_level) {
+    if (*o.optimization_level < 0 || *o.optimization_level > 3) {
+      return InvalidArgument(
+          fmt::format("--optimization-level must be 0 to 3, got {}", *o.optimization_level));
+    }
+    out.optimization_level = *o.optimization_level;
+  }
+  out.deepep_high_throughput_dp =
+      o.all2all_backend == "deepep_high_throughput" && o.data_parallel_size.value_or(1) > 1;
+  if (!o.compilation_config) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json cc,
+                          internal::ParseJsonText(*o.compilation_config, "--compilation-config"));
+  if (!cc.is_object()) {
+    return InvalidArgument(
+        fmt::format("--compilation-config must be a JSON object, got {}", *o.compilation_config));
+  }
+  auto unknown_field = [](std::string_view where, const std::string& key, auto& fields) {
+    return InvalidArgument(fmt::format(
+        "{}: '{}' is not a field the engine takes (its parser refuses it: 'Unexpected keyword "
+        "argument'); fields: {}",
+        where, key, fmt::join(fields, ", ")));
+  };
+  auto bool_field = [](std::string_view where, const std::string& key,
+                       const nlohmann::json& v) -> Result<bool> {
+    const std::optional<bool> b = PydanticBool(v);
+    if (!b) {
+      return InvalidArgument(
+          fmt::format("{}: {} must be true or false, got {}", where, key, internal::JsonText(v)));
+    }
+    return *b;
+  };
+  constexpr std::string_view kWhere = "--compilation-config";
+  for (const auto& [key, value] : cc.items()) {
+    if (std::find(std::begin(kCompilationFields), std::end(kCompilationFields), key) ==
+        std::end(kCompilationFields)) {
+      return unknown_field(kWhere, key, kCompilationFields);
+    }
+    if (key == "mode") {
+      if (value.is_null()) continue;
+      const std::optional<int64_t> n = internal::JsonIntIn(value, 0, 3);
+      if (n) {
+        out.mode = *n;
+        continue;
+      }
+      const std::string name =
+          value.is_string() ? internal::AsciiUpper(value.get<std::string>()) : "";
+      const auto* it = std::find(std::begin(kCompilationModes), std::end(kCompilationModes), name);
+      if (it == std::end(kCompilationModes)) {
+        return InvalidArgument(fmt::format(
+            "{}: mode {} is not a compilation mode (the engine: 'Invalid compilation mode'); "
+            "valid: 0 to 3, or {}",
+            kWhere, internal::JsonText(value), fmt::join(kCompilationModes, ", ")));
+      }
+      out.mode = it - std::begin(kCompilationModes);
+    } else if (key == "cudagraph_mode") {
+      if (value.is_null()) continue;
+      const std::optional<int64_t> n = internal::JsonIntIn(value, 0, 2);
+      const std::string name = n                   ? std::string(kCudagraphModes[*n])
+                               : value.is_string() ? internal::AsciiUpper(value.get<std::string>())
+                                                   : "";
+      if (std::find(std::begin(kCudagraphModes), std::end(kCudagraphModes), name) ==
+          std::end(kCudagraphModes)) {
+        return InvalidArgument(fmt::format(
+            "{}: cudagraph_mode {} is not a CUDA graph mode (the engine's parser fails on it); "
+            "valid: {}",
+            kWhere, internal::JsonText(value), fmt::join(kCudagraphModes, ", ")));
+      }
+      out.cudagraph_mode = name;
+    } else if (key == "splitting_ops") {
+      if (value.is_null()) continue;
+      if (!value.is_array() ||
+          !std::all_of(value.begin(), value.end(), [](const auto& op) { return op.is_string(); })) {
+        return InvalidArgument(fmt::format("{}: splitting_ops must be a list of op names, got {}",
+                                           kWhere, internal::JsonText(value)));
+      }
+      out.splitting_ops_empty = value.empty();
+    } else if (key == "use_inductor_graph_partition") {
+      KVTOPO_ASSIGN_OR_RETURN(out.use_inductor_graph_partition, bool_field(kWhere, key, value));
+    } else if (key == "pass_config") {
+      if (value.is_null()) continue;
+      if (!value.is_object()) {
+        return InvalidArgument(fmt::format("{}: pass_config must be a JSON object, got {}", kWhere,
+                                           internal::JsonText(value)));
+      }
+      constexpr std::string_view kPassWhere = "--compilation-config's pass_config";
+      for (const auto& [pass, setting] : value.items()) {
+        if (std::find(std::begin(kPassFields), std::end(kPassFields), pass) ==
+            std::end(kPassFields)) {
+          return unknown_field(kPassWhere, pass, kPassFields);
+        }
+        if (pass == "fuse_attn_quant") {
+          KVTOPO_ASSIGN_OR_RETURN(out.fuse_attn_quant, bool_field(kPassWhere, pass, setting));
+        } else if (pass == "enable_sp" || pass == "fuse_gemm_comms") {
+          KVTOPO_ASSIGN_OR_RETURN(const bool on, bool_field(kPassWhere, pass, setting));
+          out.sequence_parallelism = out.sequence_parallelism || on;
+        } else if (pass == "sp_min_token_num") {
+          out.sp_min_token_num = !setting.is_null();
+        } else {
+          out.keys_not_planned.push_back("pass_config." + pass);
+        }
+      }
+    } else {
+      out.keys_not_planned.push_back(key);
+    }
   }
   return Status::Ok();
 }
@@ -1482,6 +1682,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.long_prefill_token_threshold, c.cache.long_prefill_token_threshold);
   if (o.disable_chunked_mm_input) c.cache.disable_chunked_mm_input = *o.disable_chunked_mm_input;
   if (o.enforce_eager) c.cache.enforce_eager = *o.enforce_eager;
+  KVTOPO_RETURN_IF_ERROR(ReadCompilationConfig(o, c));
   set(o.max_num_batched_tokens, c.cache.max_num_batched_tokens);
   set(o.mamba_block_size, c.cache.mamba_block_size);
   set(o.prefix_match_unit, c.cache.prefix_match_unit);

@@ -87,6 +87,10 @@ int64_t LookaheadTokens(const SpeculativeConfig& spec) {
 // What the validator needs to know about each spec beyond the LayerSpec itself.
 struct LayerContext {
   const BackendCaps* backend = nullptr;  // null for recurrent layers
+  // A recurrent layer's CUDA graph support (its metadata builder's at 28be48fa9: linear
+  // attention replays single-token decodes only; Mamba, short-conv and GDN, which also serves
+  // KDA, uniform batches).
+  CudagraphSupport recurrent_cudagraphs = CudagraphSupport::kUniformBatch;
 };
 
 struct Builder {
@@ -169,6 +173,11 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       break;
   }
   return s;
+}
+
+CudagraphSupport RecurrentCudagraphs(LayerType type) {
+  return type == LayerType::kLinearAttention ? CudagraphSupport::kUniformSingleTokenDecode
+                                             : CudagraphSupport::kUniformBatch;
 }
 
 struct RecurrentOptions {
@@ -1365,6 +1374,146 @@ void AssignPipelineStages(const LaunchConfig& config, const ModelDescription& mo
   b.out.layer_stages = std::move(stages);
 }
 
+// The CUDA graph mode the engine runs, as far as it decides whether decode steps replay full
+// graphs (VllmConfig.__post_init__, CompilationConfig.set_splitting_ops_for_v1 and
+// resolve_cudagraph_mode_and_sizes at 28be48fa9), which with recurrent layers need a block per
+// running request. Sets out.full_cudagraphs_off (why there are none), else
+// out.cudagraph_mode_unresolved (what kvtopo cannot resolve), else out.cudagraph_mode.
+void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t speculative_tokens) {
+  const LaunchConfig& config = b.config;
+  const LaunchConfig::Compilation& cc = config.compilation;
+  ModelCacheSpecs& out = b.out;
+  if (config.cache.enforce_eager) {
+    out.full_cudagraphs_off = "--enforce-eager";
+    return;
+  }
+  // -O's defaults fill what --compilation-config leaves unset: compilation mode 3 (VLLM_COMPILE)
+  // above level 0; graphs none at 0, piecewise at 1, full and piecewise at 2 and 3.
+  const int64_t level = cc.optimization_level;
+  const int64_t mode = cc.mode.value_or(level == 0 ? 0 : 3);
+  std::string graphs = !cc.cudagraph_mode.empty() ? cc.cudagraph_mode
+                       : level == 0               ? "NONE"
+                       : level == 1               ? "PIECEWISE"
+                                                  : "FULL_AND_PIECEWISE";
+  std::string source = !cc.cudagraph_mode.empty() ? "set by --compilation-config"
+                                                  : fmt::format("-O{}'s default", level);
+  auto piecewise = [&] { return graphs == "PIECEWISE" || graphs == "FULL_AND_PIECEWISE"; };
+  auto set = [&](std::string to, std::string why) {
+    graphs = std::move(to);
+    source = std::move(why);
+  };
+  if (piecewise() && mode != 3) {
+    set("NONE", fmt::format("{} ({}) under compilation mode {}, where piecewise graphs need 3 "
+                            "(VLLM_COMPILE)",
+                            graphs, source, mode));
+  }
+  if (mode == 3 && !cc.use_inductor_graph_partition) {
+    if (cc.fuse_attn_quant) {
+      if (cc.splitting_ops_empty == false) {
+        out.cudagraph_mode_unresolved =
+            "--compilation-config pass_config.fuse_attn_quant beside splitting_ops, which the "
+            "engine asserts hold no attention op";
+        return;
+      }
+      if (piecewise()) set("FULL", "set by --compilation-config pass_config.fuse_attn_quant");
+    } else if (cc.splitting_ops_empty == true) {
+      if (graphs == "PIECEWISE") {
+        set("NONE", "set by --compilation-config splitting_ops []");
+      } else if (graphs == "FULL_AND_PIECEWISE") {
+        set("FULL", "set by --compilation-config splitting_ops []");
+      }
+    }
+    // Sequence parallelism (on with TP above 1) empties the splitting ops it finds.
+    const bool split = !cc.fuse_attn_quant && cc.splitting_ops_empty != true;
+    if (cc.sequence_parallelism && config.parallel.tensor_parallel_size > 1 && split &&
+        piecewise()) {
+      if (!cc.sp_min_token_num) {
+        out.cudagraph_mode_unresolved =
+            "--compilation-config pass_config.enable_sp without sp_min_token_num, whose threshold "
+            "the engine sizes on the GPU or turns sequence parallelism off";
+        return;
+      }
+      set("FULL", "set by --compilation-config pass_config.enable_sp");
+    }
+  }
+  if (config.compilation.deepep_high_throughput_dp && model.num_experts > 0 && graphs != "NONE") {
+    set("NONE",
+        "set by --all2all-backend deepep_high_throughput with --data-parallel-size above 1");
+  }
+  if (graphs == "NONE" || graphs == "PIECEWISE") {
+    out.full_cudagraphs_off = fmt::format("cudagraph_mode {}, {}", graphs, source);
+    return;
+  }
+  // Once the KV cache is sized, the least support over every group's backend decides: none
+  // (chunked local attention) leaves decodes without full graphs, and so does speculative
+  // decoding (uniform batches of 1 + k tokens) below uniform batches.
+  CudagraphSupport least = CudagraphSupport::kAlways;
+  std::string least_name, unknown;
+  for (size_t i = 0; i < out.layers.size(); ++i) {
+    const LayerSpec& s = out.layers[i];
+    const LayerContext& c = b.context[i];
+    CudagraphSupport support = c.recurrent_cudagraphs;
+    std::string name = "recurrent layer '" + s.name + "'";
+    if (s.kind == CacheKind::kChunkedLocal) {
+      support = CudagraphSupport::kNever;
+      name = "chunked local attention";
+    } else if (s.sparse_indexer) {
+      support = CudagraphSupport::kUniformBatch;
+    } else if (c.backend != nullptr) {
+      if (!c.backend->cudagraph_support) {
+        if (unknown.empty()) unknown = c.backend->name;
+        continue;
+      }
+      support = *c.backend->cudagraph_support;
+      name = c.backend->name;
+    } else if (s.kind != CacheKind::kRecurrent) {
+      continue;  // a cache without a backend (hidden states)
+    }
+    if (support < least) {
+      least = support;
+      least_name = name;
+    }
+  }
+  if (least == CudagraphSupport::kNever) {
+    // Full graphs of mixed batches too: the engine refuses the mode on such a backend.
+    if (graphs == "FULL") {
+      b.Error("cudagraph-mode-backend",
+              fmt::format("cudagraph_mode FULL ({}) on {}, which replays no CUDA graph: the "
+                          "engine refuses it once the weights are loaded ('CUDAGraphMode.FULL is "
+                          "not supported'); use cudagraph_mode PIECEWISE or FULL_AND_PIECEWISE, "
+                          "or --enforce-eager",
+                          source, least_name));
+    }
+    out.full_cudagraphs_off = fmt::format("cudagraph_mode {}, {}, on {}, which replays no graph",
+                                          graphs, source, least_name);
+    return;
+  }
+  if (speculative_tokens > 0) {
+    if (least < CudagraphSupport::kUniformBatch) {
+      out.full_cudagraphs_off = fmt::format(
+          "cudagraph_mode {}, {}, with speculative decoding on {}, whose graphs "
+          "replay only single-token decodes",
+          graphs, source, least_name);
+      return;
+    }
+    if (!unknown.empty()) {
+      out.cudagraph_mode_unresolved = fmt::format(
+          "speculative decoding on backend {}, whose CUDA graph support kvtopo does not know",
+          unknown);
+      return;
+    }
+  }
+  if (!config.kv_connector.empty() &&
+      (!config.kv_connector_hma.has_value() || config.kv_connector.starts_with("LMCache") ||
+       config.kv_connector == "MultiConnector")) {
+    // An LMCache layerwise connector (or one kvtopo cannot resolve) asks for piecewise graphs.
+    out.cudagraph_mode_unresolved =
+        fmt::format("KV connector {}, which may ask for piecewise graphs", config.kv_connector);
+    return;
+  }
+  out.cudagraph_mode = fmt::format("{}, {}", graphs, source);
+}
+
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   // --hf-overrides reach the target's config only (a draft's config is the draft's own).
@@ -1791,7 +1940,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     if (IsRecurrentLayer(raw.type)) {
       KVTOPO_ASSIGN_OR_RETURN(LayerSpec s, RecurrentSpec(raw, model, tp, rec));
       b.out.layers.push_back(std::move(s));
-      b.context.push_back({nullptr});
+      b.context.push_back({nullptr, RecurrentCudagraphs(raw.type)});
     } else {
       const AttentionOptions& o = model.cache_dtype_auto || kept.Keeps(raw) ? skip_opts
                                   : TurboQuantOf(cache.kv_cache_dtype)      ? tq_opts
@@ -1945,7 +2094,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         s.name = draft_opts.name_prefix + s.name;
         s.role = Role::kDraft;
         b.out.layers.push_back(std::move(s));
-        b.context.push_back({nullptr});
+        b.context.push_back({nullptr, RecurrentCudagraphs(raw.type)});
         continue;
       }
       // Kept layers apply to the draft's layers by their own indices too (one cache config);
@@ -2101,6 +2250,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       unused.push_back("--speculative-config '" + key + "'");
     }
   }
+  for (const std::string& key : config.compilation.keys_not_planned) {
+    unused.push_back("--compilation-config '" + key + "'");
+  }
   if (!unused.empty()) {
     b.Add(Severity::kInfo, "not-used-for-planning",
           fmt::format("accepted, not used for planning: {}", fmt::join(unused, ", ")));
@@ -2112,25 +2264,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       fmt::join(unmodelled, ", ")));
   }
 
-  // What decides the engine's CUDA graph mode (CompilationConfig.resolve_cudagraph_mode_and_sizes
-  // and VllmConfig.__post_init__ at 28be48fa9): full decode graphs by default, none under
-  // --enforce-eager; -O levels and a --compilation-config may set any mode, a draft's step may
-  // downgrade it on a backend without uniform-batch graphs, and an LMCache layerwise connector
-  // (or one kvtopo cannot resolve) asks for piecewise graphs.
-  std::vector<std::string> cudagraph_flags;
-  for (const std::string& flag : flags) {
-    const bool optimization = flag.starts_with("-O") || flag.starts_with("--optimization-level");
-    const bool compilation =
-        flag == "-cc" || flag.starts_with("-cc.") || flag.starts_with("--compilation-config");
-    if (optimization || compilation) cudagraph_flags.push_back(flag);
-  }
-  if (spec) cudagraph_flags.push_back(fmt::format("speculative method '{}'", spec->method));
-  if (!config.kv_connector.empty() &&
-      (!config.kv_connector_hma.has_value() || config.kv_connector.starts_with("LMCache") ||
-       config.kv_connector == "MultiConnector")) {
-    cudagraph_flags.push_back(fmt::format("KV connector {}", config.kv_connector));
-  }
-  b.out.cudagraph_mode_unresolved = fmt::format("{}", fmt::join(cudagraph_flags, ", "));
+  ResolveCudagraphMode(b, model, spec ? spec->num_speculative_tokens : 0);
   if (config.kv_connector == "OffloadingConnector") {
     b.out.offloading_connector =
         fmt::format("KV connector OffloadingConnector ({})", config.kv_connector_source);

@@ -1020,12 +1020,14 @@ Result<Plan> Planner::Run() {
   const bool recurrent = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) {
     return g.geometry.kind() == CacheKind::kRecurrent;
   });
-  if (recurrent && !inputs_.cache.enforce_eager &&
+  if (recurrent && !inputs_.cache.enforce_eager && specs_.full_cudagraphs_off.empty() &&
       inputs_.cache.max_num_seqs > plan.pool.num_blocks) {
     const std::string rule = fmt::format(
         "--max-num-seqs {} exceeds the {} blocks of the pool, and the engine's full decode CUDA "
-        "graphs need a recurrent-state block for each request",
-        inputs_.cache.max_num_seqs, plan.pool.num_blocks);
+        "graphs{} need a recurrent-state block for each request",
+        inputs_.cache.max_num_seqs, plan.pool.num_blocks,
+        specs_.cudagraph_mode.empty() ? ""
+                                      : fmt::format(" (cudagraph_mode {})", specs_.cudagraph_mode));
     const std::string knobs = fmt::format(
         "lower --max-num-seqs to {} or fewer, give the KV cache more memory, or pass "
         "--enforce-eager",
@@ -1039,8 +1041,8 @@ Result<Plan> Planner::Run() {
     } else {
       diagnostics_.push_back(Diagnostic{
           Severity::kWarning, "mamba-cudagraph-blocks",
-          fmt::format("{}: the engine refuses the launch if it keeps full graphs, which {} may "
-                      "change and kvtopo does not resolve; {}",
+          fmt::format("{}: the engine refuses the launch if its decode steps replay full "
+                      "graphs, which kvtopo cannot tell here ({}); {}",
                       rule, specs_.cudagraph_mode_unresolved, knobs)});
     }
   }

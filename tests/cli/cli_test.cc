@@ -121,7 +121,7 @@ TEST(PlanCli, PastedVllmServeLine) {
   ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
   EXPECT_EQ(j["diagnostics"][0]["code"], "not-used-for-planning");
   EXPECT_EQ(j["diagnostics"][0]["message"],
-            "accepted, not used for planning: --gpu-memory-utilization, --port, -O3, "
+            "accepted, not used for planning: --gpu-memory-utilization, --port, "
             "--served-model-name");
   auto plan = RunCli(
       "plan moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
@@ -141,6 +141,37 @@ TEST(PlanCli, PastedVllmServeLine) {
 
 // The rest of the engine's argument parser: -sc and its dotted keys, --spec-* keys, --model,
 // a repeated flag's last value, flags taking several values or a JSON value by key.
+// -O in each spelling the engine's parser takes (-O<x> and -O=<x> are --optimization-level <x>),
+// and --compilation-config's dotted keys, decide the CUDA graph mode: Qwen3-Next's 160 recurrent
+// blocks refuse 161 rows only under full decode graphs.
+TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
+  const std::string launch =
+      "check qwen3-next-80b --max-model-len 32768 --kv-cache-memory 2GiB --max-num-seqs 161 ";
+  EXPECT_EQ(RunCli(launch).exit_code, 1);
+  EXPECT_EQ(RunCli(launch + "-O3").exit_code, 1);
+  for (const char* piecewise :
+       {"-O1", "-O=1", "-O 1", "--optimization-level 1", "-O0", "-cc.cudagraph_mode=PIECEWISE",
+        "-cc.mode 2", "--compilation-config '{\"cudagraph_mode\": \"none\"}'"}) {
+    const auto r = RunCli(launch + piecewise, true);
+    EXPECT_EQ(r.exit_code, 0) << piecewise << "\n" << r.out;
+  }
+  EXPECT_EQ(RunCli(launch + "-O0 -cc.cudagraph_mode=FULL_DECODE_ONLY").exit_code, 1);
+  ExpectUsageError(launch + "-O4", "kvtopo: --optimization-level must be in [0, 3], got 4\n");
+  ExpectUsageError(launch + "-cc.level=3",
+                   "kvtopo: --compilation-config: 'level' is not a field the engine takes (its "
+                   "parser refuses it: 'Unexpected keyword argument'); fields: mode, "
+                   "debug_dump_path, cache_dir, compile_cache_save_format, backend, custom_ops, "
+                   "ir_enable_torch_wrap, splitting_ops, compile_mm_encoder, cudagraph_mm_encoder, "
+                   "encoder_cudagraph_token_budgets, "
+                   "encoder_cudagraph_max_vision_items_per_batch, "
+                   "encoder_cudagraph_max_frames_per_batch, compile_sizes, "
+                   "compile_ranges_endpoints, inductor_compile_config, inductor_passes, "
+                   "cudagraph_mode, cudagraph_num_of_warmups, cudagraph_capture_sizes, "
+                   "cudagraph_copy_inputs, cudagraph_specialize_lora, "
+                   "use_inductor_graph_partition, pass_config, max_cudagraph_capture_size, "
+                   "dynamic_shapes_config, fast_moe_cold_start\n");
+}
+
 TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
   auto plan = [](const std::string& args) {
     auto r = RunCli("plan " + args + " --json", true);
@@ -180,7 +211,7 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "form");
   auto r = RunCli(
       "check kimi-k2.6 --served-model-name kimi k26 --cudagraph-capture-sizes 1 2 4 -n 2 -r 0 "
-      "-ac '{}' --compilation-config.mode 3 -cc.cudagraph_mode=FULL --hf-token --seed -1 "
+      "-ac '{}' -cc.mode 3 -cc.cudagraph_mode=FULL -O3 --hf-token --seed -1 "
       "--language-model-only --json",
       true);
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -188,7 +219,7 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
   ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
   EXPECT_EQ(j["diagnostics"][0]["message"],
             "accepted, not used for planning: --served-model-name, --cudagraph-capture-sizes, -n, "
-            "-r, -ac, --compilation-config.mode, -cc.cudagraph_mode, --hf-token, --seed");
+            "-r, -ac, --hf-token, --seed");
   // What the engine's parser refuses stays a usage error; what its config refuses, a rejection.
   EXPECT_EQ(RunCli("check kimi-k2.6 --port.x 1").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --model kimi-k2.6").exit_code, 2);

@@ -2102,6 +2102,21 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
   EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 1536 + 65536);
   EXPECT_EQ(plan->capacity.max_tokens, 6'531'266);
   EXPECT_TRUE(plan->diagnostics.empty());
+  // Chunked local attention replays no CUDA graph: the engine refuses full graphs of mixed
+  // batches on it (the default full-and-piecewise mode falls back to piecewise).
+  c.compilation.cudagraph_mode = "FULL";
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [cudagraph-mode-backend] cudagraph_mode FULL (set by --compilation-config) "
+            "on chunked local attention, which replays no CUDA graph: the engine refuses it once "
+            "the weights are loaded ('CUDAGraphMode.FULL is not supported'); use cudagraph_mode "
+            "PIECEWISE or FULL_AND_PIECEWISE, or --enforce-eager");
+  c.compilation.cudagraph_mode = "FULL_DECODE_ONLY";
+  plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  c.compilation.cudagraph_mode.clear();
 
   c.allow_chunked_local_hybrid = false;
   plan = PlanWith(scout, c);

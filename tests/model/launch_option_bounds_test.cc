@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 20 integers,
+// The option table's integer and byte-size options (docs/launch-options.md): 21 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 22;
+constexpr int kNumIntegerOptions = 23;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

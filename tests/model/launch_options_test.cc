@@ -420,7 +420,7 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_EQ(FindVllmFlagNotPlanned("--trust-remote-code"), nullptr);  // a planning switch now
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-log-requests"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);  // a checked option now
-  EXPECT_NE(FindVllmFlagNotPlanned("-O3"), nullptr);
+  EXPECT_EQ(FindVllmFlagNotPlanned("-O3"), nullptr);                 // a checked option now (-O)
   EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
   EXPECT_EQ(FindVllmFlagNotPlanned("--kv-transfer-config"), nullptr);  // a planning option now
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);             // "--no-" only for switches
@@ -454,13 +454,15 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   }
   EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
   // JSON flags, and their dotted keys; other flags take none.
-  for (const char* name : {"--compilation-config", "-cc", "-ac", "--kernel-config",
-                           "--kv-events-config", "--reasoning-config"}) {
+  for (const char* name : {"-ac", "--attention-config", "--kernel-config", "--kv-events-config",
+                           "--reasoning-config"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
   }
-  EXPECT_EQ(FindVllmFlagNotPlanned("--compilation-config.mode")->name, "--compilation-config");
-  EXPECT_EQ(FindVllmFlagNotPlanned("-cc.cudagraph_mode=FULL")->name, "-cc");
+  EXPECT_EQ(FindVllmFlagNotPlanned("--attention-config.backend")->name, "--attention-config");
+  EXPECT_EQ(FindVllmFlagNotPlanned("-ac.backend=FLASH_ATTN")->name, "-ac");
+  EXPECT_EQ(FindVllmFlagNotPlanned("--compilation-config.mode"), nullptr);  // a checked option
+  EXPECT_EQ(FindVllmFlagNotPlanned("-cc"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("-O.mode"), nullptr);
   // Flags whose effect on the cache kvtopo does not model say so.

@@ -2,10 +2,13 @@
 // refuses with the knob to change (the fork's VllmConfig validators at 28be48fa9): an nvfp4 KV
 // cache with MLA, --mamba-block-size without prefix caching, a Mamba align-mode block larger than
 // one step's tokens, and the flags that need a model with experts or more than one DP rank.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
@@ -292,17 +295,101 @@ TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
   EXPECT_EQ(plan->pool.num_blocks, 160);
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [mamba-cudagraph-blocks] --max-num-seqs 256 exceeds the 160 blocks of the "
-            "pool, and the engine's full decode CUDA graphs need a recurrent-state block for each "
-            "request: the engine refuses the launch when it captures them, once the weights are "
-            "loaded ('max_num_seqs exceeds available Mamba cache blocks'); lower --max-num-seqs "
-            "to 160 or fewer, give the KV cache more memory, or pass --enforce-eager");
+            "pool, and the engine's full decode CUDA graphs (cudagraph_mode FULL_AND_PIECEWISE, "
+            "-O2's default) need a recurrent-state block for each request: the engine refuses "
+            "the launch when it captures them, once the weights are loaded ('max_num_seqs "
+            "exceeds available Mamba cache blocks'); lower --max-num-seqs to 160 or fewer, give "
+            "the KV cache more memory, or pass --enforce-eager");
   o.max_num_seqs = 160;
   EXPECT_EQ(Errors(o), "");
   o.max_num_seqs = 161;
   o.enforce_eager = true;
   EXPECT_EQ(Errors(o), "");
   o.enforce_eager.reset();
-  o.not_planned = {"-O3"};
+  // Attention-only models keep no recurrent blocks.
+  LaunchOptions g = Model("gpt-oss-120b");
+  g.num_gpu_blocks_override = 64;
+  g.max_model_len = 256;
+  EXPECT_EQ(Errors(g), "");
+}
+
+// The CUDA graph mode as the engine resolves it from -O, --compilation-config, the all-to-all
+// backend and each group's backend under speculative decoding: the recurrent-block check holds
+// where decodes replay full graphs. Qwen3-Next at 2 GiB: 160 blocks, 161 rows.
+TEST(StartupRefusals, CudaGraphModeResolved) {
+  LaunchOptions o = Model("qwen3-next-80b");
+  o.max_model_len = 32768;
+  o.kv_cache_memory = "2GiB";
+  o.max_num_seqs = 161;
+  auto graphs = [&](std::string_view mode) {
+    return fmt::format(
+        "\n  error [mamba-cudagraph-blocks] --max-num-seqs 161 exceeds the 160 blocks of the "
+        "pool, and the engine's full decode CUDA graphs (cudagraph_mode {}) need a "
+        "recurrent-state block for each request: the engine refuses the launch when it captures "
+        "them, once the weights are loaded ('max_num_seqs exceeds available Mamba cache "
+        "blocks'); lower --max-num-seqs to 160 or fewer, give the KV cache more memory, or pass "
+        "--enforce-eager",
+        mode);
+  };
+  o.optimization_level = 3;
+  EXPECT_EQ(Errors(o), graphs("FULL_AND_PIECEWISE, -O3's default"));
+  o.optimization_level = 1;  // piecewise
+  EXPECT_EQ(Errors(o), "");
+  o.optimization_level = 0;  // none
+  EXPECT_EQ(Errors(o), "");
+  o.optimization_level = 1;
+  o.compilation_config = R"({"cudagraph_mode": "full_decode_only"})";
+  EXPECT_EQ(Errors(o), graphs("FULL_DECODE_ONLY, set by --compilation-config"));
+  o.compilation_config = R"({"cudagraph_mode": 1})";
+  EXPECT_EQ(Errors(o), "");
+  // Piecewise graphs need compilation mode 3; full ones do not.
+  o.optimization_level.reset();
+  o.compilation_config = R"({"mode": "stock_torch_compile"})";
+  EXPECT_EQ(Errors(o), "");
+  o.compilation_config = R"({"mode": 0, "cudagraph_mode": "FULL"})";
+  EXPECT_EQ(Errors(o), graphs("FULL, set by --compilation-config"));
+  // Empty splitting ops: piecewise becomes none, full and piecewise full.
+  o.compilation_config = R"({"splitting_ops": []})";
+  EXPECT_EQ(Errors(o), graphs("FULL, set by --compilation-config splitting_ops []"));
+  o.optimization_level = 1;
+  EXPECT_EQ(Errors(o), "");
+  // Attention-quant fusion and sequence parallelism (TP above 1) make piecewise graphs full.
+  o.compilation_config = R"({"pass_config": {"fuse_attn_quant": true}})";
+  EXPECT_EQ(Errors(o), graphs("FULL, set by --compilation-config pass_config.fuse_attn_quant"));
+  o.compilation_config = R"({"pass_config": {"enable_sp": "yes"}})";
+  EXPECT_EQ(Errors(o), "");  // TP 1: no sequence parallelism
+  o.compilation_config = R"({"use_inductor_graph_partition": true,
+                             "pass_config": {"fuse_attn_quant": true}})";
+  EXPECT_EQ(Errors(o), "");
+  o.optimization_level.reset();
+  o.compilation_config.reset();
+  // DeepEP high-throughput kernels under data parallelism: no graphs on a model with experts.
+  o.enable_expert_parallel = true;
+  o.data_parallel_size = 2;
+  o.all2all_backend = "deepep_high_throughput";
+  EXPECT_EQ(Errors(o), "");
+  o.all2all_backend = "deepep_low_latency";
+  EXPECT_NE(Errors(o), "");
+  o.enable_expert_parallel.reset();
+  o.data_parallel_size.reset();
+  o.all2all_backend.reset();
+
+  // Speculative decoding replays uniform batches of 1 + k tokens, which FLASH_ATTN and the GDN
+  // layers' graphs take: full graphs stay. On FLASHINFER, whose support depends on the GPU,
+  // kvtopo cannot tell.
+  // With an MTP draft the pool holds 1,872 blocks.
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
+  o.max_num_seqs = 1873;
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [mamba-cudagraph-blocks] --max-num-seqs 1873 exceeds the 1872 blocks of "
+            "the pool, and the engine's full decode CUDA graphs (cudagraph_mode "
+            "FULL_AND_PIECEWISE, -O2's default) need a recurrent-state block for each request: "
+            "the engine refuses the launch when it captures them, once the weights are loaded "
+            "('max_num_seqs exceeds available Mamba cache blocks'); lower --max-num-seqs to 1872 "
+            "or fewer, give the KV cache more memory, or pass --enforce-eager");
+  o.attention_backend = "FLASHINFER";
   plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
@@ -313,16 +400,85 @@ TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
   ASSERT_NE(warning, nullptr);
   EXPECT_EQ(warning->severity, Severity::kWarning);
   EXPECT_EQ(warning->message,
-            "--max-num-seqs 161 exceeds the 160 blocks of the pool, and the engine's full decode "
-            "CUDA graphs need a recurrent-state block for each request: the engine refuses the "
-            "launch if it keeps full graphs, which -O3 may change and kvtopo does not resolve; "
-            "lower --max-num-seqs to 160 or fewer, give the KV cache more memory, or pass "
-            "--enforce-eager");
-  // Attention-only models keep no recurrent blocks.
-  o = Model("gpt-oss-120b");
-  o.num_gpu_blocks_override = 64;
-  o.max_model_len = 256;
-  EXPECT_EQ(Errors(o), "");
+            "--max-num-seqs 1873 exceeds the 1872 blocks of the pool, and the engine's full "
+            "decode CUDA graphs need a recurrent-state block for each request: the engine refuses "
+            "the launch if its decode steps replay full graphs, which kvtopo cannot tell here "
+            "(speculative decoding on backend FLASHINFER, whose CUDA graph support kvtopo does "
+            "not know); lower --max-num-seqs to 1872 or fewer, give the KV cache more memory, or "
+            "pass --enforce-eager");
+}
+
+// -O and --compilation-config are checked as the engine's parser checks them; keys that do not
+// decide the graph mode are reported, not used.
+TEST(StartupRefusals, CompilationConfigChecked) {
+  LaunchOptions o = Model("qwen3-next-80b");
+  auto message = [&](std::string_view cc) {
+    o.compilation_config = std::string(cc);
+    return ToLaunchConfig(o).status().message();
+  };
+  EXPECT_EQ(message("[3]"), "--compilation-config must be a JSON object, got [3]");
+  EXPECT_EQ(message(R"({"level": 3})"),
+            "--compilation-config: 'level' is not a field the engine takes (its parser refuses "
+            "it: 'Unexpected keyword argument'); fields: mode, debug_dump_path, cache_dir, "
+            "compile_cache_save_format, backend, custom_ops, ir_enable_torch_wrap, splitting_ops, "
+            "compile_mm_encoder, cudagraph_mm_encoder, encoder_cudagraph_token_budgets, "
+            "encoder_cudagraph_max_vision_items_per_batch, "
+            "encoder_cudagraph_max_frames_per_batch, compile_sizes, compile_ranges_endpoints, "
+            "inductor_compile_config, inductor_passes, cudagraph_mode, cudagraph_num_of_warmups, "
+            "cudagraph_capture_sizes, cudagraph_copy_inputs, cudagraph_specialize_lora, "
+            "use_inductor_graph_partition, pass_config, max_cudagraph_capture_size, "
+            "dynamic_shapes_config, fast_moe_cold_start");
+  EXPECT_EQ(message(R"({"pass_config": {"enable_fusion": true}})"),
+            "--compilation-config's pass_config: 'enable_fusion' is not a field the engine takes "
+            "(its parser refuses it: 'Unexpected keyword argument'); fields: fuse_norm_quant, "
+            "fuse_act_quant, fuse_attn_quant, eliminate_noops, enable_sp, fuse_gemm_comms, "
+            "fuse_allreduce_rms, fuse_minimax_qk_norm, enable_qk_norm_rope_fusion, "
+            "fuse_rope_kvcache_cat_mla, fuse_act_padding, fuse_mla_dual_rms_norm, "
+            "fuse_rope_kvcache, rope_kvcache_fusion_max_token_num, "
+            "fi_allreduce_fusion_max_size_mb, sp_min_token_num");
+  EXPECT_EQ(message(R"({"mode": "fast"})"),
+            "--compilation-config: mode \"fast\" is not a compilation mode (the engine: 'Invalid "
+            "compilation mode'); valid: 0 to 3, or NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, "
+            "VLLM_COMPILE");
+  EXPECT_EQ(message(R"({"mode": 4})"),
+            "--compilation-config: mode 4 is not a compilation mode (the engine: 'Invalid "
+            "compilation mode'); valid: 0 to 3, or NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, "
+            "VLLM_COMPILE");
+  EXPECT_EQ(message(R"({"cudagraph_mode": "partial"})"),
+            "--compilation-config: cudagraph_mode \"partial\" is not a CUDA graph mode (the "
+            "engine's parser fails on it); valid: NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, "
+            "FULL_AND_PIECEWISE");
+  EXPECT_EQ(message(R"({"cudagraph_mode": 3})"),
+            "--compilation-config: cudagraph_mode 3 is not a CUDA graph mode (the engine's parser "
+            "fails on it); valid: NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE");
+  EXPECT_EQ(message(R"({"splitting_ops": "vllm::unified_attention"})"),
+            "--compilation-config: splitting_ops must be a list of op names, got "
+            "\"vllm::unified_attention\"");
+  EXPECT_EQ(message(R"({"pass_config": {"enable_sp": "maybe"}})"),
+            "--compilation-config's pass_config: enable_sp must be true or false, got \"maybe\"");
+  EXPECT_EQ(message(R"({"pass_config": []})"),
+            "--compilation-config: pass_config must be a JSON object, got []");
+  o.compilation_config = R"({"cudagraph_capture_sizes": [1, 2, 4], "mode": null,
+                             "pass_config": {"fuse_norm_quant": true}})";
+  Result<LaunchConfig> launch = ToLaunchConfig(o);
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->compilation.keys_not_planned,
+            (std::vector<std::string>{"cudagraph_capture_sizes", "pass_config.fuse_norm_quant"}));
+  Result<Plan> plan = PlanLaunch(*launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  bool reported = false;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "not-used-for-planning") {
+      reported = true;
+      EXPECT_EQ(d.message,
+                "accepted, not used for planning: --compilation-config "
+                "'cudagraph_capture_sizes', --compilation-config 'pass_config.fuse_norm_quant'");
+    }
+  }
+  EXPECT_TRUE(reported);
+  o.compilation_config.reset();
+  o.optimization_level = 4;
+  EXPECT_EQ(ToLaunchConfig(o).status().message(), "--optimization-level must be 0 to 3, got 4");
 }
 
 // Context parallelism with returned routed experts or the simple CPU offload connector, and the

@@ -594,6 +594,21 @@ class PlanTest(unittest.TestCase):
         accepted, _ = kvtopo.check("qwen3-next-80b", max_model_len=32768,
                                    kv_cache_memory="2GiB", enforce_eager=True)
         self.assertTrue(accepted)
+        # The CUDA graph mode -O and --compilation-config (a dict or a JSON str) resolve.
+        for graphs in ({"optimization_level": 1},
+                       {"compilation_config": {"cudagraph_mode": "PIECEWISE"}},
+                       {"compilation_config": '{"mode": 0}'}):
+            accepted, _ = kvtopo.check("qwen3-next-80b", max_model_len=32768,
+                                       kv_cache_memory="2GiB", **graphs)
+            self.assertTrue(accepted, graphs)
+        accepted, _ = kvtopo.check("qwen3-next-80b", max_model_len=32768, kv_cache_memory="2GiB",
+                                   optimization_level=0,
+                                   compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY"})
+        self.assertFalse(accepted)
+        with self.assertRaisesRegex(ValueError, "'level' is not a field the engine takes"):
+            kvtopo.check("qwen3-next-80b", compilation_config={"level": 3})
+        with self.assertRaisesRegex(ValueError, r"optimization_level must be in \[0, 3\], got 4"):
+            kvtopo.check("qwen3-next-80b", optimization_level=4)
         accepted, diagnostics = kvtopo.check("qwen3-next-80b", enable_prefix_caching=True,
                                              long_prefill_token_threshold=100,
                                              disable_chunked_mm_input=True)
