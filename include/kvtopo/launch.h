@@ -250,6 +250,11 @@ struct LaunchConfig {
     // --all2all-backend deepep_high_throughput with --data-parallel-size above 1: no graphs on
     // a model with experts.
     bool deepep_high_throughput_dp = false;
+    // The CUDA graph capture sizes given (--cudagraph-capture-sizes or the config's key) and
+    // the largest (--max-cudagraph-capture-size or the key); unset: the engine's defaults.
+    std::optional<std::vector<int64_t>> capture_sizes;
+    std::optional<int64_t> max_capture_size;
+    bool interactivity = false;  // --performance-mode interactivity: sizes 1 to 32 by default
     std::vector<std::string> keys_not_planned;  // other keys given
   };
   Compilation compilation;

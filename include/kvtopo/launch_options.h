@@ -106,6 +106,10 @@ struct LaunchOptions {
   // and --compilation-config / -cc (a JSON object).
   std::optional<int64_t> optimization_level;
   std::optional<std::string> compilation_config;
+  // --cudagraph-capture-sizes (space-separated) and --max-cudagraph-capture-size, which the
+  // engine refuses beside the same keys of --compilation-config.
+  std::optional<std::string> cudagraph_capture_sizes;
+  std::optional<int64_t> max_cudagraph_capture_size;
   std::optional<std::string> pp_layer_partition;  // VLLM_PP_LAYER_PARTITION; default: even split
   std::optional<std::string> all2all_backend;     // default allgather_reducescatter
   // Layers cached at the model dtype whatever --kv-cache-dtype says: layer indices and

@@ -3,9 +3,11 @@
 // whitespace Python's int() and float() ignore around a number.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvtopo::internal {
 
@@ -27,6 +29,18 @@ inline std::string_view StripAsciiSpace(std::string_view s) {
   const size_t first = s.find_first_not_of(kSpace);
   if (first == std::string_view::npos) return {};
   return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
+}
+
+// The words of a value a many-valued option keeps space-separated (its values in order, empty
+// ones dropped).
+inline std::vector<std::string> SplitOnSpaces(std::string_view s) {
+  std::vector<std::string> words;
+  for (size_t start = 0; start < s.size();) {
+    const size_t end = std::min(s.find(' ', start), s.size());
+    if (end > start) words.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
 }
 
 }  // namespace kvtopo::internal

@@ -647,9 +647,36 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "JSON CompilationConfig, checked as the engine checks its fields; mode, cudagraph_mode, "
        "splitting_ops, use_inductor_graph_partition and pass_config's fuse_attn_quant, "
-       "enable_sp, fuse_gemm_comms and sp_min_token_num decide the CUDA graph mode (the cache "
-       "is the same); also --compilation-config.KEY VALUE; default none",
+       "enable_sp, fuse_gemm_comms and sp_min_token_num decide the CUDA graph mode, "
+       "cudagraph_capture_sizes and max_cudagraph_capture_size its sizes (the cache is the "
+       "same); also --compilation-config.KEY VALUE; default none",
        &LO::compilation_config},
+      {"cudagraph_capture_sizes",
+       {},
+       "",
+       V::kText,
+       "",
+       "the batch sizes the engine captures CUDA graphs for, one or more positive integers "
+       "(the cache is the same); with speculative decoding its decode graphs round them up to "
+       "multiples of 1 + num_speculative_tokens, and refuse the launch once the weights are "
+       "loaded when none fits the largest; refused beside --compilation-config's "
+       "cudagraph_capture_sizes; default: the engine's",
+       &LO::cudagraph_capture_sizes,
+       1,
+       0,
+       /*many_values=*/true},
+      {"max_cudagraph_capture_size",
+       {},
+       "",
+       V::kInt,
+       "",
+       "the largest CUDA graph capture size (the cache is the same); the engine refuses 0 with "
+       "CUDA graphs, and one that is not the largest of --cudagraph-capture-sizes given with "
+       "it; refused beside --compilation-config's max_cudagraph_capture_size; default "
+       "min(--max-num-seqs x (1 + num_speculative_tokens) x 2, 512)",
+       &LO::max_cudagraph_capture_size,
+       0,
+       kMaxInt32},
       {"pp_layer_partition",
        {},
        "",
@@ -1281,6 +1308,20 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
   }
   out.deepep_high_throughput_dp =
       o.all2all_backend == "deepep_high_throughput" && o.data_parallel_size.value_or(1) > 1;
+  out.interactivity = o.performance_mode == "interactivity";
+  if (o.cudagraph_capture_sizes) {
+    std::vector<int64_t> sizes;
+    for (const std::string& word : internal::SplitOnSpaces(*o.cudagraph_capture_sizes)) {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t n, ParseHumanInt(word, "--cudagraph-capture-sizes"));
+      if (n < 1 || n > kMaxInt32) {
+        return InvalidArgument(fmt::format(
+            "--cudagraph-capture-sizes must be integers in [1, {}], got {}", kMaxInt32, n));
+      }
+      sizes.push_back(n);
+    }
+    out.capture_sizes = std::move(sizes);
+  }
+  if (o.max_cudagraph_capture_size) out.max_capture_size = *o.max_cudagraph_capture_size;
   if (!o.compilation_config) return Status::Ok();
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json cc,
                           internal::ParseJsonText(*o.compilation_config, "--compilation-config"));
@@ -1348,6 +1389,43 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
                                            kWhere, internal::JsonText(value)));
       }
       out.splitting_ops_empty = value.empty();
+    } else if (key == "cudagraph_capture_sizes") {
+      if (value.is_null()) continue;
+      if (o.cudagraph_capture_sizes) {
+        return InvalidArgument(
+            "--cudagraph-capture-sizes beside --compilation-config's cudagraph_capture_sizes: "
+            "the engine refuses the pair ('cudagraph_capture_sizes and "
+            "compilation_config.cudagraph_capture_sizes are mutually exclusive'); give one");
+      }
+      std::vector<int64_t> sizes;
+      const bool list = value.is_array();
+      for (size_t i = 0; list && i < value.size(); ++i) {
+        const std::optional<int64_t> n = internal::JsonIntIn(value[i], 1, kMaxInt32);
+        if (!n) break;
+        sizes.push_back(*n);
+      }
+      if (!list || sizes.size() != value.size()) {
+        return InvalidArgument(
+            fmt::format("{}: cudagraph_capture_sizes must be a list of integers in [1, {}], got {}",
+                        kWhere, kMaxInt32, internal::JsonText(value)));
+      }
+      out.capture_sizes = std::move(sizes);
+    } else if (key == "max_cudagraph_capture_size") {
+      if (value.is_null()) continue;
+      if (o.max_cudagraph_capture_size) {
+        return InvalidArgument(
+            "--max-cudagraph-capture-size beside --compilation-config's "
+            "max_cudagraph_capture_size: the engine refuses the pair ('max_cudagraph_capture_size "
+            "and compilation_config.max_cudagraph_capture_size are mutually exclusive'); give "
+            "one");
+      }
+      const std::optional<int64_t> n = internal::JsonIntIn(value, INT32_MIN, kMaxInt32);
+      if (!n) {
+        return InvalidArgument(
+            fmt::format("{}: max_cudagraph_capture_size must be an integer, got {}", kWhere,
+                        internal::JsonText(value)));
+      }
+      out.max_capture_size = *n;
     } else if (key == "use_inductor_graph_partition") {
       KVTOPO_ASSIGN_OR_RETURN(out.use_inductor_graph_partition, bool_field(kWhere, key, value));
     } else if (key == "pass_config") {
@@ -1744,16 +1822,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype, ParseKvCacheDtype(*o.kv_cache_dtype));
   }
   if (o.kv_cache_dtype_skip_layers) {
-    c.cache.kv_cache_dtype_skip_layers.clear();
-    std::string entry;
-    for (char ch : *o.kv_cache_dtype_skip_layers + " ") {
-      if (ch != ' ') {
-        entry += ch;
-      } else if (!entry.empty()) {
-        c.cache.kv_cache_dtype_skip_layers.push_back(std::move(entry));
-        entry.clear();
-      }
-    }
+    c.cache.kv_cache_dtype_skip_layers = internal::SplitOnSpaces(*o.kv_cache_dtype_skip_layers);
   }
   auto state_dtype = [](const std::optional<std::string>& text, std::string_view flag,
                         KvCacheDtype& field) -> Status {

@@ -1374,6 +1374,58 @@ void AssignPipelineStages(const LaunchConfig& config, const ModelDescription& mo
   b.out.layer_stages = std::move(stages);
 }
 
+// The engine's CUDA graph capture sizes with graphs on (VllmConfig._set_cudagraph_sizes at
+// 28be48fa9), checked as it checks them: the largest size, 0 when none fits the tokens a step.
+// The default sizes are 1, 2, 4 (1 to 32 with --performance-mode interactivity), multiples of 8
+// below 256 and of 16 from 256, up to min(rows x (1 + k) x 2, 512), and the tokens a step when
+// they fit; every size is capped by the tokens a step.
+int64_t LargestCaptureSize(Builder& b, int64_t speculative_tokens) {
+  const LaunchConfig::Compilation& cc = b.config.compilation;
+  const int64_t tokens = b.config.cache.max_num_batched_tokens;
+  // Rows are at most 2^20 and k 1,024: no overflow.
+  const int64_t max =
+      std::min(tokens, cc.max_capture_size.value_or(std::min<int64_t>(
+                           b.config.cache.max_num_seqs * (1 + speculative_tokens) * 2, 512)));
+  if (max < 1) {
+    b.Error("cudagraph-capture-sizes",
+            fmt::format("max_cudagraph_capture_size {} with CUDA graphs on: the engine refuses it "
+                        "('Maximum cudagraph size should be greater than or equal to 1 when using "
+                        "cuda graph'); give 1 or more, or --enforce-eager",
+                        max));
+    return 0;
+  }
+  int64_t largest = 0;
+  if (cc.capture_sizes) {
+    if (cc.capture_sizes->empty()) {
+      b.Error("cudagraph-capture-sizes",
+              "--compilation-config cudagraph_capture_sizes [] with CUDA graphs on: the engine "
+              "refuses it ('cudagraph_capture_sizes should contain at least one element when "
+              "using cuda graph'); give one size or more, or --enforce-eager");
+      return 0;
+    }
+    for (const int64_t size : *cc.capture_sizes) {
+      if (size <= tokens) largest = std::max(largest, size);
+    }
+  } else {
+    largest = max >= 256 ? 256 + (max - 256) / 16 * 16
+              : max >= 8 ? max / 8 * 8
+              : max >= 4 ? 4
+                         : max;
+    if (cc.interactivity) largest = std::max(largest, std::min<int64_t>(max, 32));
+    if (tokens <= max) largest = std::max(largest, tokens);
+  }
+  if (cc.max_capture_size && cc.capture_sizes && *cc.max_capture_size != largest) {
+    b.Error(
+        "cudagraph-capture-sizes",
+        fmt::format("max_cudagraph_capture_size {} is not the largest of the capture sizes "
+                    "that fit --max-num-batched-tokens {} ({}): the engine refuses the pair "
+                    "('customized max_cudagraph_capture_size(={}) should be consistent with "
+                    "the max value of cudagraph_capture_sizes(={})'); give {} or drop it",
+                    *cc.max_capture_size, tokens, largest, *cc.max_capture_size, largest, largest));
+  }
+  return largest;
+}
+
 // The CUDA graph mode the engine runs, as far as it decides whether decode steps replay full
 // graphs (VllmConfig.__post_init__, CompilationConfig.set_splitting_ops_for_v1 and
 // resolve_cudagraph_mode_and_sizes at 28be48fa9), which with recurrent layers need a block per
@@ -1406,6 +1458,14 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     set("NONE", fmt::format("{} ({}) under compilation mode {}, where piecewise graphs need 3 "
                             "(VLLM_COMPILE)",
                             graphs, source, mode));
+  }
+  // The capture sizes, fixed with the graphs still on here; sequence parallelism (TP above 1),
+  // which drops sizes TP does not divide, is left out.
+  const int64_t tp = config.parallel.tensor_parallel_size;
+  const bool sequence_parallel = cc.sequence_parallelism && tp > 1;
+  int64_t largest = 0;  // the largest capture size; 0: none
+  if (graphs != "NONE" && !sequence_parallel) {
+    largest = LargestCaptureSize(b, speculative_tokens);
   }
   if (mode == 3 && !cc.use_inductor_graph_partition) {
     if (cc.fuse_attn_quant) {
@@ -1510,6 +1570,19 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     out.cudagraph_mode_unresolved =
         fmt::format("KV connector {}, which may ask for piecewise graphs", config.kv_connector);
     return;
+  }
+  // Decode graphs of speculative steps replay batches of 1 + k tokens: the capture sizes round up
+  // to multiples of it, keeping those within the largest, which must hold one.
+  if (speculative_tokens > 0 && largest > 0 && 1 + speculative_tokens > largest) {
+    b.Error("cudagraph-capture-sizes",
+            fmt::format("the largest CUDA graph capture size is {} and speculative decoding's "
+                        "decode graphs need a multiple of {} (1 + num_speculative_tokens): the "
+                        "engine refuses the launch once the weights are loaded ('No valid "
+                        "cudagraph sizes after rounding to multiple of {}'); raise "
+                        "--max-cudagraph-capture-size or --cudagraph-capture-sizes to {} or "
+                        "more, or lower num_speculative_tokens",
+                        largest, 1 + speculative_tokens, 1 + speculative_tokens,
+                        1 + speculative_tokens));
   }
   out.cudagraph_mode = fmt::format("{}, {}", graphs, source);
 }

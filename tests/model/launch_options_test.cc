@@ -447,7 +447,7 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_FALSE(FindVllmFlagNotPlanned(name)->takes_value) << name;
   }
-  for (const char* name : {"--served-model-name", "--cudagraph-capture-sizes", "--api-key",
+  for (const char* name : {"--served-model-name", "--allowed-media-domains", "--api-key",
                            "--numa-bind-nodes", "--offload-params", "--lora-target-modules"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_EQ(FindVllmFlagNotPlanned(name)->values, Values::kOneOrMore) << name;

@@ -408,6 +408,109 @@ TEST(StartupRefusals, CudaGraphModeResolved) {
             "pass --enforce-eager");
 }
 
+// The CUDA graph capture sizes as the engine fixes them: with speculative decoding the decode
+// graphs need a size of at least 1 + k; the config-time refusals of the sizes themselves.
+TEST(StartupRefusals, CudaGraphCaptureSizes) {
+  LaunchOptions o = Model("kimi-k2.6");
+  o.attention_backend = "TRITON_MLA";
+  o.speculative_config = R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla",
+                              "num_speculative_tokens": 7})";
+  EXPECT_EQ(Errors(o), "");
+  o.cudagraph_capture_sizes = "1 2 4";
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 4 and "
+            "speculative decoding's decode graphs need a multiple of 8 (1 + "
+            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
+            "('No valid cudagraph sizes after rounding to multiple of 8'); raise "
+            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 8 or more, or lower "
+            "num_speculative_tokens");
+  o.cudagraph_capture_sizes = "1 2 4 8";
+  EXPECT_EQ(Errors(o), "");
+  o.cudagraph_capture_sizes.reset();
+  o.max_cudagraph_capture_size = 7;
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 4 and "
+            "speculative decoding's decode graphs need a multiple of 8 (1 + "
+            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
+            "('No valid cudagraph sizes after rounding to multiple of 8'); raise "
+            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 8 or more, or lower "
+            "num_speculative_tokens");
+  o.max_cudagraph_capture_size = 8;
+  EXPECT_EQ(Errors(o), "");
+  // The tokens a step cap every size.
+  o.max_cudagraph_capture_size.reset();
+  o.max_num_batched_tokens = 6;
+  o.max_num_seqs = 1;
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 6 and "
+            "speculative decoding's decode graphs need a multiple of 8 (1 + "
+            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
+            "('No valid cudagraph sizes after rounding to multiple of 8'); raise "
+            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 8 or more, or lower "
+            "num_speculative_tokens");
+  o.max_num_batched_tokens.reset();
+  o.max_num_seqs.reset();
+  // Without full decode graphs, nothing rounds.
+  o.cudagraph_capture_sizes = "1 2 4";
+  o.optimization_level = 1;
+  EXPECT_EQ(Errors(o), "");
+  o.optimization_level.reset();
+  o.cudagraph_capture_sizes.reset();
+
+  // Config time: the sizes and the largest must agree, and neither may be empty or 0.
+  o.speculative_config.reset();
+  o.cudagraph_capture_sizes = "1 2 4 16";
+  o.max_cudagraph_capture_size = 8;
+  EXPECT_EQ(
+      Errors(o),
+      "\n  error [cudagraph-capture-sizes] max_cudagraph_capture_size 8 is not the largest of "
+      "the capture sizes that fit --max-num-batched-tokens 8192 (16): the engine refuses "
+      "the pair ('customized max_cudagraph_capture_size(=8) should be consistent with the "
+      "max value of cudagraph_capture_sizes(=16)'); give 16 or drop it");
+  o.cudagraph_capture_sizes.reset();
+  o.max_cudagraph_capture_size = 0;
+  EXPECT_EQ(
+      Errors(o),
+      "\n  error [cudagraph-capture-sizes] max_cudagraph_capture_size 0 with CUDA graphs on: the "
+      "engine refuses it ('Maximum cudagraph size should be greater than or equal to 1 "
+      "when using cuda graph'); give 1 or more, or --enforce-eager");
+  o.enforce_eager = true;
+  EXPECT_EQ(Errors(o), "");
+  o.enforce_eager.reset();
+  o.max_cudagraph_capture_size.reset();
+  o.compilation_config = R"({"cudagraph_capture_sizes": []})";
+  EXPECT_EQ(
+      Errors(o),
+      "\n  error [cudagraph-capture-sizes] --compilation-config cudagraph_capture_sizes [] with "
+      "CUDA graphs on: the engine refuses it ('cudagraph_capture_sizes should contain at "
+      "least one element when using cuda graph'); give one size or more, or "
+      "--enforce-eager");
+  o.compilation_config = R"({"cudagraph_capture_sizes": [1, 0]})";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--compilation-config: cudagraph_capture_sizes must be a list of integers in [1, "
+            "2147483647], got [1,0]");
+  o.compilation_config = R"({"cudagraph_capture_sizes": [8]})";
+  o.cudagraph_capture_sizes = "8";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--cudagraph-capture-sizes beside --compilation-config's cudagraph_capture_sizes: the "
+            "engine refuses the pair ('cudagraph_capture_sizes and "
+            "compilation_config.cudagraph_capture_sizes are mutually exclusive'); give one");
+  o.compilation_config = R"({"max_cudagraph_capture_size": 8})";
+  o.cudagraph_capture_sizes.reset();
+  o.max_cudagraph_capture_size = 8;
+  EXPECT_EQ(
+      ToLaunchConfig(o).status().message(),
+      "--max-cudagraph-capture-size beside --compilation-config's max_cudagraph_capture_size: "
+      "the engine refuses the pair ('max_cudagraph_capture_size and "
+      "compilation_config.max_cudagraph_capture_size are mutually exclusive'); give one");
+  o.compilation_config.reset();
+  o.max_cudagraph_capture_size.reset();
+  o.cudagraph_capture_sizes = "1 two";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--cudagraph-capture-sizes: 'two' is not an integer (digits, optionally with k/m/g for "
+            "x1000 or K/M/G for x1024)");
+}
+
 // -O and --compilation-config are checked as the engine's parser checks them; keys that do not
 // decide the graph mode are reported, not used.
 TEST(StartupRefusals, CompilationConfigChecked) {
@@ -458,12 +561,12 @@ TEST(StartupRefusals, CompilationConfigChecked) {
             "--compilation-config's pass_config: enable_sp must be true or false, got \"maybe\"");
   EXPECT_EQ(message(R"({"pass_config": []})"),
             "--compilation-config: pass_config must be a JSON object, got []");
-  o.compilation_config = R"({"cudagraph_capture_sizes": [1, 2, 4], "mode": null,
+  o.compilation_config = R"({"cudagraph_num_of_warmups": 2, "mode": null,
                              "pass_config": {"fuse_norm_quant": true}})";
   Result<LaunchConfig> launch = ToLaunchConfig(o);
   ASSERT_TRUE(launch.ok()) << launch.status().ToString();
   EXPECT_EQ(launch->compilation.keys_not_planned,
-            (std::vector<std::string>{"cudagraph_capture_sizes", "pass_config.fuse_norm_quant"}));
+            (std::vector<std::string>{"cudagraph_num_of_warmups", "pass_config.fuse_norm_quant"}));
   Result<Plan> plan = PlanLaunch(*launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   bool reported = false;
@@ -472,7 +575,7 @@ TEST(StartupRefusals, CompilationConfigChecked) {
       reported = true;
       EXPECT_EQ(d.message,
                 "accepted, not used for planning: --compilation-config "
-                "'cudagraph_capture_sizes', --compilation-config 'pass_config.fuse_norm_quant'");
+                "'cudagraph_num_of_warmups', --compilation-config 'pass_config.fuse_norm_quant'");
     }
   }
   EXPECT_TRUE(reported);

@@ -605,6 +605,16 @@ class PlanTest(unittest.TestCase):
                                    optimization_level=0,
                                    compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY"})
         self.assertFalse(accepted)
+        # Capture sizes as a list: decode graphs of 1 + 7 tokens need a size of 8 or more.
+        eagle3 = {"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": 7}
+        accepted, diagnostics = kvtopo.check("kimi-k2.6", attention_backend="TRITON_MLA",
+                                             speculative_config=eagle3,
+                                             cudagraph_capture_sizes=[1, 2, 4])
+        self.assertEqual([d.code for d in diagnostics], ["cudagraph-capture-sizes"])
+        accepted, _ = kvtopo.check("kimi-k2.6", attention_backend="TRITON_MLA",
+                                   speculative_config=eagle3, cudagraph_capture_sizes=[1, 2, 4, 8],
+                                   max_cudagraph_capture_size=8)
+        self.assertTrue(accepted)
         with self.assertRaisesRegex(ValueError, "'level' is not a field the engine takes"):
             kvtopo.check("qwen3-next-80b", compilation_config={"level": 3})
         with self.assertRaisesRegex(ValueError, r"optimization_level must be in \[0, 3\], got 4"):
