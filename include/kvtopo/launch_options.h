@@ -93,6 +93,15 @@ struct LaunchOptions {
   std::optional<bool> data_parallel_external_lb;
   std::optional<bool> data_parallel_hybrid_lb;
   std::optional<int64_t> data_parallel_rank;
+  // The multi-node and data-parallel launch flags the engine checks against the above (the cache
+  // is the same): --nnodes, --node-rank, --data-parallel-size-local, --data-parallel-start-rank,
+  // --data-parallel-backend (mp or ray) and --headless.
+  std::optional<int64_t> nnodes;
+  std::optional<int64_t> node_rank;
+  std::optional<int64_t> data_parallel_size_local;
+  std::optional<int64_t> data_parallel_start_rank;
+  std::optional<std::string> data_parallel_backend;
+  std::optional<bool> headless;
   std::optional<bool> enable_return_routed_experts;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;

@@ -572,6 +572,63 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::data_parallel_rank,
        0,
        kMaxParallelSize - 1},
+      {"nnodes",
+       {},
+       "n",
+       V::kInt,
+       "",
+       "nodes the engine spans (the cache is the same); the engine refuses one that does not "
+       "divide the world (TP x PP x DP), or more than 1 with --data-parallel-backend ray; "
+       "default 1",
+       &LO::nnodes,
+       1,
+       kMaxParallelSize},
+      {"node_rank",
+       {},
+       "r",
+       V::kInt,
+       "",
+       "this node's rank, below --nnodes; with external load balancing on several nodes it "
+       "gives the data-parallel rank (the cache is the same); default 0",
+       &LO::node_rank,
+       0,
+       kMaxParallelSize - 1},
+      {"data_parallel_size_local",
+       {},
+       "dpl",
+       V::kInt,
+       "",
+       "data-parallel ranks on this node (the cache is the same); the engine refuses more than "
+       "--data-parallel-size, and other than 1 with external load balancing; default: inferred",
+       &LO::data_parallel_size_local,
+       0,
+       kMaxParallelSize},
+      {"data_parallel_start_rank",
+       {},
+       "dpr",
+       V::kInt,
+       "",
+       "this node's first data-parallel rank, which with --data-parallel-size-local turns "
+       "hybrid load balancing on (the cache is the same); default 0",
+       &LO::data_parallel_start_rank,
+       0,
+       kMaxParallelSize - 1},
+      {"data_parallel_backend",
+       {},
+       "dpb",
+       V::kText,
+       "",
+       "mp or ray (the cache is the same); the engine refuses ray with --nnodes above 1; "
+       "default mp",
+       &LO::data_parallel_backend},
+      {"headless",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "run without an API server (the cache is the same); the engine refuses it beside "
+       "--data-parallel-hybrid-lb; default off",
+       &LO::headless},
       {"enable_return_routed_experts",
        {},
        "",
@@ -1536,31 +1593,121 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
           tp, dp));
     }
   }
-  // EngineArgs.create_engine_config and ParallelConfig.__post_init__: a given rank turns external
-  // load balancing on; it needs more than one DP rank, and the rank must be one of them.
+  // EngineArgs.create_engine_config, then ParallelConfig.__post_init__: the node layout, and who
+  // names this engine's data-parallel rank. A rank (given, or inferred from --node-rank on several
+  // nodes) turns external load balancing on; it needs more than one DP rank, and must be one.
   const bool hybrid_lb = o.data_parallel_hybrid_lb.value_or(false);
   const bool external_lb = o.data_parallel_external_lb.value_or(false);
+  const bool headless = o.headless.value_or(false);
+  const std::string dp_backend = o.data_parallel_backend.value_or("mp");
+  if (dp_backend != "mp" && dp_backend != "ray") {
+    return InvalidArgument(
+        fmt::format("--data-parallel-backend must be mp or ray, got '{}'", dp_backend));
+  }
+  if (headless && hybrid_lb) {
+    return Rejected(
+        "--data-parallel-hybrid-lb with --headless: the engine refuses the pair "
+        "('data_parallel_hybrid_lb is not applicable in headless mode'); drop one of them");
+  }
   if (hybrid_lb && external_lb) {
     return Rejected(
         "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the pair "
         "('data_parallel_hybrid_lb and data_parallel_external_lb cannot both be True'); drop one "
         "of them");
   }
-  if ((external_lb || o.data_parallel_rank) && dp <= 1) {
+  const int64_t nnodes = o.nnodes.value_or(1);
+  if (nnodes != 1 && dp_backend != "mp") {
+    return Rejected(fmt::format(
+        "--nnodes {} with --data-parallel-backend {}: the engine refuses it ('nnodes > 1 is only "
+        "supported with data_parallel_backend=mp'); use --data-parallel-backend mp",
+        nnodes, dp_backend));
+  }
+  std::optional<int64_t> rank = o.data_parallel_rank;
+  std::string rank_from = rank ? fmt::format("--data-parallel-rank {}", *rank) : "";
+  std::optional<int64_t> local = o.data_parallel_size_local;
+  const int64_t tp = c.parallel.tensor_parallel_size;
+  const int64_t within_dp = c.pipeline_parallel_size * tp;  // each at most 4,096: no overflow
+  int64_t inferred_rank = 0;
+  if (nnodes > 1) {
+    const int64_t world = dp * within_dp;
+    if (world % nnodes != 0) {
+      return Rejected(fmt::format(
+          "--nnodes {} does not divide the {} ranks of TP {} x PP {} x DP {}: the engine refuses "
+          "it ('world_size={} must be divisible by nnodes={}.'); give a node count that divides "
+          "them",
+          nnodes, world, tp, c.pipeline_parallel_size, dp, world, nnodes));
+    }
+    const int64_t node_rank = o.node_rank.value_or(0);
+    if (node_rank >= nnodes) {
+      return Rejected(fmt::format(
+          "--node-rank {} with --nnodes {}: the engine refuses a node outside the nodes "
+          "('node_rank={} must be less than nnodes={}.'); pass a node rank below {}",
+          node_rank, nnodes, node_rank, nnodes, nnodes));
+    }
+    const int64_t local_world = world / nnodes;
+    inferred_rank = node_rank * local_world / within_dp;
+    if (dp > 1 && external_lb) {
+      rank = inferred_rank;
+      rank_from = fmt::format("--node-rank {} of --nnodes {} (data-parallel rank {})", node_rank,
+                              nnodes, inferred_rank);
+    } else if (!local) {
+      local = std::max<int64_t>(local_world / within_dp, 1);
+    }
+  }
+  bool external = external_lb || rank.has_value();
+  if (external) {
+    if (!rank) {
+      return Rejected(
+          "--data-parallel-external-lb without --data-parallel-rank: the engine refuses it "
+          "('data_parallel_rank or node_rank must be specified if data_parallel_external_lb is "
+          "enable.'), inferring a rank only with --data-parallel-size above 1 on several nodes "
+          "(--nnodes, --node-rank); pass --data-parallel-rank");
+    }
+    if (o.data_parallel_size_local && *o.data_parallel_size_local != 1) {
+      return Rejected(fmt::format(
+          "--data-parallel-size-local {} with external data-parallel load balancing: the engine "
+          "refuses it ('data_parallel_size_local must be 1 or None when data_parallel_rank is "
+          "set'); drop --data-parallel-size-local or set it to 1",
+          *o.data_parallel_size_local));
+    }
+    local = 1;
+  } else if (local) {
+    // A start rank infers hybrid load balancing, which one local rank turns into external.
+    const bool start = o.data_parallel_start_rank.value_or(0) != 0;
+    external = (hybrid_lb || (start && !headless)) && *local == 1;
+    rank = start ? *o.data_parallel_start_rank : inferred_rank;
+    rank_from = start ? fmt::format("--data-parallel-start-rank {}", *rank)
+                      : fmt::format("data-parallel rank {}, inferred from --node-rank", *rank);
+  } else if (hybrid_lb) {
+    return Rejected(
+        "--data-parallel-hybrid-lb without --data-parallel-size-local: the engine refuses it "
+        "('data_parallel_size_local must be set to use data_parallel_hybrid_lb.'); pass "
+        "--data-parallel-size-local");
+  }
+  if (local && *local > dp) {
+    return Rejected(fmt::format(
+        "--data-parallel-size-local {} with --data-parallel-size {}: the engine refuses more "
+        "local ranks than ranks ('data_parallel_size_local ({}) must be <= data_parallel_size "
+        "({})'); lower --data-parallel-size-local",
+        *local, dp, *local, dp));
+  }
+  if (external && dp <= 1) {
     return Rejected(fmt::format(
         "{} with --data-parallel-size {}: the engine refuses external data-parallel load "
         "balancing on one DP rank ('data_parallel_external_lb can only be set when "
         "data_parallel_size > 1'); raise --data-parallel-size or drop the flag",
         external_lb ? std::string("--data-parallel-external-lb")
-                    : fmt::format("--data-parallel-rank {}", *o.data_parallel_rank),
+        : o.data_parallel_rank
+            ? rank_from
+            : std::string("hybrid load balancing with one local rank (--data-parallel-size-local "
+                          "1)"),
         dp));
   }
-  if (o.data_parallel_rank && *o.data_parallel_rank >= dp) {
+  if (dp > 1 && rank && *rank >= dp) {
     return Rejected(fmt::format(
-        "--data-parallel-rank {} with --data-parallel-size {}: the engine refuses a rank outside "
-        "the DP ranks ('data_parallel_rank ({}) must be in the range [0, {})'); pass a rank "
-        "below {}",
-        *o.data_parallel_rank, dp, *o.data_parallel_rank, dp, dp));
+        "{} with --data-parallel-size {}: the engine refuses a rank outside the DP ranks "
+        "('data_parallel_rank ({}) must be in the range [0, {})'); pass a rank below {}",
+        rank_from, dp, *rank, dp, dp));
   }
   // Scheduler.__init__ and SimpleCPUOffloadScheduler.__init__, once the KV cache is sized.
   const int64_t dcp = c.parallel.decode_context_parallel_size;

@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 22 integers,
+// The option table's integer and byte-size options (docs/launch-options.md): 26 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 24;
+constexpr int kNumIntegerOptions = 28;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

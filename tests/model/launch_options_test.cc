@@ -436,7 +436,7 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
 // The flags of the fork's head (28be48fa9) with the arity its argparse parser gives them.
 TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   using Values = VllmFlag::Values;
-  for (const char* name : {"--mamba-backend", "--ubatch-size", "--moe-backend", "-n", "-r",
+  for (const char* name : {"--mamba-backend", "--ubatch-size", "--moe-backend", "-asc", "-q",
                            "--gdn-prefill-backend", "--shutdown-timeout"}) {
     const VllmFlag* f = FindVllmFlagNotPlanned(name);
     ASSERT_NE(f, nullptr) << name;

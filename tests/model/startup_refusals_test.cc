@@ -176,10 +176,10 @@ TEST(StartupRefusals, ExternalDataParallelFlags) {
   LaunchOptions o = Model("gpt-oss-120b");
   o.data_parallel_external_lb = true;
   EXPECT_EQ(Rejection(o),
-            "--data-parallel-external-lb with --data-parallel-size 1: the engine refuses "
-            "external data-parallel load balancing on one DP rank ('data_parallel_external_lb "
-            "can only be set when data_parallel_size > 1'); raise --data-parallel-size or drop "
-            "the flag");
+            "--data-parallel-external-lb without --data-parallel-rank: the engine refuses it "
+            "('data_parallel_rank or node_rank must be specified if data_parallel_external_lb is "
+            "enable.'), inferring a rank only with --data-parallel-size above 1 on several nodes "
+            "(--nnodes, --node-rank); pass --data-parallel-rank");
   o.data_parallel_hybrid_lb = true;
   EXPECT_EQ(Rejection(o),
             "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the "
@@ -202,12 +202,81 @@ TEST(StartupRefusals, ExternalDataParallelFlags) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->external_data_parallel_lb);
   EXPECT_FALSE(c->enable_expert_parallel);
+  o.data_parallel_size_local = 2;
+  EXPECT_EQ(Rejection(o),
+            "--data-parallel-size-local 2 with external data-parallel load balancing: the engine "
+            "refuses it ('data_parallel_size_local must be 1 or None when data_parallel_rank is "
+            "set'); drop --data-parallel-size-local or set it to 1");
+  // Hybrid load balancing needs the local ranks, and is not for a headless node.
   o = Model("gpt-oss-120b");
   o.data_parallel_size = 4;
   o.data_parallel_hybrid_lb = true;
+  EXPECT_EQ(Rejection(o),
+            "--data-parallel-hybrid-lb without --data-parallel-size-local: the engine refuses it "
+            "('data_parallel_size_local must be set to use data_parallel_hybrid_lb.'); pass "
+            "--data-parallel-size-local");
+  o.data_parallel_size_local = 2;
   c = ToLaunchConfig(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->external_data_parallel_lb);
+  o.data_parallel_size_local = 8;
+  EXPECT_EQ(Rejection(o),
+            "--data-parallel-size-local 8 with --data-parallel-size 4: the engine refuses more "
+            "local ranks than ranks ('data_parallel_size_local (8) must be <= data_parallel_size "
+            "(4)'); lower --data-parallel-size-local");
+  o.data_parallel_size_local = 2;
+  o.headless = true;
+  EXPECT_EQ(Rejection(o),
+            "--data-parallel-hybrid-lb with --headless: the engine refuses the pair "
+            "('data_parallel_hybrid_lb is not applicable in headless mode'); drop one of them");
+  o.headless.reset();
+  o.data_parallel_hybrid_lb.reset();
+  o.data_parallel_start_rank = 4;
+  EXPECT_EQ(Rejection(o),
+            "--data-parallel-start-rank 4 with --data-parallel-size 4: the engine refuses a rank "
+            "outside the DP ranks ('data_parallel_rank (4) must be in the range [0, 4)'); pass a "
+            "rank below 4");
+  o.data_parallel_start_rank = 2;
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+}
+
+// Several nodes: they divide the world (TP x PP x DP), the node is one of them, the data-parallel
+// backend is mp, and with external load balancing the node's rank gives the DP rank.
+TEST(StartupRefusals, NodesAndTheirDataParallelRanks) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.tensor_parallel_size = 8;
+  o.nnodes = 3;
+  EXPECT_EQ(Rejection(o),
+            "--nnodes 3 does not divide the 8 ranks of TP 8 x PP 1 x DP 1: the engine refuses it "
+            "('world_size=8 must be divisible by nnodes=3.'); give a node count that divides "
+            "them");
+  o.nnodes = 2;
+  o.node_rank = 2;
+  EXPECT_EQ(Rejection(o),
+            "--node-rank 2 with --nnodes 2: the engine refuses a node outside the nodes "
+            "('node_rank=2 must be less than nnodes=2.'); pass a node rank below 2");
+  o.node_rank = 1;
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.data_parallel_backend = "ray";
+  EXPECT_EQ(Rejection(o),
+            "--nnodes 2 with --data-parallel-backend ray: the engine refuses it ('nnodes > 1 is "
+            "only supported with data_parallel_backend=mp'); use --data-parallel-backend mp");
+  o.data_parallel_backend = "nccl";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--data-parallel-backend must be mp or ray, got 'nccl'");
+  o.data_parallel_backend.reset();
+  // TP 4 x DP 4 on two nodes: node 1 holds DP ranks 2 and 3; external load balancing takes
+  // its first.
+  o.tensor_parallel_size = 4;
+  o.data_parallel_size = 4;
+  o.enable_expert_parallel = true;
+  o.data_parallel_external_lb = true;
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->external_data_parallel_lb);
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
 }
 
 // ModelConfig.is_moe: --enable-expert-parallel and external data-parallel load balancing need a

@@ -577,11 +577,16 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-rank 3 with "
                                     r"--data-parallel-size 2: the engine refuses a rank outside"):
             kvtopo.plan("gpt-oss-120b", data_parallel_size=2, data_parallel_rank=3)
-        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-external-lb with "
-                                    r"--data-parallel-size 1: "):
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-external-lb without "
+                                    r"--data-parallel-rank: "):
             kvtopo.plan("gpt-oss-120b", data_parallel_external_lb=True)
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-rank 0 with "
+                                    r"--data-parallel-size 1: "):
+            kvtopo.plan("gpt-oss-120b", data_parallel_rank=0)
+        # On two nodes the node's rank gives the data-parallel rank.
         plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, data_parallel_size=2,
-                           data_parallel_external_lb=True, enable_expert_parallel=True)
+                           data_parallel_external_lb=True, enable_expert_parallel=True,
+                           nnodes=2, node_rank=1)
         self.assertEqual(plan.capacity.max_tokens, 6621558)
 
     def test_checks_once_the_cache_is_sized(self):
