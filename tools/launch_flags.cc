@@ -24,6 +24,27 @@ constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
 constexpr const char* kCompilationKey = "--compilation-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
+// The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
+// option NormalizeVllmArgs records each key in, where LaunchFlags keeps them, and the warning
+// when the flag is given whole too.
+struct DottedJsonOption {
+  std::string_view option;
+  const char* hidden;
+  const char* replaced_code;
+  std::vector<std::string> LaunchFlags::*keys;
+  std::optional<std::string> LaunchOptions::*value;
+};
+const DottedJsonOption kDottedJsonOptions[] = {
+    {"speculative_config", kSpeculativeKey, "speculative-config-replaced",
+     &LaunchFlags::speculative_keys, &LaunchOptions::speculative_config},
+    {"hf_overrides", kHfOverridesKey, "hf-overrides-replaced", &LaunchFlags::hf_override_keys,
+     &LaunchOptions::hf_overrides},
+    {"kv_transfer_config", kKvTransferKey, "kv-transfer-config-replaced",
+     &LaunchFlags::kv_transfer_keys, &LaunchOptions::kv_transfer_config},
+    {"compilation_config", kCompilationKey, "compilation-config-replaced",
+     &LaunchFlags::compilation_keys, &LaunchOptions::compilation_config},
+};
+
 std::string FlagNames(const LaunchOption& o) {
   std::string names = FlagName(o.name);
   for (std::string_view alias : o.aliases) names += "," + FlagName(alias);
@@ -129,13 +150,12 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   }
   // Hidden options NormalizeVllmArgs writes, one value per occurrence (a positional after one
   // is not its value).
-  for (auto [name, values] :
-       {std::pair{kNotPlannedFlag, &f.not_planned}, std::pair{kSpeculativeKey, &f.speculative_keys},
-        std::pair{kHfOverridesKey, &f.hf_override_keys},
-        std::pair{kKvTransferKey, &f.kv_transfer_keys},
-        std::pair{kCompilationKey, &f.compilation_keys},
-        std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
+  for (auto [name, values] : {std::pair{kNotPlannedFlag, &f.not_planned},
+                              std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
     app->add_option(name, *values)->group("")->allow_extra_args(false);
+  }
+  for (const DottedJsonOption& d : kDottedJsonOptions) {
+    app->add_option(d.hidden, f.*d.keys)->group("")->allow_extra_args(false);
   }
 }
 
@@ -225,20 +245,9 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
     }
     value = internal::JsonText(folded);
   };
-  if (!f.speculative_keys.empty()) {
-    use_folded(f.speculative_keys, "--speculative-config", "speculative-config-replaced",
-               o.speculative_config);
-  }
-  if (!f.hf_override_keys.empty()) {
-    use_folded(f.hf_override_keys, "--hf-overrides", "hf-overrides-replaced", o.hf_overrides);
-  }
-  if (!f.kv_transfer_keys.empty()) {
-    use_folded(f.kv_transfer_keys, "--kv-transfer-config", "kv-transfer-config-replaced",
-               o.kv_transfer_config);
-  }
-  if (!f.compilation_keys.empty()) {
-    use_folded(f.compilation_keys, "--compilation-config", "compilation-config-replaced",
-               o.compilation_config);
+  for (const DottedJsonOption& d : kDottedJsonOptions) {
+    if (!(f.*d.keys).empty())
+      use_folded(f.*d.keys, FlagName(d.option), d.replaced_code, o.*d.value);
   }
   o.not_planned = f.not_planned;
   for (const std::string& text : f.launch_diagnostics) {
@@ -368,20 +377,11 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
       // The engine's parser takes the next argument as the key's value unless one is attached,
       // and folds every key of one flag into a single JSON value.
       const std::string value = attached ? *attached : take_value(i, false).value_or("");
-      if (name == FlagName("speculative_config")) {
-        out.push_back(fmt::format("{}={}={}", kSpeculativeKey, key, value));
-        continue;
-      }
-      if (name == FlagName("hf_overrides")) {
-        out.push_back(fmt::format("{}={}={}", kHfOverridesKey, key, value));
-        continue;
-      }
-      if (name == FlagName("kv_transfer_config")) {
-        out.push_back(fmt::format("{}={}={}", kKvTransferKey, key, value));
-        continue;
-      }
-      if (name == FlagName("compilation_config")) {
-        out.push_back(fmt::format("{}={}={}", kCompilationKey, key, value));
+      const auto* dotted =
+          std::find_if(std::begin(kDottedJsonOptions), std::end(kDottedJsonOptions),
+                       [&](const DottedJsonOption& d) { return name == FlagName(d.option); });
+      if (dotted != std::end(kDottedJsonOptions)) {
+        out.push_back(fmt::format("{}={}={}", dotted->hidden, key, value));
         continue;
       }
       const VllmFlag* flag = own_flag ? nullptr : FindVllmFlagNotPlanned(name + "." + key);

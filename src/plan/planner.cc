@@ -683,14 +683,15 @@ Status Planner::TryPromotion(Plan& plan, const std::vector<LayerSpec>& replicate
   return Status::Ok();
 }
 
-// The engine's offloading spec (OffloadingSpec.__init__ and TieringOffloadingSpec.get_manager at
-// 28be48fa9), once the weights are loaded and the KV cache is sized.
+// The engine's offloading spec (OffloadingSpec.__init__, then TieringOffloadingSpec.get_manager,
+// at 28be48fa9), built once the weights are loaded and the KV cache is sized: its first assertion
+// that fails ends the launch, so one error at most. Draft groups are left out of the block rules:
+// the seeds' replicated drafts keep blocks of their own, whose offloading the fork at 28be48fa9
+// does not show.
 void Planner::CheckOffloading(const Plan& plan) {
-  // OffloadingSpec: each group's block is a multiple of the cache block (the target's attention
-  // block), which a recurrent block of the whole length (prefix caching off) is not. Draft groups
-  // are left out: the seeds' replicated drafts keep blocks of their own, whose offloading the
-  // fork at 28be48fa9 does not show.
   if (specs_.offloading_connector.empty()) return;
+  // Each group's block is a multiple of the cache block (the target's attention block), which a
+  // recurrent block of the whole length (prefix caching off) is not.
   int64_t cache_block = 0;
   for (const PlannedGroup& g : plan.groups) {
     if (g.role != Role::kTarget || g.geometry.kind() == CacheKind::kRecurrent) continue;

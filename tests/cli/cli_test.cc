@@ -156,6 +156,18 @@ TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
     EXPECT_EQ(r.exit_code, 0) << piecewise << "\n" << r.out;
   }
   EXPECT_EQ(RunCli(launch + "-O0 -cc.cudagraph_mode=FULL_DECODE_ONLY").exit_code, 1);
+  // The dotted keys fold into a value that replaces the JSON given whole, as in the engine.
+  const auto r = RunCli(
+      launch + "-cc '{\"cudagraph_mode\": \"FULL\"}' -cc.cudagraph_mode=PIECEWISE --json", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["diagnostics"].size(), 2u) << r.out;
+  EXPECT_EQ(j["diagnostics"][1]["code"], "compilation-config-replaced");
+  EXPECT_EQ(j["diagnostics"][1]["message"],
+            "--compilation-config {\"cudagraph_mode\": \"FULL\"} is dropped: the engine's parser "
+            "folds the --compilation-config.KEY arguments into a value of their own that replaces "
+            "it, so the plan uses {\"cudagraph_mode\":\"PIECEWISE\"} only; give every key in one "
+            "form");
   ExpectUsageError(launch + "-O4", "kvtopo: --optimization-level must be in [0, 3], got 4\n");
   ExpectUsageError(launch + "-cc.level=3",
                    "kvtopo: --compilation-config: 'level' is not a field the engine takes (its "

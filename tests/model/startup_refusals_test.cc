@@ -352,23 +352,33 @@ TEST(StartupRefusals, AlignModeSchedulerKnobs) {
   EXPECT_EQ(Errors(o), "");
 }
 
-// Full decode CUDA graphs need a recurrent block per --max-num-seqs row: refused on the engine's
-// default graphs, a warning where the launch sets what may change them, nothing under
-// --enforce-eager or with enough blocks.
-TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
+// Qwen3-Next at --max-model-len 32768 on 2 GiB of KV cache: 160 blocks.
+LaunchOptions Qwen3NextOn2GiB() {
   LaunchOptions o = Model("qwen3-next-80b");
   o.max_model_len = 32768;
   o.kv_cache_memory = "2GiB";
+  return o;
+}
+
+// The recurrent-block refusal of `rows` rows over `blocks` blocks under CUDA graph mode `mode`.
+std::string GraphBlocksError(int64_t rows, int64_t blocks, std::string_view mode) {
+  return fmt::format(
+      "\n  error [mamba-cudagraph-blocks] --max-num-seqs {} exceeds the {} blocks of the pool, "
+      "and the engine's full decode CUDA graphs (cudagraph_mode {}) need a recurrent-state block "
+      "for each request: the engine refuses the launch when it captures them, once the weights "
+      "are loaded ('max_num_seqs exceeds available Mamba cache blocks'); lower --max-num-seqs to "
+      "{} or fewer, give the KV cache more memory, or pass --enforce-eager",
+      rows, blocks, mode, blocks);
+}
+
+// Full decode CUDA graphs need a recurrent block per --max-num-seqs row: refused on the engine's
+// default graphs, nothing under --enforce-eager or with enough blocks.
+TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
+  LaunchOptions o = Qwen3NextOn2GiB();
   Result<Plan> plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pool.num_blocks, 160);
-  EXPECT_EQ(plan->ErrorLines(),
-            "\n  error [mamba-cudagraph-blocks] --max-num-seqs 256 exceeds the 160 blocks of the "
-            "pool, and the engine's full decode CUDA graphs (cudagraph_mode FULL_AND_PIECEWISE, "
-            "-O2's default) need a recurrent-state block for each request: the engine refuses "
-            "the launch when it captures them, once the weights are loaded ('max_num_seqs "
-            "exceeds available Mamba cache blocks'); lower --max-num-seqs to 160 or fewer, give "
-            "the KV cache more memory, or pass --enforce-eager");
+  EXPECT_EQ(plan->ErrorLines(), GraphBlocksError(256, 160, "FULL_AND_PIECEWISE, -O2's default"));
   o.max_num_seqs = 160;
   EXPECT_EQ(Errors(o), "");
   o.max_num_seqs = 161;
@@ -386,20 +396,9 @@ TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
 // backend and each group's backend under speculative decoding: the recurrent-block check holds
 // where decodes replay full graphs. Qwen3-Next at 2 GiB: 160 blocks, 161 rows.
 TEST(StartupRefusals, CudaGraphModeResolved) {
-  LaunchOptions o = Model("qwen3-next-80b");
-  o.max_model_len = 32768;
-  o.kv_cache_memory = "2GiB";
+  LaunchOptions o = Qwen3NextOn2GiB();
   o.max_num_seqs = 161;
-  auto graphs = [&](std::string_view mode) {
-    return fmt::format(
-        "\n  error [mamba-cudagraph-blocks] --max-num-seqs 161 exceeds the 160 blocks of the "
-        "pool, and the engine's full decode CUDA graphs (cudagraph_mode {}) need a "
-        "recurrent-state block for each request: the engine refuses the launch when it captures "
-        "them, once the weights are loaded ('max_num_seqs exceeds available Mamba cache "
-        "blocks'); lower --max-num-seqs to 160 or fewer, give the KV cache more memory, or pass "
-        "--enforce-eager",
-        mode);
-  };
+  auto graphs = [](std::string_view mode) { return GraphBlocksError(161, 160, mode); };
   o.optimization_level = 3;
   EXPECT_EQ(Errors(o), graphs("FULL_AND_PIECEWISE, -O3's default"));
   o.optimization_level = 1;  // piecewise
@@ -451,13 +450,7 @@ TEST(StartupRefusals, CudaGraphModeResolved) {
   o.max_num_seqs = 1873;
   Result<Plan> plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(),
-            "\n  error [mamba-cudagraph-blocks] --max-num-seqs 1873 exceeds the 1872 blocks of "
-            "the pool, and the engine's full decode CUDA graphs (cudagraph_mode "
-            "FULL_AND_PIECEWISE, -O2's default) need a recurrent-state block for each request: "
-            "the engine refuses the launch when it captures them, once the weights are loaded "
-            "('max_num_seqs exceeds available Mamba cache blocks'); lower --max-num-seqs to 1872 "
-            "or fewer, give the KV cache more memory, or pass --enforce-eager");
+  EXPECT_EQ(plan->ErrorLines(), GraphBlocksError(1873, 1872, "FULL_AND_PIECEWISE, -O2's default"));
   o.attention_backend = "FLASHINFER";
   plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -485,38 +478,29 @@ TEST(StartupRefusals, CudaGraphCaptureSizes) {
   o.speculative_config = R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla",
                               "num_speculative_tokens": 7})";
   EXPECT_EQ(Errors(o), "");
+  auto rounding = [](int64_t largest) {
+    return fmt::format(
+        "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is {} and "
+        "speculative decoding's decode graphs need a multiple of 8 (1 + num_speculative_tokens): "
+        "the engine refuses the launch once the weights are loaded ('No valid cudagraph sizes "
+        "after rounding to multiple of 8'); raise --max-cudagraph-capture-size or "
+        "--cudagraph-capture-sizes to 8 or more, or lower num_speculative_tokens",
+        largest);
+  };
   o.cudagraph_capture_sizes = "1 2 4";
-  EXPECT_EQ(Errors(o),
-            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 4 and "
-            "speculative decoding's decode graphs need a multiple of 8 (1 + "
-            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
-            "('No valid cudagraph sizes after rounding to multiple of 8'); raise "
-            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 8 or more, or lower "
-            "num_speculative_tokens");
+  EXPECT_EQ(Errors(o), rounding(4));
   o.cudagraph_capture_sizes = "1 2 4 8";
   EXPECT_EQ(Errors(o), "");
   o.cudagraph_capture_sizes.reset();
   o.max_cudagraph_capture_size = 7;
-  EXPECT_EQ(Errors(o),
-            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 4 and "
-            "speculative decoding's decode graphs need a multiple of 8 (1 + "
-            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
-            "('No valid cudagraph sizes after rounding to multiple of 8'); raise "
-            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 8 or more, or lower "
-            "num_speculative_tokens");
+  EXPECT_EQ(Errors(o), rounding(4));
   o.max_cudagraph_capture_size = 8;
   EXPECT_EQ(Errors(o), "");
   // The tokens a step cap every size.
   o.max_cudagraph_capture_size.reset();
   o.max_num_batched_tokens = 6;
   o.max_num_seqs = 1;
-  EXPECT_EQ(Errors(o),
-            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 6 and "
-            "speculative decoding's decode graphs need a multiple of 8 (1 + "
-            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
-            "('No valid cudagraph sizes after rounding to multiple of 8'); raise "
-            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 8 or more, or lower "
-            "num_speculative_tokens");
+  EXPECT_EQ(Errors(o), rounding(6));
   o.max_num_batched_tokens.reset();
   o.max_num_seqs.reset();
   // Without full decode graphs, nothing rounds.
