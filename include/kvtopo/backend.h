@@ -57,6 +57,9 @@ struct BackendCaps {
   // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the
   // backend comes after the engine commit the registry reads).
   std::optional<CudagraphSupport> cudagraph_support;
+  // Builds its metadata with the engine's common MLA builder (MLACommonMetadataBuilder), whose
+  // chunked-prefill workspace must split evenly over the DCP ranks.
+  bool mla_common_builder = false;
   int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
   int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
   // The family this backend serves when neither the launch nor the model profile names one.

@@ -156,6 +156,31 @@ void CheckSharded(const Layer& l, Findings& f) {
   }
 }
 
+// MLACommonMetadataBuilder.__init__ (vllm/model_executor/layers/attention/mla_attention.py at
+// 28be48fa9), built once the weights are loaded: under DCP its chunked-prefill workspace, of
+// max(min(max(8 L, 4 S B), 65,536), S B) tokens (L the maximum length, S the rows, B the cache
+// block), must split evenly over the N ranks. Every MLA layer on such a backend builds it, a
+// replicated draft's too (the builder reads the DCP group).
+void CheckMlaWorkspace(const Layer& l, Findings& f) {
+  const int64_t N = l.parallel.decode_context_parallel_size;
+  if (N <= 1 || !IsMla(l.spec.kind) || !l.backend.mla_common_builder) return;
+  // L below 2^31, S and B at most 2^20: no overflow.
+  const int64_t L = l.geometry.max_model_len();
+  const int64_t S = l.geometry.max_num_seqs();
+  const int64_t B = l.spec.block_size;
+  const int64_t workspace = std::max(std::min(std::max(8 * L, 4 * S * B), int64_t{65536}), S * B);
+  if (workspace % N == 0) return;
+  f.Error("mla-dcp-workspace",
+          fmt::format("{} layer '{}' runs on {}, whose MLA metadata builder splits a "
+                      "chunked-prefill workspace of {} tokens (max(min(max(8 x --max-model-len "
+                      "{}, 4 x --max-num-seqs {} x block {}), 65536), {} x {})) over "
+                      "--decode-context-parallel-size {}: it is not a multiple, and the engine "
+                      "asserts it once the weights are loaded; change --max-model-len or "
+                      "--max-num-seqs so that it is",
+                      RoleName(l.spec.role), l.spec.name, l.backend.name, workspace, L, S, B, S,
+                      B, N));
+}
+
 // A DSpark draft window holds at least one of its blocks.
 void CheckDraftWindow(const Layer& l, int64_t dspark_window, Findings& f) {
   if (dspark_window <= 0 || l.spec.role != Role::kDraft || !IsWindowed(l.spec.kind) ||
@@ -185,6 +210,7 @@ Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
                         .num_speculative_tokens = plan.model.num_speculative_tokens};
       CheckKernelBlock(layer, findings);
       CheckDraftWindow(layer, launch.dspark_draft_kv_window, findings);
+      CheckMlaWorkspace(layer, findings);
       // A replicated layer's PCP refusal is replicated-pcp.
       if (N <= 1 || g.geometry.interleaved_slots()) CheckPcp(layer, findings);
       if (N <= 1) continue;

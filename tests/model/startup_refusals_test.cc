@@ -637,6 +637,33 @@ TEST(StartupRefusals, CompilationConfigChecked) {
   EXPECT_EQ(ToLaunchConfig(o).status().message(), "--optimization-level must be 0 to 3, got 4");
 }
 
+// The common MLA metadata builder splits its chunked-prefill workspace over the DCP ranks:
+// Kimi-K2.6 at TP 16 / DCP 16 on TRITON_MLA (16-token blocks, 256 rows) at --max-model-len 4095
+// has 8 x 4095 = 32,760 tokens, not a multiple of 16; 4,096 gives 32,768.
+TEST(StartupRefusals, MlaWorkspaceSplitsOverDcp) {
+  LaunchOptions o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 16;
+  o.decode_context_parallel_size = 16;
+  o.attention_backend = "TRITON_MLA";
+  o.max_model_len = 4095;
+  EXPECT_EQ(Errors(o),
+            "\n  error [mla-dcp-workspace] target layer 'model.layers.0.self_attn' (and 60 other "
+            "layers) runs on TRITON_MLA, whose MLA metadata builder splits a chunked-prefill "
+            "workspace of 32760 tokens (max(min(max(8 x --max-model-len 4095, 4 x --max-num-seqs "
+            "256 x block 16), 65536), 256 x 16)) over --decode-context-parallel-size 16: it is not "
+            "a multiple, and the engine asserts it once the weights are loaded; change "
+            "--max-model-len or --max-num-seqs so that it is");
+  o.max_model_len = 4096;
+  EXPECT_EQ(Errors(o), "");
+  o.max_model_len = 4095;
+  o.decode_context_parallel_size = 8;  // 32,760 is a multiple of 8
+  EXPECT_EQ(Errors(o), "");
+  // The 65,536-token cap, or the rows' blocks above it, are multiples of 16.
+  o.decode_context_parallel_size = 16;
+  o.max_model_len = 9999;
+  EXPECT_EQ(Errors(o), "");
+}
+
 // Context parallelism with returned routed experts or the simple CPU offload connector, and the
 // native offloading connector's block rule, all asserted once the KV cache is sized.
 TEST(StartupRefusals, ConnectorsAndRoutedExpertsOnceSized) {
