@@ -102,6 +102,7 @@ struct LaunchOptions {
   std::optional<int64_t> data_parallel_start_rank;
   std::optional<std::string> data_parallel_backend;
   std::optional<bool> headless;
+  std::optional<std::string> distributed_executor_backend;  // ray, mp, uni, external_launcher, ...
   std::optional<bool> enable_return_routed_experts;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;

@@ -629,6 +629,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "run without an API server (the cache is the same); the engine refuses it beside "
        "--data-parallel-hybrid-lb; default off",
        &LO::headless},
+      {"distributed_executor_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "how the engine runs its workers: ray, mp, uni, external_launcher or an Executor class "
+       "(the cache is the same); the engine refuses any but mp, uni and external_launcher with "
+       "--nnodes above 1; default: the engine's choice",
+       &LO::distributed_executor_backend},
       {"enable_return_routed_experts",
        {},
        "",
@@ -1621,6 +1630,15 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "--nnodes {} with --data-parallel-backend {}: the engine refuses it ('nnodes > 1 is only "
         "supported with data_parallel_backend=mp'); use --data-parallel-backend mp",
         nnodes, dp_backend));
+  }
+  // ParallelConfig.__post_init__: several nodes need workers the engine starts on each.
+  if (const std::string executor = o.distributed_executor_backend.value_or("mp");
+      nnodes > 1 && executor != "mp" && executor != "uni" && executor != "external_launcher") {
+    return Rejected(fmt::format(
+        "--nnodes {} with --distributed-executor-backend {}: the engine refuses it ('nnodes > 1 "
+        "can only be set when distributed executor backend is mp, uni or external_launcher.'); "
+        "use mp, or one node per engine",
+        nnodes, executor));
   }
   std::optional<int64_t> rank = o.data_parallel_rank;
   std::string rank_from = rank ? fmt::format("--data-parallel-rank {}", *rank) : "";

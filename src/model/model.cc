@@ -1410,7 +1410,8 @@ int64_t LargestCaptureSize(Builder& b, int64_t speculative_tokens) {
     largest = max >= 256 ? 256 + (max - 256) / 16 * 16
               : max >= 8 ? max / 8 * 8
               : max >= 4 ? 4
-                         : max;
+              : max >= 2 ? 2
+                         : 1;  // of 1, 2, 4
     if (cc.interactivity) largest = std::max(largest, std::min<int64_t>(max, 32));
     if (tokens <= max) largest = std::max(largest, tokens);
   }

@@ -265,6 +265,14 @@ TEST(StartupRefusals, NodesAndTheirDataParallelRanks) {
   EXPECT_EQ(ToLaunchConfig(o).status().message(),
             "--data-parallel-backend must be mp or ray, got 'nccl'");
   o.data_parallel_backend.reset();
+  o.distributed_executor_backend = "ray";
+  EXPECT_EQ(Rejection(o),
+            "--nnodes 2 with --distributed-executor-backend ray: the engine refuses it ('nnodes > "
+            "1 can only be set when distributed executor backend is mp, uni or "
+            "external_launcher.'); use mp, or one node per engine");
+  o.distributed_executor_backend = "external_launcher";
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.distributed_executor_backend.reset();
   // TP 4 x DP 4 on two nodes: node 1 holds DP ranks 2 and 3; external load balancing takes
   // its first.
   o.tensor_parallel_size = 4;
@@ -496,6 +504,23 @@ TEST(StartupRefusals, CudaGraphCaptureSizes) {
   EXPECT_EQ(Errors(o), rounding(4));
   o.max_cudagraph_capture_size = 8;
   EXPECT_EQ(Errors(o), "");
+  // A largest of 3 keeps the default sizes 1 and 2: 1 + 2 tokens find none, as in the engine;
+  // under --performance-mode interactivity the sizes are 1 to 3.
+  o.speculative_config = R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla",
+                              "num_speculative_tokens": 2})";
+  o.max_cudagraph_capture_size = 3;
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 2 and "
+            "speculative decoding's decode graphs need a multiple of 3 (1 + "
+            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
+            "('No valid cudagraph sizes after rounding to multiple of 3'); raise "
+            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 3 or more, or lower "
+            "num_speculative_tokens");
+  o.performance_mode = "interactivity";
+  EXPECT_EQ(Errors(o), "");
+  o.performance_mode.reset();
+  o.speculative_config = R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla",
+                              "num_speculative_tokens": 7})";
   // The tokens a step cap every size.
   o.max_cudagraph_capture_size.reset();
   o.max_num_batched_tokens = 6;
