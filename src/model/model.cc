@@ -1374,12 +1374,24 @@ void AssignPipelineStages(const LaunchConfig& config, const ModelDescription& mo
   b.out.layer_stages = std::move(stages);
 }
 
+// The largest term of start, start + step, ... up to `last` that `divisor` divides; 0 if none.
+// The terms' remainders repeat within `divisor` terms, so at most that many are tried.
+int64_t LargestMultipleInRange(int64_t start, int64_t step, int64_t last, int64_t divisor) {
+  if (last < start) return 0;
+  int64_t term = start + (last - start) / step * step;
+  for (int64_t tried = 0; tried < divisor && term >= start; ++tried, term -= step) {
+    if (term % divisor == 0) return term;
+  }
+  return 0;
+}
+
 // The engine's CUDA graph capture sizes with graphs on (VllmConfig._set_cudagraph_sizes at
 // 28be48fa9), checked as it checks them: the largest size, 0 when none fits the tokens a step.
 // The default sizes are 1, 2, 4 (1 to 32 with --performance-mode interactivity), multiples of 8
 // below 256 and of 16 from 256, up to min(rows x (1 + k) x 2, 512), and the tokens a step when
-// they fit; every size is capped by the tokens a step.
-int64_t LargestCaptureSize(Builder& b, int64_t speculative_tokens) {
+// they fit; every size is capped by the tokens a step. Under sequence parallelism
+// (update_sizes_for_sequence_parallelism) only the sizes `divisor` (TP) divides are kept.
+int64_t LargestCaptureSize(Builder& b, int64_t speculative_tokens, int64_t divisor) {
   const LaunchConfig::Compilation& cc = b.config.compilation;
   const int64_t tokens = b.config.cache.max_num_batched_tokens;
   // Rows are at most 2^20 and k 1,024: no overflow.
@@ -1404,25 +1416,32 @@ int64_t LargestCaptureSize(Builder& b, int64_t speculative_tokens) {
       return 0;
     }
     for (const int64_t size : *cc.capture_sizes) {
-      if (size <= tokens) largest = std::max(largest, size);
+      if (size <= tokens && size % divisor == 0) largest = std::max(largest, size);
     }
   } else {
-    largest = max >= 256 ? 256 + (max - 256) / 16 * 16
-              : max >= 8 ? max / 8 * 8
-              : max >= 4 ? 4
-              : max >= 2 ? 2
-                         : 1;  // of 1, 2, 4
-    if (cc.interactivity) largest = std::max(largest, std::min<int64_t>(max, 32));
-    if (tokens <= max) largest = std::max(largest, tokens);
+    // 1, 2, 4; multiples of 8 below 256; of 16 from 256 (max is at most 2^31 - 1).
+    largest = std::max({LargestMultipleInRange(1, 1, std::min<int64_t>(max, 2), divisor),
+                        max >= 4 && 4 % divisor == 0 ? int64_t{4} : 0,
+                        LargestMultipleInRange(8, 8, std::min<int64_t>(max, 255), divisor),
+                        LargestMultipleInRange(256, 16, max, divisor)});
+    if (cc.interactivity) {
+      largest =
+          std::max(largest, LargestMultipleInRange(1, 1, std::min<int64_t>(max, 32), divisor));
+    }
+    if (tokens <= max && tokens % divisor == 0) largest = std::max(largest, tokens);
   }
   if (cc.max_capture_size && cc.capture_sizes && *cc.max_capture_size != largest) {
-    b.Error(
-        "cudagraph-capture-sizes",
-        fmt::format("max_cudagraph_capture_size {} is not the largest of the capture sizes "
-                    "that fit --max-num-batched-tokens {} ({}): the engine refuses the pair "
-                    "('customized max_cudagraph_capture_size(={}) should be consistent with "
-                    "the max value of cudagraph_capture_sizes(={})'); give {} or drop it",
-                    *cc.max_capture_size, tokens, largest, *cc.max_capture_size, largest, largest));
+    b.Error("cudagraph-capture-sizes",
+            fmt::format("max_cudagraph_capture_size {} is not the largest of the capture sizes "
+                        "that fit --max-num-batched-tokens {}{} ({}): the engine refuses the pair "
+                        "('customized max_cudagraph_capture_size(={}) should be consistent with "
+                        "the max value of cudagraph_capture_sizes(={})'); give {} or drop it",
+                        *cc.max_capture_size, tokens,
+                        divisor > 1 ? fmt::format(" and are multiples of --tensor-parallel-size "
+                                                  "{}, as sequence parallelism keeps them",
+                                                  divisor)
+                                    : "",
+                        largest, *cc.max_capture_size, largest, largest));
   }
   return largest;
 }
@@ -1460,14 +1479,28 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
                             "(VLLM_COMPILE)",
                             graphs, source, mode));
   }
-  // The capture sizes, fixed with the graphs still on here; sequence parallelism (TP above 1),
-  // which drops sizes TP does not divide, is left out.
+  // The capture sizes, fixed with the graphs still on here. Sequence parallelism (TP above 1)
+  // keeps the sizes TP divides; without sp_min_token_num the engine may turn it off on the GPU
+  // (its threshold), so the sizes are not known.
   const int64_t tp = config.parallel.tensor_parallel_size;
   const bool sequence_parallel = cc.sequence_parallelism && tp > 1;
+  const bool sizes_known = !sequence_parallel || cc.sp_min_token_num;
   int64_t largest = 0;  // the largest capture size; 0: none
-  if (graphs != "NONE" && !sequence_parallel) {
-    largest = LargestCaptureSize(b, speculative_tokens);
+  if (graphs != "NONE" && sizes_known) {
+    largest = LargestCaptureSize(b, speculative_tokens, sequence_parallel ? tp : 1);
   }
+  const int64_t query = 1 + speculative_tokens;  // a decode step's tokens a request
+  auto sizes_unchecked = [&] {
+    if (speculative_tokens == 0 || sizes_known) return;
+    b.Add(Severity::kWarning, "cudagraph-capture-sizes-unchecked",
+          fmt::format("sequence parallelism (--compilation-config pass_config.enable_sp or "
+                      "fuse_gemm_comms) without sp_min_token_num at --tensor-parallel-size {}: "
+                      "the engine sizes its threshold on the GPU or "
+                      "turns sequence parallelism off, which decides whether its decode graphs "
+                      "need multiples of {} and {}, so kvtopo did not check the capture sizes; "
+                      "give pass_config.sp_min_token_num to have them checked",
+                      tp, query, tp));
+  };
   if (mode == 3 && !cc.use_inductor_graph_partition) {
     if (cc.fuse_attn_quant) {
       if (cc.splitting_ops_empty == false) {
@@ -1489,6 +1522,7 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     if (cc.sequence_parallelism && config.parallel.tensor_parallel_size > 1 && split &&
         piecewise()) {
       if (!cc.sp_min_token_num) {
+        sizes_unchecked();
         out.cudagraph_mode_unresolved =
             "--compilation-config pass_config.enable_sp without sp_min_token_num, whose threshold "
             "the engine sizes on the GPU or turns sequence parallelism off";
@@ -1573,8 +1607,25 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     return;
   }
   // Decode graphs of speculative steps replay batches of 1 + k tokens: the capture sizes round up
-  // to multiples of it, keeping those within the largest, which must hold one.
-  if (speculative_tokens > 0 && largest > 0 && 1 + speculative_tokens > largest) {
+  // to multiples of it (under sequence parallelism of the larger of it and TP, which must divide
+  // each other), keeping those within the largest, which must hold one
+  // (adjust_cudagraph_sizes_for_spec_decode).
+  if (!sizes_known) {
+    sizes_unchecked();
+  } else if (speculative_tokens > 0 && sequence_parallel &&
+             std::max(query, tp) % std::min(query, tp) != 0) {
+    b.Error("cudagraph-capture-sizes",
+            fmt::format(
+                "speculative decoding's decode graphs need multiples of {} (1 + "
+                "num_speculative_tokens) and sequence parallelism multiples of {} "
+                "(--tensor-parallel-size), and neither divides the other: the engine "
+                "refuses the launch once the weights are loaded ('Can't determine "
+                "cudagraph shapes that are both a multiple of {} ... and {}'); change "
+                "num_speculative_tokens or turn sequence parallelism off (pass_config.enable_sp "
+                "and fuse_gemm_comms)",
+                query, tp, query, tp));
+  } else if (speculative_tokens > 0 && largest > 0 && query > largest) {
+    // Under sequence parallelism the largest is a multiple of TP, so TP never exceeds it.
     b.Error("cudagraph-capture-sizes",
             fmt::format("the largest CUDA graph capture size is {} and speculative decoding's "
                         "decode graphs need a multiple of {} (1 + num_speculative_tokens): the "
@@ -1582,8 +1633,7 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
                         "cudagraph sizes after rounding to multiple of {}'); raise "
                         "--max-cudagraph-capture-size or --cudagraph-capture-sizes to {} or "
                         "more, or lower num_speculative_tokens",
-                        largest, 1 + speculative_tokens, 1 + speculative_tokens,
-                        1 + speculative_tokens));
+                        largest, query, query, query));
   }
   out.cudagraph_mode = fmt::format("{}, {}", graphs, source);
 }

@@ -589,6 +589,111 @@ TEST(StartupRefusals, CudaGraphCaptureSizes) {
             "x1000 or K/M/G for x1024)");
 }
 
+// Sequence parallelism (TP above 1, sp_min_token_num given) keeps the capture sizes TP divides,
+// and with speculative decoding needs 1 + k and TP to divide one another
+// (update_sizes_for_sequence_parallelism, adjust_cudagraph_sizes_for_spec_decode).
+TEST(StartupRefusals, CaptureSizesUnderSequenceParallelism) {
+  LaunchOptions o = Model("kimi-k2.6");
+  o.attention_backend = "TRITON_MLA";
+  o.tensor_parallel_size = 8;
+  o.compilation_config = R"({"pass_config": {"enable_sp": true, "sp_min_token_num": 64}})";
+  auto draft = [&](int k) {
+    o.speculative_config = fmt::format(
+        R"({{"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": {}}})",
+        k);
+  };
+  draft(2);
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] speculative decoding's decode graphs need "
+            "multiples of 3 (1 + num_speculative_tokens) and sequence parallelism multiples of 8 "
+            "(--tensor-parallel-size), and neither divides the other: the engine refuses the "
+            "launch once the weights are loaded ('Can't determine cudagraph shapes that are both "
+            "a multiple of 3 ... and 8'); change num_speculative_tokens or turn sequence "
+            "parallelism off (pass_config.enable_sp and fuse_gemm_comms)");
+  draft(3);  // 4 divides 8; "1 2 4" keeps no size, so nothing rounds
+  o.cudagraph_capture_sizes = "1 2 4";
+  EXPECT_EQ(Errors(o), "");
+  draft(7);
+  o.cudagraph_capture_sizes.reset();
+  EXPECT_EQ(Errors(o), "");
+
+  auto rounding = [](int64_t largest, int64_t query) {
+    return fmt::format(
+        "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is {} and "
+        "speculative decoding's decode graphs need a multiple of {} (1 + num_speculative_tokens): "
+        "the engine refuses the launch once the weights are loaded ('No valid cudagraph sizes "
+        "after rounding to multiple of {}'); raise --max-cudagraph-capture-size or "
+        "--cudagraph-capture-sizes to {} or more, or lower num_speculative_tokens",
+        largest, query, query, query);
+  };
+  // Given sizes: TP 4 keeps 4 of 1, 2, 4, 6.
+  o.tensor_parallel_size = 4;
+  o.cudagraph_capture_sizes = "1 2 4 6";
+  EXPECT_EQ(Errors(o), rounding(4, 8));
+  o.cudagraph_capture_sizes = "1 2 4 6 8";
+  EXPECT_EQ(Errors(o), "");
+  // The default sizes up to 24 (1, 2, 4, 8, 16, 24): TP 16 keeps 16; without sequence
+  // parallelism 24 is the largest.
+  o.cudagraph_capture_sizes.reset();
+  o.tensor_parallel_size = 16;
+  o.max_cudagraph_capture_size = 24;
+  draft(31);
+  EXPECT_EQ(Errors(o), rounding(16, 32));
+  o.compilation_config.reset();
+  EXPECT_EQ(Errors(o), rounding(24, 32));
+  // Multiples of 16 from 256: of 256, 272, ..., 432, TP 64 keeps 256 and 384.
+  o.compilation_config = R"({"pass_config": {"enable_sp": true, "sp_min_token_num": 64}})";
+  o.tensor_parallel_size = 64;
+  o.max_cudagraph_capture_size = 440;
+  draft(511);
+  EXPECT_EQ(Errors(o), rounding(384, 512));
+  // No size kept at all: the engine captures none and rounds nothing.
+  o.tensor_parallel_size = 16;
+  o.max_cudagraph_capture_size = 12;
+  draft(7);
+  EXPECT_EQ(Errors(o), "");
+
+  // The largest given must be the largest size kept.
+  o.speculative_config.reset();
+  o.tensor_parallel_size = 4;
+  o.cudagraph_capture_sizes = "1 2 4 6";
+  o.max_cudagraph_capture_size = 6;
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] max_cudagraph_capture_size 6 is not the largest "
+            "of the capture sizes that fit --max-num-batched-tokens 8192 and are multiples of "
+            "--tensor-parallel-size 4, as sequence parallelism keeps them (4): the engine "
+            "refuses the pair ('customized max_cudagraph_capture_size(=6) should be consistent "
+            "with the max value of cudagraph_capture_sizes(=4)'); give 4 or drop it");
+  o.max_cudagraph_capture_size = 4;
+  EXPECT_EQ(Errors(o), "");
+  o.tensor_parallel_size = 1;  // no sequence parallelism at TP 1
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] max_cudagraph_capture_size 4 is not the largest "
+            "of the capture sizes that fit --max-num-batched-tokens 8192 (6): the engine refuses "
+            "the pair ('customized max_cudagraph_capture_size(=4) should be consistent with the "
+            "max value of cudagraph_capture_sizes(=6)'); give 6 or drop it");
+
+  // Without sp_min_token_num the GPU decides whether sequence parallelism stays on: a warning.
+  o.cudagraph_capture_sizes.reset();
+  o.max_cudagraph_capture_size.reset();
+  o.tensor_parallel_size = 8;
+  o.compilation_config = R"({"pass_config": {"fuse_gemm_comms": true}})";
+  draft(2);
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  std::string warning;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "cudagraph-capture-sizes-unchecked") warning = d.message;
+  }
+  EXPECT_EQ(warning,
+            "sequence parallelism (--compilation-config pass_config.enable_sp or "
+            "fuse_gemm_comms) without sp_min_token_num at --tensor-parallel-size 8: the engine "
+            "sizes its threshold on the GPU or turns sequence parallelism off, which decides "
+            "whether its decode graphs need multiples of 3 and 8, so kvtopo did not check the "
+            "capture sizes; give pass_config.sp_min_token_num to have them checked");
+}
+
 // -O and --compilation-config are checked as the engine's parser checks them; keys that do not
 // decide the graph mode are reported, not used.
 TEST(StartupRefusals, CompilationConfigChecked) {
