@@ -51,7 +51,12 @@ struct BackendCaps {
   bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
   bool supports_pcp = false;                 // prefill context parallelism
   bool supports_sliding_window = false;
-  bool computes_float32 = false;  // runs a float32 model (others: float16 and bfloat16 only)
+  // The dtypes it computes in (the engine's supported_dtypes): float16 and bfloat16 unless the
+  // registry says otherwise.
+  std::vector<ElementType> model_dtypes = {ElementType::kFloat16, ElementType::kBfloat16};
+  // The cache dtypes it accepts, as the launch names them (the engine's
+  // supported_kv_cache_dtypes); empty: not restricted.
+  std::vector<KvCacheDtype> kv_cache_dtypes;
   // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
   bool stores_turboquant = false;
   // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the
@@ -74,6 +79,8 @@ struct BackendCaps {
   // The smallest kernel block size ("multiple of x" counts as x).
   int64_t MinKernelBlockSize() const;
   KvCacheDtype StoredKvCacheDtype(KvCacheDtype requested) const;
+  bool Computes(ElementType dtype) const;
+  bool AcceptsKvCacheDtype(KvCacheDtype dtype) const;
   bool operator==(const BackendCaps&) const = default;
 };
 

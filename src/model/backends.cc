@@ -70,7 +70,28 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
                           r.BoolOr("spec_decode_with_interleave", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_pcp, r.BoolOr("supports_pcp", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
-  KVTOPO_ASSIGN_OR_RETURN(b.computes_float32, r.BoolOr("computes_float32", false));
+  if (r.Has("model_dtypes")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("model_dtypes"));
+    b.model_dtypes.clear();
+    for (const std::string& name : names) {
+      Result<ElementType> dtype = ParseElementType(name);
+      if (!dtype.ok() || (*dtype != ElementType::kFloat16 && *dtype != ElementType::kBfloat16 &&
+                          *dtype != ElementType::kFloat32)) {
+        return r.Invalid("model_dtypes", "lists float16, bfloat16 or float32");
+      }
+      b.model_dtypes.push_back(*dtype);
+    }
+    if (b.model_dtypes.empty()) return r.Invalid("model_dtypes", "lists at least one dtype");
+  }
+  if (r.Has("kv_cache_dtypes")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("kv_cache_dtypes"));
+    for (const std::string& name : names) {
+      Result<KvCacheDtype> dtype = ParseKvCacheDtype(name);
+      if (!dtype.ok()) return r.Invalid("kv_cache_dtypes", "lists cache dtype names");
+      b.kv_cache_dtypes.push_back(*dtype);
+    }
+    if (b.kv_cache_dtypes.empty()) return r.Invalid("kv_cache_dtypes", "lists at least one dtype");
+  }
   KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.mla_common_builder, r.BoolOr("mla_common_builder", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
@@ -192,6 +213,15 @@ KvCacheDtype BackendCaps::StoredKvCacheDtype(KvCacheDtype requested) const {
     if (from == requested) return to;
   }
   return requested;
+}
+
+bool BackendCaps::Computes(ElementType dtype) const {
+  return std::find(model_dtypes.begin(), model_dtypes.end(), dtype) != model_dtypes.end();
+}
+
+bool BackendCaps::AcceptsKvCacheDtype(KvCacheDtype dtype) const {
+  return kv_cache_dtypes.empty() ||
+         std::find(kv_cache_dtypes.begin(), kv_cache_dtypes.end(), dtype) != kv_cache_dtypes.end();
 }
 
 Result<std::vector<BackendCaps>> ListBackends() { return Registry(); }

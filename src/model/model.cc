@@ -37,9 +37,11 @@ using internal::ModelDescription;
 using internal::RawLayer;
 using internal::RoleKnob;
 
+// A sparse MLA model: a top-k indexer, in a cache of its own or kept after the MLA page's rows.
 bool HasIndexer(const ModelDescription& m) {
-  return std::any_of(m.layers.begin(), m.layers.end(),
-                     [](const RawLayer& l) { return l.type == LayerType::kIndexer; });
+  return std::any_of(m.layers.begin(), m.layers.end(), [](const RawLayer& l) {
+    return l.type == LayerType::kIndexer || l.page_tail_bytes_per_token > 0;
+  });
 }
 bool HasMla(const ModelDescription& m) {
   return std::any_of(m.layers.begin(), m.layers.end(),
@@ -57,11 +59,10 @@ Result<std::string> DefaultBackendName(const ModelDescription& m) {
                                : HasMla(m)   ? BackendFamily::kMla
                                              : BackendFamily::kAttention;
   KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, DefaultBackend(family));
-  if (m.dtype == ElementType::kFloat32 && !caps.computes_float32 &&
-      family == BackendFamily::kAttention) {
+  if (!caps.Computes(m.dtype) && family == BackendFamily::kAttention) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
     for (const BackendCaps& c : all) {
-      if (!c.mla && c.computes_float32) return c.name;
+      if (!c.mla && c.Computes(m.dtype)) return c.name;
     }
   }
   return caps.name;
@@ -233,6 +234,14 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
 // window and dtype. Layout-dependent rules (block sizes, DCP, PCP) run over the planned geometry
 // (src/plan/launch_rules.cc).
 void ValidateBackends(Builder& b) {
+  // The engine selects a sparse MLA backend for the MLA layers of a model with a top-k indexer
+  // (in a cache of its own or kept after the MLA rows) and a dense one otherwise
+  // (validate_configuration: "sparse not supported", "non-sparse not supported"); a draft is
+  // sparse when it has its own indexer.
+  std::set<Role> sparse_roles;
+  for (const LayerSpec& s : b.out.layers) {
+    if (s.sparse_indexer || s.page_tail_bytes_per_token > 0) sparse_roles.insert(s.role);
+  }
   for (size_t i = 0; i < b.out.layers.size(); ++i) {
     const LayerSpec& s = b.out.layers[i];
     const LayerContext& c = b.context[i];
@@ -248,6 +257,15 @@ void ValidateBackends(Builder& b) {
                           be.name, be.mla ? "MLA" : "K/V attention", RoleKnob(s)));
       continue;
     }
+    if (IsMla(s.kind) && be.sparse != (sparse_roles.count(s.role) > 0)) {
+      b.Error("backend-sparse",
+              fmt::format("{} layer '{}' is {} MLA but backend {} serves {} MLA; the engine "
+                          "refuses the selection ('{}sparse not supported'); choose a {} MLA "
+                          "backend with {}",
+                          role, s.name, be.sparse ? "dense" : "sparse (top-k indexer)", be.name,
+                          be.sparse ? "sparse" : "dense", be.sparse ? "non-" : "",
+                          be.sparse ? "dense" : "sparse", RoleKnob(s)));
+    }
     if (!be.SupportsHeadSize(s.head_size)) {
       b.Error("backend-head-size",
               fmt::format("{} layer '{}' has head size {} but backend {} supports only {}; "
@@ -260,12 +278,18 @@ void ValidateBackends(Builder& b) {
                           "supports only causal attention; choose a non-causal backend with {}",
                           role, s.name, be.name, RoleKnob(s)));
     }
-    if (s.model_dtype == ElementType::kFloat32 && !be.computes_float32) {
+    if (!be.Computes(s.model_dtype)) {
+      std::vector<std::string_view> computes;
+      for (const ElementType t : be.model_dtypes) computes.push_back(ElementTypeName(t));
       b.Error("backend-dtype",
-              fmt::format("{} layer '{}' runs in float32 (--dtype float32) but backend {} computes "
-                          "in float16 and bfloat16 only; choose another backend with {} or set "
-                          "--dtype bfloat16",
-                          role, s.name, be.name, RoleKnob(s)));
+              fmt::format("{} layer '{}' runs in {} ({}) but backend {} computes in {} only; "
+                          "choose another backend with {} or set --dtype {}",
+                          role, s.name, ElementTypeName(s.model_dtype),
+                          b.config.model_dtype
+                              ? fmt::format("--dtype {}", ElementTypeName(s.model_dtype))
+                              : std::string("the config's torch_dtype"),
+                          be.name, fmt::format("{}", fmt::join(computes, " and ")), RoleKnob(s),
+                          ElementTypeName(be.model_dtypes.back())));
     }
     if (IsWindowed(s.kind) && !be.supports_sliding_window) {
       b.Error("backend-sliding-window",
@@ -284,6 +308,17 @@ void ValidateBackends(Builder& b) {
                             "store it; leave {} unset so the engine picks the backend that "
                             "does",
                             role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, RoleKnob(s)));
+    } else if (!be.AcceptsKvCacheDtype(s.cache_dtype)) {
+      std::vector<std::string_view> accepts;
+      for (const KvCacheDtype t : be.kv_cache_dtypes) accepts.push_back(KvCacheDtypeName(t));
+      b.Error("backend-kv-cache-dtype",
+              fmt::format("{} layer '{}' has cache dtype {} but backend {} takes only {}; choose "
+                          "another backend with {} or set {}",
+                          role, s.name, KvCacheDtypeName(s.cache_dtype), be.name,
+                          fmt::format("{}", fmt::join(accepts, ", ")), RoleKnob(s),
+                          s.role == Role::kTarget ? "--kv-cache-dtype"
+                                                  : "the speculative config's "
+                                                    "draft_kv_cache_dtype"));
     }
     if (!IsMla(s.kind) &&
         (s.cache_dtype == KvCacheDtype::kFp8DsMla || s.cache_dtype == KvCacheDtype::kNvfp4DsMla)) {

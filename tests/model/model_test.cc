@@ -484,10 +484,11 @@ TEST(Profiles, BackendMismatchesAreDiagnosed) {
   ASSERT_TRUE(block.ok());
   EXPECT_TRUE(HasCode(*block, "backend-block-size"));
   LaunchConfig nope = Plain("glm-5.3-flash", 4);
-  nope.cache.attention_backend = "B12X_MLA";  // supports only 576-wide rows
+  nope.cache.attention_backend = "B12X_MLA";  // supports only 576-wide rows, dense MLA
   auto head = BuildModelCacheSpecs(nope);
   ASSERT_TRUE(head.ok());
   EXPECT_TRUE(HasCode(*head, "backend-head-size")) << Codes(*head);
+  EXPECT_TRUE(HasCode(*head, "backend-sparse")) << Codes(*head);
 }
 
 // --- Loading and errors --------------------------------------------------------------------

@@ -204,7 +204,7 @@ TEST(BackendRegistry, LookupAndCapabilities) {
 
   auto all = ListBackends();
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 10u);
+  EXPECT_EQ(all->size(), 15u);
   auto diffkv = FindBackend("FLASH_ATTN_DIFFKV");
   ASSERT_TRUE(diffkv.ok());
   EXPECT_FALSE(diffkv->default_for.has_value());
@@ -242,6 +242,76 @@ TEST(BackendRegistry, HeadSizeRules) {
   auto tq = FindBackend("TURBOQUANT");
   ASSERT_TRUE(tq.ok());
   EXPECT_EQ(tq->HeadSizesText(), "any");
+}
+
+// The engine's other CUDA MLA backends at 28be48fa9 (mla/cutlass_mla.py, flashattn_mla.py,
+// flashmla_sparse.py, flashinfer_mla_sparse.py, tokenspeed_mla.py), and the head sizes the MLA
+// backends inherit (MLACommonBackend: 320 and 576; Triton MLA any).
+TEST(BackendRegistry, EngineMlaBackends) {
+  auto cutlass = FindBackend("cutlass_mla");
+  ASSERT_TRUE(cutlass.ok());
+  EXPECT_EQ(cutlass->kernel_block_sizes, std::vector<int64_t>{128});
+  EXPECT_EQ(cutlass->preferred_block_size, 128);
+  EXPECT_TRUE(cutlass->returns_lse);
+  EXPECT_TRUE(cutlass->mla_common_builder);
+  EXPECT_EQ(cutlass->cudagraph_support, CudagraphSupport::kUniformSingleTokenDecode);
+  EXPECT_EQ(cutlass->HeadSizesText(), "576");
+  EXPECT_TRUE(cutlass->AcceptsKvCacheDtype(KvCacheDtype::kFp8));
+
+  auto fa = FindBackend("FLASH_ATTN_MLA");
+  ASSERT_TRUE(fa.ok());
+  EXPECT_EQ(fa->kernel_block_multiple, 16);
+  EXPECT_TRUE(fa->returns_lse);
+  EXPECT_EQ(fa->cudagraph_support, CudagraphSupport::kUniformBatch);
+  EXPECT_FALSE(fa->AcceptsKvCacheDtype(KvCacheDtype::kFp8));
+  EXPECT_TRUE(fa->AcceptsKvCacheDtype(KvCacheDtype::kAuto));
+
+  auto sparse = FindBackend("FLASHMLA_SPARSE");
+  ASSERT_TRUE(sparse.ok());
+  EXPECT_TRUE(sparse->sparse);
+  EXPECT_FALSE(sparse->returns_lse);
+  EXPECT_FALSE(sparse->mla_common_builder);
+  EXPECT_EQ(sparse->preferred_block_size, 64);
+  EXPECT_EQ(sparse->StoredKvCacheDtype(KvCacheDtype::kFp8), KvCacheDtype::kFp8DsMla);
+  EXPECT_EQ(sparse->StoredKvCacheDtype(KvCacheDtype::kAuto), KvCacheDtype::kAuto);
+  EXPECT_FALSE(sparse->AcceptsKvCacheDtype(KvCacheDtype::kFp8E4m3));
+  EXPECT_TRUE(sparse->Computes(ElementType::kBfloat16));
+  EXPECT_FALSE(sparse->Computes(ElementType::kFloat16));
+
+  auto fi_sparse = FindBackend("FLASHINFER_MLA_SPARSE");
+  ASSERT_TRUE(fi_sparse.ok());
+  EXPECT_TRUE(fi_sparse->sparse);
+  EXPECT_EQ(fi_sparse->preferred_block_size, 32);
+  EXPECT_EQ(fi_sparse->StoredKvCacheDtype(KvCacheDtype::kFp8), KvCacheDtype::kFp8);
+
+  auto tokenspeed = FindBackend("TOKENSPEED_MLA");
+  ASSERT_TRUE(tokenspeed.ok());
+  EXPECT_FALSE(tokenspeed->returns_lse);
+  EXPECT_TRUE(tokenspeed->mla_common_builder);
+  EXPECT_FALSE(tokenspeed->AcceptsKvCacheDtype(KvCacheDtype::kAuto));
+  EXPECT_TRUE(tokenspeed->AcceptsKvCacheDtype(KvCacheDtype::kFp8E4m3));
+
+  for (const char* name : {"FLASHMLA", "FLASHINFER_MLA", "FLASH_ATTN_MLA", "TOKENSPEED_MLA"}) {
+    auto be = FindBackend(name);
+    ASSERT_TRUE(be.ok()) << name;
+    EXPECT_EQ(be->HeadSizesText(), "320, 576") << name;
+  }
+  auto triton = FindBackend("TRITON_MLA");
+  ASSERT_TRUE(triton.ok());
+  EXPECT_EQ(triton->HeadSizesText(), "any");
+  // No backend at 28be48fa9 advertises speculative decoding with an interleave above 1; the
+  // seeds' fork adds it to B12X and FlashAttention.
+  for (const char* name : {"CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA_SPARSE",
+                           "FLASHINFER_MLA_SPARSE", "TOKENSPEED_MLA"}) {
+    auto be = FindBackend(name);
+    ASSERT_TRUE(be.ok()) << name;
+    EXPECT_FALSE(be->spec_decode_with_interleave) << name;
+    EXPECT_FALSE(be->supports_non_causal) << name;
+  }
+  auto triton_attn = FindBackend("TRITON_ATTN");
+  ASSERT_TRUE(triton_attn.ok());
+  EXPECT_TRUE(triton_attn->Computes(ElementType::kFloat32));
+  EXPECT_FALSE(fa->Computes(ElementType::kFloat32));
 }
 
 }  // namespace

@@ -694,6 +694,90 @@ TEST(StartupRefusals, CaptureSizesUnderSequenceParallelism) {
             "capture sizes; give pass_config.sp_min_token_num to have them checked");
 }
 
+// The engine's backend validation (validate_configuration at 28be48fa9) over the MLA backends:
+// a sparse (top-k indexer) model takes a sparse backend and a dense one a dense backend; each
+// backend's cache dtypes (supported_kv_cache_dtypes) and model dtypes (supported_dtypes).
+TEST(StartupRefusals, MlaBackendSelection) {
+  LaunchOptions o = Model("deepseek-v3.2");
+  o.tensor_parallel_size = 8;
+  o.attention_backend = "TRITON_MLA";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-sparse] target layer 'model.layers.0.self_attn' (and 60 other "
+            "layers) is sparse (top-k indexer) MLA but backend TRITON_MLA serves dense MLA; the "
+            "engine refuses the selection ('sparse not supported'); choose a sparse MLA backend "
+            "with --attention-backend");
+  o.attention_backend = "FLASHMLA_SPARSE";
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 438'656);  // bfloat16 rows, 64-token blocks
+  o.kv_cache_dtype = "fp8";                       // stored as fp8_ds_mla
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 714'752);
+  o.kv_cache_dtype = "fp8_e4m3";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 60 "
+            "other layers) has cache dtype fp8_e4m3 but backend FLASHMLA_SPARSE takes only auto, "
+            "bfloat16, fp8_ds_mla, fp8; choose another backend with --attention-backend or set "
+            "--kv-cache-dtype");
+  o.kv_cache_dtype.reset();
+  o.dtype = "float16";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-dtype] target layer 'model.layers.0.self_attn' (and 60 other "
+            "layers) runs in float16 (--dtype float16) but backend FLASHMLA_SPARSE computes in "
+            "bfloat16 only; choose another backend with --attention-backend or set --dtype "
+            "bfloat16");
+  o.dtype.reset();
+  o.decode_context_parallel_size = 8;  // no LSE
+  EXPECT_EQ(Errors(o),
+            "\n  error [dcp-backend-lse] target layer 'model.layers.0.self_attn' (and 60 other "
+            "layers) is DCP-sharded but backend FLASHMLA_SPARSE does not return the softmax LSE "
+            "needed to combine shards; choose another backend with --attention-backend or set "
+            "--decode-context-parallel-size 1");
+
+  o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 8;
+  o.attention_backend = "FLASHINFER_MLA_SPARSE";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-sparse] target layer 'model.layers.0.self_attn' (and 60 other "
+            "layers) is dense MLA but backend FLASHINFER_MLA_SPARSE serves sparse MLA; the engine "
+            "refuses the selection ('non-sparse not supported'); choose a dense MLA backend with "
+            "--attention-backend");
+  // CUTLASS MLA: 128-token kernel blocks, the LSE for DCP.
+  o.attention_backend = "CUTLASS_MLA";
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->groups.at(0).geometry.block_size(), 128);
+  EXPECT_EQ(plan->capacity.max_tokens, 488'832);
+  o.decode_context_parallel_size = 8;
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 3'910'656);
+  o.block_size = 64;
+  EXPECT_NE(Errors(o).find("error [backend-block-size]"), std::string::npos);
+  o.block_size.reset();
+  o.decode_context_parallel_size.reset();
+  // FlashAttention MLA takes no fp8 cache; TokenSpeed MLA only fp8, and no DCP (no LSE).
+  o.attention_backend = "FLASH_ATTN_MLA";
+  o.kv_cache_dtype = "fp8";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 60 "
+            "other layers) has cache dtype fp8 but backend FLASH_ATTN_MLA takes only auto, "
+            "float16, bfloat16; choose another backend with --attention-backend or set "
+            "--kv-cache-dtype");
+  o.attention_backend = "TOKENSPEED_MLA";
+  EXPECT_EQ(Errors(o), "");
+  o.kv_cache_dtype.reset();
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 60 "
+            "other layers) has cache dtype auto but backend TOKENSPEED_MLA takes only fp8, "
+            "fp8_e4m3; choose another backend with --attention-backend or set --kv-cache-dtype");
+}
+
 // -O and --compilation-config are checked as the engine's parser checks them; keys that do not
 // decide the graph mode are reported, not used.
 TEST(StartupRefusals, CompilationConfigChecked) {
