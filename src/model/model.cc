@@ -1003,6 +1003,28 @@ Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view kno
   return caps;
 }
 
+// An MLA launch under DCP that names no backend: kvtopo plans its registry default, but the
+// engine picks by the GPU (platforms/cuda.py's priority lists at 28be48fa9), and some of its
+// choices return no softmax LSE, which DCP asserts once the weights are loaded (cp_utils.py).
+void WarnAutoBackendUnderDcp(const BackendCaps& planned, int64_t dcp, Builder& b) {
+  Result<std::vector<BackendCaps>> all = ListBackends();
+  if (!all.ok()) return;
+  std::vector<std::string_view> with_lse, without_lse;
+  for (const BackendCaps& c : *all) {
+    if (!c.mla || c.sparse != planned.sparse) continue;
+    (c.returns_lse ? with_lse : without_lse).push_back(c.name);
+  }
+  if (without_lse.empty()) return;
+  b.Add(Severity::kWarning, "dcp-backend-auto",
+        fmt::format("--decode-context-parallel-size {} needs an attention backend that returns "
+                    "the softmax LSE; kvtopo planned {} (its default for {} MLA), but without "
+                    "--attention-backend the engine picks the backend by the GPU and may pick one "
+                    "that returns none ({}), which it refuses once the weights are loaded; name "
+                    "one that does with --attention-backend ({})",
+                    dcp, planned.name, planned.sparse ? "sparse" : "dense",
+                    fmt::join(without_lse, ", "), fmt::join(with_lse, ", ")));
+}
+
 // The value of `text` when it is 1 to 9 decimal digits; nullopt otherwise.
 std::optional<int64_t> DigitsValue(std::string_view text) {
   if (text.empty() || text.size() > 9 ||
@@ -1801,6 +1823,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
   b.out.attention_backend = target_backend.name;
+  if (cache.attention_backend.empty() && model.default_backend.empty() && target_backend.mla &&
+      N > 1) {
+    WarnAutoBackendUnderDcp(target_backend, N, b);
+  }
   if (!model.required_backend.empty() && target_backend.name != model.required_backend) {
     b.Error("backend-required",
             fmt::format("'{}' ({}) {}, and the engine builds them only on {}: on {}{} it fails "

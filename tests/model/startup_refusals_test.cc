@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -776,6 +777,50 @@ TEST(StartupRefusals, MlaBackendSelection) {
             "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 60 "
             "other layers) has cache dtype auto but backend TOKENSPEED_MLA takes only fp8, "
             "fp8_e4m3; choose another backend with --attention-backend or set --kv-cache-dtype");
+}
+
+// An MLA model planned under DCP on kvtopo's default backend (neither the launch nor a profile
+// names one): the engine picks by the GPU, and may pick a backend without the LSE.
+TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
+  auto config = [](const char* stem) {
+    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    j.erase("kvtopo");  // the profile's backend
+    return j;
+  };
+  auto warning = [](const nlohmann::json& model, const LaunchConfig& c) {
+    Result<Plan> plan = testing_configs::PlanWith(model, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->ErrorLines(), "");
+    std::string message;
+    for (const Diagnostic& d : plan->diagnostics) {
+      if (d.code == "dcp-backend-auto") message = d.message;
+    }
+    return message;
+  };
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 8;
+  c.parallel.decode_context_parallel_size = 8;
+  const nlohmann::json kimi = config("kimi-k2.6");
+  EXPECT_EQ(warning(kimi, c),
+            "--decode-context-parallel-size 8 needs an attention backend that returns the "
+            "softmax LSE; kvtopo planned TRITON_MLA (its default for dense MLA), but without "
+            "--attention-backend the engine picks the backend by the GPU and may pick one that "
+            "returns none (FLASHINFER_MLA, TOKENSPEED_MLA), which it refuses once the weights are "
+            "loaded; name one that does with --attention-backend (B12X_MLA, TRITON_MLA, FLASHMLA, "
+            "CUTLASS_MLA, FLASH_ATTN_MLA)");
+  EXPECT_EQ(warning(config("deepseek-v3.2"), c),
+            "--decode-context-parallel-size 8 needs an attention backend that returns the "
+            "softmax LSE; kvtopo planned B12X_MLA_SPARSE (its default for sparse MLA), but "
+            "without --attention-backend the engine picks the backend by the GPU and may pick "
+            "one that returns none (FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE), which it refuses "
+            "once the weights are loaded; name one that does with --attention-backend "
+            "(B12X_MLA_SPARSE)");
+  c.cache.attention_backend = "TRITON_MLA";  // named: nothing to say
+  EXPECT_EQ(warning(kimi, c), "");
+  c.cache.attention_backend.clear();
+  c.parallel.decode_context_parallel_size = 1;
+  EXPECT_EQ(warning(kimi, c), "");
 }
 
 // -O and --compilation-config are checked as the engine's parser checks them; keys that do not
