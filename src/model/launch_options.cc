@@ -329,7 +329,7 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "",
-       "target attention backend (kvtopo profiles); default: the model's",
+       "target attention backend (kvtopo profiles); default (or auto): the model's",
        &LO::attention_backend},
       {"speculative_config",
        {},

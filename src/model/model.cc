@@ -1697,6 +1697,16 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
 
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
+  // --attention-backend auto (any case) is the engine's automatic selection, as no flag is
+  // (AttentionConfig.validate_backend_before).
+  if (std::string name = config.cache.attention_backend; name.size() == 4) {
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name == "auto") {
+      LaunchConfig automatic = config;
+      automatic.cache.attention_backend.clear();
+      return Build(target, automatic);
+    }
+  }
   // --hf-overrides reach the target's config only (a draft's config is the draft's own).
   std::vector<std::pair<std::string, std::string>> override_notes;
   nlohmann::json overridden;

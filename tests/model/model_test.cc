@@ -309,6 +309,15 @@ TEST(KimiK26, SpecDecodeWithInterleaveNeedsBackendSupport) {
   auto specs = Planned(c);
   ASSERT_TRUE(specs.ok());
   EXPECT_TRUE(HasCode(*specs, "spec-interleave-backend")) << Codes(*specs);
+  // FlashMLA does not advertise it at 28be48fa9 either; B12X (the target here) does.
+  c.speculative->draft_attention_backend = "FLASHMLA";
+  specs = Planned(c);
+  ASSERT_TRUE(specs.ok());
+  EXPECT_TRUE(HasCode(*specs, "spec-interleave-backend")) << Codes(*specs);
+  c.parallel.dcp_kv_cache_interleave_size = 1;
+  specs = Planned(c);
+  ASSERT_TRUE(specs.ok());
+  EXPECT_FALSE(HasCode(*specs, "spec-interleave-backend")) << Codes(*specs);
 }
 
 TEST(KimiK26, AutoDraftBackendIsIndependentOfTheTarget) {

@@ -818,6 +818,8 @@ TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
             "(B12X_MLA_SPARSE)");
   c.cache.attention_backend = "TRITON_MLA";  // named: nothing to say
   EXPECT_EQ(warning(kimi, c), "");
+  c.cache.attention_backend = "Auto";  // the engine's automatic selection, as no flag
+  EXPECT_NE(warning(kimi, c), "");
   c.cache.attention_backend.clear();
   c.parallel.decode_context_parallel_size = 1;
   EXPECT_EQ(warning(kimi, c), "");
