@@ -51,6 +51,9 @@ struct BackendCaps {
   bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
   bool supports_pcp = false;                 // prefill context parallelism
   bool supports_sliding_window = false;
+  // Runs attention with learned sinks (the engine's supports_sink); nullopt where it depends on
+  // the GPU (FlashAttention 3 and 4, FlashInfer's TRT-LLM kernels).
+  std::optional<bool> supports_sinks;
   // The dtypes it computes in (the engine's supported_dtypes): float16 and bfloat16 unless the
   // registry says otherwise.
   std::vector<ElementType> model_dtypes = {ElementType::kFloat16, ElementType::kBfloat16};

@@ -490,6 +490,7 @@ Status ReadGptOss(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(std::vector<bool> sliding, SlidingLayers(r, h.num_layers));
   for (int64_t i = 0; i < h.num_layers; ++i) {
     m.layers.push_back(KvAttentionLayer(i, m, h.head_size, sliding[i] ? window : 0));
+    m.layers.back().has_sinks = true;  // every layer's attention has learned sinks
   }
   return Status::Ok();
 }
@@ -2283,6 +2284,15 @@ Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
   if (!windows) {
     KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
   }
+  // Sinks on the layers layer_types names sliding, window or not, when the config asks for them.
+  if (r.Has("swa_attention_sink_enabled") &&
+      internal::PythonTruth(r.json()["swa_attention_sink_enabled"]) && r.Has("layer_types") &&
+      r.json()["layer_types"].is_array()) {
+    const nlohmann::json& types = r.json()["layer_types"];
+    for (size_t i = 0; i < m.layers.size() && i < types.size(); ++i) {
+      m.layers[i].has_sinks = types[i] == "sliding_attention";
+    }
+  }
   return Status::Ok();
 }
 
@@ -2582,6 +2592,8 @@ Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
     swa.window = std::max<int64_t>(swa.window, 0);
     m.text_sliding_window = swa.window;
   }
+  const bool swa_sinks = r.Has("add_swa_attention_sink_bias") &&
+                         internal::PythonTruth(r.json()["add_swa_attention_sink_bias"]);
   bool diff_kv = false;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t p = pattern[static_cast<size_t>(i)];
@@ -2595,6 +2607,7 @@ Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
     RawLayer layer = KvAttentionLayer(i, m, k.head, k.window);
     layer.num_kv_heads_total = k.kv_heads;
     layer.head_size_v = k.head_v;
+    layer.has_sinks = p == 1 && swa_sinks;
     diff_kv = diff_kv || k.head_v != k.head;
     m.layers.push_back(std::move(layer));
   }

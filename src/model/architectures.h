@@ -55,6 +55,9 @@ struct RawLayer {
   // MLA: a sparse-indexer key kept after the MLA page's rows instead of in a cache of its own
   // (bytes per token, after pooling).
   int64_t page_tail_bytes_per_token = 0;
+  // Learned attention sinks (a per-head bias in the softmax): gpt-oss, Laguna's and MiMo-V2's
+  // sliding layers when their configs ask for them.
+  bool has_sinks = false;
   KdaDims kda;
   GdnDims gdn;
   ShortConvDims short_conv;

@@ -70,6 +70,10 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
                           r.BoolOr("spec_decode_with_interleave", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_pcp, r.BoolOr("supports_pcp", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
+  if (r.Has("supports_sinks")) {
+    KVTOPO_ASSIGN_OR_RETURN(const bool sinks, r.BoolOr("supports_sinks", false));
+    b.supports_sinks = sinks;
+  }
   if (r.Has("model_dtypes")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("model_dtypes"));
     b.model_dtypes.clear();

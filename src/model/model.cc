@@ -92,6 +92,7 @@ struct LayerContext {
   // attention replays single-token decodes only; Mamba, short-conv and GDN, which also serves
   // KDA, uniform batches).
   CudagraphSupport recurrent_cudagraphs = CudagraphSupport::kUniformBatch;
+  bool has_sinks = false;  // the layer's attention has learned sinks
 };
 
 struct Builder {
@@ -290,6 +291,17 @@ void ValidateBackends(Builder& b) {
                               : std::string("the config's torch_dtype"),
                           be.name, fmt::format("{}", fmt::join(computes, " and ")), RoleKnob(s),
                           ElementTypeName(be.model_dtypes.back())));
+    }
+    if (c.has_sinks && be.supports_sinks == false) {
+      b.Error("backend-sinks",
+              fmt::format("{} layer '{}' has learned attention sinks but backend {} has none: the "
+                          "engine refuses the selection ('attention sinks not supported'); {}",
+                          role, s.name, be.name,
+                          be.stores_turboquant
+                              ? fmt::format("TurboQuant caches ({}) run only on it, so choose "
+                                            "another cache dtype",
+                                            KvCacheDtypeName(s.cache_dtype))
+                              : fmt::format("choose another backend with {}", RoleKnob(s))));
     }
     if (IsWindowed(s.kind) && !be.supports_sliding_window) {
       b.Error("backend-sliding-window",
@@ -2141,7 +2153,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                   : TurboQuantOf(cache.kv_cache_dtype)      ? tq_opts
                                                                             : target_opts;
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
-      b.context.push_back({o.backend});
+      b.context.push_back({o.backend, {}, raw.has_sinks});
     }
   }
 
@@ -2297,7 +2309,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       AttentionOptions o = draft_opts;
       if (kept.Keeps(raw) && !TurboQuantOf(draft_dtype)) o.dtype = KvCacheDtype::kAuto;
       b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, o));
-      b.context.push_back({draft_caps});
+      b.context.push_back({draft_caps, {}, raw.has_sinks});
     }
 
     // Draft windows.

@@ -311,6 +311,11 @@ TEST(BackendRegistry, EngineMlaBackends) {
   auto triton_attn = FindBackend("TRITON_ATTN");
   ASSERT_TRUE(triton_attn.ok());
   EXPECT_TRUE(triton_attn->Computes(ElementType::kFloat32));
+  // Attention sinks: Triton attention always, TurboQuant never, FlashAttention by the GPU.
+  EXPECT_EQ(triton_attn->supports_sinks, true);
+  EXPECT_EQ(FindBackend("TURBOQUANT")->supports_sinks, false);
+  EXPECT_EQ(FindBackend("FLASH_ATTN")->supports_sinks, std::nullopt);
+  EXPECT_EQ(FindBackend("FLASHINFER")->supports_sinks, std::nullopt);
   EXPECT_FALSE(fa->Computes(ElementType::kFloat32));
 }
 

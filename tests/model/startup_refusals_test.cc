@@ -825,6 +825,36 @@ TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
   EXPECT_EQ(warning(kimi, c), "");
 }
 
+// Learned attention sinks (gpt-oss; Laguna's sliding layers with swa_attention_sink_enabled):
+// the engine's validate_configuration refuses a backend without them ("attention sinks not
+// supported"), as the TurboQuant backend is; FlashAttention's and FlashInfer's depend on the GPU.
+TEST(StartupRefusals, AttentionSinksNeedTheBackend) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  EXPECT_EQ(Errors(o), "");
+  o.kv_cache_dtype = "turboquant_4bit_nc";
+  o.disable_sliding_window = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-sinks] target layer 'model.layers.2.self_attn' (and 31 other "
+            "layers) has learned attention sinks but backend TURBOQUANT has none: the engine "
+            "refuses the selection ('attention sinks not supported'); TurboQuant caches "
+            "(turboquant_4bit_nc) run only on it, so choose another cache dtype");
+  o.attention_backend = "TRITON_ATTN";  // stores no TurboQuant cache: the other refusal
+  EXPECT_EQ(Errors(o).find("backend-sinks"), std::string::npos);
+
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/laguna-xs.2.json");
+  nlohmann::json laguna = nlohmann::json::parse(in);
+  LaunchConfig c;
+  c.cache.kv_cache_dtype = KvCacheDtype::kTurboquant4bitNc;
+  c.disable_sliding_window = true;
+  EXPECT_EQ(ConfigErrors(laguna, c), "");  // no sinks asked for
+  laguna["swa_attention_sink_enabled"] = true;
+  EXPECT_EQ(ConfigErrors(laguna, c),
+            "\n  error [backend-sinks] target layer 'model.layers.2.self_attn' (and 26 other "
+            "layers) has learned attention sinks but backend TURBOQUANT has none: the engine "
+            "refuses the selection ('attention sinks not supported'); TurboQuant caches "
+            "(turboquant_4bit_nc) run only on it, so choose another cache dtype");
+}
+
 // -O and --compilation-config are checked as the engine's parser checks them; keys that do not
 // decide the graph mode are reported, not used.
 TEST(StartupRefusals, CompilationConfigChecked) {
