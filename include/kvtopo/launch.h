@@ -255,6 +255,10 @@ struct LaunchConfig {
     std::optional<std::vector<int64_t>> capture_sizes;
     std::optional<int64_t> max_capture_size;
     bool interactivity = false;  // --performance-mode interactivity: sizes 1 to 32 by default
+    // TORCH_COMPILE_DISABLE=1: compilation mode 0 (NONE), whatever -O or the config says.
+    bool torch_compile_disable = false;
+    // VLLM_USE_BREAKABLE_CUDAGRAPH=1: compilation mode 0, and piecewise graphs stay on.
+    bool breakable_cudagraph = false;
     std::vector<std::string> keys_not_planned;  // other keys given
   };
   Compilation compilation;

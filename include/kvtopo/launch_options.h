@@ -53,6 +53,8 @@ struct LaunchOptions {
   std::optional<std::string> kv_offloading_backend;     // native or lmcache; default native
   // VLLM_USE_SIMPLE_KV_OFFLOAD: the native offloading backend builds SimpleCPUOffloadConnector.
   std::optional<bool> use_simple_kv_offload;
+  std::optional<bool> torch_compile_disable;           // TORCH_COMPILE_DISABLE; default off
+  std::optional<bool> use_breakable_cudagraph;         // VLLM_USE_BREAKABLE_CUDAGRAPH; default off
   std::optional<bool> enable_sleep_mode;               // --enable-sleep-mode; default off
   std::optional<std::string> pytorch_cuda_alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF; default unset
   std::optional<bool> disable_sliding_window;          // default off
@@ -174,6 +176,9 @@ struct LaunchOption {
   int64_t max_value = 0;
   // kText: the flag takes one or more values (argparse nargs "+"), kept space-separated.
   bool many_values = false;
+  // kSwitch read from `env`: on only when the variable is exactly "1", as the engine reads it;
+  // any other value leaves it off.
+  bool env_on_only_one = false;
 };
 
 // Every launch option, in help order.

@@ -464,6 +464,30 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the native --kv-offloading-backend builds SimpleCPUOffloadConnector instead of "
        "OffloadingConnector (both support the hybrid KV cache manager); default off",
        &LO::use_simple_kv_offload},
+      {"torch_compile_disable",
+       {},
+       "",
+       V::kSwitch,
+       "TORCH_COMPILE_DISABLE",
+       "compilation mode 0 (NONE) whatever -O or --compilation-config say, so piecewise CUDA "
+       "graphs are off (the variable counts only when exactly 1); default off",
+       &LO::torch_compile_disable,
+       1,
+       0,
+       false,
+       true},
+      {"use_breakable_cudagraph",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_USE_BREAKABLE_CUDAGRAPH",
+       "compilation mode 0 (NONE), with the CUDA graph mode kept as -O or --compilation-config "
+       "set it (the variable counts only when exactly 1); default off",
+       &LO::use_breakable_cudagraph,
+       1,
+       0,
+       false,
+       true},
       {"enable_sleep_mode",
        {},
        "",
@@ -911,6 +935,10 @@ Status ApplyLaunchEnvironment(LaunchOptions& o,
     if (given) continue;
     const std::string env(option.env);
     if (const char* value = getenv(env.c_str())) {
+      if (option.env_on_only_one) {
+        KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, std::string_view(value) == "1", env));
+        continue;
+      }
       KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, std::string(value), env));
     }
   }
@@ -1375,6 +1403,8 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
   out.deepep_high_throughput_dp =
       o.all2all_backend == "deepep_high_throughput" && o.data_parallel_size.value_or(1) > 1;
   out.interactivity = o.performance_mode == "interactivity";
+  out.torch_compile_disable = o.torch_compile_disable.value_or(false);
+  out.breakable_cudagraph = o.use_breakable_cudagraph.value_or(false);
   if (o.cudagraph_capture_sizes) {
     std::vector<int64_t> sizes;
     for (const std::string& word : internal::SplitOnSpaces(*o.cudagraph_capture_sizes)) {

@@ -1530,8 +1530,11 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
   }
   // -O's defaults fill what --compilation-config leaves unset: compilation mode 3 (VLLM_COMPILE)
   // above level 0; graphs none at 0, piecewise at 1, full and piecewise at 2 and 3.
+  // TORCH_COMPILE_DISABLE=1 and VLLM_USE_BREAKABLE_CUDAGRAPH=1 set compilation mode 0 (NONE)
+  // over -O and the config; the latter keeps piecewise graphs on under it.
   const int64_t level = cc.optimization_level;
-  const int64_t mode = cc.mode.value_or(level == 0 ? 0 : 3);
+  const bool compile_off = cc.torch_compile_disable || cc.breakable_cudagraph;
+  const int64_t mode = compile_off ? 0 : cc.mode.value_or(level == 0 ? 0 : 3);
   std::string graphs = !cc.cudagraph_mode.empty() ? cc.cudagraph_mode
                        : level == 0               ? "NONE"
                        : level == 1               ? "PIECEWISE"
@@ -1543,10 +1546,11 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     graphs = std::move(to);
     source = std::move(why);
   };
-  if (piecewise() && mode != 3) {
-    set("NONE", fmt::format("{} ({}) under compilation mode {}, where piecewise graphs need 3 "
+  if (piecewise() && mode != 3 && !cc.breakable_cudagraph) {
+    set("NONE", fmt::format("{} ({}) under compilation mode {}{}, where piecewise graphs need 3 "
                             "(VLLM_COMPILE)",
-                            graphs, source, mode));
+                            graphs, source, mode,
+                            cc.torch_compile_disable ? " (TORCH_COMPILE_DISABLE=1)" : ""));
   }
   // The capture sizes, fixed with the graphs still on here. Sequence parallelism (TP above 1)
   // keeps the sizes TP divides; without sp_min_token_num the engine may turn it off on the GPU

@@ -401,6 +401,32 @@ TEST(StartupRefusals, RecurrentBlocksForFullCudaGraphs) {
   EXPECT_EQ(Errors(g), "");
 }
 
+// TORCH_COMPILE_DISABLE=1 and VLLM_USE_BREAKABLE_CUDAGRAPH=1 set compilation mode 0 over -O and
+// the config (VllmConfig.__post_init__); piecewise graphs then become none unless the graphs are
+// breakable. The engine reads each variable as on only when it is exactly "1".
+TEST(StartupRefusals, CompileDisablingVariables) {
+  auto with_env = [](const char* name, const char* value) {
+    LaunchOptions o = Qwen3NextOn2GiB();
+    o.max_num_seqs = 161;
+    EXPECT_TRUE(ApplyLaunchEnvironment(o, [&](const char* asked) -> const char* {
+                  return std::string_view(asked) == name ? value : nullptr;
+                }).ok());
+    return o;
+  };
+  EXPECT_EQ(Errors(with_env("TORCH_COMPILE_DISABLE", "1")), "");
+  EXPECT_EQ(Errors(with_env("TORCH_COMPILE_DISABLE", "true")),
+            GraphBlocksError(161, 160, "FULL_AND_PIECEWISE, -O2's default"));
+  LaunchOptions o = with_env("VLLM_USE_BREAKABLE_CUDAGRAPH", "1");  // graphs kept
+  EXPECT_EQ(Errors(o), GraphBlocksError(161, 160, "FULL_AND_PIECEWISE, -O2's default"));
+  o = with_env("TORCH_COMPILE_DISABLE", "1");
+  o.compilation_config = R"({"mode": 3, "cudagraph_mode": "FULL_DECODE_ONLY"})";  // no piecewise
+  EXPECT_EQ(Errors(o), GraphBlocksError(161, 160, "FULL_DECODE_ONLY, set by --compilation-config"));
+  o = Qwen3NextOn2GiB();
+  o.max_num_seqs = 161;
+  o.torch_compile_disable = true;  // the flag
+  EXPECT_EQ(Errors(o), "");
+}
+
 // The CUDA graph mode as the engine resolves it from -O, --compilation-config, the all-to-all
 // backend and each group's backend under speculative decoding: the recurrent-block check holds
 // where decodes replay full graphs. Qwen3-Next at 2 GiB: 160 blocks, 161 rows.
