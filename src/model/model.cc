@@ -1715,13 +1715,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   // --attention-backend auto (any case) is the engine's automatic selection, as no flag is
   // (AttentionConfig.validate_backend_before).
-  if (std::string name = config.cache.attention_backend; name.size() == 4) {
-    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (name == "auto") {
-      LaunchConfig automatic = config;
-      automatic.cache.attention_backend.clear();
-      return Build(target, automatic);
-    }
+  if (internal::AsciiLower(config.cache.attention_backend) == "auto") {
+    LaunchConfig automatic = config;
+    automatic.cache.attention_backend.clear();
+    return Build(target, automatic);
   }
   // --hf-overrides reach the target's config only (a draft's config is the draft's own).
   std::vector<std::pair<std::string, std::string>> override_notes;
