@@ -60,6 +60,10 @@ struct BackendCaps {
   // The cache dtypes it accepts, as the launch names them (the engine's
   // supported_kv_cache_dtypes); empty: not restricted.
   std::vector<KvCacheDtype> kv_cache_dtypes;
+  // The MLA dimensions of the model's text config it takes, as (key, accepted values): the
+  // engine's supports_combination reads them from hf_text_config (qk_nope_head_dim,
+  // qk_rope_head_dim, v_head_dim); empty: none checked.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> config_dims;
   // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
   bool stores_turboquant = false;
   // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the
@@ -70,6 +74,9 @@ struct BackendCaps {
   bool mla_common_builder = false;
   int64_t dcp_gathered_head_multiple = 0;  // >0: local q heads x DCP must be a multiple of it
   int64_t dcp_max_local_kv_tokens = 0;     // >0: cap on the largest rank-local KV shard
+  // >0: the most query heads its MLA decode kernel takes: the rank's heads, gathered over the DCP
+  // ranks when the cache is sharded.
+  int64_t max_decode_heads = 0;
   // The family this backend serves when neither the launch nor the model profile names one.
   std::optional<BackendFamily> default_for;
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -40,14 +41,82 @@ std::string LayerName(int64_t i, const char* suffix) {
   return fmt::format("model.layers.{}.{}", i, suffix);
 }
 
+// The config classes whose MLA dimensions kvtopo knows when a config states none, by the text
+// config's model type: Transformers' DeepseekV2Config and DeepseekV3Config (which the engine also
+// builds for deepseek_v32 and for Kimi-K2.5's kimi_k2 text config), GlmMoeDsaConfig and
+// Glm4MoeLiteConfig, and the engine's KimiLinearConfig, whose defaults are None (docs/profiles.md).
+struct MlaClassDefaults {
+  std::string_view model_type;
+  std::string_view config_class;
+  std::optional<int64_t> qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+};
+constexpr MlaClassDefaults kMlaClassDefaults[] = {
+    {"deepseek_v2", "DeepseekV2Config", 128, 64, 128},
+    {"deepseek_v3", "DeepseekV3Config", 128, 64, 128},
+    {"deepseek_v32", "DeepseekV3Config", 128, 64, 128},
+    {"kimi_k2", "DeepseekV3Config", 128, 64, 128},
+    {"glm_moe_dsa", "GlmMoeDsaConfig", 192, 64, 256},
+    {"glm4_moe_lite", "Glm4MoeLiteConfig", 192, 64, 256},
+    {"kimi_linear", "KimiLinearConfig", std::nullopt, std::nullopt, std::nullopt},
+};
+
+// A stated value as Python's `value in [...]` of integers compares it: bools, integers and
+// integral floats equal an integer; None, strings and the rest equal none.
+TextConfigDim StatedDim(const nlohmann::json& v, std::string source) {
+  TextConfigDim d{.shown = v.dump(), .source = std::move(source)};
+  if (v.is_null()) {
+    d.shown = "None";
+  } else if (v.is_boolean()) {
+    d.value = v.get<bool>() ? 1 : 0;
+    d.shown = v.get<bool>() ? "True" : "False";
+  } else if (v.is_number_integer()) {
+    d.value = JsonIntIn(v, INT64_MIN, INT64_MAX);
+  } else if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (x == std::trunc(x) && x >= -9223372036854775808.0 && x < 9223372036854775808.0) {
+      d.value = static_cast<int64_t>(x);
+    }
+  } else if (v.is_string()) {
+    d.shown = fmt::format("'{}'", v.get<std::string>());
+  }
+  return d;
+}
+
+// The MLA dimensions some backends check (BackendCaps::config_dims), as the engine's
+// hf_text_config holds them: stated, else the config class's default where kvtopo knows it.
+void RecordMlaConfigDims(const ConfigReader& r, ModelDescription& m) {
+  const std::string type = StringOrEmpty(r.json(), "model_type");
+  const MlaClassDefaults* defaults = nullptr;
+  for (const MlaClassDefaults& d : kMlaClassDefaults) {
+    if (d.model_type == type) defaults = &d;
+  }
+  for (const auto& [key, member] :
+       {std::pair{"qk_nope_head_dim", &MlaClassDefaults::qk_nope_head_dim},
+        std::pair{"qk_rope_head_dim", &MlaClassDefaults::qk_rope_head_dim},
+        std::pair{"v_head_dim", &MlaClassDefaults::v_head_dim}}) {
+    if (const auto it = r.json().find(key); it != r.json().end()) {
+      m.mla_config_dims[key] =
+          StatedDim(*it, fmt::format("field '{}' of '{}'", r.Path(key), r.file()));
+    } else if (defaults != nullptr) {
+      const std::optional<int64_t> value = defaults->*member;
+      m.mla_config_dims[key] =
+          TextConfigDim{.value = value,
+                        .shown = value ? std::to_string(*value) : "None",
+                        .source = fmt::format("the {} default; '{}' states no {}",
+                                              defaults->config_class, r.file(), r.Path(key))};
+    }
+  }
+}
+
 // MLA latent row: kv_lora_rank + qk_rope_head_dim (rope 0 for NoPE models).
 struct MlaRow {
   int64_t head_size = 0;
   int64_t rope_dim = 0;
 };
-Result<MlaRow> ReadMlaRow(const ConfigReader& r) {
+Result<MlaRow> ReadMlaRow(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(int64_t lora, r.IntIn("kv_lora_rank", 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(int64_t rope, r.IntIn("qk_rope_head_dim", 0, kMaxModelDim));
+  RecordMlaConfigDims(r, m);
   return MlaRow{lora + rope, rope};
 }
 
@@ -274,7 +343,7 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
                        ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r));
+  KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r, m));
   int64_t indexer = 0;
   if (with_indexer) {
     KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
@@ -292,7 +361,7 @@ Status ReadDeepseekMla(const ConfigReader& r, bool with_indexer, bool with_mtp,
 Status ReadKimiLinear(const ConfigReader& r, bool with_indexer, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(int64_t n, NumLayers(r));
-  KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r));
+  KVTOPO_ASSIGN_OR_RETURN(MlaRow head, ReadMlaRow(r, m));
   int64_t indexer = 0, tail = 0;
   if (with_indexer) {
     KVTOPO_ASSIGN_OR_RETURN(indexer, IndexerHeadSize(r));
@@ -2233,6 +2302,7 @@ Status ReadBailingV25(const ConfigReader& r, ModelDescription& m) {
                           c.IntInOr("group_norm_size", 4, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t lora, c.IntInOr("kv_lora_rank", 512, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t rope, c.IntInOr("qk_rope_head_dim", 64, 0, kMaxModelDim));
+  RecordMlaConfigDims(c, m);
   const LinearAttentionDims linear{.num_heads = m.num_attention_heads, .head_dim = head};
   int64_t mla = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -2528,7 +2598,7 @@ Status ReadLongcatFlash(const ConfigReader& r, ModelDescription& m) {
         stated ? "num_hidden_layers" : "num_layers",
         fmt::format("is {}: two attention layers each exceed {} layers", n, kMaxLayers));
   }
-  KVTOPO_ASSIGN_OR_RETURN(const MlaRow row, ReadMlaRow(r));
+  KVTOPO_ASSIGN_OR_RETURN(const MlaRow row, ReadMlaRow(r, m));
   for (int64_t i = 0; i < n; ++i) {
     for (const char* j : {"0", "1"}) {
       m.layers.push_back(RawLayer{.name = fmt::format("model.layers.{}.self_attn.{}", i, j),
@@ -3335,13 +3405,27 @@ Status ReadMistralLarge3(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(CheckMistralLarge3Type(r));
   return ReadMla(r, m);
 }
+// Whether the engine's DeepSeek attention builds the sparse indexer (its is_v32,
+// getattr(config, "index_topk", 0) > 0 in deepseek_v2.py at 28be48fa9): the stated index_topk,
+// else the config class's default (GlmMoeDsaConfig's 2048; DeepseekV3Config, which the engine
+// builds for deepseek_v32, and Glm4MoeLiteConfig have none).
+Result<bool> BuildsIndexer(const ConfigReader& r, int64_t class_default) {
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t topk, r.IntOr("index_topk", class_default));
+  return topk > 0;
+}
+// DeepSeek-V3.2 (DeepseekV32ForCausalLM) and GLM-5 (GlmMoeDsaForCausalLM): DeepSeek's MLA and MTP
+// layers, with the sparse indexer when BuildsIndexer holds.
 Status ReadMlaWithIndexer(const ConfigReader& r, ModelDescription& m) {
-  return ReadDeepseekMla(r, /*with_indexer=*/true, /*with_mtp=*/true, m);
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
+  KVTOPO_ASSIGN_OR_RETURN(const bool indexer,
+                          BuildsIndexer(r, type == "glm_moe_dsa" ? int64_t{2048} : 0));
+  return ReadDeepseekMla(r, indexer, /*with_mtp=*/true, m);
 }
 // GLM-4.7-Flash (glm4_moe_lite.py): DeepSeek's MLA and MTP layers, with the sparse indexer when
-// the config states index_topk.
+// BuildsIndexer holds.
 Status ReadGlm4MoeLite(const ConfigReader& r, ModelDescription& m) {
-  return ReadDeepseekMla(r, /*with_indexer=*/r.Has("index_topk"), /*with_mtp=*/true, m);
+  KVTOPO_ASSIGN_OR_RETURN(const bool indexer, BuildsIndexer(r, 0));
+  return ReadDeepseekMla(r, indexer, /*with_mtp=*/true, m);
 }
 Status ReadMlaDraft(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/false, m);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -66,6 +68,14 @@ struct RawLayer {
   Mamba2Dims mamba2;
 };
 
+// One MLA dimension of the text config as the engine's hf_text_config holds it; some MLA backends
+// take only some values (BackendCaps::config_dims).
+struct TextConfigDim {
+  std::optional<int64_t> value;  // nullopt: None, or a value no integer equals
+  std::string shown;             // as the engine prints it ("256", "None", "'128'")
+  std::string source;            // where it came from, for messages
+};
+
 struct ModelDescription {
   std::string file;          // where it came from, for messages
   std::string architecture;  // architectures[0]
@@ -113,6 +123,10 @@ struct ModelDescription {
   int64_t tp_checked_heads = 0;
   int64_t num_kv_heads_total = 0;  // K/V attention models; 0 for MLA-only models
   std::vector<RawLayer> layers;    // trunk layers in order, then MTP layers
+  // MLA models: qk_nope_head_dim, qk_rope_head_dim and v_head_dim as the engine's config class
+  // holds them (stated, or the class's default); a key absent: the config states none and kvtopo
+  // does not know the class's default.
+  std::map<std::string, TextConfigDim, std::less<>> mla_config_dims;
   // The config key that counts the MTP layers, for messages.
   std::string mtp_key = "num_nextn_predict_layers";
   // The MTP draft config's n_predict as the engine sets it (SpeculativeConfig.hf_config_override):

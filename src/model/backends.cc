@@ -19,6 +19,9 @@ constexpr std::pair<std::string_view, BackendFamily> kFamilies[] = {
     {"mla", BackendFamily::kMla},
     {"sparse_mla", BackendFamily::kSparseMla}};
 
+// The text-config dimensions a backend's config_dims may name.
+constexpr std::string_view kConfigDims[] = {"qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
+
 Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   BackendCaps b;
   KVTOPO_ASSIGN_OR_RETURN(b.name, r.String("name"));
@@ -96,10 +99,22 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     }
     if (b.kv_cache_dtypes.empty()) return r.Invalid("kv_cache_dtypes", "lists at least one dtype");
   }
+  if (r.Has("config_dims")) {
+    KVTOPO_ASSIGN_OR_RETURN(ConfigReader dims, r.Object("config_dims"));
+    for (const auto& [key, value] : dims.json().items()) {
+      if (std::find(std::begin(kConfigDims), std::end(kConfigDims), key) == std::end(kConfigDims)) {
+        return dims.Invalid(key, "is not one of qk_nope_head_dim, qk_rope_head_dim, v_head_dim");
+      }
+      KVTOPO_ASSIGN_OR_RETURN(std::vector<int64_t> accepted, dims.IntList(key));
+      if (accepted.empty()) return dims.Invalid(key, "lists at least one value");
+      b.config_dims.emplace_back(key, std::move(accepted));
+    }
+  }
   KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.mla_common_builder, r.BoolOr("mla_common_builder", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_max_local_kv_tokens, r.IntOr("dcp_max_local_kv_tokens", 0));
+  KVTOPO_ASSIGN_OR_RETURN(b.max_decode_heads, r.IntInOr("max_decode_heads", 0, 0, 1 << 20));
   if (r.Has("cudagraph_support")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::string support, r.String("cudagraph_support"));
     for (CudagraphSupport c :

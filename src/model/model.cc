@@ -93,6 +93,9 @@ struct LayerContext {
   // KDA, uniform batches).
   CudagraphSupport recurrent_cudagraphs = CudagraphSupport::kUniformBatch;
   bool has_sinks = false;  // the layer's attention has learned sinks
+  // The model whose config the layer's role builds from (the target's for MTP layers): the
+  // engine's backend selection reads that config's hf_text_config.
+  const ModelDescription* model = nullptr;
 };
 
 struct Builder {
@@ -231,6 +234,34 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   return s;
 }
 
+// Backends that take only some MLA dimensions of the text config: the engine's
+// supports_combination reads them from the role's hf_text_config (FlashInfer MLA's
+// qk_nope_head_dim, TokenSpeed MLA's DeepSeek-R1 shape) and refuses the selection otherwise.
+void CheckConfigDims(Builder& b, const LayerSpec& s, const BackendCaps& be,
+                     const ModelDescription& m) {
+  const std::string role(RoleName(s.role));
+  for (const auto& [key, accepted] : be.config_dims) {
+    const std::string values = fmt::format("{}", fmt::join(accepted, ", "));
+    const auto it = m.mla_config_dims.find(key);
+    if (it == m.mla_config_dims.end()) {
+      b.Add(Severity::kWarning, "backend-config-dims-unchecked",
+            fmt::format("backend {} ({} MLA layers) takes {} in [{}] only, but '{}' states none "
+                        "and kvtopo does not know its config class's default: not checked",
+                        be.name, role, key, values, m.file));
+      continue;
+    }
+    const internal::TextConfigDim& d = it->second;
+    if (d.value && std::find(accepted.begin(), accepted.end(), *d.value) != accepted.end()) {
+      continue;
+    }
+    b.Error("backend-config-dims",
+            fmt::format("{} MLA layers run on backend {}, which takes {} in [{}] only, but the "
+                        "{} model's is {} ({}): the engine refuses the selection; choose another "
+                        "backend with {}",
+                        role, be.name, key, values, role, d.shown, d.source, RoleKnob(s)));
+  }
+}
+
 // What a layer's backend must support whatever the layout: its cache kind, head size, causality,
 // window and dtype. Layout-dependent rules (block sizes, DCP, PCP) run over the planned geometry
 // (src/plan/launch_rules.cc).
@@ -267,6 +298,7 @@ void ValidateBackends(Builder& b) {
                           be.sparse ? "sparse" : "dense", be.sparse ? "non-" : "",
                           be.sparse ? "dense" : "sparse", RoleKnob(s)));
     }
+    if (IsMla(s.kind) && c.model != nullptr) CheckConfigDims(b, s, be, *c.model);
     if (!be.SupportsHeadSize(s.head_size)) {
       b.Error("backend-head-size",
               fmt::format("{} layer '{}' has head size {} but backend {} supports only {}; "
@@ -2154,7 +2186,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                   : TurboQuantOf(cache.kv_cache_dtype)      ? tq_opts
                                                                             : target_opts;
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
-      b.context.push_back({o.backend, {}, raw.has_sinks});
+      b.context.push_back({o.backend, {}, raw.has_sinks, &model});
     }
   }
 
@@ -2310,7 +2342,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       AttentionOptions o = draft_opts;
       if (kept.Keeps(raw) && !TurboQuantOf(draft_dtype)) o.dtype = KvCacheDtype::kAuto;
       b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, o));
-      b.context.push_back({draft_caps, {}, raw.has_sinks});
+      b.context.push_back({draft_caps, {}, raw.has_sinks, draft_model});
     }
 
     // Draft windows.

@@ -170,15 +170,41 @@ void CheckMlaWorkspace(const Layer& l, Findings& f) {
   const int64_t B = l.spec.block_size;
   const int64_t workspace = std::max(std::min(std::max(8 * L, 4 * S * B), int64_t{65536}), S * B);
   if (workspace % N == 0) return;
-  f.Error("mla-dcp-workspace",
-          fmt::format("{} layer '{}' runs on {}, whose MLA metadata builder splits a "
-                      "chunked-prefill workspace of {} tokens (max(min(max(8 x --max-model-len "
-                      "{}, 4 x --max-num-seqs {} x block {}), 65536), {} x {})) over "
-                      "--decode-context-parallel-size {}: it is not a multiple, and the engine "
-                      "asserts it once the weights are loaded; change --max-model-len or "
-                      "--max-num-seqs so that it is",
-                      RoleName(l.spec.role), l.spec.name, l.backend.name, workspace, L, S, B, S,
-                      B, N));
+  f.Error(
+      "mla-dcp-workspace",
+      fmt::format("{} layer '{}' runs on {}, whose MLA metadata builder splits a "
+                  "chunked-prefill workspace of {} tokens (max(min(max(8 x --max-model-len "
+                  "{}, 4 x --max-num-seqs {} x block {}), 65536), {} x {})) over "
+                  "--decode-context-parallel-size {}: it is not a multiple, and the engine "
+                  "asserts it once the weights are loaded; change --max-model-len or "
+                  "--max-num-seqs so that it is",
+                  RoleName(l.spec.role), l.spec.name, l.backend.name, workspace, L, S, B, S, B, N));
+}
+
+// A backend whose MLA decode kernel takes at most so many query heads (CUTLASS MLA's forward_mqa
+// asserts H <= 128, mla/cutlass_mla.py at 28be48fa9): the rank's heads, and under DCP the heads
+// gathered from every rank of a sharded cache (MLAAttention's all_gather over dim 1,
+// mla_attention.py). The engine asserts it at the first decode.
+void CheckDecodeHeads(const Layer& l, bool sharded, Findings& f) {
+  const int64_t max = l.backend.max_decode_heads;
+  const int64_t tp = l.parallel.tensor_parallel_size;
+  const int64_t q = l.spec.num_q_heads_total;
+  if (max <= 0 || !IsMla(l.spec.kind) || q % tp != 0) return;
+  // q at most kMaxModelDim, N at most tp: no overflow.
+  const int64_t N = sharded ? l.parallel.decode_context_parallel_size : 1;
+  if (q / tp * N <= max) return;
+  f.Error("backend-decode-heads",
+          N > 1 ? fmt::format("{} layer '{}' runs on {}, whose decode kernel takes at most {} "
+                              "query heads, but under DCP it gets {} heads per rank x DCP {} = "
+                              "{}; raise --tensor-parallel-size, lower "
+                              "--decode-context-parallel-size or choose another backend with {}",
+                              RoleName(l.spec.role), l.spec.name, l.backend.name, max, q / tp, N,
+                              q / tp * N, RoleKnob(l.spec))
+                : fmt::format("{} layer '{}' runs on {}, whose decode kernel takes at most {} "
+                              "query heads, but it gets {} heads / --tensor-parallel-size {} = "
+                              "{}; raise --tensor-parallel-size or choose another backend with {}",
+                              RoleName(l.spec.role), l.spec.name, l.backend.name, max, q, tp,
+                              q / tp, RoleKnob(l.spec)));
 }
 
 // A DSpark draft window holds at least one of its blocks.
@@ -211,6 +237,7 @@ Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
       CheckKernelBlock(layer, findings);
       CheckDraftWindow(layer, launch.dspark_draft_kv_window, findings);
       CheckMlaWorkspace(layer, findings);
+      CheckDecodeHeads(layer, N > 1 && g.geometry.interleaved_slots(), findings);
       // A replicated layer's PCP refusal is replicated-pcp.
       if (N <= 1 || g.geometry.interleaved_slots()) CheckPcp(layer, findings);
       if (N <= 1) continue;

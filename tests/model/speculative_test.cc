@@ -284,8 +284,19 @@ TEST(BackendRegistry, EngineMlaBackends) {
   EXPECT_EQ(fi_sparse->preferred_block_size, 32);
   EXPECT_EQ(fi_sparse->StoredKvCacheDtype(KvCacheDtype::kFp8), KvCacheDtype::kFp8);
 
+  // The text config's MLA dimensions each takes (supports_combination).
+  using Dims = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  EXPECT_EQ(fi_sparse->config_dims, (Dims{{"qk_nope_head_dim", {128, 192}}}));
+  EXPECT_EQ(FindBackend("FLASHINFER_MLA")->config_dims,
+            (Dims{{"qk_nope_head_dim", {64, 128, 192}}}));
+  EXPECT_EQ(FindBackend("TRITON_MLA")->config_dims, Dims{});
+  EXPECT_EQ(FindBackend("CUTLASS_MLA")->max_decode_heads, 128);
+  EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);
+
   auto tokenspeed = FindBackend("TOKENSPEED_MLA");
   ASSERT_TRUE(tokenspeed.ok());
+  EXPECT_EQ(tokenspeed->config_dims,
+            (Dims{{"qk_nope_head_dim", {128}}, {"qk_rope_head_dim", {64}}, {"v_head_dim", {128}}}));
   EXPECT_FALSE(tokenspeed->returns_lse);
   EXPECT_TRUE(tokenspeed->mla_common_builder);
   EXPECT_FALSE(tokenspeed->AcceptsKvCacheDtype(KvCacheDtype::kAuto));

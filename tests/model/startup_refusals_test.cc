@@ -811,6 +811,166 @@ TEST(StartupRefusals, MlaBackendSelection) {
             "fp8_e4m3; choose another backend with --attention-backend or set --kv-cache-dtype");
 }
 
+// MLA backends that take only some dimensions of the text config (supports_combination at
+// 28be48fa9): FlashInfer MLA's qk_nope_head_dim in 64, 128, 192 (128, 192 sparse), TokenSpeed
+// MLA's DeepSeek-R1 shape; read as the config states them, else as its config class defaults them.
+TEST(StartupRefusals, MlaBackendConfigDims) {
+  LaunchOptions o = Model("glm-5.3-flash");
+  o.tensor_parallel_size = 8;
+  o.attention_backend = "FLASHINFER_MLA_SPARSE";
+  o.kv_cache_dtype = "fp8";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-config-dims] target MLA layers run on backend "
+            "FLASHINFER_MLA_SPARSE, which takes qk_nope_head_dim in [128, 192] only, but the "
+            "target model's is 256 (field 'text_config.qk_nope_head_dim' of "
+            "'profiles/glm-5.3-flash.json'): the engine refuses the selection; choose another "
+            "backend with --attention-backend\n  error [backend-head-size] target layer "
+            "'model.layers.3.self_attn' (and 10 other layers) has head size 512 but backend "
+            "FLASHINFER_MLA_SPARSE supports only 576; choose another backend with "
+            "--attention-backend");
+  o = Model("glm-5.1");  // 192
+  o.tensor_parallel_size = 8;
+  o.attention_backend = "FLASHINFER_MLA_SPARSE";
+  o.kv_cache_dtype = "fp8";
+  EXPECT_EQ(Errors(o), "");
+
+  auto profile = [](const char* stem) {
+    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    j.erase("kvtopo");
+    return j;
+  };
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 8;
+  c.cache.attention_backend = "FLASHINFER_MLA";
+  nlohmann::json kimi = profile("kimi-k2.6");
+  EXPECT_EQ(ConfigErrors(kimi, c), "");  // 128
+  kimi["text_config"]["qk_nope_head_dim"] = 96;
+  EXPECT_EQ(ConfigErrors(kimi, c),
+            "\n  error [backend-config-dims] target MLA layers run on backend FLASHINFER_MLA, "
+            "which takes qk_nope_head_dim in [64, 128, 192] only, but the target model's is 96 "
+            "(field 'text_config.qk_nope_head_dim' of 'config.json'): the engine refuses the "
+            "selection; choose another backend with --attention-backend");
+  // Python's `in` compares 128.0 equal to 128, and no string equal to an integer.
+  kimi["text_config"]["qk_nope_head_dim"] = 128.0;
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  kimi["text_config"]["qk_nope_head_dim"] = "128";
+  EXPECT_EQ(ConfigErrors(kimi, c),
+            "\n  error [backend-config-dims] target MLA layers run on backend FLASHINFER_MLA, "
+            "which takes qk_nope_head_dim in [64, 128, 192] only, but the target model's is "
+            "'128' (field 'text_config.qk_nope_head_dim' of 'config.json'): the engine refuses the "
+            "selection; choose another backend with --attention-backend");
+  // Unstated: Kimi-K2.5's text config is a DeepseekV3Config (128).
+  kimi["text_config"].erase("qk_nope_head_dim");
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+
+  // TokenSpeed MLA: 128, 64 and 128 only. DeepseekV3Config's v_head_dim default is 128; a model
+  // type whose class kvtopo does not know leaves the dimension unchecked, with a warning.
+  c.cache.attention_backend = "TOKENSPEED_MLA";
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  kimi["text_config"].erase("v_head_dim");
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  kimi["text_config"]["qk_rope_head_dim"] = 32;
+  EXPECT_EQ(ConfigErrors(kimi, c),
+            "\n  error [backend-config-dims] target MLA layers run on backend TOKENSPEED_MLA, "
+            "which takes qk_rope_head_dim in [64] only, but the target model's is 32 (field "
+            "'text_config.qk_rope_head_dim' of 'config.json'): the engine refuses the selection; "
+            "choose another backend with --attention-backend\n  error [backend-head-size] target "
+            "layer 'model.layers.0.self_attn' (and 60 other layers) has head size 544 but backend "
+            "TOKENSPEED_MLA supports only 320, 576; choose another backend with "
+            "--attention-backend");
+  kimi["text_config"]["qk_rope_head_dim"] = 64;
+  kimi["text_config"]["model_type"] = "my_mla";
+  Result<Plan> plan = testing_configs::PlanWith(kimi, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  std::string warning;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "backend-config-dims-unchecked") warning = d.message;
+  }
+  EXPECT_EQ(warning,
+            "backend TOKENSPEED_MLA (target MLA layers) takes v_head_dim in [128] only, but "
+            "'config.json' states none and kvtopo does not know its config class's default: not "
+            "checked");
+
+  // KimiLinearConfig defaults the dimensions to None.
+  c = LaunchConfig{};
+  c.parallel.tensor_parallel_size = 4;
+  c.cache.attention_backend = "FLASHINFER_MLA";
+  nlohmann::json linear = profile("kimi-linear-48b");
+  EXPECT_EQ(ConfigErrors(linear, c), "");
+  linear.erase("qk_nope_head_dim");
+  EXPECT_EQ(ConfigErrors(linear, c),
+            "\n  error [backend-config-dims] target MLA layers run on backend FLASHINFER_MLA, "
+            "which takes qk_nope_head_dim in [64, 128, 192] only, but the target model's is None "
+            "(the KimiLinearConfig default; 'config.json' states no qk_nope_head_dim): the engine "
+            "refuses the selection; choose another backend with --attention-backend");
+}
+
+// CUTLASS MLA's decode kernel takes at most 128 query heads (forward_mqa's assertion): the
+// rank's heads, gathered over DCP when the cache is sharded.
+TEST(StartupRefusals, CutlassMlaDecodeHeads) {
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/kimi-k2.6.json");
+  nlohmann::json kimi = nlohmann::json::parse(in);
+  kimi.erase("kvtopo");
+  kimi["text_config"]["num_attention_heads"] = 256;
+  LaunchConfig c;
+  c.cache.attention_backend = "CUTLASS_MLA";
+  c.parallel.tensor_parallel_size = 1;
+  EXPECT_EQ(ConfigErrors(kimi, c),
+            "\n  error [backend-decode-heads] target layer 'model.layers.0.self_attn' (and 60 "
+            "other layers) runs on CUTLASS_MLA, whose decode kernel takes at most 128 query "
+            "heads, but it gets 256 heads / --tensor-parallel-size 1 = 256; raise "
+            "--tensor-parallel-size or choose another backend with --attention-backend");
+  c.parallel.tensor_parallel_size = 2;
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  c.parallel.decode_context_parallel_size = 2;
+  EXPECT_EQ(ConfigErrors(kimi, c),
+            "\n  error [backend-decode-heads] target layer 'model.layers.0.self_attn' (and 60 "
+            "other layers) runs on CUTLASS_MLA, whose decode kernel takes at most 128 query "
+            "heads, but under DCP it gets 128 heads per rank x DCP 2 = 256; raise "
+            "--tensor-parallel-size, lower --decode-context-parallel-size or choose another "
+            "backend with --attention-backend");
+  c.parallel.tensor_parallel_size = 4;
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  c.cache.attention_backend = "TRITON_MLA";  // no such limit
+  c.parallel.tensor_parallel_size = 1;
+  c.parallel.decode_context_parallel_size = 1;
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+}
+
+// The engine's DeepSeek attention builds the sparse indexer when index_topk, stated or the config
+// class's default, is above 0 (is_v32 in deepseek_v2.py at 28be48fa9).
+TEST(StartupRefusals, IndexerFollowsIndexTopk) {
+  auto profile = [](const char* stem) {
+    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    j.erase("kvtopo");
+    return j;
+  };
+  auto indexers = [](const nlohmann::json& config) {
+    LaunchConfig c;
+    c.parallel.tensor_parallel_size = 8;
+    Result<Plan> plan = testing_configs::PlanWith(config, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    int64_t n = 0;
+    if (!plan.ok()) return n;
+    EXPECT_EQ(plan->ErrorLines(), "");
+    for (const LayerSpec& l : plan->model.layers) n += l.sparse_indexer;
+    return n;
+  };
+  nlohmann::json v32 = profile("deepseek-v3.2");
+  EXPECT_EQ(indexers(v32), 61);
+  v32.erase("index_topk");  // DeepseekV3Config has no default: dense
+  EXPECT_EQ(indexers(v32), 0);
+  nlohmann::json glm = profile("glm-5.1");
+  EXPECT_EQ(indexers(glm), 78);
+  glm.erase("index_topk");  // GlmMoeDsaConfig's default 2048
+  EXPECT_EQ(indexers(glm), 78);
+  glm["index_topk"] = 0;
+  EXPECT_EQ(indexers(glm), 0);
+}
+
 // An MLA model planned under DCP on kvtopo's default backend (neither the launch nor a profile
 // names one): the engine picks by the GPU, and may pick a backend without the LSE.
 TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
