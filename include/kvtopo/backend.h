@@ -64,6 +64,15 @@ struct BackendCaps {
   // engine's supports_combination reads them from hf_text_config (qk_nope_head_dim,
   // qk_rope_head_dim, v_head_dim); empty: none checked.
   std::vector<std::pair<std::string, std::vector<int64_t>>> config_dims;
+  // Runs batch-invariant kernels (the engine's supports_batch_invariance), which
+  // VLLM_BATCH_INVARIANT asks of every attention backend.
+  bool supports_batch_invariance = false;
+  // Under VLLM_BATCH_INVARIANT its attention layers turn prefix caching off (the engine's
+  // Attention and MLAAttention constructors, for FLASHINFER and TRITON_MLA).
+  bool batch_invariant_drops_prefix_caching = false;
+  // Runs the bidirectional attention over multimodal positions of a prefix LM (the engine's
+  // supports_mm_prefix).
+  bool supports_mm_prefix = false;
   // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
   bool stores_turboquant = false;
   // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the

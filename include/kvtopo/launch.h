@@ -192,6 +192,9 @@ struct LaunchConfig {
   // VLLM_ALLOW_LONG_MAX_MODEL_LEN: a --max-model-len beyond the config's derived length is a
   // warning instead of the engine's refusal.
   bool allow_long_max_model_len = false;
+  // VLLM_BATCH_INVARIANT: every attention layer's backend must support batch invariance (the
+  // engine's backend selection skips or refuses one that does not).
+  bool batch_invariant = false;
   // --disable-hybrid-kv-cache-manager. Unset: the engine decides (off for chunked local attention
   // as above, on otherwise). True: off; sliding-window and chunked layers are then cached as full
   // attention, and a model whose layers cannot share one cache type is refused. False

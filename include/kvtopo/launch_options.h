@@ -55,6 +55,7 @@ struct LaunchOptions {
   std::optional<bool> use_simple_kv_offload;
   std::optional<bool> torch_compile_disable;           // TORCH_COMPILE_DISABLE; default off
   std::optional<bool> use_breakable_cudagraph;         // VLLM_USE_BREAKABLE_CUDAGRAPH; default off
+  std::optional<bool> batch_invariant;                 // VLLM_BATCH_INVARIANT; default off
   std::optional<bool> enable_sleep_mode;               // --enable-sleep-mode; default off
   std::optional<std::string> pytorch_cuda_alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF; default unset
   std::optional<bool> disable_sliding_window;          // default off
@@ -176,9 +177,13 @@ struct LaunchOption {
   int64_t max_value = 0;
   // kText: the flag takes one or more values (argparse nargs "+"), kept space-separated.
   bool many_values = false;
-  // kSwitch read from `env`: on only when the variable is exactly "1", as the engine reads it;
-  // any other value leaves it off.
-  bool env_on_only_one = false;
+  // How a kSwitch reads `env`, as the engine reads the variable.
+  enum class EnvSwitch {
+    kAsOption,   // as the option parses text (1, 0, true, false, ...)
+    kOnlyOne,    // on only when exactly "1"; any other value leaves it off
+    kPythonInt,  // bool(int(value)): on when a nonzero integer; other text is refused
+  };
+  EnvSwitch env_switch = EnvSwitch::kAsOption;
 };
 
 // Every launch option, in help order.

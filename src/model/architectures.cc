@@ -5024,6 +5024,20 @@ Status ReadDraftAuxInputs(const ConfigReader& root, const ArchitectureReader& ro
 
 namespace {
 
+// The engine's is_mm_prefix_lm (ModelArchConfigConvertorBase.is_mm_prefix_lm,
+// transformers_utils/model_arch_config_convertor.py at 28be48fa9): the top-level config's
+// is_mm_prefix_lm as Python's truth value when it has one, else its model type among the prefix
+// LMs the engine lists.
+bool IsMmPrefixLm(const nlohmann::json& config) {
+  if (const auto it = config.find("is_mm_prefix_lm"); it != config.end()) {
+    return PythonTruth(*it);
+  }
+  constexpr std::string_view kPrefixLms[] = {"bagel",      "gemma3",    "molmo2",
+                                             "moondream3", "paligemma", "umm"};
+  const std::string type = StringOrEmpty(config, "model_type");
+  return std::find(std::begin(kPrefixLms), std::end(kPrefixLms), type) != std::end(kPrefixLms);
+}
+
 // The engine's uses_mrope (transformers_utils/config.py at 28be48fa9): "mrope_section" is a key
 // of the config's rope_parameters, of its text config's, or of its thinker's text config's; a
 // rope_scaling becomes rope_parameters (patch_rope_parameters).
@@ -5671,6 +5685,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   }
   if (it->draft) KVTOPO_RETURN_IF_ERROR(ReadDraftAuxInputs(root, *it, m));
   m.uses_mrope = UsesMrope(config);
+  m.mm_prefix_lm = IsMmPrefixLm(config);
   m.names_parallel_drafting_token = NamesParallelDraftingToken(config);
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;

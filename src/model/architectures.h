@@ -191,6 +191,11 @@ struct ModelDescription {
   // the engine renames so) holds mrope_section, at the top, in its text_config or in its
   // thinker_config's text_config.
   bool uses_mrope = false;
+  // The engine's ModelConfig.is_mm_prefix_lm: the config's is_mm_prefix_lm, else its model type
+  // is one of the prefix LMs that attend bidirectionally over their multimodal positions
+  // (bagel, gemma3, molmo2, moondream3, paligemma, umm). Its attention layers need a backend
+  // that supports it.
+  bool mm_prefix_lm = false;
   // Whether the config names the token a parallel-drafting draft fills its masked slots with
   // (SpecDecodeBaseProposer._init_parallel_drafting_params: dflash_config.mask_token_id,
   // pard_token or ptd_token_id).

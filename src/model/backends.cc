@@ -110,6 +110,11 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
       b.config_dims.emplace_back(key, std::move(accepted));
     }
   }
+  KVTOPO_ASSIGN_OR_RETURN(b.supports_batch_invariance,
+                          r.BoolOr("supports_batch_invariance", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.batch_invariant_drops_prefix_caching,
+                          r.BoolOr("batch_invariant_drops_prefix_caching", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.supports_mm_prefix, r.BoolOr("supports_mm_prefix", false));
   KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.mla_common_builder, r.BoolOr("mla_common_builder", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));

@@ -475,7 +475,7 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        1,
        0,
        false,
-       true},
+       LaunchOption::EnvSwitch::kOnlyOne},
       {"use_breakable_cudagraph",
        {},
        "",
@@ -487,7 +487,20 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        1,
        0,
        false,
-       true},
+       LaunchOption::EnvSwitch::kOnlyOne},
+      {"batch_invariant",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_BATCH_INVARIANT",
+       "batch-invariant kernels: every attention backend must support batch invariance, and "
+       "TRITON_MLA layers turn prefix caching off (the variable is read as bool(int(value)), so "
+       "any nonzero integer is on and text that is no integer is refused); default off",
+       &LO::batch_invariant,
+       1,
+       0,
+       false,
+       LaunchOption::EnvSwitch::kPythonInt},
       {"enable_sleep_mode",
        {},
        "",
@@ -935,8 +948,19 @@ Status ApplyLaunchEnvironment(LaunchOptions& o,
     if (given) continue;
     const std::string env(option.env);
     if (const char* value = getenv(env.c_str())) {
-      if (option.env_on_only_one) {
+      if (option.env_switch == LaunchOption::EnvSwitch::kOnlyOne) {
         KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, std::string_view(value) == "1", env));
+        continue;
+      }
+      if (option.env_switch == LaunchOption::EnvSwitch::kPythonInt) {
+        const std::optional<int64_t> n = internal::PythonInt(nlohmann::json(std::string(value)));
+        if (!n) {
+          return InvalidArgument(fmt::format(
+              "{} is '{}', which is not an integer: the engine reads it with int() and fails at "
+              "startup; set it to 0 or 1",
+              env, value));
+        }
+        KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, *n != 0, env));
         continue;
       }
       KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, std::string(value), env));
@@ -1966,6 +1990,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.allow_chunked_local_hybrid = *o.allow_chunked_local_attn_with_hybrid_kv_cache;
   }
   if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
+  c.batch_invariant = o.batch_invariant.value_or(false);
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;

@@ -49,23 +49,43 @@ bool HasMla(const ModelDescription& m) {
 }
 
 // The backend a model gets when the launch names none: its profile's, else the registry's
-// default for its layer family (profiles/backends.json "default_for"). A float32 K/V-attention
-// model whose default cannot compute float32 gets the first registered K/V backend that can, as
-// the engine's selection skips backends whose supported_dtypes lack the model dtype (no MLA
-// backend computes float32: the backend check then refuses the launch).
-Result<std::string> DefaultBackendName(const ModelDescription& m) {
+// default for its layer family (profiles/backends.json "default_for"). The engine's selection
+// skips a backend that cannot compute the model's dtype (supported_dtypes), serve a multimodal
+// prefix LM (supports_mm_prefix) or, under VLLM_BATCH_INVARIANT, run batch-invariant; a
+// K/V-attention model whose default cannot gets the first registered K/V backend that can, in
+// the order of the engine's priority lists (FlashAttention, FlashInfer, Triton attention). No
+// MLA backend computes float32, and none sparse runs batch-invariant: the backend checks then
+// refuse the launch (the dense default, TRITON_MLA, runs batch-invariant).
+Result<std::string> DefaultBackendName(const ModelDescription& m, bool batch_invariant) {
   if (!m.default_backend.empty()) return m.default_backend;
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
                                : HasMla(m)   ? BackendFamily::kMla
                                              : BackendFamily::kAttention;
   KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, DefaultBackend(family));
-  if (!caps.Computes(m.dtype) && family == BackendFamily::kAttention) {
+  const auto serves = [&](const BackendCaps& c) {
+    return c.Computes(m.dtype) && (!m.mm_prefix_lm || c.supports_mm_prefix) &&
+           (!batch_invariant || c.supports_batch_invariance);
+  };
+  if (!serves(caps) && family == BackendFamily::kAttention) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
     for (const BackendCaps& c : all) {
-      if (!c.mla && c.Computes(m.dtype)) return c.name;
+      if (!c.mla && serves(c)) return c.name;
     }
   }
   return caps.name;
+}
+
+// The registered backends of `be`'s family (K/V attention, dense or sparse MLA) that `has`, for
+// messages; "none" when there are none.
+std::string FamilyBackendsWith(const BackendCaps& be, bool BackendCaps::*has) {
+  std::vector<std::string> names;
+  Result<std::vector<BackendCaps>> all = ListBackends();
+  if (all.ok()) {
+    for (const BackendCaps& c : *all) {
+      if (c.mla == be.mla && c.sparse == be.sparse && c.*has) names.push_back(c.name);
+    }
+  }
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
 }
 
 // The registered backends that run an external DSpark draft under DCP, for messages.
@@ -335,6 +355,37 @@ void ValidateBackends(Builder& b) {
                                             KvCacheDtypeName(s.cache_dtype))
                               : fmt::format("choose another backend with {}", RoleKnob(s))));
     }
+    // validate_configuration: a prefix LM's attention layers ask for supports_mm_prefix ("partial
+    // multimodal token full attention not supported"; MLA layers do not ask), and
+    // VLLM_BATCH_INVARIANT every layer's backend for supports_batch_invariance ("batch
+    // invariance not supported").
+    if (!IsMla(s.kind) && c.model != nullptr && c.model->mm_prefix_lm && !be.supports_mm_prefix) {
+      b.Error("backend-mm-prefix",
+              fmt::format("{} layer '{}' belongs to '{}', a multimodal prefix LM (the engine's "
+                          "is_mm_prefix_lm: bidirectional attention over its multimodal "
+                          "positions), but backend {} does not serve one: the engine refuses the "
+                          "selection ('partial multimodal token full attention not supported'); "
+                          "choose {} with {}",
+                          role, s.name, c.model->file, be.name,
+                          FamilyBackendsWith(be, &BackendCaps::supports_mm_prefix), RoleKnob(s)));
+    }
+    if (b.config.batch_invariant && !be.supports_batch_invariance) {
+      const std::string with = FamilyBackendsWith(be, &BackendCaps::supports_batch_invariance);
+      b.Error("backend-batch-invariant",
+              fmt::format(
+                  "{} layer '{}' runs on backend {}, which has no batch-invariant "
+                  "kernels, but VLLM_BATCH_INVARIANT asks every attention backend for "
+                  "them: the engine refuses the selection ('batch invariance not "
+                  "supported'); {}",
+                  role, s.name, be.name,
+                  with == "none"
+                      ? fmt::format("no {} backend has them, so unset "
+                                    "VLLM_BATCH_INVARIANT",
+                                    be.mla ? (be.sparse ? "sparse MLA" : "MLA") : "K/V attention")
+                      : fmt::format("choose one that has them ({}) with {} or unset "
+                                    "VLLM_BATCH_INVARIANT",
+                                    with, RoleKnob(s))));
+    }
     if (IsWindowed(s.kind) && !be.supports_sliding_window) {
       b.Error("backend-sliding-window",
               fmt::format("{} layer '{}' uses a sliding window but backend {} has none; choose "
@@ -374,6 +425,29 @@ void ValidateBackends(Builder& b) {
                                                   : "the speculative config's "
                                                     "draft_kv_cache_dtype"));
     }
+  }
+  // Under VLLM_BATCH_INVARIANT the engine's TRITON_MLA (and FLASHINFER) layers set the cache
+  // config's enable_prefix_caching to False as they are built: in the process that builds them,
+  // which with one GPU (the uniprocess executor) also builds the scheduler.
+  if (!b.config.batch_invariant || !b.out.enable_prefix_caching) return;
+  for (size_t i = 0; i < b.out.layers.size(); ++i) {
+    const BackendCaps* be = b.context[i].backend;
+    if (be == nullptr || !be->batch_invariant_drops_prefix_caching ||
+        !be->supports_batch_invariance || b.out.layers[i].sparse_indexer) {
+      continue;
+    }
+    b.Add(
+        Severity::kWarning, "batch-invariant-prefix-caching",
+        fmt::format(
+            "VLLM_BATCH_INVARIANT with prefix caching: the engine's {} layers turn "
+            "prefix caching off as they are built ('Disabling prefix caching ... with "
+            "batch invariance'), in the process that builds them; with one GPU per engine (tensor "
+            "x pipeline parallel 1: the uniprocess executor) that "
+            "process also runs the scheduler, which then caches no prefixes, while "
+            "with more the scheduler keeps caching them. kvtopo plans prefix caching "
+            "on; pass --no-enable-prefix-caching to plan without it",
+            be->name));
+    return;
   }
 }
 
@@ -1873,7 +1947,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // Target backend and block size.
   std::string target_backend_name = cache.attention_backend;
   if (target_backend_name.empty()) {
-    KVTOPO_ASSIGN_OR_RETURN(target_backend_name, DefaultBackendName(model));
+    KVTOPO_ASSIGN_OR_RETURN(target_backend_name, DefaultBackendName(model, config.batch_invariant));
   }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
@@ -2290,7 +2364,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     } else if (draft_backend_name.empty() && mtp) {
       draft_backend_name = target_backend.name;
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
-      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, DefaultBackendName(*draft_model));
+      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name,
+                              DefaultBackendName(*draft_model, config.batch_invariant));
     }
     KVTOPO_ASSIGN_OR_RETURN(
         const BackendCaps draft_backend,

@@ -291,6 +291,19 @@ TEST(BackendRegistry, EngineMlaBackends) {
             (Dims{{"qk_nope_head_dim", {64, 128, 192}}}));
   EXPECT_EQ(FindBackend("TRITON_MLA")->config_dims, Dims{});
   EXPECT_EQ(FindBackend("CUTLASS_MLA")->max_decode_heads, 128);
+  // Batch invariance (supports_batch_invariance) and multimodal prefix LMs (supports_mm_prefix).
+  Result<std::vector<BackendCaps>> all = ListBackends();
+  ASSERT_TRUE(all.ok());
+  std::vector<std::string> invariant, prefix, drops_caching;
+  for (const BackendCaps& be : *all) {
+    if (be.supports_batch_invariance) invariant.push_back(be.name);
+    if (be.supports_mm_prefix) prefix.push_back(be.name);
+    if (be.batch_invariant_drops_prefix_caching) drops_caching.push_back(be.name);
+  }
+  EXPECT_EQ(invariant, (std::vector<std::string>{"TRITON_MLA", "FLASH_ATTN", "FLASH_ATTN_DIFFKV",
+                                                 "TRITON_ATTN", "FLASH_ATTN_MLA"}));
+  EXPECT_EQ(prefix, std::vector<std::string>{"TRITON_ATTN"});
+  EXPECT_EQ(drops_caching, (std::vector<std::string>{"TRITON_MLA", "FLASHINFER"}));
   EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);
 
   auto tokenspeed = FindBackend("TOKENSPEED_MLA");

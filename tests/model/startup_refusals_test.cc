@@ -939,6 +939,134 @@ TEST(StartupRefusals, CutlassMlaDecodeHeads) {
   EXPECT_EQ(ConfigErrors(kimi, c), "");
 }
 
+// VLLM_BATCH_INVARIANT (read as bool(int(value))): every attention layer's backend must support
+// batch invariance (validate_configuration), and TRITON_MLA's layers turn prefix caching off.
+TEST(StartupRefusals, BatchInvariance) {
+  auto with_env = [](LaunchOptions o, const char* value) {
+    const Status s = ApplyLaunchEnvironment(o, [&](const char* asked) -> const char* {
+      return std::string_view(asked) == "VLLM_BATCH_INVARIANT" ? value : nullptr;
+    });
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return o;
+  };
+  LaunchOptions kimi = Model("kimi-k2.6");
+  kimi.tensor_parallel_size = 8;
+  const std::string b12x =
+      "\n  error [backend-batch-invariant] target layer 'model.layers.0.self_attn' (and 60 other "
+      "layers) runs on backend B12X_MLA, which has no batch-invariant kernels, but "
+      "VLLM_BATCH_INVARIANT asks every attention backend for them: the engine refuses the "
+      "selection ('batch invariance not supported'); choose one that has them (TRITON_MLA, "
+      "FLASH_ATTN_MLA) with --attention-backend or unset VLLM_BATCH_INVARIANT";
+  EXPECT_EQ(Errors(with_env(kimi, "1")), b12x);
+  EXPECT_EQ(Errors(with_env(kimi, " -2 ")), b12x);  // any nonzero integer
+  EXPECT_EQ(Errors(with_env(kimi, "0")), "");
+  LaunchOptions o = kimi;
+  const Status text = ApplyLaunchEnvironment(o, [](const char* asked) -> const char* {
+    return std::string_view(asked) == "VLLM_BATCH_INVARIANT" ? "true" : nullptr;
+  });
+  EXPECT_EQ(text.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(text.message(),
+            "VLLM_BATCH_INVARIANT is 'true', which is not an integer: the engine reads it with "
+            "int() and fails at startup; set it to 0 or 1");
+
+  // TRITON_MLA runs batch-invariant, and its layers turn prefix caching off.
+  o = with_env(kimi, "1");
+  o.attention_backend = "TRITON_MLA";
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  auto warning = [](const Plan& p) {
+    for (const Diagnostic& d : p.diagnostics) {
+      if (d.code == "batch-invariant-prefix-caching") return d.message;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(warning(*plan),
+            "VLLM_BATCH_INVARIANT with prefix caching: the engine's TRITON_MLA layers turn prefix "
+            "caching off as they are built ('Disabling prefix caching ... with batch "
+            "invariance'), in the process that builds them; with one GPU per engine (tensor x "
+            "pipeline parallel 1: the uniprocess executor) that process also runs the scheduler, "
+            "which then caches no prefixes, while with more the scheduler keeps caching them. "
+            "kvtopo plans prefix caching on; pass --no-enable-prefix-caching to plan without it");
+  o.enable_prefix_caching = false;
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(warning(*plan), "");
+  o.enable_prefix_caching.reset();
+  o.attention_backend = "FLASH_ATTN_MLA";  // batch-invariant, keeps prefix caching
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(warning(*plan), "");
+
+  // No sparse MLA backend runs batch-invariant.
+  o = with_env(Model("deepseek-v3.2"), "1");
+  o.tensor_parallel_size = 8;
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-batch-invariant] target layer 'model.layers.0.self_attn' (and 60 "
+            "other layers) runs on backend B12X_MLA_SPARSE, which has no batch-invariant kernels, "
+            "but VLLM_BATCH_INVARIANT asks every attention backend for them: the engine refuses "
+            "the selection ('batch invariance not supported'); no sparse MLA backend has them, so "
+            "unset VLLM_BATCH_INVARIANT");
+  // K/V attention: FlashAttention's default runs batch-invariant; FlashInfer does not.
+  o = Model("qwen3-next-80b");
+  o.batch_invariant = true;  // the flag
+  EXPECT_EQ(Errors(o), "");
+  o.attention_backend = "FLASHINFER";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-batch-invariant] target layer 'model.layers.3.self_attn' (and 11 "
+            "other layers) runs on backend FLASHINFER, which has no batch-invariant kernels, but "
+            "VLLM_BATCH_INVARIANT asks every attention backend for them: the engine refuses the "
+            "selection ('batch invariance not supported'); choose one that has them (FLASH_ATTN, "
+            "FLASH_ATTN_DIFFKV, TRITON_ATTN) with --attention-backend or unset "
+            "VLLM_BATCH_INVARIANT");
+}
+
+// A multimodal prefix LM (the engine's is_mm_prefix_lm: the config's key, else model types
+// gemma3, paligemma, ...) attends bidirectionally over its multimodal positions, which only
+// Triton attention serves among the CUDA backends: the engine's selection picks it, and refuses
+// a named backend without it.
+TEST(StartupRefusals, MultimodalPrefixLm) {
+  auto corpus = [](const char* stem) {
+    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/" + stem + ".json");
+    return nlohmann::json::parse(in);
+  };
+  auto backend = [](const nlohmann::json& config, const LaunchConfig& c) {
+    Result<Plan> plan = testing_configs::PlanWith(config, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok()) return std::string();
+    EXPECT_EQ(plan->ErrorLines(), "");
+    return plan->model.attention_backend;
+  };
+  LaunchConfig c;
+  nlohmann::json gemma = corpus("gemma-3-27b-it");
+  EXPECT_EQ(backend(gemma, c), "TRITON_ATTN");
+  EXPECT_EQ(backend(corpus("paligemma-3b"), c), "TRITON_ATTN");
+  gemma["is_mm_prefix_lm"] = false;  // the config's key wins over the model type
+  EXPECT_EQ(backend(gemma, c), "FLASH_ATTN");
+  gemma["is_mm_prefix_lm"] = 1;
+  EXPECT_EQ(backend(gemma, c), "TRITON_ATTN");
+  c.cache.attention_backend = "FLASH_ATTN";
+  EXPECT_EQ(ConfigErrors(gemma, c),
+            "\n  error [backend-mm-prefix] target layer 'model.layers.0.self_attn' (and 61 other "
+            "layers) belongs to 'config.json', a multimodal prefix LM (the engine's "
+            "is_mm_prefix_lm: bidirectional attention over its multimodal positions), but backend "
+            "FLASH_ATTN does not serve one: the engine refuses the selection ('partial multimodal "
+            "token full attention not supported'); choose TRITON_ATTN with --attention-backend");
+  // Triton attention returns no LSE, so such a model cannot run DCP on it.
+  c.cache.attention_backend.clear();
+  c.parallel.tensor_parallel_size = 32;
+  c.parallel.decode_context_parallel_size = 2;
+  Result<Plan> plan = testing_configs::PlanWith(gemma, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("error [dcp-backend-lse] target layer "
+                                    "'model.layers.0.self_attn' (and 61 other layers) is "
+                                    "DCP-sharded but backend TRITON_ATTN does not return the "
+                                    "softmax LSE"),
+            std::string::npos)
+      << plan->ErrorLines();
+}
+
 // The engine's DeepSeek attention builds the sparse indexer when index_topk, stated or the config
 // class's default, is above 0 (is_v32 in deepseek_v2.py at 28be48fa9).
 TEST(StartupRefusals, IndexerFollowsIndexTopk) {
