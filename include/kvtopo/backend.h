@@ -64,6 +64,10 @@ struct BackendCaps {
   // engine's supports_combination reads them from hf_text_config (qk_nope_head_dim,
   // qk_rope_head_dim, v_head_dim); empty: none checked.
   std::vector<std::pair<std::string, std::vector<int64_t>>> config_dims;
+  // Takes per-head K/V quantization scales (the engine's supports_per_head_quant_scales), which a
+  // compressed-tensors kv_cache_scheme of strategy attn_head asks for; nullopt where it depends
+  // on the GPU (FlashAttention 3 and later).
+  std::optional<bool> supports_per_head_quant_scales;
   // Runs batch-invariant kernels (the engine's supports_batch_invariance), which
   // VLLM_BATCH_INVARIANT asks of every attention backend.
   bool supports_batch_invariance = false;

@@ -5038,6 +5038,73 @@ bool IsMmPrefixLm(const nlohmann::json& config) {
   return std::find(std::begin(kPrefixLms), std::end(kPrefixLms), type) != std::end(kPrefixLms);
 }
 
+// compressed-tensors' kv_cache_scheme (CompressedTensorsConfig.from_config and
+// CompressedTensorsKVCacheMethod.validate_kv_cache_scheme, compressed_tensors.py at 28be48fa9):
+// read when the config's quant_method is compressed-tensors and the key is set; the engine maps
+// the scheme's keys as it builds the config (an object, else it fails), and each K/V attention
+// layer validates it: num_bits 8 or type float, a strategy of tensor or attn_head, symmetric.
+Result<std::optional<ModelDescription::KvCacheScheme>> ReadKvCacheScheme(
+    const nlohmann::json& config, const std::string& file) {
+  const auto q = config.find("quantization_config");
+  if (q == config.end() || !q->is_object()) return std::optional<ModelDescription::KvCacheScheme>();
+  const auto method = q->find("quant_method");
+  if (method == q->end() || !method->is_string() ||
+      AsciiLower(method->get<std::string>()) != "compressed-tensors") {
+    return std::optional<ModelDescription::KvCacheScheme>();
+  }
+  const auto it = q->find("kv_cache_scheme");
+  if (it == q->end() || it->is_null()) return std::optional<ModelDescription::KvCacheScheme>();
+  const std::string field =
+      fmt::format("config.json '{}': field 'quantization_config.kv_cache_scheme'", file);
+  const nlohmann::json& scheme = *it;
+  if (!scheme.is_object()) {
+    return InvalidArgument(fmt::format(
+        "{} is {}, not an object: the engine's compressed-tensors config maps its keys and fails",
+        field, scheme.dump()));
+  }
+  ModelDescription::KvCacheScheme out{.field = field};
+  auto value = [&](const char* key) {
+    const auto v = scheme.find(key);
+    return v == scheme.end() ? nlohmann::json() : *v;
+  };
+  auto shown = [](const nlohmann::json& v) {
+    return v.is_null()     ? std::string("None")
+           : v.is_string() ? fmt::format("'{}'", v.get<std::string>())
+                           : v.dump();
+  };
+  const nlohmann::json type = value("type"), bits = value("num_bits");
+  const bool bits_eight = bits.is_number() && bits.get<double>() == 8;
+  constexpr std::string_view kStrategies[] = {"tensor", "channel",      "group",    "block",
+                                              "token",  "tensor_group", "attn_head"};
+  const nlohmann::json strategy = value("strategy");
+  const std::string name = strategy.is_string() ? strategy.get<std::string>() : std::string();
+  if (type != "float" && !bits_eight) {
+    out.invalid = fmt::format(
+        "its num_bits is {} and its type {}: the engine's compressed-tensors KV cache takes "
+        "num_bits 8, type float ('Currently supported kv cache quantization is num_bits=8, "
+        "type=float')",
+        shown(bits), shown(type));
+  } else if (!strategy.is_string() || std::find(std::begin(kStrategies), std::end(kStrategies),
+                                                name) == std::end(kStrategies)) {
+    out.invalid = fmt::format(
+        "its strategy {} is not a compressed-tensors quantization strategy (tensor, channel, "
+        "group, block, token, tensor_group, attn_head): the engine fails reading it",
+        shown(strategy));
+  } else if (name != "tensor" && name != "attn_head") {
+    out.invalid = fmt::format(
+        "its strategy is '{}': the engine's compressed-tensors KV cache takes tensor or "
+        "attn_head ('Invalid strategy for compressed-tensors KV cache')",
+        name);
+  } else if (!PythonTruth(value("symmetric"))) {
+    out.invalid = fmt::format(
+        "its symmetric is {}: the engine's compressed-tensors KV cache takes symmetric scales "
+        "only ('Only support symmetric scaling factor')",
+        shown(value("symmetric")));
+  }
+  out.per_head = name == "attn_head";
+  return std::optional<ModelDescription::KvCacheScheme>(std::move(out));
+}
+
 // The engine's uses_mrope (transformers_utils/config.py at 28be48fa9): "mrope_section" is a key
 // of the config's rope_parameters, of its text config's, or of its thinker's text config's; a
 // rope_scaling becomes rope_parameters (patch_rope_parameters).
@@ -5686,6 +5753,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   if (it->draft) KVTOPO_RETURN_IF_ERROR(ReadDraftAuxInputs(root, *it, m));
   m.uses_mrope = UsesMrope(config);
   m.mm_prefix_lm = IsMmPrefixLm(config);
+  KVTOPO_ASSIGN_OR_RETURN(m.kv_cache_scheme, ReadKvCacheScheme(config, file));
   m.names_parallel_drafting_token = NamesParallelDraftingToken(config);
   KVTOPO_RETURN_IF_ERROR(ReadKvtopoBlock(root, m));
   return m;

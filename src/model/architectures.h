@@ -196,6 +196,17 @@ struct ModelDescription {
   // (bagel, gemma3, molmo2, moondream3, paligemma, umm). Its attention layers need a backend
   // that supports it.
   bool mm_prefix_lm = false;
+  // compressed-tensors' quantization_config.kv_cache_scheme (llm-compressor's FP8 KV
+  // checkpoints), when the config's quant_method is compressed-tensors and states one: the
+  // engine's K/V attention layers (Attention, built with the quantization config) cache fp8
+  // under --kv-cache-dtype auto, validate the scheme, and with strategy attn_head ask the backend
+  // for per-head scales; MLA layers do none of it.
+  struct KvCacheScheme {
+    std::string field;      // where it is stated, for messages
+    bool per_head = false;  // strategy attn_head
+    std::string invalid;    // why the engine refuses it; empty: it takes it
+  };
+  std::optional<KvCacheScheme> kv_cache_scheme;
   // Whether the config names the token a parallel-drafting draft fills its masked slots with
   // (SpecDecodeBaseProposer._init_parallel_drafting_params: dflash_config.mask_token_id,
   // pard_token or ptd_token_id).

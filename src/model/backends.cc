@@ -110,6 +110,10 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
       b.config_dims.emplace_back(key, std::move(accepted));
     }
   }
+  if (r.Has("supports_per_head_quant_scales")) {
+    KVTOPO_ASSIGN_OR_RETURN(const bool per_head, r.BoolOr("supports_per_head_quant_scales", false));
+    b.supports_per_head_quant_scales = per_head;
+  }
   KVTOPO_ASSIGN_OR_RETURN(b.supports_batch_invariance,
                           r.BoolOr("supports_batch_invariance", false));
   KVTOPO_ASSIGN_OR_RETURN(b.batch_invariant_drops_prefix_caching,

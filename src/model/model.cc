@@ -254,6 +254,32 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   return s;
 }
 
+// compressed-tensors' kv_cache_scheme: a K/V attention layer the engine builds with the cache
+// and quantization configs caches fp8 where the cache dtype is auto (Attention.__init__ at
+// 28be48fa9), before --kv-cache-dtype-skip-layers resets it to auto; MLA layers do not.
+bool SchemeCachesFp8(const ModelDescription& m, const RawLayer& raw, KvCacheDtype dtype) {
+  return m.kv_cache_scheme.has_value() && raw.type != LayerType::kMla &&
+         raw.type != LayerType::kIndexer && dtype == KvCacheDtype::kAuto;
+}
+
+// The scheme's diagnostics for a model some of whose layers are K/V attention: its refusal, or
+// the note that those layers cache fp8.
+void ReportKvCacheScheme(Builder& b, const ModelDescription& m, bool fp8) {
+  if (!m.kv_cache_scheme) return;
+  const ModelDescription::KvCacheScheme& scheme = *m.kv_cache_scheme;
+  if (!scheme.invalid.empty()) {
+    b.Error("kv-cache-scheme",
+            fmt::format("{}: {}; the engine's K/V attention layers refuse it as they are built",
+                        scheme.field, scheme.invalid));
+  } else if (fp8) {
+    b.Add(Severity::kInfo, "kv-cache-dtype-checkpoint",
+          fmt::format("{} (compressed-tensors): the engine's K/V attention layers cache fp8 "
+                      "under --kv-cache-dtype auto (Attention.__init__); MLA layers and those "
+                      "--kv-cache-dtype-skip-layers names keep the model's dtype",
+                      scheme.field));
+  }
+}
+
 // Backends that take only some MLA dimensions of the text config: the engine's
 // supports_combination reads them from the role's hf_text_config (FlashInfer MLA's
 // qk_nope_head_dim, TokenSpeed MLA's DeepSeek-R1 shape) and refuses the selection otherwise.
@@ -385,6 +411,26 @@ void ValidateBackends(Builder& b) {
                       : fmt::format("choose one that has them ({}) with {} or unset "
                                     "VLLM_BATCH_INVARIANT",
                                     with, RoleKnob(s))));
+    }
+    // A compressed-tensors kv_cache_scheme of strategy attn_head: per-head scales
+    // (validate_configuration: "per-head quant scales not supported").
+    if (!IsMla(s.kind) && c.model != nullptr && c.model->kv_cache_scheme &&
+        c.model->kv_cache_scheme->per_head && be.supports_per_head_quant_scales == false) {
+      std::vector<std::string> may;
+      if (Result<std::vector<BackendCaps>> all = ListBackends(); all.ok()) {
+        for (const BackendCaps& other : *all) {
+          if (!other.mla && other.supports_per_head_quant_scales != false) {
+            may.push_back(other.name);
+          }
+        }
+      }
+      b.Error("backend-per-head-scales",
+              fmt::format("{} layer '{}' quantizes its K/V with per-head scales ({}: strategy "
+                          "attn_head) but backend {} takes none: the engine refuses the "
+                          "selection ('per-head quant scales not supported'); choose one that "
+                          "takes them on FlashAttention 3 or later ({}) with {}",
+                          role, s.name, c.model->kv_cache_scheme->field, be.name,
+                          fmt::join(may, ", "), RoleKnob(s)));
     }
     if (IsWindowed(s.kind) && !be.supports_sliding_window) {
       b.Error("backend-sliding-window",
@@ -2249,6 +2295,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       "engine builds them without the cache config",
                       target.file, KvCacheDtypeName(cache.kv_cache_dtype)));
   }
+  bool target_kv_layers = false, target_scheme_fp8 = false;
   for (const RawLayer& raw : model.layers) {
     if (raw.mtp) continue;
     if (IsRecurrentLayer(raw.type)) {
@@ -2256,13 +2303,23 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       b.out.layers.push_back(std::move(s));
       b.context.push_back({nullptr, RecurrentCudagraphs(raw.type)});
     } else {
-      const AttentionOptions& o = model.cache_dtype_auto || kept.Keeps(raw) ? skip_opts
-                                  : TurboQuantOf(cache.kv_cache_dtype)      ? tq_opts
-                                                                            : target_opts;
+      const bool skipped = model.cache_dtype_auto || kept.Keeps(raw);
+      AttentionOptions o = skipped                              ? skip_opts
+                           : TurboQuantOf(cache.kv_cache_dtype) ? tq_opts
+                                                                : target_opts;
+      if (raw.type != LayerType::kMla && raw.type != LayerType::kIndexer) {
+        target_kv_layers = true;
+        if (!skipped && SchemeCachesFp8(model, raw, o.dtype)) {
+          o.dtype = KvCacheDtype::kFp8;
+          target_scheme_fp8 = true;
+        }
+      }
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
       b.context.push_back({o.backend, {}, raw.has_sinks, &model});
     }
   }
+
+  if (target_kv_layers) ReportKvCacheScheme(b, model, target_scheme_fp8);
 
   // Draft layers (an MTP assistant keeps none).
   ModelDescription draft;
@@ -2402,6 +2459,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                 .volatile_last_block = eagle_style,
                                 .replicated = replicated};
     const int64_t first_draft = static_cast<int64_t>(b.out.layers.size());
+    bool draft_kv_layers = false, draft_scheme_fp8 = false;
     for (const RawLayer& raw : draft_model->layers) {
       if (mtp != raw.mtp) continue;
       if (IsRecurrentLayer(raw.type)) {
@@ -2415,10 +2473,20 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       // Kept layers apply to the draft's layers by their own indices too (one cache config);
       // a TurboQuant draft (MTP) keeps its dtype.
       AttentionOptions o = draft_opts;
-      if (kept.Keeps(raw) && !TurboQuantOf(draft_dtype)) o.dtype = KvCacheDtype::kAuto;
+      const bool skipped = kept.Keeps(raw) && !TurboQuantOf(draft_dtype);
+      if (skipped) o.dtype = KvCacheDtype::kAuto;
+      if (raw.type != LayerType::kMla && raw.type != LayerType::kIndexer) {
+        draft_kv_layers = true;
+        // MTP layers built without the cache config: not modelled (their dtype stays auto).
+        if (!skipped && !mtp_auto && SchemeCachesFp8(*draft_model, raw, o.dtype)) {
+          o.dtype = KvCacheDtype::kFp8;
+          draft_scheme_fp8 = true;
+        }
+      }
       b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, o));
       b.context.push_back({draft_caps, {}, raw.has_sinks, draft_model});
     }
+    if (draft_kv_layers) ReportKvCacheScheme(b, *draft_model, draft_scheme_fp8);
 
     // Draft windows.
     using internal::DraftWindowKnob;

@@ -140,6 +140,129 @@ TEST(QuantKvCache, PlansTheCheckpointsDtype) {
   EXPECT_TRUE(warned);
 }
 
+// compressed-tensors' kv_cache_scheme (llm-compressor's FP8 KV checkpoints): the engine's K/V
+// attention layers cache fp8 under --kv-cache-dtype auto (Attention.__init__), validate the
+// scheme as they are built, and with strategy attn_head need a backend with per-head scales;
+// MLA layers do none of it.
+TEST(QuantKvCache, CompressedTensorsScheme) {
+  const nlohmann::json fp8_tensor = {{"num_bits", 8},
+                                     {"type", "float"},
+                                     {"strategy", "tensor"},
+                                     {"dynamic", false},
+                                     {"symmetric", true}};
+  auto with_scheme = [](nlohmann::json config, const nlohmann::json& scheme) {
+    config["quantization_config"] = {{"quant_method", "compressed-tensors"},
+                                     {"format", "float-quantized"},
+                                     {"kv_cache_scheme", scheme}};
+    return config;
+  };
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 16 * kGiB;
+  c.cache.max_model_len = 65536;
+  const nlohmann::json llama = testing_configs::Llama31_8B();
+  auto plan = testing_configs::PlanWith(with_scheme(llama, fp8_tensor), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 262144);  // fp8: twice the bfloat16 131,072
+  std::string info;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "kv-cache-dtype-checkpoint") info = d.message;
+  }
+  EXPECT_EQ(info,
+            "config.json 'config.json': field 'quantization_config.kv_cache_scheme' "
+            "(compressed-tensors): the engine's K/V attention layers cache fp8 under "
+            "--kv-cache-dtype auto (Attention.__init__); MLA layers and those "
+            "--kv-cache-dtype-skip-layers names keep the model's dtype");
+  // An explicit dtype wins; a null scheme or another method reads none.
+  c.cache.kv_cache_dtype = KvCacheDtype::kBfloat16;
+  plan = testing_configs::PlanWith(with_scheme(llama, fp8_tensor), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 131072);
+  c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
+  plan = testing_configs::PlanWith(with_scheme(llama, nullptr), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 131072);
+  nlohmann::json awq = with_scheme(llama, fp8_tensor);
+  awq["quantization_config"]["quant_method"] = "awq";
+  plan = testing_configs::PlanWith(awq, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 131072);
+
+  // The engine's validation, in its order.
+  auto errors = [&](const nlohmann::json& scheme) {
+    auto p = testing_configs::PlanWith(with_scheme(llama, scheme), c);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? p->ErrorLines() : std::string();
+  };
+  const std::string field =
+      "\n  error [kv-cache-scheme] config.json 'config.json': field "
+      "'quantization_config.kv_cache_scheme': ";
+  const std::string refused = "; the engine's K/V attention layers refuse it as they are built";
+  nlohmann::json scheme = fp8_tensor;
+  scheme["type"] = "int";
+  EXPECT_EQ(errors(scheme), "");  // num_bits 8 suffices
+  scheme["num_bits"] = 4;
+  EXPECT_EQ(errors(scheme),
+            field +
+                "its num_bits is 4 and its type 'int': the engine's compressed-tensors KV cache "
+                "takes num_bits 8, type float ('Currently supported kv cache quantization is "
+                "num_bits=8, type=float')" +
+                refused);
+  scheme = fp8_tensor;
+  scheme["strategy"] = "channel";
+  EXPECT_EQ(errors(scheme), field +
+                                "its strategy is 'channel': the engine's compressed-tensors KV "
+                                "cache takes tensor or attn_head ('Invalid strategy for "
+                                "compressed-tensors KV cache')" +
+                                refused);
+  scheme.erase("strategy");
+  EXPECT_EQ(errors(scheme), field +
+                                "its strategy None is not a compressed-tensors quantization "
+                                "strategy (tensor, channel, group, block, token, tensor_group, "
+                                "attn_head): the engine fails reading it" +
+                                refused);
+  scheme = fp8_tensor;
+  scheme["symmetric"] = false;
+  EXPECT_EQ(errors(scheme), field +
+                                "its symmetric is false: the engine's compressed-tensors KV cache "
+                                "takes symmetric scales only ('Only support symmetric scaling "
+                                "factor')" +
+                                refused);
+  auto text = testing_configs::PlanWith(with_scheme(llama, "fp8"), c);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().message(),
+            "config.json 'config.json': field 'quantization_config.kv_cache_scheme' is \"fp8\", "
+            "not an object: the engine's compressed-tensors config maps its keys and fails");
+
+  // Per-head scales (attn_head): FlashAttention 3 and later take them, Triton attention not.
+  scheme = fp8_tensor;
+  scheme["strategy"] = "attn_head";
+  EXPECT_EQ(errors(scheme), "");
+  c.cache.attention_backend = "TRITON_ATTN";
+  EXPECT_EQ(errors(scheme),
+            "\n  error [backend-per-head-scales] target layer 'model.layers.0.self_attn' (and 31 "
+            "other layers) quantizes its K/V with per-head scales (config.json 'config.json': "
+            "field 'quantization_config.kv_cache_scheme': strategy attn_head) but backend "
+            "TRITON_ATTN takes none: the engine refuses the selection ('per-head quant scales "
+            "not supported'); choose one that takes them on FlashAttention 3 or later "
+            "(FLASH_ATTN, FLASH_ATTN_DIFFKV) with --attention-backend");
+  c.cache.attention_backend.clear();
+
+  // MLA layers keep the model's dtype and do not validate the scheme.
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/kimi-k2.6.json");
+  nlohmann::json kimi = nlohmann::json::parse(in);
+  LaunchConfig k;
+  k.parallel.tensor_parallel_size = 8;
+  auto base = testing_configs::PlanWith(kimi, k);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  scheme["strategy"] = "channel";
+  auto mla = testing_configs::PlanWith(with_scheme(kimi, scheme), k);
+  ASSERT_TRUE(mla.ok()) << mla.status().ToString();
+  EXPECT_EQ(mla->ErrorLines(), "");
+  EXPECT_EQ(mla->capacity.max_tokens, base->capacity.max_tokens);
+  EXPECT_EQ(mla->capacity.max_tokens, 488'704);
+}
+
 // ModelOpt 0.29 and before: hf_quant_config.json beside config.json becomes its
 // quantization_config (get_config), named in the info.
 TEST(QuantKvCache, LegacyFileBesideConfig) {
