@@ -68,6 +68,9 @@ struct BackendCaps {
   // compressed-tensors kv_cache_scheme of strategy attn_head asks for; nullopt where it depends
   // on the GPU (FlashAttention 3 and later).
   std::optional<bool> supports_per_head_quant_scales;
+  // Runs decoder cross-attention over an encoder's output (the engine's supports_attn_type of
+  // encoder_decoder).
+  bool supports_cross_attention = false;
   // Runs batch-invariant kernels (the engine's supports_batch_invariance), which
   // VLLM_BATCH_INVARIANT asks of every attention backend.
   bool supports_batch_invariance = false;

@@ -114,6 +114,7 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     KVTOPO_ASSIGN_OR_RETURN(const bool per_head, r.BoolOr("supports_per_head_quant_scales", false));
     b.supports_per_head_quant_scales = per_head;
   }
+  KVTOPO_ASSIGN_OR_RETURN(b.supports_cross_attention, r.BoolOr("supports_cross_attention", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_batch_invariance,
                           r.BoolOr("supports_batch_invariance", false));
   KVTOPO_ASSIGN_OR_RETURN(b.batch_invariant_drops_prefix_caching,

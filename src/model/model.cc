@@ -412,6 +412,23 @@ void ValidateBackends(Builder& b) {
                                     "VLLM_BATCH_INVARIANT",
                                     with, RoleKnob(s))));
     }
+    // CrossAttention selects with attn_type encoder_decoder (validate_configuration: "attention
+    // type encoder_decoder not supported").
+    if (s.cross_attention && !be.supports_cross_attention) {
+      b.Error("backend-cross-attention",
+              fmt::format(
+                  "{} layer '{}' is decoder cross-attention over the encoder's output, "
+                  "which backend {} does not run: the engine refuses the selection "
+                  "('attention type encoder_decoder not supported'); {}",
+                  role, s.name, be.name,
+                  be.stores_turboquant
+                      ? fmt::format("TurboQuant caches ({}) run only on it, so choose "
+                                    "another cache dtype",
+                                    KvCacheDtypeName(s.cache_dtype))
+                      : fmt::format("choose {} with {}",
+                                    FamilyBackendsWith(be, &BackendCaps::supports_cross_attention),
+                                    RoleKnob(s))));
+    }
     // A compressed-tensors kv_cache_scheme of strategy attn_head: per-head scales
     // (validate_configuration: "per-head quant scales not supported").
     if (!IsMla(s.kind) && c.model != nullptr && c.model->kv_cache_scheme &&

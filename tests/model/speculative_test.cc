@@ -294,16 +294,20 @@ TEST(BackendRegistry, EngineMlaBackends) {
   // Batch invariance (supports_batch_invariance) and multimodal prefix LMs (supports_mm_prefix).
   Result<std::vector<BackendCaps>> all = ListBackends();
   ASSERT_TRUE(all.ok());
-  std::vector<std::string> invariant, prefix, drops_caching;
+  std::vector<std::string> invariant, prefix, drops_caching, cross;
   for (const BackendCaps& be : *all) {
     if (be.supports_batch_invariance) invariant.push_back(be.name);
     if (be.supports_mm_prefix) prefix.push_back(be.name);
     if (be.batch_invariant_drops_prefix_caching) drops_caching.push_back(be.name);
+    if (be.supports_cross_attention) cross.push_back(be.name);
   }
   EXPECT_EQ(invariant, (std::vector<std::string>{"TRITON_MLA", "FLASH_ATTN", "FLASH_ATTN_DIFFKV",
                                                  "TRITON_ATTN", "FLASH_ATTN_MLA"}));
   EXPECT_EQ(prefix, std::vector<std::string>{"TRITON_ATTN"});
   EXPECT_EQ(drops_caching, (std::vector<std::string>{"TRITON_MLA", "FLASHINFER"}));
+  EXPECT_EQ(cross, (std::vector<std::string>{"FLASH_ATTN", "FLASH_ATTN_DIFFKV", "TRITON_ATTN"}));
+  EXPECT_EQ(FindBackend("TRITON_ATTN")->supports_per_head_quant_scales, false);
+  EXPECT_EQ(FindBackend("FLASH_ATTN")->supports_per_head_quant_scales, std::nullopt);
   EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);
 
   auto tokenspeed = FindBackend("TOKENSPEED_MLA");

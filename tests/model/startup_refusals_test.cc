@@ -1067,6 +1067,38 @@ TEST(StartupRefusals, MultimodalPrefixLm) {
       << plan->ErrorLines();
 }
 
+// Decoder cross-attention (Whisper's encoder_attn layers) selects its backend with attention
+// type encoder_decoder, which FlashAttention and Triton attention run and FlashInfer and
+// TurboQuant do not (supports_attn_type).
+TEST(StartupRefusals, CrossAttentionBackend) {
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) +
+                   "/fuzz/corpus/config_plan/whisper-large-v3.json");
+  const nlohmann::json whisper = nlohmann::json::parse(in);
+  LaunchConfig c;
+  EXPECT_EQ(ConfigErrors(whisper, c), "");
+  c.cache.attention_backend = "TRITON_ATTN";
+  EXPECT_EQ(ConfigErrors(whisper, c), "");
+  c.cache.attention_backend = "FLASHINFER";
+  EXPECT_EQ(
+      ConfigErrors(whisper, c),
+      "\n  error [backend-cross-attention] target layer 'model.decoder.layers.0.encoder_attn' "
+      "(and 31 other layers) is decoder cross-attention over the encoder's output, which "
+      "backend FLASHINFER does not run: the engine refuses the selection ('attention type "
+      "encoder_decoder not supported'); choose FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN "
+      "with --attention-backend");
+  c.cache.attention_backend.clear();
+  c.cache.kv_cache_dtype = KvCacheDtype::kTurboquant4bitNc;
+  const std::string errors = ConfigErrors(whisper, c);
+  EXPECT_NE(errors.find("\n  error [backend-cross-attention] target layer "
+                        "'model.decoder.layers.2.encoder_attn' (and 29 other layers) is decoder "
+                        "cross-attention over the encoder's output, which backend TURBOQUANT does "
+                        "not run: the engine refuses the selection ('attention type "
+                        "encoder_decoder not supported'); TurboQuant caches (turboquant_4bit_nc) "
+                        "run only on it, so choose another cache dtype\n"),
+            std::string::npos)
+      << errors;
+}
+
 // The engine's DeepSeek attention builds the sparse indexer when index_topk, stated or the config
 // class's default, is above 0 (is_v32 in deepseek_v2.py at 28be48fa9).
 TEST(StartupRefusals, IndexerFollowsIndexTopk) {
