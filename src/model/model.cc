@@ -391,7 +391,7 @@ void ValidateBackends(Builder& b) {
                           "is_mm_prefix_lm: bidirectional attention over its multimodal "
                           "positions), but backend {} does not serve one: the engine refuses the "
                           "selection ('partial multimodal token full attention not supported'); "
-                          "choose {} with {}",
+                          "choose one that does ({}) with {}",
                           role, s.name, c.model->file, be.name,
                           FamilyBackendsWith(be, &BackendCaps::supports_mm_prefix), RoleKnob(s)));
     }
@@ -425,7 +425,7 @@ void ValidateBackends(Builder& b) {
                       ? fmt::format("TurboQuant caches ({}) run only on it, so choose "
                                     "another cache dtype",
                                     KvCacheDtypeName(s.cache_dtype))
-                      : fmt::format("choose {} with {}",
+                      : fmt::format("choose one that does ({}) with {}",
                                     FamilyBackendsWith(be, &BackendCaps::supports_cross_attention),
                                     RoleKnob(s))));
     }

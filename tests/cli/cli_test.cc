@@ -642,7 +642,7 @@ TEST(ProfilesCli, ListsEveryEmbeddedProfile) {
       r.out.find("kimi-k3-dspark           draft     K3DSparkModel                           5"),
       std::string::npos);
   EXPECT_NE(
-      r.out.find("backends                 backends  -                                      15"),
+      r.out.find("backends                 backends  -                                      16"),
       std::string::npos);
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 13);  // header + 12 files
 }

@@ -204,7 +204,7 @@ TEST(BackendRegistry, LookupAndCapabilities) {
 
   auto all = ListBackends();
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 15u);
+  EXPECT_EQ(all->size(), 16u);
   auto diffkv = FindBackend("FLASH_ATTN_DIFFKV");
   ASSERT_TRUE(diffkv.ok());
   EXPECT_FALSE(diffkv->default_for.has_value());
@@ -301,9 +301,10 @@ TEST(BackendRegistry, EngineMlaBackends) {
     if (be.batch_invariant_drops_prefix_caching) drops_caching.push_back(be.name);
     if (be.supports_cross_attention) cross.push_back(be.name);
   }
-  EXPECT_EQ(invariant, (std::vector<std::string>{"TRITON_MLA", "FLASH_ATTN", "FLASH_ATTN_DIFFKV",
-                                                 "TRITON_ATTN", "FLASH_ATTN_MLA"}));
-  EXPECT_EQ(prefix, std::vector<std::string>{"TRITON_ATTN"});
+  EXPECT_EQ(invariant,
+            (std::vector<std::string>{"TRITON_MLA", "FLASH_ATTN", "FLASH_ATTN_DIFFKV",
+                                      "TRITON_ATTN", "FLEX_ATTENTION", "FLASH_ATTN_MLA"}));
+  EXPECT_EQ(prefix, (std::vector<std::string>{"TRITON_ATTN", "FLEX_ATTENTION"}));
   EXPECT_EQ(drops_caching, (std::vector<std::string>{"TRITON_MLA", "FLASHINFER"}));
   EXPECT_EQ(cross, (std::vector<std::string>{"FLASH_ATTN", "FLASH_ATTN_DIFFKV", "TRITON_ATTN"}));
   EXPECT_EQ(FindBackend("TRITON_ATTN")->supports_per_head_quant_scales, false);

@@ -44,6 +44,23 @@ std::string ConfigErrors(const nlohmann::json& config, const LaunchConfig& c) {
   return plan.ok() ? plan->ErrorLines() : "not planned";
 }
 
+// An embedded profile's config without its kvtopo block: a user's own copy of the model's config.
+nlohmann::json ProfileConfig(const std::string& stem) {
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j.erase("kvtopo");
+  return j;
+}
+
+// The message of the plan's last diagnostic with `code`; "" when there is none.
+std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
+  std::string message;
+  for (const Diagnostic& d : plan.diagnostics) {
+    if (d.code == code) message = d.message;
+  }
+  return message;
+}
+
 // The message of a launch the options refuse (exit 1); any other outcome fails the test.
 std::string Rejection(const LaunchOptions& o) {
   const Status s = ToLaunchConfig(o).status();
@@ -709,11 +726,7 @@ TEST(StartupRefusals, CaptureSizesUnderSequenceParallelism) {
   Result<Plan> plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
-  std::string warning;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "cudagraph-capture-sizes-unchecked") warning = d.message;
-  }
-  EXPECT_EQ(warning,
+  EXPECT_EQ(DiagnosticMessage(*plan, "cudagraph-capture-sizes-unchecked"),
             "sequence parallelism (--compilation-config pass_config.enable_sp or "
             "fuse_gemm_comms) without sp_min_token_num at --tensor-parallel-size 8: the engine "
             "sizes its threshold on the GPU or turns sequence parallelism off, which decides "
@@ -834,16 +847,10 @@ TEST(StartupRefusals, MlaBackendConfigDims) {
   o.kv_cache_dtype = "fp8";
   EXPECT_EQ(Errors(o), "");
 
-  auto profile = [](const char* stem) {
-    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
-    nlohmann::json j = nlohmann::json::parse(in);
-    j.erase("kvtopo");
-    return j;
-  };
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 8;
   c.cache.attention_backend = "FLASHINFER_MLA";
-  nlohmann::json kimi = profile("kimi-k2.6");
+  nlohmann::json kimi = ProfileConfig("kimi-k2.6");
   EXPECT_EQ(ConfigErrors(kimi, c), "");  // 128
   kimi["text_config"]["qk_nope_head_dim"] = 96;
   EXPECT_EQ(ConfigErrors(kimi, c),
@@ -884,11 +891,7 @@ TEST(StartupRefusals, MlaBackendConfigDims) {
   Result<Plan> plan = testing_configs::PlanWith(kimi, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
-  std::string warning;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "backend-config-dims-unchecked") warning = d.message;
-  }
-  EXPECT_EQ(warning,
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-config-dims-unchecked"),
             "backend TOKENSPEED_MLA (target MLA layers) takes v_head_dim in [128] only, but "
             "'config.json' states none and kvtopo does not know its config class's default: not "
             "checked");
@@ -897,7 +900,7 @@ TEST(StartupRefusals, MlaBackendConfigDims) {
   c = LaunchConfig{};
   c.parallel.tensor_parallel_size = 4;
   c.cache.attention_backend = "FLASHINFER_MLA";
-  nlohmann::json linear = profile("kimi-linear-48b");
+  nlohmann::json linear = ProfileConfig("kimi-linear-48b");
   EXPECT_EQ(ConfigErrors(linear, c), "");
   linear.erase("qk_nope_head_dim");
   EXPECT_EQ(ConfigErrors(linear, c),
@@ -910,9 +913,7 @@ TEST(StartupRefusals, MlaBackendConfigDims) {
 // CUTLASS MLA's decode kernel takes at most 128 query heads (forward_mqa's assertion): the
 // rank's heads, gathered over DCP when the cache is sharded.
 TEST(StartupRefusals, CutlassMlaDecodeHeads) {
-  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/kimi-k2.6.json");
-  nlohmann::json kimi = nlohmann::json::parse(in);
-  kimi.erase("kvtopo");
+  nlohmann::json kimi = ProfileConfig("kimi-k2.6");
   kimi["text_config"]["num_attention_heads"] = 256;
   LaunchConfig c;
   c.cache.attention_backend = "CUTLASS_MLA";
@@ -976,10 +977,7 @@ TEST(StartupRefusals, BatchInvariance) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   auto warning = [](const Plan& p) {
-    for (const Diagnostic& d : p.diagnostics) {
-      if (d.code == "batch-invariant-prefix-caching") return d.message;
-    }
-    return std::string();
+    return DiagnosticMessage(p, "batch-invariant-prefix-caching");
   };
   EXPECT_EQ(warning(*plan),
             "VLLM_BATCH_INVARIANT with prefix caching: the engine's TRITON_MLA layers turn prefix "
@@ -1018,7 +1016,7 @@ TEST(StartupRefusals, BatchInvariance) {
             "other layers) runs on backend FLASHINFER, which has no batch-invariant kernels, but "
             "VLLM_BATCH_INVARIANT asks every attention backend for them: the engine refuses the "
             "selection ('batch invariance not supported'); choose one that has them (FLASH_ATTN, "
-            "FLASH_ATTN_DIFFKV, TRITON_ATTN) with --attention-backend or unset "
+            "FLASH_ATTN_DIFFKV, TRITON_ATTN, FLEX_ATTENTION) with --attention-backend or unset "
             "VLLM_BATCH_INVARIANT");
 }
 
@@ -1052,7 +1050,8 @@ TEST(StartupRefusals, MultimodalPrefixLm) {
             "layers) belongs to 'config.json', a multimodal prefix LM (the engine's "
             "is_mm_prefix_lm: bidirectional attention over its multimodal positions), but backend "
             "FLASH_ATTN does not serve one: the engine refuses the selection ('partial multimodal "
-            "token full attention not supported'); choose TRITON_ATTN with --attention-backend");
+            "token full attention not supported'); choose one that does (TRITON_ATTN, "
+            "FLEX_ATTENTION) with --attention-backend");
   // Triton attention returns no LSE, so such a model cannot run DCP on it.
   c.cache.attention_backend.clear();
   c.parallel.tensor_parallel_size = 32;
@@ -1084,8 +1083,8 @@ TEST(StartupRefusals, CrossAttentionBackend) {
       "\n  error [backend-cross-attention] target layer 'model.decoder.layers.0.encoder_attn' "
       "(and 31 other layers) is decoder cross-attention over the encoder's output, which "
       "backend FLASHINFER does not run: the engine refuses the selection ('attention type "
-      "encoder_decoder not supported'); choose FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN "
-      "with --attention-backend");
+      "encoder_decoder not supported'); choose one that does (FLASH_ATTN, FLASH_ATTN_DIFFKV, "
+      "TRITON_ATTN) with --attention-backend");
   c.cache.attention_backend.clear();
   c.cache.kv_cache_dtype = KvCacheDtype::kTurboquant4bitNc;
   const std::string errors = ConfigErrors(whisper, c);
@@ -1099,15 +1098,40 @@ TEST(StartupRefusals, CrossAttentionBackend) {
       << errors;
 }
 
+// FlexAttention (flex_attention.py at 28be48fa9): any head size, blocks multiple of 16, float32
+// models, unquantized caches only, no LSE, decoder attention only, a multimodal prefix and batch
+// invariance.
+TEST(StartupRefusals, FlexAttentionBackend) {
+  LaunchOptions o = Model("qwen3-next-80b");
+  o.attention_backend = "flex_attention";  // any case
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.attention_backend, "FLEX_ATTENTION");
+  EXPECT_EQ(plan->capacity.max_tokens, 1'389'092);  // as FLASH_ATTN: 16-token kernel blocks
+  o.kv_cache_dtype = "fp8";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.3.self_attn' (and 11 "
+            "other layers) has cache dtype fp8 but backend FLEX_ATTENTION takes only auto, "
+            "float16, bfloat16; choose another backend with --attention-backend or set "
+            "--kv-cache-dtype");
+  o.kv_cache_dtype.reset();
+  o.tensor_parallel_size = 4;
+  o.decode_context_parallel_size = 2;
+  EXPECT_NE(Errors(o).find("\n  error [dcp-backend-lse] target layer 'model.layers.3.self_attn' "
+                           "(and 11 other layers) is DCP-sharded but backend FLEX_ATTENTION does "
+                           "not return the softmax LSE"),
+            std::string::npos);
+
+  LaunchConfig c;
+  c.cache.attention_backend = "FLEX_ATTENTION";
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/gemma-3-27b-it.json");
+  EXPECT_EQ(ConfigErrors(nlohmann::json::parse(in), c), "");  // a multimodal prefix LM
+}
+
 // The engine's DeepSeek attention builds the sparse indexer when index_topk, stated or the config
 // class's default, is above 0 (is_v32 in deepseek_v2.py at 28be48fa9).
 TEST(StartupRefusals, IndexerFollowsIndexTopk) {
-  auto profile = [](const char* stem) {
-    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
-    nlohmann::json j = nlohmann::json::parse(in);
-    j.erase("kvtopo");
-    return j;
-  };
   auto indexers = [](const nlohmann::json& config) {
     LaunchConfig c;
     c.parallel.tensor_parallel_size = 8;
@@ -1119,11 +1143,11 @@ TEST(StartupRefusals, IndexerFollowsIndexTopk) {
     for (const LayerSpec& l : plan->model.layers) n += l.sparse_indexer;
     return n;
   };
-  nlohmann::json v32 = profile("deepseek-v3.2");
+  nlohmann::json v32 = ProfileConfig("deepseek-v3.2");
   EXPECT_EQ(indexers(v32), 61);
   v32.erase("index_topk");  // DeepseekV3Config has no default: dense
   EXPECT_EQ(indexers(v32), 0);
-  nlohmann::json glm = profile("glm-5.1");
+  nlohmann::json glm = ProfileConfig("glm-5.1");
   EXPECT_EQ(indexers(glm), 78);
   glm.erase("index_topk");  // GlmMoeDsaConfig's default 2048
   EXPECT_EQ(indexers(glm), 78);
@@ -1134,26 +1158,16 @@ TEST(StartupRefusals, IndexerFollowsIndexTopk) {
 // An MLA model planned under DCP on kvtopo's default backend (neither the launch nor a profile
 // names one): the engine picks by the GPU, and may pick a backend without the LSE.
 TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
-  auto config = [](const char* stem) {
-    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/profiles/" + stem + ".json");
-    nlohmann::json j = nlohmann::json::parse(in);
-    j.erase("kvtopo");  // the profile's backend
-    return j;
-  };
   auto warning = [](const nlohmann::json& model, const LaunchConfig& c) {
     Result<Plan> plan = testing_configs::PlanWith(model, c);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     EXPECT_EQ(plan->ErrorLines(), "");
-    std::string message;
-    for (const Diagnostic& d : plan->diagnostics) {
-      if (d.code == "dcp-backend-auto") message = d.message;
-    }
-    return message;
+    return plan.ok() ? DiagnosticMessage(*plan, "dcp-backend-auto") : std::string();
   };
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 8;
   c.parallel.decode_context_parallel_size = 8;
-  const nlohmann::json kimi = config("kimi-k2.6");
+  const nlohmann::json kimi = ProfileConfig("kimi-k2.6");
   const std::string dense =
       "--decode-context-parallel-size 8 needs an attention backend that returns the softmax LSE; "
       "kvtopo planned TRITON_MLA (its default for dense MLA), but without --attention-backend the "
@@ -1161,7 +1175,7 @@ TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
       "TOKENSPEED_MLA), which it refuses once the weights are loaded; name one that does with "
       "--attention-backend (B12X_MLA, TRITON_MLA, FLASHMLA, CUTLASS_MLA, FLASH_ATTN_MLA)";
   EXPECT_EQ(warning(kimi, c), dense);
-  EXPECT_EQ(warning(config("deepseek-v3.2"), c),
+  EXPECT_EQ(warning(ProfileConfig("deepseek-v3.2"), c),
             "--decode-context-parallel-size 8 needs an attention backend that returns the "
             "softmax LSE; kvtopo planned B12X_MLA_SPARSE (its default for sparse MLA), but "
             "without --attention-backend the engine picks the backend by the GPU and may pick "
