@@ -2126,6 +2126,12 @@ Status ReadStep1(const ConfigReader& r, ModelDescription& m) {
   }
   nlohmann::json filled = r.json();
   filled["num_key_value_heads"] = std::max<int64_t>(kv, 1);
+  // Its attention passes use_alibi_sqrt=True, which Attention.__init__ refuses on a backend
+  // without supports_alibi_sqrt (Triton attention alone) after selecting it: the engine's
+  // automatic selection (FlashAttention or FlashInfer first) fails too.
+  m.required_backend = "TRITON_ATTN";
+  m.required_backend_reason = "has attention layers with square-root ALiBi slopes (use_alibi_sqrt)";
+  m.required_backend_failure = "raises ('use_alibi_sqrt is not supported by backend')";
   return ReadDense(r.Over(filled), kStep1, m);
 }
 

@@ -217,6 +217,8 @@ struct ModelDescription {
   // The only attention backend the model builds on (empty: any), and why, for the message.
   std::string required_backend;
   std::string required_backend_reason;
+  // How the engine fails on another backend while building the model, for the message.
+  std::string required_backend_failure = "fails an assertion";
   // The optional "kvtopo" block (docs/profiles.md).
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind

@@ -2021,12 +2021,12 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   if (!model.required_backend.empty() && target_backend.name != model.required_backend) {
     b.Error("backend-required",
-            fmt::format("'{}' ({}) {}, and the engine builds them only on {}: on {}{} it fails "
-                        "an assertion while building the model; add --attention-backend {}",
+            fmt::format("'{}' ({}) {}, and the engine builds them only on {}: on {}{} it {} "
+                        "while building the model; add --attention-backend {}",
                         target.file, model.architecture, model.required_backend_reason,
                         model.required_backend, target_backend.name,
                         cache.attention_backend.empty() ? " (the default backend)" : "",
-                        model.required_backend));
+                        model.required_backend_failure, model.required_backend));
   }
   // An attention-free model (every layer recurrent) has no backend to pick a block: the engine
   // keeps CacheConfig's 16 (update_block_size_for_backend finds no attention layer).

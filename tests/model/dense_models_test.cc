@@ -3341,10 +3341,15 @@ std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
 struct OneGroupCase {
   const char* config;
   int64_t layers, kv_heads, head, max_model_len, blocks;
+  const char* backend = "";  // --attention-backend; "": the default
 };
 void ExpectOneFullGroup(const OneGroupCase& c) {
   SCOPED_TRACE(c.config);
-  auto plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB, 1024);
+  LaunchConfig launch;
+  launch.cache.attention_backend = c.backend;
+  launch.cache.max_model_len = 1024;
+  launch.kv_cache_memory_bytes = 20 * kGiB;
+  auto plan = PlanWith(CorpusConfig(c.config), launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   ASSERT_EQ(plan->groups.size(), 1u);
@@ -3353,7 +3358,8 @@ void ExpectOneFullGroup(const OneGroupCase& c) {
   EXPECT_EQ(plan->groups[0].spec.num_kv_heads, c.kv_heads);
   EXPECT_EQ(plan->groups[0].spec.head_size, c.head);
   EXPECT_EQ(plan->pool.num_blocks, c.blocks);
-  plan = PlanConfig(CorpusConfig(c.config), 1, 1, 20 * kGiB);
+  launch.cache.max_model_len = 0;
+  plan = PlanWith(CorpusConfig(c.config), launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->model.max_model_len, c.max_model_len);
 }
@@ -4098,7 +4104,7 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
       {"glm-4-9b-chat", 40, 2, 128, 131072, 32768},
       {"chatglm3-6b", 28, 2, 128, 8192, 46811},
       {"step3-text", 61, 1, 256, 65536, 21487},
-      {"step-audio-tts-3b", 32, 4, 64, 32768, 40960},
+      {"step-audio-tts-3b", 32, 4, 64, 32768, 40960, "TRITON_ATTN"},  // use_alibi_sqrt
       {"ouro-1.4b", 96, 16, 128, 65536, 1706},  // 24 layers run 4 times, each with a cache
       {"openpangu-embedded-7b", 34, 8, 128, 32768, 9637},
       {"telechat3-36b", 64, 8, 128, 131072, 5120},  // 32768 x telechat3-yarn factor 4
@@ -4127,8 +4133,18 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 1);
 
-  // Step-1: a null group count is one K/V head; neither field is refused.
+  // Step-1: its attention asks for square-root ALiBi slopes, which only Triton attention has
+  // (Attention.__init__ raises on another backend once selected, the engine's own choice too).
   nlohmann::json step1 = CorpusConfig("step-audio-tts-3b");
+  plan = PlanConfig(step1, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [backend-required] 'config.json' (Step1ForCausalLM) has attention layers "
+            "with square-root ALiBi slopes (use_alibi_sqrt), and the engine builds them only on "
+            "TRITON_ATTN: on FLASH_ATTN (the default backend) it raises ('use_alibi_sqrt is not "
+            "supported by backend') while building the model; add --attention-backend "
+            "TRITON_ATTN");
+  // A null group count is one K/V head; neither field is refused.
   step1["num_attention_groups"] = nullptr;
   step1["num_key_value_heads"] = 8;
   plan = PlanConfig(step1, 1, 1, 20 * kGiB, 1024);
