@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -75,28 +76,30 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, bool batch_inv
   return caps.name;
 }
 
+// The names of the registered backends that `keep`, in registry order, for messages.
+std::vector<std::string> BackendNames(const std::function<bool(const BackendCaps&)>& keep) {
+  std::vector<std::string> names;
+  if (Result<std::vector<BackendCaps>> all = ListBackends(); all.ok()) {
+    for (const BackendCaps& c : *all) {
+      if (keep(c)) names.push_back(c.name);
+    }
+  }
+  return names;
+}
+
 // The registered backends of `be`'s family (K/V attention, dense or sparse MLA) that `has`, for
 // messages; "none" when there are none.
 std::string FamilyBackendsWith(const BackendCaps& be, bool BackendCaps::*has) {
-  std::vector<std::string> names;
-  Result<std::vector<BackendCaps>> all = ListBackends();
-  if (all.ok()) {
-    for (const BackendCaps& c : *all) {
-      if (c.mla == be.mla && c.sparse == be.sparse && c.*has) names.push_back(c.name);
-    }
-  }
+  const std::vector<std::string> names = BackendNames(
+      [&](const BackendCaps& c) { return c.mla == be.mla && c.sparse == be.sparse && c.*has; });
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
 }
 
 // The registered backends that run an external DSpark draft under DCP, for messages.
 std::string DsparkUnderDcpBackends() {
-  std::string out;
-  Result<std::vector<BackendCaps>> all = ListBackends();
-  if (!all.ok()) return out;
-  for (const BackendCaps& c : *all) {
-    if (c.dspark_draft_under_dcp) out += (out.empty() ? "" : ", ") + c.name;
-  }
-  return out;
+  return fmt::format(
+      "{}",
+      fmt::join(BackendNames([](const BackendCaps& c) { return c.dspark_draft_under_dcp; }), ", "));
 }
 
 // Lookahead slots per §5.8: every proposer with a draft cache reserves S; n-gram, suffix and
@@ -433,14 +436,9 @@ void ValidateBackends(Builder& b) {
     // (validate_configuration: "per-head quant scales not supported").
     if (!IsMla(s.kind) && c.model != nullptr && c.model->kv_cache_scheme &&
         c.model->kv_cache_scheme->per_head && be.supports_per_head_quant_scales == false) {
-      std::vector<std::string> may;
-      if (Result<std::vector<BackendCaps>> all = ListBackends(); all.ok()) {
-        for (const BackendCaps& other : *all) {
-          if (!other.mla && other.supports_per_head_quant_scales != false) {
-            may.push_back(other.name);
-          }
-        }
-      }
+      const std::vector<std::string> may = BackendNames([](const BackendCaps& other) {
+        return !other.mla && other.supports_per_head_quant_scales != false;
+      });
       b.Error("backend-per-head-scales",
               fmt::format("{} layer '{}' quantizes its K/V with per-head scales ({}: strategy "
                           "attn_head) but backend {} takes none: the engine refuses the "
@@ -1188,13 +1186,12 @@ Result<BackendCaps> ResolveBackend(const std::string& name, std::string_view kno
 // engine picks by the GPU (platforms/cuda.py's priority lists at 28be48fa9), and some of its
 // choices return no softmax LSE, which DCP asserts once the weights are loaded (cp_utils.py).
 void WarnAutoBackendUnderDcp(const BackendCaps& planned, int64_t dcp, Builder& b) {
-  Result<std::vector<BackendCaps>> all = ListBackends();
-  if (!all.ok()) return;
-  std::vector<std::string_view> with_lse, without_lse;
-  for (const BackendCaps& c : *all) {
-    if (!c.mla || c.sparse != planned.sparse) continue;
-    (c.returns_lse ? with_lse : without_lse).push_back(c.name);
-  }
+  auto family = [&](bool lse) {
+    return BackendNames([&](const BackendCaps& c) {
+      return c.mla && c.sparse == planned.sparse && c.returns_lse == lse;
+    });
+  };
+  const std::vector<std::string> with_lse = family(true), without_lse = family(false);
   if (without_lse.empty()) return;
   b.Add(Severity::kWarning, "dcp-backend-auto",
         fmt::format("--decode-context-parallel-size {} needs an attention backend that returns "

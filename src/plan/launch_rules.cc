@@ -185,13 +185,14 @@ void CheckMlaWorkspace(const Layer& l, Findings& f) {
 // asserts H <= 128, mla/cutlass_mla.py at 28be48fa9): the rank's heads, and under DCP the heads
 // gathered from every rank of a sharded cache (MLAAttention's all_gather over dim 1,
 // mla_attention.py). The engine asserts it at the first decode.
-void CheckDecodeHeads(const Layer& l, bool sharded, Findings& f) {
+void CheckDecodeHeads(const Layer& l, Findings& f) {
   const int64_t max = l.backend.max_decode_heads;
   const int64_t tp = l.parallel.tensor_parallel_size;
   const int64_t q = l.spec.num_q_heads_total;
   if (max <= 0 || !IsMla(l.spec.kind) || q % tp != 0) return;
-  // q at most kMaxModelDim, N at most tp: no overflow.
-  const int64_t N = sharded ? l.parallel.decode_context_parallel_size : 1;
+  // The ranks a sharded cache gathers the heads over (1 for a replicated one); q at most
+  // kMaxModelDim, the shards at most tp: no overflow.
+  const int64_t N = l.geometry.interleaved_slots() ? l.geometry.dcp_shard_count() : 1;
   if (q / tp * N <= max) return;
   f.Error("backend-decode-heads",
           N > 1 ? fmt::format("{} layer '{}' runs on {}, whose decode kernel takes at most {} "
@@ -237,7 +238,7 @@ Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
       CheckKernelBlock(layer, findings);
       CheckDraftWindow(layer, launch.dspark_draft_kv_window, findings);
       CheckMlaWorkspace(layer, findings);
-      CheckDecodeHeads(layer, N > 1 && g.geometry.interleaved_slots(), findings);
+      CheckDecodeHeads(layer, findings);
       // A replicated layer's PCP refusal is replicated-pcp.
       if (N <= 1 || g.geometry.interleaved_slots()) CheckPcp(layer, findings);
       if (N <= 1) continue;
