@@ -80,6 +80,15 @@ struct BackendCaps {
   // Runs the bidirectional attention over multimodal positions of a prefix LM (the engine's
   // supports_mm_prefix).
   bool supports_mm_prefix = false;
+  // Layer features its impl raises NotImplementedError on as the engine builds a layer (the
+  // registry's "impl_refuses"): ALiBi slopes, a logits soft cap, KV sharing across layers.
+  bool refuses_alibi = false;
+  bool refuses_logits_soft_cap = false;
+  bool refuses_kv_sharing = false;
+  // Layer features its impl takes and its kernels never apply (the registry's "impl_ignores"):
+  // the engine runs such a layer without them.
+  bool ignores_alibi = false;
+  bool ignores_logits_soft_cap = false;
   // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
   bool stores_turboquant = false;
   // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the

@@ -108,6 +108,43 @@ void RecordMlaConfigDims(const ConfigReader& r, ModelDescription& m) {
   }
 }
 
+// The logits soft cap the engine's attention layers take from the text config's
+// attn_logit_softcapping (getattr: the config class's default `class_default`, a JSON number,
+// when absent; null: none), recorded for the backends whose impls refuse one
+// (ModelDescription::logits_soft_cap_source). A value that is neither null nor a number is
+// refused: the engine hands it to the attention kernels as the cap.
+Status ReadLogitsSoftCap(const ConfigReader& r, std::string_view config_class,
+                         const char* class_default, ModelDescription& m) {
+  constexpr std::string_view kKey = "attn_logit_softcapping";
+  if (const auto it = r.json().find(kKey); it != r.json().end()) {
+    if (it->is_null()) return Status::Ok();
+    if (!it->is_number()) {
+      return r.Invalid(kKey,
+                       "is neither a number nor null: the engine's attention takes it as "
+                       "the logits soft cap");
+    }
+    m.logits_soft_cap_source = fmt::format("{} {} in '{}'", r.Path(kKey), it->dump(), r.file());
+  } else if (class_default != nullptr) {
+    m.logits_soft_cap_source = fmt::format("the {} default {} {}; '{}' states none", config_class,
+                                           r.Path(kKey), class_default, r.file());
+  }
+  return Status::Ok();
+}
+
+// Records the layers that read an earlier layer's KV cache and keep none (`reusing`, ascending),
+// the last num_kv_shared_layers (`shared`, stated or `config_class`'s default), for the backends
+// whose impls refuse KV sharing (ModelDescription::kv_sharing_source).
+void RecordKvSharing(const ConfigReader& r, int64_t shared, std::string_view config_class,
+                     const std::vector<int64_t>& reusing, ModelDescription& m) {
+  constexpr std::string_view kKey = "num_kv_shared_layers";
+  m.kv_sharing_source =
+      fmt::format("{}: {} layer{} from layer {} read an earlier layer's cache",
+                  r.Has(kKey) ? fmt::format("{} {} in '{}'", r.Path(kKey), shared, r.file())
+                              : fmt::format("the {} default {} {}; '{}' states none", config_class,
+                                            r.Path(kKey), shared, r.file()),
+                  reusing.size(), reusing.size() == 1 ? "" : "s", reusing.front());
+}
+
 // MLA latent row: kv_lora_rank + qk_rope_head_dim (rope 0 for NoPE models).
 struct MlaRow {
   int64_t head_size = 0;
@@ -1484,7 +1521,8 @@ constexpr DenseFamily kCwm{.name = "CWM",
 // - Orion (orion.py; OrionConfig: 40 KV heads, 4096), Arctic (arctic.py; ArcticConfig:
 //   multi-head, 4096).
 // - Grok (grok1.py): num_key_value_heads and max_position_embeddings read as stated (Grok-1's
-//   class comes with the checkpoint, Grok-2's config loads as another model type's class).
+//   class comes with the checkpoint, Grok-2's config loads as another model type's class); the
+//   logits soft cap in ReadGrok.
 // - Baichuan (baichuan.py): every layer multi-head; its classes come with the checkpoints and
 //   name the length max_position_embeddings (7B) or model_max_length (13B).
 constexpr DenseFamily kOlmo{.name = "OLMo",
@@ -1715,6 +1753,8 @@ Status ReadGemma(const ConfigReader& r, ModelDescription& m) {
 // stored that list get the one its config class derives: a layer slides unless its index + 1 is
 // a multiple of the pattern (Gemma 2: 2, so the even layers slide; Gemma 3: 6 and Cohere 2: 4,
 // or `sliding_window_pattern`). Fields a config may omit default as its config class's do.
+// Gemma 2's layers take the config's attn_logit_softcapping as their logits soft cap; Gemma 3's
+// pass none (gemma3.py), as do Gemma 3n's and Cohere 2's.
 struct InterleavedFamily {
   int64_t default_positions;  // max_position_embeddings
   int64_t default_head_dim;   // 0: hidden_size / num_attention_heads, head_dim not read
@@ -1724,15 +1764,20 @@ struct InterleavedFamily {
   int64_t default_window;  // sliding_window
   // num_kv_shared_layers when absent; -1: the family shares no KV across layers.
   int64_t default_kv_shared = -1;
+  // The config class, for messages naming its defaults.
+  const char* config_class = nullptr;
+  // The attention layers take the config's attn_logit_softcapping, this when absent (Gemma 2:
+  // 50.0); null: they take none (ReadLogitsSoftCap).
+  const char* soft_cap_default = nullptr;
 };
 // Gemma 3: google/gemma-3-27b-it's text_config states neither max_position_embeddings nor the
 // pattern. Cohere 2: its attention takes hidden_size / heads (the fork's commandr.py). Gemma 3n:
 // Transformers' Gemma3nTextConfig (32768 positions, window 512, a full layer in five, 15 of the
 // layers reusing an earlier layer's KV).
-constexpr InterleavedFamily kGemma2{8192, 256, false, 2, false, 4096};
+constexpr InterleavedFamily kGemma2{8192, 256, false, 2, false, 4096, -1, "Gemma2Config", "50.0"};
 constexpr InterleavedFamily kGemma3{131072, 256, false, 6, true, 4096};
 constexpr InterleavedFamily kCohere2{8192, 0, true, 4, true, 4096};
-constexpr InterleavedFamily kGemma3n{32768, 256, false, 5, false, 512, 15};
+constexpr InterleavedFamily kGemma3n{32768, 256, false, 5, false, 512, 15, "Gemma3nTextConfig"};
 
 Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
@@ -1771,14 +1816,25 @@ Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelD
   // non-shared layer of their kind (sliding: the one two before the first shared layer, full: the
   // one just before) and keep none of their own, when that layer exists.
   int64_t first_shared = n;
+  int64_t shared = 0;
   if (f.default_kv_shared >= 0) {
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t shared,
+    KVTOPO_ASSIGN_OR_RETURN(shared,
                             r.IntInOr("num_kv_shared_layers", f.default_kv_shared, 0, kMaxLayers));
     first_shared = n - shared;
   }
+  std::vector<int64_t> reusing;
   for (int64_t i = 0; i < n; ++i) {
-    if (i >= first_shared && first_shared - (sliding[i] ? 2 : 1) >= 0) continue;
+    if (i >= first_shared && first_shared - (sliding[i] ? 2 : 1) >= 0) {
+      reusing.push_back(i);
+      continue;
+    }
     m.layers.push_back(KvAttentionLayer(i, m, head, sliding[i] || !interleaved ? window : 0));
+  }
+  if (!reusing.empty()) {
+    RecordKvSharing(r, shared, f.config_class, reusing, m);
+  }
+  if (f.soft_cap_default != nullptr) {
+    KVTOPO_RETURN_IF_ERROR(ReadLogitsSoftCap(r, f.config_class, f.soft_cap_default, m));
   }
   return Status::Ok();
 }
@@ -1917,8 +1973,18 @@ Status ReadGpt2StyleAs(const ConfigReader& r, ModelDescription& m) {
   return ReadGpt2Style(r, kFamily, m);
 }
 // JAIS (JAISLMHeadModel; the fork's jais.py and its JAISConfig): GPT-2's names and defaults, every
-// layer multi-head.
+// layer multi-head; ALiBi when position_embedding_type is "alibi" (JAISConfig: "learned").
 constexpr Gpt2Family kJais{768, 12, 12, 1024};
+Status ReadJais(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadGpt2Style(r, kJais, m));
+  KVTOPO_ASSIGN_OR_RETURN(const std::string positions,
+                          r.StringOr("position_embedding_type", "learned"));
+  if (positions == "alibi") {
+    m.alibi_source =
+        fmt::format("{} \"alibi\" in '{}'", r.Path("position_embedding_type"), r.file());
+  }
+  return Status::Ok();
+}
 
 // Nemotron (NemotronForCausalLM): the fork's NemotronConfig takes head_dim, else kv_channels
 // (Megatron's name), else hidden_size / heads.
@@ -1955,23 +2021,44 @@ Status ReadTeleChat(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r.Over(filled), kTeleChat, m);
 }
 
+// Grok (grok1.py): every layer's attention takes max(attn_logit_softcapping, 0.0) as its logits
+// soft cap, 30.0 when the config states none: a cap whatever the value (0.0 is not None), and a
+// null or non-number fails the engine's max().
+Status ReadGrok(const ConfigReader& r, ModelDescription& m) {
+  constexpr std::string_view kKey = "attn_logit_softcapping";
+  const auto it = r.json().find(kKey);
+  if (it != r.json().end() && !it->is_number()) {
+    return r.Invalid(kKey, fmt::format("is {}: the engine's Grok attention takes max({}, 0.0) as "
+                                       "its logits soft cap, which fails on it; state a number",
+                                       it->dump(), kKey));
+  }
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r, kGrok, m));
+  m.logits_soft_cap_source =
+      it != r.json().end() ? fmt::format("{} {} in '{}', taken as max({}, 0.0)", r.Path(kKey),
+                                         it->dump(), r.file(), it->dump())
+                           : fmt::format("the engine's Grok default {} 30.0; '{}' states none",
+                                         r.Path(kKey), r.file());
+  return Status::Ok();
+}
+
 // Baichuan (baichuan.py): BaiChuanForCausalLM (Baichuan-7B) always runs RoPE;
 // BaichuanForCausalLM runs RoPE at hidden_size 4096 and ALiBi otherwise (Baichuan-13B,
 // Baichuan2-13B), whose attention is built without the cache config: it caches in the model's
 // dtype and takes no cache-wide window.
 template <bool kAlibiUnless4096>
 Status ReadBaichuanAs(const ConfigReader& r, ModelDescription& m) {
-  bool alibi = false;
+  int64_t hidden = 4096;
   if (kAlibiUnless4096) {
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, r.IntIn("hidden_size", 1, kMaxModelDim));
-    alibi = hidden != 4096;
+    KVTOPO_ASSIGN_OR_RETURN(hidden, r.IntIn("hidden_size", 1, kMaxModelDim));
   }
-  if (!alibi) return ReadDense(r, kBaichuan, m);
+  if (hidden == 4096) return ReadDense(r, kBaichuan, m);
   nlohmann::json filled = r.json();
   filled.erase("sliding_window");  // no cache config: no cache-wide window
   KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kBaichuan, m));
   KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
   m.cache_dtype_auto = true;
+  m.alibi_source = fmt::format("BaichuanForCausalLM at {} {} in '{}', RoPE only at 4096",
+                               r.Path("hidden_size"), hidden, r.file());
   return Status::Ok();
 }
 
@@ -1991,7 +2078,9 @@ Status ReadBloom(const ConfigReader& r, ModelDescription& m) {
   }};
   nlohmann::json filled = r.json();
   KVTOPO_RETURN_IF_ERROR(FillClassFields(r, fields, filled));
-  return ReadDense(r.Over(filled), kBloom, m);
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kBloom, m));
+  m.alibi_source = "BLOOM's attention, which always runs ALiBi";
+  return Status::Ok();
 }
 
 // MPT (MPTForCausalLM, MptForCausalLM; mpt.py) and DBRX (DbrxForCausalLM, dbrx.py): MptConfig and
@@ -2042,7 +2131,9 @@ Status ReadMpt(const ConfigReader& r, ModelDescription& m) {
       }
     }
   }
-  return ReadDense(r.Over(filled), kMpt, m);
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kMpt, m));
+  m.alibi_source = "MPT's attention, which runs ALiBi only";
+  return Status::Ok();
 }
 Status ReadDbrx(const ConfigReader& r, ModelDescription& m) {
   nlohmann::json filled = r.json();
@@ -2132,6 +2223,7 @@ Status ReadStep1(const ConfigReader& r, ModelDescription& m) {
   m.required_backend = "TRITON_ATTN";
   m.required_backend_reason = "has attention layers with square-root ALiBi slopes (use_alibi_sqrt)";
   m.required_backend_failure = "raises ('use_alibi_sqrt is not supported by backend')";
+  // Its ALiBi is not recorded as alibi_source: that check comes first, before any impl is built.
   return ReadDense(r.Over(filled), kStep1, m);
 }
 
@@ -2843,7 +2935,8 @@ Status ReadDeciLm(const ConfigReader& r, ModelDescription& m) {
 // hidden 4544, num_kv_heads the heads' count, 2048 positions); RefinedWeb and RefinedWebModel
 // (the first Falcon checkpoints) the fork's RWConfig, which names the layers n_layer (2), the
 // heads n_head (8) and the K/V heads n_head_kv (1), and turns new_decoder_architecture on for a
-// hidden size of 8192 (falcon-40b). Both take n_embed for hidden_size.
+// hidden size of 8192 (falcon-40b). Both take n_embed for hidden_size. ALiBi instead of RoPE
+// when `alibi` is true (false by default).
 constexpr DenseFamily kFalconLayers{.name = "Falcon",
                                     .default_positions = 2048,
                                     .reads_head_dim = false,
@@ -2877,7 +2970,11 @@ Status ReadFalcon(const ConfigReader& r, ModelDescription& m) {
     kv = 1;
   }
   filled["num_key_value_heads"] = kv;
-  return ReadDense(r.Over(filled), kFalconLayers, m);
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kFalconLayers, m));
+  // FalconConfig and RWConfig: rotary is `not alibi` (false by default).
+  KVTOPO_ASSIGN_OR_RETURN(const bool alibi, c.BoolOr("alibi", false));
+  if (alibi) m.alibi_source = fmt::format("{} true in '{}'", c.Path("alibi"), c.file());
+  return Status::Ok();
 }
 
 // Cohere2 MoE (Cohere2MoeForCausalLM; the fork's cohere2_moe.py, Transformers' Cohere2MoeConfig):
@@ -3211,6 +3308,8 @@ Status ReadMiniCpm3(const ConfigReader& r, ModelDescription& m) {
 // - KV sharing: the last `num_kv_shared_layers` (0) layers read the cache of the last earlier
 //   layer of their type and keep none; with no such layer the engine's lookup fails, so the
 //   config is refused.
+// - A logits soft cap only where the config states attn_logit_softcapping (the class has no
+//   such field; the layers take getattr's None).
 // - Head sizes that differ, the larger above 256: the engine runs every layer on TRITON_ATTN
 //   unless the launch names a backend (Gemma4Config.verify_and_update_config), the model's
 //   default here.
@@ -3269,8 +3368,10 @@ Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t shared,
                           r.IntInOr("num_kv_shared_layers", 0, 0, kMaxLayers));
   const int64_t first_shared = n - shared;
+  std::vector<int64_t> reusing;
   for (int64_t i = 0; i < n; ++i) {
     if (shared > 0 && i >= first_shared) {
+      reusing.push_back(i);
       int64_t target = first_shared - 1;
       while (target >= 0 && sliding[target] != sliding[i]) --target;
       if (target < 0) {
@@ -3288,6 +3389,8 @@ Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
     if (!sliding[i]) layer.num_kv_heads_total = global_kv;
     m.layers.push_back(std::move(layer));
   }
+  if (!reusing.empty()) RecordKvSharing(r, shared, "Gemma4TextConfig", reusing, m);
+  KVTOPO_RETURN_IF_ERROR(ReadLogitsSoftCap(r, "Gemma4TextConfig", nullptr, m));
   if (head != global_head && std::max(head, global_head) > 256) m.default_backend = "TRITON_ATTN";
   return Status::Ok();
 }
@@ -3569,15 +3672,15 @@ const std::vector<ArchitectureReader>& Readers() {
       {"StableLMEpochForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLmEpoch>},
       {"OrionForCausalLM", TextModel::kRoot, ReadDenseAs<kOrion>},
       {"ArcticForCausalLM", TextModel::kRoot, ReadDenseAs<kArctic>},
-      {"Grok1ForCausalLM", TextModel::kRoot, ReadDenseAs<kGrok>},
-      {"Grok1ModelForCausalLM", TextModel::kRoot, ReadDenseAs<kGrok>},
+      {"Grok1ForCausalLM", TextModel::kRoot, ReadGrok},
+      {"Grok1ModelForCausalLM", TextModel::kRoot, ReadGrok},
       {"BaiChuanForCausalLM", TextModel::kRoot, ReadBaichuanAs<false>},
       {"BaichuanForCausalLM", TextModel::kRoot, ReadBaichuanAs<true>},
       {"NemotronForCausalLM", TextModel::kRoot, ReadNemotron},
       {"ExaoneForCausalLM", TextModel::kRoot, ReadExaone3},
       {"SolarForCausalLM", TextModel::kRoot, ReadDenseAs<kSolar>},
       {"Jais2ForCausalLM", TextModel::kRoot, ReadJais2},
-      {"JAISLMHeadModel", TextModel::kRoot, ReadGpt2StyleAs<kJais>},
+      {"JAISLMHeadModel", TextModel::kRoot, ReadJais},
       {"BloomForCausalLM", TextModel::kRoot, ReadBloom},
       {"MPTForCausalLM", TextModel::kRoot, ReadMpt},
       {"MptForCausalLM", TextModel::kRoot, ReadMpt},
@@ -5270,7 +5373,11 @@ Status ReadBackendLayers(const ConfigReader& t, const ConfigReader* root_types,
     const int64_t window = sliding[i] && per_layer > 0 ? per_layer : cache_wide;
     m.layers.push_back(KvAttentionLayer(i, m, head, window));
   }
-  return Status::Ok();
+  // create_attention_instances passes getattr(text_config, "attn_logit_softcapping", None): the
+  // class's default where it has one (Gemma2Config's 50.0; kvtopo takes every other class's for
+  // None).
+  const bool gemma2 = StringOrEmpty(t.json(), "model_type") == "gemma2";
+  return ReadLogitsSoftCap(t, "Gemma2Config", gemma2 ? "50.0" : nullptr, m);
 }
 
 // SmolLM3 (SmolLM3ForCausalLM, which the engine builds with the Transformers backend over

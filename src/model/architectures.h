@@ -207,6 +207,13 @@ struct ModelDescription {
     std::string invalid;    // why the engine refuses it; empty: it takes it
   };
   std::optional<KvCacheScheme> kv_cache_scheme;
+  // Attention features that some backends' impls refuse as the engine builds a layer
+  // (BackendCaps::refuses_*): where the model's attention layers take each from, for messages;
+  // empty when they do not. ALiBi position biases (alibi_slopes); a logits soft cap (any value
+  // but None); KV sharing (layers that read an earlier layer's cache and keep none).
+  std::string alibi_source;
+  std::string logits_soft_cap_source;
+  std::string kv_sharing_source;
   // Whether the config names the token a parallel-drafting draft fills its masked slots with
   // (SpecDecodeBaseProposer._init_parallel_drafting_params: dflash_config.mask_token_id,
   // pard_token or ptd_token_id).

@@ -1,8 +1,10 @@
 // The backend registry: profiles/backends.json, parsed once.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 
 #include "internal/json_text.h"
 #include "kvtopo/backend.h"
@@ -21,6 +23,27 @@ constexpr std::pair<std::string_view, BackendFamily> kFamilies[] = {
 
 // The text-config dimensions a backend's config_dims may name.
 constexpr std::string_view kConfigDims[] = {"qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
+
+// A registry list of layer-feature names (impl_refuses, impl_ignores): sets each named feature's
+// flag; a name not in `features` is refused.
+Status ReadFeatureList(
+    const ConfigReader& r, std::string_view key,
+    std::initializer_list<std::pair<std::string_view, bool BackendCaps::*>> features,
+    BackendCaps& b) {
+  if (!r.Has(key)) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList(key));
+  for (const std::string& name : names) {
+    const auto* it = std::find_if(features.begin(), features.end(),
+                                  [&](const auto& f) { return f.first == name; });
+    if (it == features.end()) {
+      std::vector<std::string_view> known;
+      for (const auto& f : features) known.push_back(f.first);
+      return r.Invalid(key, fmt::format("names '{}'; it lists {}", name, fmt::join(known, ", ")));
+    }
+    b.*(it->second) = true;
+  }
+  return Status::Ok();
+}
 
 Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   BackendCaps b;
@@ -120,6 +143,17 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.batch_invariant_drops_prefix_caching,
                           r.BoolOr("batch_invariant_drops_prefix_caching", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_mm_prefix, r.BoolOr("supports_mm_prefix", false));
+  KVTOPO_RETURN_IF_ERROR(
+      ReadFeatureList(r, "impl_refuses",
+                      {{"alibi", &BackendCaps::refuses_alibi},
+                       {"logits_soft_cap", &BackendCaps::refuses_logits_soft_cap},
+                       {"kv_sharing", &BackendCaps::refuses_kv_sharing}},
+                      b));
+  KVTOPO_RETURN_IF_ERROR(
+      ReadFeatureList(r, "impl_ignores",
+                      {{"alibi", &BackendCaps::ignores_alibi},
+                       {"logits_soft_cap", &BackendCaps::ignores_logits_soft_cap}},
+                      b));
   KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.mla_common_builder, r.BoolOr("mla_common_builder", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));

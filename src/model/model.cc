@@ -87,11 +87,14 @@ std::vector<std::string> BackendNames(const std::function<bool(const BackendCaps
   return names;
 }
 
-// The registered backends of `be`'s family (K/V attention, dense or sparse MLA) that `has`, for
-// messages; "none" when there are none.
-std::string FamilyBackendsWith(const BackendCaps& be, bool BackendCaps::*has) {
-  const std::vector<std::string> names = BackendNames(
-      [&](const BackendCaps& c) { return c.mla == be.mla && c.sparse == be.sparse && c.*has; });
+// The registered backends of `be`'s family (K/V attention, dense or sparse MLA; TurboQuant's
+// apart, as it stores only its own cache dtypes) whose `flag` is `want`, for messages; "none"
+// when there are none.
+std::string FamilyBackendsWith(const BackendCaps& be, bool BackendCaps::*flag, bool want = true) {
+  const std::vector<std::string> names = BackendNames([&](const BackendCaps& c) {
+    return c.mla == be.mla && c.sparse == be.sparse &&
+           c.stores_turboquant == be.stores_turboquant && c.*flag == want;
+  });
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -311,6 +314,64 @@ void CheckConfigDims(Builder& b, const LayerSpec& s, const BackendCaps& be,
   }
 }
 
+// Layer features the backend's impl raises NotImplementedError on as the engine builds the layer
+// (FlexAttentionImpl at 28be48fa9: "does not support alibi slopes yet", "logits soft cap yet",
+// "kv sharing yet"), or takes and never applies (FlashInfer's ALiBi, TurboQuant's ALiBi and cap),
+// for the model whose config the role builds from.
+void CheckImplFeatures(Builder& b, const LayerSpec& s, const BackendCaps& be,
+                       const ModelDescription& m) {
+  const std::string role(RoleName(s.role));
+  const struct {
+    const char* code;
+    bool BackendCaps::*refuses;
+    bool BackendCaps::*ignores;
+    const std::string& source;
+    const char* what;
+    const char* it;
+  } kLayerFeatures[] = {
+      {"backend-alibi", &BackendCaps::refuses_alibi, &BackendCaps::ignores_alibi, m.alibi_source,
+       "ALiBi position biases", "them"},
+      {"backend-logits-soft-cap", &BackendCaps::refuses_logits_soft_cap,
+       &BackendCaps::ignores_logits_soft_cap, m.logits_soft_cap_source, "a logits soft cap", "it"},
+  };
+  for (const auto& f : kLayerFeatures) {
+    if (f.source.empty()) continue;
+    // The backends that apply the feature, to choose from.
+    const std::vector<std::string> apply = BackendNames([&](const BackendCaps& c) {
+      return c.mla == be.mla && c.sparse == be.sparse &&
+             c.stores_turboquant == be.stores_turboquant && !(c.*f.refuses) && !(c.*f.ignores);
+    });
+    const std::string choose =
+        be.stores_turboquant
+            ? fmt::format("TurboQuant caches ({}) run only on it, so choose another cache dtype",
+                          KvCacheDtypeName(s.cache_dtype))
+            : fmt::format("choose one that does ({}) with {}",
+                          apply.empty() ? "none" : fmt::format("{}", fmt::join(apply, ", ")),
+                          RoleKnob(s));
+    if (be.*f.refuses) {
+      b.Error(f.code, fmt::format("{} layer '{}' has {} ({}) but backend {} takes none: its "
+                                  "impl raises NotImplementedError as the engine builds the "
+                                  "layer; {}",
+                                  role, s.name, f.what, f.source, be.name, choose));
+    } else if (be.*f.ignores) {
+      b.Add(Severity::kWarning, fmt::format("{}-ignored", f.code),
+            fmt::format("{} layer '{}' has {} ({}) but backend {} takes {} and never applies "
+                        "{}: the engine builds the layer and runs it without, so its outputs "
+                        "are not the model's; {}",
+                        role, s.name, f.what, f.source, be.name, f.it, f.it, choose));
+    }
+  }
+  if (!m.kv_sharing_source.empty() && be.refuses_kv_sharing) {
+    b.Error(
+        "backend-kv-sharing",
+        fmt::format("{} model '{}' shares KV caches across layers ({}) but backend {} does "
+                    "not: its impl raises NotImplementedError as the engine builds the "
+                    "sharing layers; choose one that does ({}) with {}",
+                    role, m.file, m.kv_sharing_source, be.name,
+                    FamilyBackendsWith(be, &BackendCaps::refuses_kv_sharing, false), RoleKnob(s)));
+  }
+}
+
 // What a layer's backend must support whatever the layout: its cache kind, head size, causality,
 // window and dtype. Layout-dependent rules (block sizes, DCP, PCP) run over the planned geometry
 // (src/plan/launch_rules.cc).
@@ -384,6 +445,7 @@ void ValidateBackends(Builder& b) {
                                             KvCacheDtypeName(s.cache_dtype))
                               : fmt::format("choose another backend with {}", RoleKnob(s))));
     }
+    if (c.model != nullptr) CheckImplFeatures(b, s, be, *c.model);
     // validate_configuration: a prefix LM's attention layers ask for supports_mm_prefix ("partial
     // multimodal token full attention not supported"; MLA layers do not ask), and
     // VLLM_BATCH_INVARIANT every layer's backend for supports_batch_invariance ("batch
@@ -2303,11 +2365,21 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         "or bfloat16",
                         model.architecture));
   }
-  if (model.cache_dtype_auto && cache.kv_cache_dtype != KvCacheDtype::kAuto) {
+  // Layers built without the cache config take "auto", which a compressed-tensors kv_cache_scheme
+  // still turns into fp8 (they get the quantization config): whether a requested dtype misses
+  // them, and what they cache instead, for the infos.
+  const auto misses_no_config_layers = [&](KvCacheDtype asked) {
+    return asked != KvCacheDtype::kAuto &&
+           asked != (model.kv_cache_scheme ? KvCacheDtype::kFp8 : KvCacheDtype::kAuto);
+  };
+  const std::string no_config_dtype = model.kv_cache_scheme
+                                          ? fmt::format("fp8 ({})", model.kv_cache_scheme->field)
+                                          : std::string("in the model's dtype");
+  if (model.cache_dtype_auto && misses_no_config_layers(cache.kv_cache_dtype)) {
     b.Add(Severity::kInfo, "kv-cache-dtype-model",
-          fmt::format("the attention layers of '{}' cache in the model's dtype, not {}: the "
-                      "engine builds them without the cache config",
-                      target.file, KvCacheDtypeName(cache.kv_cache_dtype)));
+          fmt::format("the attention layers of '{}' cache {}, not {}: the engine builds them "
+                      "without the cache config",
+                      target.file, no_config_dtype, KvCacheDtypeName(cache.kv_cache_dtype)));
   }
   bool target_kv_layers = false, target_scheme_fp8 = false;
   for (const RawLayer& raw : model.layers) {
@@ -2317,13 +2389,14 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       b.out.layers.push_back(std::move(s));
       b.context.push_back({nullptr, RecurrentCudagraphs(raw.type)});
     } else {
-      const bool skipped = model.cache_dtype_auto || kept.Keeps(raw);
-      AttentionOptions o = skipped                              ? skip_opts
+      // --kv-cache-dtype-skip-layers reaches only layers built with the cache config.
+      const bool kept_layer = !model.cache_dtype_auto && kept.Keeps(raw);
+      AttentionOptions o = model.cache_dtype_auto || kept_layer ? skip_opts
                            : TurboQuantOf(cache.kv_cache_dtype) ? tq_opts
                                                                 : target_opts;
       if (raw.type != LayerType::kMla && raw.type != LayerType::kIndexer) {
         target_kv_layers = true;
-        if (!skipped && SchemeCachesFp8(model, raw, o.dtype)) {
+        if (!kept_layer && SchemeCachesFp8(model, raw, o.dtype)) {
           o.dtype = KvCacheDtype::kFp8;
           target_scheme_fp8 = true;
         }
@@ -2414,11 +2487,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                        mtp ? cache.kv_cache_dtype
                            : draft_model->kv_cache_dtype.value_or(cache.kv_cache_dtype));
     const KvCacheDtype asked = spec->draft_kv_cache_dtype.value_or(cache.kv_cache_dtype);
-    if (mtp_auto && asked != KvCacheDtype::kAuto) {
+    if (mtp_auto && misses_no_config_layers(asked)) {
       b.Add(Severity::kInfo, "mtp-cache-dtype-model",
-            fmt::format("the MTP layers of '{}' cache in the model's dtype, not {}: the engine "
-                        "builds them without the cache config",
-                        target.file, KvCacheDtypeName(asked)));
+            fmt::format("the MTP layers of '{}' cache {}, not {}: the engine builds them without "
+                        "the cache config",
+                        target.file, no_config_dtype, KvCacheDtypeName(asked)));
     }
     if (TurboQuantOf(draft_dtype) && !mtp) {
       return Rejected(fmt::format(
@@ -2491,8 +2564,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       if (skipped) o.dtype = KvCacheDtype::kAuto;
       if (raw.type != LayerType::kMla && raw.type != LayerType::kIndexer) {
         draft_kv_layers = true;
-        // MTP layers built without the cache config: not modelled (their dtype stays auto).
-        if (!skipped && !mtp_auto && SchemeCachesFp8(*draft_model, raw, o.dtype)) {
+        // MTP layers built without the cache config take auto, and the scheme (kept layers do
+        // not reach them).
+        if ((mtp_auto || !skipped) && SchemeCachesFp8(*draft_model, raw, o.dtype)) {
           o.dtype = KvCacheDtype::kFp8;
           draft_scheme_fp8 = true;
         }

@@ -23,6 +23,7 @@
 namespace kvtopo {
 namespace {
 
+using testing_configs::CorpusConfig;
 using testing_configs::Llama31_8B;
 using testing_configs::PlanWith;
 
@@ -3321,13 +3322,6 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
 }
 
 namespace {
-// A config of the corpus (fuzz/corpus/config_plan), each shaped as the named checkpoint's.
-nlohmann::json CorpusConfig(const std::string& name) {
-  std::ifstream in(std::filesystem::path(KVTOPO_SOURCE_DIR) / "fuzz/corpus/config_plan" /
-                   (name + ".json"));
-  return nlohmann::json::parse(in);
-}
-
 // The message of the plan's diagnostic `code`, "" when it has none.
 std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
   for (const Diagnostic& d : plan.diagnostics) {

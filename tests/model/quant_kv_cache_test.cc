@@ -263,6 +263,63 @@ TEST(QuantKvCache, CompressedTensorsScheme) {
   EXPECT_EQ(mla->capacity.max_tokens, 488'704);
 }
 
+// Layers the engine builds without the cache config (Baichuan-13B's ALiBi layers, EXAONE MoE's
+// MTP layers) take "auto" whatever --kv-cache-dtype says, but get the quantization config: a
+// compressed-tensors kv_cache_scheme makes them fp8 all the same.
+TEST(QuantKvCache, SchemeReachesLayersWithoutCacheConfig) {
+  auto with_scheme = [](nlohmann::json config) {
+    config["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"kv_cache_scheme",
+         {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"symmetric", true}}}};
+    return config;
+  };
+  auto planned = [](const nlohmann::json& config, const LaunchConfig& c,
+                    std::string_view info_code) {
+    auto plan = testing_configs::PlanWith(config, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    std::pair<int64_t, std::string> out;
+    if (!plan.ok()) return out;
+    EXPECT_EQ(plan->ErrorLines(), "");
+    out.first = plan->capacity.max_tokens;
+    for (const Diagnostic& d : plan->diagnostics) {
+      if (d.code == info_code) out.second = d.message;
+    }
+    return out;
+  };
+  const nlohmann::json baichuan = testing_configs::CorpusConfig("baichuan2-13b");
+  LaunchConfig c;
+  EXPECT_EQ(planned(baichuan, c, "kv-cache-dtype-model").first, 41'936);
+  EXPECT_EQ(planned(with_scheme(baichuan), c, "kv-cache-dtype-model"),
+            std::make_pair(int64_t{83'872}, std::string()));
+  c.cache.kv_cache_dtype = KvCacheDtype::kBfloat16;  // does not reach them
+  EXPECT_EQ(planned(with_scheme(baichuan), c, "kv-cache-dtype-model"),
+            std::make_pair(int64_t{83'872},
+                           std::string("the attention layers of 'config.json' cache fp8 "
+                                       "(config.json 'config.json': field "
+                                       "'quantization_config.kv_cache_scheme'), not bfloat16: the "
+                                       "engine builds them without the cache config")));
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;  // what they cache: no note
+  EXPECT_EQ(planned(with_scheme(baichuan), c, "kv-cache-dtype-model"),
+            std::make_pair(int64_t{83'872}, std::string()));
+
+  const nlohmann::json exaone = testing_configs::CorpusConfig("k-exaone-236b");
+  LaunchConfig mtp;
+  mtp.parallel.tensor_parallel_size = 8;
+  mtp.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+  mtp.cache.kv_cache_dtype = KvCacheDtype::kBfloat16;
+  EXPECT_EQ(planned(exaone, mtp, "mtp-cache-dtype-model").first, 4'682'179);
+  EXPECT_EQ(planned(with_scheme(exaone), mtp, "mtp-cache-dtype-model"),
+            std::make_pair(int64_t{4'692'490},
+                           std::string("the MTP layers of 'config.json' cache fp8 (config.json "
+                                       "'config.json': field "
+                                       "'quantization_config.kv_cache_scheme'), not bfloat16: the "
+                                       "engine builds them without the cache config")));
+  mtp.cache.kv_cache_dtype = KvCacheDtype::kAuto;  // every layer fp8
+  EXPECT_EQ(planned(with_scheme(exaone), mtp, "mtp-cache-dtype-model"),
+            std::make_pair(int64_t{9'364'359}, std::string()));
+}
+
 // ModelOpt 0.29 and before: hf_quant_config.json beside config.json becomes its
 // quantization_config (get_config), named in the info.
 TEST(QuantKvCache, LegacyFileBesideConfig) {

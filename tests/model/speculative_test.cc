@@ -307,6 +307,20 @@ TEST(BackendRegistry, EngineMlaBackends) {
   EXPECT_EQ(prefix, (std::vector<std::string>{"TRITON_ATTN", "FLEX_ATTENTION"}));
   EXPECT_EQ(drops_caching, (std::vector<std::string>{"TRITON_MLA", "FLASHINFER"}));
   EXPECT_EQ(cross, (std::vector<std::string>{"FLASH_ATTN", "FLASH_ATTN_DIFFKV", "TRITON_ATTN"}));
+  // Layer features the impls refuse (NotImplementedError) or take and never apply.
+  std::vector<std::string> refuse_alibi, refuse_cap, refuse_sharing, ignore_alibi, ignore_cap;
+  for (const BackendCaps& be : *all) {
+    if (be.refuses_alibi) refuse_alibi.push_back(be.name);
+    if (be.refuses_logits_soft_cap) refuse_cap.push_back(be.name);
+    if (be.refuses_kv_sharing) refuse_sharing.push_back(be.name);
+    if (be.ignores_alibi) ignore_alibi.push_back(be.name);
+    if (be.ignores_logits_soft_cap) ignore_cap.push_back(be.name);
+  }
+  EXPECT_EQ(refuse_alibi, (std::vector<std::string>{"B12X_MLA_SPARSE", "FLEX_ATTENTION"}));
+  EXPECT_EQ(refuse_cap, (std::vector<std::string>{"B12X_MLA_SPARSE", "FLEX_ATTENTION"}));
+  EXPECT_EQ(refuse_sharing, std::vector<std::string>{"FLEX_ATTENTION"});
+  EXPECT_EQ(ignore_alibi, (std::vector<std::string>{"FLASHINFER", "TURBOQUANT"}));
+  EXPECT_EQ(ignore_cap, std::vector<std::string>{"TURBOQUANT"});
   EXPECT_EQ(FindBackend("TRITON_ATTN")->supports_per_head_quant_scales, false);
   EXPECT_EQ(FindBackend("FLASH_ATTN")->supports_per_head_quant_scales, std::nullopt);
   EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);

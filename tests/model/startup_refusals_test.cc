@@ -19,6 +19,8 @@
 namespace kvtopo {
 namespace {
 
+using testing_configs::CorpusConfig;
+
 Result<Plan> PlanOptions(const LaunchOptions& o) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));
   return PlanLaunch(c);
@@ -1025,10 +1027,6 @@ TEST(StartupRefusals, BatchInvariance) {
 // Triton attention serves among the CUDA backends: the engine's selection picks it, and refuses
 // a named backend without it.
 TEST(StartupRefusals, MultimodalPrefixLm) {
-  auto corpus = [](const char* stem) {
-    std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/" + stem + ".json");
-    return nlohmann::json::parse(in);
-  };
   auto backend = [](const nlohmann::json& config, const LaunchConfig& c) {
     Result<Plan> plan = testing_configs::PlanWith(config, c);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
@@ -1037,9 +1035,9 @@ TEST(StartupRefusals, MultimodalPrefixLm) {
     return plan->model.attention_backend;
   };
   LaunchConfig c;
-  nlohmann::json gemma = corpus("gemma-3-27b-it");
+  nlohmann::json gemma = CorpusConfig("gemma-3-27b-it");
   EXPECT_EQ(backend(gemma, c), "TRITON_ATTN");
-  EXPECT_EQ(backend(corpus("paligemma-3b"), c), "TRITON_ATTN");
+  EXPECT_EQ(backend(CorpusConfig("paligemma-3b"), c), "TRITON_ATTN");
   gemma["is_mm_prefix_lm"] = false;  // the config's key wins over the model type
   EXPECT_EQ(backend(gemma, c), "FLASH_ATTN");
   gemma["is_mm_prefix_lm"] = 1;
@@ -1069,9 +1067,7 @@ TEST(StartupRefusals, MultimodalPrefixLm) {
 // type encoder_decoder, which FlashAttention and Triton attention run and FlashInfer and
 // TurboQuant do not (supports_attn_type).
 TEST(StartupRefusals, CrossAttentionBackend) {
-  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) +
-                   "/fuzz/corpus/config_plan/whisper-large-v3.json");
-  const nlohmann::json whisper = nlohmann::json::parse(in);
+  const nlohmann::json whisper = CorpusConfig("whisper-large-v3");
   LaunchConfig c;
   EXPECT_EQ(ConfigErrors(whisper, c), "");
   c.cache.attention_backend = "TRITON_ATTN";
@@ -1127,8 +1123,144 @@ TEST(StartupRefusals, FlexAttentionBackend) {
 
   LaunchConfig c;
   c.cache.attention_backend = "FLEX_ATTENTION";
-  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/gemma-3-27b-it.json");
-  EXPECT_EQ(ConfigErrors(nlohmann::json::parse(in), c), "");  // a multimodal prefix LM
+  EXPECT_EQ(ConfigErrors(CorpusConfig("gemma-3-27b-it"), c), "");  // a multimodal prefix LM
+}
+
+// Layer features FlexAttention's impl raises NotImplementedError on as the engine builds a layer
+// (flex_attention.py at 28be48fa9: ALiBi slopes, a logits soft cap, KV sharing), and those
+// FlashInfer's and TurboQuant's impls take and never apply (ALiBi; TurboQuant also the cap).
+TEST(StartupRefusals, ImplLayerFeatures) {
+  LaunchConfig flex;
+  flex.cache.attention_backend = "FLEX_ATTENTION";
+  const auto refused = [](std::string_view code, int64_t others, std::string_view what,
+                          std::string_view source, std::string_view choices) {
+    return fmt::format(
+        "\n  error [{}] target layer 'model.layers.0.self_attn' (and {} other layers) has {} ({}) "
+        "but backend FLEX_ATTENTION takes none: its impl raises NotImplementedError as the engine "
+        "builds the layer; choose one that does ({}) with --attention-backend",
+        code, others, what, source, choices);
+  };
+  const auto alibi = [&](int64_t others, std::string_view source) {
+    return refused("backend-alibi", others, "ALiBi position biases", source,
+                   "FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN");
+  };
+  const auto cap = [&](int64_t others, std::string_view source) {
+    return refused("backend-logits-soft-cap", others, "a logits soft cap", source,
+                   "FLASH_ATTN, FLASH_ATTN_DIFFKV, FLASHINFER, TRITON_ATTN");
+  };
+
+  // ALiBi: BLOOM and MPT always, Baichuan's BaichuanForCausalLM off hidden size 4096, Falcon with
+  // `alibi`, JAIS with position_embedding_type "alibi".
+  EXPECT_EQ(ConfigErrors(CorpusConfig("bloom-560m"), flex),
+            alibi(23, "BLOOM's attention, which always runs ALiBi"));
+  const nlohmann::json mpt = CorpusConfig("mpt-7b");
+  EXPECT_EQ(ConfigErrors(mpt, flex), alibi(31, "MPT's attention, which runs ALiBi only"));
+  EXPECT_EQ(ConfigErrors(CorpusConfig("baichuan2-13b"), flex),
+            alibi(39,
+                  "BaichuanForCausalLM at hidden_size 5120 in 'config.json', RoPE only at "
+                  "4096"));
+  EXPECT_EQ(ConfigErrors(CorpusConfig("baichuan2-7b"), flex), "");
+  nlohmann::json falcon = CorpusConfig("falcon-7b");
+  EXPECT_EQ(ConfigErrors(falcon, flex), "");  // alibi false: RoPE
+  falcon["alibi"] = true;
+  EXPECT_EQ(ConfigErrors(falcon, flex), alibi(31, "alibi true in 'config.json'"));
+  nlohmann::json jais = CorpusConfig("jais-13b");
+  EXPECT_EQ(ConfigErrors(jais, flex),
+            alibi(39, "position_embedding_type \"alibi\" in 'config.json'"));
+  jais.erase("position_embedding_type");  // JAISConfig's "learned"
+  EXPECT_EQ(ConfigErrors(jais, flex), "");
+  // FlashInfer takes the slopes and never applies them: the engine runs the model without.
+  LaunchConfig flashinfer;
+  flashinfer.cache.attention_backend = "FLASHINFER";
+  Result<Plan> plan = testing_configs::PlanWith(mpt, flashinfer);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-alibi-ignored"),
+            "target layer 'model.layers.0.self_attn' (and 31 other layers) has ALiBi position "
+            "biases (MPT's attention, which runs ALiBi only) but backend FLASHINFER takes them and "
+            "never applies them: the engine builds the layer and runs it without, so its outputs "
+            "are not the model's; choose one that does (FLASH_ATTN, FLASH_ATTN_DIFFKV, "
+            "TRITON_ATTN) with --attention-backend");
+  plan = testing_configs::PlanWith(mpt, LaunchConfig{});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.attention_backend, "FLASH_ATTN");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-alibi-ignored"), "");
+
+  // Logits soft caps: Gemma 2's attn_logit_softcapping (Gemma2Config: 50.0; null: none), Grok's
+  // max(attn_logit_softcapping, 0.0) (30.0 when absent), and the Transformers backend's
+  // getattr(text_config, "attn_logit_softcapping", None).
+  nlohmann::json gemma2 = CorpusConfig("gemma-2-9b");
+  EXPECT_EQ(ConfigErrors(gemma2, flex), cap(41, "attn_logit_softcapping 50.0 in 'config.json'"));
+  gemma2.erase("attn_logit_softcapping");
+  const std::string gemma2_default =
+      cap(41, "the Gemma2Config default attn_logit_softcapping 50.0; 'config.json' states none");
+  EXPECT_EQ(ConfigErrors(gemma2, flex), gemma2_default);
+  LaunchConfig flex_transformers = flex;
+  flex_transformers.model_impl = "transformers";
+  EXPECT_EQ(ConfigErrors(gemma2, flex_transformers), gemma2_default);
+  gemma2["attn_logit_softcapping"] = nullptr;
+  EXPECT_EQ(ConfigErrors(gemma2, flex), "");
+  EXPECT_EQ(ConfigErrors(gemma2, flex_transformers), "");
+  gemma2["attn_logit_softcapping"] = "50";
+  EXPECT_EQ(testing_configs::PlanWith(gemma2, flex).status().message(),
+            "config.json 'config.json': field 'attn_logit_softcapping' is neither a number nor "
+            "null: the engine's attention takes it as the logits soft cap");
+  nlohmann::json grok = CorpusConfig("grok-1");
+  LaunchConfig grok_flex = flex;
+  grok_flex.parallel.tensor_parallel_size = 8;
+  EXPECT_EQ(ConfigErrors(grok, grok_flex),
+            cap(63,
+                "the engine's Grok default attn_logit_softcapping 30.0; 'config.json' states "
+                "none"));
+  grok["attn_logit_softcapping"] = 0;  // max(0, 0.0) is a cap: not None
+  EXPECT_EQ(ConfigErrors(grok, grok_flex),
+            cap(63, "attn_logit_softcapping 0 in 'config.json', taken as max(0, 0.0)"));
+  grok["attn_logit_softcapping"] = nullptr;
+  EXPECT_EQ(testing_configs::PlanWith(grok, grok_flex).status().message(),
+            "config.json 'config.json': field 'attn_logit_softcapping' is null: the engine's Grok "
+            "attention takes max(attn_logit_softcapping, 0.0) as its logits soft cap, which fails "
+            "on it; state a number");
+  // TurboQuant's layers take the cap and never apply it.
+  grok.erase("attn_logit_softcapping");
+  LaunchConfig turboquant;
+  turboquant.parallel.tensor_parallel_size = 8;
+  turboquant.cache.kv_cache_dtype = KvCacheDtype::kTurboquantK8v4;
+  plan = testing_configs::PlanWith(grok, turboquant);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-logits-soft-cap-ignored"),
+            "target layer 'model.layers.2.self_attn' (and 59 other layers) has a logits soft cap "
+            "(the engine's Grok default attn_logit_softcapping 30.0; 'config.json' states none) "
+            "but backend TURBOQUANT takes it and never applies it: the engine builds the layer "
+            "and runs it without, so its outputs are not the model's; TurboQuant caches "
+            "(turboquant_k8v4) run only on it, so choose another cache dtype");
+
+  // KV sharing: Gemma 3n's and Gemma 4's last num_kv_shared_layers layers.
+  const auto sharing = [](std::string_view source) {
+    return fmt::format(
+        "\n  error [backend-kv-sharing] target model 'config.json' shares KV caches across layers "
+        "({}) but backend FLEX_ATTENTION does not: its impl raises NotImplementedError as the "
+        "engine builds the sharing layers; choose one that does (FLASH_ATTN, FLASH_ATTN_DIFFKV, "
+        "FLASHINFER, TRITON_ATTN) with --attention-backend",
+        source);
+  };
+  nlohmann::json gemma3n = CorpusConfig("gemma-3n-e4b");
+  EXPECT_EQ(ConfigErrors(gemma3n, flex),
+            sharing("text_config.num_kv_shared_layers 15 in 'config.json': 15 layers from layer "
+                    "20 read an earlier layer's cache"));
+  gemma3n["text_config"].erase("num_kv_shared_layers");
+  EXPECT_EQ(ConfigErrors(gemma3n, flex),
+            sharing("the Gemma3nTextConfig default text_config.num_kv_shared_layers 15; "
+                    "'config.json' states none: 15 layers from layer 20 read an earlier layer's "
+                    "cache"));
+  gemma3n["text_config"]["num_kv_shared_layers"] = 0;
+  EXPECT_EQ(ConfigErrors(gemma3n, flex), "");
+  EXPECT_EQ(ConfigErrors(CorpusConfig("gemma-4-e4b"), flex),
+            sharing("text_config.num_kv_shared_layers 18 in 'config.json': 18 layers from layer "
+                    "24 read an earlier layer's cache"));
+  LaunchConfig short_flex = flex;
+  short_flex.cache.max_model_len = 65536;
+  EXPECT_EQ(ConfigErrors(CorpusConfig("gemma-4-31b"), short_flex), "");  // no sharing
 }
 
 // The engine's DeepSeek attention builds the sparse indexer when index_topk, stated or the config
@@ -1212,8 +1344,7 @@ TEST(StartupRefusals, AttentionSinksNeedTheBackend) {
             "other layers) stores turboquant_4bit_nc (TurboQuant) but backend TRITON_ATTN does not "
             "store it; leave --attention-backend unset so the engine picks the backend that does");
 
-  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/laguna-xs.2.json");
-  nlohmann::json laguna = nlohmann::json::parse(in);
+  nlohmann::json laguna = CorpusConfig("laguna-xs.2");
   LaunchConfig c;
   c.cache.kv_cache_dtype = KvCacheDtype::kTurboquant4bitNc;
   c.disable_sliding_window = true;

@@ -1,7 +1,9 @@
 // Configs and a plan helper the model tests share.
 #pragma once
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/model.h"
@@ -15,6 +17,13 @@ inline nlohmann::json Llama31_8B() {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
     "max_position_embeddings": 131072, "torch_dtype": "bfloat16"})");
+}
+
+// A config of the fuzzing corpus (fuzz/corpus/config_plan/<stem>.json), as a user's own
+// config.json.
+inline nlohmann::json CorpusConfig(const std::string& stem) {
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/" + stem + ".json");
+  return nlohmann::json::parse(in);
 }
 
 // Plans `config` as the model of launch `c`.
