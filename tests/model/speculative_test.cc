@@ -316,11 +316,16 @@ TEST(BackendRegistry, EngineMlaBackends) {
     if (be.ignores_alibi) ignore_alibi.push_back(be.name);
     if (be.ignores_logits_soft_cap) ignore_cap.push_back(be.name);
   }
-  EXPECT_EQ(refuse_alibi, (std::vector<std::string>{"B12X_MLA_SPARSE", "FLEX_ATTENTION"}));
-  EXPECT_EQ(refuse_cap, (std::vector<std::string>{"B12X_MLA_SPARSE", "FLEX_ATTENTION"}));
+  const std::vector<std::string> refusing = {
+      "B12X_MLA_SPARSE", "TRITON_MLA",  "FLASHMLA",       "FLASHINFER_MLA",
+      "FLEX_ATTENTION",  "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHINFER_MLA_SPARSE",
+      "TOKENSPEED_MLA"};
+  EXPECT_EQ(refuse_alibi, refusing);
+  EXPECT_EQ(refuse_cap, refusing);
   EXPECT_EQ(refuse_sharing, std::vector<std::string>{"FLEX_ATTENTION"});
-  EXPECT_EQ(ignore_alibi, (std::vector<std::string>{"FLASHINFER", "TURBOQUANT"}));
-  EXPECT_EQ(ignore_cap, std::vector<std::string>{"TURBOQUANT"});
+  EXPECT_EQ(ignore_alibi,
+            (std::vector<std::string>{"FLASHINFER", "TURBOQUANT", "FLASHMLA_SPARSE"}));
+  EXPECT_EQ(ignore_cap, (std::vector<std::string>{"TURBOQUANT", "FLASHMLA_SPARSE"}));
   EXPECT_EQ(FindBackend("TRITON_ATTN")->supports_per_head_quant_scales, false);
   EXPECT_EQ(FindBackend("FLASH_ATTN")->supports_per_head_quant_scales, std::nullopt);
   EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);
