@@ -89,6 +89,11 @@ struct BackendCaps {
   // the engine runs such a layer without them.
   bool ignores_alibi = false;
   bool ignores_logits_soft_cap = false;
+  // Its metadata builder takes one sliding window for every layer of a KV cache group, unless
+  // FlashInfer's TRT-LLM attention runs every prefill and decode (compute capability 10, DCP 1):
+  // a group whose layers' windows differ (the hybrid KV cache manager off) fails its first
+  // forward elsewhere.
+  bool one_window_per_group = false;
   // Stores the TurboQuant cache dtypes (turboquant_*), and only those.
   bool stores_turboquant = false;
   // Its CUDA graph support; nullopt where kvtopo cannot tell (it depends on the GPU, or the

@@ -154,6 +154,7 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
                       {{"alibi", &BackendCaps::ignores_alibi},
                        {"logits_soft_cap", &BackendCaps::ignores_logits_soft_cap}},
                       b));
+  KVTOPO_ASSIGN_OR_RETURN(b.one_window_per_group, r.BoolOr("one_window_per_group", false));
   KVTOPO_ASSIGN_OR_RETURN(b.stores_turboquant, r.BoolOr("stores_turboquant", false));
   KVTOPO_ASSIGN_OR_RETURN(b.mla_common_builder, r.BoolOr("mla_common_builder", false));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));

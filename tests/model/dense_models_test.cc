@@ -27,6 +27,8 @@ using testing_configs::CorpusConfig;
 using testing_configs::Llama31_8B;
 using testing_configs::PlanWith;
 
+std::string DiagnosticMessage(const Plan& plan, std::string_view code);  // defined below
+
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 // Qwen2.5-7B-Instruct's: 28 query heads of 128 (3584 / 28), 4 KV heads, window off.
@@ -1682,7 +1684,8 @@ TEST(DenseModels, DisableSlidingWindow) {
 
 // Without the hybrid KV cache manager the engine caches sliding layers as full attention (one
 // group of Gemma-3-27B's 62 layers, 10,570 blocks, 8,192 pages per 131,072-token request) and
-// refuses a model whose layers cannot share one type (Qwen3-Next's Gated DeltaNet state).
+// refuses a model whose layers cannot share one type (Qwen3-Next's Gated DeltaNet state). The
+// group's sliding and full layers then share FlashInfer's one window per group.
 TEST(DenseModels, HybridKvCacheManagerOff) {
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 2;
@@ -1701,6 +1704,33 @@ TEST(DenseModels, HybridKvCacheManagerOff) {
   EXPECT_EQ(plan->diagnostics[0].message,
             "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so the "
             "engine caches 52 sliding-window layers as full attention");
+  // FlashInfer's metadata builder takes one window for the group's layers (off TRT-LLM).
+  const nlohmann::json gemma2 = CorpusConfig("gemma-2-9b");
+  c.cache.attention_backend = "FLASHINFER";
+  plan = PlanWith(gemma2, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-one-window"),
+            "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so layer "
+            "'model.layers.0.self_attn' (sliding window 4096) and layer "
+            "'model.layers.1.self_attn' (full attention) share one KV cache group on backend "
+            "FLASHINFER, whose metadata builder takes one window for a group's layers unless "
+            "FlashInfer's TRT-LLM attention runs every prefill and decode (compute capability "
+            "10 GPUs, DCP 1): elsewhere the engine raises ('Window left is not the same for all "
+            "layers') at its first forward, once the weights are loaded; keep the hybrid KV "
+            "cache manager on, add --disable-sliding-window, or choose another backend with "
+            "--attention-backend");
+  c.disable_hybrid_kv_cache_manager.reset();  // one window per group: nothing to say
+  plan = PlanWith(gemma2, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-one-window"), "");
+  c.disable_hybrid_kv_cache_manager = true;
+  c.cache.attention_backend = "FLASH_ATTN";
+  plan = PlanWith(gemma2, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-one-window"), "");
+  c.cache.attention_backend.clear();
 
   LaunchConfig next;
   next.model = "qwen3-next-80b";
@@ -3240,10 +3270,6 @@ TEST(DenseModels, MimoIsQwen2WithMtpLayers) {
   mimo.erase("num_key_value_heads");
   EXPECT_EQ(ConfigError(mimo), "config.json 'config.json': field 'num_key_value_heads' is missing");
 }
-
-namespace {
-std::string DiagnosticMessage(const Plan& plan, std::string_view code);
-}  // namespace
 
 // Gemma 4's MTP drafts with a separate assistant checkpoint (model type gemma4_assistant) whose
 // layers read the target's KV cache: the plan is the target's, with the draft's lookahead.

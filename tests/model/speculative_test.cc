@@ -326,6 +326,11 @@ TEST(BackendRegistry, EngineMlaBackends) {
   EXPECT_EQ(ignore_alibi,
             (std::vector<std::string>{"FLASHINFER", "TURBOQUANT", "FLASHMLA_SPARSE"}));
   EXPECT_EQ(ignore_cap, (std::vector<std::string>{"TURBOQUANT", "FLASHMLA_SPARSE"}));
+  std::vector<std::string> one_window;
+  for (const BackendCaps& be : *all) {
+    if (be.one_window_per_group) one_window.push_back(be.name);
+  }
+  EXPECT_EQ(one_window, std::vector<std::string>{"FLASHINFER"});
   EXPECT_EQ(FindBackend("TRITON_ATTN")->supports_per_head_quant_scales, false);
   EXPECT_EQ(FindBackend("FLASH_ATTN")->supports_per_head_quant_scales, std::nullopt);
   EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);
