@@ -22,6 +22,7 @@ constexpr const char* kSpeculativeKey = "--speculative-config-key";
 constexpr const char* kHfOverridesKey = "--hf-overrides-key";
 constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
 constexpr const char* kCompilationKey = "--compilation-config-key";
+constexpr const char* kAttentionKey = "--attention-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 // The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
@@ -43,6 +44,8 @@ const DottedJsonOption kDottedJsonOptions[] = {
      &LaunchFlags::kv_transfer_keys, &LaunchOptions::kv_transfer_config},
     {"compilation_config", kCompilationKey, "compilation-config-replaced",
      &LaunchFlags::compilation_keys, &LaunchOptions::compilation_config},
+    {"attention_config", kAttentionKey, "attention-config-replaced", &LaunchFlags::attention_keys,
+     &LaunchOptions::attention_config},
 };
 
 std::string FlagNames(const LaunchOption& o) {

@@ -33,6 +33,8 @@ struct LaunchFlags {
   std::vector<std::string> kv_transfer_keys;
   // --compilation-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
   std::vector<std::string> compilation_keys;
+  // --attention-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
+  std::vector<std::string> attention_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

@@ -133,7 +133,10 @@ struct LaunchOptions {
   std::optional<std::string> mamba_cache_dtype;      // recurrent conv state; default auto
   std::optional<std::string> mamba_ssm_cache_dtype;  // GDN temporal state; default auto
   std::optional<std::string> attention_backend;      // default: the model's backend
-  std::optional<std::string> speculative_config;     // JSON text
+  // --attention-config / -ac (a JSON object): its backend names the target's backend as
+  // --attention-backend does, which the engine refuses beside it.
+  std::optional<std::string> attention_config;
+  std::optional<std::string> speculative_config;  // JSON text
   // --spec-method, --spec-model, --spec-tokens: keys of the speculative config, each refused
   // when the JSON names it too (vLLM's create_speculative_config).
   std::optional<std::string> spec_method;

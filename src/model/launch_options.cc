@@ -20,6 +20,7 @@
 #include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "internal/units.h"
+#include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "model/architectures.h"
@@ -331,6 +332,16 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "target attention backend (kvtopo profiles); default (or auto): the model's",
        &LO::attention_backend},
+      {"attention_config",
+       {},
+       "ac",
+       V::kText,
+       "",
+       "JSON AttentionConfig, its fields checked as the engine checks them; backend names the "
+       "target's attention backend as --attention-backend does (the engine refuses the two "
+       "together; auto: the model's); the other fields leave the cache as it is; also "
+       "--attention-config.KEY VALUE; default none",
+       &LO::attention_config},
       {"speculative_config",
        {},
        "sc",
@@ -1412,6 +1423,35 @@ std::optional<bool> PydanticBool(const nlohmann::json& v) {
   return std::nullopt;
 }
 
+// A key of a JSON config flag that its config class does not have (the engine's @config classes
+// forbid extra fields).
+template <size_t N>
+Status UnknownConfigField(std::string_view where, const std::string& key,
+                          const std::string_view (&fields)[N]) {
+  return InvalidArgument(fmt::format(
+      "{}: '{}' is not a field the engine takes (its parser refuses it: 'Unexpected keyword "
+      "argument'); fields: {}",
+      where, key, fmt::join(fields, ", ")));
+}
+
+// An int field as pydantic's lax mode reads it: an integer, a float without a fraction, or a
+// string of an integer. Nothing for any other value.
+std::optional<int64_t> PydanticInt(const nlohmann::json& v) {
+  if (v.is_boolean()) return std::nullopt;
+  if (const std::optional<int64_t> n = internal::JsonIntIn(v, INT64_MIN, INT64_MAX)) return n;
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (x == std::trunc(x) && x >= -9.2e18 && x <= 9.2e18) return static_cast<int64_t>(x);
+    return std::nullopt;
+  }
+  if (!v.is_string()) return std::nullopt;
+  const std::string text = v.get<std::string>();
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return n;
+}
+
 // -O and --compilation-config, checked as the engine checks them when it parses the flag
 // (CompilationConfig's field validators; an unknown field is refused), and what of them decides
 // the CUDA graph mode (LaunchConfig::Compilation).
@@ -1449,12 +1489,6 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
     return InvalidArgument(
         fmt::format("--compilation-config must be a JSON object, got {}", *o.compilation_config));
   }
-  auto unknown_field = [](std::string_view where, const std::string& key, auto& fields) {
-    return InvalidArgument(fmt::format(
-        "{}: '{}' is not a field the engine takes (its parser refuses it: 'Unexpected keyword "
-        "argument'); fields: {}",
-        where, key, fmt::join(fields, ", ")));
-  };
   auto bool_field = [](std::string_view where, const std::string& key,
                        const nlohmann::json& v) -> Result<bool> {
     const std::optional<bool> b = PydanticBool(v);
@@ -1468,7 +1502,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
   for (const auto& [key, value] : cc.items()) {
     if (std::find(std::begin(kCompilationFields), std::end(kCompilationFields), key) ==
         std::end(kCompilationFields)) {
-      return unknown_field(kWhere, key, kCompilationFields);
+      return UnknownConfigField(kWhere, key, kCompilationFields);
     }
     if (key == "mode") {
       if (value.is_null()) continue;
@@ -1558,7 +1592,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
       for (const auto& [pass, setting] : value.items()) {
         if (std::find(std::begin(kPassFields), std::end(kPassFields), pass) ==
             std::end(kPassFields)) {
-          return unknown_field(kPassWhere, pass, kPassFields);
+          return UnknownConfigField(kPassWhere, pass, kPassFields);
         }
         if (pass == "fuse_attn_quant") {
           KVTOPO_ASSIGN_OR_RETURN(out.fuse_attn_quant, bool_field(kPassWhere, pass, setting));
@@ -1573,6 +1607,95 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
       }
     } else {
       out.keys_not_planned.push_back(key);
+    }
+  }
+  return Status::Ok();
+}
+
+// --attention-config (AttentionConfig, vllm/config/attention.py at 28be48fa9), checked as the
+// engine's parser checks its fields: an unknown field, a value of the wrong type, a
+// flash_attn_version other than 2, 3 or 4, or an MLA prefill backend it does not name, is
+// refused. `backend` names the target's attention backend as --attention-backend does ("auto":
+// the model's); EngineArgs.create_engine_config refuses the two together. The other fields leave
+// the cache as it is.
+constexpr std::string_view kAttentionFields[] = {"backend",
+                                                 "flash_attn_version",
+                                                 "use_prefill_decode_attention",
+                                                 "flash_attn_max_num_splits_for_cuda_graph",
+                                                 "tq_max_kv_splits_for_cuda_graph",
+                                                 "use_trtllm_attention",
+                                                 "disable_flashinfer_q_quantization",
+                                                 "mla_prefill_backend",
+                                                 "use_prefill_query_quantization",
+                                                 "use_fp4_indexer_cache",
+                                                 "use_non_causal",
+                                                 "flex_attn_block_m",
+                                                 "flex_attn_block_n",
+                                                 "flex_attn_q_block_size",
+                                                 "flex_attn_kv_block_size"};
+constexpr std::string_view kMlaPrefillBackends[] = {"FLASH_ATTN", "FLASHINFER", "TRTLLM_RAGGED",
+                                                    "TOKENSPEED_MLA"};
+Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
+  if (!o.attention_config) return Status::Ok();
+  constexpr std::string_view kWhere = "--attention-config";
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json ac,
+                          internal::ParseJsonText(*o.attention_config, kWhere));
+  if (!ac.is_object()) {
+    return InvalidArgument(
+        fmt::format("{} must be a JSON object, got {}", kWhere, *o.attention_config));
+  }
+  for (const auto& [key, value] : ac.items()) {
+    if (std::find(std::begin(kAttentionFields), std::end(kAttentionFields), key) ==
+        std::end(kAttentionFields)) {
+      return UnknownConfigField(kWhere, key, kAttentionFields);
+    }
+    const std::string shown = internal::JsonText(value);
+    if (key == "backend") {
+      if (value.is_null()) continue;
+      if (!value.is_string()) {
+        return InvalidArgument(fmt::format(
+            "{}: backend must be an attention backend name or \"auto\", got {}", kWhere, shown));
+      }
+      const std::string name = value.get<std::string>();
+      if (internal::AsciiLower(name) == "auto") continue;  // the engine's None
+      if (o.attention_backend) {
+        return InvalidArgument(
+            "--attention-backend beside --attention-config's backend: the engine refuses the "
+            "pair ('attention_backend and attention_config.backend are mutually exclusive'); "
+            "give one");
+      }
+      if (Result<BackendCaps> caps = FindBackend(name); !caps.ok()) {
+        return InvalidArgument(fmt::format("{}: backend: {}", kWhere, caps.status().message()));
+      }
+      c.cache.attention_backend = name;
+    } else if (key == "flash_attn_version") {
+      const std::optional<int64_t> n = internal::JsonIntIn(value, 2, 4);
+      if (!value.is_null() && !n) {
+        return InvalidArgument(fmt::format(
+            "{}: flash_attn_version must be 2, 3 or 4, got {} (the engine's parser refuses it)",
+            kWhere, shown));
+      }
+    } else if (key == "mla_prefill_backend") {
+      if (value.is_null()) continue;
+      const std::string name =
+          value.is_string() ? internal::AsciiUpper(value.get<std::string>()) : "";
+      if (std::find(std::begin(kMlaPrefillBackends), std::end(kMlaPrefillBackends), name) ==
+          std::end(kMlaPrefillBackends)) {
+        return InvalidArgument(fmt::format(
+            "{}: mla_prefill_backend {} is not an MLA prefill backend (the engine's parser fails "
+            "on it); valid: {}",
+            kWhere, shown, fmt::join(kMlaPrefillBackends, ", ")));
+      }
+    } else if (key.starts_with("flex_attn_") || key.ends_with("_for_cuda_graph")) {
+      // int | None for FlexAttention's tiles, int for the split counts.
+      if (value.is_null() && key.starts_with("flex_attn_")) continue;
+      if (!PydanticInt(value)) {
+        return InvalidArgument(
+            fmt::format("{}: {} must be an integer, got {}", kWhere, key, shown));
+      }
+    } else if (!PydanticBool(value)) {
+      return InvalidArgument(
+          fmt::format("{}: {} must be true or false, got {}", kWhere, key, shown));
     }
   }
   return Status::Ok();
@@ -2066,6 +2189,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.cache.mamba_cache_mode = mode;
   }
   if (o.attention_backend) c.cache.attention_backend = *o.attention_backend;
+  KVTOPO_RETURN_IF_ERROR(ReadAttentionConfig(o, c));
   if (o.dcp_comm_backend) {
     if (*o.dcp_comm_backend != "ag_rs" && *o.dcp_comm_backend != "a2a") {
       return InvalidArgument(fmt::format(

@@ -139,6 +139,31 @@ TEST(PlanCli, PastedVllmServeLine) {
   EXPECT_EQ(RunCli("plan --gpu-memory-utilisation 0.9").exit_code, 2);
 }
 
+// --attention-config's backend names the target's backend as --attention-backend does, in each
+// spelling the engine's parser takes; the engine refuses the two together.
+TEST(PlanCli, AttentionConfigBackend) {
+  const std::string launch = "plan kimi-k2.6 -tp 8 --json ";
+  for (const char* spelling :
+       {"-ac.backend=TRITON_MLA", "--attention-config.backend triton_mla",
+        "-ac '{\"backend\": \"TRITON_MLA\"}'", "--attention-backend TRITON_MLA -ac.backend=auto"}) {
+    const auto r = RunCli(launch + spelling, true);
+    ASSERT_EQ(r.exit_code, 0) << spelling << "\n" << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["layers"][0]["attention_backend"], "TRITON_MLA") << spelling;
+    EXPECT_EQ(j["capacity"]["max_tokens"], 488944) << spelling;
+  }
+  const auto r = RunCli(launch + "-ac.backend auto", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["layers"][0]["attention_backend"], "B12X_MLA");
+  ExpectUsageError(launch + "-ac.backend=TRITON_MLA --attention-backend FLASHMLA",
+                   "kvtopo: --attention-backend beside --attention-config's backend: the engine "
+                   "refuses the pair ('attention_backend and attention_config.backend are "
+                   "mutually exclusive'); give one\n");
+  ExpectUsageError(launch + "-ac.flash_attn_version=1",
+                   "kvtopo: --attention-config: flash_attn_version must be 2, 3 or 4, got 1 (the "
+                   "engine's parser refuses it)\n");
+}
+
 // The rest of the engine's argument parser: -sc and its dotted keys, --spec-* keys, --model,
 // a repeated flag's last value, flags taking several values or a JSON value by key.
 // -O in each spelling the engine's parser takes (-O<x> and -O=<x> are --optimization-level <x>),
@@ -223,14 +248,15 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "form");
   auto r = RunCli(
       "check kimi-k2.6 --served-model-name kimi k26 --cudagraph-capture-sizes 1 2 4 -n 1 -r 0 "
-      "-ac '{}' -cc.mode 3 -cc.cudagraph_mode=FULL -O3 --hf-token --seed -1 "
+      "--kernel-config '{}' -cc.mode 3 -cc.cudagraph_mode=FULL -O3 --hf-token --seed -1 "
       "--language-model-only --json",
       true);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
   EXPECT_EQ(j["diagnostics"][0]["message"],
-            "accepted, not used for planning: --served-model-name, -ac, --hf-token, --seed");
+            "accepted, not used for planning: --served-model-name, --kernel-config, --hf-token, "
+            "--seed");
   // What the engine's parser refuses stays a usage error; what its config refuses, a rejection.
   EXPECT_EQ(RunCli("check kimi-k2.6 --port.x 1").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --model kimi-k2.6").exit_code, 2);

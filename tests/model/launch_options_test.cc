@@ -454,13 +454,13 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   }
   EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
   // JSON flags, and their dotted keys; other flags take none.
-  for (const char* name : {"-ac", "--attention-config", "--kernel-config", "--kv-events-config",
-                           "--reasoning-config"}) {
+  for (const char* name : {"--kernel-config", "--kv-events-config", "--reasoning-config"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
   }
-  EXPECT_EQ(FindVllmFlagNotPlanned("--attention-config.backend")->name, "--attention-config");
-  EXPECT_EQ(FindVllmFlagNotPlanned("-ac.backend=FLASH_ATTN")->name, "-ac");
+  EXPECT_EQ(FindVllmFlagNotPlanned("--kernel-config.moe_backend")->name, "--kernel-config");
+  EXPECT_EQ(FindVllmFlagNotPlanned("--attention-config.backend"), nullptr);  // a checked option
+  EXPECT_EQ(FindVllmFlagNotPlanned("-ac.backend=FLASH_ATTN"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--compilation-config.mode"), nullptr);  // a checked option
   EXPECT_EQ(FindVllmFlagNotPlanned("-cc"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
@@ -740,6 +740,70 @@ namespace {
 
 // docs/launch-options.md is the table rendered; regenerate it with
 // `kvtopo options --markdown > docs/launch-options.md`.
+// --attention-config: AttentionConfig's fields as the engine's parser checks them; its backend is
+// the target's, as --attention-backend's.
+TEST(LaunchOptions, AttentionConfig) {
+  auto read = [](const std::string& json) {
+    LaunchOptions o;
+    o.attention_config = json;
+    return ToLaunchConfig(o);
+  };
+  Result<LaunchConfig> c = read(R"({"backend": "triton_mla", "flash_attn_version": 3,
+      "use_trtllm_attention": null, "mla_prefill_backend": "trtllm_ragged",
+      "flex_attn_block_m": "16", "flash_attn_max_num_splits_for_cuda_graph": 32.0,
+      "use_non_causal": "no"})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.attention_backend, "triton_mla");
+  c = read(R"({"backend": "AUTO"})");  // the model's (the default launch's profile names one)
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.attention_backend, ToLaunchConfig(LaunchOptions{})->cache.attention_backend);
+  auto error = [&](const std::string& json) {
+    const Status s = read(json).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << json;
+    return s.message();
+  };
+  EXPECT_EQ(error("[]"), "--attention-config must be a JSON object, got []");
+  EXPECT_EQ(error(R"({"backend": 1})"),
+            "--attention-config: backend must be an attention backend name or \"auto\", got 1");
+  EXPECT_EQ(error(R"({"backend": "XFORMERS"})"),
+            "--attention-config: backend: unknown attention backend 'XFORMERS'; accepted: "
+            "B12X_MLA, B12X_MLA_SPARSE, TRITON_MLA, FLASHMLA, FLASHINFER_MLA, FLASH_ATTN, "
+            "FLASH_ATTN_DIFFKV, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION, TURBOQUANT, CUTLASS_MLA, "
+            "FLASH_ATTN_MLA, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE, TOKENSPEED_MLA (or \"auto\")");
+  EXPECT_EQ(error(R"({"flash_attn_version": "3"})"),
+            "--attention-config: flash_attn_version must be 2, 3 or 4, got \"3\" (the engine's "
+            "parser refuses it)");
+  EXPECT_EQ(error(R"({"mla_prefill_backend": "cutlass"})"),
+            "--attention-config: mla_prefill_backend \"cutlass\" is not an MLA prefill backend "
+            "(the engine's parser fails on it); valid: FLASH_ATTN, FLASHINFER, TRTLLM_RAGGED, "
+            "TOKENSPEED_MLA");
+  EXPECT_EQ(error(R"({"flex_attn_block_n": 1.5})"),
+            "--attention-config: flex_attn_block_n must be an integer, got 1.5");
+  EXPECT_EQ(error(R"({"tq_max_kv_splits_for_cuda_graph": null})"),
+            "--attention-config: tq_max_kv_splits_for_cuda_graph must be an integer, got null");
+  EXPECT_EQ(error(R"({"use_fp4_indexer_cache": 2})"),
+            "--attention-config: use_fp4_indexer_cache must be true or false, got 2");
+  EXPECT_EQ(error(R"({"block_size": 16})"),
+            "--attention-config: 'block_size' is not a field the engine takes (its parser refuses "
+            "it: 'Unexpected keyword argument'); fields: backend, flash_attn_version, "
+            "use_prefill_decode_attention, flash_attn_max_num_splits_for_cuda_graph, "
+            "tq_max_kv_splits_for_cuda_graph, use_trtllm_attention, "
+            "disable_flashinfer_q_quantization, mla_prefill_backend, "
+            "use_prefill_query_quantization, use_fp4_indexer_cache, use_non_causal, "
+            "flex_attn_block_m, flex_attn_block_n, flex_attn_q_block_size, "
+            "flex_attn_kv_block_size");
+  LaunchOptions both;
+  both.attention_backend = "FLASHMLA";
+  both.attention_config = R"({"backend": "TRITON_MLA"})";
+  EXPECT_EQ(ToLaunchConfig(both).status().message(),
+            "--attention-backend beside --attention-config's backend: the engine refuses the pair "
+            "('attention_backend and attention_config.backend are mutually exclusive'); give one");
+  both.attention_config = R"({"backend": "auto"})";  // the engine's None: no pair
+  c = ToLaunchConfig(both);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.attention_backend, "FLASHMLA");
+}
+
 TEST(LaunchOptions, DocsAreTheTable) {
   std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/docs/launch-options.md");
   std::stringstream doc;

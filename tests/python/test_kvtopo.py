@@ -606,6 +606,14 @@ class PlanTest(unittest.TestCase):
             accepted, _ = kvtopo.check("qwen3-next-80b", max_model_len=32768,
                                        kv_cache_memory="2GiB", **graphs)
             self.assertTrue(accepted, graphs)
+        # --attention-config's backend (a dict or a JSON str) is the target's.
+        for config in ({"backend": "TRITON_MLA"}, '{"backend": "triton_mla"}'):
+            plan = kvtopo.plan("kimi-k2.6", tensor_parallel_size=8, attention_config=config)
+            self.assertEqual((plan.groups[0].attention_backend, plan.capacity.max_tokens),
+                             ("TRITON_MLA", 488_944))
+        with self.assertRaisesRegex(ValueError, "mutually exclusive"):
+            kvtopo.plan("kimi-k2.6", attention_backend="FLASHMLA",
+                        attention_config={"backend": "TRITON_MLA"})
         accepted, _ = kvtopo.check("qwen3-next-80b", max_model_len=32768, kv_cache_memory="2GiB",
                                    optimization_level=0,
                                    compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY"})
