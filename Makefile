@@ -101,10 +101,23 @@ run: build
 # Every test in the RelWithDebInfo tree and under ASan/UBSan (the fuzz corpora replay there too,
 # tests/fuzz/corpus_test.cc), the Python suite, and the Release build's check. The libFuzzer
 # smoke (`make fuzz-smoke`, a clang build of its own) is not part of it: CI's 25-minute budget.
+# Under ASan the test binary runs as $(JOBS) shards, one process each (GoogleTest's sharding),
+# rather than one process per test through ctest: the same tests under the same sanitizers,
+# without ASan's start-up cost 450 times (253 s through ctest, 76 s sharded, on 2 cores). A
+# shard that fails prints its log.
 test: build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	@cd $(ASAN_BUILD) && pids=""; \
+	for i in $$(seq 0 $$(($(JOBS) - 1))); do \
+	  KVTOPO_TEST=1 GTEST_TOTAL_SHARDS=$(JOBS) GTEST_SHARD_INDEX=$$i ASAN_OPTIONS=detect_leaks=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1 ./kvtopo_tests > asan-shard-$$i.log 2>&1 & \
+	  pids="$$pids $$!"; \
+	done; \
+	rc=0; i=0; for p in $$pids; do \
+	  if ! wait $$p; then rc=1; cat asan-shard-$$i.log; fi; \
+	  echo "ASan/UBSan shard $$i: $$(grep -h '^\[  PASSED  \]' asan-shard-$$i.log)"; i=$$((i + 1)); \
+	done; \
+	exit $$rc
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-release
 
