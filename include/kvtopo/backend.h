@@ -24,6 +24,12 @@ enum class BackendFamily { kAttention, kMla, kSparseMla };
 // none, uniform single-token decodes, uniform batches (every request the same query length, as
 // speculative decoding's 1 + k), any batch.
 enum class CudagraphSupport { kNever, kUniformSingleTokenDecode, kUniformBatch, kAlways };
+
+// What a backend's GPU-dependent answers (BackendCaps::supports_sinks and
+// supports_per_head_quant_scales left unstated) come from: FlashAttention 3 or later, or
+// FlashInfer's TRT-LLM attention. A launch that pins FlashAttention 2 or turns TRT-LLM attention
+// off makes them false.
+enum class GpuDependence { kNone, kFlashAttention3, kTrtllmAttention };
 std::string_view CudagraphSupportName(CudagraphSupport support);
 
 struct BackendCaps {
@@ -52,8 +58,9 @@ struct BackendCaps {
   bool supports_pcp = false;                 // prefill context parallelism
   bool supports_sliding_window = false;
   // Runs attention with learned sinks (the engine's supports_sink); nullopt where it depends on
-  // the GPU (FlashAttention 3 and 4, FlashInfer's TRT-LLM kernels).
+  // the GPU (FlashAttention 3 and 4, FlashInfer's TRT-LLM kernels: gpu_dependence).
   std::optional<bool> supports_sinks;
+  GpuDependence gpu_dependence = GpuDependence::kNone;
   // The dtypes it computes in (the engine's supported_dtypes): float16 and bfloat16 unless the
   // registry says otherwise.
   std::vector<ElementType> model_dtypes = {ElementType::kFloat16, ElementType::kBfloat16};

@@ -69,6 +69,11 @@ struct CacheOptions {
   bool disable_chunked_mm_input = false;
   // --enforce-eager: the engine captures no CUDA graphs.
   bool enforce_eager = false;
+  // --attention-config's flash_attn_version (2, 3 or 4; unset: by the GPU) and
+  // use_trtllm_attention (unset: by the GPU): FlashAttention 2 has no sinks nor per-head scales,
+  // and FlashInfer without TRT-LLM attention no sinks and one window per group.
+  std::optional<int64_t> flash_attn_version;
+  std::optional<bool> use_trtllm_attention;
 
   // Tokens scheduled but not yet settled: one batch, or two under async scheduling.
   // Saturates instead of overflowing (windows are capped by --max-model-len anyway).

@@ -33,6 +33,8 @@ struct BackendTraits {
   std::vector<int64_t> kernel_block_sizes;  // exact sizes the kernels take
   int64_t kernel_block_multiple_of = 0;     // or: any multiple of this (0: none)
   bool indexes_kv_by_block_stride = false;  // pages may be padded to a larger stride
+  // One sliding window for every layer of a KV cache group (BackendCaps::one_window_per_group).
+  bool one_window_per_group = false;
 };
 
 struct PlanInputs {

@@ -3471,6 +3471,7 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
     return k.Invalid("kind", fmt::format("is '{}'; accepted: target, draft", m.kind));
   }
   KVTOPO_ASSIGN_OR_RETURN(m.default_backend, k.StringOr("default_backend", ""));
+  m.default_backend_from_profile = !m.default_backend.empty();
   if (k.Has("kv_cache_dtype")) {
     KVTOPO_ASSIGN_OR_RETURN(std::string dtype, k.String("kv_cache_dtype"));
     Result<KvCacheDtype> parsed = ParseKvCacheDtype(dtype);

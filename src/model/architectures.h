@@ -230,6 +230,9 @@ struct ModelDescription {
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind
   std::vector<std::pair<std::string, std::string>> default_drafts;  // method -> profile
+  // The profile's kvtopo block named default_backend, as the engine's own pick (not a backend the
+  // engine's model code forces): a launch that rules it out gets the engine's next pick.
+  bool default_backend_from_profile = false;
   // A draft's serving default for its KV cache dtype, used when the speculative config sets no
   // draft_kv_cache_dtype; unset: the target's --kv-cache-dtype.
   std::optional<KvCacheDtype> kv_cache_dtype;

@@ -160,6 +160,16 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_gathered_head_multiple, r.IntOr("dcp_gathered_head_multiple", 0));
   KVTOPO_ASSIGN_OR_RETURN(b.dcp_max_local_kv_tokens, r.IntOr("dcp_max_local_kv_tokens", 0));
   KVTOPO_ASSIGN_OR_RETURN(b.max_decode_heads, r.IntInOr("max_decode_heads", 0, 0, 1 << 20));
+  if (r.Has("gpu_dependent_on")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string on, r.String("gpu_dependent_on"));
+    if (on == "flash_attention_3") {
+      b.gpu_dependence = GpuDependence::kFlashAttention3;
+    } else if (on == "trtllm_attention") {
+      b.gpu_dependence = GpuDependence::kTrtllmAttention;
+    } else {
+      return r.Invalid("gpu_dependent_on", "is flash_attention_3 or trtllm_attention");
+    }
+  }
   if (r.Has("cudagraph_support")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::string support, r.String("cudagraph_support"));
     for (CudagraphSupport c :

@@ -339,7 +339,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "JSON AttentionConfig, its fields checked as the engine checks them; backend names the "
        "target's attention backend as --attention-backend does (the engine refuses the two "
-       "together; auto: the model's); the other fields leave the cache as it is; also "
+       "together; auto: the model's); flash_attn_version 2 takes FlashAttention's sinks and "
+       "per-head scales away, use_trtllm_attention false FlashInfer's sinks, and makes its one "
+       "window per KV cache group certain; the other fields leave the plan as it is; also "
        "--attention-config.KEY VALUE; default none",
        &LO::attention_config},
       {"speculative_config",
@@ -1616,8 +1618,9 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
 // engine's parser checks its fields: an unknown field, a value of the wrong type, a
 // flash_attn_version other than 2, 3 or 4, or an MLA prefill backend it does not name, is
 // refused. `backend` names the target's attention backend as --attention-backend does ("auto":
-// the model's); EngineArgs.create_engine_config refuses the two together. The other fields leave
-// the cache as it is.
+// the model's); EngineArgs.create_engine_config refuses the two together. flash_attn_version and
+// use_trtllm_attention settle GPU-dependent backend answers (CacheOptions); the other fields
+// leave the plan as it is.
 constexpr std::string_view kAttentionFields[] = {"backend",
                                                  "flash_attn_version",
                                                  "use_prefill_decode_attention",
@@ -1675,6 +1678,7 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
             "{}: flash_attn_version must be 2, 3 or 4, got {} (the engine's parser refuses it)",
             kWhere, shown));
       }
+      c.cache.flash_attn_version = n;
     } else if (key == "mla_prefill_backend") {
       if (value.is_null()) continue;
       const std::string name =
@@ -1693,9 +1697,15 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
         return InvalidArgument(
             fmt::format("{}: {} must be an integer, got {}", kWhere, key, shown));
       }
-    } else if (!PydanticBool(value)) {
+    } else if (const std::optional<bool> b = PydanticBool(value); !b) {
       return InvalidArgument(
           fmt::format("{}: {} must be true or false, got {}", kWhere, key, shown));
+    } else if (key == "use_trtllm_attention") {
+      if (value.is_null()) {
+        c.cache.use_trtllm_attention.reset();  // bool | None: auto-detected
+      } else {
+        c.cache.use_trtllm_attention = *b;
+      }
     }
   }
   return Status::Ok();

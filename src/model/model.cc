@@ -49,28 +49,70 @@ bool HasMla(const ModelDescription& m) {
                      [](const RawLayer& l) { return l.type == LayerType::kMla; });
 }
 
+// A backend's GPU-dependent answer (supports_sinks, supports_per_head_quant_scales: nullopt) as
+// the launch settles it: FlashAttention pinned to version 2 (--attention-config
+// flash_attn_version 2, or a TurboQuant cache, for which EngineArgs.create_engine_config pins it)
+// has neither; FlashInfer without TRT-LLM attention (use_trtllm_attention false) no sinks.
+// `why` (when the launch settles it) says how, for messages.
+std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
+                            const LaunchConfig& config, std::string* why = nullptr) {
+  if (answer.has_value()) return answer;
+  std::string how;
+  if (be.gpu_dependence == GpuDependence::kFlashAttention3) {
+    if (TurboQuantOf(config.cache.kv_cache_dtype)) {
+      how = fmt::format("under FlashAttention 2, which the engine pins for TurboQuant caches ({})",
+                        KvCacheDtypeName(config.cache.kv_cache_dtype));
+    } else if (config.cache.flash_attn_version == 2) {
+      how = "under FlashAttention 2 (--attention-config flash_attn_version 2)";
+    }
+  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention &&
+             config.cache.use_trtllm_attention == false) {
+    how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
+  }
+  if (how.empty()) return std::nullopt;
+  if (why != nullptr) *why = " " + how;
+  return false;
+}
+
 // The backend a model gets when the launch names none: its profile's, else the registry's
 // default for its layer family (profiles/backends.json "default_for"). The engine's selection
 // skips a backend that cannot compute the model's dtype (supported_dtypes), serve a multimodal
-// prefix LM (supports_mm_prefix) or, under VLLM_BATCH_INVARIANT, run batch-invariant; a
-// K/V-attention model whose default cannot gets the first registered K/V backend that can, in
-// the order of the engine's priority lists (FlashAttention, FlashInfer, Triton attention). No
-// MLA backend computes float32, and none sparse runs batch-invariant: the backend checks then
-// refuse the launch (the dense default, TRITON_MLA, runs batch-invariant).
-Result<std::string> DefaultBackendName(const ModelDescription& m, bool batch_invariant) {
-  if (!m.default_backend.empty()) return m.default_backend;
+// prefix LM (supports_mm_prefix), under VLLM_BATCH_INVARIANT run batch-invariant, or, for a model
+// with learned sinks, run them as the launch settles it (Settled: FlashAttention pinned to 2,
+// TRT-LLM attention off); a K/V-attention model whose default cannot gets the first registered
+// K/V backend that can, in the order of the engine's priority lists (FlashAttention, FlashInfer,
+// Triton attention), one that surely runs the sinks first. No MLA backend computes float32, and
+// none sparse runs batch-invariant: the backend checks then refuse the launch (the dense
+// default, TRITON_MLA, runs batch-invariant). A backend the model's code forces is kept.
+Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchConfig& config) {
+  const bool sinks =
+      std::any_of(m.layers.begin(), m.layers.end(), [](const RawLayer& l) { return l.has_sinks; });
+  const auto sinks_answer = [&](const BackendCaps& c) {
+    return sinks ? Settled(c.supports_sinks, c, config) : std::optional<bool>(true);
+  };
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
                                : HasMla(m)   ? BackendFamily::kMla
                                              : BackendFamily::kAttention;
-  KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, DefaultBackend(family));
+  BackendCaps caps;
+  if (!m.default_backend.empty()) {
+    if (!m.default_backend_from_profile || !sinks) return m.default_backend;
+    KVTOPO_ASSIGN_OR_RETURN(caps, FindBackend(m.default_backend));
+    if (sinks_answer(caps) != false) return caps.name;
+  } else {
+    KVTOPO_ASSIGN_OR_RETURN(caps, DefaultBackend(family));
+  }
   const auto serves = [&](const BackendCaps& c) {
     return c.Computes(m.dtype) && (!m.mm_prefix_lm || c.supports_mm_prefix) &&
-           (!batch_invariant || c.supports_batch_invariance);
+           (!config.batch_invariant || c.supports_batch_invariance) && sinks_answer(c) != false;
   };
-  if (!serves(caps) && family == BackendFamily::kAttention) {
+  if (!serves(caps) && family == BackendFamily::kAttention && !caps.mla) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
-    for (const BackendCaps& c : all) {
-      if (!c.mla && serves(c)) return c.name;
+    for (const bool sure : {true, false}) {
+      for (const BackendCaps& c : all) {
+        if (!c.mla && !c.stores_turboquant && serves(c) && (!sure || sinks_answer(c) == true)) {
+          return c.name;
+        }
+      }
     }
   }
   return caps.name;
@@ -434,11 +476,12 @@ void ValidateBackends(Builder& b) {
                           be.name, fmt::format("{}", fmt::join(computes, " and ")), RoleKnob(s),
                           ElementTypeName(be.model_dtypes.back())));
     }
-    if (c.has_sinks && be.supports_sinks == false) {
+    std::string no_sinks;
+    if (c.has_sinks && Settled(be.supports_sinks, be, b.config, &no_sinks) == false) {
       b.Error("backend-sinks",
-              fmt::format("{} layer '{}' has learned attention sinks but backend {} has none: the "
-                          "engine refuses the selection ('attention sinks not supported'); {}",
-                          role, s.name, be.name,
+              fmt::format("{} layer '{}' has learned attention sinks but backend {} has none{}: "
+                          "the engine refuses the selection ('attention sinks not supported'); {}",
+                          role, s.name, be.name, no_sinks,
                           be.stores_turboquant
                               ? fmt::format("TurboQuant caches ({}) run only on it, so choose "
                                             "another cache dtype",
@@ -496,18 +539,24 @@ void ValidateBackends(Builder& b) {
     }
     // A compressed-tensors kv_cache_scheme of strategy attn_head: per-head scales
     // (validate_configuration: "per-head quant scales not supported").
+    std::string no_scales;
     if (!IsMla(s.kind) && c.model != nullptr && c.model->kv_cache_scheme &&
-        c.model->kv_cache_scheme->per_head && be.supports_per_head_quant_scales == false) {
-      const std::vector<std::string> may = BackendNames([](const BackendCaps& other) {
-        return !other.mla && other.supports_per_head_quant_scales != false;
+        c.model->kv_cache_scheme->per_head &&
+        Settled(be.supports_per_head_quant_scales, be, b.config, &no_scales) == false) {
+      const std::vector<std::string> may = BackendNames([&](const BackendCaps& other) {
+        return !other.mla &&
+               Settled(other.supports_per_head_quant_scales, other, b.config) != false;
       });
       b.Error("backend-per-head-scales",
               fmt::format("{} layer '{}' quantizes its K/V with per-head scales ({}: strategy "
-                          "attn_head) but backend {} takes none: the engine refuses the "
-                          "selection ('per-head quant scales not supported'); choose one that "
-                          "takes them on FlashAttention 3 or later ({}) with {}",
-                          role, s.name, c.model->kv_cache_scheme->field, be.name,
-                          fmt::join(may, ", "), RoleKnob(s)));
+                          "attn_head) but backend {} takes none{}: the engine refuses the "
+                          "selection ('per-head quant scales not supported'); {}",
+                          role, s.name, c.model->kv_cache_scheme->field, be.name, no_scales,
+                          may.empty()
+                              ? std::string("no K/V attention backend takes them under this launch")
+                              : fmt::format("choose one that takes them on FlashAttention 3 or "
+                                            "later ({}) with {}",
+                                            fmt::join(may, ", "), RoleKnob(s))));
     }
     if (IsWindowed(s.kind) && !be.supports_sliding_window) {
       b.Error("backend-sliding-window",
@@ -2069,7 +2118,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // Target backend and block size.
   std::string target_backend_name = cache.attention_backend;
   if (target_backend_name.empty()) {
-    KVTOPO_ASSIGN_OR_RETURN(target_backend_name, DefaultBackendName(model, config.batch_invariant));
+    KVTOPO_ASSIGN_OR_RETURN(target_backend_name, DefaultBackendName(model, config));
   }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
@@ -2508,8 +2557,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     } else if (draft_backend_name.empty() && mtp) {
       draft_backend_name = target_backend.name;
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
-      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name,
-                              DefaultBackendName(*draft_model, config.batch_invariant));
+      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, DefaultBackendName(*draft_model, config));
     }
     KVTOPO_ASSIGN_OR_RETURN(
         const BackendCaps draft_backend,

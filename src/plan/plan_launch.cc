@@ -127,6 +127,7 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
         .kernel_block_sizes = caps.kernel_block_sizes,
         .kernel_block_multiple_of = caps.kernel_block_multiple,
         .indexes_kv_by_block_stride = caps.indexes_kv_by_block_stride,
+        .one_window_per_group = caps.one_window_per_group,
     };
   }
   KVTOPO_ASSIGN_OR_RETURN(Plan plan, PlanFromSpecs(specs, inputs));

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "internal/checked_math.h"
-#include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/plan.h"
 
@@ -174,7 +173,7 @@ class Planner {
   Status AlignHybridBlockSize(std::vector<LayerSpec>& layers);
   Status ResolveBackendSelectedBlocks(std::vector<LayerSpec>& layers);
   Status CacheAsOneType(std::vector<LayerSpec>& layers);
-  void WarnOneWindowPerGroup(const std::vector<LayerSpec>& layers);
+  void CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers);
   Status UnifyPageSizes(std::vector<LayerSpec>& layers);
   Status GroupPartition(std::vector<LayerSpec> layers, int partition,
                         std::vector<PlannedGroup>& out);
@@ -336,52 +335,54 @@ Status Planner::UnifyPageSizes(std::vector<LayerSpec>& layers) {
   return Status::Ok();
 }
 
-// Without the hybrid KV cache manager (ModelCacheSpecs::hybrid_manager_off; vLLM's
-// unify_hybrid_kv_cache_specs and get_kv_cache_groups): when full-attention layers (K/V or MLA)
-// are present, sliding-window and chunked local layers are cached as full attention, a
-// sliding-window MLA layer as MLA at the first full layer's block. Then every layer must be one
 // The layers a backend with one window per KV cache group (FlashInfer's builder,
-// BackendCaps::one_window_per_group) serves, once the hybrid KV cache manager is off and every
+// BackendTraits::one_window_per_group) serves, once the hybrid KV cache manager is off and every
 // layer shares one group: the engine's layers keep attending over their own windows, and a
 // builder whose layers' windows differ raises at the first forward unless TRT-LLM attention runs
-// it, which kvtopo cannot tell without the GPU.
-void Planner::WarnOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
+// it, which kvtopo cannot tell without the GPU unless --attention-config turns it off.
+void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
   std::unordered_map<std::string, const LayerSpec*> first;  // backend -> its first layer
-  std::unordered_set<std::string> warned;
+  std::unordered_set<std::string> found;
+  const bool trtllm_off = inputs_.cache.use_trtllm_attention == false;
   for (const LayerSpec& s : layers) {
     if (s.attention_backend.empty()) continue;
     const auto [it, added] = first.emplace(s.attention_backend, &s);
-    if (added || warned.count(s.attention_backend) > 0 ||
-        it->second->sliding_window == s.sliding_window) {
+    if (added || found.count(s.attention_backend) > 0 ||
+        it->second->sliding_window == s.sliding_window ||
+        !TraitsOf(s.attention_backend).one_window_per_group) {
       continue;
     }
-    Result<BackendCaps> caps = FindBackend(s.attention_backend);
-    if (!caps.ok() || !caps->one_window_per_group) continue;
     const auto window = [](const LayerSpec& l) {
       return l.sliding_window > 0 ? fmt::format("sliding window {}", l.sliding_window)
                                   : std::string("full attention");
     };
     diagnostics_.push_back(Diagnostic{
-        Severity::kWarning, "backend-one-window",
+        trtllm_off ? Severity::kError : Severity::kWarning, "backend-one-window",
         fmt::format("the hybrid KV cache manager is off {}, so layer '{}' ({}) and layer '{}' "
                     "({}) share one KV cache group on backend {}, whose metadata builder takes "
                     "one window for a group's layers unless FlashInfer's TRT-LLM attention runs "
-                    "every prefill and decode (compute capability 10 GPUs, DCP 1): elsewhere "
-                    "the engine raises ('Window left is not the same for all layers') at its "
-                    "first forward, once the weights are loaded; keep the hybrid KV cache "
-                    "manager on, add --disable-sliding-window, or choose another backend with "
-                    "--attention-backend",
+                    "every prefill and decode ({}): {} the engine raises ('Window left is not "
+                    "the same for all layers') at its first forward, once the weights are "
+                    "loaded; keep the hybrid KV cache manager on, add --disable-sliding-window, "
+                    "or choose another backend with --attention-backend",
                     specs_.hybrid_manager_off, it->second->name, window(*it->second), s.name,
-                    window(s), s.attention_backend)});
-    warned.insert(s.attention_backend);
+                    window(s), s.attention_backend,
+                    trtllm_off ? "--attention-config use_trtllm_attention false turns it off"
+                               : "compute capability 10 GPUs, DCP 1",
+                    trtllm_off ? "so" : "elsewhere")});
+    found.insert(s.attention_backend);
   }
 }
 
+// Without the hybrid KV cache manager (ModelCacheSpecs::hybrid_manager_off; vLLM's
+// unify_hybrid_kv_cache_specs and get_kv_cache_groups): when full-attention layers (K/V or MLA)
+// are present, sliding-window and chunked local layers are cached as full attention, a
+// sliding-window MLA layer as MLA at the first full layer's block. Then every layer must be one
 // cache type (all full; or one window, one chunk size or one recurrent shape) with one block
 // size, or the engine refuses the launch.
 Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
   const std::string& why = specs_.hybrid_manager_off;
-  WarnOneWindowPerGroup(layers);
+  CheckOneWindowPerGroup(layers);
   auto full = std::find_if(layers.begin(), layers.end(),
                            [](const LayerSpec& s) { return ClassOf(s) == TypeClass::kFull; });
   int64_t windows = 0, chunks = 0;

@@ -331,6 +331,10 @@ TEST(BackendRegistry, EngineMlaBackends) {
     if (be.one_window_per_group) one_window.push_back(be.name);
   }
   EXPECT_EQ(one_window, std::vector<std::string>{"FLASHINFER"});
+  EXPECT_EQ(FindBackend("FLASH_ATTN")->gpu_dependence, GpuDependence::kFlashAttention3);
+  EXPECT_EQ(FindBackend("FLASH_ATTN_DIFFKV")->gpu_dependence, GpuDependence::kFlashAttention3);
+  EXPECT_EQ(FindBackend("FLASHINFER")->gpu_dependence, GpuDependence::kTrtllmAttention);
+  EXPECT_EQ(FindBackend("TRITON_ATTN")->gpu_dependence, GpuDependence::kNone);
   EXPECT_EQ(FindBackend("TRITON_ATTN")->supports_per_head_quant_scales, false);
   EXPECT_EQ(FindBackend("FLASH_ATTN")->supports_per_head_quant_scales, std::nullopt);
   EXPECT_EQ(FindBackend("TRITON_MLA")->max_decode_heads, 0);

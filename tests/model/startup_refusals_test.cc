@@ -1263,6 +1263,70 @@ TEST(StartupRefusals, ImplLayerFeatures) {
   EXPECT_EQ(ConfigErrors(CorpusConfig("gemma-4-31b"), short_flex), "");  // no sharing
 }
 
+// --attention-config settles backends' GPU-dependent answers: FlashAttention pinned to version 2
+// (flash_attn_version 2) has no sinks nor per-head scales, FlashInfer without TRT-LLM attention
+// (use_trtllm_attention false) no sinks and one window per group. Unnamed, the engine's selection
+// moves on to a backend that runs the sinks.
+TEST(StartupRefusals, AttentionConfigSettlesGpuDependentAnswers) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.attention_config = R"({"flash_attn_version": 2})";
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.attention_backend, "TRITON_ATTN");  // the profile's FLASH_ATTN has none
+  EXPECT_EQ(plan->capacity.max_tokens, 827'693);
+  const std::string sinks =
+      "\n  error [backend-sinks] target layer 'model.layers.0.self_attn' (and 35 other layers) "
+      "has learned attention sinks but backend {} has none {}: the engine refuses the selection "
+      "('attention sinks not supported'); choose another backend with --attention-backend";
+  o.attention_backend = "FLASH_ATTN";
+  EXPECT_EQ(Errors(o), fmt::format(fmt::runtime(sinks), "FLASH_ATTN",
+                                   "under FlashAttention 2 (--attention-config "
+                                   "flash_attn_version 2)"));
+  o.attention_config = R"({"flash_attn_version": 3})";  // by the GPU: not checked
+  EXPECT_EQ(AcceptedTokens(o), 827'693);
+  o.attention_backend = "FLASHINFER";
+  o.attention_config = R"({"use_trtllm_attention": false})";
+  EXPECT_EQ(Errors(o), fmt::format(fmt::runtime(sinks), "FLASHINFER",
+                                   "without TRT-LLM attention (--attention-config "
+                                   "use_trtllm_attention false)"));
+  o.attention_backend.reset();
+  EXPECT_EQ(AcceptedTokens(o), 827'693);  // the profile's FLASH_ATTN
+
+  // Per-head scales (a compressed-tensors scheme of strategy attn_head) need FlashAttention 3.
+  nlohmann::json llama = testing_configs::Llama31_8B();
+  llama["quantization_config"] = {
+      {"quant_method", "compressed-tensors"},
+      {"kv_cache_scheme",
+       {{"num_bits", 8}, {"type", "float"}, {"strategy", "attn_head"}, {"symmetric", true}}}};
+  LaunchConfig c;
+  EXPECT_EQ(ConfigErrors(llama, c), "");
+  c.cache.flash_attn_version = 2;
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [backend-per-head-scales] target layer 'model.layers.0.self_attn' (and 31 "
+            "other layers) quantizes its K/V with per-head scales (config.json 'config.json': "
+            "field 'quantization_config.kv_cache_scheme': strategy attn_head) but backend "
+            "FLASH_ATTN takes none under FlashAttention 2 (--attention-config flash_attn_version "
+            "2): the engine refuses the selection ('per-head quant scales not supported'); no "
+            "K/V attention backend takes them under this launch");
+
+  // FlashInfer's one window per group is certain without TRT-LLM attention.
+  LaunchConfig off;
+  off.disable_hybrid_kv_cache_manager = true;
+  off.cache.attention_backend = "FLASHINFER";
+  off.cache.use_trtllm_attention = false;
+  EXPECT_EQ(ConfigErrors(CorpusConfig("gemma-2-9b"), off),
+            "\n  error [backend-one-window] the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager, so layer 'model.layers.0.self_attn' (sliding "
+            "window 4096) and layer 'model.layers.1.self_attn' (full attention) share one KV "
+            "cache group on backend FLASHINFER, whose metadata builder takes one window for a "
+            "group's layers unless FlashInfer's TRT-LLM attention runs every prefill and decode "
+            "(--attention-config use_trtllm_attention false turns it off): so the engine raises "
+            "('Window left is not the same for all layers') at its first forward, once the "
+            "weights are loaded; keep the hybrid KV cache manager on, add "
+            "--disable-sliding-window, or choose another backend with --attention-backend");
+}
+
 // The engine's DeepSeek attention builds the sparse indexer when index_topk, stated or the config
 // class's default, is above 0 (is_v32 in deepseek_v2.py at 28be48fa9).
 TEST(StartupRefusals, IndexerFollowsIndexTopk) {
