@@ -129,14 +129,17 @@ std::vector<std::string> BackendNames(const std::function<bool(const BackendCaps
   return names;
 }
 
-// The registered backends of `be`'s family (K/V attention, dense or sparse MLA; TurboQuant's
-// apart, as it stores only its own cache dtypes) whose `flag` is `want`, for messages; "none"
-// when there are none.
+// Whether `c` is of `be`'s family (K/V attention, dense or sparse MLA; TurboQuant's apart, as
+// it stores only its own cache dtypes): the backends a message offers in `be`'s place.
+bool SameFamily(const BackendCaps& c, const BackendCaps& be) {
+  return c.mla == be.mla && c.sparse == be.sparse && c.stores_turboquant == be.stores_turboquant;
+}
+
+// The registered backends of `be`'s family whose `flag` is `want`, for messages; "none" when
+// there are none.
 std::string FamilyBackendsWith(const BackendCaps& be, bool BackendCaps::*flag, bool want = true) {
-  const std::vector<std::string> names = BackendNames([&](const BackendCaps& c) {
-    return c.mla == be.mla && c.sparse == be.sparse &&
-           c.stores_turboquant == be.stores_turboquant && c.*flag == want;
-  });
+  const std::vector<std::string> names =
+      BackendNames([&](const BackendCaps& c) { return SameFamily(c, be) && c.*flag == want; });
   return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -380,8 +383,7 @@ void CheckImplFeatures(Builder& b, const LayerSpec& s, const BackendCaps& be,
     if (f.source.empty()) continue;
     // The backends that apply the feature, to choose from.
     const std::vector<std::string> apply = BackendNames([&](const BackendCaps& c) {
-      return c.mla == be.mla && c.sparse == be.sparse &&
-             c.stores_turboquant == be.stores_turboquant && !(c.*f.refuses) && !(c.*f.ignores);
+      return SameFamily(c, be) && !(c.*f.refuses) && !(c.*f.ignores);
     });
     const std::string choose =
         be.stores_turboquant
