@@ -45,6 +45,14 @@ Status ReadFeatureList(
   return Status::Ok();
 }
 
+// A capability the registry may leave unstated (nullopt: it depends on the GPU).
+Status ReadOptionalBool(const ConfigReader& r, std::string_view key, std::optional<bool>& out) {
+  if (!r.Has(key)) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(const bool value, r.BoolOr(key, false));
+  out = value;
+  return Status::Ok();
+}
+
 Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   BackendCaps b;
   KVTOPO_ASSIGN_OR_RETURN(b.name, r.String("name"));
@@ -96,10 +104,7 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
                           r.BoolOr("spec_decode_with_interleave", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_pcp, r.BoolOr("supports_pcp", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
-  if (r.Has("supports_sinks")) {
-    KVTOPO_ASSIGN_OR_RETURN(const bool sinks, r.BoolOr("supports_sinks", false));
-    b.supports_sinks = sinks;
-  }
+  KVTOPO_RETURN_IF_ERROR(ReadOptionalBool(r, "supports_sinks", b.supports_sinks));
   if (r.Has("model_dtypes")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names, r.StringList("model_dtypes"));
     b.model_dtypes.clear();
@@ -133,10 +138,8 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
       b.config_dims.emplace_back(key, std::move(accepted));
     }
   }
-  if (r.Has("supports_per_head_quant_scales")) {
-    KVTOPO_ASSIGN_OR_RETURN(const bool per_head, r.BoolOr("supports_per_head_quant_scales", false));
-    b.supports_per_head_quant_scales = per_head;
-  }
+  KVTOPO_RETURN_IF_ERROR(
+      ReadOptionalBool(r, "supports_per_head_quant_scales", b.supports_per_head_quant_scales));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_cross_attention, r.BoolOr("supports_cross_attention", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_batch_invariance,
                           r.BoolOr("supports_batch_invariance", false));

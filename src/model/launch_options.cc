@@ -1437,21 +1437,11 @@ Status UnknownConfigField(std::string_view where, const std::string& key,
 }
 
 // An int field as pydantic's lax mode reads it: an integer, a float without a fraction, or a
-// string of an integer. Nothing for any other value.
+// string of an integer (internal::PythonInt, less the bools and truncated fractions it takes).
 std::optional<int64_t> PydanticInt(const nlohmann::json& v) {
   if (v.is_boolean()) return std::nullopt;
-  if (const std::optional<int64_t> n = internal::JsonIntIn(v, INT64_MIN, INT64_MAX)) return n;
-  if (v.is_number_float()) {
-    const double x = v.get<double>();
-    if (x == std::trunc(x) && x >= -9.2e18 && x <= 9.2e18) return static_cast<int64_t>(x);
-    return std::nullopt;
-  }
-  if (!v.is_string()) return std::nullopt;
-  const std::string text = v.get<std::string>();
-  int64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return n;
+  if (v.is_number_float() && v.get<double>() != std::trunc(v.get<double>())) return std::nullopt;
+  return internal::PythonInt(v);
 }
 
 // -O and --compilation-config, checked as the engine checks them when it parses the flag

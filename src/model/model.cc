@@ -44,6 +44,13 @@ bool HasIndexer(const ModelDescription& m) {
     return l.type == LayerType::kIndexer || l.page_tail_bytes_per_token > 0;
   });
 }
+
+// A model some of whose attention layers have learned sinks.
+bool HasSinks(const ModelDescription& m) {
+  return std::any_of(m.layers.begin(), m.layers.end(),
+                     [](const RawLayer& l) { return l.has_sinks; });
+}
+
 bool HasMla(const ModelDescription& m) {
   return std::any_of(m.layers.begin(), m.layers.end(),
                      [](const RawLayer& l) { return l.type == LayerType::kMla; });
@@ -85,8 +92,7 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
 // none sparse runs batch-invariant: the backend checks then refuse the launch (the dense
 // default, TRITON_MLA, runs batch-invariant). A backend the model's code forces is kept.
 Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchConfig& config) {
-  const bool sinks =
-      std::any_of(m.layers.begin(), m.layers.end(), [](const RawLayer& l) { return l.has_sinks; });
+  const bool sinks = HasSinks(m);
   const auto sinks_answer = [&](const BackendCaps& c) {
     return sinks ? Settled(c.supports_sinks, c, config) : std::optional<bool>(true);
   };
