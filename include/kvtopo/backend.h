@@ -26,9 +26,9 @@ enum class BackendFamily { kAttention, kMla, kSparseMla };
 enum class CudagraphSupport { kNever, kUniformSingleTokenDecode, kUniformBatch, kAlways };
 
 // What a backend's GPU-dependent answers (BackendCaps::supports_sinks and
-// supports_per_head_quant_scales left unstated) come from: FlashAttention 3 or later, or
-// FlashInfer's TRT-LLM attention. A launch that pins FlashAttention 2 or turns TRT-LLM attention
-// off makes them false.
+// supports_per_head_quant_scales left unstated, gpu_dependent_kv_cache_dtypes) come from:
+// FlashAttention 3 or later, or FlashInfer's TRT-LLM attention. A launch that pins FlashAttention 2
+// or turns TRT-LLM attention off makes them false.
 enum class GpuDependence { kNone, kFlashAttention3, kTrtllmAttention };
 std::string_view CudagraphSupportName(CudagraphSupport support);
 
@@ -67,6 +67,9 @@ struct BackendCaps {
   // The cache dtypes it accepts, as the launch names them (the engine's
   // supported_kv_cache_dtypes); empty: not restricted.
   std::vector<KvCacheDtype> kv_cache_dtypes;
+  // The cache dtypes it takes only on some GPUs, as gpu_dependence says (FlashAttention's fp8:
+  // FlashAttention 3 on a Hopper GPU, its supports_kv_cache_dtype); not in kv_cache_dtypes.
+  std::vector<KvCacheDtype> gpu_dependent_kv_cache_dtypes;
   // The MLA dimensions of the model's text config it takes, as (key, accepted values): the
   // engine's supports_combination reads them from hf_text_config (qk_nope_head_dim,
   // qk_rope_head_dim, v_head_dim); empty: none checked.

@@ -47,6 +47,10 @@ enum class KvCacheDtype {
 std::string_view KvCacheDtypeName(KvCacheDtype dtype);
 // The error lists every accepted name.
 Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name);
+// A cache dtype as the engine's parser takes `knob` (--kv-cache-dtype, draft_kv_cache_dtype):
+// exactly one of its CacheDType names, in lower case and without aliases (bf16, float32 and
+// BFLOAT16 are refused). The error names `knob`, the value and the accepted names.
+Result<KvCacheDtype> ParseEngineKvCacheDtype(std::string_view name, std::string_view knob);
 // The element stored for `dtype`; kAuto resolves to `model_dtype`.
 ElementType StorageElement(KvCacheDtype dtype, ElementType model_dtype);
 KvQuantMode QuantModeOf(KvCacheDtype dtype);

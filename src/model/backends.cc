@@ -127,6 +127,18 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     }
     if (b.kv_cache_dtypes.empty()) return r.Invalid("kv_cache_dtypes", "lists at least one dtype");
   }
+  if (r.Has("gpu_dependent_kv_cache_dtypes")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                            r.StringList("gpu_dependent_kv_cache_dtypes"));
+    for (const std::string& name : names) {
+      Result<KvCacheDtype> dtype = ParseKvCacheDtype(name);
+      if (!dtype.ok() || b.AcceptsKvCacheDtype(*dtype)) {
+        return r.Invalid("gpu_dependent_kv_cache_dtypes",
+                         "lists cache dtype names kv_cache_dtypes does not");
+      }
+      b.gpu_dependent_kv_cache_dtypes.push_back(*dtype);
+    }
+  }
   if (r.Has("config_dims")) {
     KVTOPO_ASSIGN_OR_RETURN(ConfigReader dims, r.Object("config_dims"));
     for (const auto& [key, value] : dims.json().items()) {
@@ -172,6 +184,9 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     } else {
       return r.Invalid("gpu_dependent_on", "is flash_attention_3 or trtllm_attention");
     }
+  }
+  if (!b.gpu_dependent_kv_cache_dtypes.empty() && b.gpu_dependence == GpuDependence::kNone) {
+    return r.Invalid("gpu_dependent_kv_cache_dtypes", "needs gpu_dependent_on");
   }
   if (r.Has("cudagraph_support")) {
     KVTOPO_ASSIGN_OR_RETURN(const std::string support, r.String("cudagraph_support"));

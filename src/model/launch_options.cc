@@ -226,8 +226,10 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "",
-       "auto, bfloat16, fp8, fp8_e4m3, fp8_ds_mla, nvfp4, turboquant_k8v4, ...; default auto (the "
-       "model's dtype, or the KV-cache dtype a ModelOpt checkpoint states)",
+       "auto, bfloat16, fp8, fp8_e4m3, fp8_ds_mla, nvfp4, turboquant_k8v4, ..., exactly as the "
+       "engine's parser takes them (no bf16, float32 or upper case); default auto (the model's "
+       "dtype, or the KV-cache dtype a ModelOpt checkpoint states); each attention backend takes "
+       "only some (FlashAttention fp8 only as version 3 on a Hopper GPU)",
        &LO::kv_cache_dtype},
       {"kv_cache_memory",
        {"kv_cache_memory_bytes"},
@@ -2162,7 +2164,8 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.model_dtype = *dtype;
   }
   if (o.kv_cache_dtype) {
-    KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype, ParseKvCacheDtype(*o.kv_cache_dtype));
+    KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype,
+                            ParseEngineKvCacheDtype(*o.kv_cache_dtype, "--kv-cache-dtype"));
   }
   if (o.kv_cache_dtype_skip_layers) {
     c.cache.kv_cache_dtype_skip_layers = internal::SplitOnSpaces(*o.kv_cache_dtype_skip_layers);
@@ -2170,13 +2173,12 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   auto state_dtype = [](const std::optional<std::string>& text, std::string_view flag,
                         KvCacheDtype& field) -> Status {
     if (!text) return Status::Ok();
-    Result<KvCacheDtype> dtype = ParseKvCacheDtype(*text);
-    if (!dtype.ok() || (*dtype != KvCacheDtype::kAuto && *dtype != KvCacheDtype::kBfloat16 &&
-                        *dtype != KvCacheDtype::kFloat16 && *dtype != KvCacheDtype::kFloat32)) {
+    // The engine's MambaDType, taken exactly as written.
+    if (*text != "auto" && *text != "bfloat16" && *text != "float16" && *text != "float32") {
       return InvalidArgument(fmt::format(
           "{} '{}' is not a state dtype; accepted: auto, bfloat16, float16, float32", flag, *text));
     }
-    field = *dtype;
+    KVTOPO_ASSIGN_OR_RETURN(field, ParseKvCacheDtype(*text));
     return Status::Ok();
   };
   KVTOPO_RETURN_IF_ERROR(

@@ -81,41 +81,70 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
   return false;
 }
 
+// Whether `be` takes cache dtype `dtype` on the launch's layers (validate_configuration's
+// "kv_cache_dtype not supported"): true, false, or nullopt where it depends on the GPU.
+// FlashAttention takes fp8 only as version 3 on a Hopper GPU (supports_kv_cache_dtype at
+// 28be48fa9), so a launch that pins version 2 (Settled) or 4 settles it false. `why` (when
+// settled) says how, for messages.
+std::optional<bool> TakesKvCacheDtype(const BackendCaps& be, KvCacheDtype dtype,
+                                      const LaunchConfig& config, std::string* why = nullptr) {
+  if (be.AcceptsKvCacheDtype(dtype)) return true;
+  const auto& maybe = be.gpu_dependent_kv_cache_dtypes;
+  if (std::find(maybe.begin(), maybe.end(), dtype) == maybe.end()) return false;
+  if (be.gpu_dependence == GpuDependence::kFlashAttention3 &&
+      config.cache.flash_attn_version == 4) {
+    if (why != nullptr) *why = " under FlashAttention 4 (--attention-config flash_attn_version 4)";
+    return false;
+  }
+  return Settled(std::nullopt, be, config, why);
+}
+
 // The backend a model gets when the launch names none: its profile's, else the registry's
 // default for its layer family (profiles/backends.json "default_for"). The engine's selection
-// skips a backend that cannot compute the model's dtype (supported_dtypes), serve a multimodal
-// prefix LM (supports_mm_prefix), under VLLM_BATCH_INVARIANT run batch-invariant, or, for a model
-// with learned sinks, run them as the launch settles it (Settled: FlashAttention pinned to 2,
-// TRT-LLM attention off); a K/V-attention model whose default cannot gets the first registered
-// K/V backend that can, in the order of the engine's priority lists (FlashAttention, FlashInfer,
-// Triton attention), one that surely runs the sinks first. No MLA backend computes float32, and
-// none sparse runs batch-invariant: the backend checks then refuse the launch (the dense
-// default, TRITON_MLA, runs batch-invariant). A backend the model's code forces is kept.
-Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchConfig& config) {
+// skips a backend that cannot compute the model's dtype (supported_dtypes), take the layers'
+// cache dtype `dtype` (TakesKvCacheDtype), serve a multimodal prefix LM (supports_mm_prefix),
+// under VLLM_BATCH_INVARIANT run batch-invariant, or, for a model with learned sinks, run them as
+// the launch settles it (Settled: FlashAttention pinned to 2, TRT-LLM attention off); a
+// K/V-attention model whose default cannot gets the first registered K/V backend that can, in
+// the order of the engine's priority lists (FlashAttention, FlashInfer, Triton attention), one
+// that surely runs the sinks and takes the cache dtype first. No MLA backend computes float32,
+// and none sparse runs batch-invariant: the backend checks then refuse the launch (the dense
+// default, TRITON_MLA, runs batch-invariant). A profile's default moves as the engine's pick
+// would for sinks or a cache dtype it surely cannot run; a backend the model's code forces is
+// kept. A TurboQuant `dtype` asks for the model's dtype: its layers run TurboQuant's own backend
+// and the boundary layers keep auto.
+Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchConfig& config,
+                                       KvCacheDtype dtype) {
+  if (TurboQuantOf(dtype)) dtype = KvCacheDtype::kAuto;
   const bool sinks = HasSinks(m);
-  const auto sinks_answer = [&](const BackendCaps& c) {
-    return sinks ? Settled(c.supports_sinks, c, config) : std::optional<bool>(true);
+  const auto sure = [&](const BackendCaps& c) {
+    const std::optional<bool> runs_sinks =
+        sinks ? Settled(c.supports_sinks, c, config) : std::optional<bool>(true);
+    const std::optional<bool> takes_dtype = TakesKvCacheDtype(c, dtype, config);
+    if (runs_sinks == false || takes_dtype == false) return std::optional<bool>(false);
+    if (!runs_sinks || !takes_dtype) return std::optional<bool>();
+    return std::optional<bool>(true);
   };
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
                                : HasMla(m)   ? BackendFamily::kMla
                                              : BackendFamily::kAttention;
   BackendCaps caps;
   if (!m.default_backend.empty()) {
-    if (!m.default_backend_from_profile || !sinks) return m.default_backend;
+    if (!m.default_backend_from_profile) return m.default_backend;
     KVTOPO_ASSIGN_OR_RETURN(caps, FindBackend(m.default_backend));
-    if (sinks_answer(caps) != false) return caps.name;
+    if (sure(caps) != false) return caps.name;
   } else {
     KVTOPO_ASSIGN_OR_RETURN(caps, DefaultBackend(family));
   }
   const auto serves = [&](const BackendCaps& c) {
     return c.Computes(m.dtype) && (!m.mm_prefix_lm || c.supports_mm_prefix) &&
-           (!config.batch_invariant || c.supports_batch_invariance) && sinks_answer(c) != false;
+           (!config.batch_invariant || c.supports_batch_invariance) && sure(c) != false;
   };
   if (!serves(caps) && family == BackendFamily::kAttention && !caps.mla) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
-    for (const bool sure : {true, false}) {
+    for (const bool surely : {true, false}) {
       for (const BackendCaps& c : all) {
-        if (!c.mla && !c.stores_turboquant && serves(c) && (!sure || sinks_answer(c) == true)) {
+        if (!c.mla && !c.stores_turboquant && serves(c) && (!surely || sure(c) == true)) {
           return c.name;
         }
       }
@@ -173,6 +202,9 @@ struct LayerContext {
   // The model whose config the layer's role builds from (the target's for MTP layers): the
   // engine's backend selection reads that config's hf_text_config.
   const ModelDescription* model = nullptr;
+  // The launch named the layer's backend (--attention-backend, --attention-config's backend, the
+  // speculative config's draft_attention_backend) rather than leaving the engine to pick it.
+  bool backend_named = false;
 };
 
 struct Builder {
@@ -422,6 +454,75 @@ void CheckImplFeatures(Builder& b, const LayerSpec& s, const BackendCaps& be,
   }
 }
 
+// The cache dtypes `be` takes, for messages: its list, and the GPU-dependent ones with their
+// condition.
+std::string KvCacheDtypesText(const BackendCaps& be) {
+  std::vector<std::string_view> takes, gpu;
+  for (const KvCacheDtype t : be.kv_cache_dtypes) takes.push_back(KvCacheDtypeName(t));
+  for (const KvCacheDtype t : be.gpu_dependent_kv_cache_dtypes) gpu.push_back(KvCacheDtypeName(t));
+  std::string text = fmt::format("{}", fmt::join(takes, ", "));
+  if (!gpu.empty()) {
+    text += fmt::format(" ({} only as FlashAttention 3 on a Hopper GPU)", fmt::join(gpu, ", "));
+  }
+  return text;
+}
+
+// A layer's cache dtype against its backend's (validate_configuration's "kv_cache_dtype not
+// supported", which the engine raises for a backend the launch names and skips in its own
+// selection): refused when the backend surely does not take it; where that depends on the GPU
+// (FlashAttention's fp8), a warning for a named backend (an unnamed one is the engine's pick,
+// which moves on where it cannot).
+void CheckKvCacheDtype(Builder& b, const LayerSpec& s, const LayerContext& c,
+                       const BackendCaps& be) {
+  const std::string role(RoleName(s.role));
+  const std::string_view dtype_knob = s.role == Role::kTarget
+                                          ? "--kv-cache-dtype"
+                                          : "the speculative config's draft_kv_cache_dtype";
+  // The cache config's own refusals say it first: an MLA-only dtype on a K/V layer
+  // (kv-cache-dtype-kind), nvfp4 with an MLA model (kv-cache-dtype-mla).
+  if (!IsMla(s.kind) &&
+      (s.cache_dtype == KvCacheDtype::kFp8DsMla || s.cache_dtype == KvCacheDtype::kNvfp4DsMla)) {
+    return;
+  }
+  if (IsMla(s.kind) && s.cache_dtype == KvCacheDtype::kNvfp4 &&
+      std::any_of(b.out.diagnostics.begin(), b.out.diagnostics.end(),
+                  [](const Diagnostic& d) { return d.code == "kv-cache-dtype-mla"; })) {
+    return;
+  }
+  std::string why;
+  const std::optional<bool> takes = TakesKvCacheDtype(be, s.cache_dtype, b.config, &why);
+  if (takes == true) return;
+  // The backends of its family that take it on any GPU.
+  const std::vector<std::string> others = BackendNames([&](const BackendCaps& o) {
+    return SameFamily(o, be) && o.name != be.name && !o.kv_cache_dtypes.empty() &&
+           o.AcceptsKvCacheDtype(s.cache_dtype);
+  });
+  const std::string others_text =
+      others.empty() ? "none" : fmt::format("{}", fmt::join(others, ", "));
+  if (takes == false && !why.empty()) {
+    b.Error("backend-kv-cache-dtype",
+            fmt::format("{} layer '{}' has cache dtype {} but backend {} takes it only as "
+                        "FlashAttention 3 on a Hopper GPU, not{}: the engine refuses the "
+                        "selection ('kv_cache_dtype not supported'); choose one that takes it "
+                        "({}) with {} or set {}",
+                        role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, why, others_text,
+                        RoleKnob(s), dtype_knob));
+  } else if (takes == false) {
+    b.Error("backend-kv-cache-dtype",
+            fmt::format("{} layer '{}' has cache dtype {} but backend {} takes only {}; choose "
+                        "another backend with {} or set {}",
+                        role, s.name, KvCacheDtypeName(s.cache_dtype), be.name,
+                        KvCacheDtypesText(be), RoleKnob(s), dtype_knob));
+  } else if (c.backend_named) {
+    b.Add(Severity::kWarning, "backend-kv-cache-dtype-gpu",
+          fmt::format("{} layer '{}' has cache dtype {}, which backend {} takes only as "
+                      "FlashAttention 3 on a Hopper GPU (compute capability 9.x): elsewhere the "
+                      "engine refuses the selection ('kv_cache_dtype not supported'); {} take it "
+                      "on any GPU",
+                      role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, others_text));
+  }
+}
+
 // What a layer's backend must support whatever the layout: its cache kind, head size, causality,
 // window and dtype. Layout-dependent rules (block sizes, DCP, PCP) run over the planned geometry
 // (src/plan/launch_rules.cc).
@@ -583,17 +684,8 @@ void ValidateBackends(Builder& b) {
                             "store it; leave {} unset so the engine picks the backend that "
                             "does",
                             role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, RoleKnob(s)));
-    } else if (!be.AcceptsKvCacheDtype(s.cache_dtype)) {
-      std::vector<std::string_view> accepts;
-      for (const KvCacheDtype t : be.kv_cache_dtypes) accepts.push_back(KvCacheDtypeName(t));
-      b.Error("backend-kv-cache-dtype",
-              fmt::format("{} layer '{}' has cache dtype {} but backend {} takes only {}; choose "
-                          "another backend with {} or set {}",
-                          role, s.name, KvCacheDtypeName(s.cache_dtype), be.name,
-                          fmt::format("{}", fmt::join(accepts, ", ")), RoleKnob(s),
-                          s.role == Role::kTarget ? "--kv-cache-dtype"
-                                                  : "the speculative config's "
-                                                    "draft_kv_cache_dtype"));
+    } else {
+      CheckKvCacheDtype(b, s, c, be);
     }
     if (!IsMla(s.kind) &&
         (s.cache_dtype == KvCacheDtype::kFp8DsMla || s.cache_dtype == KvCacheDtype::kNvfp4DsMla)) {
@@ -2126,7 +2218,14 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // Target backend and block size.
   std::string target_backend_name = cache.attention_backend;
   if (target_backend_name.empty()) {
-    KVTOPO_ASSIGN_OR_RETURN(target_backend_name, DefaultBackendName(model, config));
+    // The cache dtype the engine's selection sees: auto on layers built without the cache
+    // config, and fp8 where a compressed-tensors scheme meets auto (SchemeCachesFp8).
+    const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
+    KVTOPO_ASSIGN_OR_RETURN(
+        target_backend_name,
+        DefaultBackendName(
+            model, config,
+            model.kv_cache_scheme && asked == KvCacheDtype::kAuto ? KvCacheDtype::kFp8 : asked));
   }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
@@ -2459,7 +2558,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         }
       }
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
-      b.context.push_back({o.backend, {}, raw.has_sinks, &model});
+      b.context.push_back({o.backend, {}, raw.has_sinks, &model, !cache.attention_backend.empty()});
     }
   }
 
@@ -2534,6 +2633,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     // Backend: "" inherits --attention-backend (else the draft's own default); "auto" picks
     // the draft's default independently of the target.
     std::string draft_backend_name = spec->draft_attention_backend;
+    const bool draft_backend_named =
+        (!draft_backend_name.empty() && draft_backend_name != "auto") ||
+        (draft_backend_name.empty() && !cache.attention_backend.empty());
     // Cache dtype: draft_kv_cache_dtype, else an external draft's own serving default (its
     // profile's kv_cache_dtype), else the target's --kv-cache-dtype; the model's dtype for MTP
     // layers built without the cache config.
@@ -2565,7 +2667,12 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     } else if (draft_backend_name.empty() && mtp) {
       draft_backend_name = target_backend.name;
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
-      KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, DefaultBackendName(*draft_model, config));
+      KVTOPO_ASSIGN_OR_RETURN(
+          draft_backend_name,
+          DefaultBackendName(*draft_model, config,
+                             draft_model->kv_cache_scheme && draft_dtype == KvCacheDtype::kAuto
+                                 ? KvCacheDtype::kFp8
+                                 : draft_dtype));
     }
     KVTOPO_ASSIGN_OR_RETURN(
         const BackendCaps draft_backend,
@@ -2628,7 +2735,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         }
       }
       b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, o));
-      b.context.push_back({draft_caps, {}, raw.has_sinks, draft_model});
+      b.context.push_back({draft_caps, {}, raw.has_sinks, draft_model, draft_backend_named});
     }
     if (draft_kv_layers) ReportKvCacheScheme(b, *draft_model, draft_scheme_fp8);
 

@@ -360,12 +360,9 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     if (!j["draft_kv_cache_dtype"].is_string()) {
       return Bad("draft_kv_cache_dtype", "must be a --kv-cache-dtype name or null");
     }
-    Result<KvCacheDtype> dtype = ParseKvCacheDtype(j["draft_kv_cache_dtype"].get<std::string>());
-    if (!dtype.ok()) {
-      return InvalidArgument(fmt::format("--speculative-config: 'draft_kv_cache_dtype': {}",
-                                         dtype.status().message()));
-    }
-    spec.draft_kv_cache_dtype = *dtype;
+    KVTOPO_ASSIGN_OR_RETURN(spec.draft_kv_cache_dtype,
+                            ParseEngineKvCacheDtype(j["draft_kv_cache_dtype"].get<std::string>(),
+                                                    "--speculative-config: draft_kv_cache_dtype"));
   }
   KVTOPO_ASSIGN_OR_RETURN(spec.dflash_draft_window_size,
                           PositiveIntOrNull(j, "dflash_draft_window_size", kMaxModelLen));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
@@ -120,6 +121,30 @@ Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name) {
   }
   return InvalidArgument(
       fmt::format("unknown --kv-cache-dtype '{}'; accepted: {}", name, accepted));
+}
+
+Result<KvCacheDtype> ParseEngineKvCacheDtype(std::string_view name, std::string_view knob) {
+  // The engine's CacheDType (config/cache.py at 28be48fa9), in its parser's sorted order, and
+  // the B12X sparse-MLA row nvfp4_ds_mla.
+  // clang-format off
+  static constexpr std::array<std::string_view, 16> kEngineNames = {
+      "auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+      "fp8_per_token_head", "int8_per_token_head", "nvfp4", "nvfp4_ds_mla",
+      "turboquant_3bit_nc", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_k8v4"};
+  // clang-format on
+  if (std::find(kEngineNames.begin(), kEngineNames.end(), name) != kEngineNames.end()) {
+    return ParseKvCacheDtype(name);
+  }
+  std::string hint;
+  if (Result<KvCacheDtype> alias = ParseKvCacheDtype(name); alias.ok()) {
+    hint = *alias == KvCacheDtype::kFloat32
+               ? " (a float32 cache is auto with --dtype float32)"
+               : fmt::format(" (write '{}')", KvCacheDtypeName(*alias));
+  }
+  return InvalidArgument(fmt::format(
+      "{} '{}' is not one of the engine's cache dtypes, which its parser takes exactly as "
+      "written{}; accepted: {}",
+      knob, name, hint, fmt::join(kEngineNames, ", ")));
 }
 
 ElementType StorageElement(KvCacheDtype dtype, ElementType model_dtype) {

@@ -471,6 +471,7 @@ TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
       "plan --max-model-len 9000000000000000000",
       "plan nosuchmodel",
       "plan --kv-cache-dtype fp4",
+      "plan --kv-cache-dtype bf16",
       "simulate --workload nope",
       "simulate --workload-file /nonexistent.jsonl",
   };

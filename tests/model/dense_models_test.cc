@@ -1498,7 +1498,11 @@ TEST(DenseModels, ExtractHiddenStatesJoinsTheTargetsGroup) {
                 what +
                 " with --kv-cache-dtype float32: its cache-only layer asserts a cache dtype of "
                 "auto, bfloat16 or float16 as the model is built; choose one of them or a "
-                "quantized dtype (fp8, nvfp4), which the layer replaces by auto");
+                "quantized dtype (fp8, nvfp4), which the layer replaces by auto"
+                "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and "
+                "31 other layers) has cache dtype float32 but backend FLASH_ATTN takes only auto, "
+                "float16, bfloat16 (fp8, fp8_e4m3 only as FlashAttention 3 on a Hopper GPU); "
+                "choose another backend with --attention-backend or set --kv-cache-dtype");
   c = launch("", "[2, 16, 29]");
   c.parallel.tensor_parallel_size = 2;
   c.parallel.decode_context_parallel_size = 2;

@@ -272,6 +272,15 @@ TEST(KimiK26, Eagle3DraftOverridesApplyToTheDraftOnly) {
   EXPECT_EQ(spec->method, "eagle3");
   EXPECT_EQ(spec->draft_attention_backend, "TRITON_MLA");
   EXPECT_EQ(spec->draft_kv_cache_dtype, KvCacheDtype::kFp8);
+  EXPECT_EQ(ParseSpeculativeConfig(
+                R"({"method":"eagle3","num_speculative_tokens":3,"draft_kv_cache_dtype":"FP8"})")
+                .status()
+                .message(),
+            "--speculative-config: draft_kv_cache_dtype 'FP8' is not one of the engine's cache "
+            "dtypes, which its parser takes exactly as written (write 'fp8'); accepted: auto, "
+            "bfloat16, float16, fp8, fp8_ds_mla, fp8_e4m3, fp8_e5m2, fp8_inc, fp8_per_token_head, "
+            "int8_per_token_head, nvfp4, nvfp4_ds_mla, turboquant_3bit_nc, turboquant_4bit_nc, "
+            "turboquant_k3v4_nc, turboquant_k8v4");
 
   LaunchConfig c = Plain("kimi-k2.6", 8, 4);
   c.speculative = *spec;

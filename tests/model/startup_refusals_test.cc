@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvtopo/backend.h"
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
@@ -826,6 +827,119 @@ TEST(StartupRefusals, MlaBackendSelection) {
             "fp8_e4m3; choose another backend with --attention-backend or set --kv-cache-dtype");
 }
 
+// Each K/V backend's cache dtypes (supported_kv_cache_dtypes and FlashAttention's
+// supports_kv_cache_dtype at 28be48fa9): a named backend that does not take the launch's dtype is
+// refused; FlashAttention takes fp8 only as version 3 on a Hopper GPU (a warning, an error once
+// --attention-config pins version 2 or 4); unnamed, the engine's selection moves on to the first
+// backend that surely takes it.
+TEST(StartupRefusals, KvCacheDtypePerBackend) {
+  const nlohmann::json llama = testing_configs::Llama31_8B();
+  auto planned = [&](const LaunchConfig& c) {
+    Result<Plan> plan = testing_configs::PlanWith(llama, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok()) return std::string();
+    EXPECT_EQ(plan->ErrorLines(), "");
+    EXPECT_EQ(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"), "");
+    return plan->model.attention_backend;
+  };
+  const std::string layer = "target layer 'model.layers.0.self_attn' (and 31 other layers)";
+  LaunchConfig c;
+  c.cache.attention_backend = "TRITON_ATTN";
+  c.cache.kv_cache_dtype = KvCacheDtype::kNvfp4;
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [backend-kv-cache-dtype] " + layer +
+                " has cache dtype nvfp4 but backend TRITON_ATTN takes only auto, float16, "
+                "bfloat16, fp8, fp8_e4m3, fp8_e5m2, int8_per_token_head, fp8_per_token_head; "
+                "choose another backend with --attention-backend or set --kv-cache-dtype");
+  c.cache.attention_backend = "FLASHINFER";
+  EXPECT_EQ(planned(c), "FLASHINFER");
+  c.cache.kv_cache_dtype = KvCacheDtype::kInt8PerTokenHead;
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [backend-kv-cache-dtype] " + layer +
+                " has cache dtype int8_per_token_head but backend FLASHINFER takes only auto, "
+                "float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, nvfp4; choose another backend with "
+                "--attention-backend or set --kv-cache-dtype");
+  c.cache.attention_backend = "FLASH_ATTN";
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8E5m2;
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [backend-kv-cache-dtype] " + layer +
+                " has cache dtype fp8_e5m2 but backend FLASH_ATTN takes only auto, float16, "
+                "bfloat16 (fp8, fp8_e4m3 only as FlashAttention 3 on a Hopper GPU); choose "
+                "another backend with --attention-backend or set --kv-cache-dtype");
+
+  // fp8 on FlashAttention: by the GPU, then settled by the version.
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  Result<Plan> plan = testing_configs::PlanWith(llama, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 524'288);  // 64 KiB a token: 32 GiB
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"),
+            layer +
+                " has cache dtype fp8, which backend FLASH_ATTN takes only as FlashAttention 3 on "
+                "a Hopper GPU (compute capability 9.x): elsewhere the engine refuses the "
+                "selection ('kv_cache_dtype not supported'); FLASHINFER, TRITON_ATTN take it on "
+                "any GPU");
+  c.cache.flash_attn_version = 3;
+  plan = testing_configs::PlanWith(llama, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"), "");
+  for (const int version : {2, 4}) {
+    c.cache.flash_attn_version = version;
+    EXPECT_EQ(ConfigErrors(llama, c),
+              fmt::format("\n  error [backend-kv-cache-dtype] {} has cache dtype fp8 but backend "
+                          "FLASH_ATTN takes it only as FlashAttention 3 on a Hopper GPU, not under "
+                          "FlashAttention {} (--attention-config flash_attn_version {}): the "
+                          "engine refuses the selection ('kv_cache_dtype not supported'); choose "
+                          "one that takes it (FLASHINFER, TRITON_ATTN) with --attention-backend "
+                          "or set --kv-cache-dtype",
+                          layer, version, version));
+  }
+
+  // Unnamed: the default moves where it surely cannot take the dtype, and stays (silently)
+  // where the GPU decides.
+  c.cache.attention_backend.clear();
+  EXPECT_EQ(planned(c), "FLASHINFER");  // fp8 under FlashAttention 4
+  c.cache.flash_attn_version.reset();
+  EXPECT_EQ(planned(c), "FLASH_ATTN");
+  c.cache.kv_cache_dtype = KvCacheDtype::kNvfp4;
+  EXPECT_EQ(planned(c), "FLASHINFER");
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8PerTokenHead;
+  EXPECT_EQ(planned(c), "TRITON_ATTN");
+  c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
+  EXPECT_EQ(planned(c), "FLASH_ATTN");
+
+  // With learned sinks, the first backend that surely runs both: gpt-oss's fp8_e5m2 on
+  // TRITON_ATTN (FlashInfer's sinks depend on the GPU), its nvfp4 on FLASHINFER (no other takes
+  // it).
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.kv_cache_dtype = "fp8_e5m2";
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.attention_backend, "TRITON_ATTN");
+  EXPECT_EQ(plan->capacity.max_tokens, 1'655'386);
+  o.kv_cache_dtype = "nvfp4";
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.attention_backend, "FLASHINFER");
+
+  // MLA: no backend the engine selects takes fp8_e5m2.
+  o = Model("kimi-linear-48b");
+  o.tensor_parallel_size = 4;
+  o.kv_cache_dtype = "fp8_e5m2";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.3.self_attn' (and 6 "
+            "other layers) has cache dtype fp8_e5m2 but backend TRITON_MLA takes only auto, "
+            "float16, bfloat16, fp8, fp8_e4m3; choose another backend with --attention-backend "
+            "or set --kv-cache-dtype");
+
+  EXPECT_EQ(FindBackend("FLASH_ATTN")->gpu_dependent_kv_cache_dtypes,
+            (std::vector<KvCacheDtype>{KvCacheDtype::kFp8, KvCacheDtype::kFp8E4m3}));
+  EXPECT_EQ(FindBackend("FLASH_ATTN_DIFFKV")->gpu_dependent_kv_cache_dtypes,
+            (std::vector<KvCacheDtype>{KvCacheDtype::kFp8, KvCacheDtype::kFp8E4m3}));
+  EXPECT_TRUE(FindBackend("FLASHINFER")->gpu_dependent_kv_cache_dtypes.empty());
+}
+
 // MLA backends that take only some dimensions of the text config (supports_combination at
 // 28be48fa9): FlashInfer MLA's qk_nope_head_dim in 64, 128, 192 (128, 192 sparse), TokenSpeed
 // MLA's DeepSeek-R1 shape; read as the config states them, else as its config class defaults them.
@@ -1302,13 +1416,28 @@ TEST(StartupRefusals, AttentionConfigSettlesGpuDependentAnswers) {
   LaunchConfig c;
   EXPECT_EQ(ConfigErrors(llama, c), "");
   c.cache.flash_attn_version = 2;
+  // The scheme caches fp8, which FlashAttention 2 does not take: the selection moves on to
+  // FlashInfer, which takes no per-head scales either.
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [backend-per-head-scales] target layer 'model.layers.0.self_attn' (and 31 "
+            "other layers) quantizes its K/V with per-head scales (config.json 'config.json': "
+            "field 'quantization_config.kv_cache_scheme': strategy attn_head) but backend "
+            "FLASHINFER takes none: the engine refuses the selection ('per-head quant scales not "
+            "supported'); no K/V attention backend takes them under this launch");
+  c.cache.attention_backend = "FLASH_ATTN";
   EXPECT_EQ(ConfigErrors(llama, c),
             "\n  error [backend-per-head-scales] target layer 'model.layers.0.self_attn' (and 31 "
             "other layers) quantizes its K/V with per-head scales (config.json 'config.json': "
             "field 'quantization_config.kv_cache_scheme': strategy attn_head) but backend "
             "FLASH_ATTN takes none under FlashAttention 2 (--attention-config flash_attn_version "
             "2): the engine refuses the selection ('per-head quant scales not supported'); no "
-            "K/V attention backend takes them under this launch");
+            "K/V attention backend takes them under this launch\n  error "
+            "[backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 31 other "
+            "layers) has cache dtype fp8 but backend FLASH_ATTN takes it only as FlashAttention "
+            "3 on a Hopper GPU, not under FlashAttention 2 (--attention-config flash_attn_version "
+            "2): the engine refuses the selection ('kv_cache_dtype not supported'); choose one "
+            "that takes it (FLASHINFER, TRITON_ATTN) with --attention-backend or set "
+            "--kv-cache-dtype");
 
   // FlashInfer's one window per group is certain without TRT-LLM attention.
   LaunchConfig off;

@@ -742,6 +742,10 @@ class ErrorTest(unittest.TestCase):
             kvtopo.plan(enable_prefix_caching=1)
         with self.assertRaises(ValueError):
             kvtopo.plan(kv_cache_dtype="fp7")
+        with self.assertRaisesRegex(
+                ValueError, r"^--kv-cache-dtype 'bf16' is not one of the engine's cache dtypes, "
+                r"which its parser takes exactly as written \(write 'bfloat16'\)"):
+            kvtopo.plan(kv_cache_dtype="bf16")
         with self.assertRaisesRegex(ValueError, "^--dtype 'int8' is not a model dtype"):
             kvtopo.plan(dtype="int8")
         with self.assertRaises(ValueError):

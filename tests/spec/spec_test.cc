@@ -90,6 +90,36 @@ TEST(PageSize, RejectsNonPositiveAndOverflow) {
   EXPECT_EQ(PageSizeBytes(s).status().code(), StatusCode::kOutOfRange);
 }
 
+// The engine's parser takes its CacheDType names exactly as written (config/cache.py at
+// 28be48fa9): no aliases, no float32 (an auto cache of a float32 model is one), no upper case.
+TEST(Dtype, EngineNamesExactly) {
+  EXPECT_EQ(*ParseEngineKvCacheDtype("fp8_e5m2", "--kv-cache-dtype"), KvCacheDtype::kFp8E5m2);
+  EXPECT_EQ(*ParseEngineKvCacheDtype("int8_per_token_head", "--kv-cache-dtype"),
+            KvCacheDtype::kInt8PerTokenHead);
+  const std::string accepted =
+      "accepted: auto, bfloat16, float16, fp8, fp8_ds_mla, fp8_e4m3, fp8_e5m2, fp8_inc, "
+      "fp8_per_token_head, int8_per_token_head, nvfp4, nvfp4_ds_mla, turboquant_3bit_nc, "
+      "turboquant_4bit_nc, turboquant_k3v4_nc, turboquant_k8v4";
+  Result<KvCacheDtype> bad = ParseEngineKvCacheDtype("bf16", "--kv-cache-dtype");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "--kv-cache-dtype 'bf16' is not one of the engine's cache dtypes, which its parser "
+            "takes exactly as written (write 'bfloat16'); " +
+                accepted);
+  EXPECT_EQ(ParseEngineKvCacheDtype("FP8", "draft_kv_cache_dtype").status().message(),
+            "draft_kv_cache_dtype 'FP8' is not one of the engine's cache dtypes, which its "
+            "parser takes exactly as written (write 'fp8'); " +
+                accepted);
+  EXPECT_EQ(ParseEngineKvCacheDtype("float32", "--kv-cache-dtype").status().message(),
+            "--kv-cache-dtype 'float32' is not one of the engine's cache dtypes, which its "
+            "parser takes exactly as written (a float32 cache is auto with --dtype float32); " +
+                accepted);
+  EXPECT_EQ(ParseEngineKvCacheDtype("fp4", "--kv-cache-dtype").status().message(),
+            "--kv-cache-dtype 'fp4' is not one of the engine's cache dtypes, which its parser "
+            "takes exactly as written; " +
+                accepted);
+}
+
 TEST(Dtype, ParseListsAcceptedNames) {
   EXPECT_EQ(*ParseKvCacheDtype("FP8"), KvCacheDtype::kFp8);
   EXPECT_EQ(*ParseKvCacheDtype("fp8_ds_mla"), KvCacheDtype::kFp8DsMla);
