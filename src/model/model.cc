@@ -59,8 +59,10 @@ bool HasMla(const ModelDescription& m) {
 // A backend's GPU-dependent answer (supports_sinks, supports_per_head_quant_scales: nullopt) as
 // the launch settles it: FlashAttention pinned to version 2 (--attention-config
 // flash_attn_version 2, or a TurboQuant cache, for which EngineArgs.create_engine_config pins it)
-// has neither; FlashInfer without TRT-LLM attention (use_trtllm_attention false) no sinks.
-// `why` (when the launch settles it) says how, for messages.
+// has neither; FlashInfer without TRT-LLM attention (use_trtllm_attention false, or decode
+// context parallelism, under which its metadata builder never runs TRT-LLM attention:
+// use_trtllm_attention in utils/flashinfer.py and the decode check in flashinfer.py at 28be48fa9)
+// no sinks. `why` (when the launch settles it) says how, for messages.
 std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
                             const LaunchConfig& config, std::string* why = nullptr) {
   if (answer.has_value()) return answer;
@@ -72,9 +74,15 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
     } else if (config.cache.flash_attn_version == 2) {
       how = "under FlashAttention 2 (--attention-config flash_attn_version 2)";
     }
-  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention &&
-             config.cache.use_trtllm_attention == false) {
-    how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
+  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention) {
+    if (config.cache.use_trtllm_attention == false) {
+      how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
+    } else if (config.parallel.decode_context_parallel_size > 1) {
+      how = fmt::format(
+          "under decode context parallelism (--decode-context-parallel-size {}), where it runs "
+          "no TRT-LLM attention",
+          config.parallel.decode_context_parallel_size);
+    }
   }
   if (how.empty()) return std::nullopt;
   if (why != nullptr) *why = " " + how;
@@ -587,10 +595,20 @@ void ValidateBackends(Builder& b) {
     }
     std::string no_sinks;
     if (c.has_sinks && Settled(be.supports_sinks, be, b.config, &no_sinks) == false) {
+      // FlashInfer under DCP passes the selection (its supports_sink asks the GPU alone); its
+      // metadata builder raises instead.
+      const bool at_first_forward = be.gpu_dependence == GpuDependence::kTrtllmAttention &&
+                                    b.config.cache.use_trtllm_attention != false;
       b.Error("backend-sinks",
               fmt::format("{} layer '{}' has learned attention sinks but backend {} has none{}: "
-                          "the engine refuses the selection ('attention sinks not supported'); {}",
+                          "{}; {}",
                           role, s.name, be.name, no_sinks,
+                          at_first_forward
+                              ? "its metadata builder raises NotImplementedError ('FlashInfer "
+                                "backend currently does not support attention sinks') at the "
+                                "first forward, once the weights are loaded"
+                              : "the engine refuses the selection ('attention sinks not "
+                                "supported')",
                           be.stores_turboquant
                               ? fmt::format("TurboQuant caches ({}) run only on it, so choose "
                                             "another cache dtype",

@@ -343,7 +343,10 @@ Status Planner::UnifyPageSizes(std::vector<LayerSpec>& layers) {
 void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
   std::unordered_map<std::string, const LayerSpec*> first;  // backend -> its first layer
   std::unordered_set<std::string> found;
-  const bool trtllm_off = inputs_.cache.use_trtllm_attention == false;
+  // TRT-LLM attention is off by --attention-config, or for decodes under DCP (the builder's
+  // decode check at 28be48fa9).
+  const int64_t dcp = inputs_.parallel.decode_context_parallel_size;
+  const bool trtllm_off = inputs_.cache.use_trtllm_attention == false || dcp > 1;
   for (const LayerSpec& s : layers) {
     if (s.attention_backend.empty()) continue;
     const auto [it, added] = first.emplace(s.attention_backend, &s);
@@ -367,8 +370,10 @@ void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
                     "or choose another backend with --attention-backend",
                     specs_.hybrid_manager_off, it->second->name, window(*it->second), s.name,
                     window(s), s.attention_backend,
-                    trtllm_off ? "--attention-config use_trtllm_attention false turns it off"
-                               : "compute capability 10 GPUs, DCP 1",
+                    inputs_.cache.use_trtllm_attention == false
+                        ? "--attention-config use_trtllm_attention false turns it off"
+                    : dcp > 1 ? fmt::format("--decode-context-parallel-size {} turns it off", dcp)
+                              : "compute capability 10 GPUs, DCP 1",
                     trtllm_off ? "so" : "elsewhere")});
     found.insert(s.attention_backend);
   }

@@ -940,6 +940,50 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
   EXPECT_TRUE(FindBackend("FLASHINFER")->gpu_dependent_kv_cache_dtypes.empty());
 }
 
+// FlashInfer runs sinks, and one window per KV cache group, only through TRT-LLM attention,
+// which its metadata builder never runs for decodes under DCP (flashinfer.py at 28be48fa9): a
+// sinks model fails its first build, as does a group whose layers' windows differ.
+TEST(StartupRefusals, FlashInferUnderDcp) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.tensor_parallel_size = 16;
+  o.decode_context_parallel_size = 2;
+  o.disable_sliding_window = true;  // windows are not DCP-sharded
+  o.attention_backend = "FLASHINFER";
+  EXPECT_EQ(Errors(o),
+            "\n  error [backend-sinks] target layer 'model.layers.0.self_attn' (and 35 other "
+            "layers) has learned attention sinks but backend FLASHINFER has none under decode "
+            "context parallelism (--decode-context-parallel-size 2), where it runs no TRT-LLM "
+            "attention: its metadata builder raises NotImplementedError ('FlashInfer backend "
+            "currently does not support attention sinks') at the first forward, once the weights "
+            "are loaded; choose another backend with --attention-backend");
+  o.attention_backend = "TRITON_ATTN";  // no LSE: refused under DCP for its own reason
+  EXPECT_NE(Errors(o).find("[dcp-backend-lse]"), std::string::npos);
+  o.attention_backend = "FLASH_ATTN";
+  EXPECT_EQ(AcceptedTokens(o), 7'456'512);
+  o.decode_context_parallel_size.reset();
+  o.tensor_parallel_size = 8;
+  o.attention_backend = "FLASHINFER";  // TRT-LLM attention by the GPU
+  EXPECT_EQ(Errors(o), "");
+
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 16;
+  c.parallel.decode_context_parallel_size = 2;
+  c.disable_hybrid_kv_cache_manager = true;
+  c.cache.attention_backend = "FLASHINFER";
+  Result<Plan> plan = testing_configs::PlanWith(CorpusConfig("gemma-2-9b"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [backend-one-window] the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager, so layer 'model.layers.0.self_attn' (sliding "
+            "window 4096) and layer 'model.layers.1.self_attn' (full attention) share one KV "
+            "cache group on backend FLASHINFER, whose metadata builder takes one window for a "
+            "group's layers unless FlashInfer's TRT-LLM attention runs every prefill and decode "
+            "(--decode-context-parallel-size 2 turns it off): so the engine raises ('Window left "
+            "is not the same for all layers') at its first forward, once the weights are loaded; "
+            "keep the hybrid KV cache manager on, add --disable-sliding-window, or choose another "
+            "backend with --attention-backend");
+}
+
 // MLA backends that take only some dimensions of the text config (supports_combination at
 // 28be48fa9): FlashInfer MLA's qk_nope_head_dim in 64, 128, 192 (128, 192 sparse), TokenSpeed
 // MLA's DeepSeek-R1 shape; read as the config states them, else as its config class defaults them.
