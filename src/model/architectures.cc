@@ -18,6 +18,7 @@
 #include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "internal/text_file.h"
+#include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
@@ -3472,6 +3473,19 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
   }
   KVTOPO_ASSIGN_OR_RETURN(m.default_backend, k.StringOr("default_backend", ""));
   m.default_backend_from_profile = !m.default_backend.empty();
+  if (m.default_backend_from_profile) {
+    Result<BackendCaps> caps = FindBackend(m.default_backend);
+    if (!caps.ok()) {
+      KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
+      std::vector<std::string> names;
+      for (const BackendCaps& c : all) names.push_back(c.name);
+      return k.Invalid("default_backend",
+                       fmt::format("is '{}', which is no registered attention backend; "
+                                   "accepted: {}",
+                                   m.default_backend, fmt::join(names, ", ")));
+    }
+    m.default_backend = caps->name;
+  }
   if (k.Has("kv_cache_dtype")) {
     KVTOPO_ASSIGN_OR_RETURN(std::string dtype, k.String("kv_cache_dtype"));
     Result<KvCacheDtype> parsed = ParseKvCacheDtype(dtype);

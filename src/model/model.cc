@@ -2529,6 +2529,19 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_ASSIGN_OR_RETURN(const BackendCaps tq_backend, ResolveBackend(tq_name, "TurboQuant"));
     backends.push_back(std::make_unique<BackendCaps>(tq_backend));
     tq_opts.backend = backends.back().get();
+  } else if (cache.attention_backend.empty() && !model.cache_dtype_auto &&
+             (!kept.indices.empty() || kept.windowed)) {
+    // The engine selects each layer's backend with the layer's own cache dtype: kept layers
+    // select with auto, so where the launch's dtype moved the target's (nvfp4 to FLASHINFER)
+    // they keep the model's default.
+    KVTOPO_ASSIGN_OR_RETURN(const std::string kept_name,
+                            DefaultBackendName(model, config, KvCacheDtype::kAuto));
+    if (kept_name != target_backend.name) {
+      KVTOPO_ASSIGN_OR_RETURN(const BackendCaps kept_backend,
+                              ResolveBackend(kept_name, "--attention-backend"));
+      backends.push_back(std::make_unique<BackendCaps>(kept_backend));
+      skip_opts.backend = backends.back().get();
+    }
   }
   // VllmConfig.validate_nvfp4_kv_cache_with_mla: no MLA backend stores an nvfp4 cache (the
   // sparse-MLA row format is nvfp4_ds_mla).
@@ -2683,7 +2696,13 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       // In-model MTP layers past the trunk are never boundary layers: TurboQuant.
       KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, TurboQuantBackendName());
     } else if (draft_backend_name.empty() && mtp) {
-      draft_backend_name = target_backend.name;
+      // Selected with the MTP layers' own cache dtype, as the target's layers are with theirs.
+      KVTOPO_ASSIGN_OR_RETURN(
+          draft_backend_name,
+          DefaultBackendName(model, config,
+                             model.kv_cache_scheme && draft_dtype == KvCacheDtype::kAuto
+                                 ? KvCacheDtype::kFp8
+                                 : draft_dtype));
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
       KVTOPO_ASSIGN_OR_RETURN(
           draft_backend_name,

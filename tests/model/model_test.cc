@@ -572,6 +572,24 @@ TEST(Loading, IllTypedFieldNamesTheFieldAndTheFile) {
             std::string::npos);
 }
 
+// A profile's own default backend is checked where it is read (and spelt as the registry does).
+TEST(Loading, ProfileDefaultBackendIsARegisteredOne) {
+  nlohmann::json config = ReadProfileFile("gpt-oss-120b");
+  config["kvtopo"]["default_backend"] = "flashinfer";
+  auto specs = BuildModelCacheSpecsFromJson(config, Plain("g.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->attention_backend, "FLASHINFER");
+  config["kvtopo"]["default_backend"] = "FLASH";
+  specs = BuildModelCacheSpecsFromJson(config, Plain("g.json"));
+  EXPECT_EQ(specs.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(specs.status().message(),
+            "config.json 'g.json': field 'kvtopo.default_backend' is 'FLASH', which is no "
+            "registered attention backend; accepted: B12X_MLA, B12X_MLA_SPARSE, TRITON_MLA, "
+            "FLASHMLA, FLASHINFER_MLA, FLASH_ATTN, FLASH_ATTN_DIFFKV, FLASHINFER, TRITON_ATTN, "
+            "FLEX_ATTENTION, TURBOQUANT, CUTLASS_MLA, FLASH_ATTN_MLA, FLASHMLA_SPARSE, "
+            "FLASHINFER_MLA_SPARSE, TOKENSPEED_MLA");
+}
+
 TEST(Loading, UnknownArchitectureIsAnError) {
   nlohmann::json config = ReadProfileFile("gpt-oss-120b");
   config["architectures"] = {"BertForMaskedLM"};

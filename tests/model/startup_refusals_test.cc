@@ -907,6 +907,17 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
   EXPECT_EQ(planned(c), "TRITON_ATTN");
   c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
   EXPECT_EQ(planned(c), "FLASH_ATTN");
+  // Each layer selects with its own dtype: a kept layer (auto) stays on the model's default.
+  c.cache.kv_cache_dtype = KvCacheDtype::kNvfp4;
+  c.cache.kv_cache_dtype_skip_layers = {"0"};
+  plan = testing_configs::PlanWith(llama, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.attention_backend, "FLASHINFER");
+  EXPECT_EQ(plan->model.layers.at(0).attention_backend, "FLASH_ATTN");
+  EXPECT_EQ(plan->model.layers.at(0).cache_dtype, KvCacheDtype::kAuto);
+  EXPECT_EQ(plan->model.layers.at(1).attention_backend, "FLASHINFER");
+  c.cache.kv_cache_dtype_skip_layers.clear();
 
   // With learned sinks, the first backend that surely runs both: gpt-oss's fp8_e5m2 on
   // TRITON_ATTN (FlashInfer's sinks depend on the GPU), its nvfp4 on FLASHINFER (no other takes
@@ -922,6 +933,18 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
   plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->model.attention_backend, "FLASHINFER");
+
+  // MTP layers built without the cache config (K-EXAONE's) select with auto too.
+  o = LaunchOptions{};
+  o.model = std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/k-exaone-236b.json";
+  o.tensor_parallel_size = 8;
+  o.kv_cache_dtype = "nvfp4";
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.attention_backend, "FLASHINFER");
+  EXPECT_EQ(plan->model.draft_attention_backend, "FLASH_ATTN");
 
   // MLA: no backend the engine selects takes fp8_e5m2.
   o = Model("kimi-linear-48b");
