@@ -222,6 +222,9 @@ struct LaunchConfig {
   // --enable-sleep-mode and PYTORCH_CUDA_ALLOC_CONF as given: the engine refuses a KV connector
   // beside an allocator with expandable segments unless sleep mode is on.
   bool enable_sleep_mode = false;
+  // --enable-lora: LoRA adapters (weights only), which with a speculative config ask a step to
+  // hold every sequence's verified tokens.
+  bool enable_lora = false;
   std::string pytorch_cuda_alloc_conf;
   // --enable-expert-parallel, and external data-parallel load balancing
   // (--data-parallel-external-lb or --data-parallel-rank with --data-parallel-size above 1): the

@@ -57,6 +57,7 @@ struct LaunchOptions {
   std::optional<bool> use_breakable_cudagraph;         // VLLM_USE_BREAKABLE_CUDAGRAPH; default off
   std::optional<bool> batch_invariant;                 // VLLM_BATCH_INVARIANT; default off
   std::optional<bool> enable_sleep_mode;               // --enable-sleep-mode; default off
+  std::optional<bool> enable_lora;                     // --enable-lora; default off
   std::optional<std::string> pytorch_cuda_alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF; default unset
   std::optional<bool> disable_sliding_window;          // default off
   std::optional<bool> language_model_only;             // default off

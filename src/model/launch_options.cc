@@ -524,6 +524,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "sleep mode: the KV cache is allocated where expandable segments are off, so a KV "
        "connector may run beside PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; default off",
        &LO::enable_sleep_mode},
+      {"enable_lora",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "LoRA adapters (their weights leave the KV cache as it is); with a speculative config the "
+       "engine refuses --max-num-batched-tokens below --max-num-seqs x (num_speculative_tokens + "
+       "1); default off",
+       &LO::enable_lora},
       {"pytorch_cuda_alloc_conf",
        {},
        "",
@@ -2119,6 +2128,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
+  if (o.enable_lora) c.enable_lora = *o.enable_lora;
   c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
   c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =

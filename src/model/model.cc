@@ -2899,6 +2899,26 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         "prompt token); drop --kv-sharing-fast-prefill or choose another method",
                         spec->method));
   }
+  // EngineArgs.create_engine_config: with LoRA adapters and a speculative config, a step must
+  // hold every sequence's verified tokens.
+  if (spec && config.enable_lora && cache.max_num_seqs > 0) {
+    const int64_t batched = b.out.max_num_batched_tokens > 0 ? b.out.max_num_batched_tokens
+                                                             : cache.max_num_batched_tokens;
+    // num_speculative_tokens is at most 1024, max_num_seqs a checked integer.
+    const Result<int64_t> per_step_or = internal::CheckedMul(
+        cache.max_num_seqs, spec->num_speculative_tokens + 1, "--max-num-seqs");
+    const int64_t per_step = per_step_or.ok() ? *per_step_or : INT64_MAX;
+    if (batched < per_step) {
+      b.Error("lora-speculative-batched-tokens",
+              fmt::format("--enable-lora with a speculative config needs --max-num-batched-tokens "
+                          "of at least --max-num-seqs {} x (num_speculative_tokens {} + 1) = {}, "
+                          "got {}: the engine refuses the launch ('Consider increasing "
+                          "max_num_batched_tokens or decreasing num_speculative_tokens'); raise "
+                          "--max-num-batched-tokens, or lower --max-num-seqs or "
+                          "num_speculative_tokens",
+                          cache.max_num_seqs, spec->num_speculative_tokens, per_step, batched));
+    }
+  }
   // A KV connector whose class kvtopo cannot resolve: the engine turns its hybrid manager off
   // unless the class supports it (SupportsHMA).
   const bool kv_connector = !config.kv_connector.empty() && !config.kv_connector_hma.has_value();

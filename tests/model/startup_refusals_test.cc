@@ -1007,6 +1007,30 @@ TEST(StartupRefusals, FlashInferUnderDcp) {
             "backend with --attention-backend");
 }
 
+// EngineArgs.create_engine_config at 28be48fa9: LoRA adapters beside a speculative config need a
+// step that holds every sequence's verified tokens, max_num_seqs x (num_speculative_tokens + 1).
+TEST(StartupRefusals, LoraWithSpeculativeDecoding) {
+  LaunchOptions o;
+  o.model = std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/llama-3.1-8b.json";
+  o.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 7})";
+  o.max_num_batched_tokens = 2047;
+  EXPECT_EQ(Errors(o), "");  // without LoRA
+  o.enable_lora = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-speculative-batched-tokens] --enable-lora with a speculative config "
+            "needs --max-num-batched-tokens of at least --max-num-seqs 256 x "
+            "(num_speculative_tokens 7 + 1) = 2048, got 2047: the engine refuses the launch "
+            "('Consider increasing max_num_batched_tokens or decreasing num_speculative_tokens'); "
+            "raise --max-num-batched-tokens, or lower --max-num-seqs or num_speculative_tokens");
+  o.max_num_batched_tokens = 2048;
+  EXPECT_EQ(Errors(o), "");
+  o.max_num_batched_tokens.reset();  // the default 8192
+  o.max_num_seqs = 1025;
+  EXPECT_NE(Errors(o).find("= 8200, got 8192"), std::string::npos);
+  o.speculative_config.reset();
+  EXPECT_EQ(Errors(o), "");
+}
+
 // MLA backends that take only some dimensions of the text config (supports_combination at
 // 28be48fa9): FlashInfer MLA's qk_nope_head_dim in 64, 128, 192 (128, 192 sparse), TokenSpeed
 // MLA's DeepSeek-R1 shape; read as the config states them, else as its config class defaults them.

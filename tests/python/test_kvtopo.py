@@ -574,6 +574,15 @@ class PlanTest(unittest.TestCase):
         accepted, _ = kvtopo.check(dict(llama, num_local_experts=8),
                                    enable_expert_parallel=True)
         self.assertTrue(accepted)
+        # LoRA beside a speculative config: a step must hold every sequence's verified tokens.
+        ngram = {"method": "ngram", "num_speculative_tokens": 7}
+        accepted, diagnostics = kvtopo.check(llama, enable_lora=True, speculative_config=ngram,
+                                             max_num_batched_tokens=2047)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["lora-speculative-batched-tokens"])
+        accepted, _ = kvtopo.check(llama, enable_lora=False, speculative_config=ngram,
+                                   max_num_batched_tokens=2047)
+        self.assertTrue(accepted)
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--data-parallel-rank 3 with "
                                     r"--data-parallel-size 2: the engine refuses a rank outside"):
             kvtopo.plan("gpt-oss-120b", data_parallel_size=2, data_parallel_rank=3)
