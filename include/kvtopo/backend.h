@@ -67,8 +67,8 @@ struct BackendCaps {
   // The cache dtypes it accepts, as the launch names them (the engine's
   // supported_kv_cache_dtypes); empty: not restricted.
   std::vector<KvCacheDtype> kv_cache_dtypes;
-  // The cache dtypes it takes only on some GPUs, as gpu_dependence says (FlashAttention's fp8:
-  // FlashAttention 3 on a Hopper GPU, its supports_kv_cache_dtype); not in kv_cache_dtypes.
+  // The cache dtypes it takes only on some GPUs: FlashAttention's fp8, as version 3 on a Hopper
+  // GPU (its supports_kv_cache_dtype; gpu_dependence kFlashAttention3); not in kv_cache_dtypes.
   std::vector<KvCacheDtype> gpu_dependent_kv_cache_dtypes;
   // The MLA dimensions of the model's text config it takes, as (key, accepted values): the
   // engine's supports_combination reads them from hf_text_config (qk_nope_head_dim,

@@ -107,6 +107,13 @@ std::optional<bool> TakesKvCacheDtype(const BackendCaps& be, KvCacheDtype dtype,
   return Settled(std::nullopt, be, config, why);
 }
 
+// The cache dtype the engine's backend selection sees for `m`'s attention layers built with
+// cache dtype `dtype`: fp8 where a compressed-tensors kv_cache_scheme meets auto
+// (SchemeCachesFp8; MLA layers keep auto, and no MLA default moves for a dtype).
+KvCacheDtype SelectionDtype(const ModelDescription& m, KvCacheDtype dtype) {
+  return m.kv_cache_scheme && dtype == KvCacheDtype::kAuto ? KvCacheDtype::kFp8 : dtype;
+}
+
 // The backend a model gets when the launch names none: its profile's, else the registry's
 // default for its layer family (profiles/backends.json "default_for"). The engine's selection
 // skips a backend that cannot compute the model's dtype (supported_dtypes), take the layers'
@@ -2236,14 +2243,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // Target backend and block size.
   std::string target_backend_name = cache.attention_backend;
   if (target_backend_name.empty()) {
-    // The cache dtype the engine's selection sees: auto on layers built without the cache
-    // config, and fp8 where a compressed-tensors scheme meets auto (SchemeCachesFp8).
+    // Layers built without the cache config select with auto.
     const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
-    KVTOPO_ASSIGN_OR_RETURN(
-        target_backend_name,
-        DefaultBackendName(
-            model, config,
-            model.kv_cache_scheme && asked == KvCacheDtype::kAuto ? KvCacheDtype::kFp8 : asked));
+    KVTOPO_ASSIGN_OR_RETURN(target_backend_name,
+                            DefaultBackendName(model, config, SelectionDtype(model, asked)));
   }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
@@ -2699,17 +2702,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       // Selected with the MTP layers' own cache dtype, as the target's layers are with theirs.
       KVTOPO_ASSIGN_OR_RETURN(
           draft_backend_name,
-          DefaultBackendName(model, config,
-                             model.kv_cache_scheme && draft_dtype == KvCacheDtype::kAuto
-                                 ? KvCacheDtype::kFp8
-                                 : draft_dtype));
+          DefaultBackendName(model, config, SelectionDtype(model, draft_dtype)));
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
       KVTOPO_ASSIGN_OR_RETURN(
           draft_backend_name,
-          DefaultBackendName(*draft_model, config,
-                             draft_model->kv_cache_scheme && draft_dtype == KvCacheDtype::kAuto
-                                 ? KvCacheDtype::kFp8
-                                 : draft_dtype));
+          DefaultBackendName(*draft_model, config, SelectionDtype(*draft_model, draft_dtype)));
     }
     KVTOPO_ASSIGN_OR_RETURN(
         const BackendCaps draft_backend,

@@ -844,28 +844,32 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
   };
   const std::string layer = "target layer 'model.layers.0.self_attn' (and 31 other layers)";
   LaunchConfig c;
-  c.cache.attention_backend = "TRITON_ATTN";
-  c.cache.kv_cache_dtype = KvCacheDtype::kNvfp4;
-  EXPECT_EQ(ConfigErrors(llama, c),
-            "\n  error [backend-kv-cache-dtype] " + layer +
-                " has cache dtype nvfp4 but backend TRITON_ATTN takes only auto, float16, "
-                "bfloat16, fp8, fp8_e4m3, fp8_e5m2, int8_per_token_head, fp8_per_token_head; "
-                "choose another backend with --attention-backend or set --kv-cache-dtype");
+  const struct {
+    const char* backend;
+    KvCacheDtype dtype;
+    const char* takes;
+  } refusals[] = {
+      {"TRITON_ATTN", KvCacheDtype::kNvfp4,
+       "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, int8_per_token_head, "
+       "fp8_per_token_head"},
+      {"FLASHINFER", KvCacheDtype::kInt8PerTokenHead,
+       "auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, nvfp4"},
+      {"FLASH_ATTN", KvCacheDtype::kFp8E5m2,
+       "auto, float16, bfloat16 (fp8, fp8_e4m3 only as FlashAttention 3 on a Hopper GPU)"},
+  };
+  for (const auto& r : refusals) {
+    c.cache.attention_backend = r.backend;
+    c.cache.kv_cache_dtype = r.dtype;
+    EXPECT_EQ(ConfigErrors(llama, c),
+              fmt::format("\n  error [backend-kv-cache-dtype] {} has cache dtype {} but backend "
+                          "{} takes only {}; choose another backend with --attention-backend or "
+                          "set --kv-cache-dtype",
+                          layer, KvCacheDtypeName(r.dtype), r.backend, r.takes));
+  }
   c.cache.attention_backend = "FLASHINFER";
+  c.cache.kv_cache_dtype = KvCacheDtype::kNvfp4;
   EXPECT_EQ(planned(c), "FLASHINFER");
-  c.cache.kv_cache_dtype = KvCacheDtype::kInt8PerTokenHead;
-  EXPECT_EQ(ConfigErrors(llama, c),
-            "\n  error [backend-kv-cache-dtype] " + layer +
-                " has cache dtype int8_per_token_head but backend FLASHINFER takes only auto, "
-                "float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, nvfp4; choose another backend with "
-                "--attention-backend or set --kv-cache-dtype");
   c.cache.attention_backend = "FLASH_ATTN";
-  c.cache.kv_cache_dtype = KvCacheDtype::kFp8E5m2;
-  EXPECT_EQ(ConfigErrors(llama, c),
-            "\n  error [backend-kv-cache-dtype] " + layer +
-                " has cache dtype fp8_e5m2 but backend FLASH_ATTN takes only auto, float16, "
-                "bfloat16 (fp8, fp8_e4m3 only as FlashAttention 3 on a Hopper GPU); choose "
-                "another backend with --attention-backend or set --kv-cache-dtype");
 
   // fp8 on FlashAttention: by the GPU, then settled by the version.
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
