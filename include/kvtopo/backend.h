@@ -42,6 +42,9 @@ struct BackendCaps {
   int64_t head_size_multiple = 0;
   int64_t min_head_size = 0;
   int64_t max_head_size = 0;
+  // Above max_head_size, the head sizes up to this (meeting the other rules) it takes only where
+  // FlashAttention 4 is supported (FlashAttention's supports_head_size); 0: none.
+  int64_t gpu_dependent_max_head_size = 0;
   std::vector<int64_t> kernel_block_sizes;  // exact kernel block sizes, if any
   int64_t kernel_block_multiple = 0;        // "multiple of x"; 0 when exact sizes are listed
   int64_t preferred_block_size = 16;        // the cache block when --block-size is 0

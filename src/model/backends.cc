@@ -186,6 +186,14 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     }
   }
   // kvtopo knows one such rule: FlashAttention's fp8 (version 3 on a Hopper GPU).
+  KVTOPO_ASSIGN_OR_RETURN(b.gpu_dependent_max_head_size,
+                          r.IntInOr("gpu_dependent_max_head_size", 0, 0, 1 << 20));
+  if (b.gpu_dependent_max_head_size > 0 &&
+      (b.gpu_dependence != GpuDependence::kFlashAttention3 || b.max_head_size <= 0 ||
+       b.gpu_dependent_max_head_size <= b.max_head_size)) {
+    return r.Invalid("gpu_dependent_max_head_size",
+                     "needs gpu_dependent_on flash_attention_3 and a smaller max_head_size");
+  }
   if (!b.gpu_dependent_kv_cache_dtypes.empty() &&
       b.gpu_dependence != GpuDependence::kFlashAttention3) {
     return r.Invalid("gpu_dependent_kv_cache_dtypes", "needs gpu_dependent_on flash_attention_3");
@@ -286,6 +294,10 @@ std::string BackendCaps::HeadSizesText() const {
   if (head_size_multiple > 0) parts.push_back(fmt::format("multiples of {}", head_size_multiple));
   if (min_head_size > 0) parts.push_back(fmt::format("at least {}", min_head_size));
   if (max_head_size > 0) parts.push_back(fmt::format("up to {}", max_head_size));
+  if (gpu_dependent_max_head_size > 0) {
+    parts.push_back(
+        fmt::format("({} where FlashAttention 4 is supported)", gpu_dependent_max_head_size));
+  }
   return parts.empty() ? "any" : fmt::format("{}", fmt::join(parts, " "));
 }
 

@@ -107,6 +107,20 @@ std::optional<bool> TakesKvCacheDtype(const BackendCaps& be, KvCacheDtype dtype,
   return Settled(std::nullopt, be, config, why);
 }
 
+// Whether `be` takes head size `head` (validate_configuration's "head_size not supported"):
+// true, false, or nullopt where it depends on the GPU: FlashAttention takes heads above 256 (to
+// 512) where FlashAttention 4 is supported (supports_head_size asks is_fa_version_supported(4)
+// at 28be48fa9, whatever --attention-config pins).
+std::optional<bool> TakesHeadSize(const BackendCaps& be, int64_t head) {
+  if (be.SupportsHeadSize(head)) return true;
+  if (be.gpu_dependent_max_head_size > 0 && head > be.max_head_size) {
+    BackendCaps wider = be;
+    wider.max_head_size = be.gpu_dependent_max_head_size;
+    if (wider.SupportsHeadSize(head)) return std::nullopt;
+  }
+  return false;
+}
+
 // The cache dtype the engine's backend selection sees for `m`'s attention layers built with
 // cache dtype `dtype`: fp8 where a compressed-tensors kv_cache_scheme meets auto
 // (SchemeCachesFp8; MLA layers keep auto, and no MLA default moves for a dtype).
@@ -136,8 +150,21 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
     const std::optional<bool> runs_sinks =
         sinks ? Settled(c.supports_sinks, c, config) : std::optional<bool>(true);
     const std::optional<bool> takes_dtype = TakesKvCacheDtype(c, dtype, config);
-    if (runs_sinks == false || takes_dtype == false) return std::optional<bool>(false);
-    if (!runs_sinks || !takes_dtype) return std::optional<bool>();
+    // Every head size of the layers of its family (MLA rows for an MLA backend).
+    bool heads_refused = false, heads_by_gpu = false;
+    for (const RawLayer& l : m.layers) {
+      if (IsRecurrentLayer(l.type) || l.type == LayerType::kIndexer ||
+          (l.type == LayerType::kMla) != c.mla) {
+        continue;
+      }
+      const std::optional<bool> takes = TakesHeadSize(c, l.head_size);
+      heads_refused = heads_refused || takes == false;
+      heads_by_gpu = heads_by_gpu || !takes.has_value();
+    }
+    if (runs_sinks == false || takes_dtype == false || heads_refused) {
+      return std::optional<bool>(false);
+    }
+    if (!runs_sinks || !takes_dtype || heads_by_gpu) return std::optional<bool>();
     return std::optional<bool>(true);
   };
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
@@ -575,11 +602,22 @@ void ValidateBackends(Builder& b) {
                           be.sparse ? "dense" : "sparse", RoleKnob(s)));
     }
     if (IsMla(s.kind) && c.model != nullptr) CheckConfigDims(b, s, be, *c.model);
-    if (!be.SupportsHeadSize(s.head_size)) {
+    if (const std::optional<bool> head = TakesHeadSize(be, s.head_size); head == false) {
       b.Error("backend-head-size",
               fmt::format("{} layer '{}' has head size {} but backend {} supports only {}; "
                           "choose another backend with {}",
                           role, s.name, s.head_size, be.name, be.HeadSizesText(), RoleKnob(s)));
+    } else if (!head && c.backend_named) {
+      const std::vector<std::string> others = BackendNames([&](const BackendCaps& o) {
+        return SameFamily(o, be) && o.SupportsHeadSize(s.head_size);
+      });
+      b.Add(Severity::kWarning, "backend-head-size-gpu",
+            fmt::format("{} layer '{}' has head size {}, which backend {} takes only where "
+                        "FlashAttention 4 is supported (its kernels on a Hopper or Blackwell "
+                        "GPU): elsewhere the engine refuses the selection ('head_size not "
+                        "supported'); {} take it on any GPU",
+                        role, s.name, s.head_size, be.name,
+                        others.empty() ? "none" : fmt::format("{}", fmt::join(others, ", "))));
     }
     if (!s.causal && !be.supports_non_causal) {
       b.Error("backend-non-causal",

@@ -218,7 +218,8 @@ TEST(BackendRegistry, LookupAndCapabilities) {
 }
 
 // Head sizes as the engine's supports_head_size states them at 28be48fa9: FlashAttention any
-// multiple of 8 up to 256, Triton attention any size from 32, FlashInfer a list.
+// multiple of 8 up to 256 (512 where FlashAttention 4 is supported), Triton attention any size
+// from 32, FlashInfer a list.
 TEST(BackendRegistry, HeadSizeRules) {
   auto fa = FindBackend("FLASH_ATTN");
   ASSERT_TRUE(fa.ok());
@@ -228,7 +229,10 @@ TEST(BackendRegistry, HeadSizeRules) {
   EXPECT_FALSE(fa->SupportsHeadSize(84));
   EXPECT_FALSE(fa->SupportsHeadSize(264));
   EXPECT_FALSE(fa->SupportsHeadSize(512));
-  EXPECT_EQ(fa->HeadSizesText(), "multiples of 8 up to 256");
+  EXPECT_EQ(fa->HeadSizesText(),
+            "multiples of 8 up to 256 (512 where FlashAttention 4 is supported)");
+  EXPECT_EQ(fa->gpu_dependent_max_head_size, 512);
+  EXPECT_EQ(FindBackend("FLASH_ATTN_DIFFKV")->gpu_dependent_max_head_size, 512);
   auto triton = FindBackend("TRITON_ATTN");
   ASSERT_TRUE(triton.ok());
   EXPECT_TRUE(triton->SupportsHeadSize(512));

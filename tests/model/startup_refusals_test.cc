@@ -967,6 +967,39 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
   EXPECT_TRUE(FindBackend("FLASHINFER")->gpu_dependent_kv_cache_dtypes.empty());
 }
 
+// FlashAttention takes heads above 256 (to 512) only where FlashAttention 4 is supported
+// (supports_head_size at 28be48fa9): named, a warning; unnamed, the engine's pick by the GPU (kept
+// silently); above 512 the selection moves on to Triton attention, which takes any head from 32.
+TEST(StartupRefusals, HeadSizesByGpu) {
+  nlohmann::json llama = testing_configs::Llama31_8B();
+  llama["head_dim"] = 320;
+  auto planned = [&](const LaunchConfig& c) {
+    Result<Plan> plan = testing_configs::PlanWith(llama, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok()) return std::string();
+    EXPECT_EQ(plan->ErrorLines(), "");
+    return plan->model.attention_backend + " " + DiagnosticMessage(*plan, "backend-head-size-gpu");
+  };
+  LaunchConfig c;
+  c.cache.max_model_len = 32768;
+  EXPECT_EQ(planned(c), "FLASH_ATTN ");
+  c.cache.attention_backend = "FLASH_ATTN";
+  EXPECT_EQ(planned(c),
+            "FLASH_ATTN target layer 'model.layers.0.self_attn' (and 31 other layers) has head "
+            "size 320, which backend FLASH_ATTN takes only where FlashAttention 4 is supported "
+            "(its kernels on a Hopper or Blackwell GPU): elsewhere the engine refuses the "
+            "selection ('head_size not supported'); TRITON_ATTN, FLEX_ATTENTION take it on any "
+            "GPU");
+  llama["head_dim"] = 640;
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [backend-head-size] target layer 'model.layers.0.self_attn' (and 31 other "
+            "layers) has head size 640 but backend FLASH_ATTN supports only multiples of 8 up to "
+            "256 (512 where FlashAttention 4 is supported); choose another backend with "
+            "--attention-backend");
+  c.cache.attention_backend.clear();
+  EXPECT_EQ(planned(c), "TRITON_ATTN ");
+}
+
 // FlashInfer runs sinks, and one window per KV cache group, only through TRT-LLM attention,
 // which its metadata builder never runs for decodes under DCP (flashinfer.py at 28be48fa9): a
 // sinks model fails its first build, as does a group whose layers' windows differ.
