@@ -2546,11 +2546,7 @@ TEST(DenseModels, Gemma4FullLayersTakeTheirOwnHeads) {
   plan = PlanWith(gemma, fa);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
-  std::string warning;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "backend-head-size-gpu") warning = d.message;
-  }
-  EXPECT_EQ(warning,
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-head-size-gpu"),
             "target layer 'model.layers.5.self_attn' (and 9 other layers) has head size 512, "
             "which backend FLASH_ATTN takes only where FlashAttention 4 is supported (its kernels "
             "on a Hopper or Blackwell GPU): elsewhere the engine refuses the selection "

@@ -164,11 +164,7 @@ TEST(QuantKvCache, CompressedTensorsScheme) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_EQ(plan->capacity.max_tokens, 262144);  // fp8: twice the bfloat16 131,072
-  std::string info;
-  for (const Diagnostic& d : plan->diagnostics) {
-    if (d.code == "kv-cache-dtype-checkpoint") info = d.message;
-  }
-  EXPECT_EQ(info,
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "kv-cache-dtype-checkpoint"),
             "config.json 'config.json': field 'quantization_config.kv_cache_scheme' "
             "(compressed-tensors): the engine's K/V attention layers cache fp8 under "
             "--kv-cache-dtype auto (Attention.__init__); MLA layers and those "
@@ -282,9 +278,7 @@ TEST(QuantKvCache, SchemeReachesLayersWithoutCacheConfig) {
     if (!plan.ok()) return out;
     EXPECT_EQ(plan->ErrorLines(), "");
     out.first = plan->capacity.max_tokens;
-    for (const Diagnostic& d : plan->diagnostics) {
-      if (d.code == info_code) out.second = d.message;
-    }
+    out.second = testing_configs::DiagnosticMessage(*plan, info_code);
     return out;
   };
   const nlohmann::json baichuan = testing_configs::CorpusConfig("baichuan2-13b");

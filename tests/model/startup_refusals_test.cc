@@ -21,6 +21,7 @@ namespace kvtopo {
 namespace {
 
 using testing_configs::CorpusConfig;
+using testing_configs::DiagnosticMessage;
 
 Result<Plan> PlanOptions(const LaunchOptions& o) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));
@@ -62,15 +63,6 @@ nlohmann::json ProfileConfig(const std::string& stem) {
   nlohmann::json j = nlohmann::json::parse(in);
   j.erase("kvtopo");
   return j;
-}
-
-// The message of the plan's last diagnostic with `code`; "" when there is none.
-std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
-  std::string message;
-  for (const Diagnostic& d : plan.diagnostics) {
-    if (d.code == code) message = d.message;
-  }
-  return message;
 }
 
 // The message of a launch the options refuse (exit 1); any other outcome fails the test.

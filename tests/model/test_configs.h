@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "kvtopo/launch.h"
 #include "kvtopo/model.h"
@@ -31,6 +32,15 @@ inline Result<Plan> PlanWith(const nlohmann::json& config, LaunchConfig c) {
   c.model = "config.json";
   KVTOPO_ASSIGN_OR_RETURN(ModelCacheSpecs specs, BuildModelCacheSpecsFromJson(config, c));
   return PlanLaunchSpecs(specs, c);
+}
+
+// The message of the plan's last diagnostic with `code`; "" when there is none.
+inline std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
+  std::string message;
+  for (const Diagnostic& d : plan.diagnostics) {
+    if (d.code == code) message = d.message;
+  }
+  return message;
 }
 
 }  // namespace kvtopo::testing_configs
