@@ -143,5 +143,9 @@ Result<BackendCaps> FindBackend(std::string_view name);
 Result<BackendCaps> DefaultBackend(BackendFamily family);
 // Every registered backend, in registry order.
 Result<std::vector<BackendCaps>> ListBackends();
+// Whether FlashInfer surely runs without its TRT-LLM attention (GpuDependence::kTrtllmAttention
+// settled): --attention-config use_trtllm_attention false, or decode context parallelism, under
+// which its metadata builder never runs it for decodes (flashinfer.py at 28be48fa9).
+bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp);
 
 }  // namespace kvtopo

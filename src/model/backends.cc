@@ -185,7 +185,6 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
       return r.Invalid("gpu_dependent_on", "is flash_attention_3 or trtllm_attention");
     }
   }
-  // kvtopo knows one such rule: FlashAttention's fp8 (version 3 on a Hopper GPU).
   KVTOPO_ASSIGN_OR_RETURN(b.gpu_dependent_max_head_size,
                           r.IntInOr("gpu_dependent_max_head_size", 0, 0, 1 << 20));
   if (b.gpu_dependent_max_head_size > 0 &&
@@ -194,6 +193,7 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
     return r.Invalid("gpu_dependent_max_head_size",
                      "needs gpu_dependent_on flash_attention_3 and a smaller max_head_size");
   }
+  // kvtopo knows one such rule: FlashAttention's fp8 (version 3 on a Hopper GPU).
   if (!b.gpu_dependent_kv_cache_dtypes.empty() &&
       b.gpu_dependence != GpuDependence::kFlashAttention3) {
     return r.Invalid("gpu_dependent_kv_cache_dtypes", "needs gpu_dependent_on flash_attention_3");
@@ -331,6 +331,10 @@ bool BackendCaps::AcceptsKvCacheDtype(KvCacheDtype dtype) const {
 }
 
 Result<std::vector<BackendCaps>> ListBackends() { return Registry(); }
+
+bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp) {
+  return use_trtllm_attention == false || dcp > 1;
+}
 
 Result<BackendCaps> DefaultBackend(BackendFamily family) {
   const Result<std::vector<BackendCaps>>& registry = Registry();

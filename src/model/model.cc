@@ -74,10 +74,12 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
     } else if (config.cache.flash_attn_version == 2) {
       how = "under FlashAttention 2 (--attention-config flash_attn_version 2)";
     }
-  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention) {
+  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention &&
+             TrtllmAttentionOff(config.cache.use_trtllm_attention,
+                                config.parallel.decode_context_parallel_size)) {
     if (config.cache.use_trtllm_attention == false) {
       how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
-    } else if (config.parallel.decode_context_parallel_size > 1) {
+    } else {
       how = fmt::format(
           "under decode context parallelism (--decode-context-parallel-size {}), where it runs "
           "no TRT-LLM attention",

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "internal/checked_math.h"
+#include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/plan.h"
 
@@ -343,10 +344,8 @@ Status Planner::UnifyPageSizes(std::vector<LayerSpec>& layers) {
 void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
   std::unordered_map<std::string, const LayerSpec*> first;  // backend -> its first layer
   std::unordered_set<std::string> found;
-  // TRT-LLM attention is off by --attention-config, or for decodes under DCP (the builder's
-  // decode check at 28be48fa9).
   const int64_t dcp = inputs_.parallel.decode_context_parallel_size;
-  const bool trtllm_off = inputs_.cache.use_trtllm_attention == false || dcp > 1;
+  const bool trtllm_off = TrtllmAttentionOff(inputs_.cache.use_trtllm_attention, dcp);
   for (const LayerSpec& s : layers) {
     if (s.attention_backend.empty()) continue;
     const auto [it, added] = first.emplace(s.attention_backend, &s);

@@ -24,10 +24,9 @@ namespace kvtopo {
 namespace {
 
 using testing_configs::CorpusConfig;
+using testing_configs::DiagnosticMessage;
 using testing_configs::Llama31_8B;
 using testing_configs::PlanWith;
-
-std::string DiagnosticMessage(const Plan& plan, std::string_view code);  // defined below
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
@@ -2546,7 +2545,7 @@ TEST(DenseModels, Gemma4FullLayersTakeTheirOwnHeads) {
   plan = PlanWith(gemma, fa);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
-  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-head-size-gpu"),
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-head-size-gpu"),
             "target layer 'model.layers.5.self_attn' (and 9 other layers) has head size 512, "
             "which backend FLASH_ATTN takes only where FlashAttention 4 is supported (its kernels "
             "on a Hopper or Blackwell GPU): elsewhere the engine refuses the selection "
@@ -3354,14 +3353,6 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
 }
 
 namespace {
-// The message of the plan's diagnostic `code`, "" when it has none.
-std::string DiagnosticMessage(const Plan& plan, std::string_view code) {
-  for (const Diagnostic& d : plan.diagnostics) {
-    if (d.code == code) return d.message;
-  }
-  return "";
-}
-
 // A config of the corpus planned as one group of full-attention layers: at 1,024 tokens in 20 GiB
 // (its layers, K/V heads, head size and blocks), and at its default length.
 struct OneGroupCase {

@@ -869,16 +869,17 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_EQ(plan->capacity.max_tokens, 524'288);  // 64 KiB a token: 32 GiB
-  EXPECT_EQ(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"),
-            layer +
-                " has cache dtype fp8, which backend FLASH_ATTN takes only as FlashAttention 3 on "
-                "a Hopper GPU (compute capability 9.x): elsewhere the engine refuses the "
-                "selection ('kv_cache_dtype not supported'); FLASHINFER, TRITON_ATTN take it on "
-                "any GPU");
-  c.cache.flash_attn_version = 3;
+  const std::string by_gpu =
+      layer +
+      " has cache dtype fp8, which backend FLASH_ATTN takes only as FlashAttention 3 on a Hopper "
+      "GPU (compute capability 9.x): elsewhere the engine refuses the selection "
+      "('kv_cache_dtype not supported'); FLASHINFER, TRITON_ATTN take it on any GPU";
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"), by_gpu);
+  c.cache.flash_attn_version = 3;  // still by the GPU: version 3 runs only on Hopper
   plan = testing_configs::PlanWith(llama, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_NE(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"), "");
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"), by_gpu);
   for (const int version : {2, 4}) {
     c.cache.flash_attn_version = version;
     EXPECT_EQ(ConfigErrors(llama, c),
@@ -1009,7 +1010,11 @@ TEST(StartupRefusals, FlashInferUnderDcp) {
             "currently does not support attention sinks') at the first forward, once the weights "
             "are loaded; choose another backend with --attention-backend");
   o.attention_backend = "TRITON_ATTN";  // no LSE: refused under DCP for its own reason
-  EXPECT_NE(Errors(o).find("[dcp-backend-lse]"), std::string::npos);
+  EXPECT_EQ(Errors(o),
+            "\n  error [dcp-backend-lse] target layer 'model.layers.0.self_attn' (and 35 other "
+            "layers) is DCP-sharded but backend TRITON_ATTN does not return the softmax LSE "
+            "needed to combine shards; choose another backend with --attention-backend or set "
+            "--decode-context-parallel-size 1");
   o.attention_backend = "FLASH_ATTN";
   EXPECT_EQ(AcceptedTokens(o), 7'456'512);
   o.decode_context_parallel_size.reset();
@@ -1055,7 +1060,12 @@ TEST(StartupRefusals, LoraWithSpeculativeDecoding) {
   EXPECT_EQ(Errors(o), "");
   o.max_num_batched_tokens.reset();  // the default 8192
   o.max_num_seqs = 1025;
-  EXPECT_NE(Errors(o).find("= 8200, got 8192"), std::string::npos);
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-speculative-batched-tokens] --enable-lora with a speculative config "
+            "needs --max-num-batched-tokens of at least --max-num-seqs 1025 x "
+            "(num_speculative_tokens 7 + 1) = 8200, got 8192: the engine refuses the launch "
+            "('Consider increasing max_num_batched_tokens or decreasing num_speculative_tokens'); "
+            "raise --max-num-batched-tokens, or lower --max-num-seqs or num_speculative_tokens");
   o.speculative_config.reset();
   EXPECT_EQ(Errors(o), "");
 }

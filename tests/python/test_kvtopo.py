@@ -578,6 +578,7 @@ class PlanTest(unittest.TestCase):
         ngram = {"method": "ngram", "num_speculative_tokens": 7}
         accepted, diagnostics = kvtopo.check(llama, enable_lora=True, speculative_config=ngram,
                                              max_num_batched_tokens=2047)
+        self.assertFalse(accepted)
         self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
                          ["lora-speculative-batched-tokens"])
         accepted, _ = kvtopo.check(llama, enable_lora=False, speculative_config=ngram,
