@@ -32,6 +32,18 @@ enum class CudagraphSupport { kNever, kUniformSingleTokenDecode, kUniformBatch, 
 enum class GpuDependence { kNone, kFlashAttention3, kTrtllmAttention };
 std::string_view CudagraphSupportName(CudagraphSupport support);
 
+// A GPU's CUDA compute capability as the engine reads it (torch.cuda.get_device_capability):
+// 9.0 a Hopper GPU (H100, H200), 10.0 a B200 or GB200, 12.0 an RTX PRO 6000 Blackwell.
+struct DeviceCapability {
+  int64_t major = 0;
+  int64_t minor = 0;
+  auto operator<=>(const DeviceCapability&) const = default;
+};
+std::string DeviceCapabilityName(DeviceCapability capability);  // "10.0"
+// "MAJOR.MINOR", each in decimal digits (major 1 to 99, minor 0 to 9), as --device-capability
+// takes it; InvalidArgument names the text otherwise.
+Result<DeviceCapability> ParseDeviceCapability(std::string_view text);
+
 struct BackendCaps {
   std::string name;     // upper case, e.g. "B12X_MLA"
   bool mla = false;     // serves MLA latent caches (else K/V attention)
@@ -122,6 +134,12 @@ struct BackendCaps {
   int64_t max_decode_heads = 0;
   // The family this backend serves when neither the launch nor the model profile names one.
   std::optional<BackendFamily> default_for;
+  // The GPUs it runs on (the engine's supports_compute_capability): the compute capabilities
+  // from min_capability to max_capability (unset: unbounded) whose major is one of
+  // capability_majors (empty: any).
+  std::optional<DeviceCapability> min_capability;
+  std::optional<DeviceCapability> max_capability;
+  std::vector<int64_t> capability_majors;
 
   bool SupportsHeadSize(int64_t head_size) const;
   // The supported head sizes in words, for messages ("64, 128, 256", "multiples of 8 up to 256",
@@ -134,6 +152,10 @@ struct BackendCaps {
   KvCacheDtype StoredKvCacheDtype(KvCacheDtype requested) const;
   bool Computes(ElementType dtype) const;
   bool AcceptsKvCacheDtype(KvCacheDtype dtype) const;
+  bool RunsOn(DeviceCapability capability) const;
+  // The compute capabilities it runs on in words, for messages ("8.0 or later", "7.5 to 12.1",
+  // "10.x", "9.x or 10.x", "any").
+  std::string CapabilitiesText() const;
   bool operator==(const BackendCaps&) const = default;
 };
 
@@ -143,9 +165,18 @@ Result<BackendCaps> FindBackend(std::string_view name);
 Result<BackendCaps> DefaultBackend(BackendFamily family);
 // Every registered backend, in registry order.
 Result<std::vector<BackendCaps>> ListBackends();
+// The registered backends the engine's automatic selection tries on a GPU of `capability`, in
+// its order (_get_backend_priorities in platforms/cuda.py at 28be48fa9, the registry's
+// "selection_priorities"): for MLA layers (`mla`) or K/V attention ones; for MLA, whether the
+// cache dtype is quantized and the layer's query heads per rank choose among its sparse orders.
+// The first backend that takes the layer is the engine's pick.
+Result<std::vector<std::string>> SelectionPriorities(bool mla, DeviceCapability capability,
+                                                     bool quantized_cache, int64_t num_heads);
 // Whether FlashInfer surely runs without its TRT-LLM attention (GpuDependence::kTrtllmAttention
-// settled): --attention-config use_trtllm_attention false, or decode context parallelism, under
-// which its metadata builder never runs it for decodes (flashinfer.py at 28be48fa9).
-bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp);
+// settled): --attention-config use_trtllm_attention false, decode context parallelism, under
+// which its metadata builder never runs it for decodes (flashinfer.py at 28be48fa9), or a stated
+// GPU whose compute capability is not 10.x (supports_trtllm_attention in utils/flashinfer.py).
+bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp,
+                        std::optional<DeviceCapability> capability);
 
 }  // namespace kvtopo

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvtopo/backend.h"
 #include "kvtopo/dtype.h"
 #include "kvtopo/geometry.h"
 #include "kvtopo/spec.h"
@@ -74,6 +75,11 @@ struct CacheOptions {
   // and FlashInfer without TRT-LLM attention no sinks and one window per group.
   std::optional<int64_t> flash_attn_version;
   std::optional<bool> use_trtllm_attention;
+  // --device-capability: the GPU's compute capability. Stated, it settles what depends on the
+  // GPU (the FlashAttention version, FlashInfer's TRT-LLM attention, the backends that run there)
+  // and a backend nobody names is the engine's pick from its priority list for that GPU; unset,
+  // kvtopo plans without knowing the GPU.
+  std::optional<DeviceCapability> device_capability;
 
   // Tokens scheduled but not yet settled: one batch, or two under async scheduling.
   // Saturates instead of overflowing (windows are capped by --max-model-len anyway).

@@ -82,6 +82,9 @@ struct LaunchOptions {
   // defaults.
   std::optional<std::string> device_memory;
   std::optional<std::string> device_name;
+  // The GPU's compute capability ("9.0", "10.0", "12.0"): settles GPU-dependent backend answers
+  // and the engine's automatic backend selection. Unset: not known.
+  std::optional<std::string> device_capability;
   // Data and expert parallelism: they leave the per-rank cache as it is, but batched
   // data-parallel MoE (EP, DP > 1, a deepep_low_latency or nixl_ep all-to-all backend) changes
   // the engine's default tokens per step.

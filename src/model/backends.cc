@@ -53,6 +53,44 @@ Status ReadOptionalBool(const ConfigReader& r, std::string_view key, std::option
   return Status::Ok();
 }
 
+// A registry compute capability: "MAJOR.MINOR" text.
+Result<DeviceCapability> ReadCapability(const ConfigReader& r, std::string_view key) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string text, r.String(key));
+  Result<DeviceCapability> c = ParseDeviceCapability(text);
+  if (!c.ok()) return r.Invalid(key, "is a compute capability, MAJOR.MINOR");
+  return *c;
+}
+
+// "compute_capability": {"min": "8.0", "max": "12.1", "majors": [9, 10]}, each optional; absent:
+// any GPU.
+Status ReadComputeCapability(const ConfigReader& r, BackendCaps& b) {
+  if (!r.Has("compute_capability")) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(const ConfigReader cc, r.Object("compute_capability"));
+  for (const auto& [key, value] : cc.json().items()) {
+    if (key != "min" && key != "max" && key != "majors") {
+      return cc.Invalid(key, "is not one of min, max, majors");
+    }
+  }
+  if (cc.Has("min")) {
+    KVTOPO_ASSIGN_OR_RETURN(b.min_capability, ReadCapability(cc, "min"));
+  }
+  if (cc.Has("max")) {
+    KVTOPO_ASSIGN_OR_RETURN(b.max_capability, ReadCapability(cc, "max"));
+  }
+  if (cc.Has("majors")) {
+    KVTOPO_ASSIGN_OR_RETURN(b.capability_majors, cc.IntList("majors"));
+    if (b.capability_majors.empty() ||
+        std::any_of(b.capability_majors.begin(), b.capability_majors.end(),
+                    [](int64_t m) { return m < 1 || m > 99; })) {
+      return cc.Invalid("majors", "lists majors from 1 to 99");
+    }
+  }
+  if (b.min_capability && b.max_capability && *b.max_capability < *b.min_capability) {
+    return cc.Invalid("max", "is below min");
+  }
+  return Status::Ok();
+}
+
 Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   BackendCaps b;
   KVTOPO_ASSIGN_OR_RETURN(b.name, r.String("name"));
@@ -220,7 +258,67 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
   if (!b.SupportsBlockSize(b.preferred_block_size)) {
     return r.Invalid("preferred_block_size", "is not a supported kernel block size");
   }
+  KVTOPO_RETURN_IF_ERROR(ReadComputeCapability(r, b));
   return b;
+}
+
+// One order of the engine's automatic selection ("selection_priorities"): for MLA layers or K/V
+// ones, on GPUs whose major is listed (empty: any), with a quantized cache or not (unset:
+// either), at most `max_heads` query heads per rank (0: any).
+struct PriorityRule {
+  bool mla = false;
+  std::vector<int64_t> majors;
+  std::optional<bool> quantized_cache;
+  int64_t max_heads = 0;
+  std::vector<std::string> backends;
+};
+
+Result<std::vector<PriorityRule>> LoadPriorities(const std::vector<BackendCaps>& backends) {
+  for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+    if (f.stem != "backends") continue;
+    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
+                            internal::ParseJsonText(f.content, "profiles/backends.json"));
+    ConfigReader root(j, "profiles/backends.json");
+    if (!root.Has("selection_priorities") || !j["selection_priorities"].is_array()) {
+      return root.IllTyped("selection_priorities", "a list of selection orders");
+    }
+    std::vector<PriorityRule> out;
+    for (size_t i = 0; i < j["selection_priorities"].size(); ++i) {
+      const nlohmann::json& e = j["selection_priorities"][i];
+      if (!e.is_object()) return root.IllTyped("selection_priorities", "a list of objects");
+      const ConfigReader r(e, "profiles/backends.json", fmt::format("selection_priorities[{}]", i));
+      PriorityRule rule;
+      KVTOPO_ASSIGN_OR_RETURN(rule.mla, r.BoolOr("mla", false));
+      if (r.Has("majors")) {
+        KVTOPO_ASSIGN_OR_RETURN(rule.majors, r.IntList("majors"));
+      }
+      if (r.Has("quantized_cache")) {
+        KVTOPO_ASSIGN_OR_RETURN(const bool q, r.BoolOr("quantized_cache", false));
+        rule.quantized_cache = q;
+      }
+      KVTOPO_ASSIGN_OR_RETURN(rule.max_heads, r.IntInOr("max_heads", 0, 0, 1 << 20));
+      KVTOPO_ASSIGN_OR_RETURN(rule.backends, r.StringList("backends"));
+      for (const std::string& name : rule.backends) {
+        if (std::none_of(backends.begin(), backends.end(),
+                         [&](const BackendCaps& b) { return b.name == name; })) {
+          return r.Invalid("backends", fmt::format("names '{}', which is not registered", name));
+        }
+      }
+      out.push_back(std::move(rule));
+    }
+    // Each kind of layer ends on an order without conditions, so every GPU has one.
+    for (const bool mla : {false, true}) {
+      if (std::none_of(out.begin(), out.end(), [&](const PriorityRule& p) {
+            return p.mla == mla && p.majors.empty() && !p.quantized_cache && p.max_heads == 0;
+          })) {
+        return root.Invalid("selection_priorities",
+                            fmt::format("hold an order without conditions for {} layers",
+                                        mla ? "MLA" : "K/V attention"));
+      }
+    }
+    return out;
+  }
+  return Internal("the backend registry profiles/backends.json is not embedded");
 }
 
 Result<std::vector<BackendCaps>> LoadRegistry() {
@@ -260,6 +358,13 @@ Result<std::vector<BackendCaps>> LoadRegistry() {
 const Result<std::vector<BackendCaps>>& Registry() {
   static const Result<std::vector<BackendCaps>> kRegistry = LoadRegistry();
   return kRegistry;
+}
+
+const Result<std::vector<PriorityRule>>& Priorities() {
+  static const Result<std::vector<PriorityRule>> kPriorities =
+      Registry().ok() ? LoadPriorities(*Registry())
+                      : Result<std::vector<PriorityRule>>(Registry().status());
+  return kPriorities;
 }
 
 }  // namespace
@@ -330,10 +435,76 @@ bool BackendCaps::AcceptsKvCacheDtype(KvCacheDtype dtype) const {
          std::find(kv_cache_dtypes.begin(), kv_cache_dtypes.end(), dtype) != kv_cache_dtypes.end();
 }
 
+bool BackendCaps::RunsOn(DeviceCapability capability) const {
+  if (min_capability && capability < *min_capability) return false;
+  if (max_capability && *max_capability < capability) return false;
+  return capability_majors.empty() || std::find(capability_majors.begin(), capability_majors.end(),
+                                                capability.major) != capability_majors.end();
+}
+
+std::string BackendCaps::CapabilitiesText() const {
+  std::vector<std::string> parts;
+  if (!capability_majors.empty()) {
+    std::vector<std::string> majors;
+    for (const int64_t m : capability_majors) majors.push_back(fmt::format("{}.x", m));
+    parts.push_back(fmt::format("{}", fmt::join(majors, " or ")));
+  }
+  if (min_capability && max_capability) {
+    parts.push_back(fmt::format("{} to {}", DeviceCapabilityName(*min_capability),
+                                DeviceCapabilityName(*max_capability)));
+  } else if (min_capability) {
+    parts.push_back(fmt::format("{} or later", DeviceCapabilityName(*min_capability)));
+  } else if (max_capability) {
+    parts.push_back(fmt::format("up to {}", DeviceCapabilityName(*max_capability)));
+  }
+  return parts.empty() ? "any" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
 Result<std::vector<BackendCaps>> ListBackends() { return Registry(); }
 
-bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp) {
-  return use_trtllm_attention == false || dcp > 1;
+std::string DeviceCapabilityName(DeviceCapability capability) {
+  return fmt::format("{}.{}", capability.major, capability.minor);
+}
+
+Result<DeviceCapability> ParseDeviceCapability(std::string_view text) {
+  const size_t dot = text.find('.');
+  const std::string_view major = text.substr(0, dot);
+  const std::string_view minor = dot == std::string_view::npos ? "" : text.substr(dot + 1);
+  const auto digits = [](std::string_view d, size_t most) {
+    return !d.empty() && d.size() <= most &&
+           std::all_of(d.begin(), d.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  if (!digits(major, 2) || !digits(minor, 1) || major == "0" || major == "00") {
+    return InvalidArgument(fmt::format(
+        "'{}' is not a compute capability: write MAJOR.MINOR as the engine reads it "
+        "(torch.cuda.get_device_capability), e.g. 9.0 for an H100, 10.0 for a B200, 12.0 for an "
+        "RTX PRO 6000 Blackwell",
+        text));
+  }
+  return DeviceCapability{.major = std::stoll(std::string(major)),
+                          .minor = std::stoll(std::string(minor))};
+}
+
+Result<std::vector<std::string>> SelectionPriorities(bool mla, DeviceCapability capability,
+                                                     bool quantized_cache, int64_t num_heads) {
+  const Result<std::vector<PriorityRule>>& rules = Priorities();
+  if (!rules.ok()) return rules.status();
+  for (const PriorityRule& p : *rules) {
+    if (p.mla != mla) continue;
+    if (!p.majors.empty() &&
+        std::find(p.majors.begin(), p.majors.end(), capability.major) == p.majors.end()) {
+      continue;
+    }
+    if (p.quantized_cache && *p.quantized_cache != quantized_cache) continue;
+    if (p.max_heads > 0 && (num_heads <= 0 || num_heads > p.max_heads)) continue;
+    return p.backends;
+  }
+  return Internal("the backend registry holds no selection order for this layer");
+}
+
+bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp,
+                        std::optional<DeviceCapability> capability) {
+  return use_trtllm_attention == false || dcp > 1 || (capability && capability->major != 10);
 }
 
 Result<BackendCaps> DefaultBackend(BackendFamily family) {

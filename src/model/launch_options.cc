@@ -578,6 +578,19 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the GPU's name as the engine reads it (nvidia-smi's name), with --device-memory: the "
        "engine keeps the smaller step defaults on a GPU whose name contains 'a100' (any case)",
        &LO::device_name},
+      {"device_capability",
+       {},
+       "",
+       V::kText,
+       "",
+       "the GPU's compute capability as the engine reads it (torch.cuda.get_device_capability), "
+       "MAJOR.MINOR: 9.0 an H100 or H200, 10.0 a B200, 12.0 an RTX PRO 6000 Blackwell. It "
+       "settles what the engine decides by the GPU: the backends that run there, the "
+       "FlashAttention version (3 on 9.x, 4 on 10.x, else 2) and FlashInfer's TRT-LLM attention "
+       "(10.x), and a backend the launch leaves unnamed is the engine's pick from its priority "
+       "list for the GPU. Default: not known (kvtopo plans its registry's defaults and warns "
+       "where the GPU decides)",
+       &LO::device_capability},
       {"data_parallel_size",
        {},
        "dp",
@@ -2129,6 +2142,13 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
   if (o.enable_lora) c.enable_lora = *o.enable_lora;
+  if (o.device_capability) {
+    Result<DeviceCapability> capability = ParseDeviceCapability(*o.device_capability);
+    if (!capability.ok()) {
+      return InvalidArgument(fmt::format("--device-capability: {}", capability.status().message()));
+    }
+    c.cache.device_capability = *capability;
+  }
   c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
   c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =

@@ -56,6 +56,44 @@ bool HasMla(const ModelDescription& m) {
                      [](const RawLayer& l) { return l.type == LayerType::kMla; });
 }
 
+// Whether FlashAttention 4 runs on a GPU of compute capability `gpu` (_is_fa4_supported in
+// vllm_flash_attn/flash_attn_interface.py at 28be48fa9: 9.x, 10.x or 11.x).
+bool Fa4Runs(DeviceCapability gpu) { return gpu.major >= 9 && gpu.major <= 11; }
+
+// The FlashAttention version the engine runs on a GPU of compute capability `gpu`, as its
+// backend's class methods ask for it (get_flash_attn_version in fa_utils.py at 28be48fa9, with
+// no head size): 3 on 9.x, 4 on 10.x, 2 elsewhere; --attention-config flash_attn_version (or a
+// TurboQuant cache, which pins 2) replaces it, 3 on 10.x or later becomes 4 where FlashAttention
+// 4 runs (9.x to 11.x, _is_fa4_supported) and 2 elsewhere, and VLLM_BATCH_INVARIANT turns 4
+// into 2. A version the GPU does not run (3 off 9.x, 4 off 9.x to 11.x, any below 8.0) is none:
+// nullopt, which has no sinks, per-head scales or fp8 cache.
+std::optional<int64_t> FlashAttnVersionOn(DeviceCapability gpu, const LaunchConfig& config) {
+  const bool fa4_runs = Fa4Runs(gpu);
+  int64_t version = gpu.major == 9 ? 3 : gpu.major == 10 ? 4 : 2;
+  if (TurboQuantOf(config.cache.kv_cache_dtype)) {
+    version = 2;
+  } else if (config.cache.flash_attn_version) {
+    version = *config.cache.flash_attn_version;
+  }
+  if (gpu.major >= 10 && version == 3) version = fa4_runs ? 4 : 2;
+  if (config.batch_invariant && version == 4) version = 2;
+  const bool runs = gpu.major >= 8 && (version == 2 || (version == 3 && gpu.major == 9) ||
+                                       (version == 4 && fa4_runs));
+  return runs ? std::optional<int64_t>(version) : std::nullopt;
+}
+
+// Why FlashAttention lacks a version 3 feature on a stated GPU, for messages.
+std::string FlashAttnVersionText(DeviceCapability gpu, std::optional<int64_t> version) {
+  return version ? fmt::format(
+                       "on compute capability {} (--device-capability), where it runs "
+                       "FlashAttention {}",
+                       DeviceCapabilityName(gpu), *version)
+                 : fmt::format(
+                       "on compute capability {} (--device-capability), where the "
+                       "FlashAttention version it would run does not run",
+                       DeviceCapabilityName(gpu));
+}
+
 // A backend's GPU-dependent answer (supports_sinks, supports_per_head_quant_scales: nullopt) as
 // the launch settles it: FlashAttention pinned to version 2 (--attention-config
 // flash_attn_version 2, or a TurboQuant cache, for which EngineArgs.create_engine_config pins it)
@@ -66,6 +104,7 @@ bool HasMla(const ModelDescription& m) {
 std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
                             const LaunchConfig& config, std::string* why = nullptr) {
   if (answer.has_value()) return answer;
+  const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
   std::string how;
   if (be.gpu_dependence == GpuDependence::kFlashAttention3) {
     if (TurboQuantOf(config.cache.kv_cache_dtype)) {
@@ -73,17 +112,27 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
                         KvCacheDtypeName(config.cache.kv_cache_dtype));
     } else if (config.cache.flash_attn_version == 2) {
       how = "under FlashAttention 2 (--attention-config flash_attn_version 2)";
+    } else if (gpu) {
+      const std::optional<int64_t> version = FlashAttnVersionOn(*gpu, config);
+      if (version && *version >= 3) return true;
+      how = FlashAttnVersionText(*gpu, version);
     }
-  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention &&
-             TrtllmAttentionOff(config.cache.use_trtllm_attention,
-                                config.parallel.decode_context_parallel_size)) {
-    if (config.cache.use_trtllm_attention == false) {
+  } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention) {
+    if (!TrtllmAttentionOff(config.cache.use_trtllm_attention,
+                            config.parallel.decode_context_parallel_size, gpu)) {
+      if (gpu) return true;  // compute capability 10.x
+    } else if (config.cache.use_trtllm_attention == false) {
       how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
-    } else {
+    } else if (config.parallel.decode_context_parallel_size > 1) {
       how = fmt::format(
           "under decode context parallelism (--decode-context-parallel-size {}), where it runs "
           "no TRT-LLM attention",
           config.parallel.decode_context_parallel_size);
+    } else {
+      how = fmt::format(
+          "on compute capability {} (--device-capability), where it runs no TRT-LLM attention "
+          "(10.x only)",
+          DeviceCapabilityName(*gpu));
     }
   }
   if (how.empty()) return std::nullopt;
@@ -106,21 +155,37 @@ std::optional<bool> TakesKvCacheDtype(const BackendCaps& be, KvCacheDtype dtype,
     if (why != nullptr) *why = " under FlashAttention 4 (--attention-config flash_attn_version 4)";
     return false;
   }
-  return Settled(std::nullopt, be, config, why);
+  const std::optional<bool> settled = Settled(std::nullopt, be, config, why);
+  const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
+  if (settled != true || !gpu || be.gpu_dependence != GpuDependence::kFlashAttention3) {
+    return settled;
+  }
+  // Version 3 or 4 runs; the fp8 cache needs 3 on a Hopper GPU.
+  const std::optional<int64_t> version = FlashAttnVersionOn(*gpu, config);
+  if (version == 3 && gpu->major == 9) return true;
+  if (why != nullptr) *why = " " + FlashAttnVersionText(*gpu, version);
+  return false;
+}
+
+// Whether `be` takes head size `head` only where FlashAttention 4 is supported (above its
+// max_head_size, up to gpu_dependent_max_head_size).
+bool HeadSizeNeedsFa4(const BackendCaps& be, int64_t head) {
+  if (be.gpu_dependent_max_head_size <= 0 || head <= be.max_head_size) return false;
+  BackendCaps wider = be;
+  wider.max_head_size = be.gpu_dependent_max_head_size;
+  return wider.SupportsHeadSize(head);
 }
 
 // Whether `be` takes head size `head` (validate_configuration's "head_size not supported"):
 // true, false, or nullopt where it depends on the GPU: FlashAttention takes heads above 256 (to
 // 512) where FlashAttention 4 is supported (supports_head_size asks is_fa_version_supported(4)
-// at 28be48fa9, whatever --attention-config pins).
-std::optional<bool> TakesHeadSize(const BackendCaps& be, int64_t head) {
+// at 28be48fa9, whatever --attention-config pins: Fa4Runs).
+std::optional<bool> TakesHeadSize(const BackendCaps& be, int64_t head, const LaunchConfig& config) {
   if (be.SupportsHeadSize(head)) return true;
-  if (be.gpu_dependent_max_head_size > 0 && head > be.max_head_size) {
-    BackendCaps wider = be;
-    wider.max_head_size = be.gpu_dependent_max_head_size;
-    if (wider.SupportsHeadSize(head)) return std::nullopt;
-  }
-  return false;
+  if (!HeadSizeNeedsFa4(be, head)) return false;
+  const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
+  if (!gpu) return std::nullopt;
+  return Fa4Runs(*gpu);
 }
 
 // The cache dtype the engine's backend selection sees for `m`'s attention layers built with
@@ -128,6 +193,18 @@ std::optional<bool> TakesHeadSize(const BackendCaps& be, int64_t head) {
 // (SchemeCachesFp8; MLA layers keep auto, and no MLA default moves for a dtype).
 KvCacheDtype SelectionDtype(const ModelDescription& m, KvCacheDtype dtype) {
   return m.kv_cache_scheme && dtype == KvCacheDtype::kAuto ? KvCacheDtype::kFp8 : dtype;
+}
+
+// Whether `be` surely refuses `m`'s MLA dimensions (its config_dims; supports_combination reads
+// the text config, a None or missing value refused): a dimension kvtopo cannot read (a config
+// class default it does not know) counts as taken.
+bool ConfigDimsRefused(const BackendCaps& be, const ModelDescription& m) {
+  return std::any_of(be.config_dims.begin(), be.config_dims.end(), [&](const auto& dim) {
+    const auto it = m.mla_config_dims.find(dim.first);
+    return it != m.mla_config_dims.end() &&
+           (!it->second.value ||
+            std::find(dim.second.begin(), dim.second.end(), *it->second.value) == dim.second.end());
+  });
 }
 
 // The backend a model gets when the launch names none: its profile's, else the registry's
@@ -143,15 +220,19 @@ KvCacheDtype SelectionDtype(const ModelDescription& m, KvCacheDtype dtype) {
 // default, TRITON_MLA, runs batch-invariant). A profile's default moves as the engine's pick
 // would for sinks or a cache dtype it surely cannot run; a backend the model's code forces is
 // kept. A TurboQuant `dtype` asks for the model's dtype: its layers run TurboQuant's own backend
-// and the boundary layers keep auto.
+// and the boundary layers keep auto. With --device-capability the pick is the engine's: the first
+// backend of its order for that GPU (SelectionPriorities) that takes the layers, a profile's
+// default aside; where none does, `none_took` receives the order's backends of the layers'
+// family and the default is planned.
 Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchConfig& config,
-                                       KvCacheDtype dtype) {
+                                       KvCacheDtype dtype,
+                                       std::vector<std::string>* none_took = nullptr) {
   if (TurboQuantOf(dtype)) dtype = KvCacheDtype::kAuto;
   const bool sinks = HasSinks(m);
-  const auto sure = [&](const BackendCaps& c) {
+  const auto sure_under = [&](const BackendCaps& c, const LaunchConfig& launch) {
     const std::optional<bool> runs_sinks =
-        sinks ? Settled(c.supports_sinks, c, config) : std::optional<bool>(true);
-    const std::optional<bool> takes_dtype = TakesKvCacheDtype(c, dtype, config);
+        sinks ? Settled(c.supports_sinks, c, launch) : std::optional<bool>(true);
+    const std::optional<bool> takes_dtype = TakesKvCacheDtype(c, dtype, launch);
     // Every head size of the layers of its family (MLA rows for an MLA backend).
     bool heads_refused = false, heads_by_gpu = false;
     for (const RawLayer& l : m.layers) {
@@ -159,7 +240,7 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
           (l.type == LayerType::kMla) != c.mla) {
         continue;
       }
-      const std::optional<bool> takes = TakesHeadSize(c, l.head_size);
+      const std::optional<bool> takes = TakesHeadSize(c, l.head_size, launch);
       heads_refused = heads_refused || takes == false;
       heads_by_gpu = heads_by_gpu || !takes.has_value();
     }
@@ -169,6 +250,7 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
     if (!runs_sinks || !takes_dtype || heads_by_gpu) return std::optional<bool>();
     return std::optional<bool>(true);
   };
+  const auto sure = [&](const BackendCaps& c) { return sure_under(c, config); };
   const BackendFamily family = HasIndexer(m) ? BackendFamily::kSparseMla
                                : HasMla(m)   ? BackendFamily::kMla
                                              : BackendFamily::kAttention;
@@ -176,14 +258,55 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
   if (!m.default_backend.empty()) {
     if (!m.default_backend_from_profile) return m.default_backend;
     KVTOPO_ASSIGN_OR_RETURN(caps, FindBackend(m.default_backend));
-    if (sure(caps) != false) return caps.name;
   } else {
     KVTOPO_ASSIGN_OR_RETURN(caps, DefaultBackend(family));
   }
-  const auto serves = [&](const BackendCaps& c) {
+  // What the engine's selection checks beside sinks, cache dtype and head sizes.
+  const auto computes = [&](const BackendCaps& c) {
     return c.Computes(m.dtype) && (!m.mm_prefix_lm || c.supports_mm_prefix) &&
-           (!config.batch_invariant || c.supports_batch_invariance) && sure(c) != false;
+           (!config.batch_invariant || c.supports_batch_invariance);
   };
+  const auto serves = [&](const BackendCaps& c) { return computes(c) && sure(c) != false; };
+  if (const std::optional<DeviceCapability>& gpu = config.cache.device_capability; gpu) {
+    // The GPU settles every answer above, and the engine's pick is the first backend of its
+    // order for the GPU that takes the layers (validate_configuration). A profile's default is
+    // kvtopo's assumption where the GPU is not known (its runbook's backend, which a launch
+    // names); the engine's selection never reads it.
+    // FlashInfer's supports_sink asks the GPU alone: under DCP the engine still picks it for a
+    // model with sinks on 10.x, and its metadata builder raises (backend-sinks).
+    LaunchConfig selection = config;
+    selection.parallel.decode_context_parallel_size = 1;
+    const bool mla = family != BackendFamily::kAttention;
+    const bool per_head_scales = m.kv_cache_scheme && m.kv_cache_scheme->per_head;
+    const auto takes = [&](const BackendCaps& c) {
+      return c.mla == mla && c.sparse == (family == BackendFamily::kSparseMla) &&
+             !c.stores_turboquant && c.RunsOn(*gpu) && computes(c) &&
+             sure_under(c, selection) == true &&
+             (config.cache.block_size <= 0 || c.SupportsBlockSize(config.cache.block_size)) &&
+             !ConfigDimsRefused(c, m) &&
+             (mla || !per_head_scales ||
+              Settled(c.supports_per_head_quant_scales, c, config) == true);
+    };
+    const bool quantized = dtype != KvCacheDtype::kAuto && dtype != KvCacheDtype::kFloat16 &&
+                           dtype != KvCacheDtype::kBfloat16;
+    const int64_t tp = config.parallel.tensor_parallel_size;
+    const int64_t heads = tp > 0 ? m.num_attention_heads / tp : 0;
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> order,
+                            SelectionPriorities(mla, *gpu, quantized, heads));
+    std::vector<std::string> family_order;
+    for (const std::string& name : order) {
+      KVTOPO_ASSIGN_OR_RETURN(const BackendCaps c, FindBackend(name));
+      if (takes(c)) return c.name;
+      if (c.mla == mla && c.sparse == (family == BackendFamily::kSparseMla)) {
+        family_order.push_back(c.name);
+      }
+    }
+    // None does: the engine raises ('No valid attention backend found'); kvtopo plans its
+    // default, for the rest of the checks.
+    if (none_took != nullptr) *none_took = family_order;
+    return caps.name;
+  }
+  if (!m.default_backend.empty() && sure(caps) != false) return caps.name;
   if (!serves(caps) && family == BackendFamily::kAttention && !caps.mla) {
     KVTOPO_ASSIGN_OR_RETURN(const std::vector<BackendCaps> all, ListBackends());
     for (const bool surely : {true, false}) {
@@ -594,6 +717,22 @@ void ValidateBackends(Builder& b) {
                           be.name, be.mla ? "MLA" : "K/V attention", RoleKnob(s)));
       continue;
     }
+    // validate_configuration: "compute capability not supported" (supports_compute_capability).
+    // A backend nobody names is the engine's pick, which runs there, or none is
+    // (backend-none-valid).
+    if (const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
+        gpu && c.backend_named && !be.RunsOn(*gpu)) {
+      const std::vector<std::string> there =
+          BackendNames([&](const BackendCaps& o) { return SameFamily(o, be) && o.RunsOn(*gpu); });
+      b.Error("backend-compute-capability",
+              fmt::format("{} layer '{}' runs on backend {}, which runs on compute capability {} "
+                          "only, not {} (--device-capability): the engine refuses the selection "
+                          "('compute capability not supported'); choose one that runs there ({}) "
+                          "with {}",
+                          role, s.name, be.name, be.CapabilitiesText(), DeviceCapabilityName(*gpu),
+                          there.empty() ? "none" : fmt::format("{}", fmt::join(there, ", ")),
+                          RoleKnob(s)));
+    }
     if (IsMla(s.kind) && be.sparse != (sparse_roles.count(s.role) > 0)) {
       b.Error("backend-sparse",
               fmt::format("{} layer '{}' is {} MLA but backend {} serves {} MLA; the engine "
@@ -604,11 +743,18 @@ void ValidateBackends(Builder& b) {
                           be.sparse ? "dense" : "sparse", RoleKnob(s)));
     }
     if (IsMla(s.kind) && c.model != nullptr) CheckConfigDims(b, s, be, *c.model);
-    if (const std::optional<bool> head = TakesHeadSize(be, s.head_size); head == false) {
+    if (const std::optional<bool> head = TakesHeadSize(be, s.head_size, b.config); head == false) {
+      const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
       b.Error("backend-head-size",
-              fmt::format("{} layer '{}' has head size {} but backend {} supports only {}; "
+              fmt::format("{} layer '{}' has head size {} but backend {} supports only {}{}; "
                           "choose another backend with {}",
-                          role, s.name, s.head_size, be.name, be.HeadSizesText(), RoleKnob(s)));
+                          role, s.name, s.head_size, be.name, be.HeadSizesText(),
+                          gpu && HeadSizeNeedsFa4(be, s.head_size)
+                              ? fmt::format(", and FlashAttention 4 is not supported on compute "
+                                            "capability {} (--device-capability)",
+                                            DeviceCapabilityName(*gpu))
+                              : "",
+                          RoleKnob(s)));
     } else if (!head && c.backend_named) {
       const std::vector<std::string> others = BackendNames([&](const BackendCaps& o) {
         return SameFamily(o, be) && o.SupportsHeadSize(s.head_size);
@@ -642,10 +788,12 @@ void ValidateBackends(Builder& b) {
     }
     std::string no_sinks;
     if (c.has_sinks && Settled(be.supports_sinks, be, b.config, &no_sinks) == false) {
-      // FlashInfer under DCP passes the selection (its supports_sink asks the GPU alone); its
-      // metadata builder raises instead.
+      // FlashInfer under DCP passes the selection (its supports_sink asks the GPU alone, true on
+      // compute capability 10.x); its metadata builder raises instead.
+      const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
       const bool at_first_forward = be.gpu_dependence == GpuDependence::kTrtllmAttention &&
-                                    b.config.cache.use_trtllm_attention != false;
+                                    b.config.cache.use_trtllm_attention != false &&
+                                    (!gpu || gpu->major == 10);
       b.Error("backend-sinks",
               fmt::format("{} layer '{}' has learned attention sinks but backend {} has none{}: "
                           "{}; {}",
@@ -1447,6 +1595,39 @@ void ResolveStepLimits(const LaunchConfig& config, bool chunked_prefill, Builder
             fmt::format("--max-num-batched-tokens {} is below --max-num-seqs {}: the engine "
                         "refuses it; raise --max-num-batched-tokens or lower --max-num-seqs",
                         batched, cache.max_num_seqs));
+  }
+}
+
+// With --device-capability, a backend nobody names is the engine's pick for the GPU
+// (DefaultBackendName): where none of its candidates takes the `role` layers (`none_took`), the
+// engine raises as it builds the model; where the pick is not the profile's default (kvtopo's
+// assumption where the GPU is not known), the launch must name that one to get it.
+void ReportDevicePick(Builder& b, const ModelDescription& m, std::string_view role,
+                      const std::string& picked, const std::vector<std::string>& none_took,
+                      std::string_view knob) {
+  const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
+  if (!gpu) return;
+  if (!none_took.empty()) {
+    b.Error("backend-none-valid",
+            fmt::format("none of the backends the engine tries for the {} layers of '{}' on "
+                        "compute capability {} (--device-capability) takes them ({}): the engine "
+                        "raises ('No valid attention backend found') as it builds the model; "
+                        "kvtopo plans {} for the other checks; name a backend that runs there "
+                        "with {}, or change the launch (its cache dtype, block size) so that one "
+                        "of them takes the layers",
+                        role, m.file, DeviceCapabilityName(*gpu), fmt::join(none_took, ", "),
+                        picked, knob));
+  } else if (m.default_backend_from_profile && picked != m.default_backend) {
+    const Result<BackendCaps> profile = FindBackend(m.default_backend);
+    b.Add(Severity::kInfo, "backend-device-pick",
+          fmt::format(
+              "the {} layers of '{}' run on {}, the engine's pick on compute capability "
+              "{} (--device-capability); the profile's backend {}, planned where the GPU "
+              "is not given, {}",
+              role, m.file, picked, DeviceCapabilityName(*gpu), m.default_backend,
+              profile.ok() && !profile->RunsOn(*gpu)
+                  ? fmt::format("does not run there (it runs on {})", profile->CapabilitiesText())
+                  : fmt::format("runs only where the launch names it with {}", knob)));
   }
 }
 
@@ -2285,14 +2466,17 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   if (target_backend_name.empty()) {
     // Layers built without the cache config select with auto.
     const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
-    KVTOPO_ASSIGN_OR_RETURN(target_backend_name,
-                            DefaultBackendName(model, config, SelectionDtype(model, asked)));
+    std::vector<std::string> none_took;
+    KVTOPO_ASSIGN_OR_RETURN(
+        target_backend_name,
+        DefaultBackendName(model, config, SelectionDtype(model, asked), &none_took));
+    ReportDevicePick(b, model, "target", target_backend_name, none_took, "--attention-backend");
   }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
   b.out.attention_backend = target_backend.name;
   if (cache.attention_backend.empty() && model.default_backend.empty() && target_backend.mla &&
-      N > 1) {
+      N > 1 && !cache.device_capability) {
     WarnAutoBackendUnderDcp(target_backend, N, b);
   }
   if (!model.required_backend.empty() && target_backend.name != model.required_backend) {
@@ -2738,15 +2922,17 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     } else if (draft_backend_name.empty() && mtp && TurboQuantOf(draft_dtype)) {
       // In-model MTP layers past the trunk are never boundary layers: TurboQuant.
       KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, TurboQuantBackendName());
-    } else if (draft_backend_name.empty() && mtp) {
-      // Selected with the MTP layers' own cache dtype, as the target's layers are with theirs.
-      KVTOPO_ASSIGN_OR_RETURN(
-          draft_backend_name,
-          DefaultBackendName(model, config, SelectionDtype(model, draft_dtype)));
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
+      // MTP layers are selected with their own cache dtype, as the target's layers are with
+      // theirs.
+      const ModelDescription& picked_for = mtp ? model : *draft_model;
+      std::vector<std::string> none_took;
       KVTOPO_ASSIGN_OR_RETURN(
           draft_backend_name,
-          DefaultBackendName(*draft_model, config, SelectionDtype(*draft_model, draft_dtype)));
+          DefaultBackendName(picked_for, config, SelectionDtype(picked_for, draft_dtype),
+                             &none_took));
+      ReportDevicePick(b, picked_for, "draft", draft_backend_name, none_took,
+                       "the speculative config's draft_attention_backend");
     }
     KVTOPO_ASSIGN_OR_RETURN(
         const BackendCaps draft_backend,

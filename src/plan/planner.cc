@@ -345,7 +345,8 @@ void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
   std::unordered_map<std::string, const LayerSpec*> first;  // backend -> its first layer
   std::unordered_set<std::string> found;
   const int64_t dcp = inputs_.parallel.decode_context_parallel_size;
-  const bool trtllm_off = TrtllmAttentionOff(inputs_.cache.use_trtllm_attention, dcp);
+  const std::optional<DeviceCapability>& gpu = inputs_.cache.device_capability;
+  const bool trtllm_off = TrtllmAttentionOff(inputs_.cache.use_trtllm_attention, dcp, gpu);
   for (const LayerSpec& s : layers) {
     if (s.attention_backend.empty()) continue;
     const auto [it, added] = first.emplace(s.attention_backend, &s);
@@ -372,6 +373,9 @@ void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
                     inputs_.cache.use_trtllm_attention == false
                         ? "--attention-config use_trtllm_attention false turns it off"
                     : dcp > 1 ? fmt::format("--decode-context-parallel-size {} turns it off", dcp)
+                    : gpu     ? fmt::format("compute capability 10 GPUs, DCP 1; "
+                                                "--device-capability {} has none",
+                                            DeviceCapabilityName(*gpu))
                               : "compute capability 10 GPUs, DCP 1",
                     trtllm_off ? "so" : "elsewhere")});
     found.insert(s.attention_backend);

@@ -558,6 +558,25 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--max-num-partial-prefills 2: "):
             kvtopo.plan("gpt-oss-120b", max_num_partial_prefills=2)
 
+    def test_device_capability(self):
+        # The GPU's compute capability: a backend nobody names is the engine's pick there.
+        picks = {}
+        for gpu in ("9.0", "10.0", "12.0"):
+            plan = kvtopo.plan("kimi-k2.6", tensor_parallel_size=8, device_capability=gpu)
+            picks[gpu] = (plan.groups[0].attention_backend, plan.capacity.max_tokens)
+        self.assertEqual(picks, {"9.0": ("FLASH_ATTN_MLA", 488944),
+                                 "10.0": ("FLASHINFER_MLA", 488928),
+                                 "12.0": ("TRITON_MLA", 488944)})
+        accepted, diagnostics = kvtopo.check("kimi-k2.6", tensor_parallel_size=8,
+                                             device_capability="10.0",
+                                             attention_backend="B12X_MLA")
+        self.assertFalse(accepted)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["backend-compute-capability"])
+        with self.assertRaisesRegex(ValueError, r"^--device-capability: 'sm_100' is not a "
+                                    r"compute capability: write MAJOR.MINOR"):
+            kvtopo.plan("kimi-k2.6", device_capability="sm_100")
+
     def test_expert_and_external_dp_flags(self):
         # A model without experts refuses expert parallelism and external DP load balancing;
         # the DP flags are checked as the engine checks them.
