@@ -867,9 +867,19 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kSwitch,
        "",
        "stochastic rounding of recurrent state written to a float16 cache; the engine refuses "
-       "it unless --mamba-ssm-cache-dtype is float16 (and, not checked here, off NVIDIA GPUs or, "
-       "with the triton Mamba backend, below compute capability 10.0); default off",
+       "it unless --mamba-ssm-cache-dtype is float16, and with the triton Mamba backend on a GPU "
+       "other than compute capability 10.x (checked where --device-capability states it); "
+       "default off",
        &LO::enable_mamba_cache_stochastic_rounding},
+      {"mamba_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "the Mamba selective-state-update kernels: triton or flashinfer (any case, as the "
+       "engine's MambaBackendEnum reads it); default triton. The cache is the same; with "
+       "--enable-mamba-cache-stochastic-rounding, triton needs compute capability 10.x",
+       &LO::mamba_backend},
       {"prefix_match_unit",
        {},
        "",
@@ -2244,6 +2254,25 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         "--enable-mamba-cache-stochastic-rounding needs --mamba-ssm-cache-dtype float16, got {}; "
         "the engine refuses the launch at startup",
         o.mamba_ssm_cache_dtype.value_or("auto")));
+  }
+  // MambaConfig (vllm/config/mamba.py at 28be48fa9): the backend is a MambaBackendEnum member
+  // named in any case, and stochastic rounding with the triton kernels needs the cvt.rs
+  // instruction of compute capability 10.x.
+  const std::string mamba_backend = internal::AsciiLower(o.mamba_backend.value_or("triton"));
+  if (mamba_backend != "triton" && mamba_backend != "flashinfer") {
+    return InvalidArgument(fmt::format(
+        "--mamba-backend '{}' is not a Mamba backend: the engine takes triton or flashinfer",
+        *o.mamba_backend));
+  }
+  if (const std::optional<DeviceCapability>& gpu = c.cache.device_capability;
+      o.enable_mamba_cache_stochastic_rounding.value_or(false) && mamba_backend == "triton" &&
+      gpu && gpu->major != 10) {
+    return Rejected(fmt::format(
+        "--enable-mamba-cache-stochastic-rounding with the triton Mamba backend needs compute "
+        "capability 10.x (the cvt.rs instruction), not {} (--device-capability); the engine "
+        "refuses the launch at startup; pass --mamba-backend flashinfer or drop stochastic "
+        "rounding",
+        DeviceCapabilityName(*gpu)));
   }
   KVTOPO_ASSIGN_OR_RETURN(std::optional<std::string> spec_text, SpeculativeConfigText(o));
   // The engine's maybe_override_with_speculators, before it reads the model's config: a

@@ -436,8 +436,8 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
 // The flags of the fork's head (28be48fa9) with the arity its argparse parser gives them.
 TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   using Values = VllmFlag::Values;
-  for (const char* name : {"--mamba-backend", "--ubatch-size", "--moe-backend", "-asc", "-q",
-                           "--gdn-prefill-backend", "--shutdown-timeout"}) {
+  for (const char* name : {"--mamba-cache-philox-rounds", "--ubatch-size", "--moe-backend", "-asc",
+                           "-q", "--gdn-prefill-backend", "--shutdown-timeout"}) {
     const VllmFlag* f = FindVllmFlagNotPlanned(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;
@@ -538,6 +538,24 @@ TEST(LaunchOptions, LaunchChecksTheEngineMakesAtStartup) {
   EXPECT_EQ(ToLaunchConfig(o).status().code(), StatusCode::kRejected);
   o.mamba_ssm_cache_dtype = "float16";
   EXPECT_TRUE(ToLaunchConfig(o).ok());
+  // The triton kernels round stochastically on compute capability 10.x only (MambaConfig).
+  o.device_capability = "12.0";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--enable-mamba-cache-stochastic-rounding with the triton Mamba backend needs compute "
+            "capability 10.x (the cvt.rs instruction), not 12.0 (--device-capability); the "
+            "engine refuses the launch at startup; pass --mamba-backend flashinfer or drop "
+            "stochastic rounding");
+  o.mamba_backend = "FlashInfer";
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.mamba_backend = "triton";
+  o.device_capability = "10.0";
+  EXPECT_TRUE(ToLaunchConfig(o).ok());
+  o.mamba_backend = "cuda";
+  const Status bad = ToLaunchConfig(o).status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(),
+            "--mamba-backend 'cuda' is not a Mamba backend: the engine takes triton or "
+            "flashinfer");
 }
 
 }  // namespace
