@@ -939,13 +939,15 @@ void ValidateBackends(Builder& b) {
 // The dtype the engine runs the model in (vLLM's _get_and_verify_dtype, on a GPU that computes
 // in bfloat16): --dtype when given; under auto, the config's torch_dtype, except that a float32
 // config runs as bfloat16, and so does a float16 config of a model type that refuses float16.
-// An explicit --dtype float16 for such a model type is refused, as the engine refuses it.
+// An explicit --dtype float16 for such a model type is refused, as the engine refuses it. A GPU
+// stated below compute capability 8.0 has no bfloat16 (the platform's supported_dtypes).
 void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b) {
   static constexpr std::array<std::string_view, 5> kNoFloat16 = {"gemma2", "gemma3", "gemma3_text",
                                                                  "plamo2", "glm4"};
   const bool no_float16 =
       std::find(kNoFloat16.begin(), kNoFloat16.end(), m.model_type) != kNoFloat16.end();
   const ElementType config_dtype = m.dtype;
+  const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
   if (b.config.model_dtype) {
     m.dtype = *b.config.model_dtype;
     if (m.dtype == ElementType::kFloat16 && no_float16) {
@@ -953,6 +955,44 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
               fmt::format("--dtype float16: the engine refuses float16 for model type '{}' "
                           "(numerical instability); use --dtype bfloat16 or float32",
                           m.model_type));
+    }
+    // The worker's check_if_supports_dtype (platforms/cuda.py at 28be48fa9).
+    if (m.dtype == ElementType::kBfloat16 && gpu && gpu->major < 8) {
+      b.Error("dtype-bfloat16-gpu",
+              fmt::format("--dtype bfloat16 on compute capability {} (--device-capability): the "
+                          "engine's workers refuse it at startup ('Bfloat16 is only supported on "
+                          "GPUs with compute capability of at least 8.0'); use --dtype {}",
+                          DeviceCapabilityName(*gpu), no_float16 ? "float32" : "float16"));
+    }
+    return;
+  }
+  if (gpu && gpu->major < 8) {
+    // Below 8.0 the platform computes in float16 and float32 (below 6.0 float32 alone), a model
+    // type that refuses float16 in float32: an auto dtype the GPU lacks, and a float32 config,
+    // take the first of those (_resolve_auto_dtype).
+    std::vector<ElementType> supported;
+    if (gpu->major >= 6 && !no_float16) supported.push_back(ElementType::kFloat16);
+    supported.push_back(ElementType::kFloat32);
+    const ElementType wanted =
+        config_dtype == ElementType::kFloat32 ? supported.front() : config_dtype;
+    m.dtype = std::find(supported.begin(), supported.end(), wanted) != supported.end()
+                  ? wanted
+                  : supported.front();
+    // Said where it differs from what a GPU with bfloat16 runs (below).
+    const bool bfloat16_elsewhere = config_dtype == ElementType::kFloat32 ||
+                                    (config_dtype == ElementType::kFloat16 && no_float16);
+    if (m.dtype != (bfloat16_elsewhere ? ElementType::kBfloat16 : config_dtype)) {
+      b.Add(Severity::kInfo, "model-dtype",
+            fmt::format("'{}' gives torch_dtype {}; on compute capability {} "
+                        "(--device-capability) the engine runs it as {} (--dtype auto; the GPU "
+                        "computes in {}{}), so an auto KV cache stores {}",
+                        file, ElementTypeName(config_dtype), DeviceCapabilityName(*gpu),
+                        ElementTypeName(m.dtype),
+                        gpu->major >= 6 ? "float16 and float32" : "float32 alone",
+                        no_float16 && gpu->major >= 6
+                            ? fmt::format(", and model type '{}' refuses float16", m.model_type)
+                            : "",
+                        ElementTypeName(m.dtype)));
     }
     return;
   }

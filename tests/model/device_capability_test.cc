@@ -336,5 +336,49 @@ TEST(DeviceCapability, OneWindowPerGroupByGpu) {
   EXPECT_EQ(b200->ErrorLines(), "");
 }
 
+// Below compute capability 8.0 the platform has no bfloat16 (supported_dtypes): an auto dtype
+// falls back to float16, or float32 for a model type that refuses float16
+// (_resolve_auto_dtype), and an explicit bfloat16 is refused by the workers.
+TEST(DeviceCapability, ModelDtypeByGpu) {
+  LaunchOptions llama = OnGpu(CorpusPath("llama-3.1-8b"), "9.0");
+  const int64_t hopper = Planned(llama).tokens;
+  llama.device_capability = "7.5";  // float16: the same bytes, on FLASHINFER (8.0 for FA)
+  EXPECT_EQ(Planned(llama), (Outcome{"FLASHINFER", hopper, ""}));
+  Result<Plan> turing = PlanOn(llama);
+  ASSERT_TRUE(turing.ok());
+  EXPECT_EQ(DiagnosticMessage(*turing, "model-dtype"),
+            "'" + CorpusPath("llama-3.1-8b") +
+                "' gives torch_dtype bfloat16; on compute capability 7.5 (--device-capability) "
+                "the engine runs it as float16 (--dtype auto; the GPU computes in float16 and "
+                "float32), so an auto KV cache stores float16");
+  llama.dtype = "bfloat16";
+  EXPECT_EQ(Planned(llama).errors,
+            "\n  error [dtype-bfloat16-gpu] --dtype bfloat16 on compute capability 7.5 "
+            "(--device-capability): the engine's workers refuse it at startup ('Bfloat16 is only "
+            "supported on GPUs with compute capability of at least 8.0'); use --dtype float16");
+
+  LaunchOptions gemma = OnGpu(CorpusPath("gemma-2-9b"), "9.0");
+  EXPECT_EQ(Planned(gemma).tokens, 99'766);
+  gemma.device_capability = "7.5";  // float32 stays (gemma2 refuses float16): twice the bytes
+  EXPECT_EQ(Planned(gemma).tokens, 49'879);
+  Result<Plan> fp32 = PlanOn(gemma);
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ(DiagnosticMessage(*fp32, "model-dtype"),
+            "'" + CorpusPath("gemma-2-9b") +
+                "' gives torch_dtype float32; on compute capability 7.5 (--device-capability) "
+                "the engine runs it as float32 (--dtype auto; the GPU computes in float16 and "
+                "float32, and model type 'gemma2' refuses float16), so an auto KV cache stores "
+                "float32");
+
+  nlohmann::json full = testing_configs::Llama31_8B();
+  full["torch_dtype"] = "float32";  // downcast to the GPU's first dtype
+  LaunchConfig c;
+  c.cache.max_model_len = 32768;
+  c.cache.device_capability = DeviceCapability{7, 0};
+  Result<Plan> volta = testing_configs::PlanWith(full, c);
+  ASSERT_TRUE(volta.ok()) << volta.status().ToString();
+  EXPECT_EQ(volta->model.layers.front().model_dtype, ElementType::kFloat16);
+}
+
 }  // namespace
 }  // namespace kvtopo
