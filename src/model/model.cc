@@ -717,7 +717,8 @@ void ValidateBackends(Builder& b) {
                           be.name, be.mla ? "MLA" : "K/V attention", RoleKnob(s)));
       continue;
     }
-    // validate_configuration: "compute capability not supported" (supports_compute_capability).
+    // validate_configuration: "compute capability not supported" (supports_compute_capability),
+    // or supports_combination's GPU check (dense FlashMLA: a Hopper GPU).
     // A backend nobody names is the engine's pick, which runs there, or none is
     // (backend-none-valid).
     if (const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
@@ -727,7 +728,7 @@ void ValidateBackends(Builder& b) {
       b.Error("backend-compute-capability",
               fmt::format("{} layer '{}' runs on backend {}, which runs on compute capability {} "
                           "only, not {} (--device-capability): the engine refuses the selection "
-                          "('compute capability not supported'); choose one that runs there ({}) "
+                          "on that GPU; choose one that runs there ({}) "
                           "with {}",
                           role, s.name, be.name, be.CapabilitiesText(), DeviceCapabilityName(*gpu),
                           there.empty() ? "none" : fmt::format("{}", fmt::join(there, ", ")),

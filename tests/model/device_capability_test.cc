@@ -85,7 +85,8 @@ TEST(DeviceCapability, RegistryStatesWhereBackendsRunAndTheEnginesOrder) {
   };
   EXPECT_EQ(text("FLASH_ATTN"), "8.0 or later");
   EXPECT_EQ(text("FLASHINFER"), "7.5 to 12.1");
-  EXPECT_EQ(text("FLASHMLA"), "9.x or 10.x");
+  EXPECT_EQ(text("FLASHMLA"), "9.x");  // dense: supports_combination asks a Hopper GPU
+  EXPECT_EQ(text("FLASHMLA_SPARSE"), "9.x or 10.x");
   EXPECT_EQ(text("CUTLASS_MLA"), "10.x");
   EXPECT_EQ(text("B12X_MLA_SPARSE"), "12.x");
   EXPECT_EQ(text("TRITON_MLA"), "any");
@@ -208,9 +209,9 @@ TEST(DeviceCapability, NamedBackendOnTheGpu) {
   EXPECT_EQ(Planned(kimi).errors,
             "\n  error [backend-compute-capability] target layer 'model.layers.0.self_attn' (and "
             "60 other layers) runs on backend B12X_MLA, which runs on compute capability 12.x "
-            "only, not 10.0 (--device-capability): the engine refuses the selection ('compute "
-            "capability not supported'); choose one that runs there (TRITON_MLA, FLASHMLA, "
-            "FLASHINFER_MLA, CUTLASS_MLA, TOKENSPEED_MLA) with --attention-backend");
+            "only, not 10.0 (--device-capability): the engine refuses the selection on that GPU; "
+            "choose one that runs there (TRITON_MLA, FLASHINFER_MLA, CUTLASS_MLA, TOKENSPEED_MLA) "
+            "with --attention-backend");
   kimi.device_capability = "12.0";
   EXPECT_EQ(Planned(kimi), (Outcome{"B12X_MLA", 488'704, ""}));
 
