@@ -273,86 +273,83 @@ struct PriorityRule {
   std::vector<std::string> backends;
 };
 
-Result<std::vector<PriorityRule>> LoadPriorities(const std::vector<BackendCaps>& backends) {
+// The embedded registry file, parsed.
+Result<nlohmann::json> RegistryJson() {
   for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
-    if (f.stem != "backends") continue;
-    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
-                            internal::ParseJsonText(f.content, "profiles/backends.json"));
-    ConfigReader root(j, "profiles/backends.json");
-    if (!root.Has("selection_priorities") || !j["selection_priorities"].is_array()) {
-      return root.IllTyped("selection_priorities", "a list of selection orders");
-    }
-    std::vector<PriorityRule> out;
-    for (size_t i = 0; i < j["selection_priorities"].size(); ++i) {
-      const nlohmann::json& e = j["selection_priorities"][i];
-      if (!e.is_object()) return root.IllTyped("selection_priorities", "a list of objects");
-      const ConfigReader r(e, "profiles/backends.json", fmt::format("selection_priorities[{}]", i));
-      PriorityRule rule;
-      KVTOPO_ASSIGN_OR_RETURN(rule.mla, r.BoolOr("mla", false));
-      if (r.Has("majors")) {
-        KVTOPO_ASSIGN_OR_RETURN(rule.majors, r.IntList("majors"));
-      }
-      if (r.Has("quantized_cache")) {
-        KVTOPO_ASSIGN_OR_RETURN(const bool q, r.BoolOr("quantized_cache", false));
-        rule.quantized_cache = q;
-      }
-      KVTOPO_ASSIGN_OR_RETURN(rule.max_heads, r.IntInOr("max_heads", 0, 0, 1 << 20));
-      KVTOPO_ASSIGN_OR_RETURN(rule.backends, r.StringList("backends"));
-      for (const std::string& name : rule.backends) {
-        if (std::none_of(backends.begin(), backends.end(),
-                         [&](const BackendCaps& b) { return b.name == name; })) {
-          return r.Invalid("backends", fmt::format("names '{}', which is not registered", name));
-        }
-      }
-      out.push_back(std::move(rule));
-    }
-    // Each kind of layer ends on an order without conditions, so every GPU has one.
-    for (const bool mla : {false, true}) {
-      if (std::none_of(out.begin(), out.end(), [&](const PriorityRule& p) {
-            return p.mla == mla && p.majors.empty() && !p.quantized_cache && p.max_heads == 0;
-          })) {
-        return root.Invalid("selection_priorities",
-                            fmt::format("hold an order without conditions for {} layers",
-                                        mla ? "MLA" : "K/V attention"));
-      }
-    }
-    return out;
+    if (f.stem == "backends") return internal::ParseJsonText(f.content, "profiles/backends.json");
   }
   return Internal("the backend registry profiles/backends.json is not embedded");
 }
 
-Result<std::vector<BackendCaps>> LoadRegistry() {
-  for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
-    if (f.stem != "backends") continue;
-    KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j,
-                            internal::ParseJsonText(f.content, "profiles/backends.json"));
-    ConfigReader root(j, "profiles/backends.json");
-    if (!root.Has("backends") || !j["backends"].is_array()) {
-      return root.IllTyped("backends", "a list of backend objects");
+Result<std::vector<PriorityRule>> LoadPriorities(const std::vector<BackendCaps>& backends) {
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, RegistryJson());
+  ConfigReader root(j, "profiles/backends.json");
+  if (!root.Has("selection_priorities") || !j["selection_priorities"].is_array()) {
+    return root.IllTyped("selection_priorities", "a list of selection orders");
+  }
+  std::vector<PriorityRule> out;
+  for (size_t i = 0; i < j["selection_priorities"].size(); ++i) {
+    const nlohmann::json& e = j["selection_priorities"][i];
+    if (!e.is_object()) return root.IllTyped("selection_priorities", "a list of objects");
+    const ConfigReader r(e, "profiles/backends.json", fmt::format("selection_priorities[{}]", i));
+    PriorityRule rule;
+    KVTOPO_ASSIGN_OR_RETURN(rule.mla, r.BoolOr("mla", false));
+    if (r.Has("majors")) {
+      KVTOPO_ASSIGN_OR_RETURN(rule.majors, r.IntList("majors"));
     }
-    std::vector<BackendCaps> out;
-    for (size_t i = 0; i < j["backends"].size(); ++i) {
-      const nlohmann::json& e = j["backends"][i];
-      if (!e.is_object()) return root.IllTyped("backends", "a list of backend objects");
-      KVTOPO_ASSIGN_OR_RETURN(
-          BackendCaps b,
-          ParseBackend(ConfigReader(e, "profiles/backends.json", fmt::format("backends[{}]", i))));
-      out.push_back(std::move(b));
+    if (r.Has("quantized_cache")) {
+      KVTOPO_ASSIGN_OR_RETURN(const bool q, r.BoolOr("quantized_cache", false));
+      rule.quantized_cache = q;
     }
-    for (const auto& [family_name, family_value] : kFamilies) {
-      const auto& family = family_value;  // a name, not a binding: clang 14 captures it
-      const auto n = std::count_if(out.begin(), out.end(),
-                                   [&](const BackendCaps& b) { return b.default_for == family; });
-      if (n != 1) {
-        return root.Invalid("backends",
-                            fmt::format("name exactly one backend with \"default_for\": "
-                                        "\"{}\", found {}",
-                                        family_name, n));
+    KVTOPO_ASSIGN_OR_RETURN(rule.max_heads, r.IntInOr("max_heads", 0, 0, 1 << 20));
+    KVTOPO_ASSIGN_OR_RETURN(rule.backends, r.StringList("backends"));
+    for (const std::string& name : rule.backends) {
+      if (std::none_of(backends.begin(), backends.end(),
+                       [&](const BackendCaps& b) { return b.name == name; })) {
+        return r.Invalid("backends", fmt::format("names '{}', which is not registered", name));
       }
     }
-    return out;
+    out.push_back(std::move(rule));
   }
-  return Internal("the backend registry profiles/backends.json is not embedded");
+  // Each kind of layer ends on an order without conditions, so every GPU has one.
+  for (const bool mla : {false, true}) {
+    if (std::none_of(out.begin(), out.end(), [&](const PriorityRule& p) {
+          return p.mla == mla && p.majors.empty() && !p.quantized_cache && p.max_heads == 0;
+        })) {
+      return root.Invalid("selection_priorities",
+                          fmt::format("hold an order without conditions for {} layers",
+                                      mla ? "MLA" : "K/V attention"));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<BackendCaps>> LoadRegistry() {
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, RegistryJson());
+  ConfigReader root(j, "profiles/backends.json");
+  if (!root.Has("backends") || !j["backends"].is_array()) {
+    return root.IllTyped("backends", "a list of backend objects");
+  }
+  std::vector<BackendCaps> out;
+  for (size_t i = 0; i < j["backends"].size(); ++i) {
+    const nlohmann::json& e = j["backends"][i];
+    if (!e.is_object()) return root.IllTyped("backends", "a list of backend objects");
+    KVTOPO_ASSIGN_OR_RETURN(
+        BackendCaps b,
+        ParseBackend(ConfigReader(e, "profiles/backends.json", fmt::format("backends[{}]", i))));
+    out.push_back(std::move(b));
+  }
+  for (const auto& [family_name, family_value] : kFamilies) {
+    const auto& family = family_value;  // a name, not a binding: clang 14 captures it
+    const auto n = std::count_if(out.begin(), out.end(),
+                                 [&](const BackendCaps& b) { return b.default_for == family; });
+    if (n != 1) {
+      return root.Invalid("backends", fmt::format("name exactly one backend with \"default_for\": "
+                                                  "\"{}\", found {}",
+                                                  family_name, n));
+    }
+  }
+  return out;
 }
 
 const Result<std::vector<BackendCaps>>& Registry() {

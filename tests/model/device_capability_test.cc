@@ -215,16 +215,20 @@ TEST(DeviceCapability, NamedBackendOnTheGpu) {
   kimi.device_capability = "12.0";
   EXPECT_EQ(Planned(kimi), (Outcome{"B12X_MLA", 488'704, ""}));
 
+  // FlashAttention's fp8 cache: version 3 on a Hopper GPU only.
+  const auto fp8_refused = [](const std::string& gpu, int version) {
+    return "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 1 "
+           "other layer) has cache dtype fp8 but backend FLASH_ATTN takes it only as "
+           "FlashAttention 3 on a Hopper GPU, not on compute capability " +
+           gpu + " (--device-capability), where it runs FlashAttention " + std::to_string(version) +
+           ": the engine refuses the selection ('kv_cache_dtype not supported'); choose one "
+           "that takes it (FLASHINFER, TRITON_ATTN) with --attention-backend or set "
+           "--kv-cache-dtype";
+  };
   LaunchOptions llama = OnGpu(CorpusPath("llama-3.1-8b"), "12.0");
   llama.attention_backend = "FLASH_ATTN";
   llama.kv_cache_dtype = "fp8";
-  EXPECT_EQ(Planned(llama).errors,
-            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 1 "
-            "other layer) has cache dtype fp8 but backend FLASH_ATTN takes it only as "
-            "FlashAttention 3 on a Hopper GPU, not on compute capability 12.0 "
-            "(--device-capability), where it runs FlashAttention 2: the engine refuses the "
-            "selection ('kv_cache_dtype not supported'); choose one that takes it (FLASHINFER, "
-            "TRITON_ATTN) with --attention-backend or set --kv-cache-dtype");
+  EXPECT_EQ(Planned(llama).errors, fp8_refused("12.0", 2));
   llama.device_capability = "9.0";  // settled: no backend-kv-cache-dtype-gpu warning
   Result<Plan> hopper = PlanOn(llama);
   ASSERT_TRUE(hopper.ok());
@@ -232,13 +236,7 @@ TEST(DeviceCapability, NamedBackendOnTheGpu) {
   EXPECT_EQ(DiagnosticMessage(*hopper, "backend-kv-cache-dtype-gpu"), "");
   llama.attention_config = R"({"flash_attn_version": 3})";
   llama.device_capability = "10.0";  // version 3 runs as 4 on Blackwell
-  EXPECT_EQ(Planned(llama).errors,
-            "\n  error [backend-kv-cache-dtype] target layer 'model.layers.0.self_attn' (and 1 "
-            "other layer) has cache dtype fp8 but backend FLASH_ATTN takes it only as "
-            "FlashAttention 3 on a Hopper GPU, not on compute capability 10.0 "
-            "(--device-capability), where it runs FlashAttention 4: the engine refuses the "
-            "selection ('kv_cache_dtype not supported'); choose one that takes it (FLASHINFER, "
-            "TRITON_ATTN) with --attention-backend or set --kv-cache-dtype");
+  EXPECT_EQ(Planned(llama).errors, fp8_refused("10.0", 4));
 
   LaunchOptions gpt = OnGpu("gpt-oss-120b", "9.0");
   gpt.attention_backend = "FLASHINFER";
@@ -302,15 +300,14 @@ TEST(DeviceCapability, PickUnderDcp) {
   gpt.tensor_parallel_size = 16;
   gpt.decode_context_parallel_size = 2;
   gpt.disable_sliding_window = true;
-  const Outcome p = Planned(gpt);
-  EXPECT_EQ(p.backend, "FLASHINFER");
-  EXPECT_EQ(p.errors,
-            "\n  error [backend-sinks] target layer 'model.layers.0.self_attn' (and 35 other "
-            "layers) has learned attention sinks but backend FLASHINFER has none under decode "
-            "context parallelism (--decode-context-parallel-size 2), where it runs no TRT-LLM "
-            "attention: its metadata builder raises NotImplementedError ('FlashInfer backend "
-            "currently does not support attention sinks') at the first forward, once the weights "
-            "are loaded; choose another backend with --attention-backend");
+  const Outcome picked = Planned(gpt);
+  EXPECT_EQ(picked.backend, "FLASHINFER");
+  // As where the launch names it without a GPU (StartupRefusals.FlashInferUnderDcp).
+  gpt.device_capability.reset();
+  gpt.attention_backend = "FLASHINFER";
+  const Outcome named = Planned(gpt);
+  EXPECT_NE(named.errors, "");
+  EXPECT_EQ(picked.errors, named.errors);
 }
 
 // FlashInfer's one window per group: settled by the GPU (TRT-LLM attention only on 10.x).
