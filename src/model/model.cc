@@ -954,8 +954,12 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
     if (m.dtype == ElementType::kFloat16 && no_float16) {
       b.Error("dtype-float16",
               fmt::format("--dtype float16: the engine refuses float16 for model type '{}' "
-                          "(numerical instability); use --dtype bfloat16 or float32",
-                          m.model_type));
+                          "(numerical instability); use --dtype {}",
+                          m.model_type,
+                          gpu && gpu->major < 8
+                              ? fmt::format("float32 (compute capability {} has no bfloat16)",
+                                            DeviceCapabilityName(*gpu))
+                              : std::string("bfloat16 or float32")));
     }
     // The worker's check_if_supports_dtype (platforms/cuda.py at 28be48fa9).
     if (m.dtype == ElementType::kBfloat16 && gpu && gpu->major < 8) {

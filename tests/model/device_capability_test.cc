@@ -368,6 +368,12 @@ TEST(DeviceCapability, ModelDtypeByGpu) {
                 "float32, and model type 'gemma2' refuses float16), so an auto KV cache stores "
                 "float32");
 
+  gemma.dtype = "float16";
+  EXPECT_EQ(Planned(gemma).errors,
+            "\n  error [dtype-float16] --dtype float16: the engine refuses float16 for model type "
+            "'gemma2' (numerical instability); use --dtype float32 (compute capability 7.5 has "
+            "no bfloat16)");
+
   nlohmann::json full = testing_configs::Llama31_8B();
   full["torch_dtype"] = "float32";  // downcast to the GPU's first dtype
   LaunchConfig c;
