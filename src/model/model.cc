@@ -1643,6 +1643,29 @@ void ResolveStepLimits(const LaunchConfig& config, bool chunked_prefill, Builder
   }
 }
 
+// A backend's CUDA graph support for layer `s`: the registry's, else, for FlashInfer, its
+// builder's get_cudagraph_support at 28be48fa9: uniform batches where can_use_trtllm_attention
+// holds (TRT-LLM attention not turned off, compute capability 10.x without VLLM_BATCH_INVARIANT:
+// supports_trtllm_attention; the rank's query heads a multiple of its K/V heads), single-token
+// decodes otherwise; nullopt where the GPU decides and is not stated.
+std::optional<CudagraphSupport> CudagraphSupportOf(const BackendCaps& be, const LayerSpec& s,
+                                                   const LaunchConfig& config) {
+  if (be.cudagraph_support || be.gpu_dependence != GpuDependence::kTrtllmAttention) {
+    return be.cudagraph_support;
+  }
+  const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
+  if (config.cache.use_trtllm_attention == false ||
+      (gpu && (gpu->major != 10 || config.batch_invariant))) {
+    return CudagraphSupport::kUniformSingleTokenDecode;
+  }
+  if (!gpu) return std::nullopt;
+  const int64_t tp = std::max<int64_t>(1, config.parallel.tensor_parallel_size);
+  const int64_t q = s.num_q_heads_total / tp;
+  const int64_t kv = std::max<int64_t>(1, s.num_kv_heads_total / tp);
+  return q > 0 && q % kv == 0 ? CudagraphSupport::kUniformBatch
+                              : CudagraphSupport::kUniformSingleTokenDecode;
+}
+
 // With --device-capability, a backend nobody names is the engine's pick for the GPU
 // (DefaultBackendName): where none of its candidates takes the `role` layers (`none_took`), the
 // engine raises as it builds the model; where the pick is not the profile's default (kvtopo's
@@ -2296,11 +2319,12 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     } else if (s.sparse_indexer) {
       support = CudagraphSupport::kUniformBatch;
     } else if (c.backend != nullptr) {
-      if (!c.backend->cudagraph_support) {
+      const std::optional<CudagraphSupport> known = CudagraphSupportOf(*c.backend, s, config);
+      if (!known) {
         if (unknown.empty()) unknown = c.backend->name;
         continue;
       }
-      support = *c.backend->cudagraph_support;
+      support = *known;
       name = c.backend->name;
     } else if (s.kind != CacheKind::kRecurrent) {
       continue;  // a cache without a backend (hidden states)

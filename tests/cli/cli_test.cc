@@ -472,6 +472,8 @@ TEST(Cli, UsageErrorsAreOneLineAndExitTwo) {
       "plan nosuchmodel",
       "plan --kv-cache-dtype fp4",
       "plan --kv-cache-dtype bf16",
+      "plan --device-capability 9",
+      "plan --mamba-backend cuda",
       "simulate --workload nope",
       "simulate --workload-file /nonexistent.jsonl",
   };

@@ -334,6 +334,31 @@ TEST(DeviceCapability, OneWindowPerGroupByGpu) {
   EXPECT_EQ(b200->ErrorLines(), "");
 }
 
+// FlashInfer's CUDA graphs replay uniform batches only through TRT-LLM attention (its builder's
+// get_cudagraph_support): with speculative decoding the GPU decides whether decodes replay full
+// graphs, which hold a recurrent block for each of --max-num-seqs rows.
+TEST(DeviceCapability, FlashInferCudaGraphsByGpu) {
+  LaunchOptions o = OnGpu("qwen3-next-80b", "10.0");
+  o.max_model_len = 4096;
+  o.kv_cache_memory = "256MiB";  // 240 blocks
+  o.attention_backend = "FLASHINFER";
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
+  EXPECT_EQ(Planned(o).errors,
+            "\n  error [mamba-cudagraph-blocks] --max-num-seqs 256 exceeds the 240 blocks of the "
+            "pool, and the engine's full decode CUDA graphs (cudagraph_mode FULL_AND_PIECEWISE, "
+            "-O2's default) need a recurrent-state block for each request: the engine refuses "
+            "the launch when it captures them, once the weights are loaded ('max_num_seqs "
+            "exceeds available Mamba cache blocks'); lower --max-num-seqs to 240 or fewer, give "
+            "the KV cache more memory, or pass --enforce-eager");
+  for (const char* gpu : {"9.0", "12.0"}) {  // single-token decode graphs: none of them
+    o.device_capability = gpu;
+    Result<Plan> plan = PlanOn(o);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->ErrorLines(), "") << gpu;
+    EXPECT_EQ(DiagnosticMessage(*plan, "mamba-cudagraph-blocks"), "") << gpu;
+  }
+}
+
 // Below compute capability 8.0 the platform has no bfloat16 (supported_dtypes): an auto dtype
 // falls back to float16, or float32 for a model type that refuses float16
 // (_resolve_auto_dtype), and an explicit bfloat16 is refused by the workers.
