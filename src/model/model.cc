@@ -1653,9 +1653,10 @@ std::optional<CudagraphSupport> CudagraphSupportOf(const BackendCaps& be, const 
   if (be.cudagraph_support || be.gpu_dependence != GpuDependence::kTrtllmAttention) {
     return be.cudagraph_support;
   }
+  // The builder asks can_use_trtllm_attention, whatever the decode context parallelism.
   const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
-  if (config.cache.use_trtllm_attention == false ||
-      (gpu && (gpu->major != 10 || config.batch_invariant))) {
+  if (TrtllmAttentionOff(config.cache.use_trtllm_attention, /*dcp=*/1, gpu) ||
+      (gpu && config.batch_invariant)) {
     return CudagraphSupport::kUniformSingleTokenDecode;
   }
   if (!gpu) return std::nullopt;
