@@ -177,6 +177,9 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["block_table_bytes_per_rank"] = plan.block_table_bytes_per_rank;
   j["max_num_batched_tokens"] = plan.cache.max_num_batched_tokens;
   j["max_num_seqs"] = plan.cache.max_num_seqs;
+  j["device_capability"] = plan.cache.device_capability
+                               ? json(DeviceCapabilityName(*plan.cache.device_capability))
+                               : json(nullptr);
   j["max_model_len_that_fits"] = plan.max_model_len_that_fits;
   j["diagnostics"] = DiagnosticsToJson(plan.diagnostics);
   return j;
@@ -202,11 +205,13 @@ std::string PlanToJsonText(const Plan& plan, int indent) {
 std::string FormatPlanTable(const Plan& plan) {
   std::string out;
   const ParallelConfig& p = plan.parallel;
-  out += fmt::format("model {}{}{}  max-model-len {}  TP{} DCP{} PCP{} interleave {}\n",
+  const std::optional<DeviceCapability>& gpu = plan.cache.device_capability;
+  out += fmt::format("model {}{}{}  max-model-len {}  TP{} DCP{} PCP{} interleave {}{}\n",
                      plan.model.model_name, plan.model.draft_name.empty() ? "" : "  draft ",
                      plan.model.draft_name, plan.model.max_model_len, p.tensor_parallel_size,
                      p.decode_context_parallel_size, p.prefill_context_parallel_size,
-                     p.dcp_kv_cache_interleave_size);
+                     p.dcp_kv_cache_interleave_size,
+                     gpu ? "  GPU compute capability " + DeviceCapabilityName(*gpu) : "");
   if (plan.model.num_speculative_tokens > 0) {
     out += fmt::format("speculative tokens {}  lookahead {}\n", plan.model.num_speculative_tokens,
                        plan.model.num_lookahead_tokens);

@@ -11,6 +11,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
 #include "model/test_configs.h"
 
 namespace kvtopo {
@@ -140,7 +141,14 @@ TEST(DeviceCapability, UnnamedBackendIsTheEnginesPick) {
             "on compute capability 12.0 (--device-capability); the profile's backend B12X_MLA, "
             "planned where the GPU is not given, runs only where the launch names it with "
             "--attention-backend");
+  EXPECT_EQ(FormatPlanTable(*plan).substr(0, FormatPlanTable(*plan).find('\n')),
+            "model kimi-k2.6  max-model-len 262144  TP8 DCP1 PCP1 interleave 1  GPU compute "
+            "capability 12.0");
+  EXPECT_EQ(nlohmann::json::parse(PlanToJsonText(*plan))["device_capability"], "12.0");
   kimi.device_capability.reset();  // the profile's backend
+  Result<Plan> unstated = PlanOn(kimi);
+  ASSERT_TRUE(unstated.ok());
+  EXPECT_TRUE(nlohmann::json::parse(PlanToJsonText(*unstated))["device_capability"].is_null());
   EXPECT_EQ(Planned(kimi), (Outcome{"B12X_MLA", 488'704, ""}));
 
   // K/V attention: FlashInfer first on 10.x, FlashAttention elsewhere, unless the cache dtype,
