@@ -685,7 +685,7 @@ void CheckKvCacheDtype(Builder& b, const LayerSpec& s, const LayerContext& c,
           fmt::format("{} layer '{}' has cache dtype {}, which backend {} takes only as "
                       "FlashAttention 3 on a Hopper GPU (compute capability 9.x): elsewhere the "
                       "engine refuses the selection ('kv_cache_dtype not supported'); {} take it "
-                      "on any GPU",
+                      "on any GPU; --device-capability settles it",
                       role, s.name, KvCacheDtypeName(s.cache_dtype), be.name, others_text));
   }
 }
@@ -764,7 +764,7 @@ void ValidateBackends(Builder& b) {
             fmt::format("{} layer '{}' has head size {}, which backend {} takes only where "
                         "FlashAttention 4 is supported (its kernels on a Hopper or Blackwell "
                         "GPU): elsewhere the engine refuses the selection ('head_size not "
-                        "supported'); {} take it on any GPU",
+                        "supported'); {} take it on any GPU; --device-capability settles it",
                         role, s.name, s.head_size, be.name,
                         others.empty() ? "none" : fmt::format("{}", fmt::join(others, ", "))));
     }
@@ -1724,7 +1724,8 @@ void WarnAutoBackendUnderDcp(const BackendCaps& planned, int64_t dcp, Builder& b
                     "the softmax LSE; kvtopo planned {} (its default for {} MLA), but without "
                     "--attention-backend the engine picks the backend by the GPU and may pick one "
                     "that returns none ({}), which it refuses once the weights are loaded; name "
-                    "one that does with --attention-backend ({})",
+                    "one that does with --attention-backend ({}), or state the GPU with "
+                    "--device-capability to plan the engine's pick",
                     dcp, planned.name, planned.sparse ? "sparse" : "dense",
                     fmt::join(without_lse, ", "), fmt::join(with_lse, ", ")));
 }

@@ -2549,7 +2549,8 @@ TEST(DenseModels, Gemma4FullLayersTakeTheirOwnHeads) {
             "target layer 'model.layers.5.self_attn' (and 9 other layers) has head size 512, "
             "which backend FLASH_ATTN takes only where FlashAttention 4 is supported (its kernels "
             "on a Hopper or Blackwell GPU): elsewhere the engine refuses the selection "
-            "('head_size not supported'); TRITON_ATTN, FLEX_ATTENTION take it on any GPU");
+            "('head_size not supported'); TRITON_ATTN, FLEX_ATTENTION take it on any GPU; "
+            "--device-capability settles it");
 
   // TP must divide the 32 heads.
   plan = PlanConfig(gemma, 3, 1, 20 * kGiB, 32768);

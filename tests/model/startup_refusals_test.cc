@@ -873,7 +873,8 @@ TEST(StartupRefusals, KvCacheDtypePerBackend) {
       layer +
       " has cache dtype fp8, which backend FLASH_ATTN takes only as FlashAttention 3 on a Hopper "
       "GPU (compute capability 9.x): elsewhere the engine refuses the selection "
-      "('kv_cache_dtype not supported'); FLASHINFER, TRITON_ATTN take it on any GPU";
+      "('kv_cache_dtype not supported'); FLASHINFER, TRITON_ATTN take it on any GPU; "
+      "--device-capability settles it";
   EXPECT_EQ(DiagnosticMessage(*plan, "backend-kv-cache-dtype-gpu"), by_gpu);
   c.cache.flash_attn_version = 3;  // still by the GPU: version 3 runs only on Hopper
   plan = testing_configs::PlanWith(llama, c);
@@ -982,7 +983,7 @@ TEST(StartupRefusals, HeadSizesByGpu) {
             "size 320, which backend FLASH_ATTN takes only where FlashAttention 4 is supported "
             "(its kernels on a Hopper or Blackwell GPU): elsewhere the engine refuses the "
             "selection ('head_size not supported'); TRITON_ATTN, FLEX_ATTENTION take it on any "
-            "GPU");
+            "GPU; --device-capability settles it");
   llama["head_dim"] = 640;
   EXPECT_EQ(ConfigErrors(llama, c),
             "\n  error [backend-head-size] target layer 'model.layers.0.self_attn' (and 31 other "
@@ -1630,7 +1631,8 @@ TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
       "kvtopo planned TRITON_MLA (its default for dense MLA), but without --attention-backend the "
       "engine picks the backend by the GPU and may pick one that returns none (FLASHINFER_MLA, "
       "TOKENSPEED_MLA), which it refuses once the weights are loaded; name one that does with "
-      "--attention-backend (B12X_MLA, TRITON_MLA, FLASHMLA, CUTLASS_MLA, FLASH_ATTN_MLA)";
+      "--attention-backend (B12X_MLA, TRITON_MLA, FLASHMLA, CUTLASS_MLA, FLASH_ATTN_MLA), or "
+      "state the GPU with --device-capability to plan the engine's pick";
   EXPECT_EQ(warning(kimi, c), dense);
   EXPECT_EQ(warning(ProfileConfig("deepseek-v3.2"), c),
             "--decode-context-parallel-size 8 needs an attention backend that returns the "
@@ -1638,7 +1640,8 @@ TEST(StartupRefusals, AutoMlaBackendUnderDcp) {
             "without --attention-backend the engine picks the backend by the GPU and may pick "
             "one that returns none (FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE), which it refuses "
             "once the weights are loaded; name one that does with --attention-backend "
-            "(B12X_MLA_SPARSE)");
+            "(B12X_MLA_SPARSE), or state the GPU with --device-capability to plan the engine's "
+            "pick");
   c.cache.attention_backend = "TRITON_MLA";  // named: nothing to say
   EXPECT_EQ(warning(kimi, c), "");
   c.cache.attention_backend = "Auto";  // the engine's automatic selection, as no flag
