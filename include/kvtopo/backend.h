@@ -172,10 +172,15 @@ Result<std::vector<BackendCaps>> ListBackends();
 // The first backend that takes the layer is the engine's pick.
 Result<std::vector<std::string>> SelectionPriorities(bool mla, DeviceCapability capability,
                                                      bool quantized_cache, int64_t num_heads);
-// Whether FlashInfer surely runs without its TRT-LLM attention (GpuDependence::kTrtllmAttention
-// settled): --attention-config use_trtllm_attention false, decode context parallelism, under
-// which its metadata builder never runs it for decodes (flashinfer.py at 28be48fa9), or a stated
-// GPU whose compute capability is not 10.x (supports_trtllm_attention in utils/flashinfer.py).
+// Why FlashInfer surely runs without its TRT-LLM attention (GpuDependence::kTrtllmAttention
+// settled), the first that holds: --attention-config use_trtllm_attention false, decode context
+// parallelism, under which its metadata builder never runs it for decodes (flashinfer.py at
+// 28be48fa9), or a stated GPU whose compute capability is not 10.x (supports_trtllm_attention in
+// utils/flashinfer.py); kNone where it may run. Pass `dcp` 1 for what the engine's selection and
+// can_use_trtllm_attention see, which ask no DCP.
+enum class TrtllmOffCause { kNone, kAttentionConfig, kDecodeContextParallel, kGpu };
+TrtllmOffCause TrtllmAttentionOffCause(std::optional<bool> use_trtllm_attention, int64_t dcp,
+                                       std::optional<DeviceCapability> capability);
 bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp,
                         std::optional<DeviceCapability> capability);
 

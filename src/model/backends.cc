@@ -499,9 +499,17 @@ Result<std::vector<std::string>> SelectionPriorities(bool mla, DeviceCapability 
   return Internal("the backend registry holds no selection order for this layer");
 }
 
+TrtllmOffCause TrtllmAttentionOffCause(std::optional<bool> use_trtllm_attention, int64_t dcp,
+                                       std::optional<DeviceCapability> capability) {
+  if (use_trtllm_attention == false) return TrtllmOffCause::kAttentionConfig;
+  if (dcp > 1) return TrtllmOffCause::kDecodeContextParallel;
+  if (capability && capability->major != 10) return TrtllmOffCause::kGpu;
+  return TrtllmOffCause::kNone;
+}
+
 bool TrtllmAttentionOff(std::optional<bool> use_trtllm_attention, int64_t dcp,
                         std::optional<DeviceCapability> capability) {
-  return use_trtllm_attention == false || dcp > 1 || (capability && capability->major != 10);
+  return TrtllmAttentionOffCause(use_trtllm_attention, dcp, capability) != TrtllmOffCause::kNone;
 }
 
 Result<BackendCaps> DefaultBackend(BackendFamily family) {

@@ -118,21 +118,26 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
       how = FlashAttnVersionText(*gpu, version);
     }
   } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention) {
-    if (!TrtllmAttentionOff(config.cache.use_trtllm_attention,
-                            config.parallel.decode_context_parallel_size, gpu)) {
-      if (gpu) return true;  // compute capability 10.x
-    } else if (config.cache.use_trtllm_attention == false) {
-      how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
-    } else if (config.parallel.decode_context_parallel_size > 1) {
-      how = fmt::format(
-          "under decode context parallelism (--decode-context-parallel-size {}), where it runs "
-          "no TRT-LLM attention",
-          config.parallel.decode_context_parallel_size);
-    } else {
-      how = fmt::format(
-          "on compute capability {} (--device-capability), where it runs no TRT-LLM attention "
-          "(10.x only)",
-          DeviceCapabilityName(*gpu));
+    switch (TrtllmAttentionOffCause(config.cache.use_trtllm_attention,
+                                    config.parallel.decode_context_parallel_size, gpu)) {
+      case TrtllmOffCause::kNone:
+        if (gpu) return true;  // compute capability 10.x
+        break;
+      case TrtllmOffCause::kAttentionConfig:
+        how = "without TRT-LLM attention (--attention-config use_trtllm_attention false)";
+        break;
+      case TrtllmOffCause::kDecodeContextParallel:
+        how = fmt::format(
+            "under decode context parallelism (--decode-context-parallel-size {}), where it runs "
+            "no TRT-LLM attention",
+            config.parallel.decode_context_parallel_size);
+        break;
+      case TrtllmOffCause::kGpu:
+        how = fmt::format(
+            "on compute capability {} (--device-capability), where it runs no TRT-LLM attention "
+            "(10.x only)",
+            DeviceCapabilityName(*gpu));
+        break;
     }
   }
   if (how.empty()) return std::nullopt;
@@ -278,9 +283,11 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
     selection.parallel.decode_context_parallel_size = 1;
     const bool mla = family != BackendFamily::kAttention;
     const bool per_head_scales = m.kv_cache_scheme && m.kv_cache_scheme->per_head;
+    const auto of_family = [&](const BackendCaps& c) {
+      return c.mla == mla && c.sparse == (family == BackendFamily::kSparseMla);
+    };
     const auto takes = [&](const BackendCaps& c) {
-      return c.mla == mla && c.sparse == (family == BackendFamily::kSparseMla) &&
-             !c.stores_turboquant && c.RunsOn(*gpu) && computes(c) &&
+      return of_family(c) && !c.stores_turboquant && c.RunsOn(*gpu) && computes(c) &&
              sure_under(c, selection) == true &&
              (config.cache.block_size <= 0 || c.SupportsBlockSize(config.cache.block_size)) &&
              !ConfigDimsRefused(c, m) &&
@@ -297,9 +304,7 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
     for (const std::string& name : order) {
       KVTOPO_ASSIGN_OR_RETURN(const BackendCaps c, FindBackend(name));
       if (takes(c)) return c.name;
-      if (c.mla == mla && c.sparse == (family == BackendFamily::kSparseMla)) {
-        family_order.push_back(c.name);
-      }
+      if (of_family(c)) family_order.push_back(c.name);
     }
     // None does: the engine raises ('No valid attention backend found'); kvtopo plans its
     // default, for the rest of the checks.
@@ -791,10 +796,10 @@ void ValidateBackends(Builder& b) {
     if (c.has_sinks && Settled(be.supports_sinks, be, b.config, &no_sinks) == false) {
       // FlashInfer under DCP passes the selection (its supports_sink asks the GPU alone, true on
       // compute capability 10.x); its metadata builder raises instead.
-      const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
-      const bool at_first_forward = be.gpu_dependence == GpuDependence::kTrtllmAttention &&
-                                    b.config.cache.use_trtllm_attention != false &&
-                                    (!gpu || gpu->major == 10);
+      const bool at_first_forward =
+          be.gpu_dependence == GpuDependence::kTrtllmAttention &&
+          !TrtllmAttentionOff(b.config.cache.use_trtllm_attention, /*dcp=*/1,
+                              b.config.cache.device_capability);
       b.Error("backend-sinks",
               fmt::format("{} layer '{}' has learned attention sinks but backend {} has none{}: "
                           "{}; {}",

@@ -346,7 +346,23 @@ void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
   std::unordered_set<std::string> found;
   const int64_t dcp = inputs_.parallel.decode_context_parallel_size;
   const std::optional<DeviceCapability>& gpu = inputs_.cache.device_capability;
-  const bool trtllm_off = TrtllmAttentionOff(inputs_.cache.use_trtllm_attention, dcp, gpu);
+  const TrtllmOffCause cause =
+      TrtllmAttentionOffCause(inputs_.cache.use_trtllm_attention, dcp, gpu);
+  const bool trtllm_off = cause != TrtllmOffCause::kNone;
+  std::string runs = "compute capability 10 GPUs, DCP 1";
+  switch (cause) {
+    case TrtllmOffCause::kNone:
+      break;
+    case TrtllmOffCause::kAttentionConfig:
+      runs = "--attention-config use_trtllm_attention false turns it off";
+      break;
+    case TrtllmOffCause::kDecodeContextParallel:
+      runs = fmt::format("--decode-context-parallel-size {} turns it off", dcp);
+      break;
+    case TrtllmOffCause::kGpu:
+      runs += fmt::format("; --device-capability {} has none", DeviceCapabilityName(*gpu));
+      break;
+  }
   for (const LayerSpec& s : layers) {
     if (s.attention_backend.empty()) continue;
     const auto [it, added] = first.emplace(s.attention_backend, &s);
@@ -369,15 +385,7 @@ void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
                     "loaded; keep the hybrid KV cache manager on, add --disable-sliding-window, "
                     "or choose another backend with --attention-backend",
                     specs_.hybrid_manager_off, it->second->name, window(*it->second), s.name,
-                    window(s), s.attention_backend,
-                    inputs_.cache.use_trtllm_attention == false
-                        ? "--attention-config use_trtllm_attention false turns it off"
-                    : dcp > 1 ? fmt::format("--decode-context-parallel-size {} turns it off", dcp)
-                    : gpu     ? fmt::format("compute capability 10 GPUs, DCP 1; "
-                                                "--device-capability {} has none",
-                                            DeviceCapabilityName(*gpu))
-                              : "compute capability 10 GPUs, DCP 1",
-                    trtllm_off ? "so" : "elsewhere")});
+                    window(s), s.attention_backend, runs, trtllm_off ? "so" : "elsewhere")});
     found.insert(s.attention_backend);
   }
 }

@@ -340,6 +340,16 @@ TEST(DeviceCapability, OneWindowPerGroupByGpu) {
   Result<Plan> b200 = testing_configs::PlanWith(testing_configs::CorpusConfig("gemma-2-9b"), c);
   ASSERT_TRUE(b200.ok()) << b200.status().ToString();
   EXPECT_EQ(b200->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*b200, "backend-one-window"),
+            "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so layer "
+            "'model.layers.0.self_attn' (sliding window 4096) and layer "
+            "'model.layers.1.self_attn' (full attention) share one KV cache group on backend "
+            "FLASHINFER, whose metadata builder takes one window for a group's layers unless "
+            "FlashInfer's TRT-LLM attention runs every prefill and decode (compute capability 10 "
+            "GPUs, DCP 1): elsewhere the engine raises ('Window left is not the same for all "
+            "layers') at its first forward, once the weights are loaded; keep the hybrid KV cache "
+            "manager on, add --disable-sliding-window, or choose another backend with "
+            "--attention-backend");
 }
 
 // FlashInfer's CUDA graphs replay uniform batches only through TRT-LLM attention (its builder's
