@@ -2729,9 +2729,11 @@ Status ReadJais2(const ConfigReader& r, ModelDescription& m) {
 // sliding-window attention when hybrid_layer_pattern[i] is 1 (swa_num_key_value_heads heads,
 // keys swa_head_dim and values swa_v_head_dim wide, the window sliding_window_size; -1: none),
 // else full attention (num_key_value_heads, head_dim, v_head_dim). Values default to the keys'
-// width; where they differ the layer runs FLASH_ATTN_DIFFKV. The attention layers are built
-// without the cache config, so they cache in the model's dtype. The fork builds no MTP draft for
-// it (SpeculativeConfig maps only MiMo's), so its MTP layers keep no cache.
+// width; where they differ the model's code builds the layer on FLASH_ATTN_DIFFKV itself (its
+// Attention's attn_backend), which the engine's selection and --attention-backend never reach.
+// The attention layers are built without the cache config, so they cache in the model's dtype. The
+// fork builds no MTP draft for it (SpeculativeConfig maps only MiMo's), so its MTP layers keep no
+// cache.
 Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
@@ -2763,7 +2765,6 @@ Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
   }
   const bool swa_sinks = r.Has("add_swa_attention_sink_bias") &&
                          internal::PythonTruth(r.json()["add_swa_attention_sink_bias"]);
-  bool diff_kv = false;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t p = pattern[static_cast<size_t>(i)];
     if (p != 0 && p != 1) {
@@ -2777,10 +2778,10 @@ Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
     layer.num_kv_heads_total = k.kv_heads;
     layer.head_size_v = k.head_v;
     layer.has_sinks = p == 1 && swa_sinks;
-    diff_kv = diff_kv || k.head_v != k.head;
+    if (k.head_v != k.head) layer.built_backend = "FLASH_ATTN_DIFFKV";
     m.layers.push_back(std::move(layer));
   }
-  if (diff_kv) m.default_backend = "FLASH_ATTN_DIFFKV";
+  m.built_backend_reason = "the layers whose values are narrower than their keys";
   m.cache_dtype_auto = true;
   return Status::Ok();
 }

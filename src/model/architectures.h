@@ -60,6 +60,9 @@ struct RawLayer {
   // Learned attention sinks (a per-head bias in the softmax): gpt-oss, Laguna's and MiMo-V2's
   // sliding layers when their configs ask for them.
   bool has_sinks = false;
+  // The backend the model's code builds the layer on itself (its Attention's attn_backend),
+  // without the engine's selection: no --attention-backend reaches the layer. Empty: selected.
+  std::string built_backend;
   KdaDims kda;
   GdnDims gdn;
   ShortConvDims short_conv;
@@ -226,6 +229,9 @@ struct ModelDescription {
   std::string required_backend_reason;
   // How the engine fails on another backend while building the model, for the message.
   std::string required_backend_failure = "fails an assertion";
+  // Which layers the model's code builds on a backend of its own (RawLayer::built_backend), for
+  // messages.
+  std::string built_backend_reason;
   // The optional "kvtopo" block (docs/profiles.md).
   std::string kind = "target";                                      // "target" or "draft"
   std::string default_backend;                                      // empty: chosen by layer kind

@@ -377,6 +377,9 @@ struct LayerContext {
   // The launch named the layer's backend (--attention-backend, --attention-config's backend, the
   // speculative config's draft_attention_backend) rather than leaving the engine to pick it.
   bool backend_named = false;
+  // The model's code builds the layer on its backend itself (RawLayer::built_backend): no
+  // selection runs for it, and no --attention-backend reaches it.
+  bool built_by_model = false;
 };
 
 struct Builder {
@@ -695,6 +698,90 @@ void CheckKvCacheDtype(Builder& b, const LayerSpec& s, const LayerContext& c,
   }
 }
 
+// A layer the model's code builds on backend `be` itself (RawLayer::built_backend): the engine
+// runs no selection for it (validate_configuration's refusals never come), so what fails is the
+// backend's own code: FlashAttention's implementation asserts its sinks as the layer is built
+// (flash_attn.py at 28be48fa9: 'Sinks are only supported in FlashAttention 3', asked of the
+// version its class methods see), and the kernels refuse a GPU, head size or dtype they do not
+// run at the first forward (a GPU below 8.0 runs no FlashAttention version: the forward asserts
+// 'FlashAttention version not detected.'). No --attention-backend changes the layer's backend.
+void CheckBuiltBackend(Builder& b, const LayerSpec& s, const LayerContext& c,
+                       const BackendCaps& be) {
+  const std::string role(RoleName(s.role));
+  const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
+  const bool flash_attention = be.gpu_dependence == GpuDependence::kFlashAttention3;
+  constexpr std::string_view kBuilt =
+      "the model's code builds the layer on it itself, which no --attention-backend reaches";
+  constexpr std::string_view kAtFirstForward =
+      "its kernels refuse the layer at the engine's first forward, once the weights are loaded";
+  if (gpu && !be.RunsOn(*gpu)) {
+    b.Error("backend-compute-capability",
+            fmt::format("{} layer '{}' runs on backend {}, which runs on compute capability {} "
+                        "only, not {} (--device-capability): {}, and {}; the model does not run "
+                        "on that GPU",
+                        role, s.name, be.name, be.CapabilitiesText(), DeviceCapabilityName(*gpu),
+                        kBuilt,
+                        flash_attention ? "no FlashAttention version runs there: the layer's "
+                                          "forward asserts ('FlashAttention version not "
+                                          "detected.') at the engine's first forward, once the "
+                                          "weights are loaded"
+                                        : kAtFirstForward));
+  }
+  const std::string assertion =
+      flash_attention ? " ('Sinks are only supported in FlashAttention 3')" : "";
+  std::string no_sinks;
+  const std::optional<bool> sinks =
+      c.has_sinks ? Settled(be.supports_sinks, be, b.config, &no_sinks) : std::optional<bool>(true);
+  if (sinks == false) {
+    b.Error("backend-sinks",
+            fmt::format("{} layer '{}' has learned attention sinks but backend {} has none{}: "
+                        "{}, and its implementation asserts{} as the engine builds the model; {}",
+                        role, s.name, be.name, no_sinks, kBuilt, assertion,
+                        TurboQuantOf(b.config.cache.kv_cache_dtype)
+                            ? fmt::format("choose a cache dtype other than {}",
+                                          KvCacheDtypeName(b.config.cache.kv_cache_dtype))
+                        : b.config.cache.flash_attn_version == 2
+                            ? std::string("drop --attention-config flash_attn_version 2")
+                            : std::string("the model runs where FlashAttention 3 or 4 does (by "
+                                          "default a compute capability 9.x or 10.x GPU)")));
+  } else if (!sinks) {
+    b.Add(Severity::kWarning, "backend-sinks-gpu",
+          fmt::format("{} layer '{}' has learned attention sinks, which backend {} runs only as "
+                      "FlashAttention 3 or 4 (by default a compute capability 9.x or 10.x GPU): "
+                      "{}, and elsewhere its implementation asserts{} as the engine builds the "
+                      "model; --device-capability settles it",
+                      role, s.name, be.name, kBuilt, assertion));
+  }
+  if (const std::optional<bool> head = TakesHeadSize(be, s.head_size, b.config); head == false) {
+    b.Error("backend-head-size",
+            fmt::format("{} layer '{}' has head size {} but backend {} supports only {}{}: {}, "
+                        "and {}",
+                        role, s.name, s.head_size, be.name, be.HeadSizesText(),
+                        gpu && HeadSizeNeedsFa4(be, s.head_size)
+                            ? fmt::format(", and FlashAttention 4 is not supported on compute "
+                                          "capability {} (--device-capability)",
+                                          DeviceCapabilityName(*gpu))
+                            : "",
+                        kBuilt, kAtFirstForward));
+  } else if (!head) {
+    b.Add(Severity::kWarning, "backend-head-size-gpu",
+          fmt::format("{} layer '{}' has head size {}, which backend {} takes only where "
+                      "FlashAttention 4 is supported (its kernels on a Hopper or Blackwell GPU): "
+                      "{}, and elsewhere {}; --device-capability settles it",
+                      role, s.name, s.head_size, be.name, kBuilt, kAtFirstForward));
+  }
+  if (!be.Computes(s.model_dtype)) {
+    std::vector<std::string_view> computes;
+    for (const ElementType t : be.model_dtypes) computes.push_back(ElementTypeName(t));
+    b.Error("backend-dtype",
+            fmt::format("{} layer '{}' runs in {} but backend {} computes in {} only: {}, and "
+                        "{}; set --dtype {}",
+                        role, s.name, ElementTypeName(s.model_dtype), be.name,
+                        fmt::join(computes, " and "), kBuilt, kAtFirstForward,
+                        ElementTypeName(be.model_dtypes.back())));
+  }
+}
+
 // What a layer's backend must support whatever the layout: its cache kind, head size, causality,
 // window and dtype. Layout-dependent rules (block sizes, DCP, PCP) run over the planned geometry
 // (src/plan/launch_rules.cc).
@@ -714,6 +801,11 @@ void ValidateBackends(Builder& b) {
     if (s.sparse_indexer) continue;  // served by the sparse MLA backend's indexer
     const BackendCaps& be = *c.backend;
     const std::string role(RoleName(s.role));
+    if (c.built_by_model) {
+      CheckBuiltBackend(b, s, c, be);
+      if (c.model != nullptr) CheckImplFeatures(b, s, be, *c.model);
+      continue;
+    }
     if (IsMla(s.kind) != be.mla) {
       b.Error("backend-kind",
               fmt::format("{} layer '{}' is {} but backend {} serves {} caches; choose a "
@@ -2537,8 +2629,40 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }
 
-  // Target backend and block size.
+  // Target backend and block size. Layers the model's code builds on a backend of its own take
+  // no selection and ignore --attention-backend; where it builds every attention layer of the
+  // trunk so, that backend is the target's.
+  const RawLayer* first_attention = nullptr;
+  std::string built_name;
+  int64_t built_layers = 0, selected_layers = 0;
+  for (const RawLayer& raw : model.layers) {
+    if (raw.mtp || IsRecurrentLayer(raw.type)) continue;
+    if (first_attention == nullptr) first_attention = &raw;
+    if (raw.built_backend.empty()) {
+      ++selected_layers;
+    } else {
+      ++built_layers;
+      built_name = raw.built_backend;
+    }
+  }
   std::string target_backend_name = cache.attention_backend;
+  if (built_layers > 0 && !cache.attention_backend.empty()) {
+    b.Add(Severity::kWarning, "backend-built-by-model",
+          fmt::format(
+              "--attention-backend {} does not reach {} attention layers of '{}' "
+              "({}): the model's code builds {} on {} itself ({}), without the engine's "
+              "selection; kvtopo plans {} on {}{}",
+              cache.attention_backend,
+              selected_layers == 0
+                  ? fmt::format("the {}", built_layers)
+                  : fmt::format("{} of the {}", built_layers, built_layers + selected_layers),
+              target.file, model.architecture, built_layers == 1 ? "it" : "them", built_name,
+              model.built_backend_reason, built_layers == 1 ? "it" : "them", built_name,
+              selected_layers > 0
+                  ? fmt::format(", the other {} on {}", selected_layers, cache.attention_backend)
+                  : ""));
+  }
+  if (selected_layers == 0 && built_layers > 0) target_backend_name = built_name;
   if (target_backend_name.empty()) {
     // Layers built without the cache config select with auto.
     const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
@@ -2570,9 +2694,16 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       std::all_of(model.layers.begin(), model.layers.end(),
                   [](const RawLayer& l) { return IsRecurrentLayer(l.type); });
   constexpr int64_t kEngineDefaultBlockSize = 16;
+  // The engine asks the first attention layer's backend (update_block_size_for_backend).
+  std::optional<BackendCaps> built_backend;
+  if (!built_name.empty()) {
+    KVTOPO_ASSIGN_OR_RETURN(built_backend, ResolveBackend(built_name, model.architecture));
+  }
   const int64_t block_size = cache.block_size ? cache.block_size
                              : attention_free ? kEngineDefaultBlockSize
-                                              : target_backend.preferred_block_size;
+                             : first_attention != nullptr && !first_attention->built_backend.empty()
+                                 ? built_backend->preferred_block_size
+                                 : target_backend.preferred_block_size;
 
   // Speculative decoding.
   std::optional<SpeculativeConfig> spec = config.speculative;
@@ -2815,6 +2946,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   std::vector<std::unique_ptr<BackendCaps>> backends;
   backends.push_back(std::make_unique<BackendCaps>(target_backend));
   const BackendCaps* target_caps = backends.back().get();
+  const BackendCaps* built_caps = nullptr;
+  if (built_backend) {
+    backends.push_back(std::make_unique<BackendCaps>(*built_backend));
+    built_caps = backends.back().get();
+  }
   AttentionOptions target_opts{.role = Role::kTarget,
                                .block_size = block_size,
                                .dtype = cache.kv_cache_dtype,
@@ -2891,8 +3027,14 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
           target_scheme_fp8 = true;
         }
       }
+      const bool built = !raw.built_backend.empty();
+      if (built) o.backend = built_caps;
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
-      b.context.push_back({o.backend, {}, raw.has_sinks, &model, !cache.attention_backend.empty()});
+      b.context.push_back({.backend = o.backend,
+                           .has_sinks = raw.has_sinks,
+                           .model = &model,
+                           .backend_named = !built && !cache.attention_backend.empty(),
+                           .built_by_model = built});
     }
   }
 

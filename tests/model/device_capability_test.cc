@@ -1,6 +1,7 @@
 // --device-capability: the GPU's compute capability settles what the engine decides by the GPU
 // (platforms/cuda.py, fa_utils.py, utils/flashinfer.py and each backend's
 // supports_compute_capability at 28be48fa9).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -425,6 +426,96 @@ TEST(DeviceCapability, ModelDtypeByGpu) {
   Result<Plan> volta = testing_configs::PlanWith(full, c);
   ASSERT_TRUE(volta.ok()) << volta.status().ToString();
   EXPECT_EQ(volta->model.layers.front().model_dtype, ElementType::kFloat16);
+}
+
+// MiMo-V2-Flash's code builds its layers whose values are narrower than their keys on
+// FLASH_ATTN_DIFFKV itself: no selection runs for them and --attention-backend does not reach
+// them. Its sliding layers' sinks need FlashAttention 3 or 4, whose implementation asserts them as
+// the model is built; below compute capability 8.0 no FlashAttention version runs at all.
+TEST(DeviceCapability, BackendTheModelBuildsItself) {
+  constexpr std::string_view kBuilt =
+      "the model's code builds the layer on it itself, which no --attention-backend reaches";
+  const std::string sinks_layer =
+      "target layer 'model.layers.1.self_attn' (and 38 other layers) has learned attention sinks";
+  LaunchOptions mimo = OnGpu(CorpusPath("mimo-v2-flash"), "9.0");
+  mimo.tensor_parallel_size = 8;
+  EXPECT_EQ(Planned(mimo), (Outcome{"FLASH_ATTN_DIFFKV", 4'535'447, ""}));
+  mimo.device_capability = "10.0";
+  EXPECT_EQ(Planned(mimo), (Outcome{"FLASH_ATTN_DIFFKV", 4'535'447, ""}));
+  const auto sinks_refused = [&](const std::string& why, const std::string& advice) {
+    return fmt::format(
+        "\n  error [backend-sinks] {} but backend FLASH_ATTN_DIFFKV has none {}: "
+        "{}, and its implementation asserts ('Sinks are only supported in "
+        "FlashAttention 3') as the engine builds the model; {}",
+        sinks_layer, why, kBuilt, advice);
+  };
+  for (const char* gpu : {"8.0", "12.0"}) {
+    mimo.device_capability = gpu;
+    EXPECT_EQ(Planned(mimo).errors,
+              sinks_refused(fmt::format("on compute capability {} (--device-capability), where "
+                                        "it runs FlashAttention 2",
+                                        gpu),
+                            "the model runs where FlashAttention 3 or 4 does (by default a "
+                            "compute capability 9.x or 10.x GPU)"));
+  }
+  mimo.device_capability = "7.5";
+  const std::string errors = Planned(mimo).errors;
+  EXPECT_EQ(errors.substr(0, errors.find("\n  error [backend-sinks]")),
+            fmt::format("\n  error [backend-compute-capability] target layer "
+                        "'model.layers.0.self_attn' (and 47 other layers) runs on backend "
+                        "FLASH_ATTN_DIFFKV, which runs on compute capability 8.0 or later only, "
+                        "not 7.5 (--device-capability): {}, and no FlashAttention version runs "
+                        "there: the layer's forward asserts ('FlashAttention version not "
+                        "detected.') at the engine's first forward, once the weights are loaded; "
+                        "the model does not run on that GPU",
+                        kBuilt));
+
+  // Without a GPU the sinks are the GPU's to settle; a named backend reaches no layer, and the
+  // launch keeps its tokens.
+  mimo.device_capability.reset();
+  mimo.attention_backend = "FLASHINFER";
+  Result<Plan> plan = PlanOn(mimo);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(Planned(mimo), (Outcome{"FLASH_ATTN_DIFFKV", 4'535'447, ""}));
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-built-by-model"),
+            fmt::format("--attention-backend FLASHINFER does not reach the 48 attention layers of "
+                        "'{}' (MiMoV2FlashForCausalLM): the model's code builds them on "
+                        "FLASH_ATTN_DIFFKV itself (the layers whose values are narrower than "
+                        "their keys), without the engine's selection; kvtopo plans them on "
+                        "FLASH_ATTN_DIFFKV",
+                        mimo.model));
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-sinks-gpu"),
+            fmt::format("{}, which backend FLASH_ATTN_DIFFKV runs only as FlashAttention 3 or 4 "
+                        "(by default a compute capability 9.x or 10.x GPU): {}, and elsewhere its "
+                        "implementation asserts ('Sinks are only supported in FlashAttention 3') "
+                        "as the engine builds the model; --device-capability settles it",
+                        sinks_layer, kBuilt));
+  for (const PlannedGroup& g : plan->groups) {
+    EXPECT_EQ(g.backends, std::vector<std::string>{"FLASH_ATTN_DIFFKV"});
+  }
+  mimo.attention_backend.reset();
+  mimo.attention_config = R"({"flash_attn_version": 2})";
+  EXPECT_EQ(Planned(mimo).errors,
+            sinks_refused("under FlashAttention 2 (--attention-config flash_attn_version 2)",
+                          "drop --attention-config flash_attn_version 2"));
+
+  // Full layers whose values are as wide as their keys are selected as any: the named backend
+  // reaches those.
+  nlohmann::json config = testing_configs::CorpusConfig("mimo-v2-flash");
+  config["v_head_dim"] = config["head_dim"];
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 8;
+  c.cache.attention_backend = "TRITON_ATTN";
+  Result<Plan> mixed = testing_configs::PlanWith(config, c);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(mixed->groups.front().backends, std::vector<std::string>{"TRITON_ATTN"});
+  EXPECT_EQ(mixed->groups.back().backends, std::vector<std::string>{"FLASH_ATTN_DIFFKV"});
+  EXPECT_EQ(DiagnosticMessage(*mixed, "backend-built-by-model"),
+            "--attention-backend TRITON_ATTN does not reach 39 of the 48 attention layers of "
+            "'config.json' (MiMoV2FlashForCausalLM): the model's code builds them on "
+            "FLASH_ATTN_DIFFKV itself (the layers whose values are narrower than their keys), "
+            "without the engine's selection; kvtopo plans them on FLASH_ATTN_DIFFKV, the other 9 "
+            "on TRITON_ATTN");
 }
 
 }  // namespace
