@@ -3188,6 +3188,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                 .replicated = replicated};
     const int64_t first_draft = static_cast<int64_t>(b.out.layers.size());
     bool draft_kv_layers = false, draft_scheme_fp8 = false;
+    const BackendCaps* draft_built_caps = nullptr;
     for (const RawLayer& raw : draft_model->layers) {
       if (mtp != raw.mtp) continue;
       if (IsRecurrentLayer(raw.type)) {
@@ -3212,8 +3213,22 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
           draft_scheme_fp8 = true;
         }
       }
+      // A draft of a model whose code builds some layers on a backend of its own (a
+      // draft_model) builds them so too.
+      const bool built = !raw.built_backend.empty();
+      if (built && draft_built_caps == nullptr) {
+        KVTOPO_ASSIGN_OR_RETURN(const BackendCaps own,
+                                ResolveBackend(raw.built_backend, draft_model->architecture));
+        backends.push_back(std::make_unique<BackendCaps>(own));
+        draft_built_caps = backends.back().get();
+      }
+      if (built) o.backend = draft_built_caps;
       b.out.layers.push_back(AttentionSpec(raw, *draft_model, tp, o));
-      b.context.push_back({draft_caps, {}, raw.has_sinks, draft_model, draft_backend_named});
+      b.context.push_back({.backend = o.backend,
+                           .has_sinks = raw.has_sinks,
+                           .model = draft_model,
+                           .backend_named = !built && draft_backend_named,
+                           .built_by_model = built});
     }
     if (draft_kv_layers) ReportKvCacheScheme(b, *draft_model, draft_scheme_fp8);
 

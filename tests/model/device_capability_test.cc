@@ -493,6 +493,18 @@ TEST(DeviceCapability, BackendTheModelBuildsItself) {
   for (const PlannedGroup& g : plan->groups) {
     EXPECT_EQ(g.backends, std::vector<std::string>{"FLASH_ATTN_DIFFKV"});
   }
+  // A draft_model of the same code builds its layers on it too, whatever backend it inherits.
+  mimo.speculative_config = fmt::format(
+      R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": 2}})", mimo.model);
+  mimo.max_model_len = 8192;
+  Result<Plan> drafted = PlanOn(mimo);
+  ASSERT_TRUE(drafted.ok()) << drafted.status().ToString();
+  ASSERT_EQ(drafted->groups.size(), 12u);
+  EXPECT_EQ(drafted->groups.back().role, Role::kDraft);
+  EXPECT_EQ(drafted->groups.back().backends, std::vector<std::string>{"FLASH_ATTN_DIFFKV"});
+  mimo.speculative_config.reset();
+  mimo.max_model_len.reset();
+
   mimo.attention_backend.reset();
   mimo.attention_config = R"({"flash_attn_version": 2})";
   EXPECT_EQ(Planned(mimo).errors,
