@@ -206,6 +206,9 @@ struct LaunchConfig {
   // VLLM_BATCH_INVARIANT: every attention layer's backend must support batch invariance (the
   // engine's backend selection skips or refuses one that does not).
   bool batch_invariant = false;
+  // --quantization (-q) as given (the engine compares it as text); nullopt: the checkpoint's.
+  std::optional<std::string> quantization;
+  bool allow_deprecated_quantization = false;  // --allow-deprecated-quantization
   // --disable-hybrid-kv-cache-manager. Unset: the engine decides (off for chunked local attention
   // as above, on otherwise). True: off; sliding-window and chunked layers are then cached as full
   // attention, and a model whose layers cannot share one cache type is refused. False

@@ -149,7 +149,9 @@ struct LaunchOptions {
   std::optional<std::string> dcp_comm_backend;  // ag_rs (default) or a2a (needs DCP > 1)
   // --enable-mamba-cache-stochastic-rounding: needs --mamba-ssm-cache-dtype float16.
   std::optional<bool> enable_mamba_cache_stochastic_rounding;
-  std::optional<std::string> mamba_backend;    // triton or flashinfer; default triton
+  std::optional<std::string> mamba_backend;  // triton or flashinfer; default triton
+  std::optional<std::string> quantization;   // -q: the weights' method; default the checkpoint's
+  std::optional<bool> allow_deprecated_quantization;
   std::optional<bool> shard_draft;             // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
   std::optional<std::string> dcp_shard_draft;  // VLLM_DCP_SHARD_DRAFT (ParseShardDraftRequest)
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.

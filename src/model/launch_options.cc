@@ -152,6 +152,24 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the model's dtype, which an auto KV cache stores: auto, bfloat16, float16 (half), "
        "float32 (float); default auto: the config's torch_dtype, a float32 config as bfloat16",
        &LO::dtype},
+      {"quantization",
+       {},
+       "q",
+       V::kText,
+       "",
+       "the weights' quantization method, compared as given with the checkpoint's (after the "
+       "engine's overrides: gptq runs as auto_gptq, awq as awq_marlin, ...); checked for a "
+       "mismatch, an unknown or deprecated method, the model dtype and, with "
+       "--device-capability, the GPU; default the checkpoint's",
+       &LO::quantization},
+      {"allow_deprecated_quantization",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "run a deprecated quantization method (fbgemm_fp8, fp_quant), which the engine refuses "
+       "otherwise; default off",
+       &LO::allow_deprecated_quantization},
       {"config_format",
        {},
        "",
@@ -2148,6 +2166,8 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   if (o.allow_long_max_model_len) c.allow_long_max_model_len = *o.allow_long_max_model_len;
   c.batch_invariant = o.batch_invariant.value_or(false);
+  c.quantization = o.quantization;
+  c.allow_deprecated_quantization = o.allow_deprecated_quantization.value_or(false);
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;

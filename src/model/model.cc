@@ -27,6 +27,7 @@
 #include "model/embedded_profiles.h"
 #include "model/gguf.h"
 #include "model/quant_kv_cache.h"
+#include "model/quantization.h"
 #include "model/speculative_method.h"
 
 namespace kvtopo {
@@ -1039,11 +1040,15 @@ void ValidateBackends(Builder& b) {
 // config runs as bfloat16, and so does a float16 config of a model type that refuses float16.
 // An explicit --dtype float16 for such a model type is refused, as the engine refuses it. A GPU
 // stated below compute capability 8.0 has no bfloat16 (the platform's supported_dtypes).
-void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b) {
+// The model types whose float16 the engine refuses (_check_valid_dtype: numerical instability).
+bool RefusesFloat16(const ModelDescription& m) {
   static constexpr std::array<std::string_view, 5> kNoFloat16 = {"gemma2", "gemma3", "gemma3_text",
                                                                  "plamo2", "glm4"};
-  const bool no_float16 =
-      std::find(kNoFloat16.begin(), kNoFloat16.end(), m.model_type) != kNoFloat16.end();
+  return std::find(kNoFloat16.begin(), kNoFloat16.end(), m.model_type) != kNoFloat16.end();
+}
+
+void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b) {
+  const bool no_float16 = RefusesFloat16(m);
   const ElementType config_dtype = m.dtype;
   const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
   if (b.config.model_dtype) {
@@ -2567,6 +2572,26 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   b.out.architecture = model.architecture;
   b.out.mamba_chunk_size = model.mamba_chunk_size;
   ResolveModelDtype(model, target.file, b);
+  // ModelConfig._verify_quantization and VllmConfig._get_quantization_config, on the model dtype
+  // the engine resolved.
+  {
+    const auto& flags = config.not_planned_flags;
+    KVTOPO_ASSIGN_OR_RETURN(
+        const internal::QuantizationOutcome quantization,
+        internal::CheckQuantization(
+            config.hf_overrides.empty() ? target.json : overridden, target.file,
+            target.quantization_file,
+            {.asked = config.quantization,
+             .allow_deprecated = config.allow_deprecated_quantization,
+             .quantization_config_given =
+                 std::find(flags.begin(), flags.end(), "--quantization-config") != flags.end(),
+             .gguf_file = internal::IsGgufFile(target.file),
+             .batch_invariant = config.batch_invariant,
+             .gpu = cache.device_capability,
+             .model_dtype = model.dtype,
+             .no_float16 = RefusesFloat16(model)}));
+    for (const Diagnostic& d : quantization.diagnostics) b.Add(d.severity, d.code, d.message);
+  }
   if (config.disable_sliding_window) DisableSlidingWindow(model, b);
   if (cache.max_model_len < 0 && cache.max_model_len != kAutoMaxModelLen) {
     return InvalidArgument(

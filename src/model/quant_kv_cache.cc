@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
 #include "internal/ascii_case.h"
@@ -34,31 +35,13 @@ std::string Text(const nlohmann::json& v) {
 
 }  // namespace
 
-Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& config,
-                                                       const std::string& file,
-                                                       const std::string& legacy_file) {
-  QuantKvCacheDtype out;
-  // Where the values are named: config.json's quantization_config, or the legacy file's root.
-  const std::string source = legacy_file.empty()
-                                 ? fmt::format("config.json '{}'", file)
-                                 : fmt::format("hf_quant_config.json '{}'", legacy_file);
-  const std::string root = legacy_file.empty() ? "quantization_config" : "";
+Result<std::string> NormalizedQuantMethod(const nlohmann::json& q, const std::string& source,
+                                          const std::string& root) {
   auto at = [&](const std::string& key) { return root.empty() ? key : root + "." + key; };
-  const nlohmann::json* q = Find(config, "quantization_config");
-  if (q == nullptr || q->is_null()) return out;
-  if (!q->is_object()) {
-    return InvalidArgument(fmt::format(
-        "{}: {} must be an object, got {}", source,
-        legacy_file.empty() ? "field 'quantization_config'" : "the whole file", q->dump()));
-  }
-  // ModelArchConfigConvertor._normalize_quantization_config: a ModelOpt `producer` sets the
-  // quant_method from its quant_algo.
-  const nlohmann::json* inner_object = Find(*q, "quantization");
-  std::string method;
-  if (const nlohmann::json* m = Find(*q, "quant_method"); m != nullptr && m->is_string()) {
-    method = m->get<std::string>();
-  }
-  const nlohmann::json* producer = Find(*q, "producer");
+  // A ModelOpt `producer` sets the quant_method from its quant_algo.
+  std::optional<std::string> method;
+  const nlohmann::json* inner_object = Find(q, "quantization");
+  const nlohmann::json* producer = Find(q, "producer");
   const nlohmann::json* producer_name = producer ? Find(*producer, "name") : nullptr;
   if (producer_name != nullptr && *producer_name == "modelopt") {
     const nlohmann::json* algo = inner_object ? Find(*inner_object, "quant_algo") : nullptr;
@@ -77,7 +60,45 @@ Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& con
       }
     }
   }
-  if (!AsciiLower(method).starts_with("modelopt")) return out;
+  if (!method) {
+    const nlohmann::json* m = Find(q, "quant_method");
+    if (m != nullptr && !m->is_string()) {
+      return InvalidArgument(
+          fmt::format("{}: field '{}' is {}: the engine reads the quantization method as a string "
+                      "(quant_method.lower()) and fails on anything else",
+                      source, at("quant_method"), m->dump()));
+    }
+    method = m != nullptr ? m->get<std::string>() : std::string();
+  }
+  // The community's name, lowercased, with the library's spelling normalized.
+  std::string name = AsciiLower(*method);
+  constexpr std::string_view kLibrary = "compressed_tensors";
+  for (size_t i = name.find(kLibrary); i != std::string::npos; i = name.find(kLibrary, i)) {
+    name.replace(i, kLibrary.size(), "compressed-tensors");
+  }
+  return name;
+}
+
+Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& config,
+                                                       const std::string& file,
+                                                       const std::string& legacy_file) {
+  QuantKvCacheDtype out;
+  // Where the values are named: config.json's quantization_config, or the legacy file's root.
+  const std::string source = legacy_file.empty()
+                                 ? fmt::format("config.json '{}'", file)
+                                 : fmt::format("hf_quant_config.json '{}'", legacy_file);
+  const std::string root = legacy_file.empty() ? "quantization_config" : "";
+  auto at = [&](const std::string& key) { return root.empty() ? key : root + "." + key; };
+  const nlohmann::json* q = Find(config, "quantization_config");
+  if (q == nullptr || q->is_null()) return out;
+  if (!q->is_object()) {
+    return InvalidArgument(fmt::format(
+        "{}: {} must be an object, got {}", source,
+        legacy_file.empty() ? "field 'quantization_config'" : "the whole file", q->dump()));
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::string method, NormalizedQuantMethod(*q, source, root));
+  const nlohmann::json* inner_object = Find(*q, "quantization");
+  if (!method.starts_with("modelopt")) return out;
   // get_kv_cache_quant_algo_string: the first of these that Python reads as true.
   const nlohmann::json& inner =
       inner_object != nullptr && inner_object->is_object() ? *inner_object : *q;

@@ -27,6 +27,15 @@ struct QuantKvCacheDtype {
 // quant_algo sets it) names its KV-cache algorithm in kv_cache_scheme or kv_cache_quant_algo;
 // FP8 is fp8_e4m3, NVFP4 nvfp4. An unknown ModelOpt quant_algo is the engine's error, named by
 // field (`file` names the config; `legacy_file`, when set, the hf_quant_config.json it came from).
+// The quantization method of the quantization_config `q` as the engine's
+// ModelArchConfigConvertor._normalize_quantization_config leaves it: a ModelOpt `producer` sets
+// it from its quant_algo (an unknown one is the engine's error); the name is lowercased, with
+// "compressed_tensors" spelled "compressed-tensors"; "" when none. A quant_method that is not a
+// string is an error (the engine calls its lower()). `source` and `root` (the field prefix, ""
+// for a legacy file's root) name the fields in messages.
+Result<std::string> NormalizedQuantMethod(const nlohmann::json& q, const std::string& source,
+                                          const std::string& root);
+
 Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& config,
                                                        const std::string& file,
                                                        const std::string& legacy_file = "");

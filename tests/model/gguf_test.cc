@@ -156,13 +156,22 @@ TEST(Gguf, Qwen3AsTheEngineReadsIt) {
   EXPECT_EQ(plan->pool.num_blocks, 9362);
   EXPECT_EQ(plan->capacity.max_tokens, 149792);
   EXPECT_EQ(plan->model.layers[0].model_dtype, ElementType::kBfloat16);
-  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  ASSERT_EQ(plan->diagnostics.size(), 2u);
   EXPECT_EQ(plan->diagnostics[0].message,
             "'" + path +
                 "' is a GGUF file, whose metadata states no dtype: the engine reads none from its "
                 "tensors either and takes float32; the engine runs a float32 model as bfloat16 "
                 "(--dtype auto), so an auto KV cache stores bfloat16; set --dtype float32 to keep "
                 "float32");
+  // The engine runs a GGUF file as --quantization gguf, whose kernels take no bfloat16 from
+  // compute capability 10.0.
+  EXPECT_EQ(plan->diagnostics[1],
+            (Diagnostic{Severity::kWarning, "quantization-dtype-gpu",
+                        "the model runs in bfloat16, which quantization method gguf (a GGUF file, "
+                        "which the engine runs with --quantization gguf) takes only below compute "
+                        "capability 10.0: on a Blackwell GPU the engine refuses the launch "
+                        "('torch.bfloat16 is not supported for quantization method gguf'); pass "
+                        "--dtype float16 there, or state the GPU with --device-capability"}));
 }
 
 // --hf-config-path: the engine reads the target's config there instead of the model's (here a

@@ -437,7 +437,7 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
 TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   using Values = VllmFlag::Values;
   for (const char* name : {"--mamba-cache-philox-rounds", "--ubatch-size", "--moe-backend", "-asc",
-                           "-q", "--gdn-prefill-backend", "--shutdown-timeout"}) {
+                           "-dpp", "--gdn-prefill-backend", "--shutdown-timeout"}) {
     const VllmFlag* f = FindVllmFlagNotPlanned(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;

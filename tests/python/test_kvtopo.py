@@ -577,6 +577,23 @@ class PlanTest(unittest.TestCase):
                                     r"compute capability: write MAJOR.MINOR"):
             kvtopo.plan("kimi-k2.6", device_capability="sm_100")
 
+    def test_quantization(self):
+        # The checkpoint's method and --quantization, as the engine settles and checks them.
+        llama = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                 "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                 "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+                 "quantization_config": {"quant_method": "fbgemm_fp8"}}
+        accepted, diagnostics = kvtopo.check(llama)
+        self.assertFalse(accepted)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["quantization-deprecated"])
+        accepted, _ = kvtopo.check(llama, allow_deprecated_quantization=True)
+        self.assertTrue(accepted)
+        accepted, diagnostics = kvtopo.check(llama, quantization="fp8",
+                                             allow_deprecated_quantization=True)
+        self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
+                         ["quantization-mismatch"])
+
     def test_expert_and_external_dp_flags(self):
         # A model without experts refuses expert parallelism and external DP load balancing;
         # the DP flags are checked as the engine checks them.

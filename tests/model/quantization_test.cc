@@ -1,0 +1,211 @@
+// The weights' quantization method the engine settles (ModelConfig._verify_quantization at
+// 28be48fa9: the checkpoint's method, the overrides, --quantization) and its startup checks
+// (VllmConfig._get_quantization_config: the GPU's compute capability, the model dtype).
+#include "model/quantization.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "kvtopo/launch.h"
+#include "kvtopo/plan.h"
+#include "test_configs.h"
+
+namespace kvtopo {
+namespace {
+
+using testing_configs::DiagnosticMessage;
+
+nlohmann::json WithQuant(const nlohmann::json& quant) {
+  nlohmann::json config = testing_configs::Llama31_8B();
+  config["quantization_config"] = quant;
+  return config;
+}
+
+// The method the engine runs `config` with under `launch`; the test fails on an error.
+std::optional<std::string> MethodOf(const nlohmann::json& config,
+                                    internal::QuantizationLaunch launch = {}) {
+  Result<internal::QuantizationOutcome> out =
+      internal::CheckQuantization(config, "config.json", "", launch);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return std::nullopt;
+  for (const Diagnostic& d : out->diagnostics) {
+    EXPECT_NE(d.severity, Severity::kError) << d.message;
+  }
+  return out->method;
+}
+
+internal::QuantizationLaunch Asked(const std::string& method) { return {.asked = method}; }
+
+// The overrides, in the engine's order: each claims its checkpoints, some only on request.
+TEST(Quantization, TheEnginesOverrides) {
+  const nlohmann::json gptq =
+      WithQuant({{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"desc_act", false}});
+  EXPECT_EQ(MethodOf(gptq), "auto_gptq");
+  for (const char* asked : {"gptq", "gptq_marlin", "auto_gptq", "marlin"}) {
+    EXPECT_EQ(MethodOf(gptq, Asked(asked)), "auto_gptq") << asked;
+  }
+  EXPECT_EQ(MethodOf(gptq, Asked("moe_wna16")), "moe_wna16");
+
+  nlohmann::json awq =
+      WithQuant({{"quant_method", "AWQ"}, {"bits", 4}, {"group_size", 128}, {"zero_point", true}});
+  EXPECT_EQ(MethodOf(awq), "awq_marlin");
+  EXPECT_EQ(MethodOf(awq, Asked("marlin")), "awq_marlin");
+  EXPECT_EQ(MethodOf(awq, {.model_dtype = ElementType::kFloat16}), "awq_marlin");
+  EXPECT_EQ(MethodOf(awq, {.asked = "awq", .model_dtype = ElementType::kFloat16}), "awq");
+  EXPECT_EQ(MethodOf(awq, {.batch_invariant = true, .model_dtype = ElementType::kFloat16}), "awq");
+  awq["quantization_config"]["group_size"] = 256;  // no Marlin group size
+  EXPECT_EQ(MethodOf(awq, {.model_dtype = ElementType::kFloat16}), "awq");
+  awq["quantization_config"]["group_size"] = 64.0;  // Python's 64.0 == 64
+  awq["quantization_config"]["zero_point"] = false;
+  EXPECT_EQ(MethodOf(awq, {.model_dtype = ElementType::kFloat16}), "awq");
+
+  EXPECT_EQ(MethodOf(WithQuant({{"quant_method", "auto-round"}})), "inc");
+  // ModelOpt by quant_algo (inner `quantization` first), and a modelopt producer's FP8.
+  EXPECT_EQ(MethodOf(WithQuant(
+                {{"quant_method", "modelopt"}, {"quantization", {{"quant_algo", "nvfp4"}}}})),
+            "modelopt_fp4");
+  EXPECT_EQ(MethodOf(WithQuant({{"quant_method", "modelopt"}, {"quant_algo", "MXFP8"}})),
+            "modelopt_mxfp8");
+  EXPECT_EQ(MethodOf(WithQuant({{"quant_method", "modelopt"}, {"quant_algo", "MIXED_PRECISION"}})),
+            "modelopt_mixed");
+  EXPECT_EQ(MethodOf(WithQuant({{"producer", {{"name", "modelopt"}}},
+                                {"quantization", {{"quant_algo", "FP8"}}}}),
+                     {.gpu = DeviceCapability{.major = 9, .minor = 0}}),
+            "modelopt");
+
+  // GPT-OSS's MXFP4 checkpoints, whatever --quantization says of them.
+  nlohmann::json gpt_oss = WithQuant({{"quant_method", "mxfp4"}});
+  gpt_oss["architectures"] = {"GptOssForCausalLM"};
+  gpt_oss["model_type"] = "gpt_oss";
+  EXPECT_EQ(MethodOf(gpt_oss), "gpt_oss_mxfp4");
+  EXPECT_EQ(MethodOf(gpt_oss, Asked("mxfp4")), "gpt_oss_mxfp4");
+  EXPECT_EQ(MethodOf(WithQuant({{"quant_method", "mxfp4"}})), "mxfp4");
+
+  // DeepSeek-V4's FP8, by model type or on request.
+  nlohmann::json v4 = WithQuant({{"quant_method", "fp8"}});
+  EXPECT_EQ(MethodOf(v4), "fp8");
+  EXPECT_EQ(MethodOf(v4, Asked("deepseek_v4_fp8")), "deepseek_v4_fp8");
+  v4["model_type"] = "deepseek_v4";
+  EXPECT_EQ(MethodOf(v4), "deepseek_v4_fp8");
+
+  // The library's spelling is normalized; compression_config stands in for quantization_config,
+  // and a multimodal model's text_config holds it.
+  EXPECT_EQ(MethodOf(WithQuant({{"quant_method", "Compressed_Tensors"}})), "compressed-tensors");
+  nlohmann::json compression = testing_configs::Llama31_8B();
+  compression["compression_config"] = {{"quant_method", "compressed-tensors"}};
+  EXPECT_EQ(MethodOf(compression), "compressed-tensors");
+  nlohmann::json wrapper = {{"architectures", {"Mistral3ForConditionalGeneration"}},
+                            {"text_config", WithQuant({{"quant_method", "fp8"}})}};
+  EXPECT_EQ(MethodOf(wrapper), "fp8");
+  // No method, or none asked for: unquantized; --quantization alone quantizes online.
+  EXPECT_EQ(MethodOf(WithQuant({{"bits", 4}})), std::nullopt);
+  EXPECT_EQ(MethodOf(testing_configs::Llama31_8B()), std::nullopt);
+  EXPECT_EQ(MethodOf(testing_configs::Llama31_8B(), Asked("fp8_per_block")), "fp8_per_block");
+
+  EXPECT_EQ(internal::CheckQuantization(WithQuant({{"quant_method", 4}}), "config.json", "", {})
+                .status()
+                .message(),
+            "config.json 'config.json': field 'quantization_config.quant_method' is 4: the "
+            "engine reads the quantization method as a string (quant_method.lower()) and fails "
+            "on anything else");
+}
+
+// What the engine refuses, each as a plan error naming the method and where it came from.
+TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = int64_t{16} << 30;
+  const auto refused = [&](const nlohmann::json& config, const std::string& code) {
+    Result<Plan> plan = testing_configs::PlanWith(config, c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok()) return std::string();
+    EXPECT_FALSE(plan->accepted()) << code;
+    return DiagnosticMessage(*plan, code);
+  };
+  const nlohmann::json awq =
+      WithQuant({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", true}});
+  c.quantization = "gptq";
+  EXPECT_EQ(refused(awq, "quantization-mismatch"),
+            "--quantization gptq does not match the checkpoint's method (config.json "
+            "'config.json': quantization_config has quant_method 'awq'): the engine refuses the "
+            "launch ('Quantization method specified in the model config (awq) does not match the "
+            "quantization method specified in the `quantization` argument (gptq)'); drop "
+            "--quantization or pass --quantization awq");
+  constexpr std::string_view kKnown =
+      "awq, fp8, fbgemm_fp8, fp_quant, modelopt, modelopt_fp4, modelopt_mxfp8, modelopt_mixed, "
+      "gguf, auto_gptq, gptq, gptq_marlin, awq_marlin, humming, compressed-tensors, "
+      "bitsandbytes, experts_int8, quark, moe_wna16, torchao, inc, mxfp4, gpt_oss_mxfp4, "
+      "deepseek_v4_fp8, cpu_awq, online, fp8_per_tensor, fp8_per_block, "
+      "int8_per_channel_weight_only, mxfp8";
+  c.quantization = "FP8";  // compared as given
+  EXPECT_EQ(refused(testing_configs::Llama31_8B(), "quantization-unknown"),
+            fmt::format("quantization method FP8 (--quantization FP8) is none the engine knows: "
+                        "it refuses the launch ('Unknown quantization method: FP8'); it knows {}",
+                        kKnown));
+  c.quantization.reset();
+  EXPECT_EQ(refused(WithQuant({{"quant_method", "hqq"}}), "quantization-unknown"),
+            fmt::format("quantization method hqq (config.json 'config.json': "
+                        "quantization_config) is none the engine knows: it refuses the launch "
+                        "('Unknown quantization method: hqq'); it knows {}",
+                        kKnown));
+
+  const nlohmann::json fbgemm = WithQuant({{"quant_method", "fbgemm_fp8"}});
+  EXPECT_EQ(refused(fbgemm, "quantization-deprecated"),
+            "quantization method fbgemm_fp8 (config.json 'config.json': quantization_config) is "
+            "deprecated: the engine refuses it unless --allow-deprecated-quantization is passed "
+            "('The quantization method fbgemm_fp8 is deprecated and will be removed in future "
+            "versions of vLLM')");
+  c.allow_deprecated_quantization = true;
+  Result<Plan> allowed = testing_configs::PlanWith(fbgemm, c);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_TRUE(allowed->accepted()) << allowed->ErrorLines();
+  c.allow_deprecated_quantization = false;
+
+  // NVIDIA's ModelOpt FP8 runs from compute capability 8.9: not on an A100.
+  const nlohmann::json modelopt =
+      WithQuant({{"producer", {{"name", "modelopt"}}}, {"quantization", {{"quant_algo", "FP8"}}}});
+  c.cache.device_capability = DeviceCapability{.major = 8, .minor = 0};
+  EXPECT_EQ(refused(modelopt, "quantization-compute-capability"),
+            "quantization method modelopt (config.json 'config.json': quantization_config) needs "
+            "compute capability 8.9 or later, not 8.0 (--device-capability): the engine refuses "
+            "the launch ('The quantization method modelopt is not supported for the current GPU. "
+            "Minimum capability: 89. Current capability: 80.')");
+  c.cache.device_capability = DeviceCapability{.major = 8, .minor = 9};
+  Result<Plan> ada = testing_configs::PlanWith(modelopt, c);
+  ASSERT_TRUE(ada.ok());
+  EXPECT_TRUE(ada->accepted()) << ada->ErrorLines();
+  c.cache.device_capability.reset();
+
+  // MXFP4 computes in bfloat16 only; AWQ without Marlin in float16 only.
+  c.model_dtype = ElementType::kFloat16;
+  EXPECT_EQ(refused(WithQuant({{"quant_method", "mxfp4"}}), "quantization-dtype"),
+            "the model runs in float16 but quantization method mxfp4 (config.json 'config.json': "
+            "quantization_config) takes bfloat16 only: the engine refuses the launch "
+            "('torch.float16 is not supported for quantization method mxfp4. Supported dtypes: "
+            "[torch.bfloat16]'); pass --dtype bfloat16");
+  c.model_dtype.reset();
+  c.quantization = "awq";
+  EXPECT_EQ(refused(awq, "quantization-dtype"),
+            "the model runs in bfloat16 but quantization method awq (--quantization awq) takes "
+            "float16 only: the engine refuses the launch ('torch.bfloat16 is not supported for "
+            "quantization method awq. Supported dtypes: [torch.float16]'); pass --dtype float16");
+
+  // --quantization-config goes with an online shorthand only.
+  c.quantization = "fp8";
+  c.not_planned_flags = {"--quantization-config"};
+  EXPECT_EQ(refused(testing_configs::Llama31_8B(), "quantization-config"),
+            "--quantization-config with --quantization fp8: the engine takes a quantization "
+            "config only with an online shorthand (fp8_per_tensor, fp8_per_block, mxfp8, "
+            "int8_per_channel_weight_only) and refuses the launch ('quantization_config is only "
+            "supported when quantization is one of ...'); drop one of them");
+  c.quantization = "fp8_per_tensor";
+  Result<Plan> online = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(online.ok());
+  EXPECT_TRUE(online->accepted()) << online->ErrorLines();
+}
+
+}  // namespace
+}  // namespace kvtopo
