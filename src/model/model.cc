@@ -2585,7 +2585,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
              .allow_deprecated = config.allow_deprecated_quantization,
              .quantization_config_given =
                  std::find(flags.begin(), flags.end(), "--quantization-config") != flags.end(),
-             .gguf_file = internal::IsGgufFile(target.file),
+             .gguf_file = internal::IsGgufFile(config.model),
              .batch_invariant = config.batch_invariant,
              .gpu = cache.device_capability,
              .model_dtype = model.dtype,

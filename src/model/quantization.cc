@@ -334,12 +334,20 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   const bool gguf = *method == "gguf";
   const bool gguf_gpu = gguf && launch.gpu && capability >= 100;
   if (gguf_gpu) dtypes = {kF16, kF32};
-  // The dtype to advise: the first the method takes that the model type does too.
+  // What to advise: the first dtype the method takes that the model type and a stated GPU take
+  // too (bfloat16 from compute capability 8.0).
   const auto advice = [&](const std::vector<ElementType>& takes) {
     for (const ElementType t : takes) {
-      if (t != kF16 || !launch.no_float16) return ElementTypeName(t);
+      if ((t == kF16 && launch.no_float16) || (t == kBf16 && launch.gpu && launch.gpu->major < 8)) {
+        continue;
+      }
+      return fmt::format("pass --dtype {}", ElementTypeName(t));
     }
-    return ElementTypeName(takes.back());
+    return launch.gpu ? fmt::format(
+                            "none of them runs this model on compute capability {} "
+                            "(--device-capability)",
+                            DeviceCapabilityName(*launch.gpu))
+                      : std::string("none of them runs this model type, which refuses float16");
   };
   if (std::find(dtypes.begin(), dtypes.end(), launch.model_dtype) == dtypes.end()) {
     std::vector<std::string_view> names;
@@ -351,7 +359,7 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
     error("quantization-dtype",
           fmt::format("the model runs in {} but {} takes {} only{}: the engine refuses the launch "
                       "('{} is not supported for quantization method {}. Supported dtypes: [{}]'); "
-                      "pass --dtype {}",
+                      "{}",
                       ElementTypeName(launch.model_dtype), named, fmt::join(names, " and "),
                       gguf_gpu ? fmt::format(" on compute capability {} (--device-capability)",
                                              DeviceCapabilityName(*launch.gpu))
@@ -363,8 +371,8 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
         Severity::kWarning, "quantization-dtype-gpu",
         fmt::format("the model runs in bfloat16, which {} takes only below compute capability "
                     "10.0: on a Blackwell GPU the engine refuses the launch ('torch.bfloat16 is "
-                    "not supported for quantization method gguf'); pass --dtype {} there, or "
-                    "state the GPU with --device-capability",
+                    "not supported for quantization method gguf'); {} there, or state the GPU "
+                    "with --device-capability",
                     named, advice({kF16, kF32}))});
   }
   return out;

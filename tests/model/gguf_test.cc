@@ -135,6 +135,15 @@ std::string LoadError(const std::string& bytes, const std::string& suffix = ".gg
   return message;
 }
 
+// The engine runs a GGUF file as --quantization gguf, whose kernels take no bfloat16 from compute
+// capability 10.0.
+const Diagnostic kGgufBfloat16Warning{
+    Severity::kWarning, "quantization-dtype-gpu",
+    "the model runs in bfloat16, which quantization method gguf (a GGUF file, which the engine "
+    "runs with --quantization gguf) takes only below compute capability 10.0: on a Blackwell GPU "
+    "the engine refuses the launch ('torch.bfloat16 is not supported for quantization method "
+    "gguf'); pass --dtype float16 there, or state the GPU with --device-capability"};
+
 // The engine builds Qwen3Config from the file: head_dim is the class's 128 (the mapping reads no
 // head size for qwen3), the architecture Qwen3ForCausalLM, the dtype unstated (bfloat16 under
 // --dtype auto). A page is 16 x 2 x 8 x 128 x 2 B = 64 KiB; 16 GiB / (28 x 64 KiB) = 9,362 blocks,
@@ -163,15 +172,7 @@ TEST(Gguf, Qwen3AsTheEngineReadsIt) {
                 "tensors either and takes float32; the engine runs a float32 model as bfloat16 "
                 "(--dtype auto), so an auto KV cache stores bfloat16; set --dtype float32 to keep "
                 "float32");
-  // The engine runs a GGUF file as --quantization gguf, whose kernels take no bfloat16 from
-  // compute capability 10.0.
-  EXPECT_EQ(plan->diagnostics[1],
-            (Diagnostic{Severity::kWarning, "quantization-dtype-gpu",
-                        "the model runs in bfloat16, which quantization method gguf (a GGUF file, "
-                        "which the engine runs with --quantization gguf) takes only below compute "
-                        "capability 10.0: on a Blackwell GPU the engine refuses the launch "
-                        "('torch.bfloat16 is not supported for quantization method gguf'); pass "
-                        "--dtype float16 there, or state the GPU with --device-capability"}));
+  EXPECT_EQ(plan->diagnostics[1], kGgufBfloat16Warning);
 }
 
 // --hf-config-path: the engine reads the target's config there instead of the model's (here a
@@ -193,6 +194,8 @@ TEST(Gguf, HfConfigPathReplacesTheFilesConfig) {
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   EXPECT_EQ(specs->model_name, gguf);
   EXPECT_EQ(specs->layers[0].head_size, 64);
+  // The model is still the GGUF file: the engine runs it as --quantization gguf.
+  EXPECT_EQ(specs->diagnostics.back(), kGgufBfloat16Warning);
   c.hf_config_path = json;  // removed above
   const std::string missing = BuildModelCacheSpecs(c).status().message();
   EXPECT_TRUE(missing.starts_with("--hf-config-path: model '" + json +

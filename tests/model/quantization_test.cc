@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kvtopo/launch.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
 #include "test_configs.h"
 
@@ -205,6 +206,67 @@ TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
   Result<Plan> online = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
   ASSERT_TRUE(online.ok());
   EXPECT_TRUE(online->accepted()) << online->ErrorLines();
+}
+
+// The profiles carry their checkpoints' quantization_config: gpt-oss's MXFP4 computes in bfloat16
+// on compute capability 8.0 or later; DeepSeek-V3.2's FP8 runs from 7.5.
+TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
+  const auto plan = [](LaunchOptions o) -> Result<Plan> {
+    KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));
+    return PlanLaunch(c);
+  };
+  LaunchOptions gpt;
+  gpt.model = "gpt-oss-120b";
+  gpt.dtype = "float16";
+  Result<Plan> half = plan(gpt);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_EQ(half->ErrorLines(),
+            "\n  error [quantization-dtype] the model runs in float16 but quantization method "
+            "gpt_oss_mxfp4 (config.json 'profiles/gpt-oss-120b.json': quantization_config) takes "
+            "bfloat16 only: the engine refuses the launch ('torch.float16 is not supported for "
+            "quantization method gpt_oss_mxfp4. Supported dtypes: [torch.bfloat16]'); pass "
+            "--dtype bfloat16");
+  gpt.dtype.reset();
+  gpt.device_capability = "7.5";  // no bfloat16 there either
+  Result<Plan> turing = plan(gpt);
+  ASSERT_TRUE(turing.ok()) << turing.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*turing, "quantization-compute-capability"),
+            "quantization method gpt_oss_mxfp4 (config.json 'profiles/gpt-oss-120b.json': "
+            "quantization_config) needs compute capability 8.0 or later, not 7.5 "
+            "(--device-capability): the engine refuses the launch ('The quantization method "
+            "gpt_oss_mxfp4 is not supported for the current GPU. Minimum capability: 80. Current "
+            "capability: 75.')");
+  EXPECT_EQ(DiagnosticMessage(*turing, "quantization-dtype"),
+            "the model runs in float16 but quantization method gpt_oss_mxfp4 (config.json "
+            "'profiles/gpt-oss-120b.json': quantization_config) takes bfloat16 only: the engine "
+            "refuses the launch ('torch.float16 is not supported for quantization method "
+            "gpt_oss_mxfp4. Supported dtypes: [torch.bfloat16]'); none of them runs this model on "
+            "compute capability 7.5 (--device-capability)");
+  gpt.device_capability = "8.0";
+  gpt.quantization = "mxfp4";  // GPT-OSS's override replaces it
+  Result<Plan> ampere = plan(gpt);
+  ASSERT_TRUE(ampere.ok()) << ampere.status().ToString();
+  EXPECT_EQ(ampere->ErrorLines(), "");
+  EXPECT_EQ(ampere->capacity.max_tokens, 827'693);
+
+  LaunchOptions deepseek;
+  deepseek.model = "deepseek-v3.2";
+  deepseek.tensor_parallel_size = 8;
+  deepseek.quantization = "gptq";
+  Result<Plan> mismatch = plan(deepseek);
+  ASSERT_TRUE(mismatch.ok()) << mismatch.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*mismatch, "quantization-mismatch"),
+            "--quantization gptq does not match the checkpoint's method (config.json "
+            "'profiles/deepseek-v3.2.json': quantization_config has quant_method 'fp8'): the "
+            "engine refuses the launch ('Quantization method specified in the model config (fp8) "
+            "does not match the quantization method specified in the `quantization` argument "
+            "(gptq)'); drop --quantization or pass --quantization fp8");
+  deepseek.quantization = "fp8";
+  deepseek.device_capability = "7.5";
+  Result<Plan> fp8 = plan(deepseek);
+  ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*fp8, "quantization-compute-capability"), "");
+  EXPECT_EQ(DiagnosticMessage(*fp8, "quantization-dtype"), "");
 }
 
 }  // namespace
