@@ -699,6 +699,18 @@ void CheckKvCacheDtype(Builder& b, const LayerSpec& s, const LayerContext& c,
   }
 }
 
+// Why backend `be` refuses layer `s`'s head size (TakesHeadSize false), for messages.
+std::string HeadSizeRefused(const LayerSpec& s, const BackendCaps& be, const LaunchConfig& config) {
+  const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
+  return fmt::format("{} layer '{}' has head size {} but backend {} supports only {}{}",
+                     RoleName(s.role), s.name, s.head_size, be.name, be.HeadSizesText(),
+                     gpu && HeadSizeNeedsFa4(be, s.head_size)
+                         ? fmt::format(", and FlashAttention 4 is not supported on compute "
+                                       "capability {} (--device-capability)",
+                                       DeviceCapabilityName(*gpu))
+                         : "");
+}
+
 // A layer the model's code builds on backend `be` itself (RawLayer::built_backend): the engine
 // runs no selection for it (validate_configuration's refusals never come), so what fails is the
 // backend's own code: FlashAttention's implementation asserts its sinks as the layer is built
@@ -754,16 +766,8 @@ void CheckBuiltBackend(Builder& b, const LayerSpec& s, const LayerContext& c,
                       role, s.name, be.name, kBuilt, assertion));
   }
   if (const std::optional<bool> head = TakesHeadSize(be, s.head_size, b.config); head == false) {
-    b.Error("backend-head-size",
-            fmt::format("{} layer '{}' has head size {} but backend {} supports only {}{}: {}, "
-                        "and {}",
-                        role, s.name, s.head_size, be.name, be.HeadSizesText(),
-                        gpu && HeadSizeNeedsFa4(be, s.head_size)
-                            ? fmt::format(", and FlashAttention 4 is not supported on compute "
-                                          "capability {} (--device-capability)",
-                                          DeviceCapabilityName(*gpu))
-                            : "",
-                        kBuilt, kAtFirstForward));
+    b.Error("backend-head-size", fmt::format("{}: {}, and {}", HeadSizeRefused(s, be, b.config),
+                                             kBuilt, kAtFirstForward));
   } else if (!head) {
     b.Add(Severity::kWarning, "backend-head-size-gpu",
           fmt::format("{} layer '{}' has head size {}, which backend {} takes only where "
@@ -843,17 +847,8 @@ void ValidateBackends(Builder& b) {
     }
     if (IsMla(s.kind) && c.model != nullptr) CheckConfigDims(b, s, be, *c.model);
     if (const std::optional<bool> head = TakesHeadSize(be, s.head_size, b.config); head == false) {
-      const std::optional<DeviceCapability>& gpu = b.config.cache.device_capability;
-      b.Error("backend-head-size",
-              fmt::format("{} layer '{}' has head size {} but backend {} supports only {}{}; "
-                          "choose another backend with {}",
-                          role, s.name, s.head_size, be.name, be.HeadSizesText(),
-                          gpu && HeadSizeNeedsFa4(be, s.head_size)
-                              ? fmt::format(", and FlashAttention 4 is not supported on compute "
-                                            "capability {} (--device-capability)",
-                                            DeviceCapabilityName(*gpu))
-                              : "",
-                          RoleKnob(s)));
+      b.Error("backend-head-size", fmt::format("{}; choose another backend with {}",
+                                               HeadSizeRefused(s, be, b.config), RoleKnob(s)));
     } else if (!head && c.backend_named) {
       const std::vector<std::string> others = BackendNames([&](const BackendCaps& o) {
         return SameFamily(o, be) && o.SupportsHeadSize(s.head_size);

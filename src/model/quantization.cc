@@ -110,7 +110,9 @@ struct Checkpoint {
 };
 
 // ModelArchConfigConvertor.get_quantization_config: quantization_config (normalized), else
-// compression_config, at the root, else in text_config.
+// compression_config, at the root, else in text_config. (The engine applies the ModelOpt producer
+// rule to quantization_config alone; a compression_config naming a modelopt producer, which no
+// checkpoint has, is read with it too.)
 Result<std::optional<Checkpoint>> FindCheckpoint(const nlohmann::json& config,
                                                  const std::string& source) {
   for (const std::string_view scope : {std::string_view(), std::string_view("text_config")}) {
@@ -198,18 +200,8 @@ std::optional<std::string> Override(const Checkpoint& c, const std::optional<std
   return std::nullopt;
 }
 
-std::string TorchDtype(ElementType t) {
-  switch (t) {
-    case ElementType::kFloat32:
-      return "torch.float32";
-    case ElementType::kFloat16:
-      return "torch.float16";
-    case ElementType::kBfloat16:
-      return "torch.bfloat16";
-    default:
-      return fmt::format("torch.{}", ElementTypeName(t));
-  }
-}
+// torch's name of a model dtype, as the engine's messages print it.
+std::string TorchDtype(ElementType t) { return fmt::format("torch.{}", ElementTypeName(t)); }
 
 }  // namespace
 
