@@ -699,6 +699,13 @@ void CheckKvCacheDtype(Builder& b, const LayerSpec& s, const LayerContext& c,
   }
 }
 
+// The model dtypes backend `be` computes in, for messages ("bfloat16 and float16").
+std::string ComputesText(const BackendCaps& be) {
+  std::vector<std::string_view> computes;
+  for (const ElementType t : be.model_dtypes) computes.push_back(ElementTypeName(t));
+  return fmt::format("{}", fmt::join(computes, " and "));
+}
+
 // Why backend `be` refuses layer `s`'s head size (TakesHeadSize false), for messages.
 std::string HeadSizeRefused(const LayerSpec& s, const BackendCaps& be, const LaunchConfig& config) {
   const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
@@ -776,14 +783,11 @@ void CheckBuiltBackend(Builder& b, const LayerSpec& s, const LayerContext& c,
                       role, s.name, s.head_size, be.name, kBuilt, kAtFirstForward));
   }
   if (!be.Computes(s.model_dtype)) {
-    std::vector<std::string_view> computes;
-    for (const ElementType t : be.model_dtypes) computes.push_back(ElementTypeName(t));
     b.Error("backend-dtype",
             fmt::format("{} layer '{}' runs in {} but backend {} computes in {} only: {}, and "
                         "{}; set --dtype {}",
-                        role, s.name, ElementTypeName(s.model_dtype), be.name,
-                        fmt::join(computes, " and "), kBuilt, kAtFirstForward,
-                        ElementTypeName(be.model_dtypes.back())));
+                        role, s.name, ElementTypeName(s.model_dtype), be.name, ComputesText(be),
+                        kBuilt, kAtFirstForward, ElementTypeName(be.model_dtypes.back())));
   }
 }
 
@@ -868,17 +872,14 @@ void ValidateBackends(Builder& b) {
                           role, s.name, be.name, RoleKnob(s)));
     }
     if (!be.Computes(s.model_dtype)) {
-      std::vector<std::string_view> computes;
-      for (const ElementType t : be.model_dtypes) computes.push_back(ElementTypeName(t));
       b.Error("backend-dtype",
-              fmt::format("{} layer '{}' runs in {} ({}) but backend {} computes in {} only; "
-                          "choose another backend with {} or set --dtype {}",
-                          role, s.name, ElementTypeName(s.model_dtype),
-                          b.config.model_dtype
-                              ? fmt::format("--dtype {}", ElementTypeName(s.model_dtype))
-                              : std::string("the config's torch_dtype"),
-                          be.name, fmt::format("{}", fmt::join(computes, " and ")), RoleKnob(s),
-                          ElementTypeName(be.model_dtypes.back())));
+              fmt::format(
+                  "{} layer '{}' runs in {} ({}) but backend {} computes in {} only; "
+                  "choose another backend with {} or set --dtype {}",
+                  role, s.name, ElementTypeName(s.model_dtype),
+                  b.config.model_dtype ? fmt::format("--dtype {}", ElementTypeName(s.model_dtype))
+                                       : std::string("the config's torch_dtype"),
+                  be.name, ComputesText(be), RoleKnob(s), ElementTypeName(be.model_dtypes.back())));
     }
     std::string no_sinks;
     if (c.has_sinks && Settled(be.supports_sinks, be, b.config, &no_sinks) == false) {
