@@ -301,6 +301,9 @@ struct ModelCacheSpecs {
   std::vector<Diagnostic> diagnostics;  // launch validation; errors reject the launch
   std::string speculative_method;       // empty without --speculative-config
   std::string attention_backend;        // the target's resolved backend
+  // The weights' quantization method the engine runs (the checkpoint's after its overrides, or
+  // --quantization; src/model/quantization.h); nullopt: unquantized.
+  std::optional<std::string> quantization;
   std::string draft_attention_backend;  // the draft's resolved backend; empty without a draft
   // The engine's tokens per step when its default follows the length (0: the launch's
   // cache.max_num_batched_tokens); PlanLaunchSpecs plans with it.

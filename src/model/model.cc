@@ -2587,6 +2587,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
              .model_dtype = model.dtype,
              .no_float16 = RefusesFloat16(model)}));
     for (const Diagnostic& d : quantization.diagnostics) b.Add(d.severity, d.code, d.message);
+    b.out.quantization = quantization.method;
   }
   if (config.disable_sliding_window) DisableSlidingWindow(model, b);
   if (cache.max_model_len < 0 && cache.max_model_len != kAutoMaxModelLen) {

@@ -67,12 +67,14 @@ nlohmann::json PlanToJson(const Plan& plan) {
   json j;
   j["schema_version"] = kPlanJsonSchemaVersion;
   j["accepted"] = plan.accepted();
-  j["model"] = {{"name", plan.model.model_name},
-                {"architecture", plan.model.architecture},
-                {"draft", plan.model.draft_name},
-                {"max_model_len", plan.model.max_model_len},
-                {"num_speculative_tokens", plan.model.num_speculative_tokens},
-                {"num_lookahead_tokens", plan.model.num_lookahead_tokens}};
+  j["model"] = {
+      {"name", plan.model.model_name},
+      {"architecture", plan.model.architecture},
+      {"draft", plan.model.draft_name},
+      {"max_model_len", plan.model.max_model_len},
+      {"num_speculative_tokens", plan.model.num_speculative_tokens},
+      {"num_lookahead_tokens", plan.model.num_lookahead_tokens},
+      {"quantization", plan.model.quantization ? json(*plan.model.quantization) : json(nullptr)}};
   j["parallel"] = {{"tensor_parallel_size", plan.parallel.tensor_parallel_size},
                    {"decode_context_parallel_size", plan.parallel.decode_context_parallel_size},
                    {"prefill_context_parallel_size", plan.parallel.prefill_context_parallel_size},
@@ -206,12 +208,13 @@ std::string FormatPlanTable(const Plan& plan) {
   std::string out;
   const ParallelConfig& p = plan.parallel;
   const std::optional<DeviceCapability>& gpu = plan.cache.device_capability;
-  out += fmt::format("model {}{}{}  max-model-len {}  TP{} DCP{} PCP{} interleave {}{}\n",
+  out += fmt::format("model {}{}{}  max-model-len {}  TP{} DCP{} PCP{} interleave {}{}{}\n",
                      plan.model.model_name, plan.model.draft_name.empty() ? "" : "  draft ",
                      plan.model.draft_name, plan.model.max_model_len, p.tensor_parallel_size,
                      p.decode_context_parallel_size, p.prefill_context_parallel_size,
                      p.dcp_kv_cache_interleave_size,
-                     gpu ? "  GPU compute capability " + DeviceCapabilityName(*gpu) : "");
+                     gpu ? "  GPU compute capability " + DeviceCapabilityName(*gpu) : "",
+                     plan.model.quantization ? "  weights " + *plan.model.quantization : "");
   if (plan.model.num_speculative_tokens > 0) {
     out += fmt::format("speculative tokens {}  lookahead {}\n", plan.model.num_speculative_tokens,
                        plan.model.num_lookahead_tokens);

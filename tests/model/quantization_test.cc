@@ -13,6 +13,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
 #include "test_configs.h"
 
 namespace kvtopo {
@@ -206,6 +207,13 @@ TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
   Result<Plan> online = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
   ASSERT_TRUE(online.ok());
   EXPECT_TRUE(online->accepted()) << online->ErrorLines();
+  EXPECT_EQ(nlohmann::json::parse(PlanToJsonText(*online))["model"]["quantization"],
+            "fp8_per_tensor");
+  c.quantization.reset();
+  c.not_planned_flags.clear();
+  Result<Plan> unquantized = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(unquantized.ok());
+  EXPECT_EQ(nlohmann::json::parse(PlanToJsonText(*unquantized))["model"]["quantization"], nullptr);
 }
 
 // The profiles carry their checkpoints' quantization_config: gpt-oss's MXFP4 computes in bfloat16
@@ -248,6 +256,14 @@ TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
   ASSERT_TRUE(ampere.ok()) << ampere.status().ToString();
   EXPECT_EQ(ampere->ErrorLines(), "");
   EXPECT_EQ(ampere->capacity.max_tokens, 827'693);
+  // The plan says which method the engine runs the weights with.
+  EXPECT_EQ(ampere->model.quantization, "gpt_oss_mxfp4");
+  EXPECT_EQ(nlohmann::json::parse(PlanToJsonText(*ampere))["model"]["quantization"],
+            "gpt_oss_mxfp4");
+  const std::string table = FormatPlanTable(*ampere);
+  EXPECT_EQ(table.substr(0, table.find('\n')),
+            "model gpt-oss-120b  max-model-len 131072  TP1 DCP1 PCP1 interleave 1  GPU compute "
+            "capability 8.0  weights gpt_oss_mxfp4");
 
   LaunchOptions deepseek;
   deepseek.model = "deepseek-v3.2";
