@@ -200,6 +200,9 @@ std::optional<std::string> Override(const Checkpoint& c, const std::optional<std
   return std::nullopt;
 }
 
+// A method's name in messages: '' when empty (--quantization "").
+std::string Shown(const std::string& method) { return method.empty() ? "''" : method; }
+
 // torch's name of a model dtype, as the engine's messages print it.
 std::string TorchDtype(ElementType t) { return fmt::format("torch.{}", ElementTypeName(t)); }
 
@@ -222,7 +225,7 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   }
   const std::string asked_source =
       launch.gguf_file ? std::string("a GGUF file, which the engine runs as --quantization gguf")
-                       : fmt::format("--quantization {}", asked.value_or(""));
+                       : fmt::format("--quantization {}", Shown(asked.value_or("")));
   if (launch.quantization_config_given && asked &&
       std::find(kOnlineShorthands.begin(), kOnlineShorthands.end(), *asked) ==
           kOnlineShorthands.end()) {
@@ -288,11 +291,11 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   const Method* m = FindMethod(*method);
   // The method and where it came from, for messages.
   const std::string named =
-      fmt::format("quantization method {} ({})", *method,
+      fmt::format("quantization method {} ({})", Shown(*method),
                   asked && asked == method
                       ? (launch.gguf_file ? std::string("a GGUF file, which the engine runs with "
                                                         "--quantization gguf")
-                                          : fmt::format("--quantization {}", *method))
+                                          : fmt::format("--quantization {}", Shown(*method)))
                       : fmt::format("{}: {}", source, checkpoint ? checkpoint->field : ""));
   if (m == nullptr) {
     std::vector<std::string_view> known;

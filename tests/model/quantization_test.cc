@@ -147,6 +147,11 @@ TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
             fmt::format("quantization method FP8 (--quantization FP8) is none the engine knows: "
                         "it refuses the launch ('Unknown quantization method: FP8'); it knows {}",
                         kKnown));
+  c.quantization = "";
+  EXPECT_EQ(refused(testing_configs::Llama31_8B(), "quantization-unknown"),
+            fmt::format("quantization method '' (--quantization '') is none the engine knows: "
+                        "it refuses the launch ('Unknown quantization method: '); it knows {}",
+                        kKnown));
   c.quantization.reset();
   EXPECT_EQ(refused(WithQuant({{"quant_method", "hqq"}}), "quantization-unknown"),
             fmt::format("quantization method hqq (config.json 'config.json': "
