@@ -101,6 +101,9 @@ struct SpeculativeConfig {
   // revision: the branch, tag or commit of a draft repo id read from the Hugging Face cache;
   // empty: main (not the target's --revision, as in the engine).
   std::string revision;
+  // quantization: the draft's weights' method (the engine's draft ModelConfig compares it with
+  // the draft checkpoint's); nullopt: the checkpoint's. An MTP draft's is the target's.
+  std::optional<std::string> quantization;
   int64_t num_speculative_tokens = 0;
   // "auto", an upper-case backend name, or empty (inherit the target's backend).
   std::string draft_attention_backend;

@@ -3118,8 +3118,20 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
             "\"{}\" or choose another draft",
             loaded.name, draft.method, method, draft.method));
       }
-      // The engine builds the draft's model config with the target's dtype.
+      // The engine builds the draft's model config with the target's dtype, and the speculative
+      // config's quantization (ModelConfig._verify_quantization on the draft's checkpoint).
       draft.dtype = model.dtype;
+      KVTOPO_ASSIGN_OR_RETURN(
+          const internal::QuantizationOutcome draft_quantization,
+          internal::CheckQuantization(loaded.json, loaded.file, loaded.quantization_file,
+                                      {.asked = spec->quantization,
+                                       .batch_invariant = config.batch_invariant,
+                                       .gpu = cache.device_capability,
+                                       .model_dtype = model.dtype,
+                                       .draft = true}));
+      for (const Diagnostic& d : draft_quantization.diagnostics) {
+        b.Add(d.severity, d.code, d.message);
+      }
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
       CheckEagleLayerTypes(model, draft, loaded, b);
       if (method == "draft_model") CheckDraftModelVocab(model, draft, loaded.name, b);

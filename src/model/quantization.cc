@@ -223,9 +223,12 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   } else if (launch.asked) {
     asked = *launch.asked;
   }
+  // The flag that names the method: --quantization, or a draft's speculative config key.
+  const std::string knob =
+      launch.draft ? std::string("the speculative config's 'quantization'") : "--quantization";
   const std::string asked_source =
       launch.gguf_file ? std::string("a GGUF file, which the engine runs as --quantization gguf")
-                       : fmt::format("--quantization {}", Shown(asked.value_or("")));
+                       : fmt::format("{} {}", knob, Shown(asked.value_or("")));
   if (launch.quantization_config_given && asked &&
       std::find(kOnlineShorthands.begin(), kOnlineShorthands.end(), *asked) ==
           kOnlineShorthands.end()) {
@@ -280,9 +283,9 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
           fmt::format("{} does not match the checkpoint's method ({}: {} has {}): the engine "
                       "refuses the launch ('Quantization method specified in the model config "
                       "({}) does not match the quantization method specified in the "
-                      "`quantization` argument ({})'); drop --quantization{}",
+                      "`quantization` argument ({})'); drop {}{}",
                       asked_source, source, checkpoint->field, stated_text, stated.value_or("None"),
-                      *method, stated ? fmt::format(" or pass --quantization {}", *stated) : ""));
+                      *method, knob, stated ? fmt::format(" or set it to {}", *stated) : ""));
       return out;
     }
   }
@@ -295,7 +298,7 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
                   asked && asked == method
                       ? (launch.gguf_file ? std::string("a GGUF file, which the engine runs with "
                                                         "--quantization gguf")
-                                          : fmt::format("--quantization {}", Shown(*method)))
+                                          : fmt::format("{} {}", knob, Shown(*method)))
                       : fmt::format("{}: {}", source, checkpoint ? checkpoint->field : ""));
   if (m == nullptr) {
     std::vector<std::string_view> known;
@@ -308,12 +311,17 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   }
   if (m->deprecated && !launch.allow_deprecated) {
     error("quantization-deprecated",
-          fmt::format("{} is deprecated: the engine refuses it unless "
-                      "--allow-deprecated-quantization is passed ('The quantization method {} is "
+          fmt::format("{} is deprecated: the engine refuses it {} ('The quantization method {} is "
                       "deprecated and will be removed in future versions of vLLM')",
-                      named, *method));
+                      named,
+                      launch.draft ? "for a draft, whose model config it builds without "
+                                     "--allow-deprecated-quantization"
+                                   : "unless --allow-deprecated-quantization is passed",
+                      *method));
   }
-  if (m->act_dtypes.empty()) return out;  // humming, cpu_awq: not checked
+  // humming and cpu_awq are not checked further; a draft's GPU and dtype are checked as some
+  // draft classes build their model, after the target's weights load: not modelled.
+  if (m->act_dtypes.empty() || launch.draft) return out;
   const int64_t capability = launch.gpu ? launch.gpu->major * 10 + launch.gpu->minor : 0;
   if (launch.gpu && capability < m->min_capability) {
     error("quantization-compute-capability",

@@ -26,6 +26,10 @@ struct QuantizationLaunch {
   std::optional<DeviceCapability> gpu;               // --device-capability
   ElementType model_dtype = ElementType::kBfloat16;  // as the engine resolved it
   bool no_float16 = false;  // the model type refuses float16 (advice names another dtype)
+  // An external draft's model config (SpeculativeConfig.__post_init__): `asked` is the
+  // speculative config's quantization, deprecated methods are refused (the engine builds it
+  // without --allow-deprecated-quantization), and only ModelConfig._verify_quantization runs.
+  bool draft = false;
 };
 
 struct QuantizationOutcome {

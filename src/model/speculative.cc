@@ -87,9 +87,10 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 14> kKeys = {"method",
+constexpr std::array<std::string_view, 15> kKeys = {"method",
                                                     "model",
                                                     "revision",
+                                                    "quantization",
                                                     "num_speculative_tokens",
                                                     "draft_attention_backend",
                                                     "attention_backend",
@@ -104,8 +105,7 @@ constexpr std::array<std::string_view, 14> kKeys = {"method",
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
 // SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
 // of older releases).
-constexpr std::array<std::string_view, 17> kNotPlannedKeys = {"quantization",
-                                                              "code_revision",
+constexpr std::array<std::string_view, 16> kNotPlannedKeys = {"code_revision",
                                                               "disable_by_batch_size",
                                                               "prompt_lookup_max",
                                                               "prompt_lookup_min",
@@ -285,6 +285,13 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
       return Bad("revision", "must be a branch, tag or commit name of the draft's repo");
     }
     spec.revision = j["revision"].get<std::string>();
+  }
+  // quantization: the draft's weights' method, compared as given with its checkpoint's.
+  if (j.contains("quantization") && !j["quantization"].is_null()) {
+    if (!j["quantization"].is_string()) {
+      return Bad("quantization", "must be a quantization method's name (a string) or null");
+    }
+    spec.quantization = j["quantization"].get<std::string>();
   }
   if (spec.method == "custom_class" && spec.model.empty()) {
     return Bad("model",

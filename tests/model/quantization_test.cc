@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -135,7 +137,7 @@ TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
             "'config.json': quantization_config has quant_method 'awq'): the engine refuses the "
             "launch ('Quantization method specified in the model config (awq) does not match the "
             "quantization method specified in the `quantization` argument (gptq)'); drop "
-            "--quantization or pass --quantization awq");
+            "--quantization or set it to awq");
   constexpr std::string_view kKnown =
       "awq, fp8, fbgemm_fp8, fp_quant, modelopt, modelopt_fp4, modelopt_mxfp8, modelopt_mixed, "
       "gguf, auto_gptq, gptq, gptq_marlin, awq_marlin, humming, compressed-tensors, "
@@ -281,13 +283,65 @@ TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
             "'profiles/deepseek-v3.2.json': quantization_config has quant_method 'fp8'): the "
             "engine refuses the launch ('Quantization method specified in the model config (fp8) "
             "does not match the quantization method specified in the `quantization` argument "
-            "(gptq)'); drop --quantization or pass --quantization fp8");
+            "(gptq)'); drop --quantization or set it to fp8");
   deepseek.quantization = "fp8";
   deepseek.device_capability = "7.5";
   Result<Plan> fp8 = plan(deepseek);
   ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*fp8, "quantization-compute-capability"), "");
   EXPECT_EQ(DiagnosticMessage(*fp8, "quantization-dtype"), "");
+}
+
+// An external draft's model config: the speculative config's quantization against the draft
+// checkpoint's method, deprecated methods refused whatever the target allows.
+TEST(Quantization, ExternalDraftsOwnCheckpoint) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kvtopo_quant_draft";
+  std::filesystem::create_directories(dir);
+  nlohmann::json draft = testing_configs::Llama31_8B();
+  draft["num_hidden_layers"] = 2;
+  draft["quantization_config"] = {{"quant_method", "fbgemm_fp8"}};
+  const std::string path = (dir / "config.json").string();
+  std::ofstream(path) << draft.dump();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = int64_t{16} << 30;
+  c.cache.max_model_len = 32768;
+  c.allow_deprecated_quantization = true;  // the target's, not the draft's
+  c.speculative =
+      SpeculativeConfig{.method = "draft_model", .model = path, .num_speculative_tokens = 2};
+  Result<Plan> plan = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "quantization-deprecated"),
+            fmt::format("quantization method fbgemm_fp8 (config.json '{}': quantization_config) "
+                        "is deprecated: the engine refuses it for a draft, whose model config it "
+                        "builds without --allow-deprecated-quantization ('The quantization method "
+                        "fbgemm_fp8 is deprecated and will be removed in future versions of "
+                        "vLLM')",
+                        path));
+  c.speculative->quantization = "fp8";
+  plan = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "quantization-mismatch"),
+            fmt::format("the speculative config's 'quantization' fp8 does not match the "
+                        "checkpoint's method (config.json '{}': quantization_config has "
+                        "quant_method 'fbgemm_fp8'): the engine refuses the launch ('Quantization "
+                        "method specified in the model config (fbgemm_fp8) does not match the "
+                        "quantization method specified in the `quantization` argument (fp8)'); "
+                        "drop the speculative config's 'quantization' or set it to fbgemm_fp8",
+                        path));
+  // An unquantized draft takes the key as an online method.
+  draft.erase("quantization_config");
+  std::ofstream(path) << draft.dump();
+  plan = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+
+  EXPECT_EQ(ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 2,
+                                       "quantization": 8})")
+                .status()
+                .message(),
+            "--speculative-config: 'quantization' must be a quantization method's name (a "
+            "string) or null");
 }
 
 }  // namespace
