@@ -3071,6 +3071,22 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     const internal::SpeculativeMethod& row = *method_row;
     const bool mtp = row.cache == internal::DraftCache::kInModel;
     const ModelDescription* draft_model = &model;
+    // The draft's model config (SpeculativeConfig.__post_init__) runs
+    // ModelConfig._verify_quantization on the draft's checkpoint with the speculative config's
+    // quantization, in the target's dtype.
+    const auto check_draft_quantization = [&](const nlohmann::json& json, const std::string& file,
+                                              const std::string& quantization_file) -> Status {
+      KVTOPO_ASSIGN_OR_RETURN(
+          const internal::QuantizationOutcome outcome,
+          internal::CheckQuantization(json, file, quantization_file,
+                                      {.asked = spec->quantization,
+                                       .batch_invariant = config.batch_invariant,
+                                       .gpu = cache.device_capability,
+                                       .model_dtype = model.dtype,
+                                       .draft = true}));
+      for (const Diagnostic& d : outcome.diagnostics) b.Add(d.severity, d.code, d.message);
+      return Status::Ok();
+    };
     if (mtp && !model.mtp_unavailable.empty()) {
       return Rejected(fmt::format("--speculative-config method 'mtp': {}", model.mtp_unavailable));
     }
@@ -3082,6 +3098,13 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
             target.file, model.mtp_key));
       }
       b.out.draft_name = target.name + " (mtp)";
+      // The MTP draft's model config reads the target's checkpoint with the target's method,
+      // unless the speculative config names another.
+      if (spec->quantization) {
+        KVTOPO_RETURN_IF_ERROR(
+            check_draft_quantization(config.hf_overrides.empty() ? target.json : overridden,
+                                     target.file, target.quantization_file));
+      }
     } else {
       std::string draft_ref = spec->model;
       if (draft_ref.empty()) {
@@ -3118,20 +3141,10 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
             "\"{}\" or choose another draft",
             loaded.name, draft.method, method, draft.method));
       }
-      // The engine builds the draft's model config with the target's dtype, and the speculative
-      // config's quantization (ModelConfig._verify_quantization on the draft's checkpoint).
+      // The engine builds the draft's model config with the target's dtype.
       draft.dtype = model.dtype;
-      KVTOPO_ASSIGN_OR_RETURN(
-          const internal::QuantizationOutcome draft_quantization,
-          internal::CheckQuantization(loaded.json, loaded.file, loaded.quantization_file,
-                                      {.asked = spec->quantization,
-                                       .batch_invariant = config.batch_invariant,
-                                       .gpu = cache.device_capability,
-                                       .model_dtype = model.dtype,
-                                       .draft = true}));
-      for (const Diagnostic& d : draft_quantization.diagnostics) {
-        b.Add(d.severity, d.code, d.message);
-      }
+      KVTOPO_RETURN_IF_ERROR(
+          check_draft_quantization(loaded.json, loaded.file, loaded.quantization_file));
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
       CheckEagleLayerTypes(model, draft, loaded, b);
       if (method == "draft_model") CheckDraftModelVocab(model, draft, loaded.name, b);

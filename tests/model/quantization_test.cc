@@ -344,5 +344,31 @@ TEST(Quantization, ExternalDraftsOwnCheckpoint) {
             "string) or null");
 }
 
+// An MTP draft runs the target's checkpoint: with the target's method unless the speculative
+// config names another, which must match it.
+TEST(Quantization, MtpDraftNamingAnotherMethod) {
+  LaunchOptions o;
+  o.model = "deepseek-v3.2";
+  o.tensor_parallel_size = 8;
+  o.speculative_config =
+      R"({"method": "mtp", "num_speculative_tokens": 1, "quantization": "gptq"})";
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Result<Plan> plan = PlanLaunch(*c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "quantization-mismatch"),
+            "the speculative config's 'quantization' gptq does not match the checkpoint's method "
+            "(config.json 'profiles/deepseek-v3.2.json': quantization_config has quant_method "
+            "'fp8'): the engine refuses the launch ('Quantization method specified in the model "
+            "config (fp8) does not match the quantization method specified in the `quantization` "
+            "argument (gptq)'); drop the speculative config's 'quantization' or set it to fp8");
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1, "quantization": "fp8"})";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  plan = PlanLaunch(*c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+}
+
 }  // namespace
 }  // namespace kvtopo
