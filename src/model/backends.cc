@@ -281,17 +281,29 @@ Result<nlohmann::json> RegistryJson() {
   return Internal("the backend registry profiles/backends.json is not embedded");
 }
 
+// The objects of the registry's list `key`, each read where it stands ("key[i]"): `what` names
+// the list, `element` what each entry must be, for messages.
+Result<std::vector<ConfigReader>> ListedObjects(const nlohmann::json& j, const ConfigReader& root,
+                                                const std::string& key, std::string_view what,
+                                                std::string_view element) {
+  if (!root.Has(key) || !j[key].is_array()) return root.IllTyped(key, what);
+  std::vector<ConfigReader> out;
+  for (size_t i = 0; i < j[key].size(); ++i) {
+    const nlohmann::json& e = j[key][i];
+    if (!e.is_object()) return root.IllTyped(key, element);
+    out.emplace_back(e, "profiles/backends.json", fmt::format("{}[{}]", key, i));
+  }
+  return out;
+}
+
 Result<std::vector<PriorityRule>> LoadPriorities(const std::vector<BackendCaps>& backends) {
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, RegistryJson());
   ConfigReader root(j, "profiles/backends.json");
-  if (!root.Has("selection_priorities") || !j["selection_priorities"].is_array()) {
-    return root.IllTyped("selection_priorities", "a list of selection orders");
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<ConfigReader> orders,
+                          ListedObjects(j, root, "selection_priorities",
+                                        "a list of selection orders", "a list of objects"));
   std::vector<PriorityRule> out;
-  for (size_t i = 0; i < j["selection_priorities"].size(); ++i) {
-    const nlohmann::json& e = j["selection_priorities"][i];
-    if (!e.is_object()) return root.IllTyped("selection_priorities", "a list of objects");
-    const ConfigReader r(e, "profiles/backends.json", fmt::format("selection_priorities[{}]", i));
+  for (const ConfigReader& r : orders) {
     PriorityRule rule;
     KVTOPO_ASSIGN_OR_RETURN(rule.mla, r.BoolOr("mla", false));
     if (r.Has("majors")) {
@@ -327,16 +339,12 @@ Result<std::vector<PriorityRule>> LoadPriorities(const std::vector<BackendCaps>&
 Result<std::vector<BackendCaps>> LoadRegistry() {
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, RegistryJson());
   ConfigReader root(j, "profiles/backends.json");
-  if (!root.Has("backends") || !j["backends"].is_array()) {
-    return root.IllTyped("backends", "a list of backend objects");
-  }
+  KVTOPO_ASSIGN_OR_RETURN(
+      const std::vector<ConfigReader> entries,
+      ListedObjects(j, root, "backends", "a list of backend objects", "a list of backend objects"));
   std::vector<BackendCaps> out;
-  for (size_t i = 0; i < j["backends"].size(); ++i) {
-    const nlohmann::json& e = j["backends"][i];
-    if (!e.is_object()) return root.IllTyped("backends", "a list of backend objects");
-    KVTOPO_ASSIGN_OR_RETURN(
-        BackendCaps b,
-        ParseBackend(ConfigReader(e, "profiles/backends.json", fmt::format("backends[{}]", i))));
+  for (const ConfigReader& r : entries) {
+    KVTOPO_ASSIGN_OR_RETURN(BackendCaps b, ParseBackend(r));
     out.push_back(std::move(b));
   }
   for (const auto& [family_name, family_value] : kFamilies) {

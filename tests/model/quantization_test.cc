@@ -42,6 +42,12 @@ std::optional<std::string> MethodOf(const nlohmann::json& config,
   return out->method;
 }
 
+// Plans launch `o` as the CLI and Python do.
+Result<Plan> PlanOptions(const LaunchOptions& o) {
+  KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));
+  return PlanLaunch(c);
+}
+
 internal::QuantizationLaunch Asked(const std::string& method) { return {.asked = method}; }
 
 // The overrides, in the engine's order: each claims its checkpoints, some only on request.
@@ -226,14 +232,10 @@ TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
 // The profiles carry their checkpoints' quantization_config: gpt-oss's MXFP4 computes in bfloat16
 // on compute capability 8.0 or later; DeepSeek-V3.2's FP8 runs from 7.5.
 TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
-  const auto plan = [](LaunchOptions o) -> Result<Plan> {
-    KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));
-    return PlanLaunch(c);
-  };
   LaunchOptions gpt;
   gpt.model = "gpt-oss-120b";
   gpt.dtype = "float16";
-  Result<Plan> half = plan(gpt);
+  Result<Plan> half = PlanOptions(gpt);
   ASSERT_TRUE(half.ok()) << half.status().ToString();
   EXPECT_EQ(half->ErrorLines(),
             "\n  error [quantization-dtype] the model runs in float16 but quantization method "
@@ -243,7 +245,7 @@ TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
             "--dtype bfloat16");
   gpt.dtype.reset();
   gpt.device_capability = "7.5";  // no bfloat16 there either
-  Result<Plan> turing = plan(gpt);
+  Result<Plan> turing = PlanOptions(gpt);
   ASSERT_TRUE(turing.ok()) << turing.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*turing, "quantization-compute-capability"),
             "quantization method gpt_oss_mxfp4 (config.json 'profiles/gpt-oss-120b.json': "
@@ -259,7 +261,7 @@ TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
             "compute capability 7.5 (--device-capability)");
   gpt.device_capability = "8.0";
   gpt.quantization = "mxfp4";  // GPT-OSS's override replaces it
-  Result<Plan> ampere = plan(gpt);
+  Result<Plan> ampere = PlanOptions(gpt);
   ASSERT_TRUE(ampere.ok()) << ampere.status().ToString();
   EXPECT_EQ(ampere->ErrorLines(), "");
   EXPECT_EQ(ampere->capacity.max_tokens, 827'693);
@@ -276,7 +278,7 @@ TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
   deepseek.model = "deepseek-v3.2";
   deepseek.tensor_parallel_size = 8;
   deepseek.quantization = "gptq";
-  Result<Plan> mismatch = plan(deepseek);
+  Result<Plan> mismatch = PlanOptions(deepseek);
   ASSERT_TRUE(mismatch.ok()) << mismatch.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*mismatch, "quantization-mismatch"),
             "--quantization gptq does not match the checkpoint's method (config.json "
@@ -286,7 +288,7 @@ TEST(Quantization, ProfilesCarryTheirCheckpointsMethod) {
             "(gptq)'); drop --quantization or set it to fp8");
   deepseek.quantization = "fp8";
   deepseek.device_capability = "7.5";
-  Result<Plan> fp8 = plan(deepseek);
+  Result<Plan> fp8 = PlanOptions(deepseek);
   ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*fp8, "quantization-compute-capability"), "");
   EXPECT_EQ(DiagnosticMessage(*fp8, "quantization-dtype"), "");
@@ -352,9 +354,7 @@ TEST(Quantization, MtpDraftNamingAnotherMethod) {
   o.tensor_parallel_size = 8;
   o.speculative_config =
       R"({"method": "mtp", "num_speculative_tokens": 1, "quantization": "gptq"})";
-  Result<LaunchConfig> c = ToLaunchConfig(o);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  Result<Plan> plan = PlanLaunch(*c);
+  Result<Plan> plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*plan, "quantization-mismatch"),
             "the speculative config's 'quantization' gptq does not match the checkpoint's method "
@@ -363,9 +363,7 @@ TEST(Quantization, MtpDraftNamingAnotherMethod) {
             "config (fp8) does not match the quantization method specified in the `quantization` "
             "argument (gptq)'); drop the speculative config's 'quantization' or set it to fp8");
   o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1, "quantization": "fp8"})";
-  c = ToLaunchConfig(o);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  plan = PlanLaunch(*c);
+  plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
 }
