@@ -43,6 +43,9 @@ std::string DeviceCapabilityName(DeviceCapability capability);  // "10.0"
 // "MAJOR.MINOR", each in decimal digits (major 1 to 99, minor 0 to 9), as --device-capability
 // takes it; InvalidArgument names the text otherwise.
 Result<DeviceCapability> ParseDeviceCapability(std::string_view text);
+// The compute capability of a GPU known by its name as nvidia-smi gives it ("NVIDIA B200": 10.0),
+// from NVIDIA's table of CUDA GPUs; nullopt for a name kvtopo's table does not know.
+std::optional<DeviceCapability> GpuNameCapability(std::string_view name);
 
 struct BackendCaps {
   std::string name;     // upper case, e.g. "B12X_MLA"

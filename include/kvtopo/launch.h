@@ -80,6 +80,13 @@ struct CacheOptions {
   // and a backend nobody names is the engine's pick from its priority list for that GPU; unset,
   // kvtopo plans without knowing the GPU.
   std::optional<DeviceCapability> device_capability;
+  // Where device_capability came from, as messages name it: "--device-capability", or
+  // "--device-name 'NVIDIA B200'" where the GPU's name gave it.
+  std::string device_capability_from = "--device-capability";
+  // "10.0 (--device-capability)", for messages; device_capability must be set.
+  std::string DeviceCapabilityText() const {
+    return DeviceCapabilityName(*device_capability) + " (" + device_capability_from + ")";
+  }
 
   // Tokens scheduled but not yet settled: one batch, or two under async scheduling.
   // Saturates instead of overflowing (windows are capped by --max-model-len anyway).

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <initializer_list>
 
@@ -488,6 +489,87 @@ Result<DeviceCapability> ParseDeviceCapability(std::string_view text) {
   }
   return DeviceCapability{.major = std::stoll(std::string(major)),
                           .minor = std::stoll(std::string(minor))};
+}
+
+std::optional<DeviceCapability> GpuNameCapability(std::string_view name) {
+  // The name's words: runs of letters and digits, lower case ("NVIDIA A100-SXM4-80GB": nvidia,
+  // a100, sxm4, 80gb).
+  std::vector<std::string> words;
+  std::string word;
+  for (const char ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) != 0) {
+      word.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  const auto has = [&](std::string_view w) {
+    return std::find(words.begin(), words.end(), w) != words.end();
+  };
+  // NVIDIA's table of CUDA GPUs (developer.nvidia.com/cuda-gpus), by the model word nvidia-smi
+  // names; the first row whose words all appear decides. The workstation rows come first, as
+  // their names share a model number across generations (RTX 6000: Turing as a Quadro, Ada,
+  // Blackwell as an RTX PRO).
+  struct Row {
+    std::array<std::string_view, 2> words;  // the second empty where one word decides
+    DeviceCapability capability;
+  };
+  static constexpr Row kRows[] = {
+      {{"rtx", "blackwell"}, {12, 0}},
+      {{"rtx", "ada"}, {8, 9}},
+      {{"quadro", "rtx"}, {7, 5}},
+      {{"gb10"}, {12, 1}},
+      {{"gb300"}, {10, 3}},
+      {{"b300"}, {10, 3}},
+      {{"gb200"}, {10, 0}},
+      {{"b200"}, {10, 0}},
+      {{"gh200"}, {9, 0}},
+      {{"h200"}, {9, 0}},
+      {{"h100"}, {9, 0}},
+      {{"h800"}, {9, 0}},
+      {{"h20"}, {9, 0}},
+      {{"l40s"}, {8, 9}},
+      {{"l40"}, {8, 9}},
+      {{"l20"}, {8, 9}},
+      {{"l4"}, {8, 9}},
+      {{"a100"}, {8, 0}},
+      {{"a800"}, {8, 0}},
+      {{"a30"}, {8, 0}},
+      {{"a40"}, {8, 6}},
+      {{"a10"}, {8, 6}},
+      {{"a10g"}, {8, 6}},
+      {{"a16"}, {8, 6}},
+      {{"a2"}, {8, 6}},
+      {{"a6000"}, {8, 6}},
+      {{"a5000"}, {8, 6}},
+      {{"a4500"}, {8, 6}},
+      {{"a4000"}, {8, 6}},
+      {{"a2000"}, {8, 6}},
+      {{"t4"}, {7, 5}},
+      {{"v100"}, {7, 0}},
+  };
+  for (const Row& row : kRows) {
+    if (std::all_of(row.words.begin(), row.words.end(),
+                    [&](std::string_view w) { return w.empty() || has(w); })) {
+      return row.capability;
+    }
+  }
+  // GeForce RTX cards by their series: 20xx Turing, 30xx Ampere, 40xx Ada, 50xx Blackwell.
+  if (has("rtx")) {
+    for (const std::string& w : words) {
+      if (w.size() != 4 ||
+          !std::all_of(w.begin(), w.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        continue;
+      }
+      if (w.starts_with("20")) return DeviceCapability{7, 5};
+      if (w.starts_with("30")) return DeviceCapability{8, 6};
+      if (w.starts_with("40")) return DeviceCapability{8, 9};
+      if (w.starts_with("50")) return DeviceCapability{12, 0};
+    }
+  }
+  return std::nullopt;
 }
 
 Result<std::vector<std::string>> SelectionPriorities(bool mla, DeviceCapability capability,

@@ -594,7 +594,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kText,
        "",
        "the GPU's name as the engine reads it (nvidia-smi's name), with --device-memory: the "
-       "engine keeps the smaller step defaults on a GPU whose name contains 'a100' (any case)",
+       "engine keeps the smaller step defaults on a GPU whose name contains 'a100' (any case). "
+       "A name in NVIDIA's table of CUDA GPUs (e.g. 'NVIDIA B200') also gives the GPU's compute "
+       "capability where --device-capability is not given",
        &LO::device_name},
       {"device_capability",
        {},
@@ -606,8 +608,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "settles what the engine decides by the GPU: the backends that run there, the "
        "FlashAttention version (3 on 9.x, 4 on 10.x, else 2) and FlashInfer's TRT-LLM attention "
        "(10.x), and a backend the launch leaves unnamed is the engine's pick from its priority "
-       "list for the GPU. Default: not known (kvtopo plans its registry's defaults and warns "
-       "where the GPU decides)",
+       "list for the GPU. Default: the capability of the GPU --device-name names, where "
+       "NVIDIA's table of CUDA GPUs knows it; else not known (kvtopo plans its registry's "
+       "defaults and warns where the GPU decides)",
        &LO::device_capability},
       {"data_parallel_size",
        {},
@@ -2019,6 +2022,47 @@ Result<int64_t> PositiveByteSize(const std::string& text, std::string_view flag)
 // - rows, on a known GPU: 1,024 and 256 by the same test.
 // Without either, kvtopo's 8,192 and 256 stay. Sets the limits not given and says which rule set
 // them (info diagnostics). A given --kv-cache-memory above the GPU's memory is refused.
+// The GPU --device-name names, where NVIDIA's table of CUDA GPUs (GpuNameCapability) knows it,
+// settles what the engine decides by the GPU as --device-capability does: without that flag it
+// takes the name's capability (an info diagnostic says so); a stated capability the name
+// contradicts is kept, with a warning.
+void ApplyDeviceNameCapability(const LaunchOptions& o, LaunchConfig& c,
+                               std::vector<Diagnostic>& diagnostics) {
+  if (!o.device_name) return;
+  const std::optional<DeviceCapability> named = GpuNameCapability(*o.device_name);
+  std::optional<DeviceCapability>& stated = c.cache.device_capability;
+  if (named && !stated) {
+    stated = named;
+    c.cache.device_capability_from = fmt::format("--device-name '{}'", *o.device_name);
+    diagnostics.push_back(Diagnostic{
+        .severity = Severity::kInfo,
+        .code = "device-capability-from-name",
+        .message = fmt::format(
+            "--device-name '{}' is a GPU of compute capability {} (NVIDIA's table of CUDA "
+            "GPUs): kvtopo plans what the engine decides by the GPU as --device-capability {} "
+            "does",
+            *o.device_name, DeviceCapabilityName(*named), DeviceCapabilityName(*named))});
+  } else if (named && *named != *stated) {
+    diagnostics.push_back(Diagnostic{
+        .severity = Severity::kWarning,
+        .code = "device-capability-name",
+        .message = fmt::format(
+            "--device-capability {} is not the compute capability of --device-name '{}' ({} in "
+            "NVIDIA's table of CUDA GPUs): kvtopo plans for {}, as stated; the engine reads the "
+            "GPU it runs on",
+            DeviceCapabilityName(*stated), *o.device_name, DeviceCapabilityName(*named),
+            DeviceCapabilityName(*stated))});
+  } else if (!named && !stated) {
+    diagnostics.push_back(
+        Diagnostic{.severity = Severity::kInfo,
+                   .code = "device-name-unknown",
+                   .message = fmt::format(
+                       "kvtopo does not know the compute capability of --device-name '{}': pass "
+                       "--device-capability MAJOR.MINOR to plan what the engine decides by the GPU",
+                       *o.device_name)});
+  }
+}
+
 Status ApplyStepDefaults(const LaunchOptions& o, const std::string& all2all_backend,
                          LaunchConfig& c, std::vector<Diagnostic>& diagnostics) {
   const int64_t dp = o.data_parallel_size.value_or(1);
@@ -2205,6 +2249,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   KVTOPO_RETURN_IF_ERROR(ApplyRemovedRopeFlags(o, c, diagnostics));
   KVTOPO_ASSIGN_OR_RETURN(const std::string all2all_backend, ResolveAll2AllBackend(o, diagnostics));
   KVTOPO_RETURN_IF_ERROR(ApplyStepDefaults(o, all2all_backend, c, diagnostics));
+  ApplyDeviceNameCapability(o, c, diagnostics);
   if (o.performance_mode == "throughput") {
     if (!c.max_num_batched_tokens_given) c.cache.max_num_batched_tokens *= 2;
     if (!o.max_num_seqs) c.cache.max_num_seqs *= 2;
@@ -2289,10 +2334,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
       gpu && gpu->major != 10) {
     return Rejected(fmt::format(
         "--enable-mamba-cache-stochastic-rounding with the triton Mamba backend needs compute "
-        "capability 10.x (the cvt.rs instruction), not {} (--device-capability); the engine "
-        "refuses the launch at startup; pass --mamba-backend flashinfer or drop stochastic "
-        "rounding",
-        DeviceCapabilityName(*gpu)));
+        "capability 10.x (the cvt.rs instruction), not {} ({}); the engine refuses the launch "
+        "at startup; pass --mamba-backend flashinfer or drop stochastic rounding",
+        DeviceCapabilityName(*gpu), c.cache.device_capability_from));
   }
   KVTOPO_ASSIGN_OR_RETURN(std::optional<std::string> spec_text, SpeculativeConfigText(o));
   // The engine's maybe_override_with_speculators, before it reads the model's config: a

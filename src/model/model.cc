@@ -84,15 +84,13 @@ std::optional<int64_t> FlashAttnVersionOn(DeviceCapability gpu, const LaunchConf
 }
 
 // Why FlashAttention lacks a version 3 feature on a stated GPU, for messages.
-std::string FlashAttnVersionText(DeviceCapability gpu, std::optional<int64_t> version) {
-  return version ? fmt::format(
-                       "on compute capability {} (--device-capability), where it runs "
-                       "FlashAttention {}",
-                       DeviceCapabilityName(gpu), *version)
+std::string FlashAttnVersionText(const CacheOptions& cache, std::optional<int64_t> version) {
+  return version ? fmt::format("on compute capability {}, where it runs FlashAttention {}",
+                               cache.DeviceCapabilityText(), *version)
                  : fmt::format(
-                       "on compute capability {} (--device-capability), where the "
-                       "FlashAttention version it would run does not run",
-                       DeviceCapabilityName(gpu));
+                       "on compute capability {}, where the FlashAttention version it would run "
+                       "does not run",
+                       cache.DeviceCapabilityText());
 }
 
 // A backend's GPU-dependent answer (supports_sinks, supports_per_head_quant_scales: nullopt) as
@@ -116,7 +114,7 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
     } else if (gpu) {
       const std::optional<int64_t> version = FlashAttnVersionOn(*gpu, config);
       if (version && *version >= 3) return true;
-      how = FlashAttnVersionText(*gpu, version);
+      how = FlashAttnVersionText(config.cache, version);
     }
   } else if (be.gpu_dependence == GpuDependence::kTrtllmAttention) {
     switch (TrtllmAttentionOffCause(config.cache.use_trtllm_attention,
@@ -134,10 +132,9 @@ std::optional<bool> Settled(std::optional<bool> answer, const BackendCaps& be,
             config.parallel.decode_context_parallel_size);
         break;
       case TrtllmOffCause::kGpu:
-        how = fmt::format(
-            "on compute capability {} (--device-capability), where it runs no TRT-LLM attention "
-            "(10.x only)",
-            DeviceCapabilityName(*gpu));
+        how =
+            fmt::format("on compute capability {}, where it runs no TRT-LLM attention (10.x only)",
+                        config.cache.DeviceCapabilityText());
         break;
     }
   }
@@ -169,7 +166,7 @@ std::optional<bool> TakesKvCacheDtype(const BackendCaps& be, KvCacheDtype dtype,
   // Version 3 or 4 runs; the fp8 cache needs 3 on a Hopper GPU.
   const std::optional<int64_t> version = FlashAttnVersionOn(*gpu, config);
   if (version == 3 && gpu->major == 9) return true;
-  if (why != nullptr) *why = " " + FlashAttnVersionText(*gpu, version);
+  if (why != nullptr) *why = " " + FlashAttnVersionText(config.cache, version);
   return false;
 }
 
@@ -713,8 +710,8 @@ std::string HeadSizeRefused(const LayerSpec& s, const BackendCaps& be, const Lau
                      RoleName(s.role), s.name, s.head_size, be.name, be.HeadSizesText(),
                      gpu && HeadSizeNeedsFa4(be, s.head_size)
                          ? fmt::format(", and FlashAttention 4 is not supported on compute "
-                                       "capability {} (--device-capability)",
-                                       DeviceCapabilityName(*gpu))
+                                       "capability {}",
+                                       config.cache.DeviceCapabilityText())
                          : "");
 }
 
@@ -737,10 +734,9 @@ void CheckBuiltBackend(Builder& b, const LayerSpec& s, const LayerContext& c,
   if (gpu && !be.RunsOn(*gpu)) {
     b.Error("backend-compute-capability",
             fmt::format("{} layer '{}' runs on backend {}, which runs on compute capability {} "
-                        "only, not {} (--device-capability): {}, and {}; the model does not run "
-                        "on that GPU",
-                        role, s.name, be.name, be.CapabilitiesText(), DeviceCapabilityName(*gpu),
-                        kBuilt,
+                        "only, not {}: {}, and {}; the model does not run on that GPU",
+                        role, s.name, be.name, be.CapabilitiesText(),
+                        b.config.cache.DeviceCapabilityText(), kBuilt,
                         flash_attention ? "no FlashAttention version runs there: the layer's "
                                           "forward asserts ('FlashAttention version not "
                                           "detected.') at the engine's first forward, once the "
@@ -833,10 +829,10 @@ void ValidateBackends(Builder& b) {
           BackendNames([&](const BackendCaps& o) { return SameFamily(o, be) && o.RunsOn(*gpu); });
       b.Error("backend-compute-capability",
               fmt::format("{} layer '{}' runs on backend {}, which runs on compute capability {} "
-                          "only, not {} (--device-capability): the engine refuses the selection "
-                          "on that GPU; choose one that runs there ({}) "
-                          "with {}",
-                          role, s.name, be.name, be.CapabilitiesText(), DeviceCapabilityName(*gpu),
+                          "only, not {}: the engine refuses the selection on that GPU; choose "
+                          "one that runs there ({}) with {}",
+                          role, s.name, be.name, be.CapabilitiesText(),
+                          b.config.cache.DeviceCapabilityText(),
                           there.empty() ? "none" : fmt::format("{}", fmt::join(there, ", ")),
                           RoleKnob(s)));
     }
@@ -1061,11 +1057,12 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
     }
     // The worker's check_if_supports_dtype (platforms/cuda.py at 28be48fa9).
     if (m.dtype == ElementType::kBfloat16 && gpu && gpu->major < 8) {
-      b.Error("dtype-bfloat16-gpu",
-              fmt::format("--dtype bfloat16 on compute capability {} (--device-capability): the "
-                          "engine's workers refuse it at startup ('Bfloat16 is only supported on "
-                          "GPUs with compute capability of at least 8.0'); use --dtype {}",
-                          DeviceCapabilityName(*gpu), no_float16 ? "float32" : "float16"));
+      b.Error(
+          "dtype-bfloat16-gpu",
+          fmt::format("--dtype bfloat16 on compute capability {}: the engine's workers "
+                      "refuse it at startup ('Bfloat16 is only supported on GPUs with compute "
+                      "capability of at least 8.0'); use --dtype {}",
+                      b.config.cache.DeviceCapabilityText(), no_float16 ? "float32" : "float16"));
     }
     return;
   }
@@ -1086,10 +1083,10 @@ void ResolveModelDtype(ModelDescription& m, const std::string& file, Builder& b)
                                     (config_dtype == ElementType::kFloat16 && no_float16);
     if (m.dtype != (bfloat16_elsewhere ? ElementType::kBfloat16 : config_dtype)) {
       b.Add(Severity::kInfo, "model-dtype",
-            fmt::format("'{}' gives torch_dtype {}; on compute capability {} "
-                        "(--device-capability) the engine runs it as {} (--dtype auto; the GPU "
-                        "computes in {}{}), so an auto KV cache stores {}",
-                        file, ElementTypeName(config_dtype), DeviceCapabilityName(*gpu),
+            fmt::format("'{}' gives torch_dtype {}; on compute capability {} the engine runs it "
+                        "as {} (--dtype auto; the GPU computes in {}{}), so an auto KV cache "
+                        "stores {}",
+                        file, ElementTypeName(config_dtype), b.config.cache.DeviceCapabilityText(),
                         ElementTypeName(m.dtype),
                         gpu->major >= 6 ? "float16 and float32" : "float32 alone",
                         no_float16 && gpu->major >= 6
@@ -1777,21 +1774,20 @@ void ReportDevicePick(Builder& b, const ModelDescription& m, std::string_view ro
   if (!none_took.empty()) {
     b.Error("backend-none-valid",
             fmt::format("none of the backends the engine tries for the {} layers of '{}' on "
-                        "compute capability {} (--device-capability) takes them ({}): the engine "
+                        "compute capability {} takes them ({}): the engine "
                         "raises ('No valid attention backend found') as it builds the model; "
                         "kvtopo plans {} for the other checks; name a backend that runs there "
                         "with {}, or change the launch (its cache dtype, block size) so that one "
                         "of them takes the layers",
-                        role, m.file, DeviceCapabilityName(*gpu), fmt::join(none_took, ", "),
-                        picked, knob));
+                        role, m.file, b.config.cache.DeviceCapabilityText(),
+                        fmt::join(none_took, ", "), picked, knob));
   } else if (m.default_backend_from_profile && picked != m.default_backend) {
     const Result<BackendCaps> profile = FindBackend(m.default_backend);
     b.Add(Severity::kInfo, "backend-device-pick",
           fmt::format(
               "the {} layers of '{}' run on {}, the engine's pick on compute capability "
-              "{} (--device-capability); the profile's backend {}, planned where the GPU "
-              "is not given, {}",
-              role, m.file, picked, DeviceCapabilityName(*gpu), m.default_backend,
+              "{}; the profile's backend {}, planned where the GPU is not given, {}",
+              role, m.file, picked, b.config.cache.DeviceCapabilityText(), m.default_backend,
               profile.ok() && !profile->RunsOn(*gpu)
                   ? fmt::format("does not run there (it runs on {})", profile->CapabilitiesText())
                   : fmt::format("runs only where the launch names it with {}", knob)));
@@ -2584,6 +2580,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
              .gguf_file = internal::IsGgufFile(config.model),
              .batch_invariant = config.batch_invariant,
              .gpu = cache.device_capability,
+             .gpu_from = cache.device_capability_from,
              .model_dtype = model.dtype,
              .no_float16 = RefusesFloat16(model)}));
     for (const Diagnostic& d : quantization.diagnostics) b.Add(d.severity, d.code, d.message);
@@ -3082,6 +3079,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                       {.asked = spec->quantization,
                                        .batch_invariant = config.batch_invariant,
                                        .gpu = cache.device_capability,
+                                       .gpu_from = cache.device_capability_from,
                                        .model_dtype = model.dtype,
                                        .draft = true}));
       for (const Diagnostic& d : outcome.diagnostics) b.Add(d.severity, d.code, d.message);

@@ -325,12 +325,12 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   const int64_t capability = launch.gpu ? launch.gpu->major * 10 + launch.gpu->minor : 0;
   if (launch.gpu && capability < m->min_capability) {
     error("quantization-compute-capability",
-          fmt::format("{} needs compute capability {}.{} or later, not {} (--device-capability): "
-                      "the engine refuses the launch ('The quantization method {} is not "
-                      "supported for the current GPU. Minimum capability: {}. Current "
-                      "capability: {}.')",
+          fmt::format("{} needs compute capability {}.{} or later, not {} ({}): the engine "
+                      "refuses the launch ('The quantization method {} is not supported for the "
+                      "current GPU. Minimum capability: {}. Current capability: {}.')",
                       named, m->min_capability / 10, m->min_capability % 10,
-                      DeviceCapabilityName(*launch.gpu), *method, m->min_capability, capability));
+                      DeviceCapabilityName(*launch.gpu), launch.gpu_from, *method,
+                      m->min_capability, capability));
   }
   std::vector<ElementType> dtypes = m->act_dtypes;
   // GGUFConfig.get_supported_act_dtypes: no bfloat16 from compute capability 10.0.
@@ -346,10 +346,8 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
       }
       return fmt::format("pass --dtype {}", ElementTypeName(t));
     }
-    return launch.gpu ? fmt::format(
-                            "none of them runs this model on compute capability {} "
-                            "(--device-capability)",
-                            DeviceCapabilityName(*launch.gpu))
+    return launch.gpu ? fmt::format("none of them runs this model on compute capability {} ({})",
+                                    DeviceCapabilityName(*launch.gpu), launch.gpu_from)
                       : std::string("none of them runs this model type, which refuses float16");
   };
   if (std::find(dtypes.begin(), dtypes.end(), launch.model_dtype) == dtypes.end()) {
@@ -364,8 +362,8 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
                       "('{} is not supported for quantization method {}. Supported dtypes: [{}]'); "
                       "{}",
                       ElementTypeName(launch.model_dtype), named, fmt::join(names, " and "),
-                      gguf_gpu ? fmt::format(" on compute capability {} (--device-capability)",
-                                             DeviceCapabilityName(*launch.gpu))
+                      gguf_gpu ? fmt::format(" on compute capability {} ({})",
+                                             DeviceCapabilityName(*launch.gpu), launch.gpu_from)
                                : "",
                       TorchDtype(launch.model_dtype), *method, fmt::join(torch_names, ", "),
                       advice(dtypes)));

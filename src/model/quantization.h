@@ -23,7 +23,8 @@ struct QuantizationLaunch {
   bool quantization_config_given = false;  // --quantization-config
   bool gguf_file = false;        // the model is a GGUF file: the engine sets --quantization gguf
   bool batch_invariant = false;  // VLLM_BATCH_INVARIANT
-  std::optional<DeviceCapability> gpu;               // --device-capability
+  std::optional<DeviceCapability> gpu;               // --device-capability (or --device-name)
+  std::string gpu_from;                              // where gpu came from, for messages
   ElementType model_dtype = ElementType::kBfloat16;  // as the engine resolved it
   bool no_float16 = false;  // the model type refuses float16 (advice names another dtype)
   // An external draft's model config (SpeculativeConfig.__post_init__): `asked` is the

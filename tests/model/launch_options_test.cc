@@ -14,6 +14,7 @@
 #include "internal/units.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
@@ -215,6 +216,119 @@ std::pair<int64_t, int64_t> BlocksAndTokens(const LaunchOptions& o) {
   return {plan->capacity.blocks_per_request, plan->capacity.max_tokens};
 }
 
+// A GPU known by its name (NVIDIA's table of CUDA GPUs) gives its compute capability where
+// --device-capability is not given; the messages that the capability decides name the name.
+TEST(LaunchOptions, DeviceNameGivesTheCapability) {
+  const std::pair<const char*, const char*> named[] = {
+      {"NVIDIA B200", "10.0"},
+      {"NVIDIA GB200", "10.0"},
+      {"NVIDIA B300 SXM6 AC", "10.3"},
+      {"NVIDIA H100 80GB HBM3", "9.0"},
+      {"NVIDIA H200 NVL", "9.0"},
+      {"NVIDIA H20", "9.0"},
+      {"NVIDIA GH200 480GB", "9.0"},
+      {"NVIDIA A100-SXM4-80GB", "8.0"},
+      {"NVIDIA A800-SXM4-80GB", "8.0"},
+      {"NVIDIA A10G", "8.6"},
+      {"NVIDIA RTX A6000", "8.6"},
+      {"NVIDIA L40S", "8.9"},
+      {"NVIDIA L4", "8.9"},
+      {"NVIDIA RTX 6000 Ada Generation", "8.9"},
+      {"Quadro RTX 6000", "7.5"},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"},
+      {"NVIDIA GeForce RTX 5090", "12.0"},
+      {"NVIDIA GeForce RTX 4090", "8.9"},
+      {"NVIDIA GeForce RTX 3090", "8.6"},
+      {"NVIDIA GeForce RTX 2080 Ti", "7.5"},
+      {"NVIDIA GB10", "12.1"},
+      {"Tesla T4", "7.5"},
+      {"Tesla V100-SXM2-16GB", "7.0"},
+  };
+  for (const auto& [name, capability] : named) {
+    const std::optional<DeviceCapability> c = GpuNameCapability(name);
+    ASSERT_TRUE(c.has_value()) << name;
+    EXPECT_EQ(DeviceCapabilityName(*c), capability) << name;
+  }
+  for (const char* unknown :
+       {"AMD Instinct MI300X", "NVIDIA GeForce GTX 1080", "NVIDIA H1000", "rtx", "B200x", ""}) {
+    EXPECT_FALSE(GpuNameCapability(unknown).has_value()) << unknown;
+  }
+
+  // Named, the GPU plans as --device-capability does: Kimi-K2.6 on a B200 runs FLASHINFER_MLA.
+  LaunchOptions o;
+  o.model = "kimi-k2.6";
+  o.tensor_parallel_size = 8;
+  o.device_memory = "180GiB";
+  o.device_name = "NVIDIA B200";
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->cache.device_capability.has_value());
+  EXPECT_EQ(DeviceCapabilityName(*c->cache.device_capability), "10.0");
+  ASSERT_EQ(c->launch_diagnostics.size(), 2u);
+  EXPECT_EQ(c->launch_diagnostics[1].code, "device-capability-from-name");
+  EXPECT_EQ(c->launch_diagnostics[1].severity, Severity::kInfo);
+  EXPECT_EQ(c->launch_diagnostics[1].message,
+            "--device-name 'NVIDIA B200' is a GPU of compute capability 10.0 (NVIDIA's table of "
+            "CUDA GPUs): kvtopo plans what the engine decides by the GPU as --device-capability "
+            "10.0 does");
+  Result<Plan> plan = PlanLaunch(*c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 488928);
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-device-pick"),
+            "the target layers of 'profiles/kimi-k2.6.json' run on FLASHINFER_MLA, the engine's "
+            "pick on compute capability 10.0 (--device-name 'NVIDIA B200'); the profile's backend "
+            "B12X_MLA, planned where the GPU is not given, does not run there (it runs on 12.x)");
+  o.device_name.reset();
+  o.device_capability = "10.0";
+  plan = PlanLaunch(*ToLaunchConfig(o));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 488928);
+
+  // A stated capability is kept where the name contradicts it, with a warning.
+  o.device_name = "NVIDIA H200";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(DeviceCapabilityName(*c->cache.device_capability), "10.0");
+  ASSERT_EQ(c->launch_diagnostics.size(), 2u);
+  EXPECT_EQ(c->launch_diagnostics[1].code, "device-capability-name");
+  EXPECT_EQ(c->launch_diagnostics[1].severity, Severity::kWarning);
+  EXPECT_EQ(c->launch_diagnostics[1].message,
+            "--device-capability 10.0 is not the compute capability of --device-name 'NVIDIA "
+            "H200' (9.0 in NVIDIA's table of CUDA GPUs): kvtopo plans for 10.0, as stated; the "
+            "engine reads the GPU it runs on");
+  o.device_capability = "9.0";  // agrees: nothing to say
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->launch_diagnostics.size(), 1u);
+
+  // A name kvtopo does not know leaves the GPU unknown.
+  o.device_capability.reset();
+  o.device_name = "AMD Instinct MI300X";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->cache.device_capability.has_value());
+  ASSERT_EQ(c->launch_diagnostics.size(), 2u);
+  EXPECT_EQ(c->launch_diagnostics[1].code, "device-name-unknown");
+  EXPECT_EQ(c->launch_diagnostics[1].message,
+            "kvtopo does not know the compute capability of --device-name 'AMD Instinct MI300X': "
+            "pass --device-capability MAJOR.MINOR to plan what the engine decides by the GPU");
+
+  // A refusal the name's GPU decides names the name: MXFP4 weights need 8.0, a T4 is 7.5.
+  o = LaunchOptions{};
+  o.model = "gpt-oss-120b";
+  o.device_memory = "16GiB";
+  o.device_name = "Tesla T4";
+  plan = PlanLaunch(*ToLaunchConfig(o));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->accepted());
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "quantization-compute-capability"),
+            "quantization method gpt_oss_mxfp4 (config.json 'profiles/gpt-oss-120b.json': "
+            "quantization_config) needs compute capability 8.0 or later, not 7.5 (--device-name "
+            "'Tesla T4'): the engine refuses the launch ('The quantization method gpt_oss_mxfp4 "
+            "is not supported for the current GPU. Minimum capability: 80. Current capability: "
+            "75.')");
+}
+
 // --device-memory and --device-name give the engine's device-dependent `vllm serve` step defaults
 // (EngineArgs.get_batch_defaults): 8,192 tokens and 1,024 rows on a GPU of 70 GiB or more that is
 // not an A100, 2,048 and 256 otherwise; given limits stay, throughput mode doubles the defaults.
@@ -253,7 +367,8 @@ TEST(LaunchOptions, DeviceStepDefaultsAsTheEngineSetsThem) {
     EXPECT_EQ(c->cache.max_num_batched_tokens, k.tokens) << k.memory;
     EXPECT_EQ(c->cache.max_num_seqs, k.rows) << k.memory;
     EXPECT_FALSE(c->max_num_batched_tokens_given) << k.memory;
-    ASSERT_EQ(c->launch_diagnostics.size(), 1u) << k.memory;
+    // A named GPU's capability comes second (DeviceNameGivesTheCapability).
+    ASSERT_EQ(c->launch_diagnostics.size(), k.name != nullptr ? 2u : 1u) << k.memory;
     EXPECT_EQ(c->launch_diagnostics[0].code, "device-step-defaults");
     EXPECT_EQ(c->launch_diagnostics[0].severity, Severity::kInfo);
     if (k.message != nullptr) {

@@ -454,6 +454,11 @@ class PlanTest(unittest.TestCase):
         plan = kvtopo.plan("gpt-oss-120b", kv_cache_memory="20GiB", device_memory="141GiB",
                            device_name="NVIDIA H200")
         self.assertEqual(plan.capacity.max_tokens, 517297)
+        # An H200 is a compute capability 9.0 GPU (NVIDIA's table): planned as such.
+        self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
+                         [("device-step-defaults", "info"),
+                          ("device-capability-from-name", "info")])
+        self.assertEqual(json.loads(plan.to_json())["device_capability"], "9.0")
         # Batched data-parallel MoE: 256 tokens per step, 41 pages a sliding-window layer.
         plan = kvtopo.plan("gpt-oss-120b", kv_cache_memory="20GiB", data_parallel_size=8,
                            enable_expert_parallel=True, all2all_backend="deepep_low_latency")
