@@ -226,10 +226,13 @@ bool ConfigDimsRefused(const BackendCaps& be, const ModelDescription& m) {
 // and the boundary layers keep auto. With --device-capability the pick is the engine's: the first
 // backend of its order for that GPU (SelectionPriorities) that takes the layers, a profile's
 // default aside; where none does, `none_took` receives the order's backends of the layers'
-// family and the default is planned.
+// family and the default is planned. `cross_attention` selects for decoder cross-attention
+// layers (CrossAttention selects with attn_type encoder_decoder, which validate_configuration
+// refuses on a backend without it): the pick skips such backends too.
 Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchConfig& config,
                                        KvCacheDtype dtype,
-                                       std::vector<std::string>* none_took = nullptr) {
+                                       std::vector<std::string>* none_took = nullptr,
+                                       bool cross_attention = false) {
   if (TurboQuantOf(dtype)) dtype = KvCacheDtype::kAuto;
   const bool sinks = HasSinks(m);
   const auto sure_under = [&](const BackendCaps& c, const LaunchConfig& launch) {
@@ -267,7 +270,8 @@ Result<std::string> DefaultBackendName(const ModelDescription& m, const LaunchCo
   // What the engine's selection checks beside sinks, cache dtype and head sizes.
   const auto computes = [&](const BackendCaps& c) {
     return c.Computes(m.dtype) && (!m.mm_prefix_lm || c.supports_mm_prefix) &&
-           (!config.batch_invariant || c.supports_batch_invariance);
+           (!config.batch_invariant || c.supports_batch_invariance) &&
+           (!cross_attention || c.supports_cross_attention);
   };
   const auto serves = [&](const BackendCaps& c) { return computes(c) && sure(c) != false; };
   if (const std::optional<DeviceCapability>& gpu = config.cache.device_capability; gpu) {
@@ -2694,6 +2698,39 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
                           ResolveBackend(target_backend_name, "--attention-backend"));
   b.out.attention_backend = target_backend.name;
+  // Decoder cross-attention layers select on their own (attn_type encoder_decoder): where no
+  // backend is named, the engine's pick for them skips the backends that do not run them, so on a
+  // GPU whose first pick is FLASHINFER they run the next (FLASH_ATTN on 10.x). A named backend
+  // reaches them too, and is refused where it does not run them (backend-cross-attention).
+  std::optional<BackendCaps> cross_backend;
+  const int64_t cross_layers = std::count_if(model.layers.begin(), model.layers.end(),
+                                             [](const RawLayer& l) { return l.cross_attention; });
+  if (cross_layers > 0 && cache.attention_backend.empty() &&
+      !target_backend.supports_cross_attention) {
+    const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
+    const KvCacheDtype selection_dtype = SelectionDtype(model, asked);
+    std::vector<std::string> none_took;
+    KVTOPO_ASSIGN_OR_RETURN(const std::string cross_name,
+                            DefaultBackendName(model, config, selection_dtype, &none_took,
+                                               /*cross_attention=*/true));
+    KVTOPO_ASSIGN_OR_RETURN(const BackendCaps cross,
+                            ResolveBackend(cross_name, "--attention-backend"));
+    // Where no backend runs them (none took them, or the fallback surely refuses the cache
+    // dtype), they stay on the target's backend, which the checks refuse.
+    if (none_took.empty() && cross.supports_cross_attention &&
+        TakesKvCacheDtype(cross, selection_dtype, config) != false) {
+      cross_backend = cross;
+      b.Add(Severity::kInfo, "backend-cross-attention-pick",
+            fmt::format("the {} cross-attention layers of '{}' run on {}, the engine's pick for "
+                        "attention type encoder_decoder{}: {}, the other layers' backend, does "
+                        "not run cross-attention",
+                        cross_layers, target.file, cross.name,
+                        cache.device_capability
+                            ? fmt::format(" on compute capability {}", cache.DeviceCapabilityText())
+                            : "",
+                        target_backend.name));
+    }
+  }
   if (cache.attention_backend.empty() && model.default_backend.empty() && target_backend.mla &&
       N > 1 && !cache.device_capability) {
     WarnAutoBackendUnderDcp(target_backend, N, b);
@@ -2970,6 +3007,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     backends.push_back(std::make_unique<BackendCaps>(*built_backend));
     built_caps = backends.back().get();
   }
+  const BackendCaps* cross_caps = nullptr;
+  if (cross_backend) {
+    backends.push_back(std::make_unique<BackendCaps>(*cross_backend));
+    cross_caps = backends.back().get();
+  }
   AttentionOptions target_opts{.role = Role::kTarget,
                                .block_size = block_size,
                                .dtype = cache.kv_cache_dtype,
@@ -3048,6 +3090,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       }
       const bool built = !raw.built_backend.empty();
       if (built) o.backend = built_caps;
+      if (raw.cross_attention && cross_caps != nullptr && o.backend == target_caps) {
+        o.backend = cross_caps;
+      }
       b.out.layers.push_back(AttentionSpec(raw, model, tp, o));
       b.context.push_back({.backend = o.backend,
                            .has_sinks = raw.has_sinks,

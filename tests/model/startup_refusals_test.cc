@@ -3,6 +3,7 @@
 // cache with MLA, --mamba-block-size without prefix caching, a Mamba align-mode block larger than
 // one step's tokens, and the flags that need a model with experts or more than one DP rank.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -1326,6 +1327,51 @@ TEST(StartupRefusals, CrossAttentionBackend) {
       "encoder_decoder not supported'); choose one that does (FLASH_ATTN, FLASH_ATTN_DIFFKV, "
       "TRITON_ATTN) with --attention-backend");
   c.cache.attention_backend.clear();
+
+  // Unnamed, the cross-attention layers select on their own: on 10.x the engine's first pick,
+  // FLASHINFER, does not run them, so they run the next of its order that does.
+  const auto backends = [](const Plan& plan) {
+    std::vector<std::string> out;
+    for (const PlannedGroup& g : plan.groups) {
+      out.push_back(fmt::format("{} {}", SpecKindName(g.spec), fmt::join(g.backends, ",")));
+    }
+    return out;
+  };
+  c.cache.device_capability = DeviceCapability{10, 0};
+  Result<Plan> plan = testing_configs::PlanWith(whisper, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(backends(*plan),
+            (std::vector<std::string>{"full_attention FLASHINFER", "cross_attention FLASH_ATTN"}));
+  EXPECT_EQ(plan->capacity.max_tokens, 10873);
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-cross-attention-pick"),
+            "the 32 cross-attention layers of 'config.json' run on FLASH_ATTN, the engine's pick "
+            "for attention type encoder_decoder on compute capability 10.0 "
+            "(--device-capability): FLASHINFER, the other layers' backend, does not run "
+            "cross-attention");
+  // An fp8 cache: FlashAttention takes it only as version 3 on 9.x; Triton attention runs them.
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  plan = testing_configs::PlanWith(whisper, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(backends(*plan),
+            (std::vector<std::string>{"full_attention FLASHINFER", "cross_attention TRITON_ATTN"}));
+  // On 7.5 no FlashAttention runs: Triton attention again.
+  c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
+  c.cache.device_capability = DeviceCapability{7, 5};
+  plan = testing_configs::PlanWith(whisper, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(backends(*plan),
+            (std::vector<std::string>{"full_attention FLASHINFER", "cross_attention TRITON_ATTN"}));
+  // On 9.x FLASH_ATTN is the first pick and runs both.
+  c.cache.device_capability = DeviceCapability{9, 0};
+  plan = testing_configs::PlanWith(whisper, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(backends(*plan),
+            (std::vector<std::string>{"full_attention FLASH_ATTN", "cross_attention FLASH_ATTN"}));
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-cross-attention-pick"), "");
+  c.cache.device_capability.reset();
   c.cache.kv_cache_dtype = KvCacheDtype::kTurboquant4bitNc;
   EXPECT_EQ(ConfigErrors(whisper, c),
             "\n  error [backend-cross-attention] target layer "
