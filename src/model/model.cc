@@ -3126,7 +3126,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                        .gpu = cache.device_capability,
                                        .gpu_from = cache.device_capability_from,
                                        .model_dtype = model.dtype,
-                                       .draft = true}));
+                                       .no_float16 = RefusesFloat16(model),
+                                       .draft = true,
+                                       .target_quantized = b.out.quantization.has_value()}));
       for (const Diagnostic& d : outcome.diagnostics) b.Add(d.severity, d.code, d.message);
       return Status::Ok();
     };

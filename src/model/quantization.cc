@@ -319,17 +319,23 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
                                    : "unless --allow-deprecated-quantization is passed",
                       *method));
   }
-  // humming and cpu_awq are not checked further; a draft's GPU and dtype are checked as some
-  // draft classes build their model, after the target's weights load: not modelled.
-  if (m->act_dtypes.empty() || launch.draft) return out;
+  // humming and cpu_awq are not checked further. A draft's quantization config is built (and its
+  // GPU and dtype checked) by VllmConfig.__post_init__ when the proposer replaces the target's
+  // model config with the draft's (_create_draft_vllm_config), only where the target's is None:
+  // the copy keeps a quantized target's.
+  if (m->act_dtypes.empty() || (launch.draft && launch.target_quantized)) return out;
+  const std::string refuses =
+      launch.draft ? "the engine raises as it loads the draft, once the target's weights are "
+                     "loaded"
+                   : "the engine refuses the launch";
   const int64_t capability = launch.gpu ? launch.gpu->major * 10 + launch.gpu->minor : 0;
   if (launch.gpu && capability < m->min_capability) {
     error("quantization-compute-capability",
-          fmt::format("{} needs compute capability {}.{} or later, not {} ({}): the engine "
-                      "refuses the launch ('The quantization method {} is not supported for the "
-                      "current GPU. Minimum capability: {}. Current capability: {}.')",
+          fmt::format("{} needs compute capability {}.{} or later, not {} ({}): {} ('The "
+                      "quantization method {} is not supported for the current GPU. Minimum "
+                      "capability: {}. Current capability: {}.')",
                       named, m->min_capability / 10, m->min_capability % 10,
-                      DeviceCapabilityName(*launch.gpu), launch.gpu_from, *method,
+                      DeviceCapabilityName(*launch.gpu), launch.gpu_from, refuses, *method,
                       m->min_capability, capability));
   }
   std::vector<ElementType> dtypes = m->act_dtypes;
@@ -358,16 +364,16 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
       torch_names.push_back(TorchDtype(t));
     }
     error("quantization-dtype",
-          fmt::format("the model runs in {} but {} takes {} only{}: the engine refuses the launch "
-                      "('{} is not supported for quantization method {}. Supported dtypes: [{}]'); "
-                      "{}",
+          fmt::format("the {} runs in {} but {} takes {} only{}: {} ('{} is not supported for "
+                      "quantization method {}. Supported dtypes: [{}]'); {}",
+                      launch.draft ? "draft, in the target's dtype," : "model",
                       ElementTypeName(launch.model_dtype), named, fmt::join(names, " and "),
                       gguf_gpu ? fmt::format(" on compute capability {} ({})",
                                              DeviceCapabilityName(*launch.gpu), launch.gpu_from)
                                : "",
-                      TorchDtype(launch.model_dtype), *method, fmt::join(torch_names, ", "),
-                      advice(dtypes)));
-  } else if (gguf && !launch.gpu && launch.model_dtype == kBf16) {
+                      refuses, TorchDtype(launch.model_dtype), *method,
+                      fmt::join(torch_names, ", "), advice(dtypes)));
+  } else if (gguf && !launch.gpu && !launch.draft && launch.model_dtype == kBf16) {
     out.diagnostics.push_back(Diagnostic{
         Severity::kWarning, "quantization-dtype-gpu",
         fmt::format("the model runs in bfloat16, which {} takes only below compute capability "

@@ -31,6 +31,11 @@ struct QuantizationLaunch {
   // speculative config's quantization, deprecated methods are refused (the engine builds it
   // without --allow-deprecated-quantization), and only ModelConfig._verify_quantization runs.
   bool draft = false;
+  // A draft's: the target runs a quantization method. The proposer builds the draft's VllmConfig
+  // by copying the target's, quantization config included, so the draft's own method is then
+  // never turned into a config and its GPU and dtype are not checked; otherwise they are, as the
+  // proposer loads the draft, after the target's weights.
+  bool target_quantized = false;
 };
 
 struct QuantizationOutcome {

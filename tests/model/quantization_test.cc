@@ -346,6 +346,66 @@ TEST(Quantization, ExternalDraftsOwnCheckpoint) {
             "string) or null");
 }
 
+// A draft's quantization config is built as the proposer loads the draft, after the target's
+// weights, and only where the target's is None (the proposer copies the target's VllmConfig):
+// there the draft's method is checked against the GPU and the model dtype too.
+TEST(Quantization, DraftsGpuAndDtypeAfterTheTargetLoads) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kvtopo_quant_draft2";
+  std::filesystem::create_directories(dir);
+  nlohmann::json draft = testing_configs::Llama31_8B();
+  draft["num_hidden_layers"] = 2;
+  draft["quantization_config"] = {
+      {"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", false}};
+  const std::string path = (dir / "config.json").string();
+  std::ofstream(path) << draft.dump();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = int64_t{16} << 30;
+  c.cache.max_model_len = 32768;
+  c.speculative =
+      SpeculativeConfig{.method = "draft_model", .model = path, .num_speculative_tokens = 2};
+  // AWQ computes in float16 only; the draft runs in the target's bfloat16.
+  Result<Plan> plan = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            fmt::format("\n  error [quantization-dtype] the draft, in the target's dtype, runs in "
+                        "bfloat16 but quantization method awq (config.json '{}': "
+                        "quantization_config) takes float16 only: the engine raises as it loads "
+                        "the draft, once the target's weights are loaded ('torch.bfloat16 is not "
+                        "supported for quantization method awq. Supported dtypes: "
+                        "[torch.float16]'); pass --dtype float16",
+                        path));
+  // An online fp8 draft on a GPU below fp8's 7.5.
+  draft.erase("quantization_config");
+  std::ofstream(path) << draft.dump();
+  c.speculative->quantization = "fp8";
+  c.cache.device_capability = DeviceCapability{7, 0};
+  plan = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "quantization-compute-capability"),
+            "quantization method fp8 (the speculative config's 'quantization' fp8) needs compute "
+            "capability 7.5 or later, not 7.0 (--device-capability): the engine raises as it "
+            "loads the draft, once the target's weights are loaded ('The quantization method fp8 "
+            "is not supported for the current GPU. Minimum capability: 75. Current capability: "
+            "70.')");
+  c.cache.device_capability = DeviceCapability{8, 0};
+  plan = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  // A quantized target: the proposer keeps the target's quantization config for the draft, and
+  // the draft's own method is never checked against the GPU or the dtype.
+  nlohmann::json target = testing_configs::Llama31_8B();
+  target["quantization_config"] = {{"quant_method", "fp8"}};
+  c.speculative->quantization = "awq";
+  draft["quantization_config"] = {
+      {"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", false}};
+  std::ofstream(path) << draft.dump();
+  plan = testing_configs::PlanWith(target, c);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.quantization, "fp8");
+  EXPECT_EQ(plan->ErrorLines(), "");
+}
+
 // An MTP draft runs the target's checkpoint: with the target's method unless the speculative
 // config names another, which must match it.
 TEST(Quantization, MtpDraftNamingAnotherMethod) {
