@@ -389,6 +389,9 @@ struct Builder {
   ModelCacheSpecs out;
   std::vector<LayerContext> context;
   std::set<std::pair<std::string, std::string>> seen;  // (code, message) dedupe
+  // No backend the engine tries takes the decoder cross-attention layers (backend-none-valid
+  // said so): their own check does not repeat it.
+  bool cross_selection_refused = false;
 
   void Add(Severity severity, std::string code, std::string message) {
     if (!seen.emplace(code, message).second) return;
@@ -939,7 +942,8 @@ void ValidateBackends(Builder& b) {
     }
     // CrossAttention selects with attn_type encoder_decoder (validate_configuration: "attention
     // type encoder_decoder not supported").
-    if (s.cross_attention && !be.supports_cross_attention) {
+    if (s.cross_attention && !be.supports_cross_attention &&
+        (c.backend_named || !b.cross_selection_refused)) {
       b.Error("backend-cross-attention",
               fmt::format(
                   "{} layer '{}' is decoder cross-attention over the encoder's output, "
@@ -2716,9 +2720,36 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_ASSIGN_OR_RETURN(const BackendCaps cross,
                             ResolveBackend(cross_name, "--attention-backend"));
     // Where no backend runs them (none took them, or the fallback surely refuses the cache
-    // dtype), they stay on the target's backend, which the checks refuse.
-    if (none_took.empty() && cross.supports_cross_attention &&
-        TakesKvCacheDtype(cross, selection_dtype, config) != false) {
+    // dtype), the engine's selection raises; they stay on the target's backend for the other
+    // checks.
+    if (!none_took.empty() || !cross.supports_cross_attention ||
+        TakesKvCacheDtype(cross, selection_dtype, config) == false) {
+      const std::vector<std::string> runs = BackendNames([&](const BackendCaps& c) {
+        return SameFamily(c, target_backend) && c.supports_cross_attention &&
+               (!cache.device_capability || c.RunsOn(*cache.device_capability));
+      });
+      const bool dtype_refused =
+          !runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const std::string& name) {
+            const Result<BackendCaps> c = FindBackend(name);
+            return c.ok() && TakesKvCacheDtype(*c, selection_dtype, config) == false;
+          });
+      b.cross_selection_refused = true;
+      b.Error("backend-none-valid",
+              fmt::format(
+                  "the {} cross-attention layers of '{}' select their own backend "
+                  "(attention type encoder_decoder), and none the engine tries takes "
+                  "them{}: the backends that run cross-attention ({}) {}; the engine "
+                  "raises ('No valid attention backend found') as it builds the model; {}",
+                  cross_layers, target.file,
+                  cache.device_capability
+                      ? fmt::format(" on compute capability {}", cache.DeviceCapabilityText())
+                      : "",
+                  fmt::join(runs, ", "),
+                  dtype_refused ? fmt::format("take no {} cache", KvCacheDtypeName(selection_dtype))
+                                : "do not take them as the launch sets them up",
+                  dtype_refused ? "set --kv-cache-dtype to one they take"
+                                : "name one of them with --attention-backend"));
+    } else {
       cross_backend = cross;
       b.Add(Severity::kInfo, "backend-cross-attention-pick",
             fmt::format("the {} cross-attention layers of '{}' run on {}, the engine's pick for "

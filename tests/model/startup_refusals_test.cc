@@ -1371,7 +1371,16 @@ TEST(StartupRefusals, CrossAttentionBackend) {
   EXPECT_EQ(backends(*plan),
             (std::vector<std::string>{"full_attention FLASH_ATTN", "cross_attention FLASH_ATTN"}));
   EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-cross-attention-pick"), "");
+  // No backend that runs cross-attention takes an nvfp4 cache: the selection for the
+  // cross-attention layers raises, whatever the other layers run (FLASHINFER).
   c.cache.device_capability.reset();
+  c.cache.kv_cache_dtype = KvCacheDtype::kNvfp4;
+  EXPECT_EQ(ConfigErrors(whisper, c),
+            "\n  error [backend-none-valid] the 32 cross-attention layers of 'config.json' select "
+            "their own backend (attention type encoder_decoder), and none the engine tries takes "
+            "them: the backends that run cross-attention (FLASH_ATTN, FLASH_ATTN_DIFFKV, "
+            "TRITON_ATTN) take no nvfp4 cache; the engine raises ('No valid attention backend "
+            "found') as it builds the model; set --kv-cache-dtype to one they take");
   c.cache.kv_cache_dtype = KvCacheDtype::kTurboquant4bitNc;
   EXPECT_EQ(ConfigErrors(whisper, c),
             "\n  error [backend-cross-attention] target layer "
