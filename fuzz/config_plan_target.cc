@@ -1,6 +1,7 @@
-// config_plan: config.json text -> model cache specs -> plan, under three launches (vLLM's
+// config_plan: config.json text -> model cache specs -> plan, under four launches (vLLM's
 // defaults on one rank; TP4/DCP4 with interleave 4, MTP speculation and --trust-remote-code; the
-// defaults under --model-impl transformers, trusting remote code), then the plan's JSON report. A
+// defaults under --model-impl transformers, trusting remote code; TP2 with an fp8 cache, which
+// DeepSeek-V4's layer tuples need), then the plan's JSON report. A
 // Mistral-format params.json (n_layers and no architectures) is converted first, as the engine
 // converts it. The same text is then read as an EAGLE-3 draft's config (the engine's renaming,
 // or its speculators-format conversion).
@@ -25,6 +26,10 @@ LaunchConfig Launch(int which) {
     c.model_impl = "transformers";
     c.trust_remote_code = true;
   }
+  if (which == 3) {
+    c.parallel = ParallelConfig{.tensor_parallel_size = 2};
+    c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  }
   if (which == 1) {
     c.trust_remote_code = true;
     c.parallel = ParallelConfig{.tensor_parallel_size = 4,
@@ -48,7 +53,7 @@ Reached FuzzConfigPlan(const uint8_t* data, size_t size) {
     if (!json.ok()) return Reached::kStopped;
   }
   Reached reached = Reached::kStopped;
-  for (int which : {0, 1, 2}) {
+  for (int which : {0, 1, 2, 3}) {
     const LaunchConfig launch = Launch(which);
     Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(*json, launch);
     if (!specs.ok()) continue;

@@ -146,7 +146,17 @@ Result<GroupGeometry> PlannedGeometry(const SlotsArgs& args) {
     return InvalidArgument(fmt::format("--group {} does not exist; the plan has groups 0..{}",
                                        group, plan.groups.size() - 1));
   }
-  return plan.groups[group].geometry;
+  const PlannedGroup& g = plan.groups[group];
+  for (const LayerSpec& s : g.layer_specs) {
+    if (s.compress_ratio > 1) {
+      return Rejected(fmt::format(
+          "group {} holds layer '{}', compressed {} times (a row per {} positions): kvtopo slots "
+          "maps each position to a slot of its own; choose a group of uncompressed layers with "
+          "--group",
+          group, s.name, s.compress_ratio, s.compress_ratio));
+    }
+  }
+  return g.geometry;
 }
 
 // The flags form: one sharded full-attention layer of B-token pages over N ranks with

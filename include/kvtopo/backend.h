@@ -47,6 +47,15 @@ Result<DeviceCapability> ParseDeviceCapability(std::string_view text);
 // from NVIDIA's table of CUDA GPUs; nullopt for a name kvtopo's table does not know.
 std::optional<DeviceCapability> GpuNameCapability(std::string_view name);
 
+// What the planner needs to know about an attention backend.
+struct BackendTraits {
+  std::vector<int64_t> kernel_block_sizes;  // exact sizes the kernels take
+  int64_t kernel_block_multiple_of = 0;     // or: any multiple of this (0: none)
+  bool indexes_kv_by_block_stride = false;  // pages may be padded to a larger stride
+  // One sliding window for every layer of a KV cache group (BackendCaps::one_window_per_group).
+  bool one_window_per_group = false;
+};
+
 struct BackendCaps {
   std::string name;     // upper case, e.g. "B12X_MLA"
   bool mla = false;     // serves MLA latent caches (else K/V attention)

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -363,6 +364,10 @@ struct ModelCacheSpecs {
   // one group.
   std::string offloading_spec;
   int64_t offloaded_block_size = 0;
+  // Backends the model's code builds its caches on that the registry does not list (DeepSeek-V4's
+  // own), with their kernel blocks; the launch rules of the registry's backends do not reach
+  // their layers.
+  std::map<std::string, BackendTraits> model_backends;
 };
 
 }  // namespace kvtopo

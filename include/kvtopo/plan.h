@@ -28,15 +28,6 @@
 
 namespace kvtopo {
 
-// What the planner needs to know about an attention backend.
-struct BackendTraits {
-  std::vector<int64_t> kernel_block_sizes;  // exact sizes the kernels take
-  int64_t kernel_block_multiple_of = 0;     // or: any multiple of this (0: none)
-  bool indexes_kv_by_block_stride = false;  // pages may be padded to a larger stride
-  // One sliding window for every layer of a KV cache group (BackendCaps::one_window_per_group).
-  bool one_window_per_group = false;
-};
-
 struct PlanInputs {
   ParallelConfig parallel;
   CacheOptions cache;
@@ -79,6 +70,12 @@ struct PoolLayout {
   // over stages of a group's pages on one stage.
   int64_t bytes_per_block = 0;
   std::vector<PoolGroupRegion> regions;  // one per group, in group order
+  // Layer tuples (LayerSpec::layer_tuples, DeepSeek-V4): a block spans `layer_tuples` tuples of
+  // one page of each of `tuple_page_bytes` (the full group's page sizes, ascending); every
+  // group's layer sits in the slot of its page size in the tuple of its place among the group's
+  // layers of that size. 0 and empty otherwise.
+  int64_t layer_tuples = 0;
+  std::vector<int64_t> tuple_page_bytes;
 };
 
 // One pipeline stage's share of the pool (--pipeline-parallel-size > 1): every stage's worker

@@ -90,6 +90,18 @@ struct LayerSpec {
   RecurrentMode recurrent_mode = RecurrentMode::kAlign;
   int64_t num_speculative_blocks = 0;  // S
 
+  // Caches that fix their own rows (DeepSeek-V4's, the engine's MLAAttentionSpec and
+  // SlidingWindowMLASpec with compress_ratio, alignment and model_version "deepseek_v4"): a page
+  // stores block_size / compress_ratio rows, each row_bytes (0: the row the fields above give),
+  // and rounds up to a multiple of page_alignment (0: none) before page_size_padded.
+  int64_t compress_ratio = 1;
+  int64_t row_bytes = 0;
+  int64_t page_alignment = 0;
+  // The layer is grouped as the engine groups DeepSeek-V4 (group_and_unify_kv_cache_specs): its
+  // full MLA layers in one group, its sliding-window MLA layers in groups of layer tuples padded
+  // to the full group's page sizes, and one pool of layer tuples (docs/planner.md).
+  bool layer_tuples = false;
+
   int64_t page_size_padded = 0;  // 0: none
   DcpLayout dcp;
   // Model facts the launch rules read (GQA/MQA and gathered-head rules under DCP): the layer's

@@ -3512,6 +3512,46 @@ Status ReadKvtopoBlock(const ConfigReader& root, ModelDescription& m) {
 Status ReadMla(const ConfigReader& r, ModelDescription& m) {
   return ReadDeepseekMla(r, /*with_indexer=*/false, /*with_mtp=*/true, m);
 }
+// DeepSeek-V4 (DeepseekV4ForCausalLM; the fork's vllm/models/deepseek_v4/ at 28be48fa9, over
+// DeepseekV4Config, whose only default is max_position_embeddings 1,048,576): hidden layer i
+// compresses its MLA cache max(1, compress_ratios[i]) times (the list must reach every hidden
+// layer; 1 keeps the sliding-window cache alone, and the compressors assert 4 or 128); every
+// layer keeps a sliding-window cache of sliding_window tokens; head_dim is the MLA width, and
+// ratio-4 layers keep an indexer of index_head_dim. MTP layers (num_nextn_predict_layers) keep
+// the sliding-window cache alone.
+Status ReadDeepseekV4(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/1048576));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  ModelDescription::DeepseekV4 v4;
+  KVTOPO_ASSIGN_OR_RETURN(v4.mtp_layers, NumMtpLayers(r, n, m));
+  KVTOPO_ASSIGN_OR_RETURN(v4.head_dim, Positive(r, "head_dim", kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(v4.sliding_window, Positive(r, "sliding_window", kMaxModelLen));
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> ratios, r.IntList("compress_ratios"));
+  if (static_cast<int64_t>(ratios.size()) < n) {
+    return r.Invalid("compress_ratios",
+                     fmt::format("holds {} entries for num_hidden_layers {}: the engine reads "
+                                 "one per hidden layer (an IndexError as it builds the model)",
+                                 ratios.size(), n));
+  }
+  bool indexer = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t ratio = std::max<int64_t>(1, ratios[static_cast<size_t>(i)]);
+    if (ratio != 1 && ratio != 4 && ratio != 128) {
+      return r.Invalid("compress_ratios",
+                       fmt::format("holds {} at layer {}: the engine's compressors assert a "
+                                   "ratio of 4 or 128 (0 and 1 keep the sliding window alone) "
+                                   "as it builds the model",
+                                   ratios[static_cast<size_t>(i)], i));
+    }
+    indexer = indexer || ratio == 4;
+    v4.compress_ratios.push_back(ratio);
+  }
+  if (indexer) {
+    KVTOPO_ASSIGN_OR_RETURN(v4.index_head_dim, Positive(r, "index_head_dim", kMaxModelDim));
+  }
+  m.deepseek_v4 = std::move(v4);
+  return Status::Ok();
+}
 // Mistral Large 3 (MistralLarge3ForCausalLM, mistral_large_3.py: the engine's DeepSeek-V3 model,
 // which the Mistral-format converter names with model type deepseek_v3): MLA, as the engine's
 // use_mla holds for that type only.
@@ -3627,6 +3667,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Glm4MoeLiteForCausalLM", TextModel::kRoot, ReadGlm4MoeLite},
       {"KimiK25ForConditionalGeneration", TextModel::kNested, ReadMla},
       {"DeepseekV32ForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
+      {"DeepseekV4ForCausalLM", TextModel::kRoot, ReadDeepseekV4},
       {"GlmMoeDsaForCausalLM", TextModel::kRoot, ReadMlaWithIndexer},
       {"KimiLinearForCausalLM", TextModel::kRoot, ReadKimiLinearKda},
       {"KimiK3ForConditionalGeneration", TextModel::kNested, ReadKimiLinearKda},
@@ -4281,15 +4322,6 @@ constexpr Refusal kRefusals[] = {
      "lightning-attention layers stop at startup without a mamba block size (minimax_vl_01.py, "
      "mamba/abstract.py); with --mamba-block-size their pages would still not be padded to the "
      "attention page"},
-    // The fork's vllm/models/deepseek_v4/, kv_cache_interface.py and kv_cache_utils.py's
-    // _get_kv_cache_config_deepseek_v4.
-    {"DeepseekV4ForCausalLM",
-     "kvtopo does not model its KV cache (MLA pages of 584-byte fp8 rows compressed 4 or 128 "
-     "times per layer as compress_ratios says, a sliding-window cache on every layer, indexer "
-     "and compressor-state caches with block sizes of their own, and a pool laid out in layer "
-     "tuples); the engine builds it only with an fp8 --kv-cache-dtype, which it stores as "
-     "fp8_ds_mla (any other value fails its assertion 'DeepseekV4 only supports fp8 kv-cache "
-     "format for now')"},
     {"CohereAsrForConditionalGeneration", kEncoderDecoder},
     {"NemotronParseForConditionalGeneration", kEncoderDecoder},
     {"FireRedLIDForConditionalGeneration", kEncoderDecoder},

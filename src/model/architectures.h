@@ -136,6 +136,17 @@ struct ModelDescription {
   // the MTP key's value when the config states it; unset when it does not (the engine then has
   // no default count and no divisibility rule).
   std::optional<int64_t> mtp_n_predict;
+  // DeepSeek-V4 (ReadDeepseekV4): the model's code builds each layer's caches itself, on
+  // backends of its own, and the engine groups them in layer tuples (BuildDeepseekV4 in
+  // model.cc); `layers` stays empty.
+  struct DeepseekV4 {
+    std::vector<int64_t> compress_ratios;  // per hidden layer: 1 (sliding window only), 4, 128
+    int64_t sliding_window = 0;
+    int64_t head_dim = 0;        // the MLA row's width (its compressor state: 2 x it per ratio)
+    int64_t index_head_dim = 0;  // the indexer key's fp8 values (ratio-4 layers)
+    int64_t mtp_layers = 0;      // num_nextn_predict_layers
+  };
+  std::optional<DeepseekV4> deepseek_v4;
   // The model's dtype for the recurrent SSM state (Qwen3.5's mamba_ssm_dtype; NemotronH's
   // mamba_ssm_cache_dtype, float32 when absent), which the engine uses when
   // --mamba-ssm-cache-dtype is auto; auto: the conv state's dtype.

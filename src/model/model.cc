@@ -2507,6 +2507,186 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
   out.cudagraph_mode = fmt::format("{}, {}", graphs, source);
 }
 
+// The flags and keys the launch accepted that kvtopo does not plan with: an info for those that
+// leave the cache as it is, a warning for those that change it in ways kvtopo does not model.
+void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec, Builder& b) {
+  std::vector<std::string> unmodelled, unused;
+  for (const std::string& flag : config.not_planned_flags) {
+    const VllmFlag* f = FindVllmFlagNotPlanned(flag);
+    (f && f->unmodelled ? unmodelled : unused).push_back(flag);
+  }
+  if (spec) {
+    for (const std::string& key : spec->not_planned_keys) {
+      unused.push_back("--speculative-config '" + key + "'");
+    }
+  }
+  for (const std::string& key : config.compilation.keys_not_planned) {
+    unused.push_back("--compilation-config '" + key + "'");
+  }
+  if (!unused.empty()) {
+    b.Add(Severity::kInfo, "not-used-for-planning",
+          fmt::format("accepted, not used for planning: {}", fmt::join(unused, ", ")));
+  }
+  if (!unmodelled.empty()) {
+    b.Add(Severity::kWarning, "not-modelled",
+          fmt::format("{} change the engine's KV-cache plan in ways kvtopo does not model; the "
+                      "plan shown assumes they are absent",
+                      fmt::join(unmodelled, ", ")));
+  }
+}
+
+// DeepSeek-V4 (ModelDescription::deepseek_v4; the fork's vllm/models/deepseek_v4/ at 28be48fa9):
+// the model's code builds every cache itself, on backends of its own and without the engine's
+// selection, and the engine groups them in layer tuples (LayerSpec::layer_tuples). Each hidden
+// layer registers, in this order: for ratio 4 the indexer's key (an MLA spec at the cache block,
+// compressed 4 times, rows of index_head_dim fp8 values and their fp32 scales per 128) and its
+// compressor state (a sliding-window spec of 4-token blocks over 8 tokens, float32 rows of
+// 2 x 2 x index_head_dim); for every ratio the sliding-window cache (64-token blocks over
+// sliding_window tokens, 584-byte fp8_ds_mla rows); for ratio 4 or 128 the compressed MLA cache
+// (the cache block, 584-byte rows) and its compressor state (4-token blocks over 8 tokens for
+// ratio 4, 8-token blocks over 128 for ratio 128; float32 rows of 2 x (2 or 1) x head_dim).
+// Every page rounds up to a multiple of 576 B. MTP layers keep the sliding-window cache alone.
+// Sources: attention.py (DeepseekV4MLAAttention, DeepseekV4IndexerCache), compressor.py
+// (CompressorStateCache), v1/attention/backends/mla/sparse_swa.py (DeepseekV4SWACache),
+// kv_cache_interface.py (the 584-byte row of model_version deepseek_v4, storage_block_size).
+Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
+                                        const LaunchConfig& config,
+                                        const internal::ModelDescription& model, Builder& b) {
+  const internal::ModelDescription::DeepseekV4& v4 = *model.deepseek_v4;
+  const CacheOptions& cache = config.cache;
+  const std::string what = fmt::format("'{}' ({})", target.file, model.architecture);
+  // DeepseekV4MLAAttention asserts an fp8 cache dtype and stores fp8_ds_mla.
+  const std::string dtype(KvCacheDtypeName(cache.kv_cache_dtype));
+  if (!dtype.starts_with("fp8")) {
+    b.Error("kv-cache-dtype-required",
+            fmt::format("{} caches in fp8 only: the engine asserts it as it builds the model "
+                        "('DeepseekV4 only supports fp8 kv-cache format for now, got {}') and "
+                        "stores fp8_ds_mla; pass --kv-cache-dtype fp8",
+                        what, dtype));
+  }
+  if (!cache.attention_backend.empty()) {
+    b.Add(Severity::kWarning, "backend-built-by-model",
+          fmt::format("--attention-backend {} does not reach the caches of {}: the model's code "
+                      "builds them on backends of its own (V4_FLASHMLA_SPARSE, "
+                      "DEEPSEEK_SPARSE_SWA, DEEPSEEK_V4_INDEXER, CompressorBackend), without the "
+                      "engine's selection",
+                      cache.attention_backend, what));
+  }
+  // The first layer keeps a sliding-window cache, whose backend prefers 256-token blocks
+  // (DeepseekSparseSWABackend; update_block_size_for_backend). The MLA and indexer backends run
+  // 256-token kernel blocks only.
+  int64_t block = cache.block_size > 0 ? cache.block_size : 256;
+  if (block % 256 != 0) {
+    b.Error("kernel-block-size",
+            fmt::format("--block-size {} is not a multiple of 256, the only kernel block the MLA "
+                        "and indexer backends of {} run (V4_FLASHMLA_SPARSE, DEEPSEEK_V4_INDEXER: "
+                        "get_supported_kernel_block_sizes); pass --block-size 256 (kvtopo plans "
+                        "256 for the other checks)",
+                        block, what));
+    block = 256;
+  }
+  // Its groups take blocks of several sizes, which the engine sizes without context parallelism
+  // (resolve_kv_cache_block_sizes; under DCP the sliding windows are refused first, by their
+  // geometry).
+  if (config.parallel.prefill_context_parallel_size > 1) {
+    b.Error("prefill-context-parallel-groups",
+            fmt::format("{} keeps caches of several block sizes (its MLA caches' {} tokens, its "
+                        "sliding windows' 64, its compressor states' 4 and 8), which the engine "
+                        "does not size under --prefill-context-parallel-size {}: it raises as "
+                        "the KV cache is set up ('Hybrid KV cache groups with multiple block "
+                        "sizes do not support context parallelism (dcp_world_size/"
+                        "pcp_world_size > 1).'); set --prefill-context-parallel-size 1",
+                        what, block, config.parallel.prefill_context_parallel_size));
+  }
+  const auto not_planned = [&](std::string_view knob) {
+    b.Error("not-planned", fmt::format("kvtopo does not plan {} with {}: drop it", what, knob));
+  };
+  if (config.pipeline_parallel_size > 1 || config.pp_layer_partition) {
+    not_planned("--pipeline-parallel-size (its layer tuples across pipeline stages)");
+  }
+  if (config.disable_hybrid_kv_cache_manager.value_or(false)) {
+    not_planned("--disable-hybrid-kv-cache-manager (its caches as one type)");
+  }
+  if (!config.kv_connector.empty()) not_planned("a KV connector");
+  std::optional<SpeculativeConfig> spec = config.speculative;
+  if (spec && spec->method != "mtp") {
+    not_planned(fmt::format("speculative method '{}' (only its MTP layers)", spec->method));
+    spec.reset();
+  }
+  if (spec) {
+    if (v4.mtp_layers == 0) {
+      return Rejected(fmt::format(
+          "--speculative-config method 'mtp': {} states no MTP layers (num_nextn_predict_layers)",
+          what));
+    }
+    KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
+    b.out.num_speculative_tokens = spec->num_speculative_tokens;
+    b.out.num_lookahead_tokens = spec->num_speculative_tokens;
+    b.out.speculative_method = "mtp";
+    b.out.draft_name = target.name + " (mtp)";
+    b.out.draft_attention_backend = "DEEPSEEK_SPARSE_SWA";
+  }
+  const auto layer = [&](std::string name, CacheKind kind, int64_t block_size, int64_t ratio,
+                         int64_t row, int64_t window, std::string backend, Role role) {
+    b.out.layers.push_back(LayerSpec{.name = std::move(name),
+                                     .role = role,
+                                     .kind = kind,
+                                     .block_size = block_size,
+                                     .num_kv_heads = 1,
+                                     .head_size = v4.head_dim,
+                                     .cache_dtype = KvCacheDtype::kFp8DsMla,
+                                     .model_dtype = model.dtype,
+                                     .sliding_window = window,
+                                     .compress_ratio = ratio,
+                                     .row_bytes = row,
+                                     .page_alignment = 576,
+                                     .layer_tuples = true,
+                                     .attention_backend = std::move(backend)});
+  };
+  constexpr int64_t kRow = 584;  // 448 fp8 values, 7 scales and a pad byte, 64 bf16 RoPE values
+  const int64_t index_row = v4.index_head_dim + v4.index_head_dim / 128 * 4;
+  const int64_t hidden = static_cast<int64_t>(v4.compress_ratios.size());
+  for (int64_t i = 0; i < hidden + (spec ? v4.mtp_layers : 0); ++i) {
+    const bool mtp = i >= hidden;
+    const int64_t ratio = mtp ? 1 : v4.compress_ratios[static_cast<size_t>(i)];
+    const Role role = mtp ? Role::kDraft : Role::kTarget;
+    const std::string attn = fmt::format("model.layers.{}.attn", i);
+    if (ratio == 4) {
+      layer(attn + ".indexer.k_cache", CacheKind::kMla, block, 4, index_row, 0,
+            "DEEPSEEK_V4_INDEXER", role);
+      layer(attn + ".indexer.compressor.state_cache", CacheKind::kSlidingWindowMla, 4, 1,
+            2 * 2 * v4.index_head_dim * 4, 8, "CompressorBackend", role);
+    }
+    layer(attn + ".swa_cache", CacheKind::kSlidingWindowMla, 64, 1, kRow, v4.sliding_window,
+          "DEEPSEEK_SPARSE_SWA", role);
+    if (ratio > 1) {
+      layer(attn, CacheKind::kMla, block, ratio, kRow, 0, "V4_FLASHMLA_SPARSE", role);
+      layer(attn + ".compressor.state_cache", CacheKind::kSlidingWindowMla, ratio == 4 ? 4 : 8, 1,
+            2 * (ratio == 4 ? 2 : 1) * v4.head_dim * 4, ratio == 4 ? 8 : 128, "CompressorBackend",
+            role);
+    }
+  }
+  // Every sliding window keeps S - 1 more tokens when several MTP layers re-prefill them
+  // (get_kv_cache_configs).
+  if (spec && v4.mtp_layers > 1) {
+    for (LayerSpec& s : b.out.layers) {
+      if (IsWindowed(s.kind)) s.extra_retained_tokens = spec->num_speculative_tokens - 1;
+    }
+  }
+  // Their kernel blocks (get_supported_kernel_block_sizes): 256 for the MLA and indexer
+  // backends (flashmla_sparse.py, indexer.py), multiples of 64 for the sliding window
+  // (sparse_swa.py), any for the compressor states (compressor.py).
+  b.out.model_backends = {{"V4_FLASHMLA_SPARSE", {.kernel_block_sizes = {256}}},
+                          {"DEEPSEEK_V4_INDEXER", {.kernel_block_sizes = {256}}},
+                          {"DEEPSEEK_SPARSE_SWA", {.kernel_block_multiple_of = 64}},
+                          {"CompressorBackend", {.kernel_block_multiple_of = 1}}};
+  b.out.attention_backend = "V4_FLASHMLA_SPARSE";
+  b.out.enable_prefix_caching = cache.enable_prefix_caching.value_or(true);
+  for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
+  AddNotPlanned(config, spec ? &*spec : nullptr, b);
+  return std::move(b.out);
+}
+
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   // --attention-backend auto (any case) is the engine's automatic selection, as no flag is
@@ -2655,6 +2835,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }
+  if (model.deepseek_v4) return BuildDeepseekV4(target, config, model, b);
 
   // Target backend and block size. Layers the model's code builds on a backend of its own take
   // no selection and ignore --attention-backend; where it builds every attention layer of the
@@ -3461,11 +3642,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     AssignPipelineStages(config, model, spec ? &*spec : nullptr, read_draft, b);
   }
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
-  std::vector<std::string> unmodelled, unused;
-  for (const std::string& flag : config.not_planned_flags) {
-    const VllmFlag* f = FindVllmFlagNotPlanned(flag);
-    (f && f->unmodelled ? unmodelled : unused).push_back(flag);
-  }
   // VllmConfig.__post_init__: fast prefill for KV sharing gives wrong logits for prompt tokens,
   // which an EAGLE-family draft reads.
   const auto& flags = config.not_planned_flags;
@@ -3515,24 +3691,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       "that support, or --no-disable-hybrid-kv-cache-manager to say it has it",
                       config.kv_connector_source, config.kv_connector));
   }
-  if (spec) {
-    for (const std::string& key : spec->not_planned_keys) {
-      unused.push_back("--speculative-config '" + key + "'");
-    }
-  }
-  for (const std::string& key : config.compilation.keys_not_planned) {
-    unused.push_back("--compilation-config '" + key + "'");
-  }
-  if (!unused.empty()) {
-    b.Add(Severity::kInfo, "not-used-for-planning",
-          fmt::format("accepted, not used for planning: {}", fmt::join(unused, ", ")));
-  }
-  if (!unmodelled.empty()) {
-    b.Add(Severity::kWarning, "not-modelled",
-          fmt::format("{} change the engine's KV-cache plan in ways kvtopo does not model; the "
-                      "plan shown assumes they are absent",
-                      fmt::join(unmodelled, ", ")));
-  }
+  AddNotPlanned(config, spec ? &*spec : nullptr, b);
 
   ResolveCudagraphMode(b, model, spec ? spec->num_speculative_tokens : 0);
   if (config.kv_connector == "OffloadingConnector") {

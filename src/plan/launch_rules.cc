@@ -228,7 +228,11 @@ Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
   const int64_t N = p.decode_context_parallel_size;
   for (const PlannedGroup& g : plan.groups) {
     for (const LayerSpec& s : g.layer_specs) {
-      if (!IsAttention(s.kind) || s.attention_backend.empty() || s.sparse_indexer) continue;
+      // Layer-tuple layers run the model's own backends (ModelCacheSpecs::model_backends).
+      if (!IsAttention(s.kind) || s.attention_backend.empty() || s.sparse_indexer ||
+          s.layer_tuples) {
+        continue;
+      }
       KVTOPO_ASSIGN_OR_RETURN(const BackendCaps backend, FindBackend(s.attention_backend));
       const Layer layer{.spec = s,
                         .geometry = g.geometry,

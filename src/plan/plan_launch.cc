@@ -122,6 +122,10 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
     if (!s.attention_backend.empty()) names.insert(s.attention_backend);
   }
   for (const std::string& name : names) {
+    if (const auto own = specs.model_backends.find(name); own != specs.model_backends.end()) {
+      inputs.backends[name] = own->second;
+      continue;
+    }
     KVTOPO_ASSIGN_OR_RETURN(BackendCaps caps, FindBackend(name));
     inputs.backends[name] = BackendTraits{
         .kernel_block_sizes = caps.kernel_block_sizes,

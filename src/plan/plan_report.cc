@@ -140,10 +140,13 @@ nlohmann::json PlanToJson(const Plan& plan) {
                        {"bytes_used", r.bytes_used},
                        {"bytes_unused", plan.pool.bytes_per_block - r.bytes_used}});
   }
-  j["pool"] = {{"num_blocks", plan.pool.num_blocks},
-               {"bytes_per_block", plan.pool.bytes_per_block},
-               {"memory_bytes", plan.pool.num_blocks * plan.pool.bytes_per_block},
-               {"regions", std::move(regions)}};
+  j["pool"] = {
+      {"num_blocks", plan.pool.num_blocks},
+      {"bytes_per_block", plan.pool.bytes_per_block},
+      {"memory_bytes", plan.pool.num_blocks * plan.pool.bytes_per_block},
+      {"regions", std::move(regions)},
+      {"layer_tuples", plan.pool.layer_tuples > 0 ? json(plan.pool.layer_tuples) : json(nullptr)},
+      {"tuple_page_size_bytes", plan.pool.tuple_page_bytes}};
   j["capacity"] = CapacityJson(plan.capacity);
   j["capacity"]["kv_cache_memory_is_default"] = plan.kv_cache_memory_is_default;
   json stages = json::array();
@@ -238,9 +241,13 @@ std::string FormatPlanTable(const Plan& plan) {
     out += "  * uniform type: one block id holds one page of every layer (per-layer pages)\n";
   }
   out += "\n";
-  out += fmt::format(
-      "pool       {} blocks x {} per block (stride {} B: the largest group's pages)\n",
-      plan.pool.num_blocks, FormatBytes(plan.pool.bytes_per_block), plan.pool.bytes_per_block);
+  out +=
+      fmt::format("pool       {} blocks x {} per block (stride {} B: {})\n", plan.pool.num_blocks,
+                  FormatBytes(plan.pool.bytes_per_block), plan.pool.bytes_per_block,
+                  plan.pool.layer_tuples > 0
+                      ? fmt::format("{} layer tuples of {} B pages", plan.pool.layer_tuples,
+                                    fmt::join(plan.pool.tuple_page_bytes, " + "))
+                      : std::string("the largest group's pages"));
   for (const PipelineStage& s : plan.pipeline_stages) {
     out += fmt::format("stage {:<4} {}: {} cache layers, {} per block{}\n", s.stage,
                        s.num_layers == 0 ? std::string("no hidden layers")

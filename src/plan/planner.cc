@@ -2,6 +2,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -178,6 +179,10 @@ class Planner {
   Status UnifyPageSizes(std::vector<LayerSpec>& layers);
   Status GroupPartition(std::vector<LayerSpec> layers, int partition,
                         std::vector<PlannedGroup>& out);
+  Status AddGroup(const std::vector<const LayerSpec*>& members, int partition, bool uniform_type,
+                  std::vector<PlannedGroup>& out) const;
+  Status GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
+                          std::vector<PlannedGroup>& out);
   Status ComputeGeometries(std::vector<PlannedGroup>& groups);
   Status TryPromotion(Plan& plan, const std::vector<LayerSpec>& replicated);
   Result<int64_t> CheckedMemory(int64_t bytes_per_block) const;
@@ -195,6 +200,10 @@ class Planner {
   const PlanInputs& inputs_;
   std::vector<Diagnostic> diagnostics_;
   std::unordered_map<std::string, int> stage_of_;  // layer name -> pipeline stage
+  // Layer tuples (GroupLayerTuples): the tuples one block spans and the full group's page sizes,
+  // ascending, whose sum is one tuple; 0 and empty without layer tuples.
+  int64_t tuple_count_ = 0;
+  std::vector<int64_t> tuple_pages_;
 };
 
 // Hybrid attention + recurrent block alignment (research §3.7, vLLM's platform
@@ -470,31 +479,41 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
   return Status::Ok();
 }
 
+Status Planner::AddGroup(const std::vector<const LayerSpec*>& members, int partition,
+                         bool uniform_type, std::vector<PlannedGroup>& out) const {
+  PlannedGroup g;
+  g.id = GroupId(static_cast<int32_t>(out.size()));
+  g.partition = partition;
+  g.spec = *members.front();
+  g.role = g.spec.role;
+  g.uniform_type = uniform_type;
+  for (const LayerSpec* m : members) {
+    g.layers.push_back(m->name);
+    g.layer_specs.push_back(*m);
+    KVTOPO_ASSIGN_OR_RETURN(int64_t natural, RealPageSizeBytes(*m));
+    g.layer_natural_page_bytes.push_back(natural);
+    if (!m->attention_backend.empty() &&
+        std::find(g.backends.begin(), g.backends.end(), m->attention_backend) == g.backends.end()) {
+      g.backends.push_back(m->attention_backend);
+    }
+    KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(*m));
+    g.layer_page_bytes.push_back(page);
+  }
+  out.push_back(std::move(g));
+  return Status::Ok();
+}
+
 Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
                                std::vector<PlannedGroup>& out) {
   if (layers.empty()) return Status::Ok();
   auto make_group = [&](std::vector<const LayerSpec*> members, bool uniform_type) -> Status {
-    PlannedGroup g;
-    g.id = GroupId(static_cast<int32_t>(out.size()));
-    g.partition = partition;
-    g.spec = *members.front();
-    g.role = g.spec.role;
-    g.uniform_type = uniform_type;
-    for (const LayerSpec* m : members) {
-      g.layers.push_back(m->name);
-      g.layer_specs.push_back(*m);
-      KVTOPO_ASSIGN_OR_RETURN(int64_t natural, RealPageSizeBytes(*m));
-      g.layer_natural_page_bytes.push_back(natural);
-      if (!m->attention_backend.empty() && std::find(g.backends.begin(), g.backends.end(),
-                                                     m->attention_backend) == g.backends.end()) {
-        g.backends.push_back(m->attention_backend);
-      }
-      KVTOPO_ASSIGN_OR_RETURN(int64_t page, PageSizeBytes(*m));
-      g.layer_page_bytes.push_back(page);
-    }
-    out.push_back(std::move(g));
-    return Status::Ok();
+    return AddGroup(members, partition, uniform_type, out);
   };
+  if (std::any_of(layers.begin(), layers.end(),
+                  [](const LayerSpec& s) { return s.layer_tuples; }) &&
+      !IsUniformType(layers)) {
+    return GroupLayerTuples(layers, partition, out);
+  }
 
   std::vector<const LayerSpec*> all;
   for (const LayerSpec& s : layers) all.push_back(&s);
@@ -535,6 +554,153 @@ Status Planner::GroupPartition(std::vector<LayerSpec> layers, int partition,
       KVTOPO_RETURN_IF_ERROR(make_group(std::move(members), false));
     }
   }
+  return Status::Ok();
+}
+
+namespace {
+
+// The engine's _approximate_gcd: the d in [lower_bound, max(values)] that pads the values least
+// when each rounds up to a multiple of d, the larger on a tie.
+int64_t ApproximateGcd(const std::vector<int64_t>& values, int64_t lower_bound) {
+  const int64_t most = *std::max_element(values.begin(), values.end());
+  int64_t best = std::max<int64_t>(1, lower_bound);
+  if (best > most) return best;
+  int64_t best_pad = -1;
+  for (int64_t d = best; d <= most; ++d) {
+    int64_t pad = 0;
+    for (const int64_t x : values) pad += (d - x % d) % d;
+    if (best_pad < 0 || pad <= best_pad) {
+      best_pad = pad;
+      best = d;
+    }
+  }
+  return best;
+}
+
+// The most layers of one page size in `members` (UniformTypeKVCacheSpecs.get_num_layer_tuples).
+Result<int64_t> LayerTuplesOf(const std::vector<const LayerSpec*>& members) {
+  std::map<int64_t, int64_t> count;
+  int64_t most = 0;
+  for (const LayerSpec* m : members) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t page, PageSizeBytes(*m));
+    most = std::max(most, ++count[page]);
+  }
+  return most;
+}
+
+}  // namespace
+
+// DeepSeek-V4's grouping (the engine's group_and_unify_kv_cache_specs and
+// _get_kv_cache_groups_uniform_groups in vllm/v1/core/kv_cache_utils.py at 28be48fa9): the full
+// MLA layers form one uniform-type group; the sliding-window MLA layers are bucketed by (block,
+// window) in first-seen order. The tuples per group is the most layers of one page size in it,
+// and the engine picks the count T in [the full group's, the largest] that pads the counts least
+// (_approximate_gcd). Each window bucket's layers are padded to the smallest full-group page at
+// least their own, bucketed by that size (every size holding as many layers), zipped into tuples,
+// and the tuples split into cdiv(n, T) groups, group i taking tuples i, i + k, ...
+Status Planner::GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
+                                 std::vector<PlannedGroup>& out) {
+  if (!specs_.pipeline_partition.empty() && specs_.pipeline_partition.size() > 1) {
+    return InvalidArgument(
+        "layer tuples: kvtopo does not plan layer-tuple groups across pipeline stages");
+  }
+  std::vector<const LayerSpec*> full;
+  std::vector<std::vector<LayerSpec*>> windows;
+  for (LayerSpec& s : layers) {
+    if (!s.layer_tuples || (s.kind != CacheKind::kMla && s.kind != CacheKind::kSlidingWindowMla)) {
+      return InvalidArgument(fmt::format(
+          "layer tuples: layer '{}' ({}) is not an MLA or sliding-window MLA layer of a "
+          "layer-tuple model; every layer of such a model groups in layer tuples",
+          s.name, CacheKindName(s.kind)));
+    }
+    if (s.kind == CacheKind::kMla) {
+      if (!full.empty() && s.block_size != full.front()->block_size) {
+        return InvalidArgument(fmt::format(
+            "layer tuples: full MLA layer '{}' has block {} and '{}' block {}; the full group "
+            "takes one block size",
+            s.name, s.block_size, full.front()->name, full.front()->block_size));
+      }
+      full.push_back(&s);
+      continue;
+    }
+    auto it = std::find_if(windows.begin(), windows.end(), [&](const auto& w) {
+      return w.front()->block_size == s.block_size && w.front()->sliding_window == s.sliding_window;
+    });
+    if (it == windows.end()) {
+      windows.push_back({&s});
+    } else {
+      it->push_back(&s);
+    }
+  }
+  if (full.empty()) {
+    return InvalidArgument("layer tuples: no full MLA layer; the first group holds them");
+  }
+  std::vector<int64_t> full_pages;
+  for (const LayerSpec* f : full) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t page, PageSizeBytes(*f));
+    if (std::find(full_pages.begin(), full_pages.end(), page) == full_pages.end()) {
+      full_pages.push_back(page);
+    }
+  }
+  std::sort(full_pages.begin(), full_pages.end());
+  std::vector<int64_t> counts;
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t full_tuples, LayerTuplesOf(full));
+  counts.push_back(full_tuples);
+  for (const auto& w : windows) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t n,
+                            LayerTuplesOf(std::vector<const LayerSpec*>(w.begin(), w.end())));
+    counts.push_back(n);
+  }
+  const int64_t tuples = ApproximateGcd(counts, full_tuples);
+  KVTOPO_RETURN_IF_ERROR(AddGroup(full, partition, /*uniform_type=*/true, out));
+  int64_t most = full_tuples;
+  for (const auto& w : windows) {
+    // Pad each layer to the nearest full page at least its own; bucket by it.
+    std::vector<std::pair<int64_t, std::vector<const LayerSpec*>>> by_size;
+    for (LayerSpec* s : w) {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t page, PageSizeBytes(*s));
+      const auto fit = std::lower_bound(full_pages.begin(), full_pages.end(), page);
+      if (fit == full_pages.end()) {
+        diagnostics_.push_back(Error(
+            "layer-tuples",
+            fmt::format("sliding-window layer '{}' has a {} B page, larger than every page of the "
+                        "full group (the largest {} B, at block {}): the engine's grouping asserts "
+                        "it fits one of them as the model's KV cache is laid out; change "
+                        "--block-size",
+                        s->name, page, full_pages.back(), full.front()->block_size)));
+        return Rejected("layer tuples: a sliding-window page larger than the full group's");
+      }
+      if (*fit > page) s->page_size_padded = *fit;
+      auto size = std::find_if(by_size.begin(), by_size.end(),
+                               [&](const auto& b) { return b.first == *fit; });
+      if (size == by_size.end()) {
+        by_size.push_back({*fit, {s}});
+      } else {
+        size->second.push_back(s);
+      }
+    }
+    const size_t n = by_size.front().second.size();
+    if (std::any_of(by_size.begin(), by_size.end(),
+                    [&](const auto& b) { return b.second.size() != n; })) {
+      return InvalidArgument(fmt::format(
+          "layer tuples: the sliding-window layers of block {} and window {} hold different "
+          "numbers of layers per page size; the engine asserts each size holds as many",
+          w.front()->block_size, w.front()->sliding_window));
+    }
+    const size_t k = (n + static_cast<size_t>(tuples) - 1) / static_cast<size_t>(tuples);
+    for (size_t i = 0; i < k; ++i) {
+      std::vector<const LayerSpec*> members;
+      int64_t group_tuples = 0;
+      for (size_t t = i; t < n; t += k) {
+        ++group_tuples;
+        for (const auto& b : by_size) members.push_back(b.second[t]);
+      }
+      most = std::max(most, group_tuples);
+      KVTOPO_RETURN_IF_ERROR(AddGroup(members, partition, /*uniform_type=*/true, out));
+    }
+  }
+  tuple_count_ = most;
+  tuple_pages_ = full_pages;
   return Status::Ok();
 }
 
@@ -602,6 +768,15 @@ Result<int64_t> Planner::BlocksPerRequest(const std::vector<PlannedGroup>& group
 // (-1: the largest over all).
 Result<int64_t> Planner::BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition,
                                        int stage) const {
+  // Layer tuples: the tuples times the full group's page sizes (_get_kv_cache_config_deepseek_v4).
+  if (tuple_count_ > 0) {
+    int64_t tuple_bytes = 0;
+    for (const int64_t page : tuple_pages_) {
+      KVTOPO_ASSIGN_OR_RETURN(tuple_bytes,
+                              internal::CheckedAdd(tuple_bytes, page, "layer tuple bytes"));
+    }
+    return internal::CheckedMul(tuple_bytes, tuple_count_, "bytes per block");
+  }
   int64_t bytes_per_block = 0;
   const int stages =
       specs_.pipeline_partition.empty() ? 1 : static_cast<int>(specs_.pipeline_partition.size());
@@ -851,11 +1026,22 @@ Status Planner::Finalize(Plan& plan) {
     }
     plan.pipeline_stages.push_back(stage);
   }
+  plan.pool.layer_tuples = tuple_count_;
+  plan.pool.tuple_page_bytes = tuple_pages_;
   for (const PlannedGroup& g : plan.groups) {
     PoolGroupRegion region{.group = g.id};
+    std::map<int64_t, int64_t> place;  // layer tuples: the group's layers of each page size
     for (size_t i = 0; i < g.layers.size(); ++i) {
       if (StageOf(g.layers[i]) != pool_stage) continue;
-      region.offsets_bytes.push_back(region.bytes_used);
+      if (tuple_count_ > 0) {
+        // The slot of the layer's page size in the tuple of its place among its size.
+        const int64_t page = g.layer_page_bytes[i];
+        int64_t offset = 0;
+        for (const int64_t p : tuple_pages_) offset += p < page ? p : 0;
+        region.offsets_bytes.push_back(place[page]++ * (bytes_per_block / tuple_count_) + offset);
+      } else {
+        region.offsets_bytes.push_back(region.bytes_used);
+      }
       region.bytes_used += g.layer_page_bytes[i];
     }
     plan.pool.regions.push_back(std::move(region));
@@ -864,6 +1050,28 @@ Status Planner::Finalize(Plan& plan) {
                           BlocksPerRequest(plan.groups, specs_.max_model_len));
   plan.capacity =
       CapacityOf(memory, plan.pool.num_blocks, blocks_per_request, specs_.max_model_len);
+  if (tuple_count_ > 0) {
+    // The engine's log (get_max_concurrency_for_kv_cache_config) divides each group's pages
+    // times its layers' page sum by the first group's page sum, not by the pool's block.
+    int64_t bytes = 0, first = 0;
+    for (const PlannedGroup& g : plan.groups) {
+      int64_t sum = 0;
+      for (const int64_t page : g.layer_page_bytes) {
+        KVTOPO_ASSIGN_OR_RETURN(sum, internal::CheckedAdd(sum, page, "a group's pages"));
+      }
+      if (first == 0) first = sum;
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t group_bytes,
+                              internal::CheckedMul(g.geometry.PagesForLength(specs_.max_model_len),
+                                                   sum, "memory per request"));
+      KVTOPO_ASSIGN_OR_RETURN(bytes,
+                              internal::CheckedAdd(bytes, group_bytes, "memory per request"));
+    }
+    const int64_t pages = (bytes + first - 1) / first;
+    plan.capacity.max_concurrency =
+        pages > 0 ? static_cast<double>(plan.pool.num_blocks) / static_cast<double>(pages) : 0.0;
+    plan.capacity.max_tokens = static_cast<int64_t>(plan.capacity.max_concurrency *
+                                                    static_cast<double>(specs_.max_model_len));
+  }
 
   // One pool per partition: no padding across partitions; memory split so that every pool runs
   // out together.

@@ -151,6 +151,23 @@ Result<int64_t> RealPageSizeBytes(const LayerSpec& s) {
     return StateBytes(s.state);
   }
   const auto what = fmt::format("page size of layer '{}'", s.name);
+  if (s.compress_ratio < 1 || (s.block_size > 0 && s.block_size % s.compress_ratio != 0)) {
+    return InvalidArgument(
+        fmt::format("layer '{}': block size {} must be a multiple of its compress ratio {}", s.name,
+                    s.block_size, s.compress_ratio));
+  }
+  const int64_t rows = s.block_size / s.compress_ratio;
+  if (s.row_bytes < 0) {
+    return InvalidArgument(
+        fmt::format("layer '{}': row bytes must not be negative, got {}", s.name, s.row_bytes));
+  }
+  if (s.row_bytes > 0) {
+    if (s.block_size <= 0) {
+      return InvalidArgument(
+          fmt::format("layer '{}': block size must be positive, got {}", s.name, s.block_size));
+    }
+    return CheckedMul(s.row_bytes, rows, what);
+  }
   KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, RowBytesPerToken(s));
   if (s.page_tail_bytes_per_token < 0 || (s.page_tail_bytes_per_token > 0 && !IsMla(s.kind))) {
     return InvalidArgument(fmt::format(
@@ -159,7 +176,7 @@ Result<int64_t> RealPageSizeBytes(const LayerSpec& s) {
   }
   KVTOPO_ASSIGN_OR_RETURN(per_token,
                           internal::CheckedAdd(per_token, s.page_tail_bytes_per_token, what));
-  return CheckedMul(per_token, s.block_size, what);
+  return CheckedMul(per_token, rows, what);
 }
 
 Result<int64_t> PageSizeBytes(const LayerSpec& s) {
@@ -173,6 +190,14 @@ Result<int64_t> PageSizeBytes(const LayerSpec& s) {
           internal::CheckedProduct({2, s.block_size, s.num_kv_heads, 4}, "per-token-head scales"));
       KVTOPO_ASSIGN_OR_RETURN(page, internal::CheckedAdd(page, scales, "page size"));
     }
+  }
+  if (s.page_alignment < 0) {
+    return InvalidArgument(fmt::format("layer '{}': page alignment must not be negative, got {}",
+                                       s.name, s.page_alignment));
+  }
+  if (s.page_alignment > 0 && page % s.page_alignment != 0) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        page, CheckedMul(page / s.page_alignment + 1, s.page_alignment, "aligned page size"));
   }
   if (s.page_size_padded != 0) {
     if (s.page_size_padded < page) {
@@ -189,6 +214,9 @@ Result<int64_t> AttentionBytesPerToken(const LayerSpec& s) {
   LayerSpec one = s;
   one.block_size = 1;
   one.page_size_padded = 0;
+  // One stored row, before compression and page alignment.
+  one.compress_ratio = 1;
+  one.page_alignment = 0;
   return PageSizeBytes(one);
 }
 

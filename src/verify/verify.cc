@@ -510,6 +510,15 @@ Result<VerifyReport> VerifyWithFaults(const Plan& plan, const VerifyOptions& opt
     return Rejected("the launch is rejected: " + plan.model.model_name + plan.ErrorLines());
   }
   for (const PlannedGroup& g : plan.groups) {
+    for (const LayerSpec& s : g.layer_specs) {
+      if (s.compress_ratio > 1) {
+        // Its rows each hold several positions (DeepSeek-V4's compressed caches).
+        return Rejected(fmt::format(
+            "{}: cache group {} holds layer '{}', compressed {} times, which kvtopo verify does "
+            "not attend: it writes and reads one row per position",
+            plan.model.model_name, g.id.value(), s.name, s.compress_ratio));
+      }
+    }
     if (g.geometry.cross_attention()) {
       // Its rows hold the encoder's tokens, not the decoder positions verify writes and attends.
       return Rejected(fmt::format(

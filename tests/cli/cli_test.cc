@@ -652,6 +652,20 @@ TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
   EXPECT_EQ(RunCli("slots --group 0 --seq-len 20 --block-ids 5").exit_code, 2);  // recurrent
   EXPECT_EQ(RunCli("slots --group 17 --seq-len 20 --block-ids 5").exit_code, 2);
   EXPECT_EQ(RunCli("slots --group 12 --seq-len 20000 --block-ids 5").exit_code, 2);  // 2 ids
+  // DeepSeek-V4's compressed group holds several positions a row: refused (exit 1); its sliding
+  // windows map a slot per position.
+  const std::string v4 = std::string(KVTOPO_SOURCE_DIR) +
+                         "/fuzz/corpus/config_plan/deepseek-v4-flash-shaped.json -tp 2 "
+                         "--kv-cache-dtype fp8 --max-model-len 30000 --seq-len 4 --block-ids 3";
+  r = RunCli("slots " + v4, /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "kvtopo: group 0 holds layer 'model.layers.2.attn.indexer.k_cache', compressed 4 "
+            "times (a row per 4 positions): kvtopo slots maps each position to a slot of its "
+            "own; choose a group of uncompressed layers with --group\n");
+  r = RunCli("slots " + v4 + " --group 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["slot_mapping"][0], nlohmann::json({192, 193, 194, 195}));
 }
 
 }  // namespace

@@ -1150,15 +1150,6 @@ TEST(HybridWrappers, KeepTheLayersButNotTheEngineHooks) {
             "lightning-attention layers stop at startup without a mamba block size "
             "(minimax_vl_01.py, mamba/abstract.py); with --mamba-block-size their pages would "
             "still not be padded to the attention page");
-  // DeepSeek-V4's cache is not modelled: refused, naming it.
-  EXPECT_EQ(ConfigError({{"architectures", {"DeepseekV4ForCausalLM"}}}, Launch(1, 20 * kGiB)),
-            "config.json 'config.json': DeepseekV4ForCausalLM is not planned: kvtopo does not "
-            "model its KV cache (MLA pages of 584-byte fp8 rows compressed 4 or 128 times per "
-            "layer as compress_ratios says, a sliding-window cache on every layer, indexer and "
-            "compressor-state caches with block sizes of their own, and a pool laid out in layer "
-            "tuples); the engine builds it only with an fp8 --kv-cache-dtype, which it stores as "
-            "fp8_ds_mla (any other value fails its assertion 'DeepseekV4 only supports fp8 "
-            "kv-cache format for now')");
 }
 
 }  // namespace kvtopo

@@ -563,6 +563,20 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--max-num-partial-prefills 2: "):
             kvtopo.plan("gpt-oss-120b", max_num_partial_prefills=2)
 
+    def test_deepseek_v4_layer_tuples(self):
+        # DeepSeek-V4-Flash's caches in layer tuples: 22 tuples of 1,728 + 8,640 + 37,440 B.
+        flash = os.path.join(REPO, "fuzz", "corpus", "config_plan",
+                             "deepseek-v4-flash-shaped.json")
+        plan = kvtopo.plan(flash, tensor_parallel_size=2, kv_cache_dtype="fp8",
+                           max_model_len=30000, kv_cache_memory="10GiB")
+        self.assertEqual(plan.capacity.max_tokens, 50743)
+        pool = json.loads(plan.to_json())["pool"]
+        self.assertEqual((pool["layer_tuples"], pool["tuple_page_size_bytes"],
+                          pool["bytes_per_block"]), (22, [1728, 8640, 37440], 1051776))
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"error \[kv-cache-dtype-required\] .* caches in fp8 only"):
+            kvtopo.plan(flash, tensor_parallel_size=2, max_model_len=30000)
+
     def test_device_capability(self):
         # The GPU's compute capability: a backend nobody names is the engine's pick there.
         picks = {}

@@ -1,0 +1,197 @@
+// DeepSeek-V4 (DeepseekV4ForCausalLM): the caches its model code builds, planned in layer tuples
+// as the engine plans them (the fork at 28be48fa9), over a config shaped as DeepSeek-V4-Flash's
+// (fuzz/corpus/config_plan/deepseek-v4-flash-shaped.json).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kvtopo/launch.h"
+#include "kvtopo/plan.h"
+#include "kvtopo/simulate.h"
+#include "kvtopo/verify.h"
+#include "model/test_configs.h"
+
+namespace kvtopo {
+namespace {
+
+using testing_configs::CorpusConfig;
+using testing_configs::DiagnosticMessage;
+using testing_configs::PlanWith;
+
+LaunchConfig Flash(int64_t max_len, int64_t memory) {
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 2;
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  c.cache.max_model_len = max_len;
+  c.cache.max_num_batched_tokens = 8192;
+  c.cache.async_scheduling = true;
+  c.kv_cache_memory_bytes = memory;
+  return c;
+}
+
+TEST(DeepseekV4, FlashPlansInLayerTuples) {
+  Result<Plan> plan =
+      PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), Flash(30000, int64_t{10} << 30));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.attention_backend, "V4_FLASHMLA_SPARSE");
+  EXPECT_EQ(plan->model.quantization, "deepseek_v4_fp8");
+  std::vector<std::string> groups;
+  for (const PlannedGroup& g : plan->groups) {
+    groups.push_back(fmt::format("{} {} x{} {}", SpecKindName(g.spec), g.spec.block_size,
+                                 g.layers.size(), fmt::join(g.backends, "+")));
+  }
+  EXPECT_EQ(groups, (std::vector<std::string>{"mla 256 x62 DEEPSEEK_V4_INDEXER+V4_FLASHMLA_SPARSE",
+                                              "sliding_window_mla 64 x22 DEEPSEEK_SPARSE_SWA",
+                                              "sliding_window_mla 64 x21 DEEPSEEK_SPARSE_SWA",
+                                              "sliding_window_mla 4 x42 CompressorBackend",
+                                              "sliding_window_mla 8 x20 CompressorBackend"}));
+  EXPECT_EQ(plan->groups[0].layer_specs[1].name, "model.layers.2.attn");
+  EXPECT_EQ(plan->groups[0].layer_specs[1].cache_dtype, KvCacheDtype::kFp8DsMla);
+  EXPECT_EQ(plan->groups[0].geometry.kernel_block_size(), 256);
+  EXPECT_EQ(plan->pool.bytes_per_block, 1051776);
+  EXPECT_EQ(plan->pool.num_blocks, 10208);
+  // The engine's own code on these caches: 50,743 tokens, 1.69x at 30,000 tokens.
+  EXPECT_EQ(plan->capacity.max_tokens, 50743);
+  EXPECT_EQ(plan->hash_block_size, 4);
+  EXPECT_TRUE(plan->cache.enable_prefix_caching.value_or(false));
+}
+
+// vllm-project/vllm#44376: at 30,000 tokens it needs 6.66 GiB (7,152,076,800 B), and the
+// 5.44 GiB its GPUs held fit 13,528 tokens.
+TEST(DeepseekV4, FlashMemoryCheck) {
+  Result<Plan> plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), Flash(30000, 5841563904));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->max_model_len_that_fits, 13528);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-memory"),
+            "one request of --max-model-len 30000 needs 7152076800 B of KV cache per rank, more "
+            "than the 5841563904 B the pool holds; the largest --max-model-len that fits is "
+            "13528; raise --kv-cache-memory or lower --max-model-len");
+}
+
+TEST(DeepseekV4, MtpLayersKeepASlidingWindow) {
+  LaunchConfig c = Flash(131072, int64_t{40} << 30);
+  c.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 2};
+  Result<Plan> plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.num_speculative_tokens, 2);
+  const PlannedGroup& g = plan->groups[2];
+  ASSERT_EQ(g.layers.size(), 22u);
+  EXPECT_EQ(g.layers.back(), "model.layers.43.attn.swa_cache");
+  EXPECT_EQ(g.layer_specs.back().role, Role::kDraft);
+  EXPECT_EQ(plan->capacity.max_tokens, 831235);
+  // Without MTP, at the same length: 832,528.
+  c.speculative.reset();
+  plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 832528);
+}
+
+// The runtime runs the layer-tuple groups as any other (each group's block size and window);
+// verify, which writes one row per position, refuses the compressed caches.
+TEST(DeepseekV4, SimulateRunsAndVerifyRefuses) {
+  Result<Plan> plan =
+      PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), Flash(30000, int64_t{10} << 30));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  Workload workload;
+  for (int i = 0; i < 4; ++i) {
+    workload.requests.push_back({.prompt_len = 3000,
+                                 .shared_prefix_id = 0,
+                                 .shared_prefix_len = 2048,
+                                 .decode_steps = 300});
+  }
+  SimulateOptions options;
+  options.enable_prefix_caching = plan->prefix_caching();
+  Result<SimulateReport> report = Simulate(*plan, workload, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->requests_finished, 4);
+  EXPECT_EQ(report->invariant_violations, 0);
+  ASSERT_EQ(report->groups.size(), 5u);
+  // Four 3,300-token requests: cdiv(3300, 256) = 13 full pages each, the 2,048-token prefix's 8
+  // shared: 8 + 4 x 5.
+  EXPECT_EQ(report->groups[0].peak_pages, 28);
+  std::unique_ptr<VerifyTransport> transport = InProcessTransport();
+  Result<VerifyReport> verify = Verify(*plan, VerifyOptions{}, *transport);
+  EXPECT_EQ(verify.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(verify.status().message(),
+            "config.json: cache group 0 holds layer 'model.layers.2.attn.indexer.k_cache', "
+            "compressed 4 times, which kvtopo verify does not attend: it writes and reads one "
+            "row per position");
+}
+
+TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
+  const nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  LaunchConfig c = Flash(30000, int64_t{10} << 30);
+  c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
+  Result<Plan> plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kv-cache-dtype-required] 'config.json' (DeepseekV4ForCausalLM) caches in "
+            "fp8 only: the engine asserts it as it builds the model ('DeepseekV4 only supports "
+            "fp8 kv-cache format for now, got auto') and stores fp8_ds_mla; pass "
+            "--kv-cache-dtype fp8");
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  c.cache.block_size = 128;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kernel-block-size] --block-size 128 is not a multiple of 256, the only "
+            "kernel block the MLA and indexer backends of 'config.json' (DeepseekV4ForCausalLM) "
+            "run (V4_FLASHMLA_SPARSE, DEEPSEEK_V4_INDEXER: get_supported_kernel_block_sizes); "
+            "pass --block-size 256 (kvtopo plans 256 for the other checks)");
+  c.cache.block_size = 512;  // the sliding and state pages pad to 74,880 B
+  c.kv_cache_memory_bytes = int64_t{20} << 30;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->groups[1].layer_page_bytes[0], 74880);
+  // 22 tuples of 2,880 + 17,280 + 74,880 B; the engine's code: 10,270 blocks, 51,264 tokens.
+  EXPECT_EQ(plan->pool.bytes_per_block, 2090880);
+  EXPECT_EQ(plan->pool.num_blocks, 10270);
+  EXPECT_EQ(plan->capacity.max_tokens, 51264);
+  c.cache.block_size = 0;
+  c.parallel.prefill_context_parallel_size = 2;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "prefill-context-parallel-groups"),
+            "'config.json' (DeepseekV4ForCausalLM) keeps caches of several block sizes (its MLA "
+            "caches' 256 tokens, its sliding windows' 64, its compressor states' 4 and 8), which "
+            "the engine does not size under --prefill-context-parallel-size 2: it raises as the "
+            "KV cache is set up ('Hybrid KV cache groups with multiple block sizes do not support "
+            "context parallelism (dcp_world_size/pcp_world_size > 1).'); set "
+            "--prefill-context-parallel-size 1");
+  c.parallel.prefill_context_parallel_size = 1;
+  c.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 2};
+  c.cache.attention_backend = "FLASHMLA_SPARSE";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
+            "with speculative method 'ngram' (only its MTP layers): drop it");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-built-by-model"),
+            "--attention-backend FLASHMLA_SPARSE does not reach the caches of 'config.json' "
+            "(DeepseekV4ForCausalLM): the model's code builds them on backends of its own "
+            "(V4_FLASHMLA_SPARSE, DEEPSEEK_SPARSE_SWA, DEEPSEEK_V4_INDEXER, CompressorBackend), "
+            "without the engine's selection");
+}
+
+TEST(DeepseekV4, ConfigErrors) {
+  nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  flash["compress_ratios"][5] = 16;
+  EXPECT_EQ(PlanWith(flash, Flash(30000, int64_t{10} << 30)).status().message(),
+            "config.json 'config.json': field 'compress_ratios' holds 16 at layer 5: the engine's "
+            "compressors assert a ratio of 4 or 128 (0 and 1 keep the sliding window alone) as it "
+            "builds the model");
+  flash["compress_ratios"] = {0, 4};
+  EXPECT_EQ(PlanWith(flash, Flash(30000, int64_t{10} << 30)).status().message(),
+            "config.json 'config.json': field 'compress_ratios' holds 2 entries for "
+            "num_hidden_layers 43: the engine reads one per hidden layer (an IndexError as it "
+            "builds the model)");
+}
+
+}  // namespace
+}  // namespace kvtopo
