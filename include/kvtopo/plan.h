@@ -67,7 +67,7 @@ struct PoolGroupRegion {
 struct PoolLayout {
   int64_t num_blocks = 0;  // including the null block: memory // bytes_per_block
   // The largest group's sum of page sizes (the pool stride); with pipeline stages, the largest
-  // over stages of a group's pages on one stage.
+  // over stages of a group's pages on one stage; with layer tuples, the tuples times one tuple.
   int64_t bytes_per_block = 0;
   std::vector<PoolGroupRegion> regions;  // one per group, in group order
   // Layer tuples (LayerSpec::layer_tuples, DeepSeek-V4): a block spans `layer_tuples` tuples of

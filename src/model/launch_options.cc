@@ -2031,35 +2031,29 @@ void ApplyDeviceNameCapability(const LaunchOptions& o, LaunchConfig& c,
   if (!o.device_name) return;
   const std::optional<DeviceCapability> named = GpuNameCapability(*o.device_name);
   std::optional<DeviceCapability>& stated = c.cache.device_capability;
+  const auto note = [&](Severity severity, const char* code, std::string message) {
+    diagnostics.push_back(Diagnostic{severity, code, std::move(message)});
+  };
   if (named && !stated) {
     stated = named;
     c.cache.device_capability_from = fmt::format("--device-name '{}'", *o.device_name);
-    diagnostics.push_back(Diagnostic{
-        .severity = Severity::kInfo,
-        .code = "device-capability-from-name",
-        .message = fmt::format(
-            "--device-name '{}' is a GPU of compute capability {} (NVIDIA's table of CUDA "
-            "GPUs): kvtopo plans what the engine decides by the GPU as --device-capability {} "
-            "does",
-            *o.device_name, DeviceCapabilityName(*named), DeviceCapabilityName(*named))});
+    note(Severity::kInfo, "device-capability-from-name",
+         fmt::format("--device-name '{}' is a GPU of compute capability {} (NVIDIA's table of "
+                     "CUDA GPUs): kvtopo plans what the engine decides by the GPU as "
+                     "--device-capability {} does",
+                     *o.device_name, DeviceCapabilityName(*named), DeviceCapabilityName(*named)));
   } else if (named && *named != *stated) {
-    diagnostics.push_back(Diagnostic{
-        .severity = Severity::kWarning,
-        .code = "device-capability-name",
-        .message = fmt::format(
-            "--device-capability {} is not the compute capability of --device-name '{}' ({} in "
-            "NVIDIA's table of CUDA GPUs): kvtopo plans for {}, as stated; the engine reads the "
-            "GPU it runs on",
-            DeviceCapabilityName(*stated), *o.device_name, DeviceCapabilityName(*named),
-            DeviceCapabilityName(*stated))});
+    note(Severity::kWarning, "device-capability-name",
+         fmt::format("--device-capability {} is not the compute capability of --device-name '{}' "
+                     "({} in NVIDIA's table of CUDA GPUs): kvtopo plans for {}, as stated; the "
+                     "engine reads the GPU it runs on",
+                     DeviceCapabilityName(*stated), *o.device_name, DeviceCapabilityName(*named),
+                     DeviceCapabilityName(*stated)));
   } else if (!named && !stated) {
-    diagnostics.push_back(
-        Diagnostic{.severity = Severity::kInfo,
-                   .code = "device-name-unknown",
-                   .message = fmt::format(
-                       "kvtopo does not know the compute capability of --device-name '{}': pass "
-                       "--device-capability MAJOR.MINOR to plan what the engine decides by the GPU",
-                       *o.device_name)});
+    note(Severity::kInfo, "device-name-unknown",
+         fmt::format("kvtopo does not know the compute capability of --device-name '{}': pass "
+                     "--device-capability MAJOR.MINOR to plan what the engine decides by the GPU",
+                     *o.device_name));
   }
 }
 

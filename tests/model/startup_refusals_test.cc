@@ -1329,20 +1329,23 @@ TEST(StartupRefusals, CrossAttentionBackend) {
   c.cache.attention_backend.clear();
 
   // Unnamed, the cross-attention layers select on their own: on 10.x the engine's first pick,
-  // FLASHINFER, does not run them, so they run the next of its order that does.
-  const auto backends = [](const Plan& plan) {
+  // FLASHINFER, does not run them, so they run the next of its order that does. Each group's
+  // backends, then the errors.
+  const auto backends = [&](const LaunchConfig& launch) {
+    const Result<Plan> plan = testing_configs::PlanWith(whisper, launch);
     std::vector<std::string> out;
-    for (const PlannedGroup& g : plan.groups) {
+    if (!plan.ok()) return std::vector<std::string>{plan.status().ToString()};
+    for (const PlannedGroup& g : plan->groups) {
       out.push_back(fmt::format("{} {}", SpecKindName(g.spec), fmt::join(g.backends, ",")));
     }
+    out.push_back(plan->ErrorLines());
     return out;
   };
+  using Groups = std::vector<std::string>;
   c.cache.device_capability = DeviceCapability{10, 0};
+  EXPECT_EQ(backends(c), (Groups{"full_attention FLASHINFER", "cross_attention FLASH_ATTN", ""}));
   Result<Plan> plan = testing_configs::PlanWith(whisper, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(), "");
-  EXPECT_EQ(backends(*plan),
-            (std::vector<std::string>{"full_attention FLASHINFER", "cross_attention FLASH_ATTN"}));
   EXPECT_EQ(plan->capacity.max_tokens, 10873);
   EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-cross-attention-pick"),
             "the 32 cross-attention layers of 'config.json' run on FLASH_ATTN, the engine's pick "
@@ -1351,25 +1354,16 @@ TEST(StartupRefusals, CrossAttentionBackend) {
             "cross-attention");
   // An fp8 cache: FlashAttention takes it only as version 3 on 9.x; Triton attention runs them.
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
-  plan = testing_configs::PlanWith(whisper, c);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(), "");
-  EXPECT_EQ(backends(*plan),
-            (std::vector<std::string>{"full_attention FLASHINFER", "cross_attention TRITON_ATTN"}));
+  EXPECT_EQ(backends(c), (Groups{"full_attention FLASHINFER", "cross_attention TRITON_ATTN", ""}));
   // On 7.5 no FlashAttention runs: Triton attention again.
   c.cache.kv_cache_dtype = KvCacheDtype::kAuto;
   c.cache.device_capability = DeviceCapability{7, 5};
-  plan = testing_configs::PlanWith(whisper, c);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(), "");
-  EXPECT_EQ(backends(*plan),
-            (std::vector<std::string>{"full_attention FLASHINFER", "cross_attention TRITON_ATTN"}));
+  EXPECT_EQ(backends(c), (Groups{"full_attention FLASHINFER", "cross_attention TRITON_ATTN", ""}));
   // On 9.x FLASH_ATTN is the first pick and runs both.
   c.cache.device_capability = DeviceCapability{9, 0};
+  EXPECT_EQ(backends(c), (Groups{"full_attention FLASH_ATTN", "cross_attention FLASH_ATTN", ""}));
   plan = testing_configs::PlanWith(whisper, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(backends(*plan),
-            (std::vector<std::string>{"full_attention FLASH_ATTN", "cross_attention FLASH_ATTN"}));
   EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "backend-cross-attention-pick"), "");
   // No backend that runs cross-attention takes an nvfp4 cache: the selection for the
   // cross-attention layers raises, whatever the other layers run (FLASHINFER).
