@@ -2666,6 +2666,10 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
             role);
     }
   }
+  // The group that holds the last layer is the engine's EAGLE group, whose prefix hits drop
+  // their last block (_annotate_eagle_groups_deepseek_v4: the last MTP layer's); the planner
+  // flags it and the groups of its spec (GroupLayerTuples).
+  if (spec) b.out.layers.back().volatile_last_block = true;
   // Every sliding window keeps S - 1 more tokens when several MTP layers re-prefill them
   // (get_kv_cache_configs).
   if (spec && v4.mtp_layers > 1) {

@@ -699,6 +699,26 @@ Status Planner::GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
       KVTOPO_RETURN_IF_ERROR(AddGroup(members, partition, /*uniform_type=*/true, out));
     }
   }
+  // The engine's EAGLE group (_annotate_eagle_groups_deepseek_v4) is the one holding the last
+  // layer, which the model marks volatile; its coordinator drops the last hit block for every
+  // group of that group's spec, which it manages as one attention type.
+  if (layers.back().volatile_last_block) {
+    const auto holds = [&](const PlannedGroup& g) {
+      return std::find(g.layers.begin(), g.layers.end(), layers.back().name) != g.layers.end();
+    };
+    const auto eagle = std::find_if(out.begin(), out.end(), holds);
+    if (eagle != out.end()) {
+      const LayerSpec first = eagle->spec;
+      for (PlannedGroup& g : out) {
+        if (g.spec.kind != first.kind || g.spec.block_size != first.block_size ||
+            g.spec.sliding_window != first.sliding_window) {
+          continue;
+        }
+        g.spec.volatile_last_block = true;
+        for (LayerSpec& l : g.layer_specs) l.volatile_last_block = true;
+      }
+    }
+  }
   tuple_count_ = most;
   tuple_pages_ = full_pages;
   return Status::Ok();

@@ -84,11 +84,17 @@ TEST(DeepseekV4, MtpLayersKeepASlidingWindow) {
   EXPECT_EQ(g.layers.back(), "model.layers.43.attn.swa_cache");
   EXPECT_EQ(g.layer_specs.back().role, Role::kDraft);
   EXPECT_EQ(plan->capacity.max_tokens, 831235);
+  // The group holding the last MTP layer is the engine's EAGLE group, and its twin (one
+  // attention type to the coordinator) drops the last hit block too.
+  std::vector<bool> eagle;
+  for (const PlannedGroup& group : plan->groups) eagle.push_back(group.spec.volatile_last_block);
+  EXPECT_EQ(eagle, (std::vector<bool>{false, true, true, false, false}));
   // Without MTP, at the same length: 832,528.
   c.speculative.reset();
   plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->capacity.max_tokens, 832528);
+  EXPECT_FALSE(plan->groups[2].spec.volatile_last_block);
 }
 
 // The runtime runs the layer-tuple groups as any other (each group's block size and window);
