@@ -2575,15 +2575,16 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   // The first layer keeps a sliding-window cache, whose backend prefers 256-token blocks
   // (DeepseekSparseSWABackend; update_block_size_for_backend). The MLA and indexer backends run
   // 256-token kernel blocks only.
-  int64_t block = cache.block_size > 0 ? cache.block_size : 256;
-  if (block % 256 != 0) {
+  constexpr int64_t kV4Block = 256;
+  int64_t block = cache.block_size > 0 ? cache.block_size : kV4Block;
+  if (block % kV4Block != 0) {
     b.Error("kernel-block-size",
             fmt::format("--block-size {} is not a multiple of 256, the only kernel block the MLA "
                         "and indexer backends of {} run (V4_FLASHMLA_SPARSE, DEEPSEEK_V4_INDEXER: "
                         "get_supported_kernel_block_sizes); pass --block-size 256 (kvtopo plans "
                         "256 for the other checks)",
                         block, what));
-    block = 256;
+    block = kV4Block;
   }
   // Its groups take blocks of several sizes, which the engine sizes without context parallelism
   // (resolve_kv_cache_block_sizes; under DCP the sliding windows are refused first, by their
@@ -2621,7 +2622,7 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
     }
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
     b.out.num_speculative_tokens = spec->num_speculative_tokens;
-    b.out.num_lookahead_tokens = spec->num_speculative_tokens;
+    b.out.num_lookahead_tokens = LookaheadTokens(*spec);
     b.out.speculative_method = "mtp";
     b.out.draft_name = target.name + " (mtp)";
     b.out.draft_attention_backend = "DEEPSEEK_SPARSE_SWA";
@@ -2680,8 +2681,8 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   // Their kernel blocks (get_supported_kernel_block_sizes): 256 for the MLA and indexer
   // backends (flashmla_sparse.py, indexer.py), multiples of 64 for the sliding window
   // (sparse_swa.py), any for the compressor states (compressor.py).
-  b.out.model_backends = {{"V4_FLASHMLA_SPARSE", {.kernel_block_sizes = {256}}},
-                          {"DEEPSEEK_V4_INDEXER", {.kernel_block_sizes = {256}}},
+  b.out.model_backends = {{"V4_FLASHMLA_SPARSE", {.kernel_block_sizes = {kV4Block}}},
+                          {"DEEPSEEK_V4_INDEXER", {.kernel_block_sizes = {kV4Block}}},
                           {"DEEPSEEK_SPARSE_SWA", {.kernel_block_multiple_of = 64}},
                           {"CompressorBackend", {.kernel_block_multiple_of = 1}}};
   b.out.attention_backend = "V4_FLASHMLA_SPARSE";
@@ -2875,13 +2876,14 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                   : ""));
   }
   if (selected_layers == 0 && built_layers > 0) target_backend_name = built_name;
+  // The dtype the engine's selection sees: layers built without the cache config select with
+  // auto.
+  const KvCacheDtype selection_dtype =
+      SelectionDtype(model, model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype);
   if (target_backend_name.empty()) {
-    // Layers built without the cache config select with auto.
-    const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
     std::vector<std::string> none_took;
-    KVTOPO_ASSIGN_OR_RETURN(
-        target_backend_name,
-        DefaultBackendName(model, config, SelectionDtype(model, asked), &none_took));
+    KVTOPO_ASSIGN_OR_RETURN(target_backend_name,
+                            DefaultBackendName(model, config, selection_dtype, &none_took));
     ReportDevicePick(b, model, "target", target_backend_name, none_took, "--attention-backend");
   }
   KVTOPO_ASSIGN_OR_RETURN(const BackendCaps target_backend,
@@ -2896,8 +2898,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                                              [](const RawLayer& l) { return l.cross_attention; });
   if (cross_layers > 0 && cache.attention_backend.empty() &&
       !target_backend.supports_cross_attention) {
-    const KvCacheDtype asked = model.cache_dtype_auto ? KvCacheDtype::kAuto : cache.kv_cache_dtype;
-    const KvCacheDtype selection_dtype = SelectionDtype(model, asked);
     std::vector<std::string> none_took;
     KVTOPO_ASSIGN_OR_RETURN(const std::string cross_name,
                             DefaultBackendName(model, config, selection_dtype, &none_took,
