@@ -29,6 +29,7 @@ LaunchConfig Launch(int which) {
   if (which == 3) {
     c.parallel = ParallelConfig{.tensor_parallel_size = 2};
     c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+    c.pipeline_parallel_size = 2;
   }
   if (which == 1) {
     c.trust_remote_code = true;

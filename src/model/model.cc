@@ -2602,9 +2602,6 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   const auto not_planned = [&](std::string_view knob) {
     b.Error("not-planned", fmt::format("kvtopo does not plan {} with {}: drop it", what, knob));
   };
-  if (config.pipeline_parallel_size > 1 || config.pp_layer_partition) {
-    not_planned("--pipeline-parallel-size (its layer tuples across pipeline stages)");
-  }
   if (config.disable_hybrid_kv_cache_manager.value_or(false)) {
     not_planned("--disable-hybrid-kv-cache-manager (its caches as one type)");
   }
@@ -2685,6 +2682,9 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                           {"DEEPSEEK_V4_INDEXER", {.kernel_block_sizes = {kV4Block}}},
                           {"DEEPSEEK_SPARSE_SWA", {.kernel_block_multiple_of = 64}},
                           {"CompressorBackend", {.kernel_block_multiple_of = 1}}};
+  // Pipeline stages: the layers of each stage, the MTP layers on the last (whose class the
+  // engine refuses to split).
+  AssignPipelineStages(config, model, spec ? &*spec : nullptr, nullptr, b);
   b.out.attention_backend = "V4_FLASHMLA_SPARSE";
   b.out.enable_prefix_caching = cache.enable_prefix_caching.value_or(true);
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);

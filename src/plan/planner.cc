@@ -192,6 +192,7 @@ class Planner {
                                       int64_t bytes_per_block, int64_t memory) const;
   Status Finalize(Plan& plan);
   void CheckOffloading(const Plan& plan);
+  void CheckStagesHoldLayers(const Plan& plan);
   Result<int64_t> BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition = -1,
                                 int stage = -1) const;
   int StageOf(const std::string& layer) const;  // 0 without pipeline stages
@@ -200,10 +201,21 @@ class Planner {
   const PlanInputs& inputs_;
   std::vector<Diagnostic> diagnostics_;
   std::unordered_map<std::string, int> stage_of_;  // layer name -> pipeline stage
-  // Layer tuples (GroupLayerTuples): the tuples one block spans and the full group's page sizes,
-  // ascending, whose sum is one tuple; 0 and empty without layer tuples.
-  int64_t tuple_count_ = 0;
-  std::vector<int64_t> tuple_pages_;
+  // Layer tuples (GroupLayerTuples), one layout per pipeline stage (one without stages): the full
+  // group's page sizes on the stage, ascending, whose sum is one tuple; the tuples one block spans
+  // there; and the tuples the engine's memory check counts. Empty without layer tuples.
+  struct TupleLayout {
+    std::vector<int64_t> pages;
+    int64_t tuples = 0;
+    int64_t checked_tuples = 0;
+  };
+  Status ProjectLayerTuples(const std::vector<PlannedGroup>& groups,
+                            const std::vector<int64_t>& full_pages);
+  Result<int64_t> TupleStride(const TupleLayout& t, int64_t tuples) const;
+  // The bytes per block the engine's memory check takes: each worker's, the largest (equal to the
+  // pool's stride but where a group has no layer on a stage).
+  Result<int64_t> CheckedBytesPerBlock(const Plan& plan) const;
+  std::vector<TupleLayout> tuple_stages_;
 };
 
 // Hybrid attention + recurrent block alignment (research §3.7, vLLM's platform
@@ -600,10 +612,7 @@ Result<int64_t> LayerTuplesOf(const std::vector<const LayerSpec*>& members) {
 // and the tuples split into cdiv(n, T) groups, group i taking tuples i, i + k, ...
 Status Planner::GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
                                  std::vector<PlannedGroup>& out) {
-  if (!specs_.pipeline_partition.empty() && specs_.pipeline_partition.size() > 1) {
-    return InvalidArgument(
-        "layer tuples: kvtopo does not plan layer-tuple groups across pipeline stages");
-  }
+  const size_t first = out.size();
   std::vector<const LayerSpec*> full;
   std::vector<std::vector<LayerSpec*>> windows;
   for (LayerSpec& s : layers) {
@@ -653,7 +662,6 @@ Status Planner::GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
   }
   const int64_t tuples = ApproximateGcd(counts, full_tuples);
   KVTOPO_RETURN_IF_ERROR(AddGroup(full, partition, /*uniform_type=*/true, out));
-  int64_t most = full_tuples;
   for (const auto& w : windows) {
     // Pad each layer to the nearest full page at least its own; bucket by it.
     std::vector<std::pair<int64_t, std::vector<const LayerSpec*>>> by_size;
@@ -690,12 +698,9 @@ Status Planner::GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
     const size_t k = (n + static_cast<size_t>(tuples) - 1) / static_cast<size_t>(tuples);
     for (size_t i = 0; i < k; ++i) {
       std::vector<const LayerSpec*> members;
-      int64_t group_tuples = 0;
       for (size_t t = i; t < n; t += k) {
-        ++group_tuples;
         for (const auto& b : by_size) members.push_back(b.second[t]);
       }
-      most = std::max(most, group_tuples);
       KVTOPO_RETURN_IF_ERROR(AddGroup(members, partition, /*uniform_type=*/true, out));
     }
   }
@@ -719,9 +724,82 @@ Status Planner::GroupLayerTuples(std::vector<LayerSpec>& layers, int partition,
       }
     }
   }
-  tuple_count_ = most;
-  tuple_pages_ = full_pages;
+  return ProjectLayerTuples(std::vector<PlannedGroup>(out.begin() + first, out.end()), full_pages);
+}
+
+// Each worker sizes its pool from the groups projected onto its stage's layers
+// (_project_kv_cache_groups_to_worker, get_kv_cache_configs), where a group with no layer on the
+// stage keeps the whole model's spec. Its layout (_get_kv_cache_config_deepseek_v4) takes the
+// full group's page sizes on the stage and, as the tuples, the most layers of one page size in
+// any group there; its memory check (_max_memory_usage_bytes_from_groups) counts each group's
+// get_num_layer_tuples, a group absent from the stage counting all of its layers. A layer whose
+// page is none of the stage's full pages gets no tensor of the layout.
+Status Planner::ProjectLayerTuples(const std::vector<PlannedGroup>& groups,
+                                   const std::vector<int64_t>& full_pages) {
+  const size_t stages = std::max<size_t>(1, specs_.pipeline_partition.size());
+  tuple_stages_.clear();
+  for (size_t s = 0; s < stages; ++s) {
+    const int stage = static_cast<int>(s);
+    TupleLayout t;
+    for (const PlannedGroup& g : groups) {
+      std::map<int64_t, int64_t> on_stage, whole;
+      int64_t most_on_stage = 0, most = 0;
+      for (size_t i = 0; i < g.layers.size(); ++i) {
+        const int64_t page = g.layer_page_bytes[i];
+        most = std::max(most, ++whole[page]);
+        if (StageOf(g.layers[i]) != stage) continue;
+        most_on_stage = std::max(most_on_stage, ++on_stage[page]);
+        if (&g == &groups.front() &&
+            std::find(t.pages.begin(), t.pages.end(), page) == t.pages.end()) {
+          t.pages.push_back(page);
+        }
+      }
+      t.tuples = std::max(t.tuples, most_on_stage);
+      t.checked_tuples = std::max(t.checked_tuples, most_on_stage > 0 ? most_on_stage : most);
+    }
+    if (t.pages.empty()) t.pages = full_pages;
+    std::sort(t.pages.begin(), t.pages.end());
+    for (const PlannedGroup& g : groups) {
+      for (size_t i = 0; i < g.layers.size(); ++i) {
+        const int64_t page = g.layer_page_bytes[i];
+        if (StageOf(g.layers[i]) != stage ||
+            std::find(t.pages.begin(), t.pages.end(), page) != t.pages.end()) {
+          continue;
+        }
+        diagnostics_.push_back(Error(
+            "layer-tuples",
+            fmt::format("pipeline stage {} holds '{}' with a {} B page, and none of the full "
+                        "group's layers on that stage has a page of that size ({} B): the "
+                        "engine's layer-tuple layout gives the layer no tensor, and the workers "
+                        "fail as they allocate the KV cache ('Some layers are not correctly "
+                        "initialized'); change VLLM_PP_LAYER_PARTITION or "
+                        "--pipeline-parallel-size",
+                        stage, g.layers[i], page, fmt::join(t.pages, " B, "))));
+        return Rejected("layer tuples: a layer without a tensor on its stage");
+      }
+    }
+    tuple_stages_.push_back(std::move(t));
+  }
   return Status::Ok();
+}
+
+Result<int64_t> Planner::TupleStride(const TupleLayout& t, int64_t tuples) const {
+  int64_t tuple_bytes = 0;
+  for (const int64_t page : t.pages) {
+    KVTOPO_ASSIGN_OR_RETURN(tuple_bytes,
+                            internal::CheckedAdd(tuple_bytes, page, "layer tuple bytes"));
+  }
+  return internal::CheckedMul(tuple_bytes, tuples, "bytes per block");
+}
+
+Result<int64_t> Planner::CheckedBytesPerBlock(const Plan& plan) const {
+  if (tuple_stages_.empty()) return plan.pool.bytes_per_block;
+  int64_t most = 0;
+  for (const TupleLayout& t : tuple_stages_) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t stride, TupleStride(t, t.checked_tuples));
+    most = std::max(most, stride);
+  }
+  return most;
 }
 
 Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
@@ -788,14 +866,17 @@ Result<int64_t> Planner::BlocksPerRequest(const std::vector<PlannedGroup>& group
 // (-1: the largest over all).
 Result<int64_t> Planner::BytesPerBlock(const std::vector<PlannedGroup>& groups, int partition,
                                        int stage) const {
-  // Layer tuples: the tuples times the full group's page sizes (_get_kv_cache_config_deepseek_v4).
-  if (tuple_count_ > 0) {
-    int64_t tuple_bytes = 0;
-    for (const int64_t page : tuple_pages_) {
-      KVTOPO_ASSIGN_OR_RETURN(tuple_bytes,
-                              internal::CheckedAdd(tuple_bytes, page, "layer tuple bytes"));
+  // Layer tuples: the tuples times the full group's page sizes (_get_kv_cache_config_deepseek_v4),
+  // on each stage.
+  if (!tuple_stages_.empty()) {
+    int64_t most = 0;
+    for (size_t s = 0; s < tuple_stages_.size(); ++s) {
+      if (stage >= 0 && static_cast<size_t>(stage) != s) continue;
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t stride,
+                              TupleStride(tuple_stages_[s], tuple_stages_[s].tuples));
+      most = std::max(most, stride);
     }
-    return internal::CheckedMul(tuple_bytes, tuple_count_, "bytes per block");
+    return most;
   }
   int64_t bytes_per_block = 0;
   const int stages =
@@ -1016,6 +1097,35 @@ void Planner::CheckOffloading(const Plan& plan) {
   }
 }
 
+// A pipeline stage whose layers keep no cache (VLLM_PP_LAYER_PARTITION can give a stage none)
+// still gets every group, empty (_project_kv_cache_groups_to_worker), and the engine fails on
+// its worker: the general layout asserts a layer per group, the layer-tuple layout takes the
+// longest of no buckets, and one uniform-type group's layout passes but its capacity log divides
+// by the worker's layers (get_max_concurrency_for_kv_cache_config).
+void Planner::CheckStagesHoldLayers(const Plan& plan) {
+  const char* failure =
+      !tuple_stages_.empty()
+          ? "fails laying out the layer tuples ('max() arg is an empty sequence')"
+      : plan.groups.size() == 1 && plan.groups.front().uniform_type
+          ? "fails logging the pool's capacity ('integer division or modulo by zero')"
+          : "asserts 'group_size must be greater than 0'";
+  for (const PipelineStage& s : plan.pipeline_stages) {
+    if (s.cache_layers > 0) continue;
+    diagnostics_.push_back(Error(
+        "pipeline-parallel",
+        fmt::format("pipeline stage {} ({}) holds no cache layer: the engine gives "
+                    "its workers every KV-cache group, empty, and {} as it sets up the KV cache; "
+                    "give every stage cache layers (VLLM_PP_LAYER_PARTITION, "
+                    "--pipeline-parallel-size)",
+                    s.stage,
+                    s.num_layers == 0 ? std::string("no hidden layers")
+                                      : fmt::format("hidden layers {} to {}", s.first_layer,
+                                                    s.first_layer + s.num_layers - 1),
+                    failure)));
+    return;
+  }
+}
+
 Status Planner::Finalize(Plan& plan) {
   KVTOPO_RETURN_IF_ERROR(ComputeGeometries(plan.groups));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t bytes_per_block, BytesPerBlock(plan.groups));
@@ -1046,19 +1156,23 @@ Status Planner::Finalize(Plan& plan) {
     }
     plan.pipeline_stages.push_back(stage);
   }
-  plan.pool.layer_tuples = tuple_count_;
-  plan.pool.tuple_page_bytes = tuple_pages_;
+  const TupleLayout* tuples =
+      tuple_stages_.empty() ? nullptr : &tuple_stages_[static_cast<size_t>(pool_stage)];
+  if (tuples != nullptr) {
+    plan.pool.layer_tuples = tuples->tuples;
+    plan.pool.tuple_page_bytes = tuples->pages;
+  }
   for (const PlannedGroup& g : plan.groups) {
     PoolGroupRegion region{.group = g.id};
     std::map<int64_t, int64_t> place;  // layer tuples: the group's layers of each page size
     for (size_t i = 0; i < g.layers.size(); ++i) {
       if (StageOf(g.layers[i]) != pool_stage) continue;
-      if (tuple_count_ > 0) {
+      if (tuples != nullptr) {
         // The slot of the layer's page size in the tuple of its place among its size.
         const int64_t page = g.layer_page_bytes[i];
         int64_t offset = 0;
-        for (const int64_t p : tuple_pages_) offset += p < page ? p : 0;
-        region.offsets_bytes.push_back(place[page]++ * (bytes_per_block / tuple_count_) + offset);
+        for (const int64_t p : tuples->pages) offset += p < page ? p : 0;
+        region.offsets_bytes.push_back(place[page]++ * (bytes_per_block / tuples->tuples) + offset);
       } else {
         region.offsets_bytes.push_back(region.bytes_used);
       }
@@ -1070,15 +1184,23 @@ Status Planner::Finalize(Plan& plan) {
                           BlocksPerRequest(plan.groups, specs_.max_model_len));
   plan.capacity =
       CapacityOf(memory, plan.pool.num_blocks, blocks_per_request, specs_.max_model_len);
-  if (tuple_count_ > 0) {
+  if (tuples != nullptr) {
     // The engine's log (get_max_concurrency_for_kv_cache_config) divides each group's pages
-    // times its layers' page sum by the first group's page sum, not by the pool's block.
+    // times its layers' page sum by the first group's page sum, not by the pool's block. It logs
+    // the first worker's, whose groups hold the first stage's layers (a group with none there,
+    // all of its own).
     int64_t bytes = 0, first = 0;
     for (const PlannedGroup& g : plan.groups) {
-      int64_t sum = 0;
-      for (const int64_t page : g.layer_page_bytes) {
+      int64_t sum = 0, first_stage_sum = 0;
+      for (size_t i = 0; i < g.layers.size(); ++i) {
+        const int64_t page = g.layer_page_bytes[i];
         KVTOPO_ASSIGN_OR_RETURN(sum, internal::CheckedAdd(sum, page, "a group's pages"));
+        if (StageOf(g.layers[i]) == 0) {
+          KVTOPO_ASSIGN_OR_RETURN(first_stage_sum,
+                                  internal::CheckedAdd(first_stage_sum, page, "a group's pages"));
+        }
       }
+      if (first_stage_sum > 0) sum = first_stage_sum;
       if (first == 0) first = sum;
       KVTOPO_ASSIGN_OR_RETURN(const int64_t group_bytes,
                               internal::CheckedMul(g.geometry.PagesForLength(specs_.max_model_len),
@@ -1334,12 +1456,14 @@ Result<Plan> Planner::Run() {
     }
   }
   CheckOffloading(plan);
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t usable, CheckedMemory(plan.pool.bytes_per_block));
+  CheckStagesHoldLayers(plan);
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t checked_bytes_per_block, CheckedBytesPerBlock(plan));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t usable, CheckedMemory(checked_bytes_per_block));
   KVTOPO_ASSIGN_OR_RETURN(plan.max_model_len_that_fits,
-                          MaxModelLenThatFits(plan.groups, plan.pool.bytes_per_block, usable));
+                          MaxModelLenThatFits(plan.groups, checked_bytes_per_block, usable));
   KVTOPO_ASSIGN_OR_RETURN(int64_t needed,
                           internal::CheckedMul(plan.capacity.blocks_per_request,
-                                               plan.pool.bytes_per_block, "memory per request"));
+                                               checked_bytes_per_block, "memory per request"));
   // The knob that sizes the pool: the override when given, else the memory budget.
   const std::string_view pool_flag =
       inputs_.cache.num_gpu_blocks_override > 0 ? "--num-gpu-blocks-override" : "--kv-cache-memory";

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,89 @@ TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
             "(DeepseekV4ForCausalLM): the model's code builds them on backends of its own "
             "(V4_FLASHMLA_SPARSE, DEEPSEEK_SPARSE_SWA, DEEPSEEK_V4_INDEXER, CompressorBackend), "
             "without the engine's selection");
+}
+
+// Pipeline stages: each worker lays out the groups projected onto its layers, and every worker
+// takes the fewest blocks any holds. Each figure is the engine's code's (get_kv_cache_configs at
+// 28be48fa9 on these caches split by stage).
+TEST(DeepseekV4, PipelineStagesProjectTheGroups) {
+  const nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  const auto plan_pp = [&](int pp, std::optional<std::string> partition, int64_t max_len,
+                           int64_t memory) {
+    LaunchConfig c = Flash(max_len, memory);
+    c.pipeline_parallel_size = pp;
+    c.pp_layer_partition = std::move(partition);
+    return PlanWith(flash, c);
+  };
+  const auto stages = [](const Plan& plan) {
+    std::vector<std::string> out;
+    for (const PipelineStage& s : plan.pipeline_stages) {
+      out.push_back(fmt::format("{}+{} {} {}", s.first_layer, s.num_layers, s.cache_layers,
+                                s.bytes_per_block));
+    }
+    return out;
+  };
+  // Layers 0-21 and 22-42: 11 tuples each, against the whole model's 22.
+  Result<Plan> plan = plan_pp(2, std::nullopt, 30000, int64_t{10} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(stages(*plan), (std::vector<std::string>{"0+22 82 525888", "22+21 85 525888"}));
+  EXPECT_EQ(plan->pool.layer_tuples, 11);
+  EXPECT_EQ(plan->pool.tuple_page_bytes, (std::vector<int64_t>{1728, 8640, 37440}));
+  EXPECT_EQ(plan->pool.num_blocks, 20417);
+  EXPECT_EQ(plan->capacity.max_tokens, 99871);
+  // 16 stages: the first holds layers 0 and 1, their sliding windows alone, and keeps the full
+  // group's pages of the whole model.
+  plan = plan_pp(16, std::nullopt, 30000, int64_t{10} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(stages(*plan)[0], "0+2 2 47808");
+  EXPECT_EQ(plan->pool.bytes_per_block, 95616);
+  EXPECT_EQ(plan->pool.num_blocks, 112297);
+  EXPECT_EQ(plan->capacity.max_tokens, 597536);
+  // The first stage's groups give the engine's line: 56,903 tokens with layers 2-42 on one.
+  plan = plan_pp(2, "2,41", 30000, int64_t{10} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(stages(*plan), (std::vector<std::string>{"0+2 2 47808", "2+41 165 1003968"}));
+  EXPECT_EQ(plan->pool.num_blocks, 10694);
+  EXPECT_EQ(plan->capacity.max_tokens, 56903);
+  // Each worker checks one request against its memory: 3.52 GiB at 131,072 tokens.
+  plan = plan_pp(2, std::nullopt, 131072, int64_t{3} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->max_model_len_that_fits, 14916);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-memory"),
+            "one request of --max-model-len 131072 needs 3783238272 B of KV cache per rank, more "
+            "than the 3221225472 B the pool holds; the largest --max-model-len that fits is "
+            "14916; raise --kv-cache-memory or lower --max-model-len");
+  // Layer 3 alone (ratio 128): its sliding window's 37,440 B page is none of its stage's full
+  // pages, so the layout gives it no tensor.
+  plan = plan_pp(3, "3,1,39", 30000, int64_t{10} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(
+      plan->ErrorLines(),
+      "\n  error [layer-tuples] pipeline stage 1 holds 'model.layers.3.attn.swa_cache' with a "
+      "37440 B page, and none of the full group's layers on that stage has a page of that "
+      "size (1728 B): the engine's layer-tuple layout gives the layer no tensor, and the "
+      "workers fail as they allocate the KV cache ('Some layers are not correctly "
+      "initialized'); change VLLM_PP_LAYER_PARTITION or --pipeline-parallel-size");
+  plan = plan_pp(2, "0,43", 30000, int64_t{10} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [pipeline-parallel] pipeline stage 0 (no hidden layers) holds no cache "
+            "layer: the engine gives its workers every KV-cache group, empty, and fails laying "
+            "out the layer tuples ('max() arg is an empty sequence') as it sets up the KV cache; "
+            "give every stage cache layers (VLLM_PP_LAYER_PARTITION, --pipeline-parallel-size)");
+  // The MTP class does not split over stages.
+  LaunchConfig mtp = Flash(30000, int64_t{10} << 30);
+  mtp.pipeline_parallel_size = 2;
+  mtp.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+  plan = PlanWith(flash, mtp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [pipeline-parallel] --pipeline-parallel-size 2 with speculative method "
+            "'mtp': the engine checks the draft's config at the same pipeline size, and the MTP "
+            "class of model type 'deepseek_v4' does not support pipeline parallelism "
+            "(SupportsPP), so it refuses the launch; use --pipeline-parallel-size 1");
 }
 
 TEST(DeepseekV4, ConfigErrors) {

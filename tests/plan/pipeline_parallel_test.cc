@@ -129,6 +129,29 @@ TEST(PipelineParallel, UnevenStagesAndTheLayerPartition) {
   EXPECT_EQ(Errors(o), "");
 }
 
+// A stage of no layers (a 0 in VLLM_PP_LAYER_PARTITION) gets every group, empty, and its worker
+// fails: one uniform-type group (DeepSeek-V3.2's MLA caches and indexers) in the capacity log, a
+// plan of other groups in the layout.
+TEST(PipelineParallel, AStageWithoutCacheLayersIsRefused) {
+  LaunchOptions o = Model("deepseek-v3.2", 8, 2);
+  o.pp_layer_partition = "0,61";
+  EXPECT_EQ(Errors(o),
+            "\n  error [pipeline-parallel] pipeline stage 0 (no hidden layers) holds no cache "
+            "layer: the engine gives its workers every KV-cache group, empty, and fails logging "
+            "the pool's capacity ('integer division or modulo by zero') as it sets up the KV "
+            "cache; give every stage cache layers (VLLM_PP_LAYER_PARTITION, "
+            "--pipeline-parallel-size)");
+  o = Model("gpt-oss-120b", 4, 3);
+  o.pp_layer_partition = "18,18,0";
+  EXPECT_EQ(Errors(o),
+            "\n  error [pipeline-parallel] pipeline stage 2 (no hidden layers) holds no cache "
+            "layer: the engine gives its workers every KV-cache group, empty, and asserts "
+            "'group_size must be greater than 0' as it sets up the KV cache; give every stage "
+            "cache layers (VLLM_PP_LAYER_PARTITION, --pipeline-parallel-size)");
+  o.pp_layer_partition = "18,17,1";
+  EXPECT_EQ(Errors(o), "");
+}
+
 // The engine checks the draft's class at the pipeline size too: EAGLE-3 heads and DeepSeek's MTP
 // class lack SupportsPP; n-gram needs no draft class.
 TEST(PipelineParallel, DraftClassesWithoutSupportsPpAreRefused) {
