@@ -2535,6 +2535,53 @@ void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec, Bu
   }
 }
 
+// The hybrid KV cache manager's state (vLLM's VllmConfig rules) once the model's own reasons to
+// turn it off (`needs_off`) are known: a KV connector without SupportsHMA turns it off when left
+// to decide, and its connector factory refuses the connector when it is kept on;
+// --disable-hybrid-kv-cache-manager turns it off, and --no-disable-hybrid-kv-cache-manager with a
+// launch that needs it off is refused. Sets ModelCacheSpecs::hybrid_manager_off.
+void ResolveHybridManager(const LaunchConfig& config, std::string needs_off, Builder& b) {
+  // A KV connector without SupportsHMA: left to decide, the engine turns the manager off; kept
+  // on, its connector factory refuses the connector.
+  const bool connector_without_hma =
+      !config.kv_connector.empty() && config.kv_connector_hma == false;
+  if (connector_without_hma && config.disable_hybrid_kv_cache_manager == false) {
+    b.Error("hybrid-manager-off",
+            fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
+                        "on, but KV connector {} ({}) does not support it (SupportsHMA), and the "
+                        "engine refuses to build it ('does not support HMA but HMA is enabled'); "
+                        "drop --no-disable-hybrid-kv-cache-manager",
+                        config.kv_connector, config.kv_connector_source));
+  } else if (connector_without_hma && needs_off.empty()) {
+    needs_off = fmt::format("for KV connector {} ({}), which does not support it (SupportsHMA)",
+                            config.kv_connector, config.kv_connector_source);
+  }
+  // VllmConfig._verify_kv_transfer_compat: any KV connector pins KV-cache memory that PyTorch's
+  // expandable-segments allocator may remap, unless sleep mode allocates the cache in a pool
+  // where expandable segments are off.
+  if (!config.kv_connector.empty() && !config.enable_sleep_mode &&
+      config.pytorch_cuda_alloc_conf.find("expandable_segments:True") != std::string::npos) {
+    b.Error("kv-connector-expandable-segments",
+            fmt::format("KV connector {} ({}) with PYTORCH_CUDA_ALLOC_CONF '{}': the engine "
+                        "refuses a KV connector beside expandable_segments:True, whose allocator "
+                        "can remap the KV cache's pinned memory, unless sleep mode is on; drop "
+                        "expandable_segments:True or pass --enable-sleep-mode",
+                        config.kv_connector, config.kv_connector_source,
+                        config.pytorch_cuda_alloc_conf));
+  }
+  if (config.disable_hybrid_kv_cache_manager == false && !needs_off.empty()) {
+    b.Error("hybrid-manager-off",
+            fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
+                        "on, but the engine turns it off {}, and refuses the launch; drop "
+                        "--no-disable-hybrid-kv-cache-manager",
+                        needs_off));
+  } else if (config.disable_hybrid_kv_cache_manager.value_or(false)) {
+    b.out.hybrid_manager_off = "by --disable-hybrid-kv-cache-manager";
+  } else if (!needs_off.empty()) {
+    b.out.hybrid_manager_off = needs_off;
+  }
+}
+
 // DeepSeek-V4 (ModelDescription::deepseek_v4; the fork's vllm/models/deepseek_v4/ at 28be48fa9):
 // the model's code builds every cache itself, on backends of its own and without the engine's
 // selection, and the engine groups them in layer tuples (LayerSpec::layer_tuples). Each hidden
@@ -2586,10 +2633,33 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                         block, what));
     block = kV4Block;
   }
+  const auto not_planned = [&](std::string_view knob) {
+    b.Error("not-planned", fmt::format("kvtopo does not plan {} with {}: drop it", what, knob));
+  };
+  // KV connectors: one without SupportsHMA turns the hybrid manager off (ResolveHybridManager);
+  // the offloading connector's block rules and a class kvtopo cannot resolve are not planned here.
+  if (!config.kv_connector.empty() &&
+      (!config.kv_connector_hma.has_value() || config.kv_connector == "OffloadingConnector")) {
+    not_planned(
+        fmt::format("KV connector {} ({})", config.kv_connector, config.kv_connector_source));
+  }
+  // Without the hybrid manager the engine caches every layer as a 256-token MLA page
+  // (unify_hybrid_kv_cache_specs; Planner::CacheAsOneType): one group, no sliding windows.
+  ResolveHybridManager(config, "", b);
+  const bool hybrid_off = !b.out.hybrid_manager_off.empty();
+  for (const auto& [flag, size] :
+       {std::pair<std::string_view, int64_t>{"--decode-context-parallel-size",
+                                             config.parallel.decode_context_parallel_size},
+        {"--prefill-context-parallel-size", config.parallel.prefill_context_parallel_size}}) {
+    if (hybrid_off && size > 1) {
+      not_planned(fmt::format("{} {} while the hybrid KV cache manager is off {}", flag, size,
+                              b.out.hybrid_manager_off));
+    }
+  }
   // Its groups take blocks of several sizes, which the engine sizes without context parallelism
   // (resolve_kv_cache_block_sizes; under DCP the sliding windows are refused first, by their
   // geometry).
-  if (config.parallel.prefill_context_parallel_size > 1) {
+  if (!hybrid_off && config.parallel.prefill_context_parallel_size > 1) {
     b.Error("prefill-context-parallel-groups",
             fmt::format("{} keeps caches of several block sizes (its MLA caches' {} tokens, its "
                         "sliding windows' 64, its compressor states' 4 and 8), which the engine "
@@ -2599,13 +2669,6 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                         "pcp_world_size > 1).'); set --prefill-context-parallel-size 1",
                         what, block, config.parallel.prefill_context_parallel_size));
   }
-  const auto not_planned = [&](std::string_view knob) {
-    b.Error("not-planned", fmt::format("kvtopo does not plan {} with {}: drop it", what, knob));
-  };
-  if (config.disable_hybrid_kv_cache_manager.value_or(false)) {
-    not_planned("--disable-hybrid-kv-cache-manager (its caches as one type)");
-  }
-  if (!config.kv_connector.empty()) not_planned("a KV connector");
   std::optional<SpeculativeConfig> spec = config.speculative;
   if (spec && spec->method != "mtp") {
     not_planned(fmt::format("speculative method '{}' (only its MTP layers)", spec->method));
@@ -3048,9 +3111,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
 
   // The hybrid KV cache manager (vLLM's VllmConfig rules): the engine turns it off for chunked
   // local attention (Llama 4) when VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is 0 (its
-  // default is 1), and always under a method whose row has use_eagle;
-  // --disable-hybrid-kv-cache-manager turns it off, and --no-disable-hybrid-kv-cache-manager with
-  // a launch that needs it off is refused. Without it the planner caches every layer as one type
+  // default is 1), and always under a method whose row has use_eagle; then as
+  // ResolveHybridManager says. Without it the planner caches every layer as one type
   // (Planner::CacheAsOneType).
   const bool chunked = std::any_of(model.layers.begin(), model.layers.end(), [](const RawLayer& l) {
     return l.type == LayerType::kChunkedLocal;
@@ -3063,45 +3125,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     needs_off =
         "for chunked local attention with VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0";
   }
-  // A KV connector without SupportsHMA: left to decide, the engine turns the manager off; kept
-  // on, its connector factory refuses the connector.
-  const bool connector_without_hma =
-      !config.kv_connector.empty() && config.kv_connector_hma == false;
-  if (connector_without_hma && config.disable_hybrid_kv_cache_manager == false) {
-    b.Error("hybrid-manager-off",
-            fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
-                        "on, but KV connector {} ({}) does not support it (SupportsHMA), and the "
-                        "engine refuses to build it ('does not support HMA but HMA is enabled'); "
-                        "drop --no-disable-hybrid-kv-cache-manager",
-                        config.kv_connector, config.kv_connector_source));
-  } else if (connector_without_hma && needs_off.empty()) {
-    needs_off = fmt::format("for KV connector {} ({}), which does not support it (SupportsHMA)",
-                            config.kv_connector, config.kv_connector_source);
-  }
-  // VllmConfig._verify_kv_transfer_compat: any KV connector pins KV-cache memory that PyTorch's
-  // expandable-segments allocator may remap, unless sleep mode allocates the cache in a pool
-  // where expandable segments are off.
-  if (!config.kv_connector.empty() && !config.enable_sleep_mode &&
-      config.pytorch_cuda_alloc_conf.find("expandable_segments:True") != std::string::npos) {
-    b.Error("kv-connector-expandable-segments",
-            fmt::format("KV connector {} ({}) with PYTORCH_CUDA_ALLOC_CONF '{}': the engine "
-                        "refuses a KV connector beside expandable_segments:True, whose allocator "
-                        "can remap the KV cache's pinned memory, unless sleep mode is on; drop "
-                        "expandable_segments:True or pass --enable-sleep-mode",
-                        config.kv_connector, config.kv_connector_source,
-                        config.pytorch_cuda_alloc_conf));
-  }
-  if (config.disable_hybrid_kv_cache_manager == false && !needs_off.empty()) {
-    b.Error("hybrid-manager-off",
-            fmt::format("--no-disable-hybrid-kv-cache-manager keeps the hybrid KV cache manager "
-                        "on, but the engine turns it off {}, and refuses the launch; drop "
-                        "--no-disable-hybrid-kv-cache-manager",
-                        needs_off));
-  } else if (config.disable_hybrid_kv_cache_manager.value_or(false)) {
-    b.out.hybrid_manager_off = "by --disable-hybrid-kv-cache-manager";
-  } else if (!needs_off.empty()) {
-    b.out.hybrid_manager_off = needs_off;
-  }
+  ResolveHybridManager(config, std::move(needs_off), b);
 
   // Recurrent mode (vllm_kv_cache.md §3.7): caching on -> all or align (below); caching off ->
   // none with one state page over the whole sequence.

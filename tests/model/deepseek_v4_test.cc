@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -267,6 +268,82 @@ TEST(DeepseekV4, PipelineStagesProjectTheGroups) {
             "'mtp': the engine checks the draft's config at the same pipeline size, and the MTP "
             "class of model type 'deepseek_v4' does not support pipeline parallelism "
             "(SupportsPP), so it refuses the launch; use --pipeline-parallel-size 1");
+}
+
+// Without the hybrid KV cache manager the engine converts every sliding window and compressor
+// state to a 256-token MLA page (unify_hybrid_kv_cache_specs) and plans one uniform-type group;
+// a KV connector without SupportsHMA turns it off. Figures: the engine's code on these caches.
+TEST(DeepseekV4, HybridManagerOffCachesOneType) {
+  const nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  LaunchConfig c = Flash(30000, int64_t{10} << 30);
+  c.disable_hybrid_kv_cache_manager = true;
+  Result<Plan> plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].layers.size(), 167u);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 256);
+  // The sliding window's page: 256 x 584 B, aligned to 576; a ratio-4 state's: 256 x 8,192 B.
+  EXPECT_EQ(plan->groups[0].layer_page_bytes[0], 149760);
+  EXPECT_EQ(*std::max_element(plan->groups[0].layer_page_bytes.begin(),
+                              plan->groups[0].layer_page_bytes.end()),
+            2097216);
+  EXPECT_EQ(plan->pool.bytes_per_block, 83480832);
+  EXPECT_EQ(plan->pool.num_blocks, 128);
+  EXPECT_EQ(plan->capacity.max_tokens, 32542);
+  EXPECT_EQ(plan->hash_block_size, 256);
+  EXPECT_EQ(DiagnosticMessage(*plan, "hybrid-manager-off"),
+            "the hybrid KV cache manager is off by --disable-hybrid-kv-cache-manager, so the "
+            "engine caches 105 sliding-window layers as full attention");
+  // 9.17 GiB at 30,000 tokens, where the layer tuples need 6.66.
+  c.kv_cache_memory_bytes = int64_t{9} << 30;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->max_model_len_that_fits, 29440);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-memory"),
+            "one request of --max-model-len 30000 needs 9850738176 B of KV cache per rank, more "
+            "than the 9663676416 B the pool holds; the largest --max-model-len that fits is "
+            "29440; raise --kv-cache-memory or lower --max-model-len");
+  // Over two stages: 249 blocks, 63,305 tokens.
+  c.kv_cache_memory_bytes = int64_t{10} << 30;
+  c.pipeline_parallel_size = 2;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pool.num_blocks, 249);
+  EXPECT_EQ(plan->capacity.max_tokens, 63305);
+  c.pipeline_parallel_size = 1;
+  c.parallel.decode_context_parallel_size = 2;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
+            "with --decode-context-parallel-size 2 while the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager: drop it");
+  // Connectors: one without SupportsHMA turns the manager off; one with it keeps the layer
+  // tuples; the offloading connector is not planned.
+  c = Flash(30000, int64_t{10} << 30);
+  c.kv_connector = "LMCacheConnectorV1";
+  c.kv_connector_source = "--kv-transfer-config";
+  c.kv_connector_hma = false;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 32542);
+  EXPECT_EQ(DiagnosticMessage(*plan, "hybrid-manager-off"),
+            "the hybrid KV cache manager is off for KV connector LMCacheConnectorV1 "
+            "(--kv-transfer-config), which does not support it (SupportsHMA), so the engine "
+            "caches 105 sliding-window layers as full attention");
+  c.kv_connector = "NixlConnector";
+  c.kv_connector_hma = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 50743);
+  c.kv_connector = "OffloadingConnector";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
+            "with KV connector OffloadingConnector (--kv-transfer-config): drop it");
 }
 
 TEST(DeepseekV4, ConfigErrors) {
