@@ -4080,41 +4080,41 @@ constexpr std::array<VersionedModel, 2> kMiniCpmOModels = {{
     {{2, 6}, ReadDenseAs<kQwen2>},
     {{4, 5}, ReadDenseAs<kQwen3>},
 }};
+Result<std::vector<int64_t>> MiniCpmVersion(const ConfigReader& r, bool omni) {
+  std::vector<int64_t> version;
+  if (!r.json().contains("version")) {
+    if (omni) return std::vector<int64_t>{2, 6};
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, r.Int("hidden_size"));
+    bool v2 = false;
+    if (hidden == 2304) {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t query_num, r.Int("query_num"));
+      v2 = query_num == 64;
+    }
+    return v2 ? std::vector<int64_t>{2, 0} : std::vector<int64_t>{2, 5};
+  }
+  const nlohmann::json& v = r.json()["version"];
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  size_t start = 0;
+  while (true) {
+    const size_t dot = text.find('.', start);
+    const std::string part = text.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (part.empty() || part.size() > 9 ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return r.Invalid(
+          "version",
+          fmt::format("is {}: the engine reads it as integers separated by dots", v.dump()));
+    }
+    if (!omni || version.size() < 2) version.push_back(std::stoll(part));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return version;
+}
 template <bool kOmni>
 Status ReadMiniCpmV(const ConfigReader& r, ModelDescription& m) {
   const auto& models = kOmni ? std::span<const VersionedModel>(kMiniCpmOModels)
                              : std::span<const VersionedModel>(kMiniCpmVModels);
-  std::vector<int64_t> version;
-  if (!r.json().contains("version")) {
-    if (kOmni) {
-      version = {2, 6};
-    } else {
-      KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, r.Int("hidden_size"));
-      bool v2 = false;
-      if (hidden == 2304) {
-        KVTOPO_ASSIGN_OR_RETURN(const int64_t query_num, r.Int("query_num"));
-        v2 = query_num == 64;
-      }
-      version = v2 ? std::vector<int64_t>{2, 0} : std::vector<int64_t>{2, 5};
-    }
-  } else {
-    const nlohmann::json& v = r.json()["version"];
-    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-    size_t start = 0;
-    while (true) {
-      const size_t dot = text.find('.', start);
-      const std::string part = text.substr(start, dot == std::string::npos ? dot : dot - start);
-      if (part.empty() || part.size() > 9 ||
-          !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return r.Invalid(
-            "version",
-            fmt::format("is {}: the engine reads it as integers separated by dots", v.dump()));
-      }
-      if (!kOmni || version.size() < 2) version.push_back(std::stoll(part));
-      if (dot == std::string::npos) break;
-      start = dot + 1;
-    }
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> version, MiniCpmVersion(r, kOmni));
   for (const VersionedModel& model : models) {
     if (version.size() == 2 && version[0] == model.version[0] && version[1] == model.version[1]) {
       return model.read(r, m);
@@ -5772,6 +5772,185 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
   }
   return m;
 }
+
+// The engine's decoder layers that read the config's is_causal (getattr(config, "is_causal",
+// True): false, or any falsy value, builds AttentionType.ENCODER_ONLY layers, which keep no KV
+// cache): LlamaDecoderLayer, Qwen2DecoderLayer, Qwen3DecoderLayer, Gemma3Attention and the
+// Apertus, Ouro, IQuest Loop-Coder, Seed-OSS and openPangu decoder layers (llama.py, qwen2.py,
+// qwen3.py, gemma3.py, apertus.py, ouro.py, iquest_loopcoder.py, seed_oss.py, openpangu.py at
+// 28be48fa9), and the classes built on them. Each row names a class and where, from the config
+// it is given, its layers' config comes: the config itself, text_config (when present, else
+// nothing), text_config when present else the config (get_text_config()), llm_config,
+// thinker_config.text_config, or text_config's field over the config's (PaddleOCR-VL merges
+// text_config into the root). Wrappers that build the language model their text config names
+// (TextModel::kLanguageModel, kNamedOrTyped) ask the row of that class.
+enum class CausalFlagAt {
+  kConfig,
+  kTextConfig,
+  kTextConfigOrConfig,
+  kLlmConfig,
+  kThinkerText,
+  kTextOverConfig
+};
+struct CausalFlagReader {
+  std::string_view architecture;
+  CausalFlagAt at = CausalFlagAt::kConfig;
+  // When the class reads it only on some configs (MiniCPM-V 2.0's MiniCPM does not; openPangu's
+  // MLA layers do not).
+  bool (*reads)(const ConfigReader&) = nullptr;
+};
+bool MiniCpmVReadsCausal(const ConfigReader& r) {
+  Result<std::vector<int64_t>> v = MiniCpmVersion(r, /*omni=*/false);
+  return v.ok() && *v != std::vector<int64_t>{2, 0};
+}
+bool PanguReadsCausal(const ConfigReader& r) { return !HasPanguMlaFields(r); }
+constexpr CausalFlagAt kText = CausalFlagAt::kTextConfig;
+constexpr CausalFlagAt kTextOrRoot = CausalFlagAt::kTextConfigOrConfig;
+constexpr CausalFlagReader kCausalFlagReaders[] = {
+    {"AquilaForCausalLM"},
+    {"AquilaModel"},
+    {"ApertusForCausalLM"},
+    {"AriaForConditionalGeneration", kText},
+    {"AudioFlamingo3ForConditionalGeneration", kText},
+    {"BagelForConditionalGeneration", CausalFlagAt::kLlmConfig},
+    {"Cheers", kText},
+    {"CheersForConditionalGeneration", kText},
+    {"CwmForCausalLM"},
+    {"DotsOCRForCausalLM"},
+    {"Eagle3LlamaForCausalLM"},
+    {"Eagle3MiniMaxM2ForCausalLM"},
+    {"Eagle3Qwen2_5vlForCausalLM"},
+    {"Eagle3Qwen3vlForCausalLM"},
+    {"EagleLlamaForCausalLM"},
+    {"EagleMistralForCausalLM"},
+    {"Ernie4_5ForCausalLM"},
+    {"Fairseq2LlamaForCausalLM"},
+    {"FireRedASR2ForConditionalGeneration"},
+    {"FunASRForConditionalGeneration"},
+    {"FunAudioChatForConditionalGeneration", kText},
+    {"Gemma3ForCausalLM"},
+    {"Gemma3ForConditionalGeneration", kText},
+    {"GlmAsrForConditionalGeneration", kText},
+    {"GlmForCausalLM"},
+    {"IQuestCoderForCausalLM"},
+    {"IQuestLoopCoderForCausalLM"},
+    {"Idefics3ForConditionalGeneration", kText},
+    {"InternLM3ForCausalLM"},
+    {"InternLMForCausalLM"},
+    {"IsaacForConditionalGeneration", kTextOrRoot},
+    {"KananaVForConditionalGeneration", kText},
+    {"KeyeForConditionalGeneration", kTextOrRoot},
+    {"KeyeVL1_5ForConditionalGeneration", kTextOrRoot},
+    {"LLaMAForCausalLM"},
+    {"LlamaForCausalLM"},
+    {"LlamaForCausalLMEagle3"},
+    {"LlavaForConditionalGeneration", kText},  // its text models: Llama and Mistral
+    {"LlavaNextForConditionalGeneration", kText},
+    {"LlavaNextVideoForConditionalGeneration", kText},
+    {"MantisForConditionalGeneration", kText},
+    {"MiDashengLMModel", kText},
+    {"MiMoForCausalLM"},
+    {"MiniCPMO"},
+    {"MiniCPMV", CausalFlagAt::kConfig, MiniCpmVReadsCausal},
+    {"Ministral3ForCausalLM"},
+    {"Mistral3ForConditionalGeneration", kText},  // Mistral and Ministral 3
+    {"MistralForCausalLM"},
+    {"MoonshotKimiaForCausalLM"},
+    {"MusicFlamingoForConditionalGeneration", kText},
+    {"OpenCUAForConditionalGeneration", kText},
+    {"OpenPanguVLForConditionalGeneration", CausalFlagAt::kConfig, PanguReadsCausal},
+    {"OpenVLAForActionPrediction", kText},
+    {"OuroForCausalLM"},
+    {"PaddleOCRVLForConditionalGeneration", CausalFlagAt::kTextOverConfig},
+    {"PanguEmbeddedForCausalLM", CausalFlagAt::kConfig, PanguReadsCausal},
+    {"PanguProMoEV2ForCausalLM", CausalFlagAt::kConfig, PanguReadsCausal},
+    {"PanguUltraMoEForCausalLM", CausalFlagAt::kConfig, PanguReadsCausal},
+    {"PeagleLlamaForCausalLM"},
+    {"Phi3ForCausalLM"},
+    {"Phi3VForCausalLM"},
+    {"Phi4ForCausalLMV"},
+    {"Phi4MMForCausalLM"},
+    {"Qwen2AudioForConditionalGeneration", kText},
+    {"Qwen2ForCausalLM"},
+    {"Qwen2VLForConditionalGeneration", kTextOrRoot},
+    {"Qwen2_5OmniForConditionalGeneration", CausalFlagAt::kThinkerText},
+    {"Qwen2_5OmniModel", CausalFlagAt::kThinkerText},
+    {"Qwen2_5_VLForConditionalGeneration", kTextOrRoot},
+    {"Qwen3ASRForConditionalGeneration", CausalFlagAt::kThinkerText},
+    {"Qwen3ASRRealtimeGeneration", CausalFlagAt::kThinkerText},
+    {"Qwen3ForCausalLM"},
+    {"Qwen3VLForConditionalGeneration", kText},
+    {"SeedOssForCausalLM"},
+    {"SmolVLMForConditionalGeneration", kText},
+    {"Tarsier2ForConditionalGeneration", kTextOrRoot},
+    {"TarsierForConditionalGeneration", kText},  // its text models: Llama and Mistral
+    {"TeleChat2ForCausalLM"},
+    {"TeleChat3ForCausalLM"},
+    {"TeleChatForCausalLM"},
+    {"TeleFLMForCausalLM"},
+    {"XverseForCausalLM"},
+};
+
+// Python's truth of a JSON value: false, null, 0, "" and empty arrays and objects are false.
+bool Truthy(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_null()) return false;
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
+  if (v.is_array() || v.is_object()) return !v.empty();
+  return true;
+}
+
+// Refuses a config whose decoder layers the engine builds encoder-only: `cls` is the class that
+// builds them and `given` the config it is given.
+Status CheckCausal(std::string_view cls, const ConfigReader& given) {
+  const auto* row = std::find_if(std::begin(kCausalFlagReaders), std::end(kCausalFlagReaders),
+                                 [&](const CausalFlagReader& r) { return r.architecture == cls; });
+  if (row == std::end(kCausalFlagReaders)) return Status::Ok();
+  const auto sub = [&](std::string_view key) -> std::optional<ConfigReader> {
+    if (!given.json().contains(key) || !given.json()[std::string(key)].is_object()) {
+      return std::nullopt;
+    }
+    return ConfigReader(given.json()[std::string(key)], given.file(), given.Path(key));
+  };
+  std::optional<ConfigReader> at;
+  switch (row->at) {
+    case CausalFlagAt::kConfig:
+      at = given;
+      break;
+    case CausalFlagAt::kTextConfig:
+      at = sub("text_config");
+      break;
+    case CausalFlagAt::kTextConfigOrConfig:
+      at = sub("text_config");
+      if (!at) at = given;
+      break;
+    case CausalFlagAt::kLlmConfig:
+      at = sub("llm_config");
+      break;
+    case CausalFlagAt::kThinkerText:
+      if (std::optional<ConfigReader> thinker = sub("thinker_config")) {
+        if (thinker->json().contains("text_config") && thinker->json()["text_config"].is_object()) {
+          at = ConfigReader(thinker->json()["text_config"], given.file(),
+                            thinker->Path("text_config"));
+        }
+      }
+      break;
+    case CausalFlagAt::kTextOverConfig:
+      at = sub("text_config");
+      if (!at || !at->json().contains("is_causal")) at = given;
+      break;
+  }
+  if (!at || !at->json().contains("is_causal") || Truthy(at->json()["is_causal"])) {
+    return Status::Ok();
+  }
+  if (row->reads != nullptr && !row->reads(given)) return Status::Ok();
+  return at->Invalid("is_causal",
+                     fmt::format("is {}: the engine builds {}'s attention layers encoder-only "
+                                 "(bidirectional, AttentionType.ENCODER_ONLY), which keep no KV "
+                                 "cache; kvtopo plans decoders",
+                                 at->json()["is_causal"].dump(), cls));
+}
 }  // namespace
 
 Status CheckModelImpl(const std::string& model_impl) {
@@ -5854,6 +6033,10 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   }
   if (UltravoxBuildsLlamaConfig(root, m.architecture)) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModelOrDefaults(root, "text_config", ReadLlamaConfigText, m));
+    if (root.Has("text_config")) {
+      KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object("text_config"));
+      KVTOPO_RETURN_IF_ERROR(CheckCausal("LlamaForCausalLM", text));
+    }
   } else if (it->text_model == TextModel::kLanguageModel ||
              it->text_model == TextModel::kNamedOrTyped) {
     const char* key =
@@ -5891,16 +6074,20 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                                       inner.front(), m.architecture, fmt::join(names, ", ")));
     }
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, key, lm->read, m));
+    KVTOPO_RETURN_IF_ERROR(CheckCausal(inner.front(), text));
     RecordTextShape(text.json(), m);
     m.language_model_architecture = inner.front();
   } else if (it->text_model == TextModel::kThinker) {
     KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
+    KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
+    KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config.value("text_config", nlohmann::json()), m);
   } else {
     KVTOPO_RETURN_IF_ERROR(it->read(root, m));
+    KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
   }
   if (it->adjust != nullptr) it->adjust(m);

@@ -4538,4 +4538,68 @@ TEST(DenseModels, HcxVisionPlansItsTextConfigModel) {
   EXPECT_EQ(ConfigError(hcx), "config.json 'config.json': field 'text_config' is missing");
 }
 
+// A config whose is_causal is false (or any falsy value) makes the decoder layers that read it
+// encoder-only, with no KV cache: refused where the engine's class reads it, from the config that
+// class is given (the root, text_config, the thinker's text_config, the language model a wrapper
+// names); a class that does not read it plans as before.
+TEST(DenseModels, IsCausalFalseBuildsEncoderOnlyLayers) {
+  const auto error = [](const std::string& stem, const std::vector<std::string>& path,
+                        const nlohmann::json& value) {
+    nlohmann::json config = CorpusConfig(stem);
+    nlohmann::json* at = &config;
+    for (const std::string& key : path) at = &(*at)[key];
+    (*at)["is_causal"] = value;
+    return ConfigError(config);
+  };
+  EXPECT_EQ(error("llama-3.1-8b", {}, false),
+            "config.json 'config.json': field 'is_causal' is false: the engine builds "
+            "LlamaForCausalLM's attention layers encoder-only (bidirectional, "
+            "AttentionType.ENCODER_ONLY), which keep no KV cache; kvtopo plans decoders");
+  EXPECT_EQ(error("qwen2.5-7b", {}, nullptr),
+            "config.json 'config.json': field 'is_causal' is null: the engine builds "
+            "Qwen2ForCausalLM's attention layers encoder-only (bidirectional, "
+            "AttentionType.ENCODER_ONLY), which keep no KV cache; kvtopo plans decoders");
+  EXPECT_EQ(error("gemma-3-27b-it", {"text_config"}, 0),
+            "config.json 'config.json': field 'text_config.is_causal' is 0: the engine builds "
+            "Gemma3ForConditionalGeneration's attention layers encoder-only (bidirectional, "
+            "AttentionType.ENCODER_ONLY), which keep no KV cache; kvtopo plans decoders");
+  EXPECT_EQ(error("qwen2.5-omni-7b", {"thinker_config", "text_config"}, false),
+            "config.json 'config.json': field 'thinker_config.text_config.is_causal' is false: "
+            "the engine builds Qwen2_5OmniModel's attention layers encoder-only (bidirectional, "
+            "AttentionType.ENCODER_ONLY), which keep no KV cache; kvtopo plans decoders");
+  // LLaVA-OneVision builds the language model its text_config names.
+  EXPECT_EQ(error("llava-onevision-qwen2-shaped", {"text_config"}, ""),
+            "config.json 'config.json': field 'text_config.is_causal' is \"\": the engine builds "
+            "Qwen2ForCausalLM's attention layers encoder-only (bidirectional, "
+            "AttentionType.ENCODER_ONLY), which keep no KV cache; kvtopo plans decoders");
+  // MiniCPM-V picks its language model by version: 2.6 is Qwen2's, 2.0 MiniCPM's (which does
+  // not read it).
+  EXPECT_EQ(error("minicpm-v-2_6-shaped", {}, false),
+            "config.json 'config.json': field 'is_causal' is false: the engine builds MiniCPMV's "
+            "attention layers encoder-only (bidirectional, AttentionType.ENCODER_ONLY), which "
+            "keep no KV cache; kvtopo plans decoders");
+  nlohmann::json v2 = CorpusConfig("minicpm-v-2_6-shaped");
+  v2["version"] = "2.0";
+  v2["is_causal"] = false;
+  EXPECT_EQ(ConfigError(v2), "(accepted)");
+  // PaddleOCR-VL merges text_config over the root: its field wins.
+  nlohmann::json paddle = CorpusConfig("paddleocr-vl-shaped");
+  paddle["is_causal"] = false;
+  paddle["text_config"] = {{"is_causal", true}};
+  EXPECT_EQ(ConfigError(paddle), "(accepted)");
+  paddle.erase("text_config");
+  EXPECT_EQ(ConfigError(paddle),
+            "config.json 'config.json': field 'is_causal' is false: the engine builds "
+            "PaddleOCRVLForConditionalGeneration's attention layers encoder-only (bidirectional, "
+            "AttentionType.ENCODER_ONLY), which keep no KV cache; kvtopo plans decoders");
+  // Where the engine does not read it: LLaVA's root (its layers take text_config), PaliGemma's
+  // Gemma, Qwen3-Next's own layers; a true value anywhere.
+  EXPECT_EQ(error("llava-1.5-7b", {}, false), "(accepted)");
+  EXPECT_EQ(error("paligemma-3b", {"text_config"}, false), "(accepted)");
+  EXPECT_EQ(error("qwen3-next-80b", {}, false), "(accepted)");
+  EXPECT_EQ(error("llama-3.1-8b", {}, true), "(accepted)");
+  EXPECT_EQ(error("llama-3.1-8b", {}, "false"),
+            "(accepted)");  // a non-empty string is true to Python
+}
+
 }  // namespace kvtopo
