@@ -5530,6 +5530,122 @@ constexpr std::pair<std::string_view, std::string_view> kPluginSupported[] = {
     {"Florence2ForConditionalGeneration", "https://github.com/vllm-project/bart-plugin"},
     {"MBartForConditionalGeneration", "https://github.com/vllm-project/bart-plugin"}};
 
+// The engine's default runner (ModelConfig._get_default_runner_type at 28be48fa9): a registered
+// architecture's class decides, else the name's suffix (_SUFFIX_TO_DEFAULTS, in its order: the
+// generation suffixes first, then the pooling ones, "Model" last). kPoolingRegistered are the
+// registry's pooling classes (_EMBEDDING_MODELS, _LATE_INTERACTION_MODELS, _REWARD_MODELS,
+// _TOKEN_CLASSIFICATION_MODELS, _SEQUENCE_CLASSIFICATION_MODELS) that kvtopo does not read;
+// kBaseModelsOfGenerators are the pooling entries it builds as a generation class, whose runner
+// a Sentence Transformers pooling config (modules.json; get_pooling_config) decides.
+constexpr std::string_view kGenerationSuffixes[] = {"ForCausalLM", "ForConditionalGeneration",
+                                                    "ChatModel", "LMHeadModel"};
+constexpr std::pair<std::string_view, std::string_view> kPoolingSuffixes[] = {
+    {"ForTextEncoding", "embed"},
+    {"EmbeddingModel", "embed"},
+    {"ForSequenceClassification", "classify"},
+    {"ForTokenClassification", "classify"},
+    {"ForAudioClassification", "classify"},
+    {"ForImageClassification", "classify"},
+    {"ForVideoClassification", "classify"},
+    {"ClassificationModel", "classify"},
+    {"ForRewardModeling", "embed"},
+    {"RewardModel", "embed"},
+    {"Model", "embed"}};
+constexpr std::string_view kPoolingRegistered[] = {
+    "BertForSequenceClassification",
+    "BertForTokenClassification",
+    "BertModel",
+    "BertSpladeSparseEmbeddingModel",
+    "BgeM3EmbeddingModel",
+    "CLIPModel",
+    "ColBERTJinaRobertaModel",
+    "ColBERTLfm2Model",
+    "ColBERTModernBertModel",
+    "ColModernVBertForRetrieval",
+    "ColPaliForRetrieval",
+    "ColQwen3",
+    "ColQwen3_5",
+    "ErnieForSequenceClassification",
+    "ErnieForTokenClassification",
+    "ErnieModel",
+    "GPT2ForSequenceClassification",
+    "Gemma3TextModel",
+    "GteModel",
+    "GteNewForSequenceClassification",
+    "GteNewModel",
+    "HF_ColBERT",
+    "InternLM2ForRewardModel",
+    "JambaForSequenceClassification",
+    "JinaEmbeddingsV5Model",
+    "JinaForRanking",
+    "JinaVLForRanking",
+    "LlamaBidirectionalForSequenceClassification",
+    "LlamaBidirectionalModel",
+    "LlamaNemotronVLForSequenceClassification",
+    "LlamaNemotronVLModel",
+    "ModernBertForSequenceClassification",
+    "ModernBertForTokenClassification",
+    "ModernBertModel",
+    "NomicBertModel",
+    "OpsColQwen3Model",
+    "PrithviGeoSpatialMAE",
+    "Qwen2ForProcessRewardModel",
+    "Qwen2ForRewardModel",
+    "Qwen3ASRForcedAlignerForTokenClassification",
+    "Qwen3VLNemotronEmbedModel",
+    "RobertaForMaskedLM",
+    "RobertaForSequenceClassification",
+    "RobertaModel",
+    "SiglipModel",
+    "Terratorch",
+    "VoyageQwen3BidirectionalEmbedModel",
+    "XLMRobertaForSequenceClassification",
+    "XLMRobertaModel",
+};
+constexpr std::pair<std::string_view, std::string_view> kBaseModelsOfGenerators[] = {
+    {"Gemma2Model", "Gemma2ForCausalLM"},
+    {"LlamaModel", "LlamaForCausalLM"},
+    {"MistralModel", "LlamaForCausalLM"},
+    {"Qwen2Model", "Qwen2ForCausalLM"}};
+
+// Why the engine would serve the first of `archs` that its runner rules decide as a pooling
+// model, or "" when it would not.
+std::string PoolingRunner(const std::vector<std::string>& archs) {
+  for (const std::string& arch : archs) {
+    for (const auto& [name, cls] : kBaseModelsOfGenerators) {
+      if (arch != name) continue;
+      return fmt::format(
+          "architecture '{}' is registered among the engine's pooling models and built as {}: "
+          "the engine serves it as a pooling model when the checkpoint carries a Sentence "
+          "Transformers pooling config (modules.json), which kvtopo does not read, and as {} "
+          "generating tokens when it does not; to plan that, state architectures [\"{}\"]",
+          arch, cls, cls, cls);
+    }
+    if (std::find(std::begin(kPoolingRegistered), std::end(kPoolingRegistered), arch) !=
+        std::end(kPoolingRegistered)) {
+      return fmt::format(
+          "architecture '{}' is one of the engine's pooling models (its registry's embedding, "
+          "late-interaction, reward and classification classes): the engine serves it with the "
+          "pooling runner, returning embeddings or scores rather than generating tokens; kvtopo "
+          "plans generation launches",
+          arch);
+    }
+    if (std::any_of(std::begin(kGenerationSuffixes), std::end(kGenerationSuffixes),
+                    [&](std::string_view s) { return arch.ends_with(s); })) {
+      return "";
+    }
+    for (const auto& [suffix, convert] : kPoolingSuffixes) {
+      if (!arch.ends_with(suffix)) continue;
+      return fmt::format(
+          "architecture '{}' ends in '{}', for which the engine's default runner is pooling "
+          "(convert {}): it serves embeddings or scores rather than generating tokens; kvtopo "
+          "plans generation launches",
+          arch, suffix, convert);
+    }
+  }
+  return "";
+}
+
 // The Transformers backend's classes (registry.py's _TRANSFORMERS_BACKEND_MODELS): the
 // generative ones kvtopo plans, and the pooling ones, which keep no cache a launch plans.
 constexpr std::string_view kBackendCausalClasses[] = {
@@ -5583,6 +5699,9 @@ Status UnsupportedArchitectures(const std::string& file, const std::vector<std::
             file, arch, plugin));
       }
     }
+  }
+  if (const std::string pooling = PoolingRunner(archs); !pooling.empty()) {
+    return InvalidArgument(fmt::format("config.json '{}': {}", file, pooling));
   }
   const std::string fallback =
       options.model_impl == "vllm"

@@ -311,6 +311,33 @@ TEST(TransformersBackend, RegistryFallbackAndRefusals) {
             "config.json 'config.json': architecture 'Florence2ForConditionalGeneration' is "
             "served only by the engine's plugin at https://github.com/vllm-project/bart-plugin "
             "('not supported in-tree anymore'); kvtopo does not plan plugins' models");
+  // The engine's pooling models: registered ones, names its default runner takes as pooling by
+  // their suffix, and base-model names it builds as a generator unless a Sentence Transformers
+  // pooling config says otherwise.
+  named["architectures"] = {"Gemma3TextModel"};
+  EXPECT_EQ(Error(named),
+            "config.json 'config.json': architecture 'Gemma3TextModel' is one of the engine's "
+            "pooling models (its registry's embedding, late-interaction, reward and "
+            "classification classes): the engine serves it with the pooling runner, returning "
+            "embeddings or scores rather than generating tokens; kvtopo plans generation "
+            "launches");
+  named["architectures"] = {"Qwen3ForSequenceClassification"};
+  EXPECT_EQ(Error(named),
+            "config.json 'config.json': architecture 'Qwen3ForSequenceClassification' ends in "
+            "'ForSequenceClassification', for which the engine's default runner is pooling "
+            "(convert classify): it serves embeddings or scores rather than generating tokens; "
+            "kvtopo plans generation launches");
+  named["architectures"] = {"MistralModel"};
+  EXPECT_EQ(Error(named),
+            "config.json 'config.json': architecture 'MistralModel' is registered among the "
+            "engine's pooling models and built as LlamaForCausalLM: the engine serves it as a "
+            "pooling model when the checkpoint carries a Sentence Transformers pooling config "
+            "(modules.json), which kvtopo does not read, and as LlamaForCausalLM generating "
+            "tokens when it does not; to plan that, state architectures [\"LlamaForCausalLM\"]");
+  // A generation suffix keeps the general answer.
+  named["architectures"] = {"AcmeLMHeadModel"};
+  EXPECT_NE(Error(named).find("architecture 'AcmeLMHeadModel' is not supported"),
+            std::string::npos);
   // The backend's class named outright is built as named, here without a warning of custom code.
   named["architectures"] = {"TransformersForCausalLM"};
   plan = PlanWith(named, Launch(16 * kGiB));
