@@ -6332,6 +6332,32 @@ Result<LoadedConfig> LoadRemoteGguf(const std::string& model, const std::string&
 
 // A repo id's cached snapshot read as its directory, as the engine reads it offline (its
 // get_model_path swaps the repo id for the snapshot's folder before reading the config).
+// The engine's get_pooling_config: a modules.json beside the config whose list names a module of
+// type sentence_transformers.models.Pooling. Returns its path when it does, "" when it does not
+// or there is none; a file the engine cannot read as that list is refused.
+Result<std::string> SentenceTransformersPooling(const std::filesystem::path& modules) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(modules, ec)) return std::string();
+  const std::string where = fmt::format("modules.json '{}'", modules.string());
+  KVTOPO_ASSIGN_OR_RETURN(const std::string text,
+                          ReadTextFile(modules, kMaxConfigFileBytes, "modules.json"));
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json list, ParseJsonText(text, where));
+  const auto malformed = [&](std::string_view what) {
+    return InvalidArgument(fmt::format(
+        "{} {}: the engine reads it as a list of modules, each with a 'type', to find a "
+        "Sentence Transformers pooling config (get_pooling_config), and fails",
+        where, what));
+  };
+  if (!list.is_array()) return malformed("is not a list");
+  bool pooling = false;
+  for (const nlohmann::json& item : list) {
+    if (!item.is_object() || !item.contains("type"))
+      return malformed("holds a module without a type");
+    pooling = pooling || item["type"] == "sentence_transformers.models.Pooling";
+  }
+  return pooling ? modules.string() : std::string();
+}
+
 Result<LoadedConfig> LoadFromHfSnapshot(const std::string& repo_id, const HfSnapshot& snapshot,
                                         const std::string& config_format) {
   std::error_code ec;
@@ -6559,6 +6585,7 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
   // get_config: a config without quantization_config takes the legacy hf_quant_config.json
   // beside it (ModelOpt 0.29 and before) as its quantization_config.
   const std::filesystem::path legacy = path.parent_path() / "hf_quant_config.json";
+  std::string quantization_file;
   if (j.is_object() && (!j.contains("quantization_config") || j["quantization_config"].is_null()) &&
       std::filesystem::is_regular_file(legacy, ec)) {
     KVTOPO_ASSIGN_OR_RETURN(const std::string quant_text,
@@ -6566,11 +6593,13 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
     KVTOPO_ASSIGN_OR_RETURN(
         j["quantization_config"],
         ParseJsonText(quant_text, fmt::format("hf_quant_config.json '{}'", legacy.string())));
-    LoadedConfig loaded{std::move(j), path.string(), model};
-    loaded.quantization_file = legacy.string();
-    return loaded;
+    quantization_file = legacy.string();
   }
-  return LoadedConfig{std::move(j), path.string(), model};
+  LoadedConfig loaded{std::move(j), path.string(), model};
+  loaded.quantization_file = std::move(quantization_file);
+  KVTOPO_ASSIGN_OR_RETURN(loaded.pooling_modules_file,
+                          SentenceTransformersPooling(path.parent_path() / "modules.json"));
+  return loaded;
 }
 
 }  // namespace kvtopo::internal

@@ -308,6 +308,9 @@ struct LoadedConfig {
   // The legacy hf_quant_config.json whose contents became `json`'s quantization_config, when one
   // did (ModelOpt 0.29 and before); empty otherwise.
   std::string quantization_file;
+  // The modules.json beside the config that names a Sentence Transformers Pooling module (the
+  // engine's get_pooling_config, which makes the default runner pooling); empty otherwise.
+  std::string pooling_modules_file;
 };
 // The draft's config as the engine builds it for `method`. A speculators-format config (no
 // model_type, a speculators_config) becomes its transformer_layer_config with its algorithm's

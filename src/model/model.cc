@@ -2757,6 +2757,14 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
 
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
+  // ModelConfig._get_default_runner_type asks get_pooling_config before the architecture.
+  if (!target.pooling_modules_file.empty()) {
+    return InvalidArgument(fmt::format(
+        "modules.json '{}' names a Sentence Transformers Pooling module, so the engine's default "
+        "runner for this checkpoint is pooling whatever its architecture (get_pooling_config): it "
+        "serves embeddings rather than generating tokens; kvtopo plans generation launches",
+        target.pooling_modules_file));
+  }
   // --attention-backend auto (any case) is the engine's automatic selection, as no flag is
   // (AttentionConfig.validate_backend_before).
   if (internal::AsciiLower(config.cache.attention_backend) == "auto") {

@@ -660,6 +660,53 @@ TEST(Loading, DraftHeadsSplitOverTheTargetsTensorParallelism) {
   EXPECT_FALSE(HasCode(*specs, "tp-kv-heads")) << Codes(*specs);
 }
 
+// A Sentence Transformers checkpoint (modules.json naming a Pooling module beside config.json)
+// runs under the engine's pooling runner whatever its architecture (get_pooling_config).
+TEST(Loading, SentenceTransformersPoolingModuleIsRefused) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kvtopo_st_pooling";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = {{"architectures", {"Qwen2ForCausalLM"}},
+                           {"model_type", "qwen2"},
+                           {"hidden_size", 1024},
+                           {"num_hidden_layers", 4},
+                           {"num_attention_heads", 16},
+                           {"num_key_value_heads", 8},
+                           {"max_position_embeddings", 4096},
+                           {"torch_dtype", "bfloat16"}};
+  std::ofstream(dir / "config.json") << config.dump();
+  LaunchConfig c;
+  c.model = dir.string();
+  const auto message = [&](const std::string& modules) {
+    std::ofstream(dir / "modules.json") << modules;
+    Result<ModelCacheSpecs> specs = BuildModelCacheSpecs(c);
+    return specs.ok() ? std::string("(accepted)") : specs.status().message();
+  };
+  const std::string file = (dir / "modules.json").string();
+  const std::string pooling =
+      message(R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+                  {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
+  const std::string transformer_only =
+      message(R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"}])");
+  const std::string not_a_list = message("{}");
+  const std::string untyped = message(R"([{"path": ""}])");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(pooling, "modules.json '" + file +
+                         "' names a Sentence Transformers Pooling module, so the engine's default "
+                         "runner for this checkpoint is pooling whatever its architecture "
+                         "(get_pooling_config): it serves embeddings rather than generating "
+                         "tokens; kvtopo plans generation launches");
+  EXPECT_EQ(transformer_only, "(accepted)");
+  EXPECT_EQ(not_a_list, "modules.json '" + file +
+                            "' is not a list: the engine reads it as a list of modules, each with "
+                            "a 'type', to find a Sentence Transformers pooling config "
+                            "(get_pooling_config), and fails");
+  EXPECT_EQ(untyped, "modules.json '" + file +
+                         "' holds a module without a type: the engine reads it as a list of "
+                         "modules, each with a 'type', to find a Sentence Transformers pooling "
+                         "config (get_pooling_config), and fails");
+}
+
 TEST(Loading, ListProfiles) {
   auto profiles = ListProfiles();
   ASSERT_TRUE(profiles.ok()) << profiles.status().ToString();
