@@ -1363,6 +1363,37 @@ Result<Plan> Planner::Run() {
   }
   plan.scheduler_block_size = lcm;
   plan.hash_block_size = gcd;
+  // The engine's hybrid coordinator (HybridKVCacheCoordinator.cache_blocks at 28be48fa9) caches,
+  // of a sliding-window group's blocks in each `lcm`-token segment its hits align to, only the
+  // last WindowHitBlocks (SlidingWindowManager._cache_block_mask); an EAGLE group's hit also
+  // needs the first block of the next segment, which it then leaves out, so no hit is found.
+  if (plan.cache.enable_prefix_caching.value_or(false) && plan.groups.size() > 1) {
+    std::vector<std::string> lost;
+    for (const PlannedGroup& g : plan.groups) {
+      const GroupGeometry& geo = g.geometry;
+      if (!g.spec.volatile_last_block || !IsWindowed(geo.kind()) ||
+          geo.kind() == CacheKind::kChunkedLocal || lcm <= geo.manager_block_size() ||
+          geo.WindowHitBlocks() >= lcm / geo.manager_block_size()) {
+        continue;
+      }
+      lost.push_back(
+          fmt::format("group {} ('{}', a {}-token window over {}-token blocks: {} of "
+                      "each {} blocks)",
+                      g.id.value(), g.spec.name, geo.sliding_window(), geo.manager_block_size(),
+                      geo.WindowHitBlocks(), lcm / geo.manager_block_size()));
+    }
+    if (!lost.empty()) {
+      diagnostics_.push_back(Diagnostic{
+          Severity::kWarning, "prefix-cache-eagle-window",
+          fmt::format("the engine's prefix cache finds no hit for this launch: its hits align to "
+                      "{} tokens, of which it caches only the blocks before each boundary that a "
+                      "sliding window's hit reads ({}; SlidingWindowManager._cache_block_mask), "
+                      "and an EAGLE group's hit also reads the block after the boundary, which "
+                      "it leaves out; every request prefills in full. The engine's fix "
+                      "(vllm-project/vllm#44082) caches that block, as kvtopo's runtime does",
+                      lcm, fmt::join(lost, "; "))});
+    }
+  }
   if (inputs_.cache.prefix_match_unit > 0) {
     std::string sizes;
     bool divides = true;

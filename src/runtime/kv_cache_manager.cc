@@ -150,6 +150,17 @@ struct KVCacheManager::Impl {
     int64_t spec_blocks = 0;       // S (recurrent)
     int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request()
     int64_t reserve_columns = 0;   // row capacity reserved per request
+    // A sliding window beside groups of larger blocks caches, of each hit-alignment segment of
+    // `cache_period` columns, only the columns a hit consults: the last `cache_tail` of the
+    // segment, and under EAGLE the first of the next (the block its hit drops); 0: every column.
+    int64_t cache_period = 0;
+    int64_t cache_tail = 0;
+    // Whether column i is one a hit can consult (CacheBlocks leaves the others out).
+    bool Reachable(int64_t i) const {
+      if (cache_period == 0) return true;
+      const int64_t r = i % cache_period;
+      return r >= cache_period - cache_tail || (spec.volatile_last_block && r == 0 && i > 0);
+    }
 
     // floor(n / bs) and ceil(n / bs) for n >= 0, as the geometry counts blocks.
     int64_t FloorBlocks(int64_t n) const { return spec.geometry.FullBlocksIn(n); }
@@ -451,7 +462,7 @@ struct KVCacheManager::Impl {
       return;
     }
     const bool events_on = options.enable_kv_cache_events;
-    if (g.hashes_per_block == 1 && !events_on && !IsRecurrent(g.behavior)) {
+    if (g.hashes_per_block == 1 && !events_on && !IsRecurrent(g.behavior) && g.cache_period == 0) {
       if (full > row.num_cached) {
         const auto from = static_cast<size_t>(row.num_cached);
         const auto count = static_cast<size_t>(full - row.num_cached);
@@ -471,7 +482,7 @@ struct KVCacheManager::Impl {
     int64_t run_begin = -1;  // events: the run of columns cached so far by this call
     for (int64_t i = row.num_cached; i < full; ++i) {
       const BlockId b = row.blocks[i];
-      if (b == kNullBlock || pool.is_cached(b)) {
+      if (b == kNullBlock || pool.is_cached(b) || !g.Reachable(i)) {
         if (events_on && run_begin >= 0) [[unlikely]] {
           RecordStored(g, st, run_begin, i);
           run_begin = -1;
@@ -805,6 +816,23 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     impl->groups.push_back(std::move(g));
   }
   impl->alignment = lcm;
+  // The engine's hybrid coordinator caches at hit granularity, and a sliding-window group there
+  // leaves out of the prefix cache the blocks no hit consults: of each aligned segment, those
+  // before its window's tail (HybridKVCacheCoordinator.cache_blocks, SlidingWindowManager
+  // ._cache_block_mask). Under EAGLE the hit also needs the block after the tail, which the
+  // engine at 28be48fa9 leaves out too, losing every hit; kvtopo caches it, as the engine's fix
+  // does (vllm-project/vllm#44082).
+  for (Impl::Group& g : impl->groups) {
+    if (!caching || impl->groups.size() < 2 || g.behavior != Behavior::kSliding || lcm <= g.bs) {
+      continue;
+    }
+    const int64_t period = lcm / g.bs;
+    const int64_t tail = g.spec.geometry.WindowHitBlocks();
+    if (tail + (g.spec.volatile_last_block ? 1 : 0) < period) {
+      g.cache_period = period;
+      g.cache_tail = tail;
+    }
+  }
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < impl->groups.size(); ++i) {
       const bool full = impl->groups[i].behavior == Behavior::kFull;

@@ -91,12 +91,24 @@ TEST(DeepseekV4, MtpLayersKeepASlidingWindow) {
   std::vector<bool> eagle;
   for (const PlannedGroup& group : plan->groups) eagle.push_back(group.spec.volatile_last_block);
   EXPECT_EQ(eagle, (std::vector<bool>{false, true, true, false, false}));
-  // Without MTP, at the same length: 832,528.
+  // Their hits align to 256 tokens, and the engine caches 2 of each 4 window blocks, not the
+  // one after the boundary an EAGLE hit reads: no prefix-cache hit at all.
+  EXPECT_EQ(DiagnosticMessage(*plan, "prefix-cache-eagle-window"),
+            "the engine's prefix cache finds no hit for this launch: its hits align to 256 "
+            "tokens, of which it caches only the blocks before each boundary that a sliding "
+            "window's hit reads (group 1 ('model.layers.0.attn.swa_cache', a 128-token window "
+            "over 64-token blocks: 2 of each 4 blocks); group 2 ('model.layers.1.attn.swa_cache', "
+            "a 128-token window over 64-token blocks: 2 of each 4 blocks); "
+            "SlidingWindowManager._cache_block_mask), and an EAGLE group's hit also reads the "
+            "block after the boundary, which it leaves out; every request prefills in full. The "
+            "engine's fix (vllm-project/vllm#44082) caches that block, as kvtopo's runtime does");
+  // Without MTP, at the same length: 832,528, and the windows' hits stand.
   c.speculative.reset();
   plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->capacity.max_tokens, 832528);
   EXPECT_FALSE(plan->groups[2].spec.volatile_last_block);
+  EXPECT_EQ(DiagnosticMessage(*plan, "prefix-cache-eagle-window"), "");
 }
 
 // The runtime runs the layer-tuple groups as any other (each group's block size and window);

@@ -240,6 +240,41 @@ TEST(KVCacheManager, HybridHitIsCommonToAllGroups) {
   EXPECT_EQ(m->num_free_blocks(), 39);
 }
 
+// A sliding window beside a group of larger blocks: hits are multiples of the 32-token
+// alignment, and a window of 8 over 8-token blocks consults one block before each, so only that
+// block of each aligned segment enters the prefix cache; under EAGLE also the block after it,
+// which its hit drops (vllm-project/vllm#44082; without it the EAGLE window finds no hit).
+TEST(KVCacheManager, SlidingWindowCachesOnlyTheBlocksAHitConsults) {
+  const auto stored_columns = [](bool eagle) {
+    auto m = KVCacheManager::Create(
+        {.num_blocks = 40,
+         .enable_prefix_caching = true,
+         .hash_block_size = 8,
+         .max_model_len = 4096,
+         .groups = {MakeGroup({.block_size = 32}, eagle),
+                    MakeGroup({.kind = CacheKind::kSlidingWindow, .block_size = 8, .window = 8},
+                              eagle)},
+         .enable_kv_cache_events = true});
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_TRUE((*m)->AddRequest(RequestId{1}, Tokens(64)).ok());
+    EXPECT_TRUE(Step(**m, 1, 64));
+    std::vector<int64_t> columns;  // the sliding group's stored columns
+    for (const KVCacheEvent& e : (*m)->TakeEvents()) {
+      if (e.type != KVCacheEvent::Type::kBlockStored || e.group != GroupId{1}) continue;
+      for (size_t k = 0; k < e.block_hashes.size(); ++k) {
+        columns.push_back(e.token_ids[k * 8] / 8);
+      }
+    }
+    EXPECT_TRUE((*m)->Free(RequestId{1}).ok());
+    EXPECT_TRUE((*m)->AddRequest(RequestId{2}, Tokens(65)).ok());
+    const int64_t hit = (*m)->GetComputedBlocks(RequestId{2}).value().num_tokens.value();
+    return std::make_pair(columns, hit);
+  };
+  EXPECT_EQ(stored_columns(false), std::make_pair(std::vector<int64_t>{3, 7}, int64_t{64}));
+  // EAGLE: the hit of 64 drops a block and re-aligns to 32.
+  EXPECT_EQ(stored_columns(true), std::make_pair(std::vector<int64_t>{3, 4, 7}, int64_t{32}));
+}
+
 TEST(KVCacheManager, VolatileGroupDropsTheLastHitBlock) {
   auto m = Make({MakeGroup({.block_size = 16}, /*volatile_last_block=*/true)}, 10);
   EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(48)).ok());
