@@ -14,7 +14,14 @@ namespace kvtopo::cli {
 void RegisterProfilesCommand(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sub =
       app.add_subcommand("profiles", "List the embedded model, draft and backend profiles");
-  registry.Add(sub, [] {
+  auto architectures = std::make_shared<bool>(false);
+  sub->add_flag("--architectures", *architectures,
+                "list the config.json architectures kvtopo plans instead, one a line");
+  registry.Add(sub, [architectures] {
+    if (*architectures) {
+      for (const std::string& name : ListArchitectures()) fmt::print("{}\n", name);
+      return kExitOk;
+    }
     Result<std::vector<ProfileInfo>> profiles = ListProfiles();
     if (!profiles.ok()) {
       std::fprintf(stderr, "kvtopo: %s\n", profiles.status().ToString().c_str());

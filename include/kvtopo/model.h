@@ -50,4 +50,8 @@ struct ProfileInfo {
 };
 Result<std::vector<ProfileInfo>> ListProfiles();
 
+// The config.json architectures kvtopo plans natively, sorted (`kvtopo profiles
+// --architectures`).
+std::vector<std::string> ListArchitectures();
+
 }  // namespace kvtopo

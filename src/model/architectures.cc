@@ -5679,6 +5679,37 @@ std::string AutoMapModelEntry(const nlohmann::json& config) {
 
 // The engine's error for architectures its registry does not hold (_raise_for_unsupported),
 // with what kvtopo offers instead.
+// The architecture kvtopo plans that `name` most likely meant: one equal but for case, else the
+// first in the table one edit away (a character changed, added, dropped, or two adjacent ones
+// swapped); "" when none is.
+std::string NearestArchitecture(const std::string& name) {
+  const std::string a = AsciiLower(name);
+  std::string best;
+  std::vector<std::vector<size_t>> d;
+  for (const std::string& candidate : SupportedArchitectures()) {
+    const std::string b = AsciiLower(candidate);
+    if (a == b) return candidate;
+    if (!best.empty() || (a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > 1) {
+      continue;
+    }
+    // Optimal string alignment distance.
+    d.assign(a.size() + 1, std::vector<size_t>(b.size() + 1, 0));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min(
+            {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    if (d[a.size()][b.size()] == 1) best = candidate;
+  }
+  return best;
+}
+
 Status UnsupportedArchitectures(const std::string& file, const std::vector<std::string>& archs,
                                 const ModelClassOptions& options) {
   for (const std::string& arch : archs) {
@@ -5708,10 +5739,13 @@ Status UnsupportedArchitectures(const std::string& file, const std::vector<std::
           ? "--model-impl vllm leaves the engine no Transformers fallback"
           : "if Transformers itself has the class, the engine may build it with its Transformers "
             "backend: pass --model-impl transformers to plan that";
+  const std::string near = NearestArchitecture(archs.front());
   return InvalidArgument(fmt::format(
-      "config.json '{}': architecture{} '{}' {} not supported ({}); supported: {}", file,
-      archs.size() > 1 ? "s" : "", fmt::join(archs, "', '"), archs.size() > 1 ? "are" : "is",
-      fallback, fmt::join(SupportedArchitectures(), ", ")));
+      "config.json '{}': architecture{} '{}' {} not supported ({}); {}kvtopo plans {} "
+      "architectures, which `kvtopo profiles --architectures` lists",
+      file, archs.size() > 1 ? "s" : "", fmt::join(archs, "', '"), archs.size() > 1 ? "are" : "is",
+      fallback, near.empty() ? "" : fmt::format("did you mean '{}'? ", near),
+      SupportedArchitectures().size()));
 }
 
 // What keeps a model kvtopo reads natively from the Transformers backend's one attention shape:

@@ -3787,6 +3787,12 @@ Result<ModelCacheSpecs> BuildModelCacheSpecsFromJson(const nlohmann::json& model
   return Build(internal::LoadedConfig{model_config, name, name}, config);
 }
 
+std::vector<std::string> ListArchitectures() {
+  std::vector<std::string> names = internal::SupportedArchitectures();
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 Result<std::vector<ProfileInfo>> ListProfiles() {
   std::vector<ProfileInfo> out;
   for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {

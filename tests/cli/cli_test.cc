@@ -1,6 +1,9 @@
 // The CLI's contract: exit 0 accepted, 1 rejected, 2 usage error with a one-line message.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -8,6 +11,7 @@
 #include <sstream>
 
 #include "cli_runner.h"
+#include "kvtopo/model.h"
 
 namespace kvtopo {
 namespace {
@@ -688,6 +692,18 @@ TEST(ProfilesCli, ListsEveryEmbeddedProfile) {
       r.out.find("backends                 backends  -                                      16"),
       std::string::npos);
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 13);  // header + 12 files
+}
+
+// --architectures: what the "not supported" message points at, one a line, sorted.
+TEST(ProfilesCli, ListsTheArchitectures) {
+  auto r = ::kvtopo::testing::RunCli("profiles --architectures");
+  ASSERT_EQ(r.exit_code, 0);
+  const std::vector<std::string> names = ListArchitectures();
+  ASSERT_EQ(names.size(), 268u);
+  EXPECT_EQ(r.out, fmt::format("{}\n", fmt::join(names, "\n")));
+  EXPECT_EQ(names.front(), "AXK1ForCausalLM");
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_TRUE(std::binary_search(names.begin(), names.end(), "DeepseekV4ForCausalLM"));
 }
 
 }  // namespace

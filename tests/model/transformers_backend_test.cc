@@ -257,16 +257,28 @@ TEST(TransformersBackend, RegistryFallbackAndRefusals) {
   // --model-impl vllm leaves no fallback.
   EXPECT_NE(Error(CustomModel(), Launch(16 * kGiB, "vllm", true))
                 .find("architecture 'AcmeForCausalLM' is not supported (--model-impl vllm leaves "
-                      "the engine no Transformers fallback); supported: "),
+                      "the engine no Transformers fallback); kvtopo plans "),
             std::string::npos);
   // Without auto_map kvtopo cannot tell whether Transformers has the class.
   nlohmann::json plain = CustomModel();
   plain.erase("auto_map");
-  EXPECT_NE(Error(plain).find("architecture 'AcmeForCausalLM' is not supported (if Transformers "
-                              "itself has the class, the engine may build it with its "
-                              "Transformers backend: pass --model-impl transformers to plan "
-                              "that); supported: "),
-            std::string::npos);
+  const std::string count = std::to_string(ListArchitectures().size());
+  EXPECT_EQ(Error(plain),
+            "config.json 'config.json': architecture 'AcmeForCausalLM' is not supported (if "
+            "Transformers itself has the class, the engine may build it with its Transformers "
+            "backend: pass --model-impl transformers to plan that); kvtopo plans " +
+                count + " architectures, which `kvtopo profiles --architectures` lists");
+  // A name one edit (or a case) away from one kvtopo plans is named.
+  nlohmann::json typo = plain;
+  typo["architectures"] = {"Qwen3ForCasualLM"};
+  EXPECT_EQ(Error(typo),
+            "config.json 'config.json': architecture 'Qwen3ForCasualLM' is not supported (if "
+            "Transformers itself has the class, the engine may build it with its Transformers "
+            "backend: pass --model-impl transformers to plan that); did you mean "
+            "'Qwen3ForCausalLM'? kvtopo plans " +
+                count + " architectures, which `kvtopo profiles --architectures` lists");
+  typo["architectures"] = {"llamaforcausallm"};
+  EXPECT_NE(Error(typo).find("did you mean 'LlamaForCausalLM'?"), std::string::npos);
   // The first architecture the registry holds is the one the engine builds.
   plain["architectures"] = {"AcmeForCausalLM", "LlamaForCausalLM"};
   plain["model_type"] = "llama";
