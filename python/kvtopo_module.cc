@@ -417,6 +417,9 @@ void BindPlan(py::module_& m) {
         return out;
       },
       "The embedded profiles (kvtopo profiles).");
+  m.def(
+      "architectures", [] { return ListArchitectures(); },
+      "The config.json architectures kvtopo plans, sorted (kvtopo profiles --architectures).");
   RefuseUninitialized<GroupGeometry>("Plan.geometries");
   RefuseUninitialized<Plan>("kvtopo.plan(...)");
   RefuseUninitialized<CheckResult>("kvtopo.check(...)");

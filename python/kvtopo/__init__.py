@@ -30,6 +30,7 @@ from ._kvtopo import (  # noqa: F401
     RejectedError,
     StepResult,
     __version__,
+    architectures,
     check,
     holds_position,
     local_seq_len,
@@ -153,7 +154,7 @@ __all__ = [
     "BlockTable", "Capacity", "CheckResult", "ComputedBlocks", "Diagnostic", "Group",
     "GroupGeometry", "KVCacheInspector", "KVCacheManager", "StepResult", "int_buffer", "Plan",
     "PoolLayout", "Promotion", "Record", "RejectedError",
-    "check", "holds_position", "local_seq_len", "local_seq_lens", "option_names",
+    "architectures", "check", "holds_position", "local_seq_len", "local_seq_lens", "option_names",
     "parse_byte_size", "plan", "profiles",
     "slot_mapping", "__version__",
 ]

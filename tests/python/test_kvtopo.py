@@ -822,6 +822,16 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "flavour"):
             kvtopo.plan(speculative_config={"method": "dspark", "flavour": 1})
 
+    def test_architectures(self):
+        names = kvtopo.architectures()
+        self.assertEqual(len(names), 268)
+        self.assertEqual(names, sorted(names))
+        self.assertIn("DeepseekV4ForCausalLM", names)
+        self.assertNotIn("GritLM2", names)
+        with self.assertRaisesRegex(
+                ValueError, "did you mean 'Qwen3ForCausalLM'\\? kvtopo plans 268 architectures"):
+            kvtopo.plan(hf_overrides={"architectures": ["Qwen3ForCasualLM"]})
+
     def test_unknown_profile(self):
         with self.assertRaisesRegex(LookupError, "neither an embedded profile"):
             kvtopo.plan("no-such-model")
