@@ -175,6 +175,10 @@ struct LaunchConfig {
   std::string model_impl = "auto";
   // --trust-remote-code: the engine loads the custom code a config's auto_map names.
   bool trust_remote_code = false;
+  // --runner (auto, generate, pooling, draft) and --convert (auto, none, embed, classify): kvtopo
+  // plans the generate runner; the others are refused.
+  std::string runner = "auto";
+  std::string convert = "auto";
   // --revision: the branch, tag or commit of a Hugging Face repo id whose cached snapshot is read
   // (docs/profiles.md, "Hugging Face repo ids"); empty: main.
   std::string revision;

@@ -67,6 +67,8 @@ struct LaunchOptions {
   std::optional<std::string> config_format;            // auto, hf or mistral; default auto
   std::optional<std::string> model_impl;               // auto, vllm, transformers; default auto
   std::optional<bool> trust_remote_code;               // default off
+  std::optional<std::string> runner;                   // auto, generate, pooling, draft
+  std::optional<std::string> convert;                  // auto, none, embed, classify
   std::optional<std::string> revision;                 // a repo id's revision; default main
   std::optional<std::string> hf_config_path;           // the target's config; default: model
   std::optional<std::string> hf_overrides;             // --hf-overrides: a JSON object

@@ -2292,12 +2292,13 @@ Status ReadLoopCoder(const ConfigReader& r, ModelDescription& m) {
 
 // GritLM (the fork's gritlm.py): registered as a generative and as a pooling model, and the
 // engine's default runner checks pooling first, so it serves GritLM as a pooling model, whose
-// encoder-only attention keeps no KV cache. kvtopo plans generation and does not read --runner.
+// encoder-only attention keeps no KV cache. Under --runner generate it runs its Llama layers
+// (DescribeModel reads them as Llama's).
 Status ReadGritLm(const ConfigReader& r, ModelDescription&) {
   return r.Invalid("architectures",
                    "names GritLM, which the engine serves as a pooling model by default, with no "
-                   "KV cache (--runner generate would run its Llama layers); kvtopo plans "
-                   "generation launches and does not read --runner");
+                   "KV cache; kvtopo plans generation launches: pass --runner generate to plan "
+                   "its Llama layers generating");
 }
 
 // PLaMo 3 (Plamo3ForCausalLM; the fork's plamo3.py at 28be48fa9, whose config class comes with
@@ -3184,6 +3185,16 @@ Status ReadPaliGemma(const ConfigReader& r, ModelDescription& m) {
 Status ReadMistral3(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kMistral3TextModels, "Mistral 3", m);
 }
+// LlamaModel and MistralModel (the registry's pooling entries built as LlamaForCausalLM): Llama's
+// layers over the config its model type names, llama or mistral (the name's when unstated).
+constexpr std::array<TypedTextModel, 2> kMistralOrLlamaTextModels = {
+    {kMistralConfigText, kLlamaConfigText}};
+Status ReadLlamaModel(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kLlavaTextModels, "LlamaModel", m);
+}
+Status ReadMistralModel(const ConfigReader& r, ModelDescription& m) {
+  return ReadTypedTextModel(r, kMistralOrLlamaTextModels, "MistralModel", m);
+}
 Status ReadQwen2Text(const ConfigReader& r, ModelDescription& m) {
   return ReadTypedTextModel(r, kQwen2TextModels, "this wrapper's", m);
 }
@@ -3692,6 +3703,12 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Plamo2ForCausalLM", TextModel::kRoot, ReadPlamo2},
       {"GptOssForCausalLM", TextModel::kRoot, ReadGptOss},
       {"LlamaForCausalLM", TextModel::kRoot, ReadDenseAs<kLlama>},
+      // Registered among the pooling models and built as a generation class (LlamaForCausalLM,
+      // Qwen2ForCausalLM, Gemma2ForCausalLM), which generates unless a Sentence Transformers
+      // pooling config makes the runner pooling (Build refuses that).
+      {"LlamaModel", TextModel::kRoot, ReadLlamaModel},
+      {"MistralModel", TextModel::kRoot, ReadMistralModel},
+      {"Qwen2Model", TextModel::kRoot, ReadDenseAs<kQwen2>},
       {"SmolLM3ForCausalLM", TextModel::kRoot, ReadSmolLm3},
       {"Phi3ForCausalLM", TextModel::kRoot,
        ReadDenseAs<kLlama>},  // the engine's Phi3ForCausalLM is its Llama
@@ -3941,6 +3958,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"Llama4ForCausalLM", TextModel::kRoot, ReadLlama4},
       {"Llama4ForConditionalGeneration", TextModel::kNested, ReadLlama4},
       {"Gemma2ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma2>},
+      {"Gemma2Model", TextModel::kRoot, ReadInterleavedAs<kGemma2>},
       {"Gemma3ForCausalLM", TextModel::kRoot, ReadInterleavedAs<kGemma3>},
       {"Gemma3ForConditionalGeneration", TextModel::kNested, ReadInterleavedAs<kGemma3>},
       {"Rnj1ForCausalLM", TextModel::kRoot, ReadRnj1},
@@ -5534,9 +5552,8 @@ constexpr std::pair<std::string_view, std::string_view> kPluginSupported[] = {
 // architecture's class decides, else the name's suffix (_SUFFIX_TO_DEFAULTS, in its order: the
 // generation suffixes first, then the pooling ones, "Model" last). kPoolingRegistered are the
 // registry's pooling classes (_EMBEDDING_MODELS, _LATE_INTERACTION_MODELS, _REWARD_MODELS,
-// _TOKEN_CLASSIFICATION_MODELS, _SEQUENCE_CLASSIFICATION_MODELS) that kvtopo does not read;
-// kBaseModelsOfGenerators are the pooling entries it builds as a generation class, whose runner
-// a Sentence Transformers pooling config (modules.json; get_pooling_config) decides.
+// _TOKEN_CLASSIFICATION_MODELS, _SEQUENCE_CLASSIFICATION_MODELS) that kvtopo does not read (its
+// pooling entries built as a generation class, LlamaModel and the like, are readers).
 constexpr std::string_view kGenerationSuffixes[] = {"ForCausalLM", "ForConditionalGeneration",
                                                     "ChatModel", "LMHeadModel"};
 constexpr std::pair<std::string_view, std::string_view> kPoolingSuffixes[] = {
@@ -5602,27 +5619,21 @@ constexpr std::string_view kPoolingRegistered[] = {
     "XLMRobertaForSequenceClassification",
     "XLMRobertaModel",
 };
-constexpr std::pair<std::string_view, std::string_view> kBaseModelsOfGenerators[] = {
-    {"Gemma2Model", "Gemma2ForCausalLM"},
-    {"LlamaModel", "LlamaForCausalLM"},
-    {"MistralModel", "LlamaForCausalLM"},
-    {"Qwen2Model", "Qwen2ForCausalLM"}};
 
 // Why the engine would serve the first of `archs` that its runner rules decide as a pooling
-// model, or "" when it would not.
-std::string PoolingRunner(const std::vector<std::string>& archs) {
+// model (or, under --runner generate, refuse a pooling class), or "" when it would not.
+std::string PoolingRunner(const std::vector<std::string>& archs, const std::string& runner) {
   for (const std::string& arch : archs) {
-    for (const auto& [name, cls] : kBaseModelsOfGenerators) {
-      if (arch != name) continue;
-      return fmt::format(
-          "architecture '{}' is registered among the engine's pooling models and built as {}: "
-          "the engine serves it as a pooling model when the checkpoint carries a Sentence "
-          "Transformers pooling config (modules.json), which kvtopo does not read, and as {} "
-          "generating tokens when it does not; to plan that, state architectures [\"{}\"]",
-          arch, cls, cls, cls);
-    }
     if (std::find(std::begin(kPoolingRegistered), std::end(kPoolingRegistered), arch) !=
         std::end(kPoolingRegistered)) {
+      if (runner == "generate") {
+        return fmt::format(
+            "architecture '{}' is one of the engine's pooling models (its registry's embedding, "
+            "late-interaction, reward and classification classes), which do not generate: "
+            "with --runner generate the engine refuses it ('This model does not support "
+            "`--runner generate`.')",
+            arch);
+      }
       return fmt::format(
           "architecture '{}' is one of the engine's pooling models (its registry's embedding, "
           "late-interaction, reward and classification classes): the engine serves it with the "
@@ -5630,6 +5641,7 @@ std::string PoolingRunner(const std::vector<std::string>& archs) {
           "plans generation launches",
           arch);
     }
+    if (runner == "generate") continue;
     if (std::any_of(std::begin(kGenerationSuffixes), std::end(kGenerationSuffixes),
                     [&](std::string_view s) { return arch.ends_with(s); })) {
       return "";
@@ -5731,7 +5743,7 @@ Status UnsupportedArchitectures(const std::string& file, const std::vector<std::
       }
     }
   }
-  if (const std::string pooling = PoolingRunner(archs); !pooling.empty()) {
+  if (const std::string pooling = PoolingRunner(archs, options.runner); !pooling.empty()) {
     return InvalidArgument(fmt::format("config.json '{}': {}", file, pooling));
   }
   const std::string fallback =
@@ -5985,6 +5997,7 @@ constexpr CausalFlagReader kCausalFlagReaders[] = {
     {"Gemma3ForConditionalGeneration", kText},
     {"GlmAsrForConditionalGeneration", kText},
     {"GlmForCausalLM"},
+    {"GritLM"},  // under --runner generate (in pooling it forces the field false)
     {"IQuestCoderForCausalLM"},
     {"IQuestLoopCoderForCausalLM"},
     {"Idefics3ForConditionalGeneration", kText},
@@ -5997,6 +6010,7 @@ constexpr CausalFlagReader kCausalFlagReaders[] = {
     {"LLaMAForCausalLM"},
     {"LlamaForCausalLM"},
     {"LlamaForCausalLMEagle3"},
+    {"LlamaModel"},
     {"LlavaForConditionalGeneration", kText},  // its text models: Llama and Mistral
     {"LlavaNextForConditionalGeneration", kText},
     {"LlavaNextVideoForConditionalGeneration", kText},
@@ -6008,6 +6022,7 @@ constexpr CausalFlagReader kCausalFlagReaders[] = {
     {"Ministral3ForCausalLM"},
     {"Mistral3ForConditionalGeneration", kText},  // Mistral and Ministral 3
     {"MistralForCausalLM"},
+    {"MistralModel"},
     {"MoonshotKimiaForCausalLM"},
     {"MusicFlamingoForConditionalGeneration", kText},
     {"OpenCUAForConditionalGeneration", kText},
@@ -6025,6 +6040,7 @@ constexpr CausalFlagReader kCausalFlagReaders[] = {
     {"Phi4MMForCausalLM"},
     {"Qwen2AudioForConditionalGeneration", kText},
     {"Qwen2ForCausalLM"},
+    {"Qwen2Model"},
     {"Qwen2VLForConditionalGeneration", kTextOrRoot},
     {"Qwen2_5OmniForConditionalGeneration", CausalFlagAt::kThinkerText},
     {"Qwen2_5OmniModel", CausalFlagAt::kThinkerText},
@@ -6120,9 +6136,42 @@ Status CheckModelImpl(const std::string& model_impl) {
       model_impl));
 }
 
+Status CheckRunner(const std::string& runner) {
+  if (runner == "auto" || runner == "generate" || runner == "pooling" || runner == "draft") {
+    return Status::Ok();
+  }
+  return InvalidArgument(fmt::format(
+      "--runner '{}' is not a runner; accepted: auto, generate, pooling, draft", runner));
+}
+
+Status CheckConvert(const std::string& convert) {
+  if (convert == "auto" || convert == "none" || convert == "embed" || convert == "classify") {
+    return Status::Ok();
+  }
+  return InvalidArgument(fmt::format(
+      "--convert '{}' is not a conversion; accepted: auto, none, embed, classify", convert));
+}
+
 Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file,
                                        const ModelClassOptions& options) {
   KVTOPO_RETURN_IF_ERROR(CheckModelImpl(options.model_impl));
+  KVTOPO_RETURN_IF_ERROR(CheckRunner(options.runner));
+  KVTOPO_RETURN_IF_ERROR(CheckConvert(options.convert));
+  // The runner the flags name (ModelConfig._get_runner_type): a conversion other than none makes
+  // it pooling when --runner leaves it to the engine.
+  if (options.runner == "pooling" ||
+      (options.convert == "embed" || options.convert == "classify")) {
+    return InvalidArgument(fmt::format(
+        "{}: the engine serves the model as a pooling model, returning embeddings or scores "
+        "rather than generating tokens; kvtopo plans generation launches",
+        options.runner == "pooling" ? std::string("--runner pooling")
+                                    : fmt::format("--convert {}", options.convert)));
+  }
+  if (options.runner == "draft") {
+    return InvalidArgument(
+        "--runner draft: the engine builds the model as a speculative draft; kvtopo plans the "
+        "target, with the draft in --speculative-config");
+  }
   ConfigReader root(config, file);
   if (!config.is_object()) {
     return InvalidArgument(fmt::format("config.json '{}' must hold a JSON object", file));
@@ -6239,7 +6288,9 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config.value("text_config", nlohmann::json()), m);
   } else {
-    KVTOPO_RETURN_IF_ERROR(it->read(root, m));
+    // GritLM generates its Llama layers under --runner generate.
+    const bool grit_generates = m.architecture == "GritLM" && options.runner == "generate";
+    KVTOPO_RETURN_IF_ERROR(grit_generates ? ReadDenseAs<kLlama>(root, m) : it->read(root, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
   }
@@ -6631,8 +6682,12 @@ Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string
   }
   LoadedConfig loaded{std::move(j), path.string(), model};
   loaded.quantization_file = std::move(quantization_file);
-  KVTOPO_ASSIGN_OR_RETURN(loaded.pooling_modules_file,
-                          SentenceTransformersPooling(path.parent_path() / "modules.json"));
+  Result<std::string> pooling = SentenceTransformersPooling(path.parent_path() / "modules.json");
+  if (pooling.ok()) {
+    loaded.pooling_modules_file = *std::move(pooling);
+  } else {
+    loaded.pooling_modules_error = pooling.status().message();
+  }
   return loaded;
 }
 

@@ -266,10 +266,19 @@ struct ModelDescription {
 struct ModelClassOptions {
   std::string model_impl = "auto";
   bool trust_remote_code = false;
+  // --runner and --convert (ModelConfig._get_runner_type): kvtopo plans generation, so a pooling
+  // or draft runner, or a pooling conversion, is refused; generate lets a class the registry
+  // also lists as a pooling model (GritLM) generate.
+  std::string runner = "auto";
+  std::string convert = "auto";
 };
 // --model-impl: auto, vllm or transformers; terratorch (a model without a KV cache) and anything
 // else are usage errors naming the value.
 Status CheckModelImpl(const std::string& model_impl);
+// --runner: auto, generate, pooling or draft; --convert: auto, none, embed or classify (the
+// engine's RunnerOption and ConvertOption); anything else is a usage error naming the value.
+Status CheckRunner(const std::string& runner);
+Status CheckConvert(const std::string& convert);
 
 // Reads the cache shape of `config` (file names the source in messages) as the engine builds
 // the class `options` pick: the first of its architectures the engine's registry holds (a vLLM
@@ -309,8 +318,11 @@ struct LoadedConfig {
   // did (ModelOpt 0.29 and before); empty otherwise.
   std::string quantization_file;
   // The modules.json beside the config that names a Sentence Transformers Pooling module (the
-  // engine's get_pooling_config, which makes the default runner pooling); empty otherwise.
+  // engine's get_pooling_config, which makes the default runner pooling); empty otherwise. The
+  // engine reads it only when --runner and --convert leave the runner to it, so a file it cannot
+  // read is kept as `pooling_modules_error` for Build to refuse then.
   std::string pooling_modules_file;
+  std::string pooling_modules_error;
 };
 // The draft's config as the engine builds it for `method`. A speculators-format config (no
 // model_type, a speculators_config) becomes its transformer_layer_config with its algorithm's

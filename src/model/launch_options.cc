@@ -197,6 +197,23 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "the engine loads the custom code a config's auto_map names (for its Transformers "
        "backend); default off",
        &LO::trust_remote_code},
+      {"runner",
+       {},
+       "",
+       V::kText,
+       "",
+       "the engine's runner: auto, the default (pooling for a Sentence Transformers checkpoint "
+       "or a pooling architecture, else generate), generate, pooling or draft; kvtopo plans "
+       "generate and refuses the others",
+       &LO::runner},
+      {"convert",
+       {},
+       "",
+       V::kText,
+       "",
+       "the engine's model conversion: auto, the default, none, embed or classify; embed and "
+       "classify adapt the model into a pooling model, which kvtopo refuses",
+       &LO::convert},
       {"revision",
        {},
        "",
@@ -2171,6 +2188,14 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.model_impl = *o.model_impl;
   }
   if (o.trust_remote_code) c.trust_remote_code = *o.trust_remote_code;
+  if (o.runner) {
+    KVTOPO_RETURN_IF_ERROR(internal::CheckRunner(*o.runner));
+    c.runner = *o.runner;
+  }
+  if (o.convert) {
+    KVTOPO_RETURN_IF_ERROR(internal::CheckConvert(*o.convert));
+    c.convert = *o.convert;
+  }
   if (o.revision) c.revision = *o.revision;
   if (o.hf_config_path) c.hf_config_path = *o.hf_config_path;
   if (o.hf_overrides) {

@@ -2757,12 +2757,19 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
 
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
-  // ModelConfig._get_default_runner_type asks get_pooling_config before the architecture.
-  if (!target.pooling_modules_file.empty()) {
+  // ModelConfig._get_default_runner_type asks get_pooling_config before the architecture, when
+  // neither --runner nor --convert decides.
+  const bool engine_picks_runner =
+      config.runner == "auto" && (config.convert == "auto" || config.convert == "none");
+  if (engine_picks_runner && !target.pooling_modules_error.empty()) {
+    return InvalidArgument(target.pooling_modules_error);
+  }
+  if (engine_picks_runner && !target.pooling_modules_file.empty()) {
     return InvalidArgument(fmt::format(
         "modules.json '{}' names a Sentence Transformers Pooling module, so the engine's default "
         "runner for this checkpoint is pooling whatever its architecture (get_pooling_config): it "
-        "serves embeddings rather than generating tokens; kvtopo plans generation launches",
+        "serves embeddings rather than generating tokens; kvtopo plans generation launches "
+        "(--runner generate plans the model as a generator)",
         target.pooling_modules_file));
   }
   // --attention-backend auto (any case) is the engine's automatic selection, as no flag is
@@ -2782,9 +2789,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   KVTOPO_ASSIGN_OR_RETURN(
       ModelDescription model,
-      internal::DescribeModel(
-          config.hf_overrides.empty() ? target.json : overridden, target.file,
-          {.model_impl = config.model_impl, .trust_remote_code = config.trust_remote_code}));
+      internal::DescribeModel(config.hf_overrides.empty() ? target.json : overridden, target.file,
+                              {.model_impl = config.model_impl,
+                               .trust_remote_code = config.trust_remote_code,
+                               .runner = config.runner,
+                               .convert = config.convert}));
   if (model.kind == "draft") {
     return InvalidArgument(fmt::format(
         "'{}' is a draft model; pass it as \"model\" in --speculative-config and name a target "

@@ -699,7 +699,7 @@ TEST(ProfilesCli, ListsTheArchitectures) {
   auto r = ::kvtopo::testing::RunCli("profiles --architectures");
   ASSERT_EQ(r.exit_code, 0);
   const std::vector<std::string> names = ListArchitectures();
-  ASSERT_EQ(names.size(), 268u);
+  ASSERT_EQ(names.size(), 272u);
   EXPECT_EQ(r.out, fmt::format("{}\n", fmt::join(names, "\n")));
   EXPECT_EQ(names.front(), "AXK1ForCausalLM");
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));

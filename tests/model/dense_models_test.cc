@@ -4513,8 +4513,47 @@ TEST(DenseModels, GritLmIsAPoolingModelByDefault) {
     "num_key_value_heads": 8, "sliding_window": 4096, "max_position_embeddings": 32768})");
   EXPECT_EQ(ConfigError(grit),
             "config.json 'config.json': field 'architectures' names GritLM, which the engine "
-            "serves as a pooling model by default, with no KV cache (--runner generate would run "
-            "its Llama layers); kvtopo plans generation launches and does not read --runner");
+            "serves as a pooling model by default, with no KV cache; kvtopo plans generation "
+            "launches: pass --runner generate to plan its Llama layers generating");
+  // --runner generate: its Llama layers, windowed cache-wide by the config's sliding_window.
+  LaunchConfig c;
+  c.model = "config.json";
+  c.runner = "generate";
+  Result<Plan> plan = PlanWith(grit, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].geometry.sliding_window(), 4096);
+  EXPECT_EQ(plan->groups[0].layers.size(), 32u);
+  // Under it the config's is_causal decides, as for Llama.
+  grit["is_causal"] = false;
+  EXPECT_EQ(PlanWith(grit, c).status().message(),
+            "config.json 'config.json': field 'is_causal' is false: the engine builds GritLM's "
+            "attention layers encoder-only (bidirectional, AttentionType.ENCODER_ONLY), which "
+            "keep no KV cache; kvtopo plans decoders");
+  // A pooling runner or conversion is refused whatever the model; draft too; others are usage
+  // errors.
+  grit.erase("is_causal");
+  const auto refused = [&](std::string runner, std::string convert) {
+    c.runner = std::move(runner);
+    c.convert = std::move(convert);
+    return PlanWith(grit, c).status().message();
+  };
+  EXPECT_EQ(refused("pooling", "auto"),
+            "--runner pooling: the engine serves the model as a pooling model, returning "
+            "embeddings or scores rather than generating tokens; kvtopo plans generation "
+            "launches");
+  EXPECT_EQ(refused("auto", "classify"),
+            "--convert classify: the engine serves the model as a pooling model, returning "
+            "embeddings or scores rather than generating tokens; kvtopo plans generation "
+            "launches");
+  EXPECT_EQ(refused("draft", "none"),
+            "--runner draft: the engine builds the model as a speculative draft; kvtopo plans the "
+            "target, with the draft in --speculative-config");
+  EXPECT_EQ(refused("generation", "none"),
+            "--runner 'generation' is not a runner; accepted: auto, generate, pooling, draft");
+  EXPECT_EQ(refused("generate", "reward"),
+            "--convert 'reward' is not a conversion; accepted: auto, none, embed, classify");
 }
 
 // HyperCLOVAX Vision: the registered model its text_config names (a shaped config: Llama layers,

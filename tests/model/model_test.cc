@@ -686,6 +686,9 @@ TEST(Loading, SentenceTransformersPoolingModuleIsRefused) {
   const std::string pooling =
       message(R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
                   {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
+  c.runner = "generate";  // the engine then reads no modules.json
+  const std::string generate = message("{}");
+  c.runner = "auto";
   const std::string transformer_only =
       message(R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"}])");
   const std::string not_a_list = message("{}");
@@ -695,7 +698,9 @@ TEST(Loading, SentenceTransformersPoolingModuleIsRefused) {
                          "' names a Sentence Transformers Pooling module, so the engine's default "
                          "runner for this checkpoint is pooling whatever its architecture "
                          "(get_pooling_config): it serves embeddings rather than generating "
-                         "tokens; kvtopo plans generation launches");
+                         "tokens; kvtopo plans generation launches (--runner generate plans the "
+                         "model as a generator)");
+  EXPECT_EQ(generate, "(accepted)");
   EXPECT_EQ(transformer_only, "(accepted)");
   EXPECT_EQ(not_a_list, "modules.json '" + file +
                             "' is not a list: the engine reads it as a list of modules, each with "

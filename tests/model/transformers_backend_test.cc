@@ -339,13 +339,22 @@ TEST(TransformersBackend, RegistryFallbackAndRefusals) {
             "'ForSequenceClassification', for which the engine's default runner is pooling "
             "(convert classify): it serves embeddings or scores rather than generating tokens; "
             "kvtopo plans generation launches");
+  // A pooling class under --runner generate is the engine's refusal.
+  named["architectures"] = {"Gemma3TextModel"};
+  LaunchConfig generate = Launch(16 * kGiB);
+  generate.runner = "generate";
+  EXPECT_EQ(PlanWith(named, generate).status().message(),
+            "config.json 'config.json': architecture 'Gemma3TextModel' is one of the engine's "
+            "pooling models (its registry's embedding, late-interaction, reward and "
+            "classification classes), which do not generate: with --runner generate the engine "
+            "refuses it ('This model does not support `--runner generate`.')");
+  // The pooling entries built as a generation class generate unless a Sentence Transformers
+  // config says otherwise: MistralModel is LlamaForCausalLM over a Mistral config.
   named["architectures"] = {"MistralModel"};
-  EXPECT_EQ(Error(named),
-            "config.json 'config.json': architecture 'MistralModel' is registered among the "
-            "engine's pooling models and built as LlamaForCausalLM: the engine serves it as a "
-            "pooling model when the checkpoint carries a Sentence Transformers pooling config "
-            "(modules.json), which kvtopo does not read, and as LlamaForCausalLM generating "
-            "tokens when it does not; to plan that, state architectures [\"LlamaForCausalLM\"]");
+  plan = PlanWith(named, Launch(16 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.architecture, "MistralModel");
+  EXPECT_EQ(plan->capacity.max_tokens, 131072);
   // A generation suffix keeps the general answer.
   named["architectures"] = {"AcmeLMHeadModel"};
   EXPECT_NE(Error(named).find("architecture 'AcmeLMHeadModel' is not supported"),

@@ -824,13 +824,20 @@ class ErrorTest(unittest.TestCase):
 
     def test_architectures(self):
         names = kvtopo.architectures()
-        self.assertEqual(len(names), 268)
+        self.assertEqual(len(names), 272)
         self.assertEqual(names, sorted(names))
         self.assertIn("DeepseekV4ForCausalLM", names)
         self.assertNotIn("GritLM2", names)
         with self.assertRaisesRegex(
-                ValueError, "did you mean 'Qwen3ForCausalLM'\\? kvtopo plans 268 architectures"):
+                ValueError, "did you mean 'Qwen3ForCausalLM'\\? kvtopo plans 272 architectures"):
             kvtopo.plan(hf_overrides={"architectures": ["Qwen3ForCasualLM"]})
+
+    def test_runner(self):
+        self.assertTrue(kvtopo.check(runner="generate", convert="none").accepted)
+        with self.assertRaisesRegex(ValueError, "--runner pooling: the engine serves the model"):
+            kvtopo.plan(runner="pooling")
+        with self.assertRaisesRegex(ValueError, "--convert 'rerank' is not a conversion"):
+            kvtopo.plan(convert="rerank")
 
     def test_unknown_profile(self):
         with self.assertRaisesRegex(LookupError, "neither an embedded profile"):
