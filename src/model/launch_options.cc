@@ -2179,23 +2179,19 @@ Result<std::string> ResolveAll2AllBackend(const LaunchOptions& o,
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   LaunchConfig c = o.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
   if (!o.model.empty()) c.model = o.model;
-  if (o.config_format) {
-    KVTOPO_RETURN_IF_ERROR(internal::CheckConfigFormat(*o.config_format));
-    c.config_format = *o.config_format;
-  }
-  if (o.model_impl) {
-    KVTOPO_RETURN_IF_ERROR(internal::CheckModelImpl(*o.model_impl));
-    c.model_impl = *o.model_impl;
-  }
+  // A choice among named values: checked, then kept.
+  const auto choice = [](const std::optional<std::string>& given,
+                         Status (*check)(const std::string&), std::string& out) -> Status {
+    if (!given) return Status::Ok();
+    KVTOPO_RETURN_IF_ERROR(check(*given));
+    out = *given;
+    return Status::Ok();
+  };
+  KVTOPO_RETURN_IF_ERROR(choice(o.config_format, internal::CheckConfigFormat, c.config_format));
+  KVTOPO_RETURN_IF_ERROR(choice(o.model_impl, internal::CheckModelImpl, c.model_impl));
   if (o.trust_remote_code) c.trust_remote_code = *o.trust_remote_code;
-  if (o.runner) {
-    KVTOPO_RETURN_IF_ERROR(internal::CheckRunner(*o.runner));
-    c.runner = *o.runner;
-  }
-  if (o.convert) {
-    KVTOPO_RETURN_IF_ERROR(internal::CheckConvert(*o.convert));
-    c.convert = *o.convert;
-  }
+  KVTOPO_RETURN_IF_ERROR(choice(o.runner, internal::CheckRunner, c.runner));
+  KVTOPO_RETURN_IF_ERROR(choice(o.convert, internal::CheckConvert, c.convert));
   if (o.revision) c.revision = *o.revision;
   if (o.hf_config_path) c.hf_config_path = *o.hf_config_path;
   if (o.hf_overrides) {
