@@ -4475,6 +4475,7 @@ constexpr std::string_view kLacksEagle3Interface[] = {
     "GPTJForCausalLM",
     "GPTNeoXForCausalLM",
     "Gemma2ForCausalLM",
+    "Gemma2Model",
     "Gemma3ForCausalLM",
     "Gemma3ForConditionalGeneration",
     "Gemma3nForCausalLM",

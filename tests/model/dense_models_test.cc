@@ -975,6 +975,15 @@ TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
   plan = PlanWithHead(Gemma3_27B(), LlamaEagleHead("EagleLlamaForCausalLM"), "eagle", 2);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  // Gemma2Model is the engine's Gemma2ForCausalLM, without the interface too.
+  nlohmann::json gemma2 = CorpusConfig("gemma-2-9b");
+  gemma2["architectures"] = {"Gemma2Model"};
+  plan = PlanWithHead(gemma2, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(plan->ErrorLines().find("the engine's Gemma2Model class does not implement its "
+                                    "EAGLE-3 interface"),
+            std::string::npos)
+      << plan->ErrorLines();
 
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 2;
