@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 #include <set>
 #include <span>
@@ -2293,7 +2294,7 @@ Status ReadLoopCoder(const ConfigReader& r, ModelDescription& m) {
 // GritLM (the fork's gritlm.py): registered as a generative and as a pooling model, and the
 // engine's default runner checks pooling first, so it serves GritLM as a pooling model, whose
 // encoder-only attention keeps no KV cache. Under --runner generate it runs its Llama layers
-// (DescribeModel reads them as Llama's).
+// (its reader row's read_generating).
 Status ReadGritLm(const ConfigReader& r, ModelDescription&) {
   return r.Invalid("architectures",
                    "names GritLM, which the engine serves as a pooling model by default, with no "
@@ -3652,6 +3653,9 @@ struct ArchitectureReader {
   // What the wrapper changes in the model it builds (the engine's per-architecture hooks).
   void (*adjust)(ModelDescription&) = nullptr;
   const char* method = nullptr;  // drafts: the one speculative method the engine builds it for
+  // A class the engine's default runner pools: how it reads under --runner generate; null:
+  // as `read`.
+  Status (*read_generating)(const ConfigReader&, ModelDescription&) = nullptr;
 };
 
 Status ReadDeepseekVl2(const ConfigReader& root, ModelDescription& m);
@@ -3774,7 +3778,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"LagunaForCausalLM", TextModel::kRoot, ReadLaguna},
       {"OlmoHybridForCausalLM", TextModel::kRoot, ReadOlmoHybrid},
       {"Plamo3ForCausalLM", TextModel::kRoot, ReadPlamo3},
-      {"GritLM", TextModel::kRoot, ReadGritLm},
+      {"GritLM", TextModel::kRoot, ReadGritLm, false, nullptr, nullptr, ReadDenseAs<kLlama>},
       {"TeleChat3ForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleChat3>},
       {"TeleFLMForCausalLM", TextModel::kRoot, ReadDenseAs<kTeleFlm>},
       {"HyperCLOVAXForCausalLM", TextModel::kRoot, ReadDenseAs<kHyperClovax>},
@@ -6061,16 +6065,6 @@ constexpr CausalFlagReader kCausalFlagReaders[] = {
     {"XverseForCausalLM"},
 };
 
-// Python's truth of a JSON value: false, null, 0, "" and empty arrays and objects are false.
-bool Truthy(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_null()) return false;
-  if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
-  if (v.is_array() || v.is_object()) return !v.empty();
-  return true;
-}
-
 // Refuses a config whose decoder layers the engine builds encoder-only: `cls` is the class that
 // builds them and `given` the config it is given.
 Status CheckCausal(std::string_view cls, const ConfigReader& given) {
@@ -6111,7 +6105,7 @@ Status CheckCausal(std::string_view cls, const ConfigReader& given) {
       if (!at || !at->json().contains("is_causal")) at = given;
       break;
   }
-  if (!at || !at->json().contains("is_causal") || Truthy(at->json()["is_causal"])) {
+  if (!at || !at->json().contains("is_causal") || PythonTruth(at->json()["is_causal"])) {
     return Status::Ok();
   }
   if (row->reads != nullptr && !row->reads(given)) return Status::Ok();
@@ -6123,34 +6117,32 @@ Status CheckCausal(std::string_view cls, const ConfigReader& given) {
 }
 }  // namespace
 
+namespace {
+// A flag that names one of a few values: the usage error names the value and lists them.
+Status OneOf(std::string_view flag, std::string_view what, const std::string& value,
+             std::initializer_list<std::string_view> accepted) {
+  if (std::find(accepted.begin(), accepted.end(), value) != accepted.end()) return Status::Ok();
+  return InvalidArgument(fmt::format("{} '{}' is not a {}; accepted: {}", flag, value, what,
+                                     fmt::join(accepted, ", ")));
+}
+}  // namespace
+
 Status CheckModelImpl(const std::string& model_impl) {
-  if (model_impl == "auto" || model_impl == "vllm" || model_impl == "transformers") {
-    return Status::Ok();
-  }
   if (model_impl == "terratorch") {
     return InvalidArgument(
         "--model-impl terratorch builds the engine's Terratorch models, which keep no KV cache; "
         "kvtopo plans auto, vllm and transformers");
   }
-  return InvalidArgument(fmt::format(
-      "--model-impl '{}' is not a model implementation; accepted: auto, vllm, transformers",
-      model_impl));
+  return OneOf("--model-impl", "model implementation", model_impl,
+               {"auto", "vllm", "transformers"});
 }
 
 Status CheckRunner(const std::string& runner) {
-  if (runner == "auto" || runner == "generate" || runner == "pooling" || runner == "draft") {
-    return Status::Ok();
-  }
-  return InvalidArgument(fmt::format(
-      "--runner '{}' is not a runner; accepted: auto, generate, pooling, draft", runner));
+  return OneOf("--runner", "runner", runner, {"auto", "generate", "pooling", "draft"});
 }
 
 Status CheckConvert(const std::string& convert) {
-  if (convert == "auto" || convert == "none" || convert == "embed" || convert == "classify") {
-    return Status::Ok();
-  }
-  return InvalidArgument(fmt::format(
-      "--convert '{}' is not a conversion; accepted: auto, none, embed, classify", convert));
+  return OneOf("--convert", "conversion", convert, {"auto", "none", "embed", "classify"});
 }
 
 Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::string& file,
@@ -6289,9 +6281,8 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config.value("text_config", nlohmann::json()), m);
   } else {
-    // GritLM generates its Llama layers under --runner generate.
-    const bool grit_generates = m.architecture == "GritLM" && options.runner == "generate";
-    KVTOPO_RETURN_IF_ERROR(grit_generates ? ReadDenseAs<kLlama>(root, m) : it->read(root, m));
+    const bool generating = options.runner == "generate" && it->read_generating != nullptr;
+    KVTOPO_RETURN_IF_ERROR(generating ? it->read_generating(root, m) : it->read(root, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
   }
@@ -6586,11 +6577,7 @@ Result<nlohmann::json> ApplyHfOverrides(
 }
 
 Status CheckConfigFormat(const std::string& config_format) {
-  if (config_format != "auto" && config_format != "hf" && config_format != "mistral") {
-    return InvalidArgument(fmt::format(
-        "--config-format '{}' is not a config format; accepted: auto, hf, mistral", config_format));
-  }
-  return Status::Ok();
+  return OneOf("--config-format", "config format", config_format, {"auto", "hf", "mistral"});
 }
 
 Result<LoadedConfig> LoadModelConfig(const std::string& model, const std::string& config_format,

@@ -151,15 +151,15 @@ struct KVCacheManager::Impl {
     int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request()
     int64_t reserve_columns = 0;   // row capacity reserved per request
     // A sliding window beside groups of larger blocks caches, of each hit-alignment segment of
-    // `cache_period` columns, only the columns a hit consults: the last `cache_tail` of the
+    // `cache_period` columns, only the columns a hit consults: the last WindowHitBlocks of the
     // segment, and under EAGLE the first of the next (the block its hit drops); 0: every column.
     int64_t cache_period = 0;
-    int64_t cache_tail = 0;
     // Whether column i is one a hit can consult (CacheBlocks leaves the others out).
     bool Reachable(int64_t i) const {
       if (cache_period == 0) return true;
       const int64_t r = i % cache_period;
-      return r >= cache_period - cache_tail || (spec.volatile_last_block && r == 0 && i > 0);
+      return r >= cache_period - spec.geometry.WindowHitBlocks() ||
+             (spec.volatile_last_block && r == 0 && i > 0);
     }
 
     // floor(n / bs) and ceil(n / bs) for n >= 0, as the geometry counts blocks.
@@ -828,10 +828,7 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     }
     const int64_t period = lcm / g.bs;
     const int64_t tail = g.spec.geometry.WindowHitBlocks();
-    if (tail + (g.spec.volatile_last_block ? 1 : 0) < period) {
-      g.cache_period = period;
-      g.cache_tail = tail;
-    }
+    if (tail + (g.spec.volatile_last_block ? 1 : 0) < period) g.cache_period = period;
   }
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < impl->groups.size(); ++i) {

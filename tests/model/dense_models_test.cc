@@ -980,10 +980,12 @@ TEST(DenseModels, AuxHiddenStateDraftsNeedTheEagle3Interface) {
   gemma2["architectures"] = {"Gemma2Model"};
   plan = PlanWithHead(gemma2, LlamaEagleHead("LlamaForCausalLMEagle3"), "eagle3");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_NE(plan->ErrorLines().find("the engine's Gemma2Model class does not implement its "
-                                    "EAGLE-3 interface"),
-            std::string::npos)
-      << plan->ErrorLines();
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-aux-hidden-states"),
+            "--speculative-config method 'eagle3' feeds the draft the target's auxiliary hidden "
+            "states, and the engine's Gemma2Model class does not implement its EAGLE-3 "
+            "interface: it raises 'Model does not support EAGLE3 interface' after loading the "
+            "weights; choose another method or a draft whose eagle_config sets "
+            "use_aux_hidden_state to false");
 
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 2;
