@@ -382,6 +382,9 @@ struct LayerContext {
   // The model's code builds the layer on its backend itself (RawLayer::built_backend): no
   // selection runs for it, and no --attention-backend reaches it.
   bool built_by_model = false;
+  // A backend of the model's own that kvtopo's table does not hold (backend null): its metadata
+  // builder's CUDA graph support, named by LayerSpec::attention_backend.
+  std::optional<CudagraphSupport> own_backend_cudagraphs;
 };
 
 struct Builder {
@@ -1614,6 +1617,60 @@ Status CheckScheduledTokens(const SpeculativeConfig& spec, const LaunchConfig& c
   return Status::Ok();
 }
 
+// The engine's rules on a speculative config that hold whatever the target's layers: the
+// draft's tensor-parallel size (SpeculativeConfig._verify_and_get_draft_tp: 1 or the target's;
+// a draft model's proposer takes only the target's), fast prefill for KV sharing beside an
+// EAGLE-family draft (VllmConfig.__post_init__: it gives wrong logits for prompt tokens, which
+// the draft reads), and a step's room for every sequence's verified tokens under LoRA
+// (EngineArgs.create_engine_config).
+void CheckSpeculativeLaunch(const SpeculativeConfig& spec, const internal::SpeculativeMethod& row,
+                            Builder& b) {
+  const LaunchConfig& config = b.config;
+  const CacheOptions& cache = config.cache;
+  const int64_t tp = config.parallel.tensor_parallel_size;
+  const int64_t draft_tp = spec.draft_tensor_parallel_size;
+  if (draft_tp != 0 && draft_tp != 1 && draft_tp != tp) {
+    b.Error("speculative-draft-tp",
+            fmt::format("--speculative-config 'draft_tensor_parallel_size' {} must be 1 or "
+                        "--tensor-parallel-size {}; the engine refuses any other value",
+                        draft_tp, tp));
+  } else if (draft_tp != 0 && draft_tp != tp && row.draft_tp_is_target_tp) {
+    b.Error("speculative-draft-tp",
+            fmt::format("--speculative-config method '{}' runs its draft only at the target's "
+                        "tensor-parallel size: the engine refuses 'draft_tensor_parallel_size' "
+                        "{} with --tensor-parallel-size {}; drop it or set it to {}",
+                        spec.method, draft_tp, tp, tp));
+  }
+  const auto& flags = config.not_planned_flags;
+  if (row.use_eagle &&
+      std::find(flags.begin(), flags.end(), "--kv-sharing-fast-prefill") != flags.end()) {
+    b.Error("kv-sharing-fast-prefill",
+            fmt::format("--kv-sharing-fast-prefill with speculative method '{}': the engine "
+                        "refuses the pair ('Fast prefill optimization for KV sharing is not "
+                        "compatible with EAGLE', whose draft needs correct logits for every "
+                        "prompt token); drop --kv-sharing-fast-prefill or choose another method",
+                        spec.method));
+  }
+  if (config.enable_lora && cache.max_num_seqs > 0) {
+    const int64_t batched = b.out.max_num_batched_tokens > 0 ? b.out.max_num_batched_tokens
+                                                             : cache.max_num_batched_tokens;
+    // num_speculative_tokens is at most 1024, max_num_seqs a checked integer.
+    const Result<int64_t> per_step_or =
+        internal::CheckedMul(cache.max_num_seqs, spec.num_speculative_tokens + 1, "--max-num-seqs");
+    const int64_t per_step = per_step_or.ok() ? *per_step_or : INT64_MAX;
+    if (batched < per_step) {
+      b.Error("lora-speculative-batched-tokens",
+              fmt::format("--enable-lora with a speculative config needs --max-num-batched-tokens "
+                          "of at least --max-num-seqs {} x (num_speculative_tokens {} + 1) = {}, "
+                          "got {}: the engine refuses the launch ('Consider increasing "
+                          "max_num_batched_tokens or decreasing num_speculative_tokens'); raise "
+                          "--max-num-batched-tokens, or lower --max-num-seqs or "
+                          "num_speculative_tokens",
+                          cache.max_num_seqs, spec.num_speculative_tokens, per_step, batched));
+    }
+  }
+}
+
 // Flags that need a model with experts (ModelConfig.is_moe: the expert count its text config
 // states, EngineExpertCount): --enable-expert-parallel (ModelConfig.verify_with_parallel_config)
 // and external data-parallel load balancing (EngineArgs.create_engine_config), both refused at
@@ -2430,6 +2487,9 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
       }
       support = *known;
       name = c.backend->name;
+    } else if (c.own_backend_cudagraphs) {
+      support = *c.own_backend_cudagraphs;
+      name = s.attention_backend;
     } else if (s.kind != CacheKind::kRecurrent) {
       continue;  // a cache without a backend (hidden states)
     }
@@ -2669,26 +2729,51 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                         "pcp_world_size > 1).'); set --prefill-context-parallel-size 1",
                         what, block, config.parallel.prefill_context_parallel_size));
   }
+  // Its MTP layers draft, or a proposer without a draft model (n-grams, a suffix tree), which
+  // builds no layer and leaves the caches as they are: the engine annotates no EAGLE group for
+  // it (_annotate_eagle_groups_deepseek_v4 asks use_eagle).
   std::optional<SpeculativeConfig> spec = config.speculative;
-  if (spec && spec->method != "mtp") {
-    not_planned(fmt::format("speculative method '{}' (only its MTP layers)", spec->method));
+  const bool draftless =
+      spec && (spec->method == "ngram" || spec->method == "ngram_gpu" || spec->method == "suffix");
+  if (spec && spec->method != "mtp" && !draftless) {
+    not_planned(
+        fmt::format("speculative method '{}' (only its MTP layers, n-grams and suffix "
+                    "decoding)",
+                    spec->method));
     spec.reset();
   }
-  if (spec) {
+  const bool mtp = spec && !draftless;
+  const internal::SpeculativeMethod* method_row =
+      spec ? internal::FindSpeculativeMethod(spec->method) : nullptr;
+  if (mtp) {
     if (v4.mtp_layers == 0) {
       return Rejected(fmt::format(
           "--speculative-config method 'mtp': {} states no MTP layers (num_nextn_predict_layers)",
           what));
     }
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
-    b.out.num_speculative_tokens = spec->num_speculative_tokens;
-    b.out.num_lookahead_tokens = LookaheadTokens(*spec);
-    b.out.speculative_method = "mtp";
     b.out.draft_name = target.name + " (mtp)";
     b.out.draft_attention_backend = "DEEPSEEK_SPARSE_SWA";
   }
+  if (spec) {
+    b.out.num_speculative_tokens = spec->num_speculative_tokens;
+    b.out.num_lookahead_tokens = LookaheadTokens(*spec);
+    b.out.speculative_method = spec->method;
+    KVTOPO_RETURN_IF_ERROR(CheckScheduledTokens(*spec, config, b));
+  }
+  if (mtp) {
+    // The MTP layers' config is the target's.
+    CheckProposer(model, &model, b.out.draft_name, *spec, *method_row, config, b);
+    CheckDraftMaxModelLen(model, b.out.draft_name, *spec, b);
+  }
+  // Their metadata builders' CUDA graph support (_cudagraph_support, get_cudagraph_support):
+  // uniform batches for the MLA, indexer and sliding-window backends, every batch for the
+  // compressor's.
   const auto layer = [&](std::string name, CacheKind kind, int64_t block_size, int64_t ratio,
                          int64_t row, int64_t window, std::string backend, Role role) {
+    b.context.push_back({.own_backend_cudagraphs = backend == "CompressorBackend"
+                                                       ? CudagraphSupport::kAlways
+                                                       : CudagraphSupport::kUniformBatch});
     b.out.layers.push_back(LayerSpec{.name = std::move(name),
                                      .role = role,
                                      .kind = kind,
@@ -2707,10 +2792,10 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   constexpr int64_t kRow = 584;  // 448 fp8 values, 7 scales and a pad byte, 64 bf16 RoPE values
   const int64_t index_row = v4.index_head_dim + v4.index_head_dim / 128 * 4;
   const int64_t hidden = static_cast<int64_t>(v4.compress_ratios.size());
-  for (int64_t i = 0; i < hidden + (spec ? v4.mtp_layers : 0); ++i) {
-    const bool mtp = i >= hidden;
-    const int64_t ratio = mtp ? 1 : v4.compress_ratios[static_cast<size_t>(i)];
-    const Role role = mtp ? Role::kDraft : Role::kTarget;
+  for (int64_t i = 0; i < hidden + (mtp ? v4.mtp_layers : 0); ++i) {
+    const bool mtp_layer = i >= hidden;
+    const int64_t ratio = mtp_layer ? 1 : v4.compress_ratios[static_cast<size_t>(i)];
+    const Role role = mtp_layer ? Role::kDraft : Role::kTarget;
     const std::string attn = fmt::format("model.layers.{}.attn", i);
     if (ratio == 4) {
       layer(attn + ".indexer.k_cache", CacheKind::kMla, block, 4, index_row, 0,
@@ -2730,10 +2815,10 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   // The group that holds the last layer is the engine's EAGLE group, whose prefix hits drop
   // their last block (_annotate_eagle_groups_deepseek_v4: the last MTP layer's); the planner
   // flags it and the groups of its spec (GroupLayerTuples).
-  if (spec) b.out.layers.back().volatile_last_block = true;
+  if (mtp) b.out.layers.back().volatile_last_block = true;
   // Every sliding window keeps S - 1 more tokens when several MTP layers re-prefill them
   // (get_kv_cache_configs).
-  if (spec && v4.mtp_layers > 1) {
+  if (mtp && v4.mtp_layers > 1) {
     for (LayerSpec& s : b.out.layers) {
       if (IsWindowed(s.kind)) s.extra_retained_tokens = spec->num_speculative_tokens - 1;
     }
@@ -2751,7 +2836,9 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   b.out.attention_backend = "V4_FLASHMLA_SPARSE";
   b.out.enable_prefix_caching = cache.enable_prefix_caching.value_or(true);
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
+  if (spec) CheckSpeculativeLaunch(*spec, *method_row, b);
   AddNotPlanned(config, spec ? &*spec : nullptr, b);
+  ResolveCudagraphMode(b, model, spec ? spec->num_speculative_tokens : 0);
   return std::move(b.out);
 }
 
@@ -3103,21 +3190,6 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   if (spec) KVTOPO_RETURN_IF_ERROR(CheckScheduledTokens(*spec, config, b));
   const bool eagle_style = method_row && method_row->eagle_style;
-  // The draft's tensor-parallel size (SpeculativeConfig._verify_and_get_draft_tp): 1 or the
-  // target's; a draft model's proposer takes only the target's.
-  const int64_t draft_tp = spec ? spec->draft_tensor_parallel_size : 0;
-  if (draft_tp != 0 && draft_tp != 1 && draft_tp != tp) {
-    b.Error("speculative-draft-tp",
-            fmt::format("--speculative-config 'draft_tensor_parallel_size' {} must be 1 or "
-                        "--tensor-parallel-size {}; the engine refuses any other value",
-                        draft_tp, tp));
-  } else if (draft_tp != 0 && draft_tp != tp && method_row->draft_tp_is_target_tp) {
-    b.Error("speculative-draft-tp",
-            fmt::format("--speculative-config method '{}' runs its draft only at the target's "
-                        "tensor-parallel size: the engine refuses 'draft_tensor_parallel_size' "
-                        "{} with --tensor-parallel-size {}; drop it or set it to {}",
-                        spec->method, draft_tp, tp, tp));
-  }
   if (spec && encoder_decoder) {
     b.Error("speculative-encoder-decoder",
             fmt::format("--speculative-config method '{}' with the encoder-decoder model {}: "
@@ -3687,38 +3759,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     AssignPipelineStages(config, model, spec ? &*spec : nullptr, read_draft, b);
   }
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
-  // VllmConfig.__post_init__: fast prefill for KV sharing gives wrong logits for prompt tokens,
-  // which an EAGLE-family draft reads.
-  const auto& flags = config.not_planned_flags;
-  if (method_row && method_row->use_eagle &&
-      std::find(flags.begin(), flags.end(), "--kv-sharing-fast-prefill") != flags.end()) {
-    b.Error("kv-sharing-fast-prefill",
-            fmt::format("--kv-sharing-fast-prefill with speculative method '{}': the engine "
-                        "refuses the pair ('Fast prefill optimization for KV sharing is not "
-                        "compatible with EAGLE', whose draft needs correct logits for every "
-                        "prompt token); drop --kv-sharing-fast-prefill or choose another method",
-                        spec->method));
-  }
-  // EngineArgs.create_engine_config: with LoRA adapters and a speculative config, a step must
-  // hold every sequence's verified tokens.
-  if (spec && config.enable_lora && cache.max_num_seqs > 0) {
-    const int64_t batched = b.out.max_num_batched_tokens > 0 ? b.out.max_num_batched_tokens
-                                                             : cache.max_num_batched_tokens;
-    // num_speculative_tokens is at most 1024, max_num_seqs a checked integer.
-    const Result<int64_t> per_step_or = internal::CheckedMul(
-        cache.max_num_seqs, spec->num_speculative_tokens + 1, "--max-num-seqs");
-    const int64_t per_step = per_step_or.ok() ? *per_step_or : INT64_MAX;
-    if (batched < per_step) {
-      b.Error("lora-speculative-batched-tokens",
-              fmt::format("--enable-lora with a speculative config needs --max-num-batched-tokens "
-                          "of at least --max-num-seqs {} x (num_speculative_tokens {} + 1) = {}, "
-                          "got {}: the engine refuses the launch ('Consider increasing "
-                          "max_num_batched_tokens or decreasing num_speculative_tokens'); raise "
-                          "--max-num-batched-tokens, or lower --max-num-seqs or "
-                          "num_speculative_tokens",
-                          cache.max_num_seqs, spec->num_speculative_tokens, per_step, batched));
-    }
-  }
+  if (spec) CheckSpeculativeLaunch(*spec, *method_row, b);
   // A KV connector whose class kvtopo cannot resolve: the engine turns its hybrid manager off
   // unless the class supports it (SupportsHMA).
   const bool kv_connector = !config.kv_connector.empty() && !config.kv_connector_hma.has_value();

@@ -111,6 +111,97 @@ TEST(DeepseekV4, MtpLayersKeepASlidingWindow) {
   EXPECT_EQ(DiagnosticMessage(*plan, "prefix-cache-eagle-window"), "");
 }
 
+// Its MTP launches meet the speculative and CUDA graph rules of every other target.
+TEST(DeepseekV4, MtpMeetsTheLaunchRulesOfEveryTarget) {
+  const nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  LaunchConfig c = Flash(30000, int64_t{10} << 30);
+  c.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 3};
+  c.compilation.max_capture_size = 2;
+  Result<Plan> plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [cudagraph-capture-sizes] the largest CUDA graph capture size is 2 and "
+            "speculative decoding's decode graphs need a multiple of 4 (1 + "
+            "num_speculative_tokens): the engine refuses the launch once the weights are loaded "
+            "('No valid cudagraph sizes after rounding to multiple of 4'); raise "
+            "--max-cudagraph-capture-size or --cudagraph-capture-sizes to 4 or more, or lower "
+            "num_speculative_tokens");
+  // The sliding-window, MLA and indexer backends replay uniform batches: full decode graphs.
+  c.compilation.max_capture_size = 512;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.cudagraph_mode, "FULL_AND_PIECEWISE, -O2's default");
+  c.not_planned_flags = {"--kv-sharing-fast-prefill"};
+  c.speculative->draft_tensor_parallel_size = 3;
+  c.speculative->max_model_len = 40000;
+  c.enable_lora = true;
+  c.cache.max_num_batched_tokens = 256;
+  c.cache.max_num_seqs = 128;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [speculative-max-model-len] --speculative-config 'max_model_len' 40000 "
+            "exceeds the target's --max-model-len 30000: the engine refuses it "
+            "('speculative_max_model_len cannot be larger than target_max_model_len'); lower it "
+            "to at most 30000"
+            "\n  error [speculative-draft-tp] --speculative-config 'draft_tensor_parallel_size' 3 "
+            "must be 1 or --tensor-parallel-size 2; the engine refuses any other value"
+            "\n  error [kv-sharing-fast-prefill] --kv-sharing-fast-prefill with speculative "
+            "method 'mtp': the engine refuses the pair ('Fast prefill optimization for KV sharing "
+            "is not compatible with EAGLE', whose draft needs correct logits for every prompt "
+            "token); drop --kv-sharing-fast-prefill or choose another method"
+            "\n  error [lora-speculative-batched-tokens] --enable-lora with a speculative config "
+            "needs --max-num-batched-tokens of at least --max-num-seqs 128 x "
+            "(num_speculative_tokens 3 + 1) = 512, got 256: the engine refuses the launch "
+            "('Consider increasing max_num_batched_tokens or decreasing "
+            "num_speculative_tokens'); raise --max-num-batched-tokens, or lower --max-num-seqs "
+            "or num_speculative_tokens");
+  c = Flash(30000, int64_t{10} << 30);
+  c.speculative =
+      SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 3, .parallel_drafting = true};
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-parallel-drafting-token"),
+            "--speculative-config method 'mtp' with 'parallel_drafting': draft 'config.json "
+            "(mtp)' ('config.json') states none of pard_token, ptd_token_id and "
+            "dflash_config.mask_token_id, and the engine raises 'For parallel drafting, the "
+            "draft model config must have `pard_token`, `ptd_token_id`, or "
+            "`dflash_config.mask_token_id` specified' as it starts; choose a draft trained for "
+            "parallel drafting or drop 'parallel_drafting'");
+}
+
+// A proposer without a draft model builds no layer: the caches and groups stay the model's, with
+// no EAGLE group. N-grams and suffix decoding run without async scheduling, so a step holds
+// 8,192 tokens in flight (the engine's code at 8,192 batched tokens: 99,203 tokens, and 195,315
+// on the first of two pipeline stages).
+TEST(DeepseekV4, NgramAndSuffixPlanWithoutDraftLayers) {
+  const nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  LaunchConfig c = Flash(30000, int64_t{10} << 30);
+  c.cache.async_scheduling = false;
+  c.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 3};
+  Result<Plan> plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->model.speculative_method, "ngram");
+  EXPECT_EQ(plan->model.num_speculative_tokens, 3);
+  EXPECT_EQ(plan->model.num_lookahead_tokens, 0);
+  EXPECT_EQ(plan->model.layers.size(), 167u);
+  ASSERT_EQ(plan->groups.size(), 5u);
+  for (const PlannedGroup& g : plan->groups) EXPECT_FALSE(g.spec.volatile_last_block);
+  EXPECT_EQ(plan->groups[2].layers.size(), 21u);
+  EXPECT_EQ(plan->pool.num_blocks, 10208);
+  EXPECT_EQ(plan->capacity.max_tokens, 99203);
+  EXPECT_EQ(DiagnosticMessage(*plan, "prefix-cache-eagle-window"), "");
+  c.speculative = SpeculativeConfig{.method = "suffix", .num_speculative_tokens = 24};
+  c.pipeline_parallel_size = 2;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->pool.num_blocks, 20417);
+  EXPECT_EQ(plan->capacity.max_tokens, 195315);
+}
+
 // The runtime runs the layer-tuple groups as any other (each group's block size and window);
 // verify, which writes one row per position, refuses the compressed caches.
 TEST(DeepseekV4, SimulateRunsAndVerifyRefuses) {
@@ -185,13 +276,15 @@ TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
             "context parallelism (dcp_world_size/pcp_world_size > 1).'); set "
             "--prefill-context-parallel-size 1");
   c.parallel.prefill_context_parallel_size = 1;
-  c.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 2};
+  c.speculative =
+      SpeculativeConfig{.method = "eagle3", .model = "eagle3-draft", .num_speculative_tokens = 2};
   c.cache.attention_backend = "FLASHMLA_SPARSE";
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
-            "with speculative method 'ngram' (only its MTP layers): drop it");
+            "with speculative method 'eagle3' (only its MTP layers, n-grams and suffix "
+            "decoding): drop it");
   EXPECT_EQ(DiagnosticMessage(*plan, "backend-built-by-model"),
             "--attention-backend FLASHMLA_SPARSE does not reach the caches of 'config.json' "
             "(DeepseekV4ForCausalLM): the model's code builds them on backends of its own "
