@@ -4456,6 +4456,7 @@ constexpr std::string_view kLacksEagle3Interface[] = {
     "DeciLMForCausalLM",
     "DeepseekOCR2ForCausalLM",
     "DeepseekOCRForCausalLM",
+    "DeepseekV4ForCausalLM",
     "DeepseekVLV2ForCausalLM",
     "Dots1ForCausalLM",
     "DotsOCRForCausalLM",

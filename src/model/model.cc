@@ -1671,6 +1671,21 @@ void CheckSpeculativeLaunch(const SpeculativeConfig& spec, const internal::Specu
   }
 }
 
+// A draft fed the target's auxiliary hidden states beside a target class that does not set and
+// collect them (`unavailable`, internal::AuxHiddenStatesUnavailable): the engine fails once the
+// weights are loaded.
+void RefuseAuxHiddenStates(const SpeculativeConfig& spec, const internal::SpeculativeMethod& row,
+                           const std::string& unavailable, Builder& b) {
+  const bool declinable = row.aux_hidden_states == internal::AuxHiddenStates::kUnlessDraftDeclines;
+  b.Error("speculative-aux-hidden-states",
+          fmt::format("--speculative-config method '{}' feeds the draft the target's auxiliary "
+                      "hidden states, and {}; choose another method{}",
+                      spec.method, unavailable,
+                      declinable ? " or a draft whose eagle_config sets use_aux_hidden_state "
+                                   "to false"
+                                 : ""));
+}
+
 // Flags that need a model with experts (ModelConfig.is_moe: the expert count its text config
 // states, EngineExpertCount): --enable-expert-parallel (ModelConfig.verify_with_parallel_config)
 // and external data-parallel load balancing (EngineArgs.create_engine_config), both refused at
@@ -2736,10 +2751,21 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   const bool draftless =
       spec && (spec->method == "ngram" || spec->method == "ngram_gpu" || spec->method == "suffix");
   if (spec && spec->method != "mtp" && !draftless) {
-    not_planned(
-        fmt::format("speculative method '{}' (only its MTP layers, n-grams and suffix "
-                    "decoding)",
-                    spec->method));
+    // A method that always feeds its draft the auxiliary hidden states meets the class's lack of
+    // the EAGLE-3 interface first.
+    const internal::SpeculativeMethod* row = internal::FindSpeculativeMethod(spec->method);
+    const std::string unavailable =
+        row && row->aux_hidden_states == internal::AuxHiddenStates::kAlways
+            ? internal::AuxHiddenStatesUnavailable(model)
+            : "";
+    if (!unavailable.empty()) {
+      RefuseAuxHiddenStates(*spec, *row, unavailable, b);
+    } else {
+      not_planned(
+          fmt::format("speculative method '{}' (only its MTP layers, n-grams and suffix "
+                      "decoding)",
+                      spec->method));
+    }
     spec.reset();
   }
   const bool mtp = spec && !draftless;
@@ -3725,14 +3751,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       draft.draft_uses_aux_hidden_states));
   const std::string unavailable = aux_fed ? internal::AuxHiddenStatesUnavailable(model) : "";
   if (!unavailable.empty()) {
-    const bool declinable = method_row->aux_hidden_states == AuxHiddenStates::kUnlessDraftDeclines;
-    b.Error("speculative-aux-hidden-states",
-            fmt::format("--speculative-config method '{}' feeds the draft the target's auxiliary "
-                        "hidden states, and {}; choose another method{}",
-                        spec->method, unavailable,
-                        declinable ? " or a draft whose eagle_config sets use_aux_hidden_state "
-                                     "to false"
-                                   : ""));
+    RefuseAuxHiddenStates(*spec, *method_row, unavailable, b);
   } else if (aux_fed && draft.draft_fc_states > 0) {
     CheckDraftAuxInputs(model, draft, b.out.draft_name, b);
   }

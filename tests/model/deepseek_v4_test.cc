@@ -285,6 +285,21 @@ TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
             "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
             "with speculative method 'eagle3' (only its MTP layers, n-grams and suffix "
             "decoding): drop it");
+  // DFlash always feeds its draft the target's auxiliary hidden states, which the engine's
+  // class (SupportsPP only) does not collect.
+  Result<Plan> dflash = PlanWith(flash, [&] {
+    LaunchConfig d = c;
+    d.speculative =
+        SpeculativeConfig{.method = "dflash", .model = "dflash-draft", .num_speculative_tokens = 3};
+    return d;
+  }());
+  ASSERT_TRUE(dflash.ok()) << dflash.status().ToString();
+  EXPECT_EQ(dflash->ErrorLines(),
+            "\n  error [speculative-aux-hidden-states] --speculative-config method 'dflash' feeds "
+            "the draft the target's auxiliary hidden states, and the engine's "
+            "DeepseekV4ForCausalLM class does not implement its EAGLE-3 interface: it raises "
+            "'Model does not support EAGLE3 interface' after loading the weights; choose another "
+            "method");
   EXPECT_EQ(DiagnosticMessage(*plan, "backend-built-by-model"),
             "--attention-backend FLASHMLA_SPARSE does not reach the caches of 'config.json' "
             "(DeepseekV4ForCausalLM): the model's code builds them on backends of its own "
