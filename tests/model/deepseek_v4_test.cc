@@ -60,6 +60,13 @@ TEST(DeepseekV4, FlashPlansInLayerTuples) {
   EXPECT_EQ(plan->capacity.max_tokens, 50743);
   EXPECT_EQ(plan->hash_block_size, 4);
   EXPECT_TRUE(plan->cache.enable_prefix_caching.value_or(false));
+  // Its 256 routed experts take expert parallelism, as its launches run it.
+  LaunchConfig ep = Flash(30000, int64_t{10} << 30);
+  ep.enable_expert_parallel = true;
+  plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), ep);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 50743);
 }
 
 // vllm-project/vllm#44376: at 30,000 tokens it needs 6.66 GiB (7,152,076,800 B), and the
