@@ -256,6 +256,12 @@ struct LaunchConfig {
   // cache is the same.
   bool enable_expert_parallel = false;
   bool external_data_parallel_lb = false;
+  // How the engine runs its workers (--distributed-executor-backend; ParallelConfig.__post_init__
+  // picks mp when TP x PP x PCP x DP exceeds 1, else uni): true under mp or ray, whose workers
+  // keep the launch's config in processes of their own while the engine core changes its own
+  // once the KV cache is sized; false under uni or external_launcher, whose worker shares the
+  // engine core's; unset for an Executor class kvtopo cannot tell.
+  std::optional<bool> workers_in_own_processes;
   // --enable-return-routed-experts: the engine's capturer reads the text config's experts per
   // token and expert count once the KV cache is sized, and fails for a config without them.
   bool enable_return_routed_experts = false;

@@ -2243,6 +2243,16 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&
       (o.data_parallel_external_lb.value_or(false) || o.data_parallel_rank.has_value());
+  {
+    // Each factor is at most 4,096 (the launch options' bounds): no overflow.
+    const bool several = c.parallel.tensor_parallel_size * c.pipeline_parallel_size *
+                             c.parallel.prefill_context_parallel_size *
+                             o.data_parallel_size.value_or(1) >
+                         1;
+    const std::string executor = o.distributed_executor_backend.value_or(several ? "mp" : "uni");
+    if (executor == "mp" || executor == "ray") c.workers_in_own_processes = true;
+    if (executor == "uni" || executor == "external_launcher") c.workers_in_own_processes = false;
+  }
   if (o.pytorch_cuda_alloc_conf) c.pytorch_cuda_alloc_conf = *o.pytorch_cuda_alloc_conf;
   c.pp_layer_partition = o.pp_layer_partition;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;

@@ -2582,6 +2582,14 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
   out.cudagraph_mode = fmt::format("{}, {}", graphs, source);
 }
 
+// The connector whose offloading spec the planner checks (Planner::CheckOffloading).
+void SetOffloadingConnector(const LaunchConfig& config, ModelCacheSpecs& out) {
+  out.offloading_connector =
+      fmt::format("KV connector OffloadingConnector ({})", config.kv_connector_source);
+  out.offloading_spec = config.kv_offloading_spec;
+  out.offloaded_block_size = config.kv_offloaded_block_size;
+}
+
 // The flags and keys the launch accepted that kvtopo does not plan with: an info for those that
 // leave the cache as it is, a warning for those that change it in ways kvtopo does not model.
 void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec, Builder& b) {
@@ -2712,16 +2720,37 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
     b.Error("not-planned", fmt::format("kvtopo does not plan {} with {}: drop it", what, knob));
   };
   // KV connectors: one without SupportsHMA turns the hybrid manager off (ResolveHybridManager);
-  // the offloading connector's block rules and a class kvtopo cannot resolve are not planned here.
-  if (!config.kv_connector.empty() &&
-      (!config.kv_connector_hma.has_value() || config.kv_connector == "OffloadingConnector")) {
-    not_planned(
-        fmt::format("KV connector {} ({})", config.kv_connector, config.kv_connector_source));
+  // a class kvtopo cannot resolve is not planned here.
+  const std::string connector =
+      fmt::format("KV connector {} ({})", config.kv_connector, config.kv_connector_source);
+  if (!config.kv_connector.empty() && !config.kv_connector_hma.has_value()) {
+    not_planned(connector);
   }
   // Without the hybrid manager the engine caches every layer as a 256-token MLA page
   // (unify_hybrid_kv_cache_specs; Planner::CacheAsOneType): one group, no sliding windows.
   ResolveHybridManager(config, "", b);
   const bool hybrid_off = !b.out.hybrid_manager_off.empty();
+  // The offloading connector (SupportsHMA) builds its spec on each worker with the worker's cache
+  // block, and the spec asserts every group's block is a multiple of it. The engine core sets its
+  // own cache block to the groups' smallest (4) once the KV cache is sized, which a worker in
+  // its process shares; a worker in a process of its own keeps the launch's (256), which the
+  // sliding windows' and compressor states' blocks are not multiples of (Planner::CheckOffloading
+  // refuses the launch). The offloading of the layer tuples on a shared config, and of one group
+  // of mixed pages without the hybrid manager, is not planned.
+  if (config.kv_connector == "OffloadingConnector") {
+    if (hybrid_off) {
+      not_planned(fmt::format("{} while the hybrid KV cache manager is off {}", connector,
+                              b.out.hybrid_manager_off));
+    } else if (config.workers_in_own_processes != true) {
+      not_planned(
+          fmt::format("{} unless the engine's workers run in processes of their own "
+                      "(--distributed-executor-backend mp or ray, its choice for more "
+                      "than one worker)",
+                      connector));
+    } else {
+      SetOffloadingConnector(config, b.out);
+    }
+  }
   for (const auto& [flag, size] :
        {std::pair<std::string_view, int64_t>{"--decode-context-parallel-size",
                                              config.parallel.decode_context_parallel_size},
@@ -3799,12 +3828,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   AddNotPlanned(config, spec ? &*spec : nullptr, b);
 
   ResolveCudagraphMode(b, model, spec ? spec->num_speculative_tokens : 0);
-  if (config.kv_connector == "OffloadingConnector") {
-    b.out.offloading_connector =
-        fmt::format("KV connector OffloadingConnector ({})", config.kv_connector_source);
-    b.out.offloading_spec = config.kv_offloading_spec;
-    b.out.offloaded_block_size = config.kv_offloaded_block_size;
-  }
+  if (config.kv_connector == "OffloadingConnector") SetOffloadingConnector(config, b.out);
 
   ValidateBackends(b);
   return std::move(b.out);

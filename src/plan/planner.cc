@@ -1024,11 +1024,16 @@ Status Planner::TryPromotion(Plan& plan, const std::vector<LayerSpec>& replicate
 // does not show.
 void Planner::CheckOffloading(const Plan& plan) {
   if (specs_.offloading_connector.empty()) return;
-  // Each group's block is a multiple of the cache block (the target's attention block), which a
-  // recurrent block of the whole length (prefix caching off) is not.
+  // Each group's block is a multiple of the cache block (the target's attention block, the
+  // engine's hash_block_size there), which a recurrent block of the whole length (prefix caching
+  // off) is not, nor DeepSeek-V4's sliding windows and compressor states in layer tuples, whose
+  // blocks are their own.
   int64_t cache_block = 0;
   for (const PlannedGroup& g : plan.groups) {
-    if (g.role != Role::kTarget || g.geometry.kind() == CacheKind::kRecurrent) continue;
+    if (g.role != Role::kTarget || g.geometry.kind() == CacheKind::kRecurrent ||
+        (g.spec.layer_tuples && IsWindowed(g.geometry.kind()))) {
+      continue;
+    }
     if (cache_block == 0 || g.geometry.block_size() < cache_block) {
       cache_block = g.geometry.block_size();
     }
@@ -1039,14 +1044,20 @@ void Planner::CheckOffloading(const Plan& plan) {
     }
     diagnostics_.push_back(Error(
         "kv-offloading-block-size",
-        fmt::format("{} needs every group's block a multiple of the {}-token cache block, and "
-                    "group '{}' has {}-token blocks: the engine's offloading spec asserts it "
-                    "once the weights are loaded{}",
-                    specs_.offloading_connector, cache_block, g.spec.name, g.geometry.block_size(),
-                    g.geometry.kind() == CacheKind::kRecurrent
-                        ? "; pass --enable-prefix-caching, which gives recurrent layers the "
-                          "cache block"
-                        : "")));
+        fmt::format(
+            "{} needs every group's block a multiple of the {}-token cache block, and "
+            "group '{}' has {}-token blocks: the engine's offloading spec asserts it "
+            "once the weights are loaded{}",
+            specs_.offloading_connector, cache_block, g.spec.name, g.geometry.block_size(),
+            g.geometry.kind() == CacheKind::kRecurrent
+                ? "; pass --enable-prefix-caching, which gives recurrent layers the "
+                  "cache block"
+            : g.spec.layer_tuples
+                ? fmt::format(", on each worker, whose config keeps the launch's cache block in "
+                              "a process of its own ('gpu_block_size={} not divisible by "
+                              "hash_block_size={}')",
+                              g.geometry.block_size(), cache_block)
+                : "")));
     return;
   }
   // kv_connector_extra_config.block_size: one block size over the groups, and the offloaded

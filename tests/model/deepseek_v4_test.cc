@@ -447,7 +447,11 @@ TEST(DeepseekV4, HybridManagerOffCachesOneType) {
             "with --decode-context-parallel-size 2 while the hybrid KV cache manager is off by "
             "--disable-hybrid-kv-cache-manager: drop it");
   // Connectors: one without SupportsHMA turns the manager off; one with it keeps the layer
-  // tuples; the offloading connector is not planned.
+  // tuples. The offloading connector's spec, on a worker in a process of its own, asserts the
+  // sliding windows' 64-token blocks are a multiple of the launch's 256-token cache block
+  // (28be48fa9: 'gpu_block_size=64 not divisible by hash_block_size=256'); on a worker that
+  // shares the engine core's config (whose cache block is then 4), or without the manager, it is
+  // not planned.
   c = Flash(30000, int64_t{10} << 30);
   c.kv_connector = "LMCacheConnectorV1";
   c.kv_connector_source = "--kv-transfer-config";
@@ -466,11 +470,32 @@ TEST(DeepseekV4, HybridManagerOffCachesOneType) {
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_EQ(plan->capacity.max_tokens, 50743);
   c.kv_connector = "OffloadingConnector";
+  c.workers_in_own_processes = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kv-offloading-block-size] KV connector OffloadingConnector "
+            "(--kv-transfer-config) needs every group's block a multiple of the 256-token cache "
+            "block, and group 'model.layers.0.attn.swa_cache' has 64-token blocks: the engine's "
+            "offloading spec asserts it once the weights are loaded, on each worker, whose config "
+            "keeps the launch's cache block in a process of its own ('gpu_block_size=64 not "
+            "divisible by hash_block_size=256')");
+  c.workers_in_own_processes = false;
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
-            "with KV connector OffloadingConnector (--kv-transfer-config): drop it");
+            "with KV connector OffloadingConnector (--kv-transfer-config) unless the engine's "
+            "workers run in processes of their own (--distributed-executor-backend mp or ray, its "
+            "choice for more than one worker): drop it");
+  c.workers_in_own_processes = true;
+  c.disable_hybrid_kv_cache_manager = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
+            "with KV connector OffloadingConnector (--kv-transfer-config) while the hybrid KV "
+            "cache manager is off by --disable-hybrid-kv-cache-manager: drop it");
 }
 
 TEST(DeepseekV4, ConfigErrors) {
