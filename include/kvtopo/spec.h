@@ -103,6 +103,11 @@ struct LayerSpec {
   bool layer_tuples = false;
 
   int64_t page_size_padded = 0;  // 0: none
+  // A recurrent layer whose state the engine's hybrid alignment estimates apart from the state
+  // itself (a class whose get_mamba_state_shape_from_config leaves out the speculative widening
+  // its layers keep): the estimated page in bytes, which sizes the attention block and the page
+  // padding; 0: the state's own page.
+  int64_t alignment_state_bytes = 0;
   DcpLayout dcp;
   // Model facts the launch rules read (GQA/MQA and gathered-head rules under DCP): the layer's
   // model's query heads and K/V heads over all ranks (K/V 0 for MLA).

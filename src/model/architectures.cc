@@ -871,6 +871,7 @@ Status BothLayerKinds(const ConfigReader& r, std::string_view key, int64_t atten
 // num_key_value_heads heads of hidden_size_per_head, with the config's sliding_window as the
 // model-level window. The chunk size is mamba_chunk_size; the model has no Mamba prefix caching.
 Status ReadPlamo2(const ConfigReader& r, ModelDescription& m) {
+  m.mamba2_widens = false;  // its mixer's get_state_shape passes no num_spec
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, kRequired, m));
@@ -905,6 +906,7 @@ Status ReadPlamo2(const ConfigReader& r, ModelDescription& m) {
 // hidden_size / num_attention_heads. max_position_embeddings defaults to 262144. A model with
 // no attention layer, or no Mamba layer, is refused (BothLayerKinds).
 Status ReadBamba(const ConfigReader& r, ModelDescription& m) {
+  m.mamba_estimate_widened = false;  // get_mamba_state_shape_from_config: no num_spec
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/262144));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
@@ -935,6 +937,7 @@ Status ReadBamba(const ConfigReader& r, ModelDescription& m) {
 // max_position_embeddings defaults to 2048. With only attention layers the engine does not treat
 // the model as hybrid (ModelConfig.is_hybrid), and neither does the plan.
 Status ReadGraniteMoeHybrid(const ConfigReader& r, ModelDescription& m) {
+  m.mamba_estimate_widened = false;  // get_mamba_state_shape_from_config: no num_spec
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/2048));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, kMultiHead, m));
@@ -963,6 +966,7 @@ Status ReadGraniteMoeHybrid(const ConfigReader& r, ModelDescription& m) {
 // hidden_size / num_attention_heads). Mamba2 of ReadMambaFields with mamba_d_ssm.
 // max_position_embeddings defaults to 8192.
 Status ReadFalconH1(const ConfigReader& r, ModelDescription& m) {
+  m.mamba_estimate_widened = false;  // get_mamba_state_shape_from_config: no num_spec
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/8192));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
@@ -1202,6 +1206,7 @@ Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
 // `use_long_context` sets it to 16384 whatever the config states (Zamba2Config). The model
 // supports Mamba prefix caching. A config without a hybrid layer is refused, as for Bamba.
 Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
+  m.mamba_estimate_widened = false;  // get_mamba_state_shape_from_config: no num_spec
   KVTOPO_ASSIGN_OR_RETURN(const bool long_context, r.BoolOr("use_long_context", false));
   nlohmann::json filled = r.json();
   if (long_context) filled["max_position_embeddings"] = 16384;

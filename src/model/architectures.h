@@ -174,6 +174,14 @@ struct ModelDescription {
   // The engine's Mamba chunk size (ModelConfig.get_mamba_chunk_size), the base of the hybrid
   // block in --mamba-cache-mode all; 2048 for a config with no chunk notion.
   int64_t mamba_chunk_size = 2048;
+  // Speculative decoding and the Mamba2 state (the fork at 28be48fa9): the engine's MambaMixer2
+  // widens its conv state by the speculative tokens, PLaMo 2's own mixer does not
+  // (mamba2_widens); and the class's get_mamba_state_shape_from_config, from which the engine
+  // sizes the hybrid attention block and the Mamba page padding, counts that widening for
+  // NemotronH and Mamba2 but leaves num_spec out for Bamba, GraniteMoeHybrid, FalconH1 and
+  // Zamba2 (mamba_estimate_widened).
+  bool mamba2_widens = true;
+  bool mamba_estimate_widened = true;
   // A draft's eagle_config.use_aux_hidden_state (true when absent): whether an EAGLE-3 draft
   // reads the target's auxiliary hidden states.
   bool draft_uses_aux_hidden_states = true;

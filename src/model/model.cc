@@ -520,8 +520,13 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   } else if (raw.type == LayerType::kMamba1) {
     KVTOPO_ASSIGN_OR_RETURN(s.state, Mamba1State(raw.mamba1, tp, conv, ssm));
   } else {
-    KVTOPO_ASSIGN_OR_RETURN(s.state,
-                            Mamba2State(raw.mamba2, tp, o.num_speculative_tokens, conv, ssm));
+    const int64_t widened = m.mamba2_widens ? o.num_speculative_tokens : 0;
+    KVTOPO_ASSIGN_OR_RETURN(s.state, Mamba2State(raw.mamba2, tp, widened, conv, ssm));
+    if (widened > 0 && !m.mamba_estimate_widened) {
+      KVTOPO_ASSIGN_OR_RETURN(const std::vector<StateTensor> estimate,
+                              Mamba2State(raw.mamba2, tp, 0, conv, ssm));
+      KVTOPO_ASSIGN_OR_RETURN(s.alignment_state_bytes, StateBytes(estimate));
+    }
   }
   return s;
 }

@@ -232,6 +232,8 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     if (s.role != Role::kTarget) continue;
     if (s.kind == CacheKind::kRecurrent) {
       KVTOPO_ASSIGN_OR_RETURN(int64_t page, RealPageSizeBytes(s));
+      // The engine's estimate of the state, where its class's differs from the layer's.
+      if (s.alignment_state_bytes > 0) page = s.alignment_state_bytes;
       state_page = std::max(state_page, page);
       if (!first_rec) first_rec = &s;
     } else {
@@ -283,6 +285,29 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     if (s.kind != CacheKind::kRecurrent) continue;
     KVTOPO_ASSIGN_OR_RETURN(int64_t raw, RealPageSizeBytes(s));
     if (raw < attn_page) s.page_size_padded = attn_page;
+    // The engine pads every Mamba page to the attention page where its estimate falls short of
+    // it (cache_config.mamba_page_size_padded), and asserts no state exceeds the padded page
+    // (MambaSpec.page_size_bytes) as it sizes the KV cache: a state the speculative tokens widen
+    // past an estimate that leaves them out can.
+    if (raw > attn_page && state_page < attn_page) {
+      const std::string fix =
+          mode == RecurrentMode::kAll
+              ? ""
+              : fmt::format(", or raise --block-size to {}, whose attention page holds it",
+                            kalign * CeilDiv(raw, kalign * attn_1tok));
+      diagnostics_.push_back(Error(
+          "mamba-page-padding",
+          fmt::format("layer '{}': under speculative decoding its conv state keeps {} more "
+                      "columns, {} B of state, but the engine sizes the {}-token attention block "
+                      "from its model class's estimate without them ({} B: "
+                      "get_mamba_state_shape_from_config passes no num_spec), pads every Mamba "
+                      "page to the {} B attention page and asserts no state exceeds it "
+                      "(MambaSpec.page_size_bytes) once the weights are loaded; drop "
+                      "--speculative-config{}",
+                      s.name, s.num_speculative_blocks, raw, new_block, state_page, attn_page,
+                      fix)));
+      return Rejected("the Mamba page exceeds its padding");
+    }
   }
   return Status::Ok();
 }
@@ -1328,7 +1353,10 @@ Result<Plan> Planner::Run() {
 
   // 1. Block sizes: hybrid alignment over the target, then backend-selected draft windows.
   std::vector<LayerSpec> layers = specs_.layers;
-  KVTOPO_RETURN_IF_ERROR(AlignHybridBlockSize(layers));
+  if (Status s = AlignHybridBlockSize(layers); !s.ok()) {
+    if (s.code() == StatusCode::kRejected) return finish();
+    return s;
+  }
   KVTOPO_RETURN_IF_ERROR(ResolveBackendSelectedBlocks(layers));
   if (!specs_.hybrid_manager_off.empty()) {
     if (Status s = CacheAsOneType(layers); !s.ok()) {

@@ -14,11 +14,14 @@
 
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
+using testing_configs::CorpusConfig;
+using testing_configs::DiagnosticMessage;
 
 // `layer_types` of `n` layers with every 4th full attention.
 nlohmann::json EveryFourthFull(int n) {
@@ -882,6 +885,72 @@ TEST(MambaFamilies, Plamo2MambaEveryStep) {
   plamo.erase("hidden_size_per_head");
   EXPECT_EQ(ConfigError(plamo, HybridLaunch(1)),
             "config.json 'config.json': field 'hidden_size_per_head' is missing");
+}
+
+// Speculative decoding widens MambaMixer2's conv state by the speculative tokens, but Bamba's
+// get_mamba_state_shape_from_config (as GraniteMoeHybrid's, FalconH1's and Zamba2's) leaves
+// num_spec out, and the engine sizes the attention block and pads the Mamba pages from that
+// estimate. Bamba-9B without prefix caching: the estimate of 2,147,840 B takes 528-token blocks
+// (16 x cdiv(2,147,840, 16 x 4,096)), a 2,162,688 B page; one speculative token widens the conv
+// state by 8,448 channels x 2 B to 2,164,736 B, past the padded page, and the engine asserts.
+// PLaMo 2's own mixer does not widen at all.
+TEST(MambaFamilies, SpeculativeWideningAgainstTheClassEstimate) {
+  LaunchConfig c = DefaultLaunch(32768);
+  c.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 1};
+  c.cache.async_scheduling = false;
+  auto plan = PlanWith(Bamba9B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [mamba-page-padding] layer 'model.layers.0.mixer': under speculative "
+            "decoding its conv state keeps 1 more columns, 2164736 B of state, but the engine "
+            "sizes the 528-token attention block from its model class's estimate without them "
+            "(2147840 B: get_mamba_state_shape_from_config passes no num_spec), pads every Mamba "
+            "page to the 2162688 B attention page and asserts no state exceeds it "
+            "(MambaSpec.page_size_bytes) once the weights are loaded; drop --speculative-config, "
+            "or raise --block-size to 544, whose attention page holds it");
+  c.cache.block_size = 544;
+  plan = PlanWith(Bamba9B(), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2'164'736);
+  EXPECT_EQ(plan->groups.back().geometry.block_size(), 544);
+  EXPECT_EQ(plan->groups.back().geometry.page_size_bytes(), 2'228'224);
+
+  // Falcon-H1-7B (conv 3,072 + 2 x 256 channels): the 1,568-token block's page of 1,605,632 B
+  // holds the estimate of 1,594,368 B and one widened column (1,601,536 B) but not two
+  // (1,608,704 B). The block stays the estimate's.
+  const nlohmann::json falcon = CorpusConfig("falcon-h1-7b");
+  c = DefaultLaunch(32768);
+  c.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 1};
+  c.cache.async_scheduling = false;
+  plan = PlanWith(falcon, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 1568);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 1'605'632);
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 1'601'536);
+  c.speculative->num_speculative_tokens = 2;
+  plan = PlanWith(falcon, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mamba-page-padding"),
+            "layer 'model.44.mixer': under speculative decoding its conv state keeps 2 more "
+            "columns, 1608704 B of state, but the engine sizes the 1568-token attention block "
+            "from its model class's estimate without them (1594368 B: "
+            "get_mamba_state_shape_from_config passes no num_spec), pads every Mamba page to the "
+            "1605632 B attention page and asserts no state exceeds it (MambaSpec.page_size_bytes) "
+            "once the weights are loaded; drop --speculative-config, or raise --block-size to "
+            "1584, whose attention page holds it");
+
+  // PLaMo 2: 548,864 B of state with or without speculative tokens.
+  const nlohmann::json plamo = CorpusConfig("plamo-2-1b");
+  c = DefaultLaunch(8192);
+  c.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 4};
+  c.cache.async_scheduling = false;
+  plan = PlanWith(plamo, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 548'864);
+  EXPECT_EQ(plan->groups[1].geometry.block_size(), 1072);
 }
 
 // Attention-free models: every layer keeps one recurrent state ("backbone.layers.i.mixer"). A
