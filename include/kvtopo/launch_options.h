@@ -226,6 +226,9 @@ struct VllmFlag {
   bool json = false;
   // It changes the engine's KV-cache plan in a way kvtopo does not model (a warning says so).
   bool unmodelled = false;
+  // The engine reads it only for a target that takes multimodal inputs (ModelConfig builds a
+  // multimodal config for it alone), and ignores it for any other.
+  bool multimodal_only = false;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();

@@ -1073,7 +1073,8 @@ const std::vector<VllmFlag>& Flags() {
                                : values == "optional"  ? VllmFlag::Values::kOptional
                                                        : VllmFlag::Values::kOne,
                      .json = e.value("json", false),
-                     .unmodelled = e.value("unmodelled", false)});
+                     .unmodelled = e.value("unmodelled", false),
+                     .multimodal_only = e.value("multimodal_only", false)});
       }
     }
     return r;
@@ -1140,7 +1141,10 @@ std::string LaunchOptionsMarkdown() {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
     if (f.values == VllmFlag::Values::kOptional) value = " [VALUE]";
-    md += fmt::format("- `{}`{}{}\n", f.name, value, f.unmodelled ? " — *unmodelled*" : "");
+    md += fmt::format("- `{}`{}{}\n", f.name, value,
+                      !f.unmodelled       ? ""
+                      : f.multimodal_only ? " — *unmodelled* for a multimodal target"
+                                          : " — *unmodelled*");
   }
   return md;
 }

@@ -136,9 +136,14 @@ TEST(PlanCli, PastedVllmServeLine) {
   EXPECT_EQ(p["model"]["max_model_len"], 64000);
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
   EXPECT_EQ(p["layers"].back()["attention_backend"], "TRITON_MLA");
-  // A flag that changes the plan in a way kvtopo does not model is a warning.
-  r = RunCli("check gpt-oss-120b -tp 8 --max-model-len 8k --kv-sharing-fast-prefill --json");
+  // A flag that changes the plan in a way kvtopo does not model is a warning: an encoder-only
+  // instance of a multimodal model, whose language model the engine may leave unbuilt; for a
+  // text model the engine ignores it.
+  r = RunCli("check kimi-k2.6 -tp 8 --max-model-len 8k --mm-encoder-only --json");
   EXPECT_NE(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
+  r = RunCli("check gpt-oss-120b -tp 8 --max-model-len 8k --mm-encoder-only --json");
+  EXPECT_EQ(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--mm-encoder-only"), std::string::npos) << r.out;
   // Unknown flags stay usage errors.
   EXPECT_EQ(RunCli("plan --gpu-memory-utilisation 0.9").exit_code, 2);
 }

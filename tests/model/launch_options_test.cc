@@ -534,7 +534,10 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-log-requests"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);  // a checked option now
   EXPECT_EQ(FindVllmFlagNotPlanned("-O3"), nullptr);                 // a checked option now (-O)
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
+  // Fast prefill for KV sharing changes which tokens' logits a step computes, not the cache.
+  EXPECT_FALSE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->multimodal_only);
   EXPECT_EQ(FindVllmFlagNotPlanned("--kv-transfer-config"), nullptr);  // a planning option now
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);             // "--no-" only for switches
   EXPECT_EQ(FindVllmFlagNotPlanned("--max-model-len"), nullptr);       // a planning option
