@@ -40,7 +40,8 @@ namespace {
 // The options whose value is a JSON object, which Python may give as a dict.
 bool IsJsonOption(std::string_view name) {
   return name == "speculative_config" || name == "hf_overrides" || name == "kv_transfer_config" ||
-         name == "rope_scaling" || name == "compilation_config" || name == "attention_config";
+         name == "ec_transfer_config" || name == "rope_scaling" || name == "compilation_config" ||
+         name == "attention_config";
 }
 
 // The text options the engine's Python API takes as a float, which Python may give as a number.

@@ -21,6 +21,7 @@ constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
 constexpr const char* kHfOverridesKey = "--hf-overrides-key";
 constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
+constexpr const char* kEcTransferKey = "--ec-transfer-config-key";
 constexpr const char* kCompilationKey = "--compilation-config-key";
 constexpr const char* kAttentionKey = "--attention-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
@@ -42,6 +43,8 @@ const DottedJsonOption kDottedJsonOptions[] = {
      &LaunchOptions::hf_overrides},
     {"kv_transfer_config", kKvTransferKey, "kv-transfer-config-replaced",
      &LaunchFlags::kv_transfer_keys, &LaunchOptions::kv_transfer_config},
+    {"ec_transfer_config", kEcTransferKey, "ec-transfer-config-replaced",
+     &LaunchFlags::ec_transfer_keys, &LaunchOptions::ec_transfer_config},
     {"compilation_config", kCompilationKey, "compilation-config-replaced",
      &LaunchFlags::compilation_keys, &LaunchOptions::compilation_config},
     {"attention_config", kAttentionKey, "attention-config-replaced", &LaunchFlags::attention_keys,

@@ -31,6 +31,8 @@ struct LaunchFlags {
   std::vector<std::string> hf_override_keys;
   // --kv-transfer-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
   std::vector<std::string> kv_transfer_keys;
+  // --ec-transfer-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
+  std::vector<std::string> ec_transfer_keys;
   // --compilation-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
   std::vector<std::string> compilation_keys;
   // --attention-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.

@@ -49,6 +49,7 @@ struct LaunchOptions {
   std::optional<bool> allow_long_max_model_len;  // VLLM_ALLOW_LONG_MAX_MODEL_LEN; default off
   std::optional<bool> disable_hybrid_kv_cache_manager;  // unset: the engine decides
   std::optional<std::string> kv_transfer_config;        // --kv-transfer-config: a JSON object
+  std::optional<std::string> ec_transfer_config;        // --ec-transfer-config: a JSON object
   std::optional<std::string> kv_offloading_size;        // GiB of CPU offloading; unset: none
   std::optional<std::string> kv_offloading_backend;     // native or lmcache; default native
   // VLLM_USE_SIMPLE_KV_OFFLOAD: the native offloading backend builds SimpleCPUOffloadConnector.
@@ -224,11 +225,6 @@ struct VllmFlag {
   Values values = Values::kOne;
   // The value is a JSON object; the engine folds dotted --FLAG.KEY VALUE arguments into it.
   bool json = false;
-  // It changes the engine's KV-cache plan in a way kvtopo does not model (a warning says so).
-  bool unmodelled = false;
-  // The engine reads it only for a target that takes multimodal inputs (ModelConfig builds a
-  // multimodal config for it alone), and ignores it for any other.
-  bool multimodal_only = false;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();

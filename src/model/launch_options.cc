@@ -490,6 +490,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "kv_connector_extra_config); one without hybrid KV cache manager support turns the "
        "manager off; default none",
        &LO::kv_transfer_config},
+      {"ec_transfer_config",
+       {},
+       "",
+       V::kText,
+       "",
+       "the encoder-cache connector of a disaggregated multimodal encoder (a JSON object: "
+       "ec_connector, ec_role, ...); an instance that only produces the encoder cache "
+       "(ec_role ec_producer) keeps no KV cache, which kvtopo refuses to plan; default none",
+       &LO::ec_transfer_config},
       {"kv_offloading_size",
        {},
        "",
@@ -1072,9 +1081,7 @@ const std::vector<VllmFlag>& Flags() {
                      .values = values == "one or more" ? VllmFlag::Values::kOneOrMore
                                : values == "optional"  ? VllmFlag::Values::kOptional
                                                        : VllmFlag::Values::kOne,
-                     .json = e.value("json", false),
-                     .unmodelled = e.value("unmodelled", false),
-                     .multimodal_only = e.value("multimodal_only", false)});
+                     .json = e.value("json", false)});
       }
     }
     return r;
@@ -1132,8 +1139,8 @@ std::string LaunchOptionsMarkdown() {
   md +=
       "\n## `vllm serve` flags accepted without planning\n\n"
       "Accepted on the command line and listed in the plan's `not-used-for-planning` info "
-      "diagnostic; those marked *unmodelled* change the engine's plan in ways kvtopo does not "
-      "model and raise the `not-modelled` warning instead (profiles/vllm-flags.json). `VALUE...` "
+      "diagnostic: they leave the engine's KV-cache plan as it is (profiles/vllm-flags.json). "
+      "`VALUE...` "
       "takes every following argument that is not a flag, `[VALUE]` a value only when one "
       "follows, and a `JSON` flag also takes its keys one at a time (`--kernel-config.KEY "
       "VALUE`), as the engine's parser folds them into one JSON value.\n\n";
@@ -1141,10 +1148,7 @@ std::string LaunchOptionsMarkdown() {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
     if (f.values == VllmFlag::Values::kOptional) value = " [VALUE]";
-    md += fmt::format("- `{}`{}{}\n", f.name, value,
-                      !f.unmodelled       ? ""
-                      : f.multimodal_only ? " — *unmodelled* for a multimodal target"
-                                          : " — *unmodelled*");
+    md += fmt::format("- `{}`{}\n", f.name, value);
   }
   return md;
 }
@@ -1358,6 +1362,46 @@ Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
 // --kv-offloading-backend (VllmConfig._post_init_kv_transfer_config: offloading replaces the
 // connector named), checked as KVTransferConfig checks it, and whether it supports the hybrid
 // KV cache manager.
+// --ec-transfer-config (ECTransferConfig.__post_init__ at 28be48fa9): ec_role one of
+// ec_producer, ec_consumer, ec_both, and given where ec_connector is. A worker of an instance
+// with a connector that does not consume the encoder cache (ec_producer) reports no KV cache
+// spec at all (GPUModelRunner.get_kv_cache_spec: has_ec_transfer() and not is_consumer), so
+// the engine runs it without a KV cache.
+Status CheckEcTransfer(const LaunchOptions& o) {
+  if (!o.ec_transfer_config) return Status::Ok();
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json ec,
+                          internal::ParseJsonText(*o.ec_transfer_config, "--ec-transfer-config"));
+  if (!ec.is_object()) {
+    return InvalidArgument(
+        fmt::format("--ec-transfer-config must be a JSON object, got {}", *o.ec_transfer_config));
+  }
+  const auto role = ec.find("ec_role");
+  const bool role_set = role != ec.end() && !role->is_null();
+  if (role_set && *role != "ec_producer" && *role != "ec_consumer" && *role != "ec_both") {
+    return InvalidArgument(fmt::format(
+        "--ec-transfer-config: ec_role {} is not one of ec_producer, ec_consumer, ec_both; the "
+        "engine refuses it ('Unsupported ec_role')",
+        role->dump()));
+  }
+  const auto connector = ec.find("ec_connector");
+  const bool connector_set = connector != ec.end() && !connector->is_null();
+  if (connector_set && !role_set) {
+    return InvalidArgument(
+        "--ec-transfer-config names an ec_connector without an ec_role; the engine refuses it "
+        "('Please specify ec_role when ec_connector is set'): add \"ec_role\": \"ec_consumer\" "
+        "(or ec_producer / ec_both)");
+  }
+  if (connector_set && *role == "ec_producer") {
+    return Rejected(fmt::format(
+        "--ec-transfer-config: ec_role ec_producer with ec_connector {}: the engine's workers of "
+        "an instance that only produces the encoder cache report no KV cache "
+        "(GPUModelRunner.get_kv_cache_spec), so it runs without one and there is no KV cache to "
+        "plan; plan the instance that consumes it (ec_consumer or ec_both)",
+        connector->dump()));
+  }
+  return Status::Ok();
+}
+
 Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   nlohmann::json transfer;
   if (o.kv_transfer_config) {
@@ -2233,6 +2277,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.allow_deprecated_quantization = o.allow_deprecated_quantization.value_or(false);
   c.disable_hybrid_kv_cache_manager = o.disable_hybrid_kv_cache_manager;
   KVTOPO_RETURN_IF_ERROR(ResolveKvConnector(o, c));
+  KVTOPO_RETURN_IF_ERROR(CheckEcTransfer(o));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
   if (o.enable_lora) c.enable_lora = *o.enable_lora;
   if (o.device_capability) {

@@ -2595,18 +2595,10 @@ void SetOffloadingConnector(const LaunchConfig& config, ModelCacheSpecs& out) {
   out.offloaded_block_size = config.kv_offloaded_block_size;
 }
 
-// The flags and keys the launch accepted that kvtopo does not plan with: an info for those that
-// leave the cache as it is (or that the engine ignores for this target), a warning for those
-// that change it in ways kvtopo does not model.
-void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec,
-                   const ModelDescription& model, Builder& b) {
-  std::vector<std::string> unmodelled, unused;
-  for (const std::string& flag : config.not_planned_flags) {
-    const VllmFlag* f = FindVllmFlagNotPlanned(flag);
-    const bool read =
-        f && (!f->multimodal_only || internal::IsMultimodalTarget(model.architecture));
-    (read && f->unmodelled ? unmodelled : unused).push_back(flag);
-  }
+// The flags and keys the launch accepted that kvtopo does not plan with, which leave the cache as
+// it is: an info.
+void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec, Builder& b) {
+  std::vector<std::string> unused = config.not_planned_flags;
   if (spec) {
     for (const std::string& key : spec->not_planned_keys) {
       unused.push_back("--speculative-config '" + key + "'");
@@ -2618,12 +2610,6 @@ void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec,
   if (!unused.empty()) {
     b.Add(Severity::kInfo, "not-used-for-planning",
           fmt::format("accepted, not used for planning: {}", fmt::join(unused, ", ")));
-  }
-  if (!unmodelled.empty()) {
-    b.Add(Severity::kWarning, "not-modelled",
-          fmt::format("{} change the engine's KV-cache plan in ways kvtopo does not model; the "
-                      "plan shown assumes they are absent",
-                      fmt::join(unmodelled, ", ")));
   }
 }
 
@@ -2901,7 +2887,7 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   b.out.enable_prefix_caching = cache.enable_prefix_caching.value_or(true);
   for (const Diagnostic& d : config.launch_diagnostics) b.Add(d.severity, d.code, d.message);
   if (spec) CheckSpeculativeLaunch(*spec, *method_row, b);
-  AddNotPlanned(config, spec ? &*spec : nullptr, model, b);
+  AddNotPlanned(config, spec ? &*spec : nullptr, b);
   ResolveCudagraphMode(b, model, spec ? spec->num_speculative_tokens : 0);
   return std::move(b.out);
 }
@@ -3834,7 +3820,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                       "that support, or --no-disable-hybrid-kv-cache-manager to say it has it",
                       config.kv_connector_source, config.kv_connector));
   }
-  AddNotPlanned(config, spec ? &*spec : nullptr, model, b);
+  AddNotPlanned(config, spec ? &*spec : nullptr, b);
 
   ResolveCudagraphMode(b, model, spec ? spec->num_speculative_tokens : 0);
   if (config.kv_connector == "OffloadingConnector") SetOffloadingConnector(config, b.out);

@@ -136,14 +136,29 @@ TEST(PlanCli, PastedVllmServeLine) {
   EXPECT_EQ(p["model"]["max_model_len"], 64000);
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
   EXPECT_EQ(p["layers"].back()["attention_backend"], "TRITON_MLA");
-  // A flag that changes the plan in a way kvtopo does not model is a warning: an encoder-only
-  // instance of a multimodal model, whose language model the engine may leave unbuilt; for a
-  // text model the engine ignores it.
-  r = RunCli("check kimi-k2.6 -tp 8 --max-model-len 8k --mm-encoder-only --json");
-  EXPECT_NE(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
-  r = RunCli("check gpt-oss-120b -tp 8 --max-model-len 8k --mm-encoder-only --json");
-  EXPECT_EQ(r.out.find("\"not-modelled\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("--mm-encoder-only"), std::string::npos) << r.out;
+  // An instance that only produces the encoder cache keeps no KV cache: refused, in each
+  // spelling; one that consumes it plans as any other.
+  for (const char* spelling :
+       {"--ec-transfer-config '{\"ec_connector\": \"ECExampleConnector\", \"ec_role\": "
+        "\"ec_producer\"}'",
+        "--ec-transfer-config.ec_connector ECExampleConnector --ec-transfer-config.ec_role "
+        "ec_producer"}) {
+    r = RunCli(std::string("check gpt-oss-120b ") + spelling, /*merge_stderr=*/true);
+    EXPECT_EQ(r.exit_code, 1) << spelling;
+    EXPECT_EQ(r.out,
+              "kvtopo: --ec-transfer-config: ec_role ec_producer with ec_connector "
+              "\"ECExampleConnector\": the engine's workers of an instance that only produces the "
+              "encoder cache report no KV cache (GPUModelRunner.get_kv_cache_spec), so it runs "
+              "without one and there is no KV cache to plan; plan the instance that consumes it "
+              "(ec_consumer or ec_both)\n")
+        << spelling;
+  }
+  r = RunCli(
+      "check gpt-oss-120b --ec-transfer-config.ec_connector ECExampleConnector "
+      "--ec-transfer-config.ec_role ec_consumer");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(
+      RunCli("check gpt-oss-120b --ec-transfer-config '{\"ec_role\": \"producer\"}'").exit_code, 2);
   // Unknown flags stay usage errors.
   EXPECT_EQ(RunCli("plan --gpu-memory-utilisation 0.9").exit_code, 2);
 }

@@ -534,10 +534,11 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-log-requests"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);  // a checked option now
   EXPECT_EQ(FindVllmFlagNotPlanned("-O3"), nullptr);                 // a checked option now (-O)
-  // Fast prefill for KV sharing changes which tokens' logits a step computes, not the cache.
-  EXPECT_FALSE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill")->unmodelled);
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->multimodal_only);
+  // Fast prefill for KV sharing changes which tokens' logits a step computes, and an
+  // encoder-only instance still caches its language model's layers: neither changes the cache.
+  EXPECT_NE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("--mm-encoder-only"), nullptr);
+  EXPECT_EQ(FindVllmFlagNotPlanned("--ec-transfer-config"), nullptr);  // a checked option now
   EXPECT_EQ(FindVllmFlagNotPlanned("--kv-transfer-config"), nullptr);  // a planning option now
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-port"), nullptr);             // "--no-" only for switches
   EXPECT_EQ(FindVllmFlagNotPlanned("--max-model-len"), nullptr);       // a planning option
@@ -581,8 +582,6 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   EXPECT_EQ(FindVllmFlagNotPlanned("-cc"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("-O.mode"), nullptr);
-  // Flags whose effect on the cache kvtopo does not model say so.
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--mm-encoder-only")->unmodelled);
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
   for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
                            "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding",

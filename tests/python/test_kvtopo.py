@@ -441,6 +441,18 @@ class PlanTest(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("3728256 tokens", out.stdout)
 
+    def test_ec_transfer_producer(self):
+        # An instance that only produces the encoder cache keeps no KV cache: nothing to plan.
+        producer = {"ec_connector": "ECExampleConnector", "ec_role": "ec_producer"}
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    "ec_role ec_producer with ec_connector \"ECExampleConnector\""):
+            kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, ec_transfer_config=producer)
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8,
+                           ec_transfer_config=dict(producer, ec_role="ec_consumer"))
+        self.assertEqual(plan.capacity.max_tokens, 6621558)
+        with self.assertRaisesRegex(ValueError, "ec_role \"producer\" is not one of"):
+            kvtopo.plan("gpt-oss-120b", ec_transfer_config={"ec_role": "producer"})
+
     def test_device_step_defaults(self):
         # A 24 GiB GPU: the engine's `vllm serve` defaults are 2,048 tokens per step and 256
         # rows, so gpt-oss-120b's sliding-window layers hold 265 pages a request, not 1,033.
