@@ -347,10 +347,10 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "",
-       "layers kept at the model dtype whatever --kv-cache-dtype says: layer indices and "
-       "sliding_window (every windowed layer), one or more values, as the engine compares them "
-       "(\"0,1\" is one entry that matches no layer); not planned for models with recurrent "
-       "layers",
+       "K/V attention layers kept at the model dtype whatever --kv-cache-dtype says (MLA "
+       "layers do not read it): layer indices and sliding_window (every windowed layer), one or "
+       "more values, as the engine compares them (\"0,1\" is one entry that matches no layer); "
+       "not planned for models with recurrent layers",
        &LO::kv_cache_dtype_skip_layers,
        1,
        0,

@@ -1939,13 +1939,21 @@ Result<std::string> TurboQuantBackendName() {
   return Internal("profiles/backends.json has no backend that stores TurboQuant caches");
 }
 
+// Whether the engine builds the layer as its K/V Attention, the one layer class that reads
+// --kv-cache-dtype-skip-layers (MLAAttention and the sparse indexer's cache take the cache config's
+// dtype whole).
+bool ReadsSkipLayers(const RawLayer& raw) {
+  return !IsRecurrentLayer(raw.type) && raw.type != LayerType::kMla &&
+         raw.type != LayerType::kIndexer;
+}
+
 // The layers that keep the model dtype whatever --kv-cache-dtype says.
 struct KeptLayers {
   std::set<int64_t> indices;
   bool windowed = false;  // every sliding-window layer ("sliding_window")
   bool Keeps(const RawLayer& raw) const {
-    return indices.count(LayerIndexOf(raw.name)) ||
-           (windowed && raw.type == LayerType::kSlidingWindow);
+    return ReadsSkipLayers(raw) && (indices.count(LayerIndexOf(raw.name)) ||
+                                    (windowed && raw.type == LayerType::kSlidingWindow));
   }
 };
 
@@ -1972,7 +1980,7 @@ Result<KeptLayers> ResolveKeptLayers(const ModelDescription& model, const CacheO
   } else if (!entries.empty()) {
     std::set<int64_t> attention;
     for (const RawLayer& raw : model.layers) {
-      if (!IsRecurrentLayer(raw.type)) attention.insert(LayerIndexOf(raw.name));
+      if (ReadsSkipLayers(raw)) attention.insert(LayerIndexOf(raw.name));
     }
     std::vector<std::string> unmatched;
     for (const std::string& e : entries) {
@@ -1997,9 +2005,10 @@ Result<KeptLayers> ResolveKeptLayers(const ModelDescription& model, const CacheO
     }
     if (!unmatched.empty()) {
       b.Add(Severity::kWarning, "kv-cache-dtype-skip-layers-unmatched",
-            fmt::format("--kv-cache-dtype-skip-layers: {} name no attention layer of '{}' (the "
-                        "engine compares each entry whole with a layer's index: 3, not 03 or 1,3, "
-                        "or sliding_window); they keep nothing",
+            fmt::format("--kv-cache-dtype-skip-layers: {} name no K/V attention layer of '{}' "
+                        "(the engine compares each entry whole with a layer's index: 3, not 03 or "
+                        "1,3, or sliding_window; MLA layers do not read the list); they keep "
+                        "nothing",
                         fmt::join(unmatched, ", "), model.file));
     }
   }

@@ -2380,9 +2380,9 @@ TEST(TurboQuant, SkipLayersKeepTheModelDtype) {
   ASSERT_EQ(plan->diagnostics.size(), 1u);
   EXPECT_EQ(plan->diagnostics[0].code, "kv-cache-dtype-skip-layers-unmatched");
   EXPECT_EQ(plan->diagnostics[0].message,
-            "--kv-cache-dtype-skip-layers: 0,1, 03, 40 name no attention layer of 'config.json' "
-            "(the engine compares each entry whole with a layer's index: 3, not 03 or 1,3, or "
-            "sliding_window); they keep nothing");
+            "--kv-cache-dtype-skip-layers: 0,1, 03, 40 name no K/V attention layer of "
+            "'config.json' (the engine compares each entry whole with a layer's index: 3, not 03 "
+            "or 1,3, or sliding_window; MLA layers do not read the list); they keep nothing");
   EXPECT_EQ(plan->groups[0].layer_specs[31].cache_dtype, KvCacheDtype::kAuto);
 
   // sliding_window keeps every windowed layer; with TurboQuant the engine fails on it.
@@ -2397,6 +2397,22 @@ TEST(TurboQuant, SkipLayersKeepTheModelDtype) {
   tq.cache.kv_cache_dtype_skip_layers = {"sliding_window"};
   plan = PlanWith(Llama31_8B(), tq);
   EXPECT_EQ(plan.status().code(), StatusCode::kRejected);
+}
+
+// MLAAttention takes the cache config's dtype whole: the list reaches K/V attention layers only.
+// GLM-4.7-Flash (MLA), fp8: layers 0 and 1 keep fp8 pages of 9,216 B.
+TEST(TurboQuant, SkipLayersDoNotReachMlaLayers) {
+  LaunchConfig fp8 = TurboQuantLaunch(KvCacheDtype::kFp8);
+  fp8.cache.kv_cache_dtype_skip_layers = {"0", "1"};
+  auto plan = PlanWith(CorpusConfig("glm-4.7-flash"), fp8);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].layer_specs[0].cache_dtype, KvCacheDtype::kFp8);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 9216);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-dtype-skip-layers-unmatched"),
+            "--kv-cache-dtype-skip-layers: 0, 1 name no K/V attention layer of 'config.json' (the "
+            "engine compares each entry whole with a layer's index: 3, not 03 or 1,3, or "
+            "sliding_window; MLA layers do not read the list); they keep nothing");
 }
 
 TEST(TurboQuant, LaunchesItIsNotPlannedFor) {
