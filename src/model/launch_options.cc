@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -1358,10 +1359,42 @@ Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
   return Status::Ok();
 }
 
-// The connector the engine builds from --kv-transfer-config and --kv-offloading-size /
-// --kv-offloading-backend (VllmConfig._post_init_kv_transfer_config: offloading replaces the
-// connector named), checked as KVTransferConfig checks it, and whether it supports the hybrid
-// KV cache manager.
+// A connector's config as the engine's KVTransferConfig and ECTransferConfig check it
+// (`prefix` kv or ec): a JSON object whose PREFIX_role, when set, is one of PREFIX_producer,
+// PREFIX_consumer and PREFIX_both, and is set wherever PREFIX_connector is; `suggested` names
+// the role the message offers first.
+Result<nlohmann::json> ReadConnectorConfig(const std::string& text, std::string_view flag,
+                                           std::string_view prefix, std::string_view suggested) {
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json config, internal::ParseJsonText(text, flag));
+  if (!config.is_object()) {
+    return InvalidArgument(fmt::format("{} must be a JSON object, got {}", flag, text));
+  }
+  const std::string role_key = fmt::format("{}_role", prefix);
+  const auto role = config.find(role_key);
+  const bool role_set = role != config.end() && !role->is_null();
+  const std::array<std::string, 3> roles = {fmt::format("{}_producer", prefix),
+                                            fmt::format("{}_consumer", prefix),
+                                            fmt::format("{}_both", prefix)};
+  if (role_set && std::find(roles.begin(), roles.end(), *role) == roles.end()) {
+    return InvalidArgument(fmt::format("{}: {} {} is not one of {}", flag, role_key, role->dump(),
+                                       fmt::join(roles, ", ")));
+  }
+  const auto connector = config.find(fmt::format("{}_connector", prefix));
+  if (connector != config.end() && !connector->is_null() && !role_set) {
+    const std::string_view article = prefix.starts_with('e') ? "an" : "a";
+    std::vector<std::string> others;
+    for (const std::string& r : roles) {
+      if (r != fmt::format("{}_{}", prefix, suggested)) others.push_back(r);
+    }
+    return InvalidArgument(fmt::format(
+        "{} names {} {}_connector without {} {}; the engine refuses it ('Please specify {} "
+        "when {}_connector is set'): add \"{}\": \"{}_{}\" (or {})",
+        flag, article, prefix, article, role_key, role_key, prefix, role_key, prefix, suggested,
+        fmt::join(others, " / ")));
+  }
+  return config;
+}
+
 // --ec-transfer-config (ECTransferConfig.__post_init__ at 28be48fa9): ec_role one of
 // ec_producer, ec_consumer, ec_both, and given where ec_connector is. A worker of an instance
 // with a connector that does not consume the encoder cache (ec_producer) reports no KV cache
@@ -1369,29 +1402,11 @@ Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
 // the engine runs it without a KV cache.
 Status CheckEcTransfer(const LaunchOptions& o) {
   if (!o.ec_transfer_config) return Status::Ok();
-  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json ec,
-                          internal::ParseJsonText(*o.ec_transfer_config, "--ec-transfer-config"));
-  if (!ec.is_object()) {
-    return InvalidArgument(
-        fmt::format("--ec-transfer-config must be a JSON object, got {}", *o.ec_transfer_config));
-  }
-  const auto role = ec.find("ec_role");
-  const bool role_set = role != ec.end() && !role->is_null();
-  if (role_set && *role != "ec_producer" && *role != "ec_consumer" && *role != "ec_both") {
-    return InvalidArgument(fmt::format(
-        "--ec-transfer-config: ec_role {} is not one of ec_producer, ec_consumer, ec_both; the "
-        "engine refuses it ('Unsupported ec_role')",
-        role->dump()));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(
+      const nlohmann::json ec,
+      ReadConnectorConfig(*o.ec_transfer_config, "--ec-transfer-config", "ec", "consumer"));
   const auto connector = ec.find("ec_connector");
-  const bool connector_set = connector != ec.end() && !connector->is_null();
-  if (connector_set && !role_set) {
-    return InvalidArgument(
-        "--ec-transfer-config names an ec_connector without an ec_role; the engine refuses it "
-        "('Please specify ec_role when ec_connector is set'): add \"ec_role\": \"ec_consumer\" "
-        "(or ec_producer / ec_both)");
-  }
-  if (connector_set && *role == "ec_producer") {
+  if (connector != ec.end() && !connector->is_null() && ec["ec_role"] == "ec_producer") {
     return Rejected(fmt::format(
         "--ec-transfer-config: ec_role ec_producer with ec_connector {}: the engine's workers of "
         "an instance that only produces the encoder cache report no KV cache "
@@ -1402,30 +1417,16 @@ Status CheckEcTransfer(const LaunchOptions& o) {
   return Status::Ok();
 }
 
+// The connector the engine builds from --kv-transfer-config and --kv-offloading-size /
+// --kv-offloading-backend (VllmConfig._post_init_kv_transfer_config: offloading replaces the
+// connector named), checked as KVTransferConfig checks it, and whether it supports the hybrid
+// KV cache manager.
 Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   nlohmann::json transfer;
   if (o.kv_transfer_config) {
-    KVTOPO_ASSIGN_OR_RETURN(transfer,
-                            internal::ParseJsonText(*o.kv_transfer_config, "--kv-transfer-config"));
-    if (!transfer.is_object()) {
-      return InvalidArgument(
-          fmt::format("--kv-transfer-config must be a JSON object, got {}", *o.kv_transfer_config));
-    }
     // KVTransferConfig.__post_init__.
-    const auto role = transfer.find("kv_role");
-    const bool role_set = role != transfer.end() && !role->is_null();
-    if (role_set && *role != "kv_producer" && *role != "kv_consumer" && *role != "kv_both") {
-      return InvalidArgument(
-          fmt::format("--kv-transfer-config: kv_role {} is not one of kv_producer, kv_consumer, "
-                      "kv_both",
-                      role->dump()));
-    }
-    if (transfer.contains("kv_connector") && !transfer["kv_connector"].is_null() && !role_set) {
-      return InvalidArgument(
-          "--kv-transfer-config names a kv_connector without a kv_role; the engine refuses it "
-          "('Please specify kv_role when kv_connector is set'): add \"kv_role\": \"kv_both\" "
-          "(or kv_producer / kv_consumer)");
-    }
+    KVTOPO_ASSIGN_OR_RETURN(
+        transfer, ReadConnectorConfig(*o.kv_transfer_config, "--kv-transfer-config", "kv", "both"));
   }
   const std::string backend = o.kv_offloading_backend.value_or("native");
   if (backend != "native" && backend != "lmcache") {

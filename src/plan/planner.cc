@@ -290,11 +290,15 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     // (MambaSpec.page_size_bytes) as it sizes the KV cache: a state the speculative tokens widen
     // past an estimate that leaves them out can.
     if (raw > attn_page && state_page < attn_page) {
-      const std::string fix =
-          mode == RecurrentMode::kAll
-              ? ""
-              : fmt::format(", or raise --block-size to {}, whose attention page holds it",
-                            kalign * CeilDiv(raw, kalign * attn_1tok));
+      std::string fix;
+      if (mode != RecurrentMode::kAll) {
+        KVTOPO_ASSIGN_OR_RETURN(const int64_t align_bytes,
+                                internal::CheckedMul(kalign, attn_1tok, "hybrid block alignment"));
+        KVTOPO_ASSIGN_OR_RETURN(const int64_t holding,
+                                internal::CheckedMul(kalign, CeilDiv(raw, align_bytes),
+                                                     "attention block holding the state"));
+        fix = fmt::format(", or raise --block-size to {}, whose attention page holds it", holding);
+      }
       diagnostics_.push_back(Error(
           "mamba-page-padding",
           fmt::format("layer '{}': under speculative decoding its conv state keeps {} more "

@@ -136,6 +136,30 @@ TEST(KvConnector, TransferConfigConnectors) {
       << plan->diagnostics[0].message;
 }
 
+// --ec-transfer-config as ECTransferConfig checks it; an instance whose connector only produces
+// the encoder cache reports no KV cache spec, and kvtopo has nothing to plan.
+TEST(KvConnector, EncoderCacheTransfer) {
+  LaunchOptions o = GptOss();
+  o.ec_transfer_config = R"({"ec_connector": "ECExampleConnector"})";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--ec-transfer-config names an ec_connector without an ec_role; the engine refuses it "
+            "('Please specify ec_role when ec_connector is set'): add \"ec_role\": "
+            "\"ec_consumer\" (or ec_producer / ec_both)");
+  o.ec_transfer_config = R"({"ec_connector": "ECExampleConnector", "ec_role": "producer"})";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--ec-transfer-config: ec_role \"producer\" is not one of ec_producer, ec_consumer, "
+            "ec_both");
+  o.ec_transfer_config = R"({"ec_connector": "ECExampleConnector", "ec_role": "ec_producer"})";
+  EXPECT_EQ(ToLaunchConfig(o).status().code(), StatusCode::kRejected);
+  // A role without a connector makes no encoder-cache instance.
+  o.ec_transfer_config = R"({"ec_role": "ec_producer"})";
+  ASSERT_TRUE(ToLaunchConfig(o).ok());
+  o.ec_transfer_config = R"({"ec_connector": "ECExampleConnector", "ec_role": "ec_both"})";
+  auto plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->capacity.max_tokens, 6'621'558);
+}
+
 // What KVTransferConfig and the connector factory refuse, and the offloading flags' values.
 TEST(KvConnector, RefusedValuesNamed) {
   auto message = [](LaunchOptions o) { return ToLaunchConfig(o).status().message(); };
