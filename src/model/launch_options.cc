@@ -757,8 +757,10 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kText,
        "",
        "how the engine runs its workers: ray, mp, uni, external_launcher or an Executor class "
-       "(the cache is the same); the engine refuses any but mp, uni and external_launcher with "
-       "--nnodes above 1; default: the engine's choice",
+       "(the cache is the same, but DeepSeek-V4's offloading connector fails on workers in "
+       "processes of their own, mp and ray); the engine refuses any but mp, uni and "
+       "external_launcher with --nnodes above 1, and uni, one worker, hangs with TP x PP x PCP "
+       "above 1 (refused); default: the engine's choice, mp for more than one worker",
        &LO::distributed_executor_backend},
       {"enable_return_routed_experts",
        {},
@@ -1937,6 +1939,20 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "can only be set when distributed executor backend is mp, uni or external_launcher.'); "
         "use mp, or one node per engine",
         nnodes, executor));
+  }
+  // UniProcExecutor runs one worker, rank 0, in the engine core's process: a world of more ranks
+  // (TP x PP x PCP) waits in torch.distributed's initialization for ranks no process starts.
+  if (const int64_t world = c.parallel.tensor_parallel_size * c.pipeline_parallel_size *
+                            c.parallel.prefill_context_parallel_size;
+      o.distributed_executor_backend == "uni" && world > 1) {
+    return Rejected(fmt::format(
+        "--distributed-executor-backend uni runs one worker in the engine core's process, and "
+        "--tensor-parallel-size {} x --pipeline-parallel-size {} x "
+        "--prefill-context-parallel-size {} needs {}: that worker waits for ranks no process "
+        "starts, so the launch hangs as it initializes; use mp (the engine's choice for more "
+        "than one worker) or ray",
+        c.parallel.tensor_parallel_size, c.pipeline_parallel_size,
+        c.parallel.prefill_context_parallel_size, world));
   }
   std::optional<int64_t> rank = o.data_parallel_rank;
   std::string rank_from = rank ? fmt::format("--data-parallel-rank {}", *rank) : "";

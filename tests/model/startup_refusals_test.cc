@@ -295,6 +295,14 @@ TEST(StartupRefusals, NodesAndTheirDataParallelRanks) {
             "external_launcher.'); use mp, or one node per engine");
   o.distributed_executor_backend = "external_launcher";
   EXPECT_TRUE(ToLaunchConfig(o).ok());
+  // One worker in the engine core's process cannot make a world of eight ranks.
+  o.distributed_executor_backend = "uni";
+  EXPECT_EQ(Rejection(o),
+            "--distributed-executor-backend uni runs one worker in the engine core's process, "
+            "and --tensor-parallel-size 8 x --pipeline-parallel-size 1 x "
+            "--prefill-context-parallel-size 1 needs 8: that worker waits for ranks no process "
+            "starts, so the launch hangs as it initializes; use mp (the engine's choice for more "
+            "than one worker) or ray");
   o.distributed_executor_backend.reset();
   // TP 4 x DP 4 on two nodes: node 1 holds DP ranks 2 and 3; external load balancing takes
   // its first.
