@@ -2746,11 +2746,11 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
       not_planned(fmt::format("{} while the hybrid KV cache manager is off {}", connector,
                               b.out.hybrid_manager_off));
     } else if (config.workers_in_own_processes != true) {
-      not_planned(
-          fmt::format("{} unless the engine's workers run in processes of their own "
-                      "(--distributed-executor-backend mp or ray, its choice for more "
-                      "than one worker)",
-                      connector));
+      not_planned(fmt::format(
+          "{} on a worker that shares the engine core's config (--distributed-executor-backend "
+          "uni, the engine's choice for one worker, or external_launcher; or an executor class "
+          "kvtopo cannot tell), whose offloading of the layer tuples kvtopo has not checked",
+          connector));
     } else {
       SetOffloadingConnector(config, b.out);
     }

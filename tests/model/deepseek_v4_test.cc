@@ -485,9 +485,10 @@ TEST(DeepseekV4, HybridManagerOffCachesOneType) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [not-planned] kvtopo does not plan 'config.json' (DeepseekV4ForCausalLM) "
-            "with KV connector OffloadingConnector (--kv-transfer-config) unless the engine's "
-            "workers run in processes of their own (--distributed-executor-backend mp or ray, its "
-            "choice for more than one worker): drop it");
+            "with KV connector OffloadingConnector (--kv-transfer-config) on a worker that shares "
+            "the engine core's config (--distributed-executor-backend uni, the engine's choice for "
+            "one worker, or external_launcher; or an executor class kvtopo cannot tell), whose "
+            "offloading of the layer tuples kvtopo has not checked: drop it");
   c.workers_in_own_processes = true;
   c.disable_hybrid_kv_cache_manager = true;
   plan = PlanWith(flash, c);
