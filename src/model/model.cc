@@ -2706,6 +2706,22 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                       "engine's selection",
                       cache.attention_backend, what));
   }
+  // Its compressed MLA caches run FlashMLA's sparse kernels: V4_FLASHMLA_SPARSE subclasses
+  // FLASHMLA_SPARSE and keeps its supports_compute_capability, which the engine never asks (no
+  // selection runs for these layers), so on another GPU the kernels fail at the first forward.
+  if (const std::optional<DeviceCapability>& gpu = cache.device_capability) {
+    Result<BackendCaps> parent = FindBackend("FLASHMLA_SPARSE");
+    if (parent.ok() && !parent->RunsOn(*gpu)) {
+      b.Error("backend-compute-capability",
+              fmt::format("{} runs its compressed MLA caches on V4_FLASHMLA_SPARSE, FlashMLA's "
+                          "sparse kernels as FLASHMLA_SPARSE's, which run on compute capability "
+                          "{} only, not {}: the model's code builds the layers on it itself, "
+                          "without the selection that checks the GPU, and its kernels refuse "
+                          "them at the engine's first forward, once the weights are loaded; the "
+                          "model does not run on that GPU",
+                          what, parent->CapabilitiesText(), cache.DeviceCapabilityText()));
+    }
+  }
   // The first layer keeps a sliding-window cache, whose backend prefers 256-token blocks
   // (DeepseekSparseSWABackend; update_block_size_for_backend). The MLA and indexer backends run
   // 256-token kernel blocks only.

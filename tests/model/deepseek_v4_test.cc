@@ -261,6 +261,26 @@ TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
             "kernel block the MLA and indexer backends of 'config.json' (DeepseekV4ForCausalLM) "
             "run (V4_FLASHMLA_SPARSE, DEEPSEEK_V4_INDEXER: get_supported_kernel_block_sizes); "
             "pass --block-size 256 (kvtopo plans 256 for the other checks)");
+  // FlashMLA's sparse kernels run on Hopper and Blackwell data-center GPUs only.
+  c.cache.device_capability = DeviceCapability{.major = 12, .minor = 0};
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-compute-capability"),
+            "'config.json' (DeepseekV4ForCausalLM) runs its compressed MLA caches on "
+            "V4_FLASHMLA_SPARSE, FlashMLA's sparse kernels as FLASHMLA_SPARSE's, which run on "
+            "compute capability 9.x or 10.x only, not 12.0 (--device-capability): the model's "
+            "code builds the layers on it itself, without the selection that checks the GPU, and "
+            "its kernels refuse them at the engine's first forward, once the weights are loaded; "
+            "the model does not run on that GPU");
+  c.cache.device_capability = DeviceCapability{.major = 10, .minor = 0};
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kernel-block-size] --block-size 128 is not a multiple of 256, the only "
+            "kernel block the MLA and indexer backends of 'config.json' (DeepseekV4ForCausalLM) "
+            "run (V4_FLASHMLA_SPARSE, DEEPSEEK_V4_INDEXER: get_supported_kernel_block_sizes); "
+            "pass --block-size 256 (kvtopo plans 256 for the other checks)");
+  c.cache.device_capability.reset();
   c.cache.block_size = 512;  // the sliding and state pages pad to 74,880 B
   c.kv_cache_memory_bytes = int64_t{20} << 30;
   plan = PlanWith(flash, c);
