@@ -275,11 +275,7 @@ TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
   c.cache.device_capability = DeviceCapability{.major = 10, .minor = 0};
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(),
-            "\n  error [kernel-block-size] --block-size 128 is not a multiple of 256, the only "
-            "kernel block the MLA and indexer backends of 'config.json' (DeepseekV4ForCausalLM) "
-            "run (V4_FLASHMLA_SPARSE, DEEPSEEK_V4_INDEXER: get_supported_kernel_block_sizes); "
-            "pass --block-size 256 (kvtopo plans 256 for the other checks)");
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-compute-capability"), "");
   c.cache.device_capability.reset();
   c.cache.block_size = 512;  // the sliding and state pages pad to 74,880 B
   c.kv_cache_memory_bytes = int64_t{20} << 30;
