@@ -2706,6 +2706,15 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                       "engine's selection",
                       cache.attention_backend, what));
   }
+  // Its layers are none of the engine's K/V Attention, the one class that reads
+  // --kv-cache-dtype-skip-layers: every entry keeps nothing.
+  if (!cache.kv_cache_dtype_skip_layers.empty()) {
+    b.Add(Severity::kWarning, "kv-cache-dtype-skip-layers-unmatched",
+          fmt::format("--kv-cache-dtype-skip-layers: {} name no K/V attention layer of {}, whose "
+                      "model code builds every cache itself (fp8 rows, float32 compressor "
+                      "states) whatever the list says; they keep nothing",
+                      fmt::join(cache.kv_cache_dtype_skip_layers, ", "), what));
+  }
   // Its compressed MLA caches run FlashMLA's sparse kernels: V4_FLASHMLA_SPARSE subclasses
   // FLASHMLA_SPARSE and keeps its supports_compute_capability, which the engine never asks (no
   // selection runs for these layers), so on another GPU the kernels fail at the first forward.

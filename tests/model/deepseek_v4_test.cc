@@ -60,13 +60,19 @@ TEST(DeepseekV4, FlashPlansInLayerTuples) {
   EXPECT_EQ(plan->capacity.max_tokens, 50743);
   EXPECT_EQ(plan->hash_block_size, 4);
   EXPECT_TRUE(plan->cache.enable_prefix_caching.value_or(false));
-  // Its 256 routed experts take expert parallelism, as its launches run it.
+  // Its 256 routed experts take expert parallelism, as its launches run it; its layers are none
+  // of the engine's K/V Attention, the one class that reads --kv-cache-dtype-skip-layers.
   LaunchConfig ep = Flash(30000, int64_t{10} << 30);
   ep.enable_expert_parallel = true;
+  ep.cache.kv_cache_dtype_skip_layers = {"0", "sliding_window"};
   plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), ep);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_EQ(plan->capacity.max_tokens, 50743);
+  EXPECT_EQ(DiagnosticMessage(*plan, "kv-cache-dtype-skip-layers-unmatched"),
+            "--kv-cache-dtype-skip-layers: 0, sliding_window name no K/V attention layer of "
+            "'config.json' (DeepseekV4ForCausalLM), whose model code builds every cache itself "
+            "(fp8 rows, float32 compressor states) whatever the list says; they keep nothing");
 }
 
 // vllm-project/vllm#44376: at 30,000 tokens it needs 6.66 GiB (7,152,076,800 B), and the
