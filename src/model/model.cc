@@ -2227,6 +2227,12 @@ Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
   return parts;
 }
 
+// The speculative methods that propose from the tokens alone (n-grams, a suffix tree): no draft
+// model, no layer, no draft class.
+bool ProposesFromTokens(std::string_view method) {
+  return method == "ngram" || method == "ngram_gpu" || method == "suffix";
+}
+
 // Pipeline parallelism: the engine builds the target's layers of each stage on that stage's
 // workers and its drafter on the last (GPUModelRunner), checks that the target's class and the
 // draft's split over stages (ModelConfig.verify_with_parallel_config, also for the draft's
@@ -2265,8 +2271,7 @@ void AssignPipelineStages(const LaunchConfig& config, const ModelDescription& mo
       if (draft != nullptr && !SupportsPipelineParallel(draft->architecture)) {
         refused = fmt::format("the draft's class {} does not", draft->architecture);
       }
-    } else if (method != "ngram" && method != "ngram_gpu" && method != "suffix" &&
-               method != "custom_class") {
+    } else if (!ProposesFromTokens(method) && method != "custom_class") {
       refused = fmt::format("no draft class of method '{}' does", method);
     }
     if (!refused.empty()) {
@@ -2806,8 +2811,7 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   // builds no layer and leaves the caches as they are: the engine annotates no EAGLE group for
   // it (_annotate_eagle_groups_deepseek_v4 asks use_eagle).
   std::optional<SpeculativeConfig> spec = config.speculative;
-  const bool draftless =
-      spec && (spec->method == "ngram" || spec->method == "ngram_gpu" || spec->method == "suffix");
+  const bool draftless = spec && ProposesFromTokens(spec->method);
   if (spec && spec->method != "mtp" && !draftless) {
     // A method that always feeds its draft the auxiliary hidden states meets the class's lack of
     // the EAGLE-3 interface first.
