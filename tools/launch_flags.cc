@@ -24,6 +24,7 @@ constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
 constexpr const char* kEcTransferKey = "--ec-transfer-config-key";
 constexpr const char* kCompilationKey = "--compilation-config-key";
 constexpr const char* kAttentionKey = "--attention-config-key";
+constexpr const char* kKernelKey = "--kernel-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 // The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
@@ -49,6 +50,8 @@ const DottedJsonOption kDottedJsonOptions[] = {
      &LaunchFlags::compilation_keys, &LaunchOptions::compilation_config},
     {"attention_config", kAttentionKey, "attention-config-replaced", &LaunchFlags::attention_keys,
      &LaunchOptions::attention_config},
+    {"kernel_config", kKernelKey, "kernel-config-replaced", &LaunchFlags::kernel_keys,
+     &LaunchOptions::kernel_config},
 };
 
 std::string FlagNames(const LaunchOption& o) {

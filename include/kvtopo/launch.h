@@ -132,6 +132,8 @@ struct SpeculativeConfig {
   // disable_padded_drafter_batch: unpadded draft batches; async scheduling is then off by
   // default and refused when asked for.
   bool disable_padded_drafter_batch = false;
+  // moe_backend: the draft's MoE kernels (_create_draft_vllm_config); unset: the target's.
+  std::optional<std::string> moe_backend;
   // vLLM keys given that do not change the plan (e.g. prompt_lookup_max), in order.
   std::vector<std::string> not_planned_keys;
 
@@ -256,6 +258,14 @@ struct LaunchConfig {
   // cache is the same.
   bool enable_expert_parallel = false;
   bool external_data_parallel_lb = false;
+  // The MoE kernels (KernelConfig.moe_backend: --kernel-config's, which --moe-backend overrides
+  // unless auto), normalized as the engine normalizes them (lower case, '_' for '-'). Only
+  // DeepSeek-V4's model reads deep_gemm_mega_moe (its MegaMoE experts); the cache is the same.
+  std::string moe_backend = "auto";
+  std::string moe_backend_from;  // the flag that set it: --moe-backend or --kernel-config
+  // --data-parallel-size: with TP and PCP, the ranks the engine's expert-parallel group spans
+  // (DP x PCP x TP, init_model_parallel_group's "ep"). The cache is the same.
+  int64_t data_parallel_size = 1;
   // How the engine runs its workers (--distributed-executor-backend; ParallelConfig.__post_init__
   // picks mp when TP x PP x PCP x DP exceeds 1, else uni): true under mp or ray, whose workers
   // keep the launch's config in processes of their own while the engine core changes its own

@@ -153,7 +153,16 @@ struct LaunchOptions {
   // --enable-mamba-cache-stochastic-rounding: needs --mamba-ssm-cache-dtype float16.
   std::optional<bool> enable_mamba_cache_stochastic_rounding;
   std::optional<std::string> mamba_backend;  // triton or flashinfer; default triton
-  std::optional<std::string> quantization;   // -q: the weights' method; default the checkpoint's
+  // The MoE and linear kernels (KernelConfig at 28be48fa9): --kernel-config (a JSON object),
+  // and --moe-backend and --linear-backend, which override its fields unless auto;
+  // --enable-flashinfer-autotune, which the engine refuses beside the config's own field. They
+  // leave the cache as it is; DeepSeek-V4's MegaMoE kernels (moe_backend deep_gemm_mega_moe)
+  // have launch rules of their own.
+  std::optional<std::string> kernel_config;
+  std::optional<std::string> moe_backend;
+  std::optional<std::string> linear_backend;
+  std::optional<bool> enable_flashinfer_autotune;
+  std::optional<std::string> quantization;  // -q: the weights' method; default the checkpoint's
   std::optional<bool> allow_deprecated_quantization;
   std::optional<bool> shard_draft;             // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
   std::optional<std::string> dcp_shard_draft;  // VLLM_DCP_SHARD_DRAFT (ParseShardDraftRequest)

@@ -3566,6 +3566,17 @@ Status ReadDeepseekV4(const ConfigReader& r, ModelDescription& m) {
   if (indexer) {
     KVTOPO_ASSIGN_OR_RETURN(v4.index_head_dim, Positive(r, "index_head_dim", kMaxModelDim));
   }
+  const nlohmann::json& config = r.json();
+  for (auto [key, out] :
+       {std::pair{"scoring_func", &v4.scoring_func}, std::pair{"expert_dtype", &v4.expert_dtype}}) {
+    if (!config.contains(key)) continue;
+    const nlohmann::json& v = config[key];
+    *out = v.is_string() ? v.get<std::string>() : internal::JsonText(v);
+  }
+  if (config.contains("moe_intermediate_size")) {
+    v4.moe_intermediate_size =
+        internal::JsonIntIn(config["moe_intermediate_size"], 1, kMaxModelDim).value_or(0);
+  }
   m.deepseek_v4 = std::move(v4);
   return Status::Ok();
 }

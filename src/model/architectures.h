@@ -145,6 +145,12 @@ struct ModelDescription {
     int64_t head_dim = 0;        // the MLA row's width (its compressor state: 2 x it per ratio)
     int64_t index_head_dim = 0;  // the indexer key's fp8 values (ratio-4 layers)
     int64_t mtp_layers = 0;      // num_nextn_predict_layers
+    // What DeepseekV4MoE's MegaMoE experts ask of the config: scoring_func and expert_dtype as
+    // stated (the JSON text of a value that is not a string; the engine's getattr defaults,
+    // sqrtsoftplus and fp4, when absent), and moe_intermediate_size (0: not stated).
+    std::string scoring_func = "sqrtsoftplus";
+    std::string expert_dtype = "fp4";
+    int64_t moe_intermediate_size = 0;
   };
   std::optional<DeepseekV4> deepseek_v4;
   // The model's dtype for the recurrent SSM state (Qwen3.5's mamba_ssm_dtype; NemotronH's

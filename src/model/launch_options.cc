@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <span>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "model/architectures.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
+#include "model/kernel_backends.h"
 #include "model/speculative_method.h"
 
 namespace kvtopo {
@@ -666,6 +668,45 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "expert-parallel load balancing (the cache is the same); the engine refuses it without "
        "--enable-expert-parallel or with one rank (TP x DP of 1); default off",
        &LO::enable_eplb},
+      {"kernel_config",
+       {},
+       "",
+       V::kText,
+       "",
+       "JSON KernelConfig (moe_backend, linear_backend, enable_flashinfer_autotune, "
+       "ir_op_priority), its fields checked as the engine checks them; also "
+       "--kernel-config.KEY VALUE. The cache is the same; moe_backend deep_gemm_mega_moe is "
+       "DeepSeek-V4's MegaMoE, which needs expert parallelism, sqrtsoftplus routing, fp4 "
+       "experts, experts in equal shares per rank and compute capability 10.x; default none",
+       &LO::kernel_config},
+      {"moe_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "the MoE kernels, in any case and with - for _: auto, b12x, triton, deep_gemm, "
+       "deep_gemm_mega_moe, cutlass, flashinfer_trtllm, flashinfer_cutlass, flashinfer_cutedsl, "
+       "marlin, humming, triton_unfused, aiter, emulation; overrides --kernel-config's unless "
+       "auto; see --kernel-config; default auto",
+       &LO::moe_backend},
+      {"linear_backend",
+       {},
+       "",
+       V::kText,
+       "",
+       "the quantized linear kernels, in any case and with - for _: auto, cutlass, "
+       "flashinfer_cutlass, flashinfer_trtllm, flashinfer_cudnn, marlin, triton, deep_gemm, "
+       "torch, aiter, machete, fbgemm, conch, exllama, emulation; overrides --kernel-config's "
+       "unless auto; the cache is the same; default auto",
+       &LO::linear_backend},
+      {"enable_flashinfer_autotune",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "FlashInfer's autotuning at kernel warmup (the cache is the same); the engine refuses it "
+       "beside --kernel-config's enable_flashinfer_autotune; default: the engine's",
+       &LO::enable_flashinfer_autotune},
       {"data_parallel_external_lb",
        {},
        "dpe",
@@ -1567,6 +1608,111 @@ std::optional<int64_t> PydanticInt(const nlohmann::json& v) {
   return internal::PythonInt(v);
 }
 
+// KernelConfig's fields at 28be48fa9 (vllm/config/kernel.py; its dataclass forbids others), the
+// MoEBackend and LinearBackend literals, and IrOpPriorityConfig's fields.
+constexpr std::string_view kKernelFields[] = {"ir_op_priority", "enable_flashinfer_autotune",
+                                              "moe_backend", "linear_backend"};
+constexpr std::string_view kIrOpFields[] = {"rms_norm", "fused_add_rms_norm"};
+
+// A MoE or linear backend as the engine's parser reads it: --moe-backend and --linear-backend,
+// and KernelConfig's field validators, lower-case the name and turn '-' into '_' before
+// comparing it with the literal's names. `where` names the flag or key in messages.
+Result<std::string> ReadKernelBackend(std::string_view where, const nlohmann::json& value,
+                                      std::span<const std::string_view> names) {
+  std::string name;
+  if (value.is_string()) {
+    name = internal::AsciiLower(value.get<std::string>());
+    std::replace(name.begin(), name.end(), '-', '_');
+  }
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    return InvalidArgument(fmt::format(
+        "{} {} is not one of the engine's: {} (any case, - for _; its parser refuses it)", where,
+        internal::JsonText(value), fmt::join(names, ", ")));
+  }
+  return name;
+}
+
+// --kernel-config, --moe-backend, --linear-backend and --enable-flashinfer-autotune, checked as
+// the engine checks them (KernelConfig's fields; EngineArgs.create_engine_config: a flag other
+// than auto overrides the config's field, and the autotune flag is refused beside the config's).
+// The MoE backend is kept for the models that read it (LaunchConfig::moe_backend).
+Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
+  if (o.moe_backend) {
+    KVTOPO_ASSIGN_OR_RETURN(
+        const std::string name,
+        ReadKernelBackend("--moe-backend", *o.moe_backend, internal::kMoeBackends));
+    if (name != "auto") {
+      c.moe_backend = name;
+      c.moe_backend_from = "--moe-backend";
+    }
+  }
+  if (o.linear_backend) {
+    KVTOPO_RETURN_IF_ERROR(
+        ReadKernelBackend("--linear-backend", *o.linear_backend, internal::kLinearBackends)
+            .status());
+  }
+  if (!o.kernel_config) return Status::Ok();
+  constexpr std::string_view kWhere = "--kernel-config";
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json kc,
+                          internal::ParseJsonText(*o.kernel_config, kWhere));
+  if (!kc.is_object()) {
+    return InvalidArgument(
+        fmt::format("{} must be a JSON object, got {}", kWhere, *o.kernel_config));
+  }
+  for (const auto& [key, value] : kc.items()) {
+    if (std::find(std::begin(kKernelFields), std::end(kKernelFields), key) ==
+        std::end(kKernelFields)) {
+      return UnknownConfigField(kWhere, key, kKernelFields);
+    }
+    const std::string where = fmt::format("{}: {}", kWhere, key);
+    if (key == "moe_backend") {
+      KVTOPO_ASSIGN_OR_RETURN(const std::string name,
+                              ReadKernelBackend(where, value, internal::kMoeBackends));
+      if (c.moe_backend == "auto") {
+        c.moe_backend = name;
+        c.moe_backend_from = "--kernel-config's moe_backend";
+      }
+    } else if (key == "linear_backend") {
+      KVTOPO_RETURN_IF_ERROR(ReadKernelBackend(where, value, internal::kLinearBackends).status());
+    } else if (key == "enable_flashinfer_autotune") {
+      if (value.is_null()) continue;  // unset, as the engine delays it
+      if (!PydanticBool(value)) {
+        return InvalidArgument(
+            fmt::format("{} must be true or false, got {}", where, internal::JsonText(value)));
+      }
+      if (o.enable_flashinfer_autotune) {
+        return InvalidArgument(
+            "--enable-flashinfer-autotune beside --kernel-config's enable_flashinfer_autotune: "
+            "the engine refuses the pair ('enable_flashinfer_autotune and "
+            "kernel_config.enable_flashinfer_autotune are mutually exclusive'); give one");
+      }
+    } else if (key == "ir_op_priority") {
+      if (!value.is_object()) {
+        return InvalidArgument(fmt::format("{} must be a JSON object ({}), got {}", where,
+                                           fmt::join(kIrOpFields, ", "),
+                                           internal::JsonText(value)));
+      }
+      for (const auto& [op, priority] : value.items()) {
+        if (std::find(std::begin(kIrOpFields), std::end(kIrOpFields), op) ==
+            std::end(kIrOpFields)) {
+          return UnknownConfigField(where, op, kIrOpFields);
+        }
+        const bool strings = priority.is_string() ||
+                             (priority.is_array() &&
+                              std::all_of(priority.begin(), priority.end(),
+                                          [](const nlohmann::json& p) { return p.is_string(); }));
+        if (!strings) {
+          return InvalidArgument(fmt::format(
+              "{}.{} must be a provider name, a comma-separated string of them or a list of "
+              "them, got {}",
+              where, op, internal::JsonText(priority)));
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // -O and --compilation-config, checked as the engine checks them when it parses the flag
 // (CompilationConfig's field validators; an unknown field is refused), and what of them decides
 // the CUDA graph mode (LaunchConfig::Compilation).
@@ -2279,6 +2425,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.disable_chunked_mm_input) c.cache.disable_chunked_mm_input = *o.disable_chunked_mm_input;
   if (o.enforce_eager) c.cache.enforce_eager = *o.enforce_eager;
   KVTOPO_RETURN_IF_ERROR(ReadCompilationConfig(o, c));
+  KVTOPO_RETURN_IF_ERROR(ReadKernelConfig(o, c));
   set(o.max_num_batched_tokens, c.cache.max_num_batched_tokens);
   set(o.mamba_block_size, c.cache.mamba_block_size);
   set(o.prefix_match_unit, c.cache.prefix_match_unit);
@@ -2305,6 +2452,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.cache.device_capability = *capability;
   }
   c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
+  c.data_parallel_size = o.data_parallel_size.value_or(1);
   c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&

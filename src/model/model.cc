@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <system_error>
 
 #include "internal/ascii_case.h"
@@ -26,6 +27,7 @@
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/gguf.h"
+#include "model/kernel_backends.h"
 #include "model/quant_kv_cache.h"
 #include "model/quantization.h"
 #include "model/speculative_method.h"
@@ -2688,6 +2690,154 @@ void ResolveHybridManager(const LaunchConfig& config, std::string needs_off, Bui
 // Sources: attention.py (DeepseekV4MLAAttention, DeepseekV4IndexerCache), compressor.py
 // (CompressorStateCache), v1/attention/backends/mla/sparse_swa.py (DeepseekV4SWACache),
 // kv_cache_interface.py (the 584-byte row of model_version deepseek_v4, storage_block_size).
+// The fused-MoE kernel families' names (map_mxfp4_backend, map_fp8_backend and
+// map_unquantized_backend in the fork's fused_moe/oracle/ at 28be48fa9), less those the
+// MoEBackend literal cannot name: a --moe-backend other than auto outside its family's is refused
+// as the experts are built ("moe_backend='b12x' is not supported for MXFP4 MoE").
+constexpr std::string_view kMxfp4MoeBackends[] = {"deep_gemm",
+                                                  "flashinfer_trtllm",
+                                                  "flashinfer_cutlass",
+                                                  "triton",
+                                                  "triton_unfused",
+                                                  "humming",
+                                                  "marlin",
+                                                  "aiter",
+                                                  "emulation"};
+constexpr std::string_view kFp8MoeBackends[] = {
+    "triton", "deep_gemm", "cutlass", "flashinfer_trtllm", "flashinfer_cutlass", "marlin", "aiter"};
+constexpr std::string_view kUnquantizedMoeBackends[] = {"triton", "flashinfer_trtllm",
+                                                        "flashinfer_cutlass", "aiter"};
+
+// One DeepSeek-V4 MoE stack's kernels (the target's, or its MTP layers' where the speculative
+// config names other ones), as the fork's models/deepseek_v4/ at 28be48fa9 builds it: the
+// MegaMoE experts (DeepseekV4Model, DeepseekV4MoE, DeepseekV4MegaMoEExperts) for
+// deep_gemm_mega_moe, which raise as the model is built without expert parallelism, for routing
+// other than sqrtsoftplus or experts other than fp4, and assert that the expert-parallel group
+// (DP x PCP x TP ranks) divides the routed experts, and once the weights are loaded raise off
+// compute capability 10.x and for a hidden or expert width that is not a multiple of 128; else
+// the fused experts, whose method DeepseekV4FP8Config picks by expert_dtype (fp4: MXFP4, fp8:
+// FP8; any other raises) or the unquantized one, each taking only its family's backends.
+void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const LaunchConfig& config,
+                               const std::optional<std::string>& quantization,
+                               const std::string& backend, const std::string& knob,
+                               const std::string& who, bool draft, Builder& b) {
+  const internal::ModelDescription::DeepseekV4& v4 = *model.deepseek_v4;
+  const int64_t experts = model.num_experts;
+  const std::string built =
+      draft ? "as it builds the MTP layers, once the target's weights are loaded"
+            : "as it builds the model";
+  if (backend != internal::kMegaMoeBackend) {
+    std::span<const std::string_view> family;
+    std::string_view family_name;
+    if (!quantization) {
+      family = kUnquantizedMoeBackends;
+      family_name = "unquantized";
+    } else if (*quantization == "deepseek_v4_fp8") {
+      if (v4.expert_dtype != "fp4" && v4.expert_dtype != "fp8") {
+        b.Error("moe-expert-dtype",
+                fmt::format("{}, whose config states expert_dtype {}: the engine raises {} "
+                            "('Unsupported DeepSeek V4 expert_dtype'; fp4 or fp8)",
+                            who, v4.expert_dtype, built));
+        return;
+      }
+      family = v4.expert_dtype == "fp4" ? std::span<const std::string_view>(kMxfp4MoeBackends)
+                                        : std::span<const std::string_view>(kFp8MoeBackends);
+      family_name = v4.expert_dtype == "fp4" ? "MXFP4" : "FP8";
+    }
+    if (backend != "auto" && !family.empty() &&
+        std::find(family.begin(), family.end(), backend) == family.end()) {
+      b.Error("moe-backend",
+              fmt::format("{} {} with {}, whose experts run {} MoE kernels: the engine raises {} "
+                          "('moe_backend='{}' is not supported for {} MoE.'); pass one of {}, or "
+                          "auto",
+                          knob, backend, who, family_name, built, backend, family_name,
+                          fmt::join(family, ", ")));
+    }
+    return;
+  }
+  const std::string loaded =
+      draft ? "once the MTP layers' weights are loaded" : "once the weights are loaded";
+  const std::string mega = fmt::format("{} deep_gemm_mega_moe with {}", knob, who);
+  if (!config.enable_expert_parallel) {
+    b.Error("moe-backend",
+            fmt::format("{} needs expert parallelism: the engine raises {} ('DeepSeek V4 MegaMoE "
+                        "currently requires expert parallel.'); add --enable-expert-parallel or "
+                        "pick another MoE backend",
+                        mega, built));
+  }
+  if (v4.scoring_func != "sqrtsoftplus") {
+    b.Error("moe-backend",
+            fmt::format("{}, whose config states scoring_func {}: the engine raises {} "
+                        "('DeepSeek V4 MegaMoE currently supports sqrtsoftplus routing only.'); "
+                        "pick another MoE backend",
+                        mega, v4.scoring_func, built));
+  }
+  if (v4.expert_dtype != "fp4") {
+    b.Error("moe-backend",
+            fmt::format("{}, whose config states expert_dtype {}: the engine raises {} "
+                        "('DeepSeek V4 MegaMoE only supports fp4 experts'); pick another MoE "
+                        "backend",
+                        mega, v4.expert_dtype, built));
+  }
+  // Each factor is at most 4,096 (the launch options' bounds): no overflow.
+  const int64_t tp = config.parallel.tensor_parallel_size;
+  const int64_t ep = config.data_parallel_size * config.parallel.prefill_context_parallel_size * tp;
+  if (experts > 0 && experts % ep != 0) {
+    b.Error("moe-backend",
+            fmt::format("{}: its {} routed experts do not split evenly over the expert-parallel "
+                        "group's {} ranks (--data-parallel-size {} x "
+                        "--prefill-context-parallel-size {} x --tensor-parallel-size {}), which "
+                        "the engine asserts {}; choose sizes whose product divides {}",
+                        mega, experts, ep, config.data_parallel_size,
+                        config.parallel.prefill_context_parallel_size, tp, built, experts));
+  }
+  if (const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
+      gpu && gpu->major != 10) {
+    b.Error("moe-backend",
+            fmt::format("{} on compute capability {}: the engine raises {} ('DeepGEMM MegaMoE "
+                        "requires SM100 GPUs.'); pick another MoE backend",
+                        mega, config.cache.DeviceCapabilityText(), loaded));
+  }
+  for (const auto& [key, width] : {std::pair{"hidden_size", model.hidden_size},
+                                   std::pair{"moe_intermediate_size", v4.moe_intermediate_size}}) {
+    if (width > 0 && width % 128 != 0) {
+      b.Error("moe-backend",
+              fmt::format("{}, whose {} is {}: the engine raises {} ('DeepGEMM MegaMoE requires "
+                          "hidden and intermediate sizes to be multiples of 128.'); pick another "
+                          "MoE backend",
+                          mega, key, width, loaded));
+    }
+  }
+}
+
+// DeepSeek-V4's MoE kernels: the target's (--moe-backend or --kernel-config's moe_backend), and
+// its MTP layers' where the speculative config names other ones (the engine builds those once
+// the target's weights are loaded; the same ones fail with the target first). The fused experts
+// also assert that TP divides the routed experts.
+void CheckDeepseekV4Experts(const internal::ModelDescription& model, const LaunchConfig& config,
+                            const std::optional<std::string>& quantization,
+                            const std::optional<SpeculativeConfig>& mtp, const std::string& what,
+                            Builder& b) {
+  const int64_t experts = model.num_experts;
+  const int64_t tp = config.parallel.tensor_parallel_size;
+  if (config.moe_backend != internal::kMegaMoeBackend && experts > 0 && experts % tp != 0) {
+    b.Error("moe-experts-per-rank",
+            fmt::format("--tensor-parallel-size {} does not divide the {} routed experts of {}, "
+                        "which the engine's fused experts assert as it builds the model; choose "
+                        "a tensor-parallel size that divides {}",
+                        tp, experts, what, experts));
+  }
+  CheckDeepseekV4MoeKernels(
+      model, config, quantization, config.moe_backend,
+      config.moe_backend_from.empty() ? "--moe-backend" : config.moe_backend_from, what,
+      /*draft=*/false, b);
+  if (mtp && mtp->moe_backend && *mtp->moe_backend != config.moe_backend) {
+    CheckDeepseekV4MoeKernels(model, config, quantization, *mtp->moe_backend,
+                              "--speculative-config's moe_backend",
+                              fmt::format("the MTP layers of {}", what), /*draft=*/true, b);
+  }
+}
+
 Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
                                         const LaunchConfig& config,
                                         const internal::ModelDescription& model, Builder& b) {
@@ -2854,6 +3004,7 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
     CheckProposer(model, &model, b.out.draft_name, *spec, *method_row, config, b);
     CheckDraftMaxModelLen(model, b.out.draft_name, *spec, b);
   }
+  CheckDeepseekV4Experts(model, config, b.out.quantization, mtp ? spec : std::nullopt, what, b);
   // Their metadata builders' CUDA graph support (_cudagraph_support, get_cudagraph_support):
   // uniform batches for the MLA, indexer and sliding-window backends, every batch for the
   // compressor's.

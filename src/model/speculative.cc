@@ -12,6 +12,7 @@
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "model/config_reader.h"
+#include "model/kernel_backends.h"
 #include "model/speculative_method.h"
 
 namespace kvtopo {
@@ -87,7 +88,7 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-constexpr std::array<std::string_view, 15> kKeys = {"method",
+constexpr std::array<std::string_view, 16> kKeys = {"method",
                                                     "model",
                                                     "revision",
                                                     "quantization",
@@ -101,11 +102,12 @@ constexpr std::array<std::string_view, 15> kKeys = {"method",
                                                     "disable_padded_drafter_batch",
                                                     "max_model_len",
                                                     "draft_model_config",
-                                                    "suffix_decoding_max_tree_depth"};
+                                                    "suffix_decoding_max_tree_depth",
+                                                    "moe_backend"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
 // SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
 // of older releases).
-constexpr std::array<std::string_view, 16> kNotPlannedKeys = {"code_revision",
+constexpr std::array<std::string_view, 15> kNotPlannedKeys = {"code_revision",
                                                               "disable_by_batch_size",
                                                               "prompt_lookup_max",
                                                               "prompt_lookup_min",
@@ -115,7 +117,6 @@ constexpr std::array<std::string_view, 16> kNotPlannedKeys = {"code_revision",
                                                               "suffix_decoding_max_spec_factor",
                                                               "suffix_decoding_min_token_prob",
                                                               "rejection_sample_method",
-                                                              "moe_backend",
                                                               "use_local_argmax_reduction",
                                                               "draft_load_config",
                                                               "synthetic_acceptance_rates",
@@ -363,6 +364,19 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   if (spec.draft_attention_backend.empty()) spec.draft_attention_backend = alias;
 
+  // moe_backend: a MoEBackend name exactly (SpeculativeConfig has no normalizing validator for
+  // it) or null, the target's.
+  if (j.contains("moe_backend") && !j["moe_backend"].is_null()) {
+    const nlohmann::json& v = j["moe_backend"];
+    const std::string name = v.is_string() ? v.get<std::string>() : "";
+    if (std::find(internal::kMoeBackends.begin(), internal::kMoeBackends.end(), name) ==
+        internal::kMoeBackends.end()) {
+      return Bad("moe_backend",
+                 fmt::format("must be one of the engine's MoE backends ({}) or null, got {}",
+                             fmt::join(internal::kMoeBackends, ", "), internal::JsonText(v)));
+    }
+    spec.moe_backend = name;
+  }
   if (j.contains("draft_kv_cache_dtype") && !j["draft_kv_cache_dtype"].is_null()) {
     if (!j["draft_kv_cache_dtype"].is_string()) {
       return Bad("draft_kv_cache_dtype", "must be a --kv-cache-dtype name or null");

@@ -188,6 +188,57 @@ TEST(PlanCli, AttentionConfigBackend) {
                    "engine's parser refuses it)\n");
 }
 
+// The kernel flags: --moe-backend and --linear-backend in any case and with - for _, and
+// --kernel-config whole or by key, checked as the engine's parser checks them; a --moe-backend
+// other than auto overrides the config's. DeepSeek-V4's MegaMoE needs expert parallelism.
+TEST(PlanCli, KernelConfigSpellings) {
+  const std::string v4 = "check " + std::string(KVTOPO_SOURCE_DIR) +
+                         "/fuzz/corpus/config_plan/deepseek-v4-flash-shaped.json -tp 2 "
+                         "--kv-cache-dtype fp8 --max-model-len 30000 --kv-cache-memory 10GiB ";
+  for (const char* spelling :
+       {"--moe-backend Deep-GEMM-Mega-MoE", "--kernel-config.moe_backend deep_gemm_mega_moe",
+        "--kernel-config '{\"moe_backend\": \"DEEP_GEMM_MEGA_MOE\"}'",
+        "--kernel-config.moe_backend deep_gemm_mega_moe --moe-backend auto"}) {
+    const auto r = RunCli(v4 + spelling);
+    EXPECT_EQ(r.exit_code, 1) << spelling << "\n" << r.out;
+    EXPECT_NE(r.out.find("error [moe-backend]"), std::string::npos) << spelling << "\n" << r.out;
+    EXPECT_EQ(RunCli(v4 + spelling + " --enable-expert-parallel").exit_code, 0) << spelling;
+  }
+  EXPECT_EQ(
+      RunCli(v4 + "--kernel-config.moe_backend deep_gemm_mega_moe --moe-backend triton").exit_code,
+      0);
+  ExpectUsageError(
+      "check kimi-k2.6 --moe-backend deepgemm",
+      "kvtopo: --moe-backend \"deepgemm\" is not one of the engine's: auto, b12x, "
+      "triton, deep_gemm, deep_gemm_mega_moe, cutlass, flashinfer_trtllm, "
+      "flashinfer_cutlass, flashinfer_cutedsl, marlin, humming, triton_unfused, aiter, "
+      "emulation (any case, - for _; its parser refuses it)\n");
+  ExpectUsageError("check kimi-k2.6 --kernel-config.linear_backend=cudnn",
+                   "kvtopo: --kernel-config: linear_backend \"cudnn\" is not one of the engine's: "
+                   "auto, cutlass, flashinfer_cutlass, flashinfer_trtllm, flashinfer_cudnn, "
+                   "marlin, triton, deep_gemm, torch, aiter, machete, fbgemm, conch, exllama, "
+                   "emulation (any case, - for _; its parser refuses it)\n");
+  ExpectUsageError("check kimi-k2.6 --kernel-config.backend triton",
+                   "kvtopo: --kernel-config: 'backend' is not a field the engine takes (its "
+                   "parser refuses it: 'Unexpected keyword argument'); fields: ir_op_priority, "
+                   "enable_flashinfer_autotune, moe_backend, linear_backend\n");
+  ExpectUsageError(
+      "check kimi-k2.6 --kernel-config.enable_flashinfer_autotune=false "
+      "--enable-flashinfer-autotune",
+      "kvtopo: --enable-flashinfer-autotune beside --kernel-config's "
+      "enable_flashinfer_autotune: the engine refuses the pair "
+      "('enable_flashinfer_autotune and kernel_config.enable_flashinfer_autotune are "
+      "mutually exclusive'); give one\n");
+  ExpectUsageError("check kimi-k2.6 --kernel-config '{\"ir_op_priority\": {\"rms\": \"x\"}}'",
+                   "kvtopo: --kernel-config: ir_op_priority: 'rms' is not a field the engine "
+                   "takes (its parser refuses it: 'Unexpected keyword argument'); fields: "
+                   "rms_norm, fused_add_rms_norm\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 --kernel-config.ir_op_priority.rms_norm vllm_c,native "
+                   "--linear-backend FlashInfer-Cutlass --no-enable-flashinfer-autotune")
+                .exit_code,
+            0);
+}
+
 // The rest of the engine's argument parser: -sc and its dotted keys, --spec-* keys, --model,
 // a repeated flag's last value, flags taking several values or a JSON value by key.
 // -O in each spelling the engine's parser takes (-O<x> and -O=<x> are --optimization-level <x>),
@@ -279,8 +330,7 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
   EXPECT_EQ(j["diagnostics"][0]["message"],
-            "accepted, not used for planning: --served-model-name, --kernel-config, --hf-token, "
-            "--seed");
+            "accepted, not used for planning: --served-model-name, --hf-token, --seed");
   // What the engine's parser refuses stays a usage error; what its config refuses, a rejection.
   EXPECT_EQ(RunCli("check kimi-k2.6 --port.x 1").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --model kimi-k2.6").exit_code, 2);

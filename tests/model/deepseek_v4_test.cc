@@ -184,6 +184,167 @@ TEST(DeepseekV4, MtpMeetsTheLaunchRulesOfEveryTarget) {
             "parallel drafting or drop 'parallel_drafting'");
 }
 
+// The MegaMoE experts (moe_backend deep_gemm_mega_moe) raise as the model is built without
+// expert parallelism, for routing other than sqrtsoftplus or experts other than fp4, and assert
+// that the expert-parallel group divides the routed experts; once the weights are loaded they
+// raise off compute capability 10.x and for widths that are not multiples of 128. The MTP layers
+// take the speculative config's moe_backend when given, and are built after the target's
+// weights load. The fused experts assert that TP divides the routed experts.
+TEST(DeepseekV4, MegaMoeMeetsItsKernelsRules) {
+  nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  LaunchConfig c = Flash(30000, int64_t{10} << 30);
+  c.moe_backend = "deep_gemm_mega_moe";
+  c.moe_backend_from = "--moe-backend";
+  Result<Plan> plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe with 'config.json' "
+            "(DeepseekV4ForCausalLM) needs expert parallelism: the engine raises as it builds "
+            "the model ('DeepSeek V4 MegaMoE currently requires expert parallel.'); add "
+            "--enable-expert-parallel or pick another MoE backend");
+  // The corpus config states neither scoring_func nor expert_dtype: the engine's defaults
+  // (sqrtsoftplus, fp4) pass, and the cache is the same.
+  c.enable_expert_parallel = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 50743);
+  flash["scoring_func"] = "sigmoid";
+  flash["expert_dtype"] = "fp8";
+  flash["moe_intermediate_size"] = 2000;
+  c.data_parallel_size = 3;
+  c.cache.device_capability = DeviceCapability{9, 0};
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe with 'config.json' "
+            "(DeepseekV4ForCausalLM), whose config states scoring_func sigmoid: the engine "
+            "raises as it builds the model ('DeepSeek V4 MegaMoE currently supports "
+            "sqrtsoftplus routing only.'); pick another MoE backend"
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe with 'config.json' "
+            "(DeepseekV4ForCausalLM), whose config states expert_dtype fp8: the engine raises as "
+            "it builds the model ('DeepSeek V4 MegaMoE only supports fp4 experts'); pick another "
+            "MoE backend"
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe with 'config.json' "
+            "(DeepseekV4ForCausalLM): its 256 routed experts do not split evenly over the "
+            "expert-parallel group's 6 ranks (--data-parallel-size 3 x "
+            "--prefill-context-parallel-size 1 x --tensor-parallel-size 2), which the engine "
+            "asserts as it builds the model; choose sizes whose product divides 256"
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe with 'config.json' "
+            "(DeepseekV4ForCausalLM) on compute capability 9.0 (--device-capability): the engine "
+            "raises once the weights are loaded ('DeepGEMM MegaMoE requires SM100 GPUs.'); pick "
+            "another MoE backend"
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe with 'config.json' "
+            "(DeepseekV4ForCausalLM), whose moe_intermediate_size is 2000: the engine raises "
+            "once the weights are loaded ('DeepGEMM MegaMoE requires hidden and intermediate "
+            "sizes to be multiples of 128.'); pick another MoE backend");
+  // The MTP layers take the speculative config's moe_backend; the target's fused experts assert
+  // that TP divides the routed experts.
+  flash = CorpusConfig("deepseek-v4-flash-shaped");
+  flash["n_routed_experts"] = 255;
+  c = Flash(30000, int64_t{10} << 30);
+  c.speculative = SpeculativeConfig{
+      .method = "mtp", .num_speculative_tokens = 2, .moe_backend = "deep_gemm_mega_moe"};
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-experts-per-rank] --tensor-parallel-size 2 does not divide the 255 "
+            "routed experts of 'config.json' (DeepseekV4ForCausalLM), which the engine's fused "
+            "experts assert as it builds the model; choose a tensor-parallel size that divides "
+            "255"
+            "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm_mega_moe with "
+            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM) needs expert parallelism: "
+            "the engine raises as it builds the MTP layers, once the target's weights are loaded "
+            "('DeepSeek V4 MegaMoE currently requires expert parallel.'); add "
+            "--enable-expert-parallel or pick another MoE backend"
+            "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm_mega_moe with "
+            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM): its 255 routed experts do "
+            "not split evenly over the expert-parallel group's 2 ranks (--data-parallel-size 1 x "
+            "--prefill-context-parallel-size 1 x --tensor-parallel-size 2), which the engine "
+            "asserts as it builds the MTP layers, once the target's weights are loaded; choose "
+            "sizes whose product divides 255");
+  // A draft that names other kernels keeps the target's MegaMoE from its layers.
+  flash = CorpusConfig("deepseek-v4-flash-shaped");
+  c.speculative->moe_backend = "marlin";
+  c.moe_backend = "deep_gemm_mega_moe";
+  c.moe_backend_from = "--kernel-config's moe_backend";
+  c.enable_expert_parallel = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+}
+
+// The fused experts take their kernel family's backends only: MXFP4 for fp4 experts (the
+// DeepSeek-V4-Flash checkpoint's), FP8 for fp8 ones, the unquantized family for an unquantized
+// checkpoint; DeepseekV4FP8Config raises for any other expert_dtype. The MTP layers are checked
+// where the speculative config names other kernels: a public launch script's
+// "moe_backend":"b12x" fails once the target's weights are loaded.
+TEST(DeepseekV4, FusedExpertsTakeTheirFamilysBackends) {
+  nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
+  LaunchConfig c = Flash(30000, int64_t{10} << 30);
+  c.moe_backend = "b12x";
+  c.moe_backend_from = "--moe-backend";
+  Result<Plan> plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(
+      plan->ErrorLines(),
+      "\n  error [moe-backend] --moe-backend b12x with 'config.json' (DeepseekV4ForCausalLM), "
+      "whose experts run MXFP4 MoE kernels: the engine raises as it builds the model "
+      "('moe_backend='b12x' is not supported for MXFP4 MoE.'); pass one of deep_gemm, "
+      "flashinfer_trtllm, flashinfer_cutlass, triton, triton_unfused, humming, marlin, "
+      "aiter, emulation, or auto");
+  c.moe_backend = "triton_unfused";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  flash["expert_dtype"] = "fp8";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-backend] --moe-backend triton_unfused with 'config.json' "
+            "(DeepseekV4ForCausalLM), whose experts run FP8 MoE kernels: the engine raises as it "
+            "builds the model ('moe_backend='triton_unfused' is not supported for FP8 MoE.'); "
+            "pass one of triton, deep_gemm, cutlass, flashinfer_trtllm, flashinfer_cutlass, "
+            "marlin, aiter, or auto");
+  flash["expert_dtype"] = "nvfp4";
+  c.moe_backend = "auto";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-expert-dtype] 'config.json' (DeepseekV4ForCausalLM), whose config "
+            "states expert_dtype nvfp4: the engine raises as it builds the model ('Unsupported "
+            "DeepSeek V4 expert_dtype'; fp4 or fp8)");
+  // An unquantized checkpoint's experts run the unquantized family.
+  flash = CorpusConfig("deepseek-v4-flash-shaped");
+  flash.erase("quantization_config");
+  c.moe_backend = "deep_gemm";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "moe-backend"),
+            "--moe-backend deep_gemm with 'config.json' (DeepseekV4ForCausalLM), whose experts "
+            "run unquantized MoE kernels: the engine raises as it builds the model "
+            "('moe_backend='deep_gemm' is not supported for unquantized MoE.'); pass one of "
+            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+  // The MTP layers' own kernels.
+  flash = CorpusConfig("deepseek-v4-flash-shaped");
+  c.moe_backend = "auto";
+  c.speculative =
+      SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 2, .moe_backend = "b12x"};
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-backend] --speculative-config's moe_backend b12x with the MTP layers "
+            "of 'config.json' (DeepseekV4ForCausalLM), whose experts run MXFP4 MoE kernels: the "
+            "engine raises as it builds the MTP layers, once the target's weights are loaded "
+            "('moe_backend='b12x' is not supported for MXFP4 MoE.'); pass one of deep_gemm, "
+            "flashinfer_trtllm, flashinfer_cutlass, triton, triton_unfused, humming, marlin, "
+            "aiter, emulation, or auto");
+  c.speculative->moe_backend = "flashinfer_trtllm";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+}
+
 // A proposer without a draft model builds no layer: the caches and groups stay the model's, with
 // no EAGLE group. N-grams and suffix decoding run without async scheduling, so a step holds
 // 8,192 tokens in flight (the engine's code at 8,192 batched tokens: 99,203 tokens, and 195,315

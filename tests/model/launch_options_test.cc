@@ -553,14 +553,14 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
 // The flags of the fork's head (28be48fa9) with the arity its argparse parser gives them.
 TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   using Values = VllmFlag::Values;
-  for (const char* name : {"--mamba-cache-philox-rounds", "--ubatch-size", "--moe-backend", "-asc",
+  for (const char* name : {"--mamba-cache-philox-rounds", "--ubatch-size", "--load-format", "-asc",
                            "-dpp", "--gdn-prefill-backend", "--shutdown-timeout"}) {
     const VllmFlag* f = FindVllmFlagNotPlanned(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;
   }
-  for (const char* name : {"--numa-bind", "--grpc", "--no-enable-flashinfer-autotune",
-                           "--scheduler-reserve-full-isl"}) {
+  for (const char* name :
+       {"--numa-bind", "--grpc", "--no-enable-log-requests", "--scheduler-reserve-full-isl"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_FALSE(FindVllmFlagNotPlanned(name)->takes_value) << name;
   }
@@ -571,12 +571,14 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   }
   EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
   // JSON flags, and their dotted keys; other flags take none.
-  for (const char* name : {"--kernel-config", "--kv-events-config", "--reasoning-config"}) {
+  for (const char* name : {"--ir-op-priority", "--kv-events-config", "--reasoning-config"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
   }
-  EXPECT_EQ(FindVllmFlagNotPlanned("--kernel-config.moe_backend")->name, "--kernel-config");
-  EXPECT_EQ(FindVllmFlagNotPlanned("--attention-config.backend"), nullptr);  // a checked option
+  EXPECT_EQ(FindVllmFlagNotPlanned("--kv-events-config.enable_kv_cache_events")->name,
+            "--kv-events-config");
+  EXPECT_EQ(FindVllmFlagNotPlanned("--kernel-config.moe_backend"), nullptr);  // a checked option
+  EXPECT_EQ(FindVllmFlagNotPlanned("--attention-config.backend"), nullptr);   // a checked option
   EXPECT_EQ(FindVllmFlagNotPlanned("-ac.backend=FLASH_ATTN"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--compilation-config.mode"), nullptr);  // a checked option
   EXPECT_EQ(FindVllmFlagNotPlanned("-cc"), nullptr);
@@ -585,7 +587,8 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
   for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
                            "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding",
-                           "--kv-cache-dtype-skip-layers", "--hf-overrides"}) {
+                           "--kv-cache-dtype-skip-layers", "--hf-overrides", "--kernel-config",
+                           "--moe-backend", "--linear-backend", "--enable-flashinfer-autotune"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

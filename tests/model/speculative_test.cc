@@ -59,8 +59,21 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
       R"("use_local_argmax_reduction":true,"draft_sample_method":"probabilistic"})");
   ASSERT_TRUE(fork_keys.ok()) << fork_keys.status().ToString();
   EXPECT_EQ(fork_keys->not_planned_keys,
-            (std::vector<std::string>{"draft_sample_method", "moe_backend",
-                                      "use_local_argmax_reduction"}));
+            (std::vector<std::string>{"draft_sample_method", "use_local_argmax_reduction"}));
+  EXPECT_FALSE(fork_keys->moe_backend.has_value());
+  // moe_backend: the draft's MoE kernels, a MoEBackend name exactly (no normalizing).
+  auto moe =
+      ParseSpeculativeConfig(R"({"method":"mtp","num_speculative_tokens":2,"moe_backend":"b12x"})");
+  ASSERT_TRUE(moe.ok()) << moe.status().ToString();
+  EXPECT_EQ(moe->moe_backend, "b12x");
+  EXPECT_EQ(
+      ParseSpeculativeConfig(R"({"method":"mtp","num_speculative_tokens":2,"moe_backend":"B12X"})")
+          .status()
+          .message(),
+      "--speculative-config: 'moe_backend' must be one of the engine's MoE backends (auto, "
+      "b12x, triton, deep_gemm, deep_gemm_mega_moe, cutlass, flashinfer_trtllm, "
+      "flashinfer_cutlass, flashinfer_cutedsl, marlin, humming, triton_unfused, aiter, "
+      "emulation) or null, got \"B12X\"");
   EXPECT_EQ(ParseSpeculativeConfig(
                 R"({"method":"eagle3","num_speculative_tokens":2,"tensor_parallel_size":1})")
                 .status()

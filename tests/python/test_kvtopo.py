@@ -588,6 +588,17 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(kvtopo.RejectedError,
                                     r"error \[kv-cache-dtype-required\] .* caches in fp8 only"):
             kvtopo.plan(flash, tensor_parallel_size=2, max_model_len=30000)
+        # DeepSeek-V4's MegaMoE experts need expert parallelism; kernel_config takes a dict.
+        launch = dict(tensor_parallel_size=2, kv_cache_dtype="fp8", max_model_len=30000,
+                      kv_cache_memory="10GiB", kernel_config={"moe_backend": "deep-gemm-mega-moe"})
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"error \[moe-backend\] --kernel-config's moe_backend "
+                                    r"deep_gemm_mega_moe with .* needs expert parallelism"):
+            kvtopo.plan(flash, **launch)
+        plan = kvtopo.plan(flash, enable_expert_parallel=True, **launch)
+        self.assertEqual(plan.capacity.max_tokens, 50743)
+        with self.assertRaisesRegex(ValueError, r"^--moe-backend \"megamoe\" is not one of"):
+            kvtopo.plan(flash, moe_backend="megamoe", **launch)
 
     def test_device_capability(self):
         # The GPU's compute capability: a backend nobody names is the engine's pick there.
