@@ -1402,16 +1402,22 @@ Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
   return Status::Ok();
 }
 
+// A JSON config flag's value (`flag` names it in messages), which must be a JSON object.
+Result<nlohmann::json> ParseJsonObjectFlag(const std::string& text, std::string_view flag) {
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json value, internal::ParseJsonText(text, flag));
+  if (!value.is_object()) {
+    return InvalidArgument(fmt::format("{} must be a JSON object, got {}", flag, text));
+  }
+  return value;
+}
+
 // A connector's config as the engine's KVTransferConfig and ECTransferConfig check it
 // (`prefix` kv or ec): a JSON object whose PREFIX_role, when set, is one of PREFIX_producer,
 // PREFIX_consumer and PREFIX_both, and is set wherever PREFIX_connector is; `suggested` names
 // the role the message offers first.
 Result<nlohmann::json> ReadConnectorConfig(const std::string& text, std::string_view flag,
                                            std::string_view prefix, std::string_view suggested) {
-  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json config, internal::ParseJsonText(text, flag));
-  if (!config.is_object()) {
-    return InvalidArgument(fmt::format("{} must be a JSON object, got {}", flag, text));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json config, ParseJsonObjectFlag(text, flag));
   const std::string role_key = fmt::format("{}_role", prefix);
   const auto role = config.find(role_key);
   const bool role_set = role != config.end() && !role->is_null();
@@ -1589,11 +1595,14 @@ std::optional<bool> PydanticBool(const nlohmann::json& v) {
   return std::nullopt;
 }
 
-// A key of a JSON config flag that its config class does not have (the engine's @config classes
-// forbid extra fields).
+// A key of a JSON config flag, refused where its config class does not have it (the engine's
+// @config classes forbid extra fields).
 template <size_t N>
-Status UnknownConfigField(std::string_view where, const std::string& key,
-                          const std::string_view (&fields)[N]) {
+Status CheckConfigField(std::string_view where, const std::string& key,
+                        const std::string_view (&fields)[N]) {
+  if (std::find(std::begin(fields), std::end(fields), key) != std::end(fields)) {
+    return Status::Ok();
+  }
   return InvalidArgument(fmt::format(
       "{}: '{}' is not a field the engine takes (its parser refuses it: 'Unexpected keyword "
       "argument'); fields: {}",
@@ -1653,17 +1662,9 @@ Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
   }
   if (!o.kernel_config) return Status::Ok();
   constexpr std::string_view kWhere = "--kernel-config";
-  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json kc,
-                          internal::ParseJsonText(*o.kernel_config, kWhere));
-  if (!kc.is_object()) {
-    return InvalidArgument(
-        fmt::format("{} must be a JSON object, got {}", kWhere, *o.kernel_config));
-  }
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json kc, ParseJsonObjectFlag(*o.kernel_config, kWhere));
   for (const auto& [key, value] : kc.items()) {
-    if (std::find(std::begin(kKernelFields), std::end(kKernelFields), key) ==
-        std::end(kKernelFields)) {
-      return UnknownConfigField(kWhere, key, kKernelFields);
-    }
+    KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kKernelFields));
     const std::string where = fmt::format("{}: {}", kWhere, key);
     if (key == "moe_backend") {
       KVTOPO_ASSIGN_OR_RETURN(const std::string name,
@@ -1693,10 +1694,7 @@ Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
                                            internal::JsonText(value)));
       }
       for (const auto& [op, priority] : value.items()) {
-        if (std::find(std::begin(kIrOpFields), std::end(kIrOpFields), op) ==
-            std::end(kIrOpFields)) {
-          return UnknownConfigField(where, op, kIrOpFields);
-        }
+        KVTOPO_RETURN_IF_ERROR(CheckConfigField(where, op, kIrOpFields));
         const bool strings = priority.is_string() ||
                              (priority.is_array() &&
                               std::all_of(priority.begin(), priority.end(),
@@ -1744,12 +1742,9 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
   }
   if (o.max_cudagraph_capture_size) out.max_capture_size = *o.max_cudagraph_capture_size;
   if (!o.compilation_config) return Status::Ok();
+  constexpr std::string_view kWhere = "--compilation-config";
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json cc,
-                          internal::ParseJsonText(*o.compilation_config, "--compilation-config"));
-  if (!cc.is_object()) {
-    return InvalidArgument(
-        fmt::format("--compilation-config must be a JSON object, got {}", *o.compilation_config));
-  }
+                          ParseJsonObjectFlag(*o.compilation_config, kWhere));
   auto bool_field = [](std::string_view where, const std::string& key,
                        const nlohmann::json& v) -> Result<bool> {
     const std::optional<bool> b = PydanticBool(v);
@@ -1759,12 +1754,8 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
     }
     return *b;
   };
-  constexpr std::string_view kWhere = "--compilation-config";
   for (const auto& [key, value] : cc.items()) {
-    if (std::find(std::begin(kCompilationFields), std::end(kCompilationFields), key) ==
-        std::end(kCompilationFields)) {
-      return UnknownConfigField(kWhere, key, kCompilationFields);
-    }
+    KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kCompilationFields));
     if (key == "mode") {
       if (value.is_null()) continue;
       const std::optional<int64_t> n = internal::JsonIntIn(value, 0, 3);
@@ -1851,10 +1842,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
       }
       constexpr std::string_view kPassWhere = "--compilation-config's pass_config";
       for (const auto& [pass, setting] : value.items()) {
-        if (std::find(std::begin(kPassFields), std::end(kPassFields), pass) ==
-            std::end(kPassFields)) {
-          return UnknownConfigField(kPassWhere, pass, kPassFields);
-        }
+        KVTOPO_RETURN_IF_ERROR(CheckConfigField(kPassWhere, pass, kPassFields));
         if (pass == "fuse_attn_quant") {
           KVTOPO_ASSIGN_OR_RETURN(out.fuse_attn_quant, bool_field(kPassWhere, pass, setting));
         } else if (pass == "enable_sp" || pass == "fuse_gemm_comms") {
@@ -1901,16 +1889,9 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
   if (!o.attention_config) return Status::Ok();
   constexpr std::string_view kWhere = "--attention-config";
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json ac,
-                          internal::ParseJsonText(*o.attention_config, kWhere));
-  if (!ac.is_object()) {
-    return InvalidArgument(
-        fmt::format("{} must be a JSON object, got {}", kWhere, *o.attention_config));
-  }
+                          ParseJsonObjectFlag(*o.attention_config, kWhere));
   for (const auto& [key, value] : ac.items()) {
-    if (std::find(std::begin(kAttentionFields), std::end(kAttentionFields), key) ==
-        std::end(kAttentionFields)) {
-      return UnknownConfigField(kWhere, key, kAttentionFields);
-    }
+    KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kAttentionFields));
     const std::string shown = internal::JsonText(value);
     if (key == "backend") {
       if (value.is_null()) continue;

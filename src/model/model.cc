@@ -16,6 +16,7 @@
 #include <set>
 #include <span>
 #include <system_error>
+#include <tuple>
 
 #include "internal/ascii_case.h"
 #include "internal/checked_math.h"
@@ -2765,19 +2766,17 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
                         "pick another MoE backend",
                         mega, built));
   }
-  if (v4.scoring_func != "sqrtsoftplus") {
+  // The config values DeepseekV4MoE asks of MegaMoE: (key, value, the one it takes, its error).
+  for (const auto& [key, value, taken, error] :
+       {std::tuple{"scoring_func", v4.scoring_func, "sqrtsoftplus",
+                   "DeepSeek V4 MegaMoE currently supports sqrtsoftplus routing only."},
+        std::tuple{"expert_dtype", v4.expert_dtype, "fp4",
+                   "DeepSeek V4 MegaMoE only supports fp4 experts"}}) {
+    if (value == taken) continue;
     b.Error("moe-backend",
-            fmt::format("{}, whose config states scoring_func {}: the engine raises {} "
-                        "('DeepSeek V4 MegaMoE currently supports sqrtsoftplus routing only.'); "
-                        "pick another MoE backend",
-                        mega, v4.scoring_func, built));
-  }
-  if (v4.expert_dtype != "fp4") {
-    b.Error("moe-backend",
-            fmt::format("{}, whose config states expert_dtype {}: the engine raises {} "
-                        "('DeepSeek V4 MegaMoE only supports fp4 experts'); pick another MoE "
-                        "backend",
-                        mega, v4.expert_dtype, built));
+            fmt::format("{}, whose config states {} {}: the engine raises {} ('{}'); pick "
+                        "another MoE backend",
+                        mega, key, value, built, error));
   }
   // Each factor is at most 4,096 (the launch options' bounds): no overflow.
   const int64_t tp = config.parallel.tensor_parallel_size;
