@@ -263,6 +263,9 @@ struct LaunchConfig {
   // DeepSeek-V4's model reads deep_gemm_mega_moe (its MegaMoE experts); the cache is the same.
   std::string moe_backend = "auto";
   std::string moe_backend_from;  // the flag that set it: --moe-backend or --kernel-config
+  // --enable-eplb: expert-parallel load balancing, which the engine's fused experts refuse as
+  // they are built where their quantization method does not support it. The cache is the same.
+  bool enable_eplb = false;
   // --data-parallel-size: with TP and PCP, the ranks the engine's expert-parallel group spans
   // (DP x PCP x TP, init_model_parallel_group's "ep"). The cache is the same.
   int64_t data_parallel_size = 1;

@@ -4953,6 +4953,70 @@ bool LacksEagle3Interface(std::string_view architecture) {
   return InSortedTable(kLacksEagle3Interface, architecture);
 }
 
+// The target architectures kvtopo plans whose experts the engine builds as FusedMoE layers with
+// enable_eplb from --enable-eplb (the fork's model_executor/models at 28be48fa9, each registry
+// entry's MoE block traced to its FusedMoE call: FusedMoE's default is False, and some MoE blocks
+// take the parameter from a decoder layer that never passes it). Sorted.
+constexpr std::string_view kExpertsTakeEplb[] = {
+    "AXK1ForCausalLM",
+    "AfmoeForCausalLM",
+    "DeepseekForCausalLM",
+    "DeepseekV2ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "Ernie4_5_MoeForCausalLM",
+    "Glm4MoeForCausalLM",
+    "Glm4vMoeForConditionalGeneration",
+    "GlmMoeDsaForCausalLM",
+    "HunYuanDenseV1ForCausalLM",
+    "HunYuanMoEV1ForCausalLM",
+    "HunYuanVLForConditionalGeneration",
+    "InternS1ProForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration",
+    "KimiK25ForConditionalGeneration",
+    "KimiVLForConditionalGeneration",
+    "LagunaForCausalLM",
+    "Lfm2MoeForCausalLM",
+    "Llama4ForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "MiMoV2FlashForCausalLM",
+    "MiMoV2ForCausalLM",
+    "MiMoV2OmniForCausalLM",
+    "MistralLarge3ForCausalLM",
+    "MixtralForCausalLM",
+    "NemotronHForCausalLM",
+    "OpenPanguVLForConditionalGeneration",
+    "PanguEmbeddedForCausalLM",
+    "PanguProMoEV2ForCausalLM",
+    "PanguUltraMoEForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Qwen3NextForCausalLM",
+    "Qwen3OmniMoeForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Step3p5ForCausalLM",
+};
+static_assert(std::is_sorted(std::begin(kExpertsTakeEplb), std::end(kExpertsTakeEplb)));
+
+bool ExpertsTakeEplb(std::string_view architecture) {
+  return InSortedTable(kExpertsTakeEplb, architecture);
+}
+
+// The target architectures kvtopo plans whose experts are not the engine's FusedMoE, so that
+// --moe-backend does not reach them: Arctic's ArcticMoE, MiniCPM's MiniCPMMoE (MiniCPM3 and
+// MiniCPM-V 2.0 build it too), Moondream 3's own MoE, and DeepSeek-V4's (its own checks). Sorted.
+constexpr std::string_view kExpertsNotFusedMoe[] = {
+    "ArcticForCausalLM",     "DeepseekV4ForCausalLM", "HfMoondream",
+    "MiniCPM3ForCausalLM",   "MiniCPMForCausalLM",    "MiniCPMV",
+    "Moondream3ForCausalLM",
+};
+static_assert(std::is_sorted(std::begin(kExpertsNotFusedMoe), std::end(kExpertsNotFusedMoe)));
+
+bool ExpertsAreFusedMoe(std::string_view architecture) {
+  return !InSortedTable(kExpertsNotFusedMoe, architecture);
+}
+
 // The target architectures kvtopo plans whose registry class implements the engine's
 // SupportsMultiModal interface (the fork at 28be48fa9, each registry entry's class resolved
 // through its bases, as for kLacksEagle3Interface): the engine builds a multimodal config for

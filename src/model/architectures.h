@@ -308,6 +308,11 @@ const std::vector<std::string>& SupportedArchitectures();
 // lacks the EAGLE-3 interface (SupportsEagle3), so it cannot give a draft its auxiliary hidden
 // states. False for architectures the engine's registry does not hold.
 bool LacksEagle3Interface(std::string_view architecture);
+// Whether the engine's FusedMoE experts of `architecture` take --enable-eplb (kExpertsTakeEplb in
+// architectures.cc), and whether its experts are FusedMoE layers at all (which --moe-backend
+// reaches).
+bool ExpertsTakeEplb(std::string_view architecture);
+bool ExpertsAreFusedMoe(std::string_view architecture);
 // Whether the engine's class for target architecture `architecture` is a multimodal model
 // kvtopo plans (SupportsMultiModal).
 bool IsMultimodalTarget(std::string_view architecture);

@@ -666,7 +666,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kSwitch,
        "",
        "expert-parallel load balancing (the cache is the same); the engine refuses it without "
-       "--enable-expert-parallel or with one rank (TP x DP of 1); default off",
+       "--enable-expert-parallel or with one rank (TP x DP of 1), and as it builds the experts "
+       "of a model that passes it on where their quantization method does not support it "
+       "(ModelOpt FP8, MXFP4, GPTQ, AWQ, ...) and for MiniCPM's; default off",
        &LO::enable_eplb},
       {"kernel_config",
        {},
@@ -675,9 +677,11 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        "JSON KernelConfig (moe_backend, linear_backend, enable_flashinfer_autotune, "
        "ir_op_priority), its fields checked as the engine checks them; also "
-       "--kernel-config.KEY VALUE. The cache is the same; moe_backend deep_gemm_mega_moe is "
-       "DeepSeek-V4's MegaMoE, which needs expert parallelism, sqrtsoftplus routing, fp4 "
-       "experts, experts in equal shares per rank and compute capability 10.x; default none",
+       "--kernel-config.KEY VALUE. The cache is the same; a moe_backend other than auto must "
+       "be of the kernel family of the experts' quantization method (the engine refuses the "
+       "model otherwise), and deep_gemm_mega_moe is DeepSeek-V4's MegaMoE, which needs expert "
+       "parallelism, sqrtsoftplus routing, fp4 experts, experts in equal shares per rank and "
+       "compute capability 10.x; default none",
        &LO::kernel_config},
       {"moe_backend",
        {},
@@ -2434,6 +2438,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
   c.data_parallel_size = o.data_parallel_size.value_or(1);
+  c.enable_eplb = o.enable_eplb.value_or(false);
   c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&

@@ -29,6 +29,7 @@
 #include "model/embedded_profiles.h"
 #include "model/gguf.h"
 #include "model/kernel_backends.h"
+#include "model/moe_experts.h"
 #include "model/quant_kv_cache.h"
 #include "model/quantization.h"
 #include "model/speculative_method.h"
@@ -1740,6 +1741,55 @@ void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, cons
   }
 }
 
+// A MoE target's experts as the engine builds them (the fork at 28be48fa9): FusedMoE layers map
+// a --moe-backend other than auto through their quantization method's kernel family and raise
+// for a name outside it, and raise with --enable-eplb where the model passes it on
+// (ExpertsTakeEplb) and the method does not support it (internal::FusedMoeMethodFor); MiniCPM's
+// own MoE raises with --enable-eplb. DeepSeek-V4 has checks of its own (BuildDeepseekV4). An
+// embedded profile that states no quantization stands for checkpoints of several methods (its
+// Hugging Face repos), so its weights' method is not known unless --quantization names it.
+void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
+                     const internal::LoadedConfig& target,
+                     const std::optional<std::string>& quantization, Builder& b) {
+  if (m.num_experts == 0 || m.deepseek_v4) return;
+  const std::string& file = target.file;
+  const std::string what = fmt::format("'{}' ({})", file, m.architecture);
+  if (config.enable_eplb &&
+      (m.architecture == "MiniCPMForCausalLM" || m.architecture == "MiniCPM3ForCausalLM")) {
+    b.Error("eplb-model",
+            fmt::format("--enable-eplb with {}, whose config states {} experts: the engine "
+                        "raises as it builds the model ('EPLB is not supported for MiniCPM "
+                        "yet.'); drop --enable-eplb",
+                        what, m.num_experts));
+  }
+  const bool weights_known = quantization || !file.starts_with("profiles/");
+  if (!weights_known || !internal::ExpertsAreFusedMoe(m.architecture)) return;
+  const internal::FusedMoeMethod method =
+      internal::FusedMoeMethodFor(quantization, config.enable_lora);
+  const std::string weights =
+      quantization ? fmt::format("its {} weights", *quantization) : "its unquantized weights";
+  if (const std::string refusal = internal::FusedMoeBackendRefusal(method, config.moe_backend);
+      !refusal.empty()) {
+    b.Error(
+        "moe-backend",
+        fmt::format("{} {} with {}, whose experts run {} for {} ({} MoE kernels): the engine "
+                    "raises as it builds the model ('{}'); pass one of {}, or auto",
+                    config.moe_backend_from, config.moe_backend, what, method.engine_class, weights,
+                    method.family, refusal, fmt::join(internal::FusedMoeBackends(method), ", ")));
+  }
+  if (config.enable_eplb && internal::ExpertsTakeEplb(m.architecture) &&
+      method.supports_eplb == false) {
+    b.Error("eplb-quantization",
+            fmt::format("--enable-eplb with {}, whose experts run {} for {}, which does not "
+                        "support expert-parallel load balancing: the engine's FusedMoE raises as "
+                        "it builds the model ({}); drop --enable-eplb",
+                        what, method.engine_class, weights,
+                        method.engine_class.find(' ') == std::string_view::npos
+                            ? fmt::format("'EPLB is not supported {}.'", method.engine_class)
+                            : std::string("'EPLB is not supported ' and the class")));
+  }
+}
+
 // The engine's head split under tensor parallelism: TP divides the attention heads
 // (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
 // layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
@@ -2691,24 +2741,6 @@ void ResolveHybridManager(const LaunchConfig& config, std::string needs_off, Bui
 // Sources: attention.py (DeepseekV4MLAAttention, DeepseekV4IndexerCache), compressor.py
 // (CompressorStateCache), v1/attention/backends/mla/sparse_swa.py (DeepseekV4SWACache),
 // kv_cache_interface.py (the 584-byte row of model_version deepseek_v4, storage_block_size).
-// The fused-MoE kernel families' names (map_mxfp4_backend, map_fp8_backend and
-// map_unquantized_backend in the fork's fused_moe/oracle/ at 28be48fa9), less those the
-// MoEBackend literal cannot name: a --moe-backend other than auto outside its family's is refused
-// as the experts are built ("moe_backend='b12x' is not supported for MXFP4 MoE").
-constexpr std::string_view kMxfp4MoeBackends[] = {"deep_gemm",
-                                                  "flashinfer_trtllm",
-                                                  "flashinfer_cutlass",
-                                                  "triton",
-                                                  "triton_unfused",
-                                                  "humming",
-                                                  "marlin",
-                                                  "aiter",
-                                                  "emulation"};
-constexpr std::string_view kFp8MoeBackends[] = {
-    "triton", "deep_gemm", "cutlass", "flashinfer_trtllm", "flashinfer_cutlass", "marlin", "aiter"};
-constexpr std::string_view kUnquantizedMoeBackends[] = {"triton", "flashinfer_trtllm",
-                                                        "flashinfer_cutlass", "aiter"};
-
 // One DeepSeek-V4 MoE stack's kernels (the target's, or its MTP layers' where the speculative
 // config names other ones), as the fork's models/deepseek_v4/ at 28be48fa9 builds it: the
 // MegaMoE experts (DeepseekV4Model, DeepseekV4MoE, DeepseekV4MegaMoEExperts) for
@@ -2728,31 +2760,22 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
       draft ? "as it builds the MTP layers, once the target's weights are loaded"
             : "as it builds the model";
   if (backend != internal::kMegaMoeBackend) {
-    std::span<const std::string_view> family;
-    std::string_view family_name;
-    if (!quantization) {
-      family = kUnquantizedMoeBackends;
-      family_name = "unquantized";
-    } else if (*quantization == "deepseek_v4_fp8") {
-      if (v4.expert_dtype != "fp4" && v4.expert_dtype != "fp8") {
-        b.Error("moe-expert-dtype",
-                fmt::format("{}, whose config states expert_dtype {}: the engine raises {} "
-                            "('Unsupported DeepSeek V4 expert_dtype'; fp4 or fp8)",
-                            who, v4.expert_dtype, built));
-        return;
-      }
-      family = v4.expert_dtype == "fp4" ? std::span<const std::string_view>(kMxfp4MoeBackends)
-                                        : std::span<const std::string_view>(kFp8MoeBackends);
-      family_name = v4.expert_dtype == "fp4" ? "MXFP4" : "FP8";
+    if (quantization == "deepseek_v4_fp8" && v4.expert_dtype != "fp4" && v4.expert_dtype != "fp8") {
+      b.Error("moe-expert-dtype",
+              fmt::format("{}, whose config states expert_dtype {}: the engine raises {} "
+                          "('Unsupported DeepSeek V4 expert_dtype'; fp4 or fp8)",
+                          who, v4.expert_dtype, built));
+      return;
     }
-    if (backend != "auto" && !family.empty() &&
-        std::find(family.begin(), family.end(), backend) == family.end()) {
+    const internal::FusedMoeMethod method =
+        internal::FusedMoeMethodFor(quantization, config.enable_lora, v4.expert_dtype);
+    if (const std::string refusal = internal::FusedMoeBackendRefusal(method, backend);
+        !refusal.empty()) {
       b.Error("moe-backend",
-              fmt::format("{} {} with {}, whose experts run {} MoE kernels: the engine raises {} "
-                          "('moe_backend='{}' is not supported for {} MoE.'); pass one of {}, or "
-                          "auto",
-                          knob, backend, who, family_name, built, backend, family_name,
-                          fmt::join(family, ", ")));
+              fmt::format("{} {} with {}, whose experts run {} ({} MoE kernels): the engine "
+                          "raises {} ('{}'); pass one of {}, or auto",
+                          knob, backend, who, method.engine_class, method.family, built, refusal,
+                          fmt::join(internal::FusedMoeBackends(method), ", ")));
     }
     return;
   }
@@ -3242,6 +3265,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   CheckExpertsFor(config, model, target.file, b);
+  CheckMoeKernels(config, model, target, b.out.quantization, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

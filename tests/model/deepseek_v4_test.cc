@@ -289,7 +289,8 @@ TEST(DeepseekV4, FusedExpertsTakeTheirFamilysBackends) {
   EXPECT_EQ(
       plan->ErrorLines(),
       "\n  error [moe-backend] --moe-backend b12x with 'config.json' (DeepseekV4ForCausalLM), "
-      "whose experts run MXFP4 MoE kernels: the engine raises as it builds the model "
+      "whose experts run Mxfp4MoEMethod (MXFP4 MoE kernels): the engine raises as it builds "
+      "the model "
       "('moe_backend='b12x' is not supported for MXFP4 MoE.'); pass one of deep_gemm, "
       "flashinfer_trtllm, flashinfer_cutlass, triton, triton_unfused, humming, marlin, "
       "aiter, emulation, or auto");
@@ -302,10 +303,19 @@ TEST(DeepseekV4, FusedExpertsTakeTheirFamilysBackends) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [moe-backend] --moe-backend triton_unfused with 'config.json' "
-            "(DeepseekV4ForCausalLM), whose experts run FP8 MoE kernels: the engine raises as it "
-            "builds the model ('moe_backend='triton_unfused' is not supported for FP8 MoE.'); "
-            "pass one of triton, deep_gemm, cutlass, flashinfer_trtllm, flashinfer_cutlass, "
+            "(DeepseekV4ForCausalLM), whose experts run Fp8MoEMethod (FP8 MoE kernels): the engine "
+            "raises as it builds the model ('moe_backend='triton_unfused' is not supported for "
+            "FP8 MoE.'); pass one of triton, deep_gemm, flashinfer_trtllm, flashinfer_cutlass, "
             "marlin, aiter, or auto");
+  // The FP8 family names cutlass, which Fp8MoEMethod builds without.
+  c.moe_backend = "cutlass";
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "moe-backend"),
+            "--moe-backend cutlass with 'config.json' (DeepseekV4ForCausalLM), whose experts run "
+            "Fp8MoEMethod (FP8 MoE kernels): the engine raises as it builds the model ('vLLM "
+            "CUTLASS FP8 MoE backend is disabled for this configuration.'); pass one of triton, "
+            "deep_gemm, flashinfer_trtllm, flashinfer_cutlass, marlin, aiter, or auto");
   flash["expert_dtype"] = "nvfp4";
   c.moe_backend = "auto";
   plan = PlanWith(flash, c);
@@ -322,7 +332,8 @@ TEST(DeepseekV4, FusedExpertsTakeTheirFamilysBackends) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*plan, "moe-backend"),
             "--moe-backend deep_gemm with 'config.json' (DeepseekV4ForCausalLM), whose experts "
-            "run unquantized MoE kernels: the engine raises as it builds the model "
+            "run UnquantizedFusedMoEMethod (unquantized MoE kernels): the engine raises as it "
+            "builds the model "
             "('moe_backend='deep_gemm' is not supported for unquantized MoE.'); pass one of "
             "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
   // The MTP layers' own kernels.
@@ -334,8 +345,9 @@ TEST(DeepseekV4, FusedExpertsTakeTheirFamilysBackends) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [moe-backend] --speculative-config's moe_backend b12x with the MTP layers "
-            "of 'config.json' (DeepseekV4ForCausalLM), whose experts run MXFP4 MoE kernels: the "
-            "engine raises as it builds the MTP layers, once the target's weights are loaded "
+            "of 'config.json' (DeepseekV4ForCausalLM), whose experts run Mxfp4MoEMethod (MXFP4 MoE "
+            "kernels): the engine raises as it builds the MTP layers, once the target's weights "
+            "are loaded "
             "('moe_backend='b12x' is not supported for MXFP4 MoE.'); pass one of deep_gemm, "
             "flashinfer_trtllm, flashinfer_cutlass, triton, triton_unfused, humming, marlin, "
             "aiter, emulation, or auto");

@@ -366,6 +366,88 @@ TEST(StartupRefusals, ExpertParallelNeedsExperts) {
   }
 }
 
+// The experts' FusedMoE method, which the weights' quantization method picks, decides which MoE
+// kernels --moe-backend may name (its kernel family) and whether --enable-eplb is taken, where
+// the model passes it to its experts (the fork at 28be48fa9). MiniCPM's own MoE refuses EPLB.
+// An embedded profile that states no quantization stands for checkpoints of several methods.
+TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
+  nlohmann::json qwen = CorpusConfig("qwen3.5-35b-a3b");
+  LaunchConfig c;
+  c.moe_backend = "deep_gemm";
+  c.moe_backend_from = "--moe-backend";
+  EXPECT_EQ(ConfigErrors(qwen, c),
+            "\n  error [moe-backend] --moe-backend deep_gemm with 'config.json' "
+            "(Qwen3_5MoeForConditionalGeneration), whose experts run UnquantizedFusedMoEMethod "
+            "for its unquantized weights (unquantized MoE kernels): the engine raises as it "
+            "builds the model ('moe_backend='deep_gemm' is not supported for unquantized MoE.'); "
+            "pass one of triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+  c.moe_backend = "flashinfer_cutlass";
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  // Weight-only AWQ experts read no moe_backend, and do not support EPLB.
+  qwen["quantization_config"] = nlohmann::json::parse(
+      R"({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true})");
+  c.moe_backend = "b12x";
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  c.moe_backend = "auto";
+  c.parallel.tensor_parallel_size = 2;
+  c.enable_expert_parallel = true;
+  c.enable_eplb = true;
+  EXPECT_EQ(ConfigErrors(qwen, c),
+            "\n  error [eplb-quantization] --enable-eplb with 'config.json' "
+            "(Qwen3_5MoeForConditionalGeneration), whose experts run AWQMarlinMoEMethod or "
+            "MoeWNA16Method for its awq_marlin weights, which does not support expert-parallel "
+            "load balancing: the engine's FusedMoE raises as it builds the model ('EPLB is not "
+            "supported ' and the class); drop --enable-eplb");
+  qwen.erase("quantization_config");
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  // MiniCPM's own MoE (MiniCPM3 builds it too) raises for EPLB.
+  nlohmann::json minicpm = CorpusConfig("minicpm3-4b");
+  EXPECT_EQ(ConfigErrors(minicpm, c).find("eplb"), std::string::npos);  // no experts: dense
+  minicpm["num_experts"] = 8;
+  minicpm["num_experts_per_tok"] = 2;
+  EXPECT_EQ(ConfigErrors(minicpm, c),
+            "\n  error [eplb-model] --enable-eplb with 'config.json' (MiniCPM3ForCausalLM), whose "
+            "config states 8 experts: the engine raises as it builds the model ('EPLB is not "
+            "supported for MiniCPM yet.'); drop --enable-eplb");
+
+  // gpt-oss's MXFP4 experts: the MXFP4 family; they do not support EPLB, but its model passes
+  // none to them.
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.moe_backend = "b12x";
+  EXPECT_EQ(Errors(o),
+            "\n  error [moe-backend] --moe-backend b12x with 'profiles/gpt-oss-120b.json' "
+            "(GptOssForCausalLM), whose experts run GptOssMxfp4MoEMethod for its gpt_oss_mxfp4 "
+            "weights (MXFP4 MoE kernels): the engine raises as it builds the model "
+            "('moe_backend='b12x' is not supported for MXFP4 MoE.'); pass one of deep_gemm, "
+            "flashinfer_trtllm, flashinfer_cutlass, triton, triton_unfused, humming, marlin, "
+            "aiter, emulation, or auto");
+  o.moe_backend = "Triton-Unfused";
+  o.tensor_parallel_size = 8;
+  o.enable_expert_parallel = true;
+  o.enable_eplb = true;
+  EXPECT_EQ(AcceptedTokens(o), 6621558);
+  // DeepSeek-V3.2's fp8 experts: Fp8MoEMethod, built without the vLLM CUTLASS kernels.
+  o = Model("deepseek-v3.2");
+  o.kernel_config = R"({"moe_backend": "cutlass"})";
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "moe-backend"),
+            "--kernel-config's moe_backend cutlass with 'profiles/deepseek-v3.2.json' "
+            "(DeepseekV32ForCausalLM), whose experts run Fp8MoEMethod for its fp8 weights (FP8 "
+            "MoE kernels): the engine raises as it builds the model ('vLLM CUTLASS FP8 MoE "
+            "backend is disabled for this configuration.'); pass one of triton, deep_gemm, "
+            "flashinfer_trtllm, flashinfer_cutlass, marlin, aiter, or auto");
+  // Kimi-K2.6's profile states no quantization (its checkpoint's experts are compressed-tensors
+  // INT4, which read no moe_backend): not checked, as for GLM-5.1's (bf16, FP8 and NVFP4
+  // checkpoints), unless --quantization names the method.
+  o = Model("kimi-k2.6");
+  o.moe_backend = "marlin";
+  EXPECT_EQ(Errors(o), "");
+  o = Model("glm-5.1");
+  o.moe_backend = "b12x";
+  EXPECT_EQ(Errors(o), "");
+  o.quantization = "modelopt_fp4";
+  EXPECT_EQ(Errors(o), "");
+}
+
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the
 // cache block and refuses --disable-chunked-mm-input.
 TEST(StartupRefusals, AlignModeSchedulerKnobs) {
