@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 namespace kvtopo::internal {
 namespace {
@@ -30,87 +30,54 @@ constexpr std::string_view kNvfp4[] = {
 constexpr std::string_view kMxfp8[] = {"flashinfer_trtllm", "marlin"};
 constexpr std::string_view kInt8[] = {"triton"};
 
-bool Is(const std::optional<std::string>& method, std::initializer_list<std::string_view> names) {
-  return method && std::find(names.begin(), names.end(), *method) != names.end();
-}
+// Each quantization method's FusedMoE method (its get_quant_method for a FusedMoE layer at
+// 28be48fa9). ModelOpt FP8 builds ModelOptFp8MoEMethod, or ModelOptFp8PbWoMoEMethod for
+// FP8_PB_WO, which takes cutlass and turns b12x into auto: its family is not read here, nor
+// Quark's per scheme. The weight-only integer methods (Marlin or WNA16 kernels), GGUF and
+// bitsandbytes read no moe_backend. None of these (ModelOpt FP8 onward) supports EPLB.
+constexpr std::pair<std::string_view, FusedMoeMethod> kMethods[] = {
+    // fp8 of an unquantized checkpoint builds Fp8OnlineMoEMethod, a subclass of Fp8MoEMethod.
+    {"fp8", {"Fp8MoEMethod", true, "FP8", kFp8, true}},
+    {"fp8_per_tensor", {"Fp8PerTensorOnlineMoEMethod", true, "FP8", kFp8, true}},
+    {"fp8_per_block", {"Fp8PerBlockOnlineMoEMethod", true, "FP8", kFp8, true}},
+    {"mxfp4", {"GptOssMxfp4MoEMethod", false, "MXFP4", kMxfp4}},
+    {"gpt_oss_mxfp4", {"GptOssMxfp4MoEMethod", false, "MXFP4", kMxfp4}},
+    {"modelopt_fp4", {"ModelOptNvFp4FusedMoE", true, "NvFP4", kNvfp4}},
+    {"modelopt_mxfp8", {"ModelOptMxFp8FusedMoE", false, "MXFP8", kMxfp8}},
+    {"mxfp8", {"Mxfp8OnlineMoEMethod", true, "MXFP8", kMxfp8}},
+    {"experts_int8", {"Int8OnlineMoEMethod", true, "Int8", kInt8}},
+    {"int8_per_channel_weight_only", {"Int8OnlineMoEMethod", true, "Int8", kInt8}},
+    {"modelopt", {"ModelOptFp8MoEMethod or ModelOptFp8PbWoMoEMethod", false}},
+    {"quark", {"Quark's MoE methods", false}},
+    {"auto_gptq", {"AutoGPTQMoEMethod or MoeWNA16Method", false}},
+    {"gptq", {"AutoGPTQMoEMethod or MoeWNA16Method", false}},
+    {"gptq_marlin", {"AutoGPTQMoEMethod or MoeWNA16Method", false}},
+    {"awq", {"AWQMarlinMoEMethod or MoeWNA16Method", false}},
+    {"awq_marlin", {"AWQMarlinMoEMethod or MoeWNA16Method", false}},
+    {"moe_wna16", {"MoeWNA16Method", false}},
+    {"inc", {"INC's MoE methods", false}},
+    {"gguf", {"GGUFMoEMethod", false}},
+    {"bitsandbytes", {"BitsAndBytesMoEMethod", false}},
+};
 
 }  // namespace
 
 FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool lora,
                                  std::string_view expert_dtype) {
-  // Methods whose config builds nothing for a FusedMoE layer: the engine's unquantized method.
-  if (!method || Is(method, {"fbgemm_fp8", "torchao", "fp_quant"})) {
-    if (lora) return {.engine_class = "UnquantizedFusedMoEMethod", .supports_eplb = true};
-    return {.engine_class = "UnquantizedFusedMoEMethod",
-            .supports_eplb = true,
-            .family = "unquantized",
-            .backends = kUnquantized};
+  // Methods whose config builds nothing for a FusedMoE layer: the engine's unquantized method,
+  // which runs Triton under LoRA whatever moe_backend says.
+  if (!method || *method == "fbgemm_fp8" || *method == "torchao" || *method == "fp_quant") {
+    FusedMoeMethod m{"UnquantizedFusedMoEMethod", true, "unquantized", kUnquantized};
+    if (lora) m.family = {}, m.backends = {};
+    return m;
   }
-  if (Is(method, {"fp8", "fp8_per_tensor", "fp8_per_block"}) ||
-      (*method == "deepseek_v4_fp8" && expert_dtype == "fp8")) {
-    return {.engine_class = *method == "fp8" || *method == "deepseek_v4_fp8" ? "Fp8MoEMethod"
-                                                                             : "Fp8OnlineMoEMethod",
-            .supports_eplb = true,
-            .family = "FP8",
-            .backends = kFp8,
-            .cutlass_disabled = true};
-  }
+  // DeepSeek-V4's config picks by expert_dtype: MXFP4 experts, or FP8 ones as Fp8Config's.
   if (*method == "deepseek_v4_fp8") {
-    return {.engine_class = "Mxfp4MoEMethod",
-            .supports_eplb = false,
-            .family = "MXFP4",
-            .backends = kMxfp4};
+    return expert_dtype == "fp8" ? FusedMoeMethod{"Fp8MoEMethod", true, "FP8", kFp8, true}
+                                 : FusedMoeMethod{"Mxfp4MoEMethod", false, "MXFP4", kMxfp4};
   }
-  if (Is(method, {"mxfp4", "gpt_oss_mxfp4"})) {
-    return {.engine_class = "GptOssMxfp4MoEMethod",
-            .supports_eplb = false,
-            .family = "MXFP4",
-            .backends = kMxfp4};
-  }
-  if (*method == "modelopt_fp4") {
-    return {.engine_class = "ModelOptNvFp4FusedMoE",
-            .supports_eplb = true,
-            .family = "NvFP4",
-            .backends = kNvfp4};
-  }
-  if (*method == "modelopt_mxfp8") {
-    return {.engine_class = "ModelOptMxFp8FusedMoE",
-            .supports_eplb = false,
-            .family = "MXFP8",
-            .backends = kMxfp8};
-  }
-  if (*method == "mxfp8") {
-    return {.engine_class = "Mxfp8OnlineMoEMethod",
-            .supports_eplb = true,
-            .family = "MXFP8",
-            .backends = kMxfp8};
-  }
-  if (Is(method, {"experts_int8", "int8_per_channel_weight_only"})) {
-    return {.engine_class = "Int8OnlineMoEMethod",
-            .supports_eplb = true,
-            .family = "Int8",
-            .backends = kInt8};
-  }
-  // ModelOpt FP8 (ModelOptFp8MoEMethod, or ModelOptFp8PbWoMoEMethod for FP8_PB_WO, which takes
-  // cutlass and turns b12x into auto: the family is not read here); every Quark scheme's class.
-  if (*method == "modelopt") {
-    return {.engine_class = "ModelOptFp8MoEMethod or ModelOptFp8PbWoMoEMethod",
-            .supports_eplb = false};
-  }
-  if (*method == "quark") return {.engine_class = "Quark's MoE methods", .supports_eplb = false};
-  // The weight-only integer methods (Marlin or WNA16 kernels), GGUF and bitsandbytes: none reads
-  // moe_backend, none supports EPLB.
-  if (Is(method, {"auto_gptq", "gptq", "gptq_marlin"})) {
-    return {.engine_class = "AutoGPTQMoEMethod or MoeWNA16Method", .supports_eplb = false};
-  }
-  if (Is(method, {"awq", "awq_marlin"})) {
-    return {.engine_class = "AWQMarlinMoEMethod or MoeWNA16Method", .supports_eplb = false};
-  }
-  if (*method == "moe_wna16") return {.engine_class = "MoeWNA16Method", .supports_eplb = false};
-  if (*method == "inc") return {.engine_class = "INC's MoE methods", .supports_eplb = false};
-  if (*method == "gguf") return {.engine_class = "GGUFMoEMethod", .supports_eplb = false};
-  if (*method == "bitsandbytes") {
-    return {.engine_class = "BitsAndBytesMoEMethod", .supports_eplb = false};
+  for (const auto& [name, moe] : kMethods) {
+    if (name == *method) return moe;
   }
   // compressed-tensors, modelopt_mixed, online, humming, cpu_awq: by what kvtopo does not read.
   return {};

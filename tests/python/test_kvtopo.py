@@ -600,6 +600,19 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^--moe-backend \"megamoe\" is not one of"):
             kvtopo.plan(flash, moe_backend="megamoe", **launch)
 
+    def test_moe_kernels(self):
+        # gpt-oss's MXFP4 experts take the MXFP4 kernel family only; its model passes no EPLB
+        # to them.
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"error \[moe-backend\] --moe-backend b12x .*"
+                                    r"'moe_backend='b12x' is not supported for MXFP4 MoE\.'"):
+            kvtopo.plan("gpt-oss-120b", moe_backend="b12x")
+        self.assertEqual(kvtopo.plan("gpt-oss-120b", moe_backend="Triton").capacity.max_tokens,
+                         827693)
+        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_expert_parallel=True,
+                           enable_eplb=True, kernel_config={"moe_backend": "marlin"})
+        self.assertEqual(plan.capacity.max_tokens, 6621558)
+
     def test_device_capability(self):
         # The GPU's compute capability: a backend nobody names is the engine's pick there.
         picks = {}
