@@ -20,6 +20,7 @@
 
 #include "internal/ascii_case.h"
 #include "internal/checked_math.h"
+#include "internal/json_int.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/limits.h"
@@ -399,6 +400,8 @@ struct Builder {
   // No backend the engine tries takes the decoder cross-attention layers (backend-none-valid
   // said so): their own check does not repeat it.
   bool cross_selection_refused = false;
+  // The checkpoint's quantization config the engine reads (null where it states none).
+  nlohmann::json quantization_config;
 
   void Add(Severity severity, std::string code, std::string message) {
     if (!seen.emplace(code, message).second) return;
@@ -1750,7 +1753,8 @@ void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, cons
 // Hugging Face repos), so its weights' method is not known unless --quantization names it.
 void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
                      const internal::LoadedConfig& target,
-                     const std::optional<std::string>& quantization, Builder& b) {
+                     const std::optional<std::string>& quantization,
+                     const nlohmann::json& quantization_config, Builder& b) {
   if (m.num_experts == 0 || m.deepseek_v4) return;
   const std::string& file = target.file;
   const std::string what = fmt::format("'{}' ({})", file, m.architecture);
@@ -1764,8 +1768,20 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
   const bool weights_known = quantization || !file.starts_with("profiles/");
   if (!weights_known || !internal::ExpertsAreFusedMoe(m.architecture)) return;
-  const internal::FusedMoeMethod method =
-      internal::FusedMoeMethodFor(quantization, config.enable_lora);
+  // The experts' width per rank, which compressed-tensors' choice of MoE method reads: whole
+  // under expert parallelism (the text config's moe_intermediate_size; not known otherwise).
+  const nlohmann::json& json = target.json;
+  const nlohmann::json& text =
+      json.contains("text_config") && json["text_config"].is_object() ? json["text_config"] : json;
+  const internal::MoeShape shape{
+      .hidden_size = m.hidden_size,
+      .intermediate_per_rank =
+          config.enable_expert_parallel && text.contains("moe_intermediate_size")
+              ? internal::JsonIntIn(text["moe_intermediate_size"], 1, kMaxModelDim).value_or(0)
+              : 0,
+      .router_weight_on_input = m.architecture.starts_with("Llama4For")};
+  const internal::FusedMoeMethod method = internal::FusedMoeMethodFor(
+      quantization, config.enable_lora, "fp4", quantization_config, shape);
   const std::string weights =
       quantization ? fmt::format("its {} weights", *quantization) : "its unquantized weights";
   if (const std::string refusal = internal::FusedMoeBackendRefusal(method, config.moe_backend);
@@ -3206,6 +3222,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
              .no_float16 = RefusesFloat16(model)}));
     for (const Diagnostic& d : quantization.diagnostics) b.Add(d.severity, d.code, d.message);
     b.out.quantization = quantization.method;
+    b.quantization_config = quantization.checkpoint_config;
   }
   if (config.disable_sliding_window) DisableSlidingWindow(model, b);
   if (cache.max_model_len < 0 && cache.max_model_len != kAutoMaxModelLen) {
@@ -3265,7 +3282,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   CheckExpertsFor(config, model, target.file, b);
-  CheckMoeKernels(config, model, target, b.out.quantization, b);
+  CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 #include <string_view>
 #include <utility>
 
@@ -60,10 +61,121 @@ constexpr std::pair<std::string_view, FusedMoeMethod> kMethods[] = {
     {"bitsandbytes", {"BitsAndBytesMoEMethod", false}},
 };
 
+// A compressed-tensors QuantizationArgs field, as a string ("" where absent or not a string).
+std::string Text(const nlohmann::json& args, const char* key) {
+  const auto it = args.find(key);
+  return it != args.end() && it->is_string() ? it->get<std::string>() : "";
+}
+// An integer field; `fallback` where absent or null, -2 where it is not an integer.
+int64_t Int(const nlohmann::json& args, const char* key, int64_t fallback) {
+  const auto it = args.find(key);
+  if (it == args.end() || it->is_null()) return fallback;
+  return it->is_number_integer() ? it->get<int64_t>() : -2;
+}
+bool Bool(const nlohmann::json& args, const char* key, bool fallback) {
+  const auto it = args.find(key);
+  return it != args.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+// Whether a compressed-tensors ignore entry may name a routed expert's projection, which the
+// engine looks up as <the experts' prefix>.0.gate_proj (get_scheme_dict): a "re:" pattern
+// matched from the start of a few such names (Python's re.match), or a name naming experts.
+// A pattern std::regex cannot read, or one whose backtracking is not bounded well (a repeated
+// group, more than four repetitions, more than 200 characters), counts as one that may.
+bool IgnoresExperts(const std::string& entry) {
+  if (!entry.starts_with("re:")) return entry.find(".experts.") != std::string::npos;
+  const std::string text = entry.substr(3);
+  const auto repetitions = std::count_if(text.begin(), text.end(),
+                                         [](char c) { return c == '*' || c == '+' || c == '{'; });
+  if (text.size() > 200 || repetitions > 4) return true;
+  for (const char* repeated_group : {")*", ")+", ")?", "){"}) {
+    if (text.find(repeated_group) != std::string::npos) return true;
+  }
+  try {
+    const std::regex pattern(text);
+    for (const char* name : {"model.layers.1.mlp.experts.0.gate_proj",
+                             "model.language_model.layers.1.mlp.experts.0.gate_proj",
+                             "language_model.model.layers.1.mlp.experts.0.gate_proj"}) {
+      std::cmatch match;
+      if (std::regex_search(name, match, pattern, std::regex_constants::match_continuous)) {
+        return true;
+      }
+    }
+    return false;
+  } catch (const std::regex_error&) {
+    return true;
+  }
+}
+
+// CompressedTensorsMoEMethod.get_moe_method at 28be48fa9 over the one config group, with
+// QuantizationArgs' defaults (8 bits, int, symmetric, static); a strategy it does not state, or
+// a scheme that raises there, leaves the method unknown.
+FusedMoeMethod CompressedTensorsMoe(const nlohmann::json& config, const MoeShape& shape) {
+  const auto groups = config.find("config_groups");
+  if (groups == config.end() || !groups->is_object() || groups->size() != 1) return {};
+  if (const auto ignore = config.find("ignore"); ignore != config.end() && ignore->is_array()) {
+    for (const nlohmann::json& entry : *ignore) {
+      if (entry.is_string() && IgnoresExperts(entry.get<std::string>())) return {};
+    }
+  }
+  const nlohmann::json& group = groups->begin().value();
+  if (!group.is_object() || !group.contains("weights") || !group["weights"].is_object()) return {};
+  const nlohmann::json& w = group["weights"];
+  const auto input_it = group.find("input_activations");
+  const bool has_input = input_it != group.end() && input_it->is_object();
+  const nlohmann::json input = has_input ? *input_it : nlohmann::json::object();
+  const std::string strategy = Text(w, "strategy");
+  if (strategy.empty()) return {};
+  const std::string type = Text(w, "type").empty() ? "int" : Text(w, "type");
+  const int64_t bits = Int(w, "num_bits", 8);
+  const int64_t group_size = Int(w, "group_size", 0);
+  const bool symmetric = Bool(w, "symmetric", true);
+  const bool dynamic = Bool(w, "dynamic", false);
+  if (strategy == "group" && type == "float" && symmetric && group_size == 32) {
+    if (bits == 4) return {"CompressedTensorsW4A4Mxfp4MoEMethod", false};
+    return {};  // MXFP8 by its scale dtype, or another scheme further on: not read
+  }
+  if ((strategy == "channel" || strategy == "group") && !has_input && !dynamic) {
+    std::string format = Text(group, "format");
+    if (format.empty()) format = Text(config, "format");
+    if ((bits != 4 && bits != 8) || format != "pack-quantized") return {};  // raises there
+    const int64_t g = group_size > 0 ? group_size : -1;
+    if (shape.hidden_size <= 0 || shape.intermediate_per_rank <= 0) return {};
+    const bool marlin = shape.hidden_size % 128 == 0 &&
+                        shape.intermediate_per_rank % std::max<int64_t>(64, g) == 0 &&
+                        (g == -1 || g == 32 || g == 64 || g == 128) &&
+                        !shape.router_weight_on_input;
+    if (marlin) return {"CompressedTensorsWNA16MarlinMoEMethod", false};
+    const std::string actorder = Text(w, "actorder");
+    if (strategy == "group" && (actorder == "group" || actorder == "dynamic")) return {};
+    return {"CompressedTensorsWNA16MoEMethod", true};
+  }
+  if (strategy == "tensor_group" && type == "float" && bits == 4 && group_size == 16 && symmetric) {
+    return {"CompressedTensorsW4A4Nvfp4MoEMethod", false, "NvFP4", kNvfp4};
+  }
+  if (!has_input) return {};
+  const std::string in_strategy = Text(input, "strategy");
+  const bool in_dynamic = Bool(input, "dynamic", false);
+  const std::string in_type = Text(input, "type").empty() ? "int" : Text(input, "type");
+  const bool fp8_weights = type == "float" && symmetric && !dynamic &&
+                           (strategy == "tensor" || strategy == "channel" || strategy == "block");
+  if (fp8_weights && in_type == "float" &&
+      (in_dynamic || (Bool(input, "symmetric", true) && in_strategy == "tensor"))) {
+    return {"CompressedTensorsW8A8Fp8MoEMethod", true, "FP8", kFp8};
+  }
+  if (bits == 8 && Int(input, "num_bits", 8) == 8 &&
+      (strategy == "tensor" || strategy == "channel") && in_strategy == "token" && symmetric &&
+      !dynamic && in_dynamic) {
+    return {"CompressedTensorsW8A8Int8MoEMethod", false, "Int8", kInt8};
+  }
+  return {};  // W4A8, or a scheme the engine refuses ('Unsupported FusedMoe scheme')
+}
+
 }  // namespace
 
 FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool lora,
-                                 std::string_view expert_dtype) {
+                                 std::string_view expert_dtype,
+                                 const nlohmann::json& checkpoint_config, const MoeShape& shape) {
   // Methods whose config builds nothing for a FusedMoE layer: the engine's unquantized method,
   // which runs Triton under LoRA whatever moe_backend says.
   if (!method || *method == "fbgemm_fp8" || *method == "torchao" || *method == "fp_quant") {
@@ -76,10 +188,14 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
     return expert_dtype == "fp8" ? FusedMoeMethod{"Fp8MoEMethod", true, "FP8", kFp8, true}
                                  : FusedMoeMethod{"Mxfp4MoEMethod", false, "MXFP4", kMxfp4};
   }
+  if (*method == "compressed-tensors") {
+    return checkpoint_config.is_object() ? CompressedTensorsMoe(checkpoint_config, shape)
+                                         : FusedMoeMethod{};
+  }
   for (const auto& [name, moe] : kMethods) {
     if (name == *method) return moe;
   }
-  // compressed-tensors, modelopt_mixed, online, humming, cpu_awq: by what kvtopo does not read.
+  // modelopt_mixed, online, humming, cpu_awq: by what kvtopo does not read.
   return {};
 }
 

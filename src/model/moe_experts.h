@@ -5,6 +5,8 @@
 // Thread safety: pure functions over constant tables.
 #pragma once
 
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,15 +32,28 @@ struct FusedMoeMethod {
   bool cutlass_disabled = false;
 };
 
+// What the engine's choice between compressed-tensors' Marlin and plain WNA16 MoE methods reads of
+// the experts (check_moe_marlin_supports_layer): the hidden width, the expert width per rank
+// (0: not known) and whether the router's weight is applied to the input (Llama 4's).
+struct MoeShape {
+  int64_t hidden_size = 0;
+  int64_t intermediate_per_rank = 0;
+  bool router_weight_on_input = false;
+};
+
 // The FusedMoE method the engine builds for the experts of a checkpoint quantized with `method`
 // (the method the engine settles, CheckQuantization's; nullopt: unquantized), as each method's
 // get_quant_method picks it at 28be48fa9. `lora`: --enable-lora (the unquantized method then
 // runs Triton whatever moe_backend says). DeepSeek-V4's deepseek_v4_fp8 picks by expert_dtype
-// (`expert_dtype`: fp4 or fp8). Compressed-tensors and Quark schemes, ModelOpt's FP8 variants
-// and mixed layers, and the online method's config are not read: what depends on them is left
-// unknown.
+// (`expert_dtype`: fp4 or fp8). Compressed-tensors picks by the scheme of `checkpoint_config`
+// (the checkpoint's quantization config) that reaches the experts, read where one config group
+// holds it and no ignore entry names experts (CompressedTensorsMoEMethod.get_moe_method), and
+// `shape`. Quark's schemes, ModelOpt's FP8 variants and mixed layers, and the online method's
+// config are not read: what depends on them is left unknown.
 FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool lora,
-                                 std::string_view expert_dtype = "fp4");
+                                 std::string_view expert_dtype = "fp4",
+                                 const nlohmann::json& checkpoint_config = nullptr,
+                                 const MoeShape& shape = {});
 
 // The names of the MoEBackend literal that experts built with `m` take (its family's, less
 // cutlass where it is disabled); empty where the family is not known or moe_backend is unread.

@@ -246,6 +246,7 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
                                                                source, legacy_file)));
   std::optional<std::string> method = asked;
   if (checkpoint) {
+    out.checkpoint_config = *checkpoint->config;
     std::string checkpoint_method = checkpoint->method;
     // GptOssForCausalLMConfig.verify_and_update_model_config, before the check: mxfp4 is
     // gpt_oss_mxfp4.

@@ -41,6 +41,8 @@ struct QuantizationLaunch {
 struct QuantizationOutcome {
   // The method the engine runs the weights with; nullopt: unquantized.
   std::optional<std::string> method;
+  // The checkpoint's quantization config the engine reads (null where it states none).
+  nlohmann::json checkpoint_config;
   std::vector<Diagnostic> diagnostics;
 };
 

@@ -400,6 +400,49 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
             "supported ' and the class); drop --enable-eplb");
   qwen.erase("quantization_config");
   EXPECT_EQ(ConfigErrors(qwen, c), "");
+  // Compressed-tensors picks by the scheme that reaches the experts: INT4 weights in groups of
+  // 32 run the Marlin WNA16 method where Marlin fits (hidden 2,048 a multiple of 128, the
+  // experts' 512 a multiple of 64), which does not support EPLB; groups of 256 do not fit
+  // Marlin, and the plain WNA16 method does. An ignore entry that may name the experts leaves
+  // the method unknown (the shared experts' does not).
+  qwen["quantization_config"] = nlohmann::json::parse(R"({
+      "quant_method": "compressed-tensors", "format": "pack-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": null,
+          "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32,
+                      "symmetric": true, "dynamic": false}}},
+      "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*"]})");
+  EXPECT_EQ(ConfigErrors(qwen, c),
+            "\n  error [eplb-quantization] --enable-eplb with 'config.json' "
+            "(Qwen3_5MoeForConditionalGeneration), whose experts run "
+            "CompressedTensorsWNA16MarlinMoEMethod for its compressed-tensors weights, which does "
+            "not support expert-parallel load balancing: the engine's FusedMoE raises as it "
+            "builds the model ('EPLB is not supported CompressedTensorsWNA16MarlinMoEMethod.'); "
+            "drop --enable-eplb");
+  qwen["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 256;
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  qwen["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 32;
+  qwen["quantization_config"]["ignore"].push_back("re:.*mlp\\.experts.*");
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  // W8A8 FP8 experts: the FP8 family, cutlass included (its method allows the vLLM CUTLASS
+  // kernels), and EPLB.
+  qwen["quantization_config"] = nlohmann::json::parse(R"({
+      "quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"],
+          "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": true,
+                      "dynamic": false},
+          "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
+                                "dynamic": true, "symmetric": true}}}})");
+  c.moe_backend = "cutlass";
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  c.moe_backend = "b12x";
+  EXPECT_EQ(DiagnosticMessage(*testing_configs::PlanWith(qwen, c), "moe-backend"),
+            "--moe-backend b12x with 'config.json' (Qwen3_5MoeForConditionalGeneration), whose "
+            "experts run CompressedTensorsW8A8Fp8MoEMethod for its compressed-tensors weights "
+            "(FP8 MoE kernels): the engine raises as it builds the model ('moe_backend='b12x' is "
+            "not supported for FP8 MoE.'); pass one of triton, deep_gemm, cutlass, "
+            "flashinfer_trtllm, flashinfer_cutlass, marlin, aiter, or auto");
+  c.moe_backend = "auto";
+  qwen.erase("quantization_config");
   // MiniCPM's own MoE (MiniCPM3 builds it too) raises for EPLB.
   nlohmann::json minicpm = CorpusConfig("minicpm3-4b");
   EXPECT_EQ(ConfigErrors(minicpm, c).find("eplb"), std::string::npos);  // no experts: dense
