@@ -118,11 +118,18 @@ FusedMoeMethod CompressedTensorsMoe(const nlohmann::json& config, const MoeShape
       if (entry.is_string() && IgnoresExperts(entry.get<std::string>())) return {};
     }
   }
+  // The group reaches the experts' projections through its Linear target (find_matched_target);
+  // a group of other targets may not.
   const nlohmann::json& group = groups->begin().value();
   if (!group.is_object() || !group.contains("weights") || !group["weights"].is_object()) return {};
+  const auto targets = group.find("targets");
+  if (targets == group.end() || !targets->is_array() ||
+      std::find(targets->begin(), targets->end(), "Linear") == targets->end()) {
+    return {};
+  }
   const nlohmann::json& w = group["weights"];
   const auto input_it = group.find("input_activations");
-  const bool has_input = input_it != group.end() && input_it->is_object();
+  const bool has_input = input_it != group.end() && input_it->is_object() && !input_it->empty();
   const nlohmann::json input = has_input ? *input_it : nlohmann::json::object();
   const std::string strategy = Text(w, "strategy");
   if (strategy.empty()) return {};

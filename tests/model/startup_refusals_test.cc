@@ -421,6 +421,9 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   qwen["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 256;
   EXPECT_EQ(ConfigErrors(qwen, c), "");
   qwen["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 32;
+  qwen["quantization_config"]["config_groups"]["group_0"]["targets"] = {"re:.*self_attn.*"};
+  EXPECT_EQ(ConfigErrors(qwen, c), "");  // a group that may not reach the experts
+  qwen["quantization_config"]["config_groups"]["group_0"]["targets"] = {"Linear"};
   qwen["quantization_config"]["ignore"].push_back("re:.*mlp\\.experts.*");
   EXPECT_EQ(ConfigErrors(qwen, c), "");
   // W8A8 FP8 experts: the FP8 family, cutlass included (its method allows the vLLM CUTLASS
