@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 #include <string_view>
 #include <utility>
@@ -32,10 +33,9 @@ constexpr std::string_view kMxfp8[] = {"flashinfer_trtllm", "marlin"};
 constexpr std::string_view kInt8[] = {"triton"};
 
 // Each quantization method's FusedMoE method (its get_quant_method for a FusedMoE layer at
-// 28be48fa9). ModelOpt FP8 builds ModelOptFp8MoEMethod, or ModelOptFp8PbWoMoEMethod for
-// FP8_PB_WO, which takes cutlass and turns b12x into auto: its family is not read here, nor
-// Quark's per scheme. The weight-only integer methods (Marlin or WNA16 kernels), GGUF and
-// bitsandbytes read no moe_backend. None of these (ModelOpt FP8 onward) supports EPLB.
+// 28be48fa9); ModelOpt FP8 and compressed-tensors pick by their config (below). Quark's
+// family is not read per scheme. The weight-only integer methods (Marlin or WNA16 kernels), GGUF
+// and bitsandbytes read no moe_backend. None of these (Quark onward) supports EPLB.
 constexpr std::pair<std::string_view, FusedMoeMethod> kMethods[] = {
     // fp8 of an unquantized checkpoint builds Fp8OnlineMoEMethod, a subclass of Fp8MoEMethod.
     {"fp8", {"Fp8MoEMethod", true, "FP8", kFp8, true}},
@@ -48,7 +48,6 @@ constexpr std::pair<std::string_view, FusedMoeMethod> kMethods[] = {
     {"mxfp8", {"Mxfp8OnlineMoEMethod", true, "MXFP8", kMxfp8}},
     {"experts_int8", {"Int8OnlineMoEMethod", true, "Int8", kInt8}},
     {"int8_per_channel_weight_only", {"Int8OnlineMoEMethod", true, "Int8", kInt8}},
-    {"modelopt", {"ModelOptFp8MoEMethod or ModelOptFp8PbWoMoEMethod", false}},
     {"quark", {"Quark's MoE methods", false}},
     {"auto_gptq", {"AutoGPTQMoEMethod or MoeWNA16Method", false}},
     {"gptq", {"AutoGPTQMoEMethod or MoeWNA16Method", false}},
@@ -60,6 +59,31 @@ constexpr std::pair<std::string_view, FusedMoeMethod> kMethods[] = {
     {"gguf", {"GGUFMoEMethod", false}},
     {"bitsandbytes", {"BitsAndBytesMoEMethod", false}},
 };
+
+// ModelOpt FP8 by its quant_algo (_extract_modelopt_quant_algo: quantization.quant_algo, else
+// quant_algo, upper-cased): ModelOptFp8MoEMethod for FP8 and FP8_PER_CHANNEL_PER_TOKEN, built
+// without the vLLM CUTLASS kernels; ModelOptFp8PbWoMoEMethod for FP8_PB_WO, with them, and
+// running b12x as auto. Neither supports EPLB.
+FusedMoeMethod ModelOptFp8Moe(const nlohmann::json& config) {
+  const auto inner = config.find("quantization");
+  const nlohmann::json& holder = inner != config.end() && inner->is_object() ? *inner : config;
+  const auto algo_it = holder.find("quant_algo");
+  std::string algo =
+      algo_it != holder.end() && algo_it->is_string() ? algo_it->get<std::string>() : "";
+  std::transform(algo.begin(), algo.end(), algo.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (algo == "FP8" || algo == "FP8_PER_CHANNEL_PER_TOKEN") {
+    return {"ModelOptFp8MoEMethod", false, "FP8", kFp8, true};
+  }
+  if (algo == "FP8_PB_WO") {
+    return {.engine_class = "ModelOptFp8PbWoMoEMethod",
+            .supports_eplb = false,
+            .family = "FP8",
+            .backends = kFp8,
+            .b12x_as_auto = true};
+  }
+  return {"ModelOptFp8MoEMethod or ModelOptFp8PbWoMoEMethod", false};
+}
 
 // A compressed-tensors QuantizationArgs field, as a string ("" where absent or not a string).
 std::string Text(const nlohmann::json& args, const char* key) {
@@ -195,6 +219,11 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
     return expert_dtype == "fp8" ? FusedMoeMethod{"Fp8MoEMethod", true, "FP8", kFp8, true}
                                  : FusedMoeMethod{"Mxfp4MoEMethod", false, "MXFP4", kMxfp4};
   }
+  if (*method == "modelopt") {
+    return checkpoint_config.is_object()
+               ? ModelOptFp8Moe(checkpoint_config)
+               : FusedMoeMethod{"ModelOptFp8MoEMethod or ModelOptFp8PbWoMoEMethod", false};
+  }
   if (*method == "compressed-tensors") {
     return checkpoint_config.is_object() ? CompressedTensorsMoe(checkpoint_config, shape)
                                          : FusedMoeMethod{};
@@ -208,6 +237,7 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
 
 std::vector<std::string_view> FusedMoeBackends(const FusedMoeMethod& m) {
   std::vector<std::string_view> names;
+  if (m.b12x_as_auto) names.push_back("b12x");
   for (std::string_view name : m.backends) {
     if (!(m.cutlass_disabled && name == "cutlass")) names.push_back(name);
   }
@@ -215,7 +245,7 @@ std::vector<std::string_view> FusedMoeBackends(const FusedMoeMethod& m) {
 }
 
 std::string FusedMoeBackendRefusal(const FusedMoeMethod& m, std::string_view backend) {
-  if (backend == "auto" || m.family.empty()) return "";
+  if (backend == "auto" || m.family.empty() || (m.b12x_as_auto && backend == "b12x")) return "";
   if (std::find(m.backends.begin(), m.backends.end(), backend) == m.backends.end()) {
     return fmt::format("moe_backend='{}' is not supported for {} MoE.", backend, m.family);
   }

@@ -30,6 +30,9 @@ struct FusedMoeMethod {
   // The FP8 methods built without the vLLM CUTLASS kernels refuse cutlass ("vLLM CUTLASS FP8 MoE
   // backend is disabled for this configuration.") though the family names it.
   bool cutlass_disabled = false;
+  // ModelOpt's FP8_PB_WO experts run b12x as auto (mixed NVFP4/FP8 checkpoints name it for
+  // their NVFP4 layers).
+  bool b12x_as_auto = false;
 };
 
 // What the engine's choice between compressed-tensors' Marlin and plain WNA16 MoE methods reads of
@@ -48,8 +51,8 @@ struct MoeShape {
 // (`expert_dtype`: fp4 or fp8). Compressed-tensors picks by the scheme of `checkpoint_config`
 // (the checkpoint's quantization config) that reaches the experts, read where one config group
 // holds it and no ignore entry names experts (CompressedTensorsMoEMethod.get_moe_method), and
-// `shape`. Quark's schemes, ModelOpt's FP8 variants and mixed layers, and the online method's
-// config are not read: what depends on them is left unknown.
+// `shape`; ModelOpt FP8 by its quant_algo. Quark's schemes, ModelOpt's mixed layers and the
+// online method's config are not read: what depends on them is left unknown.
 FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool lora,
                                  std::string_view expert_dtype = "fp4",
                                  const nlohmann::json& checkpoint_config = nullptr,

@@ -444,7 +444,33 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
             "(FP8 MoE kernels): the engine raises as it builds the model ('moe_backend='b12x' is "
             "not supported for FP8 MoE.'); pass one of triton, deep_gemm, cutlass, "
             "flashinfer_trtllm, flashinfer_cutlass, marlin, aiter, or auto");
+  // ModelOpt FP8 by quant_algo: FP8 builds ModelOptFp8MoEMethod without the vLLM CUTLASS
+  // kernels; FP8_PB_WO builds ModelOptFp8PbWoMoEMethod with them, and runs b12x as auto.
+  qwen["quantization_config"] =
+      nlohmann::json::parse(R"({"quant_method": "modelopt", "quant_algo": "FP8"})");
+  c.enable_eplb = false;
+  EXPECT_EQ(DiagnosticMessage(*testing_configs::PlanWith(qwen, c), "moe-backend"),
+            "--moe-backend b12x with 'config.json' (Qwen3_5MoeForConditionalGeneration), whose "
+            "experts run ModelOptFp8MoEMethod for its modelopt weights (FP8 MoE kernels): the "
+            "engine raises as it builds the model ('moe_backend='b12x' is not supported for FP8 "
+            "MoE.'); pass one of triton, deep_gemm, flashinfer_trtllm, flashinfer_cutlass, "
+            "marlin, aiter, or auto");
+  qwen["quantization_config"] = nlohmann::json::parse(
+      R"({"quant_method": "modelopt", "quantization": {"quant_algo": "fp8_pb_wo"}})");
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  c.moe_backend = "cutlass";
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  c.moe_backend = "humming";
+  EXPECT_EQ(DiagnosticMessage(*testing_configs::PlanWith(qwen, c), "moe-backend"),
+            "--moe-backend humming with 'config.json' (Qwen3_5MoeForConditionalGeneration), "
+            "whose experts run ModelOptFp8PbWoMoEMethod for its modelopt weights (FP8 MoE "
+            "kernels): the engine raises as it builds the model ('moe_backend='humming' is not "
+            "supported for FP8 MoE.'); pass one of b12x, triton, deep_gemm, cutlass, "
+            "flashinfer_trtllm, flashinfer_cutlass, marlin, aiter, or auto");
   c.moe_backend = "auto";
+  c.enable_eplb = true;
+  EXPECT_NE(ConfigErrors(qwen, c).find("('EPLB is not supported ModelOptFp8PbWoMoEMethod.')"),
+            std::string::npos);
   qwen.erase("quantization_config");
   // MiniCPM's own MoE (MiniCPM3 builds it too) raises for EPLB.
   nlohmann::json minicpm = CorpusConfig("minicpm3-4b");
