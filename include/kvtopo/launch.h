@@ -263,6 +263,11 @@ struct LaunchConfig {
   // DeepSeek-V4's model reads deep_gemm_mega_moe (its MegaMoE experts); the cache is the same.
   std::string moe_backend = "auto";
   std::string moe_backend_from;  // the flag that set it: --moe-backend or --kernel-config
+  // VLLM_USE_V2_MODEL_RUNNER as given; unset: the engine's choice (the V1 runner for a MoE or
+  // quantized model). The V1 runner builds a draft under its own config (the speculative
+  // config's moe_backend, a parallel config without expert parallelism); the V2 runner under the
+  // target's. The cache is the same.
+  std::optional<bool> use_v2_model_runner;
   // --enable-eplb: expert-parallel load balancing, which the engine's fused experts refuse as
   // they are built where their quantization method does not support it. The cache is the same.
   bool enable_eplb = false;

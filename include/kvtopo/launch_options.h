@@ -162,6 +162,9 @@ struct LaunchOptions {
   std::optional<std::string> moe_backend;
   std::optional<std::string> linear_backend;
   std::optional<bool> enable_flashinfer_autotune;
+  // VLLM_USE_V2_MODEL_RUNNER: the engine's model runner (unset: its own choice, the V1 runner for
+  // a MoE or quantized model).
+  std::optional<bool> use_v2_model_runner;
   std::optional<std::string> quantization;  // -q: the weights' method; default the checkpoint's
   std::optional<bool> allow_deprecated_quantization;
   std::optional<bool> shard_draft;             // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1

@@ -711,6 +711,20 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "FlashInfer's autotuning at kernel warmup (the cache is the same); the engine refuses it "
        "beside --kernel-config's enable_flashinfer_autotune; default: the engine's",
        &LO::enable_flashinfer_autotune},
+      {"use_v2_model_runner",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_USE_V2_MODEL_RUNNER",
+       "the engine's V2 model runner (read as bool(int(value))); default: the engine's choice, "
+       "the V1 runner for a MoE or quantized model. The cache is the same; a draft is built "
+       "under the target's config there (the speculative config's moe_backend unread), under "
+       "its own under V1 (without expert parallelism)",
+       &LO::use_v2_model_runner,
+       1,
+       0,
+       false,
+       LaunchOption::EnvSwitch::kPythonInt},
       {"data_parallel_external_lb",
        {},
        "dpe",
@@ -2439,6 +2453,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.enable_expert_parallel = o.enable_expert_parallel.value_or(false);
   c.data_parallel_size = o.data_parallel_size.value_or(1);
   c.enable_eplb = o.enable_eplb.value_or(false);
+  c.use_v2_model_runner = o.use_v2_model_runner;
   c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&

@@ -2757,8 +2757,9 @@ void ResolveHybridManager(const LaunchConfig& config, std::string needs_off, Bui
 // Sources: attention.py (DeepseekV4MLAAttention, DeepseekV4IndexerCache), compressor.py
 // (CompressorStateCache), v1/attention/backends/mla/sparse_swa.py (DeepseekV4SWACache),
 // kv_cache_interface.py (the 584-byte row of model_version deepseek_v4, storage_block_size).
-// One DeepSeek-V4 MoE stack's kernels (the target's, or its MTP layers' where the speculative
-// config names other ones), as the fork's models/deepseek_v4/ at 28be48fa9 builds it: the
+// One DeepSeek-V4 MoE stack's kernels (the target's, or its MTP layers' fused experts where
+// they run other kernels than the target's), as the fork's models/deepseek_v4/ at 28be48fa9
+// builds it: the
 // MegaMoE experts (DeepseekV4Model, DeepseekV4MoE, DeepseekV4MegaMoEExperts) for
 // deep_gemm_mega_moe, which raise as the model is built without expert parallelism, for routing
 // other than sqrtsoftplus or experts other than fp4, and assert that the expert-parallel group
@@ -2795,8 +2796,7 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
     }
     return;
   }
-  const std::string loaded =
-      draft ? "once the MTP layers' weights are loaded" : "once the weights are loaded";
+  const std::string loaded = "once the weights are loaded";
   const std::string mega = fmt::format("{} deep_gemm_mega_moe with {}", knob, who);
   if (!config.enable_expert_parallel) {
     b.Error("moe-backend",
@@ -2849,9 +2849,9 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
 }
 
 // DeepSeek-V4's MoE kernels: the target's (--moe-backend or --kernel-config's moe_backend), and
-// its MTP layers' where the speculative config names other ones (the engine builds those once
-// the target's weights are loaded; the same ones fail with the target first). The fused experts
-// also assert that TP divides the routed experts.
+// its MTP layers', which the engine builds once the target's weights are loaded, under the
+// config its model runner gives them (below; kernels the target shares fail with it first). The
+// fused experts also assert that TP divides the routed experts.
 void CheckDeepseekV4Experts(const internal::ModelDescription& model, const LaunchConfig& config,
                             const std::optional<std::string>& quantization,
                             const std::optional<SpeculativeConfig>& mtp, const std::string& what,
@@ -2869,10 +2869,47 @@ void CheckDeepseekV4Experts(const internal::ModelDescription& model, const Launc
       model, config, quantization, config.moe_backend,
       config.moe_backend_from.empty() ? "--moe-backend" : config.moe_backend_from, what,
       /*draft=*/false, b);
-  if (mtp && mtp->moe_backend && *mtp->moe_backend != config.moe_backend) {
-    CheckDeepseekV4MoeKernels(model, config, quantization, *mtp->moe_backend,
-                              "--speculative-config's moe_backend",
-                              fmt::format("the MTP layers of {}", what), /*draft=*/true, b);
+  if (!mtp) return;
+  const std::string mtp_layers = fmt::format("the MTP layers of {}", what);
+  // The V2 model runner builds the MTP layers under the target's config (load_eagle_model):
+  // the target's kernels, checked above.
+  if (config.use_v2_model_runner == true) {
+    if (mtp->moe_backend && *mtp->moe_backend != config.moe_backend) {
+      b.Add(Severity::kWarning, "speculative-moe-backend-unread",
+            fmt::format("--speculative-config's moe_backend {} is not read: the engine's V2 model "
+                        "runner (VLLM_USE_V2_MODEL_RUNNER) builds {} under the target's config, "
+                        "with the target's MoE kernels ({})",
+                        *mtp->moe_backend, mtp_layers, config.moe_backend));
+    }
+    return;
+  }
+  // The V1 runner builds them under the draft's config (_create_draft_vllm_config): the
+  // speculative config's moe_backend, else the target's, and a parallel config of the draft's
+  // own, which has no expert parallelism (create_draft_parallel_config), so MegaMoE experts
+  // there always raise; with the target's MegaMoE refused first for want of it, not repeated.
+  const std::string draft_backend = mtp->moe_backend.value_or(config.moe_backend);
+  if (draft_backend == internal::kMegaMoeBackend) {
+    if (config.moe_backend != internal::kMegaMoeBackend || config.enable_expert_parallel) {
+      b.Error("moe-backend",
+              fmt::format("{}: the engine's V1 model runner builds them under the draft's "
+                          "parallel config, which has no expert parallelism whatever "
+                          "--enable-expert-parallel says (create_draft_parallel_config), so they "
+                          "raise as they are built, once the target's weights are loaded "
+                          "('DeepSeek V4 MegaMoE currently requires expert parallel.'); give the "
+                          "speculative config a fused moe_backend, or set "
+                          "VLLM_USE_V2_MODEL_RUNNER=1, whose runner builds them under the "
+                          "target's config",
+                          mtp->moe_backend ? fmt::format("--speculative-config's moe_backend "
+                                                         "deep_gemm_mega_moe with {}",
+                                                         mtp_layers)
+                                           : fmt::format("{} deep_gemm_mega_moe, which {} inherit",
+                                                         config.moe_backend_from, mtp_layers)));
+    }
+    return;
+  }
+  if (draft_backend != config.moe_backend) {
+    CheckDeepseekV4MoeKernels(model, config, quantization, draft_backend,
+                              "--speculative-config's moe_backend", mtp_layers, /*draft=*/true, b);
   }
 }
 

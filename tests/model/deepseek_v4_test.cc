@@ -253,22 +253,39 @@ TEST(DeepseekV4, MegaMoeMeetsItsKernelsRules) {
             "experts assert as it builds the model; choose a tensor-parallel size that divides "
             "255"
             "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm_mega_moe with "
-            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM) needs expert parallelism: "
-            "the engine raises as it builds the MTP layers, once the target's weights are loaded "
-            "('DeepSeek V4 MegaMoE currently requires expert parallel.'); add "
-            "--enable-expert-parallel or pick another MoE backend"
-            "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm_mega_moe with "
-            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM): its 255 routed experts do "
-            "not split evenly over the expert-parallel group's 2 ranks (--data-parallel-size 1 x "
-            "--prefill-context-parallel-size 1 x --tensor-parallel-size 2), which the engine "
-            "asserts as it builds the MTP layers, once the target's weights are loaded; choose "
-            "sizes whose product divides 255");
-  // A draft that names other kernels keeps the target's MegaMoE from its layers.
+            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM): the engine's V1 model "
+            "runner builds them under the draft's parallel config, which has no expert "
+            "parallelism whatever --enable-expert-parallel says (create_draft_parallel_config), "
+            "so they raise as they are built, once the target's weights are loaded ('DeepSeek V4 "
+            "MegaMoE currently requires expert parallel.'); give the speculative config a fused "
+            "moe_backend, or set VLLM_USE_V2_MODEL_RUNNER=1, whose runner builds them under the "
+            "target's config");
+  // The target's MegaMoE with expert parallelism: its MTP layers inherit the kernels, and the V1
+  // runner builds them without expert parallelism; the V2 runner under the target's config.
   flash = CorpusConfig("deepseek-v4-flash-shaped");
-  c.speculative->moe_backend = "marlin";
+  c.speculative->moe_backend.reset();
   c.moe_backend = "deep_gemm_mega_moe";
-  c.moe_backend_from = "--kernel-config's moe_backend";
+  c.moe_backend_from = "--moe-backend";
   c.enable_expert_parallel = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe, which the MTP layers of "
+            "'config.json' (DeepseekV4ForCausalLM) inherit: the engine's V1 model "
+            "runner builds them under the draft's parallel config, which has no expert "
+            "parallelism whatever --enable-expert-parallel says (create_draft_parallel_config), "
+            "so they raise as they are built, once the target's weights are loaded ('DeepSeek V4 "
+            "MegaMoE currently requires expert parallel.'); give the speculative config a fused "
+            "moe_backend, or set VLLM_USE_V2_MODEL_RUNNER=1, whose runner builds them under the "
+            "target's config");
+  c.use_v2_model_runner = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  c.use_v2_model_runner.reset();
+  // A draft that names other kernels keeps the target's MegaMoE from its layers.
+  c.speculative->moe_backend = "marlin";
+  c.moe_backend_from = "--kernel-config's moe_backend";
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
@@ -355,6 +372,18 @@ TEST(DeepseekV4, FusedExpertsTakeTheirFamilysBackends) {
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
+  // The V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1, as that script sets it) builds the MTP
+  // layers under the target's config: the speculative config's kernels go unread.
+  c.speculative->moe_backend = "b12x";
+  c.use_v2_model_runner = true;
+  plan = PlanWith(flash, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-moe-backend-unread"),
+            "--speculative-config's moe_backend b12x is not read: the engine's V2 model runner "
+            "(VLLM_USE_V2_MODEL_RUNNER) builds the MTP layers of 'config.json' "
+            "(DeepseekV4ForCausalLM) under the target's config, with the target's MoE kernels "
+            "(auto)");
 }
 
 // A proposer without a draft model builds no layer: the caches and groups stay the model's, with
