@@ -1806,6 +1806,67 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// The V2 model runner builds MTP layers under the target's config (load_eagle_model at
+// 28be48fa9), so the speculative config's moe_backend goes unread.
+void WarnDraftMoeBackendUnread(const std::string& backend, const std::string& mtp_layers,
+                               const LaunchConfig& config, Builder& b) {
+  b.Add(Severity::kWarning, "speculative-moe-backend-unread",
+        fmt::format("--speculative-config's moe_backend {} is not read: the engine's V2 model "
+                    "runner (VLLM_USE_V2_MODEL_RUNNER) builds {} under the target's config, with "
+                    "the target's MoE kernels ({})",
+                    backend, mtp_layers, config.moe_backend));
+}
+
+// The model types whose MTP layers build FusedMoE experts for a target with experts (the MTP
+// draft classes at 28be48fa9: DeepSeekMTPModel for the first three, whose quantization config is
+// rebuilt from the draft's checkpoint; Glm4MoeMTPModel, Glm4MoeLiteMTPModel, Qwen3NextMTP,
+// Qwen3_5MoeMTP, OpenPanguMTPModel, HYV3MTPModel). The other MTP classes keep dense MLPs
+// (MiMo, Ernie, EXAONE MoE, LongCat-Flash, GLM-OCR) or MoE only by their layer pattern
+// (NemotronH, Step 3.5): not checked.
+constexpr std::string_view kMtpMoeModelTypes[] = {"deepseek_v3", "deepseek_v32",    "glm_moe_dsa",
+                                                  "glm4_moe",    "glm4_moe_lite",   "qwen3_next",
+                                                  "qwen3_5_moe", "pangu_ultra_moe", "hy_v3"};
+
+// A MoE target's MTP layers' kernels: the V1 model runner builds them under the draft's config
+// (_create_draft_vllm_config), whose moe_backend is the speculative config's when given, once the
+// target's weights are loaded; the V2 runner under the target's (load_eagle_model), leaving the
+// speculative config's unread. The same kernels as the target's fail with it first. A
+// DeepSeekMTPModel draft of a modelopt_fp4 checkpoint may build its experts unquantized (its
+// rebuilt config keeps none without NextN FP4 experts): not known.
+void CheckMtpMoeKernels(const LaunchConfig& config, const ModelDescription& m,
+                        const internal::LoadedConfig& target,
+                        const std::optional<std::string>& quantization,
+                        const nlohmann::json& quantization_config, const SpeculativeConfig& spec,
+                        Builder& b) {
+  if (!spec.moe_backend || *spec.moe_backend == config.moe_backend || m.num_experts == 0) return;
+  const std::string mtp_layers =
+      fmt::format("the MTP layers of '{}' ({})", target.file, m.architecture);
+  if (config.use_v2_model_runner == true) {
+    WarnDraftMoeBackendUnread(*spec.moe_backend, mtp_layers, config, b);
+    return;
+  }
+  const bool deepseek_mtp = m.model_type == "deepseek_v3" || m.model_type == "deepseek_v32" ||
+                            m.model_type == "glm_moe_dsa";
+  if (std::find(std::begin(kMtpMoeModelTypes), std::end(kMtpMoeModelTypes), m.model_type) ==
+          std::end(kMtpMoeModelTypes) ||
+      (deepseek_mtp && quantization == "modelopt_fp4") ||
+      (!quantization && target.file.starts_with("profiles/"))) {
+    return;
+  }
+  const internal::FusedMoeMethod method =
+      internal::FusedMoeMethodFor(quantization, config.enable_lora, "fp4", quantization_config);
+  if (const std::string refusal = internal::FusedMoeBackendRefusal(method, *spec.moe_backend);
+      !refusal.empty()) {
+    b.Error("moe-backend",
+            fmt::format("--speculative-config's moe_backend {} with {}, whose experts run {} ({} "
+                        "MoE kernels): the engine's V1 model runner builds them under the "
+                        "draft's config and raises as it builds them, once the target's weights "
+                        "are loaded ('{}'); pass one of {}, or auto",
+                        *spec.moe_backend, mtp_layers, method.engine_class, method.family, refusal,
+                        fmt::join(internal::FusedMoeBackends(method), ", ")));
+  }
+}
+
 // The engine's head split under tensor parallelism: TP divides the attention heads
 // (ModelConfig.verify_with_parallel_config refuses the launch otherwise), and a K/V attention
 // layer's KV heads are split over TP or replicated across it, so one divides the other (the QKV
@@ -2875,11 +2936,7 @@ void CheckDeepseekV4Experts(const internal::ModelDescription& model, const Launc
   // the target's kernels, checked above.
   if (config.use_v2_model_runner == true) {
     if (mtp->moe_backend && *mtp->moe_backend != config.moe_backend) {
-      b.Add(Severity::kWarning, "speculative-moe-backend-unread",
-            fmt::format("--speculative-config's moe_backend {} is not read: the engine's V2 model "
-                        "runner (VLLM_USE_V2_MODEL_RUNNER) builds {} under the target's config, "
-                        "with the target's MoE kernels ({})",
-                        *mtp->moe_backend, mtp_layers, config.moe_backend));
+      WarnDraftMoeBackendUnread(*mtp->moe_backend, mtp_layers, config, b);
     }
     return;
   }
@@ -3788,6 +3845,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
             target.file, model.mtp_key));
       }
       b.out.draft_name = target.name + " (mtp)";
+      CheckMtpMoeKernels(config, model, target, b.out.quantization, b.quantization_config, *spec,
+                         b);
       // The MTP draft's model config reads the target's checkpoint with the target's method,
       // unless the speculative config names another.
       if (spec->quantization) {

@@ -191,6 +191,14 @@ TEST(DeepseekV4, MtpMeetsTheLaunchRulesOfEveryTarget) {
 // take the speculative config's moe_backend when given, and are built after the target's
 // weights load. The fused experts assert that TP divides the routed experts.
 TEST(DeepseekV4, MegaMoeMeetsItsKernelsRules) {
+  // The V1 model runner's draft parallel config copies no expert parallelism.
+  const std::string kV1DraftMegaMoe =
+      " the engine's V1 model runner builds them under the draft's parallel config, which has no "
+      "expert parallelism whatever --enable-expert-parallel says (create_draft_parallel_config), "
+      "so they raise as they are built, once the target's weights are loaded ('DeepSeek V4 "
+      "MegaMoE currently requires expert parallel.'); give the speculative config a fused "
+      "moe_backend, or set VLLM_USE_V2_MODEL_RUNNER=1, whose runner builds them under the "
+      "target's config";
   nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
   LaunchConfig c = Flash(30000, int64_t{10} << 30);
   c.moe_backend = "deep_gemm_mega_moe";
@@ -253,13 +261,8 @@ TEST(DeepseekV4, MegaMoeMeetsItsKernelsRules) {
             "experts assert as it builds the model; choose a tensor-parallel size that divides "
             "255"
             "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm_mega_moe with "
-            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM): the engine's V1 model "
-            "runner builds them under the draft's parallel config, which has no expert "
-            "parallelism whatever --enable-expert-parallel says (create_draft_parallel_config), "
-            "so they raise as they are built, once the target's weights are loaded ('DeepSeek V4 "
-            "MegaMoE currently requires expert parallel.'); give the speculative config a fused "
-            "moe_backend, or set VLLM_USE_V2_MODEL_RUNNER=1, whose runner builds them under the "
-            "target's config");
+            "the MTP layers of 'config.json' (DeepseekV4ForCausalLM):" +
+                kV1DraftMegaMoe);
   // The target's MegaMoE with expert parallelism: its MTP layers inherit the kernels, and the V1
   // runner builds them without expert parallelism; the V2 runner under the target's config.
   flash = CorpusConfig("deepseek-v4-flash-shaped");
@@ -271,13 +274,8 @@ TEST(DeepseekV4, MegaMoeMeetsItsKernelsRules) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [moe-backend] --moe-backend deep_gemm_mega_moe, which the MTP layers of "
-            "'config.json' (DeepseekV4ForCausalLM) inherit: the engine's V1 model "
-            "runner builds them under the draft's parallel config, which has no expert "
-            "parallelism whatever --enable-expert-parallel says (create_draft_parallel_config), "
-            "so they raise as they are built, once the target's weights are loaded ('DeepSeek V4 "
-            "MegaMoE currently requires expert parallel.'); give the speculative config a fused "
-            "moe_backend, or set VLLM_USE_V2_MODEL_RUNNER=1, whose runner builds them under the "
-            "target's config");
+            "'config.json' (DeepseekV4ForCausalLM) inherit:" +
+                kV1DraftMegaMoe);
   c.use_v2_model_runner = true;
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

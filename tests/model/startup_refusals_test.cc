@@ -518,6 +518,28 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   EXPECT_EQ(Errors(o), "");
   o.quantization = "modelopt_fp4";
   EXPECT_EQ(Errors(o), "");
+
+  // MTP layers with experts (Qwen3-Next's): the V1 runner builds them with the speculative
+  // config's moe_backend, the V2 runner with the target's (the key unread, a warning).
+  LaunchConfig mtp;
+  mtp.speculative =
+      SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 2, .moe_backend = "deep_gemm"};
+  Result<Plan> plan = testing_configs::PlanWith(CorpusConfig("qwen3-next-80b"), mtp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm with the MTP "
+            "layers of 'config.json' (Qwen3NextForCausalLM), whose experts run "
+            "UnquantizedFusedMoEMethod (unquantized MoE kernels): the engine's V1 model runner "
+            "builds them under the draft's config and raises as it builds them, once the "
+            "target's weights are loaded ('moe_backend='deep_gemm' is not supported for "
+            "unquantized MoE.'); pass one of triton, flashinfer_trtllm, flashinfer_cutlass, "
+            "aiter, or auto");
+  mtp.use_v2_model_runner = true;
+  plan = testing_configs::PlanWith(CorpusConfig("qwen3-next-80b"), mtp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_NE(DiagnosticMessage(*plan, "speculative-moe-backend-unread").find("V2 model runner"),
+            std::string::npos);
 }
 
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the
