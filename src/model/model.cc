@@ -1744,6 +1744,51 @@ void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, cons
   }
 }
 
+// A named MoE backend against the FusedMoE method its experts run: the method's kernel family
+// (its map raises for a name outside it), the GPU the family's kernels for that name run on
+// (their _supports_current_device, where the launch states the GPU), and expert parallelism
+// over more than one rank, which NVFP4's b12x and CUTLASS kernels refuse
+// (_supports_parallel_config). `who` names the experts, `weights` adds what they are built from,
+// `built` says when the engine raises.
+void CheckNamedMoeBackend(const internal::FusedMoeMethod& method, const std::string& backend,
+                          const std::string& knob, const std::string& who,
+                          const std::string& weights, const std::string& built,
+                          const LaunchConfig& config, Builder& b) {
+  const std::string experts =
+      fmt::format("{} {} with {}, whose experts run {}{} ({} MoE kernels)", knob, backend, who,
+                  method.engine_class, weights, method.family);
+  if (const std::string refusal = internal::FusedMoeBackendRefusal(method, backend);
+      !refusal.empty()) {
+    b.Error("moe-backend",
+            fmt::format("{}: the engine raises {} ('{}'); pass one of {}, or auto", experts, built,
+                        refusal, fmt::join(internal::FusedMoeBackends(method), ", ")));
+    return;
+  }
+  if (const std::optional<DeviceCapability>& gpu = config.cache.device_capability) {
+    if (const std::string runs_on = internal::FusedMoeBackendGpuRefusal(method, backend, *gpu);
+        !runs_on.empty()) {
+      b.Error("moe-backend",
+              fmt::format("{}: its {} kernels run on {}, not {}: the engine raises {} ('... "
+                          "does not support the deployment configuration since kernel does not "
+                          "support current device'); pick another MoE backend",
+                          experts, backend, runs_on, config.cache.DeviceCapabilityText(), built));
+    }
+  }
+  // Each factor is at most 4,096 (the launch options' bounds): no overflow.
+  const int64_t ep_ranks = config.data_parallel_size *
+                           config.parallel.prefill_context_parallel_size *
+                           config.parallel.tensor_parallel_size;
+  if (const std::string kernels = internal::FusedMoeBackendRefusesExpertParallel(method, backend);
+      !kernels.empty() && config.enable_expert_parallel && ep_ranks > 1) {
+    b.Error("moe-backend",
+            fmt::format("{} and --enable-expert-parallel over {} ranks: its {} kernels take no "
+                        "expert parallelism, so the engine raises {} ('... does not support the "
+                        "deployment configuration since kernel does not support parallel "
+                        "config'); drop --enable-expert-parallel or pick another MoE backend",
+                        experts, ep_ranks, kernels, built));
+  }
+}
+
 // A MoE target's experts as the engine builds them (the fork at 28be48fa9): FusedMoE layers map
 // a --moe-backend other than auto through their quantization method's kernel family and raise
 // for a name outside it, and raise with --enable-eplb where the model passes it on
@@ -1784,15 +1829,8 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
       quantization, config.enable_lora, "fp4", quantization_config, shape);
   const std::string weights =
       quantization ? fmt::format("its {} weights", *quantization) : "its unquantized weights";
-  if (const std::string refusal = internal::FusedMoeBackendRefusal(method, config.moe_backend);
-      !refusal.empty()) {
-    b.Error(
-        "moe-backend",
-        fmt::format("{} {} with {}, whose experts run {} for {} ({} MoE kernels): the engine "
-                    "raises as it builds the model ('{}'); pass one of {}, or auto",
-                    config.moe_backend_from, config.moe_backend, what, method.engine_class, weights,
-                    method.family, refusal, fmt::join(internal::FusedMoeBackends(method), ", ")));
-  }
+  CheckNamedMoeBackend(method, config.moe_backend, config.moe_backend_from, what,
+                       fmt::format(" for {}", weights), "as it builds the model", config, b);
   if (config.enable_eplb && internal::ExpertsTakeEplb(m.architecture) &&
       method.supports_eplb == false) {
     b.Error("eplb-quantization",
@@ -1855,16 +1893,11 @@ void CheckMtpMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
   const internal::FusedMoeMethod method =
       internal::FusedMoeMethodFor(quantization, config.enable_lora, "fp4", quantization_config);
-  if (const std::string refusal = internal::FusedMoeBackendRefusal(method, *spec.moe_backend);
-      !refusal.empty()) {
-    b.Error("moe-backend",
-            fmt::format("--speculative-config's moe_backend {} with {}, whose experts run {} ({} "
-                        "MoE kernels): the engine's V1 model runner builds them under the "
-                        "draft's config and raises as it builds them, once the target's weights "
-                        "are loaded ('{}'); pass one of {}, or auto",
-                        *spec.moe_backend, mtp_layers, method.engine_class, method.family, refusal,
-                        fmt::join(internal::FusedMoeBackends(method), ", ")));
-  }
+  CheckNamedMoeBackend(method, *spec.moe_backend, "--speculative-config's moe_backend", mtp_layers,
+                       "",
+                       "as its V1 model runner builds them under the draft's config, once the "
+                       "target's weights are loaded",
+                       config, b);
 }
 
 // The engine's head split under tensor parallelism: TP divides the attention heads
@@ -2847,14 +2880,7 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
     }
     const internal::FusedMoeMethod method =
         internal::FusedMoeMethodFor(quantization, config.enable_lora, v4.expert_dtype);
-    if (const std::string refusal = internal::FusedMoeBackendRefusal(method, backend);
-        !refusal.empty()) {
-      b.Error("moe-backend",
-              fmt::format("{} {} with {}, whose experts run {} ({} MoE kernels): the engine "
-                          "raises {} ('{}'); pass one of {}, or auto",
-                          knob, backend, who, method.engine_class, method.family, built, refusal,
-                          fmt::join(internal::FusedMoeBackends(method), ", ")));
-    }
+    CheckNamedMoeBackend(method, backend, knob, who, "", built, config, b);
     return;
   }
   const std::string loaded = "once the weights are loaded";

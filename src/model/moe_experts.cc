@@ -235,6 +235,107 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
   return {};
 }
 
+namespace {
+
+// Where each family's named kernels run on CUDA (the experts classes' _supports_current_device
+// at 28be48fa9): "X.x" a major version, "X.Y" exactly, "X.Y+" that or later, "none" nowhere
+// (AITER's kernels are ROCm's). The family is the method's, with DeepSeek-V4's MXFP4 experts
+// (Mxfp4MoEMethod) apart from gpt-oss's.
+struct GpuRow {
+  std::string_view family;  // FusedMoeMethod::family, or "MXFP4 DeepSeek-V4"
+  std::string_view backend;
+  std::string_view runs_on;
+};
+constexpr GpuRow kGpuRows[] = {
+    {"unquantized", "flashinfer_trtllm", "10.x"},
+    {"unquantized", "flashinfer_cutlass", "9.0 10.x 12.x"},
+    {"unquantized", "aiter", "none"},
+    {"FP8", "triton", "8.9+"},
+    {"FP8", "flashinfer_trtllm", "10.x"},
+    {"FP8", "marlin", "7.5+"},
+    {"FP8", "aiter", "none"},
+    {"MXFP4", "flashinfer_trtllm", "10.x"},
+    {"MXFP4", "triton", "9.0 10.x"},
+    {"MXFP4", "triton_unfused", "9.0 10.x"},
+    {"MXFP4", "marlin", "7.5+"},
+    {"MXFP4", "humming", "7.5+"},
+    {"MXFP4", "aiter", "none"},
+    {"MXFP4 DeepSeek-V4", "deep_gemm", "10.x"},
+    {"MXFP4 DeepSeek-V4", "flashinfer_trtllm", "10.x"},
+    {"MXFP4 DeepSeek-V4", "flashinfer_cutlass", "9.0 10.x 12.x"},
+    {"MXFP4 DeepSeek-V4", "marlin", "7.5+"},
+    {"MXFP4 DeepSeek-V4", "aiter", "none"},
+    {"NvFP4", "b12x", "12.x"},
+    {"NvFP4", "cutlass", "10.x 11.x 12.x"},
+    {"NvFP4", "flashinfer_trtllm", "10.x"},
+    {"NvFP4", "flashinfer_cutlass", "10.x 12.x"},
+    {"NvFP4", "flashinfer_cutedsl", "10.x"},
+    {"NvFP4", "marlin", "7.5+"},
+    {"MXFP8", "flashinfer_trtllm", "10.x"},
+    {"MXFP8", "marlin", "7.5+"},
+    {"Int8", "triton", "7.5+"},
+};
+
+bool RunsOn(std::string_view runs_on, const DeviceCapability& gpu) {
+  size_t start = 0;
+  while (start < runs_on.size()) {
+    size_t end = runs_on.find(' ', start);
+    if (end == std::string_view::npos) end = runs_on.size();
+    const std::string_view token = runs_on.substr(start, end - start);
+    start = end + 1;
+    if (token == "none") return false;
+    const int major = std::stoi(std::string(token.substr(0, token.find('.'))));
+    const std::string_view rest = token.substr(token.find('.') + 1);
+    if (rest == "x") {
+      if (gpu.major == major) return true;
+      continue;
+    }
+    const bool or_later = rest.ends_with('+');
+    const int minor = std::stoi(std::string(or_later ? rest.substr(0, rest.size() - 1) : rest));
+    const int want = major * 10 + minor, have = gpu.major * 10 + gpu.minor;
+    if (or_later ? have >= want : have == want) return true;
+  }
+  return false;
+}
+
+std::string RunsOnText(std::string_view runs_on) {
+  if (runs_on == "none") return "no CUDA GPU (ROCm's kernels)";
+  std::string text;
+  size_t start = 0;
+  while (start < runs_on.size()) {
+    size_t end = runs_on.find(' ', start);
+    if (end == std::string_view::npos) end = runs_on.size();
+    std::string token(runs_on.substr(start, end - start));
+    if (token.ends_with('+')) token = token.substr(0, token.size() - 1) + " or later";
+    text += (text.empty() ? "" : ", ") + token;
+    start = end + 1;
+  }
+  return "compute capability " + text;
+}
+
+}  // namespace
+
+std::string FusedMoeBackendGpuRefusal(const FusedMoeMethod& m, std::string_view backend,
+                                      const DeviceCapability& gpu) {
+  if (m.family.empty() || !FusedMoeBackendRefusal(m, backend).empty()) return "";
+  const std::string family =
+      m.engine_class == "Mxfp4MoEMethod" ? "MXFP4 DeepSeek-V4" : std::string(m.family);
+  for (const GpuRow& row : kGpuRows) {
+    if (row.family == family && row.backend == backend) {
+      return RunsOn(row.runs_on, gpu) ? "" : RunsOnText(row.runs_on);
+    }
+  }
+  return "";
+}
+
+std::string FusedMoeBackendRefusesExpertParallel(const FusedMoeMethod& m,
+                                                 std::string_view backend) {
+  if (m.family != "NvFP4") return "";
+  if (backend == "b12x") return "B12xExperts";
+  if (backend == "cutlass") return "CutlassExpertsFp4";
+  return "";
+}
+
 std::vector<std::string_view> FusedMoeBackends(const FusedMoeMethod& m) {
   std::vector<std::string_view> names;
   if (m.b12x_as_auto) names.push_back("b12x");

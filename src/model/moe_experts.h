@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kvtopo/backend.h"
+
 namespace kvtopo::internal {
 
 // A FusedMoE method class of the fork at 28be48fa9 and what it does with --moe-backend.
@@ -61,6 +63,16 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
 // The names of the MoEBackend literal that experts built with `m` take (its family's, less
 // cutlass where it is disabled); empty where the family is not known or moe_backend is unread.
 std::vector<std::string_view> FusedMoeBackends(const FusedMoeMethod& m);
+
+// The GPUs the kernels `backend` names for experts built with `m` run on, where a GPU of
+// capability `gpu` is not among them (as a list such as "10.x" or "8.9 or later"), else empty:
+// each family's kernel classes' _supports_current_device on CUDA at 28be48fa9, less the cases
+// that also hang on the weights' layout or the activation. `expert_parallel`: the experts are
+// split over more than one rank, which NVFP4's b12x and CUTLASS kernels refuse (the second
+// return, the kernels' name; empty where they take it).
+std::string FusedMoeBackendGpuRefusal(const FusedMoeMethod& m, std::string_view backend,
+                                      const DeviceCapability& gpu);
+std::string FusedMoeBackendRefusesExpertParallel(const FusedMoeMethod& m, std::string_view backend);
 
 // The engine's refusal of `backend` (a MoEBackend name) for experts built with `m`, as the
 // quoted message the engine raises as it builds them; empty: accepted (auto, or a family name),

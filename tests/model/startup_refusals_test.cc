@@ -529,17 +529,93 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm with the MTP "
             "layers of 'config.json' (Qwen3NextForCausalLM), whose experts run "
-            "UnquantizedFusedMoEMethod (unquantized MoE kernels): the engine's V1 model runner "
-            "builds them under the draft's config and raises as it builds them, once the "
-            "target's weights are loaded ('moe_backend='deep_gemm' is not supported for "
-            "unquantized MoE.'); pass one of triton, flashinfer_trtllm, flashinfer_cutlass, "
-            "aiter, or auto");
+            "UnquantizedFusedMoEMethod (unquantized MoE kernels): the engine raises as its V1 "
+            "model runner builds them under the draft's config, once the target's weights are "
+            "loaded ('moe_backend='deep_gemm' is not supported for unquantized MoE.'); pass one "
+            "of triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
   mtp.use_v2_model_runner = true;
   plan = testing_configs::PlanWith(CorpusConfig("qwen3-next-80b"), mtp);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_NE(DiagnosticMessage(*plan, "speculative-moe-backend-unread").find("V2 model runner"),
             std::string::npos);
+
+  // The GPU a named backend's kernels run on (where the launch states it), and NVFP4's b12x and
+  // CUTLASS kernels, which take no expert parallelism.
+  o = Model("gpt-oss-120b");
+  o.moe_backend = "flashinfer_trtllm";
+  o.device_capability = "9.0";
+  EXPECT_EQ(Errors(o),
+            "\n  error [moe-backend] --moe-backend flashinfer_trtllm with "
+            "'profiles/gpt-oss-120b.json' (GptOssForCausalLM), whose experts run "
+            "GptOssMxfp4MoEMethod for its gpt_oss_mxfp4 weights (MXFP4 MoE kernels): its "
+            "flashinfer_trtllm kernels run on compute capability 10.x, not 9.0 "
+            "(--device-capability): the engine raises as it builds the model ('... does not "
+            "support the deployment configuration since kernel does not support current "
+            "device'); pick another MoE backend");
+  o.device_capability = "10.0";
+  EXPECT_EQ(Errors(o), "");
+  o.moe_backend = "marlin";
+  o.device_capability = "12.0";
+  EXPECT_EQ(Errors(o), "");
+  o.moe_backend = "aiter";
+  EXPECT_NE(Errors(o).find("its aiter kernels run on no CUDA GPU (ROCm's kernels), not 12.0"),
+            std::string::npos);
+  o = Model("glm-5.1");  // the fork's run-glm51-vllm launch
+  o.quantization = "modelopt_fp4";
+  o.moe_backend = "b12x";
+  o.attention_backend = "B12X_MLA_SPARSE";
+  o.device_capability = "12.0";
+  o.tensor_parallel_size = 8;
+  EXPECT_EQ(Errors(o), "");
+  o.enable_expert_parallel = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [moe-backend] --moe-backend b12x with 'profiles/glm-5.1.json' "
+            "(GlmMoeDsaForCausalLM), whose experts run ModelOptNvFp4FusedMoE for its modelopt_fp4 "
+            "weights (NvFP4 MoE kernels) and --enable-expert-parallel over 8 ranks: its "
+            "B12xExperts kernels take no expert parallelism, so the engine raises as it builds "
+            "the model ('... does not support the deployment configuration since kernel does not "
+            "support parallel config'); drop --enable-expert-parallel or pick another MoE "
+            "backend");
+  o.device_capability = "10.0";
+  o.enable_expert_parallel = false;
+  EXPECT_NE(Errors(o).find("its b12x kernels run on compute capability 12.x, not 10.0"),
+            std::string::npos);
+}
+
+// The engine's own expert-parallel load-balancing launches (its scheduled integration tests at
+// 28be48fa9, .buildkite/scripts/scheduled_integration_test/qwen30b_a3b_fp8_block_ep_eplb.sh,
+// qwen30b_a3b_fp8_dp4_async_eplb.sh, qwen3_next_mtp_async_eplb.sh) plan: Qwen3 MoE and
+// Qwen3-Next pass --enable-eplb to their experts, whose FP8 and unquantized methods support it.
+// Qwen3-30B-A3B-FP8's config: fuzz/corpus/config_plan/qwen3-30b-a3b-fp8.json.
+TEST(StartupRefusals, EngineExpertParallelLoadBalancingLaunches) {
+  LaunchOptions o =
+      Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/qwen3-30b-a3b-fp8.json");
+  o.enforce_eager = true;
+  o.enable_eplb = true;
+  o.enable_expert_parallel = true;
+  o.all2all_backend = "deepep_low_latency";
+  o.tensor_parallel_size = 2;
+  o.data_parallel_size = 2;
+  o.max_model_len = 2048;
+  EXPECT_EQ(AcceptedTokens(o), 699040);  // 48 layers x 2 x 2 KV heads x 128 x 2 B a token
+  o.all2all_backend.reset();
+  o.tensor_parallel_size.reset();
+  o.data_parallel_size = 4;
+  EXPECT_EQ(AcceptedTokens(o), 349520);
+  o.moe_backend = "cutlass";  // Fp8MoEMethod builds without the vLLM CUTLASS kernels
+  EXPECT_NE(Errors(o).find("'vLLM CUTLASS FP8 MoE backend is disabled for this configuration.'"),
+            std::string::npos);
+  o = Model("qwen3-next-80b");
+  o.async_scheduling = false;
+  o.attention_backend = "TRITON_ATTN";
+  o.enforce_eager = true;
+  o.tensor_parallel_size = 4;
+  o.enable_expert_parallel = true;
+  o.enable_eplb = true;
+  o.speculative_config = R"({"method":"qwen3_next_mtp","num_speculative_tokens":1})";
+  o.max_model_len = 2048;
+  EXPECT_EQ(AcceptedTokens(o), 1435473);
 }
 
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the
