@@ -64,14 +64,15 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
 // cutlass where it is disabled); empty where the family is not known or moe_backend is unread.
 std::vector<std::string_view> FusedMoeBackends(const FusedMoeMethod& m);
 
-// The GPUs the kernels `backend` names for experts built with `m` run on, where a GPU of
-// capability `gpu` is not among them (as a list such as "10.x" or "8.9 or later"), else empty:
-// each family's kernel classes' _supports_current_device on CUDA at 28be48fa9, less the cases
-// that also hang on the weights' layout or the activation. `expert_parallel`: the experts are
-// split over more than one rank, which NVFP4's b12x and CUTLASS kernels refuse (the second
-// return, the kernels' name; empty where they take it).
+// The GPUs the kernels `backend` names for experts built with `m` run on ("compute capability
+// 10.x", "... 8.9 or later"), where a GPU of capability `gpu` is not among them; else empty:
+// each family's kernel classes' _supports_current_device on CUDA at 28be48fa9, less the names
+// whose kernels also hang on the weights' layout or the activation.
 std::string FusedMoeBackendGpuRefusal(const FusedMoeMethod& m, std::string_view backend,
                                       const DeviceCapability& gpu);
+// The kernel class `backend` names for experts built with `m` where it takes no expert
+// parallelism over more than one rank (_supports_parallel_config: NVFP4's b12x and CUTLASS
+// kernels); else empty.
 std::string FusedMoeBackendRefusesExpertParallel(const FusedMoeMethod& m, std::string_view backend);
 
 // The engine's refusal of `backend` (a MoEBackend name) for experts built with `m`, as the
