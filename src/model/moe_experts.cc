@@ -238,9 +238,10 @@ FusedMoeMethod FusedMoeMethodFor(const std::optional<std::string>& method, bool 
 namespace {
 
 // Where each family's named kernels run on CUDA (the experts classes' _supports_current_device
-// at 28be48fa9): "X.x" a major version, "X.Y" exactly, "X.Y+" that or later, "none" nowhere
-// (AITER's kernels are ROCm's). The family is the method's, with DeepSeek-V4's MXFP4 experts
-// (Mxfp4MoEMethod) apart from gpt-oss's.
+// at 28be48fa9, which is_supported_config asks first; what the kernels also ask of the weights'
+// scales and the activation is not read): "X.x" a major version, "X.Y" exactly, "X.Y+" that or
+// later, "none" nowhere (AITER's kernels are ROCm's). The family is the method's, with
+// DeepSeek-V4's MXFP4 experts (Mxfp4MoEMethod) apart from gpt-oss's.
 struct GpuRow {
   std::string_view family;  // FusedMoeMethod::family, or "MXFP4 DeepSeek-V4"
   std::string_view backend;
@@ -251,10 +252,13 @@ constexpr GpuRow kGpuRows[] = {
     {"unquantized", "flashinfer_cutlass", "9.0 10.x 12.x"},
     {"unquantized", "aiter", "none"},
     {"FP8", "triton", "8.9+"},
+    {"FP8", "deep_gemm", "9.0 10.x"},
+    {"FP8", "flashinfer_cutlass", "9.0 10.x 12.x"},
     {"FP8", "flashinfer_trtllm", "10.x"},
     {"FP8", "marlin", "7.5+"},
     {"FP8", "aiter", "none"},
     {"MXFP4", "flashinfer_trtllm", "10.x"},
+    {"MXFP4", "flashinfer_cutlass", "9.0 10.x 12.x"},
     {"MXFP4", "triton", "9.0 10.x"},
     {"MXFP4", "triton_unfused", "9.0 10.x"},
     {"MXFP4", "marlin", "7.5+"},

@@ -66,8 +66,8 @@ std::vector<std::string_view> FusedMoeBackends(const FusedMoeMethod& m);
 
 // The GPUs the kernels `backend` names for experts built with `m` run on ("compute capability
 // 10.x", "... 8.9 or later"), where a GPU of capability `gpu` is not among them; else empty:
-// each family's kernel classes' _supports_current_device on CUDA at 28be48fa9, less the names
-// whose kernels also hang on the weights' layout or the activation.
+// each family's kernel classes' _supports_current_device on CUDA at 28be48fa9 (what they also
+// ask of the weights' scales or the activation is not read).
 std::string FusedMoeBackendGpuRefusal(const FusedMoeMethod& m, std::string_view backend,
                                       const DeviceCapability& gpu);
 // The kernel class `backend` names for experts built with `m` where it takes no expert

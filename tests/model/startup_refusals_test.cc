@@ -561,6 +561,13 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   o.moe_backend = "aiter";
   EXPECT_NE(Errors(o).find("its aiter kernels run on no CUDA GPU (ROCm's kernels), not 12.0"),
             std::string::npos);
+  o = Model("deepseek-v3.2");  // FP8 experts: DeepGEMM runs on Hopper and Blackwell
+  o.moe_backend = "deep_gemm";
+  o.device_capability = "12.0";
+  EXPECT_NE(Errors(o).find("its deep_gemm kernels run on compute capability 9.0, 10.x, not 12.0"),
+            std::string::npos);
+  o.device_capability = "9.0";
+  EXPECT_EQ(Errors(o), "");
   o = Model("glm-5.1");  // the fork's run-glm51-vllm launch
   o.quantization = "modelopt_fp4";
   o.moe_backend = "b12x";
