@@ -3134,6 +3134,7 @@ void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
         std::tuple{"n_layer", &m.num_hidden_layers, kMaxModelDim},
         std::tuple{"n_layers", &m.num_hidden_layers, kMaxModelDim},
         std::tuple{"num_layers", &m.num_hidden_layers, kMaxModelDim},
+        std::tuple{"moe_intermediate_size", &m.moe_intermediate_size, kMaxModelDim},
         std::tuple{"vocab_size", &m.vocab_size, int64_t{std::numeric_limits<int32_t>::max()}}}) {
     if (*out != 0 || !text.contains(key)) continue;
     *out = JsonIntIn(text[key], 1, max).value_or(0);
@@ -3572,10 +3573,6 @@ Status ReadDeepseekV4(const ConfigReader& r, ModelDescription& m) {
     if (!config.contains(key)) continue;
     const nlohmann::json& v = config[key];
     *out = v.is_string() ? v.get<std::string>() : internal::JsonText(v);
-  }
-  if (config.contains("moe_intermediate_size")) {
-    v4.moe_intermediate_size =
-        internal::JsonIntIn(config["moe_intermediate_size"], 1, kMaxModelDim).value_or(0);
   }
   m.deepseek_v4 = std::move(v4);
   return Status::Ok();

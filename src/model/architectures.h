@@ -147,10 +147,9 @@ struct ModelDescription {
     int64_t mtp_layers = 0;      // num_nextn_predict_layers
     // What DeepseekV4MoE's MegaMoE experts ask of the config: scoring_func and expert_dtype as
     // stated (the JSON text of a value that is not a string; the engine's getattr defaults,
-    // sqrtsoftplus and fp4, when absent), and moe_intermediate_size (0: not stated).
+    // sqrtsoftplus and fp4, when absent).
     std::string scoring_func = "sqrtsoftplus";
     std::string expert_dtype = "fp4";
-    int64_t moe_intermediate_size = 0;
   };
   std::optional<DeepseekV4> deepseek_v4;
   // The model's dtype for the recurrent SSM state (Qwen3.5's mamba_ssm_dtype; NemotronH's
@@ -197,6 +196,8 @@ struct ModelDescription {
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t vocab_size = 0;  // the text model's vocab_size as stated; 0: not known
+  // The text model's moe_intermediate_size (an expert's width) as stated; 0: not known.
+  int64_t moe_intermediate_size = 0;
   // The text model's expert count as the engine reads it (EngineExpertCount); 0: the config states
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;

@@ -20,7 +20,6 @@
 
 #include "internal/ascii_case.h"
 #include "internal/checked_math.h"
-#include "internal/json_int.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/limits.h"
@@ -1744,6 +1743,13 @@ void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, cons
   }
 }
 
+// The ranks the engine's expert-parallel group spans: DP x PCP x TP (init_model_parallel_group's
+// "ep" at 28be48fa9). Each factor is at most 4,096 (the launch options' bounds): no overflow.
+int64_t ExpertParallelRanks(const LaunchConfig& config) {
+  return config.data_parallel_size * config.parallel.prefill_context_parallel_size *
+         config.parallel.tensor_parallel_size;
+}
+
 // A named MoE backend against the FusedMoE method its experts run: the method's kernel family
 // (its map raises for a name outside it), the GPU the family's kernels for that name run on
 // (their _supports_current_device, where the launch states the GPU), and expert parallelism
@@ -1774,10 +1780,7 @@ void CheckNamedMoeBackend(const internal::FusedMoeMethod& method, const std::str
                           experts, backend, runs_on, config.cache.DeviceCapabilityText(), built));
     }
   }
-  // Each factor is at most 4,096 (the launch options' bounds): no overflow.
-  const int64_t ep_ranks = config.data_parallel_size *
-                           config.parallel.prefill_context_parallel_size *
-                           config.parallel.tensor_parallel_size;
+  const int64_t ep_ranks = ExpertParallelRanks(config);
   if (const std::string kernels = internal::FusedMoeBackendRefusesExpertParallel(method, backend);
       !kernels.empty() && config.enable_expert_parallel && ep_ranks > 1) {
     b.Error("moe-backend",
@@ -1814,16 +1817,10 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   const bool weights_known = quantization || !file.starts_with("profiles/");
   if (!weights_known || !internal::ExpertsAreFusedMoe(m.architecture)) return;
   // The experts' width per rank, which compressed-tensors' choice of MoE method reads: whole
-  // under expert parallelism (the text config's moe_intermediate_size; not known otherwise).
-  const nlohmann::json& json = target.json;
-  const nlohmann::json& text =
-      json.contains("text_config") && json["text_config"].is_object() ? json["text_config"] : json;
+  // under expert parallelism (not known otherwise).
   const internal::MoeShape shape{
       .hidden_size = m.hidden_size,
-      .intermediate_per_rank =
-          config.enable_expert_parallel && text.contains("moe_intermediate_size")
-              ? internal::JsonIntIn(text["moe_intermediate_size"], 1, kMaxModelDim).value_or(0)
-              : 0,
+      .intermediate_per_rank = config.enable_expert_parallel ? m.moe_intermediate_size : 0,
       .router_weight_on_input = m.architecture.starts_with("Llama4For")};
   const internal::FusedMoeMethod method = internal::FusedMoeMethodFor(
       quantization, config.enable_lora, "fp4", quantization_config, shape);
@@ -2904,9 +2901,8 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
                         "another MoE backend",
                         mega, key, value, built, error));
   }
-  // Each factor is at most 4,096 (the launch options' bounds): no overflow.
   const int64_t tp = config.parallel.tensor_parallel_size;
-  const int64_t ep = config.data_parallel_size * config.parallel.prefill_context_parallel_size * tp;
+  const int64_t ep = ExpertParallelRanks(config);
   if (experts > 0 && experts % ep != 0) {
     b.Error("moe-backend",
             fmt::format("{}: its {} routed experts do not split evenly over the expert-parallel "
@@ -2923,8 +2919,9 @@ void CheckDeepseekV4MoeKernels(const internal::ModelDescription& model, const La
                         "requires SM100 GPUs.'); pick another MoE backend",
                         mega, config.cache.DeviceCapabilityText(), loaded));
   }
-  for (const auto& [key, width] : {std::pair{"hidden_size", model.hidden_size},
-                                   std::pair{"moe_intermediate_size", v4.moe_intermediate_size}}) {
+  for (const auto& [key, width] :
+       {std::pair{"hidden_size", model.hidden_size},
+        std::pair{"moe_intermediate_size", model.moe_intermediate_size}}) {
     if (width > 0 && width % 128 != 0) {
       b.Error("moe-backend",
               fmt::format("{}, whose {} is {}: the engine raises {} ('DeepGEMM MegaMoE requires "

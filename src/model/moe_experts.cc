@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <regex>
 #include <string_view>
 #include <utility>
+
+#include "internal/json_int.h"
+#include "model/quantization.h"
 
 namespace kvtopo::internal {
 namespace {
@@ -65,13 +67,7 @@ constexpr std::pair<std::string_view, FusedMoeMethod> kMethods[] = {
 // without the vLLM CUTLASS kernels; ModelOptFp8PbWoMoEMethod for FP8_PB_WO, with them, and
 // running b12x as auto. Neither supports EPLB.
 FusedMoeMethod ModelOptFp8Moe(const nlohmann::json& config) {
-  const auto inner = config.find("quantization");
-  const nlohmann::json& holder = inner != config.end() && inner->is_object() ? *inner : config;
-  const auto algo_it = holder.find("quant_algo");
-  std::string algo =
-      algo_it != holder.end() && algo_it->is_string() ? algo_it->get<std::string>() : "";
-  std::transform(algo.begin(), algo.end(), algo.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  const std::string algo = ModelOptQuantAlgo(config);
   if (algo == "FP8" || algo == "FP8_PER_CHANNEL_PER_TOKEN") {
     return {"ModelOptFp8MoEMethod", false, "FP8", kFp8, true};
   }
@@ -94,7 +90,7 @@ std::string Text(const nlohmann::json& args, const char* key) {
 int64_t Int(const nlohmann::json& args, const char* key, int64_t fallback) {
   const auto it = args.find(key);
   if (it == args.end() || it->is_null()) return fallback;
-  return it->is_number_integer() ? it->get<int64_t>() : -2;
+  return JsonIntIn(*it, INT64_MIN, INT64_MAX).value_or(-2);
 }
 bool Bool(const nlohmann::json& args, const char* key, bool fallback) {
   const auto it = args.find(key);

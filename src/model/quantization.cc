@@ -103,6 +103,18 @@ bool Truthy(const nlohmann::json* v) {
   return !v->empty();
 }
 
+}  // namespace
+
+std::string ModelOptQuantAlgo(const nlohmann::json& quantization_config) {
+  const nlohmann::json& q = quantization_config;
+  if (const nlohmann::json* inner = Find(q, "quantization"); inner != nullptr) {
+    return inner->is_object() ? UpperText(Find(*inner, "quant_algo")) : "";
+  }
+  return UpperText(Find(q, "quant_algo"));
+}
+
+namespace {
+
 struct Checkpoint {
   const nlohmann::json* config = nullptr;  // the quantization config the engine reads
   std::string field;                       // where, for messages
@@ -147,15 +159,7 @@ std::optional<std::string> Override(const Checkpoint& c, const std::optional<std
     return std::any_of(names.begin(), names.end(),
                        [&](std::string_view n) { return asked && *asked == n; });
   };
-  // ModelOpt's _extract_modelopt_quant_algo.
-  std::optional<std::string> algo;
-  if (method.starts_with("modelopt")) {
-    if (const nlohmann::json* inner = Find(q, "quantization"); inner != nullptr) {
-      if (inner->is_object()) algo = UpperText(Find(*inner, "quant_algo"));
-    } else {
-      algo = UpperText(Find(q, "quant_algo"));
-    }
-  }
+  const std::string algo = method.starts_with("modelopt") ? ModelOptQuantAlgo(q) : "";
   if (asked_is({"humming"})) return "humming";
   // auto_gptq, gptq, gptq_marlin (AutoGPTQConfig): GPTQ checkpoints.
   if (method == "gptq" && (!asked || asked_is({"gptq", "gptq_marlin", "auto_gptq", "marlin"}))) {
@@ -183,11 +187,10 @@ std::optional<std::string> Override(const Checkpoint& c, const std::optional<std
     return "moe_wna16";
   }
   if (algo == "FP8") return "modelopt";
-  if (algo &&
-      (algo->find("NVFP4") != std::string::npos || algo->find("FP4") != std::string::npos)) {
+  if (algo.find("NVFP4") != std::string::npos || algo.find("FP4") != std::string::npos) {
     return "modelopt_fp4";
   }
-  if (algo && algo->find("MXFP8") != std::string::npos) return "modelopt_mxfp8";
+  if (algo.find("MXFP8") != std::string::npos) return "modelopt_mxfp8";
   if (algo == "MIXED_PRECISION") return "modelopt_mixed";
   if ((method == "mxfp4" || method == "gpt_oss_mxfp4") && model_type == "gpt_oss") {
     return "gpt_oss_mxfp4";

@@ -46,6 +46,10 @@ struct QuantizationOutcome {
   std::vector<Diagnostic> diagnostics;
 };
 
+// ModelOpt's quant_algo as _extract_modelopt_quant_algo reads it from a quantization config
+// (quantization.quant_algo, else quant_algo; Python's str() upper-cased), "" where it states none.
+std::string ModelOptQuantAlgo(const nlohmann::json& quantization_config);
+
 // ModelConfig._verify_quantization and VllmConfig._get_quantization_config at 28be48fa9 over
 // `config` (the model's config.json as read; `file` and `legacy_file` name it and a legacy
 // hf_quant_config.json in messages): the checkpoint's method (quantization_config, else
