@@ -25,6 +25,7 @@ constexpr const char* kEcTransferKey = "--ec-transfer-config-key";
 constexpr const char* kCompilationKey = "--compilation-config-key";
 constexpr const char* kAttentionKey = "--attention-config-key";
 constexpr const char* kKernelKey = "--kernel-config-key";
+constexpr const char* kEplbKey = "--eplb-config-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 // The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
@@ -52,6 +53,8 @@ const DottedJsonOption kDottedJsonOptions[] = {
      &LaunchOptions::attention_config},
     {"kernel_config", kKernelKey, "kernel-config-replaced", &LaunchFlags::kernel_keys,
      &LaunchOptions::kernel_config},
+    {"eplb_config", kEplbKey, "eplb-config-replaced", &LaunchFlags::eplb_keys,
+     &LaunchOptions::eplb_config},
 };
 
 std::string FlagNames(const LaunchOption& o) {

@@ -39,6 +39,7 @@ struct LaunchFlags {
   std::vector<std::string> attention_keys;
   // --kernel-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
   std::vector<std::string> kernel_keys;
+  std::vector<std::string> eplb_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

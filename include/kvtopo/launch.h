@@ -271,6 +271,9 @@ struct LaunchConfig {
   // --enable-eplb: expert-parallel load balancing, which the engine's fused experts refuse as
   // they are built where their quantization method does not support it. The cache is the same.
   bool enable_eplb = false;
+  // --eplb-config's num_redundant_experts: copies of experts beyond the routed ones, which the
+  // engine places only under EPLB. The cache is the same.
+  int64_t num_redundant_experts = 0;
   // --data-parallel-size: with TP and PCP, the ranks the engine's expert-parallel group spans
   // (DP x PCP x TP, init_model_parallel_group's "ep"). The cache is the same.
   int64_t data_parallel_size = 1;

@@ -97,6 +97,10 @@ struct LaunchOptions {
   // --enable-eplb needs expert parallelism over more than one rank; --enable-return-routed-experts
   // takes no KV connector; concurrent partial prefill (either count other than 1) is refused.
   std::optional<bool> enable_eplb;
+  // --eplb-config: a JSON EPLBConfig (window_size, step_interval, num_redundant_experts, ...),
+  // checked as the engine checks it; its num_redundant_experts needs --enable-eplb and adds
+  // experts the EP ranks must divide.
+  std::optional<std::string> eplb_config;
   // External data-parallel load balancing (one engine per DP rank): --data-parallel-external-lb,
   // or --data-parallel-rank, which implies it; --data-parallel-hybrid-lb. Checked as the engine
   // checks them (DP above 1, the rank below DP, a model with experts, not both modes).

@@ -4953,7 +4953,8 @@ bool LacksEagle3Interface(std::string_view architecture) {
 // The target architectures kvtopo plans whose experts the engine builds as FusedMoE layers with
 // enable_eplb from --enable-eplb (the fork's model_executor/models at 28be48fa9, each registry
 // entry's MoE block traced to its FusedMoE call: FusedMoE's default is False, and some MoE blocks
-// take the parameter from a decoder layer that never passes it). Sorted.
+// take the parameter from a decoder layer that never passes it). Each also passes
+// --eplb-config's num_redundant_experts, which adds experts to the layer. Sorted.
 constexpr std::string_view kExpertsTakeEplb[] = {
     "AXK1ForCausalLM",
     "AfmoeForCausalLM",
@@ -4998,6 +4999,23 @@ static_assert(std::is_sorted(std::begin(kExpertsTakeEplb), std::end(kExpertsTake
 
 bool ExpertsTakeEplb(std::string_view architecture) {
   return InSortedTable(kExpertsTakeEplb, architecture);
+}
+
+// The target architectures kvtopo plans whose FusedMoE experts get --eplb-config's
+// num_redundant_experts but not --enable-eplb (their MoE block's enable_eplb keeps its default
+// False: EXAONE MoE's ExaoneMoe, GLM-4.7-Flash's Glm4MoeLite, HY-V3's HYV3MoEFused, at
+// 28be48fa9), so that FusedMoE asserts "Redundant experts are only supported with EPLB." under
+// expert parallelism. Sorted.
+constexpr std::string_view kExpertsTakeRedundantOnly[] = {
+    "ExaoneMoEForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+    "HYV3ForCausalLM",
+};
+static_assert(std::is_sorted(std::begin(kExpertsTakeRedundantOnly),
+                             std::end(kExpertsTakeRedundantOnly)));
+
+bool ExpertsTakeRedundantOnly(std::string_view architecture) {
+  return InSortedTable(kExpertsTakeRedundantOnly, architecture);
 }
 
 // The target architectures kvtopo plans whose experts are not the engine's FusedMoE, so that

@@ -313,6 +313,9 @@ bool LacksEagle3Interface(std::string_view architecture);
 // architectures.cc), and whether its experts are FusedMoE layers at all (which --moe-backend
 // reaches).
 bool ExpertsTakeEplb(std::string_view architecture);
+// Whether they get --eplb-config's num_redundant_experts without --enable-eplb
+// (kExpertsTakeRedundantOnly), which the engine asserts against under expert parallelism.
+bool ExpertsTakeRedundantOnly(std::string_view architecture);
 bool ExpertsAreFusedMoe(std::string_view architecture);
 // Whether the engine's class for target architecture `architecture` is a multimodal model
 // kvtopo plans (SupportsMultiModal).

@@ -670,6 +670,18 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "of a model that passes it on where their quantization method does not support it "
        "(ModelOpt FP8, MXFP4, GPTQ, AWQ, ...) and for MiniCPM's; default off",
        &LO::enable_eplb},
+      {"eplb_config",
+       {},
+       "",
+       V::kText,
+       "",
+       "JSON EPLBConfig (window_size, step_interval, num_redundant_experts, log_balancedness, "
+       "log_balancedness_interval, use_async, policy, communicator), its fields checked as the "
+       "engine checks them; also --eplb-config.KEY VALUE. The cache is the same; "
+       "num_redundant_experts other than 0 needs --enable-eplb, and with it the routed and "
+       "redundant experts must split evenly over the expert-parallel ranks (DP x PCP x TP) of a "
+       "model that passes EPLB to its experts; default none",
+       &LO::eplb_config},
       {"kernel_config",
        {},
        "",
@@ -1729,6 +1741,59 @@ Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
   return Status::Ok();
 }
 
+// EPLBConfig's fields at 28be48fa9 (vllm/config/parallel.py; its dataclass forbids others), the
+// EPLBPolicyOption and EPLBCommunicatorBackend literals.
+constexpr std::string_view kEplbFields[] = {"window_size",
+                                            "step_interval",
+                                            "num_redundant_experts",
+                                            "log_balancedness",
+                                            "log_balancedness_interval",
+                                            "use_async",
+                                            "policy",
+                                            "communicator"};
+constexpr std::string_view kEplbPolicies[] = {"default"};
+constexpr std::string_view kEplbCommunicators[] = {"torch_nccl", "torch_gloo", "nixl", "pynccl"};
+
+// --eplb-config, checked as the engine checks it when it parses the flag (EPLBConfig's fields:
+// window_size, step_interval and log_balancedness_interval above 0, num_redundant_experts 0 or
+// more, two bools, the policy and communicator literals). Its number of redundant experts is
+// kept (LaunchConfig::num_redundant_experts).
+Status ReadEplbConfig(const LaunchOptions& o, LaunchConfig& c) {
+  if (!o.eplb_config) return Status::Ok();
+  constexpr std::string_view kWhere = "--eplb-config";
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json ec, ParseJsonObjectFlag(*o.eplb_config, kWhere));
+  for (const auto& [key, value] : ec.items()) {
+    KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kEplbFields));
+    const std::string where = fmt::format("{}: {}", kWhere, key);
+    if (key == "log_balancedness" || key == "use_async") {
+      if (value.is_null() || !PydanticBool(value)) {
+        return InvalidArgument(
+            fmt::format("{} must be true or false, got {}", where, internal::JsonText(value)));
+      }
+    } else if (key == "policy" || key == "communicator") {
+      const std::span<const std::string_view> names =
+          key == "policy" ? std::span<const std::string_view>(kEplbPolicies)
+                          : std::span<const std::string_view>(kEplbCommunicators);
+      if (key == "communicator" && value.is_null()) continue;  // the engine picks one
+      if (!value.is_string() ||
+          std::find(names.begin(), names.end(), value.get<std::string>()) == names.end()) {
+        return InvalidArgument(fmt::format("{} {} is not one of the engine's: {}{}", where,
+                                           internal::JsonText(value), fmt::join(names, ", "),
+                                           key == "communicator" ? ", or null" : ""));
+      }
+    } else {
+      const int64_t least = key == "num_redundant_experts" ? 0 : 1;
+      const std::optional<int64_t> n = PydanticInt(value);
+      if (!n || *n < least) {
+        return InvalidArgument(fmt::format("{} must be an integer of {} or more, got {}", where,
+                                           least, internal::JsonText(value)));
+      }
+      if (key == "num_redundant_experts") c.num_redundant_experts = *n;
+    }
+  }
+  return Status::Ok();
+}
+
 // -O and --compilation-config, checked as the engine checks them when it parses the flag
 // (CompilationConfig's field validators; an unknown field is refused), and what of them decides
 // the CUDA graph mode (LaunchConfig::Compilation).
@@ -2046,6 +2111,12 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
           "to be greater than 1'); drop --enable-eplb",
           tp, dp));
     }
+  } else if (c.num_redundant_experts != 0) {
+    return Rejected(fmt::format(
+        "--eplb-config's num_redundant_experts {} without --enable-eplb: the engine refuses it "
+        "('num_redundant_experts is set to {} but EPLB is not enabled. Either enable EPLB or "
+        "unset num_redundant_experts.'); add --enable-eplb or drop num_redundant_experts",
+        c.num_redundant_experts, c.num_redundant_experts));
   }
   // EngineArgs.create_engine_config, then ParallelConfig.__post_init__: the node layout, and who
   // names this engine's data-parallel rank. A rank (given, or inferred from --node-rank on several
@@ -2425,6 +2496,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.enforce_eager) c.cache.enforce_eager = *o.enforce_eager;
   KVTOPO_RETURN_IF_ERROR(ReadCompilationConfig(o, c));
   KVTOPO_RETURN_IF_ERROR(ReadKernelConfig(o, c));
+  KVTOPO_RETURN_IF_ERROR(ReadEplbConfig(o, c));
   set(o.max_num_batched_tokens, c.cache.max_num_batched_tokens);
   set(o.mamba_block_size, c.cache.mamba_block_size);
   set(o.prefix_match_unit, c.cache.prefix_match_unit);

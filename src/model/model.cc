@@ -1792,6 +1792,43 @@ void CheckNamedMoeBackend(const internal::FusedMoeMethod& method, const std::str
   }
 }
 
+// Under --enable-eplb, where FusedMoE experts are placed (FusedMoE.__init__ at 28be48fa9): those
+// that take EPLB hold the routed experts and --eplb-config's redundant ones in equal shares over
+// the expert-parallel ranks; those that take the redundant count without EPLB assert it is 0
+// under expert parallelism, which EPLB always runs under (it needs --enable-expert-parallel and
+// TP x DP above 1, the launch options' checks). `what` names the target.
+void CheckExpertPlacement(const LaunchConfig& config, const ModelDescription& m,
+                          const std::string& what, Builder& b) {
+  const int64_t ep_ranks = ExpertParallelRanks(config);
+  const int64_t redundant = config.num_redundant_experts;
+  if (internal::ExpertsTakeEplb(m.architecture)) {
+    // Both counts are at least 0 and at most 2^63 - 1: their sum fits 64 unsigned bits.
+    const uint64_t physical =
+        static_cast<uint64_t>(m.num_experts) + static_cast<uint64_t>(redundant);
+    if (physical % static_cast<uint64_t>(ep_ranks) == 0) return;
+    b.Error("eplb-experts",
+            fmt::format(
+                "--enable-eplb with {}, whose config states {} routed experts{}: they do "
+                "not split evenly over the {} expert-parallel ranks (DP {} x PCP {} x TP "
+                "{}), so the engine's FusedMoE raises as it builds the model ('EPLB "
+                "currently only supports even distribution of experts across ranks. Got "
+                "{} experts and {} EP ranks.'); pick a layout whose ranks divide them{}",
+                what, m.num_experts,
+                redundant == 0 ? std::string()
+                               : fmt::format(" and --eplb-config's {} redundant ones", redundant),
+                ep_ranks, config.data_parallel_size, config.parallel.prefill_context_parallel_size,
+                config.parallel.tensor_parallel_size, physical, ep_ranks,
+                redundant == 0 ? ", or drop --enable-eplb" : ", or change num_redundant_experts"));
+  } else if (internal::ExpertsTakeRedundantOnly(m.architecture) && redundant > 0) {
+    b.Error("eplb-redundant",
+            fmt::format("--eplb-config's num_redundant_experts {} with {}, whose experts take the "
+                        "redundant count but not --enable-eplb: the engine's FusedMoE asserts as "
+                        "it builds the model under expert parallelism ('Redundant experts are "
+                        "only supported with EPLB.'); drop num_redundant_experts",
+                        redundant, what));
+  }
+}
+
 // A MoE target's experts as the engine builds them (the fork at 28be48fa9): FusedMoE layers map
 // a --moe-backend other than auto through their quantization method's kernel family and raise
 // for a name outside it, and raise with --enable-eplb where the model passes it on
@@ -1813,6 +1850,9 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
                         "raises as it builds the model ('EPLB is not supported for MiniCPM "
                         "yet.'); drop --enable-eplb",
                         what, m.num_experts));
+  }
+  if (config.enable_eplb && internal::ExpertsAreFusedMoe(m.architecture)) {
+    CheckExpertPlacement(config, m, what, b);
   }
   const bool weights_known = quantization || !file.starts_with("profiles/");
   if (!weights_known || !internal::ExpertsAreFusedMoe(m.architecture)) return;

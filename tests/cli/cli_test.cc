@@ -239,6 +239,47 @@ TEST(PlanCli, KernelConfigSpellings) {
             0);
 }
 
+// --eplb-config whole or by key, checked as the engine's parser checks EPLBConfig; its
+// redundant experts need --enable-eplb.
+TEST(PlanCli, EplbConfigSpellings) {
+  const std::string launch = "check qwen3-next-80b -tp 2 -ep --enable-eplb ";
+  EXPECT_EQ(RunCli(launch + "--eplb-config.num_redundant_experts 4 --eplb-config.policy default "
+                            "--eplb-config.communicator pynccl --eplb-config.use_async true")
+                .exit_code,
+            0);
+  const auto replaced = RunCli(launch +
+                               "--eplb-config '{\"num_redundant_experts\": 4}' "
+                               "--eplb-config.window_size 5");
+  EXPECT_EQ(replaced.exit_code, 0);
+  EXPECT_NE(replaced.out.find("warning [eplb-config-replaced] --eplb-config "
+                              "{\"num_redundant_experts\": 4} is dropped"),
+            std::string::npos)
+      << replaced.out;
+  ExpectUsageError(launch + "--eplb-config.communicator gloo",
+                   "kvtopo: --eplb-config: communicator \"gloo\" is not one of the engine's: "
+                   "torch_nccl, torch_gloo, nixl, pynccl, or null\n");
+  ExpectUsageError(launch + "--eplb-config '{\"step_interval\": 0}'",
+                   "kvtopo: --eplb-config: step_interval must be an integer of 1 or more, got 0\n");
+  ExpectUsageError(launch + "--eplb-config '{\"num_redundant_experts\": -1}'",
+                   "kvtopo: --eplb-config: num_redundant_experts must be an integer of 0 or more, "
+                   "got -1\n");
+  ExpectUsageError(launch + "--eplb-config.log_balancedness null",
+                   "kvtopo: --eplb-config: log_balancedness must be true or false, got null\n");
+  ExpectUsageError(launch + "--eplb-config.redundant 2",
+                   "kvtopo: --eplb-config: 'redundant' is not a field the engine takes (its parser "
+                   "refuses it: 'Unexpected keyword argument'); fields: window_size, "
+                   "step_interval, num_redundant_experts, log_balancedness, "
+                   "log_balancedness_interval, use_async, policy, communicator\n");
+  const auto without =
+      RunCli("check qwen3-next-80b --eplb-config.num_redundant_experts 4", /*merge_stderr=*/true);
+  EXPECT_EQ(without.exit_code, 1);
+  EXPECT_EQ(without.out,
+            "kvtopo: --eplb-config's num_redundant_experts 4 without --enable-eplb: the engine "
+            "refuses it ('num_redundant_experts is set to 4 but EPLB is not enabled. Either "
+            "enable EPLB or unset num_redundant_experts.'); add --enable-eplb or drop "
+            "num_redundant_experts\n");
+}
+
 // The rest of the engine's argument parser: -sc and its dotted keys, --spec-* keys, --model,
 // a repeated flag's last value, flags taking several values or a JSON value by key.
 // -O in each spelling the engine's parser takes (-O<x> and -O=<x> are --optimization-level <x>),

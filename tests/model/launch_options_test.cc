@@ -585,10 +585,11 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("-O.mode"), nullptr);
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
-  for (const char* name : {"--spec-method", "--spec-model", "--spec-tokens", "-sc",
-                           "--dcp-comm-backend", "--enable-mamba-cache-stochastic-rounding",
-                           "--kv-cache-dtype-skip-layers", "--hf-overrides", "--kernel-config",
-                           "--moe-backend", "--linear-backend", "--enable-flashinfer-autotune"}) {
+  for (const char* name :
+       {"--spec-method", "--spec-model", "--spec-tokens", "-sc", "--dcp-comm-backend",
+        "--enable-mamba-cache-stochastic-rounding", "--kv-cache-dtype-skip-layers",
+        "--hf-overrides", "--kernel-config", "--moe-backend", "--linear-backend",
+        "--enable-flashinfer-autotune", "--eplb-config"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

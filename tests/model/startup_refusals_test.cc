@@ -619,8 +619,10 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
 
 // The engine's own expert-parallel load-balancing launches (its scheduled integration tests at
 // 28be48fa9, .buildkite/scripts/scheduled_integration_test/qwen30b_a3b_fp8_block_ep_eplb.sh,
-// qwen30b_a3b_fp8_dp4_async_eplb.sh, qwen3_next_mtp_async_eplb.sh) plan: Qwen3 MoE and
-// Qwen3-Next pass --enable-eplb to their experts, whose FP8 and unquantized methods support it.
+// qwen30b_a3b_fp8_dp4_async_eplb.sh, qwen3_next_mtp_async_eplb.sh, and
+// tests/distributed/test_eplb_spec_decode.py's Qwen3-Next launch) plan, their --eplb-config
+// included: Qwen3 MoE and Qwen3-Next pass --enable-eplb to their experts, whose FP8 and
+// unquantized methods support it.
 // Qwen3-30B-A3B-FP8's config: fuzz/corpus/config_plan/qwen3-30b-a3b-fp8.json.
 TEST(StartupRefusals, EngineExpertParallelLoadBalancingLaunches) {
   LaunchOptions o =
@@ -632,10 +634,13 @@ TEST(StartupRefusals, EngineExpertParallelLoadBalancingLaunches) {
   o.tensor_parallel_size = 2;
   o.data_parallel_size = 2;
   o.max_model_len = 2048;
+  o.eplb_config = R"({"window_size":10, "step_interval":100, "num_redundant_experts":0, )"
+                  R"("log_balancedness":true})";
   EXPECT_EQ(AcceptedTokens(o), 699040);  // 48 layers x 2 x 2 KV heads x 128 x 2 B a token
   o.all2all_backend.reset();
   o.tensor_parallel_size.reset();
   o.data_parallel_size = 4;
+  o.eplb_config = R"({"window_size":20, "step_interval":100, "use_async":true})";
   EXPECT_EQ(AcceptedTokens(o), 349520);
   o.moe_backend = "cutlass";  // Fp8MoEMethod builds without the vLLM CUTLASS kernels
   EXPECT_NE(Errors(o).find("'vLLM CUTLASS FP8 MoE backend is disabled for this configuration.'"),
@@ -649,7 +654,72 @@ TEST(StartupRefusals, EngineExpertParallelLoadBalancingLaunches) {
   o.enable_eplb = true;
   o.speculative_config = R"({"method":"qwen3_next_mtp","num_speculative_tokens":1})";
   o.max_model_len = 2048;
+  o.eplb_config = R"({"window_size":200,"step_interval":600,"use_async":true})";
   EXPECT_EQ(AcceptedTokens(o), 1435473);
+  // test_eplb_spec_decode: 4 redundant experts, one a rank, 516 experts over 4 ranks.
+  o.eplb_config = R"({"num_redundant_experts": 4, "window_size": 128, "step_interval": 1024, )"
+                  R"("log_balancedness": false})";
+  o.max_model_len = 4096;  // the hybrid log's tokens grow with it; the pool is the same
+  EXPECT_EQ(AcceptedTokens(o), 1804595);
+}
+
+// Under --enable-eplb, FusedMoE experts that take EPLB hold the routed and redundant experts in
+// equal shares over the expert-parallel ranks (DP x PCP x TP); experts that take the redundant
+// count without EPLB assert it is 0; and the count needs EPLB at all.
+TEST(StartupRefusals, ExpertPlacementUnderLoadBalancing) {
+  const std::string qwen3 =
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/qwen3-30b-a3b-fp8.json";
+  LaunchOptions o = Model(qwen3);
+  o.max_model_len = 2048;
+  o.enable_expert_parallel = true;
+  o.enable_eplb = true;
+  o.tensor_parallel_size = 2;
+  o.data_parallel_size = 3;
+  EXPECT_EQ(Errors(o),
+            "\n  error [eplb-experts] --enable-eplb with '" + qwen3 +
+                "' (Qwen3MoeForCausalLM), whose config states 128 routed experts: they do not "
+                "split evenly over the 6 expert-parallel ranks (DP 3 x PCP 1 x TP 2), so the "
+                "engine's FusedMoE raises as it builds the model ('EPLB currently only supports "
+                "even distribution of experts across ranks. Got 128 experts and 6 EP ranks.'); "
+                "pick a layout whose ranks divide them, or drop --enable-eplb");
+  o.eplb_config = R"({"num_redundant_experts": 4})";  // 132 experts, 22 a rank
+  EXPECT_EQ(AcceptedTokens(o), 699040);
+  o.eplb_config = R"({"num_redundant_experts": 2})";
+  EXPECT_EQ(Errors(o),
+            "\n  error [eplb-experts] --enable-eplb with '" + qwen3 +
+                "' (Qwen3MoeForCausalLM), whose config states 128 routed experts and "
+                "--eplb-config's 2 redundant ones: they do not split evenly over the 6 "
+                "expert-parallel ranks (DP 3 x PCP 1 x TP 2), so the engine's FusedMoE raises as "
+                "it builds the model ('EPLB currently only supports even distribution of experts "
+                "across ranks. Got 130 experts and 6 EP ranks.'); pick a layout whose ranks "
+                "divide them, or change num_redundant_experts");
+  // Without EPLB the experts may split unevenly, and the redundant count is refused.
+  o.enable_eplb.reset();
+  o.eplb_config.reset();
+  EXPECT_EQ(AcceptedTokens(o), 699040);
+  o.eplb_config = R"({"num_redundant_experts": "4"})";  // pydantic's lax int
+  EXPECT_EQ(PlanOptions(o).status().message(),
+            "--eplb-config's num_redundant_experts 4 without --enable-eplb: the engine refuses "
+            "it ('num_redundant_experts is set to 4 but EPLB is not enabled. Either enable EPLB "
+            "or unset num_redundant_experts.'); add --enable-eplb or drop "
+            "num_redundant_experts");
+  // HY-V3's experts get the redundant count but not EPLB.
+  const std::string hy3 =
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/hy3-preview.json";
+  o = Model(hy3);
+  o.max_model_len = 4096;
+  o.enable_expert_parallel = true;
+  o.enable_eplb = true;
+  o.tensor_parallel_size = 2;
+  o.kv_cache_memory = "32GiB";
+  EXPECT_EQ(AcceptedTokens(o), 209712);
+  o.eplb_config = R"({"num_redundant_experts": 2})";
+  EXPECT_EQ(Errors(o),
+            "\n  error [eplb-redundant] --eplb-config's num_redundant_experts 2 with '" + hy3 +
+                "' (HYV3ForCausalLM), whose experts take the redundant count but not "
+                "--enable-eplb: the engine's FusedMoE asserts as it builds the model under "
+                "expert parallelism ('Redundant experts are only supported with EPLB.'); drop "
+                "num_redundant_experts");
 }
 
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the

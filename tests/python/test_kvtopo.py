@@ -612,6 +612,17 @@ class PlanTest(unittest.TestCase):
         plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_expert_parallel=True,
                            enable_eplb=True, kernel_config={"moe_backend": "marlin"})
         self.assertEqual(plan.capacity.max_tokens, 6621558)
+        # eplb_config takes a dict; redundant experts join the routed ones in equal shares.
+        qwen3_next = dict(tensor_parallel_size=2, enable_expert_parallel=True, enable_eplb=True)
+        self.assertEqual(kvtopo.plan("qwen3-next-80b", eplb_config={"num_redundant_experts": 4},
+                                     **qwen3_next).capacity.max_tokens, 2778185)
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"error \[eplb-experts\] .*'EPLB currently only supports "
+                                    r"even distribution of experts across ranks\. Got 515 "
+                                    r"experts and 2 EP ranks\.'"):
+            kvtopo.plan("qwen3-next-80b", eplb_config={"num_redundant_experts": 3}, **qwen3_next)
+        with self.assertRaisesRegex(ValueError, r"^--eplb-config: policy \"greedy\" is not one"):
+            kvtopo.plan("qwen3-next-80b", eplb_config={"policy": "greedy"}, **qwen3_next)
 
     def test_device_capability(self):
         # The GPU's compute capability: a backend nobody names is the engine's pick there.
