@@ -41,7 +41,8 @@ namespace {
 bool IsJsonOption(std::string_view name) {
   return name == "speculative_config" || name == "hf_overrides" || name == "kv_transfer_config" ||
          name == "ec_transfer_config" || name == "rope_scaling" || name == "compilation_config" ||
-         name == "attention_config" || name == "kernel_config" || name == "eplb_config";
+         name == "attention_config" || name == "kernel_config" || name == "eplb_config" ||
+         name == "ir_op_priority";
 }
 
 // The text options the engine's Python API takes as a float, which Python may give as a number.

@@ -26,6 +26,7 @@ constexpr const char* kCompilationKey = "--compilation-config-key";
 constexpr const char* kAttentionKey = "--attention-config-key";
 constexpr const char* kKernelKey = "--kernel-config-key";
 constexpr const char* kEplbKey = "--eplb-config-key";
+constexpr const char* kIrOpPriorityKey = "--ir-op-priority-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 // The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
@@ -55,6 +56,8 @@ const DottedJsonOption kDottedJsonOptions[] = {
      &LaunchOptions::kernel_config},
     {"eplb_config", kEplbKey, "eplb-config-replaced", &LaunchFlags::eplb_keys,
      &LaunchOptions::eplb_config},
+    {"ir_op_priority", kIrOpPriorityKey, "ir-op-priority-replaced",
+     &LaunchFlags::ir_op_priority_keys, &LaunchOptions::ir_op_priority},
 };
 
 std::string FlagNames(const LaunchOption& o) {

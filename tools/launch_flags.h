@@ -40,6 +40,7 @@ struct LaunchFlags {
   // --kernel-config.KEY[.KEY...] VALUE pairs as KEY=VALUE.
   std::vector<std::string> kernel_keys;
   std::vector<std::string> eplb_keys;
+  std::vector<std::string> ir_op_priority_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

@@ -286,6 +286,12 @@ struct LaunchConfig {
   // --enable-return-routed-experts: the engine's capturer reads the text config's experts per
   // token and expert count once the KV cache is sized, and fails for a config without them.
   bool enable_return_routed_experts = false;
+  // What the engine's V2 model runner does not yet support (VllmConfig's
+  // _get_v2_model_runner_unsupported_features at 28be48fa9) among the launch's features kvtopo
+  // does not otherwise plan, in the engine's words: "dual batch overlap", "custom logits
+  // processors", "prompt embeds", "logprobs mode 'raw_logits'", "KV sharing fast prefill",
+  // "EC transfer". The cache is the same.
+  std::vector<std::string> v2_runner_unsupported;
   // VLLM_PP_LAYER_PARTITION as given: hidden layers per pipeline stage, comma-separated; unset:
   // the engine's even split. The engine reads it at any pipeline size, so it must name one
   // count per stage even with one stage.

@@ -118,6 +118,17 @@ struct LaunchOptions {
   std::optional<bool> headless;
   std::optional<std::string> distributed_executor_backend;  // ray, mp, uni, external_launcher, ...
   std::optional<bool> enable_return_routed_experts;
+  // Features the engine's V2 model runner refuses (VLLM_USE_V2_MODEL_RUNNER=1), otherwise not
+  // planned: dual batch overlap (--enable-dbo) and micro-batches (--ubatch-size above 1), which
+  // need a DeepEP all-to-all backend; prompt embeddings; custom logits processors; a logprobs
+  // mode of raw or processed logits; fast prefill for KV sharing, which EAGLE-style drafts
+  // refuse.
+  std::optional<bool> enable_dbo;
+  std::optional<int64_t> ubatch_size;
+  std::optional<bool> enable_prompt_embeds;
+  std::optional<std::string> logits_processors;  // one or more, space-separated
+  std::optional<std::string> logprobs_mode;      // raw_logprobs (default), raw_logits, ...
+  std::optional<bool> kv_sharing_fast_prefill;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;
   // Checked against the planned blocks in Mamba align mode (CacheOptions): a threshold below the
@@ -163,6 +174,7 @@ struct LaunchOptions {
   // leave the cache as it is; DeepSeek-V4's MegaMoE kernels (moe_backend deep_gemm_mega_moe)
   // have launch rules of their own.
   std::optional<std::string> kernel_config;
+  std::optional<std::string> ir_op_priority;  // a JSON IrOpPriorityConfig, merged into the above
   std::optional<std::string> moe_backend;
   std::optional<std::string> linear_backend;
   std::optional<bool> enable_flashinfer_autotune;

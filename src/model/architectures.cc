@@ -5018,6 +5018,41 @@ bool ExpertsTakeRedundantOnly(std::string_view architecture) {
   return InSortedTable(kExpertsTakeRedundantOnly, architecture);
 }
 
+// The registry architectures whose engine class has the HasInnerState interface (the fork's
+// model_executor/models at 28be48fa9, each class resolved through its bases), which the V2 model
+// runner refuses as "hybrid/mamba models". Qwen3.5's and LFM2-VL's hybrid classes lack it. Sorted.
+constexpr std::string_view kHasInnerState[] = {
+    "BailingMoeV2_5ForCausalLM",
+    "BambaForCausalLM",
+    "FalconH1ForCausalLM",
+    "FalconMambaForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+    "JambaForCausalLM",
+    "KimiLinearForCausalLM",
+    "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM",
+    "Mamba2ForCausalLM",
+    "MambaForCausalLM",
+    "MiniCPMV4_6ForConditionalGeneration",
+    "MiniMaxForCausalLM",
+    "MiniMaxM1ForCausalLM",
+    "MiniMaxText01ForCausalLM",
+    "NemotronHForCausalLM",
+    "NemotronHPuzzleForCausalLM",
+    "NemotronH_Nano_Omni_Reasoning_V3",
+    "NemotronH_Nano_VL_V2",
+    "NemotronH_Super_Omni_Reasoning_V3",
+    "OlmoHybridForCausalLM",
+    "Plamo2ForCausalLM",
+    "Qwen3NextForCausalLM",
+    "Zamba2ForCausalLM",
+};
+static_assert(std::is_sorted(std::begin(kHasInnerState), std::end(kHasInnerState)));
+
+bool HasInnerState(std::string_view architecture) {
+  return InSortedTable(kHasInnerState, architecture);
+}
+
 // The target architectures kvtopo plans whose experts are not the engine's FusedMoE, so that
 // --moe-backend does not reach them: Arctic's ArcticMoE, MiniCPM's MiniCPMMoE (MiniCPM3 and
 // MiniCPM-V 2.0 build it too), Moondream 3's own MoE, and DeepSeek-V4's (its own checks). Sorted.

@@ -317,6 +317,9 @@ bool ExpertsTakeEplb(std::string_view architecture);
 // (kExpertsTakeRedundantOnly), which the engine asserts against under expert parallelism.
 bool ExpertsTakeRedundantOnly(std::string_view architecture);
 bool ExpertsAreFusedMoe(std::string_view architecture);
+// Whether the engine's class for `architecture` has the HasInnerState interface
+// (ModelConfig.has_inner_state), which the V2 model runner refuses.
+bool HasInnerState(std::string_view architecture);
 // Whether the engine's class for target architecture `architecture` is a multimodal model
 // kvtopo plans (SupportsMultiModal).
 bool IsMultimodalTarget(std::string_view architecture);

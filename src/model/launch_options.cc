@@ -11,8 +11,10 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -695,6 +697,17 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "parallelism, sqrtsoftplus routing, fp4 experts, experts in equal shares per rank and "
        "compute capability 10.x; default none",
        &LO::kernel_config},
+      {"ir_op_priority",
+       {},
+       "",
+       V::kText,
+       "",
+       "JSON IrOpPriorityConfig (rms_norm, fused_add_rms_norm: each a list of providers or a "
+       "comma-separated string of them), also --ir-op-priority.KEY VALUE; the providers must be "
+       "ones the engine registers (native, vllm_c, aiter, oink, xpu_kernels), and an op given "
+       "here and in --kernel-config's ir_op_priority is refused. The cache is the same; default "
+       "none",
+       &LO::ir_op_priority},
       {"moe_backend",
        {},
        "",
@@ -842,6 +855,60 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "a --kv-transfer-config connector, with --pipeline-parallel-size, DCP or PCP above 1, or "
        "for a config that does not state its experts per token and expert count; default off",
        &LO::enable_return_routed_experts},
+      {"enable_dbo",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "dual batch overlap (the cache is the same); the engine refuses it without "
+       "--all2all-backend deepep_low_latency or deepep_high_throughput, and under the V2 model "
+       "runner; default off",
+       &LO::enable_dbo},
+      {"ubatch_size",
+       {},
+       "",
+       V::kInt,
+       "",
+       "micro-batches a step (the cache is the same); above 1 the engine refuses it without "
+       "--all2all-backend deepep_low_latency or deepep_high_throughput; default 0",
+       &LO::ubatch_size,
+       0,
+       kMaxInt32},
+      {"enable_prompt_embeds",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "prompt embeddings as inputs (the cache is the same); the V2 model runner refuses it; "
+       "default off",
+       &LO::enable_prompt_embeds},
+      {"logits_processors",
+       {},
+       "",
+       V::kText,
+       "",
+       "custom logits processors, one or more qualified names (the cache is the same); the V2 "
+       "model runner refuses them; default none",
+       &LO::logits_processors,
+       1,
+       0,
+       /*many_values=*/true},
+      {"logprobs_mode",
+       {},
+       "",
+       V::kText,
+       "",
+       "raw_logprobs, processed_logprobs, raw_logits or processed_logits (the cache is the "
+       "same); the V2 model runner refuses the logits modes; default raw_logprobs",
+       &LO::logprobs_mode},
+      {"kv_sharing_fast_prefill",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "fast prefill for KV-sharing layers (the cache is the same); the engine refuses it with "
+       "an EAGLE, EAGLE-3, MTP or DFlash draft, and under the V2 model runner; default off",
+       &LO::kv_sharing_fast_prefill},
       {"max_num_partial_prefills",
        {},
        "",
@@ -1671,11 +1738,96 @@ Result<std::string> ReadKernelBackend(std::string_view where, const nlohmann::js
   return name;
 }
 
+// IrOpPriorityConfig's lists by op (rms_norm, fused_add_rms_norm), as its field validator makes
+// them: a string is split at commas once its spaces are dropped. An op left out is unset.
+using IrOpPriority = std::map<std::string, std::vector<std::string>>;
+
+// An IrOpPriorityConfig given as JSON (`where` names the flag or key in messages): an object of
+// its fields, each a provider name, a comma-separated string of them or a list of them.
+Result<IrOpPriority> ReadIrOpPriority(std::string_view where, const nlohmann::json& value) {
+  if (!value.is_object()) {
+    return InvalidArgument(fmt::format("{} must be a JSON object ({}), got {}", where,
+                                       fmt::join(kIrOpFields, ", "), internal::JsonText(value)));
+  }
+  IrOpPriority out;
+  for (const auto& [op, priority] : value.items()) {
+    KVTOPO_RETURN_IF_ERROR(CheckConfigField(where, op, kIrOpFields));
+    std::vector<std::string>& providers = out[op];
+    if (priority.is_string()) {
+      std::string text = priority.get<std::string>();
+      std::erase(text, ' ');
+      for (size_t start = 0;;) {
+        const size_t comma = text.find(',', start);
+        providers.push_back(text.substr(start, comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      continue;
+    }
+    const bool strings =
+        priority.is_array() && std::all_of(priority.begin(), priority.end(),
+                                           [](const nlohmann::json& p) { return p.is_string(); });
+    if (!strings) {
+      return InvalidArgument(fmt::format(
+          "{}.{} must be a provider name, a comma-separated string of them or a list of them, "
+          "got {}",
+          where, op, internal::JsonText(priority)));
+    }
+    for (const nlohmann::json& p : priority) providers.push_back(p.get<std::string>());
+  }
+  return out;
+}
+
+// The IR op providers the engine registers for rms_norm and fused_add_rms_norm at 28be48fa9
+// (ir/op.py's native, and vllm/kernels: vllm_c.py, aiter_ops.py, oink_ops.py, xpu_ops.py).
+constexpr std::string_view kIrOpProviders[] = {"native", "vllm_c", "aiter", "oink", "xpu_kernels"};
+
+// --ir-op-priority and --kernel-config's ir_op_priority as EngineArgs.create_engine_config
+// merges them (an op's non-empty list in both is refused), and each provider as the workers'
+// IrOp.set_default checks it as they start (one the engine registers).
+Status CheckIrOpPriorities(const IrOpPriority& top, const IrOpPriority& kernel) {
+  for (const auto& [op, providers] : top) {
+    const auto other = kernel.find(op);
+    if (!providers.empty() && other != kernel.end() && !other->second.empty()) {
+      return InvalidArgument(fmt::format(
+          "--ir-op-priority's {} beside --kernel-config's ir_op_priority.{}: the engine refuses "
+          "the pair ('Op priority for {} specified via both ir_op_priority and "
+          "KernelConfig.ir_op_priority, only one allowed at a time.'); give one",
+          op, op, op));
+    }
+  }
+  for (const auto& [given, priorities] : {std::pair{"--ir-op-priority", &top},
+                                          std::pair{"--kernel-config's ir_op_priority", &kernel}}) {
+    for (const auto& [op, providers] : *priorities) {
+      for (const std::string& provider : providers) {
+        if (std::find(std::begin(kIrOpProviders), std::end(kIrOpProviders), provider) !=
+            std::end(kIrOpProviders)) {
+          continue;
+        }
+        return Rejected(fmt::format(
+            "{} names '{}' for {}, which is not a provider the engine registers ({}): its "
+            "workers assert as they start ('All providers in priority must be registered "
+            "implementations.'); pick from those",
+            given, provider, op, fmt::join(kIrOpProviders, ", ")));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // --kernel-config, --moe-backend, --linear-backend and --enable-flashinfer-autotune, checked as
 // the engine checks them (KernelConfig's fields; EngineArgs.create_engine_config: a flag other
 // than auto overrides the config's field, and the autotune flag is refused beside the config's).
 // The MoE backend is kept for the models that read it (LaunchConfig::moe_backend).
 Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
+  IrOpPriority top_priority;
+  IrOpPriority kernel_priority;
+  if (o.ir_op_priority) {
+    constexpr std::string_view kTopWhere = "--ir-op-priority";
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json value,
+                            ParseJsonObjectFlag(*o.ir_op_priority, kTopWhere));
+    KVTOPO_ASSIGN_OR_RETURN(top_priority, ReadIrOpPriority(kTopWhere, value));
+  }
   if (o.moe_backend) {
     KVTOPO_ASSIGN_OR_RETURN(
         const std::string name,
@@ -1690,7 +1842,7 @@ Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
         ReadKernelBackend("--linear-backend", *o.linear_backend, internal::kLinearBackends)
             .status());
   }
-  if (!o.kernel_config) return Status::Ok();
+  if (!o.kernel_config) return CheckIrOpPriorities(top_priority, kernel_priority);
   constexpr std::string_view kWhere = "--kernel-config";
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json kc, ParseJsonObjectFlag(*o.kernel_config, kWhere));
   for (const auto& [key, value] : kc.items()) {
@@ -1718,27 +1870,10 @@ Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
             "kernel_config.enable_flashinfer_autotune are mutually exclusive'); give one");
       }
     } else if (key == "ir_op_priority") {
-      if (!value.is_object()) {
-        return InvalidArgument(fmt::format("{} must be a JSON object ({}), got {}", where,
-                                           fmt::join(kIrOpFields, ", "),
-                                           internal::JsonText(value)));
-      }
-      for (const auto& [op, priority] : value.items()) {
-        KVTOPO_RETURN_IF_ERROR(CheckConfigField(where, op, kIrOpFields));
-        const bool strings = priority.is_string() ||
-                             (priority.is_array() &&
-                              std::all_of(priority.begin(), priority.end(),
-                                          [](const nlohmann::json& p) { return p.is_string(); }));
-        if (!strings) {
-          return InvalidArgument(fmt::format(
-              "{}.{} must be a provider name, a comma-separated string of them or a list of "
-              "them, got {}",
-              where, op, internal::JsonText(priority)));
-        }
-      }
+      KVTOPO_ASSIGN_OR_RETURN(kernel_priority, ReadIrOpPriority(where, value));
     }
   }
-  return Status::Ok();
+  return CheckIrOpPriorities(top_priority, kernel_priority);
 }
 
 // EPLBConfig's fields at 28be48fa9 (vllm/config/parallel.py; its dataclass forbids others), the
@@ -2455,6 +2590,85 @@ Result<std::string> ResolveAll2AllBackend(const LaunchOptions& o,
   return given;
 }
 
+// Features kvtopo does not plan that the engine checks at startup (VllmConfig.__post_init__ at
+// 28be48fa9): micro-batching needs a DeepEP all-to-all backend, and fast prefill for KV sharing
+// refuses EAGLE-style drafts. And what of the launch the V2 model runner does not yet support, in
+// the engine's words and order (_get_v2_model_runner_unsupported_features), all but the model's
+// inner state, which the model layer adds (LaunchConfig::v2_runner_unsupported).
+Status ReadRunnerFeatures(const LaunchOptions& o, const std::string& all2all_backend,
+                          LaunchConfig& c) {
+  const bool dbo = o.enable_dbo.value_or(false);
+  if ((dbo || o.ubatch_size.value_or(0) > 1) && all2all_backend != "deepep_low_latency" &&
+      all2all_backend != "deepep_high_throughput") {
+    return Rejected(fmt::format(
+        "{} with --all2all-backend {}: the engine asserts at startup ('Microbatching currently "
+        "only supports the deepep_low_latency and deepep_high_throughput all2all backend. {} is "
+        "not supported.'); pass --all2all-backend deepep_low_latency or deepep_high_throughput",
+        dbo ? std::string("--enable-dbo") : fmt::format("--ubatch-size {}", *o.ubatch_size),
+        all2all_backend, all2all_backend));
+  }
+  constexpr std::string_view kLogprobsModes[] = {"raw_logits", "raw_logprobs", "processed_logits",
+                                                 "processed_logprobs"};
+  if (o.logprobs_mode && std::find(std::begin(kLogprobsModes), std::end(kLogprobsModes),
+                                   *o.logprobs_mode) == std::end(kLogprobsModes)) {
+    return InvalidArgument(fmt::format("--logprobs-mode '{}' is not a logprobs mode; accepted: {}",
+                                       *o.logprobs_mode, fmt::join(kLogprobsModes, ", ")));
+  }
+  const std::optional<SpeculativeConfig>& spec = c.speculative;
+  const bool fast_prefill = o.kv_sharing_fast_prefill.value_or(false);
+  // SpeculativeConfig.use_eagle: eagle, eagle3, mtp and dflash.
+  if (fast_prefill && spec &&
+      (spec->method == "eagle" || spec->method == "eagle3" || spec->method == "mtp" ||
+       spec->method == "dflash")) {
+    return Rejected(fmt::format(
+        "--kv-sharing-fast-prefill with speculative method '{}': the engine refuses the pair at "
+        "startup ('Fast prefill optimization for KV sharing is not compatible with EAGLE as "
+        "EAGLE requires correct logits for all tokens while fast prefill gives incorrect logits "
+        "for prompt tokens.'); drop one of them",
+        spec->method));
+  }
+  std::vector<std::string>& unsupported = c.v2_runner_unsupported;
+  if (c.parallel.prefill_context_parallel_size > 1) {
+    unsupported.push_back("prefill context parallelism");
+  }
+  // The compilation mode as VllmConfig.__post_init__ leaves it: --enforce-eager,
+  // TORCH_COMPILE_DISABLE=1 and VLLM_USE_BREAKABLE_CUDAGRAPH=1 set NONE; -O never picks 1.
+  const LaunchConfig::Compilation& cc = c.compilation;
+  if (!c.cache.enforce_eager && !cc.torch_compile_disable && !cc.breakable_cudagraph &&
+      cc.mode == 1) {
+    unsupported.push_back("stock torch.compile");
+  }
+  // Sequence parallelism stays on at TP above 1 where sp_min_token_num is given; without it the
+  // engine sizes a threshold on the GPU (the model layer warns).
+  if (cc.sequence_parallelism && cc.sp_min_token_num && c.parallel.tensor_parallel_size > 1) {
+    unsupported.push_back("sequence parallelism");
+  }
+  if (spec) {
+    if (spec->method == "ngram" || spec->method == "ngram_gpu") {
+      unsupported.push_back("ngram/ngram_gpu speculative decoding");
+    } else if (spec->method != "eagle" && spec->method != "eagle3" && spec->method != "mtp") {
+      unsupported.push_back(fmt::format("speculative method '{}'", spec->method));
+    }
+    if (spec->parallel_drafting) {
+      unsupported.push_back("parallel drafting for speculative decoding");
+    }
+    if (spec->method == "eagle3" && c.pipeline_parallel_size > 1) {
+      unsupported.push_back("EAGLE3 with pipeline parallelism");
+    }
+  }
+  if (dbo) unsupported.push_back("dual batch overlap");
+  if (c.enable_return_routed_experts) unsupported.push_back("routed experts capture");
+  if (o.logits_processors) unsupported.push_back("custom logits processors");
+  if (o.enable_prompt_embeds.value_or(false)) unsupported.push_back("prompt embeds");
+  if ((o.logprobs_mode == "raw_logits" || o.logprobs_mode == "processed_logits") &&
+      c.runner != "pooling") {
+    unsupported.push_back(fmt::format("logprobs mode '{}'", *o.logprobs_mode));
+  }
+  if (fast_prefill) unsupported.push_back("KV sharing fast prefill");
+  if (o.ec_transfer_config) unsupported.push_back("EC transfer");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
@@ -2732,6 +2946,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   c.cache.async_scheduling =
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
+  KVTOPO_RETURN_IF_ERROR(ReadRunnerFeatures(o, all2all_backend, c));
   if (o.dcp_shard_draft) {
     c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
     c.shard_draft_value = *o.dcp_shard_draft;

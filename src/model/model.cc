@@ -1881,6 +1881,38 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// VLLM_USE_V2_MODEL_RUNNER=1 with what the V2 model runner does not yet support: VllmConfig
+// raises at startup (_validate_v2_model_runner at 28be48fa9), naming every such feature in its
+// order: the model's inner state first (HasInnerState), then the launch's
+// (LaunchConfig::v2_runner_unsupported). Sequence parallelism without sp_min_token_num may stay on
+// or not (the engine's threshold on the GPU): a warning.
+void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
+                        const std::string& file, Builder& b) {
+  if (config.use_v2_model_runner != true) return;
+  std::vector<std::string> unsupported;
+  if (internal::HasInnerState(m.architecture)) unsupported.push_back("hybrid/mamba models");
+  unsupported.insert(unsupported.end(), config.v2_runner_unsupported.begin(),
+                     config.v2_runner_unsupported.end());
+  if (!unsupported.empty()) {
+    b.Error("v2-model-runner",
+            fmt::format("VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with '{}' ({}): the "
+                        "engine refuses it at startup ('VLLM_USE_V2_MODEL_RUNNER does not yet "
+                        "support: {}'); unset it, or drop what it names",
+                        file, m.architecture, fmt::join(unsupported, ", ")));
+  }
+  const LaunchConfig::Compilation& cc = config.compilation;
+  if (cc.sequence_parallelism && !cc.sp_min_token_num && config.parallel.tensor_parallel_size > 1) {
+    b.Add(Severity::kWarning, "v2-model-runner-sequence-parallelism",
+          fmt::format("VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with sequence "
+                      "parallelism (--compilation-config pass_config.enable_sp or "
+                      "fuse_gemm_comms) at --tensor-parallel-size {} without sp_min_token_num: "
+                      "the engine sizes its threshold on the GPU, and where sequence parallelism "
+                      "stays on it refuses the V2 runner ('... does not yet support: sequence "
+                      "parallelism'); give pass_config.sp_min_token_num to have it checked",
+                      config.parallel.tensor_parallel_size));
+  }
+}
+
 // The V2 model runner builds MTP layers under the target's config (load_eagle_model at
 // 28be48fa9), so the speculative config's moe_backend goes unread.
 void WarnDraftMoeBackendUnread(const std::string& backend, const std::string& mtp_layers,
@@ -3440,6 +3472,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   CheckExpertsFor(config, model, target.file, b);
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
+  CheckV2ModelRunner(config, model, target.file, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

@@ -237,6 +237,32 @@ TEST(PlanCli, KernelConfigSpellings) {
                    "--linear-backend FlashInfer-Cutlass --no-enable-flashinfer-autotune")
                 .exit_code,
             0);
+  // --ir-op-priority joins the config's ir_op_priority, one op at a time; providers are the
+  // engine's.
+  EXPECT_EQ(RunCli("check kimi-k2.6 --ir-op-priority.rms_norm 'vllm_c, native' "
+                   "--kernel-config '{\"ir_op_priority\": {\"fused_add_rms_norm\": [\"oink\"], "
+                   "\"rms_norm\": []}}'")
+                .exit_code,
+            0);
+  ExpectUsageError(
+      "check kimi-k2.6 --ir-op-priority '{\"rms_norm\": \"aiter\"}' "
+      "--kernel-config.ir_op_priority.rms_norm native",
+      "kvtopo: --ir-op-priority's rms_norm beside --kernel-config's "
+      "ir_op_priority.rms_norm: the engine refuses the pair ('Op priority for "
+      "rms_norm specified via both ir_op_priority and KernelConfig.ir_op_priority, "
+      "only one allowed at a time.'); give one\n");
+  ExpectUsageError("check kimi-k2.6 --ir-op-priority.fused_add_rms_norm 3",
+                   "kvtopo: --ir-op-priority.fused_add_rms_norm must be a provider name, a "
+                   "comma-separated string of them or a list of them, got 3\n");
+  const auto unknown =
+      RunCli("check kimi-k2.6 --ir-op-priority.fused_add_rms_norm vllm_c,flashinfer",
+             /*merge_stderr=*/true);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.out,
+            "kvtopo: --ir-op-priority names 'flashinfer' for fused_add_rms_norm, which is not a "
+            "provider the engine registers (native, vllm_c, aiter, oink, xpu_kernels): its "
+            "workers assert as they start ('All providers in priority must be registered "
+            "implementations.'); pick from those\n");
 }
 
 // --eplb-config whole or by key, checked as the engine's parser checks EPLBConfig; its

@@ -8,9 +8,9 @@
 namespace kvtopo {
 namespace {
 
-// The option table's integer and byte-size options (docs/launch-options.md): 26 integers,
+// The option table's integer and byte-size options (docs/launch-options.md): 27 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 28;
+constexpr int kNumIntegerOptions = 29;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

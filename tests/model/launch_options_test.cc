@@ -534,9 +534,10 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
   EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-log-requests"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);  // a checked option now
   EXPECT_EQ(FindVllmFlagNotPlanned("-O3"), nullptr);                 // a checked option now (-O)
-  // Fast prefill for KV sharing changes which tokens' logits a step computes, and an
-  // encoder-only instance still caches its language model's layers: neither changes the cache.
-  EXPECT_NE(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill"), nullptr);
+  // An encoder-only instance still caches its language model's layers: the cache is the same.
+  // Fast prefill for KV sharing leaves it as it is too, and is a checked option now (EAGLE-style
+  // drafts and the V2 model runner refuse it).
+  EXPECT_EQ(FindVllmFlagNotPlanned("--kv-sharing-fast-prefill"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("--mm-encoder-only"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--ec-transfer-config"), nullptr);  // a checked option now
   EXPECT_EQ(FindVllmFlagNotPlanned("--kv-transfer-config"), nullptr);  // a planning option now
@@ -553,8 +554,9 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
 // The flags of the fork's head (28be48fa9) with the arity its argparse parser gives them.
 TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   using Values = VllmFlag::Values;
-  for (const char* name : {"--mamba-cache-philox-rounds", "--ubatch-size", "--load-format", "-asc",
-                           "-dpp", "--gdn-prefill-backend", "--shutdown-timeout"}) {
+  for (const char* name :
+       {"--mamba-cache-philox-rounds", "--dbo-decode-token-threshold", "--load-format", "-asc",
+        "-dpp", "--gdn-prefill-backend", "--shutdown-timeout"}) {
     const VllmFlag* f = FindVllmFlagNotPlanned(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;
@@ -571,7 +573,7 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   }
   EXPECT_EQ(FindVllmFlagNotPlanned("--hf-token")->values, Values::kOptional);
   // JSON flags, and their dotted keys; other flags take none.
-  for (const char* name : {"--ir-op-priority", "--kv-events-config", "--reasoning-config"}) {
+  for (const char* name : {"--kv-events-config", "--reasoning-config"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_TRUE(FindVllmFlagNotPlanned(name)->json) << name;
   }
@@ -585,11 +587,26 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   EXPECT_EQ(FindVllmFlagNotPlanned("--port.x"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("-O.mode"), nullptr);
   // Planned, so not in the list: the speculative aliases and the DCP and Mamba checks.
-  for (const char* name :
-       {"--spec-method", "--spec-model", "--spec-tokens", "-sc", "--dcp-comm-backend",
-        "--enable-mamba-cache-stochastic-rounding", "--kv-cache-dtype-skip-layers",
-        "--hf-overrides", "--kernel-config", "--moe-backend", "--linear-backend",
-        "--enable-flashinfer-autotune", "--eplb-config"}) {
+  for (const char* name : {"--spec-method",
+                           "--spec-model",
+                           "--spec-tokens",
+                           "-sc",
+                           "--dcp-comm-backend",
+                           "--enable-mamba-cache-stochastic-rounding",
+                           "--kv-cache-dtype-skip-layers",
+                           "--hf-overrides",
+                           "--kernel-config",
+                           "--moe-backend",
+                           "--linear-backend",
+                           "--enable-flashinfer-autotune",
+                           "--eplb-config",
+                           "--ir-op-priority",
+                           "--enable-dbo",
+                           "--ubatch-size",
+                           "--enable-prompt-embeds",
+                           "--logits-processors",
+                           "--logprobs-mode",
+                           "--kv-sharing-fast-prefill"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

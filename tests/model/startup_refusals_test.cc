@@ -528,29 +528,37 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   o.quantization = "modelopt_fp4";
   EXPECT_EQ(Errors(o), "");
 
-  // MTP layers with experts (Qwen3-Next's): the V1 runner builds them with the speculative
-  // config's moe_backend, the V2 runner with the target's (the key unread, a warning).
+  // MTP layers with experts (Qwen3.5 MoE's): the V1 runner builds them with the speculative
+  // config's moe_backend, the V2 runner with the target's (the key unread, a warning). The V2
+  // runner refuses Qwen3-Next, a HasInnerState model, whatever its MTP layers run.
   LaunchConfig mtp;
   mtp.speculative =
       SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 2, .moe_backend = "deep_gemm"};
-  Result<Plan> plan = testing_configs::PlanWith(CorpusConfig("qwen3-next-80b"), mtp);
+  Result<Plan> plan = testing_configs::PlanWith(CorpusConfig("qwen3.5-35b-a3b"), mtp);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [moe-backend] --speculative-config's moe_backend deep_gemm with the MTP "
-            "layers of 'config.json' (Qwen3NextForCausalLM), whose experts run "
+            "layers of 'config.json' (Qwen3_5MoeForConditionalGeneration), whose experts run "
             "UnquantizedFusedMoEMethod (unquantized MoE kernels): the engine raises as its V1 "
             "model runner builds them under the draft's config, once the target's weights are "
             "loaded ('moe_backend='deep_gemm' is not supported for unquantized MoE.'); pass one "
             "of triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
   mtp.use_v2_model_runner = true;
-  plan = testing_configs::PlanWith(CorpusConfig("qwen3-next-80b"), mtp);
+  plan = testing_configs::PlanWith(CorpusConfig("qwen3.5-35b-a3b"), mtp);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_EQ(DiagnosticMessage(*plan, "speculative-moe-backend-unread"),
             "--speculative-config's moe_backend deep_gemm is not read: the engine's V2 model "
             "runner (VLLM_USE_V2_MODEL_RUNNER) builds the MTP layers of 'config.json' "
-            "(Qwen3NextForCausalLM) under the target's config, with the target's MoE kernels "
-            "(auto)");
+            "(Qwen3_5MoeForConditionalGeneration) under the target's config, with the target's "
+            "MoE kernels (auto)");
+  plan = testing_configs::PlanWith(CorpusConfig("qwen3-next-80b"), mtp);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [v2-model-runner] VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with "
+            "'config.json' (Qwen3NextForCausalLM): the engine refuses it at startup "
+            "('VLLM_USE_V2_MODEL_RUNNER does not yet support: hybrid/mamba models'); unset it, or "
+            "drop what it names");
 
   // The GPU a named backend's kernels run on (where the launch states it), and NVFP4's b12x and
   // CUTLASS kernels, which take no expert parallelism.
@@ -720,6 +728,105 @@ TEST(StartupRefusals, ExpertPlacementUnderLoadBalancing) {
                 "--enable-eplb: the engine's FusedMoE asserts as it builds the model under "
                 "expert parallelism ('Redundant experts are only supported with EPLB.'); drop "
                 "num_redundant_experts");
+}
+
+// VLLM_USE_V2_MODEL_RUNNER=1 with what the V2 model runner does not yet support: the engine
+// names every such feature, in its order, and refuses the launch at startup.
+TEST(StartupRefusals, V2ModelRunnerUnsupportedFeatures) {
+  LaunchOptions o = Model("qwen3-next-80b");
+  o.use_v2_model_runner = true;
+  o.enable_return_routed_experts = true;
+  o.logprobs_mode = "processed_logits";
+  o.enable_prompt_embeds = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [v2-model-runner] VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with "
+            "'profiles/qwen3-next-80b.json' (Qwen3NextForCausalLM): the engine refuses it at "
+            "startup ('VLLM_USE_V2_MODEL_RUNNER does not yet support: hybrid/mamba models, routed "
+            "experts capture, prompt embeds, logprobs mode 'processed_logits''); unset it, or "
+            "drop what it names");
+  o.use_v2_model_runner = false;  // the V1 runner takes them all
+  EXPECT_EQ(Errors(o), "");
+  // Qwen3.5's hybrid class lacks the HasInnerState interface; DFlash drafts in parallel.
+  o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/qwen3.5-35b-a3b.json");
+  o.use_v2_model_runner = true;
+  o.kv_cache_memory = "8GiB";
+  EXPECT_EQ(AcceptedTokens(o), 412980);
+  o = Model("glm-5.3-flash");
+  o.tensor_parallel_size = 2;
+  o.use_v2_model_runner = true;
+  o.speculative_config =
+      R"({"method": "dflash", "model": "glm-5.3-flash-dflash2", "num_speculative_tokens": 4})";
+  o.prefill_context_parallel_size = 2;
+  o.compilation_config = R"({"mode": 1, "pass_config": {"enable_sp": true, )"
+                         R"("sp_min_token_num": 1024}})";
+  // (PCP also meets the backends' own refusals.)
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "v2-model-runner"),
+            "VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with "
+            "'profiles/glm-5.3-flash.json' (Glm5NextForConditionalGeneration): the engine "
+            "refuses it at startup ('VLLM_USE_V2_MODEL_RUNNER does not yet support: prefill "
+            "context parallelism, stock torch.compile, sequence parallelism, speculative method "
+            "'dflash', parallel drafting for speculative decoding'); unset it, or drop what it "
+            "names");
+  o.enforce_eager = true;  // compilation mode NONE
+  o.prefill_context_parallel_size.reset();
+  o.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 4, )"
+                         R"("prompt_lookup_max": 4})";
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "v2-model-runner"),
+            "VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with 'profiles/glm-5.3-flash.json' "
+            "(Glm5NextForConditionalGeneration): the engine refuses it at startup "
+            "('VLLM_USE_V2_MODEL_RUNNER does not yet support: sequence parallelism, "
+            "ngram/ngram_gpu speculative decoding'); unset it, or drop what it names");
+  // Without sp_min_token_num the engine's threshold decides whether sequence parallelism stays.
+  o.compilation_config = R"({"pass_config": {"enable_sp": true}})";
+  o.speculative_config.reset();
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "v2-model-runner-sequence-parallelism"),
+            "VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with sequence parallelism "
+            "(--compilation-config pass_config.enable_sp or fuse_gemm_comms) at "
+            "--tensor-parallel-size 2 without sp_min_token_num: the engine sizes its threshold on "
+            "the GPU, and where sequence parallelism stays on it refuses the V2 runner ('... does "
+            "not yet support: sequence parallelism'); give pass_config.sp_min_token_num to have "
+            "it checked");
+}
+
+// Micro-batching needs a DeepEP all-to-all backend; fast prefill for KV sharing refuses
+// EAGLE-style drafts; --logprobs-mode takes the engine's four modes.
+TEST(StartupRefusals, MicroBatchingAndFastPrefill) {
+  LaunchOptions o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 8;
+  o.enable_dbo = true;
+  EXPECT_EQ(PlanOptions(o).status().message(),
+            "--enable-dbo with --all2all-backend allgather_reducescatter: the engine asserts at "
+            "startup ('Microbatching currently only supports the deepep_low_latency and "
+            "deepep_high_throughput all2all backend. allgather_reducescatter is not "
+            "supported.'); pass --all2all-backend deepep_low_latency or deepep_high_throughput");
+  o.enable_dbo.reset();
+  o.ubatch_size = 2;
+  o.all2all_backend = "nixl_ep";
+  EXPECT_EQ(PlanOptions(o).status().message(),
+            "--ubatch-size 2 with --all2all-backend nixl_ep: the engine asserts at startup "
+            "('Microbatching currently only supports the deepep_low_latency and "
+            "deepep_high_throughput all2all backend. nixl_ep is not supported.'); pass "
+            "--all2all-backend deepep_low_latency or deepep_high_throughput");
+  o.all2all_backend = "deepep_high_throughput";
+  o.enable_dbo = true;
+  EXPECT_EQ(AcceptedTokens(o), 488704);
+  o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 8;
+  o.kv_sharing_fast_prefill = true;
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
+  EXPECT_EQ(PlanOptions(o).status().message(),
+            "--kv-sharing-fast-prefill with speculative method 'mtp': the engine refuses the "
+            "pair at startup ('Fast prefill optimization for KV sharing is not compatible with "
+            "EAGLE as EAGLE requires correct logits for all tokens while fast prefill gives "
+            "incorrect logits for prompt tokens.'); drop one of them");
+  o.speculative_config.reset();
+  o.logprobs_mode = "logits";
+  EXPECT_EQ(PlanOptions(o).status().message(),
+            "--logprobs-mode 'logits' is not a logprobs mode; accepted: raw_logits, raw_logprobs, "
+            "processed_logits, processed_logprobs");
 }
 
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the

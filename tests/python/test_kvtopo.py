@@ -623,6 +623,11 @@ class PlanTest(unittest.TestCase):
             kvtopo.plan("qwen3-next-80b", eplb_config={"num_redundant_experts": 3}, **qwen3_next)
         with self.assertRaisesRegex(ValueError, r"^--eplb-config: policy \"greedy\" is not one"):
             kvtopo.plan("qwen3-next-80b", eplb_config={"policy": "greedy"}, **qwen3_next)
+        # The V2 model runner refuses a HasInnerState model and prompt embeddings.
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"'VLLM_USE_V2_MODEL_RUNNER does not yet support: hybrid/mamba "
+                                    r"models, prompt embeds'"):
+            kvtopo.plan("qwen3-next-80b", use_v2_model_runner=True, enable_prompt_embeds=True)
 
     def test_device_capability(self):
         # The GPU's compute capability: a backend nobody names is the engine's pick there.
