@@ -2594,7 +2594,8 @@ Result<std::string> ResolveAll2AllBackend(const LaunchOptions& o,
 // 28be48fa9): micro-batching needs a DeepEP all-to-all backend, and fast prefill for KV sharing
 // refuses EAGLE-style drafts. And what of the launch the V2 model runner does not yet support, in
 // the engine's words and order (_get_v2_model_runner_unsupported_features), all but the model's
-// inner state, which the model layer adds (LaunchConfig::v2_runner_unsupported).
+// inner state and sequence parallelism, which the model layer adds
+// (LaunchConfig::v2_runner_unsupported).
 Status ReadRunnerFeatures(const LaunchOptions& o, const std::string& all2all_backend,
                           LaunchConfig& c) {
   const bool dbo = o.enable_dbo.value_or(false);
@@ -2638,11 +2639,8 @@ Status ReadRunnerFeatures(const LaunchOptions& o, const std::string& all2all_bac
       cc.mode == 1) {
     unsupported.push_back("stock torch.compile");
   }
-  // Sequence parallelism stays on at TP above 1 where sp_min_token_num is given; without it the
-  // engine sizes a threshold on the GPU (the model layer warns).
-  if (cc.sequence_parallelism && cc.sp_min_token_num && c.parallel.tensor_parallel_size > 1) {
-    unsupported.push_back("sequence parallelism");
-  }
+  // (Sequence parallelism comes next, which the model layer resolves: its threshold reads the
+  // model's hidden size.)
   if (spec) {
     if (spec->method == "ngram" || spec->method == "ngram_gpu") {
       unsupported.push_back("ngram/ngram_gpu speculative decoding");

@@ -1881,6 +1881,21 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// Whether sequence parallelism stays on (VllmConfig.__post_init__ at 28be48fa9): asked for by
+// pass_config.enable_sp or fuse_gemm_comms, at TP above 1, with a threshold: sp_min_token_num as
+// given, else get_sequence_parallelism_threshold's, which has one on compute capability 9.0 and
+// 10.x for a text hidden size of 8,192 or more and none elsewhere (sequence parallelism off).
+// Unset where that decides and the launch states no GPU.
+std::optional<bool> SequenceParallelismOn(const LaunchConfig& config, const ModelDescription& m) {
+  const LaunchConfig::Compilation& cc = config.compilation;
+  if (!cc.sequence_parallelism || config.parallel.tensor_parallel_size <= 1) return false;
+  if (cc.sp_min_token_num) return true;
+  const std::optional<DeviceCapability>& gpu = config.cache.device_capability;
+  if (!gpu) return std::nullopt;
+  const bool tuned = gpu->major == 10 || (gpu->major == 9 && gpu->minor == 0);
+  return tuned && m.hidden_size >= 8192;
+}
+
 // VLLM_USE_V2_MODEL_RUNNER=1 with what the V2 model runner does not yet support: VllmConfig
 // raises at startup (_validate_v2_model_runner at 28be48fa9), naming every such feature in its
 // order: the model's inner state first (HasInnerState), then the launch's
@@ -1893,6 +1908,15 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
   if (internal::HasInnerState(m.architecture)) unsupported.push_back("hybrid/mamba models");
   unsupported.insert(unsupported.end(), config.v2_runner_unsupported.begin(),
                      config.v2_runner_unsupported.end());
+  const std::optional<bool> sequence_parallel = SequenceParallelismOn(config, m);
+  if (sequence_parallel == true) {
+    // After the model's inner state, PCP and stock torch.compile, in the engine's order.
+    const auto after = std::find_if(unsupported.begin(), unsupported.end(), [](const auto& f) {
+      return f != "hybrid/mamba models" && f != "prefill context parallelism" &&
+             f != "stock torch.compile";
+    });
+    unsupported.insert(after, "sequence parallelism");
+  }
   if (!unsupported.empty()) {
     b.Error("v2-model-runner",
             fmt::format("VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with '{}' ({}): the "
@@ -1900,15 +1924,15 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
                         "support: {}'); unset it, or drop what it names",
                         file, m.architecture, fmt::join(unsupported, ", ")));
   }
-  const LaunchConfig::Compilation& cc = config.compilation;
-  if (cc.sequence_parallelism && !cc.sp_min_token_num && config.parallel.tensor_parallel_size > 1) {
+  if (!sequence_parallel) {
     b.Add(Severity::kWarning, "v2-model-runner-sequence-parallelism",
           fmt::format("VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with sequence "
                       "parallelism (--compilation-config pass_config.enable_sp or "
                       "fuse_gemm_comms) at --tensor-parallel-size {} without sp_min_token_num: "
-                      "the engine sizes its threshold on the GPU, and where sequence parallelism "
+                      "the engine's threshold depends on the GPU, and where sequence parallelism "
                       "stays on it refuses the V2 runner ('... does not yet support: sequence "
-                      "parallelism'); give pass_config.sp_min_token_num to have it checked",
+                      "parallelism'); give --device-capability or pass_config.sp_min_token_num "
+                      "to have it checked",
                       config.parallel.tensor_parallel_size));
   }
 }
@@ -2670,12 +2694,13 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
                             graphs, source, mode,
                             cc.torch_compile_disable ? " (TORCH_COMPILE_DISABLE=1)" : ""));
   }
-  // The capture sizes, fixed with the graphs still on here. Sequence parallelism (TP above 1)
-  // keeps the sizes TP divides; without sp_min_token_num the engine may turn it off on the GPU
-  // (its threshold), so the sizes are not known.
+  // The capture sizes, fixed with the graphs still on here. Sequence parallelism keeps the sizes
+  // TP divides; where its threshold depends on a GPU the launch does not state, whether it stays
+  // on, and so the sizes, are not known.
   const int64_t tp = config.parallel.tensor_parallel_size;
-  const bool sequence_parallel = cc.sequence_parallelism && tp > 1;
-  const bool sizes_known = !sequence_parallel || cc.sp_min_token_num;
+  const std::optional<bool> sequence_parallel_on = SequenceParallelismOn(config, model);
+  const bool sequence_parallel = sequence_parallel_on.value_or(false);
+  const bool sizes_known = sequence_parallel_on.has_value();
   int64_t largest = 0;  // the largest capture size; 0: none
   if (graphs != "NONE" && sizes_known) {
     largest = LargestCaptureSize(b, speculative_tokens, sequence_parallel ? tp : 1);
@@ -2686,10 +2711,11 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
     b.Add(Severity::kWarning, "cudagraph-capture-sizes-unchecked",
           fmt::format("sequence parallelism (--compilation-config pass_config.enable_sp or "
                       "fuse_gemm_comms) without sp_min_token_num at --tensor-parallel-size {}: "
-                      "the engine sizes its threshold on the GPU or "
+                      "the engine sizes its threshold by the GPU or "
                       "turns sequence parallelism off, which decides whether its decode graphs "
                       "need multiples of {} and {}, so kvtopo did not check the capture sizes; "
-                      "give pass_config.sp_min_token_num to have them checked",
+                      "give --device-capability or pass_config.sp_min_token_num to have them "
+                      "checked",
                       tp, query, tp));
   };
   if (mode == 3 && !cc.use_inductor_graph_partition) {
@@ -2708,15 +2734,15 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
         set("FULL", "set by --compilation-config splitting_ops []");
       }
     }
-    // Sequence parallelism (on with TP above 1) empties the splitting ops it finds.
+    // Sequence parallelism, where it stays on, empties the splitting ops it finds.
     const bool split = !cc.fuse_attn_quant && cc.splitting_ops_empty != true;
-    if (cc.sequence_parallelism && config.parallel.tensor_parallel_size > 1 && split &&
-        piecewise()) {
-      if (!cc.sp_min_token_num) {
+    if (sequence_parallel_on != false && split && piecewise()) {
+      if (!sequence_parallel_on) {
         sizes_unchecked();
         out.cudagraph_mode_unresolved =
-            "--compilation-config pass_config.enable_sp without sp_min_token_num, whose threshold "
-            "the engine sizes on the GPU or turns sequence parallelism off";
+            "--compilation-config pass_config.enable_sp without sp_min_token_num or "
+            "--device-capability, whose threshold the engine sizes by the GPU or turns sequence "
+            "parallelism off";
         return;
       }
       set("FULL", "set by --compilation-config pass_config.enable_sp");

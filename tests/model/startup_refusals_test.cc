@@ -785,10 +785,17 @@ TEST(StartupRefusals, V2ModelRunnerUnsupportedFeatures) {
   EXPECT_EQ(DiagnosticMessage(*plan, "v2-model-runner-sequence-parallelism"),
             "VLLM_USE_V2_MODEL_RUNNER=1 (--use-v2-model-runner) with sequence parallelism "
             "(--compilation-config pass_config.enable_sp or fuse_gemm_comms) at "
-            "--tensor-parallel-size 2 without sp_min_token_num: the engine sizes its threshold on "
+            "--tensor-parallel-size 2 without sp_min_token_num: the engine's threshold depends on "
             "the GPU, and where sequence parallelism stays on it refuses the V2 runner ('... does "
-            "not yet support: sequence parallelism'); give pass_config.sp_min_token_num to have "
-            "it checked");
+            "not yet support: sequence parallelism'); give --device-capability or "
+            "pass_config.sp_min_token_num to have it checked");
+  // No threshold on 12.0: sequence parallelism off, nothing for the V2 runner to refuse (its
+  // attention backends' own refusal on that GPU aside).
+  o.device_capability = "12.0";
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "v2-model-runner"), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "v2-model-runner-sequence-parallelism"), "");
 }
 
 // Micro-batching needs a DeepEP all-to-all backend; fast prefill for KV sharing refuses
@@ -1109,9 +1116,9 @@ TEST(StartupRefusals, CudaGraphCaptureSizes) {
             "x1000 or K/M/G for x1024)");
 }
 
-// Sequence parallelism (TP above 1, sp_min_token_num given) keeps the capture sizes TP divides,
-// and with speculative decoding needs 1 + k and TP to divide one another
-// (update_sizes_for_sequence_parallelism, adjust_cudagraph_sizes_for_spec_decode).
+// Sequence parallelism (TP above 1, and sp_min_token_num given or a threshold on the stated GPU)
+// keeps the capture sizes TP divides, and with speculative decoding needs 1 + k and TP to divide
+// one another (update_sizes_for_sequence_parallelism, adjust_cudagraph_sizes_for_spec_decode).
 TEST(StartupRefusals, CaptureSizesUnderSequenceParallelism) {
   LaunchOptions o = Model("kimi-k2.6");
   o.attention_backend = "TRITON_MLA";
@@ -1205,9 +1212,33 @@ TEST(StartupRefusals, CaptureSizesUnderSequenceParallelism) {
   EXPECT_EQ(DiagnosticMessage(*plan, "cudagraph-capture-sizes-unchecked"),
             "sequence parallelism (--compilation-config pass_config.enable_sp or "
             "fuse_gemm_comms) without sp_min_token_num at --tensor-parallel-size 8: the engine "
-            "sizes its threshold on the GPU or turns sequence parallelism off, which decides "
+            "sizes its threshold by the GPU or turns sequence parallelism off, which decides "
             "whether its decode graphs need multiples of 3 and 8, so kvtopo did not check the "
-            "capture sizes; give pass_config.sp_min_token_num to have them checked");
+            "capture sizes; give --device-capability or pass_config.sp_min_token_num to have "
+            "them checked");
+  // A stated GPU decides it (get_sequence_parallelism_threshold): a threshold on 9.0 and 10.x
+  // for a hidden size of 8,192 or more, none elsewhere. Kimi-K2.6's is 7,168: off everywhere.
+  o.device_capability = "10.0";
+  plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "cudagraph-capture-sizes-unchecked"), "");
+  o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/tele-flm-52b.json");
+  o.tensor_parallel_size = 8;
+  o.kv_cache_memory = "8GiB";
+  o.compilation_config = R"({"pass_config": {"enable_sp": true}})";
+  o.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 2, )"
+                         R"("prompt_lookup_max": 3})";
+  o.device_capability = "9.0";  // hidden size 8,192: on
+  EXPECT_EQ(Errors(o),
+            "\n  error [cudagraph-capture-sizes] speculative decoding's decode graphs need "
+            "multiples of 3 (1 + num_speculative_tokens) and sequence parallelism multiples of 8 "
+            "(--tensor-parallel-size), and neither divides the other: the engine refuses the "
+            "launch once the weights are loaded ('Can't determine cudagraph shapes that are both "
+            "a multiple of 3 ... and 8'); change num_speculative_tokens or turn sequence "
+            "parallelism off (pass_config.enable_sp and fuse_gemm_comms)");
+  o.device_capability = "8.9";  // no threshold there: off
+  EXPECT_EQ(AcceptedTokens(o), 32768);
 }
 
 // The engine's backend validation (validate_configuration at 28be48fa9) over the MLA backends:
