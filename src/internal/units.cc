@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "internal/ascii_case.h"
 #include "internal/checked_math.h"
 
 namespace kvtopo {
@@ -90,71 +91,81 @@ Result<int64_t> ParsePositiveInt(std::string_view text, std::string_view flag) {
   return value;
 }
 
-Result<int64_t> ParseHumanInt(std::string_view text, std::string_view what) {
-  auto bad = [&] {
-    return InvalidArgument(fmt::format(
-        "{}: '{}' is not an integer (digits, optionally with k/m/g for x1000 or K/M/G for x1024)",
-        what, text));
-  };
-  if (text.empty() || text.size() > 40) return bad();
-  int64_t multiplier = 1;
-  std::string_view digits = text;
-  switch (digits.back()) {
-    case 'k':
-      multiplier = 1000;
+Result<int64_t> ParsePlainInt(std::string_view text, std::string_view what) {
+  std::string_view s = internal::StripAsciiSpace(text);
+  const bool negative = !s.empty() && s.front() == '-';
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  // Digits with single underscores between them, as int() takes them.
+  bool valid =
+      !s.empty() && s.front() != '_' && s.back() != '_' && s.find("__") == std::string_view::npos;
+  uint64_t magnitude = 0;
+  bool overflow = false;
+  for (const char c : s) {
+    if (c == '_') continue;
+    if (c < '0' || c > '9') {
+      valid = false;
       break;
-    case 'm':
-      multiplier = 1000 * 1000;
-      break;
-    case 'g':
-      multiplier = 1000 * 1000 * 1000;
-      break;
-    case 'K':
-      multiplier = int64_t{1} << 10;
-      break;
-    case 'M':
-      multiplier = int64_t{1} << 20;
-      break;
-    case 'G':
-      multiplier = int64_t{1} << 30;
-      break;
-    default:
-      break;
-  }
-  if (multiplier != 1) digits.remove_suffix(1);
-  if (digits.empty()) return bad();
-  const bool negative = digits.front() == '-';
-  if (negative) digits.remove_prefix(1);
-  const size_t dot = digits.find('.');
-  if (dot != std::string_view::npos && multiplier == 1) return bad();  // "1.5" needs a suffix
-  std::string_view whole = digits.substr(0, dot);
-  std::string_view fraction = dot == std::string_view::npos ? "" : digits.substr(dot + 1);
-  if (whole.empty() && fraction.empty()) return bad();
-  auto all_digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (!all_digits(whole) || !all_digits(fraction) || fraction.size() > 9) return bad();
-  const std::string range = fmt::format("{}: '{}' is out of the 64-bit integer range", what, text);
-  int64_t value = 0;
-  for (char c : whole) {
-    if (value > (std::numeric_limits<int64_t>::max() - (c - '0')) / 10) {
-      return InvalidArgument(range);
     }
-    value = value * 10 + (c - '0');
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (magnitude > ((uint64_t{1} << 63) - d) / 10) overflow = true;
+    if (!overflow) magnitude = magnitude * 10 + d;
   }
-  Result<int64_t> scaled = internal::CheckedMul(value, multiplier, what);
-  if (!scaled.ok()) return InvalidArgument(range);
-  int64_t fraction_part = 0, fraction_scale = 1;
-  for (char c : fraction) {
-    fraction_part = fraction_part * 10 + (c - '0');
-    fraction_scale *= 10;
+  if (!valid) return InvalidArgument(fmt::format("{}: '{}' is not an integer", what, text));
+  if (overflow || (!negative && magnitude > uint64_t{INT64_MAX})) {
+    return InvalidArgument(fmt::format("{}: '{}' is out of the 64-bit integer range", what, text));
   }
-  // multiplier * fraction / scale, exact enough for the 9 digits allowed (rounded down as int()).
-  const int64_t extra =
-      static_cast<int64_t>(static_cast<__int128>(multiplier) * fraction_part / fraction_scale);
-  Result<int64_t> total = internal::CheckedAdd(*scaled, extra, what);
-  if (!total.ok()) return InvalidArgument(range);
-  return negative ? -*total : *total;
+  return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+}
+
+Result<int64_t> ParseHumanInt(std::string_view text, std::string_view what) {
+  // human_readable_int: the text stripped, then digits, an optional fraction and one suffix
+  // letter, else a plain int().
+  const std::string_view value = internal::StripAsciiSpace(text);
+  if (value.size() >= 2 && value.size() <= 40 &&
+      std::string_view("kKmMgGtT").find(value.back()) != std::string_view::npos) {
+    const char suffix = value.back();
+    const std::string_view number = value.substr(0, value.size() - 1);
+    const size_t dot = number.find('.');
+    auto digits = [](std::string_view s) {
+      return !s.empty() &&
+             std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    const bool decimal = dot != std::string_view::npos;
+    if (decimal ? digits(number.substr(0, dot)) && digits(number.substr(dot + 1))
+                : digits(number)) {
+      const std::string range =
+          fmt::format("{}: '{}' is out of the 64-bit integer range", what, text);
+      const int exponent = suffix == 'k' || suffix == 'K'   ? 1
+                           : suffix == 'm' || suffix == 'M' ? 2
+                           : suffix == 'g' || suffix == 'G' ? 3
+                                                            : 4;
+      if (suffix >= 'a') {
+        // int(float(number) * 1000 ** exponent), in doubles as Python computes it.
+        const double scaled =
+            std::strtod(std::string(number).c_str(), nullptr) * std::pow(1000.0, exponent);
+        if (!(scaled < 9223372036854775808.0)) return InvalidArgument(range);
+        return static_cast<int64_t>(scaled);
+      }
+      if (decimal) {
+        return InvalidArgument(fmt::format(
+            "{}: '{}': decimals are not allowed with binary suffixes like {} (the engine's "
+            "parser refuses it); did you mean {}{}?",
+            what, text, suffix, number, static_cast<char>(suffix - 'A' + 'a')));
+      }
+      const Result<int64_t> whole = ParsePlainInt(number, what);
+      if (!whole.ok()) return InvalidArgument(range);
+      const Result<int64_t> total =
+          internal::CheckedMul(*whole, int64_t{1} << (10 * exponent), what);
+      if (!total.ok()) return InvalidArgument(range);
+      return *total;
+    }
+  }
+  const Result<int64_t> plain = ParsePlainInt(value, what);
+  if (plain.ok() || plain.status().message().ends_with("range")) return plain;
+  return InvalidArgument(fmt::format(
+      "{}: '{}' is not an integer (digits, optionally with k/m/g/t for x1000 or K/M/G/T for "
+      "x1024)",
+      what, text));
 }
 
 }  // namespace kvtopo

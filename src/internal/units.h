@@ -15,10 +15,16 @@ namespace kvtopo {
 // negative, overflow.
 Result<int64_t> ParseByteSize(std::string_view text, std::string_view what);
 
-// An integer as vLLM's CLI reads it: digits with an optional k/m/g (x1000) or K/M/G (x1024)
-// suffix, and a decimal mantissa with a suffix ("25.6k"); a leading '-' is kept for the caller
-// to range-check. `what` names the flag in messages.
+// An integer as the engine's parser reads --max-model-len and --max-num-batched-tokens
+// (human_readable_int in vllm/utils/argparse_utils.py at 28be48fa9): digits with one k/m/g/t
+// (x1000) or K/M/G/T (x1024) suffix, a fraction only with a lower-case one ("25.6k", computed in
+// doubles and truncated as Python does), else a plain integer (ParsePlainInt). `what` names the
+// flag in messages; a sign is kept for the caller to range-check.
 Result<int64_t> ParseHumanInt(std::string_view text, std::string_view what);
+
+// An integer as Python's int() reads text, which the engine's parser uses for its other integer
+// flags: ASCII whitespace around it, a sign, digits with single underscores between them.
+Result<int64_t> ParsePlainInt(std::string_view text, std::string_view what);
 
 // A positive integer flag value with overflow checking ("--max-model-len 1000000").
 Result<int64_t> ParsePositiveInt(std::string_view text, std::string_view flag);

@@ -1090,6 +1090,21 @@ const LaunchOption* FindLaunchOption(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// A byte count as the engine's human_readable_int takes it: the largest binary suffix that
+// divides it ("12G"), else the digits.
+std::string EngineByteSpelling(int64_t bytes) {
+  for (const auto& [shift, suffix] : {std::pair{40, 'T'}, {30, 'G'}, {20, 'M'}, {10, 'K'}}) {
+    if (bytes > 0 && bytes % (int64_t{1} << shift) == 0) {
+      return fmt::format("{}{}", bytes >> shift, suffix);
+    }
+  }
+  return std::to_string(bytes);
+}
+
+}  // namespace
+
 Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const LaunchValue& value,
                        std::string_view source) {
   auto type_error = [&](std::string_view expected) {
@@ -1137,6 +1152,17 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
               return InvalidArgument(fmt::format("{} must be in [{}, {}] bytes, got '{}'", source,
                                                  option.min_value, option.max_value, *text));
             }
+            // The engine's parser reads --kv-cache-memory as its --kv-cache-memory-bytes, with
+            // human_readable_int: a command line kvtopo reads may still fail there.
+            if (option.name == "kv_cache_memory" && source.starts_with("--") &&
+                !ParseHumanInt(*text, source).ok()) {
+              o.diagnostics.push_back(
+                  {Severity::kWarning, "kv-cache-memory-spelling",
+                   fmt::format("{} '{}': the engine's parser reads the flag as "
+                               "--kv-cache-memory-bytes, which takes digits with one k/m/g/t or "
+                               "K/M/G/T suffix only and refuses this spelling; write {} there",
+                               source, *text, EngineByteSpelling(*bytes))});
+            }
           }
           o.*member = *text;
           return Status::Ok();
@@ -1149,7 +1175,11 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
               o.*member = kAutoMaxModelLen;
               return Status::Ok();
             }
-            KVTOPO_ASSIGN_OR_RETURN(n, ParseHumanInt(*text, source));
+            // The engine's parser takes suffixes ("32k") for these two only; int() elsewhere.
+            KVTOPO_ASSIGN_OR_RETURN(
+                n, option.name == "max_model_len" || option.name == "max_num_batched_tokens"
+                       ? ParseHumanInt(*text, source)
+                       : ParsePlainInt(*text, source));
           } else {
             return type_error("an integer");
           }
@@ -1260,8 +1290,10 @@ std::string LaunchOptionsMarkdown() {
       "Generated from the launch-option table (`LaunchOptionTable`, src/model/launch_options.cc) "
       "by `kvtopo options --markdown`; a test keeps this page equal to it. Every option is a "
       "flag of `kvtopo plan`, `check`, `slots`, `simulate` and `verify` and a keyword of "
-      "`kvtopo.plan()` / `kvtopo.check()`. Integers take vLLM's suffixes (k/m/g x1000, K/M/G "
-      "x1024); switches take `--no-NAME` on the command line and `True`/`False` in Python.\n\n"
+      "`kvtopo.plan()` / `kvtopo.check()`. Integers are read as the engine's parser reads them: "
+      "`--max-model-len` and `--max-num-batched-tokens` with its suffixes (k/m/g/t x1000, "
+      "K/M/G/T x1024, a fraction only with a lower-case one), the others as Python's `int()`; "
+      "switches take `--no-NAME` on the command line and `True`/`False` in Python.\n\n"
       "| flag | Python keyword | also | value | environment | meaning |\n"
       "|---|---|---|---|---|---|\n";
   for (const LaunchOption& o : LaunchOptionTable()) {
@@ -1949,7 +1981,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
   if (o.cudagraph_capture_sizes) {
     std::vector<int64_t> sizes;
     for (const std::string& word : internal::SplitOnSpaces(*o.cudagraph_capture_sizes)) {
-      KVTOPO_ASSIGN_OR_RETURN(const int64_t n, ParseHumanInt(word, "--cudagraph-capture-sizes"));
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t n, ParsePlainInt(word, "--cudagraph-capture-sizes"));
       if (n < 1 || n > kMaxInt32) {
         return InvalidArgument(fmt::format(
             "--cudagraph-capture-sizes must be integers in [1, {}], got {}", kMaxInt32, n));
@@ -2782,15 +2814,22 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     c.cache.max_num_seqs = std::min(c.cache.max_num_seqs, c.cache.max_num_batched_tokens);
   }
   if (o.dtype && *o.dtype != "auto") {
-    Result<ElementType> dtype = ParseElementType(*o.dtype);
-    if (!dtype.ok() || (*dtype != ElementType::kBfloat16 && *dtype != ElementType::kFloat16 &&
-                        *dtype != ElementType::kFloat32)) {
+    // ModelDType's names exactly, as the engine's parser takes them (its choices).
+    constexpr std::pair<std::string_view, ElementType> kDtypes[] = {
+        {"bfloat16", ElementType::kBfloat16},
+        {"float", ElementType::kFloat32},
+        {"float16", ElementType::kFloat16},
+        {"float32", ElementType::kFloat32},
+        {"half", ElementType::kFloat16}};
+    const auto* dtype = std::find_if(std::begin(kDtypes), std::end(kDtypes),
+                                     [&](const auto& d) { return d.first == *o.dtype; });
+    if (dtype == std::end(kDtypes)) {
       return InvalidArgument(fmt::format(
-          "--dtype '{}' is not a model dtype; accepted: auto, bfloat16, float16 (half), float32 "
-          "(float)",
+          "--dtype '{}' is not a model dtype; accepted: auto, bfloat16, float, float16, float32, "
+          "half (the engine's parser refuses any other spelling)",
           *o.dtype));
     }
-    c.model_dtype = *dtype;
+    c.model_dtype = dtype->second;
   }
   if (o.kv_cache_dtype) {
     KVTOPO_ASSIGN_OR_RETURN(c.cache.kv_cache_dtype,

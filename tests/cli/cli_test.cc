@@ -306,6 +306,30 @@ TEST(PlanCli, EplbConfigSpellings) {
             "num_redundant_experts\n");
 }
 
+// Integers as the engine's parser reads them: suffixes for --max-model-len and
+// --max-num-batched-tokens only; --kv-cache-memory, which the engine's parser reads as its
+// --kv-cache-memory-bytes, in a spelling only kvtopo takes is a warning.
+TEST(PlanCli, IntegerAndByteSpellings) {
+  EXPECT_EQ(RunCli("check kimi-k2.6 --max-model-len 32k --max-num-batched-tokens 8K").exit_code, 0);
+  ExpectUsageError("check kimi-k2.6 --max-num-seqs 1k",
+                   "kvtopo: --max-num-seqs: '1k' is not an "
+                   "integer\n");
+  ExpectUsageError("check kimi-k2.6 --max-model-len 1.5K",
+                   "kvtopo: --max-model-len: '1.5K': decimals are not allowed with binary "
+                   "suffixes like K (the engine's parser refuses it); did you mean 1.5k?\n");
+  const auto gib = RunCli("check kimi-k2.6 --max-model-len 32k --kv-cache-memory 20.5GiB");
+  EXPECT_EQ(gib.exit_code, 0);
+  EXPECT_NE(gib.out.find("warning [kv-cache-memory-spelling] --kv-cache-memory '20.5GiB': the "
+                         "engine's parser reads the flag as --kv-cache-memory-bytes, which takes "
+                         "digits with one k/m/g/t or K/M/G/T suffix only and refuses this "
+                         "spelling; write 20992M there"),
+            std::string::npos)
+      << gib.out;
+  EXPECT_EQ(RunCli("check kimi-k2.6 --max-model-len 32k --kv-cache-memory 20992M")
+                .out.find("kv-cache-memory-spelling"),
+            std::string::npos);
+}
+
 // The rest of the engine's argument parser: -sc and its dotted keys, --spec-* keys, --model,
 // a repeated flag's last value, flags taking several values or a JSON value by key.
 // -O in each spelling the engine's parser takes (-O<x> and -O=<x> are --optimization-level <x>),
@@ -313,7 +337,7 @@ TEST(PlanCli, EplbConfigSpellings) {
 // blocks refuse 161 rows only under full decode graphs.
 TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
   const std::string launch =
-      "check qwen3-next-80b --max-model-len 32768 --kv-cache-memory 2GiB --max-num-seqs 161 ";
+      "check qwen3-next-80b --max-model-len 32768 --kv-cache-memory 2G --max-num-seqs 161 ";
   EXPECT_EQ(RunCli(launch).exit_code, 1);
   EXPECT_EQ(RunCli(launch + "-O3").exit_code, 1);
   for (const char* piecewise :

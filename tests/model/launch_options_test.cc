@@ -41,20 +41,46 @@ TEST(LaunchOptions, NamesAliasesAndShortFlagsFindOneOption) {
   }
 }
 
+// The engine's human_readable_int (--max-model-len, --max-num-batched-tokens): one suffix
+// letter, a fraction only with a decimal one (computed in doubles, truncated); its other integer
+// flags are int() (ParsePlainInt).
 TEST(LaunchOptions, VllmIntegerSuffixes) {
   EXPECT_EQ(*ParseHumanInt("64k", "--max-model-len"), 64'000);
   EXPECT_EQ(*ParseHumanInt("64K", "--max-model-len"), 65'536);
   EXPECT_EQ(*ParseHumanInt("1m", "--max-model-len"), 1'000'000);
   EXPECT_EQ(*ParseHumanInt("1M", "--max-model-len"), 1'048'576);
+  EXPECT_EQ(*ParseHumanInt("1t", "--max-model-len"), 1'000'000'000'000);
   EXPECT_EQ(*ParseHumanInt("25.6k", "--max-model-len"), 25'600);
-  EXPECT_EQ(*ParseHumanInt("1048576", "--max-model-len"), 1'048'576);
+  EXPECT_EQ(*ParseHumanInt("1.001k", "--max-model-len"), 1'000);  // 1000.9999999999999
+  EXPECT_EQ(*ParseHumanInt(" 1048576 ", "--max-model-len"), 1'048'576);
+  EXPECT_EQ(*ParseHumanInt("1_024", "--max-model-len"), 1'024);
+  EXPECT_EQ(ParseHumanInt("1.5K", "--max-model-len").status().message(),
+            "--max-model-len: '1.5K': decimals are not allowed with binary suffixes like K (the "
+            "engine's parser refuses it); did you mean 1.5k?");
   EXPECT_EQ(ParseHumanInt("1.5", "--max-model-len").status().message(),
-            "--max-model-len: '1.5' is not an integer (digits, optionally with k/m/g for x1000 "
-            "or K/M/G for x1024)");
+            "--max-model-len: '1.5' is not an integer (digits, optionally with k/m/g/t for x1000 "
+            "or K/M/G/T for x1024)");
+  EXPECT_EQ(ParseHumanInt("-5k", "--max-model-len").status().message(),
+            "--max-model-len: '-5k' is not an integer (digits, optionally with k/m/g/t for x1000 "
+            "or K/M/G/T for x1024)");
   EXPECT_EQ(ParseHumanInt("9999999999999G", "--max-model-len").status().message(),
             "--max-model-len: '9999999999999G' is out of the 64-bit integer range");
   EXPECT_FALSE(ParseHumanInt("", "--block-size").ok());
   EXPECT_FALSE(ParseHumanInt("12kb", "--block-size").ok());
+  EXPECT_EQ(*ParsePlainInt("-16", "--block-size"), -16);
+  EXPECT_EQ(ParsePlainInt("1k", "--block-size").status().message(),
+            "--block-size: '1k' is not an integer");
+  EXPECT_EQ(ParsePlainInt("1__0", "--block-size").status().message(),
+            "--block-size: '1__0' is not an integer");
+  EXPECT_EQ(ParsePlainInt("9223372036854775808", "--block-size").status().message(),
+            "--block-size: '9223372036854775808' is out of the 64-bit integer range");
+  EXPECT_EQ(*ParsePlainInt("-9223372036854775808", "--block-size"), INT64_MIN);
+  // Suffixes only where the engine's parser takes them.
+  LaunchOptions o;
+  EXPECT_TRUE(Set(o, "--max-num-batched-tokens", std::string("16k")).ok());
+  EXPECT_EQ(o.max_num_batched_tokens, 16'000);
+  EXPECT_EQ(Set(o, "--max-num-seqs", std::string("1k")).message(),
+            "--max-num-seqs: '1k' is not an integer");
 }
 
 TEST(LaunchOptions, ValuesAreRangeCheckedAndNameTheirSource) {
@@ -74,8 +100,7 @@ TEST(LaunchOptions, ValuesAreRangeCheckedAndNameTheirSource) {
   EXPECT_TRUE(Set(o, "--kv-cache-memory-bytes", int64_t{1'325'000'000}).ok());
   EXPECT_EQ(*KvCacheMemoryBytes(o), 1'325'000'000);
   EXPECT_EQ(Set(o, "tensor_parallel_size", std::string("four")).message(),
-            "tensor_parallel_size: 'four' is not an integer (digits, optionally with k/m/g for "
-            "x1000 or K/M/G for x1024)");
+            "tensor_parallel_size: 'four' is not an integer");
 }
 
 TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
@@ -97,8 +122,7 @@ TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
     return std::string_view(name) == "VLLM_K3_KV_GROUP_SIZE" ? "six" : nullptr;
   };
   EXPECT_EQ(ApplyLaunchEnvironment(bad, bad_env).message(),
-            "VLLM_K3_KV_GROUP_SIZE: 'six' is not an integer (digits, optionally with k/m/g for "
-            "x1000 or K/M/G for x1024)");
+            "VLLM_K3_KV_GROUP_SIZE: 'six' is not an integer");
 }
 
 // The engine detects a draft model's method before it sets the async-scheduling default:
@@ -521,8 +545,8 @@ TEST(LaunchOptions, MaxModelLenAuto) {
   EXPECT_EQ(SetLaunchOption(o, *option, int64_t{-2}, "max_model_len").message(),
             "max_model_len must be positive, got -2");
   EXPECT_EQ(SetLaunchOption(o, *option, std::string("automatic"), "--max-model-len").message(),
-            "--max-model-len: 'automatic' is not an integer (digits, optionally with k/m/g for "
-            "x1000 or K/M/G for x1024)");
+            "--max-model-len: 'automatic' is not an integer (digits, optionally with k/m/g/t for "
+            "x1000 or K/M/G/T for x1024)");
 }
 
 TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {

@@ -112,7 +112,7 @@ class PlanTest(unittest.TestCase):
 
     def test_to_json_equals_the_cli(self):
         args = ["kimi-k2.6", "--tensor-parallel-size", "4", "--decode-context-parallel-size", "4",
-                "--max-model-len", "4096", "--kv-cache-memory", "256MiB", "--block-size", "16",
+                "--max-model-len", "4096", "--kv-cache-memory", "256M", "--block-size", "16",
                 "--cp-kv-cache-interleave-size", "2", "--no-enable-prefix-caching"]
         out = cli("plan", "--json", *args)
         if out is None:
@@ -865,6 +865,12 @@ class ErrorTest(unittest.TestCase):
             kvtopo.plan(kv_cache_dtype="bf16")
         with self.assertRaisesRegex(ValueError, "^--dtype 'int8' is not a model dtype"):
             kvtopo.plan(dtype="int8")
+        # The engine's parser takes ModelDType's names exactly: no bf16.
+        with self.assertRaisesRegex(ValueError, r"^--dtype 'bf16' is not a model dtype; accepted: "
+                                    r"auto, bfloat16, float, float16, float32, half"):
+            kvtopo.plan(dtype="bf16")
+        self.assertEqual(kvtopo.plan(dtype="half").capacity.max_tokens,
+                         kvtopo.plan(dtype="float16").capacity.max_tokens)
         with self.assertRaises(ValueError):
             kvtopo.plan(dcp_kv_cache_interleave_size=2, cp_kv_cache_interleave_size=4)
 
