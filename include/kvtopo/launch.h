@@ -277,6 +277,8 @@ struct LaunchConfig {
   // --data-parallel-size: with TP and PCP, the ranks the engine's expert-parallel group spans
   // (DP x PCP x TP, init_model_parallel_group's "ep"). The cache is the same.
   int64_t data_parallel_size = 1;
+  // --all2all-backend as the engine resolves it (naive and pplx fall back to the default).
+  std::string all2all_backend = "allgather_reducescatter";
   // How the engine runs its workers (--distributed-executor-backend; ParallelConfig.__post_init__
   // picks mp when TP x PP x PCP x DP exceeds 1, else uni): true under mp or ray, whose workers
   // keep the launch's config in processes of their own while the engine core changes its own
@@ -292,6 +294,8 @@ struct LaunchConfig {
   // processors", "prompt embeds", "logprobs mode 'raw_logits'", "KV sharing fast prefill",
   // "EC transfer". The cache is the same.
   std::vector<std::string> v2_runner_unsupported;
+  // --kv-sharing-fast-prefill, which EAGLE-style drafts refuse. The cache is the same.
+  bool kv_sharing_fast_prefill = false;
   // VLLM_PP_LAYER_PARTITION as given: hidden layers per pipeline stage, comma-separated; unset:
   // the engine's even split. The engine reads it at any pipeline size, so it must name one
   // count per stage even with one stage.

@@ -129,6 +129,22 @@ struct LaunchOptions {
   std::optional<std::string> logits_processors;  // one or more, space-separated
   std::optional<std::string> logprobs_mode;      // raw_logprobs (default), raw_logits, ...
   std::optional<bool> kv_sharing_fast_prefill;
+  // Flags the engine checks at startup without a bearing on the cache: --gpu-memory-utilization
+  // in (0, 1]; LoRA's limits (--max-lora-rank one of its ranks; with --enable-lora, --max-loras 1
+  // or more and --max-cpu-loras not below it); the API server's parsers (--enable-auto-tool-choice
+  // needs a --tool-call-parser the engine registers, --reasoning-parser one it registers, unless a
+  // plugin adds parsers) and request logging (--enable-log-outputs needs --enable-log-requests).
+  std::optional<std::string> gpu_memory_utilization;
+  std::optional<int64_t> max_lora_rank;
+  std::optional<int64_t> max_loras;
+  std::optional<int64_t> max_cpu_loras;
+  std::optional<bool> enable_auto_tool_choice;
+  std::optional<std::string> tool_call_parser;
+  std::optional<std::string> tool_parser_plugin;
+  std::optional<std::string> reasoning_parser;
+  std::optional<std::string> reasoning_parser_plugin;
+  std::optional<bool> enable_log_requests;
+  std::optional<bool> enable_log_outputs;
   std::optional<int64_t> max_num_partial_prefills;
   std::optional<int64_t> max_long_partial_prefills;
   // Checked against the planned blocks in Mamba align mode (CacheOptions): a threshold below the
@@ -253,6 +269,9 @@ struct VllmFlag {
   Values values = Values::kOne;
   // The value is a JSON object; the engine folds dotted --FLAG.KEY VALUE arguments into it.
   bool json = false;
+  // A flag of older releases the fork at 28be48fa9 no longer has: its parser refuses it
+  // ("unrecognized arguments"); accepted with a warning.
+  bool removed = false;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();

@@ -5053,6 +5053,99 @@ bool HasInnerState(std::string_view architecture) {
   return InSortedTable(kHasInnerState, architecture);
 }
 
+// The target architectures kvtopo plans whose registry class (its name here) lacks the
+// SupportsLoRA interface (the fork's model_executor/models at 28be48fa9, each class resolved
+// through its bases: a runtime_checkable Protocol whose members only SupportsLoRA's subclasses
+// define), so that --enable-lora fails once the weights are loaded
+// ("<class> does not support LoRA yet."). Sorted by architecture.
+constexpr std::pair<std::string_view, std::string_view> kLacksLora[] = {
+    {"ArcticForCausalLM", "ArcticForCausalLM"},
+    {"AriaForConditionalGeneration", "AriaForConditionalGeneration"},
+    {"AyaVisionForConditionalGeneration", "AyaVisionForConditionalGeneration"},
+    {"BailingMoeV2_5ForCausalLM", "BailingMoeV25ForCausalLM"},
+    {"BeeForConditionalGeneration", "BeeForConditionalGeneration"},
+    {"BloomForCausalLM", "BloomForCausalLM"},
+    {"ChameleonForConditionalGeneration", "ChameleonForConditionalGeneration"},
+    {"Cohere2MoeForCausalLM", "Cohere2MoeForCausalLM"},
+    {"Cohere2VisionForConditionalGeneration", "Cohere2VisionForConditionalGeneration"},
+    {"DbrxForCausalLM", "DbrxForCausalLM"},
+    {"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLM"},
+    {"DeepseekVLV2ForCausalLM", "DeepseekVLV2ForCausalLM"},
+    {"FalconForCausalLM", "FalconForCausalLM"},
+    {"FalconMambaForCausalLM", "MambaForCausalLM"},
+    {"FireRedASR2ForConditionalGeneration", "FireRedASR2ForConditionalGeneration"},
+    {"FunASRForConditionalGeneration", "FunASRForConditionalGeneration"},
+    {"FunAudioChatForConditionalGeneration", "FunAudioChatForConditionalGeneration"},
+    {"FuyuForCausalLM", "FuyuForCausalLM"},
+    {"GPT2LMHeadModel", "GPT2LMHeadModel"},
+    {"GPTJForCausalLM", "GPTJForCausalLM"},
+    {"GPTNeoXForCausalLM", "GPTNeoXForCausalLM"},
+    {"Gemma3nForCausalLM", "Gemma3nForCausalLM"},
+    {"Gemma3nForConditionalGeneration", "Gemma3nForConditionalGeneration"},
+    {"HCXVisionForCausalLM", "HCXVisionForCausalLM"},
+    {"HCXVisionV2ForCausalLM", "HCXVisionV2ForCausalLM"},
+    {"HfMoondream", "Moondream3ForCausalLM"},
+    {"IQuestLoopCoderForCausalLM", "IQuestLoopCoderForCausalLM"},
+    {"JAISLMHeadModel", "JAISLMHeadModel"},
+    {"KananaVForConditionalGeneration", "KananaVForConditionalGeneration"},
+    {"KimiK25ForConditionalGeneration", "KimiK25ForConditionalGeneration"},
+    {"KimiLinearForCausalLM", "KimiLinearForCausalLM"},
+    {"KimiVLForConditionalGeneration", "KimiVLForConditionalGeneration"},
+    {"LlavaNextForConditionalGeneration", "LlavaNextForConditionalGeneration"},
+    {"LlavaNextVideoForConditionalGeneration", "LlavaNextVideoForConditionalGeneration"},
+    {"LlavaOnevisionForConditionalGeneration", "LlavaOnevisionForConditionalGeneration"},
+    {"MPTForCausalLM", "MPTForCausalLM"},
+    {"Mamba2ForCausalLM", "Mamba2ForCausalLM"},
+    {"MambaForCausalLM", "MambaForCausalLM"},
+    {"MiDashengLMModel", "MiDashengLMModel"},
+    {"MiMoV2FlashForCausalLM", "MiMoV2FlashForCausalLM"},
+    {"MiMoV2ForCausalLM", "MiMoV2ForCausalLM"},
+    {"MiMoV2OmniForCausalLM", "MiMoV2OmniForCausalLM"},
+    {"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration"},
+    {"MiniMaxForCausalLM", "MiniMaxText01ForCausalLM"},
+    {"MiniMaxM1ForCausalLM", "MiniMaxText01ForCausalLM"},
+    {"MiniMaxText01ForCausalLM", "MiniMaxText01ForCausalLM"},
+    {"Moondream3ForCausalLM", "Moondream3ForCausalLM"},
+    {"MoonshotKimiaForCausalLM", "KimiAudioForConditionalGeneration"},
+    {"MptForCausalLM", "MPTForCausalLM"},
+    {"NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Nano_VL_V2"},
+    {"NemotronH_Nano_VL_V2", "NemotronH_Nano_VL_V2"},
+    {"NemotronH_Super_Omni_Reasoning_V3", "NemotronH_Nano_VL_V2"},
+    {"OpenVLAForActionPrediction", "OpenVLAForActionPrediction"},
+    {"OrionForCausalLM", "OrionForCausalLM"},
+    {"Ovis", "Ovis"},
+    {"Ovis2_5", "Ovis2_5"},
+    {"Ovis2_6ForCausalLM", "Ovis2_5"},
+    {"Ovis2_6_MoeForCausalLM", "Ovis2_5"},
+    {"PaddleOCRVLForConditionalGeneration", "PaddleOCRVLForConditionalGeneration"},
+    {"PersimmonForCausalLM", "PersimmonForCausalLM"},
+    {"Phi3VForCausalLM", "Phi3VForCausalLM"},
+    {"Phi4ForCausalLMV", "Phi4ForCausalLMV"},
+    {"Qwen2AudioForConditionalGeneration", "Qwen2AudioForConditionalGeneration"},
+    {"Qwen3OmniMoeForConditionalGeneration", "Qwen3OmniMoeThinkerForConditionalGeneration"},
+    {"RForConditionalGeneration", "RForConditionalGeneration"},
+    {"RWForCausalLM", "FalconForCausalLM"},
+    {"SkyworkR1VChatModel", "SkyworkR1VChatModel"},
+    {"StableLMEpochForCausalLM", "StablelmForCausalLM"},
+    {"StableLmForCausalLM", "StablelmForCausalLM"},
+    {"Starcoder2ForCausalLM", "Starcoder2ForCausalLM"},
+    {"Step1ForCausalLM", "Step1ForCausalLM"},
+    {"Step3TextForCausalLM", "Step3TextForCausalLM"},
+    {"Step3VLForConditionalGeneration", "Step3VLForConditionalGeneration"},
+    {"Step3p5ForCausalLM", "Step3p5ForCausalLM"},
+    {"StepVLForConditionalGeneration", "StepVLForConditionalGeneration"},
+    {"TarsierForConditionalGeneration", "TarsierForConditionalGeneration"},
+    {"Zamba2ForCausalLM", "Zamba2ForCausalLM"},
+};
+static_assert(std::is_sorted(std::begin(kLacksLora), std::end(kLacksLora)));
+
+std::string_view ClassLackingLora(std::string_view architecture) {
+  const auto* row = std::lower_bound(std::begin(kLacksLora), std::end(kLacksLora), architecture,
+                                     [](const auto& r, std::string_view a) { return r.first < a; });
+  return row != std::end(kLacksLora) && row->first == architecture ? row->second
+                                                                   : std::string_view();
+}
+
 // The target architectures kvtopo plans whose experts are not the engine's FusedMoE, so that
 // --moe-backend does not reach them: Arctic's ArcticMoE, MiniCPM's MiniCPMMoE (MiniCPM3 and
 // MiniCPM-V 2.0 build it too), Moondream 3's own MoE, and DeepSeek-V4's (its own checks). Sorted.

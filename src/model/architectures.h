@@ -317,6 +317,9 @@ bool ExpertsTakeEplb(std::string_view architecture);
 // (kExpertsTakeRedundantOnly), which the engine asserts against under expert parallelism.
 bool ExpertsTakeRedundantOnly(std::string_view architecture);
 bool ExpertsAreFusedMoe(std::string_view architecture);
+// The engine's class for target architecture `architecture` where it lacks the SupportsLoRA
+// interface (kLacksLora), which --enable-lora needs; empty where it has it or is not known.
+std::string_view ClassLackingLora(std::string_view architecture);
 // Whether the engine's class for `architecture` has the HasInnerState interface
 // (ModelConfig.has_inner_state), which the V2 model runner refuses.
 bool HasInnerState(std::string_view architecture);

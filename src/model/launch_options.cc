@@ -909,6 +909,100 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "fast prefill for KV-sharing layers (the cache is the same); the engine refuses it with "
        "an EAGLE, EAGLE-3, MTP or DFlash draft, and under the V2 model runner; default off",
        &LO::kv_sharing_fast_prefill},
+      {"gpu_memory_utilization",
+       {},
+       "",
+       V::kText,
+       "",
+       "the share of GPU memory the engine may use, above 0 and at most 1 (the engine refuses "
+       "any other); kvtopo plans --kv-cache-memory instead; default 0.92",
+       &LO::gpu_memory_utilization},
+      {"max_lora_rank",
+       {},
+       "",
+       V::kInt,
+       "",
+       "the largest LoRA rank: 1, 8, 16, 32, 64, 128, 256, 320 or 512, as the engine's parser "
+       "takes it (the cache is the same); default 16",
+       &LO::max_lora_rank,
+       0,
+       kMaxInt32},
+      {"max_loras",
+       {},
+       "",
+       V::kInt,
+       "",
+       "LoRA adapters in a batch (the cache is the same); with --enable-lora the engine refuses "
+       "0; default 1",
+       &LO::max_loras,
+       0,
+       kMaxInt32},
+      {"max_cpu_loras",
+       {},
+       "",
+       V::kInt,
+       "",
+       "LoRA adapters kept in CPU memory (the cache is the same); with --enable-lora the engine "
+       "refuses one above 0 and below --max-loras; default --max-loras",
+       &LO::max_cpu_loras,
+       0,
+       kMaxInt32},
+      {"enable_auto_tool_choice",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "automatic tool choice (the cache is the same); the engine refuses it without "
+       "--tool-call-parser, or with one it does not register unless --tool-parser-plugin adds "
+       "parsers; default off",
+       &LO::enable_auto_tool_choice},
+      {"tool_call_parser",
+       {},
+       "",
+       V::kText,
+       "",
+       "the tool call parser, checked against the engine's with --enable-auto-tool-choice (the "
+       "cache is the same); default none",
+       &LO::tool_call_parser},
+      {"tool_parser_plugin",
+       {},
+       "",
+       V::kText,
+       "",
+       "a file registering tool call parsers (not read: any --tool-call-parser is then taken); "
+       "default none",
+       &LO::tool_parser_plugin},
+      {"reasoning_parser",
+       {},
+       "",
+       V::kText,
+       "",
+       "the reasoning parser, one the engine registers unless --reasoning-parser-plugin adds "
+       "parsers (the cache is the same); default none",
+       &LO::reasoning_parser},
+      {"reasoning_parser_plugin",
+       {},
+       "",
+       V::kText,
+       "",
+       "a file registering reasoning parsers (not read: any --reasoning-parser is then taken); "
+       "default none",
+       &LO::reasoning_parser_plugin},
+      {"enable_log_requests",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "log each request (the cache is the same); default off",
+       &LO::enable_log_requests},
+      {"enable_log_outputs",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "log each request's outputs (the cache is the same); the engine refuses it without "
+       "--enable-log-requests; default off",
+       &LO::enable_log_outputs},
       {"max_num_partial_prefills",
        {},
        "",
@@ -1252,7 +1346,8 @@ const std::vector<VllmFlag>& Flags() {
                      .values = values == "one or more" ? VllmFlag::Values::kOneOrMore
                                : values == "optional"  ? VllmFlag::Values::kOptional
                                                        : VllmFlag::Values::kOne,
-                     .json = e.value("json", false)});
+                     .json = e.value("json", false),
+                     .removed = e.value("removed", false)});
       }
     }
     return r;
@@ -2301,11 +2396,17 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "--data-parallel-hybrid-lb with --headless: the engine refuses the pair "
         "('data_parallel_hybrid_lb is not applicable in headless mode'); drop one of them");
   }
-  if (hybrid_lb && external_lb) {
-    return Rejected(
-        "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the pair "
-        "('data_parallel_hybrid_lb and data_parallel_external_lb cannot both be True'); drop one "
-        "of them");
+  // `vllm serve` (ServeSubcommand.cmd) refuses external and hybrid load balancing together
+  // first, each named by its switch or by the rank flag that implies it.
+  if ((external_lb || o.data_parallel_rank) && (hybrid_lb || o.data_parallel_start_rank)) {
+    return Rejected(fmt::format(
+        "{} with {}: the engine refuses the pair before it starts ('Cannot use both external "
+        "and hybrid data parallel load balancing modes. External LB is enabled via "
+        "--data-parallel-external-lb or --data-parallel-rank. Hybrid LB is enabled via "
+        "--data-parallel-hybrid-lb or --data-parallel-start-rank. Use one mode or the "
+        "other.'); drop one of them",
+        external_lb ? "--data-parallel-external-lb" : "--data-parallel-rank",
+        hybrid_lb ? "--data-parallel-hybrid-lb" : "--data-parallel-start-rank"));
   }
   const int64_t nnodes = o.nnodes.value_or(1);
   if (nnodes != 1 && dp_backend != "mp") {
@@ -2623,8 +2724,8 @@ Result<std::string> ResolveAll2AllBackend(const LaunchOptions& o,
 }
 
 // Features kvtopo does not plan that the engine checks at startup (VllmConfig.__post_init__ at
-// 28be48fa9): micro-batching needs a DeepEP all-to-all backend, and fast prefill for KV sharing
-// refuses EAGLE-style drafts. And what of the launch the V2 model runner does not yet support, in
+// 28be48fa9): micro-batching needs a DeepEP all-to-all backend. And what of the launch the V2
+// model runner does not yet support, in
 // the engine's words and order (_get_v2_model_runner_unsupported_features), all but the model's
 // inner state and sequence parallelism, which the model layer adds
 // (LaunchConfig::v2_runner_unsupported).
@@ -2649,17 +2750,7 @@ Status ReadRunnerFeatures(const LaunchOptions& o, const std::string& all2all_bac
   }
   const std::optional<SpeculativeConfig>& spec = c.speculative;
   const bool fast_prefill = o.kv_sharing_fast_prefill.value_or(false);
-  // SpeculativeConfig.use_eagle: eagle, eagle3, mtp and dflash.
-  if (fast_prefill && spec &&
-      (spec->method == "eagle" || spec->method == "eagle3" || spec->method == "mtp" ||
-       spec->method == "dflash")) {
-    return Rejected(fmt::format(
-        "--kv-sharing-fast-prefill with speculative method '{}': the engine refuses the pair at "
-        "startup ('Fast prefill optimization for KV sharing is not compatible with EAGLE as "
-        "EAGLE requires correct logits for all tokens while fast prefill gives incorrect logits "
-        "for prompt tokens.'); drop one of them",
-        spec->method));
-  }
+  c.kv_sharing_fast_prefill = fast_prefill;  // EAGLE-style drafts refuse it (the model layer)
   std::vector<std::string>& unsupported = c.v2_runner_unsupported;
   if (c.parallel.prefill_context_parallel_size > 1) {
     unsupported.push_back("prefill context parallelism");
@@ -2696,6 +2787,145 @@ Status ReadRunnerFeatures(const LaunchOptions& o, const std::string& all2all_bac
   }
   if (fast_prefill) unsupported.push_back("KV sharing fast prefill");
   if (o.ec_transfer_config) unsupported.push_back("EC transfer");
+  return Status::Ok();
+}
+
+// The tool call and reasoning parsers the engine registers at 28be48fa9
+// (vllm/tool_parsers/__init__.py, vllm/reasoning/__init__.py).
+constexpr std::string_view kToolCallParsers[] = {"apertus",
+                                                 "cohere_command3",
+                                                 "cohere_command4",
+                                                 "deepseek_v3",
+                                                 "deepseek_v31",
+                                                 "deepseek_v32",
+                                                 "deepseek_v4",
+                                                 "ernie45",
+                                                 "functiongemma",
+                                                 "gemma4",
+                                                 "gigachat3",
+                                                 "glm45",
+                                                 "glm47",
+                                                 "granite",
+                                                 "granite-20b-fc",
+                                                 "granite4",
+                                                 "hermes",
+                                                 "hunyuan_a13b",
+                                                 "hy_v3",
+                                                 "internlm",
+                                                 "jamba",
+                                                 "kimi_k2",
+                                                 "lfm2",
+                                                 "llama3_json",
+                                                 "llama4_json",
+                                                 "llama4_pythonic",
+                                                 "longcat",
+                                                 "mimo",
+                                                 "minimax",
+                                                 "minimax_m2",
+                                                 "mistral",
+                                                 "olmo3",
+                                                 "openai",
+                                                 "phi4_mini_json",
+                                                 "poolside_v1",
+                                                 "pythonic",
+                                                 "qwen3_coder",
+                                                 "qwen3_xml",
+                                                 "seed_oss",
+                                                 "step3",
+                                                 "step3p5",
+                                                 "xlam"};
+constexpr std::string_view kReasoningParsers[] = {"cohere_command3", "cohere_command4",
+                                                  "deepseek_r1",     "deepseek_v3",
+                                                  "deepseek_v4",     "ernie45",
+                                                  "gemma4",          "glm45",
+                                                  "granite",         "holo2",
+                                                  "hunyuan_a13b",    "hy_v3",
+                                                  "kimi_k2",         "mimo",
+                                                  "minimax_m2",      "minimax_m2_append_think",
+                                                  "mistral",         "nemotron_v3",
+                                                  "olmo3",           "openai_gptoss",
+                                                  "poolside_v1",     "qwen3",
+                                                  "seed_oss",        "step3",
+                                                  "step3p5"};
+
+// Serving flags the engine checks at startup, though the cache is the same: the API server's
+// argument checks (validate_parsed_serve_args and validate_api_server_args in
+// vllm/entrypoints/openai at 28be48fa9, where a plugin file of over 3 characters adds parsers
+// first), the reasoning parser VllmConfig looks up (ReasoningConfig.initialize_token_ids),
+// CacheConfig's gpu_memory_utilization, and LoRAConfig's limits (MaxLoRARanks as the parser's
+// choices; max_loras and max_cpu_loras with --enable-lora).
+Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
+  if (o.gpu_memory_utilization) {
+    const std::string& text = *o.gpu_memory_utilization;
+    char* end = nullptr;
+    const std::string stripped(internal::StripAsciiSpace(text));
+    const double share = std::strtod(stripped.c_str(), &end);
+    if (stripped.empty() || end != stripped.c_str() + stripped.size()) {
+      return InvalidArgument(
+          fmt::format("--gpu-memory-utilization '{}' is not a number (the engine's parser "
+                      "refuses it)",
+                      text));
+    }
+    if (!(share > 0 && share <= 1)) {
+      return Rejected(fmt::format(
+          "--gpu-memory-utilization {}: the engine refuses a share outside (0, 1] as it builds "
+          "its cache config ('Input should be {}'); give a fraction such as 0.9",
+          text, share > 1 ? "less than or equal to 1" : "greater than 0"));
+    }
+  }
+  constexpr int64_t kLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};
+  if (o.max_lora_rank && std::find(std::begin(kLoraRanks), std::end(kLoraRanks),
+                                   *o.max_lora_rank) == std::end(kLoraRanks)) {
+    return InvalidArgument(fmt::format(
+        "--max-lora-rank {} is not one of the engine's ranks: {} (its parser refuses it)",
+        *o.max_lora_rank, fmt::join(kLoraRanks, ", ")));
+  }
+  if (c.enable_lora) {
+    const int64_t loras = o.max_loras.value_or(1);
+    if (loras < 1) {
+      return Rejected(
+          "--max-loras 0 with --enable-lora: the engine refuses it as it builds its LoRA config "
+          "('Input should be greater than or equal to 1'); give 1 or more");
+    }
+    if (const int64_t cpu = o.max_cpu_loras.value_or(0); cpu > 0 && cpu < loras) {
+      return Rejected(fmt::format(
+          "--max-cpu-loras {} below --max-loras {}: the engine refuses it ('max_cpu_loras ({}) "
+          "must be >= max_loras ({}).'); raise --max-cpu-loras or drop it",
+          cpu, loras, cpu, loras));
+    }
+  }
+  const bool auto_tool_choice = o.enable_auto_tool_choice.value_or(false);
+  if (auto_tool_choice && o.tool_call_parser.value_or("").empty()) {
+    return Rejected(
+        "--enable-auto-tool-choice without --tool-call-parser: the engine refuses it before "
+        "loading ('Error: --enable-auto-tool-choice requires --tool-call-parser'); name the "
+        "model's parser");
+  }
+  if (o.enable_log_outputs.value_or(false) && !o.enable_log_requests.value_or(false)) {
+    return Rejected(
+        "--enable-log-outputs without --enable-log-requests: the engine refuses it before "
+        "loading ('Error: --enable-log-outputs requires --enable-log-requests'); add "
+        "--enable-log-requests");
+  }
+  auto plugin = [](const std::optional<std::string>& file) { return file && file->size() > 3; };
+  if (auto_tool_choice && !plugin(o.tool_parser_plugin) &&
+      std::find(std::begin(kToolCallParsers), std::end(kToolCallParsers), *o.tool_call_parser) ==
+          std::end(kToolCallParsers)) {
+    return Rejected(fmt::format(
+        "--tool-call-parser '{}' with --enable-auto-tool-choice is not a parser the engine "
+        "registers: its API server refuses it before the engine starts ('invalid tool call "
+        "parser: {}'); pick one of {}, or add yours with --tool-parser-plugin",
+        *o.tool_call_parser, *o.tool_call_parser, fmt::join(kToolCallParsers, ", ")));
+  }
+  if (o.reasoning_parser && !o.reasoning_parser->empty() && !plugin(o.reasoning_parser_plugin) &&
+      std::find(std::begin(kReasoningParsers), std::end(kReasoningParsers), *o.reasoning_parser) ==
+          std::end(kReasoningParsers)) {
+    return Rejected(fmt::format(
+        "--reasoning-parser '{}' is not a parser the engine registers: it raises as it builds "
+        "its config (\"Reasoning parser '{}' not found.\"); pick one of {}, or add yours with "
+        "--reasoning-parser-plugin",
+        *o.reasoning_parser, *o.reasoning_parser, fmt::join(kReasoningParsers, ", ")));
+  }
   return Status::Ok();
 }
 
@@ -2804,6 +3034,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   std::vector<Diagnostic> diagnostics = o.diagnostics;
   KVTOPO_RETURN_IF_ERROR(ApplyRemovedRopeFlags(o, c, diagnostics));
   KVTOPO_ASSIGN_OR_RETURN(const std::string all2all_backend, ResolveAll2AllBackend(o, diagnostics));
+  c.all2all_backend = all2all_backend;
   KVTOPO_RETURN_IF_ERROR(ApplyStepDefaults(o, all2all_backend, c, diagnostics));
   ApplyDeviceNameCapability(o, c, diagnostics);
   if (o.performance_mode == "throughput") {
@@ -2984,6 +3215,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.cache.async_scheduling =
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
   KVTOPO_RETURN_IF_ERROR(ReadRunnerFeatures(o, all2all_backend, c));
+  KVTOPO_RETURN_IF_ERROR(CheckServingFlags(o, c));
   if (o.dcp_shard_draft) {
     c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
     c.shard_draft_value = *o.dcp_shard_draft;
@@ -2993,6 +3225,15 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
   }
   c.not_planned_flags = o.not_planned;
+  for (const std::string& name : o.not_planned) {
+    if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {
+      diagnostics.push_back(
+          {Severity::kWarning, "removed-flag",
+           fmt::format("{} is a flag of older releases the engine no longer has: its parser "
+                       "refuses the launch ('unrecognized arguments: {}'); drop it",
+                       flag->name, flag->name)});
+    }
+  }
   c.launch_diagnostics = std::move(diagnostics);
   return c;
 }

@@ -1652,9 +1652,7 @@ void CheckSpeculativeLaunch(const SpeculativeConfig& spec, const internal::Specu
                         "{} with --tensor-parallel-size {}; drop it or set it to {}",
                         spec.method, draft_tp, tp, tp));
   }
-  const auto& flags = config.not_planned_flags;
-  if (row.use_eagle &&
-      std::find(flags.begin(), flags.end(), "--kv-sharing-fast-prefill") != flags.end()) {
+  if (row.use_eagle && config.kv_sharing_fast_prefill) {
     b.Error("kv-sharing-fast-prefill",
             fmt::format("--kv-sharing-fast-prefill with speculative method '{}': the engine "
                         "refuses the pair ('Fast prefill optimization for KV sharing is not "
@@ -1878,6 +1876,54 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
                         method.engine_class.find(' ') == std::string_view::npos
                             ? fmt::format("'EPLB is not supported {}.'", method.engine_class)
                             : std::string("'EPLB is not supported ' and the class")));
+  }
+}
+
+// --enable-lora against the target's class (the fork at 28be48fa9): the GPU model runner's
+// load_lora_model refuses a class without the SupportsLoRA interface once the weights are loaded
+// (ClassLackingLora); Mamba2's and Zamba2's models assert against LoRA as they are built, and
+// EXAONE MoE's reads a LoRA config field the engine no longer has; FusedMoE experts wrapped for
+// LoRA under expert parallelism assert the default all-to-all backend. The Transformers modeling
+// backend's classes support LoRA.
+void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
+               Builder& b) {
+  if (!config.enable_lora || !m.transformers_backend.empty()) return;
+  const std::string what = fmt::format("'{}' ({})", file, m.architecture);
+  if (m.architecture == "Mamba2ForCausalLM" || m.architecture == "Zamba2ForCausalLM") {
+    b.Error("lora-model",
+            fmt::format("--enable-lora with {}: the engine's model asserts as it builds its layers "
+                        "('assert not is_lora_enabled'), before the weights load; drop "
+                        "--enable-lora",
+                        what));
+    return;
+  }
+  if (m.architecture == "ExaoneMoEForCausalLM") {
+    b.Error("lora-model",
+            fmt::format("--enable-lora with {}: the engine's model reads a LoRA config field the "
+                        "engine no longer has as it builds its layers (\"'LoRAConfig' object has "
+                        "no attribute 'lora_extra_vocab_size'\"); drop --enable-lora",
+                        what));
+    return;
+  }
+  if (const std::string_view engine_class = internal::ClassLackingLora(m.architecture);
+      !engine_class.empty()) {
+    b.Error("lora-model",
+            fmt::format("--enable-lora with {}, whose engine class {} lacks the SupportsLoRA "
+                        "interface: the engine fails once the weights are loaded ('{} does not "
+                        "support LoRA yet.'); drop --enable-lora",
+                        what, engine_class, engine_class));
+    return;
+  }
+  if (m.num_experts > 0 && internal::ExpertsAreFusedMoe(m.architecture) &&
+      config.enable_expert_parallel && ExpertParallelRanks(config) > 1 &&
+      config.all2all_backend != "allgather_reducescatter") {
+    b.Error("lora-model",
+            fmt::format("--enable-lora with {}, whose experts run under expert parallelism with "
+                        "--all2all-backend {}: the engine's LoRA layer for them asserts once the "
+                        "weights are loaded ('Fused MoE LoRA with EP currently only supports "
+                        "all2all_backend='allgather_reducescatter', got '{}'.'); use "
+                        "allgather_reducescatter or drop --enable-lora",
+                        what, config.all2all_backend, config.all2all_backend));
   }
 }
 
@@ -3499,6 +3545,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckExpertsFor(config, model, target.file, b);
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
   CheckV2ModelRunner(config, model, target.file, b);
+  CheckLora(config, model, target.file, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

@@ -125,8 +125,7 @@ TEST(PlanCli, PastedVllmServeLine) {
   ASSERT_EQ(j["diagnostics"].size(), 1u) << r.out;
   EXPECT_EQ(j["diagnostics"][0]["code"], "not-used-for-planning");
   EXPECT_EQ(j["diagnostics"][0]["message"],
-            "accepted, not used for planning: --gpu-memory-utilization, --port, "
-            "--served-model-name");
+            "accepted, not used for planning: --port, --served-model-name");
   auto plan = RunCli(
       "plan moonshotai/Kimi-K2.6 --tensor_parallel_size 8 -dcp 4 --max-model-len 64k "
       "--speculative-config.method eagle3 --speculative-config.num_speculative_tokens 3 "
@@ -325,6 +324,16 @@ TEST(PlanCli, IntegerAndByteSpellings) {
                          "spelling; write 20992M there"),
             std::string::npos)
       << gib.out;
+  // A flag of older releases the fork no longer has: accepted, with the engine's refusal named.
+  const auto swap = RunCli("check kimi-k2.6 --max-model-len 32k --swap-space 4 --json");
+  ASSERT_EQ(swap.exit_code, 0) << swap.out;
+  const auto j = nlohmann::json::parse(swap.out);
+  ASSERT_EQ(j["diagnostics"].size(), 2u) << swap.out;
+  EXPECT_EQ(j["diagnostics"][0]["code"], "removed-flag");
+  EXPECT_EQ(j["diagnostics"][0]["message"],
+            "--swap-space is a flag of older releases the engine no longer has: its parser "
+            "refuses the launch ('unrecognized arguments: --swap-space'); drop it");
+  EXPECT_EQ(j["diagnostics"][1]["message"], "accepted, not used for planning: --swap-space");
   EXPECT_EQ(RunCli("check kimi-k2.6 --max-model-len 32k --kv-cache-memory 20992M")
                 .out.find("kv-cache-memory-spelling"),
             std::string::npos);
@@ -479,12 +488,13 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
   EXPECT_EQ(dtypes["model.layers.3.self_attn"], "auto");
   EXPECT_EQ(dtypes["model.layers.1.self_attn"], "fp8");
   // argparse's abbreviations: a unique prefix names its flag; several, an error naming them.
-  p = plan("kimi-k2.6 --tensor-parallel 8 --max-model 64k --no-enable-prefix --gpu-mem 0.9");
+  p = plan(
+      "kimi-k2.6 --tensor-parallel 8 --max-model 64k --no-enable-prefix --gpu-mem 0.9 "
+      "--served-model kimi");
   EXPECT_EQ(p["parallel"]["tensor_parallel_size"], 8);
   EXPECT_EQ(p["model"]["max_model_len"], 64000);
   ASSERT_EQ(p["diagnostics"].size(), 1u) << p.dump();
-  EXPECT_EQ(p["diagnostics"][0]["message"],
-            "accepted, not used for planning: --gpu-memory-utilization");
+  EXPECT_EQ(p["diagnostics"][0]["message"], "accepted, not used for planning: --served-model-name");
   ExpectUsageError("check kimi-k2.6 --max-num 4",
                    "kvtopo: ambiguous option: --max-num could match --max-num-batched-tokens, "
                    "--max-num-partial-prefills, --max-num-seqs\n");

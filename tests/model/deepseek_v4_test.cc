@@ -145,7 +145,7 @@ TEST(DeepseekV4, MtpMeetsTheLaunchRulesOfEveryTarget) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
   EXPECT_EQ(plan->model.cudagraph_mode, "FULL_AND_PIECEWISE, -O2's default");
-  c.not_planned_flags = {"--kv-sharing-fast-prefill"};
+  c.kv_sharing_fast_prefill = true;
   c.speculative->draft_tensor_parallel_size = 3;
   c.speculative->max_model_len = 40000;
   c.enable_lora = true;
@@ -153,23 +153,28 @@ TEST(DeepseekV4, MtpMeetsTheLaunchRulesOfEveryTarget) {
   c.cache.max_num_seqs = 128;
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(),
-            "\n  error [speculative-max-model-len] --speculative-config 'max_model_len' 40000 "
-            "exceeds the target's --max-model-len 30000: the engine refuses it "
-            "('speculative_max_model_len cannot be larger than target_max_model_len'); lower it "
-            "to at most 30000"
-            "\n  error [speculative-draft-tp] --speculative-config 'draft_tensor_parallel_size' 3 "
-            "must be 1 or --tensor-parallel-size 2; the engine refuses any other value"
-            "\n  error [kv-sharing-fast-prefill] --kv-sharing-fast-prefill with speculative "
-            "method 'mtp': the engine refuses the pair ('Fast prefill optimization for KV sharing "
-            "is not compatible with EAGLE', whose draft needs correct logits for every prompt "
-            "token); drop --kv-sharing-fast-prefill or choose another method"
-            "\n  error [lora-speculative-batched-tokens] --enable-lora with a speculative config "
-            "needs --max-num-batched-tokens of at least --max-num-seqs 128 x "
-            "(num_speculative_tokens 3 + 1) = 512, got 256: the engine refuses the launch "
-            "('Consider increasing max_num_batched_tokens or decreasing "
-            "num_speculative_tokens'); raise --max-num-batched-tokens, or lower --max-num-seqs "
-            "or num_speculative_tokens");
+  EXPECT_EQ(
+      plan->ErrorLines(),
+      "\n  error [lora-model] --enable-lora with 'config.json' (DeepseekV4ForCausalLM), whose "
+      "engine class DeepseekV4ForCausalLM lacks the SupportsLoRA interface: the engine "
+      "fails once the weights are loaded ('DeepseekV4ForCausalLM does not support LoRA "
+      "yet.'); drop --enable-lora"
+      "\n  error [speculative-max-model-len] --speculative-config 'max_model_len' 40000 "
+      "exceeds the target's --max-model-len 30000: the engine refuses it "
+      "('speculative_max_model_len cannot be larger than target_max_model_len'); lower it "
+      "to at most 30000"
+      "\n  error [speculative-draft-tp] --speculative-config 'draft_tensor_parallel_size' 3 "
+      "must be 1 or --tensor-parallel-size 2; the engine refuses any other value"
+      "\n  error [kv-sharing-fast-prefill] --kv-sharing-fast-prefill with speculative "
+      "method 'mtp': the engine refuses the pair ('Fast prefill optimization for KV sharing "
+      "is not compatible with EAGLE', whose draft needs correct logits for every prompt "
+      "token); drop --kv-sharing-fast-prefill or choose another method"
+      "\n  error [lora-speculative-batched-tokens] --enable-lora with a speculative config "
+      "needs --max-num-batched-tokens of at least --max-num-seqs 128 x "
+      "(num_speculative_tokens 3 + 1) = 512, got 256: the engine refuses the launch "
+      "('Consider increasing max_num_batched_tokens or decreasing "
+      "num_speculative_tokens'); raise --max-num-batched-tokens, or lower --max-num-seqs "
+      "or num_speculative_tokens");
   c = Flash(30000, int64_t{10} << 30);
   c.speculative =
       SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 3, .parallel_drafting = true};

@@ -550,12 +550,13 @@ TEST(LaunchOptions, MaxModelLenAuto) {
 }
 
 TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
-  ASSERT_NE(FindVllmFlagNotPlanned("--gpu-memory-utilization"), nullptr);
-  EXPECT_TRUE(FindVllmFlagNotPlanned("--gpu-memory-utilization")->takes_value);
+  ASSERT_NE(FindVllmFlagNotPlanned("--served-model-name"), nullptr);
+  EXPECT_TRUE(FindVllmFlagNotPlanned("--served-model-name")->takes_value);
+  EXPECT_EQ(FindVllmFlagNotPlanned("--gpu-memory-utilization"), nullptr);  // a checked option
   EXPECT_NE(FindVllmFlagNotPlanned("--port=8000"), nullptr);
   EXPECT_NE(FindVllmFlagNotPlanned("--disable_log_stats"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--trust-remote-code"), nullptr);  // a planning switch now
-  EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-log-requests"), nullptr);
+  EXPECT_NE(FindVllmFlagNotPlanned("--no-enable-force-include-usage"), nullptr);
   EXPECT_EQ(FindVllmFlagNotPlanned("--no-enforce-eager"), nullptr);  // a checked option now
   EXPECT_EQ(FindVllmFlagNotPlanned("-O3"), nullptr);                 // a checked option now (-O)
   // An encoder-only instance still caches its language model's layers: the cache is the same.
@@ -585,8 +586,8 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->takes_value && f->values == Values::kOne && !f->json) << name;
   }
-  for (const char* name :
-       {"--numa-bind", "--grpc", "--no-enable-log-requests", "--scheduler-reserve-full-isl"}) {
+  for (const char* name : {"--numa-bind", "--grpc", "--no-enable-force-include-usage",
+                           "--scheduler-reserve-full-isl"}) {
     ASSERT_NE(FindVllmFlagNotPlanned(name), nullptr) << name;
     EXPECT_FALSE(FindVllmFlagNotPlanned(name)->takes_value) << name;
   }

@@ -203,11 +203,19 @@ TEST(StartupRefusals, ExternalDataParallelFlags) {
             "('data_parallel_rank or node_rank must be specified if data_parallel_external_lb is "
             "enable.'), inferring a rank only with --data-parallel-size above 1 on several nodes "
             "(--nnodes, --node-rank); pass --data-parallel-rank");
+  // `vllm serve` refuses both modes first, each also named by the rank flag that implies it.
+  const std::string both =
+      " the engine refuses the pair before it starts ('Cannot use both external and hybrid data "
+      "parallel load balancing modes. External LB is enabled via --data-parallel-external-lb or "
+      "--data-parallel-rank. Hybrid LB is enabled via --data-parallel-hybrid-lb or "
+      "--data-parallel-start-rank. Use one mode or the other.'); drop one of them";
   o.data_parallel_hybrid_lb = true;
-  EXPECT_EQ(Rejection(o),
-            "--data-parallel-hybrid-lb with --data-parallel-external-lb: the engine refuses the "
-            "pair ('data_parallel_hybrid_lb and data_parallel_external_lb cannot both be True'); "
-            "drop one of them");
+  EXPECT_EQ(Rejection(o), "--data-parallel-external-lb with --data-parallel-hybrid-lb:" + both);
+  o = Model("gpt-oss-120b");
+  o.data_parallel_size = 2;
+  o.data_parallel_rank = 0;
+  o.data_parallel_start_rank = 0;
+  EXPECT_EQ(Rejection(o), "--data-parallel-rank with --data-parallel-start-rank:" + both);
   o = Model("gpt-oss-120b");
   o.data_parallel_rank = 0;
   EXPECT_EQ(Rejection(o),
@@ -798,8 +806,8 @@ TEST(StartupRefusals, V2ModelRunnerUnsupportedFeatures) {
   EXPECT_EQ(DiagnosticMessage(*plan, "v2-model-runner-sequence-parallelism"), "");
 }
 
-// Micro-batching needs a DeepEP all-to-all backend; fast prefill for KV sharing refuses
-// EAGLE-style drafts; --logprobs-mode takes the engine's four modes.
+// Micro-batching needs a DeepEP all-to-all backend; --logprobs-mode takes the engine's four
+// modes.
 TEST(StartupRefusals, MicroBatchingAndFastPrefill) {
   LaunchOptions o = Model("kimi-k2.6");
   o.tensor_parallel_size = 8;
@@ -822,18 +830,111 @@ TEST(StartupRefusals, MicroBatchingAndFastPrefill) {
   EXPECT_EQ(AcceptedTokens(o), 488704);
   o = Model("kimi-k2.6");
   o.tensor_parallel_size = 8;
-  o.kv_sharing_fast_prefill = true;
-  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
-  EXPECT_EQ(PlanOptions(o).status().message(),
-            "--kv-sharing-fast-prefill with speculative method 'mtp': the engine refuses the "
-            "pair at startup ('Fast prefill optimization for KV sharing is not compatible with "
-            "EAGLE as EAGLE requires correct logits for all tokens while fast prefill gives "
-            "incorrect logits for prompt tokens.'); drop one of them");
-  o.speculative_config.reset();
   o.logprobs_mode = "logits";
   EXPECT_EQ(PlanOptions(o).status().message(),
             "--logprobs-mode 'logits' is not a logprobs mode; accepted: raw_logits, raw_logprobs, "
             "processed_logits, processed_logprobs");
+}
+
+// Serving flags the engine checks before it loads the weights, though the cache is the same.
+TEST(StartupRefusals, ServingFlags) {
+  auto refusal = [](LaunchOptions o) { return std::string(PlanOptions(o).status().message()); };
+  LaunchOptions o = Model("kimi-k2.6");
+  o.gpu_memory_utilization = "95";
+  EXPECT_EQ(refusal(o),
+            "--gpu-memory-utilization 95: the engine refuses a share outside (0, 1] as it builds "
+            "its cache config ('Input should be less than or equal to 1'); give a fraction such "
+            "as 0.9");
+  o.gpu_memory_utilization = "ninety";
+  EXPECT_EQ(refusal(o),
+            "--gpu-memory-utilization 'ninety' is not a number (the engine's parser refuses it)");
+  o.gpu_memory_utilization = " 0.9 ";
+  EXPECT_EQ(AcceptedTokens(o), 488704);
+  o = Model("gpt-oss-120b");
+  o.max_lora_rank = 24;
+  EXPECT_EQ(refusal(o),
+            "--max-lora-rank 24 is not one of the engine's ranks: 1, 8, 16, 32, 64, 128, 256, "
+            "320, 512 (its parser refuses it)");
+  o.max_lora_rank = 320;
+  o.max_loras = 4;
+  o.max_cpu_loras = 2;
+  EXPECT_EQ(AcceptedTokens(o), 827693);  // without --enable-lora the limits are not read
+  o.enable_lora = true;
+  EXPECT_EQ(refusal(o),
+            "--max-cpu-loras 2 below --max-loras 4: the engine refuses it ('max_cpu_loras (2) "
+            "must be >= max_loras (4).'); raise --max-cpu-loras or drop it");
+  o.max_cpu_loras = 0;  // unset, as the engine reads 0
+  EXPECT_EQ(AcceptedTokens(o), 827693);
+  o.max_loras = 0;
+  EXPECT_EQ(refusal(o),
+            "--max-loras 0 with --enable-lora: the engine refuses it as it builds its LoRA config "
+            "('Input should be greater than or equal to 1'); give 1 or more");
+  // A class without the SupportsLoRA interface fails once the weights are loaded.
+  o = Model("kimi-k2.6");
+  o.enable_lora = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-model] --enable-lora with 'profiles/kimi-k2.6.json' "
+            "(KimiK25ForConditionalGeneration), whose engine class KimiK25ForConditionalGeneration "
+            "lacks the SupportsLoRA interface: the engine fails once the weights are loaded "
+            "('KimiK25ForConditionalGeneration does not support LoRA yet.'); drop --enable-lora");
+  o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/falcon-mamba-7b.json");
+  o.enable_lora = true;
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "lora-model"),
+            "--enable-lora with '" + std::string(KVTOPO_SOURCE_DIR) +
+                "/fuzz/corpus/config_plan/falcon-mamba-7b.json' (FalconMambaForCausalLM), whose "
+                "engine class MambaForCausalLM lacks the SupportsLoRA interface: the engine fails "
+                "once the weights are loaded ('MambaForCausalLM does not support LoRA yet.'); drop "
+                "--enable-lora");
+  // Experts wrapped for LoRA under expert parallelism take the default all-to-all backend only.
+  o = Model("gpt-oss-120b");
+  o.enable_lora = true;
+  o.tensor_parallel_size = 2;
+  o.enable_expert_parallel = true;
+  EXPECT_EQ(Errors(o), "");
+  o.all2all_backend = "deepep_high_throughput";
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-model] --enable-lora with 'profiles/gpt-oss-120b.json' "
+            "(GptOssForCausalLM), whose experts run under expert parallelism with "
+            "--all2all-backend deepep_high_throughput: the engine's LoRA layer for them asserts "
+            "once the weights are loaded ('Fused MoE LoRA with EP currently only supports "
+            "all2all_backend='allgather_reducescatter', got 'deepep_high_throughput'.'); use "
+            "allgather_reducescatter or drop --enable-lora");
+  o = Model("kimi-k2.6");
+  o.enable_auto_tool_choice = true;
+  EXPECT_EQ(refusal(o),
+            "--enable-auto-tool-choice without --tool-call-parser: the engine refuses it before "
+            "loading ('Error: --enable-auto-tool-choice requires --tool-call-parser'); name the "
+            "model's parser");
+  o.tool_call_parser = "kimi-k2";
+  EXPECT_EQ(refusal(o),
+            "--tool-call-parser 'kimi-k2' with --enable-auto-tool-choice is not a parser the "
+            "engine registers: its API server refuses it before the engine starts ('invalid "
+            "tool call parser: kimi-k2'); pick one of apertus, cohere_command3, cohere_command4, "
+            "deepseek_v3, deepseek_v31, deepseek_v32, deepseek_v4, ernie45, functiongemma, "
+            "gemma4, gigachat3, glm45, glm47, granite, granite-20b-fc, granite4, hermes, "
+            "hunyuan_a13b, hy_v3, internlm, jamba, kimi_k2, lfm2, llama3_json, llama4_json, "
+            "llama4_pythonic, longcat, mimo, minimax, minimax_m2, mistral, olmo3, openai, "
+            "phi4_mini_json, poolside_v1, pythonic, qwen3_coder, qwen3_xml, seed_oss, step3, "
+            "step3p5, xlam, or add yours with --tool-parser-plugin");
+  o.tool_call_parser = "kimi_k2";
+  o.reasoning_parser = "deepseek-r1";
+  EXPECT_EQ(refusal(o),
+            "--reasoning-parser 'deepseek-r1' is not a parser the engine registers: it raises as "
+            "it builds its config (\"Reasoning parser 'deepseek-r1' not found.\"); pick one of "
+            "cohere_command3, cohere_command4, deepseek_r1, deepseek_v3, deepseek_v4, ernie45, "
+            "gemma4, glm45, granite, holo2, hunyuan_a13b, hy_v3, kimi_k2, mimo, minimax_m2, "
+            "minimax_m2_append_think, mistral, nemotron_v3, olmo3, openai_gptoss, poolside_v1, "
+            "qwen3, seed_oss, step3, step3p5, or add yours with --reasoning-parser-plugin");
+  o.reasoning_parser_plugin = "my_parsers.py";  // a plugin may register it
+  EXPECT_EQ(AcceptedTokens(o), 488704);
+  o.reasoning_parser = "kimi_k2";
+  o.enable_log_outputs = true;
+  EXPECT_EQ(refusal(o),
+            "--enable-log-outputs without --enable-log-requests: the engine refuses it before "
+            "loading ('Error: --enable-log-outputs requires --enable-log-requests'); add "
+            "--enable-log-requests");
+  o.enable_log_requests = true;
+  EXPECT_EQ(AcceptedTokens(o), 488704);
 }
 
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the
@@ -2431,11 +2532,12 @@ TEST(StartupRefusals, RoutedExpertsNeedTheirConfigKeys) {
   EXPECT_EQ(Errors(o), "");
 }
 
-// --kv-sharing-fast-prefill (accepted, not planned) with an EAGLE-family method.
+// --kv-sharing-fast-prefill (a checked option; the cache is the same) with an EAGLE-family
+// method.
 TEST(StartupRefusals, KvSharingFastPrefillWithEagle) {
   LaunchOptions o = Model("deepseek-v3.2");
   o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
-  o.not_planned = {"--kv-sharing-fast-prefill"};
+  o.kv_sharing_fast_prefill = true;
   EXPECT_EQ(Errors(o),
             "\n  error [kv-sharing-fast-prefill] --kv-sharing-fast-prefill with speculative "
             "method 'mtp': the engine refuses the pair ('Fast prefill optimization for KV sharing "
