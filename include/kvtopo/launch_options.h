@@ -97,6 +97,9 @@ struct LaunchOptions {
   // --enable-eplb needs expert parallelism over more than one rank; --enable-return-routed-experts
   // takes no KV connector; concurrent partial prefill (either count other than 1) is refused.
   std::optional<bool> enable_eplb;
+  // --enable-elastic-ep: needs --enable-eplb, one pipeline stage, and neither external nor hybrid
+  // data-parallel load balancing.
+  std::optional<bool> enable_elastic_ep;
   // --eplb-config: a JSON EPLBConfig (window_size, step_interval, num_redundant_experts, ...),
   // checked as the engine checks it; its num_redundant_experts needs --enable-eplb and adds
   // experts the EP ranks must divide.

@@ -672,6 +672,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "of a model that passes it on where their quantization method does not support it "
        "(ModelOpt FP8, MXFP4, GPTQ, AWQ, ...) and for MiniCPM's; default off",
        &LO::enable_eplb},
+      {"enable_elastic_ep",
+       {},
+       "",
+       V::kSwitch,
+       "",
+       "elastic expert parallelism (the cache is the same); the engine refuses it without "
+       "--enable-eplb, with --pipeline-parallel-size above 1, or with external or hybrid "
+       "data-parallel load balancing; default off",
+       &LO::enable_elastic_ep},
       {"eplb_config",
        {},
        "",
@@ -1416,7 +1425,9 @@ std::string LaunchOptionsMarkdown() {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
     if (f.values == VllmFlag::Values::kOptional) value = " [VALUE]";
-    md += fmt::format("- `{}`{}\n", f.name, value);
+    md += fmt::format(
+        "- `{}`{}{}\n", f.name, value,
+        f.removed ? " (of older releases; the fork's parser refuses it: a warning)" : "");
   }
   return md;
 }
@@ -2380,6 +2391,29 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "unset num_redundant_experts.'); add --enable-eplb or drop num_redundant_experts",
         c.num_redundant_experts, c.num_redundant_experts));
   }
+  // ParallelConfig.__post_init__: elastic expert parallelism.
+  if (o.enable_elastic_ep.value_or(false)) {
+    if (!o.enable_eplb.value_or(false)) {
+      return Rejected(
+          "--enable-elastic-ep without --enable-eplb: the engine refuses it ('Elastic EP is only "
+          "supported with enable_eplb=True.'); add --enable-eplb or drop --enable-elastic-ep");
+    }
+    if (c.pipeline_parallel_size > 1) {
+      return Rejected(fmt::format(
+          "--enable-elastic-ep with --pipeline-parallel-size {}: the engine refuses it ('Elastic "
+          "EP is not supported with pipeline parallelism (pipeline_parallel_size={}).'); use one "
+          "pipeline stage or drop --enable-elastic-ep",
+          c.pipeline_parallel_size, c.pipeline_parallel_size));
+    }
+    if (c.external_data_parallel_lb || o.data_parallel_hybrid_lb.value_or(false)) {
+      return Rejected(
+          "--enable-elastic-ep with external or hybrid data-parallel load balancing "
+          "(--data-parallel-external-lb, --data-parallel-rank, --data-parallel-hybrid-lb): the "
+          "engine refuses it ('Elastic EP is not compatible with data_parallel_external_lb or "
+          "data_parallel_hybrid_lb. Elastic EP relies on a single API server and core client to "
+          "coordinate scale up/down.'); drop one of them");
+    }
+  }
   // EngineArgs.create_engine_config, then ParallelConfig.__post_init__: the node layout, and who
   // names this engine's data-parallel rank. A rank (given, or inferred from --node-rank on several
   // nodes) turns external load balancing on; it needs more than one DP rank, and must be one.
@@ -3068,6 +3102,20 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   if (o.kv_cache_dtype_skip_layers) {
     c.cache.kv_cache_dtype_skip_layers = internal::SplitOnSpaces(*o.kv_cache_dtype_skip_layers);
+  }
+  // EngineArgs.create_engine_config sorts a TurboQuant cache's skipped layers with int() as the
+  // key, and raises for an entry it cannot read (sliding_window, "0,1").
+  if (TurboQuantOf(c.cache.kv_cache_dtype)) {
+    for (const std::string& entry : c.cache.kv_cache_dtype_skip_layers) {
+      if (!ParsePlainInt(entry, "--kv-cache-dtype-skip-layers").ok()) {
+        return Rejected(fmt::format(
+            "--kv-cache-dtype-skip-layers entry '{}' with a TurboQuant --kv-cache-dtype: the "
+            "engine sorts the skipped layers by their index and raises as it builds its cache "
+            "config (\"invalid literal for int() with base 10: '{}'\"); give layer indices "
+            "only",
+            entry, entry));
+      }
+    }
   }
   auto state_dtype = [](const std::optional<std::string>& text, std::string_view flag,
                         KvCacheDtype& field) -> Status {

@@ -937,6 +937,42 @@ TEST(StartupRefusals, ServingFlags) {
   EXPECT_EQ(AcceptedTokens(o), 488704);
 }
 
+// Elastic expert parallelism's rules (ParallelConfig.__post_init__), and a TurboQuant cache's
+// skipped layers, which the engine sorts with int() as the key.
+TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.tensor_parallel_size = 2;
+  o.enable_expert_parallel = true;
+  o.enable_elastic_ep = true;
+  EXPECT_EQ(Rejection(o),
+            "--enable-elastic-ep without --enable-eplb: the engine refuses it ('Elastic EP is only "
+            "supported with enable_eplb=True.'); add --enable-eplb or drop --enable-elastic-ep");
+  o.enable_eplb = true;
+  EXPECT_EQ(AcceptedTokens(o), 1655386);  // as at TP 2 without it
+  o.pipeline_parallel_size = 2;
+  EXPECT_EQ(Rejection(o),
+            "--enable-elastic-ep with --pipeline-parallel-size 2: the engine refuses it ('Elastic "
+            "EP is not supported with pipeline parallelism (pipeline_parallel_size=2).'); use one "
+            "pipeline stage or drop --enable-elastic-ep");
+  o.pipeline_parallel_size.reset();
+  o.data_parallel_size = 2;
+  o.data_parallel_rank = 1;
+  EXPECT_EQ(Rejection(o),
+            "--enable-elastic-ep with external or hybrid data-parallel load balancing "
+            "(--data-parallel-external-lb, --data-parallel-rank, --data-parallel-hybrid-lb): the "
+            "engine refuses it ('Elastic EP is not compatible with data_parallel_external_lb or "
+            "data_parallel_hybrid_lb. Elastic EP relies on a single API server and core client to "
+            "coordinate scale up/down.'); drop one of them");
+  o = Model("gpt-oss-120b");
+  o.kv_cache_dtype = "turboquant_k8v4";
+  o.kv_cache_dtype_skip_layers = "0 sliding_window";
+  EXPECT_EQ(Rejection(o),
+            "--kv-cache-dtype-skip-layers entry 'sliding_window' with a TurboQuant "
+            "--kv-cache-dtype: the engine sorts the skipped layers by their index and raises as "
+            "it builds its cache config (\"invalid literal for int() with base 10: "
+            "'sliding_window'\"); give layer indices only");
+}
+
 // VllmConfig.validate_block_size in align mode also bounds --long-prefill-token-threshold by the
 // cache block and refuses --disable-chunked-mm-input.
 TEST(StartupRefusals, AlignModeSchedulerKnobs) {
