@@ -47,7 +47,7 @@ bool IsJsonOption(std::string_view name) {
 
 // The text options the engine's Python API takes as a float, which Python may give as a number.
 bool IsNumberOption(std::string_view name) {
-  return name == "kv_offloading_size" || name == "rope_theta";
+  return name == "kv_offloading_size" || name == "rope_theta" || name == "gpu_memory_utilization";
 }
 
 // ---- launch options ------------------------------------------------------------------------

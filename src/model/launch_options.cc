@@ -2894,14 +2894,16 @@ Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
     char* end = nullptr;
     const std::string stripped(internal::StripAsciiSpace(text));
     const double share = std::strtod(stripped.c_str(), &end);
-    if (stripped.empty() || end != stripped.c_str() + stripped.size()) {
+    // strtod also reads hexadecimal and nan(...) forms, which Python's float() refuses.
+    if (stripped.empty() || end != stripped.c_str() + stripped.size() ||
+        stripped.find_first_of("xX(") != std::string::npos) {
       return InvalidArgument(
           fmt::format("--gpu-memory-utilization '{}' is not a number (the engine's parser "
                       "refuses it)",
                       text));
     }
     if (!(share > 0 && share <= 1)) {
-      return Rejected(fmt::format(
+      return InvalidArgument(fmt::format(
           "--gpu-memory-utilization {}: the engine refuses a share outside (0, 1] as it builds "
           "its cache config ('Input should be {}'); give a fraction such as 0.9",
           text, share > 1 ? "less than or equal to 1" : "greater than 0"));

@@ -1945,8 +1945,9 @@ std::optional<bool> SequenceParallelismOn(const LaunchConfig& config, const Mode
 // VLLM_USE_V2_MODEL_RUNNER=1 with what the V2 model runner does not yet support: VllmConfig
 // raises at startup (_validate_v2_model_runner at 28be48fa9), naming every such feature in its
 // order: the model's inner state first (HasInnerState), then the launch's
-// (LaunchConfig::v2_runner_unsupported). Sequence parallelism without sp_min_token_num may stay on
-// or not (the engine's threshold on the GPU): a warning.
+// (LaunchConfig::v2_runner_unsupported), sequence parallelism where it stays on among them.
+// Where the launch states neither sp_min_token_num nor the GPU, whether it stays on is not known:
+// a warning.
 void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
                         const std::string& file, Builder& b) {
   if (config.use_v2_model_runner != true) return;

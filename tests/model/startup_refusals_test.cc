@@ -848,6 +848,9 @@ TEST(StartupRefusals, ServingFlags) {
   o.gpu_memory_utilization = "ninety";
   EXPECT_EQ(refusal(o),
             "--gpu-memory-utilization 'ninety' is not a number (the engine's parser refuses it)");
+  o.gpu_memory_utilization = "0x1p-1";  // strtod's hexadecimal form, which float() refuses
+  EXPECT_EQ(refusal(o),
+            "--gpu-memory-utilization '0x1p-1' is not a number (the engine's parser refuses it)");
   o.gpu_memory_utilization = " 0.9 ";
   EXPECT_EQ(AcceptedTokens(o), 488704);
   o = Model("gpt-oss-120b");

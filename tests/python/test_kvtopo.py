@@ -629,6 +629,20 @@ class PlanTest(unittest.TestCase):
                                     r"models, prompt embeds'"):
             kvtopo.plan("qwen3-next-80b", use_v2_model_runner=True, enable_prompt_embeds=True)
 
+    def test_serving_flags(self):
+        # Serving flags the engine refuses at startup; a float gpu_memory_utilization as the
+        # engine's Python API takes it.
+        self.assertEqual(kvtopo.plan("kimi-k2.6", gpu_memory_utilization=0.9).capacity.max_tokens,
+                         488704)
+        with self.assertRaisesRegex(ValueError,
+                                    r"^--gpu-memory-utilization 1.5: the engine refuses a share "
+                                    r"outside \(0, 1\]"):
+            kvtopo.plan("kimi-k2.6", gpu_memory_utilization=1.5)
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"error \[lora-model\] .*'KimiK25ForConditionalGeneration "
+                                    r"does not support LoRA yet\.'"):
+            kvtopo.plan("kimi-k2.6", enable_lora=True)
+
     def test_device_capability(self):
         # The GPU's compute capability: a backend nobody names is the engine's pick there.
         picks = {}
