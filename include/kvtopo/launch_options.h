@@ -119,6 +119,7 @@ struct LaunchOptions {
   std::optional<int64_t> data_parallel_start_rank;
   std::optional<std::string> data_parallel_backend;
   std::optional<bool> headless;
+  std::optional<int64_t> api_server_count;                  // -asc: refused above 0 with --headless
   std::optional<std::string> distributed_executor_backend;  // ray, mp, uni, external_launcher, ...
   std::optional<bool> enable_return_routed_experts;
   // Features the engine's V2 model runner refuses (VLLM_USE_V2_MODEL_RUNNER=1), otherwise not

@@ -844,6 +844,16 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "run without an API server (the cache is the same); the engine refuses it beside "
        "--data-parallel-hybrid-lb; default off",
        &LO::headless},
+      {"api_server_count",
+       {},
+       "asc",
+       V::kInt,
+       "",
+       "API server processes (the cache is the same); the engine refuses any above 0 with "
+       "--headless, which starts none; default: the engine's (one per data-parallel rank)",
+       &LO::api_server_count,
+       0,
+       kMaxInt32},
       {"distributed_executor_backend",
        {},
        "",
@@ -2425,6 +2435,14 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
     return InvalidArgument(
         fmt::format("--data-parallel-backend must be mp or ray, got '{}'", dp_backend));
   }
+  // `vllm serve` (ServeSubcommand.cmd) starts no API server in headless mode.
+  if (headless && o.api_server_count.value_or(0) > 0) {
+    return Rejected(fmt::format(
+        "--api-server-count {} with --headless: the engine refuses it before it starts "
+        "('--api-server-count={} cannot be used with --headless (no API servers are started in "
+        "headless mode).'); drop one of them",
+        *o.api_server_count, *o.api_server_count));
+  }
   if (headless && hybrid_lb) {
     return Rejected(
         "--data-parallel-hybrid-lb with --headless: the engine refuses the pair "
@@ -2533,6 +2551,11 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "--data-parallel-hybrid-lb without --data-parallel-size-local: the engine refuses it "
         "('data_parallel_size_local must be set to use data_parallel_hybrid_lb.'); pass "
         "--data-parallel-size-local");
+  }
+  if (headless && local == 0) {
+    return Rejected(
+        "--data-parallel-size-local 0 with --headless: the engine refuses it as it starts its "
+        "engines ('data_parallel_size_local must be > 0 in headless mode'); give 1 or more");
   }
   if (local && *local > dp) {
     return Rejected(fmt::format(

@@ -580,7 +580,7 @@ TEST(LaunchOptions, VllmServeFlagsThatDoNotChangeThePlan) {
 TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
   using Values = VllmFlag::Values;
   for (const char* name :
-       {"--mamba-cache-philox-rounds", "--dbo-decode-token-threshold", "--load-format", "-asc",
+       {"--mamba-cache-philox-rounds", "--dbo-decode-token-threshold", "--load-format", "-dpa",
         "-dpp", "--gdn-prefill-backend", "--shutdown-timeout"}) {
     const VllmFlag* f = FindVllmFlagNotPlanned(name);
     ASSERT_NE(f, nullptr) << name;

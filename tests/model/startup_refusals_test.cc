@@ -940,6 +940,24 @@ TEST(StartupRefusals, ServingFlags) {
   EXPECT_EQ(AcceptedTokens(o), 488704);
 }
 
+// Headless mode starts no API server and needs local engines (`vllm serve`'s headless path).
+TEST(StartupRefusals, HeadlessServers) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.headless = true;
+  o.api_server_count = 2;
+  EXPECT_EQ(Rejection(o),
+            "--api-server-count 2 with --headless: the engine refuses it before it starts "
+            "('--api-server-count=2 cannot be used with --headless (no API servers are started "
+            "in headless mode).'); drop one of them");
+  o.api_server_count = 0;
+  EXPECT_EQ(AcceptedTokens(o), 827693);
+  o.data_parallel_size = 2;
+  o.data_parallel_size_local = 0;
+  EXPECT_EQ(Rejection(o),
+            "--data-parallel-size-local 0 with --headless: the engine refuses it as it starts its "
+            "engines ('data_parallel_size_local must be > 0 in headless mode'); give 1 or more");
+}
+
 // Elastic expert parallelism's rules (ParallelConfig.__post_init__), and a TurboQuant cache's
 // skipped layers, which the engine sorts with int() as the key.
 TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
