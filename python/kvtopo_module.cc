@@ -42,7 +42,7 @@ bool IsJsonOption(std::string_view name) {
   return name == "speculative_config" || name == "hf_overrides" || name == "kv_transfer_config" ||
          name == "ec_transfer_config" || name == "rope_scaling" || name == "compilation_config" ||
          name == "attention_config" || name == "kernel_config" || name == "eplb_config" ||
-         name == "ir_op_priority";
+         name == "ir_op_priority" || name == "default_mm_loras";
 }
 
 // The text options the engine's Python API takes as a float, which Python may give as a number.

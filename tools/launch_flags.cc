@@ -27,6 +27,7 @@ constexpr const char* kAttentionKey = "--attention-config-key";
 constexpr const char* kKernelKey = "--kernel-config-key";
 constexpr const char* kEplbKey = "--eplb-config-key";
 constexpr const char* kIrOpPriorityKey = "--ir-op-priority-key";
+constexpr const char* kDefaultMmLorasKey = "--default-mm-loras-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
 
 // The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
@@ -58,6 +59,8 @@ const DottedJsonOption kDottedJsonOptions[] = {
      &LaunchOptions::eplb_config},
     {"ir_op_priority", kIrOpPriorityKey, "ir-op-priority-replaced",
      &LaunchFlags::ir_op_priority_keys, &LaunchOptions::ir_op_priority},
+    {"default_mm_loras", kDefaultMmLorasKey, "default-mm-loras-replaced",
+     &LaunchFlags::default_mm_loras_keys, &LaunchOptions::default_mm_loras},
 };
 
 std::string FlagNames(const LaunchOption& o) {

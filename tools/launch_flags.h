@@ -41,6 +41,7 @@ struct LaunchFlags {
   std::vector<std::string> kernel_keys;
   std::vector<std::string> eplb_keys;
   std::vector<std::string> ir_op_priority_keys;
+  std::vector<std::string> default_mm_loras_keys;
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;

@@ -296,6 +296,9 @@ struct LaunchConfig {
   std::vector<std::string> v2_runner_unsupported;
   // --kv-sharing-fast-prefill, which EAGLE-style drafts refuse. The cache is the same.
   bool kv_sharing_fast_prefill = false;
+  // --default-mm-loras names adapters (a non-empty JSON object), which the engine refuses for a
+  // model without multimodal inputs. The cache is the same.
+  bool default_mm_loras = false;
   // VLLM_PP_LAYER_PARTITION as given: hidden layers per pipeline stage, comma-separated; unset:
   // the engine's even split. The engine reads it at any pipeline size, so it must name one
   // count per stage even with one stage.

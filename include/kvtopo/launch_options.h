@@ -142,6 +142,7 @@ struct LaunchOptions {
   std::optional<int64_t> max_lora_rank;
   std::optional<int64_t> max_loras;
   std::optional<int64_t> max_cpu_loras;
+  std::optional<std::string> default_mm_loras;  // a JSON object: refused for a text-only target
   std::optional<bool> enable_auto_tool_choice;
   std::optional<std::string> tool_call_parser;
   std::optional<std::string> tool_parser_plugin;

@@ -966,6 +966,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::max_cpu_loras,
        0,
        kMaxInt32},
+      {"default_mm_loras",
+       {},
+       "",
+       V::kText,
+       "",
+       "JSON object of a LoRA adapter per modality (the cache is the same); the engine refuses "
+       "a non-empty one for a target without multimodal inputs, with or without --enable-lora; "
+       "also --default-mm-loras.KEY VALUE; default none",
+       &LO::default_mm_loras},
       {"enable_auto_tool_choice",
        {},
        "",
@@ -2953,6 +2962,18 @@ Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
           cpu, loras, cpu, loras));
     }
   }
+  if (o.default_mm_loras) {
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json loras,
+                            ParseJsonObjectFlag(*o.default_mm_loras, "--default-mm-loras"));
+    for (const auto& [modality, adapter] : loras.items()) {
+      if (!adapter.is_string()) {
+        return InvalidArgument(fmt::format(
+            "--default-mm-loras: {} must name an adapter path, got {} (the engine's parser "
+            "takes a dict of strings)",
+            modality, internal::JsonText(adapter)));
+      }
+    }
+  }
   const bool auto_tool_choice = o.enable_auto_tool_choice.value_or(false);
   if (auto_tool_choice && o.tool_call_parser.value_or("").empty()) {
     return Rejected(
@@ -3289,6 +3310,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
   KVTOPO_RETURN_IF_ERROR(ReadRunnerFeatures(o, all2all_backend, c));
   KVTOPO_RETURN_IF_ERROR(CheckServingFlags(o, c));
+  // Checked above: a JSON object of strings, which the engine counts when it is not empty.
+  c.default_mm_loras = o.default_mm_loras &&
+                       !ParseJsonObjectFlag(*o.default_mm_loras, "--default-mm-loras")->empty();
   if (o.dcp_shard_draft) {
     c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
     c.shard_draft_value = *o.dcp_shard_draft;

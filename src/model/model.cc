@@ -1879,7 +1879,8 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
-// --enable-lora against the target's class (the fork at 28be48fa9): the GPU model runner's
+// --default-mm-loras against a text-only target, and --enable-lora against the target's class (the
+// fork at 28be48fa9): the GPU model runner's
 // load_lora_model refuses a class without the SupportsLoRA interface once the weights are loaded
 // (ClassLackingLora); Mamba2's and Zamba2's models assert against LoRA as they are built, and
 // EXAONE MoE's reads a LoRA config field the engine no longer has; FusedMoE experts wrapped for
@@ -1887,8 +1888,16 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
 // backend's classes support LoRA.
 void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
                Builder& b) {
-  if (!config.enable_lora || !m.transformers_backend.empty()) return;
   const std::string what = fmt::format("'{}' ({})", file, m.architecture);
+  // EngineArgs.create_engine_config, with or without --enable-lora.
+  if (config.default_mm_loras && !internal::IsMultimodalTarget(m.architecture)) {
+    b.Error("lora-model",
+            fmt::format("--default-mm-loras with {}, which takes no multimodal inputs: the "
+                        "engine refuses it ('Default modality-specific LoRA(s) were provided for "
+                        "a non multimodal model'); drop --default-mm-loras",
+                        what));
+  }
+  if (!config.enable_lora || !m.transformers_backend.empty()) return;
   if (m.architecture == "Mamba2ForCausalLM" || m.architecture == "Zamba2ForCausalLM") {
     b.Error("lora-model",
             fmt::format("--enable-lora with {}: the engine's model asserts as it builds its layers "

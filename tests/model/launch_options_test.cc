@@ -631,7 +631,9 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
                            "--enable-prompt-embeds",
                            "--logits-processors",
                            "--logprobs-mode",
-                           "--kv-sharing-fast-prefill"}) {
+                           "--kv-sharing-fast-prefill",
+                           "--default-mm-loras",
+                           "--api-server-count"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

@@ -888,6 +888,20 @@ TEST(StartupRefusals, ServingFlags) {
                 "engine class MambaForCausalLM lacks the SupportsLoRA interface: the engine fails "
                 "once the weights are loaded ('MambaForCausalLM does not support LoRA yet.'); drop "
                 "--enable-lora");
+  // Modality adapters need a multimodal target, with or without --enable-lora.
+  o = Model("gpt-oss-120b");
+  o.default_mm_loras = R"({"image": "/loras/image"})";
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-model] --default-mm-loras with 'profiles/gpt-oss-120b.json' "
+            "(GptOssForCausalLM), which takes no multimodal inputs: the engine refuses it "
+            "('Default modality-specific LoRA(s) were provided for a non multimodal model'); drop "
+            "--default-mm-loras");
+  o.default_mm_loras = "{}";  // empty: unset
+  EXPECT_EQ(AcceptedTokens(o), 827693);
+  o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/qwen2.5-vl-7b.json");
+  o.kv_cache_memory = "8G";
+  o.default_mm_loras = R"({"image": "/loras/image"})";
+  EXPECT_EQ(Errors(o), "");
   // Experts wrapped for LoRA under expert parallelism take the default all-to-all backend only.
   o = Model("gpt-oss-120b");
   o.enable_lora = true;
