@@ -143,6 +143,7 @@ struct LaunchOptions {
   std::optional<int64_t> max_loras;
   std::optional<int64_t> max_cpu_loras;
   std::optional<std::string> default_mm_loras;  // a JSON object: refused for a text-only target
+  std::optional<std::string> lora_dtype;        // with --enable-lora: auto, float16 or bfloat16
   std::optional<bool> enable_auto_tool_choice;
   std::optional<std::string> tool_call_parser;
   std::optional<std::string> tool_parser_plugin;

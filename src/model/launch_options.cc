@@ -966,6 +966,14 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::max_cpu_loras,
        0,
        kMaxInt32},
+      {"lora_dtype",
+       {},
+       "",
+       V::kText,
+       "",
+       "the LoRA adapters' dtype (the cache is the same); with --enable-lora the engine refuses "
+       "any but auto, float16 and bfloat16; default auto",
+       &LO::lora_dtype},
       {"default_mm_loras",
        {},
        "",
@@ -2919,7 +2927,7 @@ constexpr std::string_view kReasoningParsers[] = {"cohere_command3", "cohere_com
 // vllm/entrypoints/openai at 28be48fa9, where a plugin file of over 3 characters adds parsers
 // first), the reasoning parser VllmConfig looks up (ReasoningConfig.initialize_token_ids),
 // CacheConfig's gpu_memory_utilization, and LoRAConfig's limits (MaxLoRARanks as the parser's
-// choices; max_loras and max_cpu_loras with --enable-lora).
+// choices; max_loras, max_cpu_loras and lora_dtype with --enable-lora).
 Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
   if (o.gpu_memory_utilization) {
     const std::string& text = *o.gpu_memory_utilization;
@@ -2954,6 +2962,13 @@ Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
       return Rejected(
           "--max-loras 0 with --enable-lora: the engine refuses it as it builds its LoRA config "
           "('Input should be greater than or equal to 1'); give 1 or more");
+    }
+    if (const std::string dtype = o.lora_dtype.value_or("auto");
+        dtype != "auto" && dtype != "float16" && dtype != "bfloat16") {
+      return Rejected(fmt::format(
+          "--lora-dtype '{}' with --enable-lora: the engine refuses it as it builds its LoRA "
+          "config (\"Input should be 'auto', 'float16' or 'bfloat16'\"); give one of those",
+          dtype));
     }
     if (const int64_t cpu = o.max_cpu_loras.value_or(0); cpu > 0 && cpu < loras) {
       return Rejected(fmt::format(

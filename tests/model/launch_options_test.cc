@@ -633,7 +633,8 @@ TEST(LaunchOptions, VllmServeFlagsOfTheForkHeadWithTheirArity) {
                            "--logprobs-mode",
                            "--kv-sharing-fast-prefill",
                            "--default-mm-loras",
-                           "--api-server-count"}) {
+                           "--api-server-count",
+                           "--lora-dtype"}) {
     EXPECT_EQ(FindVllmFlagNotPlanned(name), nullptr) << name;
   }
   EXPECT_EQ(FindLaunchOption("-sc")->name, "speculative_config");

@@ -868,6 +868,12 @@ TEST(StartupRefusals, ServingFlags) {
             "must be >= max_loras (4).'); raise --max-cpu-loras or drop it");
   o.max_cpu_loras = 0;  // unset, as the engine reads 0
   EXPECT_EQ(AcceptedTokens(o), 827693);
+  o.lora_dtype = "bf16";
+  EXPECT_EQ(refusal(o),
+            "--lora-dtype 'bf16' with --enable-lora: the engine refuses it as it builds its LoRA "
+            "config (\"Input should be 'auto', 'float16' or 'bfloat16'\"); give one of those");
+  o.lora_dtype = "bfloat16";
+  EXPECT_EQ(AcceptedTokens(o), 827693);
   o.max_loras = 0;
   EXPECT_EQ(refusal(o),
             "--max-loras 0 with --enable-lora: the engine refuses it as it builds its LoRA config "
