@@ -2928,21 +2928,18 @@ constexpr std::string_view kReasoningParsers[] = {"cohere_command3", "cohere_com
 // first), the reasoning parser VllmConfig looks up (ReasoningConfig.initialize_token_ids),
 // CacheConfig's gpu_memory_utilization, and LoRAConfig's limits (MaxLoRARanks as the parser's
 // choices; max_loras, max_cpu_loras and lora_dtype with --enable-lora).
-Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
+// Sets c.default_mm_loras.
+Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
   if (o.gpu_memory_utilization) {
     const std::string& text = *o.gpu_memory_utilization;
-    char* end = nullptr;
-    const std::string stripped(internal::StripAsciiSpace(text));
-    const double share = std::strtod(stripped.c_str(), &end);
-    // strtod also reads hexadecimal and nan(...) forms, which Python's float() refuses.
-    if (stripped.empty() || end != stripped.c_str() + stripped.size() ||
-        stripped.find_first_of("xX(") != std::string::npos) {
+    const std::optional<double> number = FiniteNumber(std::string(internal::StripAsciiSpace(text)));
+    if (!number) {
       return InvalidArgument(
           fmt::format("--gpu-memory-utilization '{}' is not a number (the engine's parser "
                       "refuses it)",
                       text));
     }
-    if (!(share > 0 && share <= 1)) {
+    if (const double share = *number; !(share > 0 && share <= 1)) {
       return InvalidArgument(fmt::format(
           "--gpu-memory-utilization {}: the engine refuses a share outside (0, 1] as it builds "
           "its cache config ('Input should be {}'); give a fraction such as 0.9",
@@ -2980,6 +2977,7 @@ Status CheckServingFlags(const LaunchOptions& o, const LaunchConfig& c) {
   if (o.default_mm_loras) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json loras,
                             ParseJsonObjectFlag(*o.default_mm_loras, "--default-mm-loras"));
+    c.default_mm_loras = !loras.empty();  // the engine counts a non-empty dict
     for (const auto& [modality, adapter] : loras.items()) {
       if (!adapter.is_string()) {
         return InvalidArgument(fmt::format(
@@ -3325,9 +3323,6 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
       o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
   KVTOPO_RETURN_IF_ERROR(ReadRunnerFeatures(o, all2all_backend, c));
   KVTOPO_RETURN_IF_ERROR(CheckServingFlags(o, c));
-  // Checked above: a JSON object of strings, which the engine counts when it is not empty.
-  c.default_mm_loras = o.default_mm_loras &&
-                       !ParseJsonObjectFlag(*o.default_mm_loras, "--default-mm-loras")->empty();
   if (o.dcp_shard_draft) {
     c.shard_draft = ParseShardDraftRequest(*o.dcp_shard_draft);
     c.shard_draft_value = *o.dcp_shard_draft;
