@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "internal/ascii_case.h"
 #include "internal/json_text.h"
 #include "internal/units.h"
 
@@ -206,13 +207,7 @@ nlohmann::json FoldDottedArguments(const std::vector<std::string>& entries) {
     nlohmann::json value;
     if (key.ends_with('+')) {
       key.pop_back();
-      value = nlohmann::json::array();
-      for (size_t start = 0;;) {
-        const size_t comma = text.find(',', start);
-        value.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      value = internal::SplitOnCommas(text);
     } else {
       value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (value.is_discarded()) {

@@ -31,6 +31,18 @@ inline std::string_view StripAsciiSpace(std::string_view s) {
   return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
+// The pieces of `s` between commas, empty ones kept, as Python's str.split(","): "a,,b" is
+// "a", "", "b"; "" is one empty piece.
+inline std::vector<std::string> SplitOnCommas(std::string_view s) {
+  std::vector<std::string> pieces;
+  for (size_t start = 0;;) {
+    const size_t comma = s.find(',', start);
+    pieces.emplace_back(s.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) return pieces;
+    start = comma + 1;
+  }
+}
+
 // The words of a value a many-valued option keeps space-separated (its values in order, empty
 // ones dropped).
 inline std::vector<std::string> SplitOnSpaces(std::string_view s) {

@@ -1921,12 +1921,7 @@ Result<IrOpPriority> ReadIrOpPriority(std::string_view where, const nlohmann::js
     if (priority.is_string()) {
       std::string text = priority.get<std::string>();
       std::erase(text, ' ');
-      for (size_t start = 0;;) {
-        const size_t comma = text.find(',', start);
-        providers.push_back(text.substr(start, comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      providers = internal::SplitOnCommas(text);
       continue;
     }
     const bool strings =
