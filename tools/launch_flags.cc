@@ -19,6 +19,9 @@ namespace kvtopo::cli {
 namespace {
 
 constexpr const char* kNotPlannedFlag = "--vllm-flag-not-planned";
+// Each occurrence's value, as JSON: {"flag", "on"} for a switch, {"flag", "values"} for a value,
+// {"flag", "key", "value"} for a JSON flag's dotted key.
+constexpr const char* kNotPlannedValue = "--vllm-flag-not-planned-value";
 constexpr const char* kSpeculativeKey = "--speculative-config-key";
 constexpr const char* kHfOverridesKey = "--hf-overrides-key";
 constexpr const char* kKvTransferKey = "--kv-transfer-config-key";
@@ -170,6 +173,7 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   // Hidden options NormalizeVllmArgs writes, one value per occurrence (a positional after one
   // is not its value).
   for (auto [name, values] : {std::pair{kNotPlannedFlag, &f.not_planned},
+                              std::pair{kNotPlannedValue, &f.not_planned_values},
                               std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
     app->add_option(name, *values)->group("")->allow_extra_args(false);
   }
@@ -245,12 +249,12 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   // appends after every other argument, so it replaces the flag given as JSON (argparse keeps
   // the later one).
   const auto use_folded = [&](const std::vector<std::string>& entries, std::string_view flag,
-                              const char* code, std::optional<std::string>& value) {
+                              std::string_view code, std::optional<std::string>& value) {
     const nlohmann::json folded = FoldDottedArguments(entries);
     if (value) {
       o.diagnostics.push_back(
           {.severity = Severity::kWarning,
-           .code = code,
+           .code = std::string(code),
            .message = fmt::format("{} {} is dropped: the engine's parser folds the {}.KEY "
                                   "arguments into a value of their own that replaces it, so the "
                                   "plan uses {} only; give every key in one form",
@@ -263,6 +267,34 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
       use_folded(f.*d.keys, FlagName(d.option), d.replaced_code, o.*d.value);
   }
   o.not_planned = f.not_planned;
+  // The flags not planned with, one entry each in the order first given, with the value argparse
+  // keeps: the last one, and for a JSON flag its dotted keys folded as above.
+  std::map<std::string, std::vector<std::string>> dotted;  // flag -> KEY=VALUE
+  const auto entry = [&](const std::string& flag) -> VllmFlagValue& {
+    for (VllmFlagValue& v : o.not_planned_values) {
+      if (v.flag == flag) return v;
+    }
+    return o.not_planned_values.emplace_back(VllmFlagValue{.flag = flag});
+  };
+  for (const std::string& text : f.not_planned_values) {
+    const nlohmann::json r = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!r.is_object() || !r.contains("flag")) continue;  // written by NormalizeVllmArgs only
+    VllmFlagValue& v = entry(r.value("flag", ""));
+    if (r.contains("key")) {
+      dotted[v.flag].push_back(r.value("key", "") + "=" + r.value("value", ""));
+    } else if (r.contains("on")) {
+      v.on = r.value("on", true);
+    } else {
+      v.values = r.value("values", std::vector<std::string>{});
+    }
+  }
+  for (const auto& [flag, entries] : dotted) {
+    VllmFlagValue& v = entry(flag);
+    std::optional<std::string> whole;
+    if (!v.values.empty()) whole = v.values.front();
+    use_folded(entries, flag, flag.substr(2) + "-replaced", whole);
+    v.values = {*whole};
+  }
   for (const std::string& text : f.launch_diagnostics) {
     const nlohmann::json d = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     o.diagnostics.push_back({.severity = Severity::kWarning,
@@ -400,6 +432,9 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
       const VllmFlag* flag = own_flag ? nullptr : FindVllmFlagNotPlanned(name + "." + key);
       if (flag != nullptr) {
         out.push_back(fmt::format("{}={}.{}", kNotPlannedFlag, name, key));
+        out.push_back(fmt::format(
+            "{}={}", kNotPlannedValue,
+            internal::JsonText({{"flag", flag->name}, {"key", key}, {"value", value}})));
         continue;
       }
       out.push_back(arg);  // not a JSON flag: CLI11 reports it
@@ -421,20 +456,30 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
     }
     if (!own_flag && !FindLaunchOption(name)) {
       if (const VllmFlag* flag = FindVllmFlagNotPlanned(name)) {
-        // Swallow the flag's values too (as many as its arity takes); record the flag by name.
-        if (flag->takes_value && !attached && name == flag->name) {
-          switch (flag->values) {
-            case VllmFlag::Values::kOne:
-            case VllmFlag::Values::kOptional:
-              take_value(i, true);
-              break;
-            case VllmFlag::Values::kOneOrMore:
-              while (take_value(i, true)) {
-              }
-              break;
+        // Swallow the flag's values too (as many as its arity takes); record the flag by name,
+        // and its values for the checks the engine's parser makes of them.
+        nlohmann::json record = {{"flag", flag->name}};
+        if (!flag->takes_value) {
+          record["on"] = name == flag->name;
+        } else {
+          std::vector<std::string> values;
+          if (attached) {
+            values.push_back(*attached);
+          } else if (name == flag->name) {
+            switch (flag->values) {
+              case VllmFlag::Values::kOne:
+              case VllmFlag::Values::kOptional:
+                if (std::optional<std::string> v = take_value(i, true)) values.push_back(*v);
+                break;
+              case VllmFlag::Values::kOneOrMore:
+                while (std::optional<std::string> v = take_value(i, true)) values.push_back(*v);
+                break;
+            }
           }
+          record["values"] = values;
         }
         out.push_back(fmt::format("{}={}", kNotPlannedFlag, name));
+        out.push_back(fmt::format("{}={}", kNotPlannedValue, internal::JsonText(record)));
         continue;
       }
     }

@@ -26,6 +26,7 @@ struct LaunchFlags {
   // `vllm serve` flags rewritten by NormalizeVllmArgs: not used for planning, and
   // --speculative-config.KEY VALUE pairs as KEY=VALUE.
   std::vector<std::string> not_planned;
+  std::vector<std::string> not_planned_values;  // each occurrence's value, as JSON
   std::vector<std::string> speculative_keys;
   // --hf-overrides.KEY[.KEY...][+] VALUE pairs as KEY=VALUE.
   std::vector<std::string> hf_override_keys;

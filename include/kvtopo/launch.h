@@ -165,6 +165,16 @@ ShardDraftRequest ParseShardDraftRequest(std::string_view value);
 // the longest whose request fits the KV-cache memory (vLLM's _auto_fit_max_model_len).
 inline constexpr int64_t kAutoMaxModelLen = -1;
 
+// A `vllm serve` flag that leaves the plan as it is, with the value the engine's parser leaves it:
+// its last occurrence, a JSON flag's dotted --FLAG.KEY arguments folded in. The parser's and the
+// config's checks of it still hold (profiles/vllm-flags.json).
+struct VllmFlagValue {
+  std::string flag;                 // "--stream-interval", "--numa-bind"
+  std::optional<bool> on;           // a switch: --NAME (true) or --no-NAME (false)
+  std::vector<std::string> values;  // the value(s) as given; a JSON flag's JSON text
+  bool operator==(const VllmFlagValue&) const = default;
+};
+
 struct LaunchConfig {
   std::string model;  // profile name, config.json path or a directory; empty: kimi-k3 default
   // --config-format: auto (params.json beside consolidated*.safetensors is Mistral's format,
@@ -339,6 +349,7 @@ struct LaunchConfig {
   Compilation compilation;
   // `vllm serve` flags given that do not change the plan (reported, not used).
   std::vector<std::string> not_planned_flags;
+  std::vector<VllmFlagValue> not_planned_values;  // their values, one entry a flag
   // Findings about how the launch was spelled (LaunchOptions::diagnostics), reported with the
   // plan's own.
   std::vector<Diagnostic> launch_diagnostics;

@@ -209,6 +209,7 @@ struct LaunchOptions {
   std::optional<std::string> dcp_shard_draft;  // VLLM_DCP_SHARD_DRAFT (ParseShardDraftRequest)
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
   std::vector<std::string> not_planned;
+  std::vector<VllmFlagValue> not_planned_values;  // their values, one entry a flag
   // What a front end found in how the launch was spelled (e.g. a --speculative-config the
   // engine's parser drops); the plan reports them.
   std::vector<Diagnostic> diagnostics;
@@ -278,12 +279,54 @@ struct VllmFlag {
   // A flag of older releases the fork at 28be48fa9 no longer has: its parser refuses it
   // ("unrecognized arguments"); accepted with a warning.
   bool removed = false;
+  // How the engine's parser reads the value ("type" in the file): text as given; an integer
+  // ("int": Python's int(); "human int": with the k/K suffixes of human_readable_int); a number
+  // ("float": float()); a config class ("json": bare 80m-style numbers expanded, then the JSON
+  // object validated against the class's fields); any JSON ("json value": json.loads); or a
+  // JSON object when the text looks like one and plain text otherwise ("json or text").
+  enum class Type { kText, kInteger, kHumanInteger, kNumber, kJsonConfig, kJsonValue, kJsonOrText };
+  Type type = Type::kText;
+  bool none = false;                 // "None" (or nothing) stands for no value (optional_type)
+  std::vector<std::string> choices;  // argparse's choices; empty: any
+  // The config that checks the bounds (and a JSON value's shape) is built for a multimodal
+  // model only: the model layer checks them there.
+  bool multimodal = false;
+  // The bounds the engine's config puts on a number as it is built (pydantic's ge, gt, le, lt).
+  struct Bounds {
+    std::optional<double> min, above, max, below;
+  };
+  Bounds bounds;
+  // A JSON flag the engine reads into a config class: the class, its fields, and whether its
+  // parser refuses any other key (extra="forbid").
+  struct Key {
+    std::string name;
+    // "bool", "int", "float", "str", "list", "object", or "any" (not checked)
+    std::string type = "any";
+    bool nullable = false;             // `X | None`: null is taken
+    std::vector<std::string> choices;  // a Literal's values
+    Bounds bounds;
+  };
+  std::string json_class;
+  std::vector<Key> keys;
+  bool other_keys_refused = false;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();
 // The flag `token` names ("--port", "--port=8000", "--no-enforce-eager", "-O3", and a JSON flag's
 // dotted key "--compilation-config.mode"), or nullptr.
 const VllmFlag* FindVllmFlagNotPlanned(std::string_view token);
+// The value of a flag not planned with, as the options hold it; nullptr when not given.
+const VllmFlagValue* FindVllmFlagValue(const std::vector<VllmFlagValue>& values,
+                                       std::string_view flag);
+// What the engine's parser and config check of the flags not planned with: each value against
+// its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
+// other and to the launch options. Errors name the flag, the value and the engine's message.
+Status CheckVllmFlagValues(const LaunchOptions& options);
+// What MultiModalConfig checks of those flags as the engine builds it, which it does for a model
+// with multimodal inputs only: their bounds, their JSON values' shapes, the processor cache's
+// and the encoder's options (vllm/config/multimodal.py). The first refusal, naming `model`
+// ("'config.json' (Qwen2_5_VLForConditionalGeneration)"), or empty.
+std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& values, std::string_view model);
 
 // A `vllm serve --config FILE` YAML file as the engine's parser reads it
 // (FlexibleArgumentParser.load_config_file over PyYAML's safe_load): the arguments it stands for,

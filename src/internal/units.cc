@@ -168,4 +168,44 @@ Result<int64_t> ParseHumanInt(std::string_view text, std::string_view what) {
       what, text));
 }
 
+Result<std::string> ExpandJsonHumanReadableNumbers(std::string_view json, std::string_view what) {
+  const auto is_word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string out;
+  size_t i = 0;
+  while (i < json.size()) {
+    const char c = json[i];
+    if (c == '"') {
+      // A quoted string, escapes included, is copied as it is; an unterminated quote is text.
+      size_t j = i + 1;
+      while (j < json.size() && json[j] != '"') j += json[j] == '\\' ? 2 : 1;
+      if (j < json.size()) {
+        out.append(json.substr(i, j + 1 - i));
+        i = j + 1;
+        continue;
+      }
+    }
+    if (is_digit(c) && (i == 0 || !is_word(json[i - 1]))) {
+      size_t j = i;
+      while (j < json.size() && is_digit(json[j])) ++j;
+      if (j + 1 < json.size() && json[j] == '.' && is_digit(json[j + 1])) {
+        ++j;
+        while (j < json.size() && is_digit(json[j])) ++j;
+      }
+      if (j < json.size() && std::string_view("kKmMgGtT").find(json[j]) != std::string_view::npos &&
+          (j + 1 == json.size() || !is_word(json[j + 1]))) {
+        KVTOPO_ASSIGN_OR_RETURN(const int64_t n, ParseHumanInt(json.substr(i, j + 1 - i), what));
+        out += std::to_string(n);
+        i = j + 1;
+        continue;
+      }
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
 }  // namespace kvtopo

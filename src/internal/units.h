@@ -22,6 +22,13 @@ Result<int64_t> ParseByteSize(std::string_view text, std::string_view what);
 // flag in messages; a sign is kept for the caller to range-check.
 Result<int64_t> ParseHumanInt(std::string_view text, std::string_view what);
 
+// JSON text as the engine's parser reads a config class's value
+// (_expand_json_human_readable_numbers): outside quoted strings, each bare number with a k/m/g/t
+// or K/M/G/T suffix and word boundaries around it ("80m", "1.5k") becomes its human_readable_int
+// value. A token that function refuses ("1.5K") fails the whole value, as it does the engine's
+// parser; the error names `what` and the token.
+Result<std::string> ExpandJsonHumanReadableNumbers(std::string_view json, std::string_view what);
+
 // An integer as Python's int() reads text, which the engine's parser uses for its other integer
 // flags: ASCII whitespace around it, a sign, digits with single underscores between them.
 Result<int64_t> ParsePlainInt(std::string_view text, std::string_view what);

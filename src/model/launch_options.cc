@@ -1364,52 +1364,6 @@ Status ApplyLaunchEnvironment(LaunchOptions& o,
   return Status::Ok();
 }
 
-namespace {
-
-const std::vector<VllmFlag>& Flags() {
-  static const std::vector<VllmFlag> kFlags = [] {
-    std::vector<VllmFlag> r;
-    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
-      if (f.stem != "vllm-flags") continue;
-      // The file is checked in and embedded at build time; a malformed copy is a build defect
-      // that the registry tests catch, so it yields an empty list rather than a user error.
-      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
-      if (!j.ok() || !j->contains("flags")) break;
-      for (const nlohmann::json& e : (*j)["flags"]) {
-        const std::string values = e.value("values", "");
-        r.push_back({.name = e.value("name", ""),
-                     .takes_value = e.value("value", false),
-                     .values = values == "one or more" ? VllmFlag::Values::kOneOrMore
-                               : values == "optional"  ? VllmFlag::Values::kOptional
-                                                       : VllmFlag::Values::kOne,
-                     .json = e.value("json", false),
-                     .removed = e.value("removed", false)});
-      }
-    }
-    return r;
-  }();
-  return kFlags;
-}
-
-}  // namespace
-
-const std::vector<VllmFlag>& VllmFlagsNotPlanned() { return Flags(); }
-
-const VllmFlag* FindVllmFlagNotPlanned(std::string_view token) {
-  std::string name(token.substr(0, token.find('=')));
-  // A dotted key names a key of a JSON flag's value: "--attention-config.backend".
-  const size_t dot = name.find('.');
-  const bool dotted = dot != std::string::npos;
-  if (dotted) name.resize(dot);
-  std::replace(name.begin() + std::min<size_t>(2, name.size()), name.end(), '_', '-');
-  for (const VllmFlag& f : VllmFlagsNotPlanned()) {
-    if (dotted && !f.json) continue;
-    if (f.name == name) return &f;
-    if (!f.takes_value && name.starts_with("--no-") && f.name == "--" + name.substr(5)) return &f;
-  }
-  return nullptr;
-}
-
 std::string LaunchOptionsMarkdown() {
   auto flag = [](std::string_view name) {
     std::string out(name);
@@ -1447,14 +1401,54 @@ std::string LaunchOptionsMarkdown() {
       "`VALUE...` "
       "takes every following argument that is not a flag, `[VALUE]` a value only when one "
       "follows, and a `JSON` flag also takes its keys one at a time (`--kernel-config.KEY "
-      "VALUE`), as the engine's parser folds them into one JSON value.\n\n";
+      "VALUE`), as the engine's parser folds them into one JSON value. Each value is checked "
+      "as the engine's parser and configs check it: what it reads, its choices, its bounds, a "
+      "config class's fields (bare `80m`-style numbers expanded first), and the rules that tie "
+      "the flags together (docs/planner.md, \"The launch surface\"); `None` means unset where "
+      "noted.\n\n";
+  const auto bounds = [](const VllmFlag::Bounds& b) {
+    std::vector<std::string> out;
+    if (b.min) out.push_back(fmt::format(">= {}", *b.min));
+    if (b.above) out.push_back(fmt::format("> {}", *b.above));
+    if (b.max) out.push_back(fmt::format("<= {}", *b.max));
+    if (b.below) out.push_back(fmt::format("< {}", *b.below));
+    return fmt::format("{}", fmt::join(out, ", "));
+  };
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
     if (f.values == VllmFlag::Values::kOptional) value = " [VALUE]";
-    md += fmt::format(
-        "- `{}`{}{}\n", f.name, value,
-        f.removed ? " (of older releases; the fork's parser refuses it: a warning)" : "");
+    std::vector<std::string> checks;
+    switch (f.type) {
+      case VllmFlag::Type::kText:
+        break;
+      case VllmFlag::Type::kInteger:
+        checks.push_back("an integer");
+        break;
+      case VllmFlag::Type::kHumanInteger:
+        checks.push_back("an integer, k/K suffixes taken");
+        break;
+      case VllmFlag::Type::kNumber:
+        checks.push_back("a number");
+        break;
+      case VllmFlag::Type::kJsonConfig:
+        checks.push_back(fmt::format("an object of {}'s fields", f.json_class));
+        break;
+      case VllmFlag::Type::kJsonValue:
+        checks.push_back("JSON");
+        break;
+      case VllmFlag::Type::kJsonOrText:
+        checks.push_back("a JSON object, or text");
+        break;
+    }
+    if (!f.choices.empty()) checks.push_back(fmt::format("one of {}", fmt::join(f.choices, ", ")));
+    if (const std::string b = bounds(f.bounds); !b.empty()) {
+      checks.push_back(f.multimodal ? b + " (for a model with multimodal inputs)" : b);
+    }
+    if (f.none) checks.push_back("`None` unsets it");
+    if (f.removed) checks.push_back("of older releases; the fork's parser refuses it: a warning");
+    md += fmt::format("- `{}`{}{}\n", f.name, value,
+                      checks.empty() ? "" : fmt::format(": {}", fmt::join(checks, "; ")));
   }
   return md;
 }
@@ -1664,9 +1658,19 @@ Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
   return Status::Ok();
 }
 
-// A JSON config flag's value (`flag` names it in messages), which must be a JSON object.
-Result<nlohmann::json> ParseJsonObjectFlag(const std::string& text, std::string_view flag) {
-  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json value, internal::ParseJsonText(text, flag));
+// A config class's JSON value as the engine's parser reads it (parse_dataclass: bare numbers
+// with k/m/g/t suffixes expanded first, "80m" outside strings is 80000000); `flag` names it.
+Result<nlohmann::json> ParseConfigClassJson(const std::string& text, std::string_view flag) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string expanded, ExpandJsonHumanReadableNumbers(text, flag));
+  return internal::ParseJsonText(expanded, flag);
+}
+
+// A JSON config flag's value (`flag` names it in messages), which must be a JSON object: a
+// config class's when `config_class` (ParseConfigClassJson), else json.loads's.
+Result<nlohmann::json> ParseJsonObjectFlag(const std::string& text, std::string_view flag,
+                                           bool config_class = true) {
+  KVTOPO_ASSIGN_OR_RETURN(nlohmann::json value, config_class ? ParseConfigClassJson(text, flag)
+                                                             : internal::ParseJsonText(text, flag));
   if (!value.is_object()) {
     return InvalidArgument(fmt::format("{} must be a JSON object, got {}", flag, text));
   }
@@ -2624,7 +2628,7 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
   // .is_kv_transfer_instance: a kv_connector with a kv_role).
   if (o.enable_return_routed_experts.value_or(false) && o.kv_transfer_config) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json transfer,
-                            internal::ParseJsonText(*o.kv_transfer_config, "--kv-transfer-config"));
+                            ParseConfigClassJson(*o.kv_transfer_config, "--kv-transfer-config"));
     const bool instance = transfer.is_object() && transfer.contains("kv_connector") &&
                           !transfer["kv_connector"].is_null() && transfer.contains("kv_role") &&
                           !transfer["kv_role"].is_null();
@@ -2971,7 +2975,8 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
   }
   if (o.default_mm_loras) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json loras,
-                            ParseJsonObjectFlag(*o.default_mm_loras, "--default-mm-loras"));
+                            ParseJsonObjectFlag(*o.default_mm_loras, "--default-mm-loras",
+                                                /*config_class=*/false));
     c.default_mm_loras = !loras.empty();  // the engine counts a non-empty dict
     for (const auto& [modality, adapter] : loras.items()) {
       if (!adapter.is_string()) {
@@ -3326,7 +3331,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.kv_cache_memory) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
   }
+  KVTOPO_RETURN_IF_ERROR(CheckVllmFlagValues(o));
   c.not_planned_flags = o.not_planned;
+  c.not_planned_values = o.not_planned_values;
   for (const std::string& name : o.not_planned) {
     if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {
       diagnostics.push_back(

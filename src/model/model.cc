@@ -1055,6 +1055,14 @@ void ValidateBackends(Builder& b) {
 // An explicit --dtype float16 for such a model type is refused, as the engine refuses it. A GPU
 // stated below compute capability 8.0 has no bfloat16 (the platform's supported_dtypes).
 // The model types whose float16 the engine refuses (_check_valid_dtype: numerical instability).
+// --quantization-config given with a value ("None" or an empty value is no config: the
+// parser's optional_type).
+bool QuantizationConfigGiven(const LaunchConfig& config) {
+  const VllmFlagValue* v = FindVllmFlagValue(config.not_planned_values, "--quantization-config");
+  return v != nullptr && !v->values.empty() && v->values.front() != "None" &&
+         !v->values.front().empty();
+}
+
 bool RefusesFloat16(const ModelDescription& m) {
   static constexpr std::array<std::string_view, 5> kNoFloat16 = {"gemma2", "gemma3", "gemma3_text",
                                                                  "plamo2", "glm4"};
@@ -1886,6 +1894,54 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
 // EXAONE MoE's reads a LoRA config field the engine no longer has; FusedMoE experts wrapped for
 // LoRA under expert parallelism assert the default all-to-all backend. The Transformers modeling
 // backend's classes support LoRA.
+// The multimodal flags not planned with, checked as the engine checks them for a model with
+// multimodal inputs (it builds MultiModalConfig for no other, so a text model ignores them):
+// MultimodalFlagRefusal's rules, the renderer's workers beside the processor cache
+// (ModelConfig.__post_init__; an encoder-decoder model runs without the cache) and torch_shm
+// tensor IPC on one GPU only (ModelConfig.verify_with_parallel_config).
+void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
+                          const std::string& file, Builder& b) {
+  if (!internal::IsMultimodalTarget(m.architecture)) return;
+  const std::vector<VllmFlagValue>& given = config.not_planned_values;
+  if (const std::string refusal =
+          MultimodalFlagRefusal(given, fmt::format("'{}' ({})", file, m.architecture));
+      !refusal.empty()) {
+    b.Error("multimodal-options", refusal);
+    return;
+  }
+  const auto value = [&](std::string_view flag) -> std::optional<std::string> {
+    const VllmFlagValue* v = FindVllmFlagValue(given, flag);
+    if (v == nullptr || v->values.empty()) return std::nullopt;
+    return v->values.front();
+  };
+  const bool encoder_decoder = std::any_of(m.layers.begin(), m.layers.end(),
+                                           [](const RawLayer& l) { return l.cross_attention; });
+  const std::optional<std::string> workers = value("--renderer-num-workers");
+  const std::optional<std::string> cache_gb = value("--mm-processor-cache-gb");
+  const bool cache_on =
+      !encoder_decoder && (!cache_gb || std::strtod(cache_gb->c_str(), nullptr) > 0);
+  if (workers && std::strtoll(workers->c_str(), nullptr, 10) > 1 && cache_on) {
+    b.Error("multimodal-options",
+            fmt::format("--renderer-num-workers {} with '{}' ({}), a model with multimodal "
+                        "inputs, and its processor cache on ({} GiB): the engine refuses it as it "
+                        "builds its model config "
+                        "('Cannot use --renderer-num-workers > 1 with the multimodal processor "
+                        "cache enabled.'); set --renderer-num-workers 1 or --mm-processor-cache-gb "
+                        "0",
+                        *workers, file, m.architecture, cache_gb.value_or("4")));
+  }
+  const int64_t world = config.parallel.tensor_parallel_size * config.pipeline_parallel_size *
+                        config.parallel.prefill_context_parallel_size * config.data_parallel_size;
+  if (value("--mm-tensor-ipc") == "torch_shm" && world > 1) {
+    b.Error("multimodal-options",
+            fmt::format("--mm-tensor-ipc torch_shm with '{}' ({}) on {} GPUs: the engine refuses "
+                        "it as it checks the parallel layout (\"mm_tensor_ipc='torch_shm' is not "
+                        "supported with data_parallel_size > 1 or tensor_parallel_size > 1 or "
+                        "pipeline_parallel_size > 1.\"); use direct_rpc",
+                        file, m.architecture, world));
+  }
+}
+
 void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
                Builder& b) {
   const std::string what = fmt::format("'{}' ({})", file, m.architecture);
@@ -3475,22 +3531,19 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // ModelConfig._verify_quantization and VllmConfig._get_quantization_config, on the model dtype
   // the engine resolved.
   {
-    const auto& flags = config.not_planned_flags;
     KVTOPO_ASSIGN_OR_RETURN(
         const internal::QuantizationOutcome quantization,
-        internal::CheckQuantization(
-            config.hf_overrides.empty() ? target.json : overridden, target.file,
-            target.quantization_file,
-            {.asked = config.quantization,
-             .allow_deprecated = config.allow_deprecated_quantization,
-             .quantization_config_given =
-                 std::find(flags.begin(), flags.end(), "--quantization-config") != flags.end(),
-             .gguf_file = internal::IsGgufFile(config.model),
-             .batch_invariant = config.batch_invariant,
-             .gpu = cache.device_capability,
-             .gpu_from = cache.device_capability_from,
-             .model_dtype = model.dtype,
-             .no_float16 = RefusesFloat16(model)}));
+        internal::CheckQuantization(config.hf_overrides.empty() ? target.json : overridden,
+                                    target.file, target.quantization_file,
+                                    {.asked = config.quantization,
+                                     .allow_deprecated = config.allow_deprecated_quantization,
+                                     .quantization_config_given = QuantizationConfigGiven(config),
+                                     .gguf_file = internal::IsGgufFile(config.model),
+                                     .batch_invariant = config.batch_invariant,
+                                     .gpu = cache.device_capability,
+                                     .gpu_from = cache.device_capability_from,
+                                     .model_dtype = model.dtype,
+                                     .no_float16 = RefusesFloat16(model)}));
     for (const Diagnostic& d : quantization.diagnostics) b.Add(d.severity, d.code, d.message);
     b.out.quantization = quantization.method;
     b.quantization_config = quantization.checkpoint_config;
@@ -3556,6 +3609,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
   CheckV2ModelRunner(config, model, target.file, b);
   CheckLora(config, model, target.file, b);
+  CheckMultimodalFlags(config, model, target.file, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }

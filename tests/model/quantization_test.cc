@@ -211,11 +211,20 @@ TEST(Quantization, RefusalsNameTheMethodAndItsSource) {
   // --quantization-config goes with an online shorthand only.
   c.quantization = "fp8";
   c.not_planned_flags = {"--quantization-config"};
+  c.not_planned_values = {{.flag = "--quantization-config", .values = {R"({"moe": "mxfp8"})"}}};
   EXPECT_EQ(refused(testing_configs::Llama31_8B(), "quantization-config"),
             "--quantization-config with --quantization fp8: the engine takes a quantization "
             "config only with an online shorthand (fp8_per_tensor, fp8_per_block, mxfp8, "
             "int8_per_channel_weight_only) and refuses the launch ('quantization_config is only "
             "supported when quantization is one of ...'); drop one of them");
+  // "None" is no config (the parser's optional_type).
+  c.not_planned_values = {{.flag = "--quantization-config", .values = {"None"}}};
+  {
+    Result<Plan> none = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->ErrorLines().find("quantization-config"), std::string::npos);
+  }
+  c.not_planned_values = {{.flag = "--quantization-config", .values = {R"({"moe": "mxfp8"})"}}};
   c.quantization = "fp8_per_tensor";
   Result<Plan> online = testing_configs::PlanWith(testing_configs::Llama31_8B(), c);
   ASSERT_TRUE(online.ok());

@@ -1,0 +1,849 @@
+// The `vllm serve` flags kvtopo accepts without planning with them (profiles/vllm-flags.json),
+// and the checks the engine's parser and config make of their values (docs/launch-options.md).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "internal/ascii_case.h"
+#include "internal/json_text.h"
+#include "internal/units.h"
+#include "kvtopo/launch_options.h"
+#include "model/embedded_profiles.h"
+
+namespace kvtopo {
+namespace {
+
+VllmFlag::Bounds ReadBounds(const nlohmann::json& e) {
+  VllmFlag::Bounds b;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    if (!e.contains(key) || !e[key].is_number()) return std::nullopt;
+    return e[key].get<double>();
+  };
+  b.min = number("min");
+  b.above = number("above");
+  b.max = number("max");
+  b.below = number("below");
+  return b;
+}
+
+std::vector<std::string> ReadChoices(const nlohmann::json& e) {
+  std::vector<std::string> out;
+  if (!e.contains("choices") || !e["choices"].is_array()) return out;
+  for (const nlohmann::json& c : e["choices"]) {
+    if (c.is_string()) out.push_back(c.get<std::string>());
+  }
+  return out;
+}
+
+const std::vector<VllmFlag>& Flags() {
+  static const std::vector<VllmFlag> kFlags = [] {
+    std::vector<VllmFlag> r;
+    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+      if (f.stem != "vllm-flags") continue;
+      // The file is checked in and embedded at build time; a malformed copy is a build defect
+      // that the registry tests catch, so it yields an empty list rather than a user error.
+      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
+      if (!j.ok() || !j->contains("flags")) break;
+      for (const nlohmann::json& e : (*j)["flags"]) {
+        const std::string values = e.value("values", "");
+        const std::string type = e.value("type", "");
+        VllmFlag flag{.name = e.value("name", ""),
+                      .takes_value = e.value("value", false),
+                      .values = values == "one or more" ? VllmFlag::Values::kOneOrMore
+                                : values == "optional"  ? VllmFlag::Values::kOptional
+                                                        : VllmFlag::Values::kOne,
+                      .json = e.value("json", false),
+                      .removed = e.value("removed", false),
+                      .type = type == "int"            ? VllmFlag::Type::kInteger
+                              : type == "human int"    ? VllmFlag::Type::kHumanInteger
+                              : type == "float"        ? VllmFlag::Type::kNumber
+                              : type == "json"         ? VllmFlag::Type::kJsonConfig
+                              : type == "json value"   ? VllmFlag::Type::kJsonValue
+                              : type == "json or text" ? VllmFlag::Type::kJsonOrText
+                                                       : VllmFlag::Type::kText,
+                      .none = e.value("none", false),
+                      .choices = ReadChoices(e),
+                      .multimodal = e.value("multimodal", false),
+                      .bounds = ReadBounds(e),
+                      .json_class = e.value("class", "")};
+        if (e.contains("keys") && e["keys"].is_object()) {
+          for (const auto& [name, k] : e["keys"].items()) {
+            flag.keys.push_back({.name = name,
+                                 .type = k.value("type", "any"),
+                                 .nullable = k.value("null", false),
+                                 .choices = ReadChoices(k),
+                                 .bounds = ReadBounds(k)});
+          }
+        }
+        flag.other_keys_refused = e.value("closed", false);
+        r.push_back(std::move(flag));
+      }
+    }
+    return r;
+  }();
+  return kFlags;
+}
+
+// Python's float() of text: ASCII whitespace around it, a sign, digits with single underscores
+// between them, a fraction and an exponent, or inf/infinity/nan in any case.
+std::optional<double> PythonFloat(std::string_view text) {
+  std::string s(internal::StripAsciiSpace(text));
+  bool negative = false;
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
+    negative = s.front() == '-';
+    s.erase(0, 1);
+  }
+  const std::string lower = internal::AsciiLower(s);
+  if (lower == "inf" || lower == "infinity") {
+    return negative ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
+  }
+  if (lower == "nan") return std::numeric_limits<double>::quiet_NaN();
+  std::string digits;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '_') {
+      const bool between = i > 0 && i + 1 < s.size() &&
+                           std::isdigit(static_cast<unsigned char>(s[i - 1])) &&
+                           std::isdigit(static_cast<unsigned char>(s[i + 1]));
+      if (!between) return std::nullopt;
+      continue;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(s[i])) && s[i] != '.' && s[i] != 'e' &&
+        s[i] != 'E' && s[i] != '+' && s[i] != '-') {
+      return std::nullopt;
+    }
+    digits += s[i];
+  }
+  double value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, value, std::chars_format::general);
+  // An out-of-range exponent is inf or 0 to Python, never an error.
+  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range) {
+    const size_t e = digits.find_first_of("eE");
+    const bool tiny = e != std::string::npos && digits[e + 1] == '-';
+    value = tiny ? 0.0 : std::numeric_limits<double>::infinity();
+  }
+  return negative ? -value : value;
+}
+
+// Python's int() of text; ±inf past the 64-bit range (a number Python still takes).
+std::optional<double> PythonInt(std::string_view text) {
+  const Result<int64_t> n = ParsePlainInt(text, "");
+  if (n.ok()) return static_cast<double>(*n);
+  if (n.status().message().find("out of the 64-bit") == std::string::npos) return std::nullopt;
+  const std::string_view s = internal::StripAsciiSpace(text);
+  return s.starts_with('-') ? -std::numeric_limits<double>::infinity()
+                            : std::numeric_limits<double>::infinity();
+}
+
+// The first bound `value` breaks, in pydantic's words; empty when it keeps them all (NaN keeps
+// none, as pydantic's comparisons fail on it).
+std::string BrokenBound(double value, const VllmFlag::Bounds& b) {
+  const auto number = [](double v) { return fmt::format("{}", v); };
+  if (b.min && !(value >= *b.min)) {
+    return "Input should be greater than or equal to " + number(*b.min);
+  }
+  if (b.above && !(value > *b.above)) return "Input should be greater than " + number(*b.above);
+  if (b.max && !(value <= *b.max)) {
+    return "Input should be less than or equal to " + number(*b.max);
+  }
+  if (b.below && !(value < *b.below)) return "Input should be less than " + number(*b.below);
+  return "";
+}
+
+// Values as pydantic lists a Literal's: 'a', 'b' or 'c'.
+std::string PydanticChoices(const std::vector<std::string>& choices) {
+  std::string out;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ";
+    out += "'" + choices[i] + "'";
+  }
+  return out;
+}
+
+// A JSON value as pydantic's lax mode reads a bool; nullopt when it does not read one.
+std::optional<bool> LaxBool(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number() && (v.get<double>() == 0 || v.get<double>() == 1)) return v.get<double>() == 1;
+  if (v.is_string()) {
+    const std::string s = internal::AsciiLower(v.get<std::string>());
+    for (const char* word : {"0", "off", "f", "false", "n", "no"}) {
+      if (s == word) return false;
+    }
+    for (const char* word : {"1", "on", "t", "true", "y", "yes"}) {
+      if (s == word) return true;
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsNone(const VllmFlag& flag, std::string_view text) {
+  return flag.none && (text.empty() || text == "None");
+}
+
+// One JSON key's value against its field, as pydantic's lax mode validates Python values: the
+// reason it is refused, or empty.
+std::string KeyValueRefusal(const VllmFlag::Key& key, const nlohmann::json& v) {
+  if (v.is_null()) return key.nullable || key.type == "any" ? "" : "Input should not be None";
+  if (!key.choices.empty()) {
+    const bool listed = v.is_string() && std::find(key.choices.begin(), key.choices.end(),
+                                                   v.get<std::string>()) != key.choices.end();
+    if (listed) return "";
+    return "Input should be " + PydanticChoices(key.choices);
+  }
+  std::optional<double> number;
+  if (key.type == "bool") return LaxBool(v) ? "" : "Input should be a valid boolean";
+  if (key.type == "int") {
+    if (v.is_boolean() || v.is_number_integer()) {
+      number = v.get<double>();
+    } else if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())) {
+      number = v.get<double>();
+    } else if (v.is_string()) {
+      number = PythonInt(v.get<std::string>());
+    }
+    if (!number) return "Input should be a valid integer";
+  } else if (key.type == "float") {
+    if (v.is_number() || v.is_boolean()) {
+      number = v.get<double>();
+    } else if (v.is_string()) {
+      number = PythonFloat(v.get<std::string>());
+    }
+    if (!number) return "Input should be a valid number";
+  } else if (key.type == "str") {
+    return v.is_string() ? "" : "Input should be a valid string";
+  } else if (key.type == "list") {
+    return v.is_array() ? "" : "Input should be a valid list";
+  } else if (key.type == "object") {
+    return v.is_object() ? "" : "Input should be a valid dictionary";
+  }
+  return number ? BrokenBound(*number, key.bounds) : "";
+}
+
+// The online shorthands of vllm/config/quantization.py (_ONLINE_SHORTHANDS) with whether each
+// defines a linear spec, and the quantization key names (QUANT_KEY_NAMES), sorted as the
+// engine's message sorts them.
+struct OnlineShorthand {
+  std::string_view name;
+  bool linear;
+};
+constexpr OnlineShorthand kOnlineShorthands[] = {{"fp8_per_tensor", true},
+                                                 {"fp8_per_block", true},
+                                                 {"mxfp8", true},
+                                                 {"int8_per_channel_weight_only", false}};
+constexpr std::string_view kQuantKeyNames[] = {"fp8_per_block_dynamic",
+                                               "fp8_per_block_static",
+                                               "fp8_per_tensor_dynamic",
+                                               "fp8_per_tensor_static",
+                                               "fp8_per_token",
+                                               "int8_per_channel_static",
+                                               "mxfp4",
+                                               "mxfp8"};
+
+// QuantSpec's key fields: a name of QUANT_KEY_NAMES or null (_coerce_quant_key).
+std::string QuantKeyRefusal(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (!v.is_string()) return "";  // a TypeError the parser reports its own way: refused below
+  if (std::find(std::begin(kQuantKeyNames), std::end(kQuantKeyNames), v.get<std::string>()) !=
+      std::end(kQuantKeyNames)) {
+    return "";
+  }
+  std::vector<std::string> quoted;
+  for (std::string_view n : kQuantKeyNames) quoted.push_back(fmt::format("'{}'", n));
+  return fmt::format("unknown quantization name {}; expected one of [{}]",
+                     fmt::format("'{}'", v.get<std::string>()), fmt::join(quoted, ", "));
+}
+
+// The checks a config class makes of its fields as it is built (its validators and
+// __post_init__): the engine's message, or empty.
+std::string ConfigClassRefusal(std::string_view cls, const nlohmann::json& j) {
+  const auto given = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+  const auto on = [&](const char* key) { return given(key) && LaxBool(j[key]).value_or(false); };
+  const auto text = [&](const char* key) {
+    return given(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  if (cls == "StructuredOutputsConfig") {
+    const std::string backend = given("backend") ? text("backend") : "auto";
+    if (on("disable_any_whitespace") && backend != "xgrammar" && backend != "guidance") {
+      return "disable_any_whitespace is only supported for xgrammar and guidance backends.";
+    }
+    if (on("disable_additional_properties") && backend != "guidance") {
+      return "disable_additional_properties is only supported for the guidance backend.";
+    }
+  } else if (cls == "ProfilerConfig") {
+    const bool torch = text("profiler") == "torch";
+    if (!text("torch_profiler_dir").empty() && !torch) {
+      return "torch_profiler_dir is only applicable when profiler is set to 'torch'";
+    }
+    if (torch && text("torch_profiler_dir").empty()) {
+      return "torch_profiler_dir must be set when profiler is 'torch'";
+    }
+  } else if (cls == "PoolerConfig") {
+    const auto zero = [&](const char* key) {
+      return given(key) && j[key].is_number() && j[key].get<double>() == 0;
+    };
+    if (given("logit_bias") && given("logit_mean")) {
+      return "Cannot set both `logit_bias` and `logit_mean`. `logit_bias` is deprecated, use "
+             "`logit_mean` instead.";
+    }
+    if (given("logit_scale") && given("logit_sigma")) {
+      return "Cannot set both `logit_scale` and `logit_sigma`. `logit_scale` is deprecated, use "
+             "`logit_sigma` instead.";
+    }
+    if (zero("logit_scale")) return "logit_scale cannot be 0 (division by zero)";
+    if (zero("logit_sigma")) return "logit_sigma cannot be 0 (division by zero)";
+    if (!text("pooling_type").empty()) {
+      if (given("seq_pooling_type")) return "Cannot set both `pooling_type` and `seq_pooling_type`";
+      if (given("tok_pooling_type")) return "Cannot set both `pooling_type` and `tok_pooling_type`";
+    }
+  } else if (cls == "QuantizationConfigArgs") {
+    for (const char* field : {"linear", "moe"}) {
+      if (!given(field)) continue;
+      const nlohmann::json& v = j[field];
+      if (v.is_string()) {
+        const std::string name = v.get<std::string>();
+        const auto* shorthand =
+            std::find_if(std::begin(kOnlineShorthands), std::end(kOnlineShorthands),
+                         [&](const OnlineShorthand& o) { return o.name == name; });
+        if (shorthand != std::end(kOnlineShorthands)) {
+          if (std::string_view(field) == "linear" && !shorthand->linear) {
+            return fmt::format("online shorthand '{}' does not define a linear spec", name);
+          }
+          continue;
+        }
+        if (std::string refusal = QuantKeyRefusal(v); !refusal.empty()) return refusal;
+      } else if (v.is_object()) {
+        for (const auto& [key, value] : v.items()) {
+          if (key != "weight" && key != "activation") {
+            return fmt::format("{}.{}: Unexpected keyword argument", field, key);
+          }
+          if (!value.is_null() && !value.is_string()) {
+            return fmt::format("expected str or QuantKey, got {}", value.is_number_integer() ? "int"
+                                                                   : value.is_number()  ? "float"
+                                                                   : value.is_boolean() ? "bool"
+                                                                   : value.is_array()   ? "list"
+                                                                                        : "dict");
+          }
+          if (std::string refusal = QuantKeyRefusal(value); !refusal.empty()) return refusal;
+        }
+      } else {
+        return "Input should be a dictionary or an instance of QuantSpec";
+      }
+    }
+  }
+  return "";
+}
+
+// A config class's JSON value as the engine's parser reads it (parse_dataclass): the object,
+// or the reason it is refused.
+Result<nlohmann::json> ConfigObject(const VllmFlag& flag, std::string_view text) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string expanded,
+                          ExpandJsonHumanReadableNumbers(text, flag.name));
+  const nlohmann::json j = nlohmann::json::parse(expanded, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument(fmt::format(
+        "{} {}: {} (the engine's parser refuses it); give a JSON object of {}'s fields", flag.name,
+        text, j.is_discarded() ? "not JSON" : "not a JSON object", flag.json_class));
+  }
+  for (const auto& [name, value] : j.items()) {
+    const auto key = std::find_if(flag.keys.begin(), flag.keys.end(),
+                                  [&](const VllmFlag::Key& k) { return k.name == name; });
+    if (key == flag.keys.end()) {
+      std::vector<std::string> names;
+      for (const VllmFlag::Key& k : flag.keys) names.push_back(k.name);
+      return InvalidArgument(fmt::format(
+          "{}: '{}' is not a field of the engine's {} (its parser refuses it: 'Unexpected keyword "
+          "argument'); its fields: {}",
+          flag.name, name, flag.json_class, fmt::join(names, ", ")));
+    }
+    const std::string refusal = KeyValueRefusal(*key, value);
+    if (!refusal.empty()) {
+      return InvalidArgument(fmt::format("{}: {} {} is refused by the engine's parser ({}: {})",
+                                         flag.name, name, internal::JsonText(value),
+                                         flag.json_class, refusal));
+    }
+  }
+  if (const std::string refusal = ConfigClassRefusal(flag.json_class, j); !refusal.empty()) {
+    return InvalidArgument(fmt::format("{} {}: the engine's parser refuses it ({}: {})", flag.name,
+                                       text, flag.json_class, refusal));
+  }
+  return j;
+}
+
+// json.loads of the text: the value, or the parser's refusal.
+Result<nlohmann::json> JsonLoads(const VllmFlag& flag, std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return InvalidArgument(
+        fmt::format("{} {}: not JSON (the engine's parser refuses it: 'invalid loads value'){}",
+                    flag.name, text, text == "None" ? "; write null" : ""));
+  }
+  return j;
+}
+
+Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given) {
+  if (!flag.takes_value) return Status::Ok();
+  if (given.values.empty()) {
+    if (flag.values == VllmFlag::Values::kOptional) return Status::Ok();
+    const bool one = flag.values == VllmFlag::Values::kOne;
+    return InvalidArgument(
+        fmt::format("{} needs {} (the engine's parser refuses it: 'expected {}')", flag.name,
+                    one ? "a value" : "values", one ? "one argument" : "at least one argument"));
+  }
+  for (const std::string& text : given.values) {
+    if (IsNone(flag, text)) continue;
+    std::optional<double> number;
+    switch (flag.type) {
+      case VllmFlag::Type::kText:
+        break;
+      case VllmFlag::Type::kInteger:
+      case VllmFlag::Type::kHumanInteger:
+        if (flag.type == VllmFlag::Type::kHumanInteger) {
+          const Result<int64_t> n = ParseHumanInt(text, flag.name);
+          if (n.ok()) number = static_cast<double>(*n);
+        } else {
+          number = PythonInt(text);
+        }
+        if (!number) {
+          return InvalidArgument(fmt::format(
+              "{} '{}' is not an integer (the engine's parser refuses it: 'invalid int value')",
+              flag.name, text));
+        }
+        break;
+      case VllmFlag::Type::kNumber:
+        number = PythonFloat(text);
+        if (!number) {
+          return InvalidArgument(fmt::format(
+              "{} '{}' is not a number (the engine's parser refuses it: 'invalid float value')",
+              flag.name, text));
+        }
+        break;
+      case VllmFlag::Type::kJsonConfig:
+        KVTOPO_RETURN_IF_ERROR(ConfigObject(flag, text).status());
+        break;
+      case VllmFlag::Type::kJsonValue:
+        KVTOPO_RETURN_IF_ERROR(JsonLoads(flag, text).status());
+        break;
+      case VllmFlag::Type::kJsonOrText: {
+        // union_dict_and_str: text that looks like an object (braces around it) is json.loads'd.
+        const std::string_view t = internal::StripAsciiSpace(text);
+        if (t.starts_with('{') && t.ends_with('}'))
+          KVTOPO_RETURN_IF_ERROR(JsonLoads(flag, text).status());
+        break;
+      }
+    }
+    if (!flag.choices.empty() &&
+        std::find(flag.choices.begin(), flag.choices.end(), text) == flag.choices.end()) {
+      return InvalidArgument(
+          fmt::format("{} '{}' is not one of the engine's choices: {} (its parser refuses it)",
+                      flag.name, text, fmt::join(flag.choices, ", ")));
+    }
+    if (number && !flag.multimodal) {
+      const std::string broken = BrokenBound(*number, flag.bounds);
+      if (!broken.empty()) {
+        return InvalidArgument(
+            fmt::format("{} {}: the engine refuses it as it builds its config ('{}')", flag.name,
+                        internal::StripAsciiSpace(text), broken));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<VllmFlag>& VllmFlagsNotPlanned() { return Flags(); }
+
+const VllmFlag* FindVllmFlagNotPlanned(std::string_view token) {
+  std::string name(token.substr(0, token.find('=')));
+  // A dotted key names a key of a JSON flag's value: "--attention-config.backend".
+  const size_t dot = name.find('.');
+  const bool dotted = dot != std::string::npos;
+  if (dotted) name.resize(dot);
+  std::replace(name.begin() + std::min<size_t>(2, name.size()), name.end(), '_', '-');
+  for (const VllmFlag& f : VllmFlagsNotPlanned()) {
+    if (dotted && !f.json) continue;
+    if (f.name == name) return &f;
+    if (!f.takes_value && name.starts_with("--no-") && f.name == "--" + name.substr(5)) return &f;
+  }
+  return nullptr;
+}
+
+const VllmFlagValue* FindVllmFlagValue(const std::vector<VllmFlagValue>& values,
+                                       std::string_view flag) {
+  for (const VllmFlagValue& v : values) {
+    if (v.flag == flag) return &v;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// The rules of the engine's configs that tie flags not planned with to each other and to the
+// launch options; each value has passed CheckValue.
+Status CheckFlagRules(const LaunchOptions& o) {
+  const std::vector<VllmFlagValue>& given = o.not_planned_values;
+  const auto values = [&](std::string_view flag) -> std::vector<std::string> {
+    const VllmFlagValue* v = FindVllmFlagValue(given, flag);
+    return v == nullptr ? std::vector<std::string>{} : v->values;
+  };
+  const auto value = [&](std::string_view flag) -> std::optional<std::string> {
+    const std::vector<std::string> v = values(flag);
+    if (v.empty()) return std::nullopt;
+    return v.front();
+  };
+  const auto on = [&](std::string_view flag) {
+    const VllmFlagValue* v = FindVllmFlagValue(given, flag);
+    return v != nullptr && v->on.value_or(false);
+  };
+  const auto integer = [&](std::string_view flag, double fallback) {
+    const std::optional<std::string> v = value(flag);
+    return v ? PythonInt(*v).value_or(fallback) : fallback;
+  };
+  const auto refuse = [](std::string_view what, std::string_view config, std::string_view message,
+                         std::string_view fix) {
+    const char quote = message.find('\'') == std::string_view::npos ? '\'' : '"';
+    return InvalidArgument(
+        fmt::format("{}: the engine refuses it as it builds its {} config "
+                    "({}{}{}); {}",
+                    what, config, quote, message, quote, fix));
+  };
+
+  // ParallelConfig's NUMA fields (vllm/config/parallel.py): each node index non-negative; each
+  // CPU list in numactl's syntax with ascending ranges; both only with --numa-bind.
+  const std::vector<std::string> nodes = values("--numa-bind-nodes");
+  for (const std::string& node : nodes) {
+    if (PythonInt(node).value_or(0) < 0) {
+      return refuse(fmt::format("--numa-bind-nodes {}", fmt::join(nodes, " ")), "parallel",
+                    "numa_bind_nodes must contain non-negative integers.",
+                    "give the NUMA node of each GPU");
+    }
+  }
+  const std::vector<std::string> cpus = values("--numa-bind-cpus");
+  for (const std::string& cpuset : cpus) {
+    const std::string what = fmt::format("--numa-bind-cpus '{}'", cpuset);
+    if (cpuset.empty()) {
+      return refuse(what, "parallel", "numa_bind_cpus entries must not be empty.",
+                    "give a CPU list such as 0-3 for each GPU");
+    }
+    // ^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$ : comma-separated N or N-M
+    bool syntax = true;
+    for (const std::string& part : internal::SplitOnCommas(cpuset)) {
+      const size_t dash = part.find('-');
+      const std::string first = part.substr(0, dash);
+      const std::string last = dash == std::string::npos ? "" : part.substr(dash + 1);
+      const auto digits = [](const std::string& t) {
+        return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+      };
+      syntax = syntax && digits(first) && (dash == std::string::npos || digits(last));
+    }
+    if (!syntax) {
+      return refuse(what, "parallel",
+                    "numa_bind_cpus entries must use numactl CPU list syntax, for example '0-3' "
+                    "or '0,2,4-7'.",
+                    "write N, N-M, or a comma-separated list of them");
+    }
+    for (const std::string& part : internal::SplitOnCommas(cpuset)) {
+      const size_t dash = part.find('-');
+      if (dash == std::string::npos) continue;
+      const std::string first = part.substr(0, dash);
+      const std::string last = part.substr(dash + 1);
+      // Digits only: compared as numbers of any length, leading zeros dropped.
+      const auto strip = [](const std::string& t) {
+        const size_t nz = t.find_first_not_of('0');
+        return nz == std::string::npos ? std::string("0") : t.substr(nz);
+      };
+      const std::string a = strip(first);
+      const std::string b = strip(last);
+      if (a.size() > b.size() || (a.size() == b.size() && a > b)) {
+        return refuse(what, "parallel",
+                      fmt::format("numa_bind_cpus ranges must be ascending, but got '{}'.", cpuset),
+                      "write each range low-high");
+      }
+    }
+  }
+  if ((!nodes.empty() || !cpus.empty()) && !on("--numa-bind")) {
+    return refuse(!nodes.empty() ? "--numa-bind-nodes without --numa-bind"
+                                 : "--numa-bind-cpus without --numa-bind",
+                  "parallel", "numa_bind_nodes and numa_bind_cpus require numa_bind=True.",
+                  "add --numa-bind");
+  }
+
+  // OffloadConfig (vllm/config/offload.py): prefetch offloading (the backend, or a group size
+  // above 0) offloads at most the group's layers and prefetches at least one ahead.
+  const double group = integer("--offload-group-size", 0);
+  if (value("--offload-backend") == "prefetch" || group > 0) {
+    const double in_group = integer("--offload-num-in-group", 1);
+    const double step = integer("--offload-prefetch-step", 1);
+    if (in_group > group) {
+      return refuse(
+          fmt::format("--offload-num-in-group {} above --offload-group-size {}", in_group, group),
+          "offload",
+          fmt::format("offload_num_in_group ({}) must be <= offload_group_size ({})", in_group,
+                      group),
+          "give --offload-group-size at least --offload-num-in-group");
+    }
+    if (step < 1) {
+      return refuse(
+          fmt::format("--offload-prefetch-step {} with prefetch offloading", step), "offload",
+          fmt::format("offload_prefetch_step ({}) must be >= 1 when prefetch offloading is "
+                      "enabled (offload_group_size > 0)",
+                      step),
+          "prefetch at least 1 layer ahead");
+    }
+  }
+
+  // ObservabilityConfig (vllm/config/observability.py): the modules as a list of 'model',
+  // 'worker', 'all' (a comma pair passes the parser's choices, not the config's Literal), and
+  // only with an OTLP endpoint.
+  const std::vector<std::string> traces = values("--collect-detailed-traces");
+  for (const std::string& module : traces) {
+    if (module.find(',') != std::string::npos) {
+      return refuse(fmt::format("--collect-detailed-traces {}", module), "observability",
+                    "Input should be 'model', 'worker' or 'all'",
+                    "give the modules as separate values (--collect-detailed-traces model worker)");
+    }
+  }
+  const std::optional<std::string> otlp = value("--otlp-traces-endpoint");
+  if (!traces.empty() && (!otlp || otlp->empty() || *otlp == "None")) {
+    return refuse(fmt::format("--collect-detailed-traces {} without --otlp-traces-endpoint",
+                              fmt::join(traces, " ")),
+                  "observability",
+                  "collect_detailed_traces requires `--otlp-traces-endpoint` to be set.",
+                  "add --otlp-traces-endpoint");
+  }
+
+  // ParallelConfig: nsight profiling needs Ray workers.
+  if (on("--ray-workers-use-nsight") && o.distributed_executor_backend &&
+      *o.distributed_executor_backend != "ray") {
+    return refuse(fmt::format("--ray-workers-use-nsight with --distributed-executor-backend {}",
+                              *o.distributed_executor_backend),
+                  "parallel", "Unable to use nsight profiling unless workers run with Ray.",
+                  "run the workers with --distributed-executor-backend ray or drop the flag");
+  }
+
+  // VllmConfig.additional_config is a dict (text that is not one stays a str) and
+  // ModelConfig.override_generation_config a dict.
+  for (const char* flag : {"--additional-config", "--override-generation-config"}) {
+    const std::optional<std::string> v = value(flag);
+    if (!v) continue;
+    const nlohmann::json j = nlohmann::json::parse(*v, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) {
+      return refuse(fmt::format("{} {}", flag, *v),
+                    std::string_view(flag) == "--additional-config" ? "vLLM" : "model",
+                    "Input should be a valid dictionary", "give a JSON object");
+    }
+  }
+
+  // The OpenAI server's --lora-modules items (LoRAParserAction): NAME=PATH, or a JSON object
+  // of LoRAModulePath's fields.
+  for (const std::string& item : values("--lora-modules")) {
+    if (item.empty() || item == "None") continue;
+    if (item.find('=') != std::string::npos && item.find(',') == std::string::npos) {
+      if (std::count(item.begin(), item.end(), '=') > 1) {
+        return InvalidArgument(fmt::format(
+            "--lora-modules '{}': the engine's parser fails on it ('too many values to unpack "
+            "(expected 2)'); write NAME=PATH with one '='",
+            item));
+      }
+      continue;
+    }
+    const nlohmann::json j = nlohmann::json::parse(item, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      return InvalidArgument(fmt::format(
+          "--lora-modules '{}': the engine's parser refuses it ('Invalid JSON format for "
+          "--lora-modules: {}'); write NAME=PATH or a JSON object",
+          item, item));
+    }
+    std::string problem;
+    if (!j.is_object()) {
+      problem = "not a JSON object";
+    } else {
+      for (const auto& [key, v] : j.items()) {
+        if (key != "name" && key != "path" && key != "base_model_name" &&
+            key != "is_3d_lora_weight") {
+          problem = fmt::format("unknown field '{}'", key);
+          break;
+        }
+      }
+      if (problem.empty() && (!j.contains("name") || !j.contains("path"))) {
+        problem = "'name' and 'path' are required";
+      }
+    }
+    if (!problem.empty()) {
+      return InvalidArgument(fmt::format(
+          "--lora-modules '{}': {}; the engine's parser refuses it ('Invalid fields for "
+          "--lora-modules'); give name, path and optionally base_model_name, is_3d_lora_weight",
+          item, problem));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::string_view model) {
+  const auto value = [&](std::string_view flag) -> std::optional<std::string> {
+    const VllmFlagValue* v = FindVllmFlagValue(given, flag);
+    if (v == nullptr || v->values.empty() || v->values.front() == "None" ||
+        v->values.front().empty()) {
+      return std::nullopt;
+    }
+    return v->values.front();
+  };
+  const auto refusal = [&](std::string_view what, std::string_view message) {
+    const char quote = message.find('\'') == std::string_view::npos ? '\'' : '"';
+    return fmt::format(
+        "{} with {}, a model with multimodal inputs: the engine refuses it as it "
+        "builds its multimodal config ({}{}{})",
+        what, model, quote, message, quote);
+  };
+  // The bounds MultiModalConfig's fields put on the numbers.
+  for (const VllmFlagValue& v : given) {
+    const VllmFlag* flag = FindVllmFlagNotPlanned(v.flag);
+    if (flag == nullptr || !flag->multimodal || v.values.empty()) continue;
+    const std::string& text = v.values.front();
+    if (IsNone(*flag, text)) continue;
+    const std::optional<double> number = flag->type == VllmFlag::Type::kNumber ? PythonFloat(text)
+                                         : flag->type == VllmFlag::Type::kInteger ? PythonInt(text)
+                                                                                  : std::nullopt;
+    if (const std::string broken = number ? BrokenBound(*number, flag->bounds) : "";
+        !broken.empty()) {
+      return refusal(fmt::format("{} {}", flag->name, internal::StripAsciiSpace(text)), broken);
+    }
+  }
+  // The JSON values' shapes: mm_processor_kwargs a dict, media_io_kwargs a dict of dicts,
+  // limit_per_prompt counts (0 or more) or option objects per modality.
+  const auto json = [&](std::string_view flag) {
+    const std::optional<std::string> v = value(flag);
+    return v ? nlohmann::json::parse(*v, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+  };
+  if (const nlohmann::json j = json("--mm-processor-kwargs"); !j.is_null() && !j.is_object()) {
+    return refusal(fmt::format("--mm-processor-kwargs {}", *value("--mm-processor-kwargs")),
+                   "Input should be a valid dictionary");
+  }
+  if (const nlohmann::json j = json("--media-io-kwargs"); !j.is_null()) {
+    const bool objects =
+        j.is_object() && std::all_of(j.begin(), j.end(), [](const nlohmann::json& kwargs) {
+          return kwargs.is_object();
+        });
+    if (!objects) {
+      return refusal(fmt::format("--media-io-kwargs {}", *value("--media-io-kwargs")),
+                     "Input should be a valid dictionary");
+    }
+  }
+  if (const nlohmann::json j = json("--limit-mm-per-prompt"); !j.is_null()) {
+    const std::string what =
+        fmt::format("--limit-mm-per-prompt {}", *value("--limit-mm-per-prompt"));
+    if (!j.is_object()) return refusal(what, "Input should be a valid dictionary");
+    for (const auto& [modality, limit] : j.items()) {
+      const nlohmann::json count =
+          limit.is_object() && limit.contains("count") ? limit["count"] : limit;
+      if (limit.is_object() && !limit.contains("count")) continue;
+      if (!count.is_number_integer()) {
+        return refusal(what, fmt::format("{}: Input should be a valid integer", modality));
+      }
+      if (count.get<int64_t>() < 0) {
+        return refusal(what,
+                       fmt::format("{}: Input should be greater than or equal to 0", modality));
+      }
+    }
+  }
+  // MultiModalConfig's validators.
+  const std::optional<std::string> shm_size = value("--mm-shm-cache-max-object-size-mb");
+  if (shm_size && PythonInt(*shm_size) != 128 && value("--mm-processor-cache-type") != "shm") {
+    return refusal(fmt::format("--mm-shm-cache-max-object-size-mb {} without "
+                               "--mm-processor-cache-type shm",
+                               *shm_size),
+                   "'mm_shm_cache_max_object_size_mb' should only be set when "
+                   "'mm_processor_cache_type' is 'shm'.");
+  }
+  const std::optional<std::string> scale = value("--mm-encoder-fp8-scale-path");
+  const std::optional<std::string> save = value("--mm-encoder-fp8-scale-save-path");
+  if ((scale || save) && value("--mm-encoder-attn-dtype") != "fp8") {
+    return refusal(
+        fmt::format("{} without --mm-encoder-attn-dtype fp8",
+                    scale ? "--mm-encoder-fp8-scale-path" : "--mm-encoder-fp8-scale-save-path"),
+        "'mm_encoder_fp8_scale_path' and 'mm_encoder_fp8_scale_save_path' require "
+        "'mm_encoder_attn_dtype' to be 'fp8'.");
+  }
+  if (scale && save) {
+    return refusal("--mm-encoder-fp8-scale-path with --mm-encoder-fp8-scale-save-path",
+                   "'mm_encoder_fp8_scale_save_path' cannot be used with "
+                   "'mm_encoder_fp8_scale_path' (saving requires dynamic scaling).");
+  }
+  // The encoder's attention backend: a name of AttentionBackendEnum in any case (XFORMERS is
+  // gone), and on CUDA one the vision encoder supports (CudaPlatform
+  // .get_supported_vit_attn_backends).
+  if (const std::optional<std::string> backend = value("--mm-encoder-attn-backend")) {
+    static constexpr std::string_view kEnum[] = {"FLASH_ATTN",
+                                                 "FLASH_ATTN_DIFFKV",
+                                                 "TRITON_ATTN",
+                                                 "ROCM_ATTN",
+                                                 "ROCM_AITER_MLA",
+                                                 "ROCM_AITER_TRITON_MLA",
+                                                 "ROCM_AITER_FA",
+                                                 "ROCM_AITER_MLA_SPARSE",
+                                                 "XPU_MLA_SPARSE",
+                                                 "TORCH_SDPA",
+                                                 "FLASHINFER",
+                                                 "FLASHINFER_MLA",
+                                                 "TOKENSPEED_MLA",
+                                                 "FLASHINFER_MLA_SPARSE",
+                                                 "TRITON_MLA",
+                                                 "CUTLASS_MLA",
+                                                 "FLASHMLA",
+                                                 "FLASHMLA_SPARSE",
+                                                 "B12X_MLA_SPARSE",
+                                                 "FLASH_ATTN_MLA",
+                                                 "NO_ATTENTION",
+                                                 "FLEX_ATTENTION",
+                                                 "ROCM_AITER_UNIFIED_ATTN",
+                                                 "CPU_ATTN",
+                                                 "TURBOQUANT",
+                                                 "CUSTOM"};
+    static constexpr std::string_view kVit[] = {"FLASH_ATTN", "TRITON_ATTN", "TORCH_SDPA",
+                                                "FLASHINFER"};
+    const std::string upper = internal::AsciiUpper(*backend);
+    const std::string what = fmt::format("--mm-encoder-attn-backend {}", *backend);
+    if (upper == "XFORMERS") {
+      return refusal(what,
+                     "Attention backend 'XFORMERS' has been removed (See PR #29262 for details). "
+                     "Please select a supported attention backend.");
+    }
+    if (std::find(std::begin(kEnum), std::end(kEnum), upper) == std::end(kEnum)) {
+      return refusal(what, fmt::format("Unknown attention backend: '{}'. Valid options are: {}",
+                                       upper, fmt::join(kEnum, ", ")));
+    }
+    if (std::find(std::begin(kVit), std::end(kVit), upper) == std::end(kVit)) {
+      return fmt::format(
+          "{} with {}: the engine's vision encoder asserts on CUDA as it is built ('Backend {} "
+          "is not supported for vit attention'); the backends it supports there: {}",
+          what, model, upper, fmt::join(kVit, ", "));
+    }
+  }
+  return "";
+}
+
+Status CheckVllmFlagValues(const LaunchOptions& o) {
+  for (const VllmFlagValue& given : o.not_planned_values) {
+    const VllmFlag* flag = FindVllmFlagNotPlanned(given.flag);
+    if (flag == nullptr || flag->removed) continue;  // a removed flag warns instead
+    KVTOPO_RETURN_IF_ERROR(CheckValue(*flag, given));
+  }
+  return CheckFlagRules(o);
+}
+
+}  // namespace kvtopo

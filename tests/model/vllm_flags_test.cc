@@ -1,0 +1,336 @@
+// The `vllm serve` flags kvtopo does not plan with: their values checked as the engine's parser
+// and configs check them (profiles/vllm-flags.json, src/model/vllm_flags.cc).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "internal/units.h"
+#include "kvtopo/launch.h"
+#include "kvtopo/launch_options.h"
+#include "kvtopo/plan.h"
+
+namespace kvtopo {
+namespace {
+
+using testing::ExpectUsageError;
+using testing::RunCli;
+
+// The refusal of `o` with the flags given (empty when the flags pass).
+std::string Refusal(std::vector<VllmFlagValue> values, LaunchOptions o = {}) {
+  o.not_planned_values = std::move(values);
+  const Status s = CheckVllmFlagValues(o);
+  return s.ok() ? "" : s.message();
+}
+
+VllmFlagValue Flag(std::string flag, std::vector<std::string> values) {
+  return {.flag = std::move(flag), .values = std::move(values)};
+}
+
+VllmFlagValue Switch(std::string flag, bool on = true) {
+  return {.flag = std::move(flag), .on = on};
+}
+
+TEST(VllmFlags, TypesChoicesAndBounds) {
+  EXPECT_EQ(Refusal({Flag("--port", {"80a"})}),
+            "--port '80a' is not an integer (the engine's parser refuses it: 'invalid int value')");
+  EXPECT_EQ(Refusal({Flag("--port", {" 8_000 "})}), "");  // int() takes both
+  EXPECT_EQ(Refusal({Flag("--port", {})}),
+            "--port needs a value (the engine's parser refuses it: 'expected one argument')");
+  EXPECT_EQ(Refusal({Flag("--stream-interval", {"0"})}),
+            "--stream-interval 0: the engine refuses it as it builds its config ('Input should "
+            "be greater than or equal to 1')");
+  EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"0"})}),
+            "--kv-cache-metrics-sample 0: the engine refuses it as it builds its config ('Input "
+            "should be greater than 0')");
+  EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"nan"})}),
+            "--kv-cache-metrics-sample nan: the engine refuses it as it builds its config ('Input "
+            "should be greater than 0')");
+  EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"1_0e-1"})}), "");  // float(): 1.0
+  EXPECT_EQ(Refusal({Flag("--cpu-offload-gb", {"four"})}),
+            "--cpu-offload-gb 'four' is not a number (the engine's parser refuses it: 'invalid "
+            "float value')");
+  EXPECT_EQ(Refusal({Flag("--scheduling-policy", {"lifo"})}),
+            "--scheduling-policy 'lifo' is not one of the engine's choices: fcfs, priority (its "
+            "parser refuses it)");
+  // optional_type turns "None" into None before argparse checks the choices, which list 'None'.
+  EXPECT_EQ(Refusal({Flag("--mm-encoder-attn-dtype", {"None"})}),
+            "--mm-encoder-attn-dtype 'None' is not one of the engine's choices: fp8 (its parser "
+            "refuses it)");
+  EXPECT_EQ(Refusal({Flag("--distributed-timeout-seconds", {"None"})}), "");
+  EXPECT_EQ(Refusal({Flag("--safetensors-prefetch-block-size", {"16M"})}), "");
+  EXPECT_EQ(Refusal({Flag("--safetensors-prefetch-block-size", {"0k"})}),
+            "--safetensors-prefetch-block-size 0k: the engine refuses it as it builds its config "
+            "('Input should be greater than or equal to 1')");
+  EXPECT_EQ(Refusal({Flag("--allowed-origins", {"*"})}),
+            "--allowed-origins *: not JSON (the engine's parser refuses it: 'invalid loads "
+            "value')");
+  EXPECT_EQ(Refusal({Flag("--default-chat-template-kwargs", {"None"})}),
+            "--default-chat-template-kwargs None: not JSON (the engine's parser refuses it: "
+            "'invalid loads value'); write null");
+  // Multimodal bounds are MultiModalConfig's, which a text model never builds.
+  EXPECT_EQ(Refusal({Flag("--video-pruning-rate", {"2"})}), "");
+}
+
+TEST(VllmFlags, ConfigClassFields) {
+  EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "xgrammar", "x": 1})"})}),
+            "--structured-outputs-config: 'x' is not a field of the engine's "
+            "StructuredOutputsConfig (its parser refuses it: 'Unexpected keyword argument'); its "
+            "fields: backend, disable_additional_properties, disable_any_whitespace, "
+            "enable_in_reasoning, reasoning_parser, reasoning_parser_plugin");
+  EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "regex"})"})}),
+            "--structured-outputs-config: backend \"regex\" is refused by the engine's parser "
+            "(StructuredOutputsConfig: Input should be 'auto', 'xgrammar', 'guidance', 'outlines' "
+            "or 'lm-format-enforcer')");
+  EXPECT_EQ(
+      Refusal({Flag("--structured-outputs-config", {R"({"disable_any_whitespace": "yes"})"})}),
+      "--structured-outputs-config {\"disable_any_whitespace\": \"yes\"}: the engine's parser "
+      "refuses it (StructuredOutputsConfig: disable_any_whitespace is only supported for "
+      "xgrammar and guidance backends.)");
+  EXPECT_EQ(Refusal({Flag("--structured-outputs-config",
+                          {R"({"backend": "guidance", "disable_any_whitespace": 1})"})}),
+            "");
+  EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {"None"})}),
+            "--structured-outputs-config None: not JSON (the engine's parser refuses it); give a "
+            "JSON object of StructuredOutputsConfig's fields");
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {"None"})}), "");  // KVEventsConfig | None
+  // Bare numbers with suffixes are expanded before the JSON is read; 1.5K is refused.
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"buffer_steps": 10k, "topic": "10k"})"})}),
+            "");
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"buffer_steps": 1.5K})"})}),
+            "--kv-events-config: '1.5K': decimals are not allowed with binary suffixes like K "
+            "(the engine's parser refuses it); did you mean 1.5k?");
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"buffer_steps": 2.5})"})}),
+            "--kv-events-config: buffer_steps 2.5 is refused by the engine's parser "
+            "(KVEventsConfig: Input should be a valid integer)");
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"endpoint": 5557})"})}),
+            "--kv-events-config: endpoint 5557 is refused by the engine's parser (KVEventsConfig: "
+            "Input should be a valid string)");
+  EXPECT_EQ(Refusal({Flag("--profiler-config", {R"({"profiler": "torch"})"})}),
+            "--profiler-config {\"profiler\": \"torch\"}: the engine's parser refuses it "
+            "(ProfilerConfig: torch_profiler_dir must be set when profiler is 'torch')");
+  EXPECT_EQ(Refusal({Flag("--profiler-config", {R"({"torch_profiler_dir": "/tmp/p"})"})}),
+            "--profiler-config {\"torch_profiler_dir\": \"/tmp/p\"}: the engine's parser refuses "
+            "it (ProfilerConfig: torch_profiler_dir is only applicable when profiler is set to "
+            "'torch')");
+  EXPECT_EQ(Refusal({Flag("--profiler-config", {R"({"active_iterations": 0})"})}),
+            "--profiler-config: active_iterations 0 is refused by the engine's parser "
+            "(ProfilerConfig: Input should be greater than or equal to 1)");
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_scale": 0})"})}),
+            "--pooler-config {\"logit_scale\": 0}: the engine's parser refuses it (PoolerConfig: "
+            "logit_scale cannot be 0 (division by zero))");
+  EXPECT_EQ(
+      Refusal({Flag("--pooler-config", {R"({"pooling_type": "CLS", "tok_pooling_type": "ALL"})"})}),
+      "--pooler-config {\"pooling_type\": \"CLS\", \"tok_pooling_type\": \"ALL\"}: the "
+      "engine's parser refuses it (PoolerConfig: Cannot set both `pooling_type` and "
+      "`tok_pooling_type`)");
+  EXPECT_EQ(
+      Refusal({Flag("--quantization-config", {R"({"linear": "int8_per_channel_weight_only"})"})}),
+      "--quantization-config {\"linear\": \"int8_per_channel_weight_only\"}: the engine's "
+      "parser refuses it (QuantizationConfigArgs: online shorthand "
+      "'int8_per_channel_weight_only' does not define a linear spec)");
+  EXPECT_EQ(Refusal({Flag("--quantization-config", {R"({"moe": {"weight": "fp4"}})"})}),
+            "--quantization-config {\"moe\": {\"weight\": \"fp4\"}}: the engine's parser refuses "
+            "it (QuantizationConfigArgs: unknown quantization name 'fp4'; expected one of "
+            "['fp8_per_block_dynamic', 'fp8_per_block_static', 'fp8_per_tensor_dynamic', "
+            "'fp8_per_tensor_static', 'fp8_per_token', 'int8_per_channel_static', 'mxfp4', "
+            "'mxfp8'])");
+  EXPECT_EQ(Refusal({Flag("--quantization-config",
+                          {R"({"linear": "fp8_per_block", "moe": {"weight": "mxfp4"}})"})}),
+            "");
+  EXPECT_EQ(Refusal({Flag("--weight-transfer-config", {R"({"backend": "gloo"})"})}),
+            "--weight-transfer-config: backend \"gloo\" is refused by the engine's parser "
+            "(WeightTransferConfig: Input should be 'nccl' or 'ipc')");
+}
+
+TEST(VllmFlags, RulesBetweenFlags) {
+  EXPECT_EQ(Refusal({Flag("--numa-bind-nodes", {"0", "1"})}),
+            "--numa-bind-nodes without --numa-bind: the engine refuses it as it builds its "
+            "parallel config ('numa_bind_nodes and numa_bind_cpus require numa_bind=True.'); add "
+            "--numa-bind");
+  EXPECT_EQ(Refusal({Flag("--numa-bind-nodes", {"0", "1"}), Switch("--numa-bind")}), "");
+  EXPECT_EQ(Refusal({Flag("--numa-bind-nodes", {"0", "1"}), Switch("--numa-bind", false)}),
+            "--numa-bind-nodes without --numa-bind: the engine refuses it as it builds its "
+            "parallel config ('numa_bind_nodes and numa_bind_cpus require numa_bind=True.'); add "
+            "--numa-bind");
+  EXPECT_EQ(Refusal({Switch("--numa-bind"), Flag("--numa-bind-nodes", {"0", "-1"})}),
+            "--numa-bind-nodes 0 -1: the engine refuses it as it builds its parallel config "
+            "('numa_bind_nodes must contain non-negative integers.'); give the NUMA node of each "
+            "GPU");
+  EXPECT_EQ(Refusal({Switch("--numa-bind"), Flag("--numa-bind-cpus", {"0-3,8-11", "12-4"})}),
+            "--numa-bind-cpus '12-4': the engine refuses it as it builds its parallel config "
+            "(\"numa_bind_cpus ranges must be ascending, but got '12-4'.\"); write each range "
+            "low-high");
+  EXPECT_EQ(Refusal({Switch("--numa-bind"), Flag("--numa-bind-cpus", {"0-3,"})}),
+            "--numa-bind-cpus '0-3,': the engine refuses it as it builds its parallel config "
+            "(\"numa_bind_cpus entries must use numactl CPU list syntax, for example '0-3' or "
+            "'0,2,4-7'.\"); write N, N-M, or a comma-separated list of them");
+  EXPECT_EQ(Refusal({Switch("--numa-bind"), Flag("--numa-bind-cpus", {"0-3", "0099-100"})}), "");
+  EXPECT_EQ(Refusal({Flag("--offload-backend", {"prefetch"})}),
+            "--offload-num-in-group 1 above --offload-group-size 0: the engine refuses it as it "
+            "builds its offload config ('offload_num_in_group (1) must be <= offload_group_size "
+            "(0)'); give --offload-group-size at least --offload-num-in-group");
+  EXPECT_EQ(Refusal({Flag("--offload-group-size", {"8"}), Flag("--offload-prefetch-step", {"0"})}),
+            "--offload-prefetch-step 0 with prefetch offloading: the engine refuses it as it "
+            "builds its offload config ('offload_prefetch_step (0) must be >= 1 when prefetch "
+            "offloading is enabled (offload_group_size > 0)'); prefetch at least 1 layer ahead");
+  EXPECT_EQ(Refusal({Flag("--offload-backend", {"prefetch"}), Flag("--offload-group-size", {"8"}),
+                     Flag("--offload-num-in-group", {"2"})}),
+            "");
+  EXPECT_EQ(Refusal({Flag("--collect-detailed-traces", {"model", "worker"})}),
+            "--collect-detailed-traces model worker without --otlp-traces-endpoint: the engine "
+            "refuses it as it builds its observability config ('collect_detailed_traces requires "
+            "`--otlp-traces-endpoint` to be set.'); add --otlp-traces-endpoint");
+  EXPECT_EQ(Refusal({Flag("--collect-detailed-traces", {"model,worker"}),
+                     Flag("--otlp-traces-endpoint", {"http://otel:4317"})}),
+            "--collect-detailed-traces model,worker: the engine refuses it as it builds its "
+            "observability config (\"Input should be 'model', 'worker' or 'all'\"); give the "
+            "modules as separate values (--collect-detailed-traces model worker)");
+  EXPECT_EQ(Refusal({Flag("--collect-detailed-traces", {"all"}),
+                     Flag("--otlp-traces-endpoint", {"http://otel:4317"})}),
+            "");
+  LaunchOptions mp;
+  mp.distributed_executor_backend = "mp";
+  EXPECT_EQ(Refusal({Switch("--ray-workers-use-nsight")}, mp),
+            "--ray-workers-use-nsight with --distributed-executor-backend mp: the engine refuses "
+            "it as it builds its parallel config ('Unable to use nsight profiling unless workers "
+            "run with Ray.'); run the workers with --distributed-executor-backend ray or drop the "
+            "flag");
+  EXPECT_EQ(Refusal({Flag("--additional-config", {"fast"})}),
+            "--additional-config fast: the engine refuses it as it builds its vLLM config ('Input "
+            "should be a valid dictionary'); give a JSON object");
+  EXPECT_EQ(Refusal({Flag("--override-generation-config", {"[1]"})}),
+            "--override-generation-config [1]: the engine refuses it as it builds its model "
+            "config ('Input should be a valid dictionary'); give a JSON object");
+  EXPECT_EQ(Refusal({Flag("--lora-modules", {"sql=/loras/sql", "a=b=c"})}),
+            "--lora-modules 'a=b=c': the engine's parser fails on it ('too many values to unpack "
+            "(expected 2)'); write NAME=PATH with one '='");
+  EXPECT_EQ(Refusal({Flag("--lora-modules", {R"({"name": "sql", "rank": 8})"})}),
+            "--lora-modules '{\"name\": \"sql\", \"rank\": 8}': unknown field 'rank'; the engine's "
+            "parser refuses it ('Invalid fields for --lora-modules'); give name, path and "
+            "optionally base_model_name, is_3d_lora_weight");
+  EXPECT_EQ(Refusal({Flag("--lora-modules", {R"({"name": "sql", "path": "/l"})"})}), "");
+}
+
+// The error lines of `model` planned with the flags (8 GiB of cache).
+std::string PlanErrors(const std::string& model, std::vector<VllmFlagValue> values,
+                       int64_t tensor_parallel = 1) {
+  LaunchOptions o;
+  o.model = model;
+  o.kv_cache_memory = "8G";
+  o.tensor_parallel_size = tensor_parallel;
+  o.not_planned_values = std::move(values);
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return "not planned";
+  Result<Plan> plan = PlanLaunch(*c);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? plan->ErrorLines() : "not planned";
+}
+
+TEST(VllmFlags, MultimodalModelsOnly) {
+  const std::string vl =
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/qwen2.5-vl-7b.json";
+  const std::string what = "'" + vl + "' (Qwen2_5_VLForConditionalGeneration)";
+  EXPECT_EQ(PlanErrors(vl, {Flag("--video-pruning-rate", {"1"})}),
+            "\n  error [multimodal-options] --video-pruning-rate 1 with " + what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config ('Input should be less than 1')");
+  EXPECT_EQ(PlanErrors("gpt-oss-120b", {Flag("--video-pruning-rate", {"1"})}), "");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--renderer-num-workers", {"4"})}),
+            "\n  error [multimodal-options] --renderer-num-workers 4 with " + what +
+                ", a model with multimodal inputs, and its processor cache on (4 GiB): the "
+                "engine refuses it as it builds its model config ('Cannot use "
+                "--renderer-num-workers > 1 with the multimodal processor cache enabled.'); set "
+                "--renderer-num-workers 1 or --mm-processor-cache-gb 0");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--renderer-num-workers", {"4"}),
+                            Flag("--mm-processor-cache-gb", {"0"})}),
+            "");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-tensor-ipc", {"torch_shm"})}, 2),
+            "\n  error [multimodal-options] --mm-tensor-ipc torch_shm with " + what +
+                " on 2 GPUs: the engine refuses it as it checks the parallel layout "
+                "(\"mm_tensor_ipc='torch_shm' is not supported with data_parallel_size > 1 or "
+                "tensor_parallel_size > 1 or pipeline_parallel_size > 1.\"); use direct_rpc");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-shm-cache-max-object-size-mb", {"256"})}),
+            "\n  error [multimodal-options] --mm-shm-cache-max-object-size-mb 256 without "
+            "--mm-processor-cache-type shm with " +
+                what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config (\"'mm_shm_cache_max_object_size_mb' should only be set when "
+                "'mm_processor_cache_type' is 'shm'.\")");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-shm-cache-max-object-size-mb", {"256"}),
+                            Flag("--mm-processor-cache-type", {"shm"})}),
+            "");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-attn-backend", {"flashmla"})}),
+            "\n  error [multimodal-options] --mm-encoder-attn-backend flashmla with " + what +
+                ": the engine's vision encoder asserts on CUDA as it is built ('Backend FLASHMLA "
+                "is not supported for vit attention'); the backends it supports there: "
+                "FLASH_ATTN, TRITON_ATTN, TORCH_SDPA, FLASHINFER");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-attn-backend", {"torch_sdpa"})}), "");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--limit-mm-per-prompt", {R"({"image": 2, "video": -1})"})}),
+            "\n  error [multimodal-options] --limit-mm-per-prompt {\"image\": 2, \"video\": -1} "
+            "with " +
+                what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config ('video: Input should be greater than or equal to 0')");
+  // (Whether the scale file exists is the serving host's matter: not checked.)
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-fp8-scale-path", {"/scales.json"}),
+                            Flag("--mm-encoder-attn-dtype", {"fp8"})}),
+            "");
+  // An encoder-decoder model runs without the processor cache.
+  EXPECT_EQ(
+      PlanErrors(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/whisper-large-v3.json",
+                 {Flag("--renderer-num-workers", {"4"})}),
+      "");
+}
+
+TEST(VllmFlags, HumanReadableNumbersInConfigJson) {
+  EXPECT_EQ(*ExpandJsonHumanReadableNumbers(R"({"a": 80m, "b": "80m", "c": 1.5k, "d": 2K})", ""),
+            R"({"a": 80000000, "b": "80m", "c": 1500, "d": 2048})");
+  // Word boundaries: x80m and 80mb are not numbers with a suffix; an escaped quote stays inside
+  // its string.
+  EXPECT_EQ(*ExpandJsonHumanReadableNumbers(R"({"a\"80m": x80m, "b": 80mb})", ""),
+            R"({"a\"80m": x80m, "b": 80mb})");
+  EXPECT_FALSE(ExpandJsonHumanReadableNumbers("[1.5G]", "--x").ok());
+}
+
+TEST(VllmFlags, CommandLine) {
+  ExpectUsageError("check kimi-k2.6 --port",
+                   "kvtopo: --port needs a value (the engine's parser refuses it: 'expected one "
+                   "argument')\n");
+  ExpectUsageError("check kimi-k2.6 --uvicorn-log-level verbose",
+                   "kvtopo: --uvicorn-log-level 'verbose' is not one of the engine's choices: "
+                   "critical, debug, error, info, trace, warning (its parser refuses it)\n");
+  // The last occurrence counts, as argparse keeps it.
+  EXPECT_EQ(RunCli("check kimi-k2.6 --stream-interval 0 --stream-interval=2").exit_code, 0);
+  // The dotted keys fold into a value of their own that replaces the whole one (with a warning),
+  // so the backend falls back to auto.
+  const testing::CliResult folded = RunCli(
+      "check kimi-k2.6 --structured-outputs-config '{\"backend\": \"xgrammar\"}' "
+      "--structured-outputs-config.disable_any_whitespace true",
+      /*merge_stderr=*/true);
+  EXPECT_EQ(folded.exit_code, 2);
+  EXPECT_EQ(folded.out,
+            "kvtopo: --structured-outputs-config {\"disable_any_whitespace\":true}: the engine's "
+            "parser refuses it (StructuredOutputsConfig: disable_any_whitespace is only "
+            "supported for xgrammar and guidance backends.)\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 --structured-outputs-config.backend xgrammar "
+                   "--structured-outputs-config.disable_any_whitespace true")
+                .exit_code,
+            0);
+  ExpectUsageError("check kimi-k2.6 --numa-bind-cpus 0-3 4-7",
+                   "kvtopo: --numa-bind-cpus without --numa-bind: the engine refuses it as it "
+                   "builds its parallel config ('numa_bind_nodes and numa_bind_cpus require "
+                   "numa_bind=True.'); add --numa-bind\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-7").exit_code, 0);
+  // A connector's config is a config class too: 80G is bytes.
+  EXPECT_EQ(RunCli("check kimi-k2.6 --kv-transfer-config '{\"kv_connector\": "
+                   "\"OffloadingConnector\", \"kv_role\": \"kv_both\", "
+                   "\"kv_connector_extra_config\": {\"cpu_bytes_to_use\": 80G}}'")
+                .exit_code,
+            0);
+}
+
+}  // namespace
+}  // namespace kvtopo
