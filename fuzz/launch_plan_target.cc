@@ -1,6 +1,7 @@
 // launch_plan: launch options as `name=value` lines, set through the launch-option table exactly
 // as the CLI and Python set them (`model=<profile>`, `speculative_config=<JSON>`, integers with
-// vLLM's suffixes, switches as true/false) -> LaunchConfig -> plan. An accepted plan must give a
+// vLLM's suffixes, switches as true/false), and `vllm serve` flags not planned with as
+// `--flag=value` lines (their values checked) -> LaunchConfig -> plan. An accepted plan must give a
 // manager that takes a request (an oracle: the plan's numbers are usable by the runtime).
 #include <algorithm>
 #include <string>
@@ -83,7 +84,20 @@ Reached FuzzLaunchPlan(const uint8_t* data, size_t size) {
       continue;
     }
     const LaunchOption* option = FindLaunchOption(name);
-    if (option == nullptr) continue;
+    if (option == nullptr) {
+      // A `vllm serve` flag not planned with ("--port=80", "--numa-bind=true"): its value as
+      // the CLI keeps it.
+      if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr) {
+        VllmFlagValue v{.flag = flag->name};
+        if (flag->takes_value) {
+          v.values.emplace_back(value);
+        } else {
+          v.on = value == "true";
+        }
+        options.not_planned_values.push_back(std::move(v));
+      }
+      continue;
+    }
     // The target's config may come from --hf-config-path: a profile too.
     if (option->name == "hf_config_path" && !IsProfile(value)) return Reached::kStopped;
     if (!SetLaunchOption(options, *option, value, name).ok()) return Reached::kStopped;

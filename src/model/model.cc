@@ -1930,15 +1930,19 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
                         "0",
                         *workers, file, m.architecture, cache_gb.value_or("4")));
   }
-  const int64_t world = config.parallel.tensor_parallel_size * config.pipeline_parallel_size *
-                        config.parallel.prefill_context_parallel_size * config.data_parallel_size;
-  if (value("--mm-tensor-ipc") == "torch_shm" && world > 1) {
+  // A LaunchConfig built in code may hold any sizes: an overflowing product is more than one.
+  const Result<int64_t> world = internal::CheckedProduct(
+      {config.parallel.tensor_parallel_size, config.pipeline_parallel_size,
+       config.parallel.prefill_context_parallel_size, config.data_parallel_size},
+      "the GPUs");
+  if (value("--mm-tensor-ipc") == "torch_shm" && (!world.ok() || *world > 1)) {
     b.Error("multimodal-options",
             fmt::format("--mm-tensor-ipc torch_shm with '{}' ({}) on {} GPUs: the engine refuses "
                         "it as it checks the parallel layout (\"mm_tensor_ipc='torch_shm' is not "
                         "supported with data_parallel_size > 1 or tensor_parallel_size > 1 or "
                         "pipeline_parallel_size > 1.\"); use direct_rpc",
-                        file, m.architecture, world));
+                        file, m.architecture,
+                        world.ok() ? std::to_string(*world) : std::string("more than 2^63")));
   }
 }
 

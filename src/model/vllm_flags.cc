@@ -357,7 +357,9 @@ Result<nlohmann::json> ConfigObject(const VllmFlag& flag, std::string_view text)
         "{} {}: {} (the engine's parser refuses it); give a JSON object of {}'s fields", flag.name,
         text, j.is_discarded() ? "not JSON" : "not a JSON object", flag.json_class));
   }
-  for (const auto& [name, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& value = item.value();
     const auto key = std::find_if(flag.keys.begin(), flag.keys.end(),
                                   [&](const VllmFlag::Key& k) { return k.name == name; });
     if (key == flag.keys.end()) {
