@@ -207,6 +207,10 @@ struct LaunchOptions {
   std::optional<bool> allow_deprecated_quantization;
   std::optional<bool> shard_draft;             // --shard-draft: as VLLM_DCP_SHARD_DRAFT=1
   std::optional<std::string> dcp_shard_draft;  // VLLM_DCP_SHARD_DRAFT (ParseShardDraftRequest)
+  // VLLM_ALLOW_RUNTIME_LORA_UPDATING: adapters loaded and unloaded through the API.
+  std::optional<bool> allow_runtime_lora_updating;
+  // VLLM_WORKER_MULTIPROC_METHOD: how the engine starts its worker processes (fork, spawn).
+  std::optional<std::string> worker_multiproc_method;
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
   std::vector<std::string> not_planned;
   std::vector<VllmFlagValue> not_planned_values;  // their values, one entry a flag
@@ -246,6 +250,7 @@ struct LaunchOption {
     kAsOption,   // as the option parses text (1, 0, true, false, ...)
     kOnlyOne,    // on only when exactly "1"; any other value leaves it off
     kPythonInt,  // bool(int(value)): on when a nonzero integer; other text is refused
+    kOneOrTrue,  // value.strip().lower() in ("1", "true"); any other value leaves it off
   };
   EnvSwitch env_switch = EnvSwitch::kAsOption;
 };

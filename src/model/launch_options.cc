@@ -844,6 +844,26 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "run without an API server (the cache is the same); the engine refuses it beside "
        "--data-parallel-hybrid-lb; default off",
        &LO::headless},
+      {"allow_runtime_lora_updating",
+       {},
+       "",
+       V::kSwitch,
+       "VLLM_ALLOW_RUNTIME_LORA_UPDATING",
+       "LoRA adapters loaded and unloaded through the API (the variable counts when 1 or true, "
+       "in any case); the engine refuses it with more than one API server; default off",
+       &LO::allow_runtime_lora_updating,
+       1,
+       0,
+       false,
+       LaunchOption::EnvSwitch::kOneOrTrue},
+      {"worker_multiproc_method",
+       {},
+       "",
+       V::kText,
+       "VLLM_WORKER_MULTIPROC_METHOD",
+       "how the engine starts its worker processes: fork or spawn (the cache is the same); "
+       "--mm-tensor-ipc torch_shm needs spawn; default fork",
+       &LO::worker_multiproc_method},
       {"api_server_count",
        {},
        "asc",
@@ -1345,6 +1365,11 @@ Status ApplyLaunchEnvironment(LaunchOptions& o,
     if (const char* value = getenv(env.c_str())) {
       if (option.env_switch == LaunchOption::EnvSwitch::kOnlyOne) {
         KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, std::string_view(value) == "1", env));
+        continue;
+      }
+      if (option.env_switch == LaunchOption::EnvSwitch::kOneOrTrue) {
+        const std::string word = internal::AsciiLower(internal::StripAsciiSpace(value));
+        KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, word == "1" || word == "true", env));
         continue;
       }
       if (option.env_switch == LaunchOption::EnvSwitch::kPythonInt) {
@@ -2994,6 +3019,43 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
         "loading ('Error: --enable-auto-tool-choice requires --tool-call-parser'); name the "
         "model's parser");
   }
+  // `vllm serve` (ServeSubcommand.cmd and run_multi_api_server): the API servers are
+  // --api-server-count, else none headless, one under external load balancing, the local ranks
+  // under hybrid, every data-parallel rank otherwise, and one with elastic EP; adapters loaded
+  // at run time need a single server.
+  if (o.allow_runtime_lora_updating.value_or(false)) {
+    const int64_t dp = o.data_parallel_size.value_or(1);
+    int64_t servers = dp;
+    std::string why = fmt::format("one per data-parallel rank (--data-parallel-size {})", dp);
+    if (o.api_server_count) {
+      servers = *o.api_server_count;
+      why = fmt::format("--api-server-count {}", servers);
+    } else if (o.headless.value_or(false)) {
+      servers = 0;
+    } else if (o.data_parallel_external_lb.value_or(false) || o.data_parallel_rank) {
+      servers = 1;
+    } else if (o.data_parallel_hybrid_lb.value_or(false) || o.data_parallel_start_rank) {
+      servers = std::max<int64_t>(o.data_parallel_size_local.value_or(0), 1);
+      why =
+          fmt::format("one per local data-parallel rank (--data-parallel-size-local {})", servers);
+    }
+    if (o.enable_elastic_ep.value_or(false)) servers = std::min<int64_t>(servers, 1);
+    if (servers > 1) {
+      return Rejected(fmt::format(
+          "VLLM_ALLOW_RUNTIME_LORA_UPDATING with {} API servers, {}: the engine refuses it as "
+          "it starts them ('VLLM_ALLOW_RUNTIME_LORA_UPDATING cannot be used with "
+          "api_server_count > 1'); give --api-server-count 1 or unset the variable",
+          servers, why));
+    }
+  }
+  if (o.worker_multiproc_method && *o.worker_multiproc_method != "fork" &&
+      *o.worker_multiproc_method != "spawn") {
+    return InvalidArgument(fmt::format(
+        "VLLM_WORKER_MULTIPROC_METHOD '{}' is not one of the engine's choices: spawn, fork (it "
+        "refuses it where it reads it: \"Invalid value '{}' for VLLM_WORKER_MULTIPROC_METHOD. "
+        "Valid options: ['spawn', 'fork'].\")",
+        *o.worker_multiproc_method, *o.worker_multiproc_method));
+  }
   if (o.enable_log_outputs.value_or(false) && !o.enable_log_requests.value_or(false)) {
     return Rejected(
         "--enable-log-outputs without --enable-log-requests: the engine refuses it before "
@@ -3332,6 +3394,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
     KVTOPO_ASSIGN_OR_RETURN(c.kv_cache_memory_bytes, KvCacheMemoryBytes(o));
   }
   KVTOPO_RETURN_IF_ERROR(CheckVllmFlagValues(o));
+  if (o.worker_multiproc_method) c.worker_multiproc_method = *o.worker_multiproc_method;
   c.not_planned_flags = o.not_planned;
   c.not_planned_values = o.not_planned_values;
   for (const std::string& name : o.not_planned) {

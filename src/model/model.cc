@@ -1943,6 +1943,14 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
                         "pipeline_parallel_size > 1.\"); use direct_rpc",
                         file, m.architecture,
                         world.ok() ? std::to_string(*world) : std::string("more than 2^63")));
+  } else if (value("--mm-tensor-ipc") == "torch_shm" && config.worker_multiproc_method != "spawn") {
+    // VllmConfig.__post_init__.
+    b.Error("multimodal-options",
+            fmt::format("--mm-tensor-ipc torch_shm with '{}' ({}) while the workers start by {} "
+                        "(VLLM_WORKER_MULTIPROC_METHOD): the engine refuses it as it builds its "
+                        "config ('torch_shm is known to fail without VLLM_WORKER_MULTIPROC_METHOD "
+                        "set to spawn'); set VLLM_WORKER_MULTIPROC_METHOD=spawn",
+                        file, m.architecture, config.worker_multiproc_method));
   }
 }
 

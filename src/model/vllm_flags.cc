@@ -514,13 +514,21 @@ Status CheckFlagRules(const LaunchOptions& o) {
     const std::optional<std::string> v = value(flag);
     return v ? PythonInt(*v).value_or(fallback) : fallback;
   };
-  const auto refuse = [](std::string_view what, std::string_view config, std::string_view message,
-                         std::string_view fix) {
-    const char quote = message.find('\'') == std::string_view::npos ? '\'' : '"';
-    return InvalidArgument(
-        fmt::format("{}: the engine refuses it as it builds its {} config "
-                    "({}{}{}); {}",
-                    what, config, quote, message, quote, fix));
+  // A value the config refuses is a usage error, as kvtopo's other value bounds are; flags that
+  // conflict are a refused launch (exit 1), as the data-parallel and serving-flag rules are.
+  const auto message = [](std::string_view what, std::string_view config, std::string_view text,
+                          std::string_view fix) {
+    const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
+    return fmt::format("{}: the engine refuses it as it builds its {} config ({}{}{}); {}", what,
+                       config, quote, text, quote, fix);
+  };
+  const auto refuse = [&](std::string_view what, std::string_view config, std::string_view text,
+                          std::string_view fix) {
+    return InvalidArgument(message(what, config, text, fix));
+  };
+  const auto conflict = [&](std::string_view what, std::string_view config, std::string_view text,
+                            std::string_view fix) {
+    return Rejected(message(what, config, text, fix));
   };
 
   // ParallelConfig's NUMA fields (vllm/config/parallel.py): each node index non-negative; each
@@ -577,10 +585,10 @@ Status CheckFlagRules(const LaunchOptions& o) {
     }
   }
   if ((!nodes.empty() || !cpus.empty()) && !on("--numa-bind")) {
-    return refuse(!nodes.empty() ? "--numa-bind-nodes without --numa-bind"
-                                 : "--numa-bind-cpus without --numa-bind",
-                  "parallel", "numa_bind_nodes and numa_bind_cpus require numa_bind=True.",
-                  "add --numa-bind");
+    return conflict(!nodes.empty() ? "--numa-bind-nodes without --numa-bind"
+                                   : "--numa-bind-cpus without --numa-bind",
+                    "parallel", "numa_bind_nodes and numa_bind_cpus require numa_bind=True.",
+                    "add --numa-bind");
   }
 
   // OffloadConfig (vllm/config/offload.py): prefetch offloading (the backend, or a group size
@@ -590,7 +598,7 @@ Status CheckFlagRules(const LaunchOptions& o) {
     const double in_group = integer("--offload-num-in-group", 1);
     const double step = integer("--offload-prefetch-step", 1);
     if (in_group > group) {
-      return refuse(
+      return conflict(
           fmt::format("--offload-num-in-group {} above --offload-group-size {}", in_group, group),
           "offload",
           fmt::format("offload_num_in_group ({}) must be <= offload_group_size ({})", in_group,
@@ -598,7 +606,7 @@ Status CheckFlagRules(const LaunchOptions& o) {
           "give --offload-group-size at least --offload-num-in-group");
     }
     if (step < 1) {
-      return refuse(
+      return conflict(
           fmt::format("--offload-prefetch-step {} with prefetch offloading", step), "offload",
           fmt::format("offload_prefetch_step ({}) must be >= 1 when prefetch offloading is "
                       "enabled (offload_group_size > 0)",
@@ -620,20 +628,20 @@ Status CheckFlagRules(const LaunchOptions& o) {
   }
   const std::optional<std::string> otlp = value("--otlp-traces-endpoint");
   if (!traces.empty() && (!otlp || otlp->empty() || *otlp == "None")) {
-    return refuse(fmt::format("--collect-detailed-traces {} without --otlp-traces-endpoint",
-                              fmt::join(traces, " ")),
-                  "observability",
-                  "collect_detailed_traces requires `--otlp-traces-endpoint` to be set.",
-                  "add --otlp-traces-endpoint");
+    return conflict(fmt::format("--collect-detailed-traces {} without --otlp-traces-endpoint",
+                                fmt::join(traces, " ")),
+                    "observability",
+                    "collect_detailed_traces requires `--otlp-traces-endpoint` to be set.",
+                    "add --otlp-traces-endpoint");
   }
 
   // ParallelConfig: nsight profiling needs Ray workers.
   if (on("--ray-workers-use-nsight") && o.distributed_executor_backend &&
       *o.distributed_executor_backend != "ray") {
-    return refuse(fmt::format("--ray-workers-use-nsight with --distributed-executor-backend {}",
-                              *o.distributed_executor_backend),
-                  "parallel", "Unable to use nsight profiling unless workers run with Ray.",
-                  "run the workers with --distributed-executor-backend ray or drop the flag");
+    return conflict(fmt::format("--ray-workers-use-nsight with --distributed-executor-backend {}",
+                                *o.distributed_executor_backend),
+                    "parallel", "Unable to use nsight profiling unless workers run with Ray.",
+                    "run the workers with --distributed-executor-backend ray or drop the flag");
   }
 
   // VllmConfig.additional_config is a dict (text that is not one stays a str) and

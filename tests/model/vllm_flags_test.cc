@@ -285,6 +285,57 @@ TEST(VllmFlags, MultimodalModelsOnly) {
       "");
 }
 
+TEST(VllmFlags, WorkerStartAndRuntimeLoraUpdating) {
+  // The API servers default to one per data-parallel rank, and runtime LoRA updating needs one.
+  const testing::CliResult lora = RunCli("check kimi-k2.6 -tp 4 -dp 2", /*merge_stderr=*/true,
+                                         "VLLM_ALLOW_RUNTIME_LORA_UPDATING=' True '");
+  EXPECT_EQ(lora.exit_code, 1);
+  EXPECT_EQ(lora.out,
+            "kvtopo: VLLM_ALLOW_RUNTIME_LORA_UPDATING with 2 API servers, one per data-parallel "
+            "rank (--data-parallel-size 2): the engine refuses it as it starts them "
+            "('VLLM_ALLOW_RUNTIME_LORA_UPDATING cannot be used with api_server_count > 1'); give "
+            "--api-server-count 1 or unset the variable\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 4 -dp 2 --api-server-count 1", false,
+                   "VLLM_ALLOW_RUNTIME_LORA_UPDATING=1")
+                .exit_code,
+            0);
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 4 -dp 2 --data-parallel-rank 1 "
+                   "--allow-runtime-lora-updating")
+                .exit_code,
+            0);
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 4 -dp 2", false, "VLLM_ALLOW_RUNTIME_LORA_UPDATING=yes")
+                .exit_code,
+            0);  // only 1 and true count
+  ExpectUsageError("check kimi-k2.6 --worker-multiproc-method forkserver",
+                   "kvtopo: VLLM_WORKER_MULTIPROC_METHOD 'forkserver' is not one of the engine's "
+                   "choices: spawn, fork (it refuses it where it reads it: \"Invalid value "
+                   "'forkserver' for VLLM_WORKER_MULTIPROC_METHOD. Valid options: ['spawn', "
+                   "'fork'].\")\n");
+  const std::string vl =
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/qwen2.5-vl-7b.json";
+  LaunchOptions o;
+  o.model = vl;
+  o.kv_cache_memory = "8G";
+  o.not_planned_values = {Flag("--mm-tensor-ipc", {"torch_shm"})};
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  Result<Plan> plan = PlanLaunch(*c);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [multimodal-options] --mm-tensor-ipc torch_shm with '" + vl +
+                "' (Qwen2_5_VLForConditionalGeneration) while the workers start by fork "
+                "(VLLM_WORKER_MULTIPROC_METHOD): the engine refuses it as it builds its config "
+                "('torch_shm is known to fail without VLLM_WORKER_MULTIPROC_METHOD set to "
+                "spawn'); set VLLM_WORKER_MULTIPROC_METHOD=spawn");
+  o.worker_multiproc_method = "spawn";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  plan = PlanLaunch(*c);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->capacity.max_tokens, 149792);
+}
+
 TEST(VllmFlags, HumanReadableNumbersInConfigJson) {
   EXPECT_EQ(*ExpandJsonHumanReadableNumbers(R"({"a": 80m, "b": "80m", "c": 1.5k, "d": 2K})", ""),
             R"({"a": 80000000, "b": "80m", "c": 1500, "d": 2048})");
@@ -319,10 +370,16 @@ TEST(VllmFlags, CommandLine) {
                    "--structured-outputs-config.disable_any_whitespace true")
                 .exit_code,
             0);
-  ExpectUsageError("check kimi-k2.6 --numa-bind-cpus 0-3 4-7",
-                   "kvtopo: --numa-bind-cpus without --numa-bind: the engine refuses it as it "
-                   "builds its parallel config ('numa_bind_nodes and numa_bind_cpus require "
-                   "numa_bind=True.'); add --numa-bind\n");
+  // Flags that conflict are a refused launch (exit 1); a value the engine refuses is a usage
+  // error (exit 2).
+  const testing::CliResult numa =
+      RunCli("check kimi-k2.6 --numa-bind-cpus 0-3 4-7", /*merge_stderr=*/true);
+  EXPECT_EQ(numa.exit_code, 1);
+  EXPECT_EQ(numa.out,
+            "kvtopo: --numa-bind-cpus without --numa-bind: the engine refuses it as it builds its "
+            "parallel config ('numa_bind_nodes and numa_bind_cpus require numa_bind=True.'); add "
+            "--numa-bind\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-7").exit_code, 0);
   // A connector's config is a config class too: 80G is bytes.
   EXPECT_EQ(RunCli("check kimi-k2.6 --kv-transfer-config '{\"kv_connector\": "
