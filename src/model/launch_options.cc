@@ -23,11 +23,13 @@
 #include "internal/checked_math.h"
 #include "internal/json_int.h"
 #include "internal/json_text.h"
+#include "internal/pydantic.h"
 #include "internal/units.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
 #include "model/architectures.h"
+#include "model/config_fields.h"
 #include "model/config_reader.h"
 #include "model/embedded_profiles.h"
 #include "model/kernel_backends.h"
@@ -1869,23 +1871,6 @@ constexpr std::string_view kCompilationModes[] = {"NONE", "STOCK_TORCH_COMPILE",
 constexpr std::string_view kCudagraphModes[] = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY",
                                                 "FULL_AND_PIECEWISE"};
 
-// A bool field as pydantic's lax mode reads it: true/false, 0/1, or one of its words; null is
-// the field's default (false). Nothing for any other value.
-std::optional<bool> PydanticBool(const nlohmann::json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer() && (v == 0 || v == 1)) return v == 1;
-  if (!v.is_string()) return std::nullopt;
-  const std::string word = internal::AsciiLower(v.get<std::string>());
-  for (std::string_view t : {"1", "on", "t", "true", "y", "yes"}) {
-    if (word == t) return true;
-  }
-  for (std::string_view f : {"0", "off", "f", "false", "n", "no"}) {
-    if (word == f) return false;
-  }
-  return std::nullopt;
-}
-
 // A key of a JSON config flag, refused where its config class does not have it (the engine's
 // @config classes forbid extra fields).
 template <size_t N>
@@ -2048,7 +2033,7 @@ Status ReadKernelConfig(const LaunchOptions& o, LaunchConfig& c) {
       KVTOPO_RETURN_IF_ERROR(ReadKernelBackend(where, value, internal::kLinearBackends).status());
     } else if (key == "enable_flashinfer_autotune") {
       if (value.is_null()) continue;  // unset, as the engine delays it
-      if (!PydanticBool(value)) {
+      if (!internal::PydanticBool(value)) {
         return InvalidArgument(
             fmt::format("{} must be true or false, got {}", where, internal::JsonText(value)));
       }
@@ -2090,7 +2075,7 @@ Status ReadEplbConfig(const LaunchOptions& o, LaunchConfig& c) {
     KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kEplbFields));
     const std::string where = fmt::format("{}: {}", kWhere, key);
     if (key == "log_balancedness" || key == "use_async") {
-      if (value.is_null() || !PydanticBool(value)) {
+      if (value.is_null() || !internal::PydanticBool(value)) {
         return InvalidArgument(
             fmt::format("{} must be true or false, got {}", where, internal::JsonText(value)));
       }
@@ -2113,6 +2098,209 @@ Status ReadEplbConfig(const LaunchOptions& o, LaunchConfig& c) {
                                            least, internal::JsonText(value)));
       }
       if (key == "num_redundant_experts") c.num_redundant_experts = *n;
+    }
+  }
+  return Status::Ok();
+}
+
+// The fields of CompilationConfig, PassConfig and DynamicShapesConfig (vllm/config/compilation.py
+// at 28be48fa9) that leave the plan as it is, with the types and Literals pydantic checks.
+using Field = VllmFlag::Key;
+const std::vector<Field>& CompilationFieldsNotPlanned() {
+  static const std::vector<Field> kFields = {
+      {.name = "debug_dump_path", .type = "str", .nullable = true},
+      {.name = "cache_dir", .type = "str"},
+      {.name = "compile_cache_save_format", .type = "str", .choices = {"binary", "unpacked"}},
+      {.name = "backend", .type = "str"},
+      {.name = "custom_ops", .type = "list"},
+      {.name = "ir_enable_torch_wrap", .type = "bool", .nullable = true},
+      {.name = "compile_mm_encoder", .type = "bool"},
+      {.name = "cudagraph_mm_encoder", .type = "bool"},
+      {.name = "encoder_cudagraph_token_budgets", .type = "list"},
+      {.name = "encoder_cudagraph_max_vision_items_per_batch", .type = "int"},
+      {.name = "encoder_cudagraph_max_frames_per_batch", .type = "int", .nullable = true},
+      {.name = "compile_sizes", .type = "list", .nullable = true},
+      {.name = "compile_ranges_endpoints", .type = "list", .nullable = true},
+      {.name = "inductor_compile_config", .type = "object"},
+      {.name = "inductor_passes", .type = "object"},
+      {.name = "cudagraph_num_of_warmups", .type = "int"},
+      {.name = "cudagraph_copy_inputs", .type = "bool"},
+      {.name = "cudagraph_specialize_lora", .type = "bool"},
+      {.name = "dynamic_shapes_config", .type = "object"},
+      {.name = "fast_moe_cold_start", .type = "bool", .nullable = true},
+      // PassConfig's, as "pass_config.NAME"
+      {.name = "pass_config.fuse_norm_quant", .type = "bool", .nullable = true},
+      {.name = "pass_config.fuse_act_quant", .type = "bool", .nullable = true},
+      {.name = "pass_config.eliminate_noops", .type = "bool"},
+      {.name = "pass_config.fuse_allreduce_rms", .type = "bool", .nullable = true},
+      {.name = "pass_config.fuse_minimax_qk_norm", .type = "bool"},
+      {.name = "pass_config.enable_qk_norm_rope_fusion", .type = "bool"},
+      {.name = "pass_config.fuse_rope_kvcache_cat_mla", .type = "bool", .nullable = true},
+      {.name = "pass_config.fuse_act_padding", .type = "bool", .nullable = true},
+      {.name = "pass_config.fuse_mla_dual_rms_norm", .type = "bool", .nullable = true},
+      {.name = "pass_config.fuse_rope_kvcache", .type = "bool", .nullable = true},
+      {.name = "pass_config.rope_kvcache_fusion_max_token_num", .type = "int"},
+      {.name = "pass_config.fi_allreduce_fusion_max_size_mb", .type = "float", .nullable = true},
+      // DynamicShapesConfig's, as "dynamic_shapes_config.NAME"
+      {.name = "dynamic_shapes_config.type",
+       .type = "str",
+       .choices = {"backed", "unbacked", "backed_size_oblivious"}},
+      {.name = "dynamic_shapes_config.evaluate_guards", .type = "bool"},
+      {.name = "dynamic_shapes_config.assume_32_bit_indexing", .type = "bool"},
+  };
+  return kFields;
+}
+
+// A not-planned field's value against its type (`name` as "pass_config.fuse_act_quant"), then,
+// for a nested class, its own fields.
+Status CheckCompilationField(std::string_view where, const std::string& name,
+                             const nlohmann::json& value) {
+  const std::vector<Field>& fields = CompilationFieldsNotPlanned();
+  const auto field =
+      std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.name == name; });
+  if (field == fields.end()) return Status::Ok();  // a field the table does not type
+  if (const std::string refusal = ConfigFieldRefusal(*field, value); !refusal.empty()) {
+    return InvalidArgument(fmt::format("{}: {} {} is refused by the engine's parser ({})", where,
+                                       name, internal::JsonText(value), refusal));
+  }
+  if (name == "dynamic_shapes_config" && value.is_object()) {
+    for (const auto& item : value.items()) {
+      const std::string nested = "dynamic_shapes_config." + item.key();
+      if (std::none_of(fields.begin(), fields.end(),
+                       [&](const Field& f) { return f.name == nested; })) {
+        return InvalidArgument(fmt::format(
+            "{}: dynamic_shapes_config's '{}' is not a field the engine takes (its parser refuses "
+            "it: 'Unexpected keyword argument'); fields: type, evaluate_guards, "
+            "assume_32_bit_indexing",
+            where, item.key()));
+      }
+      KVTOPO_RETURN_IF_ERROR(CheckCompilationField(where, nested, item.value()));
+    }
+  }
+  return Status::Ok();
+}
+
+// CompilationConfig's own checks of the fields kvtopo does not plan with (its field validators
+// and __post_init__, and VllmConfig's of compile_sizes and compile_ranges_endpoints): the first
+// refusal, in the engine's words.
+Status CheckCompilationRules(std::string_view where, const nlohmann::json& cc) {
+  const auto get = [&](const char* key) { return cc.contains(key) ? cc[key] : nlohmann::json(); };
+  const auto refuse = [&](std::string_view text, std::string_view fix) {
+    const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
+    return InvalidArgument(
+        fmt::format("{}: the engine refuses it ({}{}{}); {}", where, quote, text, quote, fix));
+  };
+  if (const nlohmann::json ops = get("custom_ops"); ops.is_array()) {
+    int64_t none_or_all = 0;
+    for (const nlohmann::json& op : ops) {
+      if (!op.is_string()) {
+        return InvalidArgument(
+            fmt::format("{}: custom_ops entry {} is refused by the engine's "
+                        "parser (Input should be a valid string)",
+                        where, internal::JsonText(op)));
+      }
+      none_or_all += op == "none" || op == "all";
+    }
+    if (none_or_all > 1) {
+      return refuse("Can only specify 'none' or 'all'", "give one of them in custom_ops");
+    }
+    for (const nlohmann::json& op : ops) {
+      const std::string name = op.get<std::string>();
+      if (name.empty()) {
+        return refuse("string index out of range",
+                      "drop the empty custom_ops entry (the engine fails on it)");
+      }
+      if (name.front() != '+' && name.front() != '-' && name != "all" && name != "none") {
+        return refuse(fmt::format("Invalid syntax '{}' for custom op, must be 'all', 'none', '+op' "
+                                  "or '-op' (where 'op' is the registered op name)",
+                                  name),
+                      fmt::format("write +{} to enable the op or -{} to disable it", name, name));
+      }
+    }
+  }
+  // The piecewise backend, checked when the same config names VLLM_COMPILE.
+  if (const nlohmann::json backend = get("backend"); backend.is_string()) {
+    const nlohmann::json mode = get("mode");
+    const bool vllm_compile =
+        internal::JsonIntIn(mode, 3, 3).has_value() ||
+        (mode.is_string() && internal::AsciiUpper(mode.get<std::string>()) == "VLLM_COMPILE");
+    const std::string name = backend.get<std::string>();
+    if (vllm_compile && !name.empty() && name != "eager" && name != "inductor") {
+      return refuse(fmt::format("Invalid backend for piecewise compilation: {}", name),
+                    "use backend '', eager or inductor with mode VLLM_COMPILE");
+    }
+  }
+  if (internal::PydanticBool(get("cudagraph_mm_encoder")).value_or(false)) {
+    const std::optional<int64_t> items =
+        internal::JsonIntIn(get("encoder_cudagraph_max_vision_items_per_batch"), INT64_MIN, -1);
+    if (items) {
+      return refuse(
+          "encoder_cudagraph_max_vision_items_per_batch must be non-negative (0 = "
+          "auto-infer)",
+          "give 0 or more");
+    }
+    if (internal::JsonIntIn(get("encoder_cudagraph_max_frames_per_batch"), INT64_MIN, -1)) {
+      return refuse(
+          "encoder_cudagraph_max_frames_per_batch must be non-negative (None = "
+          "auto-infer)",
+          "give 0 or more, or null");
+    }
+  }
+  // Lists of integers: pydantic's element check, then the engine's.
+  const auto integers = [&](const char* key) -> Result<std::vector<int64_t>> {
+    std::vector<int64_t> out;
+    const nlohmann::json list = get(key);
+    if (!list.is_array()) return out;
+    for (const nlohmann::json& x : list) {
+      const std::optional<int64_t> n = internal::JsonIntIn(x, INT64_MIN, INT64_MAX);
+      if (!n) {
+        return InvalidArgument(
+            fmt::format("{}: {} entry {} is refused by the engine's parser "
+                        "(Input should be a valid integer)",
+                        where, key, internal::JsonText(x)));
+      }
+      out.push_back(*n);
+    }
+    return out;
+  };
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> budgets,
+                          integers("encoder_cudagraph_token_budgets"));
+  if (std::any_of(budgets.begin(), budgets.end(), [](int64_t b) { return b <= 0; })) {
+    return refuse(fmt::format("All encoder_cudagraph_token_budgets must be positive, got [{}]",
+                              fmt::join(budgets, ", ")),
+                  "give token budgets above 0");
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> endpoints,
+                          integers("compile_ranges_endpoints"));
+  for (const int64_t x : endpoints) {
+    if (x <= 0) {
+      return refuse(fmt::format("Invalid compile range endpoint: {}", x), "give endpoints above 0");
+    }
+  }
+  if (const nlohmann::json sizes = get("compile_sizes"); sizes.is_array()) {
+    for (const nlohmann::json& x : sizes) {
+      if (x.is_string() && x != "cudagraph_capture_sizes") {
+        return refuse(fmt::format("Unrecognized size type in compile_sizes, expect "
+                                  "'cudagraph_capture_sizes', got {}",
+                                  x.get<std::string>()),
+                      "give integers or 'cudagraph_capture_sizes'");
+      }
+      if (!x.is_string() && !internal::JsonIntIn(x, INT64_MIN, INT64_MAX)) {
+        return InvalidArgument(
+            fmt::format("{}: compile_sizes entry {} is refused by the engine's "
+                        "parser (Input should be a valid integer)",
+                        where, internal::JsonText(x)));
+      }
+    }
+  }
+  if (const nlohmann::json passes = get("inductor_passes"); passes.is_object()) {
+    for (const auto& item : passes.items()) {
+      if (!item.value().is_string()) {
+        return InvalidArgument(
+            fmt::format("{}: inductor_passes '{}' {} is refused by the "
+                        "engine's parser (Input should be a valid string)",
+                        where, item.key(), internal::JsonText(item.value())));
+      }
     }
   }
   return Status::Ok();
@@ -2154,7 +2342,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
                           ParseJsonObjectFlag(*o.compilation_config, kWhere));
   auto bool_field = [](std::string_view where, const std::string& key,
                        const nlohmann::json& v) -> Result<bool> {
-    const std::optional<bool> b = PydanticBool(v);
+    const std::optional<bool> b = internal::PydanticBool(v);
     if (!b) {
       return InvalidArgument(
           fmt::format("{}: {} must be true or false, got {}", where, key, internal::JsonText(v)));
@@ -2258,14 +2446,16 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
         } else if (pass == "sp_min_token_num") {
           out.sp_min_token_num = !setting.is_null();
         } else {
+          KVTOPO_RETURN_IF_ERROR(CheckCompilationField(kWhere, "pass_config." + pass, setting));
           out.keys_not_planned.push_back("pass_config." + pass);
         }
       }
     } else {
+      KVTOPO_RETURN_IF_ERROR(CheckCompilationField(kWhere, key, value));
       out.keys_not_planned.push_back(key);
     }
   }
-  return Status::Ok();
+  return CheckCompilationRules(kWhere, cc);
 }
 
 // --attention-config (AttentionConfig, vllm/config/attention.py at 28be48fa9), checked as the
@@ -2344,7 +2534,7 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
         return InvalidArgument(
             fmt::format("{}: {} must be an integer, got {}", kWhere, key, shown));
       }
-    } else if (const std::optional<bool> b = PydanticBool(value); !b) {
+    } else if (const std::optional<bool> b = internal::PydanticBool(value); !b) {
       return InvalidArgument(
           fmt::format("{}: {} must be true or false, got {}", kWhere, key, shown));
     } else if (key == "use_trtllm_attention") {

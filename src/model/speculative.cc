@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 
 #include "internal/ascii_case.h"
 #include "internal/json_int.h"
@@ -11,6 +12,7 @@
 #include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
+#include "model/config_fields.h"
 #include "model/config_reader.h"
 #include "model/kernel_backends.h"
 #include "model/speculative_method.h"
@@ -221,6 +223,140 @@ int64_t SpeculativeConfig::NewSlotsForDrafting() const {
   return (parallel && num_speculative_tokens > 0 ? num_speculative_tokens - 1 : 0) +
          (method == "draft_model" ? 1 : 0);
 }
+
+namespace {
+
+// The types pydantic checks of the fields kvtopo does not plan with (SpeculativeConfig at
+// 28be48fa9; the n-gram window's are checked with the method); draft_load_config is a LoadConfig,
+// not checked inside.
+const std::vector<VllmFlag::Key>& FieldsNotPlanned() {
+  static const std::vector<VllmFlag::Key> kFields = {
+      {.name = "code_revision", .type = "str", .nullable = true},
+      {.name = "enforce_eager", .type = "bool", .nullable = true},
+      {.name = "suffix_decoding_max_cached_requests", .type = "int"},
+      {.name = "suffix_decoding_max_spec_factor", .type = "float"},
+      {.name = "suffix_decoding_min_token_prob", .type = "float"},
+      {.name = "rejection_sample_method",
+       .type = "str",
+       .choices = {"standard", "probabilistic", "synthetic"}},
+      {.name = "use_local_argmax_reduction", .type = "bool"},
+      {.name = "synthetic_acceptance_rates", .type = "list", .nullable = true},
+      {.name = "synthetic_acceptance_length", .type = "float", .nullable = true},
+      {.name = "draft_sample_method", .type = "str", .choices = {"greedy", "probabilistic"}},
+  };
+  return kFields;
+}
+
+// What SpeculativeConfig checks of those fields as the engine builds it (its __post_init__ and
+// validators): suffix decoding's limits, the synthetic rejection sampler's acceptance. `spec` is
+// the config parsed so far (its method and token count).
+Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& spec) {
+  for (const VllmFlag::Key& field : FieldsNotPlanned()) {
+    if (!j.contains(field.name)) continue;
+    if (const std::string refusal = ConfigFieldRefusal(field, j[field.name]); !refusal.empty()) {
+      return Bad(field.name, fmt::format("{} is refused by the engine ({})",
+                                         internal::JsonText(j[field.name]), refusal));
+    }
+  }
+  const auto refuse = [](std::string_view text, std::string_view fix) {
+    const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
+    return InvalidArgument(fmt::format(
+        "--speculative-config: the engine refuses it as it builds the config ({}{}{}); {}", quote,
+        text, quote, fix));
+  };
+  const auto number = [&](const char* key) -> std::optional<double> {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    const nlohmann::json& v = j[key];
+    if (v.is_number()) return v.get<double>();
+    if (v.is_string()) return std::strtod(v.get<std::string>().c_str(), nullptr);
+    return std::nullopt;
+  };
+  // Numbers as Python prints them in the engine's messages: a float field's value keeps its
+  // point (pydantic makes -1 a float -1.0), an int field's has none.
+  const auto python_float = [](double x) {
+    return std::abs(x) < 1e16 && x == std::floor(x) ? fmt::format("{:.1f}", x)
+                                                    : fmt::format("{}", x);
+  };
+  const auto py = [&](const char* key) {
+    const bool float_field = std::string_view(key) != "suffix_decoding_max_cached_requests";
+    return float_field ? python_float(*number(key)) : fmt::format("{}", *number(key));
+  };
+  if (spec.method == "suffix") {
+    for (const char* key :
+         {"suffix_decoding_max_cached_requests", "suffix_decoding_max_spec_factor"}) {
+      if (const std::optional<double> v = number(key); v && *v < 0) {
+        return refuse(fmt::format("{}={} must be >= 0", key, py(key)), "give 0 or more");
+      }
+    }
+    const char* kProb = "suffix_decoding_min_token_prob";
+    if (const std::optional<double> p = number(kProb); p && !(*p >= 0 && *p <= 1)) {
+      return refuse(fmt::format("{}={} must be in [0, 1]", kProb, py(kProb)), "give a probability");
+    }
+  }
+  const bool synthetic =
+      j.contains("rejection_sample_method") && j["rejection_sample_method"] == "synthetic";
+  const bool rates_given =
+      j.contains("synthetic_acceptance_rates") && !j["synthetic_acceptance_rates"].is_null();
+  const bool length_given =
+      j.contains("synthetic_acceptance_length") && !j["synthetic_acceptance_length"].is_null();
+  if (!synthetic && (rates_given || length_given)) {
+    return refuse(
+        "synthetic_acceptance_rates / synthetic_acceptance_length are only valid with "
+        "rejection_sample_method='synthetic'.",
+        "set rejection_sample_method to synthetic or drop them");
+  }
+  if (synthetic) {
+    if (rates_given == length_given) {
+      return refuse(
+          "rejection_sample_method='synthetic' requires exactly one of "
+          "synthetic_acceptance_rates or synthetic_acceptance_length.",
+          "give one of them");
+    }
+    const int64_t n = spec.num_speculative_tokens;  // 0: known only once the draft is read
+    if (rates_given) {
+      std::vector<double> rates;
+      std::vector<std::string> shown;
+      for (const nlohmann::json& r : j["synthetic_acceptance_rates"]) {
+        if (!r.is_number()) {
+          return Bad("synthetic_acceptance_rates",
+                     fmt::format("entry {} is refused by the engine (Input should be a valid "
+                                 "number)",
+                                 internal::JsonText(r)));
+        }
+        rates.push_back(r.get<double>());
+        shown.push_back(python_float(r.get<double>()));
+      }
+      const std::string list = fmt::format("[{}]", fmt::join(shown, ", "));
+      if (n > 0 && static_cast<int64_t>(rates.size()) != n) {
+        return refuse(
+            fmt::format("synthetic_acceptance_rates must have length {}, got {}.", n, list),
+            "give one rate per speculative token");
+      }
+      if (!std::all_of(rates.begin(), rates.end(), [](double r) { return r >= 0 && r <= 1; })) {
+        return refuse(
+            fmt::format("synthetic_acceptance_rates entries must be in [0, 1], got {}.", list),
+            "give rates between 0 and 1");
+      }
+      for (size_t i = 1; i < rates.size(); ++i) {
+        if (rates[i] > rates[i - 1]) {
+          return refuse(
+              fmt::format("synthetic_acceptance_rates must be non-increasing, got {}.", list),
+              "order the rates from the first token down");
+        }
+      }
+    } else if (n > 0) {
+      const double length = *number("synthetic_acceptance_length");
+      if (!(length >= 1 && length <= static_cast<double>(n + 1))) {
+        return refuse(fmt::format("synthetic_acceptance_length must be in [1, {}], got {}.", n + 1,
+                                  py("synthetic_acceptance_length")),
+                      fmt::format("give a length from 1 to {}", n + 1));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   KVTOPO_ASSIGN_OR_RETURN(nlohmann::json j, internal::ParseJsonText(text, "--speculative-config"));
@@ -439,6 +575,7 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   // The engine drafts every DFlash token in one pass (SpeculativeConfig.__post_init__).
   if (spec.method == "dflash") spec.parallel_drafting = true;
+  KVTOPO_RETURN_IF_ERROR(CheckFieldsNotPlanned(j, spec));
   return spec;
 }
 

@@ -16,8 +16,10 @@
 
 #include "internal/ascii_case.h"
 #include "internal/json_text.h"
+#include "internal/pydantic.h"
 #include "internal/units.h"
 #include "kvtopo/launch_options.h"
+#include "model/config_fields.h"
 #include "model/embedded_profiles.h"
 
 namespace kvtopo {
@@ -174,62 +176,8 @@ std::string PydanticChoices(const std::vector<std::string>& choices) {
   return out;
 }
 
-// A JSON value as pydantic's lax mode reads a bool; nullopt when it does not read one.
-std::optional<bool> LaxBool(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number() && (v.get<double>() == 0 || v.get<double>() == 1)) return v.get<double>() == 1;
-  if (v.is_string()) {
-    const std::string s = internal::AsciiLower(v.get<std::string>());
-    for (const char* word : {"0", "off", "f", "false", "n", "no"}) {
-      if (s == word) return false;
-    }
-    for (const char* word : {"1", "on", "t", "true", "y", "yes"}) {
-      if (s == word) return true;
-    }
-  }
-  return std::nullopt;
-}
-
 bool IsNone(const VllmFlag& flag, std::string_view text) {
   return flag.none && (text.empty() || text == "None");
-}
-
-// One JSON key's value against its field, as pydantic's lax mode validates Python values: the
-// reason it is refused, or empty.
-std::string KeyValueRefusal(const VllmFlag::Key& key, const nlohmann::json& v) {
-  if (v.is_null()) return key.nullable || key.type == "any" ? "" : "Input should not be None";
-  if (!key.choices.empty()) {
-    const bool listed = v.is_string() && std::find(key.choices.begin(), key.choices.end(),
-                                                   v.get<std::string>()) != key.choices.end();
-    if (listed) return "";
-    return "Input should be " + PydanticChoices(key.choices);
-  }
-  std::optional<double> number;
-  if (key.type == "bool") return LaxBool(v) ? "" : "Input should be a valid boolean";
-  if (key.type == "int") {
-    if (v.is_boolean() || v.is_number_integer()) {
-      number = v.get<double>();
-    } else if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())) {
-      number = v.get<double>();
-    } else if (v.is_string()) {
-      number = PythonInt(v.get<std::string>());
-    }
-    if (!number) return "Input should be a valid integer";
-  } else if (key.type == "float") {
-    if (v.is_number() || v.is_boolean()) {
-      number = v.get<double>();
-    } else if (v.is_string()) {
-      number = PythonFloat(v.get<std::string>());
-    }
-    if (!number) return "Input should be a valid number";
-  } else if (key.type == "str") {
-    return v.is_string() ? "" : "Input should be a valid string";
-  } else if (key.type == "list") {
-    return v.is_array() ? "" : "Input should be a valid list";
-  } else if (key.type == "object") {
-    return v.is_object() ? "" : "Input should be a valid dictionary";
-  }
-  return number ? BrokenBound(*number, key.bounds) : "";
 }
 
 // The online shorthands of vllm/config/quantization.py (_ONLINE_SHORTHANDS) with whether each
@@ -270,7 +218,9 @@ std::string QuantKeyRefusal(const nlohmann::json& v) {
 // __post_init__): the engine's message, or empty.
 std::string ConfigClassRefusal(std::string_view cls, const nlohmann::json& j) {
   const auto given = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
-  const auto on = [&](const char* key) { return given(key) && LaxBool(j[key]).value_or(false); };
+  const auto on = [&](const char* key) {
+    return given(key) && internal::PydanticBool(j[key]).value_or(false);
+  };
   const auto text = [&](const char* key) {
     return given(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
   };
@@ -370,7 +320,7 @@ Result<nlohmann::json> ConfigObject(const VllmFlag& flag, std::string_view text)
           "argument'); its fields: {}",
           flag.name, name, flag.json_class, fmt::join(names, ", ")));
     }
-    const std::string refusal = KeyValueRefusal(*key, value);
+    const std::string refusal = ConfigFieldRefusal(*key, value);
     if (!refusal.empty()) {
       return InvalidArgument(fmt::format("{}: {} {} is refused by the engine's parser ({}: {})",
                                          flag.name, name, internal::JsonText(value),
@@ -465,6 +415,42 @@ Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given) {
 }
 
 }  // namespace
+
+std::string ConfigFieldRefusal(const VllmFlag::Key& key, const nlohmann::json& v) {
+  if (v.is_null()) return key.nullable || key.type == "any" ? "" : "Input should not be None";
+  if (!key.choices.empty()) {
+    const bool listed = v.is_string() && std::find(key.choices.begin(), key.choices.end(),
+                                                   v.get<std::string>()) != key.choices.end();
+    if (listed) return "";
+    return "Input should be " + PydanticChoices(key.choices);
+  }
+  std::optional<double> number;
+  if (key.type == "bool") return internal::PydanticBool(v) ? "" : "Input should be a valid boolean";
+  if (key.type == "int") {
+    if (v.is_boolean() || v.is_number_integer()) {
+      number = v.get<double>();
+    } else if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())) {
+      number = v.get<double>();
+    } else if (v.is_string()) {
+      number = PythonInt(v.get<std::string>());
+    }
+    if (!number) return "Input should be a valid integer";
+  } else if (key.type == "float") {
+    if (v.is_number() || v.is_boolean()) {
+      number = v.get<double>();
+    } else if (v.is_string()) {
+      number = PythonFloat(v.get<std::string>());
+    }
+    if (!number) return "Input should be a valid number";
+  } else if (key.type == "str") {
+    return v.is_string() ? "" : "Input should be a valid string";
+  } else if (key.type == "list") {
+    return v.is_array() ? "" : "Input should be a valid list";
+  } else if (key.type == "object") {
+    return v.is_object() ? "" : "Input should be a valid dictionary";
+  }
+  return number ? BrokenBound(*number, key.bounds) : "";
+}
 
 const std::vector<VllmFlag>& VllmFlagsNotPlanned() { return Flags(); }
 

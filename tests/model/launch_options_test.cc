@@ -797,7 +797,7 @@ TEST(Models, PerModelMtpNamesAreMtp) {
 TEST(Models, SpeculativeKeysThatDoNotChangeThePlanAreListed) {
   auto spec = ParseSpeculativeConfig(
       R"({"method":"eagle3","num_speculative_tokens":3,"draft_tensor_parallel_size":1,)"
-      R"("disable_padded_drafter_batch":true,"rejection_sample_method":"strict"})");
+      R"("disable_padded_drafter_batch":true,"rejection_sample_method":"probabilistic"})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->not_planned_keys, (std::vector<std::string>{"rejection_sample_method"}));
   EXPECT_EQ(spec->draft_tensor_parallel_size, 1);

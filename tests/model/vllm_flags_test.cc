@@ -336,6 +336,103 @@ TEST(VllmFlags, WorkerStartAndRuntimeLoraUpdating) {
   EXPECT_EQ(plan->capacity.max_tokens, 149792);
 }
 
+// The launch options' config fields that leave the plan as it is: typed as pydantic types them,
+// and checked as their classes check them.
+std::string OptionRefusal(std::string compilation, std::string speculative = "") {
+  LaunchOptions o;
+  o.model = "glm-5.1";
+  if (!compilation.empty()) o.compilation_config = std::move(compilation);
+  if (!speculative.empty()) o.speculative_config = std::move(speculative);
+  const Result<LaunchConfig> c = ToLaunchConfig(o);
+  return c.ok() ? "" : c.status().message();
+}
+
+TEST(VllmFlags, CompilationAndSpeculativeFieldsNotPlanned) {
+  EXPECT_EQ(OptionRefusal(R"({"custom_ops": ["none", "all"]})"),
+            "--compilation-config: the engine refuses it (\"Can only specify 'none' or 'all'\"); "
+            "give one of them in custom_ops");
+  EXPECT_EQ(OptionRefusal(R"({"custom_ops": ["rms_norm"]})"),
+            "--compilation-config: the engine refuses it (\"Invalid syntax 'rms_norm' for custom "
+            "op, must be 'all', 'none', '+op' or '-op' (where 'op' is the registered op name)\"); "
+            "write +rms_norm to enable the op or -rms_norm to disable it");
+  EXPECT_EQ(OptionRefusal(R"({"custom_ops": ["none", "+rms_norm", "-silu_and_mul"]})"), "");
+  EXPECT_EQ(OptionRefusal(R"({"mode": "VLLM_COMPILE", "backend": "cudagraphs"})"),
+            "--compilation-config: the engine refuses it ('Invalid backend for piecewise "
+            "compilation: cudagraphs'); use backend '', eager or inductor with mode VLLM_COMPILE");
+  EXPECT_EQ(OptionRefusal(R"({"backend": "cudagraphs"})"), "");  // checked with the mode only
+  EXPECT_EQ(OptionRefusal(R"({"compile_cache_save_format": "zip"})"),
+            "--compilation-config: compile_cache_save_format \"zip\" is refused by the engine's "
+            "parser (Input should be 'binary' or 'unpacked')");
+  EXPECT_EQ(OptionRefusal(R"({"compile_ranges_endpoints": [8, 0]})"),
+            "--compilation-config: the engine refuses it ('Invalid compile range endpoint: 0'); "
+            "give endpoints above 0");
+  EXPECT_EQ(OptionRefusal(R"({"compile_sizes": [1, "cudagraph_capture_sizes", "all"]})"),
+            "--compilation-config: the engine refuses it (\"Unrecognized size type in "
+            "compile_sizes, expect 'cudagraph_capture_sizes', got all\"); give integers or "
+            "'cudagraph_capture_sizes'");
+  EXPECT_EQ(OptionRefusal(R"({"encoder_cudagraph_token_budgets": [512, 0]})"),
+            "--compilation-config: the engine refuses it ('All encoder_cudagraph_token_budgets "
+            "must be positive, got [512, 0]'); give token budgets above 0");
+  EXPECT_EQ(OptionRefusal(R"({"cudagraph_mm_encoder": true,
+                               "encoder_cudagraph_max_vision_items_per_batch": -1})"),
+            "--compilation-config: the engine refuses it "
+            "('encoder_cudagraph_max_vision_items_per_batch must be non-negative (0 = "
+            "auto-infer)'); give 0 or more");
+  EXPECT_EQ(OptionRefusal(R"({"dynamic_shapes_config": {"type": "lazy"}})"),
+            "--compilation-config: dynamic_shapes_config.type \"lazy\" is refused by the engine's "
+            "parser (Input should be 'backed', 'unbacked' or 'backed_size_oblivious')");
+  EXPECT_EQ(OptionRefusal(R"({"pass_config": {"fuse_norm_quant": "maybe"}})"),
+            "--compilation-config: pass_config.fuse_norm_quant \"maybe\" is refused by the "
+            "engine's parser (Input should be a valid boolean)");
+  EXPECT_EQ(OptionRefusal(R"({"pass_config": {"fuse_norm_quant": "yes"}})"), "");
+
+  const std::string mtp = R"({"method": "mtp", "num_speculative_tokens": 2, )";
+  EXPECT_EQ(OptionRefusal("", mtp + R"("draft_sample_method": "topk"})"),
+            "--speculative-config: 'draft_sample_method' \"topk\" is refused by the engine (Input "
+            "should be 'greedy' or 'probabilistic')");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic"})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "(\"rejection_sample_method='synthetic' requires exactly one of "
+            "synthetic_acceptance_rates or synthetic_acceptance_length.\"); give one of them");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_rates": [0.9, 0.8, 0.7]})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('synthetic_acceptance_rates must have length 2, got [0.9, 0.8, 0.7].'); give one "
+            "rate per speculative token");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_rates": [0.8, 0.9]})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('synthetic_acceptance_rates must be non-increasing, got [0.8, 0.9].'); order the "
+            "rates from the first token down");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_length": 3.5})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('synthetic_acceptance_length must be in [1, 3], got 3.5.'); give a length from 1 to "
+            "3");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_length": 2.4})"),
+            "");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("synthetic_acceptance_length": 2})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "(\"synthetic_acceptance_rates / synthetic_acceptance_length are only valid with "
+            "rejection_sample_method='synthetic'.\"); set rejection_sample_method to synthetic or "
+            "drop them");
+  EXPECT_EQ(OptionRefusal("", R"({"method": "suffix", "suffix_decoding_min_token_prob": 1.5})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('suffix_decoding_min_token_prob=1.5 must be in [0, 1]'); give a probability");
+  EXPECT_EQ(OptionRefusal("", R"({"method": "suffix", "suffix_decoding_max_spec_factor": -1})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('suffix_decoding_max_spec_factor=-1.0 must be >= 0'); give 0 or more");
+  EXPECT_EQ(OptionRefusal("", R"({"method": "suffix", "suffix_decoding_max_cached_requests": -1})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('suffix_decoding_max_cached_requests=-1 must be >= 0'); give 0 or more");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_rates": [1, 1.5]})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('synthetic_acceptance_rates entries must be in [0, 1], got [1.0, 1.5].'); give "
+            "rates between 0 and 1");
+}
+
 TEST(VllmFlags, HumanReadableNumbersInConfigJson) {
   EXPECT_EQ(*ExpandJsonHumanReadableNumbers(R"({"a": 80m, "b": "80m", "c": 1.5k, "d": 2K})", ""),
             R"({"a": 80000000, "b": "80m", "c": 1500, "d": 2048})");

@@ -1,0 +1,16 @@
+// Internal: a JSON config class's fields as the engine's pydantic configs check them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kvtopo/launch_options.h"
+
+namespace kvtopo {
+
+// The reason pydantic's lax mode refuses `value` for `field` as a config class reads its JSON
+// (TypeAdapter.validate_json), in pydantic's words ("Input should be a valid integer", "Input
+// should be 'a' or 'b'", "Input should be greater than or equal to 1"), or empty when it takes it.
+std::string ConfigFieldRefusal(const VllmFlag::Key& field, const nlohmann::json& value);
+
+}  // namespace kvtopo
