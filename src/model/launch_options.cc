@@ -1711,6 +1711,51 @@ Result<nlohmann::json> ParseJsonObjectFlag(const std::string& text, std::string_
 Result<nlohmann::json> ReadConnectorConfig(const std::string& text, std::string_view flag,
                                            std::string_view prefix, std::string_view suggested) {
   KVTOPO_ASSIGN_OR_RETURN(nlohmann::json config, ParseJsonObjectFlag(text, flag));
+  // KVTransferConfig's and ECTransferConfig's fields (vllm/config/kv_transfer.py and
+  // ec_transfer.py at 28be48fa9), named here without their kv_/ec_ prefix, which pydantic checks
+  // before __post_init__; the class forbids any other key.
+  static const std::vector<VllmFlag::Key> kFields = {
+      {.name = "connector", .type = "str", .nullable = true},
+      {.name = "engine_id", .type = "str", .nullable = true},
+      {.name = "buffer_device", .type = "str"},  // ec_buffer_device may be null too
+      {.name = "buffer_size", .type = "float"},
+      {.name = "role", .type = "any", .nullable = true},  // checked below
+      {.name = "rank", .type = "int", .nullable = true},
+      {.name = "parallel_size", .type = "int"},
+      {.name = "ip", .type = "str"},
+      {.name = "port", .type = "int"},
+      {.name = "connector_extra_config", .type = "object"},
+      {.name = "connector_module_path", .type = "str", .nullable = true},
+      {.name = "enable_permute_local_kv", .type = "bool"},                               // kv only
+      {.name = "load_failure_policy", .type = "str", .choices = {"recompute", "fail"}},  // kv only
+  };
+  std::vector<std::string> names;
+  for (const VllmFlag::Key& f : kFields) {
+    const bool kv_only = f.name == "enable_permute_local_kv" || f.name == "load_failure_policy";
+    if (kv_only && prefix != "kv") continue;
+    names.push_back(f.name == "engine_id" || f.name == "enable_permute_local_kv"
+                        ? f.name
+                        : fmt::format("{}_{}", prefix, f.name));
+  }
+  for (const auto& item : config.items()) {
+    const std::string& key = item.key();
+    const auto name = std::find(names.begin(), names.end(), key);
+    if (name == names.end()) {
+      return InvalidArgument(fmt::format(
+          "{}: '{}' is not a field the engine takes (its parser refuses it: 'Unexpected keyword "
+          "argument'); fields: {}",
+          flag, key, fmt::join(names, ", ")));
+    }
+    const std::string bare = key.starts_with(fmt::format("{}_", prefix)) ? key.substr(3) : key;
+    const auto field = std::find_if(kFields.begin(), kFields.end(),
+                                    [&](const VllmFlag::Key& f) { return f.name == bare; });
+    VllmFlag::Key checked = *field;
+    checked.nullable = checked.nullable || key == "ec_buffer_device";
+    if (const std::string refusal = ConfigFieldRefusal(checked, item.value()); !refusal.empty()) {
+      return InvalidArgument(fmt::format("{}: {} {} is refused by the engine's parser ({})", flag,
+                                         key, internal::JsonText(item.value()), refusal));
+    }
+  }
   const std::string role_key = fmt::format("{}_role", prefix);
   const auto role = config.find(role_key);
   const bool role_set = role != config.end() && !role->is_null();

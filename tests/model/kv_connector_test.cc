@@ -195,8 +195,40 @@ TEST(KvConnector, RefusedValuesNamed) {
   o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
                              "kv_connector_extra_config": [1]})";
   EXPECT_EQ(message(o),
-            "--kv-transfer-config: kv_connector_extra_config must be a JSON object, got [1]");
+            "--kv-transfer-config: kv_connector_extra_config [1] is refused by the engine's parser "
+            "(Input should be a valid dictionary)");
+  // KVTransferConfig forbids other keys and types its fields (pydantic, before __post_init__).
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                             "kv_connector_extra": {}})";
+  EXPECT_EQ(message(o),
+            "--kv-transfer-config: 'kv_connector_extra' is not a field the engine takes (its "
+            "parser refuses it: 'Unexpected keyword argument'); fields: kv_connector, engine_id, "
+            "kv_buffer_device, kv_buffer_size, kv_role, kv_rank, kv_parallel_size, kv_ip, kv_port, "
+            "kv_connector_extra_config, kv_connector_module_path, enable_permute_local_kv, "
+            "kv_load_failure_policy");
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                             "kv_port": "5557a"})";
+  EXPECT_EQ(message(o),
+            "--kv-transfer-config: kv_port \"5557a\" is refused by the engine's parser (Input "
+            "should be a valid integer)");
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                             "kv_load_failure_policy": "retry"})";
+  EXPECT_EQ(message(o),
+            "--kv-transfer-config: kv_load_failure_policy \"retry\" is refused by the engine's "
+            "parser (Input should be 'recompute' or 'fail')");
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                             "kv_port": "5557", "kv_buffer_size": 5e9, "engine_id": null,
+                             "enable_permute_local_kv": "true"})";
+  EXPECT_TRUE(ToLaunchConfig(o).ok()) << message(o);
   o.kv_transfer_config.reset();
+  o.ec_transfer_config = R"({"ec_connector": "ECExampleConnector", "ec_role": "ec_consumer",
+                             "ec_buffer_device": null, "kv_port": 1})";
+  EXPECT_EQ(message(o),
+            "--ec-transfer-config: 'kv_port' is not a field the engine takes (its parser refuses "
+            "it: 'Unexpected keyword argument'); fields: ec_connector, engine_id, "
+            "ec_buffer_device, ec_buffer_size, ec_role, ec_rank, ec_parallel_size, ec_ip, "
+            "ec_port, ec_connector_extra_config, ec_connector_module_path");
+  o.ec_transfer_config.reset();
   o.kv_offloading_size = "-1";
   EXPECT_EQ(message(o), "--kv-offloading-size must be a number of GiB, 0 or more, got '-1'");
   o.kv_offloading_size = "1e300";
