@@ -3316,6 +3316,58 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
         "--reasoning-parser-plugin",
         *o.reasoning_parser, *o.reasoning_parser, fmt::join(kReasoningParsers, ", ")));
   }
+  // The reasoning and structured-outputs configs (flags not planned with, their values already
+  // checked): --reasoning-parser, when given, replaces the parser each names. The reasoning
+  // config looks its parser up when a start or end string is missing
+  // (ReasoningConfig.initialize_token_ids, as the engine builds its config: '' is looked up too),
+  // and the API server looks up the structured-outputs config's (validate_api_server_args).
+  // A plugin file may register more.
+  const auto config_json = [&](std::string_view flag) -> std::optional<nlohmann::json> {
+    const VllmFlagValue* v = FindVllmFlagValue(o.not_planned_values, flag);
+    if (v == nullptr || v->values.empty() || v->values.front() == "None" ||
+        v->values.front().empty()) {
+      return std::nullopt;
+    }
+    const Result<std::string> text = ExpandJsonHumanReadableNumbers(v->values.front(), flag);
+    if (!text.ok()) return std::nullopt;
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return std::nullopt;
+    return j;
+  };
+  const auto text_field = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  const bool parser_given = o.reasoning_parser && !o.reasoning_parser->empty();
+  const auto registered = [](const std::string& name) {
+    return std::find(std::begin(kReasoningParsers), std::end(kReasoningParsers), name) !=
+           std::end(kReasoningParsers);
+  };
+  if (const std::optional<nlohmann::json> rc = config_json("--reasoning-config");
+      rc && !parser_given && !plugin(o.reasoning_parser_plugin)) {
+    const std::string name = text_field(*rc, "reasoning_parser");
+    if ((text_field(*rc, "reasoning_start_str").empty() ||
+         text_field(*rc, "reasoning_end_str").empty()) &&
+        !registered(name)) {
+      return Rejected(fmt::format(
+          "--reasoning-config {} without both reasoning_start_str and reasoning_end_str looks "
+          "up its parser '{}', which the engine does not register: it raises as it builds its "
+          "config (\"Reasoning parser '{}' not found.\"); give both strings, or name a parser "
+          "(--reasoning-parser, or the config's reasoning_parser): {}",
+          internal::JsonText(*rc), name, name, fmt::join(kReasoningParsers, ", ")));
+    }
+  }
+  if (const std::optional<nlohmann::json> so = config_json("--structured-outputs-config");
+      so && !parser_given) {
+    const std::string name = text_field(*so, "reasoning_parser");
+    if (!name.empty() && !registered(name) && !plugin(o.reasoning_parser_plugin) &&
+        text_field(*so, "reasoning_parser_plugin").size() <= 3) {
+      return Rejected(fmt::format(
+          "--structured-outputs-config's reasoning_parser '{}' is not a parser the engine "
+          "registers: its API server refuses it before the engine starts ('invalid reasoning "
+          "parser: {}'); pick one of {}, or add yours with --reasoning-parser-plugin",
+          name, name, fmt::join(kReasoningParsers, ", ")));
+    }
+  }
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -619,6 +620,25 @@ Status CheckFlagRules(const LaunchOptions& o) {
                     "observability",
                     "collect_detailed_traces requires `--otlp-traces-endpoint` to be set.",
                     "add --otlp-traces-endpoint");
+  }
+
+  // ObservabilityConfig: the version whose hidden metrics to show is a PEP 440 version
+  // (packaging.version.parse, whose VERSION_PATTERN this is, matched in any case with spaces
+  // around).
+  if (const std::optional<std::string> version = value("--show-hidden-metrics-for-version");
+      version && *version != "None" && !version->empty()) {
+    static const std::regex kPep440(R"(^\s*v?(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*)"
+                                    R"((?:[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?)"
+                                    R"((?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?)"
+                                    R"((?:[-_.]?dev[-_.]?[0-9]*)?)"
+                                    R"((?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?\s*$)",
+                                    std::regex::icase | std::regex::optimize);
+    // (A longer text is not matched: std::regex recurses per character.)
+    if (version->size() <= 256 && !std::regex_match(*version, kPep440)) {
+      return refuse(fmt::format("--show-hidden-metrics-for-version '{}'", *version),
+                    "observability", fmt::format("Invalid version: '{}'", *version),
+                    "give a version such as 0.20");
+    }
   }
 
   // ParallelConfig: nsight profiling needs Ray workers.

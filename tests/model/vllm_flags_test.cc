@@ -2,6 +2,7 @@
 // and configs check them (profiles/vllm-flags.json, src/model/vllm_flags.cc).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,50 @@ TEST(VllmFlags, RulesBetweenFlags) {
             "parser refuses it ('Invalid fields for --lora-modules'); give name, path and "
             "optionally base_model_name, is_3d_lora_weight");
   EXPECT_EQ(Refusal({Flag("--lora-modules", {R"({"name": "sql", "path": "/l"})"})}), "");
+  EXPECT_EQ(Refusal({Flag("--show-hidden-metrics-for-version", {"next"})}),
+            "--show-hidden-metrics-for-version 'next': the engine refuses it as it builds its "
+            "observability config (\"Invalid version: 'next'\"); give a version such as 0.20");
+  for (const char* version : {"0.20", " v1.0rc1 ", "1.0.post2.dev3+local.7", "2!1.0-1", "None"}) {
+    EXPECT_EQ(Refusal({Flag("--show-hidden-metrics-for-version", {version})}), "") << version;
+  }
+}
+
+TEST(VllmFlags, ReasoningParsersLookedUp) {
+  const auto refusal = [](std::vector<VllmFlagValue> values, std::optional<std::string> parser) {
+    LaunchOptions o;
+    o.model = "kimi-k2.6";
+    o.reasoning_parser = std::move(parser);
+    o.not_planned_values = std::move(values);
+    const Result<LaunchConfig> c = ToLaunchConfig(o);
+    return c.ok() ? "" : c.status().message();
+  };
+  // Without both strings the reasoning config looks its parser up, '' included.
+  EXPECT_TRUE(refusal({Flag("--reasoning-config", {"{}"})}, std::nullopt)
+                  .starts_with("--reasoning-config {} without both reasoning_start_str and "
+                               "reasoning_end_str looks up its parser '', which the engine does "
+                               "not register: it raises as it builds its config (\"Reasoning "
+                               "parser '' not found.\"); give both strings, or name a parser "
+                               "(--reasoning-parser, or the config's reasoning_parser): "
+                               "cohere_command3, "));
+  EXPECT_EQ(refusal({Flag("--reasoning-config", {"{}"})}, "kimi_k2"), "");
+  EXPECT_EQ(refusal({Flag("--reasoning-config", {R"({"reasoning_parser": "deepseek_r1"})"})},
+                    std::nullopt),
+            "");
+  EXPECT_EQ(
+      refusal({Flag("--reasoning-config",
+                    {R"({"reasoning_start_str": "<think>", "reasoning_end_str": "</think>"})"})},
+              std::nullopt),
+      "");
+  EXPECT_TRUE(
+      refusal({Flag("--structured-outputs-config", {R"({"reasoning_parser": "r1"})"})},
+              std::nullopt)
+          .starts_with("--structured-outputs-config's reasoning_parser 'r1' is not a parser the "
+                       "engine registers: its API server refuses it before the engine starts "
+                       "('invalid reasoning parser: r1'); pick one of cohere_command3, "));
+  // --reasoning-parser replaces the config's.
+  EXPECT_EQ(refusal({Flag("--structured-outputs-config", {R"({"reasoning_parser": "r1"})"})},
+                    "deepseek_r1"),
+            "");
 }
 
 // The error lines of `model` planned with the flags (8 GiB of cache).
