@@ -2752,6 +2752,17 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "use mp, or one node per engine",
         nnodes, executor));
   }
+  // EngineArgs._check_feature_supported: pipeline stages need an executor that supports them
+  // (ray, mp, external_launcher; a class named on the command line is a string to it).
+  if (const std::optional<std::string>& executor = o.distributed_executor_backend;
+      executor && c.pipeline_parallel_size > 1 && *executor != "ray" && *executor != "mp" &&
+      *executor != "external_launcher") {
+    return Rejected(fmt::format(
+        "--distributed-executor-backend {} with --pipeline-parallel-size {}: the engine refuses "
+        "it as it builds its config ('Pipeline Parallelism without Ray distributed executor or "
+        "multiprocessing executor or external launcher is not supported.'); use mp or ray",
+        *executor, c.pipeline_parallel_size));
+  }
   // UniProcExecutor runs one worker, rank 0, in the engine core's process: a world of more ranks
   // (TP x PP x PCP) waits in torch.distributed's initialization for ranks no process starts.
   if (const int64_t world = c.parallel.tensor_parallel_size * c.pipeline_parallel_size *
@@ -3684,6 +3695,36 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.worker_multiproc_method) c.worker_multiproc_method = *o.worker_multiproc_method;
   c.not_planned_flags = o.not_planned;
   c.not_planned_values = o.not_planned_values;
+  // The load formats the engine registers (_LOAD_FORMAT_TO_MODEL_LOADER at 28be48fa9); a
+  // plugin may register more (register_model_loader), so another is a warning.
+  if (const VllmFlagValue* load = FindVllmFlagValue(o.not_planned_values, "--load-format");
+      load != nullptr && !load->values.empty()) {
+    static constexpr std::string_view kLoadFormats[] = {"auto",
+                                                        "hf",
+                                                        "bitsandbytes",
+                                                        "dummy",
+                                                        "fastsafetensors",
+                                                        "gguf",
+                                                        "instanttensor",
+                                                        "mistral",
+                                                        "npcache",
+                                                        "pt",
+                                                        "runai_streamer",
+                                                        "runai_streamer_sharded",
+                                                        "safetensors",
+                                                        "sharded_state",
+                                                        "tensorizer"};
+    const std::string& format = load->values.front();
+    if (std::find(std::begin(kLoadFormats), std::end(kLoadFormats), format) ==
+        std::end(kLoadFormats)) {
+      diagnostics.push_back(
+          {Severity::kWarning, "load-format-unregistered",
+           fmt::format("--load-format '{}' is not a load format the engine registers ({}): its "
+                       "workers refuse it as they start ('Load format `{}` is not supported') "
+                       "unless a plugin registers it (register_model_loader)",
+                       format, fmt::join(kLoadFormats, ", "), format)});
+    }
+  }
   for (const std::string& name : o.not_planned) {
     if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {
       diagnostics.push_back(

@@ -523,6 +523,34 @@ TEST(VllmFlags, CommandLine) {
             "--numa-bind\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-7").exit_code, 0);
+  // Pipeline stages need ray, mp or external_launcher; a class named on the command line is a
+  // string to the engine's check.
+  const testing::CliResult pp =
+      RunCli("check kimi-k2.6 -tp 4 -pp 2 --distributed-executor-backend my.pkg.Executor", true);
+  EXPECT_EQ(pp.exit_code, 1);
+  EXPECT_EQ(pp.out,
+            "kvtopo: --distributed-executor-backend my.pkg.Executor with --pipeline-parallel-size "
+            "2: the engine refuses it as it builds its config ('Pipeline Parallelism without Ray "
+            "distributed executor or multiprocessing executor or external launcher is not "
+            "supported.'); use mp or ray\n");
+  // A load format no loader registers warns: a plugin may register it.
+  LaunchOptions load;
+  load.model = "kimi-k2.6";
+  load.not_planned_values = {Flag("--load-format", {"safetensor"})};
+  Result<LaunchConfig> c = ToLaunchConfig(load);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "load-format-unregistered");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--load-format 'safetensor' is not a load format the engine registers (auto, hf, "
+            "bitsandbytes, dummy, fastsafetensors, gguf, instanttensor, mistral, npcache, pt, "
+            "runai_streamer, runai_streamer_sharded, safetensors, sharded_state, tensorizer): its "
+            "workers refuse it as they start ('Load format `safetensor` is not supported') unless "
+            "a plugin registers it (register_model_loader)");
+  load.not_planned_values = {Flag("--load-format", {"runai_streamer"})};
+  c = ToLaunchConfig(load);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->launch_diagnostics.empty());
   // A connector's config is a config class too: 80G is bytes.
   EXPECT_EQ(RunCli("check kimi-k2.6 --kv-transfer-config '{\"kv_connector\": "
                    "\"OffloadingConnector\", \"kv_role\": \"kv_both\", "
