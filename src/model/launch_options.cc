@@ -884,8 +884,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "how the engine runs its workers: ray, mp, uni, external_launcher or an Executor class "
        "(the cache is the same, but DeepSeek-V4's offloading connector fails on workers in "
        "processes of their own, mp and ray); the engine refuses any but mp, uni and "
-       "external_launcher with --nnodes above 1, and uni, one worker, hangs with TP x PP x PCP "
-       "above 1 (refused); default: the engine's choice, mp for more than one worker",
+       "external_launcher with --nnodes above 1, any but mp, ray and external_launcher with "
+       "pipeline stages, and uni, one worker, hangs with TP x PCP above 1 (refused); default: "
+       "the engine's choice, mp for more than one worker",
        &LO::distributed_executor_backend},
       {"enable_return_routed_experts",
        {},
@@ -3695,6 +3696,27 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.worker_multiproc_method) c.worker_multiproc_method = *o.worker_multiproc_method;
   c.not_planned_flags = o.not_planned;
   c.not_planned_values = o.not_planned_values;
+  // The tokenizer modes the engine registers (TokenizerMode and _VLLM_TOKENIZERS at 28be48fa9;
+  // auto and slow resolve to hf), unless the tokenizer is not loaded; a plugin may register
+  // more, so another is a warning.
+  if (const VllmFlagValue* mode = FindVllmFlagValue(o.not_planned_values, "--tokenizer-mode");
+      mode != nullptr && !mode->values.empty()) {
+    const VllmFlagValue* skip = FindVllmFlagValue(o.not_planned_values, "--skip-tokenizer-init");
+    static constexpr std::string_view kTokenizerModes[] = {
+        "auto",        "slow",      "hf",    "mistral",    "deepseek_v32",
+        "deepseek_v4", "fastokens", "grok2", "kimi_audio", "qwen_vl"};
+    const std::string& name = mode->values.front();
+    if (!(skip != nullptr && skip->on.value_or(false)) &&
+        std::find(std::begin(kTokenizerModes), std::end(kTokenizerModes), name) ==
+            std::end(kTokenizerModes)) {
+      diagnostics.push_back(
+          {Severity::kWarning, "tokenizer-mode-unregistered",
+           fmt::format("--tokenizer-mode '{}' is not a tokenizer mode the engine registers ({}): "
+                       "it fails as it loads the tokenizer (\"No tokenizer registered for "
+                       "tokenizer_mode='{}'.\") unless a plugin registers it",
+                       name, fmt::join(kTokenizerModes, ", "), name)});
+    }
+  }
   // The load formats the engine registers (_LOAD_FORMAT_TO_MODEL_LOADER at 28be48fa9); a
   // plugin may register more (register_model_loader), so another is a warning.
   if (const VllmFlagValue* load = FindVllmFlagValue(o.not_planned_values, "--load-format");

@@ -551,6 +551,19 @@ TEST(VllmFlags, CommandLine) {
   c = ToLaunchConfig(load);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->launch_diagnostics.empty());
+  load.not_planned_values = {Flag("--tokenizer-mode", {"fast"})};
+  c = ToLaunchConfig(load);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--tokenizer-mode 'fast' is not a tokenizer mode the engine registers (auto, slow, "
+            "hf, mistral, deepseek_v32, deepseek_v4, fastokens, grok2, kimi_audio, qwen_vl): it "
+            "fails as it loads the tokenizer (\"No tokenizer registered for "
+            "tokenizer_mode='fast'.\") unless a plugin registers it");
+  load.not_planned_values.push_back(Switch("--skip-tokenizer-init"));
+  c = ToLaunchConfig(load);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->launch_diagnostics.empty());  // no tokenizer is loaded
   // A connector's config is a config class too: 80G is bytes.
   EXPECT_EQ(RunCli("check kimi-k2.6 --kv-transfer-config '{\"kv_connector\": "
                    "\"OffloadingConnector\", \"kv_role\": \"kv_both\", "
