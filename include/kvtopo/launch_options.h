@@ -301,8 +301,8 @@ struct VllmFlag {
     std::optional<double> min, above, max, below;
   };
   Bounds bounds;
-  // A JSON flag the engine reads into a config class: the class, its fields, and whether its
-  // parser refuses any other key (extra="forbid").
+  // A JSON flag the engine reads into a config class: the class and its fields (its parser
+  // refuses any other key: the @config classes' extra="forbid").
   struct Key {
     std::string name;
     // "bool", "int", "float", "str", "list", "object", or "any" (not checked)
@@ -313,7 +313,6 @@ struct VllmFlag {
   };
   std::string json_class;
   std::vector<Key> keys;
-  bool other_keys_refused = false;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();

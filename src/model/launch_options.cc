@@ -3342,9 +3342,9 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
     }
     const Result<std::string> text = ExpandJsonHumanReadableNumbers(v->values.front(), flag);
     if (!text.ok()) return std::nullopt;
-    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) return std::nullopt;
-    return j;
+    Result<nlohmann::json> j = internal::ParseJsonText(*text, flag);
+    if (!j.ok() || !j->is_object()) return std::nullopt;
+    return *std::move(j);
   };
   const auto text_field = [](const nlohmann::json& j, const char* key) {
     return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -88,7 +89,6 @@ const std::vector<VllmFlag>& Flags() {
                                  .bounds = ReadBounds(k)});
           }
         }
-        flag.other_keys_refused = e.value("closed", false);
         r.push_back(std::move(flag));
       }
     }
@@ -242,8 +242,10 @@ std::string ConfigClassRefusal(std::string_view cls, const nlohmann::json& j) {
       return "torch_profiler_dir must be set when profiler is 'torch'";
     }
   } else if (cls == "PoolerConfig") {
-    const auto zero = [&](const char* key) {
-      return given(key) && j[key].is_number() && j[key].get<double>() == 0;
+    const auto zero = [&](const char* key) {  // a float field: pydantic takes "0" too
+      if (!given(key)) return false;
+      if (j[key].is_number()) return j[key].get<double>() == 0;
+      return j[key].is_string() && PythonFloat(j[key].get<std::string>()) == 0.0;
     };
     if (given("logit_bias") && given("logit_mean")) {
       return "Cannot set both `logit_bias` and `logit_mean`. `logit_bias` is deprecated, use "
@@ -297,12 +299,24 @@ std::string ConfigClassRefusal(std::string_view cls, const nlohmann::json& j) {
   return "";
 }
 
+// JSON text as json.loads reads it, nested at most kMaxJsonDepth levels (kvtopo's bound on every
+// JSON value it reads): the value, a discarded value when it is not JSON, or the error
+// for nesting deeper.
+Result<nlohmann::json> Loads(std::string_view text, std::string_view what) {
+  Result<nlohmann::json> j = internal::ParseJsonText(text, what);
+  if (j.ok() ||
+      j.status().message().find(" nests arrays and objects deeper than ") != std::string::npos) {
+    return j;
+  }
+  return nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
 // A config class's JSON value as the engine's parser reads it (parse_dataclass): the object,
 // or the reason it is refused.
 Result<nlohmann::json> ConfigObject(const VllmFlag& flag, std::string_view text) {
   KVTOPO_ASSIGN_OR_RETURN(const std::string expanded,
                           ExpandJsonHumanReadableNumbers(text, flag.name));
-  const nlohmann::json j = nlohmann::json::parse(expanded, nullptr, /*allow_exceptions=*/false);
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, Loads(expanded, flag.name));
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgument(fmt::format(
         "{} {}: {} (the engine's parser refuses it); give a JSON object of {}'s fields", flag.name,
@@ -337,7 +351,7 @@ Result<nlohmann::json> ConfigObject(const VllmFlag& flag, std::string_view text)
 
 // json.loads of the text: the value, or the parser's refusal.
 Result<nlohmann::json> JsonLoads(const VllmFlag& flag, std::string_view text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, Loads(text, flag.name));
   if (j.is_discarded()) {
     return InvalidArgument(
         fmt::format("{} {}: not JSON (the engine's parser refuses it: 'invalid loads value'){}",
@@ -655,7 +669,7 @@ Status CheckFlagRules(const LaunchOptions& o) {
   for (const char* flag : {"--additional-config", "--override-generation-config"}) {
     const std::optional<std::string> v = value(flag);
     if (!v) continue;
-    const nlohmann::json j = nlohmann::json::parse(*v, nullptr, /*allow_exceptions=*/false);
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, Loads(*v, flag));
     if (!j.is_object()) {
       return refuse(fmt::format("{} {}", flag, *v),
                     std::string_view(flag) == "--additional-config" ? "vLLM" : "model",
@@ -676,7 +690,7 @@ Status CheckFlagRules(const LaunchOptions& o) {
       }
       continue;
     }
-    const nlohmann::json j = nlohmann::json::parse(item, nullptr, /*allow_exceptions=*/false);
+    KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json j, Loads(item, "--lora-modules"));
     if (j.is_discarded()) {
       return InvalidArgument(fmt::format(
           "--lora-modules '{}': the engine's parser refuses it ('Invalid JSON format for "
@@ -744,7 +758,9 @@ std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::
   // limit_per_prompt counts (0 or more) or option objects per modality.
   const auto json = [&](std::string_view flag) {
     const std::optional<std::string> v = value(flag);
-    return v ? nlohmann::json::parse(*v, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+    if (!v) return nlohmann::json();
+    const Result<nlohmann::json> j = Loads(*v, flag);
+    return j.ok() ? *j : nlohmann::json(nlohmann::json::value_t::discarded);
   };
   if (const nlohmann::json j = json("--mm-processor-kwargs"); !j.is_null() && !j.is_object()) {
     return refusal(fmt::format("--mm-processor-kwargs {}", *value("--mm-processor-kwargs")),

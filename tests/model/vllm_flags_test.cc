@@ -70,6 +70,9 @@ TEST(VllmFlags, TypesChoicesAndBounds) {
   EXPECT_EQ(Refusal({Flag("--default-chat-template-kwargs", {"None"})}),
             "--default-chat-template-kwargs None: not JSON (the engine's parser refuses it: "
             "'invalid loads value'); write null");
+  // kvtopo's bound on every JSON value's nesting holds here too.
+  EXPECT_EQ(Refusal({Flag("--allowed-origins", {std::string(65, '[') + std::string(65, ']')})}),
+            "--allowed-origins nests arrays and objects deeper than 64 levels");
   // Multimodal bounds are MultiModalConfig's, which a text model never builds.
   EXPECT_EQ(Refusal({Flag("--video-pruning-rate", {"2"})}), "");
 }
