@@ -1049,12 +1049,6 @@ void ValidateBackends(Builder& b) {
   }
 }
 
-// The dtype the engine runs the model in (vLLM's _get_and_verify_dtype, on a GPU that computes
-// in bfloat16): --dtype when given; under auto, the config's torch_dtype, except that a float32
-// config runs as bfloat16, and so does a float16 config of a model type that refuses float16.
-// An explicit --dtype float16 for such a model type is refused, as the engine refuses it. A GPU
-// stated below compute capability 8.0 has no bfloat16 (the platform's supported_dtypes).
-// The model types whose float16 the engine refuses (_check_valid_dtype: numerical instability).
 // --quantization-config given with a value ("None" or an empty value is no config: the
 // parser's optional_type).
 bool QuantizationConfigGiven(const LaunchConfig& config) {
@@ -1063,6 +1057,12 @@ bool QuantizationConfigGiven(const LaunchConfig& config) {
          !v->values.front().empty();
 }
 
+// The dtype the engine runs the model in (vLLM's _get_and_verify_dtype, on a GPU that computes
+// in bfloat16): --dtype when given; under auto, the config's torch_dtype, except that a float32
+// config runs as bfloat16, and so does a float16 config of a model type that refuses float16.
+// An explicit --dtype float16 for such a model type is refused, as the engine refuses it. A GPU
+// stated below compute capability 8.0 has no bfloat16 (the platform's supported_dtypes).
+// The model types whose float16 the engine refuses (_check_valid_dtype: numerical instability).
 bool RefusesFloat16(const ModelDescription& m) {
   static constexpr std::array<std::string_view, 5> kNoFloat16 = {"gemma2", "gemma3", "gemma3_text",
                                                                  "plamo2", "glm4"};
@@ -1887,13 +1887,6 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
-// --default-mm-loras against a text-only target, and --enable-lora against the target's class (the
-// fork at 28be48fa9): the GPU model runner's
-// load_lora_model refuses a class without the SupportsLoRA interface once the weights are loaded
-// (ClassLackingLora); Mamba2's and Zamba2's models assert against LoRA as they are built, and
-// EXAONE MoE's reads a LoRA config field the engine no longer has; FusedMoE experts wrapped for
-// LoRA under expert parallelism assert the default all-to-all backend. The Transformers modeling
-// backend's classes support LoRA.
 // The multimodal flags not planned with, checked as the engine checks them for a model with
 // multimodal inputs (it builds MultiModalConfig for no other, so a text model ignores them):
 // MultimodalFlagRefusal's rules, the renderer's workers beside the processor cache
@@ -1918,9 +1911,14 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
                                            [](const RawLayer& l) { return l.cross_attention; });
   const std::optional<std::string> workers = value("--renderer-num-workers");
   const std::optional<std::string> cache_gb = value("--mm-processor-cache-gb");
-  const bool cache_on =
-      !encoder_decoder && (!cache_gb || std::strtod(cache_gb->c_str(), nullptr) > 0);
-  if (workers && std::strtoll(workers->c_str(), nullptr, 10) > 1 && cache_on) {
+  // Both already read as the engine's parser reads them (CheckVllmFlagValues); underscores
+  // between digits are Python's.
+  const auto number = [](std::string text) {
+    text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
+    return std::strtod(text.c_str(), nullptr);
+  };
+  const bool cache_on = !encoder_decoder && (!cache_gb || number(*cache_gb) > 0);
+  if (workers && number(*workers) > 1 && cache_on) {
     b.Error("multimodal-options",
             fmt::format("--renderer-num-workers {} with '{}' ({}), a model with multimodal "
                         "inputs, and its processor cache on ({} GiB): the engine refuses it as it "
@@ -1954,6 +1952,13 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// --default-mm-loras against a text-only target, and --enable-lora against the target's class (the
+// fork at 28be48fa9): the GPU model runner's
+// load_lora_model refuses a class without the SupportsLoRA interface once the weights are loaded
+// (ClassLackingLora); Mamba2's and Zamba2's models assert against LoRA as they are built, and
+// EXAONE MoE's reads a LoRA config field the engine no longer has; FusedMoE experts wrapped for
+// LoRA under expert parallelism assert the default all-to-all backend. The Transformers modeling
+// backend's classes support LoRA.
 void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
                Builder& b) {
   const std::string what = fmt::format("'{}' ({})", file, m.architecture);
