@@ -5,7 +5,11 @@
 #include <string_view>
 #include <tuple>
 
+#include "internal/json_text.h"
+#include "internal/pydantic.h"
+#include "internal/units.h"
 #include "kvtopo/backend.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "plan/launch_rules.h"
@@ -90,6 +94,37 @@ Status AutoFitMaxModelLen(const ModelCacheSpecs& specs, PlanInputs& inputs, Plan
   return Status::Ok();
 }
 
+// The warnings VllmConfig.__post_init__ gives about --kv-events-config (a flag not planned
+// with, its value already checked): events on while the plan caches no prefixes, or a publisher
+// named while events are off.
+void AddKvEventsWarnings(const LaunchConfig& launch, Plan& plan) {
+  const VllmFlagValue* v = FindVllmFlagValue(launch.not_planned_values, "--kv-events-config");
+  if (v == nullptr || v->values.empty()) return;
+  const Result<std::string> text = ExpandJsonHumanReadableNumbers(v->values.front(), v->flag);
+  if (!text.ok()) return;
+  const Result<nlohmann::json> j = internal::ParseJsonText(*text, v->flag);
+  if (!j.ok() || !j->is_object()) return;  // "None": no config
+  const bool events = j->contains("enable_kv_cache_events") &&
+                      internal::PydanticBool((*j)["enable_kv_cache_events"]).value_or(false);
+  if (events && !plan.prefix_caching()) {
+    plan.diagnostics.push_back(
+        {.severity = Severity::kWarning,
+         .code = "kv-events-prefix-caching",
+         .message = "--kv-events-config turns KV cache events on, but the launch caches no "
+                    "prefixes: the engine warns ('KV cache events are on, but prefix caching is "
+                    "not enabled. Use --enable-prefix-caching to enable.')"});
+  }
+  if (!events && j->contains("publisher") && (*j)["publisher"] == "zmq") {
+    plan.diagnostics.push_back(
+        {.severity = Severity::kWarning,
+         .code = "kv-events-disabled",
+         .message = "--kv-events-config names the zmq publisher with enable_kv_cache_events off: "
+                    "the engine warns and publishes nothing ('KV cache events are disabled, but "
+                    "the scheduler is configured to publish them. Modify "
+                    "KVEventsConfig.enable_kv_cache_events to True to enable.')"});
+  }
+}
+
 }  // namespace
 
 Diagnostic RejectionDiagnostic(const Status& rejected) {
@@ -139,6 +174,7 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
     KVTOPO_RETURN_IF_ERROR(AutoFitMaxModelLen(specs, inputs, plan));
   }
   KVTOPO_RETURN_IF_ERROR(internal::CheckLaunchRules(launch, plan));
+  AddKvEventsWarnings(launch, plan);
   MergeLayerDiagnostics(specs, plan.diagnostics);
   return plan;
 }

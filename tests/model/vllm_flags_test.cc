@@ -481,6 +481,40 @@ TEST(VllmFlags, CompilationAndSpeculativeFieldsNotPlanned) {
             "rates between 0 and 1");
 }
 
+// The engine's warnings about KV cache events, against the prefix caching the plan resolves.
+TEST(VllmFlags, KvCacheEventsWarnings) {
+  const auto warnings = [](const std::string& model, const std::string& events,
+                           std::optional<bool> prefix_caching) {
+    LaunchOptions o;
+    o.model = model;
+    o.enable_prefix_caching = prefix_caching;
+    o.not_planned_values = {Flag("--kv-events-config", {events})};
+    Result<LaunchConfig> c = ToLaunchConfig(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    Result<Plan> plan = PlanLaunch(*c);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    std::string codes;
+    for (const Diagnostic& d : plan->diagnostics) {
+      if (d.code.starts_with("kv-events")) codes += d.code + ": " + d.message + "\n";
+    }
+    return codes;
+  };
+  EXPECT_EQ(warnings("kimi-k2.6", R"({"enable_kv_cache_events": true})", false),
+            "kv-events-prefix-caching: --kv-events-config turns KV cache events on, but the "
+            "launch caches no prefixes: the engine warns ('KV cache events are on, but prefix "
+            "caching is not enabled. Use --enable-prefix-caching to enable.')\n");
+  EXPECT_EQ(warnings("kimi-k2.6", R"({"enable_kv_cache_events": true})", std::nullopt), "");
+  // Qwen3-Next's recurrent layers leave prefix caching off by default.
+  EXPECT_TRUE(warnings("qwen3-next-80b", R"({"enable_kv_cache_events": "yes"})", std::nullopt)
+                  .starts_with("kv-events-prefix-caching: "));
+  EXPECT_EQ(warnings("kimi-k2.6", R"({"publisher": "zmq"})", std::nullopt),
+            "kv-events-disabled: --kv-events-config names the zmq publisher with "
+            "enable_kv_cache_events off: the engine warns and publishes nothing ('KV cache events "
+            "are disabled, but the scheduler is configured to publish them. Modify "
+            "KVEventsConfig.enable_kv_cache_events to True to enable.')\n");
+  EXPECT_EQ(warnings("kimi-k2.6", "None", std::nullopt), "");
+}
+
 TEST(VllmFlags, HumanReadableNumbersInConfigJson) {
   EXPECT_EQ(*ExpandJsonHumanReadableNumbers(R"({"a": 80m, "b": "80m", "c": 1.5k, "d": 2K})", ""),
             R"({"a": 80000000, "b": "80m", "c": 1500, "d": 2048})");
