@@ -324,7 +324,8 @@ const VllmFlagValue* FindVllmFlagValue(const std::vector<VllmFlagValue>& values,
                                        std::string_view flag);
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
-// other and to the launch options. Errors name the flag, the value and the engine's message.
+// other and to the launch options. Errors name the flag, the value and the engine's message: a
+// value the engine refuses is InvalidArgument (exit 2), flags that conflict are Rejected (exit 1).
 Status CheckVllmFlagValues(const LaunchOptions& options);
 // What MultiModalConfig checks of those flags as the engine builds it, which it does for a model
 // with multimodal inputs only: their bounds, their JSON values' shapes, the processor cache's
