@@ -2,6 +2,7 @@
 // and configs check them (profiles/vllm-flags.json, src/model/vllm_flags.cc).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -560,6 +561,21 @@ TEST(VllmFlags, CommandLine) {
             "--numa-bind\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-").exit_code, 2);
   EXPECT_EQ(RunCli("check kimi-k2.6 --numa-bind --numa-bind-cpus 0-3 4-7").exit_code, 0);
+  // A --config file's flags reach the same checks (a list is the flag's values, a mapping its
+  // JSON).
+  const std::string yaml = ::testing::TempDir() + "/vllm_flags_test.yaml";
+  {
+    std::ofstream out(yaml);
+    out << "model: kimi-k2.6\nnuma-bind-nodes: [0, 1]\n"
+           "structured-outputs-config: {backend: xgrammar, disable_any_whitespace: true}\n";
+  }
+  const testing::CliResult file = RunCli("check --config " + yaml, /*merge_stderr=*/true);
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_EQ(file.out,
+            "kvtopo: --numa-bind-nodes without --numa-bind: the engine refuses it as it builds its "
+            "parallel config ('numa_bind_nodes and numa_bind_cpus require numa_bind=True.'); add "
+            "--numa-bind\n");
+  EXPECT_EQ(RunCli("check --config " + yaml + " --numa-bind").exit_code, 0);
   // Pipeline stages need ray, mp or external_launcher; a class named on the command line is a
   // string to the engine's check.
   const testing::CliResult pp =
