@@ -322,6 +322,13 @@ const VllmFlag* FindVllmFlagNotPlanned(std::string_view token);
 // The value of a flag not planned with, as the options hold it; nullptr when not given.
 const VllmFlagValue* FindVllmFlagValue(const std::vector<VllmFlagValue>& values,
                                        std::string_view flag);
+// Its (first) value as given; nullopt when the flag is not given or has no value.
+std::optional<std::string> VllmFlagText(const std::vector<VllmFlagValue>& values,
+                                        std::string_view flag);
+// The same, but nullopt also for "None" or an empty value, which the parser's optional_type
+// reads as no value.
+std::optional<std::string> VllmFlagSetting(const std::vector<VllmFlagValue>& values,
+                                           std::string_view flag);
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
 // other and to the launch options. Errors name the flag, the value and the engine's message: a

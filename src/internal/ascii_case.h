@@ -31,6 +31,13 @@ inline std::string_view StripAsciiSpace(std::string_view s) {
   return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
+// The engine's message as kvtopo quotes it: in single quotes, or in double quotes when it holds
+// a single quote ("Input should be 'model' or 'all'").
+inline std::string QuotedMessage(std::string_view text) {
+  const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
+  return quote + std::string(text) + quote;
+}
+
 // The pieces of `s` between commas, empty ones kept, as Python's str.split(","): "a,,b" is
 // "a", "", "b"; "" is one empty piece.
 inline std::vector<std::string> SplitOnCommas(std::string_view s) {

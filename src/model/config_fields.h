@@ -13,4 +13,8 @@ namespace kvtopo {
 // should be 'a' or 'b'", "Input should be greater than or equal to 1"), or empty when it takes it.
 std::string ConfigFieldRefusal(const VllmFlag::Key& field, const nlohmann::json& value);
 
+// A config class's JSON value as the engine's parser reads it (parse_dataclass: bare numbers
+// with k/m/g/t suffixes expanded first, "80m" outside strings is 80000000); `what` names it.
+Result<nlohmann::json> ParseConfigClassJson(std::string_view text, std::string_view what);
+
 }  // namespace kvtopo

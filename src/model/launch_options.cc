@@ -1686,13 +1686,6 @@ Status ReadOffloadingSpec(const nlohmann::json& transfer, LaunchConfig& c) {
   return Status::Ok();
 }
 
-// A config class's JSON value as the engine's parser reads it (parse_dataclass: bare numbers
-// with k/m/g/t suffixes expanded first, "80m" outside strings is 80000000); `flag` names it.
-Result<nlohmann::json> ParseConfigClassJson(const std::string& text, std::string_view flag) {
-  KVTOPO_ASSIGN_OR_RETURN(const std::string expanded, ExpandJsonHumanReadableNumbers(text, flag));
-  return internal::ParseJsonText(expanded, flag);
-}
-
 // A JSON config flag's value (`flag` names it in messages), which must be a JSON object: a
 // config class's when `config_class` (ParseConfigClassJson), else json.loads's.
 Result<nlohmann::json> ParseJsonObjectFlag(const std::string& text, std::string_view flag,
@@ -2232,9 +2225,8 @@ Status CheckCompilationField(std::string_view where, const std::string& name,
 Status CheckCompilationRules(std::string_view where, const nlohmann::json& cc) {
   const auto get = [&](const char* key) { return cc.contains(key) ? cc[key] : nlohmann::json(); };
   const auto refuse = [&](std::string_view text, std::string_view fix) {
-    const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
-    return InvalidArgument(
-        fmt::format("{}: the engine refuses it ({}{}{}); {}", where, quote, text, quote, fix));
+    return InvalidArgument(fmt::format("{}: the engine refuses it ({}); {}", where,
+                                       internal::QuotedMessage(text), fix));
   };
   if (const nlohmann::json ops = get("custom_ops"); ops.is_array()) {
     int64_t none_or_all = 0;
@@ -3335,14 +3327,9 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
   // and the API server looks up the structured-outputs config's (validate_api_server_args).
   // A plugin file may register more.
   const auto config_json = [&](std::string_view flag) -> std::optional<nlohmann::json> {
-    const VllmFlagValue* v = FindVllmFlagValue(o.not_planned_values, flag);
-    if (v == nullptr || v->values.empty() || v->values.front() == "None" ||
-        v->values.front().empty()) {
-      return std::nullopt;
-    }
-    const Result<std::string> text = ExpandJsonHumanReadableNumbers(v->values.front(), flag);
-    if (!text.ok()) return std::nullopt;
-    Result<nlohmann::json> j = internal::ParseJsonText(*text, flag);
+    const std::optional<std::string> text = VllmFlagSetting(o.not_planned_values, flag);
+    if (!text) return std::nullopt;
+    Result<nlohmann::json> j = ParseConfigClassJson(*text, flag);
     if (!j.ok() || !j->is_object()) return std::nullopt;
     return *std::move(j);
   };
@@ -3699,13 +3686,13 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   // The tokenizer modes the engine registers (TokenizerMode and _VLLM_TOKENIZERS at 28be48fa9;
   // auto and slow resolve to hf), unless the tokenizer is not loaded; a plugin may register
   // more, so another is a warning.
-  if (const VllmFlagValue* mode = FindVllmFlagValue(o.not_planned_values, "--tokenizer-mode");
-      mode != nullptr && !mode->values.empty()) {
+  if (const std::optional<std::string> mode =
+          VllmFlagText(o.not_planned_values, "--tokenizer-mode")) {
     const VllmFlagValue* skip = FindVllmFlagValue(o.not_planned_values, "--skip-tokenizer-init");
     static constexpr std::string_view kTokenizerModes[] = {
         "auto",        "slow",      "hf",    "mistral",    "deepseek_v32",
         "deepseek_v4", "fastokens", "grok2", "kimi_audio", "qwen_vl"};
-    const std::string& name = mode->values.front();
+    const std::string& name = *mode;
     if (!(skip != nullptr && skip->on.value_or(false)) &&
         std::find(std::begin(kTokenizerModes), std::end(kTokenizerModes), name) ==
             std::end(kTokenizerModes)) {
@@ -3719,8 +3706,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   // The load formats the engine registers (_LOAD_FORMAT_TO_MODEL_LOADER at 28be48fa9); a
   // plugin may register more (register_model_loader), so another is a warning.
-  if (const VllmFlagValue* load = FindVllmFlagValue(o.not_planned_values, "--load-format");
-      load != nullptr && !load->values.empty()) {
+  if (const std::optional<std::string> load = VllmFlagText(o.not_planned_values, "--load-format")) {
     static constexpr std::string_view kLoadFormats[] = {"auto",
                                                         "hf",
                                                         "bitsandbytes",
@@ -3736,7 +3722,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
                                                         "safetensors",
                                                         "sharded_state",
                                                         "tensorizer"};
-    const std::string& format = load->values.front();
+    const std::string& format = *load;
     if (std::find(std::begin(kLoadFormats), std::end(kLoadFormats), format) ==
         std::end(kLoadFormats)) {
       diagnostics.push_back(

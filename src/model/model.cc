@@ -1052,9 +1052,7 @@ void ValidateBackends(Builder& b) {
 // --quantization-config given with a value ("None" or an empty value is no config: the
 // parser's optional_type).
 bool QuantizationConfigGiven(const LaunchConfig& config) {
-  const VllmFlagValue* v = FindVllmFlagValue(config.not_planned_values, "--quantization-config");
-  return v != nullptr && !v->values.empty() && v->values.front() != "None" &&
-         !v->values.front().empty();
+  return VllmFlagSetting(config.not_planned_values, "--quantization-config").has_value();
 }
 
 // The dtype the engine runs the model in (vLLM's _get_and_verify_dtype, on a GPU that computes
@@ -1902,11 +1900,7 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
     b.Error("multimodal-options", refusal);
     return;
   }
-  const auto value = [&](std::string_view flag) -> std::optional<std::string> {
-    const VllmFlagValue* v = FindVllmFlagValue(given, flag);
-    if (v == nullptr || v->values.empty()) return std::nullopt;
-    return v->values.front();
-  };
+  const auto value = [&](std::string_view flag) { return VllmFlagText(given, flag); };
   const bool encoder_decoder = std::any_of(m.layers.begin(), m.layers.end(),
                                            [](const RawLayer& l) { return l.cross_attention; });
   const std::optional<std::string> workers = value("--renderer-num-workers");

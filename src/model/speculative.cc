@@ -259,10 +259,9 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
     }
   }
   const auto refuse = [](std::string_view text, std::string_view fix) {
-    const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
-    return InvalidArgument(fmt::format(
-        "--speculative-config: the engine refuses it as it builds the config ({}{}{}); {}", quote,
-        text, quote, fix));
+    return InvalidArgument(
+        fmt::format("--speculative-config: the engine refuses it as it builds the config ({}); {}",
+                    internal::QuotedMessage(text), fix));
   };
   const auto number = [&](const char* key) -> std::optional<double> {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;

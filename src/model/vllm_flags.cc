@@ -492,6 +492,25 @@ const VllmFlagValue* FindVllmFlagValue(const std::vector<VllmFlagValue>& values,
   return nullptr;
 }
 
+std::optional<std::string> VllmFlagText(const std::vector<VllmFlagValue>& values,
+                                        std::string_view flag) {
+  const VllmFlagValue* v = FindVllmFlagValue(values, flag);
+  if (v == nullptr || v->values.empty()) return std::nullopt;
+  return v->values.front();
+}
+
+std::optional<std::string> VllmFlagSetting(const std::vector<VllmFlagValue>& values,
+                                           std::string_view flag) {
+  std::optional<std::string> text = VllmFlagText(values, flag);
+  if (text && (text->empty() || *text == "None")) text.reset();
+  return text;
+}
+
+Result<nlohmann::json> ParseConfigClassJson(std::string_view text, std::string_view what) {
+  KVTOPO_ASSIGN_OR_RETURN(const std::string expanded, ExpandJsonHumanReadableNumbers(text, what));
+  return internal::ParseJsonText(expanded, what);
+}
+
 namespace {
 
 // The rules of the engine's configs that tie flags not planned with to each other and to the
@@ -502,11 +521,7 @@ Status CheckFlagRules(const LaunchOptions& o) {
     const VllmFlagValue* v = FindVllmFlagValue(given, flag);
     return v == nullptr ? std::vector<std::string>{} : v->values;
   };
-  const auto value = [&](std::string_view flag) -> std::optional<std::string> {
-    const std::vector<std::string> v = values(flag);
-    if (v.empty()) return std::nullopt;
-    return v.front();
-  };
+  const auto value = [&](std::string_view flag) { return VllmFlagText(given, flag); };
   const auto on = [&](std::string_view flag) {
     const VllmFlagValue* v = FindVllmFlagValue(given, flag);
     return v != nullptr && v->on.value_or(false);
@@ -519,9 +534,8 @@ Status CheckFlagRules(const LaunchOptions& o) {
   // conflict are a refused launch (exit 1), as the data-parallel and serving-flag rules are.
   const auto message = [](std::string_view what, std::string_view config, std::string_view text,
                           std::string_view fix) {
-    const char quote = text.find('\'') == std::string_view::npos ? '\'' : '"';
-    return fmt::format("{}: the engine refuses it as it builds its {} config ({}{}{}); {}", what,
-                       config, quote, text, quote, fix);
+    return fmt::format("{}: the engine refuses it as it builds its {} config ({}); {}", what,
+                       config, internal::QuotedMessage(text), fix);
   };
   const auto refuse = [&](std::string_view what, std::string_view config, std::string_view text,
                           std::string_view fix) {
@@ -725,20 +739,12 @@ Status CheckFlagRules(const LaunchOptions& o) {
 }  // namespace
 
 std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::string_view model) {
-  const auto value = [&](std::string_view flag) -> std::optional<std::string> {
-    const VllmFlagValue* v = FindVllmFlagValue(given, flag);
-    if (v == nullptr || v->values.empty() || v->values.front() == "None" ||
-        v->values.front().empty()) {
-      return std::nullopt;
-    }
-    return v->values.front();
-  };
+  const auto value = [&](std::string_view flag) { return VllmFlagSetting(given, flag); };
   const auto refusal = [&](std::string_view what, std::string_view message) {
-    const char quote = message.find('\'') == std::string_view::npos ? '\'' : '"';
     return fmt::format(
         "{} with {}, a model with multimodal inputs: the engine refuses it as it "
-        "builds its multimodal config ({}{}{})",
-        what, model, quote, message, quote);
+        "builds its multimodal config ({})",
+        what, model, internal::QuotedMessage(message));
   };
   // The bounds MultiModalConfig's fields put on the numbers.
   for (const VllmFlagValue& v : given) {

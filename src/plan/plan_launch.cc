@@ -5,13 +5,12 @@
 #include <string_view>
 #include <tuple>
 
-#include "internal/json_text.h"
 #include "internal/pydantic.h"
-#include "internal/units.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "model/config_fields.h"
 #include "plan/launch_rules.h"
 
 namespace kvtopo {
@@ -98,12 +97,11 @@ Status AutoFitMaxModelLen(const ModelCacheSpecs& specs, PlanInputs& inputs, Plan
 // with, its value already checked): events on while the plan caches no prefixes, or a publisher
 // named while events are off.
 void AddKvEventsWarnings(const LaunchConfig& launch, Plan& plan) {
-  const VllmFlagValue* v = FindVllmFlagValue(launch.not_planned_values, "--kv-events-config");
-  if (v == nullptr || v->values.empty()) return;
-  const Result<std::string> text = ExpandJsonHumanReadableNumbers(v->values.front(), v->flag);
-  if (!text.ok()) return;
-  const Result<nlohmann::json> j = internal::ParseJsonText(*text, v->flag);
-  if (!j.ok() || !j->is_object()) return;  // "None": no config
+  constexpr std::string_view kFlag = "--kv-events-config";
+  const std::optional<std::string> text = VllmFlagSetting(launch.not_planned_values, kFlag);
+  if (!text) return;  // not given, or "None": no config
+  const Result<nlohmann::json> j = ParseConfigClassJson(*text, kFlag);
+  if (!j.ok() || !j->is_object()) return;
   const bool events = j->contains("enable_kv_cache_events") &&
                       internal::PydanticBool((*j)["enable_kv_cache_events"]).value_or(false);
   if (events && !plan.prefix_caching()) {
