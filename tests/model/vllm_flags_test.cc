@@ -234,13 +234,17 @@ TEST(VllmFlags, ReasoningParsersLookedUp) {
     return c.ok() ? "" : c.status().message();
   };
   // Without both strings the reasoning config looks its parser up, '' included.
-  EXPECT_TRUE(refusal({Flag("--reasoning-config", {"{}"})}, std::nullopt)
-                  .starts_with("--reasoning-config {} without both reasoning_start_str and "
-                               "reasoning_end_str looks up its parser '', which the engine does "
-                               "not register: it raises as it builds its config (\"Reasoning "
-                               "parser '' not found.\"); give both strings, or name a parser "
-                               "(--reasoning-parser, or the config's reasoning_parser): "
-                               "cohere_command3, "));
+  const std::string parsers =
+      "cohere_command3, cohere_command4, deepseek_r1, deepseek_v3, deepseek_v4, ernie45, gemma4, "
+      "glm45, granite, holo2, hunyuan_a13b, hy_v3, kimi_k2, mimo, minimax_m2, "
+      "minimax_m2_append_think, mistral, nemotron_v3, olmo3, openai_gptoss, poolside_v1, qwen3, "
+      "seed_oss, step3, step3p5";
+  EXPECT_EQ(refusal({Flag("--reasoning-config", {"{}"})}, std::nullopt),
+            "--reasoning-config {} without both reasoning_start_str and reasoning_end_str looks up "
+            "its parser '', which the engine does not register: it raises as it builds its config "
+            "(\"Reasoning parser '' not found.\"); give both strings, or name a parser "
+            "(--reasoning-parser, or the config's reasoning_parser): " +
+                parsers);
   EXPECT_EQ(refusal({Flag("--reasoning-config", {"{}"})}, "kimi_k2"), "");
   EXPECT_EQ(refusal({Flag("--reasoning-config", {R"({"reasoning_parser": "deepseek_r1"})"})},
                     std::nullopt),
@@ -250,12 +254,12 @@ TEST(VllmFlags, ReasoningParsersLookedUp) {
                     {R"({"reasoning_start_str": "<think>", "reasoning_end_str": "</think>"})"})},
               std::nullopt),
       "");
-  EXPECT_TRUE(
-      refusal({Flag("--structured-outputs-config", {R"({"reasoning_parser": "r1"})"})},
-              std::nullopt)
-          .starts_with("--structured-outputs-config's reasoning_parser 'r1' is not a parser the "
-                       "engine registers: its API server refuses it before the engine starts "
-                       "('invalid reasoning parser: r1'); pick one of cohere_command3, "));
+  EXPECT_EQ(refusal({Flag("--structured-outputs-config", {R"({"reasoning_parser": "r1"})"})},
+                    std::nullopt),
+            "--structured-outputs-config's reasoning_parser 'r1' is not a parser the engine "
+            "registers: its API server refuses it before the engine starts ('invalid reasoning "
+            "parser: r1'); pick one of " +
+                parsers + ", or add yours with --reasoning-parser-plugin");
   // --reasoning-parser replaces the config's.
   EXPECT_EQ(refusal({Flag("--structured-outputs-config", {R"({"reasoning_parser": "r1"})"})},
                     "deepseek_r1"),
@@ -506,8 +510,10 @@ TEST(VllmFlags, KvCacheEventsWarnings) {
             "caching is not enabled. Use --enable-prefix-caching to enable.')\n");
   EXPECT_EQ(warnings("kimi-k2.6", R"({"enable_kv_cache_events": true})", std::nullopt), "");
   // Qwen3-Next's recurrent layers leave prefix caching off by default.
-  EXPECT_TRUE(warnings("qwen3-next-80b", R"({"enable_kv_cache_events": "yes"})", std::nullopt)
-                  .starts_with("kv-events-prefix-caching: "));
+  EXPECT_EQ(warnings("qwen3-next-80b", R"({"enable_kv_cache_events": "yes"})", std::nullopt),
+            "kv-events-prefix-caching: --kv-events-config turns KV cache events on, but the "
+            "launch caches no prefixes: the engine warns ('KV cache events are on, but prefix "
+            "caching is not enabled. Use --enable-prefix-caching to enable.')\n");
   EXPECT_EQ(warnings("kimi-k2.6", R"({"publisher": "zmq"})", std::nullopt),
             "kv-events-disabled: --kv-events-config names the zmq publisher with "
             "enable_kv_cache_events off: the engine warns and publishes nothing ('KV cache events "
