@@ -306,8 +306,9 @@ struct LaunchConfig {
   std::vector<std::string> v2_runner_unsupported;
   // --kv-sharing-fast-prefill, which EAGLE-style drafts refuse. The cache is the same.
   bool kv_sharing_fast_prefill = false;
-  // VLLM_WORKER_MULTIPROC_METHOD: fork (the engine's default) or spawn.
-  std::string worker_multiproc_method = "fork";
+  // VLLM_WORKER_MULTIPROC_METHOD: fork or spawn. `vllm serve` sets spawn when the variable is
+  // unset (cli_env_setup); fork is the default only where the engine runs as a library.
+  std::string worker_multiproc_method = "spawn";
   // --default-mm-loras names adapters (a non-empty JSON object), which the engine refuses for a
   // model without multimodal inputs. The cache is the same.
   bool default_mm_loras = false;

@@ -864,7 +864,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kText,
        "VLLM_WORKER_MULTIPROC_METHOD",
        "how the engine starts its worker processes: fork or spawn (the cache is the same); "
-       "--mm-tensor-ipc torch_shm needs spawn; default fork",
+       "--mm-tensor-ipc torch_shm needs spawn; default spawn, which `vllm serve` sets when the "
+       "variable is unset",
        &LO::worker_multiproc_method},
       {"api_server_count",
        {},
@@ -3290,7 +3291,8 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
   if (o.worker_multiproc_method && *o.worker_multiproc_method != "fork" &&
       *o.worker_multiproc_method != "spawn") {
     return InvalidArgument(fmt::format(
-        "VLLM_WORKER_MULTIPROC_METHOD '{}' is not one of the engine's choices: spawn, fork (it "
+        "VLLM_WORKER_MULTIPROC_METHOD (--worker-multiproc-method) '{}' is not one of the engine's "
+        "choices: spawn, fork (it "
         "refuses it where it reads it: \"Invalid value '{}' for VLLM_WORKER_MULTIPROC_METHOD. "
         "Valid options: ['spawn', 'fork'].\")",
         *o.worker_multiproc_method, *o.worker_multiproc_method));

@@ -1939,9 +1939,10 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
     // VllmConfig.__post_init__.
     b.Error("multimodal-options",
             fmt::format("--mm-tensor-ipc torch_shm with '{}' ({}) while the workers start by {} "
-                        "(VLLM_WORKER_MULTIPROC_METHOD): the engine refuses it as it builds its "
-                        "config ('torch_shm is known to fail without VLLM_WORKER_MULTIPROC_METHOD "
-                        "set to spawn'); set VLLM_WORKER_MULTIPROC_METHOD=spawn",
+                        "(VLLM_WORKER_MULTIPROC_METHOD, --worker-multiproc-method): the engine "
+                        "refuses it as it builds its config ('torch_shm is known to fail without "
+                        "VLLM_WORKER_MULTIPROC_METHOD set to spawn'); unset the variable, which "
+                        "`vllm serve` then sets to spawn, or set it to spawn",
                         file, m.architecture, config.worker_multiproc_method));
   }
 }

@@ -360,8 +360,9 @@ TEST(VllmFlags, WorkerStartAndRuntimeLoraUpdating) {
                 .exit_code,
             0);  // only 1 and true count
   ExpectUsageError("check kimi-k2.6 --worker-multiproc-method forkserver",
-                   "kvtopo: VLLM_WORKER_MULTIPROC_METHOD 'forkserver' is not one of the engine's "
-                   "choices: spawn, fork (it refuses it where it reads it: \"Invalid value "
+                   "kvtopo: VLLM_WORKER_MULTIPROC_METHOD (--worker-multiproc-method) "
+                   "'forkserver' is not one of the engine's choices: spawn, fork (it refuses it "
+                   "where it reads it: \"Invalid value "
                    "'forkserver' for VLLM_WORKER_MULTIPROC_METHOD. Valid options: ['spawn', "
                    "'fork'].\")\n");
   const std::string vl =
@@ -370,6 +371,7 @@ TEST(VllmFlags, WorkerStartAndRuntimeLoraUpdating) {
   o.model = vl;
   o.kv_cache_memory = "8G";
   o.not_planned_values = {Flag("--mm-tensor-ipc", {"torch_shm"})};
+  o.worker_multiproc_method = "fork";
   Result<LaunchConfig> c = ToLaunchConfig(o);
   ASSERT_TRUE(c.ok());
   Result<Plan> plan = PlanLaunch(*c);
@@ -377,16 +379,22 @@ TEST(VllmFlags, WorkerStartAndRuntimeLoraUpdating) {
   EXPECT_EQ(plan->ErrorLines(),
             "\n  error [multimodal-options] --mm-tensor-ipc torch_shm with '" + vl +
                 "' (Qwen2_5_VLForConditionalGeneration) while the workers start by fork "
-                "(VLLM_WORKER_MULTIPROC_METHOD): the engine refuses it as it builds its config "
-                "('torch_shm is known to fail without VLLM_WORKER_MULTIPROC_METHOD set to "
-                "spawn'); set VLLM_WORKER_MULTIPROC_METHOD=spawn");
-  o.worker_multiproc_method = "spawn";
-  c = ToLaunchConfig(o);
-  ASSERT_TRUE(c.ok());
-  plan = PlanLaunch(*c);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->ErrorLines(), "");
-  EXPECT_EQ(plan->capacity.max_tokens, 149792);
+                "(VLLM_WORKER_MULTIPROC_METHOD, --worker-multiproc-method): the engine refuses it "
+                "as it builds its config ('torch_shm is known to fail without "
+                "VLLM_WORKER_MULTIPROC_METHOD set to spawn'); unset the variable, which `vllm "
+                "serve` then sets to spawn, or set it to spawn");
+  // Unset, `vllm serve` sets spawn before it builds its config (cli_env_setup).
+  for (const std::optional<std::string>& method :
+       {std::optional<std::string>("spawn"), std::optional<std::string>()}) {
+    o.worker_multiproc_method = method;
+    c = ToLaunchConfig(o);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->worker_multiproc_method, "spawn");
+    plan = PlanLaunch(*c);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->ErrorLines(), "");
+    EXPECT_EQ(plan->capacity.max_tokens, 149792);
+  }
 }
 
 // The launch options' config fields that leave the plan as it is: typed as pydantic types them,
