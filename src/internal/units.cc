@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
+#include <system_error>
 
 #include "internal/ascii_case.h"
 #include "internal/checked_math.h"
@@ -89,6 +92,50 @@ Result<int64_t> ParsePositiveInt(std::string_view text, std::string_view flag) {
     return InvalidArgument(fmt::format("{} must be a positive integer, got '{}'", flag, text));
   }
   return value;
+}
+
+std::optional<double> ParsePythonFloat(std::string_view text) {
+  std::string s(internal::StripAsciiSpace(text));
+  bool negative = false;
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
+    negative = s.front() == '-';
+    s.erase(0, 1);
+  }
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) return std::nullopt;  // one sign
+  const std::string lower = internal::AsciiLower(s);
+  if (lower == "inf" || lower == "infinity") {
+    return negative ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
+  }
+  if (lower == "nan") return std::numeric_limits<double>::quiet_NaN();
+  std::string digits;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '_') {
+      const bool between = i > 0 && i + 1 < s.size() &&
+                           std::isdigit(static_cast<unsigned char>(s[i - 1])) &&
+                           std::isdigit(static_cast<unsigned char>(s[i + 1]));
+      if (!between) return std::nullopt;
+      continue;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(s[i])) && s[i] != '.' && s[i] != 'e' &&
+        s[i] != 'E' && s[i] != '+' && s[i] != '-') {
+      return std::nullopt;
+    }
+    digits += s[i];
+  }
+  double value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, value, std::chars_format::general);
+  // An out-of-range exponent is inf or 0 to Python, never an error.
+  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range) {
+    const size_t e = digits.find_first_of("eE");
+    const bool tiny = e != std::string::npos && digits[e + 1] == '-';
+    value = tiny ? 0.0 : std::numeric_limits<double>::infinity();
+  }
+  return negative ? -value : value;
 }
 
 Result<int64_t> ParsePlainInt(std::string_view text, std::string_view what) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "kvtopo/status.h"
@@ -32,6 +33,13 @@ Result<std::string> ExpandJsonHumanReadableNumbers(std::string_view json, std::s
 // An integer as Python's int() reads text, which the engine's parser uses for its other integer
 // flags: ASCII whitespace around it, a sign, digits with single underscores between them.
 Result<int64_t> ParsePlainInt(std::string_view text, std::string_view what);
+
+// A number as Python's float() reads text, which the engine's parser uses for its float flags
+// (--gpu-memory-utilization, --kv-offloading-size, ...): ASCII whitespace around it, one sign,
+// digits with single underscores between them, a fraction and an exponent, or inf, infinity and
+// nan in any case; nullopt for anything else (hexadecimal, two signs, "1e"). An exponent past
+// the double range gives inf or 0, as in Python.
+std::optional<double> ParsePythonFloat(std::string_view text);
 
 // A positive integer flag value with overflow checking ("--max-model-len 1000000").
 Result<int64_t> ParsePositiveInt(std::string_view text, std::string_view flag);

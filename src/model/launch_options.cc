@@ -8,14 +8,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -44,17 +42,6 @@ using LO = LaunchOptions;
 bool IsAutoLength(std::string_view text) {
   text = internal::StripAsciiSpace(text);
   return text == "-1" || internal::AsciiLower(text) == "auto";
-}
-
-// `text` as a finite number (the options the engine types as float); nullopt otherwise.
-std::optional<double> FiniteNumber(const std::string& text) {
-  double value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 std::string Underscored(std::string_view name) {
@@ -1818,8 +1805,10 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   }
   if (o.kv_offloading_size) {
     const std::string& text = *o.kv_offloading_size;
-    const std::optional<double> gib = FiniteNumber(text);
-    if (!gib || *gib < 0) {
+    // float() as the engine's parser reads it; NaN and inf fail as the spec takes int() of the
+    // bytes.
+    const std::optional<double> gib = ParsePythonFloat(text);
+    if (!gib || !(*gib >= 0)) {
       return InvalidArgument(
           fmt::format("--kv-offloading-size must be a number of GiB, 0 or more, got '{}'", text));
     }
@@ -2623,8 +2612,8 @@ Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
   }
   if (o.rope_theta) {
     const std::string& text = *o.rope_theta;
-    const std::optional<double> theta = FiniteNumber(text);
-    if (!theta || *theta <= 0) {
+    const std::optional<double> theta = ParsePythonFloat(text);
+    if (!theta || !std::isfinite(*theta) || *theta <= 0) {
       return InvalidArgument(
           fmt::format("--rope-theta must be a positive number such as 1000000, got '{}'", text));
     }
@@ -3196,18 +3185,19 @@ constexpr std::string_view kReasoningParsers[] = {"cohere_command3", "cohere_com
 Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
   if (o.gpu_memory_utilization) {
     const std::string& text = *o.gpu_memory_utilization;
-    const std::optional<double> number = FiniteNumber(std::string(internal::StripAsciiSpace(text)));
+    const std::optional<double> number = ParsePythonFloat(text);
     if (!number) {
       return InvalidArgument(
           fmt::format("--gpu-memory-utilization '{}' is not a number (the engine's parser "
                       "refuses it)",
                       text));
     }
+    // pydantic checks the upper bound first; NaN fails it.
     if (const double share = *number; !(share > 0 && share <= 1)) {
       return InvalidArgument(fmt::format(
           "--gpu-memory-utilization {}: the engine refuses a share outside (0, 1] as it builds "
           "its cache config ('Input should be {}'); give a fraction such as 0.9",
-          text, share > 1 ? "less than or equal to 1" : "greater than 0"));
+          text, !(share <= 1) ? "less than or equal to 1" : "greater than 0"));
     }
   }
   constexpr int64_t kLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};

@@ -20,6 +20,7 @@
 
 #include "internal/ascii_case.h"
 #include "internal/checked_math.h"
+#include "internal/units.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/limits.h"
@@ -1905,12 +1906,8 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
                                            [](const RawLayer& l) { return l.cross_attention; });
   const std::optional<std::string> workers = value("--renderer-num-workers");
   const std::optional<std::string> cache_gb = value("--mm-processor-cache-gb");
-  // Both already read as the engine's parser reads them (CheckVllmFlagValues); underscores
-  // between digits are Python's.
-  const auto number = [](std::string text) {
-    text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
-    return std::strtod(text.c_str(), nullptr);
-  };
+  // Both already read as the engine's parser reads them (CheckVllmFlagValues).
+  const auto number = [](const std::string& text) { return ParsePythonFloat(text).value_or(0); };
   const bool cache_on = !encoder_decoder && (!cache_gb || number(*cache_gb) > 0);
   if (workers && number(*workers) > 1 && cache_on) {
     b.Error("multimodal-options",

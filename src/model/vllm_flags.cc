@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -13,7 +12,6 @@
 #include <regex>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "internal/ascii_case.h"
@@ -97,51 +95,6 @@ const std::vector<VllmFlag>& Flags() {
   return kFlags;
 }
 
-// Python's float() of text: ASCII whitespace around it, a sign, digits with single underscores
-// between them, a fraction and an exponent, or inf/infinity/nan in any case.
-std::optional<double> PythonFloat(std::string_view text) {
-  std::string s(internal::StripAsciiSpace(text));
-  bool negative = false;
-  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
-    negative = s.front() == '-';
-    s.erase(0, 1);
-  }
-  const std::string lower = internal::AsciiLower(s);
-  if (lower == "inf" || lower == "infinity") {
-    return negative ? -std::numeric_limits<double>::infinity()
-                    : std::numeric_limits<double>::infinity();
-  }
-  if (lower == "nan") return std::numeric_limits<double>::quiet_NaN();
-  std::string digits;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '_') {
-      const bool between = i > 0 && i + 1 < s.size() &&
-                           std::isdigit(static_cast<unsigned char>(s[i - 1])) &&
-                           std::isdigit(static_cast<unsigned char>(s[i + 1]));
-      if (!between) return std::nullopt;
-      continue;
-    }
-    if (!std::isdigit(static_cast<unsigned char>(s[i])) && s[i] != '.' && s[i] != 'e' &&
-        s[i] != 'E' && s[i] != '+' && s[i] != '-') {
-      return std::nullopt;
-    }
-    digits += s[i];
-  }
-  double value = 0;
-  const char* end = digits.data() + digits.size();
-  const auto [ptr, ec] = std::from_chars(digits.data(), end, value, std::chars_format::general);
-  // An out-of-range exponent is inf or 0 to Python, never an error.
-  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
-    return std::nullopt;
-  }
-  if (ec == std::errc::result_out_of_range) {
-    const size_t e = digits.find_first_of("eE");
-    const bool tiny = e != std::string::npos && digits[e + 1] == '-';
-    value = tiny ? 0.0 : std::numeric_limits<double>::infinity();
-  }
-  return negative ? -value : value;
-}
-
 // Python's int() of text; ±inf past the 64-bit range (a number Python still takes).
 std::optional<double> PythonInt(std::string_view text) {
   const Result<int64_t> n = ParsePlainInt(text, "");
@@ -152,18 +105,18 @@ std::optional<double> PythonInt(std::string_view text) {
                             : std::numeric_limits<double>::infinity();
 }
 
-// The first bound `value` breaks, in pydantic's words; empty when it keeps them all (NaN keeps
-// none, as pydantic's comparisons fail on it).
+// The first bound `value` breaks, in pydantic's words and order (the upper bounds first); empty
+// when it keeps them all. NaN keeps none, as pydantic's comparisons fail on it.
 std::string BrokenBound(double value, const VllmFlag::Bounds& b) {
   const auto number = [](double v) { return fmt::format("{}", v); };
-  if (b.min && !(value >= *b.min)) {
-    return "Input should be greater than or equal to " + number(*b.min);
-  }
-  if (b.above && !(value > *b.above)) return "Input should be greater than " + number(*b.above);
   if (b.max && !(value <= *b.max)) {
     return "Input should be less than or equal to " + number(*b.max);
   }
   if (b.below && !(value < *b.below)) return "Input should be less than " + number(*b.below);
+  if (b.min && !(value >= *b.min)) {
+    return "Input should be greater than or equal to " + number(*b.min);
+  }
+  if (b.above && !(value > *b.above)) return "Input should be greater than " + number(*b.above);
   return "";
 }
 
@@ -245,7 +198,7 @@ std::string ConfigClassRefusal(std::string_view cls, const nlohmann::json& j) {
     const auto zero = [&](const char* key) {  // a float field: pydantic takes "0" too
       if (!given(key)) return false;
       if (j[key].is_number()) return j[key].get<double>() == 0;
-      return j[key].is_string() && PythonFloat(j[key].get<std::string>()) == 0.0;
+      return j[key].is_string() && ParsePythonFloat(j[key].get<std::string>()) == 0.0;
     };
     if (given("logit_bias") && given("logit_mean")) {
       return "Cannot set both `logit_bias` and `logit_mean`. `logit_bias` is deprecated, use "
@@ -390,7 +343,7 @@ Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given) {
         }
         break;
       case VllmFlag::Type::kNumber:
-        number = PythonFloat(text);
+        number = ParsePythonFloat(text);
         if (!number) {
           return InvalidArgument(fmt::format(
               "{} '{}' is not a number (the engine's parser refuses it: 'invalid float value')",
@@ -454,7 +407,7 @@ std::string ConfigFieldRefusal(const VllmFlag::Key& key, const nlohmann::json& v
     if (v.is_number() || v.is_boolean()) {
       number = v.get<double>();
     } else if (v.is_string()) {
-      number = PythonFloat(v.get<std::string>());
+      number = ParsePythonFloat(v.get<std::string>());
     }
     if (!number) return "Input should be a valid number";
   } else if (key.type == "str") {
@@ -752,7 +705,8 @@ std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::
     if (flag == nullptr || !flag->multimodal || v.values.empty()) continue;
     const std::string& text = v.values.front();
     if (IsNone(*flag, text)) continue;
-    const std::optional<double> number = flag->type == VllmFlag::Type::kNumber ? PythonFloat(text)
+    const std::optional<double> number = flag->type == VllmFlag::Type::kNumber
+                                             ? ParsePythonFloat(text)
                                          : flag->type == VllmFlag::Type::kInteger ? PythonInt(text)
                                                                                   : std::nullopt;
     if (const std::string broken = number ? BrokenBound(*number, flag->bounds) : "";

@@ -179,7 +179,7 @@ TEST(HfOverrides, RemovedRopeFlagsAreSetAsEarlierReleasesSetThem) {
             R"(--rope-scaling must be a JSON object such as '{"rope_type": "yarn", )"
             R"("factor": 4.0}', got [4])");
   o.rope_scaling.reset();
-  for (const char* theta : {"1e6x", "inf", "", "-7", "0"}) {
+  for (const char* theta : {"1e6x", "inf", "nan", "", "-7", "0"}) {
     o.rope_theta = theta;
     EXPECT_EQ(
         ToLaunchConfig(o).status().message(),

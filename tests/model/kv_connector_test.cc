@@ -235,6 +235,12 @@ TEST(KvConnector, RefusedValuesNamed) {
   EXPECT_EQ(message(o),
             "--kv-offloading-size 1e300 GiB is more bytes than 64 bits hold; give less than "
             "8589934592");
+  o.kv_offloading_size = "nan";
+  EXPECT_EQ(message(o), "--kv-offloading-size must be a number of GiB, 0 or more, got 'nan'");
+  o.kv_offloading_size = "inf";
+  EXPECT_EQ(message(o),
+            "--kv-offloading-size inf GiB is more bytes than 64 bits hold; give less than "
+            "8589934592");
   o.kv_offloading_size = "64GiB";
   EXPECT_EQ(message(o), "--kv-offloading-size must be a number of GiB, 0 or more, got '64GiB'");
   o.kv_offloading_size = "64";

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -75,6 +77,22 @@ TEST(LaunchOptions, VllmIntegerSuffixes) {
   EXPECT_EQ(ParsePlainInt("9223372036854775808", "--block-size").status().message(),
             "--block-size: '9223372036854775808' is out of the 64-bit integer range");
   EXPECT_EQ(*ParsePlainInt("-9223372036854775808", "--block-size"), INT64_MIN);
+  // float(), the engine's parser for its float flags.
+  EXPECT_EQ(ParsePythonFloat(" 0.9 "), 0.9);
+  EXPECT_EQ(ParsePythonFloat("+0.9"), 0.9);
+  EXPECT_EQ(ParsePythonFloat("0_9"), 9.0);
+  EXPECT_EQ(ParsePythonFloat("1_0e-1"), 1.0);
+  EXPECT_EQ(ParsePythonFloat("1e5_0"), 1e50);
+  EXPECT_EQ(ParsePythonFloat(".5"), 0.5);
+  EXPECT_EQ(ParsePythonFloat("5."), 5.0);
+  EXPECT_EQ(ParsePythonFloat("-Infinity"), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ParsePythonFloat("1e999"), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ParsePythonFloat("-1e-999"), 0.0);
+  EXPECT_TRUE(std::isnan(*ParsePythonFloat("NaN")));
+  for (const char* refused : {"", ".", "1e", "+-1", "--1", "-+inf", "1__0", "_1", "1_", "1_.5",
+                              "0x1p-1", "1,5", "nan0", "in f"}) {
+    EXPECT_EQ(ParsePythonFloat(refused), std::nullopt) << refused;
+  }
   // Suffixes only where the engine's parser takes them.
   LaunchOptions o;
   EXPECT_TRUE(Set(o, "--max-num-batched-tokens", std::string("16k")).ok());

@@ -851,8 +851,19 @@ TEST(StartupRefusals, ServingFlags) {
   o.gpu_memory_utilization = "0x1p-1";  // strtod's hexadecimal form, which float() refuses
   EXPECT_EQ(refusal(o),
             "--gpu-memory-utilization '0x1p-1' is not a number (the engine's parser refuses it)");
-  o.gpu_memory_utilization = " 0.9 ";
-  EXPECT_EQ(AcceptedTokens(o), 488704);
+  o.gpu_memory_utilization = "nan";  // pydantic checks the upper bound first; NaN fails it
+  EXPECT_EQ(refusal(o),
+            "--gpu-memory-utilization nan: the engine refuses a share outside (0, 1] as it builds "
+            "its cache config ('Input should be less than or equal to 1'); give a fraction such "
+            "as 0.9");
+  o.gpu_memory_utilization = "-inf";
+  EXPECT_EQ(refusal(o),
+            "--gpu-memory-utilization -inf: the engine refuses a share outside (0, 1] as it builds "
+            "its cache config ('Input should be greater than 0'); give a fraction such as 0.9");
+  for (const char* share : {" 0.9 ", "+0.9", "0.9_0"}) {  // as float() reads them
+    o.gpu_memory_utilization = share;
+    EXPECT_EQ(AcceptedTokens(o), 488704) << share;
+  }
   o = Model("gpt-oss-120b");
   o.max_lora_rank = 24;
   EXPECT_EQ(refusal(o),

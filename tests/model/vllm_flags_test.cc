@@ -46,9 +46,13 @@ TEST(VllmFlags, TypesChoicesAndBounds) {
   EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"0"})}),
             "--kv-cache-metrics-sample 0: the engine refuses it as it builds its config ('Input "
             "should be greater than 0')");
+  // pydantic checks the upper bound first, which NaN fails.
   EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"nan"})}),
             "--kv-cache-metrics-sample nan: the engine refuses it as it builds its config ('Input "
-            "should be greater than 0')");
+            "should be less than or equal to 1')");
+  EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"+-1"})}),
+            "--kv-cache-metrics-sample '+-1' is not a number (the engine's parser refuses it: "
+            "'invalid float value')");
   EXPECT_EQ(Refusal({Flag("--kv-cache-metrics-sample", {"1_0e-1"})}), "");  // float(): 1.0
   EXPECT_EQ(Refusal({Flag("--cpu-offload-gb", {"four"})}),
             "--cpu-offload-gb 'four' is not a number (the engine's parser refuses it: 'invalid "
