@@ -253,6 +253,9 @@ struct LaunchOption {
     kOneOrTrue,  // value.strip().lower() in ("1", "true"); any other value leaves it off
   };
   EnvSwitch env_switch = EnvSwitch::kAsOption;
+  // The engine's field is optional (`X | None`): on the command line `None` or an empty value
+  // unsets it, as the parser's optional_type reads it (a --config file's null too).
+  bool none = false;
 };
 
 // Every launch option, in help order.

@@ -67,9 +67,40 @@ std::string_view OptionValueName(OptionValue value) {
   return "?";
 }
 
+namespace {
+
+// The options whose engine field is optional (`X | None` in its config class at 28be48fa9, so
+// _compute_kwargs wraps the parser's type in optional_type): `None` or an empty value on the
+// command line leaves them unset. --logits-processors is a list, where `None` is an item.
+std::vector<LaunchOption> MarkOptionalFields(std::vector<LaunchOption> table) {
+  static constexpr std::string_view kOptional[] = {"attention_backend",
+                                                   "default_mm_loras",
+                                                   "distributed_executor_backend",
+                                                   "ec_transfer_config",
+                                                   "hf_config_path",
+                                                   "kv_cache_memory",
+                                                   "kv_offloading_size",
+                                                   "kv_transfer_config",
+                                                   "mamba_block_size",
+                                                   "max_cpu_loras",
+                                                   "num_gpu_blocks_override",
+                                                   "quantization",
+                                                   "revision",
+                                                   "spec_method",
+                                                   "spec_model",
+                                                   "speculative_config"};
+  for (LaunchOption& option : table) {
+    option.none =
+        std::find(std::begin(kOptional), std::end(kOptional), option.name) != std::end(kOptional);
+  }
+  return table;
+}
+
+}  // namespace
+
 const std::vector<LaunchOption>& LaunchOptionTable() {
   using V = OptionValue;
-  static const std::vector<LaunchOption> kTable = {
+  static const std::vector<LaunchOption> kTable = MarkOptionalFields({
       {"tensor_parallel_size",
        {},
        "tp",
@@ -1218,7 +1249,7 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::prefix_match_unit,
        1,
        kMaxModelLen},
-  };
+  });
   return kTable;
 }
 
@@ -1251,6 +1282,12 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
   auto type_error = [&](std::string_view expected) {
     return InvalidArgument(fmt::format("{} takes {}", source, expected));
   };
+  const std::string* given = std::get_if<std::string>(&value);
+  if (option.none && given != nullptr && (given->empty() || *given == "None") &&
+      source.starts_with('-')) {
+    std::visit([&](auto member) { (o.*member).reset(); }, option.field);
+    return Status::Ok();
+  }
   return std::visit(
       [&](auto member) -> Status {
         using Field = std::remove_reference_t<decltype(o.*member)>;
@@ -1406,9 +1443,9 @@ std::string LaunchOptionsMarkdown() {
     if (o.value == OptionValue::kSwitch) {
       also += fmt::format("{}`{}`", also.empty() ? "" : ", ", flag("no_" + std::string(o.name)));
     }
-    md += fmt::format("| `{}` | `{}` | {} | {} | {} | {} |\n", flag(o.name), o.name, also,
-                      OptionValueName(o.value), o.env.empty() ? "" : fmt::format("`{}`", o.env),
-                      o.help);
+    md += fmt::format("| `{}` | `{}` | {} | {}{} | {} | {} |\n", flag(o.name), o.name, also,
+                      OptionValueName(o.value), o.none ? "; `None` unsets it" : "",
+                      o.env.empty() ? "" : fmt::format("`{}`", o.env), o.help);
   }
   md +=
       "\n## `vllm serve` flags accepted without planning\n\n"

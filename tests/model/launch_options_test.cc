@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli_runner.h"
 #include "internal/units.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
@@ -99,6 +100,44 @@ TEST(LaunchOptions, VllmIntegerSuffixes) {
   EXPECT_EQ(o.max_num_batched_tokens, 16'000);
   EXPECT_EQ(Set(o, "--max-num-seqs", std::string("1k")).message(),
             "--max-num-seqs: '1k' is not an integer");
+}
+
+// `None` or an empty value unsets an option whose engine field is optional, on the command line
+// (the parser's optional_type); elsewhere it is a value like any other.
+TEST(LaunchOptions, NoneUnsetsTheEnginesOptionalFields) {
+  LaunchOptions o;
+  ASSERT_TRUE(Set(o, "--quantization", std::string("fp8")).ok());
+  ASSERT_TRUE(Set(o, "--quantization", std::string("None")).ok());
+  EXPECT_EQ(o.quantization, std::nullopt);
+  ASSERT_TRUE(Set(o, "--max-cpu-loras", std::string("4")).ok());
+  ASSERT_TRUE(Set(o, "--max-cpu-loras", std::string("")).ok());
+  EXPECT_EQ(o.max_cpu_loras, std::nullopt);
+  ASSERT_TRUE(Set(o, "--kv-cache-memory-bytes", std::string("12G")).ok());
+  ASSERT_TRUE(Set(o, "--kv-cache-memory-bytes", std::string("None")).ok());
+  EXPECT_EQ(o.kv_cache_memory, std::nullopt);
+  EXPECT_TRUE(FindLaunchOption("speculative_config")->none);
+  EXPECT_FALSE(FindLaunchOption("logits_processors")->none);  // a list: None is an item
+  // Not optional in the engine: its parser refuses the text.
+  EXPECT_EQ(Set(o, "--max-num-seqs", std::string("None")).message(),
+            "--max-num-seqs: 'None' is not an integer");
+  // A Python keyword takes None itself; the text "None" is a value there.
+  ASSERT_TRUE(
+      SetLaunchOption(o, *FindLaunchOption("quantization"), std::string("None"), "quantization=")
+          .ok());
+  EXPECT_EQ(o.quantization, "None");
+  // The command line and a --config file's null plan as without the flags.
+  const testing::CliResult plain = testing::RunCli("check kimi-k2.6 -tp 8");
+  EXPECT_EQ(plain.exit_code, 0);
+  const testing::CliResult unset = testing::RunCli(
+      "check kimi-k2.6 -tp 8 --quantization None --kv-offloading-size None --speculative-config "
+      "None --num-gpu-blocks-override ''");
+  EXPECT_EQ(unset.exit_code, 0);
+  EXPECT_EQ(unset.out, plain.out);
+  const std::string yaml = ::testing::TempDir() + "/none_unsets.yaml";
+  std::ofstream(yaml) << "quantization: null\nmax-cpu-loras: null\n";
+  const testing::CliResult file = testing::RunCli("check kimi-k2.6 -tp 8 --config " + yaml);
+  EXPECT_EQ(file.exit_code, 0);
+  EXPECT_EQ(file.out, plain.out);
 }
 
 TEST(LaunchOptions, ValuesAreRangeCheckedAndNameTheirSource) {
