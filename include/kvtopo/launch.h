@@ -261,6 +261,8 @@ struct LaunchConfig {
   // --enable-lora: LoRA adapters (weights only), which with a speculative config ask a step to
   // hold every sequence's verified tokens.
   bool enable_lora = false;
+  // --max-lora-rank (the engine's default 16), which --fully-sharded-loras splits over TP ranks.
+  int64_t max_lora_rank = 16;
   std::string pytorch_cuda_alloc_conf;
   // --enable-expert-parallel, and external data-parallel load balancing
   // (--data-parallel-external-lb or --data-parallel-rank with --data-parallel-size above 1): the

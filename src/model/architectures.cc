@@ -5160,6 +5160,27 @@ bool ExpertsAreFusedMoe(std::string_view architecture) {
   return !InSortedTable(kExpertsNotFusedMoe, architecture);
 }
 
+// The LoRA-capable targets whose class, built with MoE layers (a stated expert count), lacks
+// get_expert_mapping on itself and on its direct children, where get_moe_expert_mapping looks
+// (vllm/model_executor/utils.py at 28be48fa9): the LoRA manager raises as it is built
+// (lora/utils.py, process_packed_modules_mapping). Gemma 4's method-less model builds experts
+// with its MoE block on; ERNIE-4.5-VL's language model is an unregistered class whose child has
+// none. Sorted.
+constexpr std::string_view kMoeLacksExpertMapping[] = {
+    "Ernie4_5_VLMoeForConditionalGeneration",
+    "Gemma4ForCausalLM",
+    "Gemma4ForConditionalGeneration",
+    "GraniteMoeForCausalLM",
+    "GraniteMoeSharedForCausalLM",
+    "Llama4ForCausalLM",
+    "PanguProMoEV2ForCausalLM",
+    "PanguUltraMoEForCausalLM",
+};
+
+bool MoeLacksExpertMapping(std::string_view architecture) {
+  return InSortedTable(kMoeLacksExpertMapping, architecture);
+}
+
 // The target architectures kvtopo plans whose registry class implements the engine's
 // SupportsMultiModal interface (the fork at 28be48fa9, each registry entry's class resolved
 // through its bases, as for kLacksEagle3Interface): the engine builds a multimodal config for

@@ -3459,6 +3459,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   KVTOPO_RETURN_IF_ERROR(CheckEcTransfer(o));
   if (o.enable_sleep_mode) c.enable_sleep_mode = *o.enable_sleep_mode;
   if (o.enable_lora) c.enable_lora = *o.enable_lora;
+  if (o.max_lora_rank) c.max_lora_rank = *o.max_lora_rank;
   if (o.device_capability) {
     Result<DeviceCapability> capability = ParseDeviceCapability(*o.device_capability);
     if (!capability.ok()) {

@@ -1944,6 +1944,69 @@ void CheckMultimodalFlags(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// --fully-sharded-loras (with --enable-lora) as the engine's LoRA layers take it once the weights
+// are loaded (vllm/lora/layers/base_linear.py and fused_moe.py at 28be48fa9), each with the
+// divide() assert ('A is not divisible by B'), in the order the manager wraps a decoder layer's
+// modules: column-parallel layers split the rank over the TP ranks, row-parallel ones their
+// output (the hidden size); FusedMoE experts assert against expert parallelism, else split the
+// rank and the hidden size over their own TP ranks (DP x PCP x TP, flattened). With
+// --lora-target-modules only some layers are wrapped: not checked. The first failure, as the
+// engine stops at it.
+void CheckFullyShardedLora(const LaunchConfig& config, const ModelDescription& m,
+                           const std::string& what, Builder& b) {
+  const auto given = [&](std::string_view flag) {
+    const VllmFlagValue* v = FindVllmFlagValue(config.not_planned_values, flag);
+    return v != nullptr && (v->on.value_or(false) || !v->values.empty());
+  };
+  if (!given("--fully-sharded-loras") || given("--lora-target-modules")) return;
+  const int64_t rank = config.max_lora_rank;
+  const int64_t tp = config.parallel.tensor_parallel_size;
+  const int64_t hidden = m.hidden_size;
+  const auto refuse = [&](std::string_view layers, std::string_view split, int64_t n, int64_t ranks,
+                          std::string_view fix) {
+    b.Error("lora-sharding",
+            fmt::format("--fully-sharded-loras with {}: {} split {} over {} ranks, and the engine "
+                        "asserts as it builds them once the weights are loaded ('{} is not "
+                        "divisible by {}'); {}",
+                        what, layers, split, ranks, n, ranks, fix));
+  };
+  if (rank % tp != 0) {
+    return refuse(
+        "its column-parallel LoRA layers", fmt::format("the rank ({}, --max-lora-rank)", rank),
+        rank, tp,
+        fmt::format("pick a --max-lora-rank {} divides, or drop --fully-sharded-loras", tp));
+  }
+  if (hidden > 0 && hidden % tp != 0) {
+    return refuse("its row-parallel LoRA layers",
+                  fmt::format("their output (the hidden size, {})", hidden), hidden, tp,
+                  "drop --fully-sharded-loras");
+  }
+  if (m.num_experts == 0 || !internal::ExpertsAreFusedMoe(m.architecture)) return;
+  const int64_t moe_ranks = ExpertParallelRanks(config);
+  if (config.enable_expert_parallel && moe_ranks > 1) {
+    b.Error("lora-sharding",
+            fmt::format("--fully-sharded-loras with {}, whose experts run under expert parallelism "
+                        "over {} ranks: the engine's LoRA layer for them asserts once the weights "
+                        "are loaded ('Fused MoE LoRA does not support enable_expert_parallel=True "
+                        "together with fully_sharded_loras=True. Disable one of them.'); drop one "
+                        "of them",
+                        what, moe_ranks));
+    return;
+  }
+  const std::string experts =
+      fmt::format("its experts' LoRA layers (TP over DP {} x PCP {} x TP {})",
+                  config.data_parallel_size, config.parallel.prefill_context_parallel_size, tp);
+  if (rank % moe_ranks != 0) {
+    return refuse(
+        experts, fmt::format("the rank ({}, --max-lora-rank)", rank), rank, moe_ranks,
+        fmt::format("pick a --max-lora-rank {} divides, or drop --fully-sharded-loras", moe_ranks));
+  }
+  if (hidden > 0 && hidden % moe_ranks != 0) {
+    return refuse(experts, fmt::format("the hidden size ({})", hidden), hidden, moe_ranks,
+                  "drop --fully-sharded-loras");
+  }
+}
+
 // --default-mm-loras against a text-only target, and --enable-lora against the target's class (the
 // fork at 28be48fa9): the GPU model runner's
 // load_lora_model refuses a class without the SupportsLoRA interface once the weights are loaded
@@ -1988,6 +2051,16 @@ void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std:
                         what, engine_class, engine_class));
     return;
   }
+  if (m.num_experts > 0 && internal::MoeLacksExpertMapping(m.architecture)) {
+    b.Error("lora-model",
+            fmt::format("--enable-lora with {}, whose {} experts the engine's LoRA manager cannot "
+                        "map (neither its class nor a direct child has get_expert_mapping): the "
+                        "engine fails once the weights are loaded (\"To support LoRA for MoE "
+                        "model, 'get_expert_mapping' must be implemented\"); drop --enable-lora",
+                        what, m.num_experts));
+    return;
+  }
+  CheckFullyShardedLora(config, m, what, b);
   if (m.num_experts > 0 && internal::ExpertsAreFusedMoe(m.architecture) &&
       config.enable_expert_parallel && ExpertParallelRanks(config) > 1 &&
       config.all2all_backend != "allgather_reducescatter") {

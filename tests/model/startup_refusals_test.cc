@@ -836,6 +836,88 @@ TEST(StartupRefusals, MicroBatchingAndFastPrefill) {
             "processed_logits, processed_logprobs");
 }
 
+// --fully-sharded-loras splits each wrapped layer's LoRA weights over its TP ranks, and the
+// engine's LoRA layers assert the division once the weights are loaded.
+TEST(StartupRefusals, FullyShardedLorasDivide) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.tensor_parallel_size = 2;
+  o.enable_lora = true;
+  o.not_planned_values = {VllmFlagValue{"--fully-sharded-loras", true, {}}};
+  EXPECT_EQ(AcceptedTokens(o), 1655386);
+  const std::string what = "'profiles/gpt-oss-120b.json' (GptOssForCausalLM)";
+  o.max_lora_rank = 1;
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-sharding] --fully-sharded-loras with " + what +
+                ": its column-parallel LoRA layers split the rank (1, --max-lora-rank) over 2 "
+                "ranks, and the engine asserts as it builds them once the weights are loaded ('1 "
+                "is not divisible by 2'); pick a --max-lora-rank 2 divides, or drop "
+                "--fully-sharded-loras");
+  o.max_lora_rank.reset();
+  o.data_parallel_size = 3;  // the experts' TP spans DP x PCP x TP without expert parallelism
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-sharding] --fully-sharded-loras with " + what +
+                ": its experts' LoRA layers (TP over DP 3 x PCP 1 x TP 2) split the rank (16, "
+                "--max-lora-rank) over 6 ranks, and the engine asserts as it builds them once the "
+                "weights are loaded ('16 is not divisible by 6'); pick a --max-lora-rank 6 "
+                "divides, or drop --fully-sharded-loras");
+  o.data_parallel_size = 16;
+  o.tensor_parallel_size = 8;
+  o.max_lora_rank = 256;
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-sharding] --fully-sharded-loras with " + what +
+                ": its experts' LoRA layers (TP over DP 16 x PCP 1 x TP 8) split the hidden size "
+                "(2880) over 128 ranks, and the engine asserts as it builds them once the weights "
+                "are loaded ('2880 is not divisible by 128'); drop --fully-sharded-loras");
+  o.data_parallel_size.reset();
+  o.tensor_parallel_size = 2;
+  o.enable_expert_parallel = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-sharding] --fully-sharded-loras with " + what +
+                ", whose experts run under expert parallelism over 2 ranks: the engine's LoRA "
+                "layer for them asserts once the weights are loaded ('Fused MoE LoRA does not "
+                "support enable_expert_parallel=True together with fully_sharded_loras=True. "
+                "Disable one of them.'); drop one of them");
+  o.not_planned_values = {VllmFlagValue{"--fully-sharded-loras", false, {}}};  // --no-
+  EXPECT_EQ(AcceptedTokens(o), 1655386);
+  // Row-parallel layers split their output, the hidden size, over the TP ranks.
+  nlohmann::json llama = testing_configs::Llama31_8B();
+  llama["hidden_size"] = 4098;
+  llama["head_dim"] = 128;
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 4;
+  c.enable_lora = true;
+  c.not_planned_values = {VllmFlagValue{"--fully-sharded-loras", true, {}}};
+  EXPECT_EQ(ConfigErrors(llama, c),
+            "\n  error [lora-sharding] --fully-sharded-loras with 'config.json' "
+            "(LlamaForCausalLM): its row-parallel LoRA layers split their output (the hidden "
+            "size, 4098) over 4 ranks, and the engine asserts as it builds them once the weights "
+            "are loaded ('4098 is not divisible by 4'); drop --fully-sharded-loras");
+  // --lora-target-modules wraps some layers only: not checked.
+  c.not_planned_values.push_back(
+      VllmFlagValue{"--lora-target-modules", std::nullopt, {"qkv_proj"}});
+  EXPECT_EQ(ConfigErrors(llama, c), "");
+}
+
+// MoE classes whose experts the LoRA manager cannot map fail as it is built.
+TEST(StartupRefusals, LoraNeedsAnExpertMapping) {
+  const std::string granite =
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/granite-3.1-3b-a800m.json";
+  LaunchOptions o = Model(granite);
+  EXPECT_EQ(Errors(o), "");
+  o.enable_lora = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [lora-model] --enable-lora with '" + granite +
+                "' (GraniteMoeForCausalLM), whose 40 experts the engine's LoRA manager cannot map "
+                "(neither its class nor a direct child has get_expert_mapping): the engine fails "
+                "once the weights are loaded (\"To support LoRA for MoE model, "
+                "'get_expert_mapping' must be implemented\"); drop --enable-lora");
+  // Gemma 4 builds experts only with its MoE block, which the dense 31B has off.
+  o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/gemma-4-31b.json");
+  o.max_model_len = 8192;
+  o.enable_lora = true;
+  EXPECT_EQ(Errors(o), "");
+}
+
 // Serving flags the engine checks before it loads the weights, though the cache is the same.
 TEST(StartupRefusals, ServingFlags) {
   auto refusal = [](LaunchOptions o) { return std::string(PlanOptions(o).status().message()); };
