@@ -294,7 +294,11 @@ struct VllmFlag {
   // JSON object when the text looks like one and plain text otherwise ("json or text").
   enum class Type { kText, kInteger, kHumanInteger, kNumber, kJsonConfig, kJsonValue, kJsonOrText };
   Type type = Type::kText;
-  bool none = false;                 // "None" (or nothing) stands for no value (optional_type)
+  bool none = false;  // "None" (or nothing) stands for no value (optional_type)
+  // A list flag whose items optional_type reads ("None" or an empty item is None), which the
+  // config class named here refuses as it is built, with pydantic's error; empty: not refused.
+  std::string none_item_class;
+  std::string none_item_error;
   std::vector<std::string> choices;  // argparse's choices; empty: any
   // The config that checks the bounds (and a JSON value's shape) is built for a multimodal
   // model only: the model layer checks them there.

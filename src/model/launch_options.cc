@@ -1499,6 +1499,11 @@ std::string LaunchOptionsMarkdown() {
       checks.push_back(f.multimodal ? b + " (for a model with multimodal inputs)" : b);
     }
     if (f.none) checks.push_back("`None` unsets it");
+    if (!f.none_item_error.empty()) {
+      checks.push_back(
+          fmt::format("a `None` item is refused ({}{})", f.none_item_class,
+                      f.none_item_class == "LoRAConfig" ? ", with --enable-lora" : ""));
+    }
     if (f.removed) checks.push_back("of older releases; the fork's parser refuses it: a warning");
     md += fmt::format("- `{}`{}{}\n", f.name, value,
                       checks.empty() ? "" : fmt::format(": {}", fmt::join(checks, "; ")));
@@ -3237,6 +3242,17 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
           text, !(share <= 1) ? "less than or equal to 1" : "greater than 0"));
     }
   }
+  // --logits-processors items are read by optional_type(str): "None" is a None item, which
+  // ModelConfig's list[str | type] refuses.
+  if (o.logits_processors) {
+    for (const std::string& item : internal::SplitOnSpaces(*o.logits_processors)) {
+      if (item != "None") continue;
+      return InvalidArgument(
+          "--logits-processors 'None': the engine's parser reads the item as None "
+          "(optional_type), which its ModelConfig refuses as it is built ('Input should be a "
+          "valid string'); drop the item");
+    }
+  }
   constexpr int64_t kLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};
   if (o.max_lora_rank && std::find(std::begin(kLoraRanks), std::end(kLoraRanks),
                                    *o.max_lora_rank) == std::end(kLoraRanks)) {
@@ -3762,6 +3778,23 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
                        "unless a plugin registers it (register_model_loader)",
                        format, fmt::join(kLoadFormats, ", "), format)});
     }
+  }
+  // --api-key: the API server keeps the keys that are not empty, None included (optional_type
+  // reads "None" and an empty item as None), and reads VLLM_API_KEY only when the flag is absent
+  // (build_app at 28be48fa9).
+  if (const VllmFlagValue* keys = FindVllmFlagValue(o.not_planned_values, "--api-key");
+      keys != nullptr && !keys->values.empty() &&
+      std::all_of(keys->values.begin(), keys->values.end(),
+                  [](const std::string& k) { return k.empty() || k == "None"; })) {
+    std::vector<std::string> shown;
+    for (const std::string& k : keys->values) shown.push_back(k.empty() ? "''" : k);
+    diagnostics.push_back(
+        {Severity::kWarning, "api-key-none",
+         fmt::format("--api-key {} gives no key: the API server drops the keys the parser reads "
+                     "as None (\"None\" and empty ones) and, with --api-key given, does not read "
+                     "VLLM_API_KEY, so it serves without authentication; give the key, or drop "
+                     "--api-key to use VLLM_API_KEY",
+                     fmt::join(shown, " "))});
   }
   for (const std::string& name : o.not_planned) {
     if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {

@@ -1810,7 +1810,19 @@ void CheckExpertPlacement(const LaunchConfig& config, const ModelDescription& m,
     // Both counts are at least 0 and at most 2^63 - 1: their sum fits 64 unsigned bits.
     const uint64_t physical =
         static_cast<uint64_t>(m.num_experts) + static_cast<uint64_t>(redundant);
-    if (physical % static_cast<uint64_t>(ep_ranks) == 0) return;
+    if (physical % static_cast<uint64_t>(ep_ranks) == 0) {
+      // EplbState.add_model, as the runner registers the loaded model: its logical-to-physical
+      // map holds 1,024 slots per expert.
+      if (redundant > 1023) {
+        b.Error("eplb-experts",
+                fmt::format("--eplb-config's num_redundant_experts {} with {}: the engine's EPLB "
+                            "state asserts at most 1023 as it registers the model, once the "
+                            "weights are loaded ('num_redundant_experts {} must be less than or "
+                            "equal to 1023'); give 1023 or fewer",
+                            redundant, what, redundant));
+      }
+      return;
+    }
     b.Error("eplb-experts",
             fmt::format(
                 "--enable-eplb with {}, whose config states {} routed experts{}: they do "

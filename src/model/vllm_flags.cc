@@ -78,6 +78,10 @@ const std::vector<VllmFlag>& Flags() {
                       .multimodal = e.value("multimodal", false),
                       .bounds = ReadBounds(e),
                       .json_class = e.value("class", "")};
+        if (e.contains("none_item") && e["none_item"].is_object()) {
+          flag.none_item_class = e["none_item"].value("class", "");
+          flag.none_item_error = e["none_item"].value("error", "");
+        }
         if (e.contains("keys") && e["keys"].is_object()) {
           for (const auto& [name, k] : e["keys"].items()) {
             flag.keys.push_back({.name = name,
@@ -313,7 +317,8 @@ Result<nlohmann::json> JsonLoads(const VllmFlag& flag, std::string_view text) {
   return j;
 }
 
-Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given) {
+// `lora`: --enable-lora is on, so the engine builds its LoRA config.
+Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given, bool lora) {
   if (!flag.takes_value) return Status::Ok();
   if (given.values.empty()) {
     if (flag.values == VllmFlag::Values::kOptional) return Status::Ok();
@@ -323,6 +328,13 @@ Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given) {
                     one ? "a value" : "values", one ? "one argument" : "at least one argument"));
   }
   for (const std::string& text : given.values) {
+    if (!flag.none_item_error.empty() && (text.empty() || text == "None") &&
+        (flag.none_item_class != "LoRAConfig" || lora)) {
+      return InvalidArgument(fmt::format(
+          "{} '{}': the engine's parser reads the item as None (optional_type), which its {} "
+          "refuses as it is built ('{}'); drop the item",
+          flag.name, text, flag.none_item_class, flag.none_item_error));
+    }
     if (IsNone(flag, text)) continue;
     std::optional<double> number;
     switch (flag.type) {
@@ -833,7 +845,7 @@ Status CheckVllmFlagValues(const LaunchOptions& o) {
   for (const VllmFlagValue& given : o.not_planned_values) {
     const VllmFlag* flag = FindVllmFlagNotPlanned(given.flag);
     if (flag == nullptr || flag->removed) continue;  // a removed flag warns instead
-    KVTOPO_RETURN_IF_ERROR(CheckValue(*flag, given));
+    KVTOPO_RETURN_IF_ERROR(CheckValue(*flag, given, o.enable_lora.value_or(false)));
   }
   return CheckFlagRules(o);
 }

@@ -700,6 +700,12 @@ TEST(StartupRefusals, ExpertPlacementUnderLoadBalancing) {
                 "pick a layout whose ranks divide them, or drop --enable-eplb");
   o.eplb_config = R"({"num_redundant_experts": 4})";  // 132 experts, 22 a rank
   EXPECT_EQ(AcceptedTokens(o), 699040);
+  o.eplb_config = R"({"num_redundant_experts": 1024})";  // 1,152 experts, 192 a rank
+  EXPECT_EQ(Errors(o),
+            "\n  error [eplb-experts] --eplb-config's num_redundant_experts 1024 with '" + qwen3 +
+                "' (Qwen3MoeForCausalLM): the engine's EPLB state asserts at most 1023 as it "
+                "registers the model, once the weights are loaded ('num_redundant_experts 1024 "
+                "must be less than or equal to 1023'); give 1023 or fewer");
   o.eplb_config = R"({"num_redundant_experts": 2})";
   EXPECT_EQ(Errors(o),
             "\n  error [eplb-experts] --enable-eplb with '" + qwen3 +

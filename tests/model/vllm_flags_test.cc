@@ -82,6 +82,56 @@ TEST(VllmFlags, TypesChoicesAndBounds) {
   EXPECT_EQ(Refusal({Flag("--video-pruning-rate", {"2"})}), "");
 }
 
+// A list flag's items are read by optional_type: "None" and an empty item are None, which the
+// config class of a `list[X] | None` field refuses; --api-key drops them.
+TEST(VllmFlags, NoneItemsOfLists) {
+  EXPECT_EQ(Refusal({Flag("--served-model-name", {"kimi", "None"})}),
+            "--served-model-name 'None': the engine's parser reads the item as None "
+            "(optional_type), which its ModelConfig refuses as it is built ('Input should be a "
+            "valid string'); drop the item");
+  EXPECT_EQ(Refusal({Flag("--allowed-media-domains", {""})}),
+            "--allowed-media-domains '': the engine's parser reads the item as None "
+            "(optional_type), which its ModelConfig refuses as it is built ('Input should be a "
+            "valid string'); drop the item");
+  EXPECT_EQ(Refusal({Switch("--numa-bind"), Flag("--numa-bind-nodes", {"0", "None"})}),
+            "--numa-bind-nodes 'None': the engine's parser reads the item as None "
+            "(optional_type), which its ParallelConfig refuses as it is built ('Input should be a "
+            "valid integer'); drop the item");
+  // The LoRA config is built with --enable-lora only.
+  EXPECT_EQ(Refusal({Flag("--lora-target-modules", {"None"})}), "");
+  LaunchOptions lora;
+  lora.enable_lora = true;
+  EXPECT_EQ(Refusal({Flag("--lora-target-modules", {"None"})}, lora),
+            "--lora-target-modules 'None': the engine's parser reads the item as None "
+            "(optional_type), which its LoRAConfig refuses as it is built ('Input should be a "
+            "valid string'); drop the item");
+  // Lists of plain strings keep the text "None".
+  EXPECT_EQ(Refusal({Flag("--ignore-patterns", {"None"})}), "");
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  o.logits_processors = "my.Processor None";
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--logits-processors 'None': the engine's parser reads the item as None "
+            "(optional_type), which its ModelConfig refuses as it is built ('Input should be a "
+            "valid string'); drop the item");
+  o.logits_processors.reset();
+  // --api-key with no key but None items: the server runs without authentication.
+  o.not_planned_values = {Flag("--api-key", {"", "None"})};
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "api-key-none");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--api-key '' None gives no key: the API server drops the keys the parser reads as "
+            "None (\"None\" and empty ones) and, with --api-key given, does not read "
+            "VLLM_API_KEY, so it serves without authentication; give the key, or drop --api-key "
+            "to use VLLM_API_KEY");
+  o.not_planned_values = {Flag("--api-key", {"None", "secret"})};
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->launch_diagnostics.empty());
+}
+
 TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "xgrammar", "x": 1})"})}),
             "--structured-outputs-config: 'x' is not a field of the engine's "
