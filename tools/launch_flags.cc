@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -303,6 +304,12 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   }
   KVTOPO_RETURN_IF_ERROR(
       ApplyLaunchEnvironment(o, [](const char* name) { return std::getenv(name); }));
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    if (variable.starts_with("VLLM_")) {
+      o.vllm_environment.emplace_back(variable.substr(0, variable.find('=')));
+    }
+  }
   return o;
 }
 

@@ -214,6 +214,10 @@ struct LaunchOptions {
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
   std::vector<std::string> not_planned;
   std::vector<VllmFlagValue> not_planned_values;  // their values, one entry a flag
+  // The names of the VLLM_ environment variables set where the engine starts, in the
+  // environment's order (the CLI fills them from its own): --fail-on-environ-validation refuses
+  // one the engine does not register.
+  std::vector<std::string> vllm_environment;
   // What a front end found in how the launch was spelled (e.g. a --speculative-config the
   // engine's parser drops); the plan reports them.
   std::vector<Diagnostic> diagnostics;
@@ -336,6 +340,8 @@ std::optional<std::string> VllmFlagText(const std::vector<VllmFlagValue>& values
 // reads as no value.
 std::optional<std::string> VllmFlagSetting(const std::vector<VllmFlagValue>& values,
                                            std::string_view flag);
+// The environment variables vllm/envs.py registers (profiles/vllm-flags.json), sorted.
+const std::vector<std::string>& KnownVllmEnvironment();
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
 // other and to the launch options. Errors name the flag, the value and the engine's message: a

@@ -99,6 +99,27 @@ const std::vector<VllmFlag>& Flags() {
   return kFlags;
 }
 
+}  // namespace
+
+const std::vector<std::string>& KnownVllmEnvironment() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> r;
+    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+      if (f.stem != "vllm-flags") continue;
+      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
+      if (!j.ok() || !j->contains("environment_variables")) break;
+      for (const nlohmann::json& name : (*j)["environment_variables"]) {
+        if (name.is_string()) r.push_back(name.get<std::string>());
+      }
+    }
+    std::sort(r.begin(), r.end());
+    return r;
+  }();
+  return kNames;
+}
+
+namespace {
+
 // Python's int() of text; ±inf past the 64-bit range (a number Python still takes).
 std::optional<double> PythonInt(std::string_view text) {
   const Result<int64_t> n = ParsePlainInt(text, "");
@@ -511,6 +532,26 @@ Status CheckFlagRules(const LaunchOptions& o) {
     return Rejected(message(what, config, text, fix));
   };
 
+  // EngineArgs.create_engine_config's validate_environ (vllm/envs.py): with the flag, a VLLM_
+  // variable the engine does not register refuses the launch, the first in the environment's
+  // order named.
+  if (on("--fail-on-environ-validation")) {
+    const std::vector<std::string>& known = KnownVllmEnvironment();
+    std::vector<std::string> unknown;
+    for (const std::string& name : o.vllm_environment) {
+      if (name.starts_with("VLLM_") && !std::binary_search(known.begin(), known.end(), name)) {
+        unknown.push_back(name);
+      }
+    }
+    if (!unknown.empty()) {
+      return Rejected(fmt::format(
+          "--fail-on-environ-validation with {} set, {} the engine does not register "
+          "(vllm/envs.py): it refuses the launch as it builds its config ('Unknown vLLM "
+          "environment variable detected: {}'); unset {} or drop --fail-on-environ-validation",
+          fmt::join(unknown, ", "), unknown.size() == 1 ? "a variable" : "variables", unknown[0],
+          unknown.size() == 1 ? "it" : "them"));
+    }
+  }
   // ParallelConfig's NUMA fields (vllm/config/parallel.py): each node index non-negative; each
   // CPU list in numactl's syntax with ascending ranges; both only with --numa-bind.
   const std::vector<std::string> nodes = values("--numa-bind-nodes");

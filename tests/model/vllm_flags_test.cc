@@ -132,6 +132,36 @@ TEST(VllmFlags, NoneItemsOfLists) {
   EXPECT_TRUE(c->launch_diagnostics.empty());
 }
 
+// --fail-on-environ-validation refuses a VLLM_ variable vllm/envs.py does not register; without
+// it the engine only warns.
+TEST(VllmFlags, EnvironmentValidation) {
+  EXPECT_EQ(KnownVllmEnvironment().size(), 266u);
+  LaunchOptions o;
+  o.vllm_environment = {"VLLM_WORKER_MULTIPROC_METHOD", "VLLM_NOT_REGISTERED",
+                        "VLLM_K3_KV_GROUP_SIZE"};
+  EXPECT_EQ(Refusal({}, o), "");
+  EXPECT_EQ(Refusal({Switch("--fail-on-environ-validation", false)}, o), "");
+  EXPECT_EQ(Refusal({Switch("--fail-on-environ-validation")}, o),
+            "--fail-on-environ-validation with VLLM_NOT_REGISTERED, VLLM_K3_KV_GROUP_SIZE set, "
+            "variables the engine does not register (vllm/envs.py): it refuses the launch as it "
+            "builds its config ('Unknown vLLM environment variable detected: "
+            "VLLM_NOT_REGISTERED'); unset them or drop --fail-on-environ-validation");
+  // The CLI reads its own environment (emptied here but for the variable named).
+  const testing::CliResult refused = RunCli("check kimi-k2.6 -tp 8 --fail-on-environ-validation",
+                                            true, "-i VLLM_NOT_REGISTERED=1");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out,
+            "kvtopo: --fail-on-environ-validation with VLLM_NOT_REGISTERED set, a variable the "
+            "engine does not register (vllm/envs.py): it refuses the launch as it builds its "
+            "config ('Unknown vLLM environment variable detected: VLLM_NOT_REGISTERED'); unset "
+            "it or drop --fail-on-environ-validation\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8 --fail-on-environ-validation", false,
+                   "-i VLLM_WORKER_MULTIPROC_METHOD=spawn")
+                .exit_code,
+            0);
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8", false, "-i VLLM_NOT_REGISTERED=1").exit_code, 0);
+}
+
 TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "xgrammar", "x": 1})"})}),
             "--structured-outputs-config: 'x' is not a field of the engine's "
