@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -126,15 +127,12 @@ std::optional<double> ParsePythonFloat(std::string_view text) {
   double value = 0;
   const char* end = digits.data() + digits.size();
   const auto [ptr, ec] = std::from_chars(digits.data(), end, value, std::chars_format::general);
-  // An out-of-range exponent is inf or 0 to Python, never an error.
+  // A number past the double range is inf, 0 or a subnormal to Python, never an error: strtod
+  // rounds the text from_chars has checked in full as Python does.
   if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
     return std::nullopt;
   }
-  if (ec == std::errc::result_out_of_range) {
-    const size_t e = digits.find_first_of("eE");
-    const bool tiny = e != std::string::npos && digits[e + 1] == '-';
-    value = tiny ? 0.0 : std::numeric_limits<double>::infinity();
-  }
+  if (ec == std::errc::result_out_of_range) value = std::strtod(digits.c_str(), nullptr);
   return negative ? -value : value;
 }
 

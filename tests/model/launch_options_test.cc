@@ -89,6 +89,9 @@ TEST(LaunchOptions, VllmIntegerSuffixes) {
   EXPECT_EQ(ParsePythonFloat("-Infinity"), -std::numeric_limits<double>::infinity());
   EXPECT_EQ(ParsePythonFloat("1e999"), std::numeric_limits<double>::infinity());
   EXPECT_EQ(ParsePythonFloat("-1e-999"), 0.0);
+  EXPECT_EQ(ParsePythonFloat("0." + std::string(400, '0') + "1"), 0.0);  // no exponent
+  EXPECT_EQ(ParsePythonFloat("1" + std::string(400, '0')), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ParsePythonFloat("1e-310"), 1e-310);  // a subnormal, as float() gives it
   EXPECT_TRUE(std::isnan(*ParsePythonFloat("NaN")));
   for (const char* refused : {"", ".", "1e", "+-1", "--1", "-+inf", "1__0", "_1", "1_", "1_.5",
                               "0x1p-1", "1,5", "nan0", "in f"}) {
