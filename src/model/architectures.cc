@@ -5181,6 +5181,28 @@ bool MoeLacksExpertMapping(std::string_view architecture) {
   return InSortedTable(kMoeLacksExpertMapping, architecture);
 }
 
+// The MoE causal-LM classes without get_expert_mapping of their own (their MRO), where it is on
+// their inner model or nowhere (the fork at 28be48fa9): as a wrapper's language model, a direct
+// child of a wrapper that has none either (no wrapper kvtopo plans defines it), the LoRA
+// manager finds none. Sorted.
+constexpr std::string_view kLanguageModelLacksExpertMapping[] = {
+    "Cohere2MoeForCausalLM",       "DbrxForCausalLM",
+    "ExaoneMoEForCausalLM",        "Gemma4ForCausalLM",
+    "GptOssForCausalLM",           "GraniteMoeForCausalLM",
+    "GraniteMoeHybridForCausalLM", "GraniteMoeSharedForCausalLM",
+    "HunYuanDenseV1ForCausalLM",   "KimiLinearForCausalLM",
+    "Llama4ForCausalLM",           "MiniMaxForCausalLM",
+    "MiniMaxM1ForCausalLM",        "MiniMaxText01ForCausalLM",
+    "NemotronHForCausalLM",        "NemotronHPuzzleForCausalLM",
+    "PanguEmbeddedForCausalLM",    "PanguProMoEV2ForCausalLM",
+    "PanguUltraMoEForCausalLM",    "Param2MoEForCausalLM",
+    "Step3TextForCausalLM",        "Step3p5ForCausalLM",
+};
+
+bool LanguageModelLacksExpertMapping(std::string_view architecture) {
+  return InSortedTable(kLanguageModelLacksExpertMapping, architecture);
+}
+
 // The target architectures kvtopo plans whose registry class implements the engine's
 // SupportsMultiModal interface (the fork at 28be48fa9, each registry entry's class resolved
 // through its bases, as for kLacksEagle3Interface): the engine builds a multimodal config for

@@ -320,6 +320,9 @@ bool ExpertsAreFusedMoe(std::string_view architecture);
 // Whether the target's registry class, built with MoE layers, has get_expert_mapping neither
 // itself nor on a direct child, which the LoRA manager needs (the fork at 28be48fa9).
 bool MoeLacksExpertMapping(std::string_view architecture);
+// The same for a wrapper's language model (ModelDescription::language_model_architecture): a
+// MoE causal-LM class without get_expert_mapping of its own.
+bool LanguageModelLacksExpertMapping(std::string_view architecture);
 // The engine's class for target architecture `architecture` where it lacks the SupportsLoRA
 // interface (kLacksLora), which --enable-lora needs; empty where it has it or is not known.
 std::string_view ClassLackingLora(std::string_view architecture);

@@ -2072,6 +2072,17 @@ void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std:
                         what, m.num_experts));
     return;
   }
+  if (m.num_experts > 0 && !m.language_model_architecture.empty() &&
+      internal::LanguageModelLacksExpertMapping(m.language_model_architecture)) {
+    b.Error("lora-model",
+            fmt::format("--enable-lora with {}, whose language model {} ({} experts) has no "
+                        "get_expert_mapping of its own, and the engine's LoRA manager looks for "
+                        "it on the model and its direct children only: the engine fails once the "
+                        "weights are loaded (\"To support LoRA for MoE model, 'get_expert_mapping' "
+                        "must be implemented\"); drop --enable-lora",
+                        what, m.language_model_architecture, m.num_experts));
+    return;
+  }
   CheckFullyShardedLora(config, m, what, b);
   if (m.num_experts > 0 && internal::ExpertsAreFusedMoe(m.architecture) &&
       config.enable_expert_parallel && ExpertParallelRanks(config) > 1 &&

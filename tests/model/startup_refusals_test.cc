@@ -917,6 +917,26 @@ TEST(StartupRefusals, LoraNeedsAnExpertMapping) {
                 "(neither its class nor a direct child has get_expert_mapping): the engine fails "
                 "once the weights are loaded (\"To support LoRA for MoE model, "
                 "'get_expert_mapping' must be implemented\"); drop --enable-lora");
+  // A wrapper's language model is a direct child: its own class must have the method.
+  nlohmann::json internvl = nlohmann::json::parse(R"({
+    "architectures": ["InternVLChatModel"], "model_type": "internvl_chat",
+    "torch_dtype": "bfloat16", "vision_config": {"architectures": ["InternVisionModel"]},
+    "llm_config": {"architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
+                   "hidden_size": 1536, "num_hidden_layers": 32, "num_attention_heads": 24,
+                   "num_key_value_heads": 8, "max_position_embeddings": 4096,
+                   "num_local_experts": 40, "num_experts_per_tok": 8}})");
+  LaunchConfig c;
+  c.enable_lora = true;
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            "\n  error [lora-model] --enable-lora with 'config.json' (InternVLChatModel), whose "
+            "language model GraniteMoeForCausalLM (40 experts) has no get_expert_mapping of its "
+            "own, and the engine's LoRA manager looks for it on the model and its direct "
+            "children only: the engine fails once the weights are loaded (\"To support LoRA for "
+            "MoE model, 'get_expert_mapping' must be implemented\"); drop --enable-lora");
+  internvl["llm_config"]["architectures"] = {"Qwen3MoeForCausalLM"};  // the method on its class
+  internvl["llm_config"]["model_type"] = "qwen3_moe";
+  internvl["llm_config"]["head_dim"] = 128;
+  EXPECT_EQ(ConfigErrors(internvl, c), "");
   // Gemma 4 builds experts only with its MoE block, which the dense 31B has off.
   o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/gemma-4-31b.json");
   o.max_model_len = 8192;
