@@ -891,9 +891,10 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        V::kInt,
        "",
        "API server processes (the cache is the same); the engine refuses any above 0 with "
-       "--headless, which starts none; default: the engine's (one per data-parallel rank)",
+       "--headless, which starts none, and starts none for a count below 1 (a warning without "
+       "--headless); default: the engine's (one per data-parallel rank)",
        &LO::api_server_count,
-       0,
+       -kMaxInt32,
        kMaxInt32},
       {"distributed_executor_backend",
        {},
@@ -1366,10 +1367,14 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
             o.*member = n;
             return Status::Ok();
           }
-          if (n < option.min_value) {
+          if (n < option.min_value && option.min_value >= 0) {
             return InvalidArgument(fmt::format("{} must be {}, got {}", source,
                                                option.min_value == 1 ? "positive" : "0 or positive",
                                                n));
+          }
+          if (n < option.min_value) {
+            return InvalidArgument(fmt::format("{} must be in [{}, {}], got {}", source,
+                                               option.min_value, option.max_value, n));
           }
           if (n > option.max_value) {
             return InvalidArgument(fmt::format("{} must be in [{}, {}], got {}", source,
@@ -3778,6 +3783,16 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
                        "unless a plugin registers it (register_model_loader)",
                        format, fmt::join(kLoadFormats, ", "), format)});
     }
+  }
+  // `vllm serve` (ServeSubcommand.cmd) runs headless for an --api-server-count below 1: no API
+  // server starts.
+  if (o.api_server_count && *o.api_server_count < 1 && !o.headless.value_or(false)) {
+    diagnostics.push_back(
+        {Severity::kWarning, "api-server-count-headless",
+         fmt::format("--api-server-count {} without --headless: `vllm serve` starts no API "
+                     "server for a count below 1 and runs headless, its engines only; give 1 or "
+                     "more to serve requests, or --headless to say so",
+                     *o.api_server_count)});
   }
   // --api-key: the API server keeps the keys that are not empty, None included (optional_type
   // reads "None" and an empty item as None), and reads VLLM_API_KEY only when the flag is absent

@@ -18,7 +18,8 @@ TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
     if (o.value != OptionValue::kInt && o.value != OptionValue::kBytes) continue;
     ++checked;
     SCOPED_TRACE(std::string(o.name));
-    EXPECT_GE(o.min_value, 0);
+    // --api-server-count takes any count, as the engine's parser does (below 1: headless).
+    EXPECT_GE(o.min_value, o.name == "api_server_count" ? -kMaxInt32 : 0);
     EXPECT_GT(o.max_value, o.min_value);
     EXPECT_LE(o.max_value, kMaxKvCacheMemoryBytes);
   }
@@ -43,6 +44,13 @@ TEST(LaunchOptionBounds, ValuesPastTheBoundNameTheSource) {
                               std::string("2147483647"), "--max-model-len")
                   .ok());
   EXPECT_EQ(options.max_model_len, kMaxModelLen);
+  EXPECT_TRUE(
+      SetLaunchOption(options, *FindLaunchOption("-asc"), int64_t{-1}, "--api-server-count").ok());
+  EXPECT_EQ(options.api_server_count, -1);
+  EXPECT_EQ(SetLaunchOption(options, *FindLaunchOption("-asc"), int64_t{-kMaxInt32 - 1},
+                            "--api-server-count")
+                .message(),
+            "--api-server-count must be in [-2147483647, 2147483647], got -2147483648");
 }
 
 }  // namespace

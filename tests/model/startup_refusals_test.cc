@@ -1088,8 +1088,21 @@ TEST(StartupRefusals, HeadlessServers) {
             "--api-server-count 2 with --headless: the engine refuses it before it starts "
             "('--api-server-count=2 cannot be used with --headless (no API servers are started "
             "in headless mode).'); drop one of them");
+  o.api_server_count = -1;  // headless, as 0
+  EXPECT_EQ(AcceptedTokens(o), 827693);
   o.api_server_count = 0;
   EXPECT_EQ(AcceptedTokens(o), 827693);
+  // Without --headless a count below 1 runs headless too.
+  o.headless.reset();
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "api-server-count-headless");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--api-server-count 0 without --headless: `vllm serve` starts no API server for a "
+            "count below 1 and runs headless, its engines only; give 1 or more to serve "
+            "requests, or --headless to say so");
+  o.headless = true;
   o.data_parallel_size = 2;
   o.data_parallel_size_local = 0;
   EXPECT_EQ(Rejection(o),
