@@ -3734,56 +3734,50 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   if (o.worker_multiproc_method) c.worker_multiproc_method = *o.worker_multiproc_method;
   c.not_planned_flags = o.not_planned;
   c.not_planned_values = o.not_planned_values;
+  // A name the engine looks up in a registry a plugin may extend is a warning when the fork's
+  // registry lacks it: `text` names the failure, with {} for the name.
+  const auto unregistered = [&](std::string_view flag, std::span<const std::string_view> names,
+                                std::string_view code, std::string_view what,
+                                std::string_view failure) {
+    const std::optional<std::string> given = VllmFlagText(o.not_planned_values, flag);
+    if (!given || std::find(names.begin(), names.end(), *given) != names.end()) return;
+    diagnostics.push_back(
+        {Severity::kWarning, std::string(code),
+         fmt::format("{} '{}' is not {} the engine registers ({}): {}", flag, *given, what,
+                     fmt::join(names, ", "), fmt::format(fmt::runtime(failure), *given))});
+  };
   // The tokenizer modes the engine registers (TokenizerMode and _VLLM_TOKENIZERS at 28be48fa9;
-  // auto and slow resolve to hf), unless the tokenizer is not loaded; a plugin may register
-  // more, so another is a warning.
-  if (const std::optional<std::string> mode =
-          VllmFlagText(o.not_planned_values, "--tokenizer-mode")) {
-    const VllmFlagValue* skip = FindVllmFlagValue(o.not_planned_values, "--skip-tokenizer-init");
-    static constexpr std::string_view kTokenizerModes[] = {
-        "auto",        "slow",      "hf",    "mistral",    "deepseek_v32",
-        "deepseek_v4", "fastokens", "grok2", "kimi_audio", "qwen_vl"};
-    const std::string& name = *mode;
-    if (!(skip != nullptr && skip->on.value_or(false)) &&
-        std::find(std::begin(kTokenizerModes), std::end(kTokenizerModes), name) ==
-            std::end(kTokenizerModes)) {
-      diagnostics.push_back(
-          {Severity::kWarning, "tokenizer-mode-unregistered",
-           fmt::format("--tokenizer-mode '{}' is not a tokenizer mode the engine registers ({}): "
-                       "it fails as it loads the tokenizer (\"No tokenizer registered for "
-                       "tokenizer_mode='{}'.\") unless a plugin registers it",
-                       name, fmt::join(kTokenizerModes, ", "), name)});
-    }
+  // auto and slow resolve to hf), unless the tokenizer is not loaded.
+  static constexpr std::string_view kTokenizerModes[] = {
+      "auto",        "slow",      "hf",    "mistral",    "deepseek_v32",
+      "deepseek_v4", "fastokens", "grok2", "kimi_audio", "qwen_vl"};
+  if (const VllmFlagValue* skip = FindVllmFlagValue(o.not_planned_values, "--skip-tokenizer-init");
+      !(skip != nullptr && skip->on.value_or(false))) {
+    unregistered("--tokenizer-mode", kTokenizerModes, "tokenizer-mode-unregistered",
+                 "a tokenizer mode",
+                 "it fails as it loads the tokenizer (\"No tokenizer registered for "
+                 "tokenizer_mode='{}'.\") unless a plugin registers it");
   }
-  // The load formats the engine registers (_LOAD_FORMAT_TO_MODEL_LOADER at 28be48fa9); a
-  // plugin may register more (register_model_loader), so another is a warning.
-  if (const std::optional<std::string> load = VllmFlagText(o.not_planned_values, "--load-format")) {
-    static constexpr std::string_view kLoadFormats[] = {"auto",
-                                                        "hf",
-                                                        "bitsandbytes",
-                                                        "dummy",
-                                                        "fastsafetensors",
-                                                        "gguf",
-                                                        "instanttensor",
-                                                        "mistral",
-                                                        "npcache",
-                                                        "pt",
-                                                        "runai_streamer",
-                                                        "runai_streamer_sharded",
-                                                        "safetensors",
-                                                        "sharded_state",
-                                                        "tensorizer"};
-    const std::string& format = *load;
-    if (std::find(std::begin(kLoadFormats), std::end(kLoadFormats), format) ==
-        std::end(kLoadFormats)) {
-      diagnostics.push_back(
-          {Severity::kWarning, "load-format-unregistered",
-           fmt::format("--load-format '{}' is not a load format the engine registers ({}): its "
-                       "workers refuse it as they start ('Load format `{}` is not supported') "
-                       "unless a plugin registers it (register_model_loader)",
-                       format, fmt::join(kLoadFormats, ", "), format)});
-    }
-  }
+  // The load formats the engine registers (_LOAD_FORMAT_TO_MODEL_LOADER at 28be48fa9;
+  // register_model_loader adds more).
+  static constexpr std::string_view kLoadFormats[] = {"auto",
+                                                      "hf",
+                                                      "bitsandbytes",
+                                                      "dummy",
+                                                      "fastsafetensors",
+                                                      "gguf",
+                                                      "instanttensor",
+                                                      "mistral",
+                                                      "npcache",
+                                                      "pt",
+                                                      "runai_streamer",
+                                                      "runai_streamer_sharded",
+                                                      "safetensors",
+                                                      "sharded_state",
+                                                      "tensorizer"};
+  unregistered("--load-format", kLoadFormats, "load-format-unregistered", "a load format",
+               "its workers refuse it as they start ('Load format `{}` is not supported') unless "
+               "a plugin registers it (register_model_loader)");
   // `vllm serve` (ServeSubcommand.cmd) runs headless for an --api-server-count below 1: no API
   // server starts.
   if (o.api_server_count && *o.api_server_count < 1 && !o.headless.value_or(false)) {

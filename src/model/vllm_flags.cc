@@ -47,16 +47,27 @@ std::vector<std::string> ReadChoices(const nlohmann::json& e) {
   return out;
 }
 
+// profiles/vllm-flags.json as embedded. The file is checked in and embedded at build time; a
+// malformed copy is a build defect that the registry tests catch, so it reads as an empty
+// object rather than a user error.
+const nlohmann::json& VllmFlagsFile() {
+  static const nlohmann::json kFile = [] {
+    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
+      if (f.stem != "vllm-flags") continue;
+      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
+      if (j.ok() && j->is_object()) return nlohmann::json(*j);
+    }
+    return nlohmann::json::object();
+  }();
+  return kFile;
+}
+
 const std::vector<VllmFlag>& Flags() {
   static const std::vector<VllmFlag> kFlags = [] {
     std::vector<VllmFlag> r;
-    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
-      if (f.stem != "vllm-flags") continue;
-      // The file is checked in and embedded at build time; a malformed copy is a build defect
-      // that the registry tests catch, so it yields an empty list rather than a user error.
-      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
-      if (!j.ok() || !j->contains("flags")) break;
-      for (const nlohmann::json& e : (*j)["flags"]) {
+    const nlohmann::json& file = VllmFlagsFile();
+    if (file.contains("flags") && file["flags"].is_array()) {
+      for (const nlohmann::json& e : file["flags"]) {
         const std::string values = e.value("values", "");
         const std::string type = e.value("type", "");
         VllmFlag flag{.name = e.value("name", ""),
@@ -104,11 +115,9 @@ const std::vector<VllmFlag>& Flags() {
 const std::vector<std::string>& KnownVllmEnvironment() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> r;
-    for (const internal::EmbeddedFile& f : internal::EmbeddedProfileFiles()) {
-      if (f.stem != "vllm-flags") continue;
-      Result<nlohmann::json> j = internal::ParseJsonText(f.content, "profiles/vllm-flags.json");
-      if (!j.ok() || !j->contains("environment_variables")) break;
-      for (const nlohmann::json& name : (*j)["environment_variables"]) {
+    const nlohmann::json& file = VllmFlagsFile();
+    if (file.contains("environment_variables") && file["environment_variables"].is_array()) {
+      for (const nlohmann::json& name : file["environment_variables"]) {
         if (name.is_string()) r.push_back(name.get<std::string>());
       }
     }
