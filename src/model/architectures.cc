@@ -3119,7 +3119,7 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
 // DBRX's n_layers, ChatGLM's and EXAONE's num_layers).
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
-  if (m.num_experts == 0) m.num_experts = EngineExpertCount(text);
+  if (m.num_experts == 0 && !m.builds_no_experts) m.num_experts = EngineExpertCount(text);
   auto stated = [&](std::initializer_list<const char*> keys) {
     return std::any_of(keys.begin(), keys.end(),
                        [&](const char* key) { return text.contains(key) && !text[key].is_null(); });
@@ -3333,9 +3333,16 @@ Status ReadMiniCpm3(const ConfigReader& r, ModelDescription& m) {
 // - Head sizes that differ, the larger above 256: the engine runs every layer on TRITON_ATTN
 //   unless the launch names a backend (Gemma4Config.verify_and_update_config), the model's
 //   default here.
+// - Experts (a router and an MoE block beside each layer's MLP) only with `enable_moe_block` or
+//   `use_second_mlp_block` true in Python's sense (Gemma4DecoderLayer): without, a stated
+//   `num_experts` builds none.
 Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/131072));
   m.mtp_assistant = "gemma4_assistant";
+  const auto truthy = [&](const char* key) {
+    return r.Has(key) && internal::PythonTruth(r.json()[key]);
+  };
+  m.builds_no_experts = !truthy("enable_moe_block") && !truthy("use_second_mlp_block");
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, /*absent=*/4, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, r.IntInOr("head_dim", 256, 1, kMaxModelDim));
@@ -5164,8 +5171,8 @@ bool ExpertsAreFusedMoe(std::string_view architecture) {
 // get_expert_mapping on itself and on its direct children, where get_moe_expert_mapping looks
 // (vllm/model_executor/utils.py at 28be48fa9): the LoRA manager raises as it is built
 // (lora/utils.py, process_packed_modules_mapping). Gemma 4's method-less model builds experts
-// with its MoE block on; ERNIE-4.5-VL's language model is an unregistered class whose child has
-// none. Sorted.
+// with its MoE block on only (ReadGemma4); ERNIE-4.5-VL's language model is an unregistered class
+// whose child has none. Sorted.
 constexpr std::string_view kMoeLacksExpertMapping[] = {
     "Ernie4_5_VLMoeForConditionalGeneration",
     "Gemma4ForCausalLM",
@@ -5201,6 +5208,72 @@ constexpr std::string_view kLanguageModelLacksExpertMapping[] = {
 
 bool LanguageModelLacksExpertMapping(std::string_view architecture) {
   return InSortedTable(kLanguageModelLacksExpertMapping, architecture);
+}
+
+// The registry architectures kvtopo plans as generating targets or language models whose LoRA
+// manager wraps the output head (the fork at 28be48fa9, each class resolved through its bases):
+// get_supported_lora_modules takes lm_head only from a module's embedding_modules, which 27 model
+// files list it in (Llama's, Qwen3's, Granite's, Mixtral's, ... and their subclasses; Mistral's
+// class empties it), and Qwen3-VL, Qwen3-VL-MoE, Qwen3-ASR, Granite 4 Vision and Intern-S1-Pro
+// build a fixed language model class that lists it, under the prefix their get_mm_mapping
+// names. Sorted.
+constexpr std::string_view kLoraWrapsLmHead[] = {
+    "ApertusForCausalLM",
+    "AquilaForCausalLM",
+    "AquilaModel",
+    "BambaForCausalLM",
+    "CwmForCausalLM",
+    "DeciLMForCausalLM",
+    "Ernie4_5ForCausalLM",
+    "Exaone4ForCausalLM",
+    "ExaoneForCausalLM",
+    "ExaoneMoEForCausalLM",
+    "Fairseq2LlamaForCausalLM",
+    "FalconH1ForCausalLM",
+    "GlmForCausalLM",
+    "Granite4VisionForConditionalGeneration",
+    "GraniteForCausalLM",
+    "GraniteMoeForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+    "GraniteMoeSharedForCausalLM",
+    "HyperCLOVAXForCausalLM",
+    "IQuestCoderForCausalLM",
+    "InternLM3ForCausalLM",
+    "InternLMForCausalLM",
+    "InternS1ProForConditionalGeneration",
+    "Jais2ForCausalLM",
+    "JambaForCausalLM",
+    "LLaMAForCausalLM",
+    "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM",
+    "Llama4ForCausalLM",
+    "LlamaForCausalLM",
+    "LlamaModel",
+    "MiniCPM3ForCausalLM",
+    "MiniCPMForCausalLM",
+    "MistralModel",
+    "MixtralForCausalLM",
+    "NemotronForCausalLM",
+    "NemotronHForCausalLM",
+    "Param2MoEForCausalLM",
+    "Phi3ForCausalLM",
+    "PhiMoEForCausalLM",
+    "Qwen3ASRForConditionalGeneration",
+    "Qwen3ASRRealtimeGeneration",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "SolarForCausalLM",
+    "TeleChat2ForCausalLM",
+    "TeleChat3ForCausalLM",
+    "TeleChatForCausalLM",
+    "TeleFLMForCausalLM",
+    "XverseForCausalLM",
+};
+
+bool LoraWrapsLmHead(std::string_view architecture) {
+  return InSortedTable(kLoraWrapsLmHead, architecture);
 }
 
 // The target architectures kvtopo plans whose registry class implements the engine's

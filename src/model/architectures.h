@@ -201,6 +201,9 @@ struct ModelDescription {
   // The text model's expert count as the engine reads it (EngineExpertCount); 0: the config states
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;
+  // The text model builds no expert layers whatever expert count its config states (Gemma 4
+  // without its MoE block): num_experts stays 0.
+  bool builds_no_experts = false;
   // What the engine's routed-experts capturer reads from the text config (routed_experts_capturer
   // .py at 28be48fa9): num_experts_per_tok or top_k_experts, and num_experts, n_routed_experts or
   // num_local_experts, each stated and not null.
@@ -323,6 +326,10 @@ bool MoeLacksExpertMapping(std::string_view architecture);
 // The same for a wrapper's language model (ModelDescription::language_model_architecture): a
 // MoE causal-LM class without get_expert_mapping of its own.
 bool LanguageModelLacksExpertMapping(std::string_view architecture);
+// Whether the LoRA manager wraps the output head (lm_head) of a model of registry architecture
+// `architecture`, the target's or a wrapper's language model's: its class, or the fixed language
+// model class of a wrapper, lists lm_head in embedding_modules (the fork at 28be48fa9).
+bool LoraWrapsLmHead(std::string_view architecture);
 // The engine's class for target architecture `architecture` where it lacks the SupportsLoRA
 // interface (kLacksLora), which --enable-lora needs; empty where it has it or is not known.
 std::string_view ClassLackingLora(std::string_view architecture);

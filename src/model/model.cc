@@ -2019,6 +2019,35 @@ void CheckFullyShardedLora(const LaunchConfig& config, const ModelDescription& m
   }
 }
 
+// The output head under LoRA (the fork at 28be48fa9): where the LoRA manager wraps lm_head (the
+// class, or a wrapper's language model, lists it in embedding_modules: LoraWrapsLmHead) and
+// --lora-target-modules, when given, names it (the suffix or the whole module name), it wraps
+// the logits processor too, whose LoRA weights refuse a vocabulary above 258,048 tokens as the
+// manager is built once the weights are loaded (lora/layers/logits_processor.py). The vocabulary
+// is the text model's vocab_size, which every such class passes to its logits processor.
+void CheckLoraOutputHead(const LaunchConfig& config, const ModelDescription& m,
+                         const std::string& what, Builder& b) {
+  constexpr int64_t kLoraVocabLimit = 258048;
+  if (m.vocab_size <= kLoraVocabLimit) return;
+  const bool wrapper = !m.language_model_architecture.empty();
+  if (!internal::LoraWrapsLmHead(wrapper ? m.language_model_architecture : m.architecture)) return;
+  const std::string module = wrapper ? "language_model.lm_head" : "lm_head";
+  if (const VllmFlagValue* targets =
+          FindVllmFlagValue(config.not_planned_values, "--lora-target-modules");
+      targets != nullptr && !targets->values.empty() &&
+      std::none_of(targets->values.begin(), targets->values.end(),
+                   [&](const std::string& t) { return t == "lm_head" || t == module; })) {
+    return;
+  }
+  b.Error("lora-model",
+          fmt::format("--enable-lora with {}, whose vocabulary ({} tokens) is above the 258048 "
+                      "the engine's LoRA logits processor takes: the LoRA manager wraps its "
+                      "output head ({}) and fails once the weights are loaded ('When using LoRA, "
+                      "vocab size must be <= 258048'); leave lm_head out of "
+                      "--lora-target-modules, or drop --enable-lora",
+                      what, m.vocab_size, module));
+}
+
 // --default-mm-loras against a text-only target, and --enable-lora against the target's class (the
 // fork at 28be48fa9): the GPU model runner's
 // load_lora_model refuses a class without the SupportsLoRA interface once the weights are loaded
@@ -2095,6 +2124,7 @@ void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std:
                         "allgather_reducescatter or drop --enable-lora",
                         what, config.all2all_backend, config.all2all_backend));
   }
+  CheckLoraOutputHead(config, m, what, b);
 }
 
 // Whether sequence parallelism stays on (VllmConfig.__post_init__ at 28be48fa9): asked for by

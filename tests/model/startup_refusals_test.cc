@@ -942,6 +942,91 @@ TEST(StartupRefusals, LoraNeedsAnExpertMapping) {
   o.max_model_len = 8192;
   o.enable_lora = true;
   EXPECT_EQ(Errors(o), "");
+  // A stated expert count without the block builds no experts either; with the block on (either
+  // of its two keys, true as Python reads it) the experts are built and cannot be mapped.
+  nlohmann::json gemma = nlohmann::json::parse(
+      std::ifstream(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/gemma-4-31b.json"));
+  gemma["text_config"]["num_experts"] = 128;
+  gemma["text_config"]["top_k_experts"] = 8;
+  gemma["text_config"]["moe_intermediate_size"] = 704;
+  c.cache.max_model_len = 8192;
+  EXPECT_EQ(ConfigErrors(gemma, c), "");
+  gemma["text_config"]["enable_moe_block"] = false;
+  gemma["text_config"]["use_second_mlp_block"] = 0;
+  EXPECT_EQ(ConfigErrors(gemma, c), "");
+  const std::string unmapped =
+      "\n  error [lora-model] --enable-lora with 'config.json' (Gemma4ForConditionalGeneration), "
+      "whose 128 experts the engine's LoRA manager cannot map (neither its class nor a direct "
+      "child has get_expert_mapping): the engine fails once the weights are loaded (\"To support "
+      "LoRA for MoE model, 'get_expert_mapping' must be implemented\"); drop --enable-lora";
+  gemma["text_config"]["use_second_mlp_block"] = 1;
+  EXPECT_EQ(ConfigErrors(gemma, c), unmapped);
+  gemma["text_config"].erase("use_second_mlp_block");
+  gemma["text_config"]["enable_moe_block"] = true;
+  EXPECT_EQ(ConfigErrors(gemma, c), unmapped);
+}
+
+// The output head's LoRA layer takes a vocabulary of 258,048 tokens at most, where the LoRA
+// manager wraps lm_head: the class (or a wrapper's language model) lists it among its embedding
+// modules, and --lora-target-modules, when given, names it.
+TEST(StartupRefusals, LoraVocabularyLimit) {
+  nlohmann::json llama = nlohmann::json::parse(
+      std::ifstream(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/llama-3.1-8b.json"));
+  llama["vocab_size"] = 258048;
+  LaunchConfig c;
+  c.enable_lora = true;
+  EXPECT_EQ(ConfigErrors(llama, c), "");
+  llama["vocab_size"] = 258049;
+  const std::string refused =
+      "\n  error [lora-model] --enable-lora with 'config.json' (LlamaForCausalLM), whose "
+      "vocabulary (258049 tokens) is above the 258048 the engine's LoRA logits processor takes: "
+      "the LoRA manager wraps its output head (lm_head) and fails once the weights are loaded "
+      "('When using LoRA, vocab size must be <= 258048'); leave lm_head out of "
+      "--lora-target-modules, or drop --enable-lora";
+  EXPECT_EQ(ConfigErrors(llama, c), refused);
+  LaunchConfig no_lora;
+  EXPECT_EQ(ConfigErrors(llama, no_lora), "");
+  // Target modules that leave lm_head out; naming it by suffix or whole.
+  c.not_planned_values.push_back(
+      VllmFlagValue{"--lora-target-modules", std::nullopt, {"q_proj", "o_proj"}});
+  EXPECT_EQ(ConfigErrors(llama, c), "");
+  c.not_planned_values.back().values = {"q_proj", "lm_head"};
+  EXPECT_EQ(ConfigErrors(llama, c), refused);
+  c.not_planned_values.clear();
+  // Mistral's class empties the list: its output head is not wrapped.
+  llama["architectures"] = {"MistralForCausalLM"};
+  llama["model_type"] = "mistral";
+  EXPECT_EQ(ConfigErrors(llama, c), "");
+  // A wrapper's language model: its module sits under the wrapper's language_model.
+  nlohmann::json internvl = nlohmann::json::parse(R"({
+    "architectures": ["InternVLChatModel"], "model_type": "internvl_chat",
+    "torch_dtype": "bfloat16", "vision_config": {"architectures": ["InternVisionModel"]},
+    "llm_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                   "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "max_position_embeddings": 4096,
+                   "vocab_size": 262144}})");
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            "\n  error [lora-model] --enable-lora with 'config.json' (InternVLChatModel), whose "
+            "vocabulary (262144 tokens) is above the 258048 the engine's LoRA logits processor "
+            "takes: the LoRA manager wraps its output head (language_model.lm_head) and fails "
+            "once the weights are loaded ('When using LoRA, vocab size must be <= 258048'); "
+            "leave lm_head out of --lora-target-modules, or drop --enable-lora");
+  c.not_planned_values.push_back(
+      VllmFlagValue{"--lora-target-modules", std::nullopt, {"language_model.lm_head"}});
+  EXPECT_NE(ConfigErrors(internvl, c), "");
+  c.not_planned_values.back().values = {"model.lm_head"};
+  EXPECT_EQ(ConfigErrors(internvl, c), "");
+  c.not_planned_values.clear();
+  // Qwen2's class lists no output head: the same vocabulary plans.
+  internvl["llm_config"] = {{"architectures", {"Qwen2ForCausalLM"}},
+                            {"model_type", "qwen2"},
+                            {"hidden_size", 2048},
+                            {"num_hidden_layers", 16},
+                            {"num_attention_heads", 16},
+                            {"num_key_value_heads", 8},
+                            {"max_position_embeddings", 4096},
+                            {"vocab_size", 262144}};
+  EXPECT_EQ(ConfigErrors(internvl, c), "");
 }
 
 // Serving flags the engine checks before it loads the weights, though the cache is the same.
