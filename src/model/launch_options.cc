@@ -1961,14 +1961,6 @@ Status CheckConfigField(std::string_view where, const std::string& key,
       where, key, fmt::join(fields, ", ")));
 }
 
-// An int field as pydantic's lax mode reads it: an integer, a float without a fraction, or a
-// string of an integer (internal::PythonInt, less the bools and truncated fractions it takes).
-std::optional<int64_t> PydanticInt(const nlohmann::json& v) {
-  if (v.is_boolean()) return std::nullopt;
-  if (v.is_number_float() && v.get<double>() != std::trunc(v.get<double>())) return std::nullopt;
-  return internal::PythonInt(v);
-}
-
 // KernelConfig's fields at 28be48fa9 (vllm/config/kernel.py; its dataclass forbids others), the
 // MoEBackend and LinearBackend literals, and IrOpPriorityConfig's fields.
 constexpr std::string_view kKernelFields[] = {"ir_op_priority", "enable_flashinfer_autotune",
@@ -2168,7 +2160,7 @@ Status ReadEplbConfig(const LaunchOptions& o, LaunchConfig& c) {
       }
     } else {
       const int64_t least = key == "num_redundant_experts" ? 0 : 1;
-      const std::optional<int64_t> n = PydanticInt(value);
+      const std::optional<int64_t> n = internal::PydanticInt(value);
       if (!n || *n < least) {
         return InvalidArgument(fmt::format("{} must be an integer of {} or more, got {}", where,
                                            least, internal::JsonText(value)));
@@ -2297,7 +2289,7 @@ Status CheckCompilationRules(std::string_view where, const nlohmann::json& cc) {
   if (const nlohmann::json backend = get("backend"); backend.is_string()) {
     const nlohmann::json mode = get("mode");
     const bool vllm_compile =
-        internal::JsonIntIn(mode, 3, 3).has_value() ||
+        (!mode.is_string() && internal::PydanticIntIn(mode, 3, 3).has_value()) ||
         (mode.is_string() && internal::AsciiUpper(mode.get<std::string>()) == "VLLM_COMPILE");
     const std::string name = backend.get<std::string>();
     if (vllm_compile && !name.empty() && name != "eager" && name != "inductor") {
@@ -2307,14 +2299,14 @@ Status CheckCompilationRules(std::string_view where, const nlohmann::json& cc) {
   }
   if (internal::PydanticBool(get("cudagraph_mm_encoder")).value_or(false)) {
     const std::optional<int64_t> items =
-        internal::JsonIntIn(get("encoder_cudagraph_max_vision_items_per_batch"), INT64_MIN, -1);
+        internal::PydanticIntIn(get("encoder_cudagraph_max_vision_items_per_batch"), INT64_MIN, -1);
     if (items) {
       return refuse(
           "encoder_cudagraph_max_vision_items_per_batch must be non-negative (0 = "
           "auto-infer)",
           "give 0 or more");
     }
-    if (internal::JsonIntIn(get("encoder_cudagraph_max_frames_per_batch"), INT64_MIN, -1)) {
+    if (internal::PydanticIntIn(get("encoder_cudagraph_max_frames_per_batch"), INT64_MIN, -1)) {
       return refuse(
           "encoder_cudagraph_max_frames_per_batch must be non-negative (None = "
           "auto-infer)",
@@ -2327,12 +2319,11 @@ Status CheckCompilationRules(std::string_view where, const nlohmann::json& cc) {
     const nlohmann::json list = get(key);
     if (!list.is_array()) return out;
     for (const nlohmann::json& x : list) {
-      const std::optional<int64_t> n = internal::JsonIntIn(x, INT64_MIN, INT64_MAX);
+      const std::optional<int64_t> n = internal::PydanticInt(x);
       if (!n) {
-        return InvalidArgument(
-            fmt::format("{}: {} entry {} is refused by the engine's parser "
-                        "(Input should be a valid integer)",
-                        where, key, internal::JsonText(x)));
+        return InvalidArgument(fmt::format("{}: {} entry {} is refused by the engine's parser ({})",
+                                           where, key, internal::JsonText(x),
+                                           internal::PydanticIntRefusal(x)));
       }
       out.push_back(*n);
     }
@@ -2360,11 +2351,10 @@ Status CheckCompilationRules(std::string_view where, const nlohmann::json& cc) {
                                   x.get<std::string>()),
                       "give integers or 'cudagraph_capture_sizes'");
       }
-      if (!x.is_string() && !internal::JsonIntIn(x, INT64_MIN, INT64_MAX)) {
+      if (!x.is_string() && !internal::PydanticInt(x)) {
         return InvalidArgument(
-            fmt::format("{}: compile_sizes entry {} is refused by the engine's "
-                        "parser (Input should be a valid integer)",
-                        where, internal::JsonText(x)));
+            fmt::format("{}: compile_sizes entry {} is refused by the engine's parser ({})", where,
+                        internal::JsonText(x), internal::PydanticIntRefusal(x)));
       }
     }
   }
@@ -2428,7 +2418,10 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
     KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kCompilationFields));
     if (key == "mode") {
       if (value.is_null()) continue;
-      const std::optional<int64_t> n = internal::JsonIntIn(value, 0, 3);
+      // CompilationMode, an IntEnum: a string is a mode's name (its before-validator), any other
+      // value pydantic's lax int (3, 3.0, true for 1).
+      const std::optional<int64_t> n =
+          value.is_string() ? std::nullopt : internal::PydanticIntIn(value, 0, 3);
       if (n) {
         out.mode = *n;
         continue;
@@ -2476,7 +2469,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
       std::vector<int64_t> sizes;
       const bool list = value.is_array();
       for (size_t i = 0; list && i < value.size(); ++i) {
-        const std::optional<int64_t> n = internal::JsonIntIn(value[i], 1, kMaxInt32);
+        const std::optional<int64_t> n = internal::PydanticIntIn(value[i], 1, kMaxInt32);
         if (!n) break;
         sizes.push_back(*n);
       }
@@ -2495,7 +2488,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
             "and compilation_config.max_cudagraph_capture_size are mutually exclusive'); give "
             "one");
       }
-      const std::optional<int64_t> n = internal::JsonIntIn(value, INT32_MIN, kMaxInt32);
+      const std::optional<int64_t> n = internal::PydanticIntIn(value, INT32_MIN, kMaxInt32);
       if (!n) {
         return InvalidArgument(
             fmt::format("{}: max_cudagraph_capture_size must be an integer, got {}", kWhere,
@@ -2584,7 +2577,9 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
       }
       c.cache.attention_backend = name;
     } else if (key == "flash_attn_version") {
-      const std::optional<int64_t> n = internal::JsonIntIn(value, 2, 4);
+      // Literal[2, 3, 4]: an equal integer or float, not a bool or a string.
+      const std::optional<int64_t> n =
+          value.is_number() ? internal::PydanticIntIn(value, 2, 4) : std::nullopt;
       if (!value.is_null() && !n) {
         return InvalidArgument(fmt::format(
             "{}: flash_attn_version must be 2, 3 or 4, got {} (the engine's parser refuses it)",
@@ -2605,7 +2600,7 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
     } else if (key.starts_with("flex_attn_") || key.ends_with("_for_cuda_graph")) {
       // int | None for FlexAttention's tiles, int for the split counts.
       if (value.is_null() && key.starts_with("flex_attn_")) continue;
-      if (!PydanticInt(value)) {
+      if (!internal::PydanticInt(value)) {
         return InvalidArgument(
             fmt::format("{}: {} must be an integer, got {}", kWhere, key, shown));
       }

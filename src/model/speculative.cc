@@ -9,6 +9,7 @@
 #include "internal/ascii_case.h"
 #include "internal/json_int.h"
 #include "internal/json_text.h"
+#include "internal/pydantic.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
@@ -138,7 +139,7 @@ Status Bad(std::string_view key, std::string_view rule) {
 // error naming the key and the value.
 Result<int64_t> PositiveIntOrNull(const nlohmann::json& j, const char* key, int64_t max) {
   if (!j.contains(key) || j[key].is_null()) return int64_t{0};
-  const std::optional<int64_t> n = internal::JsonIntIn(j[key], 1, max);
+  const std::optional<int64_t> n = internal::PydanticIntIn(j[key], 1, max);
   if (!n) {
     return Bad(key,
                fmt::format("must be an integer in [1, {}] or null, got {}", max, j[key].dump()));
@@ -437,7 +438,7 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   const bool tokens_given =
       j.contains("num_speculative_tokens") && !j["num_speculative_tokens"].is_null();
   const std::optional<int64_t> num_tokens =
-      tokens_given ? internal::JsonIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
+      tokens_given ? internal::PydanticIntIn(j["num_speculative_tokens"], 1, kMaxSpeculativeTokens)
                    : std::nullopt;
   // prompt_lookup_min / _max (the n-gram window, not planned): integers of at least 1, and for
   // the n-gram methods the minimum at most the maximum (SpeculativeConfig.__post_init__; one
@@ -458,7 +459,7 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   int64_t suffix_depth = 24;
   if (j.contains("suffix_decoding_max_tree_depth")) {
     const std::optional<int64_t> depth =
-        internal::JsonIntIn(j["suffix_decoding_max_tree_depth"], 1, kMaxSpeculativeTokens);
+        internal::PydanticIntIn(j["suffix_decoding_max_tree_depth"], 1, kMaxSpeculativeTokens);
     if (!depth) {
       return Bad("suffix_decoding_max_tree_depth",
                  fmt::format("must be an integer in [1, {}], got {}", kMaxSpeculativeTokens,
@@ -533,10 +534,11 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
        {std::pair{"parallel_drafting", &spec.parallel_drafting},
         std::pair{"disable_padded_drafter_batch", &spec.disable_padded_drafter_batch}}) {
     if (!j.contains(key)) continue;
-    if (!j[key].is_boolean()) {
+    const std::optional<bool> b = internal::PydanticBool(j[key]);
+    if (j[key].is_null() || !b) {
       return Bad(key, fmt::format("must be true or false, got {}", j[key].dump()));
     }
-    *out = j[key].get<bool>();
+    *out = *b;
   }
   // draft_model_config: for extract_hidden_states, config values over the target's, of which the
   // layer ids matter (SpeculativeConfig.__post_init__ reads its hf_config); another method's

@@ -435,21 +435,29 @@ std::string ConfigFieldRefusal(const VllmFlag::Key& key, const nlohmann::json& v
     return "Input should be " + PydanticChoices(key.choices);
   }
   std::optional<double> number;
-  if (key.type == "bool") return internal::PydanticBool(v) ? "" : "Input should be a valid boolean";
+  // A bool is a number to pydantic's int and float (1 or 0); nlohmann's get<double>() refuses it.
+  const auto as_double = [&] {
+    return v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>();
+  };
+  if (key.type == "bool") return internal::PydanticBoolRefusal(v);
   if (key.type == "int") {
-    if (v.is_boolean() || v.is_number_integer()) {
-      number = v.get<double>();
-    } else if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())) {
-      number = v.get<double>();
+    // A float: whole and within 64 bits (pydantic's own reasons otherwise); a string: past 64
+    // bits still an integer (±inf here), which the bounds then judge as pydantic's do.
+    if (v.is_boolean() || v.is_number_integer() ||
+        (v.is_number_float() && internal::PydanticInt(v))) {
+      number = as_double();
     } else if (v.is_string()) {
-      number = PythonInt(v.get<std::string>());
+      const std::string_view whole =
+          internal::WithoutZeroFraction(internal::StripAsciiSpace(v.get_ref<const std::string&>()));
+      if (!whole.empty()) number = PythonInt(whole);
     }
-    if (!number) return "Input should be a valid integer";
+    if (!number) return internal::PydanticIntRefusal(v);
   } else if (key.type == "float") {
     if (v.is_number() || v.is_boolean()) {
-      number = v.get<double>();
+      number = as_double();
     } else if (v.is_string()) {
       number = ParsePythonFloat(v.get<std::string>());
+      if (!number) return "Input should be a valid number, unable to parse string as a number";
     }
     if (!number) return "Input should be a valid number";
   } else if (key.type == "str") {

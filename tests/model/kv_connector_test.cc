@@ -210,7 +210,7 @@ TEST(KvConnector, RefusedValuesNamed) {
                              "kv_port": "5557a"})";
   EXPECT_EQ(message(o),
             "--kv-transfer-config: kv_port \"5557a\" is refused by the engine's parser (Input "
-            "should be a valid integer)");
+            "should be a valid integer, unable to parse string as an integer)");
   o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both",
                              "kv_load_failure_policy": "retry"})";
   EXPECT_EQ(message(o),

@@ -898,10 +898,26 @@ TEST(Models, ParallelDraftingAndPaddedDrafterBatchAreRead) {
       parse(R"({"method":"mtp","num_speculative_tokens":3,"disable_padded_drafter_batch":true})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_FALSE(spec->AllowsAsyncScheduling());
-  EXPECT_EQ(parse(R"({"method":"eagle3","num_speculative_tokens":3,"parallel_drafting":1})")
+  // SpeculativeConfig is a pydantic dataclass: its bools and ints are read in lax mode.
+  spec = parse(R"({"method":"draft_model","model":"m","num_speculative_tokens":"5.0",)"
+               R"("parallel_drafting":"yes"})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->num_speculative_tokens, 5);
+  EXPECT_EQ(spec->NewSlotsForDrafting(), 5);
+  spec =
+      parse(R"({"method":"mtp","num_speculative_tokens":3.0,"disable_padded_drafter_batch":1.0})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_FALSE(spec->AllowsAsyncScheduling());
+  spec = parse(R"({"method":"ngram","num_speculative_tokens":true,"prompt_lookup_max":" 4 "})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->num_speculative_tokens, 1);
+  EXPECT_EQ(parse(R"({"method":"eagle3","num_speculative_tokens":3,"parallel_drafting":2})")
                 .status()
                 .message(),
-            "--speculative-config: 'parallel_drafting' must be true or false, got 1");
+            "--speculative-config: 'parallel_drafting' must be true or false, got 2");
+  EXPECT_EQ(parse(R"({"method":"eagle3","num_speculative_tokens":"3.5"})").status().message(),
+            "--speculative-config: 'num_speculative_tokens' must be an integer in [1, 1024], got "
+            "\"3.5\"");
   EXPECT_EQ(
       parse(R"({"method":"eagle3","num_speculative_tokens":3,"disable_padded_drafter_batch":null})")
           .status()
@@ -996,6 +1012,10 @@ TEST(LaunchOptions, AttentionConfig) {
       "use_non_causal": "no"})");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cache.attention_backend, "triton_mla");
+  // Literal[2, 3, 4] takes an equal float, not a bool or a string.
+  c = read(R"({"flash_attn_version": 3.0})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.flash_attn_version, 3);
   c = read(R"({"backend": "AUTO"})");  // the model's (the default launch's profile names one)
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cache.attention_backend, ToLaunchConfig(LaunchOptions{})->cache.attention_backend);
@@ -1014,6 +1034,9 @@ TEST(LaunchOptions, AttentionConfig) {
             "FLASH_ATTN_MLA, FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE, TOKENSPEED_MLA (or \"auto\")");
   EXPECT_EQ(error(R"({"flash_attn_version": "3"})"),
             "--attention-config: flash_attn_version must be 2, 3 or 4, got \"3\" (the engine's "
+            "parser refuses it)");
+  EXPECT_EQ(error(R"({"flash_attn_version": true})"),
+            "--attention-config: flash_attn_version must be 2, 3 or 4, got true (the engine's "
             "parser refuses it)");
   EXPECT_EQ(error(R"({"mla_prefill_backend": "cutlass"})"),
             "--attention-config: mla_prefill_backend \"cutlass\" is not an MLA prefill backend "

@@ -1485,6 +1485,20 @@ TEST(StartupRefusals, CudaGraphCaptureSizes) {
       "CUDA graphs on: the engine refuses it ('cudagraph_capture_sizes should contain at "
       "least one element when using cuda graph'); give one size or more, or "
       "--enforce-eager");
+  // pydantic's lax ints: a string of one, a whole float, a bool; the mode an IntEnum.
+  o.compilation_config =
+      R"({"cudagraph_capture_sizes": ["8", 16.0, true], "max_cudagraph_capture_size": " 16 ",
+          "mode": 3.0})";
+  Result<LaunchConfig> lax = ToLaunchConfig(o);
+  ASSERT_TRUE(lax.ok()) << lax.status().ToString();
+  EXPECT_EQ(lax->compilation.capture_sizes, (std::vector<int64_t>{8, 16, 1}));
+  EXPECT_EQ(lax->compilation.max_capture_size, 16);
+  EXPECT_EQ(lax->compilation.mode, 3);
+  o.compilation_config = R"({"mode": "3"})";  // a string is a mode's name
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--compilation-config: mode \"3\" is not a compilation mode (the engine: 'Invalid "
+            "compilation mode'); valid: 0 to 3, or NONE, STOCK_TORCH_COMPILE, DYNAMO_TRACE_ONCE, "
+            "VLLM_COMPILE");
   o.compilation_config = R"({"cudagraph_capture_sizes": [1, 0]})";
   EXPECT_EQ(ToLaunchConfig(o).status().message(),
             "--compilation-config: cudagraph_capture_sizes must be a list of integers in [1, "

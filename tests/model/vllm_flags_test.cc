@@ -192,7 +192,20 @@ TEST(VllmFlags, ConfigClassFields) {
             "(the engine's parser refuses it); did you mean 1.5k?");
   EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"buffer_steps": 2.5})"})}),
             "--kv-events-config: buffer_steps 2.5 is refused by the engine's parser "
-            "(KVEventsConfig: Input should be a valid integer)");
+            "(KVEventsConfig: Input should be a valid integer, got a number with a fractional "
+            "part)");
+  // pydantic's lax ints: a whole float, a bool, a string with a fraction of zeros.
+  EXPECT_EQ(Refusal({Flag("--kv-events-config",
+                          {R"({"buffer_steps": 2.0, "hwm": true, "max_queue_size": " -3.00 "})"})}),
+            "");
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"buffer_steps": "2.5"})"})}),
+            "--kv-events-config: buffer_steps \"2.5\" is refused by the engine's parser "
+            "(KVEventsConfig: Input should be a valid integer, unable to parse string as an "
+            "integer)");
+  EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"buffer_steps": 1e19})"})}),
+            "--kv-events-config: buffer_steps 1e+19 is refused by the engine's parser "
+            "(KVEventsConfig: Unable to parse input string as an integer, exceeded maximum "
+            "size)");
   EXPECT_EQ(Refusal({Flag("--kv-events-config", {R"({"endpoint": 5557})"})}),
             "--kv-events-config: endpoint 5557 is refused by the engine's parser (KVEventsConfig: "
             "Input should be a valid string)");
@@ -528,7 +541,11 @@ TEST(VllmFlags, CompilationAndSpeculativeFieldsNotPlanned) {
             "parser (Input should be 'backed', 'unbacked' or 'backed_size_oblivious')");
   EXPECT_EQ(OptionRefusal(R"({"pass_config": {"fuse_norm_quant": "maybe"}})"),
             "--compilation-config: pass_config.fuse_norm_quant \"maybe\" is refused by the "
-            "engine's parser (Input should be a valid boolean)");
+            "engine's parser (Input should be a valid boolean, unable to interpret input)");
+  EXPECT_EQ(OptionRefusal(R"({"pass_config": {"fuse_norm_quant": 0.5}})"),
+            "--compilation-config: pass_config.fuse_norm_quant 0.5 is refused by the engine's "
+            "parser (Input should be a valid boolean)");
+  EXPECT_EQ(OptionRefusal(R"({"pass_config": {"fuse_norm_quant": 1.0}})"), "");
   EXPECT_EQ(OptionRefusal(R"({"pass_config": {"fuse_norm_quant": "yes"}})"), "");
 
   const std::string mtp = R"({"method": "mtp", "num_speculative_tokens": 2, )";
