@@ -690,6 +690,8 @@ Result<int64_t> MambaChunkSize(const ConfigReader& r, int64_t fallback) {
 //   attention layer per * of mtp_hybrid_override_pattern (default "*E"), after the trunk.
 // - The model supports Mamba prefix caching: with caching on its recurrent layers default to
 //   --mamba-cache-mode all.
+// - Experts only in E layers (NemotronHModel.has_moe): a stated n_routed_experts (the config
+//   class's default 8, which a saved dense config may state) builds none without one.
 Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/4096));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
@@ -705,6 +707,7 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
     return r.Invalid(pattern_key,
                      fmt::format("has '{}' at layer {}; accepted: M, *, -, E", pattern[bad], bad));
   }
+  m.builds_no_experts = pattern.find('E') == std::string::npos;
   // The engine treats every NemotronH as a hybrid: without a Mamba layer it still sizes the
   // attention block by a Mamba state, without an attention layer it pads Mamba pages to an
   // attention page; kvtopo models neither.
@@ -3119,7 +3122,7 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
 // DBRX's n_layers, ChatGLM's and EXAONE's num_layers).
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
-  if (m.num_experts == 0 && !m.builds_no_experts) m.num_experts = EngineExpertCount(text);
+  if (m.num_experts == 0) m.num_experts = EngineExpertCount(text);
   auto stated = [&](std::initializer_list<const char*> keys) {
     return std::any_of(keys.begin(), keys.end(),
                        [&](const char* key) { return text.contains(key) && !text[key].is_null(); });

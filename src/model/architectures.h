@@ -202,8 +202,12 @@ struct ModelDescription {
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;
   // The text model builds no expert layers whatever expert count its config states (Gemma 4
-  // without its MoE block): num_experts stays 0.
+  // without its MoE block, NemotronH without an E layer): num_experts stays the engine's count
+  // (ModelConfig.is_moe and the checks on it), BuiltExperts() is 0.
   bool builds_no_experts = false;
+  // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
+  // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.
+  int64_t BuiltExperts() const { return builds_no_experts ? 0 : num_experts; }
   // What the engine's routed-experts capturer reads from the text config (routed_experts_capturer
   // .py at 28be48fa9): num_experts_per_tok or top_k_experts, and num_experts, n_routed_experts or
   // num_local_experts, each stated and not null.

@@ -1846,7 +1846,8 @@ void CheckExpertPlacement(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
-// A MoE target's experts as the engine builds them (the fork at 28be48fa9): FusedMoE layers map
+// A MoE target's experts as the engine builds them (the fork at 28be48fa9; none where the model
+// builds no expert layers, whatever count its config states: BuiltExperts): FusedMoE layers map
 // a --moe-backend other than auto through their quantization method's kernel family and raise
 // for a name outside it, and raise with --enable-eplb where the model passes it on
 // (ExpertsTakeEplb) and the method does not support it (internal::FusedMoeMethodFor); MiniCPM's
@@ -1857,7 +1858,7 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
                      const internal::LoadedConfig& target,
                      const std::optional<std::string>& quantization,
                      const nlohmann::json& quantization_config, Builder& b) {
-  if (m.num_experts == 0 || m.deepseek_v4) return;
+  if (m.BuiltExperts() == 0 || m.deepseek_v4) return;
   const std::string& file = target.file;
   const std::string what = fmt::format("'{}' ({})", file, m.architecture);
   if (config.enable_eplb &&
@@ -1993,7 +1994,7 @@ void CheckFullyShardedLora(const LaunchConfig& config, const ModelDescription& m
                   fmt::format("their output (the hidden size, {})", hidden), hidden, tp,
                   "drop --fully-sharded-loras");
   }
-  if (m.num_experts == 0 || !internal::ExpertsAreFusedMoe(m.architecture)) return;
+  if (m.BuiltExperts() == 0 || !internal::ExpertsAreFusedMoe(m.architecture)) return;
   const int64_t moe_ranks = ExpertParallelRanks(config);
   if (config.enable_expert_parallel && moe_ranks > 1) {
     b.Error("lora-sharding",
@@ -2092,7 +2093,7 @@ void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std:
                         what, engine_class, engine_class));
     return;
   }
-  if (m.num_experts > 0 && internal::MoeLacksExpertMapping(m.architecture)) {
+  if (m.BuiltExperts() > 0 && internal::MoeLacksExpertMapping(m.architecture)) {
     b.Error("lora-model",
             fmt::format("--enable-lora with {}, whose {} experts the engine's LoRA manager cannot "
                         "map (neither its class nor a direct child has get_expert_mapping): the "
@@ -2101,7 +2102,7 @@ void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std:
                         what, m.num_experts));
     return;
   }
-  if (m.num_experts > 0 && !m.language_model_architecture.empty() &&
+  if (m.BuiltExperts() > 0 && !m.language_model_architecture.empty() &&
       internal::LanguageModelLacksExpertMapping(m.language_model_architecture)) {
     b.Error("lora-model",
             fmt::format("--enable-lora with {}, whose language model {} ({} experts) has no "
@@ -2113,7 +2114,7 @@ void CheckLora(const LaunchConfig& config, const ModelDescription& m, const std:
     return;
   }
   CheckFullyShardedLora(config, m, what, b);
-  if (m.num_experts > 0 && internal::ExpertsAreFusedMoe(m.architecture) &&
+  if (m.BuiltExperts() > 0 && internal::ExpertsAreFusedMoe(m.architecture) &&
       config.enable_expert_parallel && ExpertParallelRanks(config) > 1 &&
       config.all2all_backend != "allgather_reducescatter") {
     b.Error("lora-model",

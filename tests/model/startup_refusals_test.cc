@@ -964,6 +964,27 @@ TEST(StartupRefusals, LoraNeedsAnExpertMapping) {
   gemma["text_config"].erase("use_second_mlp_block");
   gemma["text_config"]["enable_moe_block"] = true;
   EXPECT_EQ(ConfigErrors(gemma, c), unmapped);
+  // NemotronH builds experts in its E layers only; the engine's expert count (ModelConfig.is_moe)
+  // is the stated one, so expert parallelism plans either way.
+  nlohmann::json nemotron = nlohmann::json::parse(std::ifstream(
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/nemotron-nano-9b-v2.json"));
+  nemotron["n_routed_experts"] = 8;
+  nemotron["num_experts_per_tok"] = 2;
+  internvl["llm_config"] = nemotron;
+  EXPECT_EQ(ConfigErrors(internvl, c), "");
+  LaunchConfig ep;
+  ep.enable_expert_parallel = true;
+  ep.parallel.tensor_parallel_size = 2;
+  EXPECT_EQ(ConfigErrors(nemotron, ep), "");
+  std::string pattern = nemotron["hybrid_override_pattern"];
+  pattern[1] = 'E';
+  internvl["llm_config"]["hybrid_override_pattern"] = pattern;
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            "\n  error [lora-model] --enable-lora with 'config.json' (InternVLChatModel), whose "
+            "language model NemotronHForCausalLM (8 experts) has no get_expert_mapping of its "
+            "own, and the engine's LoRA manager looks for it on the model and its direct "
+            "children only: the engine fails once the weights are loaded (\"To support LoRA for "
+            "MoE model, 'get_expert_mapping' must be implemented\"); drop --enable-lora");
 }
 
 // The output head's LoRA layer takes a vocabulary of 258,048 tokens at most, where the LoRA
