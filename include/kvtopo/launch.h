@@ -333,6 +333,9 @@ struct LaunchConfig {
     std::string cudagraph_mode;               // NONE, PIECEWISE, FULL, FULL_DECODE_ONLY,
                                               // FULL_AND_PIECEWISE; empty: not given
     std::optional<bool> splitting_ops_empty;  // splitting_ops [] (true) or a list (false)
+    // splitting_ops lists every op the engine splits attention at (CompilationConfig.
+    // _attention_ops), which fuse_attn_quant asserts against.
+    bool splitting_ops_hold_attention = false;
     bool use_inductor_graph_partition = false;
     bool fuse_attn_quant = false;       // pass_config.fuse_attn_quant
     bool sequence_parallelism = false;  // pass_config.enable_sp or fuse_gemm_comms

@@ -1899,6 +1899,24 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
 
 // CompilationConfig's fields at 28be48fa9 that a launch may set (its dataclass forbids others;
 // the init=False ones are not taken), and PassConfig's.
+// CompilationConfig._attention_ops at 28be48fa9: the ops the engine splits its graphs at by
+// default, which fuse_attn_quant needs inside them (set_splitting_ops_for_attn_fusion asserts
+// splitting_ops does not hold them all).
+constexpr std::string_view kAttentionSplittingOps[] = {"vllm::unified_attention_with_output",
+                                                       "vllm::unified_mla_attention_with_output",
+                                                       "vllm::mamba_mixer2",
+                                                       "vllm::mamba_mixer",
+                                                       "vllm::short_conv",
+                                                       "vllm::linear_attention",
+                                                       "vllm::plamo2_mamba_mixer",
+                                                       "vllm::gdn_attention_core",
+                                                       "vllm::gdn_attention_core_xpu",
+                                                       "vllm::olmo_hybrid_gdn_full_forward",
+                                                       "vllm::kda_attention",
+                                                       "vllm::sparse_attn_indexer",
+                                                       "vllm::rocm_aiter_sparse_attn_indexer",
+                                                       "vllm::deepseek_v4_attention"};
+
 constexpr std::string_view kCompilationFields[] = {"mode",
                                                    "debug_dump_path",
                                                    "cache_dir",
@@ -2458,6 +2476,11 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
                                            kWhere, internal::JsonText(value)));
       }
       out.splitting_ops_empty = value.empty();
+      out.splitting_ops_hold_attention =
+          std::all_of(std::begin(kAttentionSplittingOps), std::end(kAttentionSplittingOps),
+                      [&](std::string_view op) {
+                        return std::find(value.begin(), value.end(), op) != value.end();
+                      });
     } else if (key == "cudagraph_capture_sizes") {
       if (value.is_null()) continue;
       if (o.cudagraph_capture_sizes) {

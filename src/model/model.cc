@@ -2968,13 +2968,21 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
   };
   if (mode == 3 && !cc.use_inductor_graph_partition) {
     if (cc.fuse_attn_quant) {
-      if (cc.splitting_ops_empty == false) {
-        out.cudagraph_mode_unresolved =
-            "--compilation-config pass_config.fuse_attn_quant beside splitting_ops, which the "
-            "engine asserts hold no attention op";
+      // Attention-quant fusion empties unset splitting ops (piecewise graphs then become full)
+      // and asserts that given ones do not hold every attention op; others stand as given.
+      if (cc.splitting_ops_hold_attention) {
+        b.Error("compilation-fuse-attn-quant",
+                "--compilation-config pass_config.fuse_attn_quant with splitting_ops holding "
+                "every attention op the engine splits at: it asserts as it builds its "
+                "compilation config ('attention ops should not be in splitting_ops when "
+                "fuse_attn_quant is True'); drop those ops from splitting_ops, or "
+                "fuse_attn_quant");
+        out.full_cudagraphs_off = "a refused compilation config";  // no graph checks follow
         return;
       }
-      if (piecewise()) set("FULL", "set by --compilation-config pass_config.fuse_attn_quant");
+      if (cc.splitting_ops_empty != false && piecewise()) {
+        set("FULL", "set by --compilation-config pass_config.fuse_attn_quant");
+      }
     } else if (cc.splitting_ops_empty == true) {
       if (graphs == "PIECEWISE") {
         set("NONE", "set by --compilation-config splitting_ops []");
@@ -2982,8 +2990,10 @@ void ResolveCudagraphMode(Builder& b, const ModelDescription& model, int64_t spe
         set("FULL", "set by --compilation-config splitting_ops []");
       }
     }
-    // Sequence parallelism, where it stays on, empties the splitting ops it finds.
-    const bool split = !cc.fuse_attn_quant && cc.splitting_ops_empty != true;
+    // Sequence parallelism, where it stays on, empties the splitting ops it finds: given ones,
+    // or unset ones that attention-quant fusion has not emptied.
+    const bool split =
+        cc.fuse_attn_quant ? cc.splitting_ops_empty == false : cc.splitting_ops_empty != true;
     if (sequence_parallel_on != false && split && piecewise()) {
       if (!sequence_parallel_on) {
         sizes_unchecked();

@@ -1380,6 +1380,30 @@ TEST(StartupRefusals, CudaGraphModeResolved) {
   o.compilation_config = R"({"use_inductor_graph_partition": true,
                              "pass_config": {"fuse_attn_quant": true}})";
   EXPECT_EQ(Errors(o), "");
+  // Given splitting ops stand beside attention-quant fusion (piecewise graphs stay), unless
+  // they hold every attention op, which the engine asserts against.
+  o.compilation_config = R"({"splitting_ops": ["vllm::unified_attention_with_output"],
+                             "pass_config": {"fuse_attn_quant": true}})";
+  EXPECT_EQ(Errors(o), "");
+  o.optimization_level = 2;
+  EXPECT_EQ(Errors(o), graphs("FULL_AND_PIECEWISE, -O2's default"));
+  o.compilation_config = R"({"splitting_ops": ["vllm::unified_attention_with_output",
+      "vllm::unified_mla_attention_with_output", "vllm::mamba_mixer2", "vllm::mamba_mixer",
+      "vllm::short_conv", "vllm::linear_attention", "vllm::plamo2_mamba_mixer",
+      "vllm::gdn_attention_core", "vllm::gdn_attention_core_xpu",
+      "vllm::olmo_hybrid_gdn_full_forward", "vllm::kda_attention", "vllm::sparse_attn_indexer",
+      "vllm::rocm_aiter_sparse_attn_indexer", "vllm::deepseek_v4_attention", "vllm::other"],
+      "pass_config": {"fuse_attn_quant": true}})";
+  EXPECT_EQ(Errors(o),
+            "\n  error [compilation-fuse-attn-quant] --compilation-config "
+            "pass_config.fuse_attn_quant with splitting_ops holding every attention op the "
+            "engine splits at: it asserts as it builds its compilation config ('attention ops "
+            "should not be in splitting_ops when fuse_attn_quant is True'); drop those ops from "
+            "splitting_ops, or fuse_attn_quant");
+  o.enforce_eager = true;  // compilation mode NONE: the ops are not split
+  EXPECT_EQ(Errors(o), "");
+  o.enforce_eager.reset();
+  o.optimization_level = 1;
   o.optimization_level.reset();
   o.compilation_config.reset();
   // DeepEP high-throughput kernels under data parallelism: no graphs on a model with experts.
