@@ -10,6 +10,7 @@
 #include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "internal/pydantic.h"
+#include "internal/units.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
@@ -133,6 +134,15 @@ bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
 
 Status Bad(std::string_view key, std::string_view rule) {
   return InvalidArgument(fmt::format("--speculative-config: '{}' {}", key, rule));
+}
+
+// A float field's value as pydantic's lax mode reads it: a number, a bool (1.0 or 0.0) or a
+// string Python's float() reads; nullopt for anything else.
+std::optional<double> LaxFloat(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return ParsePythonFloat(v.get_ref<const std::string&>());
+  return std::nullopt;
 }
 
 // `key` of `j` when given and not null: an integer in [1, max] (0 when absent or null), else an
@@ -266,10 +276,7 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
   };
   const auto number = [&](const char* key) -> std::optional<double> {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    const nlohmann::json& v = j[key];
-    if (v.is_number()) return v.get<double>();
-    if (v.is_string()) return std::strtod(v.get<std::string>().c_str(), nullptr);
-    return std::nullopt;
+    return LaxFloat(j[key]);
   };
   // Numbers as Python prints them in the engine's messages: a float field's value keeps its
   // point (pydantic makes -1 a float -1.0), an int field's has none.
@@ -317,14 +324,16 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
       std::vector<double> rates;
       std::vector<std::string> shown;
       for (const nlohmann::json& r : j["synthetic_acceptance_rates"]) {
-        if (!r.is_number()) {
+        const std::optional<double> rate = LaxFloat(r);
+        if (!rate) {
           return Bad("synthetic_acceptance_rates",
                      fmt::format("entry {} is refused by the engine (Input should be a valid "
-                                 "number)",
-                                 internal::JsonText(r)));
+                                 "number{})",
+                                 internal::JsonText(r),
+                                 r.is_string() ? ", unable to parse string as a number" : ""));
         }
-        rates.push_back(r.get<double>());
-        shown.push_back(python_float(r.get<double>()));
+        rates.push_back(*rate);
+        shown.push_back(python_float(*rate));
       }
       const std::string list = fmt::format("[{}]", fmt::join(shown, ", "));
       if (n > 0 && static_cast<int64_t>(rates.size()) != n) {

@@ -1404,6 +1404,19 @@ TEST(StartupRefusals, CudaGraphModeResolved) {
   EXPECT_EQ(Errors(o), "");
   o.enforce_eager.reset();
   o.optimization_level = 1;
+  // Sequence parallelism (TP 2, its threshold given) empties given splitting ops beside the
+  // fusion too: piecewise graphs become full.
+  o.tensor_parallel_size = 2;
+  o.max_num_seqs = 1000;
+  o.compilation_config = R"({"splitting_ops": ["vllm::unified_attention_with_output"],
+      "pass_config": {"fuse_attn_quant": true, "enable_sp": true, "sp_min_token_num": 64}})";
+  EXPECT_EQ(Errors(o),
+            GraphBlocksError(1000, 321, "FULL, set by --compilation-config pass_config.enable_sp"));
+  o.compilation_config = R"({"splitting_ops": ["vllm::unified_attention_with_output"],
+      "pass_config": {"fuse_attn_quant": true}})";
+  EXPECT_EQ(Errors(o), "");
+  o.tensor_parallel_size.reset();
+  o.max_num_seqs = 161;
   o.optimization_level.reset();
   o.compilation_config.reset();
   // DeepEP high-throughput kernels under data parallelism: no graphs on a model with experts.

@@ -574,6 +574,22 @@ TEST(VllmFlags, CompilationAndSpeculativeFieldsNotPlanned) {
   EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
                                        "synthetic_acceptance_length": 2.4})"),
             "");
+  // Floats as pydantic's lax mode reads them: a bool, a string float() reads.
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_length": true})"),
+            "");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_length": "1_5"})"),
+            "--speculative-config: the engine refuses it as it builds the config "
+            "('synthetic_acceptance_length must be in [1, 3], got 15.0.'); give a length from 1 "
+            "to 3");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_rates": [true, " 0.5 "]})"),
+            "");
+  EXPECT_EQ(OptionRefusal("", mtp + R"("rejection_sample_method": "synthetic",
+                                       "synthetic_acceptance_rates": [0.5, "x"]})"),
+            "--speculative-config: 'synthetic_acceptance_rates' entry \"x\" is refused by the "
+            "engine (Input should be a valid number, unable to parse string as a number)");
   EXPECT_EQ(OptionRefusal("", mtp + R"("synthetic_acceptance_length": 2})"),
             "--speculative-config: the engine refuses it as it builds the config "
             "(\"synthetic_acceptance_rates / synthetic_acceptance_length are only valid with "
