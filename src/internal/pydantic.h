@@ -10,6 +10,7 @@
 
 #include "internal/ascii_case.h"
 #include "internal/json_int.h"
+#include "internal/units.h"
 
 namespace kvtopo::internal {
 
@@ -71,6 +72,23 @@ inline std::optional<int64_t> PydanticIntIn(const nlohmann::json& v, int64_t min
   const std::optional<int64_t> n = PydanticInt(v);
   if (!n || *n < min || *n > max) return std::nullopt;
   return n;
+}
+
+// A float as pydantic's lax mode reads one from JSON: a number, a bool (1.0 or 0.0) or a string
+// Python's float() reads (ParsePythonFloat); nullopt for null and everything else.
+inline std::optional<double> PydanticFloat(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return ParsePythonFloat(v.get_ref<const std::string&>());
+  return std::nullopt;
+}
+
+// Why pydantic's lax mode refuses `v` (not null) for a float field, in its words; empty where it
+// takes it.
+inline std::string PydanticFloatRefusal(const nlohmann::json& v) {
+  if (!v.is_null() && PydanticFloat(v)) return "";
+  return v.is_string() ? "Input should be a valid number, unable to parse string as a number"
+                       : "Input should be a valid number";
 }
 
 // Why pydantic's lax mode refuses `v` (not null) for an int field, in its words; empty where it

@@ -1897,8 +1897,6 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   return Status::Ok();
 }
 
-// CompilationConfig's fields at 28be48fa9 that a launch may set (its dataclass forbids others;
-// the init=False ones are not taken), and PassConfig's.
 // CompilationConfig._attention_ops at 28be48fa9: the ops the engine splits its graphs at by
 // default, which fuse_attn_quant needs inside them (set_splitting_ops_for_attn_fusion asserts
 // splitting_ops does not hold them all).
@@ -1917,6 +1915,8 @@ constexpr std::string_view kAttentionSplittingOps[] = {"vllm::unified_attention_
                                                        "vllm::rocm_aiter_sparse_attn_indexer",
                                                        "vllm::deepseek_v4_attention"};
 
+// CompilationConfig's fields at 28be48fa9 that a launch may set (its dataclass forbids others;
+// the init=False ones are not taken), and PassConfig's.
 constexpr std::string_view kCompilationFields[] = {"mode",
                                                    "debug_dump_path",
                                                    "cache_dir",

@@ -10,7 +10,6 @@
 #include "internal/json_int.h"
 #include "internal/json_text.h"
 #include "internal/pydantic.h"
-#include "internal/units.h"
 #include "kvtopo/backend.h"
 #include "kvtopo/limits.h"
 #include "kvtopo/model.h"
@@ -134,15 +133,6 @@ bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
 
 Status Bad(std::string_view key, std::string_view rule) {
   return InvalidArgument(fmt::format("--speculative-config: '{}' {}", key, rule));
-}
-
-// A float field's value as pydantic's lax mode reads it: a number, a bool (1.0 or 0.0) or a
-// string Python's float() reads; nullopt for anything else.
-std::optional<double> LaxFloat(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return ParsePythonFloat(v.get_ref<const std::string&>());
-  return std::nullopt;
 }
 
 // `key` of `j` when given and not null: an integer in [1, max] (0 when absent or null), else an
@@ -276,7 +266,7 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
   };
   const auto number = [&](const char* key) -> std::optional<double> {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    return LaxFloat(j[key]);
+    return internal::PydanticFloat(j[key]);
   };
   // Numbers as Python prints them in the engine's messages: a float field's value keeps its
   // point (pydantic makes -1 a float -1.0), an int field's has none.
@@ -324,13 +314,11 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
       std::vector<double> rates;
       std::vector<std::string> shown;
       for (const nlohmann::json& r : j["synthetic_acceptance_rates"]) {
-        const std::optional<double> rate = LaxFloat(r);
+        const std::optional<double> rate = internal::PydanticFloat(r);
         if (!rate) {
           return Bad("synthetic_acceptance_rates",
-                     fmt::format("entry {} is refused by the engine (Input should be a valid "
-                                 "number{})",
-                                 internal::JsonText(r),
-                                 r.is_string() ? ", unable to parse string as a number" : ""));
+                     fmt::format("entry {} is refused by the engine ({})", internal::JsonText(r),
+                                 internal::PydanticFloatRefusal(r)));
         }
         rates.push_back(*rate);
         shown.push_back(python_float(*rate));

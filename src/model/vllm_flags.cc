@@ -229,10 +229,8 @@ std::string ConfigClassRefusal(std::string_view cls, const nlohmann::json& j) {
       return "torch_profiler_dir must be set when profiler is 'torch'";
     }
   } else if (cls == "PoolerConfig") {
-    const auto zero = [&](const char* key) {  // a float field: pydantic takes "0" too
-      if (!given(key)) return false;
-      if (j[key].is_number()) return j[key].get<double>() == 0;
-      return j[key].is_string() && ParsePythonFloat(j[key].get<std::string>()) == 0.0;
+    const auto zero = [&](const char* key) {  // a float field: pydantic takes "0" and false too
+      return given(key) && internal::PydanticFloat(j[key]) == 0.0;
     };
     if (given("logit_bias") && given("logit_mean")) {
       return "Cannot set both `logit_bias` and `logit_mean`. `logit_bias` is deprecated, use "
@@ -435,17 +433,13 @@ std::string ConfigFieldRefusal(const VllmFlag::Key& key, const nlohmann::json& v
     return "Input should be " + PydanticChoices(key.choices);
   }
   std::optional<double> number;
-  // A bool is a number to pydantic's int and float (1 or 0); nlohmann's get<double>() refuses it.
-  const auto as_double = [&] {
-    return v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>();
-  };
   if (key.type == "bool") return internal::PydanticBoolRefusal(v);
   if (key.type == "int") {
     // A float: whole and within 64 bits (pydantic's own reasons otherwise); a string: past 64
     // bits still an integer (±inf here), which the bounds then judge as pydantic's do.
     if (v.is_boolean() || v.is_number_integer() ||
         (v.is_number_float() && internal::PydanticInt(v))) {
-      number = as_double();
+      number = internal::PydanticFloat(v);  // a bool as 1 or 0
     } else if (v.is_string()) {
       const std::string_view whole =
           internal::WithoutZeroFraction(internal::StripAsciiSpace(v.get_ref<const std::string&>()));
@@ -453,13 +447,8 @@ std::string ConfigFieldRefusal(const VllmFlag::Key& key, const nlohmann::json& v
     }
     if (!number) return internal::PydanticIntRefusal(v);
   } else if (key.type == "float") {
-    if (v.is_number() || v.is_boolean()) {
-      number = as_double();
-    } else if (v.is_string()) {
-      number = ParsePythonFloat(v.get<std::string>());
-      if (!number) return "Input should be a valid number, unable to parse string as a number";
-    }
-    if (!number) return "Input should be a valid number";
+    number = internal::PydanticFloat(v);
+    if (!number) return internal::PydanticFloatRefusal(v);
   } else if (key.type == "str") {
     return v.is_string() ? "" : "Input should be a valid string";
   } else if (key.type == "list") {

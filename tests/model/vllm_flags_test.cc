@@ -222,6 +222,10 @@ TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_scale": 0})"})}),
             "--pooler-config {\"logit_scale\": 0}: the engine's parser refuses it (PoolerConfig: "
             "logit_scale cannot be 0 (division by zero))");
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_sigma": false})"})}),
+            "--pooler-config {\"logit_sigma\": false}: the engine's parser refuses it "
+            "(PoolerConfig: logit_sigma cannot be 0 (division by zero))");
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_sigma": "0.5"})"})}), "");
   EXPECT_EQ(
       Refusal({Flag("--pooler-config", {R"({"pooling_type": "CLS", "tok_pooling_type": "ALL"})"})}),
       "--pooler-config {\"pooling_type\": \"CLS\", \"tok_pooling_type\": \"ALL\"}: the "
