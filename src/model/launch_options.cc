@@ -2476,10 +2476,11 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
                                            kWhere, internal::JsonText(value)));
       }
       out.splitting_ops_empty = value.empty();
+      const nlohmann::json& ops = value;  // clang 14 lambdas cannot capture structured bindings
       out.splitting_ops_hold_attention =
           std::all_of(std::begin(kAttentionSplittingOps), std::end(kAttentionSplittingOps),
-                      [&](std::string_view op) {
-                        return std::find(value.begin(), value.end(), op) != value.end();
+                      [&ops](std::string_view op) {
+                        return std::find(ops.begin(), ops.end(), op) != ops.end();
                       });
     } else if (key == "cudagraph_capture_sizes") {
       if (value.is_null()) continue;
