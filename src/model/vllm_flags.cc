@@ -799,14 +799,22 @@ std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::
     const std::string what =
         fmt::format("--limit-mm-per-prompt {}", *value("--limit-mm-per-prompt"));
     if (!j.is_object()) return refusal(what, "Input should be a valid dictionary");
+    // MultiModalConfig._validate_limit_per_prompt: an int (a bool is one in Python) is the
+    // count, an object the options, whose count pydantic reads in lax mode; anything else fails
+    // the validator's ** unpacking.
     for (const auto& [modality, limit] : j.items()) {
-      const nlohmann::json count =
-          limit.is_object() && limit.contains("count") ? limit["count"] : limit;
-      if (limit.is_object() && !limit.contains("count")) continue;
-      if (!count.is_number_integer()) {
-        return refusal(what, fmt::format("{}: Input should be a valid integer", modality));
+      if (!limit.is_object() && !limit.is_boolean() && !limit.is_number_integer()) {
+        return refusal(what, fmt::format("{}: an integer count or an object of options, got {} "
+                                         "(argument after ** must be a mapping)",
+                                         modality, internal::JsonText(limit)));
       }
-      if (count.get<int64_t>() < 0) {
+      if (limit.is_object() && !limit.contains("count")) continue;
+      const nlohmann::json& stated = limit.is_object() ? limit["count"] : limit;
+      const std::optional<int64_t> count = internal::PydanticInt(stated);
+      if (!count) {
+        return refusal(what, fmt::format("{}: {}", modality, internal::PydanticIntRefusal(stated)));
+      }
+      if (*count < 0) {
         return refusal(what,
                        fmt::format("{}: Input should be greater than or equal to 0", modality));
       }

@@ -428,6 +428,24 @@ TEST(VllmFlags, MultimodalModelsOnly) {
                 what +
                 ", a model with multimodal inputs: the engine refuses it as it builds its "
                 "multimodal config ('video: Input should be greater than or equal to 0')");
+  // A count as the validator takes it: an int (a bool is one), or an options object's count in
+  // pydantic's lax mode; a bare string or float fails its ** unpacking.
+  EXPECT_EQ(
+      PlanErrors(vl, {Flag("--limit-mm-per-prompt",
+                           {R"({"image": true, "video": {"count": "2", "num_frames": 8}})"})}),
+      "");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--limit-mm-per-prompt", {R"({"image": {"count": 1.5}})"})}),
+            "\n  error [multimodal-options] --limit-mm-per-prompt {\"image\": {\"count\": 1.5}} "
+            "with " +
+                what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config ('image: Input should be a valid integer, got a number with a "
+                "fractional part')");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--limit-mm-per-prompt", {R"({"image": "2"})"})}),
+            "\n  error [multimodal-options] --limit-mm-per-prompt {\"image\": \"2\"} with " + what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config ('image: an integer count or an object of options, got \"2\" "
+                "(argument after ** must be a mapping)')");
   // (Whether the scale file exists is the serving host's matter: not checked.)
   EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-fp8-scale-path", {"/scales.json"}),
                             Flag("--mm-encoder-attn-dtype", {"fp8"})}),
