@@ -5187,6 +5187,8 @@ constexpr std::string_view kMoeLacksExpertMapping[] = {
     "PanguUltraMoEForCausalLM",
 };
 
+static_assert(std::is_sorted(std::begin(kMoeLacksExpertMapping), std::end(kMoeLacksExpertMapping)));
+
 bool MoeLacksExpertMapping(std::string_view architecture) {
   return InSortedTable(kMoeLacksExpertMapping, architecture);
 }
@@ -5208,6 +5210,9 @@ constexpr std::string_view kLanguageModelLacksExpertMapping[] = {
     "PanguUltraMoEForCausalLM",    "Param2MoEForCausalLM",
     "Step3TextForCausalLM",        "Step3p5ForCausalLM",
 };
+
+static_assert(std::is_sorted(std::begin(kLanguageModelLacksExpertMapping),
+                             std::end(kLanguageModelLacksExpertMapping)));
 
 bool LanguageModelLacksExpertMapping(std::string_view architecture) {
   return InSortedTable(kLanguageModelLacksExpertMapping, architecture);
@@ -5274,6 +5279,8 @@ constexpr std::string_view kLoraWrapsLmHead[] = {
     "TeleFLMForCausalLM",
     "XverseForCausalLM",
 };
+
+static_assert(std::is_sorted(std::begin(kLoraWrapsLmHead), std::end(kLoraWrapsLmHead)));
 
 bool LoraWrapsLmHead(std::string_view architecture) {
   return InSortedTable(kLoraWrapsLmHead, architecture);
