@@ -3039,6 +3039,26 @@ Status ReadHunYuan(const ConfigReader& r, ModelDescription& m) {
   return ReadDense(r.Over(filled), kHunYuan, m);
 }
 
+// The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for
+// the model types whose class kvtopo reads: the engine builds it for a nested text config that
+// names no architectures (vllm/config/vllm.py, with_hf_config).
+constexpr std::array<std::pair<std::string_view, const char*>, 14> kCausalLmForType = {{
+    {"llama", "LlamaForCausalLM"},
+    {"mistral", "MistralForCausalLM"},
+    {"mixtral", "MixtralForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen2_moe", "Qwen2MoeForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},
+    {"qwen3_moe", "Qwen3MoeForCausalLM"},
+    {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"},
+    {"cohere2", "Cohere2ForCausalLM"},
+    {"granite", "GraniteForCausalLM"},
+    {"lfm2", "Lfm2ForCausalLM"},
+    {"opt", "OPTForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},
+}};
+
 // Multimodal models whose language model is picked by text_config's model_type and built from
 // that type's config class, whose defaults fill what text_config leaves out (llava-1.5 states
 // little more than its positions): LLaVA (llama, the LlavaConfig default, or mistral; llava.py
@@ -3186,14 +3206,41 @@ Status ReadTypedTextModel(const ConfigReader& r, const std::array<TypedTextModel
   }
   return ReadWithClassDefaults(r, *text, m);
 }
+// LLaVA (and LLaVA-NeXT, LLaVA-NeXT-Video, Mantis, Tarsier), PaliGemma and Mistral 3 (llava.py,
+// paligemma.py, mistral3.py, ...): the language model read by its model type, and the registered
+// class the wrapper builds over it recorded (init_vllm_registered_model over text_config names
+// no class: with_hf_config takes the config's first architecture, else the causal-LM class of
+// its model type; an empty list the registry refuses, "No model architectures are specified").
+// Empty where the model type maps to no class kvtopo knows (Mistral 3's ministral3, which the
+// engine builds as its Mistral class either way).
+template <size_t N>
+Status ReadRegisteredTextModel(const ConfigReader& r, const std::array<TypedTextModel, N>& models,
+                               const char* wrapper, ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadTypedTextModel(r, models, wrapper, m));
+  if (r.Has("architectures")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<std::string> named, r.StringList("architectures"));
+    if (named.empty()) {
+      return r.Invalid("architectures",
+                       "is empty: the engine's registry finds no class to build ('No model "
+                       "architectures are specified')");
+    }
+    m.language_model_architecture = named.front();
+    return Status::Ok();
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", models[0].model_type));
+  const auto* typed = std::find_if(kCausalLmForType.begin(), kCausalLmForType.end(),
+                                   [&](const auto& t) { return type == t.first; });
+  if (typed != kCausalLmForType.end()) m.language_model_architecture = typed->second;
+  return Status::Ok();
+}
 Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
-  return ReadTypedTextModel(r, kLlavaTextModels, "LLaVA", m);
+  return ReadRegisteredTextModel(r, kLlavaTextModels, "LLaVA", m);
 }
 Status ReadPaliGemma(const ConfigReader& r, ModelDescription& m) {
-  return ReadTypedTextModel(r, kPaliGemmaTextModels, "PaliGemma", m);
+  return ReadRegisteredTextModel(r, kPaliGemmaTextModels, "PaliGemma", m);
 }
 Status ReadMistral3(const ConfigReader& r, ModelDescription& m) {
-  return ReadTypedTextModel(r, kMistral3TextModels, "Mistral 3", m);
+  return ReadRegisteredTextModel(r, kMistral3TextModels, "Mistral 3", m);
 }
 // LlamaModel and MistralModel (the registry's pooling entries built as LlamaForCausalLM): Llama's
 // layers over the config its model type names, llama or mistral (the name's when unstated).
@@ -4396,26 +4443,6 @@ void WithoutClassOrConfigHooks(ModelDescription& m) {
   m.mamba_ssm_dtype_warns = false;
 }
 
-// The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for
-// the model types whose class kvtopo reads: the engine builds it for a nested text config that
-// names no architectures (vllm/config/vllm.py, with_hf_config).
-constexpr std::array<std::pair<std::string_view, const char*>, 14> kCausalLmForType = {{
-    {"llama", "LlamaForCausalLM"},
-    {"mistral", "MistralForCausalLM"},
-    {"mixtral", "MixtralForCausalLM"},
-    {"qwen2", "Qwen2ForCausalLM"},
-    {"qwen2_moe", "Qwen2MoeForCausalLM"},
-    {"qwen3", "Qwen3ForCausalLM"},
-    {"qwen3_moe", "Qwen3MoeForCausalLM"},
-    {"gemma", "GemmaForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"},
-    {"cohere2", "Cohere2ForCausalLM"},
-    {"granite", "GraniteForCausalLM"},
-    {"lfm2", "Lfm2ForCausalLM"},
-    {"opt", "OPTForCausalLM"},
-    {"phi3", "Phi3ForCausalLM"},
-}};
-
 // UltravoxConfig (the fork's ultravox.py config) builds its language model's config as
 // CONFIG_MAPPING[text_config.get("model_type", "llama")](**(text_config or {})): without a
 // text_config, or with one that names neither architectures nor another model type, the engine
@@ -5223,8 +5250,10 @@ bool LanguageModelLacksExpertMapping(std::string_view architecture) {
 // get_supported_lora_modules takes lm_head only from a module's embedding_modules, which 27 model
 // files list it in (Llama's, Qwen3's, Granite's, Mixtral's, ... and their subclasses; Mistral's
 // class empties it), and Qwen3-VL, Qwen3-VL-MoE, Qwen3-ASR, Granite 4 Vision and Intern-S1-Pro
-// build a fixed language model class that lists it, under the prefix their get_mm_mapping
-// names. Sorted.
+// build a fixed language model class that lists it, as do EXAONE 4.5 (Exaone4ForCausalLM), GLM-ASR
+// (LlamaForCausalLM), Isaac and Keye (Qwen3ForCausalLM) through init_vllm_registered_model, each
+// as `language_model` under the prefix their get_mm_mapping names (HunYuan-VL's and GLM-4V's
+// prefix, language_model.model, leaves their output head out). Sorted.
 constexpr std::string_view kLoraWrapsLmHead[] = {
     "ApertusForCausalLM",
     "AquilaForCausalLM",
@@ -5234,10 +5263,12 @@ constexpr std::string_view kLoraWrapsLmHead[] = {
     "DeciLMForCausalLM",
     "Ernie4_5ForCausalLM",
     "Exaone4ForCausalLM",
+    "Exaone4_5_ForConditionalGeneration",
     "ExaoneForCausalLM",
     "ExaoneMoEForCausalLM",
     "Fairseq2LlamaForCausalLM",
     "FalconH1ForCausalLM",
+    "GlmAsrForConditionalGeneration",
     "GlmForCausalLM",
     "Granite4VisionForConditionalGeneration",
     "GraniteForCausalLM",
@@ -5249,8 +5280,11 @@ constexpr std::string_view kLoraWrapsLmHead[] = {
     "InternLM3ForCausalLM",
     "InternLMForCausalLM",
     "InternS1ProForConditionalGeneration",
+    "IsaacForConditionalGeneration",
     "Jais2ForCausalLM",
     "JambaForCausalLM",
+    "KeyeForConditionalGeneration",
+    "KeyeVL1_5ForConditionalGeneration",
     "LLaMAForCausalLM",
     "Lfm2ForCausalLM",
     "Lfm2MoeForCausalLM",

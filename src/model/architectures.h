@@ -254,8 +254,9 @@ struct ModelDescription {
   // (SpecDecodeBaseProposer._init_parallel_drafting_params: dflash_config.mask_token_id,
   // pard_token or ptd_token_id).
   bool names_parallel_drafting_token = false;
-  // Wrappers that build the registered model their text config names (kLanguageModel,
-  // kNamedOrTyped readers): that model's architecture; empty otherwise.
+  // Wrappers that build the registered model their text config names or types (kLanguageModel,
+  // kNamedOrTyped readers; LLaVA's, PaliGemma's and Mistral 3's): that model's architecture;
+  // empty otherwise.
   std::string language_model_architecture;
   // The only attention backend the model builds on (empty: any), and why, for the message.
   std::string required_backend;

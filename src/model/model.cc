@@ -2025,14 +2025,19 @@ void CheckFullyShardedLora(const LaunchConfig& config, const ModelDescription& m
 // --lora-target-modules, when given, names it (the suffix or the whole module name), it wraps
 // the logits processor too, whose LoRA weights refuse a vocabulary above 258,048 tokens as the
 // manager is built once the weights are loaded (lora/layers/logits_processor.py). The vocabulary
-// is the text model's vocab_size, which every such class passes to its logits processor.
+// is the text model's vocab_size, which every such class passes to its logits processor. A
+// multimodal wrapper keeps its language model, and so the head, as `language_model`.
 void CheckLoraOutputHead(const LaunchConfig& config, const ModelDescription& m,
                          const std::string& what, Builder& b) {
   constexpr int64_t kLoraVocabLimit = 258048;
   if (m.vocab_size <= kLoraVocabLimit) return;
-  const bool wrapper = !m.language_model_architecture.empty();
-  if (!internal::LoraWrapsLmHead(wrapper ? m.language_model_architecture : m.architecture)) return;
-  const std::string module = wrapper ? "language_model.lm_head" : "lm_head";
+  const bool registered = !m.language_model_architecture.empty();
+  if (!internal::LoraWrapsLmHead(registered ? m.language_model_architecture : m.architecture)) {
+    return;
+  }
+  const std::string module = registered || internal::IsMultimodalTarget(m.architecture)
+                                 ? "language_model.lm_head"
+                                 : "lm_head";
   if (const VllmFlagValue* targets =
           FindVllmFlagValue(config.not_planned_values, "--lora-target-modules");
       targets != nullptr && !targets->values.empty() &&

@@ -16,6 +16,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
+#include "model/architectures.h"
 #include "model/test_configs.h"
 
 namespace kvtopo {
@@ -1049,9 +1050,64 @@ TEST(StartupRefusals, LoraVocabularyLimit) {
                             {"max_position_embeddings", 4096},
                             {"vocab_size", 262144}};
   EXPECT_EQ(ConfigErrors(internvl, c), "");
+  // LLaVA builds the registered class its text config names, else its model type's causal-LM
+  // class: Llama's lists the head, Mistral's does not; an empty list the registry refuses.
+  nlohmann::json llava = CorpusConfig("llava-1.5-7b");
+  llava["text_config"]["vocab_size"] = 262144;
+  const std::string llava_refused =
+      "\n  error [lora-model] --enable-lora with 'config.json' (LlavaForConditionalGeneration), "
+      "whose vocabulary (262144 tokens) is above the 258048 the engine's LoRA logits processor "
+      "takes: the LoRA manager wraps its output head (language_model.lm_head) and fails once the "
+      "weights are loaded ('When using LoRA, vocab size must be <= 258048'); leave lm_head out of "
+      "--lora-target-modules, or drop --enable-lora";
+  EXPECT_EQ(ConfigErrors(llava, c), llava_refused);
+  llava["text_config"].erase("architectures");
+  EXPECT_EQ(ConfigErrors(llava, c), llava_refused);
+  llava["text_config"].erase("model_type");  // LlavaConfig's default text model type: llama
+  EXPECT_EQ(ConfigErrors(llava, c), llava_refused);
+  llava["text_config"]["model_type"] = "mistral";
+  EXPECT_EQ(ConfigErrors(llava, c), "");
+  llava["text_config"]["architectures"] = {"LlamaForCausalLM"};  // the named class, not the type's
+  EXPECT_EQ(ConfigErrors(llava, c), llava_refused);
+  llava["text_config"]["architectures"] = nlohmann::json::array();
+  Result<Plan> unnamed = testing_configs::PlanWith(llava, c);
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_EQ(unnamed.status().message(),
+            "config.json 'config.json': field 'text_config.architectures' is empty: the engine's "
+            "registry finds no class to build ('No model architectures are specified')");
+  // Wrappers that build a fixed class listing the head through the registry: Isaac's Qwen3.
+  nlohmann::json isaac = nlohmann::json::parse(R"({"architectures":
+    ["IsaacForConditionalGeneration"], "model_type": "isaac", "hidden_size": 2048,
+    "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+    "head_dim": 128, "max_position_embeddings": 40960, "vocab_size": 262144,
+    "torch_dtype": "bfloat16"})");
+  const std::string isaac_refused =
+      "\n  error [lora-model] --enable-lora with 'config.json' (IsaacForConditionalGeneration), "
+      "whose vocabulary (262144 tokens) is above the 258048 the engine's LoRA logits processor "
+      "takes: the LoRA manager wraps its output head (language_model.lm_head) and fails once the "
+      "weights are loaded ('When using LoRA, vocab size must be <= 258048'); leave lm_head out of "
+      "--lora-target-modules, or drop --enable-lora";
+  EXPECT_EQ(ConfigErrors(isaac, c), isaac_refused);
+  // The wrappers whose fixed language model class lists the head keep it as language_model.
+  for (const char* wrapper :
+       {"Exaone4_5_ForConditionalGeneration", "GlmAsrForConditionalGeneration",
+        "Granite4VisionForConditionalGeneration", "InternS1ProForConditionalGeneration",
+        "IsaacForConditionalGeneration", "KeyeForConditionalGeneration",
+        "KeyeVL1_5ForConditionalGeneration", "Qwen3ASRForConditionalGeneration",
+        "Qwen3ASRRealtimeGeneration", "Qwen3VLForConditionalGeneration",
+        "Qwen3VLMoeForConditionalGeneration"}) {
+    EXPECT_TRUE(internal::LoraWrapsLmHead(wrapper)) << wrapper;
+    EXPECT_TRUE(internal::IsMultimodalTarget(wrapper)) << wrapper;
+  }
+  // Their language model's head in --lora-target-modules by its whole name.
+  c.not_planned_values.push_back(
+      VllmFlagValue{"--lora-target-modules", std::nullopt, {"language_model.lm_head"}});
+  EXPECT_EQ(ConfigErrors(isaac, c), isaac_refused);
+  c.not_planned_values.back().values = {"lm_head.language_model"};
+  EXPECT_EQ(ConfigErrors(isaac, c), "");
 }
 
-// Serving flags the engine checks before it loads the weights, though the cache is the same.
+
 TEST(StartupRefusals, ServingFlags) {
   auto refusal = [](LaunchOptions o) { return std::string(PlanOptions(o).status().message()); };
   LaunchOptions o = Model("kimi-k2.6");
