@@ -5038,6 +5038,64 @@ bool ExpertsTakeEplb(std::string_view architecture) {
   return InSortedTable(kExpertsTakeEplb, architecture);
 }
 
+// The target architectures kvtopo plans whose experts the engine builds but whose model is not
+// one its model runner balances (the fork at 28be48fa9: GPUModelRunner.load_model registers the
+// model, or a multimodal class's language model, for EPLB only where is_mixture_of_experts holds:
+// the MixtureOfExperts interface, by inheritance or with every member, and num_moe_layers above
+// 0). Without it, or with the interface inherited and num_moe_layers never set (MiMo-V2,
+// Kimi-Linear, Qwen3-Omni's language model, whose __init__ skips Qwen3-MoE's), eplb_step asserts
+// at the first forward. HunYuan-VL's language model is HunYuanDenseV1ForCausalLM, the first of the
+// two classes it names that the registry loads; Step-3-VL's is its text config's Step-3 model.
+// Each class resolved through its bases; DeepSeek-V4's NVIDIA model too. Sorted.
+constexpr std::string_view kEplbFindsNoMoeModel[] = {
+    "AfmoeForCausalLM",
+    "AriaForConditionalGeneration",
+    "BailingMoeForCausalLM",
+    "BailingMoeV2ForCausalLM",
+    "BailingMoeV2_5ForCausalLM",
+    "Cohere2MoeForCausalLM",
+    "DbrxForCausalLM",
+    "DeepseekV4ForCausalLM",
+    "Dots1ForCausalLM",
+    "Ernie4_5_VLMoeForConditionalGeneration",
+    "ExaoneMoEForCausalLM",
+    "FlexOlmoForCausalLM",
+    "GptOssForCausalLM",
+    "GraniteMoeForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+    "GraniteMoeSharedForCausalLM",
+    "Grok1ForCausalLM",
+    "Grok1ModelForCausalLM",
+    "HYV3ForCausalLM",
+    "HunYuanDenseV1ForCausalLM",
+    "HunYuanVLForConditionalGeneration",
+    "KimiLinearForCausalLM",
+    "LagunaForCausalLM",
+    "LongcatFlashForCausalLM",
+    "MiMoV2FlashForCausalLM",
+    "MiMoV2ForCausalLM",
+    "MiMoV2OmniForCausalLM",
+    "MiniMaxForCausalLM",
+    "MiniMaxM1ForCausalLM",
+    "MiniMaxM2ForCausalLM",
+    "MiniMaxText01ForCausalLM",
+    "OlmoeForCausalLM",
+    "OpenPanguVLForConditionalGeneration",
+    "PanguEmbeddedForCausalLM",
+    "PhiMoEForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3OmniMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration",
+    "SarvamMoEForCausalLM",
+    "Step3TextForCausalLM",
+    "Step3VLForConditionalGeneration",
+};
+static_assert(std::is_sorted(std::begin(kEplbFindsNoMoeModel), std::end(kEplbFindsNoMoeModel)));
+
+bool EplbFindsNoMoeModel(std::string_view architecture) {
+  return InSortedTable(kEplbFindsNoMoeModel, architecture);
+}
+
 // The target architectures kvtopo plans whose FusedMoE experts get --eplb-config's
 // num_redundant_experts but not --enable-eplb (their MoE block's enable_eplb keeps its default
 // False: EXAONE MoE's ExaoneMoe, GLM-4.7-Flash's Glm4MoeLite, HY-V3's HYV3MoEFused, at

@@ -331,6 +331,10 @@ bool MoeLacksExpertMapping(std::string_view architecture);
 // The same for a wrapper's language model (ModelDescription::language_model_architecture): a
 // MoE causal-LM class without get_expert_mapping of its own.
 bool LanguageModelLacksExpertMapping(std::string_view architecture);
+// Whether the engine builds experts for a model of architecture `architecture` (a target's, or a
+// wrapper's language model's) that its model runner does not register for expert-parallel load
+// balancing (is_mixture_of_experts fails), so that --enable-eplb asserts at the first forward.
+bool EplbFindsNoMoeModel(std::string_view architecture);
 // Whether the LoRA manager wraps the output head (lm_head) of a model of registry architecture
 // `architecture`, the target's or a wrapper's language model's: its class, or the fixed language
 // model class of a wrapper, lists lm_head in embedding_modules (the fork at 28be48fa9).

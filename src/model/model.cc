@@ -1899,6 +1899,41 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// --enable-eplb where the engine's model runner finds no MoE model to balance (the fork at
+// 28be48fa9): GPUModelRunner.load_model registers the model, or a multimodal class's language
+// model, only where it is the engine's MixtureOfExperts with MoE layers (is_mixture_of_experts),
+// and the profile run's first forward at startup then asserts without one (eplb_step: 'assert
+// self._moe_model is not None'). A config whose stated experts build no MoE layer has none
+// (BuiltExperts); the classes without the interface are internal::EplbFindsNoMoeModel. The
+// experts' own EPLB checks, as the model is built, come first (CheckMoeKernels). The V2 model
+// runner, which a MoE model runs only under VLLM_USE_V2_MODEL_RUNNER=1, steps EPLB only once a
+// model is registered (v1/worker/gpu/eplb_utils.py), so there nothing asserts.
+void CheckEplbModel(const LaunchConfig& config, const ModelDescription& m, const std::string& file,
+                    Builder& b) {
+  if (!config.enable_eplb || m.num_experts == 0 || config.use_v2_model_runner == true) return;
+  std::string why;
+  if (m.BuiltExperts() == 0) {
+    why = fmt::format("whose config states {} experts but builds no MoE layer", m.num_experts);
+  } else if (internal::EplbFindsNoMoeModel(m.architecture)) {
+    why =
+        "whose engine class (or the language model it wraps) is not the MixtureOfExperts "
+        "model the engine balances";
+  } else if (!m.language_model_architecture.empty() &&
+             internal::EplbFindsNoMoeModel(m.language_model_architecture)) {
+    why =
+        fmt::format("whose language model {} is not the MixtureOfExperts model the engine balances",
+                    m.language_model_architecture);
+  } else {
+    return;
+  }
+  b.Error("eplb-model",
+          fmt::format("--enable-eplb with '{}' ({}), {}: the engine's model runner registers no "
+                      "model for expert-parallel load balancing, and the profile run's first "
+                      "forward at startup asserts ('assert self._moe_model is not None'); drop "
+                      "--enable-eplb",
+                      file, m.architecture, why));
+}
+
 // The multimodal flags not planned with, checked as the engine checks them for a model with
 // multimodal inputs (it builds MultiModalConfig for no other, so a text model ignores them):
 // MultimodalFlagRefusal's rules, the renderer's workers beside the processor cache
@@ -3767,6 +3802,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   CheckExpertsFor(config, model, target.file, b);
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
+  CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
   CheckLora(config, model, target.file, b);
   CheckMultimodalFlags(config, model, target.file, b);

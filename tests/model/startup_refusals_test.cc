@@ -514,8 +514,16 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   o.moe_backend = "Triton-Unfused";
   o.tensor_parallel_size = 8;
   o.enable_expert_parallel = true;
-  o.enable_eplb = true;
   EXPECT_EQ(AcceptedTokens(o), 6621558);
+  // GptOssForCausalLM is not the engine's MixtureOfExperts: its runner balances no model.
+  o.enable_eplb = true;
+  EXPECT_EQ(Errors(o),
+            "\n  error [eplb-model] --enable-eplb with 'profiles/gpt-oss-120b.json' "
+            "(GptOssForCausalLM), whose engine class (or the language model it wraps) is "
+            "not the MixtureOfExperts model the engine balances: the engine's model runner "
+            "registers no model for expert-parallel load "
+            "balancing, and the profile run's first forward at startup asserts ('assert "
+            "self._moe_model is not None'); drop --enable-eplb");
   // DeepSeek-V3.2's fp8 experts: Fp8MoEMethod, built without the vLLM CUTLASS kernels.
   o = Model("deepseek-v3.2");
   o.kernel_config = R"({"moe_backend": "cutlass"})";
@@ -735,14 +743,26 @@ TEST(StartupRefusals, ExpertPlacementUnderLoadBalancing) {
   o.enable_eplb = true;
   o.tensor_parallel_size = 2;
   o.kv_cache_memory = "32GiB";
-  EXPECT_EQ(AcceptedTokens(o), 209712);
+  // Nor is HYV3ForCausalLM the engine's MixtureOfExperts: EPLB balances no model.
+  const std::string hy3_unbalanced =
+      "\n  error [eplb-model] --enable-eplb with '" + hy3 +
+      "' (HYV3ForCausalLM), whose engine class (or the language model it wraps) is not "
+      "the MixtureOfExperts model the engine balances: the engine's model runner registers no "
+      "model for expert-parallel load "
+      "balancing, and the profile run's first forward at startup asserts ('assert "
+      "self._moe_model is not None'); drop --enable-eplb";
+  EXPECT_EQ(Errors(o), hy3_unbalanced);
   o.eplb_config = R"({"num_redundant_experts": 2})";
   EXPECT_EQ(Errors(o),
             "\n  error [eplb-redundant] --eplb-config's num_redundant_experts 2 with '" + hy3 +
                 "' (HYV3ForCausalLM), whose experts take the redundant count but not "
                 "--enable-eplb: the engine's FusedMoE asserts as it builds the model under "
                 "expert parallelism ('Redundant experts are only supported with EPLB.'); drop "
-                "num_redundant_experts");
+                "num_redundant_experts" +
+                hy3_unbalanced);
+  o.enable_eplb.reset();
+  o.eplb_config.reset();
+  EXPECT_EQ(AcceptedTokens(o), 209712);
 }
 
 // VLLM_USE_V2_MODEL_RUNNER=1 with what the V2 model runner does not yet support: the engine
@@ -1107,7 +1127,7 @@ TEST(StartupRefusals, LoraVocabularyLimit) {
   EXPECT_EQ(ConfigErrors(isaac, c), "");
 }
 
-
+// Serving flags the engine checks before it loads the weights, though the cache is the same.
 TEST(StartupRefusals, ServingFlags) {
   auto refusal = [](LaunchOptions o) { return std::string(PlanOptions(o).status().message()); };
   LaunchOptions o = Model("kimi-k2.6");
@@ -1275,8 +1295,82 @@ TEST(StartupRefusals, HeadlessServers) {
 
 // Elastic expert parallelism's rules (ParallelConfig.__post_init__), and a TurboQuant cache's
 // skipped layers, which the engine sorts with int() as the key.
+// --enable-eplb balances the engine's MixtureOfExperts models with MoE layers only: the class's,
+// or a multimodal class's language model; elsewhere the profile run asserts at startup.
+TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
+  LaunchOptions o = Model("kimi-linear-48b");
+  o.tensor_parallel_size = 2;
+  o.enable_expert_parallel = true;
+  EXPECT_EQ(AcceptedTokens(o), 4247956);
+  o.enable_eplb = true;  // Kimi-Linear inherits the interface and never counts its MoE layers
+  EXPECT_EQ(Errors(o),
+            "\n  error [eplb-model] --enable-eplb with 'profiles/kimi-linear-48b.json' "
+            "(KimiLinearForCausalLM), whose engine class (or the language model it wraps) is not "
+            "the MixtureOfExperts model the engine balances: the engine's model runner registers "
+            "no model for expert-parallel load balancing, and the profile run's first forward at "
+            "startup asserts ('assert self._moe_model is not None'); drop --enable-eplb");
+  // Kimi-K2.6's wrapper hands it its DeepSeek-V2 language model.
+  o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 8;
+  o.enable_expert_parallel = true;
+  o.enable_eplb = true;
+  EXPECT_EQ(AcceptedTokens(o), 488704);
+  LaunchConfig c;
+  c.enable_expert_parallel = true;
+  c.enable_eplb = true;
+  c.parallel.tensor_parallel_size = 2;
+  // A wrapper whose language model its text config names: Qwen2-MoE's class has no interface,
+  // Qwen3-MoE's has.
+  nlohmann::json internvl = nlohmann::json::parse(R"({
+    "architectures": ["InternVLChatModel"], "model_type": "internvl_chat",
+    "torch_dtype": "bfloat16", "vision_config": {"architectures": ["InternVisionModel"]},
+    "llm_config": {"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",
+                   "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16,
+                   "num_key_value_heads": 16, "max_position_embeddings": 8192,
+                   "vocab_size": 151936, "num_experts": 60, "num_experts_per_tok": 4,
+                   "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632}})");
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            "\n  error [eplb-model] --enable-eplb with 'config.json' (InternVLChatModel), whose "
+            "language model Qwen2MoeForCausalLM is not the MixtureOfExperts model the engine "
+            "balances: the engine's model runner registers no model for expert-parallel load "
+            "balancing, and the profile run's first forward at startup asserts ('assert "
+            "self._moe_model is not None'); drop --enable-eplb");
+  // The V2 model runner steps EPLB only with a model registered.
+  c.use_v2_model_runner = true;
+  EXPECT_EQ(ConfigErrors(internvl, c), "");
+  c.use_v2_model_runner.reset();
+  internvl["llm_config"]["architectures"] = {"Qwen3MoeForCausalLM"};
+  internvl["llm_config"]["model_type"] = "qwen3_moe";
+  EXPECT_EQ(ConfigErrors(internvl, c), "");
+  // Qwen3-Omni's thinker is not one, and its language model's __init__ skips Qwen3-MoE's, which
+  // counts the MoE layers.
+  nlohmann::json omni = CorpusConfig("qwen3-omni-30b-a3b");
+  omni["thinker_config"]["text_config"].update(
+      {{"num_experts", 128}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 768}});
+  EXPECT_EQ(ConfigErrors(omni, c),
+            "\n  error [eplb-model] --enable-eplb with 'config.json' "
+            "(Qwen3OmniMoeForConditionalGeneration), whose engine class (or the language model it "
+            "wraps) is not the MixtureOfExperts model the engine balances: the engine's model "
+            "runner registers no model for expert-parallel load balancing, and the profile run's "
+            "first forward at startup asserts ('assert self._moe_model is not None'); drop "
+            "--enable-eplb");
+  // NemotronH's stated experts build layers only in its E layers.
+  nlohmann::json nemotron = CorpusConfig("nemotron-nano-9b-v2");
+  nemotron["n_routed_experts"] = 8;
+  nemotron["num_experts_per_tok"] = 2;
+  EXPECT_EQ(ConfigErrors(nemotron, c),
+            "\n  error [eplb-model] --enable-eplb with 'config.json' (NemotronHForCausalLM), whose "
+            "config states 8 experts but builds no MoE layer: the engine's model runner registers "
+            "no model for expert-parallel load balancing, and the profile run's first forward at "
+            "startup asserts ('assert self._moe_model is not None'); drop --enable-eplb");
+  std::string pattern = nemotron["hybrid_override_pattern"];
+  pattern[1] = 'E';
+  nemotron["hybrid_override_pattern"] = pattern;
+  EXPECT_EQ(ConfigErrors(nemotron, c), "");
+}
+
 TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
-  LaunchOptions o = Model("gpt-oss-120b");
+  LaunchOptions o = Model("qwen3-next-80b");
   o.tensor_parallel_size = 2;
   o.enable_expert_parallel = true;
   o.enable_elastic_ep = true;
@@ -1284,7 +1378,7 @@ TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
             "--enable-elastic-ep without --enable-eplb: the engine refuses it ('Elastic EP is only "
             "supported with enable_eplb=True.'); add --enable-eplb or drop --enable-elastic-ep");
   o.enable_eplb = true;
-  EXPECT_EQ(AcceptedTokens(o), 1655386);  // as at TP 2 without it
+  EXPECT_EQ(AcceptedTokens(o), 2778185);  // as at TP 2 with expert parallelism alone
   o.pipeline_parallel_size = 2;
   EXPECT_EQ(Rejection(o),
             "--enable-elastic-ep with --pipeline-parallel-size 2: the engine refuses it ('Elastic "

@@ -569,9 +569,18 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--enable-eplb without "
                                     r"--enable-expert-parallel: the engine refuses it"):
             kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_eplb=True)
-        plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_eplb=True,
+        plan = kvtopo.plan("qwen3-next-80b", tensor_parallel_size=2, enable_eplb=True,
                            enable_expert_parallel=True, max_num_partial_prefills=1)
-        self.assertEqual(plan.capacity.max_tokens, 6621558)
+        self.assertEqual(plan.capacity.max_tokens, 2778185)
+        # gpt-oss's class is not the MixtureOfExperts model the engine's EPLB balances.
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"error \[eplb-model\] --enable-eplb with "
+                                    r"'profiles/gpt-oss-120b\.json' \(GptOssForCausalLM\), whose "
+                                    r"engine class \(or the language model it wraps\) is not the "
+                                    r"MixtureOfExperts model the engine balances: .*\('assert "
+                                    r"self\._moe_model is not None'\); drop --enable-eplb$"):
+            kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_eplb=True,
+                        enable_expert_parallel=True)
         with self.assertRaisesRegex(kvtopo.RejectedError, r"^--max-num-partial-prefills 2: "):
             kvtopo.plan("gpt-oss-120b", max_num_partial_prefills=2)
 
@@ -610,7 +619,7 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(kvtopo.plan("gpt-oss-120b", moe_backend="Triton").capacity.max_tokens,
                          827693)
         plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, enable_expert_parallel=True,
-                           enable_eplb=True, kernel_config={"moe_backend": "marlin"})
+                           kernel_config={"moe_backend": "marlin"})
         self.assertEqual(plan.capacity.max_tokens, 6621558)
         # eplb_config takes a dict; redundant experts join the routed ones in equal shares.
         qwen3_next = dict(tensor_parallel_size=2, enable_expert_parallel=True, enable_eplb=True)
