@@ -5311,7 +5311,8 @@ bool LanguageModelLacksExpertMapping(std::string_view architecture) {
 // build a fixed language model class that lists it, as do EXAONE 4.5 (Exaone4ForCausalLM), GLM-ASR
 // (LlamaForCausalLM), Isaac and Keye (Qwen3ForCausalLM) through init_vllm_registered_model, each
 // as `language_model` under the prefix their get_mm_mapping names (HunYuan-VL's and GLM-4V's
-// prefix, language_model.model, leaves their output head out). Sorted.
+// prefix, language_model.model, leaves their output head out). GritLM, a Llama subclass, is
+// planned under --runner generate only, where it builds the head. Sorted.
 constexpr std::string_view kLoraWrapsLmHead[] = {
     "ApertusForCausalLM",
     "AquilaForCausalLM",
@@ -5333,6 +5334,7 @@ constexpr std::string_view kLoraWrapsLmHead[] = {
     "GraniteMoeForCausalLM",
     "GraniteMoeHybridForCausalLM",
     "GraniteMoeSharedForCausalLM",
+    "GritLM",
     "HyperCLOVAXForCausalLM",
     "IQuestCoderForCausalLM",
     "InternLM3ForCausalLM",

@@ -1125,6 +1125,19 @@ TEST(StartupRefusals, LoraVocabularyLimit) {
   EXPECT_EQ(ConfigErrors(isaac, c), isaac_refused);
   c.not_planned_values.back().values = {"lm_head.language_model"};
   EXPECT_EQ(ConfigErrors(isaac, c), "");
+  c.not_planned_values.clear();
+  // GritLM generates only under --runner generate, as the Llama class it extends.
+  nlohmann::json grit = nlohmann::json::parse(R"({
+    "architectures": ["GritLM"], "model_type": "mistral", "torch_dtype": "bfloat16",
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 32768, "vocab_size": 262144})");
+  c.runner = "generate";
+  EXPECT_EQ(ConfigErrors(grit, c),
+            "\n  error [lora-model] --enable-lora with 'config.json' (GritLM), whose vocabulary "
+            "(262144 tokens) is above the 258048 the engine's LoRA logits processor takes: the "
+            "LoRA manager wraps its output head (lm_head) and fails once the weights are loaded "
+            "('When using LoRA, vocab size must be <= 258048'); leave lm_head out of "
+            "--lora-target-modules, or drop --enable-lora");
 }
 
 // Serving flags the engine checks before it loads the weights, though the cache is the same.
