@@ -3021,6 +3021,23 @@ Status ReadCohere2Moe(const ConfigReader& r, ModelDescription& m) {
 // HunYuan: the head size is head_dim when it is set and not 0, else attention_head_dim, else
 // hidden_size / heads (HunYuanAttention). With use_cla, layers attend over an earlier layer's KV
 // (cross-layer attention, every cla_share_factor-th layer keeping its own): not planned.
+// HunYuan's decoder layers build experts only where _is_moe holds (hunyuan_v1.py at 28be48fa9):
+// num_experts an int above 1, or a list of ints (a bool is a Python int) whose largest is above
+// 1; the engine's expert count (ModelConfig.is_moe) stays the stated one.
+bool HunYuanBuildsExperts(const nlohmann::json& text) {
+  const auto above_one = [](const nlohmann::json& v) {
+    return v.is_number_unsigned() ? v.get<uint64_t>() > 1
+                                  : v.is_number_integer() && v.get<int64_t>() > 1;
+  };
+  const auto experts = text.find("num_experts");
+  if (experts == text.end()) return false;
+  if (!experts->is_array()) return above_one(*experts);
+  return std::all_of(
+             experts->begin(), experts->end(),
+             [](const nlohmann::json& e) { return e.is_number_integer() || e.is_boolean(); }) &&
+         std::any_of(experts->begin(), experts->end(), above_one);
+}
+
 Status ReadHunYuan(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const bool cla, r.BoolOr("use_cla", false));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t factor, r.IntInOr("cla_share_factor", 1, 1, kMaxLayers));
@@ -3032,11 +3049,16 @@ Status ReadHunYuan(const ConfigReader& r, ModelDescription& m) {
                                  factor));
   }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head_dim, r.IntOr("head_dim", 0));
-  if (head_dim != 0) return ReadDense(r, kHunYuan, m);
-  nlohmann::json filled = r.json();
-  filled.erase("head_dim");
-  if (r.Has("attention_head_dim")) filled["head_dim"] = r.json()["attention_head_dim"];
-  return ReadDense(r.Over(filled), kHunYuan, m);
+  if (head_dim != 0) {
+    KVTOPO_RETURN_IF_ERROR(ReadDense(r, kHunYuan, m));
+  } else {
+    nlohmann::json filled = r.json();
+    filled.erase("head_dim");
+    if (r.Has("attention_head_dim")) filled["head_dim"] = r.json()["attention_head_dim"];
+    KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kHunYuan, m));
+  }
+  m.builds_no_experts = !HunYuanBuildsExperts(r.json());
+  return Status::Ok();
 }
 
 // The causal-LM class Transformers maps a model type to (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), for

@@ -202,7 +202,8 @@ struct ModelDescription {
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;
   // The text model builds no expert layers whatever expert count its config states (Gemma 4
-  // without its MoE block, NemotronH without an E layer): num_experts stays the engine's count
+  // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1): num_experts
+  // stays the engine's count
   // (ModelConfig.is_moe and the checks on it), BuiltExperts() is 0.
   bool builds_no_experts = false;
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,

@@ -1380,6 +1380,30 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
   pattern[1] = 'E';
   nemotron["hybrid_override_pattern"] = pattern;
   EXPECT_EQ(ConfigErrors(nemotron, c), "");
+  // HunYuan's layers build experts only for num_experts above 1 (a list: its largest).
+  nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
+  hunyuan["num_experts"] = 1;
+  const std::string dense =
+      "\n  error [eplb-model] --enable-eplb with 'config.json' (HunYuanDenseV1ForCausalLM), "
+      "whose config states 1 experts but builds no MoE layer: the engine's model runner "
+      "registers no model for expert-parallel load balancing, and the profile run's first "
+      "forward at startup asserts ('assert self._moe_model is not None'); drop --enable-eplb";
+  EXPECT_EQ(ConfigErrors(hunyuan, c), dense);
+  hunyuan["num_experts"] = {1, true};
+  EXPECT_EQ(ConfigErrors(hunyuan, c), dense);
+  LaunchConfig b12x;  // no FusedMoE layer to refuse the kernels
+  b12x.enable_expert_parallel = true;
+  b12x.parallel.tensor_parallel_size = 2;
+  b12x.moe_backend = "b12x";
+  b12x.moe_backend_from = "--moe-backend";
+  EXPECT_EQ(ConfigErrors(hunyuan, b12x), "");
+  hunyuan["num_experts"] = {1, 2};
+  EXPECT_EQ(ConfigErrors(hunyuan, b12x),
+            "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
+            "(HunYuanDenseV1ForCausalLM), whose experts run UnquantizedFusedMoEMethod for its "
+            "unquantized weights (unquantized MoE kernels): the engine raises as it builds the "
+            "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
+            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
 }
 
 TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
