@@ -3081,6 +3081,13 @@ constexpr std::array<std::pair<std::string_view, const char*>, 14> kCausalLmForT
     {"phi3", "Phi3ForCausalLM"},
 }};
 
+// kCausalLmForType's class for `type`; null where it has none.
+const char* CausalLmClassForType(std::string_view type) {
+  const auto* typed = std::find_if(kCausalLmForType.begin(), kCausalLmForType.end(),
+                                   [&](const auto& t) { return type == t.first; });
+  return typed == kCausalLmForType.end() ? nullptr : typed->second;
+}
+
 // Multimodal models whose language model is picked by text_config's model_type and built from
 // that type's config class, whose defaults fill what text_config leaves out (llava-1.5 states
 // little more than its positions): LLaVA (llama, the LlavaConfig default, or mistral; llava.py
@@ -3250,9 +3257,7 @@ Status ReadRegisteredTextModel(const ConfigReader& r, const std::array<TypedText
     return Status::Ok();
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", models[0].model_type));
-  const auto* typed = std::find_if(kCausalLmForType.begin(), kCausalLmForType.end(),
-                                   [&](const auto& t) { return type == t.first; });
-  if (typed != kCausalLmForType.end()) m.language_model_architecture = typed->second;
+  if (const char* typed = CausalLmClassForType(type)) m.language_model_architecture = typed;
   return Status::Ok();
 }
 Status ReadLlava(const ConfigReader& r, ModelDescription& m) {
@@ -6706,9 +6711,8 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     std::vector<std::string> inner;
     if (it->text_model == TextModel::kNamedOrTyped && !text.Has("architectures")) {
       KVTOPO_ASSIGN_OR_RETURN(const std::string type, text.String("model_type"));
-      const auto* typed = std::find_if(kCausalLmForType.begin(), kCausalLmForType.end(),
-                                       [&](const auto& t) { return type == t.first; });
-      if (typed == kCausalLmForType.end()) {
+      const char* typed = CausalLmClassForType(type);
+      if (typed == nullptr) {
         std::vector<std::string> types;
         for (const auto& t : kCausalLmForType) types.emplace_back(t.first);
         return text.Invalid("model_type",
@@ -6716,7 +6720,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
                                         "the causal-LM class of model type {} here",
                                         type, fmt::join(types, ", ")));
       }
-      inner.emplace_back(typed->second);
+      inner.emplace_back(typed);
     } else {
       KVTOPO_ASSIGN_OR_RETURN(inner, text.StringList("architectures"));
     }
