@@ -3164,6 +3164,303 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
   return largest;
 }
 
+// How a MoE class picks, per hidden layer, its experts or a dense MLP where keys other than the
+// expert count decide (the fork's model files at 28be48fa9; layers by their global 0-based
+// index). A layer builds experts where the gate holds (its key stated and not null, or above 0),
+// the layer is at or past `dense`, its frequency test passes (layer % freq == 0 from layer 0,
+// (layer - dense) % freq == 0 from the first dense-free layer, or (layer + 1) % freq == 0), and
+// mlp_only_layers does not list it; Step's classes build them in the layers moe_layers_enum
+// lists (1 to N - 1 without it). A key the class reads as stated that the config leaves out
+// leaves the choice unknown (kvtopo does not guess a config class's default); moe_layer_freq,
+// read with getattr's 1, and mlp_only_layers, read as [] where absent, take those.
+enum class LayerFreq { kNone, kFromZero, kFromDense, kFromOne };
+struct ExpertLayerRule {
+  std::string_view engine_class;
+  const char* gate = nullptr;  // experts only where it is stated and not null (or above 0)
+  bool gate_above_zero = false;
+  const char* dense = nullptr;  // the layers below its value build a dense MLP
+  const char* freq = nullptr;
+  LayerFreq freq_from = LayerFreq::kNone;
+  bool freq_stated = false;     // read as stated (else 1 where absent)
+  bool zero_freq_none = false;  // a frequency of 0 builds no experts (tested above 0 first)
+  bool mlp_only_layers = false;
+  bool mlp_only_stated = false;  // the config class's default is not [] (read as stated)
+  bool moe_layers_enum = false;
+  bool enum_required = false;  // its config class's default is not None
+  // The class's error when the layers it builds (a pipeline stage's) hold no experts; null: it
+  // warns or builds on.
+  const char* raises = nullptr;
+};
+constexpr ExpertLayerRule kDeepseekLayers{.gate = "n_routed_experts",
+                                          .dense = "first_k_dense_replace",
+                                          .freq = "moe_layer_freq",
+                                          .freq_from = LayerFreq::kFromZero};
+constexpr ExpertLayerRule kQwenMoeLayers{.gate = "num_experts",
+                                         .gate_above_zero = true,
+                                         .freq = "decoder_sparse_step",
+                                         .freq_from = LayerFreq::kFromOne,
+                                         .freq_stated = true,
+                                         .mlp_only_layers = true};
+// Step-3's text config class defaults moe_layers_enum to a tuple, which the decoder layer cannot
+// split (an AttributeError as it builds the model); Step-3.5's leaves it None (1 to N - 1).
+constexpr ExpertLayerRule kStepLayers{.moe_layers_enum = true, .enum_required = true};
+constexpr ExpertLayerRule Named(ExpertLayerRule rule, std::string_view engine_class,
+                                const char* raises = nullptr) {
+  rule.engine_class = engine_class;
+  rule.raises = raises;
+  return rule;
+}
+constexpr const char* kGlm4MoeRaises = "No Glm4MoE layer found in model.layers.";
+constexpr const char* kPanguMoeRaises = "No MOE layer found in model.layers.";
+// Sorted by class.
+constexpr ExpertLayerRule kExpertLayerRules[] = {
+    {.engine_class = "AXK1ForCausalLM",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace",
+     .freq = "moe_layer_freq",
+     .freq_from = LayerFreq::kFromZero,
+     .freq_stated = true},
+    Named(kDeepseekLayers, "DeepseekForCausalLM"),
+    Named(kDeepseekLayers, "DeepseekV2ForCausalLM"),
+    Named(kDeepseekLayers, "DeepseekV32ForCausalLM"),
+    Named(kDeepseekLayers, "DeepseekV3ForCausalLM"),
+    {.engine_class = "Dots1ForCausalLM",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace",
+     .freq = "moe_layer_freq",
+     .freq_from = LayerFreq::kFromZero,
+     .freq_stated = true},
+    {.engine_class = "Glm4MoeForCausalLM",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace",
+     .raises = kGlm4MoeRaises},
+    Named(kDeepseekLayers, "Glm4MoeLiteForCausalLM", kGlm4MoeRaises),
+    {.engine_class = "Glm4vMoeForConditionalGeneration",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace",
+     .raises = kGlm4MoeRaises},
+    Named(kDeepseekLayers, "GlmMoeDsaForCausalLM"),
+    {.engine_class = "HYV3ForCausalLM",
+     .dense = "first_k_dense_replace",
+     .raises = "No MoE layer found in model.layers."},
+    // HunYuan's _is_moe decides for every layer at once (HunYuanBuildsExperts).
+    {.engine_class = "HunYuanMoEV1ForCausalLM",
+     .raises = "No HunYuanMoE layer found in model.layers."},
+    {.engine_class = "InternS1ProForConditionalGeneration",
+     .gate = "num_experts",
+     .gate_above_zero = true,
+     .freq = "decoder_sparse_step",
+     .freq_from = LayerFreq::kFromOne,
+     .freq_stated = true,
+     .mlp_only_layers = true,
+     .mlp_only_stated = true,
+     .raises = "No InternS1ProMoe layer found in the language_model."},
+    Named(kDeepseekLayers, "KimiK25ForConditionalGeneration"),
+    {.engine_class = "KimiLinearForCausalLM",
+     .gate = "num_experts",
+     .dense = "first_k_dense_replace",
+     .freq = "moe_layer_freq",
+     .freq_from = LayerFreq::kFromZero,
+     .freq_stated = true},
+    Named(kDeepseekLayers, "KimiVLForConditionalGeneration"),
+    {.engine_class = "LagunaForCausalLM",
+     .gate = "num_experts",
+     .gate_above_zero = true,
+     .freq = "decoder_sparse_step",
+     .freq_from = LayerFreq::kFromOne,
+     .freq_stated = true,
+     .mlp_only_layers = true,
+     .mlp_only_stated = true},
+    {.engine_class = "Lfm2MoeForCausalLM",
+     .dense = "num_dense_layers",
+     .raises = "No Lfm2MoeSparseMoeBlock layer found in the model.layers."},
+    {.engine_class = "Llama4ForCausalLM",
+     .freq = "interleave_moe_layer_step",
+     .freq_from = LayerFreq::kFromOne,
+     .freq_stated = true,
+     .zero_freq_none = true},
+    {.engine_class = "Llama4ForConditionalGeneration",
+     .freq = "interleave_moe_layer_step",
+     .freq_from = LayerFreq::kFromOne,
+     .freq_stated = true,
+     .zero_freq_none = true},
+    Named(kDeepseekLayers, "MistralLarge3ForCausalLM"),
+    {.engine_class = "OpenPanguVLForConditionalGeneration",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace"},
+    {.engine_class = "PanguEmbeddedForCausalLM",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace"},
+    {.engine_class = "PanguProMoEV2ForCausalLM",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace",
+     .raises = kPanguMoeRaises},
+    {.engine_class = "PanguUltraMoEForCausalLM",
+     .gate = "n_routed_experts",
+     .dense = "first_k_dense_replace",
+     .raises = kPanguMoeRaises},
+    {.engine_class = "Param2MoEForCausalLM",
+     .gate = "num_experts",
+     .dense = "first_k_dense_replace",
+     .raises = "No Param2MoEMoEBlock found in model.layers. Check first_k_dense_replace and "
+               "num_experts in config."},
+    Named(kQwenMoeLayers, "Qwen2MoeForCausalLM"),
+    Named(kQwenMoeLayers, "Qwen3MoeForCausalLM", "No Qwen3MoE layer found in the model.layers."),
+    Named(kQwenMoeLayers, "Qwen3NextForCausalLM", "No Qwen3Next layer found in the model.layers."),
+    Named(kQwenMoeLayers, "Qwen3OmniMoeForConditionalGeneration"),
+    Named(kQwenMoeLayers, "Qwen3VLMoeForConditionalGeneration",
+          "No Qwen3Moe layer found in the language_model."),
+    {.engine_class = "SarvamMLAForCausalLM",
+     .gate = "num_experts",
+     .dense = "first_k_dense_replace",
+     .freq = "moe_layer_freq",
+     .freq_from = LayerFreq::kFromDense,
+     .raises = "No SarvamMLAMoE layer found in model.layers."},
+    Named(kStepLayers, "Step3TextForCausalLM"),
+    Named(kStepLayers, "Step3VLForConditionalGeneration"),
+    {.engine_class = "Step3p5ForCausalLM",
+     .moe_layers_enum = true,
+     .raises = "No MoE layers found in the model."},
+};
+
+constexpr bool RulesSorted() {
+  for (size_t i = 1; i < std::size(kExpertLayerRules); ++i) {
+    if (!(kExpertLayerRules[i - 1].engine_class < kExpertLayerRules[i].engine_class)) return false;
+  }
+  return true;
+}
+static_assert(RulesSorted());
+
+const ExpertLayerRule* ExpertLayerRuleFor(std::string_view engine_class) {
+  const auto* rule = std::lower_bound(
+      std::begin(kExpertLayerRules), std::end(kExpertLayerRules), engine_class,
+      [](const ExpertLayerRule& r, std::string_view c) { return r.engine_class < c; });
+  return rule != std::end(kExpertLayerRules) && rule->engine_class == engine_class ? rule : nullptr;
+}
+
+// Records in m.expert_layers which hidden layers class `engine_class` builds experts in over
+// `text` (ExpertLayerRule), and no expert at all where none does; nothing where the class builds
+// them in every layer or the choice is not known. A frequency of 0 that a layer reaches, and a
+// moe_layers_enum the class cannot read, are refused: the engine raises on them as it builds the
+// model.
+Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_class,
+                          ModelDescription& m) {
+  const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
+  const int64_t n = m.num_hidden_layers;
+  if (rule == nullptr || n <= 0 || n > kMaxLayers) return Status::Ok();
+  const nlohmann::json& j = text.json();
+  // A stated integer (the classes compare and divide by them); absent or anything else: none.
+  auto stated_int = [&](const char* key) -> std::optional<int64_t> {
+    const auto v = j.find(key);
+    if (v == j.end()) return std::nullopt;
+    return JsonIntIn(*v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  };
+  std::vector<bool> layers(static_cast<size_t>(n), false);
+  if (rule->moe_layers_enum) {
+    const auto listed = j.find("moe_layers_enum");
+    if (listed == j.end() || listed->is_null()) {
+      if (rule->enum_required) {
+        return text.Invalid("moe_layers_enum",
+                            "is not stated: the engine's config class then takes a tuple, whose "
+                            "strip() the decoder layer calls, and raises AttributeError as it "
+                            "builds the model");
+      }
+      for (int64_t i = 1; i < n; ++i) layers[static_cast<size_t>(i)] = true;
+    } else if (!listed->is_string()) {
+      return text.Invalid("moe_layers_enum",
+                          fmt::format("is {}: the engine's decoder layer reads it as a string of "
+                                      "comma-separated layers (strip, split) and raises "
+                                      "AttributeError as it builds the model",
+                                      listed->dump()));
+    } else {
+      const std::string_view all = StripAsciiSpace(listed->get_ref<const std::string&>());
+      for (size_t start = 0;;) {
+        const size_t comma = all.find(',', start);
+        const std::string piece(all.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        const std::optional<int64_t> layer = PythonInt(nlohmann::json(piece));
+        if (!layer) {
+          return text.Invalid("moe_layers_enum",
+                              fmt::format("has '{}', which is not an integer: the engine's "
+                                          "decoder layer reads every comma-separated entry with "
+                                          "int() and raises ValueError as it builds the model",
+                                          piece));
+        }
+        if (*layer >= 0 && *layer < n) layers[static_cast<size_t>(*layer)] = true;
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+      }
+    }
+  } else if (rule->gate == nullptr && rule->dense == nullptr && rule->freq == nullptr) {
+    return Status::Ok();  // decided for every layer at once, by the class's reader
+  } else {
+    if (rule->gate != nullptr) {
+      const auto gate = j.find(rule->gate);
+      // A count that is not a number: Python's comparison decides, or raises; not known.
+      if (gate == j.end() || (rule->gate_above_zero && !gate->is_number())) return Status::Ok();
+      if (rule->gate_above_zero ? !(gate->get<double>() > 0) : gate->is_null()) {
+        m.builds_no_experts = true;
+        return Status::Ok();
+      }
+    }
+    int64_t dense = 0;
+    if (rule->dense != nullptr) {
+      const std::optional<int64_t> v = stated_int(rule->dense);
+      if (!v) return Status::Ok();
+      dense = *v;
+    }
+    int64_t freq = 1;
+    if (rule->freq != nullptr) {
+      if (j.contains(rule->freq) || rule->freq_stated) {
+        const std::optional<int64_t> v = stated_int(rule->freq);
+        if (!v) return Status::Ok();
+        freq = *v;
+      }
+    }
+    std::vector<int64_t> dense_listed;
+    if (rule->mlp_only_layers && j.contains("mlp_only_layers")) {
+      const nlohmann::json& listed = j["mlp_only_layers"];
+      if (!listed.is_array()) return Status::Ok();
+      for (const nlohmann::json& e : listed) {
+        // Python's `in` compares by value: 1.0 and True list layer 1.
+        if (e.is_boolean()) dense_listed.push_back(e.get<bool>() ? 1 : 0);
+        if (e.is_number() && std::trunc(e.get<double>()) == e.get<double>() &&
+            std::abs(e.get<double>()) <= static_cast<double>(kMaxLayers)) {
+          dense_listed.push_back(static_cast<int64_t>(e.get<double>()));
+        }
+      }
+    } else if (rule->mlp_only_layers && rule->mlp_only_stated) {
+      return Status::Ok();
+    }
+    if (freq <= 0 && rule->zero_freq_none) {
+      m.expert_layers = std::move(layers);
+      m.builds_no_experts = true;
+      return Status::Ok();
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (i < dense) continue;
+      if (std::find(dense_listed.begin(), dense_listed.end(), i) != dense_listed.end()) continue;
+      // Python's % on unbounded ints: 128 bits hold every difference of two 64-bit values.
+      const __int128 counted = rule->freq_from == LayerFreq::kFromDense ? __int128{i} - dense
+                               : rule->freq_from == LayerFreq::kFromOne ? __int128{i} + 1
+                                                                        : __int128{i};
+      if (rule->freq_from != LayerFreq::kNone && freq == 0) {
+        return text.Invalid(rule->freq,
+                            fmt::format("is 0: the engine's decoder layer for layer {} divides "
+                                        "by it and raises ZeroDivisionError as it builds the "
+                                        "model",
+                                        i));
+      }
+      layers[static_cast<size_t>(i)] = rule->freq_from == LayerFreq::kNone || counted % freq == 0;
+    }
+  }
+  if (std::none_of(layers.begin(), layers.end(), [](bool b) { return b; })) {
+    m.builds_no_experts = true;
+  }
+  m.expert_layers = std::move(layers);
+  return Status::Ok();
+}
+
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
 // yet: the values `text` states (the engine's class reads them as stated; a class default is
 // filled by ReadWithClassDefaults), else unknown. The layer count also under the names config
@@ -5123,6 +5420,26 @@ bool EplbFindsNoMoeModel(std::string_view architecture) {
   return InSortedTable(kEplbFindsNoMoeModel, architecture);
 }
 
+std::string ExpertLayerKeys(std::string_view engine_class) {
+  const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
+  std::vector<std::string_view> keys;
+  if (rule != nullptr) {
+    for (const char* key : {rule->gate, rule->dense, rule->freq}) {
+      if (key != nullptr) keys.emplace_back(key);
+    }
+    if (rule->mlp_only_layers) keys.emplace_back("mlp_only_layers");
+    if (rule->moe_layers_enum) keys.emplace_back("moe_layers_enum");
+  }
+  if (keys.empty()) return "num_experts";
+  if (keys.size() == 1) return std::string(keys.front());
+  return fmt::format("{} and {}", fmt::join(keys.begin(), keys.end() - 1, ", "), keys.back());
+}
+
+std::string_view NoExpertLayerError(std::string_view engine_class) {
+  const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
+  return rule != nullptr && rule->raises != nullptr ? rule->raises : std::string_view();
+}
+
 // The target architectures kvtopo plans whose FusedMoE experts get --eplb-config's
 // num_redundant_experts but not --enable-eplb (their MoE block's enable_eplb keeps its default
 // False: EXAONE MoE's ExaoneMoe, GLM-4.7-Flash's Glm4MoeLite, HY-V3's HYV3MoEFused, at
@@ -6742,19 +7059,26 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(CheckCausal(inner.front(), text));
     RecordTextShape(text.json(), m);
     m.language_model_architecture = inner.front();
+    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, inner.front(), m));
   } else if (it->text_model == TextModel::kThinker) {
     KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader thinker, root.Object("thinker_config"));
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, thinker.Object("text_config"));
+    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, m.architecture, m));
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config.value("text_config", nlohmann::json()), m);
+    KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object("text_config"));
+    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, m.architecture, m));
   } else {
     const bool generating = options.runner == "generate" && it->read_generating != nullptr;
     KVTOPO_RETURN_IF_ERROR(generating ? it->read_generating(root, m) : it->read(root, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
+    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(root, m.architecture, m));
   }
   if (it->adjust != nullptr) it->adjust(m);
   if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft

@@ -202,10 +202,14 @@ struct ModelDescription {
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;
   // The text model builds no expert layers whatever expert count its config states (Gemma 4
-  // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1): num_experts
-  // stays the engine's count
+  // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1, a class whose
+  // layer rule picks none: expert_layers): num_experts stays the engine's count
   // (ModelConfig.is_moe and the checks on it), BuiltExperts() is 0.
   bool builds_no_experts = false;
+  // Per hidden layer, whether the text model's class builds experts there, where keys other than
+  // the expert count choose per layer (first_k_dense_replace, decoder_sparse_step, ...: the rules
+  // of internal::ExpertLayerRule); empty where every layer builds them or the choice is not known.
+  std::vector<bool> expert_layers;
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
   // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.
   int64_t BuiltExperts() const { return builds_no_experts ? 0 : num_experts; }
@@ -336,6 +340,14 @@ bool LanguageModelLacksExpertMapping(std::string_view architecture);
 // wrapper's language model's) that its model runner does not register for expert-parallel load
 // balancing (is_mixture_of_experts fails), so that --enable-eplb asserts at the first forward.
 bool EplbFindsNoMoeModel(std::string_view architecture);
+// The error the engine's class `engine_class` (a target's, or a wrapper's language model's)
+// raises as it builds the model when the layers it builds (a pipeline stage's) hold no experts;
+// empty where it warns or builds on.
+std::string_view NoExpertLayerError(std::string_view engine_class);
+// The config keys by which that class chooses its layers with experts ("n_routed_experts,
+// first_k_dense_replace and moe_layer_freq"); "num_experts" for a class that chooses for every
+// layer at once.
+std::string ExpertLayerKeys(std::string_view engine_class);
 // Whether the LoRA manager wraps the output head (lm_head) of a model of registry architecture
 // `architecture`, the target's or a wrapper's language model's: its class, or the fixed language
 // model class of a wrapper, lists lm_head in embedding_modules (the fork at 28be48fa9).

@@ -1899,6 +1899,68 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
+                                               const std::optional<std::string>& partition);
+
+// A MoE class that raises as it builds the model where the layers it builds hold no experts (the
+// fork at 28be48fa9: its MixtureOfExperts setup looks for one among its own pipeline stage's
+// layers, the others being PPMissingLayer; internal::NoExpertLayerError): refused where the
+// config's layer rule (ModelDescription::expert_layers) leaves the whole model, or a stage of
+// --pipeline-parallel-size and VLLM_PP_LAYER_PARTITION, without one.
+void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
+                       const std::string& file, Builder& b) {
+  const std::string& engine_class =
+      m.language_model_architecture.empty() ? m.architecture : m.language_model_architecture;
+  const std::string_view raises = internal::NoExpertLayerError(engine_class);
+  const int64_t n = m.num_hidden_layers;
+  // The Transformers backend builds Transformers' model, not the engine's class.
+  if (raises.empty() || m.num_experts == 0 || n <= 0 || !m.transformers_backend.empty()) return;
+  if (m.expert_layers.empty() ? !m.builds_no_experts
+                              : static_cast<int64_t>(m.expert_layers.size()) != n) {
+    return;
+  }
+  const std::string what =
+      engine_class == m.architecture
+          ? fmt::format("'{}' ({})", file, m.architecture)
+          : fmt::format("'{}' ({}, language model {})", file, m.architecture, engine_class);
+  const std::string keys = internal::ExpertLayerKeys(engine_class);
+  if (m.BuiltExperts() == 0) {
+    b.Error("expert-layers",
+            fmt::format("{} states {} experts, but its layers build them only as {} choose, and "
+                        "none of its {} layers does: the engine's {} raises as it builds the "
+                        "model ('{}'); give the config layers with experts",
+                        what, m.num_experts, keys, n, engine_class, raises));
+    return;
+  }
+  const int64_t pp = config.pipeline_parallel_size;
+  Result<std::vector<int64_t>> parts = PipelinePartition(n, pp, config.pp_layer_partition);
+  if (!parts.ok()) return;  // refused with the stages (AssignPipelineStages)
+  std::vector<std::string> bare;
+  int64_t start = 0;
+  for (size_t stage = 0; stage < parts->size(); ++stage) {
+    const int64_t end = start + (*parts)[stage];
+    if (std::none_of(m.expert_layers.begin() + start, m.expert_layers.begin() + end,
+                     [](bool experts) { return experts; })) {
+      bare.push_back(end - start == 0 ? fmt::format("stage {} (no layer)", stage)
+                     : end - start == 1
+                         ? fmt::format("stage {} (layer {})", stage, start)
+                         : fmt::format("stage {} (layers {} to {})", stage, start, end - 1));
+    }
+    start = end;
+  }
+  if (bare.empty()) return;
+  b.Error("expert-layers",
+          fmt::format("{} with --pipeline-parallel-size {}{}: {} builds no layer with experts (its "
+                      "layers build them only as {} choose): the engine's {} raises as such a "
+                      "stage builds its part of the model ('{}'); give every stage a layer with "
+                      "experts (VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size",
+                      what, pp,
+                      config.pp_layer_partition ? fmt::format(" and VLLM_PP_LAYER_PARTITION '{}'",
+                                                              *config.pp_layer_partition)
+                                                : "",
+                      fmt::join(bare, ", "), keys, engine_class, raises));
+}
+
 // --enable-eplb where the engine's model runner finds no MoE model to balance (the fork at
 // 28be48fa9): GPUModelRunner.load_model registers the model, or a multimodal class's language
 // model, only where it is the engine's MixtureOfExperts with MoE layers (is_mixture_of_experts),
@@ -3802,6 +3864,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   CheckExpertsFor(config, model, target.file, b);
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
+  CheckExpertLayers(config, model, target.file, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
   CheckLora(config, model, target.file, b);

@@ -197,6 +197,13 @@ TEST(MultimodalWrappers, ForcedLanguageModels) {
   ExpectFullLayers(Wrapper("FuyuForCausalLM", "text_config", persimmon), 28, 28, 128, 32768);
   nlohmann::json step3 = Qwen2Text();
   step3["model_type"] = "step3_text";
+  // Its layers split moe_layers_enum, whose default in the text config class is a tuple.
+  EXPECT_EQ(
+      Specs(Wrapper("Step3VLForConditionalGeneration", "text_config", step3)).status().message(),
+      "config.json 'config.json': field 'text_config.moe_layers_enum' is not stated: the "
+      "engine's config class then takes a tuple, whose strip() the decoder layer calls, and "
+      "raises AttributeError as it builds the model");
+  step3["moe_layers_enum"] = "4,5,6";
   ExpectFullLayers(Wrapper("Step3VLForConditionalGeneration", "text_config", step3), 28, 1, 256,
                    32768);
   nlohmann::json hunyuan = Qwen2Text();

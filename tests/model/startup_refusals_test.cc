@@ -1406,6 +1406,118 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
             "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
 }
 
+// MoE classes whose layers build experts only where keys other than the expert count choose
+// (first_k_dense_replace, decoder_sparse_step, mlp_only_layers, moe_layers_enum, ...): those
+// whose MixtureOfExperts setup looks for a MoE layer among the layers they build raise without
+// one, for the whole model or one pipeline stage; the others build a model without experts.
+TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
+  LaunchConfig c;
+  nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");  // 48 layers, 128 experts
+  qwen["decoder_sparse_step"] = 49;
+  const std::string none =
+      "\n  error [expert-layers] 'config.json' (Qwen3MoeForCausalLM) states 128 experts, but its "
+      "layers build them only as num_experts, decoder_sparse_step and mlp_only_layers choose, and "
+      "none of its 48 layers does: the engine's Qwen3MoeForCausalLM raises as it builds the model "
+      "('No Qwen3MoE layer found in the model.layers.'); give the config layers with experts";
+  EXPECT_EQ(ConfigErrors(qwen, c), none);
+  LaunchConfig backend;  // the Transformers backend builds Transformers' model, not this class
+  backend.model_impl = "transformers";
+  EXPECT_EQ(ConfigErrors(qwen, backend), "");
+  qwen["decoder_sparse_step"] = 48;  // layer 47 only
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  qwen["mlp_only_layers"] = {47.0};  // Python's `in` finds 47 in [47.0]
+  EXPECT_EQ(ConfigErrors(qwen, c), none);
+  qwen["decoder_sparse_step"] = 0;
+  qwen["mlp_only_layers"] = nlohmann::json::array();
+  EXPECT_EQ(testing_configs::PlanWith(qwen, c).status().message(),
+            "config.json 'config.json': field 'decoder_sparse_step' is 0: the engine's decoder "
+            "layer for layer 0 divides by it and raises ZeroDivisionError as it builds the model");
+  // A wrapper over a Qwen3-MoE language model raises in that model's __init__.
+  nlohmann::json internvl = {{"architectures", {"InternVLChatModel"}},
+                             {"model_type", "internvl_chat"},
+                             {"torch_dtype", "bfloat16"},
+                             {"vision_config", {{"architectures", {"InternVisionModel"}}}},
+                             {"llm_config", CorpusConfig("qwen3-30b-a3b-fp8")}};
+  internvl["llm_config"]["decoder_sparse_step"] = 64;
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            "\n  error [expert-layers] 'config.json' (InternVLChatModel, language model "
+            "Qwen3MoeForCausalLM) states 128 experts, but its layers build them only as "
+            "num_experts, decoder_sparse_step and mlp_only_layers choose, and none of its 48 "
+            "layers does: the engine's Qwen3MoeForCausalLM raises as it builds the model ('No "
+            "Qwen3MoE layer found in the model.layers.'); give the config layers with experts");
+
+  // Each pipeline stage looks among its own layers: HY-V3's first layer is dense
+  // (first_k_dense_replace 1 of 80).
+  nlohmann::json hy = CorpusConfig("hy3-preview");
+  c.pipeline_parallel_size = 2;
+  c.cache.max_model_len = 4096;
+  EXPECT_EQ(ConfigErrors(hy, c), "");
+  c.pp_layer_partition = "1,79";
+  EXPECT_EQ(ConfigErrors(hy, c),
+            "\n  error [expert-layers] 'config.json' (HYV3ForCausalLM) with "
+            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '1,79': stage 0 (layer 0) "
+            "builds no layer with experts (its layers build them only as first_k_dense_replace "
+            "choose): the engine's HYV3ForCausalLM raises as such a stage builds its part of the "
+            "model ('No MoE layer found in model.layers.'); give every stage a layer with experts "
+            "(VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size");
+  c.pp_layer_partition = "2,78";
+  EXPECT_EQ(ConfigErrors(hy, c), "");
+  c.pipeline_parallel_size = 1;
+  c.pp_layer_partition.reset();
+
+  // DeepSeek's class warns and builds on: its stated experts build no MoE layer, so EPLB finds no
+  // model and --moe-backend no FusedMoE layer.
+  nlohmann::json kimi = CorpusConfig("kimi-k2.6");
+  kimi["text_config"]["first_k_dense_replace"] = 61;
+  c.enable_expert_parallel = true;
+  c.enable_eplb = true;
+  c.parallel.tensor_parallel_size = 8;
+  const std::string no_model =
+      "\n  error [eplb-model] --enable-eplb with 'config.json' "
+      "(KimiK25ForConditionalGeneration), whose config states 384 experts but builds no MoE "
+      "layer: the engine's model runner registers no model for expert-parallel load balancing, "
+      "and the profile run's first forward at startup asserts ('assert self._moe_model is not "
+      "None'); drop --enable-eplb";
+  EXPECT_EQ(ConfigErrors(kimi, c), no_model);
+  kimi["text_config"]["moe_layer_freq"] = 2;  // layers 1 to 60, every other one from 0
+  kimi["text_config"]["first_k_dense_replace"] = 60;
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  kimi["text_config"]["first_k_dense_replace"] = 59;  // 59 is odd, 60 is even
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  kimi["text_config"]["first_k_dense_replace"] = 60;
+  kimi["text_config"]["moe_layer_freq"] = 3;  // 60 % 3 == 0
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  kimi["text_config"]["moe_layer_freq"] = 7;  // 60 % 7 != 0
+  EXPECT_EQ(ConfigErrors(kimi, c), no_model);
+  c.enable_eplb = false;
+  c.moe_backend = "b12x";
+  c.moe_backend_from = "--moe-backend";
+  EXPECT_EQ(ConfigErrors(kimi, c), "");
+  kimi["text_config"]["moe_layer_freq"] = 1;  // layer 60 builds experts
+  EXPECT_EQ(ConfigErrors(kimi, c),
+            "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
+            "(KimiK25ForConditionalGeneration), whose experts run UnquantizedFusedMoEMethod for "
+            "its unquantized weights (unquantized MoE kernels): the engine raises as it builds the "
+            "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
+            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+
+  // Step 3's layers read moe_layers_enum as comma-separated integers.
+  nlohmann::json step = CorpusConfig("step3-text");
+  LaunchConfig plain;
+  step["moe_layers_enum"] = " 4, +5,6_0 ";
+  EXPECT_EQ(ConfigErrors(step, plain), "");
+  step["moe_layers_enum"] = "4,,5";
+  EXPECT_EQ(testing_configs::PlanWith(step, plain).status().message(),
+            "config.json 'config.json': field 'moe_layers_enum' has '', which is not an integer: "
+            "the engine's decoder layer reads every comma-separated entry with int() and raises "
+            "ValueError as it builds the model");
+  step["moe_layers_enum"] = {4, 5};
+  EXPECT_EQ(testing_configs::PlanWith(step, plain).status().message(),
+            "config.json 'config.json': field 'moe_layers_enum' is [4,5]: the engine's decoder "
+            "layer reads it as a string of comma-separated layers (strip, split) and raises "
+            "AttributeError as it builds the model");
+}
+
 TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
   LaunchOptions o = Model("qwen3-next-80b");
   o.tensor_parallel_size = 2;
