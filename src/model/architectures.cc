@@ -3461,6 +3461,74 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
   return Status::Ok();
 }
 
+// The classes whose MoE layers raise as they are built where the tensor-parallel size is above
+// the expert count their config states ('Tensor parallel size 8 is greater than the number of
+// experts 4.'; the fork's model files at 28be48fa9: Qwen2-MoE's, Qwen3 MoE's and Qwen3-Next's
+// sparse MoE blocks, which Qwen3-VL MoE, Qwen3-Omni, Qwen3.5 MoE and Intern-S2 build too, and
+// the MoE blocks of Intern-S1 Pro, Laguna, Cohere2 MoE, EXAONE MoE, ERNIE 4.5 MoE and VL MoE,
+// Step 3, Step 3.5, MiMo-V2 and HY-V3), with the key each reads; ERNIE 4.5 VL MoE compares the
+// largest entry of its list. Sorted.
+constexpr std::pair<std::string_view, const char*> kTpAboveExpertsRaises[] = {
+    {"Cohere2MoeForCausalLM", "num_experts"},
+    {"Ernie4_5_MoeForCausalLM", "moe_num_experts"},
+    {"Ernie4_5_VLMoeForConditionalGeneration", "moe_num_experts"},
+    {"ExaoneMoEForCausalLM", "num_experts"},
+    {"HYV3ForCausalLM", "num_experts"},
+    {"InternS1ProForConditionalGeneration", "num_experts"},
+    {"InternS2PreviewForConditionalGeneration", "num_experts"},
+    {"LagunaForCausalLM", "num_experts"},
+    {"MiMoV2FlashForCausalLM", "n_routed_experts"},
+    {"MiMoV2ForCausalLM", "n_routed_experts"},
+    {"MiMoV2OmniForCausalLM", "n_routed_experts"},
+    {"Qwen2MoeForCausalLM", "num_experts"},
+    {"Qwen3MoeForCausalLM", "num_experts"},
+    {"Qwen3NextForCausalLM", "num_experts"},
+    {"Qwen3OmniMoeForConditionalGeneration", "num_experts"},
+    {"Qwen3VLMoeForConditionalGeneration", "num_experts"},
+    {"Qwen3_5MoeForConditionalGeneration", "num_experts"},
+    {"Step3TextForCausalLM", "moe_num_experts"},
+    {"Step3VLForConditionalGeneration", "moe_num_experts"},
+    {"Step3p5ForCausalLM", "moe_num_experts"},
+};
+static_assert(std::is_sorted(std::begin(kTpAboveExpertsRaises), std::end(kTpAboveExpertsRaises)));
+
+// Records m.tp_checked_experts: the count the MoE layers of `engine_class` compare the
+// tensor-parallel size with, as `text` states it (a list's largest integer for ERNIE 4.5 VL MoE).
+void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_class,
+                            ModelDescription& m) {
+  const auto* row =
+      std::lower_bound(std::begin(kTpAboveExpertsRaises), std::end(kTpAboveExpertsRaises),
+                       engine_class, [](const auto& r, std::string_view c) { return r.first < c; });
+  if (row == std::end(kTpAboveExpertsRaises) || row->first != engine_class) return;
+  const auto v = text.find(row->second);
+  if (v == text.end()) return;
+  std::optional<int64_t> count;
+  std::vector<int64_t> listed;
+  if (v->is_array() && row->first.starts_with("Ernie4_5_VL")) {
+    for (const nlohmann::json& e : *v) {
+      const std::optional<int64_t> n = JsonIntIn(e, 0, kMaxModelDim);
+      if (!n) return;
+      count = std::max(count.value_or(0), *n);
+      listed.push_back(*n);
+    }
+  } else if (!v->is_array()) {
+    count = JsonIntIn(*v, 1, kMaxModelDim);
+  }
+  if (!count || *count == 0) return;
+  m.tp_checked_experts = *count;
+  // ERNIE 4.5 VL MoE's message prints the list.
+  m.tp_checked_experts_printed =
+      v->is_array() ? fmt::format("[{}]", fmt::join(listed, ", ")) : std::to_string(*count);
+}
+
+// What the engine's class `engine_class` builds of its experts over `text`: the layers that hold
+// them (RecordExpertLayers) and the count its MoE layers check the tensor-parallel size against.
+Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
+                      ModelDescription& m) {
+  RecordTpCheckedExperts(text.json(), engine_class, m);
+  return RecordExpertLayers(text, engine_class, m);
+}
+
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
 // yet: the values `text` states (the engine's class reads them as stated; a class default is
 // filled by ReadWithClassDefaults), else unknown. The layer count also under the names config
@@ -7059,26 +7127,26 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(CheckCausal(inner.front(), text));
     RecordTextShape(text.json(), m);
     m.language_model_architecture = inner.front();
-    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, inner.front(), m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, inner.front(), m));
   } else if (it->text_model == TextModel::kThinker) {
     KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader thinker, root.Object("thinker_config"));
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, thinker.Object("text_config"));
-    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, m.architecture, m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, m.architecture, m));
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config.value("text_config", nlohmann::json()), m);
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object("text_config"));
-    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, m.architecture, m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, m.architecture, m));
   } else {
     const bool generating = options.runner == "generate" && it->read_generating != nullptr;
     KVTOPO_RETURN_IF_ERROR(generating ? it->read_generating(root, m) : it->read(root, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
-    KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(root, m.architecture, m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(root, m.architecture, m));
   }
   if (it->adjust != nullptr) it->adjust(m);
   if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft

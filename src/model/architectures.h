@@ -210,6 +210,11 @@ struct ModelDescription {
   // the expert count choose per layer (first_k_dense_replace, decoder_sparse_step, ...: the rules
   // of internal::ExpertLayerRule); empty where every layer builds them or the choice is not known.
   std::vector<bool> expert_layers;
+  // The expert count the MoE layers of the text model's class compare the tensor-parallel size
+  // with as they are built (the key that class reads, as stated: internal::kTpAboveExpertsRaises);
+  // 0: its class has no such check, or the config does not state the key.
+  int64_t tp_checked_experts = 0;
+  std::string tp_checked_experts_printed;  // as the engine's message prints it ("[64, 64]")
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
   // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.
   int64_t BuiltExperts() const { return builds_no_experts ? 0 : num_experts; }

@@ -1899,6 +1899,24 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// A MoE class whose MoE layers raise as they are built where the tensor-parallel size is above
+// the expert count its config states (ModelDescription::tp_checked_experts, the fork at
+// 28be48fa9).
+void CheckTensorParallelExperts(const LaunchConfig& config, const ModelDescription& m,
+                                const std::string& file, Builder& b) {
+  const int64_t tp = config.parallel.tensor_parallel_size;
+  if (m.BuiltExperts() == 0 || m.tp_checked_experts == 0 || tp <= m.tp_checked_experts ||
+      !m.transformers_backend.empty()) {
+    return;
+  }
+  b.Error("moe-tensor-parallel",
+          fmt::format("-tp {} with '{}' ({}), whose MoE layers hold {} experts: the engine's MoE "
+                      "layer raises as it builds the model ('Tensor parallel size {} is greater "
+                      "than the number of experts {}.'); use -tp {} or less",
+                      tp, file, m.architecture, m.tp_checked_experts, tp,
+                      m.tp_checked_experts_printed, m.tp_checked_experts));
+}
+
 Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
                                                const std::optional<std::string>& partition);
 
@@ -3864,6 +3882,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckTensorParallelHeads(model, fmt::format("'{}'", target.file), tp, b);
   CheckExpertsFor(config, model, target.file, b);
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
+  CheckTensorParallelExperts(config, model, target.file, b);
   CheckExpertLayers(config, model, target.file, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);

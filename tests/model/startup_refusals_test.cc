@@ -1518,6 +1518,53 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
             "AttributeError as it builds the model");
 }
 
+// The MoE layers that compare the tensor-parallel size with the expert count their config
+// states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, ERNIE 4.5 VL
+// MoE's (the largest of its list, the list printed).
+TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
+  nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");
+  qwen["num_experts"] = 4;
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 4;
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  c.parallel.tensor_parallel_size = 8;
+  EXPECT_EQ(ConfigErrors(qwen, c),
+            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (Qwen3MoeForCausalLM), whose "
+            "MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
+            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
+            "less");
+  nlohmann::json internvl = {{"architectures", {"InternVLChatModel"}},
+                             {"model_type", "internvl_chat"},
+                             {"torch_dtype", "bfloat16"},
+                             {"vision_config", {{"architectures", {"InternVisionModel"}}}},
+                             {"llm_config", qwen}};
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (InternVLChatModel), whose "
+            "MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
+            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
+            "less");
+  qwen["decoder_sparse_step"] = 49;  // no MoE layer is built to check it
+  EXPECT_EQ(ConfigErrors(qwen, c),
+            "\n  error [expert-layers] 'config.json' (Qwen3MoeForCausalLM) states 4 experts, but "
+            "its layers build them only as num_experts, decoder_sparse_step and mlp_only_layers "
+            "choose, and none of its 48 layers does: the engine's Qwen3MoeForCausalLM raises as "
+            "it builds the model ('No Qwen3MoE layer found in the model.layers.'); give the "
+            "config layers with experts");
+  nlohmann::json ernie = nlohmann::json::parse(R"({
+    "architectures": ["Ernie4_5_VLMoeForConditionalGeneration"], "model_type": "ernie4_5_moe_vl",
+    "hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16,
+    "num_key_value_heads": 4, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+    "moe_num_experts": [2, 4], "moe_k": 2, "vocab_size": 103424})");
+  c.parallel.tensor_parallel_size = 4;
+  EXPECT_EQ(ConfigErrors(ernie, c), "");
+  c.parallel.tensor_parallel_size = 8;
+  EXPECT_EQ(ConfigErrors(ernie, c),
+            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' "
+            "(Ernie4_5_VLMoeForConditionalGeneration), whose MoE layers hold 4 experts: the "
+            "engine's MoE layer raises as it builds the model ('Tensor parallel size 8 is "
+            "greater than the number of experts [2, 4].'); use -tp 4 or less");
+}
+
 TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
   LaunchOptions o = Model("qwen3-next-80b");
   o.tensor_parallel_size = 2;
