@@ -3417,16 +3417,17 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
         freq = *v;
       }
     }
-    std::vector<int64_t> dense_listed;
+    std::vector<bool> dense_listed(static_cast<size_t>(n), false);
     if (rule->mlp_only_layers && j.contains("mlp_only_layers")) {
       const nlohmann::json& listed = j["mlp_only_layers"];
       if (!listed.is_array()) return Status::Ok();
       for (const nlohmann::json& e : listed) {
         // Python's `in` compares by value: 1.0 and True list layer 1.
-        if (e.is_boolean()) dense_listed.push_back(e.get<bool>() ? 1 : 0);
-        if (e.is_number() && std::trunc(e.get<double>()) == e.get<double>() &&
-            std::abs(e.get<double>()) <= static_cast<double>(kMaxLayers)) {
-          dense_listed.push_back(static_cast<int64_t>(e.get<double>()));
+        const double layer = e.is_boolean()  ? (e.get<bool>() ? 1.0 : 0.0)
+                             : e.is_number() ? e.get<double>()
+                                             : -1.0;
+        if (layer >= 0 && layer < static_cast<double>(n) && std::trunc(layer) == layer) {
+          dense_listed[static_cast<size_t>(layer)] = true;
         }
       }
     } else if (rule->mlp_only_layers && rule->mlp_only_stated) {
@@ -3439,7 +3440,7 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
     }
     for (int64_t i = 0; i < n; ++i) {
       if (i < dense) continue;
-      if (std::find(dense_listed.begin(), dense_listed.end(), i) != dense_listed.end()) continue;
+      if (dense_listed[static_cast<size_t>(i)]) continue;
       // Python's % on unbounded ints: 128 bits hold every difference of two 64-bit values.
       const __int128 counted = rule->freq_from == LayerFreq::kFromDense ? __int128{i} - dense
                                : rule->freq_from == LayerFreq::kFromOne ? __int128{i} + 1

@@ -1944,10 +1944,11 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
   const std::string keys = internal::ExpertLayerKeys(engine_class);
   if (m.BuiltExperts() == 0) {
     b.Error("expert-layers",
-            fmt::format("{} states {} experts, but its layers build them only as {} choose, and "
-                        "none of its {} layers does: the engine's {} raises as it builds the "
+            fmt::format("{} states {} expert{}, but its layers build them only as {} choose, "
+                        "and none of its {} layers does: the engine's {} raises as it builds the "
                         "model ('{}'); give the config layers with experts",
-                        what, m.num_experts, keys, n, engine_class, raises));
+                        what, m.num_experts, m.num_experts == 1 ? "" : "s", keys, n, engine_class,
+                        raises));
     return;
   }
   const int64_t pp = config.pipeline_parallel_size;
@@ -1993,7 +1994,8 @@ void CheckEplbModel(const LaunchConfig& config, const ModelDescription& m, const
   if (!config.enable_eplb || m.num_experts == 0 || config.use_v2_model_runner == true) return;
   std::string why;
   if (m.BuiltExperts() == 0) {
-    why = fmt::format("whose config states {} experts but builds no MoE layer", m.num_experts);
+    why = fmt::format("whose config states {} expert{} but builds no MoE layer", m.num_experts,
+                      m.num_experts == 1 ? "" : "s");
   } else if (internal::EplbFindsNoMoeModel(m.architecture)) {
     why =
         "whose engine class (or the language model it wraps) is not the MixtureOfExperts "

@@ -1385,7 +1385,7 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
   hunyuan["num_experts"] = 1;
   const std::string dense =
       "\n  error [eplb-model] --enable-eplb with 'config.json' (HunYuanDenseV1ForCausalLM), "
-      "whose config states 1 experts but builds no MoE layer: the engine's model runner "
+      "whose config states 1 expert but builds no MoE layer: the engine's model runner "
       "registers no model for expert-parallel load balancing, and the profile run's first "
       "forward at startup asserts ('assert self._moe_model is not None'); drop --enable-eplb";
   EXPECT_EQ(ConfigErrors(hunyuan, c), dense);
@@ -1501,9 +1501,21 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
             "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
             "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
 
+  // HunYuan's MoE class decides for every layer at once (num_experts above 1) and raises too.
+  LaunchConfig plain;
+  nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
+  hunyuan["architectures"] = {"HunYuanMoEV1ForCausalLM"};
+  hunyuan["num_experts"] = 1;
+  EXPECT_EQ(ConfigErrors(hunyuan, plain),
+            "\n  error [expert-layers] 'config.json' (HunYuanMoEV1ForCausalLM) states 1 expert, "
+            "but its layers build them only as num_experts choose, and none of its 32 layers "
+            "does: the engine's HunYuanMoEV1ForCausalLM raises as it builds the model ('No "
+            "HunYuanMoE layer found in model.layers.'); give the config layers with experts");
+  hunyuan["num_experts"] = 8;
+  EXPECT_EQ(ConfigErrors(hunyuan, plain), "");
+
   // Step 3's layers read moe_layers_enum as comma-separated integers.
   nlohmann::json step = CorpusConfig("step3-text");
-  LaunchConfig plain;
   step["moe_layers_enum"] = " 4, +5,6_0 ";
   EXPECT_EQ(ConfigErrors(step, plain), "");
   step["moe_layers_enum"] = "4,,5";
