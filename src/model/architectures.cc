@@ -3170,7 +3170,8 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
 // the layer is at or past `dense`, its frequency test passes (layer % freq == 0 from layer 0,
 // (layer - dense) % freq == 0 from the first dense-free layer, or (layer + 1) % freq == 0), and
 // mlp_only_layers does not list it; Step's classes build them in the layers moe_layers_enum
-// lists (1 to N - 1 without it). A key the class reads as stated that the config leaves out
+// lists (1 to N - 1 without it), MiMo-V2's where its moe_layer_freq list holds a true entry (as
+// an int, in none). A key the class reads as stated that the config leaves out
 // leaves the choice unknown (kvtopo does not guess a config class's default); moe_layer_freq,
 // read with getattr's 1, and mlp_only_layers, read as [] where absent, take those.
 enum class LayerFreq { kNone, kFromZero, kFromDense, kFromOne };
@@ -3187,6 +3188,8 @@ struct ExpertLayerRule {
   bool mlp_only_stated = false;  // the config class's default is not [] (read as stated)
   bool moe_layers_enum = false;
   bool enum_required = false;  // its config class's default is not None
+  // A list of per-layer truth values (MiMo-V2's moe_layer_freq); an int builds no experts.
+  const char* flags = nullptr;
   // The class's error when the layers it builds (a pipeline stage's) hold no experts; null: it
   // warns or builds on.
   const char* raises = nullptr;
@@ -3284,6 +3287,9 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .freq_from = LayerFreq::kFromOne,
      .freq_stated = true,
      .zero_freq_none = true},
+    {.engine_class = "MiMoV2FlashForCausalLM", .flags = "moe_layer_freq"},
+    {.engine_class = "MiMoV2ForCausalLM", .flags = "moe_layer_freq"},
+    {.engine_class = "MiMoV2OmniForCausalLM", .flags = "moe_layer_freq"},
     Named(kDeepseekLayers, "MistralLarge3ForCausalLM"),
     {.engine_class = "OpenPanguVLForConditionalGeneration",
      .gate = "n_routed_experts",
@@ -3390,6 +3396,23 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
         if (comma == std::string_view::npos) break;
         start = comma + 1;
       }
+    }
+  } else if (rule->flags != nullptr) {
+    const auto flags = j.find(rule->flags);
+    if (flags == j.end()) return Status::Ok();
+    if (flags->is_array()) {
+      if (flags->size() < static_cast<size_t>(n)) {
+        return text.Invalid(rule->flags,
+                            fmt::format("lists {} layers, but the model has {}: the engine's "
+                                        "decoder layer indexes it by layer and raises IndexError "
+                                        "as it builds the model",
+                                        flags->size(), n));
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        layers[static_cast<size_t>(i)] = PythonTruth((*flags)[static_cast<size_t>(i)]);
+      }
+    } else if (!flags->is_number_integer() && !flags->is_boolean()) {
+      return Status::Ok();  // anything else Python indexes, or fails on: not known
     }
   } else if (rule->gate == nullptr && rule->dense == nullptr && rule->freq == nullptr) {
     return Status::Ok();  // decided for every layer at once, by the class's reader
@@ -5498,6 +5521,7 @@ std::string ExpertLayerKeys(std::string_view engine_class) {
     }
     if (rule->mlp_only_layers) keys.emplace_back("mlp_only_layers");
     if (rule->moe_layers_enum) keys.emplace_back("moe_layers_enum");
+    if (rule->flags != nullptr) keys.emplace_back(rule->flags);
   }
   if (keys.empty()) return "num_experts";
   if (keys.size() == 1) return std::string(keys.front());

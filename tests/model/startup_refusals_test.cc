@@ -1501,6 +1501,30 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
             "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
             "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
 
+  // MiMo-V2 builds experts where its moe_layer_freq list holds a true entry, none for an int.
+  nlohmann::json mimo = CorpusConfig("mimo-v2-flash");  // 48 layers
+  mimo["n_routed_experts"] = 256;
+  mimo["num_experts_per_tok"] = 8;
+  mimo["moe_layer_freq"] = 1;
+  LaunchConfig b12x;
+  b12x.parallel.tensor_parallel_size = 2;
+  b12x.moe_backend = "b12x";
+  b12x.moe_backend_from = "--moe-backend";
+  EXPECT_EQ(ConfigErrors(mimo, b12x), "");
+  mimo["moe_layer_freq"] = nlohmann::json::array({0});
+  for (int i = 1; i < 48; ++i) mimo["moe_layer_freq"].push_back(1);
+  EXPECT_EQ(ConfigErrors(mimo, b12x),
+            "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
+            "(MiMoV2FlashForCausalLM), whose experts run UnquantizedFusedMoEMethod for its "
+            "unquantized weights (unquantized MoE kernels): the engine raises as it builds the "
+            "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
+            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+  mimo["moe_layer_freq"].erase(47);
+  EXPECT_EQ(testing_configs::PlanWith(mimo, b12x).status().message(),
+            "config.json 'config.json': field 'moe_layer_freq' lists 47 layers, but the model has "
+            "48: the engine's decoder layer indexes it by layer and raises IndexError as it builds "
+            "the model");
+
   // HunYuan's MoE class decides for every layer at once (num_experts above 1) and raises too.
   LaunchConfig plain;
   nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
