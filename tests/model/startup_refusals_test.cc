@@ -1406,6 +1406,15 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
             "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
 }
 
+// InternVL-Chat over the language model `llm` (its llm_config names the class).
+nlohmann::json InternVlChat(const nlohmann::json& llm) {
+  return {{"architectures", {"InternVLChatModel"}},
+          {"model_type", "internvl_chat"},
+          {"torch_dtype", "bfloat16"},
+          {"vision_config", {{"architectures", {"InternVisionModel"}}}},
+          {"llm_config", llm}};
+}
+
 // MoE classes whose layers build experts only where keys other than the expert count choose
 // (first_k_dense_replace, decoder_sparse_step, mlp_only_layers, moe_layers_enum, ...): those
 // whose MixtureOfExperts setup looks for a MoE layer among the layers they build raise without
@@ -1433,11 +1442,7 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
             "config.json 'config.json': field 'decoder_sparse_step' is 0: the engine's decoder "
             "layer for layer 0 divides by it and raises ZeroDivisionError as it builds the model");
   // A wrapper over a Qwen3-MoE language model raises in that model's __init__.
-  nlohmann::json internvl = {{"architectures", {"InternVLChatModel"}},
-                             {"model_type", "internvl_chat"},
-                             {"torch_dtype", "bfloat16"},
-                             {"vision_config", {{"architectures", {"InternVisionModel"}}}},
-                             {"llm_config", CorpusConfig("qwen3-30b-a3b-fp8")}};
+  nlohmann::json internvl = InternVlChat(CorpusConfig("qwen3-30b-a3b-fp8"));
   internvl["llm_config"]["decoder_sparse_step"] = 64;
   EXPECT_EQ(ConfigErrors(internvl, c),
             "\n  error [expert-layers] 'config.json' (InternVLChatModel, language model "
@@ -1569,11 +1574,7 @@ TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
             "MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
             "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
             "less");
-  nlohmann::json internvl = {{"architectures", {"InternVLChatModel"}},
-                             {"model_type", "internvl_chat"},
-                             {"torch_dtype", "bfloat16"},
-                             {"vision_config", {{"architectures", {"InternVisionModel"}}}},
-                             {"llm_config", qwen}};
+  nlohmann::json internvl = InternVlChat(qwen);
   EXPECT_EQ(ConfigErrors(internvl, c),
             "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (InternVLChatModel), whose "
             "MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
