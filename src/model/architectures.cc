@@ -3319,10 +3319,10 @@ const ExpertLayerRule* ExpertLayerRuleFor(std::string_view engine_class) {
 }
 
 // Records in m.expert_layers which hidden layers class `engine_class` builds experts in over
-// `text` (ExpertLayerRule), and no expert at all where none does; nothing where the class builds
-// them in every layer or the choice is not known. A frequency of 0 that a layer reaches, and a
-// moe_layers_enum the class cannot read, are refused: the engine raises on them as it builds the
-// model.
+// `text` (ExpertLayerRule), and builds_no_experts where its gate key shuts every layer; nothing
+// where the class builds them in every layer or the choice is not known. A frequency of 0 that a
+// layer reaches, and a moe_layers_enum the class cannot read, are refused: the engine raises on
+// them as it builds the model.
 Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_class,
                           ModelDescription& m) {
   const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
@@ -3431,8 +3431,7 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
       return Status::Ok();
     }
     if (freq <= 0 && rule->zero_freq_none) {
-      m.expert_layers = std::move(layers);
-      m.builds_no_experts = true;
+      m.expert_layers = std::move(layers);  // none
       return Status::Ok();
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -3451,9 +3450,6 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
       }
       layers[static_cast<size_t>(i)] = rule->freq_from == LayerFreq::kNone || counted % freq == 0;
     }
-  }
-  if (std::none_of(layers.begin(), layers.end(), [](bool b) { return b; })) {
-    m.builds_no_experts = true;
   }
   m.expert_layers = std::move(layers);
   return Status::Ok();

@@ -3,6 +3,7 @@
 // (TP, dtype, backend, placement) is applied later by BuildModelCacheSpecs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -202,9 +203,10 @@ struct ModelDescription {
   // none, which the engine takes for a model without experts.
   int64_t num_experts = 0;
   // The text model builds no expert layers whatever expert count its config states (Gemma 4
-  // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1, a class whose
-  // layer rule picks none: expert_layers): num_experts stays the engine's count
-  // (ModelConfig.is_moe and the checks on it), BuiltExperts() is 0.
+  // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1, a layer
+  // rule's gate key null or not above 0): num_experts stays the engine's count
+  // (ModelConfig.is_moe and the checks on it), BuiltExperts() is 0, as where expert_layers
+  // holds no layer.
   bool builds_no_experts = false;
   // Per hidden layer, whether the text model's class builds experts there, where keys other than
   // the expert count choose per layer (first_k_dense_replace, decoder_sparse_step, ...: the rules
@@ -217,7 +219,12 @@ struct ModelDescription {
   std::string tp_checked_experts_printed;  // as the engine's message prints it ("[64, 64]")
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
   // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.
-  int64_t BuiltExperts() const { return builds_no_experts ? 0 : num_experts; }
+  int64_t BuiltExperts() const {
+    const bool none = builds_no_experts || (!expert_layers.empty() &&
+                                            std::find(expert_layers.begin(), expert_layers.end(),
+                                                      true) == expert_layers.end());
+    return none ? 0 : num_experts;
+  }
   // What the engine's routed-experts capturer reads from the text config (routed_experts_capturer
   // .py at 28be48fa9): num_experts_per_tok or top_k_experts, and num_experts, n_routed_experts or
   // num_local_experts, each stated and not null.

@@ -50,6 +50,15 @@ std::string ConfigErrors(const nlohmann::json& config, const LaunchConfig& c) {
   return plan.ok() ? plan->ErrorLines() : "not planned";
 }
 
+// The error line of --enable-eplb where the model runner registers no model to balance, for the
+// launch `what` (the model and why).
+std::string EplbNoModel(const std::string& what) {
+  return "\n  error [eplb-model] --enable-eplb with " + what +
+         ": the engine's model runner registers no model for expert-parallel load balancing, and "
+         "the profile run's first forward at startup asserts ('assert self._moe_model is not "
+         "None'); drop --enable-eplb";
+}
+
 // The tokens an accepted launch plans; an error, or a launch that does not plan, fails the test.
 int64_t AcceptedTokens(const LaunchOptions& o) {
   Result<Plan> plan = PlanOptions(o);
@@ -518,12 +527,9 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   // GptOssForCausalLM is not the engine's MixtureOfExperts: its runner balances no model.
   o.enable_eplb = true;
   EXPECT_EQ(Errors(o),
-            "\n  error [eplb-model] --enable-eplb with 'profiles/gpt-oss-120b.json' "
-            "(GptOssForCausalLM), whose engine class (or the language model it wraps) is "
-            "not the MixtureOfExperts model the engine balances: the engine's model runner "
-            "registers no model for expert-parallel load "
-            "balancing, and the profile run's first forward at startup asserts ('assert "
-            "self._moe_model is not None'); drop --enable-eplb");
+            EplbNoModel(
+                "'profiles/gpt-oss-120b.json' (GptOssForCausalLM), whose engine class (or the "
+                "language model it wraps) is not the MixtureOfExperts model the engine balances"));
   // DeepSeek-V3.2's fp8 experts: Fp8MoEMethod, built without the vLLM CUTLASS kernels.
   o = Model("deepseek-v3.2");
   o.kernel_config = R"({"moe_backend": "cutlass"})";
@@ -744,13 +750,10 @@ TEST(StartupRefusals, ExpertPlacementUnderLoadBalancing) {
   o.tensor_parallel_size = 2;
   o.kv_cache_memory = "32GiB";
   // Nor is HYV3ForCausalLM the engine's MixtureOfExperts: EPLB balances no model.
-  const std::string hy3_unbalanced =
-      "\n  error [eplb-model] --enable-eplb with '" + hy3 +
-      "' (HYV3ForCausalLM), whose engine class (or the language model it wraps) is not "
-      "the MixtureOfExperts model the engine balances: the engine's model runner registers no "
-      "model for expert-parallel load "
-      "balancing, and the profile run's first forward at startup asserts ('assert "
-      "self._moe_model is not None'); drop --enable-eplb";
+  const std::string hy3_unbalanced = EplbNoModel(
+      "'" + hy3 +
+      "' (HYV3ForCausalLM), whose engine class (or the language model it wraps) is not the "
+      "MixtureOfExperts model the engine balances");
   EXPECT_EQ(Errors(o), hy3_unbalanced);
   o.eplb_config = R"({"num_redundant_experts": 2})";
   EXPECT_EQ(Errors(o),
@@ -1316,12 +1319,11 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
   o.enable_expert_parallel = true;
   EXPECT_EQ(AcceptedTokens(o), 4247956);
   o.enable_eplb = true;  // Kimi-Linear inherits the interface and never counts its MoE layers
-  EXPECT_EQ(Errors(o),
-            "\n  error [eplb-model] --enable-eplb with 'profiles/kimi-linear-48b.json' "
-            "(KimiLinearForCausalLM), whose engine class (or the language model it wraps) is not "
-            "the MixtureOfExperts model the engine balances: the engine's model runner registers "
-            "no model for expert-parallel load balancing, and the profile run's first forward at "
-            "startup asserts ('assert self._moe_model is not None'); drop --enable-eplb");
+  EXPECT_EQ(
+      Errors(o),
+      EplbNoModel(
+          "'profiles/kimi-linear-48b.json' (KimiLinearForCausalLM), whose engine class (or the "
+          "language model it wraps) is not the MixtureOfExperts model the engine balances"));
   // Kimi-K2.6's wrapper hands it its DeepSeek-V2 language model.
   o = Model("kimi-k2.6");
   o.tensor_parallel_size = 8;
@@ -1342,12 +1344,10 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
                    "num_key_value_heads": 16, "max_position_embeddings": 8192,
                    "vocab_size": 151936, "num_experts": 60, "num_experts_per_tok": 4,
                    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632}})");
-  EXPECT_EQ(ConfigErrors(internvl, c),
-            "\n  error [eplb-model] --enable-eplb with 'config.json' (InternVLChatModel), whose "
-            "language model Qwen2MoeForCausalLM is not the MixtureOfExperts model the engine "
-            "balances: the engine's model runner registers no model for expert-parallel load "
-            "balancing, and the profile run's first forward at startup asserts ('assert "
-            "self._moe_model is not None'); drop --enable-eplb");
+  EXPECT_EQ(
+      ConfigErrors(internvl, c),
+      EplbNoModel("'config.json' (InternVLChatModel), whose language model Qwen2MoeForCausalLM is "
+                  "not the MixtureOfExperts model the engine balances"));
   // The V2 model runner steps EPLB only with a model registered.
   c.use_v2_model_runner = true;
   EXPECT_EQ(ConfigErrors(internvl, c), "");
@@ -1361,21 +1361,16 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
   omni["thinker_config"]["text_config"].update(
       {{"num_experts", 128}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 768}});
   EXPECT_EQ(ConfigErrors(omni, c),
-            "\n  error [eplb-model] --enable-eplb with 'config.json' "
-            "(Qwen3OmniMoeForConditionalGeneration), whose engine class (or the language model it "
-            "wraps) is not the MixtureOfExperts model the engine balances: the engine's model "
-            "runner registers no model for expert-parallel load balancing, and the profile run's "
-            "first forward at startup asserts ('assert self._moe_model is not None'); drop "
-            "--enable-eplb");
+            EplbNoModel(
+                "'config.json' (Qwen3OmniMoeForConditionalGeneration), whose engine class (or the "
+                "language model it wraps) is not the MixtureOfExperts model the engine balances"));
   // NemotronH's stated experts build layers only in its E layers.
   nlohmann::json nemotron = CorpusConfig("nemotron-nano-9b-v2");
   nemotron["n_routed_experts"] = 8;
   nemotron["num_experts_per_tok"] = 2;
   EXPECT_EQ(ConfigErrors(nemotron, c),
-            "\n  error [eplb-model] --enable-eplb with 'config.json' (NemotronHForCausalLM), whose "
-            "config states 8 experts but builds no MoE layer: the engine's model runner registers "
-            "no model for expert-parallel load balancing, and the profile run's first forward at "
-            "startup asserts ('assert self._moe_model is not None'); drop --enable-eplb");
+            EplbNoModel("'config.json' (NemotronHForCausalLM), whose config states 8 experts but "
+                        "builds no MoE layer"));
   std::string pattern = nemotron["hybrid_override_pattern"];
   pattern[1] = 'E';
   nemotron["hybrid_override_pattern"] = pattern;
@@ -1383,11 +1378,9 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
   // HunYuan's layers build experts only for num_experts above 1 (a list: its largest).
   nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
   hunyuan["num_experts"] = 1;
-  const std::string dense =
-      "\n  error [eplb-model] --enable-eplb with 'config.json' (HunYuanDenseV1ForCausalLM), "
-      "whose config states 1 expert but builds no MoE layer: the engine's model runner "
-      "registers no model for expert-parallel load balancing, and the profile run's first "
-      "forward at startup asserts ('assert self._moe_model is not None'); drop --enable-eplb";
+  const std::string dense = EplbNoModel(
+      "'config.json' (HunYuanDenseV1ForCausalLM), whose config states 1 expert but builds no MoE "
+      "layer");
   EXPECT_EQ(ConfigErrors(hunyuan, c), dense);
   hunyuan["num_experts"] = {1, true};
   EXPECT_EQ(ConfigErrors(hunyuan, c), dense);
@@ -1477,12 +1470,9 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   c.enable_expert_parallel = true;
   c.enable_eplb = true;
   c.parallel.tensor_parallel_size = 8;
-  const std::string no_model =
-      "\n  error [eplb-model] --enable-eplb with 'config.json' "
-      "(KimiK25ForConditionalGeneration), whose config states 384 experts but builds no MoE "
-      "layer: the engine's model runner registers no model for expert-parallel load balancing, "
-      "and the profile run's first forward at startup asserts ('assert self._moe_model is not "
-      "None'); drop --enable-eplb";
+  const std::string no_model = EplbNoModel(
+      "'config.json' (KimiK25ForConditionalGeneration), whose config states 384 experts but builds "
+      "no MoE layer");
   EXPECT_EQ(ConfigErrors(kimi, c), no_model);
   kimi["text_config"]["moe_layer_freq"] = 2;  // layers 1 to 60, every other one from 0
   kimi["text_config"]["first_k_dense_replace"] = 60;
