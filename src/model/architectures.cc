@@ -985,9 +985,10 @@ Status ReadFalconH1(const ConfigReader& r, ModelDescription& m) {
 
 // Jamba (JambaForCausalLM; the fork's jamba.py, Transformers' JambaConfig): layer i is an
 // attention layer ("model.layers.i.attn") when i % attn_layer_period (8) is attn_layer_offset
-// (4), which must be smaller, else a Mamba1 mixer ("model.layers.i.mixer") of mamba_expand (2) x
-// hidden_size channels, mamba_d_state (16) and mamba_d_conv (4). Attention: num_key_value_heads
-// (8; null: num_attention_heads) heads of hidden_size / num_attention_heads.
+// (4), which must be smaller (as expert_layer_offset (1) than expert_layer_period (2)), else a
+// Mamba1 mixer ("model.layers.i.mixer") of mamba_expand (2) x hidden_size channels,
+// mamba_d_state (16) and mamba_d_conv (4). Attention: num_key_value_heads (8; null:
+// num_attention_heads) heads of hidden_size / num_attention_heads.
 // max_position_embeddings defaults to 262144. Mamba1 has no chunk size: the engine aligns blocks
 // in --mamba-cache-mode all to 2048 tokens (unless the config states mamba_chunk_size or
 // chunk_size). The model supports Mamba prefix caching.
@@ -1002,6 +1003,18 @@ Status ReadJamba(const ConfigReader& r, ModelDescription& m) {
   if (offset >= period) {
     return r.Invalid("attn_layer_offset",
                      fmt::format("is {}, not smaller than attn_layer_period {}", offset, period));
+  }
+  // The config class checks the expert layers' offset and period the same way as it loads (the
+  // layers with experts: ExpertLayerRule).
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t expert_period,
+                          r.IntInOr("expert_layer_period", 2, 1, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t expert_offset,
+                          r.IntInOr("expert_layer_offset", 1, 0, kMaxLayers));
+  if (expert_offset >= expert_period) {
+    return r.Invalid("expert_layer_offset",
+                     fmt::format("is {}, not smaller than expert_layer_period {}: the engine's "
+                                 "config class raises as it loads the config",
+                                 expert_offset, expert_period));
   }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t expand, r.IntInOr("mamba_expand", 2, 1, kMaxModelDim));
@@ -3166,23 +3179,28 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
 
 // How a MoE class picks, per hidden layer, its experts or a dense MLP where keys other than the
 // expert count decide (the fork's model files at 28be48fa9; layers by their global 0-based
-// index). A layer builds experts where the gate holds (its key stated and not null, or above 0),
-// the layer is at or past `dense`, its frequency test passes (layer % freq == 0 from layer 0,
-// (layer - dense) % freq == 0 from the first dense-free layer, or (layer + 1) % freq == 0), and
-// mlp_only_layers does not list it; Step's classes build them in the layers moe_layers_enum
-// lists (1 to N - 1 without it), MiMo-V2's where its moe_layer_freq list holds a true entry (as
-// an int, in none). A key the class reads as stated that the config leaves out
-// leaves the choice unknown (kvtopo does not guess a config class's default); moe_layer_freq,
-// read with getattr's 1, and mlp_only_layers, read as [] where absent, take those.
-enum class LayerFreq { kNone, kFromZero, kFromDense, kFromOne };
+// index). A layer builds experts where the gate holds (its key stated and not null, or above 0
+// or 1), the layer is at or past `dense`, its frequency test passes (layer % freq == 0 from
+// layer 0, (layer - dense) % freq == 0 from the first dense-free layer, (layer + 1) % freq == 0,
+// or layer % freq == offset), and mlp_only_layers does not list it; Step's classes build them in
+// the layers moe_layers_enum lists (1 to N - 1 without it), MiMo-V2's where its moe_layer_freq
+// list holds a true entry (as an int, in none). A key the class reads as stated that the config
+// leaves out leaves the choice unknown (kvtopo does not guess a config class's default); the
+// keys read with getattr's default, or whose config class kvtopo reads with its defaults
+// (Jamba's), take those, and a `dense` read with getattr's 0 (Bailing V2.5's, Cohere2 MoE's)
+// builds them in every layer as an unknown choice does.
+enum class LayerFreq { kNone, kFromZero, kFromDense, kFromOne, kAtOffset };
 struct ExpertLayerRule {
   std::string_view engine_class;
-  const char* gate = nullptr;  // experts only where it is stated and not null (or above 0)
-  bool gate_above_zero = false;
+  const char* gate = nullptr;  // experts only where it is stated and not null (or above gate_above)
+  int gate_above = -1;         // -1: stated and not null is enough
   const char* dense = nullptr;  // the layers below its value build a dense MLP
   const char* freq = nullptr;
   LayerFreq freq_from = LayerFreq::kNone;
-  bool freq_stated = false;     // read as stated (else 1 where absent)
+  bool freq_stated = false;  // read as stated (else freq_default where absent)
+  int64_t freq_default = 1;
+  const char* offset = nullptr;  // kAtOffset: layer % freq == its value (offset_default absent)
+  int64_t offset_default = 0;
   bool zero_freq_none = false;  // a frequency of 0 builds no experts (tested above 0 first)
   bool mlp_only_layers = false;
   bool mlp_only_stated = false;  // the config class's default is not [] (read as stated)
@@ -3193,6 +3211,9 @@ struct ExpertLayerRule {
   // The class's error when the layers it builds (a pipeline stage's) hold no experts; null: it
   // warns or builds on.
   const char* raises = nullptr;
+  // It raises only where some layer of the whole model builds experts (AFMoE's setup tests the
+  // layers past num_dense_layers first).
+  bool raises_per_stage_only = false;
 };
 constexpr ExpertLayerRule kDeepseekLayers{.gate = "n_routed_experts",
                                           .dense = "first_k_dense_replace",
@@ -3207,15 +3228,17 @@ constexpr ExpertLayerRule kStatedFreqLayers{.gate = "n_routed_experts",
 // GLM-4.5's and openPangu's: no frequency.
 constexpr ExpertLayerRule kFirstDenseLayers{.gate = "n_routed_experts",
                                             .dense = "first_k_dense_replace"};
+// Bailing's, Cohere2 MoE's and HY-V3's: first_k_dense_replace alone.
+constexpr ExpertLayerRule kFirstDenseOnlyLayers{.dense = "first_k_dense_replace"};
 constexpr ExpertLayerRule kQwenMoeLayers{.gate = "num_experts",
-                                         .gate_above_zero = true,
+                                         .gate_above = 0,
                                          .freq = "decoder_sparse_step",
                                          .freq_from = LayerFreq::kFromOne,
                                          .freq_stated = true,
                                          .mlp_only_layers = true};
 // Intern-S1 Pro's and Laguna's config classes do not default mlp_only_layers to [].
 constexpr ExpertLayerRule kQwenMoeStatedLayers{.gate = "num_experts",
-                                               .gate_above_zero = true,
+                                               .gate_above = 0,
                                                .freq = "decoder_sparse_step",
                                                .freq_from = LayerFreq::kFromOne,
                                                .freq_stated = true,
@@ -3240,6 +3263,21 @@ constexpr const char* kPanguMoeRaises = "No MOE layer found in model.layers.";
 // Sorted by class.
 constexpr ExpertLayerRule kExpertLayerRules[] = {
     Named(kStatedFreqLayers, "AXK1ForCausalLM"),
+    {.engine_class = "AfmoeForCausalLM",
+     .dense = "num_dense_layers",
+     .raises = "No AfmoeMoE layer found in model.layers.",
+     .raises_per_stage_only = true},
+    {.engine_class = "ArcticForCausalLM",
+     .freq = "moe_layer_frequency",
+     .freq_from = LayerFreq::kFromOne,
+     .freq_stated = true},
+    Named(kFirstDenseOnlyLayers, "BailingMoeForCausalLM"),
+    Named(kFirstDenseOnlyLayers, "BailingMoeV2ForCausalLM"),
+    {.engine_class = "BailingMoeV2_5ForCausalLM",
+     .gate = "num_experts",
+     .gate_above = 1,
+     .dense = "first_k_dense_replace"},
+    Named(kFirstDenseOnlyLayers, "Cohere2MoeForCausalLM"),
     Named(kDeepseekLayers, "DeepseekForCausalLM"),
     Named(kDeepseekLayers, "DeepseekV2ForCausalLM"),
     Named(kDeepseekLayers, "DeepseekV32ForCausalLM"),
@@ -3249,14 +3287,23 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
     Named(kDeepseekLayers, "Glm4MoeLiteForCausalLM", kGlm4MoeRaises),
     Named(kFirstDenseLayers, "Glm4vMoeForConditionalGeneration", kGlm4MoeRaises),
     Named(kDeepseekLayers, "GlmMoeDsaForCausalLM"),
-    {.engine_class = "HYV3ForCausalLM",
-     .dense = "first_k_dense_replace",
-     .raises = "No MoE layer found in model.layers."},
+    Named(kFirstDenseOnlyLayers, "HYV3ForCausalLM", "No MoE layer found in model.layers."),
     // HunYuan's _is_moe decides for every layer at once (HunYuanBuildsExperts).
     {.engine_class = "HunYuanMoEV1ForCausalLM",
      .raises = "No HunYuanMoE layer found in model.layers."},
     Named(kQwenMoeStatedLayers, "InternS1ProForConditionalGeneration",
           "No InternS1ProMoe layer found in the language_model."),
+    // Transformers' JambaConfig.layers_num_experts: num_experts where layer % expert_layer_period
+    // is expert_layer_offset (2 and 1 by default; ReadJamba checks them), else 1; its layers build
+    // experts for a count above 1.
+    {.engine_class = "JambaForCausalLM",
+     .gate = "num_experts",
+     .gate_above = 1,
+     .freq = "expert_layer_period",
+     .freq_from = LayerFreq::kAtOffset,
+     .freq_default = 2,
+     .offset = "expert_layer_offset",
+     .offset_default = 1},
     Named(kDeepseekLayers, "KimiK25ForConditionalGeneration"),
     {.engine_class = "KimiLinearForCausalLM",
      .gate = "num_experts",
@@ -3394,8 +3441,8 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
     if (rule->gate != nullptr) {
       const auto gate = j.find(rule->gate);
       // A count that is not a number: Python's comparison decides, or raises; not known.
-      if (gate == j.end() || (rule->gate_above_zero && !gate->is_number())) return Status::Ok();
-      if (rule->gate_above_zero ? !(gate->get<double>() > 0) : gate->is_null()) {
+      if (gate == j.end() || (rule->gate_above >= 0 && !gate->is_number())) return Status::Ok();
+      if (rule->gate_above >= 0 ? !(gate->get<double>() > rule->gate_above) : gate->is_null()) {
         m.builds_no_experts = true;
         return Status::Ok();
       }
@@ -3406,7 +3453,7 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
       if (!v) return Status::Ok();
       dense = *v;
     }
-    int64_t freq = 1;
+    int64_t freq = rule->freq_default;
     if (rule->freq != nullptr) {
       if (j.contains(rule->freq) || rule->freq_stated) {
         const std::optional<int64_t> v = stated_int(rule->freq);
@@ -3414,6 +3461,15 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
         freq = *v;
       }
     }
+    int64_t offset = rule->offset_default;
+    if (rule->offset != nullptr && j.contains(rule->offset)) {
+      const std::optional<int64_t> v = stated_int(rule->offset);
+      if (!v) return Status::Ok();
+      offset = *v;
+    }
+    // Python's % takes the divisor's sign, C++'s the dividend's: a negative period is not known
+    // (the class that reads one, Jamba's, refuses it with its config).
+    if (rule->freq_from == LayerFreq::kAtOffset && freq < 0) return Status::Ok();
     std::vector<bool> dense_listed(static_cast<size_t>(n), false);
     if (rule->mlp_only_layers && j.contains("mlp_only_layers")) {
       const nlohmann::json& listed = j["mlp_only_layers"];
@@ -3448,7 +3504,10 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
                                         "model",
                                         i));
       }
-      layers[static_cast<size_t>(i)] = rule->freq_from == LayerFreq::kNone || counted % freq == 0;
+      layers[static_cast<size_t>(i)] =
+          rule->freq_from == LayerFreq::kNone ||
+          counted % freq ==
+              (rule->freq_from == LayerFreq::kAtOffset ? __int128{offset} : __int128{0});
     }
   }
   m.expert_layers = std::move(layers);
@@ -4733,6 +4792,29 @@ Status ReadMoondream3(const ConfigReader& root, ModelDescription& m) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (root.Has(key)) filled[key] = root.json()[key];
   }
+  // The text config class takes its experts from `moe` (read with get(); a false value reads as
+  // {}): n_experts (64) as num_local_experts, n_experts_per_tok (8) as num_experts_per_tok, so
+  // the engine takes the model for a MoE one; its decoder layers build them from start_layer (4)
+  // on.
+  nlohmann::json moe = nlohmann::json::object();
+  if (const auto stated = text.json().find("moe");
+      stated != text.json().end() && PythonTruth(*stated)) {
+    if (!stated->is_object()) {
+      return text.Invalid("moe", fmt::format("is {}: the engine's config class reads it with get() "
+                                             "and raises AttributeError as it loads the config",
+                                             stated->dump()));
+    }
+    moe = *stated;
+  }
+  RecordTextShape({{"num_local_experts", moe.value("n_experts", nlohmann::json(64))},
+                   {"num_experts_per_tok", moe.value("n_experts_per_tok", nlohmann::json(8))}},
+                  m);
+  if (const std::optional<int64_t> start =
+          JsonIntIn(moe.value("start_layer", nlohmann::json(4)),
+                    std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+      start && m.num_experts > 0) {
+    for (int64_t i = 0; i < layers; ++i) m.expert_layers.push_back(i >= *start);
+  }
   return ReadDense(text.Over(filled), kMoondream3, m);
 }
 
@@ -5435,6 +5517,7 @@ bool ExpertsTakeEplb(std::string_view architecture) {
 // Each class resolved through its bases; DeepSeek-V4's NVIDIA model too. Sorted.
 constexpr std::string_view kEplbFindsNoMoeModel[] = {
     "AfmoeForCausalLM",
+    "ArcticForCausalLM",
     "AriaForConditionalGeneration",
     "BailingMoeForCausalLM",
     "BailingMoeV2ForCausalLM",
@@ -5453,8 +5536,10 @@ constexpr std::string_view kEplbFindsNoMoeModel[] = {
     "Grok1ForCausalLM",
     "Grok1ModelForCausalLM",
     "HYV3ForCausalLM",
+    "HfMoondream",
     "HunYuanDenseV1ForCausalLM",
     "HunYuanVLForConditionalGeneration",
+    "JambaForCausalLM",
     "KimiLinearForCausalLM",
     "LagunaForCausalLM",
     "LongcatFlashForCausalLM",
@@ -5465,6 +5550,7 @@ constexpr std::string_view kEplbFindsNoMoeModel[] = {
     "MiniMaxM1ForCausalLM",
     "MiniMaxM2ForCausalLM",
     "MiniMaxText01ForCausalLM",
+    "Moondream3ForCausalLM",
     "OlmoeForCausalLM",
     "OpenPanguVLForConditionalGeneration",
     "PanguEmbeddedForCausalLM",
@@ -5486,7 +5572,7 @@ std::string ExpertLayerKeys(std::string_view engine_class) {
   const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
   std::vector<std::string_view> keys;
   if (rule != nullptr) {
-    for (const char* key : {rule->gate, rule->dense, rule->freq}) {
+    for (const char* key : {rule->gate, rule->dense, rule->freq, rule->offset}) {
       if (key != nullptr) keys.emplace_back(key);
     }
     if (rule->mlp_only_layers) keys.emplace_back("mlp_only_layers");
@@ -5498,9 +5584,10 @@ std::string ExpertLayerKeys(std::string_view engine_class) {
   return fmt::format("{} and {}", fmt::join(keys.begin(), keys.end() - 1, ", "), keys.back());
 }
 
-std::string_view NoExpertLayerError(std::string_view engine_class) {
+NoExpertLayerRaise NoExpertLayerError(std::string_view engine_class) {
   const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
-  return rule != nullptr && rule->raises != nullptr ? rule->raises : std::string_view();
+  if (rule == nullptr || rule->raises == nullptr) return {};
+  return {.message = rule->raises, .per_stage_only = rule->raises_per_stage_only};
 }
 
 // The target architectures kvtopo plans whose FusedMoE experts get --eplb-config's

@@ -354,8 +354,13 @@ bool LanguageModelLacksExpertMapping(std::string_view architecture);
 bool EplbFindsNoMoeModel(std::string_view architecture);
 // The error the engine's class `engine_class` (a target's, or a wrapper's language model's)
 // raises as it builds the model when the layers it builds (a pipeline stage's) hold no experts;
-// empty where it warns or builds on.
-std::string_view NoExpertLayerError(std::string_view engine_class);
+// an empty message where it warns or builds on. per_stage_only: it raises only where another
+// stage's layers hold experts (a model without any builds on).
+struct NoExpertLayerRaise {
+  std::string_view message;
+  bool per_stage_only = false;
+};
+NoExpertLayerRaise NoExpertLayerError(std::string_view engine_class);
 // The config keys by which that class chooses its layers with experts ("n_routed_experts,
 // first_k_dense_replace and moe_layer_freq"); "num_experts" for a class that chooses for every
 // layer at once.

@@ -1929,7 +1929,7 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
                        const std::string& file, Builder& b) {
   const std::string& engine_class =
       m.language_model_architecture.empty() ? m.architecture : m.language_model_architecture;
-  const std::string_view raises = internal::NoExpertLayerError(engine_class);
+  const auto [raises, per_stage_only] = internal::NoExpertLayerError(engine_class);
   const int64_t n = m.num_hidden_layers;
   // The Transformers backend builds Transformers' model, not the engine's class.
   if (raises.empty() || m.num_experts == 0 || n <= 0 || !m.transformers_backend.empty()) return;
@@ -1943,6 +1943,7 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
           : fmt::format("'{}' ({}, language model {})", file, m.architecture, engine_class);
   const std::string keys = internal::ExpertLayerKeys(engine_class);
   if (m.BuiltExperts() == 0) {
+    if (per_stage_only) return;
     b.Error("expert-layers",
             fmt::format("{} states {} expert{}, but its layers build them only as {} choose, "
                         "and none of its {} layers does: the engine's {} raises as it builds the "

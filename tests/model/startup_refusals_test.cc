@@ -1549,6 +1549,111 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
             "AttributeError as it builds the model");
 }
 
+// More classes whose layers build experts only where keys beside the count choose: AFMoE from
+// num_dense_layers on (its setup raises for a pipeline stage without one, not for a model
+// without any), Arctic every moe_layer_frequency-th layer counted from 1, Bailing and Cohere2
+// MoE from first_k_dense_replace on (Bailing V2.5 for num_experts above 1), Jamba where layer %
+// expert_layer_period is expert_layer_offset (num_experts above 1), Moondream 3 from its moe
+// block's start_layer on. None of these is the MixtureOfExperts model EPLB balances, so
+// --enable-eplb tells the two cases apart.
+TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
+  nlohmann::json afmoe = CorpusConfig("trinity-mini");  // 32 layers
+  afmoe.update({{"num_experts", 128}, {"num_experts_per_tok", 8}, {"num_dense_layers", 2}});
+  LaunchConfig c;
+  c.pipeline_parallel_size = 2;
+  c.cache.max_model_len = 4096;
+  c.pp_layer_partition = "2,30";
+  EXPECT_EQ(ConfigErrors(afmoe, c),
+            "\n  error [expert-layers] 'config.json' (AfmoeForCausalLM) with "
+            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '2,30': stage 0 (layers 0 to "
+            "1) builds no layer with experts (its layers build them only as num_dense_layers "
+            "choose): the engine's AfmoeForCausalLM raises as such a stage builds its part of the "
+            "model ('No AfmoeMoE layer found in model.layers.'); give every stage a layer with "
+            "experts (VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size");
+  c.pp_layer_partition = "3,29";
+  EXPECT_EQ(ConfigErrors(afmoe, c), "");
+  afmoe["num_dense_layers"] = 32;  // no MoE layer to look for
+  c.pp_layer_partition = "2,30";
+  EXPECT_EQ(ConfigErrors(afmoe, c), "");
+
+  LaunchConfig eplb;
+  eplb.enable_expert_parallel = true;
+  eplb.enable_eplb = true;
+  eplb.parallel.tensor_parallel_size = 2;
+  auto none = [](const std::string& what, int experts) {
+    return EplbNoModel(
+        fmt::format("'config.json' ({}), whose config states {} expert{} but "
+                    "builds no MoE layer",
+                    what, experts, experts == 1 ? "" : "s"));
+  };
+  auto built = [](const std::string& what) {
+    return EplbNoModel(
+        fmt::format("'config.json' ({}), whose engine class (or the language "
+                    "model it wraps) is not the MixtureOfExperts model the engine "
+                    "balances",
+                    what));
+  };
+  nlohmann::json arctic = CorpusConfig("arctic");  // 35 layers
+  arctic.update(
+      {{"num_local_experts", 128}, {"num_experts_per_tok", 2}, {"moe_layer_frequency", 36}});
+  EXPECT_EQ(ConfigErrors(arctic, eplb), none("ArcticForCausalLM", 128));
+  arctic["moe_layer_frequency"] = 35;  // layer 34
+  EXPECT_EQ(ConfigErrors(arctic, eplb), built("ArcticForCausalLM"));
+  arctic["moe_layer_frequency"] = 0;
+  EXPECT_EQ(testing_configs::PlanWith(arctic, eplb).status().message(),
+            "config.json 'config.json': field 'moe_layer_frequency' is 0: the engine's decoder "
+            "layer for layer 0 divides by it and raises ZeroDivisionError as it builds the model");
+
+  nlohmann::json ling = CorpusConfig("ling-mini-2.0");  // 20 layers
+  ling.update({{"num_experts", 256}, {"num_experts_per_tok", 8}, {"first_k_dense_replace", 20}});
+  EXPECT_EQ(ConfigErrors(ling, eplb), none("BailingMoeV2ForCausalLM", 256));
+  ling["first_k_dense_replace"] = 19;
+  EXPECT_EQ(ConfigErrors(ling, eplb), built("BailingMoeV2ForCausalLM"));
+  nlohmann::json hybrid = CorpusConfig("ling-2.6-flash");
+  hybrid.update({{"num_experts", 1}, {"num_experts_per_tok", 1}});
+  EXPECT_EQ(ConfigErrors(hybrid, eplb), none("BailingMoeV2_5ForCausalLM", 1));
+  hybrid["num_experts"] = 2;
+  EXPECT_EQ(ConfigErrors(hybrid, eplb), built("BailingMoeV2_5ForCausalLM"));
+  nlohmann::json cohere = CorpusConfig("cohere2-moe");  // 49 layers, 128 experts
+  cohere["first_k_dense_replace"] = 49;
+  EXPECT_EQ(ConfigErrors(cohere, eplb), none("Cohere2MoeForCausalLM", 128));
+  cohere["first_k_dense_replace"] = 48;
+  EXPECT_EQ(ConfigErrors(cohere, eplb), built("Cohere2MoeForCausalLM"));
+
+  nlohmann::json jamba = CorpusConfig("jamba");  // 32 layers
+  jamba.update({{"num_experts", 1}, {"num_experts_per_tok", 1}});
+  EXPECT_EQ(ConfigErrors(jamba, eplb), none("JambaForCausalLM", 1));
+  jamba["num_experts"] = 16;
+  EXPECT_EQ(ConfigErrors(jamba, eplb), built("JambaForCausalLM"));
+  jamba["expert_layer_offset"] = 2;
+  EXPECT_EQ(testing_configs::PlanWith(jamba, eplb).status().message(),
+            "config.json 'config.json': field 'expert_layer_offset' is 2, not smaller than "
+            "expert_layer_period 2: the engine's config class raises as it loads the config");
+  jamba["expert_layer_period"] = 3;
+  EXPECT_EQ(ConfigErrors(jamba, eplb), built("JambaForCausalLM"));
+
+  // Moondream 3's config class states its experts (64 by default) whatever the config leaves
+  // out, so expert parallelism has experts to place.
+  nlohmann::json moondream = CorpusConfig("moondream3-shaped");  // 24 layers
+  LaunchConfig ep = eplb;
+  ep.enable_eplb = false;
+  EXPECT_EQ(ConfigErrors(moondream, ep), "");
+  EXPECT_EQ(ConfigErrors(moondream, eplb), built("HfMoondream"));
+  moondream["config"]["text"]["moe"] = {{"start_layer", 24}};
+  EXPECT_EQ(ConfigErrors(moondream, eplb), none("HfMoondream", 64));
+  moondream["config"]["text"]["moe"] = {{"n_experts", 0}};
+  EXPECT_EQ(ConfigErrors(moondream, ep),
+            "\n  error [expert-parallel-no-experts] --enable-expert-parallel with 'config.json' "
+            "(HfMoondream), whose config states no experts (num_experts, moe_num_experts, "
+            "n_routed_experts, num_local_experts, block_configs): the engine refuses it ('Number "
+            "of experts in the model must be greater than 0 when expert parallelism is "
+            "enabled'); drop --enable-expert-parallel");
+  moondream["config"]["text"]["moe"] = nlohmann::json::array({4});
+  EXPECT_EQ(testing_configs::PlanWith(moondream, ep).status().message(),
+            "config.json 'config.json': field 'config.text.moe' is [4]: the engine's config class "
+            "reads it with get() and raises AttributeError as it loads the config");
+}
+
 // The MoE layers that compare the tensor-parallel size with the expert count their config
 // states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, ERNIE 4.5 VL
 // MoE's (the largest of its list, the list printed).
