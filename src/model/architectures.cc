@@ -3154,9 +3154,14 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
 int64_t EngineExpertCount(const nlohmann::json& text) {
   if (!text.is_object()) return 0;
   // A count above 0 that is not a whole number in range counts as 1 expert: the engine tests > 0.
+  // A whole float (32.0) counts as its value.
   auto count = [](const nlohmann::json& v) -> int64_t {
     const nlohmann::json& n = v.is_array() && !v.empty() ? v[0] : v;
     if (!n.is_number() || !(n.get<double>() > 0)) return 0;
+    if (const double d = n.get<double>();
+        n.is_number_float() && d <= static_cast<double>(kMaxModelDim) && std::trunc(d) == d) {
+      return static_cast<int64_t>(d);
+    }
     return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
   };
   for (const char* key :
@@ -3184,7 +3189,8 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
 // layer 0, (layer - dense) % freq == 0 from the first dense-free layer, (layer + 1) % freq == 0,
 // or layer % freq == offset), and mlp_only_layers does not list it; Step's classes build them in
 // the layers moe_layers_enum lists (1 to N - 1 without it), MiMo-V2's where its moe_layer_freq
-// list holds a true entry (as an int, in none). A key the class reads as stated that the config
+// list holds a true entry (as an int, in none), MiniMax-Text-01's where its num_local_experts
+// (a list per layer, or an int) is not 1. A key the class reads as stated that the config
 // leaves out leaves the choice unknown (kvtopo does not guess a config class's default); the
 // keys read with getattr's default, or whose config class kvtopo reads with its defaults
 // (Jamba's), take those, and a `dense` read with getattr's 0 (Bailing V2.5's, Cohere2 MoE's)
@@ -3208,6 +3214,10 @@ struct ExpertLayerRule {
   bool enum_required = false;  // its config class's default is not None
   // A list of per-layer truth values (MiMo-V2's moe_layer_freq); an int builds no experts.
   const char* flags = nullptr;
+  // flags holds expert counts instead (MiniMax-Text-01's num_local_experts): a list's entry per
+  // layer, an int (Python's bool among them) for every layer, experts where the count is not 1;
+  // anything else builds none (the decoder layer then takes 1).
+  bool flags_are_counts = false;
   // The class's error when the layers it builds (a pipeline stage's) hold no experts; null: it
   // warns or builds on.
   const char* raises = nullptr;
@@ -3249,6 +3259,7 @@ constexpr ExpertLayerRule kLlama4Layers{.freq = "interleave_moe_layer_step",
                                         .freq_stated = true,
                                         .zero_freq_none = true};
 constexpr ExpertLayerRule kMimoV2Layers{.flags = "moe_layer_freq"};
+constexpr ExpertLayerRule kMiniMaxLayers{.flags = "num_local_experts", .flags_are_counts = true};
 // Step-3's text config class defaults moe_layers_enum to a tuple, which the decoder layer cannot
 // split (an AttributeError as it builds the model); Step-3.5's leaves it None (1 to N - 1).
 constexpr ExpertLayerRule kStepLayers{.moe_layers_enum = true, .enum_required = true};
@@ -3321,6 +3332,9 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
     Named(kMimoV2Layers, "MiMoV2FlashForCausalLM"),
     Named(kMimoV2Layers, "MiMoV2ForCausalLM"),
     Named(kMimoV2Layers, "MiMoV2OmniForCausalLM"),
+    Named(kMiniMaxLayers, "MiniMaxForCausalLM"),
+    Named(kMiniMaxLayers, "MiniMaxM1ForCausalLM"),
+    Named(kMiniMaxLayers, "MiniMaxText01ForCausalLM"),
     Named(kDeepseekLayers, "MistralLarge3ForCausalLM"),
     Named(kFirstDenseLayers, "OpenPanguVLForConditionalGeneration"),
     Named(kFirstDenseLayers, "PanguEmbeddedForCausalLM"),
@@ -3363,6 +3377,11 @@ const ExpertLayerRule* ExpertLayerRuleFor(std::string_view engine_class) {
       std::begin(kExpertLayerRules), std::end(kExpertLayerRules), engine_class,
       [](const ExpertLayerRule& r, std::string_view c) { return r.engine_class < c; });
   return rule != std::end(kExpertLayerRules) && rule->engine_class == engine_class ? rule : nullptr;
+}
+
+// Whether Python's `v == 1` holds for JSON value `v` (1, 1.0 and true).
+bool EqualsOne(const nlohmann::json& v) {
+  return (v.is_number() && v.get<double>() == 1) || (v.is_boolean() && v.get<bool>());
 }
 
 // Records in m.expert_layers which hidden layers class `engine_class` builds experts in over
@@ -3424,14 +3443,19 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
     if (flags->is_array()) {
       if (flags->size() < static_cast<size_t>(n)) {
         return text.Invalid(rule->flags,
-                            fmt::format("lists {} layers, but the model has {}: the engine's "
+                            fmt::format("lists {} layer{}, but the model has {}: the engine's "
                                         "decoder layer indexes it by layer and raises IndexError "
                                         "as it builds the model",
-                                        flags->size(), n));
+                                        flags->size(), flags->size() == 1 ? "" : "s", n));
       }
       for (int64_t i = 0; i < n; ++i) {
-        layers[static_cast<size_t>(i)] = PythonTruth((*flags)[static_cast<size_t>(i)]);
+        const nlohmann::json& flag = (*flags)[static_cast<size_t>(i)];
+        layers[static_cast<size_t>(i)] =
+            rule->flags_are_counts ? !EqualsOne(flag) : PythonTruth(flag);
       }
+    } else if (rule->flags_are_counts) {
+      const bool every = (flags->is_number_integer() || flags->is_boolean()) && !EqualsOne(*flags);
+      std::fill(layers.begin(), layers.end(), every);
     } else if (!flags->is_number_integer() && !flags->is_boolean()) {
       return Status::Ok();  // anything else Python indexes, or fails on: not known
     }

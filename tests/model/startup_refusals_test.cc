@@ -1553,8 +1553,9 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
 // num_dense_layers on (its setup raises for a pipeline stage without one, not for a model
 // without any), Arctic every moe_layer_frequency-th layer counted from 1, Bailing and Cohere2
 // MoE from first_k_dense_replace on (Bailing V2.5 for num_experts above 1), Jamba where layer %
-// expert_layer_period is expert_layer_offset (num_experts above 1), Moondream 3 from its moe
-// block's start_layer on. None of these is the MixtureOfExperts model EPLB balances, so
+// expert_layer_period is expert_layer_offset (num_experts above 1), MiniMax-Text-01 where its
+// layer's count is not 1, Moondream 3 from its moe block's start_layer on. None of these is the
+// MixtureOfExperts model EPLB balances, so
 // --enable-eplb tells the two cases apart.
 TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   nlohmann::json afmoe = CorpusConfig("trinity-mini");  // 32 layers
@@ -1631,6 +1632,23 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
             "expert_layer_period 2: the engine's config class raises as it loads the config");
   jamba["expert_layer_period"] = 3;
   EXPECT_EQ(ConfigErrors(jamba, eplb), built("JambaForCausalLM"));
+
+  // MiniMax-Text-01 builds experts where its num_local_experts, a list per layer or one int, is
+  // not 1 (the engine's count is a list's first entry).
+  nlohmann::json minimax = CorpusConfig("minimax-text-01");  // 16 layers
+  minimax.update({{"num_local_experts", 1}, {"num_experts_per_tok", 2}});
+  EXPECT_EQ(ConfigErrors(minimax, eplb), none("MiniMaxText01ForCausalLM", 1));
+  minimax["num_local_experts"] = std::vector<double>(16, 1.0);
+  EXPECT_EQ(ConfigErrors(minimax, eplb), none("MiniMaxText01ForCausalLM", 1));
+  minimax["num_local_experts"][15] = 32;
+  EXPECT_EQ(ConfigErrors(minimax, eplb), built("MiniMaxText01ForCausalLM"));
+  minimax["num_local_experts"] = 32.0;  // not an int: every layer takes 1
+  EXPECT_EQ(ConfigErrors(minimax, eplb), none("MiniMaxText01ForCausalLM", 32));
+  minimax["num_local_experts"] = {32};
+  EXPECT_EQ(testing_configs::PlanWith(minimax, eplb).status().message(),
+            "config.json 'config.json': field 'num_local_experts' lists 1 layer, but the model "
+            "has 16: the engine's decoder layer indexes it by layer and raises IndexError as it "
+            "builds the model");
 
   // Moondream 3's config class states its experts (64 by default) whatever the config leaves
   // out, so expert parallelism has experts to place.
