@@ -3071,6 +3071,14 @@ Status ReadHunYuan(const ConfigReader& r, ModelDescription& m) {
     KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kHunYuan, m));
   }
   m.builds_no_experts = !HunYuanBuildsExperts(r.json());
+  if (const auto experts = r.json().find("num_experts");
+      !m.builds_no_experts && experts != r.json().end() && experts->is_array()) {
+    return r.Invalid("num_experts",
+                     fmt::format("is {}: the engine's MoE block compares the tensor-parallel size "
+                                 "with it ('>' between an int and a list) and raises TypeError as "
+                                 "it builds the model",
+                                 experts->dump()));
+  }
   return Status::Ok();
 }
 
@@ -3543,7 +3551,8 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
 // experts 4.'; the fork's model files at 28be48fa9: Qwen2-MoE's, Qwen3 MoE's and Qwen3-Next's
 // sparse MoE blocks, which Qwen3-VL MoE, Qwen3-Omni, Qwen3.5 MoE and Intern-S2 build too, and
 // the MoE blocks of Intern-S1 Pro, Laguna, Cohere2 MoE, EXAONE MoE, ERNIE 4.5 MoE and VL MoE,
-// Step 3, Step 3.5, MiMo-V2 and HY-V3), with the key each reads; ERNIE 4.5 VL MoE compares the
+// Step 3, Step 3.5, MiMo-V2, HY-V3, HunYuan's (HunYuan dense and MoE, HunYuan-VL's language
+// model), LFM2-MoE and MiniMax-M2), with the key each reads; ERNIE 4.5 VL MoE compares the
 // largest entry of its list. Sorted.
 constexpr std::pair<std::string_view, const char*> kTpAboveExpertsRaises[] = {
     {"Cohere2MoeForCausalLM", "num_experts"},
@@ -3551,12 +3560,17 @@ constexpr std::pair<std::string_view, const char*> kTpAboveExpertsRaises[] = {
     {"Ernie4_5_VLMoeForConditionalGeneration", "moe_num_experts"},
     {"ExaoneMoEForCausalLM", "num_experts"},
     {"HYV3ForCausalLM", "num_experts"},
+    {"HunYuanDenseV1ForCausalLM", "num_experts"},
+    {"HunYuanMoEV1ForCausalLM", "num_experts"},
+    {"HunYuanVLForConditionalGeneration", "num_experts"},
     {"InternS1ProForConditionalGeneration", "num_experts"},
     {"InternS2PreviewForConditionalGeneration", "num_experts"},
     {"LagunaForCausalLM", "num_experts"},
+    {"Lfm2MoeForCausalLM", "num_experts"},
     {"MiMoV2FlashForCausalLM", "n_routed_experts"},
     {"MiMoV2ForCausalLM", "n_routed_experts"},
     {"MiMoV2OmniForCausalLM", "n_routed_experts"},
+    {"MiniMaxM2ForCausalLM", "num_local_experts"},
     {"Qwen2MoeForCausalLM", "num_experts"},
     {"Qwen3MoeForCausalLM", "num_experts"},
     {"Qwen3NextForCausalLM", "num_experts"},

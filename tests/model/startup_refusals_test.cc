@@ -1390,7 +1390,12 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
   b12x.moe_backend = "b12x";
   b12x.moe_backend_from = "--moe-backend";
   EXPECT_EQ(ConfigErrors(hunyuan, b12x), "");
-  hunyuan["num_experts"] = {1, 2};
+  hunyuan["num_experts"] = {1, 2};  // builds experts, whose MoE block compares -tp with the list
+  EXPECT_EQ(testing_configs::PlanWith(hunyuan, b12x).status().message(),
+            "config.json 'config.json': field 'num_experts' is [1,2]: the engine's MoE block "
+            "compares the tensor-parallel size with it ('>' between an int and a list) and "
+            "raises TypeError as it builds the model");
+  hunyuan["num_experts"] = 2;
   EXPECT_EQ(ConfigErrors(hunyuan, b12x),
             "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
             "(HunYuanDenseV1ForCausalLM), whose experts run UnquantizedFusedMoEMethod for its "
@@ -1673,8 +1678,8 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
 }
 
 // The MoE layers that compare the tensor-parallel size with the expert count their config
-// states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, ERNIE 4.5 VL
-// MoE's (the largest of its list, the list printed).
+// states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, HunYuan's,
+// MiniMax-M2's, ERNIE 4.5 VL MoE's (the largest of its list, the list printed).
 TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
   nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");
   qwen["num_experts"] = 4;
@@ -1700,6 +1705,26 @@ TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
             "choose, and none of its 48 layers does: the engine's Qwen3MoeForCausalLM raises as "
             "it builds the model ('No Qwen3MoE layer found in the model.layers.'); give the "
             "config layers with experts");
+  // HunYuan's dense and MoE classes build the same MoE block for num_experts above 1.
+  nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
+  hunyuan["num_experts"] = 4;
+  EXPECT_EQ(ConfigErrors(hunyuan, c),
+            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (HunYuanDenseV1ForCausalLM), "
+            "whose MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
+            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
+            "less");
+  hunyuan["num_experts"] = 1;  // no MoE block
+  EXPECT_EQ(ConfigErrors(hunyuan, c), "");
+  nlohmann::json minimax = nlohmann::json::parse(R"({
+    "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "hidden_size": 3072,
+    "num_hidden_layers": 62, "num_attention_heads": 48, "num_key_value_heads": 8,
+    "head_dim": 128, "max_position_embeddings": 196608, "torch_dtype": "bfloat16",
+    "num_local_experts": 4, "num_experts_per_tok": 2})");
+  EXPECT_EQ(ConfigErrors(minimax, c),
+            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (MiniMaxM2ForCausalLM), "
+            "whose MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
+            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
+            "less");
   nlohmann::json ernie = nlohmann::json::parse(R"({
     "architectures": ["Ernie4_5_VLMoeForConditionalGeneration"], "model_type": "ernie4_5_moe_vl",
     "hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16,
