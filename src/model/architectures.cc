@@ -3612,11 +3612,130 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
       v->is_array() ? fmt::format("[{}]", fmt::join(listed, ", ")) : std::to_string(*count);
 }
 
-// What the engine's class `engine_class` builds of its experts over `text`: the layers that hold
-// them (RecordExpertLayers) and the count its MoE layers check the tensor-parallel size against.
+// The classes whose every decoder layer builds an MLP or MoE block that takes only silu and
+// raises as it is built for any other activation ("Unsupported activation: gelu. Only silu is
+// supported for now."; the fork's model files at 28be48fa9: LlamaMLP, Qwen2MLP, MistralMLP,
+// DeepseekV2MLP and DeepseekV2MoE, Glm4MoE, the OpenPangu, Dots1, AXK1, AFMoE, MiMo-V2, Kimi
+// and other MLPs, each traced from its registry class), with the key the MLP reads from the text
+// config kvtopo reads for that class (EXAONE 3's activation_function). Classes whose check sits
+// only in their dense layers or shared experts, drafts, and wrappers whose language model reads
+// another config than kvtopo's text config are left out. Sorted.
+constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
+    {"AXK1ForCausalLM", "hidden_act"},
+    {"AfmoeForCausalLM", "hidden_act"},
+    {"AquilaForCausalLM", "hidden_act"},
+    {"AquilaModel", "hidden_act"},
+    {"AriaForConditionalGeneration", "hidden_act"},
+    {"AudioFlamingo3ForConditionalGeneration", "hidden_act"},
+    {"BaiChuanForCausalLM", "hidden_act"},
+    {"BaichuanForCausalLM", "hidden_act"},
+    {"BambaForCausalLM", "hidden_act"},
+    {"ChameleonForConditionalGeneration", "hidden_act"},
+    {"Cheers", "hidden_act"},
+    {"CheersForConditionalGeneration", "hidden_act"},
+    {"CwmForCausalLM", "hidden_act"},
+    {"DeepseekForCausalLM", "hidden_act"},
+    {"DeepseekV2ForCausalLM", "hidden_act"},
+    {"DeepseekV32ForCausalLM", "hidden_act"},
+    {"DeepseekV3ForCausalLM", "hidden_act"},
+    {"Dots1ForCausalLM", "hidden_act"},
+    {"DotsOCRForCausalLM", "hidden_act"},
+    {"Ernie4_5ForCausalLM", "hidden_act"},
+    {"Exaone4ForCausalLM", "hidden_act"},
+    {"ExaoneForCausalLM", "activation_function"},
+    {"Fairseq2LlamaForCausalLM", "hidden_act"},
+    {"FalconH1ForCausalLM", "hidden_act"},
+    {"FireRedASR2ForConditionalGeneration", "hidden_act"},
+    {"FunASRForConditionalGeneration", "hidden_act"},
+    {"FunAudioChatForConditionalGeneration", "hidden_act"},
+    {"Glm4ForCausalLM", "hidden_act"},
+    {"Glm4MoeForCausalLM", "hidden_act"},
+    {"Glm4MoeLiteForCausalLM", "hidden_act"},
+    {"Glm4vForConditionalGeneration", "hidden_act"},
+    {"Glm4vMoeForConditionalGeneration", "hidden_act"},
+    {"GlmForCausalLM", "hidden_act"},
+    {"GlmMoeDsaForCausalLM", "hidden_act"},
+    {"GlmOcrForConditionalGeneration", "hidden_act"},
+    {"Granite4VisionForConditionalGeneration", "hidden_act"},
+    {"GraniteForCausalLM", "hidden_act"},
+    {"GritLM", "hidden_act"},
+    {"HyperCLOVAXForCausalLM", "hidden_act"},
+    {"IQuestCoderForCausalLM", "hidden_act"},
+    {"IQuestLoopCoderForCausalLM", "hidden_act"},
+    {"Idefics3ForConditionalGeneration", "hidden_act"},
+    {"InternLM2ForCausalLM", "hidden_act"},
+    {"InternLM2VEForCausalLM", "hidden_act"},
+    {"InternLM3ForCausalLM", "hidden_act"},
+    {"InternLMForCausalLM", "hidden_act"},
+    {"KananaVForConditionalGeneration", "hidden_act"},
+    {"KimiK25ForConditionalGeneration", "hidden_act"},
+    {"KimiLinearForCausalLM", "hidden_act"},
+    {"KimiVLForConditionalGeneration", "hidden_act"},
+    {"LLaMAForCausalLM", "hidden_act"},
+    {"LlamaForCausalLM", "hidden_act"},
+    {"LlamaModel", "hidden_act"},
+    {"MiMoForCausalLM", "hidden_act"},
+    {"MiMoV2FlashForCausalLM", "hidden_act"},
+    {"MiMoV2ForCausalLM", "hidden_act"},
+    {"Ministral3ForCausalLM", "hidden_act"},
+    {"MistralForCausalLM", "hidden_act"},
+    {"MistralModel", "hidden_act"},
+    {"MusicFlamingoForConditionalGeneration", "hidden_act"},
+    {"OpenCUAForConditionalGeneration", "hidden_act"},
+    {"OpenPanguVLForConditionalGeneration", "hidden_act"},
+    {"OrionForCausalLM", "hidden_act"},
+    {"OuroForCausalLM", "hidden_act"},
+    {"PanguEmbeddedForCausalLM", "hidden_act"},
+    {"PanguProMoEV2ForCausalLM", "hidden_act"},
+    {"PanguUltraMoEForCausalLM", "hidden_act"},
+    {"Phi3ForCausalLM", "hidden_act"},
+    {"Phi3VForCausalLM", "hidden_act"},
+    {"Phi4ForCausalLMV", "hidden_act"},
+    {"Phi4MMForCausalLM", "hidden_act"},
+    {"Qwen2AudioForConditionalGeneration", "hidden_act"},
+    {"Qwen2ForCausalLM", "hidden_act"},
+    {"Qwen2Model", "hidden_act"},
+    {"Qwen2_5OmniForConditionalGeneration", "hidden_act"},
+    {"Qwen2_5OmniModel", "hidden_act"},
+    {"Qwen3ASRForConditionalGeneration", "hidden_act"},
+    {"Qwen3ASRRealtimeGeneration", "hidden_act"},
+    {"Qwen3ForCausalLM", "hidden_act"},
+    {"Qwen3VLForConditionalGeneration", "hidden_act"},
+    {"Qwen3_5ForConditionalGeneration", "hidden_act"},
+    {"SeedOssForCausalLM", "hidden_act"},
+    {"SmolVLMForConditionalGeneration", "hidden_act"},
+    {"SolarForCausalLM", "hidden_act"},
+    {"TeleChat3ForCausalLM", "hidden_act"},
+    {"TeleFLMForCausalLM", "hidden_act"},
+    {"XverseForCausalLM", "hidden_act"},
+};
+static_assert(std::is_sorted(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp)));
+
+// Records in m the activation `text` states for a class of kSiluOnlyMlp where it is not the
+// string "silu" (the MLP compares with !=), as Python's str() prints it; nothing where the key is
+// absent (the config classes kvtopo reads default it to silu, or their default is not known).
+void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engine_class,
+                              ModelDescription& m) {
+  const auto* row = std::lower_bound(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp), engine_class,
+                                     [](const auto& r, std::string_view c) { return r.first < c; });
+  if (row == std::end(kSiluOnlyMlp) || row->first != engine_class || !text.is_object()) return;
+  const auto v = text.find(row->second);
+  if (v == text.end() || (v->is_string() && v->get_ref<const std::string&>() == "silu")) return;
+  m.unsupported_activation_key = row->second;
+  m.unsupported_activation_json = v->dump();
+  m.unsupported_activation = v->is_string()    ? v->get<std::string>()
+                             : v->is_null()    ? "None"
+                             : v->is_boolean() ? (v->get<bool>() ? "True" : "False")
+                                               : v->dump();
+}
+
+// What the engine's class `engine_class` builds over `text` that the startup checks read: the
+// layers that hold its experts (RecordExpertLayers), the count its MoE layers check the
+// tensor-parallel size against, and an activation its MLPs refuse.
 Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
                       ModelDescription& m) {
   RecordTpCheckedExperts(text.json(), engine_class, m);
+  RecordSiluOnlyActivation(text.json(), engine_class, m);
   return RecordExpertLayers(text, engine_class, m);
 }
 

@@ -1981,6 +1981,26 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
                       fmt::join(bare, ", "), keys, engine_class, raises));
 }
 
+// A text config whose activation the MLPs of the engine's class refuse as they are built
+// (ModelDescription::unsupported_activation; the Transformers backend builds Transformers' MLPs,
+// which take any activation Transformers knows).
+void CheckMlpActivation(const ModelDescription& m, const std::string& file, Builder& b) {
+  if (m.unsupported_activation_key.empty() || !m.transformers_backend.empty()) return;
+  const std::string& engine_class =
+      m.language_model_architecture.empty() ? m.architecture : m.language_model_architecture;
+  const std::string what =
+      engine_class == m.architecture
+          ? fmt::format("'{}' ({})", file, m.architecture)
+          : fmt::format("'{}' ({}, language model {})", file, m.architecture, engine_class);
+  b.Error("mlp-activation",
+          fmt::format("{} states {} {}, but every layer of the engine's {} builds an MLP for "
+                      "silu only: it raises as it builds the model ('Unsupported activation: {}. "
+                      "Only silu is supported for now.'); serve a silu model, or pass "
+                      "--model-impl transformers",
+                      what, m.unsupported_activation_key, m.unsupported_activation_json,
+                      engine_class, m.unsupported_activation));
+}
+
 // --enable-eplb where the engine's model runner finds no MoE model to balance (the fork at
 // 28be48fa9): GPUModelRunner.load_model registers the model, or a multimodal class's language
 // model, only where it is the engine's MixtureOfExperts with MoE layers (is_mixture_of_experts),
@@ -3887,6 +3907,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
   CheckTensorParallelExperts(config, model, target.file, b);
   CheckExpertLayers(config, model, target.file, b);
+  CheckMlpActivation(model, target.file, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
   CheckLora(config, model, target.file, b);

@@ -1677,6 +1677,46 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
             "reads it with get() and raises AttributeError as it loads the config");
 }
 
+// Classes whose every decoder layer builds an MLP that takes silu only raise as the model is
+// built for another activation the config states; the Transformers backend builds its own.
+TEST(StartupRefusals, SiluOnlyMlps) {
+  auto refused = [](const std::string& what, const std::string& key, const std::string& stated,
+                    const std::string& engine_class, const std::string& printed) {
+    return fmt::format(
+        "\n  error [mlp-activation] 'config.json' ({}) states {} {}, but every layer "
+        "of the engine's {} builds an MLP for silu only: it raises as it builds "
+        "the model ('Unsupported activation: {}. Only silu is supported for "
+        "now.'); serve a silu model, or pass --model-impl transformers",
+        what, key, stated, engine_class, printed);
+  };
+  LaunchConfig c;
+  nlohmann::json llama = testing_configs::Llama31_8B();
+  llama["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(llama, c),
+            refused("LlamaForCausalLM", "hidden_act", "\"gelu\"", "LlamaForCausalLM", "gelu"));
+  LaunchConfig backend;
+  backend.model_impl = "transformers";
+  EXPECT_EQ(ConfigErrors(llama, backend), "");
+  llama["hidden_act"] = nullptr;  // None != "silu"
+  EXPECT_EQ(ConfigErrors(llama, c),
+            refused("LlamaForCausalLM", "hidden_act", "null", "LlamaForCausalLM", "None"));
+  llama["hidden_act"] = "silu";
+  EXPECT_EQ(ConfigErrors(llama, c), "");
+  nlohmann::json internvl = InternVlChat(llama);
+  internvl["llm_config"]["hidden_act"] = "swish";
+  EXPECT_EQ(ConfigErrors(internvl, c),
+            refused("InternVLChatModel, language model LlamaForCausalLM", "hidden_act", "\"swish\"",
+                    "LlamaForCausalLM", "swish"));
+  // EXAONE 3's MLP reads activation_function.
+  nlohmann::json exaone = CorpusConfig("exaone-3.5-7.8b");
+  exaone["activation_function"] = "gelu_new";
+  EXPECT_EQ(ConfigErrors(exaone, c), refused("ExaoneForCausalLM", "activation_function",
+                                             "\"gelu_new\"", "ExaoneForCausalLM", "gelu_new"));
+  exaone["activation_function"] = "silu";
+  exaone["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(exaone, c), "");
+}
+
 // The MoE layers that compare the tensor-parallel size with the expert count their config
 // states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, HunYuan's,
 // MiniMax-M2's, ERNIE 4.5 VL MoE's (the largest of its list, the list printed).
