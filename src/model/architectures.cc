@@ -3583,19 +3583,27 @@ constexpr std::pair<std::string_view, const char*> kTpAboveExpertsRaises[] = {
 };
 static_assert(std::is_sorted(std::begin(kTpAboveExpertsRaises), std::end(kTpAboveExpertsRaises)));
 
+// The key a table of (class, config key) rows, sorted by class, holds for `engine_class`; null
+// where it has no row.
+template <size_t N>
+const char* KeyFor(const std::pair<std::string_view, const char*> (&table)[N],
+                   std::string_view engine_class) {
+  const auto* row = std::lower_bound(std::begin(table), std::end(table), engine_class,
+                                     [](const auto& r, std::string_view c) { return r.first < c; });
+  return row != std::end(table) && row->first == engine_class ? row->second : nullptr;
+}
+
 // Records m.tp_checked_experts: the count the MoE layers of `engine_class` compare the
 // tensor-parallel size with, as `text` states it (a list's largest integer for ERNIE 4.5 VL MoE).
 void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_class,
                             ModelDescription& m) {
-  const auto* row =
-      std::lower_bound(std::begin(kTpAboveExpertsRaises), std::end(kTpAboveExpertsRaises),
-                       engine_class, [](const auto& r, std::string_view c) { return r.first < c; });
-  if (row == std::end(kTpAboveExpertsRaises) || row->first != engine_class) return;
-  const auto v = text.find(row->second);
+  const char* key = KeyFor(kTpAboveExpertsRaises, engine_class);
+  if (key == nullptr) return;
+  const auto v = text.find(key);
   if (v == text.end()) return;
   std::optional<int64_t> count;
   std::vector<int64_t> listed;
-  if (v->is_array() && row->first.starts_with("Ernie4_5_VL")) {
+  if (v->is_array() && engine_class.starts_with("Ernie4_5_VL")) {
     for (const nlohmann::json& e : *v) {
       const std::optional<int64_t> n = JsonIntIn(e, 0, kMaxModelDim);
       if (!n) return;
@@ -3716,12 +3724,11 @@ static_assert(std::is_sorted(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp)));
 // absent (the config classes kvtopo reads default it to silu, or their default is not known).
 void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engine_class,
                               ModelDescription& m) {
-  const auto* row = std::lower_bound(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp), engine_class,
-                                     [](const auto& r, std::string_view c) { return r.first < c; });
-  if (row == std::end(kSiluOnlyMlp) || row->first != engine_class || !text.is_object()) return;
-  const auto v = text.find(row->second);
+  const char* key = KeyFor(kSiluOnlyMlp, engine_class);
+  if (key == nullptr || !text.is_object()) return;
+  const auto v = text.find(key);
   if (v == text.end() || (v->is_string() && v->get_ref<const std::string&>() == "silu")) return;
-  m.unsupported_activation_key = row->second;
+  m.unsupported_activation_key = key;
   m.unsupported_activation_json = v->dump();
   m.unsupported_activation = v->is_string()    ? v->get<std::string>()
                              : v->is_null()    ? "None"

@@ -1920,6 +1920,21 @@ void CheckTensorParallelExperts(const LaunchConfig& config, const ModelDescripti
 Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
                                                const std::optional<std::string>& partition);
 
+// The engine class that builds the text model's layers: a wrapper's language model, else the
+// target's.
+const std::string& TextEngineClass(const ModelDescription& m) {
+  return m.language_model_architecture.empty() ? m.architecture : m.language_model_architecture;
+}
+
+// The target as a message names it, with the language model a wrapper builds: "'config.json'
+// (InternVLChatModel, language model LlamaForCausalLM)".
+std::string TextModelWhat(const ModelDescription& m, const std::string& file) {
+  const std::string& engine_class = TextEngineClass(m);
+  return engine_class == m.architecture
+             ? fmt::format("'{}' ({})", file, m.architecture)
+             : fmt::format("'{}' ({}, language model {})", file, m.architecture, engine_class);
+}
+
 // A MoE class that raises as it builds the model where the layers it builds hold no experts (the
 // fork at 28be48fa9: its MixtureOfExperts setup looks for one among its own pipeline stage's
 // layers, the others being PPMissingLayer; internal::NoExpertLayerError): refused where the
@@ -1927,8 +1942,7 @@ Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,
 // --pipeline-parallel-size and VLLM_PP_LAYER_PARTITION, without one.
 void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
                        const std::string& file, Builder& b) {
-  const std::string& engine_class =
-      m.language_model_architecture.empty() ? m.architecture : m.language_model_architecture;
+  const std::string& engine_class = TextEngineClass(m);
   const auto [raises, per_stage_only] = internal::NoExpertLayerError(engine_class);
   const int64_t n = m.num_hidden_layers;
   // The Transformers backend builds Transformers' model, not the engine's class.
@@ -1937,10 +1951,7 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
                               : static_cast<int64_t>(m.expert_layers.size()) != n) {
     return;
   }
-  const std::string what =
-      engine_class == m.architecture
-          ? fmt::format("'{}' ({})", file, m.architecture)
-          : fmt::format("'{}' ({}, language model {})", file, m.architecture, engine_class);
+  const std::string what = TextModelWhat(m, file);
   const std::string keys = internal::ExpertLayerKeys(engine_class);
   if (m.BuiltExperts() == 0) {
     if (per_stage_only) return;
@@ -1986,12 +1997,8 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
 // which take any activation Transformers knows).
 void CheckMlpActivation(const ModelDescription& m, const std::string& file, Builder& b) {
   if (m.unsupported_activation_key.empty() || !m.transformers_backend.empty()) return;
-  const std::string& engine_class =
-      m.language_model_architecture.empty() ? m.architecture : m.language_model_architecture;
-  const std::string what =
-      engine_class == m.architecture
-          ? fmt::format("'{}' ({})", file, m.architecture)
-          : fmt::format("'{}' ({}, language model {})", file, m.architecture, engine_class);
+  const std::string& engine_class = TextEngineClass(m);
+  const std::string what = TextModelWhat(m, file);
   b.Error("mlp-activation",
           fmt::format("{} states {} {}, but every layer of the engine's {} builds an MLP for "
                       "silu only: it raises as it builds the model ('Unsupported activation: {}. "
