@@ -3620,15 +3620,23 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
       v->is_array() ? fmt::format("[{}]", fmt::join(listed, ", ")) : std::to_string(*count);
 }
 
-// The classes whose every decoder layer builds an MLP or MoE block that takes only silu and
-// raises as it is built for any other activation ("Unsupported activation: gelu. Only silu is
-// supported for now."; the fork's model files at 28be48fa9: LlamaMLP, Qwen2MLP, MistralMLP,
-// DeepseekV2MLP and DeepseekV2MoE, Glm4MoE, the OpenPangu, Dots1, AXK1, AFMoE, MiMo-V2, Kimi
-// and other MLPs, each traced from its registry class), with the key the MLP reads from the text
-// config kvtopo reads for that class (EXAONE 3's activation_function). Classes whose check sits
-// only in their dense layers or shared experts, drafts, and wrappers whose language model reads
-// another config than kvtopo's text config are left out. Sorted.
-constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
+// The classes whose decoder layers build an MLP or MoE block that takes only silu and raises as
+// it is built for any other activation ("Unsupported activation: gelu. Only silu is supported for
+// now."; the fork's model files at 28be48fa9: LlamaMLP, Qwen2MLP, MistralMLP, DeepseekV2MLP and
+// DeepseekV2MoE, Glm4MoE, the OpenPangu, Dots1, AXK1, AFMoE, MiMo-V2, Kimi and other MLPs, each
+// traced from its registry class), with the key the MLP reads from the text config kvtopo reads
+// for that class (EXAONE 3's activation_function): in every layer, or (dense_only) in the dense
+// layers of a MoE class and, where `shared` is above 0, as the shared expert of its MoE layers.
+// Drafts, and wrappers whose language model reads another config than kvtopo's text config, are
+// left out. Sorted.
+constexpr bool kDenseLayers = true;
+struct SiluOnlyMlp {
+  std::string_view engine_class;
+  const char* key;
+  bool dense_only = false;
+  const char* shared = nullptr;
+};
+constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"AXK1ForCausalLM", "hidden_act"},
     {"AfmoeForCausalLM", "hidden_act"},
     {"AquilaForCausalLM", "hidden_act"},
@@ -3649,6 +3657,7 @@ constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
     {"Dots1ForCausalLM", "hidden_act"},
     {"DotsOCRForCausalLM", "hidden_act"},
     {"Ernie4_5ForCausalLM", "hidden_act"},
+    {"Ernie4_5_MoeForCausalLM", "hidden_act", kDenseLayers, "moe_num_shared_experts"},
     {"Exaone4ForCausalLM", "hidden_act"},
     {"ExaoneForCausalLM", "activation_function"},
     {"Fairseq2LlamaForCausalLM", "hidden_act"},
@@ -3667,6 +3676,9 @@ constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
     {"Granite4VisionForConditionalGeneration", "hidden_act"},
     {"GraniteForCausalLM", "hidden_act"},
     {"GritLM", "hidden_act"},
+    {"HYV3ForCausalLM", "hidden_act", kDenseLayers, "num_shared_experts"},
+    {"HunYuanDenseV1ForCausalLM", "hidden_act", kDenseLayers, "use_mixed_mlp_moe"},
+    {"HunYuanMoEV1ForCausalLM", "hidden_act", kDenseLayers, "use_mixed_mlp_moe"},
     {"HyperCLOVAXForCausalLM", "hidden_act"},
     {"IQuestCoderForCausalLM", "hidden_act"},
     {"IQuestLoopCoderForCausalLM", "hidden_act"},
@@ -3675,6 +3687,8 @@ constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
     {"InternLM2VEForCausalLM", "hidden_act"},
     {"InternLM3ForCausalLM", "hidden_act"},
     {"InternLMForCausalLM", "hidden_act"},
+    {"InternS1ProForConditionalGeneration", "hidden_act", kDenseLayers},
+    {"JambaForCausalLM", "hidden_act", kDenseLayers},
     {"KananaVForConditionalGeneration", "hidden_act"},
     {"KimiK25ForConditionalGeneration", "hidden_act"},
     {"KimiLinearForCausalLM", "hidden_act"},
@@ -3703,13 +3717,22 @@ constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
     {"Qwen2AudioForConditionalGeneration", "hidden_act"},
     {"Qwen2ForCausalLM", "hidden_act"},
     {"Qwen2Model", "hidden_act"},
+    {"Qwen2MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"},
     {"Qwen2_5OmniForConditionalGeneration", "hidden_act"},
     {"Qwen2_5OmniModel", "hidden_act"},
     {"Qwen3ASRForConditionalGeneration", "hidden_act"},
     {"Qwen3ASRRealtimeGeneration", "hidden_act"},
     {"Qwen3ForCausalLM", "hidden_act"},
+    {"Qwen3MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"},
+    {"Qwen3NextForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"},
+    {"Qwen3OmniMoeForConditionalGeneration", "hidden_act", kDenseLayers,
+     "shared_expert_intermediate_size"},
     {"Qwen3VLForConditionalGeneration", "hidden_act"},
+    {"Qwen3VLMoeForConditionalGeneration", "hidden_act", kDenseLayers,
+     "shared_expert_intermediate_size"},
     {"Qwen3_5ForConditionalGeneration", "hidden_act"},
+    {"Qwen3_5MoeForConditionalGeneration", "hidden_act", kDenseLayers,
+     "shared_expert_intermediate_size"},
     {"SeedOssForCausalLM", "hidden_act"},
     {"SmolVLMForConditionalGeneration", "hidden_act"},
     {"SolarForCausalLM", "hidden_act"},
@@ -3717,18 +3740,49 @@ constexpr std::pair<std::string_view, const char*> kSiluOnlyMlp[] = {
     {"TeleFLMForCausalLM", "hidden_act"},
     {"XverseForCausalLM", "hidden_act"},
 };
-static_assert(std::is_sorted(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp)));
+constexpr bool SiluRowsSorted() {
+  for (size_t i = 1; i < std::size(kSiluOnlyMlp); ++i) {
+    if (!(kSiluOnlyMlp[i - 1].engine_class < kSiluOnlyMlp[i].engine_class)) return false;
+  }
+  return true;
+}
+static_assert(SiluRowsSorted());
 
 // Records in m the activation `text` states for a class of kSiluOnlyMlp where it is not the
-// string "silu" (the MLP compares with !=), as Python's str() prints it; nothing where the key is
-// absent (the config classes kvtopo reads default it to silu, or their default is not known).
+// string "silu" (the MLP compares with !=) and the model builds a checking MLP: every layer, a
+// dense one (m.expert_layers, builds_no_experts), or the shared expert of a MoE layer; nothing
+// where the key is absent (the config classes kvtopo reads default it to silu, or their default
+// is not known). After RecordExpertLayers.
 void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engine_class,
                               ModelDescription& m) {
-  const char* key = KeyFor(kSiluOnlyMlp, engine_class);
-  if (key == nullptr || !text.is_object()) return;
-  const auto v = text.find(key);
+  const auto* row =
+      std::lower_bound(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp), engine_class,
+                       [](const SiluOnlyMlp& r, std::string_view c) { return r.engine_class < c; });
+  if (row == std::end(kSiluOnlyMlp) || row->engine_class != engine_class || !text.is_object()) {
+    return;
+  }
+  const auto v = text.find(row->key);
   if (v == text.end() || (v->is_string() && v->get_ref<const std::string&>() == "silu")) return;
-  m.unsupported_activation_key = key;
+  std::string where = "in every layer";
+  if (row->dense_only) {
+    const int64_t n = m.num_hidden_layers;
+    const bool dense =
+        m.builds_no_experts ||
+        (static_cast<int64_t>(m.expert_layers.size()) == n &&
+         std::find(m.expert_layers.begin(), m.expert_layers.end(), false) != m.expert_layers.end());
+    const auto shared = row->shared == nullptr ? text.end() : text.find(row->shared);
+    // Python's `> 0`: a number above 0, or True.
+    const bool shared_expert =
+        m.BuiltExperts() > 0 && shared != text.end() &&
+        (shared->is_boolean() ? shared->get<bool>()
+                              : shared->is_number() && shared->get<double>() > 0);
+    if (!dense && !shared_expert) return;
+    where = dense && shared_expert ? "in its dense layers and as its MoE layers' shared expert"
+            : dense                ? "in its dense layers"
+                                   : "as its MoE layers' shared expert";
+  }
+  m.unsupported_activation_key = row->key;
+  m.unsupported_activation_where = where;
   m.unsupported_activation_json = v->dump();
   m.unsupported_activation = v->is_string()    ? v->get<std::string>()
                              : v->is_null()    ? "None"
@@ -3742,8 +3796,9 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
 Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
                       ModelDescription& m) {
   RecordTpCheckedExperts(text.json(), engine_class, m);
+  KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, engine_class, m));
   RecordSiluOnlyActivation(text.json(), engine_class, m);
-  return RecordExpertLayers(text, engine_class, m);
+  return Status::Ok();
 }
 
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them

@@ -217,13 +217,14 @@ struct ModelDescription {
   // 0: its class has no such check, or the config does not state the key.
   int64_t tp_checked_experts = 0;
   std::string tp_checked_experts_printed;  // as the engine's message prints it ("[64, 64]")
-  // An activation the text config states for a class whose every decoder layer builds an MLP
-  // that takes silu only (internal::kSiluOnlyMlp): the key ("hidden_act") and the value as
+  // An activation the text config states for a class whose decoder layers build an MLP that
+  // takes silu only (internal::kSiluOnlyMlp): the key ("hidden_act") and the value as
   // Python's str() prints it, and as the config states it (JSON); empty where the config states
   // silu, or nothing.
   std::string unsupported_activation_key;
   std::string unsupported_activation;
   std::string unsupported_activation_json;
+  std::string unsupported_activation_where;  // "in every layer", "in its dense layers", ...
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
   // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.
   int64_t BuiltExperts() const {

@@ -1677,17 +1677,19 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
             "reads it with get() and raises AttributeError as it loads the config");
 }
 
-// Classes whose every decoder layer builds an MLP that takes silu only raise as the model is
-// built for another activation the config states; the Transformers backend builds its own.
+// Classes whose decoder layers build an MLP that takes silu only raise as the model is built for
+// another activation the config states: in every layer, or in a MoE class's dense layers and
+// shared experts; the Transformers backend builds its own.
 TEST(StartupRefusals, SiluOnlyMlps) {
   auto refused = [](const std::string& what, const std::string& key, const std::string& stated,
-                    const std::string& engine_class, const std::string& printed) {
+                    const std::string& engine_class, const std::string& printed,
+                    const std::string& where = "in every layer") {
     return fmt::format(
-        "\n  error [mlp-activation] 'config.json' ({}) states {} {}, but every layer "
-        "of the engine's {} builds an MLP for silu only: it raises as it builds "
-        "the model ('Unsupported activation: {}. Only silu is supported for "
-        "now.'); serve a silu model, or pass --model-impl transformers",
-        what, key, stated, engine_class, printed);
+        "\n  error [mlp-activation] 'config.json' ({}) states {} {}, but the engine's {} builds "
+        "an MLP for silu only {}: it raises as it builds the model ('Unsupported activation: {}. "
+        "Only silu is supported for now.'); serve a silu model, or pass --model-impl "
+        "transformers",
+        what, key, stated, engine_class, where, printed);
   };
   LaunchConfig c;
   nlohmann::json llama = testing_configs::Llama31_8B();
@@ -1715,6 +1717,35 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   exaone["activation_function"] = "silu";
   exaone["hidden_act"] = "gelu";
   EXPECT_EQ(ConfigErrors(exaone, c), "");
+
+  // Qwen3 MoE's experts take any activation; its dense layers and shared expert do not.
+  nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");  // 48 MoE layers, no shared expert
+  qwen["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  qwen["decoder_sparse_step"] = 2;  // even layers dense
+  EXPECT_EQ(ConfigErrors(qwen, c), refused("Qwen3MoeForCausalLM", "hidden_act", "\"gelu\"",
+                                           "Qwen3MoeForCausalLM", "gelu", "in its dense layers"));
+  qwen["decoder_sparse_step"] = 1;
+  qwen["shared_expert_intermediate_size"] = 512;
+  EXPECT_EQ(ConfigErrors(qwen, c),
+            refused("Qwen3MoeForCausalLM", "hidden_act", "\"gelu\"", "Qwen3MoeForCausalLM", "gelu",
+                    "as its MoE layers' shared expert"));
+  // HunYuan's MoE layers build a shared MLP for use_mixed_mlp_moe above 0 (True too).
+  nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
+  hunyuan.update({{"num_experts", 8}, {"hidden_act", "gelu"}});
+  EXPECT_EQ(ConfigErrors(hunyuan, c), "");
+  hunyuan["use_mixed_mlp_moe"] = true;
+  EXPECT_EQ(ConfigErrors(hunyuan, c),
+            refused("HunYuanDenseV1ForCausalLM", "hidden_act", "\"gelu\"",
+                    "HunYuanDenseV1ForCausalLM", "gelu", "as its MoE layers' shared expert"));
+  hunyuan["num_experts"] = 1;  // dense layers
+  EXPECT_EQ(ConfigErrors(hunyuan, c),
+            refused("HunYuanDenseV1ForCausalLM", "hidden_act", "\"gelu\"",
+                    "HunYuanDenseV1ForCausalLM", "gelu", "in its dense layers"));
+  nlohmann::json jamba = CorpusConfig("jamba");  // every other layer dense
+  jamba.update({{"num_experts", 16}, {"num_experts_per_tok", 2}, {"hidden_act", "gelu"}});
+  EXPECT_EQ(ConfigErrors(jamba, c), refused("JambaForCausalLM", "hidden_act", "\"gelu\"",
+                                            "JambaForCausalLM", "gelu", "in its dense layers"));
 }
 
 // The MoE layers that compare the tensor-parallel size with the expert count their config
