@@ -3635,6 +3635,7 @@ struct SiluOnlyMlp {
   const char* key;
   bool dense_only = false;
   const char* shared = nullptr;
+  const char* says = "Only silu is supported for now.";  // the message's second sentence
 };
 constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"AXK1ForCausalLM", "hidden_act"},
@@ -3694,6 +3695,8 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"KimiLinearForCausalLM", "hidden_act"},
     {"KimiVLForConditionalGeneration", "hidden_act"},
     {"LLaMAForCausalLM", "hidden_act"},
+    {"LagunaForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size",
+     "Only silu is supported."},
     {"LlamaForCausalLM", "hidden_act"},
     {"LlamaModel", "hidden_act"},
     {"MiMoForCausalLM", "hidden_act"},
@@ -3783,6 +3786,7 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
   }
   m.unsupported_activation_key = row->key;
   m.unsupported_activation_where = where;
+  m.unsupported_activation_says = row->says;
   m.unsupported_activation_json = v->dump();
   m.unsupported_activation = v->is_string()    ? v->get<std::string>()
                              : v->is_null()    ? "None"

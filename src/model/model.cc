@@ -2001,11 +2001,11 @@ void CheckMlpActivation(const ModelDescription& m, const std::string& file, Buil
   const std::string what = TextModelWhat(m, file);
   b.Error("mlp-activation",
           fmt::format("{} states {} {}, but the engine's {} builds an MLP for silu only {}: "
-                      "it raises as it builds the model ('Unsupported activation: {}. Only silu "
-                      "is supported for now.'); serve a silu model, or pass --model-impl "
-                      "transformers",
+                      "it raises as it builds the model ('Unsupported activation: {}. {}'); serve "
+                      "a silu model, or pass --model-impl transformers",
                       what, m.unsupported_activation_key, m.unsupported_activation_json,
-                      engine_class, m.unsupported_activation_where, m.unsupported_activation));
+                      engine_class, m.unsupported_activation_where, m.unsupported_activation,
+                      m.unsupported_activation_says));
 }
 
 // --enable-eplb where the engine's model runner finds no MoE model to balance (the fork at

@@ -1742,6 +1742,16 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   EXPECT_EQ(ConfigErrors(hunyuan, c),
             refused("HunYuanDenseV1ForCausalLM", "hidden_act", "\"gelu\"",
                     "HunYuanDenseV1ForCausalLM", "gelu", "in its dense layers"));
+  // Laguna's MLP words it without "for now".
+  nlohmann::json laguna = qwen;
+  laguna["architectures"] = {"LagunaForCausalLM"};
+  laguna["mlp_only_layers"] = nlohmann::json::array();
+  EXPECT_EQ(ConfigErrors(laguna, c),
+            "\n  error [mlp-activation] 'config.json' (LagunaForCausalLM) states hidden_act "
+            "\"gelu\", but the engine's LagunaForCausalLM builds an MLP for silu only as its MoE "
+            "layers' shared expert: it raises as it builds the model ('Unsupported activation: "
+            "gelu. Only silu is supported.'); serve a silu model, or pass --model-impl "
+            "transformers");
   nlohmann::json jamba = CorpusConfig("jamba");  // every other layer dense
   jamba.update({{"num_experts", 16}, {"num_experts_per_tok", 2}, {"hidden_act", "gelu"}});
   EXPECT_EQ(ConfigErrors(jamba, c), refused("JambaForCausalLM", "hidden_act", "\"gelu\"",
