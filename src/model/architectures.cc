@@ -3636,7 +3636,11 @@ struct SiluOnlyMlp {
   bool dense_only = false;
   const char* shared = nullptr;
   const char* says = "Only silu is supported for now.";  // the message's second sentence
+  const char* also = nullptr;                            // another activation the MLP takes
+  // dense_only: every layer is dense where this count is absent or 0 (MiniCPM's num_experts).
+  const char* dense_without = nullptr;
 };
+constexpr const char* kSiluOrFatrelu = "Only silu and fatrelu are supported for now.";
 constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"AXK1ForCausalLM", "hidden_act"},
     {"AfmoeForCausalLM", "hidden_act"},
@@ -3702,6 +3706,10 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"MiMoForCausalLM", "hidden_act"},
     {"MiMoV2FlashForCausalLM", "hidden_act"},
     {"MiMoV2ForCausalLM", "hidden_act"},
+    {"MiniCPM3ForCausalLM", "hidden_act", kDenseLayers, nullptr, kSiluOrFatrelu, "fatrelu",
+     "num_experts"},
+    {"MiniCPMForCausalLM", "hidden_act", kDenseLayers, nullptr, kSiluOrFatrelu, "fatrelu",
+     "num_experts"},
     {"Ministral3ForCausalLM", "hidden_act"},
     {"MistralForCausalLM", "hidden_act"},
     {"MistralModel", "hidden_act"},
@@ -3765,14 +3773,22 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
     return;
   }
   const auto v = text.find(row->key);
-  if (v == text.end() || (v->is_string() && v->get_ref<const std::string&>() == "silu")) return;
+  if (v == text.end() || (v->is_string() && (v->get_ref<const std::string&>() == "silu" ||
+                                             (row->also != nullptr &&
+                                              v->get_ref<const std::string&>() == row->also)))) {
+    return;
+  }
   std::string where = "in every layer";
   if (row->dense_only) {
     const int64_t n = m.num_hidden_layers;
-    const bool dense =
-        m.builds_no_experts ||
-        (static_cast<int64_t>(m.expert_layers.size()) == n &&
-         std::find(m.expert_layers.begin(), m.expert_layers.end(), false) != m.expert_layers.end());
+    const auto count = row->dense_without == nullptr ? text.end() : text.find(row->dense_without);
+    const bool dense = m.builds_no_experts ||
+                       (static_cast<int64_t>(m.expert_layers.size()) == n &&
+                        std::find(m.expert_layers.begin(), m.expert_layers.end(), false) !=
+                            m.expert_layers.end()) ||
+                       (row->dense_without != nullptr &&
+                        (count == text.end() || (count->is_number() && count->get<double>() == 0) ||
+                         (count->is_boolean() && !count->get<bool>())));
     const auto shared = row->shared == nullptr ? text.end() : text.find(row->shared);
     // Python's `> 0`: a number above 0, or True.
     const bool shared_expert =
@@ -3785,7 +3801,8 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
                                    : "as its MoE layers' shared expert";
   }
   m.unsupported_activation_key = row->key;
-  m.unsupported_activation_where = where;
+  m.unsupported_activation_where = fmt::format(
+      "for silu{} only {}", row->also == nullptr ? "" : fmt::format(" and {}", row->also), where);
   m.unsupported_activation_says = row->says;
   m.unsupported_activation_json = v->dump();
   m.unsupported_activation = v->is_string()    ? v->get<std::string>()

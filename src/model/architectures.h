@@ -224,7 +224,7 @@ struct ModelDescription {
   std::string unsupported_activation_key;
   std::string unsupported_activation;
   std::string unsupported_activation_json;
-  std::string unsupported_activation_where;  // "in every layer", "in its dense layers", ...
+  std::string unsupported_activation_where;  // "for silu only in every layer", ...
   std::string unsupported_activation_says;   // "Only silu is supported for now."
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
   // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.

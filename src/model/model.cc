@@ -2000,7 +2000,7 @@ void CheckMlpActivation(const ModelDescription& m, const std::string& file, Buil
   const std::string& engine_class = TextEngineClass(m);
   const std::string what = TextModelWhat(m, file);
   b.Error("mlp-activation",
-          fmt::format("{} states {} {}, but the engine's {} builds an MLP for silu only {}: "
+          fmt::format("{} states {} {}, but the engine's {} builds an MLP {}: "
                       "it raises as it builds the model ('Unsupported activation: {}. {}'); serve "
                       "a silu model, or pass --model-impl transformers",
                       what, m.unsupported_activation_key, m.unsupported_activation_json,

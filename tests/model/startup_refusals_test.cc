@@ -1752,6 +1752,21 @@ TEST(StartupRefusals, SiluOnlyMlps) {
             "layers' shared expert: it raises as it builds the model ('Unsupported activation: "
             "gelu. Only silu is supported.'); serve a silu model, or pass --model-impl "
             "transformers");
+  // MiniCPM's MLP, built where num_experts is absent or 0, takes silu and fatrelu.
+  nlohmann::json minicpm = testing_configs::Llama31_8B();
+  minicpm["architectures"] = {"MiniCPMForCausalLM"};
+  minicpm["model_type"] = "minicpm";
+  minicpm["hidden_act"] = "fatrelu";
+  EXPECT_EQ(ConfigErrors(minicpm, c), "");
+  minicpm["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(minicpm, c),
+            "\n  error [mlp-activation] 'config.json' (MiniCPMForCausalLM) states hidden_act "
+            "\"gelu\", but the engine's MiniCPMForCausalLM builds an MLP for silu and fatrelu only "
+            "in its dense layers: it raises as it builds the model ('Unsupported activation: gelu. "
+            "Only silu and fatrelu are supported for now.'); serve a silu model, or pass "
+            "--model-impl transformers");
+  minicpm.update({{"num_experts", 8}, {"num_experts_per_tok", 2}});  // MiniCPMMoE in every layer
+  EXPECT_EQ(ConfigErrors(minicpm, c), "");
   nlohmann::json jamba = CorpusConfig("jamba");  // every other layer dense
   jamba.update({{"num_experts", 16}, {"num_experts_per_tok", 2}, {"hidden_act", "gelu"}});
   EXPECT_EQ(ConfigErrors(jamba, c), refused("JambaForCausalLM", "hidden_act", "\"gelu\"",
