@@ -3372,19 +3372,27 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .raises = "No MoE layers found in the model."},
 };
 
-constexpr bool RulesSorted() {
-  for (size_t i = 1; i < std::size(kExpertLayerRules); ++i) {
-    if (!(kExpertLayerRules[i - 1].engine_class < kExpertLayerRules[i].engine_class)) return false;
+// Whether `table`'s rows are sorted by their class name `cls`, with no class twice.
+template <typename Row, size_t N>
+constexpr bool SortedBy(const Row (&table)[N], std::string_view Row::*cls) {
+  for (size_t i = 1; i < N; ++i) {
+    if (!(table[i - 1].*cls < table[i].*cls)) return false;
   }
   return true;
 }
-static_assert(RulesSorted());
+
+// The row of `table` (SortedBy `cls`) whose class is `name`; null where it has none.
+template <typename Row, size_t N>
+const Row* RowOf(const Row (&table)[N], std::string_view Row::*cls, std::string_view name) {
+  const Row* row = std::lower_bound(std::begin(table), std::end(table), name,
+                                    [&](const Row& r, std::string_view c) { return r.*cls < c; });
+  return row != std::end(table) && row->*cls == name ? row : nullptr;
+}
+
+static_assert(SortedBy(kExpertLayerRules, &ExpertLayerRule::engine_class));
 
 const ExpertLayerRule* ExpertLayerRuleFor(std::string_view engine_class) {
-  const auto* rule = std::lower_bound(
-      std::begin(kExpertLayerRules), std::end(kExpertLayerRules), engine_class,
-      [](const ExpertLayerRule& r, std::string_view c) { return r.engine_class < c; });
-  return rule != std::end(kExpertLayerRules) && rule->engine_class == engine_class ? rule : nullptr;
+  return RowOf(kExpertLayerRules, &ExpertLayerRule::engine_class, engine_class);
 }
 
 // Whether Python's `v == 1` holds for JSON value `v` (1, 1.0 and true).
@@ -3583,23 +3591,14 @@ constexpr std::pair<std::string_view, const char*> kTpAboveExpertsRaises[] = {
 };
 static_assert(std::is_sorted(std::begin(kTpAboveExpertsRaises), std::end(kTpAboveExpertsRaises)));
 
-// The key a table of (class, config key) rows, sorted by class, holds for `engine_class`; null
-// where it has no row.
-template <size_t N>
-const char* KeyFor(const std::pair<std::string_view, const char*> (&table)[N],
-                   std::string_view engine_class) {
-  const auto* row = std::lower_bound(std::begin(table), std::end(table), engine_class,
-                                     [](const auto& r, std::string_view c) { return r.first < c; });
-  return row != std::end(table) && row->first == engine_class ? row->second : nullptr;
-}
-
 // Records m.tp_checked_experts: the count the MoE layers of `engine_class` compare the
 // tensor-parallel size with, as `text` states it (a list's largest integer for ERNIE 4.5 VL MoE).
 void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_class,
                             ModelDescription& m) {
-  const char* key = KeyFor(kTpAboveExpertsRaises, engine_class);
-  if (key == nullptr) return;
-  const auto v = text.find(key);
+  const auto* row =
+      RowOf(kTpAboveExpertsRaises, &std::pair<std::string_view, const char*>::first, engine_class);
+  if (row == nullptr) return;
+  const auto v = text.find(row->second);
   if (v == text.end()) return;
   std::optional<int64_t> count;
   std::vector<int64_t> listed;
@@ -3751,13 +3750,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"TeleFLMForCausalLM", "hidden_act"},
     {"XverseForCausalLM", "hidden_act"},
 };
-constexpr bool SiluRowsSorted() {
-  for (size_t i = 1; i < std::size(kSiluOnlyMlp); ++i) {
-    if (!(kSiluOnlyMlp[i - 1].engine_class < kSiluOnlyMlp[i].engine_class)) return false;
-  }
-  return true;
-}
-static_assert(SiluRowsSorted());
+static_assert(SortedBy(kSiluOnlyMlp, &SiluOnlyMlp::engine_class));
 
 // Records in m the activation `text` states for a class of kSiluOnlyMlp where it is not the
 // string "silu" (the MLP compares with !=) and the model builds a checking MLP: every layer, a
@@ -3766,12 +3759,8 @@ static_assert(SiluRowsSorted());
 // is not known). After RecordExpertLayers.
 void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engine_class,
                               ModelDescription& m) {
-  const auto* row =
-      std::lower_bound(std::begin(kSiluOnlyMlp), std::end(kSiluOnlyMlp), engine_class,
-                       [](const SiluOnlyMlp& r, std::string_view c) { return r.engine_class < c; });
-  if (row == std::end(kSiluOnlyMlp) || row->engine_class != engine_class || !text.is_object()) {
-    return;
-  }
+  const SiluOnlyMlp* row = RowOf(kSiluOnlyMlp, &SiluOnlyMlp::engine_class, engine_class);
+  if (row == nullptr || !text.is_object()) return;
   const auto v = text.find(row->key);
   if (v == text.end() || (v->is_string() && (v->get_ref<const std::string&>() == "silu" ||
                                              (row->also != nullptr &&

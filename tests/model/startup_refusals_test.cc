@@ -1777,23 +1777,25 @@ TEST(StartupRefusals, SiluOnlyMlps) {
 // states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, HunYuan's,
 // MiniMax-M2's, ERNIE 4.5 VL MoE's (the largest of its list, the list printed).
 TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
+  // -tp 8 refused for `what`, whose MoE layers hold `experts` (the engine prints `printed`).
+  auto tp_above = [](const std::string& what, int experts, std::string printed = "") {
+    if (printed.empty()) printed = std::to_string(experts);
+    return fmt::format(
+        "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' ({}), whose MoE "
+        "layers hold {} experts: the engine's MoE layer raises as it builds the "
+        "model ('Tensor parallel size 8 is greater than the number of experts {}.'); "
+        "use -tp {} or less",
+        what, experts, printed, experts);
+  };
   nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");
   qwen["num_experts"] = 4;
   LaunchConfig c;
   c.parallel.tensor_parallel_size = 4;
   EXPECT_EQ(ConfigErrors(qwen, c), "");
   c.parallel.tensor_parallel_size = 8;
-  EXPECT_EQ(ConfigErrors(qwen, c),
-            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (Qwen3MoeForCausalLM), whose "
-            "MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
-            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
-            "less");
+  EXPECT_EQ(ConfigErrors(qwen, c), tp_above("Qwen3MoeForCausalLM", 4));
   nlohmann::json internvl = InternVlChat(qwen);
-  EXPECT_EQ(ConfigErrors(internvl, c),
-            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (InternVLChatModel), whose "
-            "MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
-            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
-            "less");
+  EXPECT_EQ(ConfigErrors(internvl, c), tp_above("InternVLChatModel", 4));
   qwen["decoder_sparse_step"] = 49;  // no MoE layer is built to check it
   EXPECT_EQ(ConfigErrors(qwen, c),
             "\n  error [expert-layers] 'config.json' (Qwen3MoeForCausalLM) states 4 experts, but "
@@ -1804,11 +1806,7 @@ TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
   // HunYuan's dense and MoE classes build the same MoE block for num_experts above 1.
   nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
   hunyuan["num_experts"] = 4;
-  EXPECT_EQ(ConfigErrors(hunyuan, c),
-            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (HunYuanDenseV1ForCausalLM), "
-            "whose MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
-            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
-            "less");
+  EXPECT_EQ(ConfigErrors(hunyuan, c), tp_above("HunYuanDenseV1ForCausalLM", 4));
   hunyuan["num_experts"] = 1;  // no MoE block
   EXPECT_EQ(ConfigErrors(hunyuan, c), "");
   nlohmann::json minimax = nlohmann::json::parse(R"({
@@ -1816,11 +1814,7 @@ TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
     "num_hidden_layers": 62, "num_attention_heads": 48, "num_key_value_heads": 8,
     "head_dim": 128, "max_position_embeddings": 196608, "torch_dtype": "bfloat16",
     "num_local_experts": 4, "num_experts_per_tok": 2})");
-  EXPECT_EQ(ConfigErrors(minimax, c),
-            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' (MiniMaxM2ForCausalLM), "
-            "whose MoE layers hold 4 experts: the engine's MoE layer raises as it builds the model "
-            "('Tensor parallel size 8 is greater than the number of experts 4.'); use -tp 4 or "
-            "less");
+  EXPECT_EQ(ConfigErrors(minimax, c), tp_above("MiniMaxM2ForCausalLM", 4));
   nlohmann::json ernie = nlohmann::json::parse(R"({
     "architectures": ["Ernie4_5_VLMoeForConditionalGeneration"], "model_type": "ernie4_5_moe_vl",
     "hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16,
@@ -1830,10 +1824,7 @@ TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
   EXPECT_EQ(ConfigErrors(ernie, c), "");
   c.parallel.tensor_parallel_size = 8;
   EXPECT_EQ(ConfigErrors(ernie, c),
-            "\n  error [moe-tensor-parallel] -tp 8 with 'config.json' "
-            "(Ernie4_5_VLMoeForConditionalGeneration), whose MoE layers hold 4 experts: the "
-            "engine's MoE layer raises as it builds the model ('Tensor parallel size 8 is "
-            "greater than the number of experts [2, 4].'); use -tp 4 or less");
+            tp_above("Ernie4_5_VLMoeForConditionalGeneration", 4, "[2, 4]"));
 }
 
 TEST(StartupRefusals, ElasticExpertParallelismAndTurboQuantSkipLayers) {
