@@ -3208,7 +3208,12 @@ struct ExpertLayerRule {
   std::string_view engine_class;
   const char* gate = nullptr;  // experts only where it is stated and not null (or above gate_above)
   int gate_above = -1;         // -1: stated and not null is enough
+  // Stated: its truth alone decides whether any layer builds experts (ERNIE 4.5's use_moe);
+  // absent: the gate.
+  const char* switch_key = nullptr;
   const char* dense = nullptr;  // the layers below its value build a dense MLP
+  int64_t dense_default = -1;   // dense's value where absent (-1: not known)
+  const char* last = nullptr;   // the layers above its value build a dense MLP (-1: none)
   const char* freq = nullptr;
   LayerFreq freq_from = LayerFreq::kNone;
   bool freq_stated = false;  // read as stated (else freq_default where absent)
@@ -3216,6 +3221,7 @@ struct ExpertLayerRule {
   const char* offset = nullptr;  // kAtOffset: layer % freq == its value (offset_default absent)
   int64_t offset_default = 0;
   bool zero_freq_none = false;  // a frequency of 0 builds no experts (tested above 0 first)
+  bool freq_first = false;      // every layer divides by freq before dense and last are tested
   bool mlp_only_layers = false;
   bool mlp_only_stated = false;  // the config class's default is not [] (read as stated)
   bool moe_layers_enum = false;
@@ -3302,6 +3308,19 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
     Named(kDeepseekLayers, "DeepseekV32ForCausalLM"),
     Named(kDeepseekLayers, "DeepseekV3ForCausalLM"),
     Named(kStatedFreqLayers, "Dots1ForCausalLM"),
+    // Its decoder layer: use_moe (else moe_num_experts > 0), then (layer + 1) %
+    // moe_layer_interval, then moe_layer_start_index to moe_layer_end_index; Transformers' config
+    // class defaults them to 1, -1 and 1 and takes an end of -1 for the last layer.
+    {.engine_class = "Ernie4_5_MoeForCausalLM",
+     .gate = "moe_num_experts",
+     .gate_above = 0,
+     .switch_key = "use_moe",
+     .dense = "moe_layer_start_index",
+     .dense_default = 1,
+     .last = "moe_layer_end_index",
+     .freq = "moe_layer_interval",
+     .freq_from = LayerFreq::kFromOne,
+     .freq_first = true},
     Named(kFirstDenseLayers, "Glm4MoeForCausalLM", kGlm4MoeRaises),
     Named(kDeepseekLayers, "Glm4MoeLiteForCausalLM", kGlm4MoeRaises),
     Named(kFirstDenseLayers, "Glm4vMoeForConditionalGeneration", kGlm4MoeRaises),
@@ -3478,7 +3497,13 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
   } else if (rule->gate == nullptr && rule->dense == nullptr && rule->freq == nullptr) {
     return Status::Ok();  // decided for every layer at once, by the class's reader
   } else {
-    if (rule->gate != nullptr) {
+    const auto switched = rule->switch_key == nullptr ? j.end() : j.find(rule->switch_key);
+    if (switched != j.end()) {
+      if (!PythonTruth(*switched)) {
+        m.builds_no_experts = true;
+        return Status::Ok();
+      }
+    } else if (rule->gate != nullptr) {
       const auto gate = j.find(rule->gate);
       // A count that is not a number: Python's comparison decides, or raises; not known.
       if (gate == j.end() || (rule->gate_above >= 0 && !gate->is_number())) return Status::Ok();
@@ -3488,10 +3513,18 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
       }
     }
     int64_t dense = 0;
-    if (rule->dense != nullptr) {
+    if (rule->dense != nullptr && (j.contains(rule->dense) || rule->dense_default < 0)) {
       const std::optional<int64_t> v = stated_int(rule->dense);
       if (!v) return Status::Ok();
       dense = *v;
+    } else if (rule->dense != nullptr) {
+      dense = rule->dense_default;
+    }
+    int64_t last = n - 1;
+    if (rule->last != nullptr && j.contains(rule->last)) {
+      const std::optional<int64_t> v = stated_int(rule->last);
+      if (!v) return Status::Ok();
+      if (*v != -1) last = *v;
     }
     int64_t freq = rule->freq_default;
     if (rule->freq != nullptr) {
@@ -3530,20 +3563,21 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
       m.expert_layers = std::move(layers);  // none
       return Status::Ok();
     }
+    auto zero_freq = [&](int64_t layer) {
+      return text.Invalid(rule->freq,
+                          fmt::format("is 0: the engine's decoder layer for layer {} divides by "
+                                      "it and raises ZeroDivisionError as it builds the model",
+                                      layer));
+    };
+    if (rule->freq_first && rule->freq_from != LayerFreq::kNone && freq == 0) return zero_freq(0);
     for (int64_t i = 0; i < n; ++i) {
-      if (i < dense) continue;
+      if (i < dense || i > last) continue;
       if (dense_listed[static_cast<size_t>(i)]) continue;
       // Python's % on unbounded ints: 128 bits hold every difference of two 64-bit values.
       const __int128 counted = rule->freq_from == LayerFreq::kFromDense ? __int128{i} - dense
                                : rule->freq_from == LayerFreq::kFromOne ? __int128{i} + 1
                                                                         : __int128{i};
-      if (rule->freq_from != LayerFreq::kNone && freq == 0) {
-        return text.Invalid(rule->freq,
-                            fmt::format("is 0: the engine's decoder layer for layer {} divides "
-                                        "by it and raises ZeroDivisionError as it builds the "
-                                        "model",
-                                        i));
-      }
+      if (rule->freq_from != LayerFreq::kNone && freq == 0) return zero_freq(i);
       layers[static_cast<size_t>(i)] =
           rule->freq_from == LayerFreq::kNone ||
           counted % freq ==
@@ -3638,7 +3672,15 @@ struct SiluOnlyMlp {
   const char* also = nullptr;                            // another activation the MLP takes
   // dense_only: every layer is dense where this count is absent or 0 (MiniCPM's num_experts).
   const char* dense_without = nullptr;
+  // Its config class builds the shared expert where the config leaves `shared` out (a default
+  // above 0: ERNIE 4.5 MoE's 2, HY-V3's 1, Qwen2-MoE's 5632, Laguna's, Qwen3-Next's and Qwen3.5
+  // MoE's 512).
+  bool shared_when_absent = false;
 };
+constexpr SiluOnlyMlp SharedWhenAbsent(SiluOnlyMlp row) {
+  row.shared_when_absent = true;
+  return row;
+}
 constexpr const char* kSiluOrFatrelu = "Only silu and fatrelu are supported for now.";
 constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"AXK1ForCausalLM", "hidden_act"},
@@ -3661,7 +3703,8 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Dots1ForCausalLM", "hidden_act"},
     {"DotsOCRForCausalLM", "hidden_act"},
     {"Ernie4_5ForCausalLM", "hidden_act"},
-    {"Ernie4_5_MoeForCausalLM", "hidden_act", kDenseLayers, "moe_num_shared_experts"},
+    SharedWhenAbsent(
+        {"Ernie4_5_MoeForCausalLM", "hidden_act", kDenseLayers, "moe_num_shared_experts"}),
     {"Exaone4ForCausalLM", "hidden_act"},
     {"ExaoneForCausalLM", "activation_function"},
     {"Fairseq2LlamaForCausalLM", "hidden_act"},
@@ -3680,7 +3723,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Granite4VisionForConditionalGeneration", "hidden_act"},
     {"GraniteForCausalLM", "hidden_act"},
     {"GritLM", "hidden_act"},
-    {"HYV3ForCausalLM", "hidden_act", kDenseLayers, "num_shared_experts"},
+    SharedWhenAbsent({"HYV3ForCausalLM", "hidden_act", kDenseLayers, "num_shared_experts"}),
     {"HunYuanDenseV1ForCausalLM", "hidden_act", kDenseLayers, "use_mixed_mlp_moe"},
     {"HunYuanMoEV1ForCausalLM", "hidden_act", kDenseLayers, "use_mixed_mlp_moe"},
     {"HyperCLOVAXForCausalLM", "hidden_act"},
@@ -3698,8 +3741,8 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"KimiLinearForCausalLM", "hidden_act"},
     {"KimiVLForConditionalGeneration", "hidden_act"},
     {"LLaMAForCausalLM", "hidden_act"},
-    {"LagunaForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size",
-     "Only silu is supported."},
+    SharedWhenAbsent({"LagunaForCausalLM", "hidden_act", kDenseLayers,
+                      "shared_expert_intermediate_size", "Only silu is supported."}),
     {"LlamaForCausalLM", "hidden_act"},
     {"LlamaModel", "hidden_act"},
     {"MiMoForCausalLM", "hidden_act"},
@@ -3727,22 +3770,24 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Qwen2AudioForConditionalGeneration", "hidden_act"},
     {"Qwen2ForCausalLM", "hidden_act"},
     {"Qwen2Model", "hidden_act"},
-    {"Qwen2MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"},
+    SharedWhenAbsent(
+        {"Qwen2MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"}),
     {"Qwen2_5OmniForConditionalGeneration", "hidden_act"},
     {"Qwen2_5OmniModel", "hidden_act"},
     {"Qwen3ASRForConditionalGeneration", "hidden_act"},
     {"Qwen3ASRRealtimeGeneration", "hidden_act"},
     {"Qwen3ForCausalLM", "hidden_act"},
     {"Qwen3MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"},
-    {"Qwen3NextForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"},
+    SharedWhenAbsent(
+        {"Qwen3NextForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"}),
     {"Qwen3OmniMoeForConditionalGeneration", "hidden_act", kDenseLayers,
      "shared_expert_intermediate_size"},
     {"Qwen3VLForConditionalGeneration", "hidden_act"},
     {"Qwen3VLMoeForConditionalGeneration", "hidden_act", kDenseLayers,
      "shared_expert_intermediate_size"},
     {"Qwen3_5ForConditionalGeneration", "hidden_act"},
-    {"Qwen3_5MoeForConditionalGeneration", "hidden_act", kDenseLayers,
-     "shared_expert_intermediate_size"},
+    SharedWhenAbsent({"Qwen3_5MoeForConditionalGeneration", "hidden_act", kDenseLayers,
+                      "shared_expert_intermediate_size"}),
     {"SeedOssForCausalLM", "hidden_act"},
     {"SmolVLMForConditionalGeneration", "hidden_act"},
     {"SolarForCausalLM", "hidden_act"},
@@ -3781,9 +3826,11 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
     const auto shared = row->shared == nullptr ? text.end() : text.find(row->shared);
     // Python's `> 0`: a number above 0, or True.
     const bool shared_expert =
-        m.BuiltExperts() > 0 && shared != text.end() &&
-        (shared->is_boolean() ? shared->get<bool>()
-                              : shared->is_number() && shared->get<double>() > 0);
+        m.BuiltExperts() > 0 &&
+        (shared == text.end()
+             ? row->shared_when_absent
+             : (shared->is_boolean() ? shared->get<bool>()
+                                     : shared->is_number() && shared->get<double>() > 0));
     if (!dense && !shared_expert) return;
     where = dense && shared_expert ? "in its dense layers and as its MoE layers' shared expert"
             : dense                ? "in its dense layers"
@@ -5801,7 +5848,8 @@ std::string ExpertLayerKeys(std::string_view engine_class) {
   const ExpertLayerRule* rule = ExpertLayerRuleFor(engine_class);
   std::vector<std::string_view> keys;
   if (rule != nullptr) {
-    for (const char* key : {rule->gate, rule->dense, rule->freq, rule->offset}) {
+    for (const char* key :
+         {rule->switch_key, rule->gate, rule->dense, rule->last, rule->freq, rule->offset}) {
       if (key != nullptr) keys.emplace_back(key);
     }
     if (rule->mlp_only_layers) keys.emplace_back("mlp_only_layers");

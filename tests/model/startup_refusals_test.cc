@@ -1638,6 +1638,38 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   jamba["expert_layer_period"] = 3;
   EXPECT_EQ(ConfigErrors(jamba, eplb), built("JambaForCausalLM"));
 
+  // ERNIE 4.5 MoE: use_moe (else moe_num_experts > 0), then (layer + 1) % moe_layer_interval,
+  // then moe_layer_start_index (1 by default) to moe_layer_end_index (-1: the last layer).
+  nlohmann::json ernie = CorpusConfig("ernie-4.5-21b-a3b");  // 28 layers, 64 experts, start 1
+  EXPECT_EQ(ConfigErrors(ernie, eplb), "");
+  ernie["use_moe"] = false;
+  EXPECT_EQ(ConfigErrors(ernie, eplb), none("Ernie4_5_MoeForCausalLM", 64));
+  ernie["use_moe"] = "no";  // Python's truth: a string that is not empty
+  EXPECT_EQ(ConfigErrors(ernie, eplb), "");
+  ernie.erase("use_moe");
+  ernie["moe_layer_interval"] = 29;
+  EXPECT_EQ(ConfigErrors(ernie, eplb), none("Ernie4_5_MoeForCausalLM", 64));
+  ernie["moe_layer_interval"] = 28;  // layer 27
+  EXPECT_EQ(ConfigErrors(ernie, eplb), "");
+  ernie["moe_layer_end_index"] = 26;
+  EXPECT_EQ(ConfigErrors(ernie, eplb), none("Ernie4_5_MoeForCausalLM", 64));
+  ernie["moe_layer_end_index"] = -1;  // the last layer
+  EXPECT_EQ(ConfigErrors(ernie, eplb), "");
+  ernie["moe_layer_end_index"] = -2;
+  EXPECT_EQ(ConfigErrors(ernie, eplb), none("Ernie4_5_MoeForCausalLM", 64));
+  ernie.erase("moe_layer_end_index");
+  ernie["moe_layer_interval"] = 1;
+  ernie["moe_layer_start_index"] = 28;
+  EXPECT_EQ(ConfigErrors(ernie, eplb), none("Ernie4_5_MoeForCausalLM", 64));
+  ernie.erase("moe_layer_start_index");  // 1
+  EXPECT_EQ(ConfigErrors(ernie, eplb), "");
+  ernie["moe_layer_interval"] = 0;  // divided by before the start is tested
+  EXPECT_EQ(testing_configs::PlanWith(ernie, eplb).status().message(),
+            "config.json 'config.json': field 'moe_layer_interval' is 0: the engine's decoder "
+            "layer for layer 0 divides by it and raises ZeroDivisionError as it builds the model");
+  ernie["use_moe"] = 0;  // not divided by
+  EXPECT_EQ(ConfigErrors(ernie, eplb), none("Ernie4_5_MoeForCausalLM", 64));
+
   // MiniMax-Text-01 builds experts where its num_local_experts, a list per layer or one int, is
   // not 1 (the engine's count is a list's first entry).
   nlohmann::json minimax = CorpusConfig("minimax-text-01");  // 16 layers
@@ -1771,6 +1803,31 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   jamba.update({{"num_experts", 16}, {"num_experts_per_tok", 2}, {"hidden_act", "gelu"}});
   EXPECT_EQ(ConfigErrors(jamba, c), refused("JambaForCausalLM", "hidden_act", "\"gelu\"",
                                             "JambaForCausalLM", "gelu", "in its dense layers"));
+  // ERNIE 4.5 MoE's config class builds two shared experts where the config states none; its
+  // layers from moe_layer_start_index (1 by default) on are MoE layers.
+  nlohmann::json ernie = CorpusConfig("ernie-4.5-21b-a3b");
+  ernie["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(ernie, c),
+            refused("Ernie4_5_MoeForCausalLM", "hidden_act", "\"gelu\"", "Ernie4_5_MoeForCausalLM",
+                    "gelu", "in its dense layers and as its MoE layers' shared expert"));
+  ernie["moe_num_shared_experts"] = 0;
+  EXPECT_EQ(ConfigErrors(ernie, c),
+            refused("Ernie4_5_MoeForCausalLM", "hidden_act", "\"gelu\"", "Ernie4_5_MoeForCausalLM",
+                    "gelu", "in its dense layers"));
+  ernie["moe_layer_start_index"] = 0;
+  EXPECT_EQ(ConfigErrors(ernie, c), "");
+  ernie.erase("moe_num_shared_experts");
+  EXPECT_EQ(ConfigErrors(ernie, c),
+            refused("Ernie4_5_MoeForCausalLM", "hidden_act", "\"gelu\"", "Ernie4_5_MoeForCausalLM",
+                    "gelu", "as its MoE layers' shared expert"));
+  nlohmann::json next = CorpusConfig("qwen3-next-80b");  // its class's shared expert: 512
+  next.erase("shared_expert_intermediate_size");
+  next["hidden_act"] = "relu";
+  EXPECT_EQ(ConfigErrors(next, c),
+            refused("Qwen3NextForCausalLM", "hidden_act", "\"relu\"", "Qwen3NextForCausalLM",
+                    "relu", "as its MoE layers' shared expert"));
+  next["shared_expert_intermediate_size"] = 0;
+  EXPECT_EQ(ConfigErrors(next, c), "");
 }
 
 // The MoE layers that compare the tensor-parallel size with the expert count their config
