@@ -3660,8 +3660,11 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
 // traced from its registry class), with the key the MLP reads from the text config kvtopo reads
 // for that class (EXAONE 3's activation_function): in every layer, or (dense_only) in the dense
 // layers of a MoE class and, where `shared` is above 0, as the shared expert of its MoE layers.
-// Drafts, and wrappers whose language model reads another config than kvtopo's text config, are
-// left out. Sorted.
+// The draft classes (keyed by the name ResolveDraftConfig gives them) build their layers over the
+// draft's own config: the EAGLE and EAGLE-3 Llama heads' LlamaMLP (llama_eagle.py,
+// llama_eagle3.py, every name the registry maps to them), the Mistral heads' MistralMLP and
+// DeepSeek-V2 layers, the DeepSeek EAGLE-3 heads' DeepseekV2MLP and DFlash's Qwen2MLP. Wrappers
+// whose language model reads another config than kvtopo's text config are left out. Sorted.
 constexpr bool kDenseLayers = true;
 struct SiluOnlyMlp {
   std::string_view engine_class;
@@ -3696,12 +3699,22 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Cheers", "hidden_act"},
     {"CheersForConditionalGeneration", "hidden_act"},
     {"CwmForCausalLM", "hidden_act"},
+    {"DFlashDraftModel", "hidden_act"},
     {"DeepseekForCausalLM", "hidden_act"},
     {"DeepseekV2ForCausalLM", "hidden_act"},
     {"DeepseekV32ForCausalLM", "hidden_act"},
     {"DeepseekV3ForCausalLM", "hidden_act"},
     {"Dots1ForCausalLM", "hidden_act"},
     {"DotsOCRForCausalLM", "hidden_act"},
+    {"Eagle3DeepseekV2ForCausalLM", "hidden_act"},
+    {"Eagle3DeepseekV3ForCausalLM", "hidden_act"},
+    {"Eagle3LlamaForCausalLM", "hidden_act"},
+    {"Eagle3MiniMaxM2ForCausalLM", "hidden_act"},
+    {"Eagle3Qwen2_5vlForCausalLM", "hidden_act"},
+    {"Eagle3Qwen3vlForCausalLM", "hidden_act"},
+    {"EagleLlamaForCausalLM", "hidden_act"},
+    {"EagleMistralForCausalLM", "hidden_act"},
+    {"EagleMistralLarge3ForCausalLM", "hidden_act"},
     {"Ernie4_5ForCausalLM", "hidden_act"},
     SharedWhenAbsent(
         {"Ernie4_5_MoeForCausalLM", "hidden_act", kDenseLayers, "moe_num_shared_experts"}),
@@ -3744,6 +3757,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     SharedWhenAbsent({"LagunaForCausalLM", "hidden_act", kDenseLayers,
                       "shared_expert_intermediate_size", "Only silu is supported."}),
     {"LlamaForCausalLM", "hidden_act"},
+    {"LlamaForCausalLMEagle3", "hidden_act"},
     {"LlamaModel", "hidden_act"},
     {"MiMoForCausalLM", "hidden_act"},
     {"MiMoV2FlashForCausalLM", "hidden_act"},
@@ -3763,6 +3777,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"PanguEmbeddedForCausalLM", "hidden_act"},
     {"PanguProMoEV2ForCausalLM", "hidden_act"},
     {"PanguUltraMoEForCausalLM", "hidden_act"},
+    {"PeagleLlamaForCausalLM", "hidden_act"},
     {"Phi3ForCausalLM", "hidden_act"},
     {"Phi3VForCausalLM", "hidden_act"},
     {"Phi4ForCausalLMV", "hidden_act"},

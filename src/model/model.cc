@@ -1995,17 +1995,22 @@ void CheckExpertLayers(const LaunchConfig& config, const ModelDescription& m,
 // A text config whose activation the MLPs of the engine's class refuse as they are built
 // (ModelDescription::unsupported_activation; the Transformers backend builds Transformers' MLPs,
 // which take any activation Transformers knows).
-void CheckMlpActivation(const ModelDescription& m, const std::string& file, Builder& b) {
+// A draft's model config takes the default model implementation whatever --model-impl says
+// (SpeculativeConfig builds it without one), so only another draft helps there.
+void CheckMlpActivation(const ModelDescription& m, const std::string& file, bool draft,
+                        Builder& b) {
   if (m.unsupported_activation_key.empty() || !m.transformers_backend.empty()) return;
   const std::string& engine_class = TextEngineClass(m);
   const std::string what = TextModelWhat(m, file);
   b.Error("mlp-activation",
-          fmt::format("{} states {} {}, but the engine's {} builds an MLP {}: "
-                      "it raises as it builds the model ('Unsupported activation: {}. {}'); serve "
-                      "a silu model, or pass --model-impl transformers",
-                      what, m.unsupported_activation_key, m.unsupported_activation_json,
-                      engine_class, m.unsupported_activation_where, m.unsupported_activation,
-                      m.unsupported_activation_says));
+          fmt::format("{}{} states {} {}, but the engine's {} builds an MLP {}: it raises as it "
+                      "builds the {} ('Unsupported activation: {}. {}'); {}",
+                      draft ? "--speculative-config draft " : "", what,
+                      m.unsupported_activation_key, m.unsupported_activation_json, engine_class,
+                      m.unsupported_activation_where, draft ? "draft" : "model",
+                      m.unsupported_activation, m.unsupported_activation_says,
+                      draft ? "choose a draft whose config states silu"
+                            : "serve a silu model, or pass --model-impl transformers"));
 }
 
 // --enable-eplb where the engine's model runner finds no MoE model to balance (the fork at
@@ -3914,7 +3919,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckMoeKernels(config, model, target, b.out.quantization, b.quantization_config, b);
   CheckTensorParallelExperts(config, model, target.file, b);
   CheckExpertLayers(config, model, target.file, b);
-  CheckMlpActivation(model, target.file, b);
+  CheckMlpActivation(model, target.file, /*draft=*/false, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
   CheckLora(config, model, target.file, b);
@@ -4438,6 +4443,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
           check_draft_quantization(loaded.json, loaded.file, loaded.quantization_file));
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
       CheckEagleLayerTypes(model, draft, loaded, b);
+      CheckMlpActivation(draft, loaded.file, /*draft=*/true, b);
       if (method == "draft_model") CheckDraftModelVocab(model, draft, loaded.name, b);
       draft_model = &draft;
       b.out.draft_name = loaded.name;

@@ -951,6 +951,67 @@ TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
                 "plans the dflash drafts DFlashDraftModel");
 }
 
+// A draft's layers build their MLPs over the draft's own config (the EAGLE heads' LlamaMLP,
+// DFlash's Qwen2MLP take silu only), and --model-impl does not reach the draft's model config.
+TEST(DenseModels, DraftMlpsTakeSiluOnly) {
+  const std::string path = HeadPath();
+  const std::string error = "\n  error [mlp-activation] ";
+  auto refused = [&](const std::string& built, const std::string& stated,
+                     const std::string& printed) {
+    return fmt::format(
+        "--speculative-config draft '{}' ({}) states hidden_act {}, "
+        "but the engine's {} builds an MLP for silu only in every layer: it raises as it builds "
+        "the draft ('Unsupported activation: {}. Only silu is supported for now.'); choose a "
+        "draft whose config states silu",
+        path, built, stated, built, printed);
+  };
+  for (auto [arch, method, built] :
+       {std::tuple{"LlamaForCausalLMEagle3", "eagle3", "LlamaForCausalLMEagle3"},
+        std::tuple{"LlamaForCausalLM", "eagle3", "Eagle3LlamaForCausalLM"},
+        std::tuple{"LlamaForCausalLM", "eagle", "EagleLlamaForCausalLM"}}) {
+    nlohmann::json head = LlamaEagleHead(arch);
+    head["hidden_act"] = "gelu";
+    Result<Plan> plan = PlanWithHead(Llama31_8B(), head, method);
+    ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->ErrorLines(), error + refused(built, "\"gelu\"", "gelu")) << arch;
+    head["hidden_act"] = "silu";
+    plan = PlanWithHead(Llama31_8B(), head, method);
+    ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->ErrorLines(), "") << arch;
+  }
+  // --model-impl transformers builds the target with Transformers' classes, not the draft.
+  nlohmann::json head = LlamaEagleHead("LlamaForCausalLMEagle3");
+  head["hidden_act"] = nullptr;
+  std::ofstream(path) << head.dump();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.model_impl = "transformers";
+  c.speculative = ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 3, )"
+                                         R"("model": ")" +
+                                         path + R"("})")
+                      .value();
+  Result<Plan> plan = PlanWith(Llama31_8B(), c);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mlp-activation"),
+            refused("LlamaForCausalLMEagle3", "null", "None"));
+  // A speculators-format DFlash head builds DFlashDraftModel over its transformer_layer_config.
+  nlohmann::json dflash = {
+      {"architectures", {"DFlashSpeculator"}},
+      {"speculators_model_type", "dflash"},
+      {"mask_token_id", 128002},
+      {"aux_hidden_state_layer_ids", {1, 15, 29}},
+      {"speculators_config",
+       {{"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 3}}}},
+        {"verifier", {{"name_or_path", "meta-llama/Llama-3.1-8B-Instruct"}}}}},
+      {"transformer_layer_config", LlamaEagleHead("LlamaForCausalLM")}};
+  dflash["transformer_layer_config"].erase("architectures");
+  dflash["transformer_layer_config"]["hidden_act"] = "relu";
+  plan = PlanWithHead(Llama31_8B(), dflash, "dflash");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), error + refused("DFlashDraftModel", "\"relu\"", "relu"));
+}
+
 // Methods that feed the draft the target's auxiliary hidden states (eagle3 unless the draft's
 // eagle_config.use_aux_hidden_state is false, dflash, extract_hidden_states) need a target class
 // with the engine's EAGLE-3 interface (SupportsEagle3); Gemma 3's has none, Llama's has it.
