@@ -2064,6 +2064,17 @@ Status ReadGrok(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// Arctic (arctic.py): its decoder layer reads config.use_residual, which the fork's ArcticConfig
+// does not default, for every layer.
+Status ReadArctic(const ConfigReader& r, ModelDescription& m) {
+  if (!r.json().contains("use_residual")) {
+    return r.Invalid("use_residual",
+                     "is missing: the engine's Arctic decoder layer reads it, its config class "
+                     "has no default, and it raises AttributeError as it builds the model");
+  }
+  return ReadDense(r, kArctic, m);
+}
+
 // Baichuan (baichuan.py): BaiChuanForCausalLM (Baichuan-7B) always runs RoPE;
 // BaichuanForCausalLM runs RoPE at hidden_size 4096 and ALiBi otherwise (Baichuan-13B,
 // Baichuan2-13B), whose attention is built without the cache config: it caches in the model's
@@ -3292,10 +3303,11 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .dense = "num_dense_layers",
      .raises = "No AfmoeMoE layer found in model.layers.",
      .raises_per_stage_only = true},
+    // The fork's ArcticConfig defaults moe_layer_frequency to 2.
     {.engine_class = "ArcticForCausalLM",
      .freq = "moe_layer_frequency",
      .freq_from = LayerFreq::kFromOne,
-     .freq_stated = true},
+     .freq_default = 2},
     Named(kFirstDenseOnlyLayers, "BailingMoeForCausalLM"),
     Named(kFirstDenseOnlyLayers, "BailingMoeV2ForCausalLM"),
     {.engine_class = "BailingMoeV2_5ForCausalLM",
@@ -3679,6 +3691,7 @@ struct SiluOnlyMlp {
   // above 0: ERNIE 4.5 MoE's 2, HY-V3's 1, Qwen2-MoE's 5632, Laguna's, Qwen3-Next's and Qwen3.5
   // MoE's 512).
   bool shared_when_absent = false;
+  const char* shared_is = "shared expert";  // what `shared` builds beside the experts
 };
 constexpr SiluOnlyMlp SharedWhenAbsent(SiluOnlyMlp row) {
   row.shared_when_absent = true;
@@ -3690,6 +3703,13 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"AfmoeForCausalLM", "hidden_act"},
     {"AquilaForCausalLM", "hidden_act"},
     {"AquilaModel", "hidden_act"},
+    // Its ArcticMLP: in the layers without experts, and as the residual MLP of those with
+    // experts where use_residual is true.
+    {.engine_class = "ArcticForCausalLM",
+     .key = "hidden_act",
+     .dense_only = kDenseLayers,
+     .shared = "use_residual",
+     .shared_is = "residual MLP"},
     {"AriaForConditionalGeneration", "hidden_act"},
     {"AudioFlamingo3ForConditionalGeneration", "hidden_act"},
     {"BaiChuanForCausalLM", "hidden_act"},
@@ -3847,9 +3867,10 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
              : (shared->is_boolean() ? shared->get<bool>()
                                      : shared->is_number() && shared->get<double>() > 0));
     if (!dense && !shared_expert) return;
-    where = dense && shared_expert ? "in its dense layers and as its MoE layers' shared expert"
-            : dense                ? "in its dense layers"
-                                   : "as its MoE layers' shared expert";
+    where = dense && shared_expert
+                ? fmt::format("in its dense layers and as its MoE layers' {}", row->shared_is)
+            : dense ? "in its dense layers"
+                    : fmt::format("as its MoE layers' {}", row->shared_is);
   }
   m.unsupported_activation_key = row->key;
   m.unsupported_activation_where = fmt::format(
@@ -4555,7 +4576,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"StableLmForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLm>},
       {"StableLMEpochForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLmEpoch>},
       {"OrionForCausalLM", TextModel::kRoot, ReadDenseAs<kOrion>},
-      {"ArcticForCausalLM", TextModel::kRoot, ReadDenseAs<kArctic>},
+      {"ArcticForCausalLM", TextModel::kRoot, ReadArctic},
       {"Grok1ForCausalLM", TextModel::kRoot, ReadGrok},
       {"Grok1ModelForCausalLM", TextModel::kRoot, ReadGrok},
       {"BaiChuanForCausalLM", TextModel::kRoot, ReadBaichuanAs<false>},

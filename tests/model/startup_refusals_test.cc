@@ -1609,6 +1609,16 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   EXPECT_EQ(testing_configs::PlanWith(arctic, eplb).status().message(),
             "config.json 'config.json': field 'moe_layer_frequency' is 0: the engine's decoder "
             "layer for layer 0 divides by it and raises ZeroDivisionError as it builds the model");
+  arctic.erase("moe_layer_frequency");  // ArcticConfig's 2: layer 0 alone builds none
+  arctic["num_hidden_layers"] = 1;
+  EXPECT_EQ(ConfigErrors(arctic, eplb), none("ArcticForCausalLM", 128));
+  arctic["num_hidden_layers"] = 2;
+  EXPECT_EQ(ConfigErrors(arctic, eplb), built("ArcticForCausalLM"));
+  arctic.erase("use_residual");
+  EXPECT_EQ(testing_configs::PlanWith(arctic, eplb).status().message(),
+            "config.json 'config.json': field 'use_residual' is missing: the engine's Arctic "
+            "decoder layer reads it, its config class has no default, and it raises "
+            "AttributeError as it builds the model");
 
   nlohmann::json ling = CorpusConfig("ling-mini-2.0");  // 20 layers
   ling.update({{"num_experts", 256}, {"num_experts_per_tok", 8}, {"first_k_dense_replace", 20}});
@@ -1803,6 +1813,28 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   jamba.update({{"num_experts", 16}, {"num_experts_per_tok", 2}, {"hidden_act", "gelu"}});
   EXPECT_EQ(ConfigErrors(jamba, c), refused("JambaForCausalLM", "hidden_act", "\"gelu\"",
                                             "JambaForCausalLM", "gelu", "in its dense layers"));
+  // Arctic's MLP: in its layers without experts, and beside the experts where use_residual.
+  nlohmann::json arctic = CorpusConfig("arctic");  // use_residual true
+  arctic.update({{"num_local_experts", 128},
+                 {"num_experts_per_tok", 2},
+                 {"moe_layer_frequency", 1},
+                 {"hidden_act", "gelu"}});
+  const auto arctic_refused = [&](const std::string& where) {
+    return fmt::format(
+        "\n  error [mlp-activation] 'config.json' (ArcticForCausalLM) states hidden_act "
+        "\"gelu\", but the engine's ArcticForCausalLM builds an MLP for silu only {}: it raises "
+        "as it builds the model ('Unsupported activation: gelu. Only silu is supported for "
+        "now.'); serve a silu model, or pass --model-impl transformers",
+        where);
+  };
+  EXPECT_EQ(ConfigErrors(arctic, c), arctic_refused("as its MoE layers' residual MLP"));
+  arctic["use_residual"] = false;
+  EXPECT_EQ(ConfigErrors(arctic, c), "");
+  arctic["moe_layer_frequency"] = 2;
+  EXPECT_EQ(ConfigErrors(arctic, c), arctic_refused("in its dense layers"));
+  arctic["use_residual"] = true;
+  EXPECT_EQ(ConfigErrors(arctic, c),
+            arctic_refused("in its dense layers and as its MoE layers' residual MLP"));
   // ERNIE 4.5 MoE's config class builds two shared experts where the config states none; its
   // layers from moe_layer_start_index (1 by default) on are MoE layers.
   nlohmann::json ernie = CorpusConfig("ernie-4.5-21b-a3b");
