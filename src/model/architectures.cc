@@ -3692,6 +3692,16 @@ struct SiluOnlyMlp {
   // MoE's 512).
   bool shared_when_absent = false;
   const char* shared_is = "shared expert";  // what `shared` builds beside the experts
+  // Every layer builds a shared MLP where this key is not 0 (Python's `== 0`: 0, 0.0 and false
+  // are 0); absent: where `every_layer_default` (its config class's default is not 0).
+  const char* every_layer_unless_zero = nullptr;
+  bool every_layer_default = false;
+  // The nested config the class builds its language model over, where kvtopo's reader for it is
+  // given the root (Bagel's llm_config, GLM-ASR's and MiDashengLM's text_config; absent: its
+  // config class's defaults, silu), or (else_root) the root where the config has none
+  // (PaddleOCR-VL merges text_config, with its class's defaults, into the root).
+  const char* config_at = nullptr;
+  bool else_root = false;
 };
 constexpr SiluOnlyMlp SharedWhenAbsent(SiluOnlyMlp row) {
   row.shared_when_absent = true;
@@ -3712,6 +3722,9 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
      .shared_is = "residual MLP"},
     {"AriaForConditionalGeneration", "hidden_act"},
     {"AudioFlamingo3ForConditionalGeneration", "hidden_act"},
+    {.engine_class = "BagelForConditionalGeneration",
+     .key = "hidden_act",
+     .config_at = "llm_config"},
     {"BaiChuanForCausalLM", "hidden_act"},
     {"BaichuanForCausalLM", "hidden_act"},
     {"BambaForCausalLM", "hidden_act"},
@@ -3739,6 +3752,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     SharedWhenAbsent(
         {"Ernie4_5_MoeForCausalLM", "hidden_act", kDenseLayers, "moe_num_shared_experts"}),
     {"Exaone4ForCausalLM", "hidden_act"},
+    {"Exaone4_5_ForConditionalGeneration", "hidden_act"},
     {"ExaoneForCausalLM", "activation_function"},
     {"Fairseq2LlamaForCausalLM", "hidden_act"},
     {"FalconH1ForCausalLM", "hidden_act"},
@@ -3750,11 +3764,24 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Glm4MoeLiteForCausalLM", "hidden_act"},
     {"Glm4vForConditionalGeneration", "hidden_act"},
     {"Glm4vMoeForConditionalGeneration", "hidden_act"},
+    {.engine_class = "GlmAsrForConditionalGeneration",
+     .key = "hidden_act",
+     .config_at = "text_config"},
     {"GlmForCausalLM", "hidden_act"},
     {"GlmMoeDsaForCausalLM", "hidden_act"},
     {"GlmOcrForConditionalGeneration", "hidden_act"},
     {"Granite4VisionForConditionalGeneration", "hidden_act"},
     {"GraniteForCausalLM", "hidden_act"},
+    // GraniteMoeSharedMLP, in every layer (attention and Mamba layers alike) for a
+    // shared_intermediate_size not 0: GraniteMoeHybridConfig's default is 1024,
+    // GraniteMoeSharedConfig's 0.
+    {.engine_class = "GraniteMoeHybridForCausalLM",
+     .key = "hidden_act",
+     .every_layer_unless_zero = "shared_intermediate_size",
+     .every_layer_default = true},
+    {.engine_class = "GraniteMoeSharedForCausalLM",
+     .key = "hidden_act",
+     .every_layer_unless_zero = "shared_intermediate_size"},
     {"GritLM", "hidden_act"},
     SharedWhenAbsent({"HYV3ForCausalLM", "hidden_act", kDenseLayers, "num_shared_experts"}),
     {"HunYuanDenseV1ForCausalLM", "hidden_act", kDenseLayers, "use_mixed_mlp_moe"},
@@ -3779,6 +3806,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"LlamaForCausalLM", "hidden_act"},
     {"LlamaForCausalLMEagle3", "hidden_act"},
     {"LlamaModel", "hidden_act"},
+    {.engine_class = "MiDashengLMModel", .key = "hidden_act", .config_at = "text_config"},
     {"MiMoForCausalLM", "hidden_act"},
     {"MiMoV2FlashForCausalLM", "hidden_act"},
     {"MiMoV2ForCausalLM", "hidden_act"},
@@ -3786,6 +3814,7 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
      "num_experts"},
     {"MiniCPMForCausalLM", "hidden_act", kDenseLayers, nullptr, kSiluOrFatrelu, "fatrelu",
      "num_experts"},
+    {"MiniCPMV4_6ForConditionalGeneration", "hidden_act"},
     {"Ministral3ForCausalLM", "hidden_act"},
     {"MistralForCausalLM", "hidden_act"},
     {"MistralModel", "hidden_act"},
@@ -3794,6 +3823,10 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"OpenPanguVLForConditionalGeneration", "hidden_act"},
     {"OrionForCausalLM", "hidden_act"},
     {"OuroForCausalLM", "hidden_act"},
+    {.engine_class = "PaddleOCRVLForConditionalGeneration",
+     .key = "hidden_act",
+     .config_at = "text_config",
+     .else_root = true},
     {"PanguEmbeddedForCausalLM", "hidden_act"},
     {"PanguProMoEV2ForCausalLM", "hidden_act"},
     {"PanguUltraMoEForCausalLM", "hidden_act"},
@@ -3807,8 +3840,10 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Qwen2Model", "hidden_act"},
     SharedWhenAbsent(
         {"Qwen2MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"}),
+    {"Qwen2VLForConditionalGeneration", "hidden_act"},
     {"Qwen2_5OmniForConditionalGeneration", "hidden_act"},
     {"Qwen2_5OmniModel", "hidden_act"},
+    {"Qwen2_5_VLForConditionalGeneration", "hidden_act"},
     {"Qwen3ASRForConditionalGeneration", "hidden_act"},
     {"Qwen3ASRRealtimeGeneration", "hidden_act"},
     {"Qwen3ForCausalLM", "hidden_act"},
@@ -3826,21 +3861,33 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"SeedOssForCausalLM", "hidden_act"},
     {"SmolVLMForConditionalGeneration", "hidden_act"},
     {"SolarForCausalLM", "hidden_act"},
+    {"Tarsier2ForConditionalGeneration", "hidden_act"},
     {"TeleChat3ForCausalLM", "hidden_act"},
     {"TeleFLMForCausalLM", "hidden_act"},
     {"XverseForCausalLM", "hidden_act"},
 };
 static_assert(SortedBy(kSiluOnlyMlp, &SiluOnlyMlp::engine_class));
 
-// Records in m the activation `text` states for a class of kSiluOnlyMlp where it is not the
+// Records in m the activation the text config states (`config`, or its nested config_at) for a
+// class of kSiluOnlyMlp where it is not the
 // string "silu" (the MLP compares with !=) and the model builds a checking MLP: every layer, a
 // dense one (m.expert_layers, builds_no_experts), or the shared expert of a MoE layer; nothing
 // where the key is absent (the config classes kvtopo reads default it to silu, or their default
 // is not known). After RecordExpertLayers.
-void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engine_class,
+void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view engine_class,
                               ModelDescription& m) {
   const SiluOnlyMlp* row = RowOf(kSiluOnlyMlp, &SiluOnlyMlp::engine_class, engine_class);
-  if (row == nullptr || !text.is_object()) return;
+  if (row == nullptr || !config.is_object()) return;
+  const nlohmann::json* at = &config;
+  if (row->config_at != nullptr) {
+    const auto nested = config.find(row->config_at);
+    if (nested != config.end() && nested->is_object()) {
+      at = &*nested;
+    } else if (!row->else_root) {
+      return;
+    }
+  }
+  const nlohmann::json& text = *at;
   const auto v = text.find(row->key);
   if (v == text.end() || (v->is_string() && (v->get_ref<const std::string&>() == "silu" ||
                                              (row->also != nullptr &&
@@ -3848,7 +3895,14 @@ void RecordSiluOnlyActivation(const nlohmann::json& text, std::string_view engin
     return;
   }
   std::string where = "in every layer";
-  if (row->dense_only) {
+  if (row->every_layer_unless_zero != nullptr) {
+    const auto size = text.find(row->every_layer_unless_zero);
+    const bool zero = size == text.end()   ? !row->every_layer_default
+                      : size->is_boolean() ? !size->get<bool>()
+                                           : size->is_number() && size->get<double>() == 0;
+    if (zero) return;
+    where = "as every layer's shared MLP";
+  } else if (row->dense_only) {
     const int64_t n = m.num_hidden_layers;
     const auto count = row->dense_without == nullptr ? text.end() : text.find(row->dense_without);
     const bool dense = m.builds_no_experts ||

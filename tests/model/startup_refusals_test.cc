@@ -1719,6 +1719,62 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
             "reads it with get() and raises AttributeError as it loads the config");
 }
 
+// Wrappers build their language model over a text config: the Qwen2-VL family over text_config
+// (Transformers' config class builds it from the root's fields where the config has none),
+// Bagel over llm_config, GLM-ASR over text_config (absent: its class's defaults), PaddleOCR-VL
+// over the root with text_config (and its class's defaults) merged in.
+TEST(StartupRefusals, SiluOnlyMlpsOfWrappedLanguageModels) {
+  LaunchConfig c;
+  auto refused = [](const std::string& architecture) {
+    return fmt::format(
+        "\n  error [mlp-activation] 'config.json' ({0}) states hidden_act \"gelu\", but the "
+        "engine's {0} builds an MLP for silu only in every layer: it raises as it builds the "
+        "model ('Unsupported activation: gelu. Only silu is supported for now.'); serve a silu "
+        "model, or pass --model-impl transformers",
+        architecture);
+  };
+  nlohmann::json qwen = CorpusConfig("qwen2.5-vl-7b");  // the flat layout
+  qwen["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(qwen, c), refused("Qwen2_5_VLForConditionalGeneration"));
+  nlohmann::json nested = qwen;
+  nested["text_config"] = qwen;
+  nested["text_config"].erase("architectures");
+  nested["text_config"].erase("vision_config");
+  nested["text_config"]["hidden_act"] = "silu";  // the root's is not read
+  EXPECT_EQ(ConfigErrors(nested, c), "");
+  nested["text_config"]["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(nested, c), refused("Qwen2_5_VLForConditionalGeneration"));
+
+  nlohmann::json bagel = {{"architectures", {"BagelForConditionalGeneration"}},
+                          {"torch_dtype", "bfloat16"},
+                          {"hidden_act", "gelu"},
+                          {"llm_config",
+                           {{"model_type", "qwen2"},
+                            {"hidden_size", 3584},
+                            {"num_hidden_layers", 28},
+                            {"num_attention_heads", 28},
+                            {"num_key_value_heads", 4},
+                            {"max_position_embeddings", 32768}}}};
+  EXPECT_EQ(ConfigErrors(bagel, c), "");
+  bagel["llm_config"]["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(bagel, c), refused("BagelForConditionalGeneration"));
+
+  nlohmann::json glm = {{"architectures", {"GlmAsrForConditionalGeneration"}},
+                        {"torch_dtype", "bfloat16"},
+                        {"hidden_act", "gelu"}};
+  EXPECT_EQ(ConfigErrors(glm, c), "");  // text_config from its class's defaults
+  glm["text_config"] = {{"hidden_act", "gelu"}};
+  EXPECT_EQ(ConfigErrors(glm, c), refused("GlmAsrForConditionalGeneration"));
+
+  nlohmann::json paddle = CorpusConfig("paddleocr-vl-shaped");  // flat
+  paddle["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(paddle, c), refused("PaddleOCRVLForConditionalGeneration"));
+  paddle["text_config"] = nlohmann::json::object();  // merged over the root with silu
+  EXPECT_EQ(ConfigErrors(paddle, c), "");
+  paddle["text_config"]["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(paddle, c), refused("PaddleOCRVLForConditionalGeneration"));
+}
+
 // Classes whose decoder layers build an MLP that takes silu only raise as the model is built for
 // another activation the config states: in every layer, or in a MoE class's dense layers and
 // shared experts; the Transformers backend builds its own.
@@ -1835,6 +1891,29 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   arctic["use_residual"] = true;
   EXPECT_EQ(ConfigErrors(arctic, c),
             arctic_refused("in its dense layers and as its MoE layers' residual MLP"));
+  // Granite 4.0-H's layers build a shared MLP unless shared_intermediate_size is 0 (its config
+  // class's default is 1024); Granite MoE Shared's class defaults it to 0.
+  nlohmann::json granite = CorpusConfig("granite-4.0-h");
+  granite["hidden_act"] = "gelu";
+  const std::string shared_mlp = "as every layer's shared MLP";
+  EXPECT_EQ(ConfigErrors(granite, c),
+            refused("GraniteMoeHybridForCausalLM", "hidden_act", "\"gelu\"",
+                    "GraniteMoeHybridForCausalLM", "gelu", shared_mlp));
+  granite["shared_intermediate_size"] = 0.0;
+  EXPECT_EQ(ConfigErrors(granite, c), "");
+  granite["shared_intermediate_size"] = 1536;
+  EXPECT_EQ(ConfigErrors(granite, c),
+            refused("GraniteMoeHybridForCausalLM", "hidden_act", "\"gelu\"",
+                    "GraniteMoeHybridForCausalLM", "gelu", shared_mlp));
+  nlohmann::json shared = CorpusConfig("granite-3.1-3b-a800m");
+  shared["architectures"] = {"GraniteMoeSharedForCausalLM"};
+  shared["model_type"] = "granitemoeshared";
+  shared["hidden_act"] = "gelu";
+  EXPECT_EQ(ConfigErrors(shared, c), "");
+  shared["shared_intermediate_size"] = 1024;
+  EXPECT_EQ(ConfigErrors(shared, c),
+            refused("GraniteMoeSharedForCausalLM", "hidden_act", "\"gelu\"",
+                    "GraniteMoeSharedForCausalLM", "gelu", shared_mlp));
   // ERNIE 4.5 MoE's config class builds two shared experts where the config states none; its
   // layers from moe_layer_start_index (1 by default) on are MoE layers.
   nlohmann::json ernie = CorpusConfig("ernie-4.5-21b-a3b");
