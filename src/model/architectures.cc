@@ -3702,6 +3702,9 @@ struct SiluOnlyMlp {
   // (PaddleOCR-VL merges text_config, with its class's defaults, into the root).
   const char* config_at = nullptr;
   bool else_root = false;
+  const char* or_at = nullptr;  // where config_at is absent, this nested config (Molmo 2's)
+  // The MLP asserts instead of raising (Molmo 2's LanguageModelMLP): the assertion's text.
+  const char* asserts = nullptr;
 };
 constexpr SiluOnlyMlp SharedWhenAbsent(SiluOnlyMlp row) {
   row.shared_when_absent = true;
@@ -3818,6 +3821,12 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Ministral3ForCausalLM", "hidden_act"},
     {"MistralForCausalLM", "hidden_act"},
     {"MistralModel", "hidden_act"},
+    // Molmo 2's LanguageModelMLP, over text_config (else llm_config), asserts silu.
+    {.engine_class = "Molmo2ForConditionalGeneration",
+     .key = "hidden_act",
+     .config_at = "text_config",
+     .or_at = "llm_config",
+     .asserts = "assert hidden_act == \"silu\""},
     {"MusicFlamingoForConditionalGeneration", "hidden_act"},
     {"OpenCUAForConditionalGeneration", "hidden_act"},
     {"OpenPanguVLForConditionalGeneration", "hidden_act"},
@@ -3881,8 +3890,11 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
   const nlohmann::json* at = &config;
   if (row->config_at != nullptr) {
     const auto nested = config.find(row->config_at);
+    const auto other = row->or_at == nullptr ? config.end() : config.find(row->or_at);
     if (nested != config.end() && nested->is_object()) {
       at = &*nested;
+    } else if (nested == config.end() && other != config.end() && other->is_object()) {
+      at = &*other;
     } else if (!row->else_root) {
       return;
     }
@@ -3930,6 +3942,7 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
   m.unsupported_activation_where = fmt::format(
       "for silu{} only {}", row->also == nullptr ? "" : fmt::format(" and {}", row->also), where);
   m.unsupported_activation_says = row->says;
+  m.unsupported_activation_asserts = row->asserts == nullptr ? "" : row->asserts;
   m.unsupported_activation_json = v->dump();
   m.unsupported_activation = v->is_string()    ? v->get<std::string>()
                              : v->is_null()    ? "None"

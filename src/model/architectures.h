@@ -224,8 +224,9 @@ struct ModelDescription {
   std::string unsupported_activation_key;
   std::string unsupported_activation;
   std::string unsupported_activation_json;
-  std::string unsupported_activation_where;  // "for silu only in every layer", ...
-  std::string unsupported_activation_says;   // "Only silu is supported for now."
+  std::string unsupported_activation_where;    // "for silu only in every layer", ...
+  std::string unsupported_activation_says;     // "Only silu is supported for now."
+  std::string unsupported_activation_asserts;  // the MLP asserts instead: the assertion's text
   // The experts each MoE layer builds (FusedMoE and the checks on its layers: their placement,
   // kernels and LoRA wrappers): num_experts, or 0 where the model builds no expert layers.
   int64_t BuiltExperts() const {

@@ -2002,13 +2002,18 @@ void CheckMlpActivation(const ModelDescription& m, const std::string& file, bool
   if (m.unsupported_activation_key.empty() || !m.transformers_backend.empty()) return;
   const std::string& engine_class = TextEngineClass(m);
   const std::string what = TextModelWhat(m, file);
+  const std::string fails =
+      m.unsupported_activation_asserts.empty()
+          ? fmt::format("raises as it builds the {} ('Unsupported activation: {}. {}')",
+                        draft ? "draft" : "model", m.unsupported_activation,
+                        m.unsupported_activation_says)
+          : fmt::format("fails an assertion as it builds the {} ('{}')", draft ? "draft" : "model",
+                        m.unsupported_activation_asserts);
   b.Error("mlp-activation",
-          fmt::format("{}{} states {} {}, but the engine's {} builds an MLP {}: it raises as it "
-                      "builds the {} ('Unsupported activation: {}. {}'); {}",
+          fmt::format("{}{} states {} {}, but the engine's {} builds an MLP {}: it {}; {}",
                       draft ? "--speculative-config draft " : "", what,
                       m.unsupported_activation_key, m.unsupported_activation_json, engine_class,
-                      m.unsupported_activation_where, draft ? "draft" : "model",
-                      m.unsupported_activation, m.unsupported_activation_says,
+                      m.unsupported_activation_where, fails,
                       draft ? "choose a draft whose config states silu"
                             : "serve a silu model, or pass --model-impl transformers"));
 }

@@ -1722,7 +1722,8 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
 // Wrappers build their language model over a text config: the Qwen2-VL family over text_config
 // (Transformers' config class builds it from the root's fields where the config has none),
 // Bagel over llm_config, GLM-ASR over text_config (absent: its class's defaults), PaddleOCR-VL
-// over the root with text_config (and its class's defaults) merged in.
+// over the root with text_config (and its class's defaults) merged in, Molmo 2 over text_config
+// (else llm_config).
 TEST(StartupRefusals, SiluOnlyMlpsOfWrappedLanguageModels) {
   LaunchConfig c;
   auto refused = [](const std::string& architecture) {
@@ -1773,6 +1774,20 @@ TEST(StartupRefusals, SiluOnlyMlpsOfWrappedLanguageModels) {
   EXPECT_EQ(ConfigErrors(paddle, c), "");
   paddle["text_config"]["hidden_act"] = "gelu";
   EXPECT_EQ(ConfigErrors(paddle, c), refused("PaddleOCRVLForConditionalGeneration"));
+
+  // Molmo 2's language model MLP asserts silu, over text_config (else llm_config).
+  nlohmann::json molmo2 = {{"architectures", {"Molmo2ForConditionalGeneration"}},
+                           {"torch_dtype", "bfloat16"},
+                           {"llm_config", bagel["llm_config"]}};
+  molmo2["llm_config"]["head_dim"] = 128;
+  EXPECT_EQ(ConfigErrors(molmo2, c),
+            "\n  error [mlp-activation] 'config.json' (Molmo2ForConditionalGeneration) states "
+            "hidden_act \"gelu\", but the engine's Molmo2ForConditionalGeneration builds an MLP "
+            "for silu only in every layer: it fails an assertion as it builds the model ('assert "
+            "hidden_act == \"silu\"'); serve a silu model, or pass --model-impl transformers");
+  molmo2["text_config"] = molmo2["llm_config"];
+  molmo2["text_config"]["hidden_act"] = "silu";
+  EXPECT_EQ(ConfigErrors(molmo2, c), "");
 }
 
 // Classes whose decoder layers build an MLP that takes silu only raise as the model is built for
