@@ -2064,8 +2064,8 @@ Status ReadGrok(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// Arctic (arctic.py): its decoder layer reads config.use_residual, which the fork's ArcticConfig
-// does not default, for every layer.
+// Arctic (arctic.py): its decoder layer reads config.use_residual for every layer, which
+// ArcticConfig (the checkpoint's configuration_arctic.py, which the fork copies) does not default.
 Status ReadArctic(const ConfigReader& r, ModelDescription& m) {
   if (!r.json().contains("use_residual")) {
     return r.Invalid("use_residual",
@@ -3299,11 +3299,14 @@ constexpr const char* kPanguMoeRaises = "No MOE layer found in model.layers.";
 // Sorted by class.
 constexpr ExpertLayerRule kExpertLayerRules[] = {
     Named(kStatedFreqLayers, "AXK1ForCausalLM"),
+    // The fork's AfmoeConfig (its config registry's, for model type afmoe) defaults
+    // num_dense_layers to 1.
     {.engine_class = "AfmoeForCausalLM",
      .dense = "num_dense_layers",
+     .dense_default = 1,
      .raises = "No AfmoeMoE layer found in model.layers.",
      .raises_per_stage_only = true},
-    // The fork's ArcticConfig defaults moe_layer_frequency to 2.
+    // ArcticConfig (the checkpoint's, which the fork copies) defaults moe_layer_frequency to 2.
     {.engine_class = "ArcticForCausalLM",
      .freq = "moe_layer_frequency",
      .freq_from = LayerFreq::kFromOne,
@@ -3337,7 +3340,11 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
     Named(kDeepseekLayers, "Glm4MoeLiteForCausalLM", kGlm4MoeRaises),
     Named(kFirstDenseLayers, "Glm4vMoeForConditionalGeneration", kGlm4MoeRaises),
     Named(kDeepseekLayers, "GlmMoeDsaForCausalLM"),
-    Named(kFirstDenseOnlyLayers, "HYV3ForCausalLM", "No MoE layer found in model.layers."),
+    // The fork's HYV3Config defaults first_k_dense_replace to 1.
+    {.engine_class = "HYV3ForCausalLM",
+     .dense = "first_k_dense_replace",
+     .dense_default = 1,
+     .raises = "No MoE layer found in model.layers."},
     // HunYuan's _is_moe decides for every layer at once (HunYuanBuildsExperts).
     {.engine_class = "HunYuanMoEV1ForCausalLM",
      .raises = "No HunYuanMoE layer found in model.layers."},
@@ -3355,16 +3362,19 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .offset = "expert_layer_offset",
      .offset_default = 1},
     Named(kDeepseekLayers, "KimiK25ForConditionalGeneration"),
+    // The fork's KimiLinearConfig defaults first_k_dense_replace to 0 and moe_layer_freq to 1.
     {.engine_class = "KimiLinearForCausalLM",
      .gate = "num_experts",
      .dense = "first_k_dense_replace",
+     .dense_default = 0,
      .freq = "moe_layer_freq",
-     .freq_from = LayerFreq::kFromZero,
-     .freq_stated = true},
+     .freq_from = LayerFreq::kFromZero},
     Named(kDeepseekLayers, "KimiVLForConditionalGeneration"),
     Named(kQwenMoeStatedLayers, "LagunaForCausalLM"),
+    // The fork's Lfm2MoeConfig defaults num_dense_layers to 2.
     {.engine_class = "Lfm2MoeForCausalLM",
      .dense = "num_dense_layers",
+     .dense_default = 2,
      .raises = "No Lfm2MoeSparseMoeBlock layer found in the model.layers."},
     Named(kLlama4Layers, "Llama4ForCausalLM"),
     Named(kLlama4Layers, "Llama4ForConditionalGeneration"),
@@ -3386,7 +3396,14 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
                "num_experts in config."},
     Named(kQwenMoeLayers, "Qwen2MoeForCausalLM"),
     Named(kQwenMoeLayers, "Qwen3MoeForCausalLM", "No Qwen3MoE layer found in the model.layers."),
-    Named(kQwenMoeLayers, "Qwen3NextForCausalLM", "No Qwen3Next layer found in the model.layers."),
+    // The fork's Qwen3NextConfig defaults decoder_sparse_step to 1 (mlp_only_layers to []).
+    {.engine_class = "Qwen3NextForCausalLM",
+     .gate = "num_experts",
+     .gate_above = 0,
+     .freq = "decoder_sparse_step",
+     .freq_from = LayerFreq::kFromOne,
+     .mlp_only_layers = true,
+     .raises = "No Qwen3Next layer found in the model.layers."},
     Named(kQwenMoeLayers, "Qwen3OmniMoeForConditionalGeneration"),
     Named(kQwenMoeLayers, "Qwen3VLMoeForConditionalGeneration",
           "No Qwen3Moe layer found in the language_model."),

@@ -1456,15 +1456,34 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   c.cache.max_model_len = 4096;
   EXPECT_EQ(ConfigErrors(hy, c), "");
   c.pp_layer_partition = "1,79";
-  EXPECT_EQ(ConfigErrors(hy, c),
-            "\n  error [expert-layers] 'config.json' (HYV3ForCausalLM) with "
-            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '1,79': stage 0 (layer 0) "
-            "builds no layer with experts (its layers build them only as first_k_dense_replace "
-            "choose): the engine's HYV3ForCausalLM raises as such a stage builds its part of the "
-            "model ('No MoE layer found in model.layers.'); give every stage a layer with experts "
-            "(VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size");
+  const std::string hy_stage0 =
+      "\n  error [expert-layers] 'config.json' (HYV3ForCausalLM) with "
+      "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '1,79': stage 0 (layer 0) "
+      "builds no layer with experts (its layers build them only as first_k_dense_replace "
+      "choose): the engine's HYV3ForCausalLM raises as such a stage builds its part of the "
+      "model ('No MoE layer found in model.layers.'); give every stage a layer with experts "
+      "(VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size";
+  EXPECT_EQ(ConfigErrors(hy, c), hy_stage0);
   c.pp_layer_partition = "2,78";
   EXPECT_EQ(ConfigErrors(hy, c), "");
+  // Keys the fork's own config classes default: HY-V3's first_k_dense_replace 1, Qwen3-Next's
+  // decoder_sparse_step 1 (its mlp_only_layers [] where absent).
+  hy.erase("first_k_dense_replace");
+  c.pp_layer_partition = "1,79";
+  EXPECT_EQ(ConfigErrors(hy, c), hy_stage0);
+  nlohmann::json next = CorpusConfig("qwen3-next-80b");  // no decoder_sparse_step
+  next["mlp_only_layers"] = {0, 1, 2, 3};
+  c.pp_layer_partition = "4,44";
+  EXPECT_EQ(ConfigErrors(next, c),
+            "\n  error [expert-layers] 'config.json' (Qwen3NextForCausalLM) with "
+            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '4,44': stage 0 (layers 0 to "
+            "3) builds no layer with experts (its layers build them only as num_experts, "
+            "decoder_sparse_step and mlp_only_layers choose): the engine's Qwen3NextForCausalLM "
+            "raises as such a stage builds its part of the model ('No Qwen3Next layer found in the "
+            "model.layers.'); give every stage a layer with experts (VLLM_PP_LAYER_PARTITION) or "
+            "change --pipeline-parallel-size");
+  c.pp_layer_partition = "8,40";
+  EXPECT_EQ(ConfigErrors(next, c), "");
   c.pipeline_parallel_size = 1;
   c.pp_layer_partition.reset();
 
@@ -1581,6 +1600,16 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   afmoe["num_dense_layers"] = 32;  // no MoE layer to look for
   c.pp_layer_partition = "2,30";
   EXPECT_EQ(ConfigErrors(afmoe, c), "");
+  afmoe.erase("num_dense_layers");  // the fork's AfmoeConfig: 1
+  EXPECT_EQ(ConfigErrors(afmoe, c), "");
+  c.pp_layer_partition = "1,31";
+  EXPECT_EQ(ConfigErrors(afmoe, c),
+            "\n  error [expert-layers] 'config.json' (AfmoeForCausalLM) with "
+            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '1,31': stage 0 (layer 0) "
+            "builds no layer with experts (its layers build them only as num_dense_layers "
+            "choose): the engine's AfmoeForCausalLM raises as such a stage builds its part of the "
+            "model ('No AfmoeMoE layer found in model.layers.'); give every stage a layer with "
+            "experts (VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size");
 
   LaunchConfig eplb;
   eplb.enable_expert_parallel = true;
