@@ -3224,7 +3224,7 @@ struct ExpertLayerRule {
   const char* switch_key = nullptr;
   const char* dense = nullptr;  // the layers below its value build a dense MLP
   int64_t dense_default = -1;   // dense's value where absent (-1: not known)
-  const char* last = nullptr;   // the layers above its value build a dense MLP (-1: none)
+  const char* last = nullptr;   // the layers above its value build a dense MLP (-1: the last)
   const char* freq = nullptr;
   LayerFreq freq_from = LayerFreq::kNone;
   bool freq_stated = false;  // read as stated (else freq_default where absent)
@@ -3235,6 +3235,7 @@ struct ExpertLayerRule {
   bool freq_first = false;      // every layer divides by freq before dense and last are tested
   bool mlp_only_layers = false;
   bool mlp_only_stated = false;  // the config class's default is not [] (read as stated)
+  bool mlp_only_first = false;   // absent or null: the config class lists layer 0 alone
   bool moe_layers_enum = false;
   bool enum_required = false;  // its config class's default is not None
   // A list of per-layer truth values (MiMo-V2's moe_layer_freq); an int builds no experts.
@@ -3271,7 +3272,7 @@ constexpr ExpertLayerRule kQwenMoeLayers{.gate = "num_experts",
                                          .freq_from = LayerFreq::kFromOne,
                                          .freq_stated = true,
                                          .mlp_only_layers = true};
-// Intern-S1 Pro's and Laguna's config classes do not default mlp_only_layers to [].
+// Intern-S1 Pro's config class does not default mlp_only_layers to [] (nor is it the fork's).
 constexpr ExpertLayerRule kQwenMoeStatedLayers{.gate = "num_experts",
                                                .gate_above = 0,
                                                .freq = "decoder_sparse_step",
@@ -3370,7 +3371,14 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .freq = "moe_layer_freq",
      .freq_from = LayerFreq::kFromZero},
     Named(kDeepseekLayers, "KimiVLForConditionalGeneration"),
-    Named(kQwenMoeStatedLayers, "LagunaForCausalLM"),
+    // The fork's LagunaConfig: decoder_sparse_step 1, mlp_only_layers [0] (also for None).
+    {.engine_class = "LagunaForCausalLM",
+     .gate = "num_experts",
+     .gate_above = 0,
+     .freq = "decoder_sparse_step",
+     .freq_from = LayerFreq::kFromOne,
+     .mlp_only_layers = true,
+     .mlp_only_first = true},
     // The fork's Lfm2MoeConfig defaults num_dense_layers to 2.
     {.engine_class = "Lfm2MoeForCausalLM",
      .dense = "num_dense_layers",
@@ -3573,8 +3581,11 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
     // (the class that reads one, Jamba's, refuses it with its config).
     if (rule->freq_from == LayerFreq::kAtOffset && freq < 0) return Status::Ok();
     std::vector<bool> dense_listed(static_cast<size_t>(n), false);
-    if (rule->mlp_only_layers && j.contains("mlp_only_layers")) {
-      const nlohmann::json& listed = j["mlp_only_layers"];
+    const auto only = j.find("mlp_only_layers");
+    if (rule->mlp_only_first && (only == j.end() || only->is_null())) {
+      dense_listed[0] = true;
+    } else if (rule->mlp_only_layers && only != j.end()) {
+      const nlohmann::json& listed = *only;
       if (!listed.is_array()) return Status::Ok();
       for (const nlohmann::json& e : listed) {
         // Python's `in` compares by value: 1.0 and True list layer 1.
@@ -3692,8 +3703,10 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
 // The draft classes (keyed by the name ResolveDraftConfig gives them) build their layers over the
 // draft's own config: the EAGLE and EAGLE-3 Llama heads' LlamaMLP (llama_eagle.py,
 // llama_eagle3.py, every name the registry maps to them), the Mistral heads' MistralMLP and
-// DeepSeek-V2 layers, the DeepSeek EAGLE-3 heads' DeepseekV2MLP and DFlash's Qwen2MLP. Wrappers
-// whose language model reads another config than kvtopo's text config are left out. Sorted.
+// DeepSeek-V2 layers, the DeepSeek EAGLE-3 heads' DeepseekV2MLP and DFlash's Qwen2MLP. A wrapper
+// whose reader kvtopo gives the root names the nested config its language model is built over
+// (config_at); wrappers whose language model reads a config kvtopo cannot tell are left out.
+// Sorted.
 constexpr bool kDenseLayers = true;
 struct SiluOnlyMlp {
   std::string_view engine_class;

@@ -1894,6 +1894,22 @@ TEST(StartupRefusals, SiluOnlyMlps) {
             "layers' shared expert: it raises as it builds the model ('Unsupported activation: "
             "gelu. Only silu is supported.'); serve a silu model, or pass --model-impl "
             "transformers");
+  // Its config class lists layer 0 alone where mlp_only_layers is absent or null.
+  laguna["shared_expert_intermediate_size"] = 0;
+  EXPECT_EQ(ConfigErrors(laguna, c), "");
+  laguna["mlp_only_layers"] = nullptr;
+  EXPECT_EQ(ConfigErrors(laguna, c),
+            "\n  error [mlp-activation] 'config.json' (LagunaForCausalLM) states hidden_act "
+            "\"gelu\", but the engine's LagunaForCausalLM builds an MLP for silu only in its dense "
+            "layers: it raises as it builds the model ('Unsupported activation: gelu. Only silu is "
+            "supported.'); serve a silu model, or pass --model-impl transformers");
+  laguna.erase("mlp_only_layers");
+  laguna.erase("decoder_sparse_step");  // 1
+  EXPECT_EQ(ConfigErrors(laguna, c),
+            "\n  error [mlp-activation] 'config.json' (LagunaForCausalLM) states hidden_act "
+            "\"gelu\", but the engine's LagunaForCausalLM builds an MLP for silu only in its dense "
+            "layers: it raises as it builds the model ('Unsupported activation: gelu. Only silu is "
+            "supported.'); serve a silu model, or pass --model-impl transformers");
   // MiniCPM's MLP, built where num_experts is absent or 0, takes silu and fatrelu.
   nlohmann::json minicpm = testing_configs::Llama31_8B();
   minicpm["architectures"] = {"MiniCPMForCausalLM"};
