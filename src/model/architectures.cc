@@ -3280,6 +3280,18 @@ constexpr ExpertLayerRule kQwenMoeStatedLayers{.gate = "num_experts",
                                                .freq_stated = true,
                                                .mlp_only_layers = true,
                                                .mlp_only_stated = true};
+// Qwen3-Next's and Laguna's: the fork's own config classes default decoder_sparse_step to 1 and
+// mlp_only_layers to [] (Qwen3NextConfig) or, where absent or None, [0] (LagunaConfig).
+constexpr ExpertLayerRule kForkQwenMoeLayers{.gate = "num_experts",
+                                             .gate_above = 0,
+                                             .freq = "decoder_sparse_step",
+                                             .freq_from = LayerFreq::kFromOne,
+                                             .mlp_only_layers = true};
+constexpr ExpertLayerRule kLagunaLayers = [] {
+  ExpertLayerRule rule = kForkQwenMoeLayers;
+  rule.mlp_only_first = true;
+  return rule;
+}();
 constexpr ExpertLayerRule kLlama4Layers{.freq = "interleave_moe_layer_step",
                                         .freq_from = LayerFreq::kFromOne,
                                         .freq_stated = true,
@@ -3371,14 +3383,7 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .freq = "moe_layer_freq",
      .freq_from = LayerFreq::kFromZero},
     Named(kDeepseekLayers, "KimiVLForConditionalGeneration"),
-    // The fork's LagunaConfig: decoder_sparse_step 1, mlp_only_layers [0] (also for None).
-    {.engine_class = "LagunaForCausalLM",
-     .gate = "num_experts",
-     .gate_above = 0,
-     .freq = "decoder_sparse_step",
-     .freq_from = LayerFreq::kFromOne,
-     .mlp_only_layers = true,
-     .mlp_only_first = true},
+    Named(kLagunaLayers, "LagunaForCausalLM"),
     // The fork's Lfm2MoeConfig defaults num_dense_layers to 2.
     {.engine_class = "Lfm2MoeForCausalLM",
      .dense = "num_dense_layers",
@@ -3404,14 +3409,8 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
                "num_experts in config."},
     Named(kQwenMoeLayers, "Qwen2MoeForCausalLM"),
     Named(kQwenMoeLayers, "Qwen3MoeForCausalLM", "No Qwen3MoE layer found in the model.layers."),
-    // The fork's Qwen3NextConfig defaults decoder_sparse_step to 1 (mlp_only_layers to []).
-    {.engine_class = "Qwen3NextForCausalLM",
-     .gate = "num_experts",
-     .gate_above = 0,
-     .freq = "decoder_sparse_step",
-     .freq_from = LayerFreq::kFromOne,
-     .mlp_only_layers = true,
-     .raises = "No Qwen3Next layer found in the model.layers."},
+    Named(kForkQwenMoeLayers, "Qwen3NextForCausalLM",
+          "No Qwen3Next layer found in the model.layers."),
     Named(kQwenMoeLayers, "Qwen3OmniMoeForConditionalGeneration"),
     Named(kQwenMoeLayers, "Qwen3VLMoeForConditionalGeneration",
           "No Qwen3Moe layer found in the language_model."),
