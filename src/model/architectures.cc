@@ -3165,12 +3165,56 @@ constexpr std::array<TypedTextModel, 2> kPaliGemmaTextModels = {{
     {"gemma2", ReadInterleavedAs<kGemma2>, 2304, 26, 8, 4, 0},
 }};
 
+// Whether `table`'s rows are sorted by their key `cls` (a class name, a model type), with no
+// key twice.
+template <typename Row, size_t N>
+constexpr bool SortedBy(const Row (&table)[N], std::string_view Row::*cls) {
+  for (size_t i = 1; i < N; ++i) {
+    if (!(table[i - 1].*cls < table[i].*cls)) return false;
+  }
+  return true;
+}
+
+// The row of `table` (SortedBy `cls`) whose class is `name`; null where it has none.
+template <typename Row, size_t N>
+const Row* RowOf(const Row (&table)[N], std::string_view Row::*cls, std::string_view name) {
+  const Row* row = std::lower_bound(std::begin(table), std::end(table), name,
+                                    [&](const Row& r, std::string_view c) { return r.*cls < c; });
+  return row != std::end(table) && row->*cls == name ? row : nullptr;
+}
+
+// The expert key and count of the config classes the fork registers for their model types
+// (transformers_utils/config.py and configs/ at 28be48fa9), keyed by the root's model type (the
+// text config classes of Qwen3.5 MoE and Step-3-VL for theirs): the engine's get_num_experts
+// takes the first of its names the config object has, class attributes included, so this
+// default counts where the config leaves the key out. Sorted.
+struct ClassExpertCount {
+  std::string_view model_type;
+  const char* key;
+  int64_t count;
+};
+constexpr ClassExpertCount kForkClassExpertCounts[] = {
+    {"afmoe", "num_experts", 64},
+    {"flex_olmo", "num_experts", 7},
+    {"hy_v3", "num_experts", 192},
+    {"laguna", "num_experts", 256},
+    {"lfm2_moe", "num_experts", 32},
+    {"qwen3_5_moe", "num_experts", 256},
+    {"qwen3_5_moe_text", "num_experts", 256},
+    {"qwen3_next", "num_experts", 512},
+    {"step3_text", "moe_num_experts", 48},
+    {"step3_vl", "moe_num_experts", 48},
+    {"step3p5", "moe_num_experts", 16},
+};
+static_assert(SortedBy(kForkClassExpertCounts, &ClassExpertCount::model_type));
+
 // The expert count the engine reads from a text config (get_num_experts in
 // vllm/transformers_utils/model_arch_config_convertor.py at 28be48fa9): the first of num_experts,
-// moe_num_experts, n_routed_experts and num_local_experts the config states (a list: its first
-// entry); when that is not above 0, the largest n_routed_experts of its block_configs' "moe"
-// blocks (NemotronH's heterogeneous layers); else 0.
-int64_t EngineExpertCount(const nlohmann::json& text) {
+// moe_num_experts, n_routed_experts and num_local_experts the config states, or the config class
+// of `model_type` defines (kForkClassExpertCounts; a list: its first entry); when that is not
+// above 0, the largest n_routed_experts of its block_configs' "moe" blocks (NemotronH's
+// heterogeneous layers); else 0.
+int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_type) {
   if (!text.is_object()) return 0;
   // A count above 0 that is not a whole number in range counts as 1 expert: the engine tests > 0.
   // A whole float (32.0) counts as its value.
@@ -3183,11 +3227,15 @@ int64_t EngineExpertCount(const nlohmann::json& text) {
     }
     return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
   };
+  const ClassExpertCount* of_class =
+      RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, model_type);
   for (const char* key :
        {"num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"}) {
-    if (!text.contains(key)) continue;
-    if (const int64_t n = count(text[key]); n > 0) return n;
-    break;
+    if (text.contains(key)) {
+      if (const int64_t n = count(text[key]); n > 0) return n;
+      break;
+    }
+    if (of_class != nullptr && std::string_view(key) == of_class->key) return of_class->count;
   }
   const auto blocks = text.find("block_configs");
   if (blocks == text.end() || !blocks->is_array()) return 0;
@@ -3427,23 +3475,6 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .raises = "No MoE layers found in the model."},
 };
 
-// Whether `table`'s rows are sorted by their class name `cls`, with no class twice.
-template <typename Row, size_t N>
-constexpr bool SortedBy(const Row (&table)[N], std::string_view Row::*cls) {
-  for (size_t i = 1; i < N; ++i) {
-    if (!(table[i - 1].*cls < table[i].*cls)) return false;
-  }
-  return true;
-}
-
-// The row of `table` (SortedBy `cls`) whose class is `name`; null where it has none.
-template <typename Row, size_t N>
-const Row* RowOf(const Row (&table)[N], std::string_view Row::*cls, std::string_view name) {
-  const Row* row = std::lower_bound(std::begin(table), std::end(table), name,
-                                    [&](const Row& r, std::string_view c) { return r.*cls < c; });
-  return row != std::end(table) && row->*cls == name ? row : nullptr;
-}
-
 static_assert(SortedBy(kExpertLayerRules, &ExpertLayerRule::engine_class));
 
 const ExpertLayerRule* ExpertLayerRuleFor(std::string_view engine_class) {
@@ -3665,14 +3696,25 @@ constexpr std::pair<std::string_view, const char*> kTpAboveExpertsRaises[] = {
 static_assert(std::is_sorted(std::begin(kTpAboveExpertsRaises), std::end(kTpAboveExpertsRaises)));
 
 // Records m.tp_checked_experts: the count the MoE layers of `engine_class` compare the
-// tensor-parallel size with, as `text` states it (a list's largest integer for ERNIE 4.5 VL MoE).
+// tensor-parallel size with, as `text` states it (a list's largest integer for ERNIE 4.5 VL MoE),
+// else as the fork's config class for m.model_type defines it (kForkClassExpertCounts).
 void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_class,
                             ModelDescription& m) {
   const auto* row =
       RowOf(kTpAboveExpertsRaises, &std::pair<std::string_view, const char*>::first, engine_class);
   if (row == nullptr) return;
   const auto v = text.find(row->second);
-  if (v == text.end()) return;
+  if (v == text.end()) {
+    // The default of the fork's config class, where it defines that key.
+    const ClassExpertCount* of_class =
+        RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, m.model_type);
+    if (of_class != nullptr && std::string_view(of_class->key) == row->second &&
+        of_class->count > 0) {
+      m.tp_checked_experts = of_class->count;
+      m.tp_checked_experts_printed = std::to_string(of_class->count);
+    }
+    return;
+  }
   std::optional<int64_t> count;
   std::vector<int64_t> listed;
   if (v->is_array() && engine_class.starts_with("Ernie4_5_VL")) {
@@ -3997,7 +4039,7 @@ Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
 // DBRX's n_layers, ChatGLM's and EXAONE's num_layers).
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
-  if (m.num_experts == 0) m.num_experts = EngineExpertCount(text);
+  if (m.num_experts == 0) m.num_experts = EngineExpertCount(text, m.model_type);
   auto stated = [&](std::initializer_list<const char*> keys) {
     return std::any_of(keys.begin(), keys.end(),
                        [&](const char* key) { return text.contains(key) && !text[key].is_null(); });
@@ -7261,7 +7303,9 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
     // ModelConfig._get_transformers_backend_cls: MultiModal for a nested text config, MoE for a
     // text config with experts (ModelConfig.is_moe).
     cls = text_key.empty() ? "Transformers" : "TransformersMultiModal";
-    if (EngineExpertCount(text_key.empty() ? config : config[text_key]) > 0) cls += "MoE";
+    if (EngineExpertCount(text_key.empty() ? config : config[text_key], m.model_type) > 0) {
+      cls += "MoE";
+    }
     cls += "ForCausalLM";
   } else {
     checks.insert(checks.begin(),

@@ -2004,6 +2004,42 @@ TEST(StartupRefusals, SiluOnlyMlps) {
 // The MoE layers that compare the tensor-parallel size with the expert count their config
 // states, as they are built: Qwen3 MoE's, a wrapper's Qwen3-MoE language model's, HunYuan's,
 // MiniMax-M2's, ERNIE 4.5 VL MoE's (the largest of its list, the list printed).
+// The engine reads a config's expert count with the config class's attributes: the classes the
+// fork registers for their model types define one (Step 3.5's moe_num_experts 16, AFMoE's
+// num_experts 64, ...), which counts where the config leaves the key out.
+TEST(StartupRefusals, ExpertCountsOfTheForksConfigClasses) {
+  nlohmann::json step = CorpusConfig("step-3.5-flash");  // states no expert count
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 32;
+  EXPECT_EQ(
+      ConfigErrors(step, c),
+      "\n  error [moe-tensor-parallel] -tp 32 with 'config.json' (Step3p5ForCausalLM), "
+      "whose MoE layers hold 16 experts: the engine's MoE layer raises as it builds the model "
+      "('Tensor parallel size 32 is greater than the number of experts 16.'); use -tp 16 or "
+      "less");
+  c.parallel.tensor_parallel_size = 16;
+  EXPECT_EQ(ConfigErrors(step, c), "");
+  step["moe_num_experts"] = 8;  // stated: the class's default does not count
+  EXPECT_EQ(ConfigErrors(step, c),
+            "\n  error [moe-tensor-parallel] -tp 16 with 'config.json' (Step3p5ForCausalLM), "
+            "whose MoE layers hold 8 experts: the engine's MoE layer raises as it builds the model "
+            "('Tensor parallel size 16 is greater than the number of experts 8.'); use -tp 8 or "
+            "less");
+  // Expert parallelism has AFMoE's 64 experts to place.
+  nlohmann::json afmoe = CorpusConfig("trinity-mini");
+  LaunchConfig ep;
+  ep.parallel.tensor_parallel_size = 2;
+  ep.enable_expert_parallel = true;
+  EXPECT_EQ(ConfigErrors(afmoe, ep), "");
+  afmoe["model_type"] = "afmoe_custom";  // a class kvtopo does not know: no count
+  EXPECT_EQ(ConfigErrors(afmoe, ep),
+            "\n  error [expert-parallel-no-experts] --enable-expert-parallel with 'config.json' "
+            "(AfmoeForCausalLM), whose config states no experts (num_experts, moe_num_experts, "
+            "n_routed_experts, num_local_experts, block_configs): the engine refuses it ('Number "
+            "of experts in the model must be greater than 0 when expert parallelism is enabled'); "
+            "drop --enable-expert-parallel");
+}
+
 TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
   // -tp 8 refused for `what`, whose MoE layers hold `experts` (the engine prints `printed`).
   auto tp_above = [](const std::string& what, int experts, std::string printed = "") {
