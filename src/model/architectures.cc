@@ -3258,10 +3258,11 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
 // the layers moe_layers_enum lists (1 to N - 1 without it), MiMo-V2's where its moe_layer_freq
 // list holds a true entry (as an int, in none), MiniMax-Text-01's where its num_local_experts
 // (a list per layer, or an int) is not 1. A key the class reads as stated that the config
-// leaves out leaves the choice unknown (kvtopo does not guess a config class's default); the
-// keys read with getattr's default, or whose config class kvtopo reads with its defaults
-// (Jamba's), take those, and a `dense` read with getattr's 0 (Bailing V2.5's, Cohere2 MoE's)
-// builds them in every layer as an unknown choice does.
+// leaves out leaves the choice unknown, unless its config class is certain: the fork's own
+// (dense_default, freq_default, the count of kForkClassExpertCounts for the gate), Transformers'
+// ERNIE 4.5 MoE and Jamba classes, Arctic's checkpoint code. The keys read with getattr's
+// default take those, and a `dense` read with getattr's 0 (Bailing V2.5's, Cohere2 MoE's) builds
+// them in every layer as an unknown choice does.
 enum class LayerFreq { kNone, kFromZero, kFromDense, kFromOne, kAtOffset };
 struct ExpertLayerRule {
   std::string_view engine_class;
@@ -3571,9 +3572,19 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
         return Status::Ok();
       }
     } else if (rule->gate != nullptr) {
-      const auto gate = j.find(rule->gate);
+      // Absent: the count of the fork's config class for the model type, where it defines it.
+      const ClassExpertCount* of_class =
+          RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, m.model_type);
+      const nlohmann::json class_count =
+          of_class != nullptr && std::string_view(of_class->key) == rule->gate
+              ? nlohmann::json(of_class->count)
+              : nlohmann::json();
+      const auto stated = j.find(rule->gate);
+      const nlohmann::json* gate = stated != j.end()        ? &*stated
+                                   : !class_count.is_null() ? &class_count
+                                                            : nullptr;
       // A count that is not a number: Python's comparison decides, or raises; not known.
-      if (gate == j.end() || (rule->gate_above >= 0 && !gate->is_number())) return Status::Ok();
+      if (gate == nullptr || (rule->gate_above >= 0 && !gate->is_number())) return Status::Ok();
       if (rule->gate_above >= 0 ? !(gate->get<double>() > rule->gate_above) : gate->is_null()) {
         m.builds_no_experts = true;
         return Status::Ok();

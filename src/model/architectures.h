@@ -199,8 +199,9 @@ struct ModelDescription {
   int64_t vocab_size = 0;  // the text model's vocab_size as stated; 0: not known
   // The text model's moe_intermediate_size (an expert's width) as stated; 0: not known.
   int64_t moe_intermediate_size = 0;
-  // The text model's expert count as the engine reads it (EngineExpertCount); 0: the config states
-  // none, which the engine takes for a model without experts.
+  // The text model's expert count as the engine reads it (EngineExpertCount: as the config states
+  // it, else as the fork's config class for its model type defines it); 0: none, which the engine
+  // takes for a model without experts.
   int64_t num_experts = 0;
   // The text model builds no expert layers whatever expert count its config states (Gemma 4
   // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1, a layer

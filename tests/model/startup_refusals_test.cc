@@ -2038,6 +2038,17 @@ TEST(StartupRefusals, ExpertCountsOfTheForksConfigClasses) {
             "n_routed_experts, num_local_experts, block_configs): the engine refuses it ('Number "
             "of experts in the model must be greater than 0 when expert parallelism is enabled'); "
             "drop --enable-expert-parallel");
+  // A layer rule's count gate takes the class's count too: Laguna's 256 experts build in every
+  // layer but its class's dense layer 0.
+  nlohmann::json laguna = CorpusConfig("laguna-xs.2");  // states no num_experts
+  laguna.update({{"hidden_act", "gelu"}, {"shared_expert_intermediate_size", 0}});
+  EXPECT_EQ(ConfigErrors(laguna, LaunchConfig()),
+            "\n  error [mlp-activation] 'config.json' (LagunaForCausalLM) states hidden_act "
+            "\"gelu\", but the engine's LagunaForCausalLM builds an MLP for silu only in its dense "
+            "layers: it raises as it builds the model ('Unsupported activation: gelu. Only silu is "
+            "supported.'); serve a silu model, or pass --model-impl transformers");
+  laguna["mlp_only_layers"] = nlohmann::json::array();
+  EXPECT_EQ(ConfigErrors(laguna, LaunchConfig()), "");
 }
 
 TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
