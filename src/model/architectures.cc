@@ -3208,6 +3208,15 @@ constexpr ClassExpertCount kForkClassExpertCounts[] = {
 };
 static_assert(SortedBy(kForkClassExpertCounts, &ClassExpertCount::model_type));
 
+// The count the fork's config class for `model_type` gives `key` (kForkClassExpertCounts); none
+// where that class does not define that key.
+std::optional<int64_t> ForkClassExpertCount(std::string_view model_type, std::string_view key) {
+  const ClassExpertCount* row =
+      RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, model_type);
+  if (row == nullptr || key != row->key) return std::nullopt;
+  return row->count;
+}
+
 // The expert count the engine reads from a text config (get_num_experts in
 // vllm/transformers_utils/model_arch_config_convertor.py at 28be48fa9): the first of num_experts,
 // moe_num_experts, n_routed_experts and num_local_experts the config states, or the config class
@@ -3227,15 +3236,13 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
     }
     return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
   };
-  const ClassExpertCount* of_class =
-      RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, model_type);
   for (const char* key :
        {"num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"}) {
     if (text.contains(key)) {
       if (const int64_t n = count(text[key]); n > 0) return n;
       break;
     }
-    if (of_class != nullptr && std::string_view(key) == of_class->key) return of_class->count;
+    if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) return *n;
   }
   const auto blocks = text.find("block_configs");
   if (blocks == text.end() || !blocks->is_array()) return 0;
@@ -3573,12 +3580,8 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
       }
     } else if (rule->gate != nullptr) {
       // Absent: the count of the fork's config class for the model type, where it defines it.
-      const ClassExpertCount* of_class =
-          RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, m.model_type);
-      const nlohmann::json class_count =
-          of_class != nullptr && std::string_view(of_class->key) == rule->gate
-              ? nlohmann::json(of_class->count)
-              : nlohmann::json();
+      const std::optional<int64_t> of_class = ForkClassExpertCount(m.model_type, rule->gate);
+      const nlohmann::json class_count = of_class ? nlohmann::json(*of_class) : nlohmann::json();
       const auto stated = j.find(rule->gate);
       const nlohmann::json* gate = stated != j.end()        ? &*stated
                                    : !class_count.is_null() ? &class_count
@@ -3717,12 +3720,9 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
   const auto v = text.find(row->second);
   if (v == text.end()) {
     // The default of the fork's config class, where it defines that key.
-    const ClassExpertCount* of_class =
-        RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, m.model_type);
-    if (of_class != nullptr && std::string_view(of_class->key) == row->second &&
-        of_class->count > 0) {
-      m.tp_checked_experts = of_class->count;
-      m.tp_checked_experts_printed = std::to_string(of_class->count);
+    if (const std::optional<int64_t> n = ForkClassExpertCount(m.model_type, row->second)) {
+      m.tp_checked_experts = *n;
+      m.tp_checked_experts_printed = std::to_string(*n);
     }
     return;
   }
