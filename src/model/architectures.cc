@@ -3300,6 +3300,9 @@ struct ExpertLayerRule {
   // layer, an int (Python's bool among them) for every layer, experts where the count is not 1;
   // anything else builds none (the decoder layer then takes 1).
   bool flags_are_counts = false;
+  // The class indexes flags by layer whatever it holds (EXAONE MoE's is_moe_layer): null, a
+  // number, a bool or an object raise as the model is built instead of building no experts.
+  bool flags_indexed = false;
   // The class's error when the layers it builds (a pipeline stage's) hold no experts; null: it
   // warns or builds on.
   const char* raises = nullptr;
@@ -3405,6 +3408,9 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .freq = "moe_layer_interval",
      .freq_from = LayerFreq::kFromOne,
      .freq_first = true},
+    // Its decoder layer builds experts where config.is_moe_layer[layer] is true; ExaoneMoeConfig
+    // has no default for it.
+    {.engine_class = "ExaoneMoEForCausalLM", .flags = "is_moe_layer", .flags_indexed = true},
     Named(kFirstDenseLayers, "Glm4MoeForCausalLM", kGlm4MoeRaises),
     Named(kDeepseekLayers, "Glm4MoeLiteForCausalLM", kGlm4MoeRaises),
     Named(kFirstDenseLayers, "Glm4vMoeForConditionalGeneration", kGlm4MoeRaises),
@@ -3563,6 +3569,15 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
         layers[static_cast<size_t>(i)] =
             rule->flags_are_counts ? !EqualsOne(flag) : PythonTruth(flag);
       }
+    } else if (rule->flags_indexed && !flags->is_string()) {
+      return text.Invalid(
+          rule->flags,
+          fmt::format("is {}: the engine's decoder layer indexes it by layer (config.{}[layer]) "
+                      "and raises {} as it builds the model; state a list with one truth value "
+                      "per layer",
+                      flags->dump(), rule->flags, flags->is_object() ? "KeyError" : "TypeError"));
+    } else if (rule->flags_indexed) {
+      return Status::Ok();  // Python indexes a string by character: not known
     } else if (rule->flags_are_counts) {
       const bool every = (flags->is_number_integer() || flags->is_boolean()) && !EqualsOne(*flags);
       std::fill(layers.begin(), layers.end(), every);
@@ -3839,6 +3854,8 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Exaone4ForCausalLM", "hidden_act"},
     {"Exaone4_5_ForConditionalGeneration", "hidden_act"},
     {"ExaoneForCausalLM", "activation_function"},
+    // ExaoneMoeConfig defaults num_shared_experts to 1.
+    SharedWhenAbsent({"ExaoneMoEForCausalLM", "hidden_act", kDenseLayers, "num_shared_experts"}),
     {"Fairseq2LlamaForCausalLM", "hidden_act"},
     {"FalconH1ForCausalLM", "hidden_act"},
     {"FireRedASR2ForConditionalGeneration", "hidden_act"},

@@ -1544,6 +1544,48 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
             "48: the engine's decoder layer indexes it by layer and raises IndexError as it builds "
             "the model");
 
+  // EXAONE MoE builds experts where its is_moe_layer list holds a true entry, and indexes it
+  // whatever it holds. Its class is not the MixtureOfExperts model EPLB balances either, so
+  // --enable-eplb tells the two cases apart.
+  nlohmann::json exaone = CorpusConfig("k-exaone-236b");  // 48 layers, experts from layer 1 on
+  exaone["num_experts"] = 128;
+  LaunchConfig eplb;
+  eplb.parallel.tensor_parallel_size = 2;
+  eplb.enable_expert_parallel = true;
+  eplb.enable_eplb = true;
+  const auto eplb_refused = [](const std::string& why) {
+    return fmt::format(
+        "\n  error [eplb-model] --enable-eplb with 'config.json' (ExaoneMoEForCausalLM), {}: the "
+        "engine's model runner registers no model for expert-parallel load balancing, and the "
+        "profile run's first forward at startup asserts ('assert self._moe_model is not None'); "
+        "drop --enable-eplb",
+        why);
+  };
+  EXPECT_EQ(ConfigErrors(exaone, eplb),
+            eplb_refused("whose engine class (or the language model it wraps) is not the "
+                         "MixtureOfExperts model the engine balances"));
+  exaone["is_moe_layer"] = std::vector<bool>(48, false);
+  EXPECT_EQ(ConfigErrors(exaone, eplb),
+            eplb_refused("whose config states 128 experts but builds no MoE layer"));
+  exaone["is_moe_layer"].erase(47);
+  EXPECT_EQ(testing_configs::PlanWith(exaone, eplb).status().message(),
+            "config.json 'config.json': field 'is_moe_layer' lists 47 layers, but the model has "
+            "48: the engine's decoder layer indexes it by layer and raises IndexError as it builds "
+            "the model");
+  for (const auto& [stated, raised] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {nullptr, "TypeError"},
+           {true, "TypeError"},
+           {1, "TypeError"},
+           {nlohmann::json::object({{"0", true}}), "KeyError"}}) {
+    exaone["is_moe_layer"] = stated;
+    EXPECT_EQ(testing_configs::PlanWith(exaone, eplb).status().message(),
+              fmt::format("config.json 'config.json': field 'is_moe_layer' is {}: the engine's "
+                          "decoder layer indexes it by layer (config.is_moe_layer[layer]) and "
+                          "raises {} as it builds the model; state a list with one truth value "
+                          "per layer",
+                          stated.dump(), raised));
+  }
+
   // HunYuan's MoE class decides for every layer at once (num_experts above 1) and raises too.
   LaunchConfig plain;
   nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
@@ -1884,6 +1926,20 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   EXPECT_EQ(ConfigErrors(hunyuan, c),
             refused("HunYuanDenseV1ForCausalLM", "hidden_act", "\"gelu\"",
                     "HunYuanDenseV1ForCausalLM", "gelu", "in its dense layers"));
+  // EXAONE MoE's: in the layers its is_moe_layer leaves dense, and as the shared expert of the
+  // others for num_shared_experts above 0 (ExaoneMoeConfig's default: 1).
+  nlohmann::json kexaone = CorpusConfig("k-exaone-236b");  // layer 0 dense
+  kexaone.update({{"num_experts", 128}, {"hidden_act", "gelu"}});
+  EXPECT_EQ(ConfigErrors(kexaone, c),
+            refused("ExaoneMoEForCausalLM", "hidden_act", "\"gelu\"", "ExaoneMoEForCausalLM",
+                    "gelu", "in its dense layers and as its MoE layers' shared expert"));
+  kexaone["num_shared_experts"] = 0;
+  EXPECT_EQ(ConfigErrors(kexaone, c),
+            refused("ExaoneMoEForCausalLM", "hidden_act", "\"gelu\"", "ExaoneMoEForCausalLM",
+                    "gelu", "in its dense layers"));
+  kexaone["is_moe_layer"] = std::vector<bool>(48, true);
+  EXPECT_EQ(ConfigErrors(kexaone, c), "");
+
   // Laguna's MLP words it without "for now".
   nlohmann::json laguna = qwen;
   laguna["architectures"] = {"LagunaForCausalLM"};
