@@ -3187,16 +3187,19 @@ const Row* RowOf(const Row (&table)[N], std::string_view Row::*cls, std::string_
 // (transformers_utils/config.py and configs/ at 28be48fa9), keyed by the root's model type (the
 // text config classes of Qwen3.5 MoE and Step-3-VL for theirs): the engine's get_num_experts
 // takes the first of its names the config object has, class attributes included, so this
-// default counts where the config leaves the key out. Sorted.
+// default counts where the config leaves the key out; a class that sets it to None (count 0:
+// Kimi-Linear's num_experts) stops the search there, so the keys after it do not count. Sorted.
 struct ClassExpertCount {
   std::string_view model_type;
   const char* key;
-  int64_t count;
+  int64_t count;  // 0: None
 };
 constexpr ClassExpertCount kForkClassExpertCounts[] = {
+    // clang-format off
     {"afmoe", "num_experts", 64},
     {"flex_olmo", "num_experts", 7},
     {"hy_v3", "num_experts", 192},
+    {"kimi_linear", "num_experts", 0},  // None
     {"laguna", "num_experts", 256},
     {"lfm2_moe", "num_experts", 32},
     {"qwen3_5_moe", "num_experts", 256},
@@ -3205,11 +3208,12 @@ constexpr ClassExpertCount kForkClassExpertCounts[] = {
     {"step3_text", "moe_num_experts", 48},
     {"step3_vl", "moe_num_experts", 48},
     {"step3p5", "moe_num_experts", 16},
+    // clang-format on
 };
 static_assert(SortedBy(kForkClassExpertCounts, &ClassExpertCount::model_type));
 
-// The count the fork's config class for `model_type` gives `key` (kForkClassExpertCounts); none
-// where that class does not define that key.
+// The count the fork's config class for `model_type` gives `key` (kForkClassExpertCounts; 0 for
+// None); none where that class does not define that key.
 std::optional<int64_t> ForkClassExpertCount(std::string_view model_type, std::string_view key) {
   const ClassExpertCount* row =
       RowOf(kForkClassExpertCounts, &ClassExpertCount::model_type, model_type);
@@ -3217,11 +3221,15 @@ std::optional<int64_t> ForkClassExpertCount(std::string_view model_type, std::st
   return row->count;
 }
 
+// The names the engine's get_num_experts reads an expert count under, in its order.
+constexpr std::array<const char*, 4> kEngineExpertKeys = {"num_experts", "moe_num_experts",
+                                                          "n_routed_experts", "num_local_experts"};
+
 // The expert count the engine reads from a text config (get_num_experts in
 // vllm/transformers_utils/model_arch_config_convertor.py at 28be48fa9): the first of num_experts,
 // moe_num_experts, n_routed_experts and num_local_experts the config states, or the config class
-// of `model_type` defines (kForkClassExpertCounts; a list: its first entry); when that is not
-// above 0, the largest n_routed_experts of its block_configs' "moe" blocks (NemotronH's
+// of `model_type` defines (kForkClassExpertCounts, None included; a list: its first entry); when
+// that is not above 0, the largest n_routed_experts of its block_configs' "moe" blocks (NemotronH's
 // heterogeneous layers); else 0.
 int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_type) {
   if (!text.is_object()) return 0;
@@ -3236,13 +3244,15 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
     }
     return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
   };
-  for (const char* key :
-       {"num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts"}) {
+  for (const char* key : kEngineExpertKeys) {
     if (text.contains(key)) {
       if (const int64_t n = count(text[key]); n > 0) return n;
       break;
     }
-    if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) return *n;
+    if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) {
+      if (*n > 0) return *n;
+      break;
+    }
   }
   const auto blocks = text.find("block_configs");
   if (blocks == text.end() || !blocks->is_array()) return 0;
@@ -3254,6 +3264,18 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
     }
   }
   return largest;
+}
+
+// The key of kEngineExpertKeys that `text` leaves out and the fork's config class for
+// `model_type` sets to None, where that hides a count `text` states under a later name
+// (EngineExpertCount reads 0 where it would read the count without the class); else empty.
+std::string ExpertsHiddenBy(const nlohmann::json& text, std::string_view model_type) {
+  if (EngineExpertCount(text, model_type) > 0 || EngineExpertCount(text, "") == 0) return "";
+  for (const char* key : kEngineExpertKeys) {
+    if (text.contains(key)) break;
+    if (ForkClassExpertCount(model_type, key) == 0) return key;
+  }
+  return "";
 }
 
 // How a MoE class picks, per hidden layer, its experts or a dense MLP where keys other than the
@@ -3594,13 +3616,13 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
         return Status::Ok();
       }
     } else if (rule->gate != nullptr) {
-      // Absent: the count of the fork's config class for the model type, where it defines it.
+      // Absent: the count of the fork's config class for the model type (None for 0), where it
+      // defines it.
       const std::optional<int64_t> of_class = ForkClassExpertCount(m.model_type, rule->gate);
-      const nlohmann::json class_count = of_class ? nlohmann::json(*of_class) : nlohmann::json();
+      const nlohmann::json class_count =
+          of_class && *of_class > 0 ? nlohmann::json(*of_class) : nlohmann::json();
       const auto stated = j.find(rule->gate);
-      const nlohmann::json* gate = stated != j.end()        ? &*stated
-                                   : !class_count.is_null() ? &class_count
-                                                            : nullptr;
+      const nlohmann::json* gate = stated != j.end() ? &*stated : of_class ? &class_count : nullptr;
       // A count that is not a number: Python's comparison decides, or raises; not known.
       if (gate == nullptr || (rule->gate_above >= 0 && !gate->is_number())) return Status::Ok();
       if (rule->gate_above >= 0 ? !(gate->get<double>() > rule->gate_above) : gate->is_null()) {
@@ -3735,7 +3757,8 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
   const auto v = text.find(row->second);
   if (v == text.end()) {
     // The default of the fork's config class, where it defines that key.
-    if (const std::optional<int64_t> n = ForkClassExpertCount(m.model_type, row->second)) {
+    if (const std::optional<int64_t> n = ForkClassExpertCount(m.model_type, row->second);
+        n && *n > 0) {
       m.tp_checked_experts = *n;
       m.tp_checked_experts_printed = std::to_string(*n);
     }
@@ -4067,7 +4090,10 @@ Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
 // DBRX's n_layers, ChatGLM's and EXAONE's num_layers).
 void RecordTextShape(const nlohmann::json& text, ModelDescription& m) {
   if (!text.is_object()) return;
-  if (m.num_experts == 0) m.num_experts = EngineExpertCount(text, m.model_type);
+  if (m.num_experts == 0) {
+    m.num_experts = EngineExpertCount(text, m.model_type);
+    m.experts_hidden_by = ExpertsHiddenBy(text, m.model_type);
+  }
   auto stated = [&](std::initializer_list<const char*> keys) {
     return std::any_of(keys.begin(), keys.end(),
                        [&](const char* key) { return text.contains(key) && !text[key].is_null(); });

@@ -203,6 +203,10 @@ struct ModelDescription {
   // it, else as the fork's config class for its model type defines it); 0: none, which the engine
   // takes for a model without experts.
   int64_t num_experts = 0;
+  // Where num_experts is 0 though the config states a count under a later name: the key the
+  // engine reads first that the fork's config class for the model type sets to None
+  // (Kimi-Linear's num_experts), which hides it; else empty.
+  std::string experts_hidden_by;
   // The text model builds no expert layers whatever expert count its config states (Gemma 4
   // without its MoE block, NemotronH without an E layer, HunYuan with num_experts 1, a layer
   // rule's gate key null or not above 0): num_experts stays the engine's count

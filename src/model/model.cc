@@ -1729,8 +1729,13 @@ void CheckExpertsFor(const LaunchConfig& config, const ModelDescription& m, cons
   if (m.num_experts > 0) return;
   const std::string model = fmt::format(
       "'{}' ({}), whose config states no experts (num_experts, moe_num_experts, n_routed_experts, "
-      "num_local_experts, block_configs)",
-      file, m.architecture);
+      "num_local_experts, block_configs{})",
+      file, m.architecture,
+      m.experts_hidden_by.empty()
+          ? ""
+          : fmt::format("; it leaves out {}, which the engine reads first and the fork's config "
+                        "class for model type '{}' sets to None",
+                        m.experts_hidden_by, m.model_type));
   if (config.enable_expert_parallel) {
     b.Error("expert-parallel-no-experts",
             fmt::format("--enable-expert-parallel with {}: the engine refuses it ('Number of "

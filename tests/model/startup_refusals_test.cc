@@ -2089,6 +2089,20 @@ TEST(StartupRefusals, ExpertCountsOfTheForksConfigClasses) {
             "n_routed_experts, num_local_experts, block_configs): the engine refuses it ('Number "
             "of experts in the model must be greater than 0 when expert parallelism is enabled'); "
             "drop --enable-expert-parallel");
+  // Kimi-Linear's class sets num_experts, which the engine reads first, to None where the config
+  // leaves it out: a count under a later name does not count.
+  nlohmann::json kimi = ProfileConfig("kimi-linear-48b");
+  kimi["n_routed_experts"] = kimi["num_experts"];
+  EXPECT_EQ(ConfigErrors(kimi, ep), "");
+  kimi.erase("num_experts");
+  EXPECT_EQ(ConfigErrors(kimi, ep),
+            "\n  error [expert-parallel-no-experts] --enable-expert-parallel with 'config.json' "
+            "(KimiLinearForCausalLM), whose config states no experts (num_experts, "
+            "moe_num_experts, n_routed_experts, num_local_experts, block_configs; it leaves out "
+            "num_experts, which the engine reads first and the fork's config class for model type "
+            "'kimi_linear' sets to None): the engine refuses it ('Number of experts in the model "
+            "must be greater than 0 when expert parallelism is enabled'); drop "
+            "--enable-expert-parallel");
   // A layer rule's count gate takes the class's count too: Laguna's 256 experts build in every
   // layer but its class's dense layer 0.
   nlohmann::json laguna = CorpusConfig("laguna-xs.2");  // states no num_experts
