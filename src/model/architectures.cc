@@ -3228,15 +3228,16 @@ constexpr std::array<const char*, 4> kEngineExpertKeys = {"num_experts", "moe_nu
 // The expert count the engine reads from a text config (get_num_experts in
 // vllm/transformers_utils/model_arch_config_convertor.py at 28be48fa9): the first of num_experts,
 // moe_num_experts, n_routed_experts and num_local_experts the config states, or the config class
-// of `model_type` defines (kForkClassExpertCounts, None included; a list: its first entry); when
-// that is not above 0, the largest n_routed_experts of its block_configs' "moe" blocks (NemotronH's
-// heterogeneous layers); else 0.
+// of `model_type` defines (kForkClassExpertCounts, None included); a list's first entry; where
+// that value is false to Python (0, null, ...), the largest n_routed_experts of its block_configs'
+// "moe" blocks (NemotronH's heterogeneous layers); a count not above 0: 0.
 int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_type) {
   if (!text.is_object()) return 0;
-  // A count above 0 that is not a whole number in range counts as 1 expert: the engine tests > 0.
-  // A whole float (32.0) counts as its value.
-  auto count = [](const nlohmann::json& v) -> int64_t {
-    const nlohmann::json& n = v.is_array() && !v.empty() ? v[0] : v;
+  // A count above 0 that is not a whole number in range counts as 1 expert: the engine tests > 0
+  // (a fraction CheckEngineExpertCount refuses). A whole float (32.0) counts as its value, True as
+  // 1.
+  auto count = [](const nlohmann::json& n) -> int64_t {
+    if (n.is_boolean()) return n.get<bool>() ? 1 : 0;
     if (!n.is_number() || !(n.get<double>() > 0)) return 0;
     if (const double d = n.get<double>();
         n.is_number_float() && d <= static_cast<double>(kMaxModelDim) && std::trunc(d) == d) {
@@ -3245,8 +3246,9 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
     return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
   };
   for (const char* key : kEngineExpertKeys) {
-    if (text.contains(key)) {
-      if (const int64_t n = count(text[key]); n > 0) return n;
+    if (const auto v = text.find(key); v != text.end()) {
+      if (v->is_array()) return v->empty() ? 0 : count((*v)[0]);
+      if (PythonTruth(*v)) return count(*v);
       break;
     }
     if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) {
@@ -3264,6 +3266,97 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
     }
   }
   return largest;
+}
+
+// Refuses the expert count of `text` where the engine cannot read it as it builds the model config
+// of any model, target or draft (get_num_experts, then ModelArchitectureConfig, a pydantic
+// dataclass whose num_experts is an int, converted as pydantic's lax mode does: a whole float and
+// a bool pass), with the value EngineExpertCount picks: an empty list (its first entry:
+// IndexError), an object that is not empty or a number with a fractional part, or a list whose
+// first entry is not a number (null, a list, an object) or is such a number (a ValidationError);
+// a "moe" block of block_configs whose n_routed_experts
+// max() cannot compare with a number (TypeError). A string, which pydantic parses where it holds
+// an integer's digits and the model's classes then read as it is, is refused as kvtopo's own
+// limit. A negative count passes (the engine's is_moe is false).
+Status CheckEngineExpertCount(const ConfigReader& text, std::string_view model_type) {
+  const nlohmann::json& j = text.json();
+  if (!j.is_object()) return Status::Ok();
+  auto fractional = [](const nlohmann::json& v) {
+    return v.is_number_float() && std::trunc(v.get<double>()) != v.get<double>();
+  };
+  // `count` (`v` itself, or its entry `as` names) is no integer pydantic takes, or a string.
+  auto not_integer = [](std::string_view key, const nlohmann::json& v, const nlohmann::json& count,
+                        std::string_view as, const ConfigReader& r) {
+    if (count.is_string()) {
+      return r.Invalid(
+          key, fmt::format("is {}: the engine's model architecture config parses the expert count "
+                           "from {}, a string (anything but an integer's digits raises a "
+                           "ValidationError), but the model's classes read the string itself; "
+                           "kvtopo reads expert counts as numbers only: state it as a number",
+                           v.dump(), as));
+    }
+    return r.Invalid(
+        key, fmt::format("is {}: the engine takes {} for the expert count, which its model "
+                         "architecture config holds as an integer, and raises a ValidationError "
+                         "as it builds the model config ('Input should be a valid integer{}')",
+                         v.dump(), as,
+                         count.is_number() ? ", got a number with a fractional part" : ""));
+  };
+  for (const char* key : kEngineExpertKeys) {
+    const auto v = j.find(key);
+    if (v == j.end()) {
+      if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) {
+        if (*n > 0) return Status::Ok();
+        break;
+      }
+      continue;
+    }
+    if (v->is_array()) {
+      if (v->empty()) {
+        return text.Invalid(key,
+                            "is []: the engine's get_num_experts takes a list's first entry and "
+                            "raises IndexError as it builds the model config");
+      }
+      const nlohmann::json& first = (*v)[0];
+      if ((!first.is_number() && !first.is_boolean()) || fractional(first)) {
+        return not_integer(key, *v, first, fmt::format("its first entry ({})", first.dump()), text);
+      }
+      return Status::Ok();
+    }
+    if (!PythonTruth(*v)) break;
+    if (v->is_object() || v->is_string() || fractional(*v)) {
+      return not_integer(key, *v, *v, "it", text);
+    }
+    return Status::Ok();
+  }
+  const auto blocks = j.find("block_configs");
+  if (blocks == j.end() || !blocks->is_array()) return Status::Ok();
+  double largest = 0;
+  size_t largest_at = blocks->size();
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    const nlohmann::json& block = (*blocks)[i];
+    if (!block.is_object() || block.value("block_type", nlohmann::json()) != "moe") continue;
+    const auto n = block.find("n_routed_experts");
+    if (n == block.end()) continue;
+    if (!n->is_number() && !n->is_boolean()) {
+      return text.Invalid(fmt::format("block_configs[{}].n_routed_experts", i),
+                          fmt::format("is {}: the engine's get_num_experts takes the largest of "
+                                      "the moe blocks' counts with max() and raises TypeError as "
+                                      "it builds the model config",
+                                      n->dump()));
+    }
+    // max() keeps the first of equal counts.
+    const double d = n->is_boolean() ? (n->get<bool>() ? 1.0 : 0.0) : n->get<double>();
+    if (d > largest) {
+      largest = d;
+      largest_at = i;
+    }
+  }
+  if (largest_at == blocks->size()) return Status::Ok();
+  const nlohmann::json& n = (*blocks)[largest_at]["n_routed_experts"];
+  if (!fractional(n)) return Status::Ok();
+  return not_integer(fmt::format("block_configs[{}].n_routed_experts", largest_at), n, n,
+                     "the largest of the moe blocks' counts", text);
 }
 
 // The key of kEngineExpertKeys that `text` leaves out and the fork's config class for
@@ -3300,6 +3393,9 @@ struct ExpertLayerRule {
   // Stated: its truth alone decides whether any layer builds experts (ERNIE 4.5's use_moe);
   // absent: the gate.
   const char* switch_key = nullptr;
+  // The class compares the gate with gate_above in every layer, switch_key stated or not (ERNIE
+  // 4.5's getattr default): a stated gate that is neither a number nor a bool raises TypeError.
+  bool gate_always_compared = false;
   const char* dense = nullptr;  // the layers below its value build a dense MLP
   int64_t dense_default = -1;   // dense's value where absent (-1: not known)
   const char* last = nullptr;   // the layers above its value build a dense MLP (-1: the last)
@@ -3424,6 +3520,7 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .gate = "moe_num_experts",
      .gate_above = 0,
      .switch_key = "use_moe",
+     .gate_always_compared = true,
      .dense = "moe_layer_start_index",
      .dense_default = 1,
      .last = "moe_layer_end_index",
@@ -3609,6 +3706,14 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
   } else if (rule->gate == nullptr && rule->dense == nullptr && rule->freq == nullptr) {
     return Status::Ok();  // decided for every layer at once, by the class's reader
   } else {
+    if (const auto g = rule->gate == nullptr ? j.end() : j.find(rule->gate);
+        rule->gate_always_compared && g != j.end() && !g->is_number() && !g->is_boolean()) {
+      return text.Invalid(
+          rule->gate, fmt::format("is {}: the engine's decoder layer compares it with {} as the "
+                                  "default of {} (which Python evaluates whether or not the "
+                                  "config states {}) and raises TypeError as it builds the model",
+                                  g->dump(), rule->gate_above, rule->switch_key, rule->switch_key));
+    }
     const auto switched = rule->switch_key == nullptr ? j.end() : j.find(rule->switch_key);
     if (switched != j.end()) {
       if (!PythonTruth(*switched)) {
@@ -3773,14 +3878,17 @@ void RecordTpCheckedExperts(const nlohmann::json& text, std::string_view engine_
       count = std::max(count.value_or(0), *n);
       listed.push_back(*n);
     }
+  } else if (v->is_boolean()) {
+    if (v->get<bool>()) count = 1;  // True: 1 expert, printed as Python prints it
   } else if (!v->is_array()) {
     count = JsonIntIn(*v, 1, kMaxModelDim);
   }
   if (!count || *count == 0) return;
   m.tp_checked_experts = *count;
   // ERNIE 4.5 VL MoE's message prints the list.
-  m.tp_checked_experts_printed =
-      v->is_array() ? fmt::format("[{}]", fmt::join(listed, ", ")) : std::to_string(*count);
+  m.tp_checked_experts_printed = v->is_array()     ? fmt::format("[{}]", fmt::join(listed, ", "))
+                                 : v->is_boolean() ? "True"
+                                                   : std::to_string(*count);
 }
 
 // The classes whose decoder layers build an MLP or MoE block that takes only silu and raises as
@@ -4077,6 +4185,7 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
 // tensor-parallel size against, and an activation its MLPs refuse.
 Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
                       ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(CheckEngineExpertCount(text, m.model_type));
   RecordTpCheckedExperts(text.json(), engine_class, m);
   KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, engine_class, m));
   RecordSiluOnlyActivation(text.json(), engine_class, m);

@@ -1915,11 +1915,12 @@ void CheckTensorParallelExperts(const LaunchConfig& config, const ModelDescripti
     return;
   }
   b.Error("moe-tensor-parallel",
-          fmt::format("-tp {} with '{}' ({}), whose MoE layers hold {} experts: the engine's MoE "
-                      "layer raises as it builds the model ('Tensor parallel size {} is greater "
-                      "than the number of experts {}.'); use -tp {} or less",
-                      tp, file, m.architecture, m.tp_checked_experts, tp,
-                      m.tp_checked_experts_printed, m.tp_checked_experts));
+          fmt::format("-tp {} with '{}' ({}), whose MoE layers hold {} expert{}: the engine's "
+                      "MoE layer raises as it builds the model ('Tensor parallel size {} is "
+                      "greater than the number of experts {}.'); use -tp {} or less",
+                      tp, file, m.architecture, m.tp_checked_experts,
+                      m.tp_checked_experts == 1 ? "" : "s", tp, m.tp_checked_experts_printed,
+                      m.tp_checked_experts));
 }
 
 Result<std::vector<int64_t>> PipelinePartition(int64_t n, int64_t pp,

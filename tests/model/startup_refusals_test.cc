@@ -2116,6 +2116,97 @@ TEST(StartupRefusals, ExpertCountsOfTheForksConfigClasses) {
   EXPECT_EQ(ConfigErrors(laguna, LaunchConfig()), "");
 }
 
+// The expert count the engine picks (get_num_experts) goes into a pydantic dataclass whose
+// num_experts is an int: a fraction, an object or a list's non-number first entry raises there,
+// an empty list raises as it is indexed, a string is kvtopo's own limit; a whole float and True
+// pass, and a false value falls to block_configs.
+TEST(StartupRefusals, ExpertCountsTheEngineCannotRead) {
+  nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");  // 128 experts, 48 MoE layers
+  LaunchConfig ep;
+  ep.parallel.tensor_parallel_size = 2;
+  ep.enable_expert_parallel = true;
+  const auto refused = [&](const nlohmann::json& count) {
+    qwen["num_experts"] = count;
+    return testing_configs::PlanWith(qwen, ep).status().message();
+  };
+  const std::string validation =
+      "for the expert count, which its model architecture config holds as an integer, and raises "
+      "a ValidationError as it builds the model config ('Input should be a valid integer";
+  EXPECT_EQ(refused(32.5),
+            "config.json 'config.json': field 'num_experts' is 32.5: the engine "
+            "takes it " +
+                validation + ", got a number with a fractional part')");
+  EXPECT_EQ(refused(nlohmann::json::array({64.5})),
+            "config.json 'config.json': field 'num_experts' is [64.5]: the engine takes its first "
+            "entry (64.5) " +
+                validation + ", got a number with a fractional part')");
+  EXPECT_EQ(refused(nlohmann::json::array({nullptr})),
+            "config.json 'config.json': field 'num_experts' is [null]: the engine takes its first "
+            "entry (null) " +
+                validation + "')");
+  EXPECT_EQ(refused({{"n", 8}}),
+            "config.json 'config.json': field 'num_experts' is {\"n\":8}: the engine takes it " +
+                validation + "')");
+  EXPECT_EQ(refused(nlohmann::json::array()),
+            "config.json 'config.json': field 'num_experts' is []: the engine's get_num_experts "
+            "takes a list's first entry and raises IndexError as it builds the model config");
+  EXPECT_EQ(refused("128"),
+            "config.json 'config.json': field 'num_experts' is \"128\": the engine's model "
+            "architecture config parses the expert count from it, a string (anything but an "
+            "integer's digits raises a ValidationError), but the model's classes read the string "
+            "itself; kvtopo reads expert counts as numbers only: state it as a number");
+  qwen["num_experts"] = 128.0;
+  EXPECT_EQ(ConfigErrors(qwen, ep), "");
+  // True is 1 expert, which -tp 2 outnumbers; the engine prints it as Python does.
+  qwen["num_experts"] = true;
+  EXPECT_EQ(ConfigErrors(qwen, ep),
+            "\n  error [moe-tensor-parallel] -tp 2 with 'config.json' (Qwen3MoeForCausalLM), "
+            "whose MoE layers hold 1 expert: the engine's MoE layer raises as it builds the model "
+            "('Tensor parallel size 2 is greater than the number of experts True.'); use -tp 1 or "
+            "less");
+  // A false count falls to the largest n_routed_experts of block_configs' moe blocks, which max()
+  // compares: expert parallelism has 8 experts to place.
+  nlohmann::json llama = testing_configs::Llama31_8B();
+  llama["num_experts"] = 0;
+  EXPECT_EQ(ConfigErrors(llama, ep),
+            "\n  error [expert-parallel-no-experts] --enable-expert-parallel with 'config.json' "
+            "(LlamaForCausalLM), whose config states no experts (num_experts, moe_num_experts, "
+            "n_routed_experts, num_local_experts, block_configs): the engine refuses it ('Number "
+            "of experts in the model must be greater than 0 when expert parallelism is enabled'); "
+            "drop --enable-expert-parallel");
+  llama["block_configs"] = {{{"block_type", "moe"}, {"n_routed_experts", 2.5}},
+                            {{"block_type", "moe"}, {"n_routed_experts", 8}},
+                            {{"block_type", "attention"}, {"n_routed_experts", "x"}}};
+  EXPECT_EQ(ConfigErrors(llama, ep), "");
+  llama["block_configs"][1]["n_routed_experts"] = 1.5;
+  EXPECT_EQ(testing_configs::PlanWith(llama, ep).status().message(),
+            "config.json 'config.json': field 'block_configs[0].n_routed_experts' is 2.5: the "
+            "engine takes the largest of the moe blocks' counts " +
+                validation + ", got a number with a fractional part')");
+  llama["block_configs"][1]["n_routed_experts"] = nullptr;
+  EXPECT_EQ(testing_configs::PlanWith(llama, ep).status().message(),
+            "config.json 'config.json': field 'block_configs[1].n_routed_experts' is null: the "
+            "engine's get_num_experts takes the largest of the moe blocks' counts with max() and "
+            "raises TypeError as it builds the model config");
+
+  // ERNIE 4.5 MoE's decoder layer compares moe_num_experts with 0 for use_moe's default, which
+  // Python evaluates even where use_moe is stated.
+  nlohmann::json ernie = CorpusConfig("ernie-4.5-21b-a3b");
+  ernie["use_moe"] = true;
+  for (const nlohmann::json& count :
+       {nlohmann::json(nullptr), nlohmann::json(""), nlohmann::json::array({64})}) {
+    ernie["moe_num_experts"] = count;
+    EXPECT_EQ(testing_configs::PlanWith(ernie, LaunchConfig()).status().message(),
+              fmt::format("config.json 'config.json': field 'moe_num_experts' is {}: the engine's "
+                          "decoder layer compares it with 0 as the default of use_moe (which "
+                          "Python evaluates whether or not the config states use_moe) and raises "
+                          "TypeError as it builds the model",
+                          count.dump()));
+  }
+  ernie["moe_num_experts"] = true;
+  EXPECT_EQ(ConfigErrors(ernie, LaunchConfig()), "");
+}
+
 TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
   // -tp 8 refused for `what`, whose MoE layers hold `experts` (the engine prints `printed`).
   auto tp_above = [](const std::string& what, int experts, std::string printed = "") {
