@@ -3920,6 +3920,7 @@ struct SiluOnlyMlp {
   // MoE's 512).
   bool shared_when_absent = false;
   const char* shared_is = "shared expert";  // what `shared` builds beside the experts
+  bool shared_truthy = false;  // `shared` is read for Python's truth (Arctic's), not `> 0`
   // Every layer builds a shared MLP where this key is not 0 (Python's `== 0`: 0, 0.0 and false
   // are 0); absent: where `every_layer_default` (its config class's default is not 0).
   const char* every_layer_unless_zero = nullptr;
@@ -3950,7 +3951,8 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
      .key = "hidden_act",
      .dense_only = kDenseLayers,
      .shared = "use_residual",
-     .shared_is = "residual MLP"},
+     .shared_is = "residual MLP",
+     .shared_truthy = true},
     {"AriaForConditionalGeneration", "hidden_act"},
     {"AudioFlamingo3ForConditionalGeneration", "hidden_act"},
     {.engine_class = "BagelForConditionalGeneration",
@@ -4155,13 +4157,13 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
                         (count == text.end() || (count->is_number() && count->get<double>() == 0) ||
                          (count->is_boolean() && !count->get<bool>())));
     const auto shared = row->shared == nullptr ? text.end() : text.find(row->shared);
-    // Python's `> 0`: a number above 0, or True.
+    // Python's `> 0`: a number above 0, or True; or Python's truth.
     const bool shared_expert =
         m.BuiltExperts() > 0 &&
-        (shared == text.end()
-             ? row->shared_when_absent
-             : (shared->is_boolean() ? shared->get<bool>()
-                                     : shared->is_number() && shared->get<double>() > 0));
+        (shared == text.end()   ? row->shared_when_absent
+         : row->shared_truthy   ? PythonTruth(*shared)
+         : shared->is_boolean() ? shared->get<bool>()
+                                : shared->is_number() && shared->get<double>() > 0);
     if (!dense && !shared_expert) return;
     where = dense && shared_expert
                 ? fmt::format("in its dense layers and as its MoE layers' {}", row->shared_is)

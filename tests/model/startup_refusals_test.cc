@@ -1995,6 +1995,10 @@ TEST(StartupRefusals, SiluOnlyMlps) {
         where);
   };
   EXPECT_EQ(ConfigErrors(arctic, c), arctic_refused("as its MoE layers' residual MLP"));
+  arctic["use_residual"] = -1;  // read for Python's truth: true
+  EXPECT_EQ(ConfigErrors(arctic, c), arctic_refused("as its MoE layers' residual MLP"));
+  arctic["use_residual"] = "";
+  EXPECT_EQ(ConfigErrors(arctic, c), "");
   arctic["use_residual"] = false;
   EXPECT_EQ(ConfigErrors(arctic, c), "");
   arctic["moe_layer_frequency"] = 2;
