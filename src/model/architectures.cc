@@ -4182,6 +4182,27 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
                                                : v->dump();
 }
 
+// Refuses a shared-expert key that the MoE block of `engine_class` (a kSiluOnlyMlp row's
+// `shared`) compares with 0 as each MoE layer is built (`> 0`; Qwen3-Next's and Qwen3.5 MoE's
+// `<= 0`) where the config states a value Python cannot compare with a number (null, a string, a
+// list, an object): TypeError at the first MoE layer. Not Arctic's, read for its truth, nor
+// Granite's shared MLP size, compared with `==`.
+Status CheckSharedExpertKey(const ConfigReader& text, std::string_view engine_class,
+                            const ModelDescription& m) {
+  const SiluOnlyMlp* row = RowOf(kSiluOnlyMlp, &SiluOnlyMlp::engine_class, engine_class);
+  if (row == nullptr || row->shared == nullptr || row->shared_truthy || row->config_at != nullptr ||
+      m.BuiltExperts() == 0) {
+    return Status::Ok();
+  }
+  const auto v = text.json().find(row->shared);
+  if (v == text.json().end() || v->is_number() || v->is_boolean()) return Status::Ok();
+  return text.Invalid(row->shared,
+                      fmt::format("is {}: the engine's MoE block compares it with 0 as it builds "
+                                  "the first MoE layer and raises TypeError as it builds the "
+                                  "model; state a number",
+                                  v->dump()));
+}
+
 // What the engine's class `engine_class` builds over `text` that the startup checks read: the
 // layers that hold its experts (RecordExpertLayers), the count its MoE layers check the
 // tensor-parallel size against, and an activation its MLPs refuse.
@@ -4191,7 +4212,7 @@ Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
   RecordTpCheckedExperts(text.json(), engine_class, m);
   KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, engine_class, m));
   RecordSiluOnlyActivation(text.json(), engine_class, m);
-  return Status::Ok();
+  return CheckSharedExpertKey(text, engine_class, m);
 }
 
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
@@ -7440,12 +7461,14 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
     std::vector<std::string> defaulted;
     if (text_key.empty()) {
       KVTOPO_RETURN_IF_ERROR(ReadBackendLayers(root, nullptr, defaulted, m));
+      KVTOPO_RETURN_IF_ERROR(CheckEngineExpertCount(root, m.model_type));
       RecordTextShape(config, m);
     } else {
       KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object(text_key));
       nlohmann::json storage;
       KVTOPO_RETURN_IF_ERROR(
           ReadBackendLayers(WithOuterDtype(text, root, storage), &root, defaulted, m));
+      KVTOPO_RETURN_IF_ERROR(CheckEngineExpertCount(text, m.model_type));
       RecordTextShape(text.json(), m);
     }
     if (!defaulted.empty()) {

@@ -2159,6 +2159,13 @@ TEST(StartupRefusals, ExpertCountsTheEngineCannotRead) {
             "architecture config parses the expert count from it, a string (anything but an "
             "integer's digits raises a ValidationError), but the model's classes read the string "
             "itself; kvtopo reads expert counts as numbers only: state it as a number");
+  // The Transformers backend's model config reads the count the same way.
+  LaunchConfig backend = ep;
+  backend.model_impl = "transformers";
+  qwen["num_experts"] = 32.5;
+  EXPECT_EQ(testing_configs::PlanWith(qwen, backend).status().message(),
+            "config.json 'config.json': field 'num_experts' is 32.5: the engine takes it " +
+                validation + ", got a number with a fractional part')");
   qwen["num_experts"] = 128.0;
   EXPECT_EQ(ConfigErrors(qwen, ep), "");
   // True is 1 expert, which -tp 2 outnumbers; the engine prints it as Python does.
@@ -2209,6 +2216,37 @@ TEST(StartupRefusals, ExpertCountsTheEngineCannotRead) {
   }
   ernie["moe_num_experts"] = true;
   EXPECT_EQ(ConfigErrors(ernie, LaunchConfig()), "");
+}
+
+// The MoE blocks that compare their shared-expert key with 0 as each is built raise TypeError
+// on a value Python cannot compare with a number; a model without a MoE layer never compares it.
+TEST(StartupRefusals, SharedExpertKeysTheMoeBlocksCompare) {
+  nlohmann::json qwen = CorpusConfig("qwen3-30b-a3b-fp8");  // 48 MoE layers
+  for (const nlohmann::json& size :
+       {nlohmann::json(nullptr), nlohmann::json("512"), nlohmann::json::array({512})}) {
+    qwen["shared_expert_intermediate_size"] = size;
+    EXPECT_EQ(testing_configs::PlanWith(qwen, LaunchConfig()).status().message(),
+              fmt::format("config.json 'config.json': field 'shared_expert_intermediate_size' is "
+                          "{}: the engine's MoE block compares it with 0 as it builds the first "
+                          "MoE layer and raises TypeError as it builds the model; state a number",
+                          size.dump()));
+  }
+  qwen["shared_expert_intermediate_size"] = 0;
+  EXPECT_EQ(ConfigErrors(qwen, LaunchConfig()), "");
+  // HunYuan with one expert builds dense layers only.
+  nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
+  hunyuan.update({{"num_experts", 1}, {"use_mixed_mlp_moe", nullptr}});
+  EXPECT_EQ(ConfigErrors(hunyuan, LaunchConfig()), "");
+  hunyuan["num_experts"] = 8;
+  EXPECT_EQ(testing_configs::PlanWith(hunyuan, LaunchConfig()).status().message(),
+            "config.json 'config.json': field 'use_mixed_mlp_moe' is null: the engine's MoE block "
+            "compares it with 0 as it builds the first MoE layer and raises TypeError as it builds "
+            "the model; state a number");
+  // Arctic reads use_residual for its truth.
+  nlohmann::json arctic = CorpusConfig("arctic");
+  arctic.update(
+      {{"num_local_experts", 128}, {"num_experts_per_tok", 2}, {"use_residual", nullptr}});
+  EXPECT_EQ(ConfigErrors(arctic, LaunchConfig()), "");
 }
 
 TEST(StartupRefusals, MoeLayersCheckTensorParallelAgainstExperts) {
