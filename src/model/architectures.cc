@@ -3272,12 +3272,12 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
 // of any model, target or draft (get_num_experts, then ModelArchitectureConfig, a pydantic
 // dataclass whose num_experts is an int, converted as pydantic's lax mode does: a whole float and
 // a bool pass), with the value EngineExpertCount picks: an empty list (its first entry:
-// IndexError), an object that is not empty or a number with a fractional part, or a list whose
-// first entry is not a number (null, a list, an object) or is such a number (a ValidationError);
-// a "moe" block of block_configs whose n_routed_experts
-// max() cannot compare with a number (TypeError). A string, which pydantic parses where it holds
-// an integer's digits and the model's classes then read as it is, is refused as kvtopo's own
-// limit. A negative count passes (the engine's is_moe is false).
+// IndexError); an object that is not empty or a number with a fractional part, or a list whose
+// first entry is not a number (null, a list, an object) or is such a number (ValidationError); a
+// "moe" block of block_configs whose n_routed_experts max() cannot compare with a number
+// (TypeError). A string, which pydantic parses where it holds an integer's digits and the model's
+// classes then read as it is, is refused as kvtopo's own limit. A negative count passes (the
+// engine's is_moe is false).
 Status CheckEngineExpertCount(const ConfigReader& text, std::string_view model_type) {
   const nlohmann::json& j = text.json();
   if (!j.is_object()) return Status::Ok();

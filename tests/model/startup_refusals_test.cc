@@ -1875,11 +1875,14 @@ TEST(StartupRefusals, SiluOnlyMlps) {
         "transformers",
         what, key, stated, engine_class, where, printed);
   };
+  // `engine_class` refused for a root config stating hidden_act "gelu".
+  const auto gelu_refused = [&](const std::string& engine_class, const std::string& where) {
+    return refused(engine_class, "hidden_act", "\"gelu\"", engine_class, "gelu", where);
+  };
   LaunchConfig c;
   nlohmann::json llama = testing_configs::Llama31_8B();
   llama["hidden_act"] = "gelu";
-  EXPECT_EQ(ConfigErrors(llama, c),
-            refused("LlamaForCausalLM", "hidden_act", "\"gelu\"", "LlamaForCausalLM", "gelu"));
+  EXPECT_EQ(ConfigErrors(llama, c), gelu_refused("LlamaForCausalLM", "in every layer"));
   LaunchConfig backend;
   backend.model_impl = "transformers";
   EXPECT_EQ(ConfigErrors(llama, backend), "");
@@ -1907,36 +1910,30 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   qwen["hidden_act"] = "gelu";
   EXPECT_EQ(ConfigErrors(qwen, c), "");
   qwen["decoder_sparse_step"] = 2;  // even layers dense
-  EXPECT_EQ(ConfigErrors(qwen, c), refused("Qwen3MoeForCausalLM", "hidden_act", "\"gelu\"",
-                                           "Qwen3MoeForCausalLM", "gelu", "in its dense layers"));
+  EXPECT_EQ(ConfigErrors(qwen, c), gelu_refused("Qwen3MoeForCausalLM", "in its dense layers"));
   qwen["decoder_sparse_step"] = 1;
   qwen["shared_expert_intermediate_size"] = 512;
   EXPECT_EQ(ConfigErrors(qwen, c),
-            refused("Qwen3MoeForCausalLM", "hidden_act", "\"gelu\"", "Qwen3MoeForCausalLM", "gelu",
-                    "as its MoE layers' shared expert"));
+            gelu_refused("Qwen3MoeForCausalLM", "as its MoE layers' shared expert"));
   // HunYuan's MoE layers build a shared MLP for use_mixed_mlp_moe above 0 (True too).
   nlohmann::json hunyuan = CorpusConfig("hunyuan-7b");
   hunyuan.update({{"num_experts", 8}, {"hidden_act", "gelu"}});
   EXPECT_EQ(ConfigErrors(hunyuan, c), "");
   hunyuan["use_mixed_mlp_moe"] = true;
   EXPECT_EQ(ConfigErrors(hunyuan, c),
-            refused("HunYuanDenseV1ForCausalLM", "hidden_act", "\"gelu\"",
-                    "HunYuanDenseV1ForCausalLM", "gelu", "as its MoE layers' shared expert"));
+            gelu_refused("HunYuanDenseV1ForCausalLM", "as its MoE layers' shared expert"));
   hunyuan["num_experts"] = 1;  // dense layers
   EXPECT_EQ(ConfigErrors(hunyuan, c),
-            refused("HunYuanDenseV1ForCausalLM", "hidden_act", "\"gelu\"",
-                    "HunYuanDenseV1ForCausalLM", "gelu", "in its dense layers"));
+            gelu_refused("HunYuanDenseV1ForCausalLM", "in its dense layers"));
   // EXAONE MoE's: in the layers its is_moe_layer leaves dense, and as the shared expert of the
   // others for num_shared_experts above 0 (ExaoneMoeConfig's default: 1).
   nlohmann::json kexaone = CorpusConfig("k-exaone-236b");  // layer 0 dense
   kexaone.update({{"num_experts", 128}, {"hidden_act", "gelu"}});
   EXPECT_EQ(ConfigErrors(kexaone, c),
-            refused("ExaoneMoEForCausalLM", "hidden_act", "\"gelu\"", "ExaoneMoEForCausalLM",
-                    "gelu", "in its dense layers and as its MoE layers' shared expert"));
+            gelu_refused("ExaoneMoEForCausalLM",
+                         "in its dense layers and as its MoE layers' shared expert"));
   kexaone["num_shared_experts"] = 0;
-  EXPECT_EQ(ConfigErrors(kexaone, c),
-            refused("ExaoneMoEForCausalLM", "hidden_act", "\"gelu\"", "ExaoneMoEForCausalLM",
-                    "gelu", "in its dense layers"));
+  EXPECT_EQ(ConfigErrors(kexaone, c), gelu_refused("ExaoneMoEForCausalLM", "in its dense layers"));
   kexaone["is_moe_layer"] = std::vector<bool>(48, true);
   EXPECT_EQ(ConfigErrors(kexaone, c), "");
 
@@ -1978,8 +1975,7 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   EXPECT_EQ(ConfigErrors(minicpm, c), "");
   nlohmann::json jamba = CorpusConfig("jamba");  // every other layer dense
   jamba.update({{"num_experts", 16}, {"num_experts_per_tok", 2}, {"hidden_act", "gelu"}});
-  EXPECT_EQ(ConfigErrors(jamba, c), refused("JambaForCausalLM", "hidden_act", "\"gelu\"",
-                                            "JambaForCausalLM", "gelu", "in its dense layers"));
+  EXPECT_EQ(ConfigErrors(jamba, c), gelu_refused("JambaForCausalLM", "in its dense layers"));
   // Arctic's MLP: in its layers without experts, and beside the experts where use_residual.
   nlohmann::json arctic = CorpusConfig("arctic");  // use_residual true
   arctic.update({{"num_local_experts", 128},
@@ -2011,41 +2007,32 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   nlohmann::json granite = CorpusConfig("granite-4.0-h");
   granite["hidden_act"] = "gelu";
   const std::string shared_mlp = "as every layer's shared MLP";
-  EXPECT_EQ(ConfigErrors(granite, c),
-            refused("GraniteMoeHybridForCausalLM", "hidden_act", "\"gelu\"",
-                    "GraniteMoeHybridForCausalLM", "gelu", shared_mlp));
+  EXPECT_EQ(ConfigErrors(granite, c), gelu_refused("GraniteMoeHybridForCausalLM", shared_mlp));
   granite["shared_intermediate_size"] = 0.0;
   EXPECT_EQ(ConfigErrors(granite, c), "");
   granite["shared_intermediate_size"] = 1536;
-  EXPECT_EQ(ConfigErrors(granite, c),
-            refused("GraniteMoeHybridForCausalLM", "hidden_act", "\"gelu\"",
-                    "GraniteMoeHybridForCausalLM", "gelu", shared_mlp));
+  EXPECT_EQ(ConfigErrors(granite, c), gelu_refused("GraniteMoeHybridForCausalLM", shared_mlp));
   nlohmann::json shared = CorpusConfig("granite-3.1-3b-a800m");
   shared["architectures"] = {"GraniteMoeSharedForCausalLM"};
   shared["model_type"] = "granitemoeshared";
   shared["hidden_act"] = "gelu";
   EXPECT_EQ(ConfigErrors(shared, c), "");
   shared["shared_intermediate_size"] = 1024;
-  EXPECT_EQ(ConfigErrors(shared, c),
-            refused("GraniteMoeSharedForCausalLM", "hidden_act", "\"gelu\"",
-                    "GraniteMoeSharedForCausalLM", "gelu", shared_mlp));
+  EXPECT_EQ(ConfigErrors(shared, c), gelu_refused("GraniteMoeSharedForCausalLM", shared_mlp));
   // ERNIE 4.5 MoE's config class builds two shared experts where the config states none; its
   // layers from moe_layer_start_index (1 by default) on are MoE layers.
   nlohmann::json ernie = CorpusConfig("ernie-4.5-21b-a3b");
   ernie["hidden_act"] = "gelu";
   EXPECT_EQ(ConfigErrors(ernie, c),
-            refused("Ernie4_5_MoeForCausalLM", "hidden_act", "\"gelu\"", "Ernie4_5_MoeForCausalLM",
-                    "gelu", "in its dense layers and as its MoE layers' shared expert"));
+            gelu_refused("Ernie4_5_MoeForCausalLM",
+                         "in its dense layers and as its MoE layers' shared expert"));
   ernie["moe_num_shared_experts"] = 0;
-  EXPECT_EQ(ConfigErrors(ernie, c),
-            refused("Ernie4_5_MoeForCausalLM", "hidden_act", "\"gelu\"", "Ernie4_5_MoeForCausalLM",
-                    "gelu", "in its dense layers"));
+  EXPECT_EQ(ConfigErrors(ernie, c), gelu_refused("Ernie4_5_MoeForCausalLM", "in its dense layers"));
   ernie["moe_layer_start_index"] = 0;
   EXPECT_EQ(ConfigErrors(ernie, c), "");
   ernie.erase("moe_num_shared_experts");
   EXPECT_EQ(ConfigErrors(ernie, c),
-            refused("Ernie4_5_MoeForCausalLM", "hidden_act", "\"gelu\"", "Ernie4_5_MoeForCausalLM",
-                    "gelu", "as its MoE layers' shared expert"));
+            gelu_refused("Ernie4_5_MoeForCausalLM", "as its MoE layers' shared expert"));
   nlohmann::json next = CorpusConfig("qwen3-next-80b");  // its class's shared expert: 512
   next.erase("shared_expert_intermediate_size");
   next["hidden_act"] = "relu";
