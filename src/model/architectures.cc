@@ -2064,17 +2064,6 @@ Status ReadGrok(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
-// Arctic (arctic.py): its decoder layer reads config.use_residual for every layer, which
-// ArcticConfig (the checkpoint's configuration_arctic.py, which the fork copies) does not default.
-Status ReadArctic(const ConfigReader& r, ModelDescription& m) {
-  if (!r.json().contains("use_residual")) {
-    return r.Invalid("use_residual",
-                     "is missing: the engine's Arctic decoder layer reads it, its config class "
-                     "has no default, and it raises AttributeError as it builds the model");
-  }
-  return ReadDense(r, kArctic, m);
-}
-
 // Baichuan (baichuan.py): BaiChuanForCausalLM (Baichuan-7B) always runs RoPE;
 // BaichuanForCausalLM runs RoPE at hidden_size 4096 and ALiBi otherwise (Baichuan-13B,
 // Baichuan2-13B), whose attention is built without the cache config: it caches in the model's
@@ -3418,6 +3407,9 @@ struct ExpertLayerRule {
   // layer, an int (Python's bool among them) for every layer, experts where the count is not 1;
   // anything else builds none (the decoder layer then takes 1).
   bool flags_are_counts = false;
+  // A key every decoder layer reads as stated, which its config class does not default (Arctic's
+  // use_residual): absent, it raises AttributeError as the model is built.
+  const char* every_layer_reads = nullptr;
   // The class indexes flags by layer whatever it holds (EXAONE MoE's is_moe_layer): null, a
   // number, a bool or an object raise as the model is built instead of building no experts.
   bool flags_indexed = false;
@@ -3496,11 +3488,13 @@ constexpr ExpertLayerRule kExpertLayerRules[] = {
      .dense_default = 1,
      .raises = "No AfmoeMoE layer found in model.layers.",
      .raises_per_stage_only = true},
-    // ArcticConfig (the checkpoint's, which the fork copies) defaults moe_layer_frequency to 2.
+    // ArcticConfig (the checkpoint's configuration_arctic.py, which the fork copies) defaults
+    // moe_layer_frequency to 2, and use_residual, which its decoder layer reads, not at all.
     {.engine_class = "ArcticForCausalLM",
      .freq = "moe_layer_frequency",
      .freq_from = LayerFreq::kFromOne,
-     .freq_default = 2},
+     .freq_default = 2,
+     .every_layer_reads = "use_residual"},
     Named(kFirstDenseOnlyLayers, "BailingMoeForCausalLM"),
     Named(kFirstDenseOnlyLayers, "BailingMoeV2ForCausalLM"),
     {.engine_class = "BailingMoeV2_5ForCausalLM",
@@ -3630,6 +3624,13 @@ Status RecordExpertLayers(const ConfigReader& text, std::string_view engine_clas
   const int64_t n = m.num_hidden_layers;
   if (rule == nullptr || n <= 0 || n > kMaxLayers) return Status::Ok();
   const nlohmann::json& j = text.json();
+  if (rule->every_layer_reads != nullptr && !j.contains(rule->every_layer_reads)) {
+    return text.Invalid(rule->every_layer_reads,
+                        fmt::format("is missing: the engine's {} decoder layer reads it, its "
+                                    "config class has no default, and it raises AttributeError as "
+                                    "it builds the model",
+                                    engine_class));
+  }
   // A stated integer (the classes compare and divide by them); absent or anything else: none.
   auto stated_int = [&](const char* key) -> std::optional<int64_t> {
     const auto v = j.find(key);
@@ -4205,14 +4206,18 @@ Status CheckSharedExpertKey(const ConfigReader& text, std::string_view engine_cl
 
 // What the engine's class `engine_class` builds over `text` that the startup checks read: the
 // layers that hold its experts (RecordExpertLayers), the count its MoE layers check the
-// tensor-parallel size against, and an activation its MLPs refuse.
+// tensor-parallel size against, and an activation its MLPs refuse; the expert count the engine's
+// model config cannot hold is refused, and what the class raises on as it builds its layers
+// where options.builds_engine_class.
 Status RecordMoeBuild(const ConfigReader& text, std::string_view engine_class,
-                      ModelDescription& m) {
+                      const ModelClassOptions& options, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(CheckEngineExpertCount(text, m.model_type));
   RecordTpCheckedExperts(text.json(), engine_class, m);
-  KVTOPO_RETURN_IF_ERROR(RecordExpertLayers(text, engine_class, m));
+  // What the class refuses as it builds its layers: only where it builds them.
+  const Status layers = RecordExpertLayers(text, engine_class, m);
+  if (!layers.ok() && options.builds_engine_class) return layers;
   RecordSiluOnlyActivation(text.json(), engine_class, m);
-  return CheckSharedExpertKey(text, engine_class, m);
+  return options.builds_engine_class ? CheckSharedExpertKey(text, engine_class, m) : Status::Ok();
 }
 
 // The text model's hidden_size, num_hidden_layers and vocab_size, where `m` does not hold them
@@ -4900,7 +4905,7 @@ const std::vector<ArchitectureReader>& Readers() {
       {"StableLmForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLm>},
       {"StableLMEpochForCausalLM", TextModel::kRoot, ReadDenseAs<kStableLmEpoch>},
       {"OrionForCausalLM", TextModel::kRoot, ReadDenseAs<kOrion>},
-      {"ArcticForCausalLM", TextModel::kRoot, ReadArctic},
+      {"ArcticForCausalLM", TextModel::kRoot, ReadDenseAs<kArctic>},
       {"Grok1ForCausalLM", TextModel::kRoot, ReadGrok},
       {"Grok1ModelForCausalLM", TextModel::kRoot, ReadGrok},
       {"BaiChuanForCausalLM", TextModel::kRoot, ReadBaichuanAs<false>},
@@ -7419,6 +7424,7 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
   if (native) {
     ModelClassOptions vllm = options;
     vllm.model_impl = "vllm";
+    vllm.builds_engine_class = false;
     KVTOPO_ASSIGN_OR_RETURN(ModelDescription read, DescribeModel(config, root.file(), vllm));
     if (const std::string why = NotOneAttentionShape(read); !why.empty()) {
       return InvalidArgument(fmt::format(
@@ -7850,26 +7856,26 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(CheckCausal(inner.front(), text));
     RecordTextShape(text.json(), m);
     m.language_model_architecture = inner.front();
-    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, inner.front(), m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, inner.front(), options, m));
   } else if (it->text_model == TextModel::kThinker) {
     KVTOPO_RETURN_IF_ERROR(ReadThinkerTextModel(root, it->read, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader thinker, root.Object("thinker_config"));
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, thinker.Object("text_config"));
-    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, m.architecture, m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, m.architecture, options, m));
   } else if (it->text_model == TextModel::kNested ||
              (it->text_model == TextModel::kNestedIfPresent && root.Has("text_config"))) {
     KVTOPO_RETURN_IF_ERROR(ReadTextModel(root, "text_config", it->read, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config.value("text_config", nlohmann::json()), m);
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader text, root.Object("text_config"));
-    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, m.architecture, m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(text, m.architecture, options, m));
   } else {
     const bool generating = options.runner == "generate" && it->read_generating != nullptr;
     KVTOPO_RETURN_IF_ERROR(generating ? it->read_generating(root, m) : it->read(root, m));
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
-    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(root, m.architecture, m));
+    KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(root, m.architecture, options, m));
   }
   if (it->adjust != nullptr) it->adjust(m);
   if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft

@@ -326,6 +326,10 @@ struct ModelClassOptions {
   // also lists as a pooling model (GritLM) generate.
   std::string runner = "auto";
   std::string convert = "auto";
+  // False where the engine's class is read only for the shape the Transformers backend is
+  // compared with: what that class refuses as it builds its layers, which the backend does not
+  // build, is not refused.
+  bool builds_engine_class = true;
 };
 // --model-impl: auto, vllm or transformers; terratorch (a model without a KV cache) and anything
 // else are usage errors naming the value.

@@ -1687,9 +1687,13 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   EXPECT_EQ(ConfigErrors(arctic, eplb), built("ArcticForCausalLM"));
   arctic.erase("use_residual");
   EXPECT_EQ(testing_configs::PlanWith(arctic, eplb).status().message(),
-            "config.json 'config.json': field 'use_residual' is missing: the engine's Arctic "
-            "decoder layer reads it, its config class has no default, and it raises "
-            "AttributeError as it builds the model");
+            "config.json 'config.json': field 'use_residual' is missing: the engine's "
+            "ArcticForCausalLM decoder layer reads it, its config class has no default, and it "
+            "raises AttributeError as it builds the model");
+  // The Transformers backend builds its own layers, not the engine's class.
+  LaunchConfig backend = eplb;
+  backend.model_impl = "transformers";
+  EXPECT_EQ(ConfigErrors(arctic, backend), "");
 
   nlohmann::json ling = CorpusConfig("ling-mini-2.0");  // 20 layers
   ling.update({{"num_experts", 256}, {"num_experts_per_tok", 8}, {"first_k_dense_replace", 20}});
@@ -2218,6 +2222,9 @@ TEST(StartupRefusals, SharedExpertKeysTheMoeBlocksCompare) {
                           "MoE layer and raises TypeError as it builds the model; state a number",
                           size.dump()));
   }
+  LaunchConfig backend;  // the Transformers backend does not build the engine's MoE block
+  backend.model_impl = "transformers";
+  EXPECT_EQ(ConfigErrors(qwen, backend), "");
   qwen["shared_expert_intermediate_size"] = 0;
   EXPECT_EQ(ConfigErrors(qwen, LaunchConfig()), "");
   // HunYuan with one expert builds dense layers only.
