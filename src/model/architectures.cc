@@ -3922,6 +3922,9 @@ struct SiluOnlyMlp {
   bool shared_when_absent = false;
   const char* shared_is = "shared expert";  // what `shared` builds beside the experts
   bool shared_truthy = false;  // `shared` is read for Python's truth (Arctic's), not `> 0`
+  // The model class itself compares `shared` with 0 as it is built, MoE layers or not, unless
+  // this key is true to Python (Qwen2-MoE's `mlp_only_layers or ... > 0`).
+  const char* shared_compared_unless = nullptr;
   // Every layer builds a shared MLP where this key is not 0 (Python's `== 0`: 0, 0.0 and false
   // are 0); absent: where `every_layer_default` (its config class's default is not 0).
   const char* every_layer_unless_zero = nullptr;
@@ -4080,8 +4083,12 @@ constexpr SiluOnlyMlp kSiluOnlyMlp[] = {
     {"Qwen2AudioForConditionalGeneration", "hidden_act"},
     {"Qwen2ForCausalLM", "hidden_act"},
     {"Qwen2Model", "hidden_act"},
-    SharedWhenAbsent(
-        {"Qwen2MoeForCausalLM", "hidden_act", kDenseLayers, "shared_expert_intermediate_size"}),
+    {.engine_class = "Qwen2MoeForCausalLM",
+     .key = "hidden_act",
+     .dense_only = kDenseLayers,
+     .shared = "shared_expert_intermediate_size",
+     .shared_when_absent = true,
+     .shared_compared_unless = "mlp_only_layers"},
     {"Qwen2VLForConditionalGeneration", "hidden_act"},
     {"Qwen2_5OmniForConditionalGeneration", "hidden_act"},
     {"Qwen2_5OmniModel", "hidden_act"},
@@ -4186,17 +4193,28 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
 // Refuses a shared-expert key that the MoE block of `engine_class` (a kSiluOnlyMlp row's
 // `shared`) compares with 0 as each MoE layer is built (`> 0`; Qwen3-Next's and Qwen3.5 MoE's
 // `<= 0`) where the config states a value Python cannot compare with a number (null, a string, a
-// list, an object): TypeError at the first MoE layer. Not Arctic's, read for its truth, nor
-// Granite's shared MLP size, compared with `==`.
+// list, an object): TypeError at the first MoE layer, or (shared_compared_unless) as the model
+// class is built. Not Arctic's, read for its truth, nor Granite's shared MLP size, compared with
+// `==`.
 Status CheckSharedExpertKey(const ConfigReader& text, std::string_view engine_class,
                             const ModelDescription& m) {
   const SiluOnlyMlp* row = RowOf(kSiluOnlyMlp, &SiluOnlyMlp::engine_class, engine_class);
-  if (row == nullptr || row->shared == nullptr || row->shared_truthy || row->config_at != nullptr ||
-      m.BuiltExperts() == 0) {
+  if (row == nullptr || row->shared == nullptr || row->shared_truthy || row->config_at != nullptr) {
     return Status::Ok();
   }
-  const auto v = text.json().find(row->shared);
-  if (v == text.json().end() || v->is_number() || v->is_boolean()) return Status::Ok();
+  const nlohmann::json& j = text.json();
+  const auto v = j.find(row->shared);
+  if (v == j.end() || v->is_number() || v->is_boolean()) return Status::Ok();
+  const auto unless =
+      row->shared_compared_unless == nullptr ? j.end() : j.find(row->shared_compared_unless);
+  if (row->shared_compared_unless != nullptr && (unless == j.end() || !PythonTruth(*unless))) {
+    return text.Invalid(row->shared,
+                        fmt::format("is {}: the engine's {} compares it with 0 as it builds the "
+                                    "model (its {} being empty) and raises TypeError; state a "
+                                    "number",
+                                    v->dump(), engine_class, row->shared_compared_unless));
+  }
+  if (m.BuiltExperts() == 0) return Status::Ok();
   return text.Invalid(row->shared,
                       fmt::format("is {}: the engine's MoE block compares it with 0 as it builds "
                                   "the first MoE layer and raises TypeError as it builds the "

@@ -2222,6 +2222,15 @@ TEST(StartupRefusals, SharedExpertKeysTheMoeBlocksCompare) {
                           "MoE layer and raises TypeError as it builds the model; state a number",
                           size.dump()));
   }
+  // Qwen2-MoE's model class compares it too, MoE layers or not, unless mlp_only_layers lists one.
+  nlohmann::json qwen2 = qwen;
+  qwen2.update({{"architectures", {"Qwen2MoeForCausalLM"}}, {"num_experts", 0}});
+  EXPECT_EQ(testing_configs::PlanWith(qwen2, LaunchConfig()).status().message(),
+            "config.json 'config.json': field 'shared_expert_intermediate_size' is [512]: the "
+            "engine's Qwen2MoeForCausalLM compares it with 0 as it builds the model (its "
+            "mlp_only_layers being empty) and raises TypeError; state a number");
+  qwen2["mlp_only_layers"] = {0};
+  EXPECT_EQ(ConfigErrors(qwen2, LaunchConfig()), "");
   LaunchConfig backend;  // the Transformers backend does not build the engine's MoE block
   backend.model_impl = "transformers";
   EXPECT_EQ(ConfigErrors(qwen, backend), "");
