@@ -3214,12 +3214,51 @@ std::optional<int64_t> ForkClassExpertCount(std::string_view model_type, std::st
 constexpr std::array<const char*, 4> kEngineExpertKeys = {"num_experts", "moe_num_experts",
                                                           "n_routed_experts", "num_local_experts"};
 
-// The expert count the engine reads from a text config (get_num_experts in
-// vllm/transformers_utils/model_arch_config_convertor.py at 28be48fa9): the first of num_experts,
-// moe_num_experts, n_routed_experts and num_local_experts the config states, or the config class
-// of `model_type` defines (kForkClassExpertCounts, None included); a list's first entry; where
-// that value is false to Python (0, null, ...), the largest n_routed_experts of its block_configs'
-// "moe" blocks (NemotronH's heterogeneous layers); a count not above 0: 0.
+// What get_num_experts picks from a text config (vllm/transformers_utils/
+// model_arch_config_convertor.py at 28be48fa9): the first of kEngineExpertKeys the config
+// states, or the config class of `model_type` defines (kForkClassExpertCounts, None included); a
+// list whatever its entries, any other value where it is true to Python, else block_configs.
+struct PickedExpertCount {
+  const char* key = nullptr;               // the stated key it picks
+  const nlohmann::json* stated = nullptr;  // its value (a list: the engine takes its first entry)
+  int64_t of_class = 0;                    // the class's count it picks instead (above 0)
+};
+PickedExpertCount PickExpertCount(const nlohmann::json& text, std::string_view model_type) {
+  for (const char* key : kEngineExpertKeys) {
+    if (const auto v = text.find(key); v != text.end()) {
+      if (v->is_array() || PythonTruth(*v)) return {.key = key, .stated = &*v};
+      break;
+    }
+    if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) {
+      if (*n > 0) return {.of_class = *n};
+      break;
+    }
+  }
+  return {};  // block_configs
+}
+
+// The index in `blocks` (block_configs) of the "moe" block whose n_routed_experts max() keeps:
+// the first of the largest numbers (True as 1) above 0; none where no block states one.
+std::optional<size_t> LargestMoeBlock(const nlohmann::json& blocks) {
+  std::optional<size_t> at;
+  double largest = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const nlohmann::json& block = blocks[i];
+    if (!block.is_object() || block.value("block_type", nlohmann::json()) != "moe") continue;
+    const auto n = block.find("n_routed_experts");
+    if (n == block.end() || (!n->is_number() && !n->is_boolean())) continue;
+    const double d = n->is_boolean() ? (n->get<bool>() ? 1.0 : 0.0) : n->get<double>();
+    if (d > largest) {
+      largest = d;
+      at = i;
+    }
+  }
+  return at;
+}
+
+// The expert count the engine reads from a text config: PickExpertCount's value (a list's first
+// entry), else the largest n_routed_experts of its block_configs' "moe" blocks (NemotronH's
+// heterogeneous layers); a count not above 0: 0.
 int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_type) {
   if (!text.is_object()) return 0;
   // A count above 0 that is not a whole number in range counts as 1 expert: the engine tests > 0
@@ -3234,33 +3273,22 @@ int64_t EngineExpertCount(const nlohmann::json& text, std::string_view model_typ
     }
     return JsonIntIn(n, 1, kMaxModelDim).value_or(1);
   };
-  for (const char* key : kEngineExpertKeys) {
-    if (const auto v = text.find(key); v != text.end()) {
-      if (v->is_array()) return v->empty() ? 0 : count((*v)[0]);
-      if (PythonTruth(*v)) return count(*v);
-      break;
-    }
-    if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) {
-      if (*n > 0) return *n;
-      break;
-    }
+  const PickedExpertCount picked = PickExpertCount(text, model_type);
+  if (picked.stated != nullptr) {
+    const nlohmann::json& v = *picked.stated;
+    return !v.is_array() ? count(v) : v.empty() ? 0 : count(v[0]);
   }
+  if (picked.of_class > 0) return picked.of_class;
   const auto blocks = text.find("block_configs");
   if (blocks == text.end() || !blocks->is_array()) return 0;
-  int64_t largest = 0;
-  for (const nlohmann::json& block : *blocks) {
-    if (!block.is_object() || block.value("block_type", nlohmann::json()) != "moe") continue;
-    if (const auto n = block.find("n_routed_experts"); n != block.end()) {
-      largest = std::max(largest, count(*n));
-    }
-  }
-  return largest;
+  const std::optional<size_t> at = LargestMoeBlock(*blocks);
+  return at ? count((*blocks)[*at]["n_routed_experts"]) : 0;
 }
 
 // Refuses the expert count of `text` where the engine cannot read it as it builds the model config
 // of any model, target or draft (get_num_experts, then ModelArchitectureConfig, a pydantic
 // dataclass whose num_experts is an int, converted as pydantic's lax mode does: a whole float and
-// a bool pass), with the value EngineExpertCount picks: an empty list (its first entry:
+// a bool pass), with the value PickExpertCount picks: an empty list (its first entry:
 // IndexError); an object that is not empty or a number with a fractional part, or a list whose
 // first entry is not a number (null, a list, an object) or is such a number (ValidationError); a
 // "moe" block of block_configs whose n_routed_experts max() cannot compare with a number
@@ -3291,60 +3319,44 @@ Status CheckEngineExpertCount(const ConfigReader& text, std::string_view model_t
                          v.dump(), as,
                          count.is_number() ? ", got a number with a fractional part" : ""));
   };
-  for (const char* key : kEngineExpertKeys) {
-    const auto v = j.find(key);
-    if (v == j.end()) {
-      if (const std::optional<int64_t> n = ForkClassExpertCount(model_type, key)) {
-        if (*n > 0) return Status::Ok();
-        break;
-      }
-      continue;
-    }
-    if (v->is_array()) {
-      if (v->empty()) {
-        return text.Invalid(key,
+  const PickedExpertCount picked = PickExpertCount(j, model_type);
+  if (picked.stated != nullptr) {
+    const nlohmann::json& v = *picked.stated;
+    if (v.is_array()) {
+      if (v.empty()) {
+        return text.Invalid(picked.key,
                             "is []: the engine's get_num_experts takes a list's first entry and "
                             "raises IndexError as it builds the model config");
       }
-      const nlohmann::json& first = (*v)[0];
+      const nlohmann::json& first = v[0];
       if ((!first.is_number() && !first.is_boolean()) || fractional(first)) {
-        return not_integer(key, *v, first, fmt::format("its first entry ({})", first.dump()), text);
+        return not_integer(picked.key, v, first, fmt::format("its first entry ({})", first.dump()),
+                           text);
       }
-      return Status::Ok();
-    }
-    if (!PythonTruth(*v)) break;
-    if (v->is_object() || v->is_string() || fractional(*v)) {
-      return not_integer(key, *v, *v, "it", text);
+    } else if (v.is_object() || v.is_string() || fractional(v)) {
+      return not_integer(picked.key, v, v, "it", text);
     }
     return Status::Ok();
   }
+  if (picked.of_class > 0) return Status::Ok();
   const auto blocks = j.find("block_configs");
   if (blocks == j.end() || !blocks->is_array()) return Status::Ok();
-  double largest = 0;
-  size_t largest_at = blocks->size();
   for (size_t i = 0; i < blocks->size(); ++i) {
     const nlohmann::json& block = (*blocks)[i];
     if (!block.is_object() || block.value("block_type", nlohmann::json()) != "moe") continue;
     const auto n = block.find("n_routed_experts");
-    if (n == block.end()) continue;
-    if (!n->is_number() && !n->is_boolean()) {
+    if (n != block.end() && !n->is_number() && !n->is_boolean()) {
       return text.Invalid(fmt::format("block_configs[{}].n_routed_experts", i),
                           fmt::format("is {}: the engine's get_num_experts takes the largest of "
                                       "the moe blocks' counts with max() and raises TypeError as "
                                       "it builds the model config",
                                       n->dump()));
     }
-    // max() keeps the first of equal counts.
-    const double d = n->is_boolean() ? (n->get<bool>() ? 1.0 : 0.0) : n->get<double>();
-    if (d > largest) {
-      largest = d;
-      largest_at = i;
-    }
   }
-  if (largest_at == blocks->size()) return Status::Ok();
-  const nlohmann::json& n = (*blocks)[largest_at]["n_routed_experts"];
-  if (!fractional(n)) return Status::Ok();
-  return not_integer(fmt::format("block_configs[{}].n_routed_experts", largest_at), n, n,
+  const std::optional<size_t> at = LargestMoeBlock(*blocks);
+  if (!at || !fractional((*blocks)[*at]["n_routed_experts"])) return Status::Ok();
+  const nlohmann::json& n = (*blocks)[*at]["n_routed_experts"];
+  return not_integer(fmt::format("block_configs[{}].n_routed_experts", *at), n, n,
                      "the largest of the moe blocks' counts", text);
 }
 

@@ -59,6 +59,17 @@ std::string EplbNoModel(const std::string& what) {
          "None'); drop --enable-eplb";
 }
 
+// The error line of --moe-backend `backend` where `model`'s experts are unquantized (Python's
+// quotes around the name in the engine's message).
+std::string UnquantizedMoeBackend(const std::string& backend, const std::string& model) {
+  return "\n  error [moe-backend] --moe-backend " + backend + " with 'config.json' (" + model +
+         "), whose experts run UnquantizedFusedMoEMethod for its unquantized weights (unquantized "
+         "MoE kernels): the engine raises as it builds the model ('moe_backend='" +
+         backend +
+         "' is not supported for unquantized MoE.'); pass one of triton, flashinfer_trtllm, "
+         "flashinfer_cutlass, aiter, or auto";
+}
+
 // The tokens an accepted launch plans; an error, or a launch that does not plan, fails the test.
 int64_t AcceptedTokens(const LaunchOptions& o) {
   Result<Plan> plan = PlanOptions(o);
@@ -394,11 +405,7 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
   c.moe_backend = "deep_gemm";
   c.moe_backend_from = "--moe-backend";
   EXPECT_EQ(ConfigErrors(qwen, c),
-            "\n  error [moe-backend] --moe-backend deep_gemm with 'config.json' "
-            "(Qwen3_5MoeForConditionalGeneration), whose experts run UnquantizedFusedMoEMethod "
-            "for its unquantized weights (unquantized MoE kernels): the engine raises as it "
-            "builds the model ('moe_backend='deep_gemm' is not supported for unquantized MoE.'); "
-            "pass one of triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+            UnquantizedMoeBackend("deep_gemm", "Qwen3_5MoeForConditionalGeneration"));
   c.moe_backend = "flashinfer_cutlass";
   EXPECT_EQ(ConfigErrors(qwen, c), "");
   // Weight-only AWQ experts read no moe_backend, and do not support EPLB.
@@ -1397,11 +1404,7 @@ TEST(StartupRefusals, LoadBalancingNeedsTheEnginesMoeModel) {
             "raises TypeError as it builds the model");
   hunyuan["num_experts"] = 2;
   EXPECT_EQ(ConfigErrors(hunyuan, b12x),
-            "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
-            "(HunYuanDenseV1ForCausalLM), whose experts run UnquantizedFusedMoEMethod for its "
-            "unquantized weights (unquantized MoE kernels): the engine raises as it builds the "
-            "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
-            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+            UnquantizedMoeBackend("b12x", "HunYuanDenseV1ForCausalLM"));
 }
 
 // InternVL-Chat over the language model `llm` (its llm_config names the class).
@@ -1514,11 +1517,7 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   EXPECT_EQ(ConfigErrors(kimi, c), "");
   kimi["text_config"]["moe_layer_freq"] = 1;  // layer 60 builds experts
   EXPECT_EQ(ConfigErrors(kimi, c),
-            "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
-            "(KimiK25ForConditionalGeneration), whose experts run UnquantizedFusedMoEMethod for "
-            "its unquantized weights (unquantized MoE kernels): the engine raises as it builds the "
-            "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
-            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+            UnquantizedMoeBackend("b12x", "KimiK25ForConditionalGeneration"));
 
   // MiMo-V2 builds experts where its moe_layer_freq list holds a true entry, none for an int.
   nlohmann::json mimo = CorpusConfig("mimo-v2-flash");  // 48 layers
@@ -1532,12 +1531,7 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   EXPECT_EQ(ConfigErrors(mimo, b12x), "");
   mimo["moe_layer_freq"] = nlohmann::json::array({0});
   for (int i = 1; i < 48; ++i) mimo["moe_layer_freq"].push_back(1);
-  EXPECT_EQ(ConfigErrors(mimo, b12x),
-            "\n  error [moe-backend] --moe-backend b12x with 'config.json' "
-            "(MiMoV2FlashForCausalLM), whose experts run UnquantizedFusedMoEMethod for its "
-            "unquantized weights (unquantized MoE kernels): the engine raises as it builds the "
-            "model ('moe_backend='b12x' is not supported for unquantized MoE.'); pass one of "
-            "triton, flashinfer_trtllm, flashinfer_cutlass, aiter, or auto");
+  EXPECT_EQ(ConfigErrors(mimo, b12x), UnquantizedMoeBackend("b12x", "MiMoV2FlashForCausalLM"));
   mimo["moe_layer_freq"].erase(47);
   EXPECT_EQ(testing_configs::PlanWith(mimo, b12x).status().message(),
             "config.json 'config.json': field 'moe_layer_freq' lists 47 layers, but the model has "
@@ -1554,12 +1548,7 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   eplb.enable_expert_parallel = true;
   eplb.enable_eplb = true;
   const auto eplb_refused = [](const std::string& why) {
-    return fmt::format(
-        "\n  error [eplb-model] --enable-eplb with 'config.json' (ExaoneMoEForCausalLM), {}: the "
-        "engine's model runner registers no model for expert-parallel load balancing, and the "
-        "profile run's first forward at startup asserts ('assert self._moe_model is not None'); "
-        "drop --enable-eplb",
-        why);
+    return EplbNoModel("'config.json' (ExaoneMoEForCausalLM), " + why);
   };
   EXPECT_EQ(ConfigErrors(exaone, eplb),
             eplb_refused("whose engine class (or the language model it wraps) is not the "
