@@ -70,6 +70,21 @@ std::string UnquantizedMoeBackend(const std::string& backend, const std::string&
          "flashinfer_cutlass, aiter, or auto";
 }
 
+// The error line of `model` under --pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION
+// `partition`, whose `stage` ("stage 0 (layer 0)") builds none of the experts `keys` choose; the
+// engine's class raises `raises`.
+std::string StageWithoutExperts(const std::string& model, const std::string& partition,
+                                const std::string& stage, const std::string& keys,
+                                const std::string& raises) {
+  return fmt::format(
+      "\n  error [expert-layers] 'config.json' ({}) with --pipeline-parallel-size 2 and "
+      "VLLM_PP_LAYER_PARTITION '{}': {} builds no layer with experts (its layers build them only "
+      "as {} choose): the engine's {} raises as such a stage builds its part of the model ('{}'); "
+      "give every stage a layer with experts (VLLM_PP_LAYER_PARTITION) or change "
+      "--pipeline-parallel-size",
+      model, partition, stage, keys, model, raises);
+}
+
 // The tokens an accepted launch plans; an error, or a launch that does not plan, fails the test.
 int64_t AcceptedTokens(const LaunchOptions& o) {
   Result<Plan> plan = PlanOptions(o);
@@ -1460,12 +1475,8 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   EXPECT_EQ(ConfigErrors(hy, c), "");
   c.pp_layer_partition = "1,79";
   const std::string hy_stage0 =
-      "\n  error [expert-layers] 'config.json' (HYV3ForCausalLM) with "
-      "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '1,79': stage 0 (layer 0) "
-      "builds no layer with experts (its layers build them only as first_k_dense_replace "
-      "choose): the engine's HYV3ForCausalLM raises as such a stage builds its part of the "
-      "model ('No MoE layer found in model.layers.'); give every stage a layer with experts "
-      "(VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size";
+      StageWithoutExperts("HYV3ForCausalLM", "1,79", "stage 0 (layer 0)", "first_k_dense_replace",
+                          "No MoE layer found in model.layers.");
   EXPECT_EQ(ConfigErrors(hy, c), hy_stage0);
   c.pp_layer_partition = "2,78";
   EXPECT_EQ(ConfigErrors(hy, c), "");
@@ -1478,13 +1489,9 @@ TEST(StartupRefusals, MoeClassesWithoutExpertLayers) {
   next["mlp_only_layers"] = {0, 1, 2, 3};
   c.pp_layer_partition = "4,44";
   EXPECT_EQ(ConfigErrors(next, c),
-            "\n  error [expert-layers] 'config.json' (Qwen3NextForCausalLM) with "
-            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '4,44': stage 0 (layers 0 to "
-            "3) builds no layer with experts (its layers build them only as num_experts, "
-            "decoder_sparse_step and mlp_only_layers choose): the engine's Qwen3NextForCausalLM "
-            "raises as such a stage builds its part of the model ('No Qwen3Next layer found in the "
-            "model.layers.'); give every stage a layer with experts (VLLM_PP_LAYER_PARTITION) or "
-            "change --pipeline-parallel-size");
+            StageWithoutExperts("Qwen3NextForCausalLM", "4,44", "stage 0 (layers 0 to 3)",
+                                "num_experts, decoder_sparse_step and mlp_only_layers",
+                                "No Qwen3Next layer found in the model.layers."));
   c.pp_layer_partition = "8,40";
   EXPECT_EQ(ConfigErrors(next, c), "");
   c.pipeline_parallel_size = 1;
@@ -1620,12 +1627,8 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   c.cache.max_model_len = 4096;
   c.pp_layer_partition = "2,30";
   EXPECT_EQ(ConfigErrors(afmoe, c),
-            "\n  error [expert-layers] 'config.json' (AfmoeForCausalLM) with "
-            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '2,30': stage 0 (layers 0 to "
-            "1) builds no layer with experts (its layers build them only as num_dense_layers "
-            "choose): the engine's AfmoeForCausalLM raises as such a stage builds its part of the "
-            "model ('No AfmoeMoE layer found in model.layers.'); give every stage a layer with "
-            "experts (VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size");
+            StageWithoutExperts("AfmoeForCausalLM", "2,30", "stage 0 (layers 0 to 1)",
+                                "num_dense_layers", "No AfmoeMoE layer found in model.layers."));
   c.pp_layer_partition = "3,29";
   EXPECT_EQ(ConfigErrors(afmoe, c), "");
   afmoe["num_dense_layers"] = 32;  // no MoE layer to look for
@@ -1635,12 +1638,8 @@ TEST(StartupRefusals, ExpertLayersFromDenseLayersAndPeriods) {
   EXPECT_EQ(ConfigErrors(afmoe, c), "");
   c.pp_layer_partition = "1,31";
   EXPECT_EQ(ConfigErrors(afmoe, c),
-            "\n  error [expert-layers] 'config.json' (AfmoeForCausalLM) with "
-            "--pipeline-parallel-size 2 and VLLM_PP_LAYER_PARTITION '1,31': stage 0 (layer 0) "
-            "builds no layer with experts (its layers build them only as num_dense_layers "
-            "choose): the engine's AfmoeForCausalLM raises as such a stage builds its part of the "
-            "model ('No AfmoeMoE layer found in model.layers.'); give every stage a layer with "
-            "experts (VLLM_PP_LAYER_PARTITION) or change --pipeline-parallel-size");
+            StageWithoutExperts("AfmoeForCausalLM", "1,31", "stage 0 (layer 0)", "num_dense_layers",
+                                "No AfmoeMoE layer found in model.layers."));
 
   LaunchConfig eplb;
   eplb.enable_expert_parallel = true;
