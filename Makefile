@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
-RELEASE_BUILD ?= build-release
 FUZZ_BUILD ?= build-fuzz
 # Seconds each fuzz target runs under `make fuzz`; `make test` runs a short smoke of each.
 FUZZ_SECONDS ?= 600
@@ -13,7 +12,8 @@ WERROR ?= ON
 JOBS ?= $(shell nproc)
 # Debug information in the test and ASan trees: line tables (-g1) are what a failing test's
 # backtrace and a sanitizer report need, and compile a quarter faster than full -g; set
-# DEBUG_INFO=-g for a debugger's view of locals (a fresh build directory takes it).
+# DEBUG_INFO=-g for a debugger's view of locals (a fresh build directory takes it). Debug
+# information does not change the code GCC generates.
 DEBUG_INFO ?= -g1
 PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 DEBIAN_PACKAGES := cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev \
@@ -31,8 +31,7 @@ install_missing = @missing=""; for p in $(1); do \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-.PHONY: deps deps-fuzz build build-asan build-release build-release-tests build-fuzz run test test-release \
-  test-python \
+.PHONY: deps deps-fuzz build build-asan build-fuzz run test test-python \
   fuzz fuzz-smoke bench format clean
 
 deps:
@@ -41,9 +40,13 @@ deps:
 deps-fuzz: deps
 	$(call install_missing,$(FUZZ_PACKAGES))
 
+# The test tree is a user's Release build (-DCMAKE_BUILD_TYPE=Release: -O3, NDEBUG) with line
+# tables added: the suites, the Python module and the benchmarks run on the code a user's
+# Release build runs. A tree configured by an earlier Makefile keeps its flags: remove it, or
+# re-run this cmake line over it.
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=$(PYTHON) \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(DEBUG_INFO) -O2 -DNDEBUG" -DKVTOPO_WERROR=$(WERROR)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(PYTHON) \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O3 -DNDEBUG $(DEBUG_INFO)" -DKVTOPO_WERROR=$(WERROR)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -55,22 +58,6 @@ $(ASAN_BUILD)/build.ninja: | deps
 
 build-asan: deps $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target kvtopo_tests kvtopo
-
-# A user's Release build (-O3) of the library and the CLI, whose output must equal the test
-# tree's (scripts/check_release_build.sh); the test suites run in $(BUILD) and under ASan, which
-# keeps CI under its time budget. `make build-release-tests` builds the tests there too.
-$(RELEASE_BUILD)/build.ninja: | deps
-	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
-	  -DKVTOPO_BUILD_BENCH=OFF -DKVTOPO_BUILD_PYTHON=OFF -DKVTOPO_WERROR=$(WERROR)
-
-build-release: deps $(RELEASE_BUILD)/build.ninja
-	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target kvtopo
-
-build-release-tests: deps $(RELEASE_BUILD)/build.ninja
-	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target kvtopo_tests kvtopo
-
-test-release: build build-release
-	./scripts/check_release_build.sh $(BUILD) $(RELEASE_BUILD)
 
 # libFuzzer targets (clang, ASan + UBSan) in their own build dir; not needed by any other build.
 # Warnings are left to the GCC builds (-Werror there); clang's extra ones do not stop fuzzing.
@@ -103,8 +90,8 @@ fuzz-smoke:
 run: build
 	./$(BUILD)/kvtopo plan
 
-# Every test in the RelWithDebInfo tree and under ASan/UBSan (the fuzz corpora replay there too,
-# tests/fuzz/corpus_test.cc), the Python suite, and the Release build's check. The libFuzzer
+# Every test in the test tree (a Release build) and under ASan/UBSan (the fuzz corpora replay
+# there too, tests/fuzz/corpus_test.cc) and the Python suite. The libFuzzer
 # smoke (`make fuzz-smoke`, a clang build of its own) is not part of it: CI's 25-minute budget.
 # Under ASan the test binary runs as $(JOBS) shards, one process each (GoogleTest's sharding),
 # rather than one process per test through ctest: the same tests under the same sanitizers,
@@ -124,7 +111,6 @@ test: build build-asan
 	done; \
 	exit $$rc
 	$(MAKE) --no-print-directory test-python
-	$(MAKE) --no-print-directory test-release
 
 # The Python module's unittest suite against the module built in $(BUILD) (no install needed).
 test-python: build
@@ -138,4 +124,4 @@ format: deps
 	find include src tools tests bench python -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD) $(FUZZ_BUILD) build-wheel
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-release build-wheel

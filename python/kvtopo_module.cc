@@ -99,7 +99,8 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
     if (option == nullptr || name.find('-') != std::string::npos || name == option->short_flag) {
       std::string list;
       for (const LaunchOption& o : LaunchOptionTable()) {
-        list += (list.empty() ? "" : ", ") + std::string(o.name);
+        if (!list.empty()) list += ", ";
+        list += o.name;
       }
       RaisePython(PyExc_TypeError, "unknown option '" + name + "'; accepted options: " + list);
     }

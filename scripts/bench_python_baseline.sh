@@ -5,10 +5,11 @@
 #
 # "Today's binding" is the Python module of commit $KVTOPO_BASELINE_COMMIT (default 5b9092b,
 # the last commit before the batched step API). It is built once from a temporary git worktree
-# of this repository into build-baseline/ (git-ignored; rebuilt when the commit changes), then
-# bench/python/workloads.py --baseline runs the single-call loop against it and the batched
-# loop against BUILD/python (default build/python), alternating the two modules run by run, each
-# run in a fresh interpreter, and reports best-of-N, the spread and the ratio per workload.
+# of this repository into build-baseline/ (git-ignored; rebuilt when the commit or the flags
+# change), with the flags of the Makefile's test tree. bench/python/workloads.py --baseline then
+# runs the single-call loop against it and the batched loop against BUILD/python (default
+# build/python), alternating the two modules run by run, each run in a fresh interpreter, and
+# reports best-of-N, the spread and the ratio per workload.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=5
@@ -17,7 +18,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --workloads) workloads="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -29,7 +30,10 @@ jobs=${JOBS:-2}
 base=build-baseline
 full=$(git rev-parse --verify "$commit^{commit}")
 
-if [[ ! -f "$base/commit" || "$(cat "$base/commit")" != "$full" ]] ||
+# The flags of the Makefile's test tree, whose module it is compared with.
+flags="-O3 -DNDEBUG -g1"
+if [[ ! -f "$base/commit" || "$(cat "$base/commit")" != "$full" ||
+      "$(cat "$base/flags" 2> /dev/null)" != "$flags" ]] ||
    ! compgen -G "$base/python/kvtopo/_kvtopo*.so" > /dev/null; then
   echo "== building the Python module of $commit into $base/python"
   rm -rf "$base"
@@ -37,12 +41,14 @@ if [[ ! -f "$base/commit" || "$(cat "$base/commit")" != "$full" ]] ||
   src=$(mktemp -d)
   trap 'git worktree remove --force "$src" 2> /dev/null || rm -rf "$src"' EXIT
   git worktree add --detach --quiet "$src" "$full"
-  cmake -S "$src" -B "$base/cmake" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKVTOPO_BUILD_BENCH=OFF -DPython_EXECUTABLE="$(command -v "$python")" > /dev/null
+  cmake -S "$src" -B "$base/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="$flags" -DKVTOPO_BUILD_BENCH=OFF \
+    -DPython_EXECUTABLE="$(command -v "$python")" > /dev/null
   cmake --build "$base/cmake" -j "$jobs" --target kvtopo_python
   mkdir -p "$base/python"
   cp -r "$base/cmake/python/kvtopo" "$base/python/"
   echo "$full" > "$base/commit"
+  echo "$flags" > "$base/flags"
   git worktree remove --force "$src"
   trap - EXIT
 fi
