@@ -42,13 +42,17 @@ deps-fuzz: deps
 
 # The test tree is a user's Release build (-DCMAKE_BUILD_TYPE=Release: -O3, NDEBUG) with line
 # tables added: the suites, the Python module and the benchmarks run on the code a user's
-# Release build runs. A tree configured by an earlier Makefile keeps its flags: remove it, or
-# re-run this cmake line over it.
+# Release build runs. A tree an earlier Makefile configured as RelWithDebInfo is configured
+# again by `make build`.
+configure_build = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE=$(PYTHON) -DCMAKE_CXX_FLAGS_RELEASE="-O3 -DNDEBUG $(DEBUG_INFO)" \
+  -DKVTOPO_WERROR=$(WERROR)
+
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(PYTHON) \
-	  -DCMAKE_CXX_FLAGS_RELEASE="-O3 -DNDEBUG $(DEBUG_INFO)" -DKVTOPO_WERROR=$(WERROR)
+	$(configure_build)
 
 build: deps $(BUILD)/build.ninja
+	@grep -q '^CMAKE_BUILD_TYPE:STRING=Release$$' $(BUILD)/CMakeCache.txt || $(configure_build)
 	cmake --build $(BUILD) -j $(JOBS)
 
 $(ASAN_BUILD)/build.ninja: | deps
