@@ -4196,10 +4196,7 @@ void RecordSiluOnlyActivation(const nlohmann::json& config, std::string_view eng
   m.unsupported_activation_says = row->says;
   m.unsupported_activation_asserts = row->asserts == nullptr ? "" : row->asserts;
   m.unsupported_activation_json = v->dump();
-  m.unsupported_activation = v->is_string()    ? v->get<std::string>()
-                             : v->is_null()    ? "None"
-                             : v->is_boolean() ? (v->get<bool>() ? "True" : "False")
-                                               : v->dump();
+  m.unsupported_activation = PythonStr(*v);
 }
 
 // Refuses a shared-expert key that the MoE block of `engine_class` (a kSiluOnlyMlp row's

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "internal/ascii_case.h"
+#include "internal/json_text.h"
 
 namespace kvtopo::internal {
 namespace {
@@ -26,13 +27,6 @@ const nlohmann::json* Find(const nlohmann::json& object, std::string_view key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-// Python's str() of a scalar, as the engine formats a value it reads.
-std::string Text(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  return v.dump();
-}
-
 }  // namespace
 
 Result<std::string> NormalizedQuantMethod(const nlohmann::json& q, const std::string& source,
@@ -46,7 +40,7 @@ Result<std::string> NormalizedQuantMethod(const nlohmann::json& q, const std::st
   if (producer_name != nullptr && *producer_name == "modelopt") {
     const nlohmann::json* algo = inner_object ? Find(*inner_object, "quant_algo") : nullptr;
     if (algo != nullptr && !algo->is_null()) {
-      const std::string upper = AsciiUpper(Text(*algo));
+      const std::string upper = AsciiUpper(PythonStr(*algo));
       if (upper == "FP8" || upper == "FP8_PER_CHANNEL_PER_TOKEN" || upper == "FP8_PB_WO") {
         method = "modelopt";
       } else if (upper == "NVFP4") {
@@ -56,7 +50,7 @@ Result<std::string> NormalizedQuantMethod(const nlohmann::json& q, const std::st
             "{}: field '{}' is '{}': the engine knows the ModelOpt algorithms FP8, "
             "FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO and NVFP4 and refuses the checkpoint ('Unknown "
             "ModelOpt quant algo')",
-            source, at("quantization.quant_algo"), Text(*algo)));
+            source, at("quantization.quant_algo"), PythonStr(*algo)));
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "internal/ascii_case.h"
+#include "internal/json_text.h"
 #include "model/quant_kv_cache.h"
 
 namespace kvtopo::internal {
@@ -78,13 +79,9 @@ const nlohmann::json* Find(const nlohmann::json& object, std::string_view key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-// Python's str() of a scalar JSON value, upper-cased, as ModelOpt's quant_algo is compared.
+// Python's str() of a JSON value, upper-cased, as ModelOpt's quant_algo is compared.
 std::string UpperText(const nlohmann::json* v) {
-  if (v == nullptr) return "";
-  if (v->is_string()) return AsciiUpper(v->get<std::string>());
-  if (v->is_null()) return "NONE";
-  if (v->is_boolean()) return v->get<bool>() ? "TRUE" : "FALSE";
-  return AsciiUpper(v->dump());
+  return v == nullptr ? "" : AsciiUpper(PythonStr(*v));
 }
 
 // Python's == between a JSON value and an integer (4 == 4.0; True == 1).

@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cctype>
-#include <cmath>
 
 #include "internal/ascii_case.h"
 #include "internal/json_int.h"
@@ -270,13 +269,9 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
   };
   // Numbers as Python prints them in the engine's messages: a float field's value keeps its
   // point (pydantic makes -1 a float -1.0), an int field's has none.
-  const auto python_float = [](double x) {
-    return std::abs(x) < 1e16 && x == std::floor(x) ? fmt::format("{:.1f}", x)
-                                                    : fmt::format("{}", x);
-  };
   const auto py = [&](const char* key) {
     const bool float_field = std::string_view(key) != "suffix_decoding_max_cached_requests";
-    return float_field ? python_float(*number(key)) : fmt::format("{}", *number(key));
+    return float_field ? internal::PythonFloatStr(*number(key)) : fmt::format("{}", *number(key));
   };
   if (spec.method == "suffix") {
     for (const char* key :
@@ -321,7 +316,7 @@ Status CheckFieldsNotPlanned(const nlohmann::json& j, const SpeculativeConfig& s
                                  internal::PydanticFloatRefusal(r)));
         }
         rates.push_back(*rate);
-        shown.push_back(python_float(*rate));
+        shown.push_back(internal::PythonFloatStr(*rate));
       }
       const std::string list = fmt::format("[{}]", fmt::join(shown, ", "));
       if (n > 0 && static_cast<int64_t>(rates.size()) != n) {

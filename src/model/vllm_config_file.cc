@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "internal/json_text.h"
 #include "internal/text_file.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/limits.h"
@@ -214,10 +215,7 @@ std::string PythonStr(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "None";
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_number_float() && !std::isfinite(v.get<double>())) {
-    const double x = v.get<double>();
-    return std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
-  }
+  if (v.is_number_float()) return internal::PythonFloatStr(v.get<double>());
   return v.is_structured() ? PythonJsonDumps(v) : v.dump();
 }
 

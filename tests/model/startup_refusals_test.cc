@@ -1881,6 +1881,10 @@ TEST(StartupRefusals, SiluOnlyMlps) {
   llama["hidden_act"] = nullptr;  // None != "silu"
   EXPECT_EQ(ConfigErrors(llama, c),
             refused("LlamaForCausalLM", "hidden_act", "null", "LlamaForCausalLM", "None"));
+  llama["hidden_act"] = {"gelu", nullptr, 2.0};  // printed as Python prints the list
+  EXPECT_EQ(ConfigErrors(llama, c),
+            refused("LlamaForCausalLM", "hidden_act", R"(["gelu",null,2.0])", "LlamaForCausalLM",
+                    "['gelu', None, 2.0]"));
   llama["hidden_act"] = "silu";
   EXPECT_EQ(ConfigErrors(llama, c), "");
   nlohmann::json internvl = InternVlChat(llama);
