@@ -6,7 +6,7 @@
 # "Today's binding" is the Python module of commit $KVTOPO_BASELINE_COMMIT (default 5b9092b,
 # the last commit before the batched step API). It is built once from a temporary git worktree
 # of this repository into build-baseline/ (git-ignored; rebuilt when the commit or the flags
-# change), with the flags of the Makefile's test tree. bench/python/workloads.py --baseline then
+# change), with BUILD's build type and flags. bench/python/workloads.py --baseline then
 # runs the single-call loop against it and the batched loop against BUILD/python (default
 # build/python), alternating the two modules run by run, each run in a fresh interpreter, and
 # reports best-of-N, the spread and the ratio per workload.
@@ -30,8 +30,12 @@ jobs=${JOBS:-2}
 base=build-baseline
 full=$(git rev-parse --verify "$commit^{commit}")
 
-# The flags of the Makefile's test tree, whose module it is compared with.
-flags="-O3 -DNDEBUG -g1"
+# The build type and flags of BUILD, whose module it is compared with, from its CMake cache.
+cache="$build/CMakeCache.txt"
+[[ -f "$cache" ]] || { echo "no $cache: build BUILD first (make build)" >&2; exit 2; }
+type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+type_flags=$(sed -n "s/^CMAKE_CXX_FLAGS_${type^^}:[A-Z]*=//p" "$cache")
+flags="$type $type_flags"
 if [[ ! -f "$base/commit" || "$(cat "$base/commit")" != "$full" ||
       "$(cat "$base/flags" 2> /dev/null)" != "$flags" ]] ||
    ! compgen -G "$base/python/kvtopo/_kvtopo*.so" > /dev/null; then
@@ -41,8 +45,8 @@ if [[ ! -f "$base/commit" || "$(cat "$base/commit")" != "$full" ||
   src=$(mktemp -d)
   trap 'git worktree remove --force "$src" 2> /dev/null || rm -rf "$src"' EXIT
   git worktree add --detach --quiet "$src" "$full"
-  cmake -S "$src" -B "$base/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_FLAGS_RELEASE="$flags" -DKVTOPO_BUILD_BENCH=OFF \
+  cmake -S "$src" -B "$base/cmake" -G Ninja -DCMAKE_BUILD_TYPE="$type" \
+    -DCMAKE_CXX_FLAGS_"${type^^}"="$type_flags" -DKVTOPO_BUILD_BENCH=OFF \
     -DPython_EXECUTABLE="$(command -v "$python")" > /dev/null
   cmake --build "$base/cmake" -j "$jobs" --target kvtopo_python
   mkdir -p "$base/python"

@@ -209,9 +209,10 @@ std::string PythonJsonDumps(const Json& v) {
   return v.dump(-1, ' ', /*ensure_ascii=*/true);
 }
 
-// Python's str() of a value the file gives a flag: integers in decimal, floats in their shortest
-// form, None and booleans by their Python names, anything nested as JSON.
-std::string PythonStr(const Json& v) {
+// The argument text of a value the file gives a flag: Python's str() of a scalar (integers in
+// decimal, floats as internal::PythonFloatStr, None and booleans by their Python names), and a
+// nested value as json.dumps writes it (where internal::PythonStr would print Python's repr).
+std::string FlagArgText(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "None";
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
@@ -329,7 +330,7 @@ class TreeBuilder {
       if (value.is_string() && value.get<std::string>() == "<<") {
         return InvalidArgument("merge keys (<<) are not read; write the keys out");
       }
-      parent.key = PythonStr(value);
+      parent.key = FlagArgText(value);
       return Status::Ok();
     }
     // A repeated key keeps its first place and takes the last value, as a Python dict does.
@@ -397,10 +398,10 @@ Result<VllmConfigFileArgs> VllmConfigFileArgsFromYaml(std::string_view text,
     } else if (value.is_array()) {
       if (value.empty()) continue;  // the engine drops an empty list
       out.args.push_back(flag);
-      for (const Json& item : value) out.args.push_back(PythonStr(item));
+      for (const Json& item : value) out.args.push_back(FlagArgText(item));
     } else {
       out.args.push_back(flag);
-      out.args.push_back(PythonStr(value));
+      out.args.push_back(FlagArgText(value));
     }
   }
   return out;

@@ -53,11 +53,13 @@ TEST(VllmConfigFile, ScalarsResolveAsSafeLoadDoes) {
             (std::vector<std::string>{"--a", "15",  "--b",    "31",  "--c", "1000", "--d",
                                       "90",  "--e", "685230", "--f", "-5",  "--g",  "0o17",
                                       "--h", "08",  "--i",    "12",  "--j", "0"}));
-  EXPECT_EQ(Args("a: 1e3\nb: 1.5e+3\nc: .5\nd: 1.\ne: -1_0.5_0\nf: 1.2e3\ng: -.inf\nh: .NaN\n"
-                 "i: 0.1\n"),
-            (std::vector<std::string>{"--a", "1e3", "--b", "1500.0", "--c", "0.5", "--d", "1.0",
-                                      "--e", "-10.5", "--f", "1.2e3", "--g", "-inf", "--h", "nan",
-                                      "--i", "0.1"}));
+  EXPECT_EQ(
+      Args("a: 1e3\nb: 1.5e+3\nc: .5\nd: 1.\ne: -1_0.5_0\nf: 1.2e3\ng: -.inf\nh: .NaN\n"
+           "i: 0.1\nj: 1.0e+15\nk: 1.0e+16\n"),
+      (std::vector<std::string>{
+          "--a", "1e3",   "--b", "1500.0", "--c", "0.5", "--d", "1.0", "--e", "-10.5",
+          "--f", "1.2e3", "--g", "-inf",   "--h", "nan", "--i", "0.1", "--j", "1000000000000000.0",
+          "--k", "1e+16"}));
   EXPECT_EQ(Args("a: yes\nb: On\nc: y\nd: ~\ne:\nf: \"017\"\ng: !!str 12\nh: !!int \"12\"\n"
                  "i: !!float 3\nj: 'it''s'\nk: 2001-12-14\nl: |\n  one\n  two\n"),
             (std::vector<std::string>{"--a", "--b",        "--c", "y",         "--d", "None",
