@@ -17,16 +17,27 @@ from . import _kvtopo
 
 
 class KVCacheBlock:
-    """A block as the scheduler sees it (vLLM's KVCacheBlock: block_id, is_null)."""
+    """A block as the scheduler sees it (vLLM's KVCacheBlock: block_id, is_null, block_hash)."""
 
-    __slots__ = ("block_id",)
+    __slots__ = ("block_id", "_inspector")
 
-    def __init__(self, block_id):
+    def __init__(self, block_id, inspector=None):
         self.block_id = block_id
+        self._inspector = inspector
 
     @property
     def is_null(self):
         return self.block_id == 0
+
+    @property
+    def block_hash(self):
+        """What the block caches now: ``(hash, group)`` as ``inspector().block_hash`` gives it, or
+        None when it caches nothing. Read from the pool at each access, as vLLM's pool-owned
+        block objects are: a block allocated with ``delay_cache_blocks`` reads None until
+        ``cache_blocks`` caches it. None also for a block made without a manager."""
+        if self._inspector is None:
+            return None
+        return self._inspector.block_hash(self.block_id)
 
     def __eq__(self, other):
         return isinstance(other, KVCacheBlock) and other.block_id == self.block_id
@@ -38,8 +49,8 @@ class KVCacheBlock:
         return f"KVCacheBlock({self.block_id})"
 
 
-def _blocks(ids):
-    return [KVCacheBlock(b) for b in ids]
+def _blocks(ids, inspector):
+    return [KVCacheBlock(b, inspector) for b in ids]
 
 
 class KVCacheBlocks:
@@ -57,6 +68,19 @@ class KVCacheBlocks:
         if allow_none and all(len(g) == 0 for g in self.blocks):
             return None
         return tuple([b.block_id for b in g] for g in self.blocks)
+
+    def get_unhashed_block_ids(self):
+        """The blocks that cache nothing now (a KV connector loads into them), one group only."""
+        if len(self.blocks) != 1:
+            raise ValueError(
+                f"get_unhashed_block_ids takes blocks of one group; these have {len(self.blocks)} "
+                "groups (get_unhashed_block_ids_all_groups reads each)")
+        return [b.block_id for b in self.blocks[0] if b.block_hash is None]
+
+    def get_unhashed_block_ids_all_groups(self):
+        """Per group, the blocks that cache nothing now, the null (padding) block left out."""
+        return [[b.block_id for b in g if not b.is_null and b.block_hash is None]
+                for g in self.blocks]
 
     def new_empty(self):
         return KVCacheBlocks(() for _ in self.blocks)
@@ -125,6 +149,7 @@ class KVCacheManager:
         self.enable_kv_cache_events = enable_kv_cache_events
         self.num_kv_cache_groups = self.native.num_groups
         self.empty_kv_cache_blocks = KVCacheBlocks(() for _ in range(self.num_kv_cache_groups))
+        self._inspector = self.native.inspector()  # what each handed-out block reads its hash from
         self._hits = {}  # request id -> the native ComputedBlocks behind get_computed_blocks
 
     # ---- mirroring the scheduler's Request -------------------------------------------------
@@ -166,7 +191,7 @@ class KVCacheManager:
             self._hits.pop(request.request_id, None)
             return self.empty_kv_cache_blocks, 0
         self._hits[request.request_id] = hits
-        return KVCacheBlocks(_blocks(g) for g in hits.blocks), hits.num_tokens
+        return KVCacheBlocks(_blocks(g, self._inspector) for g in hits.blocks), hits.num_tokens
 
     def allocate_slots(self, request, num_new_tokens, num_new_computed_tokens=0,
                        new_computed_blocks=None, num_lookahead_tokens=0,
@@ -191,7 +216,7 @@ class KVCacheManager:
         self._hits.pop(rid, None)
         if computed is not None:  # vLLM returns only the newly allocated blocks
             new = [g[len(h):] for g, h in zip(new, computed.blocks)]
-        return KVCacheBlocks(_blocks(g) for g in new)
+        return KVCacheBlocks(_blocks(g, self._inspector) for g in new)
 
     def free(self, request):
         self._hits.pop(request.request_id, None)
@@ -214,7 +239,8 @@ class KVCacheManager:
         return self.native.take_events()
 
     def get_blocks(self, request_id):
-        return KVCacheBlocks(_blocks(g) for g in self.native.get_blocks(request_id))
+        blocks = self.native.get_blocks(request_id)
+        return KVCacheBlocks(_blocks(g, self._inspector) for g in blocks)
 
     def get_block_ids(self, request_id):
         return tuple(self.native.get_blocks(request_id))

@@ -91,6 +91,56 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual(ids(m.allocate_slots(b, 3, 16, blocks)), ([11], [12]))
         self.assertEqual(m.get_num_common_prefix_blocks("a"), [4, 0])
 
+    def test_connector_reads_unhashed_blocks(self):
+        # A KV connector loads external tokens into the blocks that cache nothing yet:
+        # delay_cache_blocks leaves them unhashed until cache_blocks, read live as vLLM's
+        # pool-owned blocks are.
+        m = KVCacheManager(layout=full_layout())
+        a = Request("a", range(6))
+        self.assertEqual(ids(m.allocate_slots(a, 6)), ([1, 2],))
+        a.num_computed_tokens = 6
+        m.free(a)
+        r = Request("r", list(range(4)) + list(range(100, 108)))
+        blocks, n = m.get_computed_blocks(r)
+        self.assertEqual((ids(blocks), n, blocks.get_unhashed_block_ids()), (([1],), 4, []))
+        self.assertEqual(blocks.blocks[0][0].block_hash,
+                         (m.native.request_block_hashes("r")[0], 0))
+        new = m.allocate_slots(r, 0, 4, blocks, num_external_computed_tokens=8,
+                               delay_cache_blocks=True)
+        held = m.get_blocks("r")
+        self.assertEqual((ids(new), new.get_unhashed_block_ids()), (([3, 4],), [3, 4]))
+        self.assertEqual((ids(held), held.get_unhashed_block_ids()), (([1, 3, 4],), [3, 4]))
+        self.assertIsNone(new.blocks[0][1].block_hash)
+        r.num_computed_tokens = 12
+        m.cache_blocks(r, 12)
+        self.assertEqual((new.get_unhashed_block_ids(), held.get_unhashed_block_ids()), ([], []))
+        self.assertEqual(new.blocks[0][1].block_hash, (m.native.request_block_hashes("r")[2], 0))
+        self.assertIsNone(KVCacheBlock(3).block_hash)  # made without a manager
+
+    def test_connector_reads_unhashed_blocks_of_every_group(self):
+        layout = {"num_blocks": 40, "max_model_len": 128, "groups": [
+            {"kind": "full_attention", "block_size": 4, "page_size_bytes": 64},
+            {"kind": "sliding_window", "block_size": 4, "sliding_window": 5,
+             "page_size_bytes": 64}]}
+        m = KVCacheManager(layout=layout)
+        m.allocate_slots(Request("a", range(20)), 20)
+        b = Request("b", list(range(16)) + list(range(200, 208)))
+        blocks, n = m.get_computed_blocks(b)
+        self.assertEqual((ids(blocks), n), (([1, 2, 3, 4], [0, 0, 0, 9]), 16))
+        # 24 tokens with the 8 external: the window (5) skips columns 0-4 of the second group.
+        new = m.allocate_slots(b, 0, 16, blocks, num_external_computed_tokens=8,
+                               delay_cache_blocks=True)
+        self.assertEqual(ids(new), ([11, 12], [0, 13]))
+        held = m.get_blocks("b")
+        self.assertEqual(ids(held), ([1, 2, 3, 4, 11, 12], [0, 0, 0, 0, 0, 13]))
+        self.assertEqual(held.get_unhashed_block_ids_all_groups(), [[11, 12], [13]])
+        with self.assertRaisesRegex(ValueError, "^get_unhashed_block_ids takes blocks of one "
+                                    "group; these have 2 groups"):
+            held.get_unhashed_block_ids()
+        b.num_computed_tokens = 24
+        m.cache_blocks(b, 24)
+        self.assertEqual(held.get_unhashed_block_ids_all_groups(), [[], []])
+
     def test_events_and_skip_reading(self):
         m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
         a = Request("a", range(9), lora_id=3)
