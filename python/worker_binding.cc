@@ -136,6 +136,8 @@ struct PyBlockTable {
     ThrowIfError(table.WriteFrom(r, first_column, blocks));
   }
   void ClearRow(int64_t row) { table.ClearRow(Row(row)); }
+  void MoveRow(int64_t src, int64_t dst) { table.MoveRow(Row(src), Row(dst)); }
+  void SwapRow(int64_t a, int64_t b) { table.SwapRow(Row(a), Row(b)); }
   int64_t RowLength(int64_t row) const { return table.row_length(Row(row)); }
   py::object Slots(int64_t row, int64_t rank, py::handle positions,
                    std::optional<int64_t> num_slots) const {
@@ -174,6 +176,9 @@ void BindWorker(py::module_& m) {
            py::arg("block_ids"),
            "Writes manager block ids from a manager column (see KVCacheManager.last_update).")
       .def("clear_row", &T::ClearRow, py::arg("row"))
+      .def("move_row", &T::MoveRow, py::arg("src"), py::arg("dst"),
+           "Copies row src to row dst (entries past src's length become 0); src is unchanged.")
+      .def("swap_row", &T::SwapRow, py::arg("a"), py::arg("b"), "Exchanges two rows.")
       .def("row_length", &T::RowLength, py::arg("row"), "Kernel entries in use in the row.")
       .def(
           "row",

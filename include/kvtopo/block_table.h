@@ -39,6 +39,12 @@ class BlockTable {
   // end, or keeps its length if that is longer.
   Status WriteFrom(int32_t row, int64_t first_column, std::span<const BlockId> manager_blocks);
   void ClearRow(int32_t row);
+  // Copies `src`'s entries to `dst`, which ends where `src` ends (its entries past that become 0);
+  // `src` is unchanged. The persistent batch's condensing: a finished request's row is taken by
+  // a later one.
+  void MoveRow(int32_t src, int32_t dst);
+  // Exchanges two rows, entries and lengths (the persistent batch's reordering).
+  void SwapRow(int32_t a, int32_t b);
 
   // The row's kernel block ids, its full width (entries past row_length are 0).
   std::span<const int32_t> Row(int32_t row) const;

@@ -48,6 +48,27 @@ void BlockTable::ClearRow(int32_t row) {
   lengths_[row] = 0;
 }
 
+void BlockTable::MoveRow(int32_t src, int32_t dst) {
+  KVTOPO_CHECK(src >= 0 && src < num_rows_ && dst >= 0 && dst < num_rows_);
+  if (src == dst) return;
+  const auto from = data_.begin() + static_cast<size_t>(src) * width_;
+  const auto to = data_.begin() + static_cast<size_t>(dst) * width_;
+  std::copy_n(from, lengths_[src], to);
+  if (lengths_[dst] > lengths_[src]) {
+    std::fill(to + lengths_[src], to + lengths_[dst], 0);
+  }
+  lengths_[dst] = lengths_[src];
+}
+
+void BlockTable::SwapRow(int32_t a, int32_t b) {
+  KVTOPO_CHECK(a >= 0 && a < num_rows_ && b >= 0 && b < num_rows_);
+  if (a == b) return;
+  const auto row_a = data_.begin() + static_cast<size_t>(a) * width_;
+  std::swap_ranges(row_a, row_a + std::max(lengths_[a], lengths_[b]),
+                   data_.begin() + static_cast<size_t>(b) * width_);
+  std::swap(lengths_[a], lengths_[b]);
+}
+
 std::span<const int32_t> BlockTable::Row(int32_t row) const {
   KVTOPO_CHECK(row >= 0 && row < num_rows_);
   return std::span<const int32_t>(data_).subspan(static_cast<size_t>(row) * width_, width_);

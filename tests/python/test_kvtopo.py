@@ -1104,6 +1104,22 @@ class WorkerTest(unittest.TestCase):
             tables[0].append(3, [1] * tables[0].width)  # past the width
         m.free("r")
 
+    def test_persistent_batch_moves_and_swaps_rows(self):
+        geo = small_plan().groups[0].geometry  # kernel block = manager block: one entry a block
+        t = kvtopo.BlockTable(geo, num_rows=3)
+        t.append(0, [5])
+        t.append(1, [6, 7])
+        t.move_row(0, 1)  # row 0's request moves to row 1 (condensing)
+        self.assertEqual((list(t.row(1)[:3]), t.row_length(1)), ([5, 0, 0], 1))
+        t.swap_row(1, 2)
+        self.assertEqual((list(t.row(2)[:3]), t.row_length(2)), ([5, 0, 0], 1))
+        self.assertEqual((list(t.row(1)[:3]), t.row_length(1)), ([0, 0, 0], 0))
+        t.check_invariants()
+        with self.assertRaisesRegex(IndexError, r"^row 3 out of range \[0, 3\)$"):
+            t.move_row(0, 3)
+        with self.assertRaisesRegex(IndexError, r"^row -1 out of range \[0, 3\)$"):
+            t.swap_row(-1, 0)
+
     def test_rank_local_lengths(self):
         # The small plan's group: n = 4, I = 2. L = 100: 12 full stripes of 8, then 4 tokens ->
         # slices 0 and 1. L = 9 on slice 1: one stripe (positions 2, 3), the 9th is slice 0's.

@@ -217,5 +217,42 @@ TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   table.CheckInvariants();
 }
 
+TEST(BlockTable, MovedAndSwappedRowsKeepTheirLengthsAndZeroTails) {
+  const GroupGeometry g =
+      MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
+  BlockTable table(g, 3);
+  const auto row = [&](int32_t r) {
+    return std::vector<int32_t>(table.Row(r).begin(), table.Row(r).end());
+  };
+  const std::vector<BlockId> five = {BlockId{5}};
+  const std::vector<BlockId> six_seven = {BlockId{6}, BlockId{7}};
+  ASSERT_TRUE(table.Append(0, five).ok());
+  ASSERT_TRUE(table.Append(1, six_seven).ok());
+  table.MoveRow(0, 1);  // a shorter row over a longer one: the rest of row 1 is cleared
+  EXPECT_EQ(row(1), (std::vector<int32_t>{20, 21, 22, 23, 0, 0, 0, 0}));
+  EXPECT_EQ(table.row_length(1), 4);
+  EXPECT_EQ(row(0), row(1));  // the source keeps its row
+  table.CheckInvariants();
+  table.SwapRow(1, 2);
+  EXPECT_EQ(row(2), (std::vector<int32_t>{20, 21, 22, 23, 0, 0, 0, 0}));
+  EXPECT_EQ(row(1), std::vector<int32_t>(8, 0));
+  EXPECT_EQ((std::pair{table.row_length(1), table.row_length(2)}),
+            (std::pair<int64_t, int64_t>{0, 4}));
+  const std::vector<BlockId> one = {BlockId{1}};
+  ASSERT_TRUE(table.Append(0, one).ok());
+  table.SwapRow(2, 0);  // lengths 4 and 8
+  EXPECT_EQ(row(2), (std::vector<int32_t>{20, 21, 22, 23, 4, 5, 6, 7}));
+  EXPECT_EQ(row(0), (std::vector<int32_t>{20, 21, 22, 23, 0, 0, 0, 0}));
+  EXPECT_EQ((std::pair{table.row_length(0), table.row_length(2)}),
+            (std::pair<int64_t, int64_t>{4, 8}));
+  table.MoveRow(1, 2);  // an empty row moved over a full one
+  EXPECT_EQ(row(2), std::vector<int32_t>(8, 0));
+  EXPECT_EQ(table.row_length(2), 0);
+  table.MoveRow(0, 0);
+  table.SwapRow(0, 0);
+  EXPECT_EQ(row(0), (std::vector<int32_t>{20, 21, 22, 23, 0, 0, 0, 0}));
+  table.CheckInvariants();
+}
+
 }  // namespace
 }  // namespace kvtopo
