@@ -86,6 +86,15 @@ TEST(PipelineParallel, UnevenStagesAndTheLayerPartition) {
   EXPECT_GT(stages[0][4], stages[1][4]);
   EXPECT_EQ(plan->pool.bytes_per_block, stages[0][4]);
   EXPECT_EQ(plan->pool.num_blocks, (int64_t{32} << 30) / stages[0][4]);
+  // The table names each stage's layers and which stage's pages size the pool.
+  const std::string table = FormatPlanTable(*plan);
+  EXPECT_NE(table.find("  * uniform type: one block id holds one page of every layer (per-layer "
+                       "pages)\n\npool       5494 blocks x 5.96 MiB per block (stride 6253568 B: "
+                       "the largest group's pages)\nstage 0    layers 0-30: 62 cache layers, "
+                       "5.96 MiB per block (sizes the pool)\nstage 1    layers 31-60: 60 cache "
+                       "layers, 5.77 MiB per block\nmemory     32.00 GiB per rank"),
+            std::string::npos)
+      << table;
   const int64_t blocks_per_request = plan->capacity.blocks_per_request;
   auto one = PlanOptions(Model("deepseek-v3.2", 8, 1));
   ASSERT_TRUE(one.ok()) << one.status().ToString();
@@ -148,6 +157,12 @@ TEST(PipelineParallel, AStageWithoutCacheLayersIsRefused) {
             "layer: the engine gives its workers every KV-cache group, empty, and asserts "
             "'group_size must be greater than 0' as it sets up the KV cache; give every stage "
             "cache layers (VLLM_PP_LAYER_PARTITION, --pipeline-parallel-size)");
+  const Result<Plan> refused = PlanOptions(o);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_NE(FormatPlanTable(*refused).find(
+                "\nstage 2    no hidden layers: 0 cache layers, 0 B per block\nmemory "),
+            std::string::npos)
+      << FormatPlanTable(*refused);
   o.pp_layer_partition = "18,17,1";
   EXPECT_EQ(Errors(o), "");
 }

@@ -166,6 +166,19 @@ TEST(PlanLaunch, MinBucketGroupingWithoutTheOverride) {
   EXPECT_EQ(plan->capacity.blocks_per_request, 3 * 9 + 82 + 47);
 }
 
+// A model name (a directory's path) and layer names reach the SVG as text, escaped.
+TEST(PlanLaunch, SvgEscapesNames) {
+  auto plan = PlanLaunch(DefaultLaunchConfig());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  plan->model.model_name = "/tmp/a&b<c>\"d";
+  plan->groups[0].layers[0] = "x<y>";
+  const std::string svg = RenderPlanSvg(*plan);
+  EXPECT_NE(svg.find(">/tmp/a&amp;b&lt;c&gt;&quot;d — TP"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("x&lt;y&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find("a&b"), std::string::npos);
+  EXPECT_EQ(svg.find("x<y"), std::string::npos);
+}
+
 // The fork's 58.6 kB: the geometry's recurrent rows (1,310 columns) against the DCP-scaled
 // rows (89) for 12 block-table rows: (1310 - 89) x 4 B x 12 = 58,608 B.
 TEST(PlanLaunch, RecurrentTableCostOverTheScaledRows) {

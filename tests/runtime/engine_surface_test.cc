@@ -306,6 +306,47 @@ TEST(EngineSurface, StatsCountPreemptionsAndCanBeOff) {
   EXPECT_FALSE(off->MakePrefixCacheStats().has_value());
 }
 
+// Events follow what is cached: beside a Mamba group in align mode (hits at 64 tokens), the
+// sliding-window group caches only the two blocks of each 64-token segment a hit reads, one run
+// each; the Mamba group caches the running state on the block boundary, its 64-token hash
+// combining four 16-token ones.
+TEST(EngineSurface, EventsOfWindowTailsAndAlignedMambaStates) {
+  auto m = FromJson(R"({"num_blocks": 200, "max_model_len": 4096,
+      "enable_kv_cache_events": true, "groups": [
+      {"kind": "sliding_window", "block_size": 16, "sliding_window": 32, "page_size_bytes": 64},
+      {"kind": "mamba", "block_size": 64, "mamba_cache_mode": "align", "page_size_bytes": 256}]})");
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 256)).ok());
+  ASSERT_TRUE(Alloc(*m, 1, 256));
+  KVCacheInspector inspect(*m);
+  const auto span = inspect.RequestBlockHashes(RequestId{1});
+  const std::vector<BlockHash> h(span.begin(), span.end());
+  ASSERT_EQ(h.size(), 16u);
+  const std::vector<KVCacheEvent> events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 5u);
+  for (int k = 0; k < 4; ++k) {
+    SCOPED_TRACE(k);
+    const KVCacheEvent& e = events[k];
+    EXPECT_EQ((std::pair{e.type, e.group}),
+              (std::pair{KVCacheEvent::Type::kBlockStored, GroupId{0}}));
+    EXPECT_EQ(e.block_hashes, (std::vector<BlockHash>{h[4 * k + 2], h[4 * k + 3]}));
+    EXPECT_EQ(e.parent_block_hash, h[4 * k + 1]);
+    EXPECT_EQ(e.token_ids, Tokens(64 * k + 32, 32));
+    EXPECT_EQ(e.block_size, 16);
+  }
+  const KVCacheEvent& state = events[4];
+  EXPECT_EQ(state.group, GroupId{1});
+  const auto coarse = [&](int column) {
+    return CombineBlockHashes(std::span<const BlockHash>(h).subspan(4 * column, 4));
+  };
+  EXPECT_EQ(state.block_hashes, (std::vector<BlockHash>{coarse(3)}));
+  EXPECT_EQ(state.parent_block_hash, coarse(2));
+  EXPECT_EQ(state.token_ids, Tokens(192, 64));
+  EXPECT_EQ(state.block_size, 64);
+  const BlockId running = m->BlockIds(RequestId{1}, GroupId{1}).back();
+  EXPECT_EQ(inspect.CachedAs(running), (std::pair{coarse(3), GroupId{1}}));
+  m->CheckInvariants();
+}
+
 TEST(EngineSurface, EventsStoredRemovedCleared) {
   auto m = FromJson(kOneFullGroup);
   EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 40), BlockHashExtraKeys{.lora_id = 7}).ok());

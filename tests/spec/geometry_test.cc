@@ -196,6 +196,26 @@ TEST(GroupGeometry, ValidationMessagesNameValueAndKnob) {
             "layer 'model.layers.3.self_attn': block size 768 is not a multiple of "
             "--dcp-kv-cache-interleave-size 5; change --block-size or choose an interleave that "
             "divides the block size");
+  // The kernel block splits a block and, interleaved, holds whole runs of the interleave.
+  const auto with_kernel = [](int64_t kernel, int64_t interleave) {
+    return ComputeGroupGeometry(MlaSpec(768),
+                                {.tensor_parallel_size = 16,
+                                 .decode_context_parallel_size = 16,
+                                 .dcp_kv_cache_interleave_size = interleave},
+                                {.max_model_len = 1000000, .kernel_block_size = kernel})
+        .status();
+  };
+  EXPECT_EQ(with_kernel(512, 1),
+            Rejected("layer 'model.layers.3.self_attn': kernel block size 512 does not divide "
+                     "--block-size 768; choose a block size that is a multiple of a kernel block "
+                     "size the attention backend supports",
+                     "kernel-block-size"));
+  EXPECT_EQ(with_kernel(64, 128),
+            Rejected("kernel block size 64 of layer 'model.layers.3.self_attn' is not a multiple "
+                     "of --dcp-kv-cache-interleave-size 128; choose an interleave that divides "
+                     "the kernel block",
+                     "block-size-interleave"));
+  EXPECT_TRUE(with_kernel(256, 128).ok());
   LayerSpec swa{.name = "draft.0",
                 .role = Role::kDraft,
                 .kind = CacheKind::kSlidingWindow,
