@@ -804,13 +804,36 @@ TEST(SlotsCli, JsonSchemaAndUsageErrors) {
       "--block-size 16 --seq-len 10 --block-ids 7 --json");
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(r.out)["local_lens"], nlohmann::json({10, 0, 0, 0}));
-  for (const char* bad : {"slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7",
-                          "slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 "
-                          "--seq-len 8 --block-ids 7",
-                          "slots -dcp 4 --block-size 16 --seq-len 8 --block-ids 7,x",
-                          "slots -dcp 0 --block-size 16 --seq-len 8 --block-ids 7"}) {
-    EXPECT_EQ(RunCli(bad).exit_code, 2) << bad;
-  }
+  ExpectUsageError("slots -dcp 4 --block-size 16 --seq-len 100 --block-ids 7",
+                   "kvtopo slots: --seq-len 100 needs 2 block ids (64 tokens per block id), got 1 "
+                   "in --block-ids\n");
+  ExpectUsageError(
+      "slots -dcp 4 --dcp-kv-cache-interleave-size 3 --block-size 16 --seq-len 8 --block-ids 7",
+      "kvtopo slots: layer 'slots': block size 16 is not a multiple of "
+      "--dcp-kv-cache-interleave-size 3; change --block-size or choose an interleave that "
+      "divides the block size\n");
+  ExpectUsageError("slots -dcp 4 --block-size 16 --seq-len 8 --block-ids 7,x",
+                   "kvtopo slots: --block-ids: 'x' is not a block id (a comma-separated list of "
+                   "non-negative integers)\n");
+  ExpectUsageError("slots -dcp 0 --block-size 16 --seq-len 8 --block-ids 7",
+                   "kvtopo: --decode-context-parallel-size must be positive, got 0\n");
+  ExpectUsageError("slots --block-size 16 --seq-len 8 --block-ids 2147483648",
+                   "kvtopo slots: --block-ids: 2147483648 is beyond the largest block id, "
+                   "2147483647 (block ids are 32-bit)\n");
+  ExpectUsageError("slots --block-size 16 --seq-len -1 --block-ids 7",
+                   "kvtopo slots: --seq-len must be in [0, 2147483647], got -1\n");
+}
+
+// Without --json: each rank's local length, then the rank and slot of every position it holds.
+TEST(SlotsCli, TextListsEachPositionOnItsRank) {
+  auto r = RunCli(
+      "slots -dcp 4 --dcp-kv-cache-interleave-size 2 --block-size 16 --seq-len 6 --block-ids 7");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "rank 0: local length 2\nrank 1: local length 2\nrank 2: local length 2\n"
+            "rank 3: local length 0\nposition  rank  slot\n       0     0  112\n"
+            "       1     0  113\n       2     1  112\n       3     1  113\n"
+            "       4     2  112\n       5     2  113\n");
 }
 
 // A planned group's geometry: GLM-5.3-Flash's sharded MLA group, DCP4, interleave 4, block 2304.

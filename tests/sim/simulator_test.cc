@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -190,6 +191,32 @@ TEST(Simulate, RejectedPlanIsAnError) {
   ASSERT_FALSE(plan->accepted());
   auto report = Simulate(*plan, *BuiltinWorkload("million"), {});
   EXPECT_EQ(report.status().code(), StatusCode::kRejected);
+}
+
+// A request whose first chunk no pool state can hold, a prompt past the plan's length and a row
+// count past the simulator's range are refused with what to change, not run forever or skipped.
+TEST(Simulate, RefusesWorkloadsThatCannotRun) {
+  auto plan = DefaultPlanForWorkload("prefix-hit", 0);
+  ASSERT_TRUE(plan.ok());
+  Workload w;
+  w.name = "big";
+  w.requests.push_back({.prompt_len = 320, .decode_steps = 1});
+  w.num_lookahead_tokens = 0;
+  w.num_speculative_tokens = 0;
+  SimulateOptions options;
+  options.num_blocks = 8;
+  EXPECT_EQ(Simulate(*plan, w, options).status(),
+            Rejected("request 0 (320 tokens) cannot be admitted: its first chunk does not fit "
+                     "the pool of 8 blocks or the 8192-token step budget"));
+  options.num_blocks = 0;
+  options.max_num_seqs = 65537;
+  EXPECT_EQ(Simulate(*plan, w, options).status(),
+            InvalidArgument("--max-num-seqs 65537 is outside the simulator's range [1, 65536]"));
+  w.requests[0].prompt_len = plan->model.max_model_len + 1;
+  options.max_num_seqs = 8;
+  EXPECT_EQ(Simulate(*plan, w, options).status().message(),
+            fmt::format("workload request 0 has a {}-token prompt; --max-model-len is {}",
+                        plan->model.max_model_len + 1, plan->model.max_model_len));
 }
 
 TEST(Workload, JsonLinesParseAndErrors) {
