@@ -51,8 +51,8 @@ void Rename(nlohmann::json& c, const char* from, const char* to) {
 }
 
 // The sliding window: a list is tiled over the layers as layer_types (a null entry is a full
-// layer), its one window size kept as sliding_window; an integer makes every layer slide unless
-// the config states layer_types; 0 is no window.
+// layer), its one window size kept as sliding_window; an integer makes every layer slide, and
+// beside a stated layer_types the converter raises; 0 is no window.
 Status ConvertSlidingWindow(const ConfigReader& r, nlohmann::json& c, int64_t layers) {
   const nlohmann::json* sw = Find(c, "sliding_window");
   if (sw == nullptr || sw->is_null()) return Status::Ok();
@@ -66,10 +66,16 @@ Status ConvertSlidingWindow(const ConfigReader& r, nlohmann::json& c, int64_t la
                                                      kMaxModelLen, sw->dump()));
     }
     const nlohmann::json* types = Find(c, "layer_types");
-    if (types == nullptr || types->is_null()) {
-      c["layer_types"] = nlohmann::json::array();
-      for (int64_t i = 0; i < layers; ++i) c["layer_types"].push_back("sliding_attention");
+    if (types != nullptr && !types->is_null()) {
+      return r.Invalid(
+          "sliding_window",
+          fmt::format("is {} and layer_types is stated: the engine's converter writes layer_types "
+                      "for an integer window only when the config has none, and raises "
+                      "otherwise ('Unsupported sliding_window type: {}'); drop one of them",
+                      sw->dump(), sw->dump()));
     }
+    c["layer_types"] = nlohmann::json::array();
+    for (int64_t i = 0; i < layers; ++i) c["layer_types"].push_back("sliding_attention");
     return Status::Ok();
   }
   if (!sw->is_array() || sw->empty()) {

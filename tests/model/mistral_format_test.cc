@@ -295,6 +295,39 @@ TEST(MistralFormat, SlidingWindowList) {
                 "': field 'sliding_window' lists 3 windows, which do not tile the 8 layers "
                 "(n_layers): the engine repeats the list 2 times, and its attention asserts a "
                 "layer type for every layer");
+  // An integer window makes every layer slide; beside a stated layer_types the converter
+  // raises, and a 0 window is none.
+  params = Mistral7BParams();
+  params["layer_types"] = nlohmann::json::array({"full_attention"});
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'sliding_window' is 4096 and layer_types is stated: the engine's "
+                "converter writes layer_types for an integer window only when the config has "
+                "none, and raises otherwise ('Unsupported sliding_window type: 4096'); drop one "
+                "of them");
+  params["layer_types"] = nullptr;
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")), "accepted");
+  params["sliding_window"] = 0;
+  ckpt.Write("params.json", params.dump());
+  specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kFullAttention);
+  for (const char* bad : {"[]", "4096.0", "\"4096\""}) {
+    params["sliding_window"] = nlohmann::json::parse(bad);
+    ckpt.Write("params.json", params.dump());
+    EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+              "config.json '" + ckpt.file("params.json") + "': field 'sliding_window' is " + bad +
+                  ": the engine converts an integer or a non-empty list of windows (null for a "
+                  "full layer)");
+  }
+  params["sliding_window"] = nlohmann::json::parse("[null, 0, null, null]");
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'sliding_window' lists 0: each entry must be null (a full layer) or a "
+                "window in [1, 2147483647]");
   // Mistral's own quantization: FP8 E4M3 weights or compressed-tensors; the converter refuses
   // any other.
   params = Mistral7BParams();
