@@ -304,18 +304,41 @@ class PyKVCacheManager {
                            .skip_reading_prefix_cache = skip_reading_prefix_cache,
                            .num_preemptions = num_preemptions};
     if (!mm_items.is_none()) {
-      for (py::handle item : mm_items) {
+      constexpr const char* kEntry = "(identifier: str, offset: int, length: int)";
+      const py::object items = py::reinterpret_steal<py::object>(PyObject_GetIter(mm_items.ptr()));
+      if (!items) {
+        PyErr_Clear();
+        RaisePython(PyExc_TypeError, "mm_items must be an iterable of " + std::string(kEntry) +
+                                         " entries, got " + TypeName(mm_items));
+      }
+      size_t index = 0;
+      for (py::handle item : items) {
+        const std::string where = "mm_items[" + std::to_string(index++) + "]";
+        if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) {
+          RaisePython(PyExc_TypeError,
+                      where + " must be a tuple " + kEntry + ", got " + TypeName(item));
+        }
         const py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
         if (t.size() != 3 || !PyUnicode_Check(t[0].ptr())) {
-          RaisePython(PyExc_ValueError,
-                      "mm_items entries are (identifier: str, offset: int, length: int)");
+          RaisePython(PyExc_ValueError, where + " is " + py::repr(item).cast<std::string>() +
+                                            "; entries are " + kEntry);
         }
-        const int64_t offset = ToInt64(t[1], "mm_items offset");
-        const int64_t length = ToInt64(t[2], "mm_items length");
+        const int64_t offset = ToInt64(t[1], where + " offset");
+        const int64_t length = ToInt64(t[2], where + " length");
         if (offset < 0 || length < 0) {
-          RaisePython(PyExc_ValueError, "mm_items offset and length must be non-negative");
+          RaisePython(PyExc_ValueError, where + ": offset " + std::to_string(offset) +
+                                            " and length " + std::to_string(length) +
+                                            " must be non-negative");
         }
-        options.extra_keys.mm_items.push_back({.identifier = t[0].cast<std::string>(),
+        Py_ssize_t size = 0;
+        const char* identifier = PyUnicode_AsUTF8AndSize(t[0].ptr(), &size);
+        if (identifier == nullptr) {
+          PyErr_Clear();
+          RaisePython(PyExc_ValueError, where + ": the identifier " +
+                                            py::repr(t[0]).cast<std::string>() +
+                                            " is not UTF-8 text (it holds a lone surrogate)");
+        }
+        options.extra_keys.mm_items.push_back({.identifier = std::string(identifier, size),
                                                .offset = TokenPos{offset},
                                                .length = TokenCount{length}});
       }

@@ -117,6 +117,25 @@ class Request:
         self.output_token_ids.extend(token_ids)
 
 
+def _lora_id(request):
+    """The adapter keying the request's blocks: this module's ``lora_id``, else vLLM's
+    ``lora_request.lora_int_id`` (vLLM hashes the adapter's name, one per id); 0 for none."""
+    lora_id = getattr(request, "lora_id", None)
+    if lora_id is not None:
+        return lora_id
+    lora = getattr(request, "lora_request", None)
+    return lora.lora_int_id if lora else 0
+
+
+def _mm_items(request):
+    """vLLM's ``mm_features`` (identifier, mm_position.offset, mm_position.length) as the
+    native manager's mm_items: each keys the blocks it overlaps, as vLLM's block hashes."""
+    features = getattr(request, "mm_features", None)
+    if not features:
+        return None
+    return [(f.identifier, f.mm_position.offset, f.mm_position.length) for f in features]
+
+
 class _Hits:
     __slots__ = ("computed",)
 
@@ -157,8 +176,9 @@ class KVCacheManager:
     def _sync(self, request):
         m, rid = self.native, request.request_id
         if rid not in m:
-            m.add_request(rid, request.all_token_ids, lora_id=getattr(request, "lora_id", 0),
+            m.add_request(rid, request.all_token_ids, lora_id=_lora_id(request),
                           cache_salt=getattr(request, "cache_salt", "") or "",
+                          mm_items=_mm_items(request),
                           skip_reading_prefix_cache=getattr(request, "skip_reading_prefix_cache",
                                                             False),
                           num_preemptions=getattr(request, "num_preemptions", 0))

@@ -947,6 +947,26 @@ class RuntimeTest(unittest.TestCase):
     def tearDown(self):
         self.manager.check_invariants()
 
+    def test_mm_items_key_the_blocks_they_overlap(self):
+        m = kvtopo.KVCacheManager.from_layout({
+            "num_blocks": 20, "max_model_len": 64,
+            "groups": [{"kind": "full_attention", "block_size": 4, "page_size_bytes": 64}]})
+        m.add_request("a", range(12), mm_items=[("imgA", 4, 4)])
+        self.assertEqual(m.allocate_slots("a", 12), [[1, 2, 3]])
+        m.free("a")
+        # Another image in tokens 4-7: only the block before it hits.
+        m.add_request("b", range(12), mm_items=[("imgB", 4, 4)])
+        self.assertEqual(m.get_computed_blocks("b").num_tokens, 4)
+        m.add_request("c", range(12), mm_items=[("imgA", 4, 4)])
+        self.assertEqual(tuple(m.get_computed_blocks("c")), (8, [[1, 2]]))
+        # Entries in any order key the same blocks; an item keys every block it overlaps.
+        m.add_request("d", range(12), mm_items=[("x", 9, 2), ("imgA", 4, 4)])
+        m.add_request("e", range(12), mm_items=[["imgA", 4, 4], ("x", 9, 2)])
+        d, c = m.request_block_hashes("d"), m.request_block_hashes("c")
+        self.assertEqual(d, m.request_block_hashes("e"))
+        self.assertEqual(d[:2], c[:2])
+        self.assertNotEqual(d[2], c[2])
+
     def test_full_allocate_free_cycle_returns_the_pool_to_full(self):
         m = self.manager
         full = m.num_free_blocks

@@ -287,6 +287,27 @@ class ReliabilityTest(unittest.TestCase):
         self.assertEqual(str(e.exception),
                          "num_rows must be in [len(seq_lens), 268435456], got 2147483648")
 
+    def test_mm_items_errors_name_the_entry(self):
+        manager = kvtopo.KVCacheManager(self.plan)
+        for bad, error, message in [
+                (5, TypeError, "mm_items must be an iterable of (identifier: str, offset: int, "
+                               "length: int) entries, got int"),
+                ([5], TypeError, "mm_items[0] must be a tuple (identifier: str, offset: int, "
+                                 "length: int), got int"),
+                ([("img", 1)], ValueError, "mm_items[0] is ('img', 1); entries are (identifier: "
+                                           "str, offset: int, length: int)"),
+                ([("img", 0, 4), ("img", 1.5, 1)], TypeError,
+                 "mm_items[1] offset must be an int, got float"),
+                ([("img", 0, 4), ("img", -1, 2)], ValueError,
+                 "mm_items[1]: offset -1 and length 2 must be non-negative"),
+                ([("\udc80", 1, 1)], ValueError,
+                 "mm_items[0]: the identifier '\\udc80' is not UTF-8 text (it holds a lone "
+                 "surrogate)")]:
+            with self.assertRaises(error) as e:
+                manager.add_request("r", list(range(20)), mm_items=bad)
+            self.assertEqual(str(e.exception), message)
+            self.assertNotIn("r", manager)
+
     def test_mm_item_whose_end_overflows(self):
         # offset + length past 2^63 - 1 was summed unchecked when blocks were hashed.
         manager = kvtopo.KVCacheManager(self.plan)

@@ -1,6 +1,7 @@
 """Scheduler sequences ported to kvtopo.vllm_compat, asserting exact block ids."""
 
 import unittest
+from types import SimpleNamespace
 
 import kvtopo
 from kvtopo.vllm_compat import KVCacheBlock, KVCacheManager, Request
@@ -140,6 +141,30 @@ class SchedulerSequences(unittest.TestCase):
         b.num_computed_tokens = 24
         m.cache_blocks(b, 24)
         self.assertEqual(held.get_unhashed_block_ids_all_groups(), [[], []])
+
+    def test_vllm_requests_key_blocks_by_adapter_and_images(self):
+        # vLLM's Request states its adapter as lora_request and its images as mm_features
+        # (identifier, mm_position); both key the blocks, so no other adapter or image hits them.
+        def vllm_request(rid, lora=None, images=()):
+            tokens = list(range(12))
+            return SimpleNamespace(
+                request_id=rid, all_token_ids=tokens, num_tokens=len(tokens),
+                num_computed_tokens=0, num_preemptions=0, cache_salt=None,
+                lora_request=SimpleNamespace(lora_int_id=lora, lora_name=f"a{lora}")
+                if lora else None,
+                mm_features=[SimpleNamespace(identifier=i, mm_position=SimpleNamespace(
+                    offset=offset, length=4)) for i, offset in images])
+
+        m = KVCacheManager(layout=full_layout(num_blocks=20))
+        a = vllm_request("a", lora=1, images=[("img", 4)])
+        self.assertEqual(ids(m.allocate_slots(a, 12)), ([1, 2, 3],))
+        m.free(a)
+        for request, hit in [(vllm_request("b", lora=2, images=[("img", 4)]), 0),
+                             (vllm_request("c", images=[("img", 4)]), 0),
+                             (vllm_request("d", lora=1), 4),
+                             (vllm_request("e", lora=1, images=[("other", 4)]), 4),
+                             (vllm_request("f", lora=1, images=[("img", 4)]), 8)]:
+            self.assertEqual(m.get_computed_blocks(request)[1], hit, request.request_id)
 
     def test_events_and_skip_reading(self):
         m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
