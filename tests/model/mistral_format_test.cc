@@ -113,6 +113,23 @@ TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
                 "': field 'yarn.mscale' is not a YaRN key the engine converts (factor, "
                 "original_max_position_embeddings, beta, alpha, apply_scale); its converter "
                 "asserts");
+  // MLA without a moe: the converter adds one of a single shared expert and no MoE layer, so
+  // the model is Mistral Large 3 all the same, llama_4_scaling required.
+  params = MistralLarge3Params();
+  params.erase("moe");
+  ckpt.Write("params.json", params.dump());
+  specs = Specs(ckpt.file("params.json"));
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
+  ASSERT_EQ(specs->layers.size(), 61u);
+  EXPECT_EQ(specs->layers[0].kind, CacheKind::kMla);
+  EXPECT_EQ(specs->layers[0].head_size, 576);
+  params.erase("llama_4_scaling");
+  ckpt.Write("params.json", params.dump());
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
+            "config.json '" + ckpt.file("params.json") +
+                "': field 'llama_4_scaling' is missing: the engine's converter asserts it for "
+                "Mistral Large 3 (MoE with shared experts, or MLA)");
 }
 
 // Mistral's EAGLE heads (method eagle): the engine prefixes the converted architecture with
