@@ -185,6 +185,32 @@ TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
             "VLLM_K3_KV_GROUP_SIZE: 'six' is not an integer");
 }
 
+// Each variable is read as the engine's envs.py reads it: bool(int(value)) for the chunked-local
+// and simple-offload switches (other text fails the engine's start, when it caches every
+// variable), "1" or "true" in any case for long lengths (anything else is off).
+TEST(LaunchOptions, SwitchVariablesReadAsTheEngineReadsThem) {
+  auto read = [](const char* name, const char* value) {
+    LaunchOptions o;
+    const Status s = ApplyLaunchEnvironment(o, [&](const char* asked) -> const char* {
+      return std::string_view(asked) == name ? value : nullptr;
+    });
+    return std::pair{s, o};
+  };
+  constexpr const char* kChunked = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE";
+  EXPECT_EQ(read(kChunked, "2").second.allow_chunked_local_attn_with_hybrid_kv_cache, true);
+  EXPECT_EQ(read(kChunked, " 0 ").second.allow_chunked_local_attn_with_hybrid_kv_cache, false);
+  EXPECT_EQ(read(kChunked, "true").first.message(),
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is 'true', which is not an "
+            "integer: the engine reads it with int() and fails at startup; set it to 0 or 1");
+  EXPECT_EQ(read("VLLM_USE_SIMPLE_KV_OFFLOAD", "-1").second.use_simple_kv_offload, true);
+  EXPECT_EQ(read("VLLM_USE_SIMPLE_KV_OFFLOAD", "yes").first.message(),
+            "VLLM_USE_SIMPLE_KV_OFFLOAD is 'yes', which is not an integer: the engine reads it "
+            "with int() and fails at startup; set it to 0 or 1");
+  EXPECT_EQ(read("VLLM_ALLOW_LONG_MAX_MODEL_LEN", " TRUE ").second.allow_long_max_model_len, true);
+  EXPECT_EQ(read("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "yes").second.allow_long_max_model_len, false);
+  EXPECT_EQ(read("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "2").second.allow_long_max_model_len, false);
+}
+
 // The engine detects a draft model's method before it sets the async-scheduling default:
 // Qwen3-Next's own checkpoint as a draft model runs as its MTP layers, with async scheduling on
 // (a draft model's default is off).
