@@ -77,6 +77,28 @@ TEST(VerifyCli, OutOfRangeNumbersAreUsageErrorsNamingTheFlag) {
   }
 }
 
+// --real-head-dims takes the model's widths (GLM-5.3-Flash's 576-float MLA rows, its recurrent
+// groups tables only); the reference rows they take are bounded.
+TEST(VerifyCli, RealHeadDimsPassAndTheirReferenceIsBounded) {
+  const std::string launch =
+      "verify glm-5.3-flash -tp 4 -dcp 4 --max-num-seqs 8 --decode-steps 2 --real-head-dims ";
+  auto r = RunCli(launch + "--requests 2 --max-model-len 2048 --kv-cache-memory 1GiB --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["passed"].get<bool>());
+  ASSERT_EQ(j["groups"].size(), 5u);
+  EXPECT_EQ(j["groups"][4]["kind"], "mla");
+  EXPECT_EQ(j["groups"][4]["queries"], 4);  // 2 requests x 2 decode steps, no drafts
+  EXPECT_LE(j["groups"][4]["max_rel_error"].get<double>(), 1e-5);
+  r = RunCli(launch + "--max-model-len 1000000 --kv-cache-memory 60GiB --requests 8",
+             /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: the reference rows of 8 requests (7999984 tokens) would take 15624 MiB, "
+            "beyond verify's 8192 MiB; lower --requests or --max-model-len, or drop "
+            "--real-head-dims\n");
+}
+
 // A rejected launch is refused with its errors, exit 1.
 TEST(VerifyCli, ARejectedLaunchPrintsItsErrors) {
   auto r = RunCli("verify gpt-oss-120b -tp 8 --num-gpu-blocks-override 1", /*merge_stderr=*/true);
