@@ -16,6 +16,11 @@ TEST(ParseByteSize, SuffixesAndErrors) {
   EXPECT_EQ(*ParseByteSize("3K", "--kv-cache-memory"), 3072);
   EXPECT_EQ(*ParseByteSize("3k", "--kv-cache-memory"), 3000);
   EXPECT_EQ(*ParseByteSize("4KiB", "--kv-cache-memory"), 4096);
+  EXPECT_EQ(*ParseByteSize("2.5m", "--kv-cache-memory"), 2500000);
+  EXPECT_EQ(*ParseByteSize("2M", "--kv-cache-memory"), int64_t{2} << 20);
+  EXPECT_EQ(*ParseByteSize("2tb", "--kv-cache-memory"), int64_t{2000000000000});
+  EXPECT_EQ(*ParseByteSize("2T", "--kv-cache-memory"), int64_t{2} << 40);
+  EXPECT_EQ(*ParseByteSize("2TiB", "--kv-cache-memory"), int64_t{2} << 40);
   EXPECT_EQ(*ParseByteSize("1000000", "--kv-cache-memory"), 1000000);
   EXPECT_EQ(*ParseByteSize("1.5GiB", "--kv-cache-memory"), int64_t{3} << 29);
   EXPECT_EQ(ParseByteSize("-1", "--kv-cache-memory").status().message(),
