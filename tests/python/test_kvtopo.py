@@ -122,6 +122,12 @@ class PlanTest(unittest.TestCase):
                          enable_prefix_caching=False)
         self.assertEqual(py.to_json(), out.stdout.rstrip("\n"))
         self.assertEqual(kvtopo.plan().to_json(), cli("plan", "--json").stdout.rstrip("\n"))
+        # check: the same JSON and verdict (exit 1 for a rejected launch).
+        out = cli("check", "--json", "--max-model-len", "100000000")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        checked = kvtopo.check(max_model_len=100_000_000)
+        self.assertEqual(checked.to_json(), out.stdout.rstrip("\n"))
+        self.assertEqual(repr(checked), "CheckResult(accepted=False, diagnostics=4)")
 
     def test_max_model_len_auto(self):
         # vLLM's --max-model-len auto: gpt-oss-120b at 1 GiB holds one 14,544-token request.
