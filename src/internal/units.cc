@@ -18,6 +18,12 @@
 namespace kvtopo {
 
 Result<int64_t> ParseByteSize(std::string_view text, std::string_view what) {
+  // A spelling the engine's --kv-cache-memory-bytes parser takes gives the engine's bytes: its
+  // whitespace, underscores and sign (" 12G", "1_000"), and a decimal suffix computed in doubles
+  // ("1.001k" is 1000 there).
+  if (const Result<int64_t> engine = ParseHumanInt(text, what); engine.ok() && *engine >= 0) {
+    return *engine;
+  }
   auto bad = [&](std::string_view why) {
     return InvalidArgument(fmt::format(
         "{} '{}' {}; give bytes or a size such as 12GiB, 512MiB, 16G", what, text, why));

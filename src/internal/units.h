@@ -12,8 +12,9 @@ namespace kvtopo {
 // Bytes from a non-negative number with an optional suffix, as vLLM's CLI reads sizes: one
 // letter k, m, g, t is a power of 1000 and K, M, G, T a power of 1024; KB, MB, GB, TB (powers
 // of 1000) and KiB, MiB, GiB, TiB (powers of 1024) in any case. A fraction is allowed with a
-// suffix ("1.5GiB"). Errors name `what` (the flag or key it came from) and the text: malformed,
-// negative, overflow.
+// suffix ("1.5GiB"). What the engine's human_readable_int reads (ParseHumanInt) is read as it
+// reads it. Errors name `what` (the flag or key it came from) and the text: malformed, negative,
+// overflow.
 Result<int64_t> ParseByteSize(std::string_view text, std::string_view what);
 
 // An integer as the engine's parser reads --max-model-len and --max-num-batched-tokens

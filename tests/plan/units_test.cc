@@ -23,6 +23,12 @@ TEST(ParseByteSize, SuffixesAndErrors) {
   EXPECT_EQ(*ParseByteSize("2TiB", "--kv-cache-memory"), int64_t{2} << 40);
   EXPECT_EQ(*ParseByteSize("1000000", "--kv-cache-memory"), 1000000);
   EXPECT_EQ(*ParseByteSize("1.5GiB", "--kv-cache-memory"), int64_t{3} << 29);
+  // What the engine's parser reads is read as it reads it.
+  EXPECT_EQ(*ParseByteSize(" 12G ", "--kv-cache-memory"), int64_t{12} << 30);
+  EXPECT_EQ(*ParseByteSize("1_000", "--kv-cache-memory"), 1000);
+  EXPECT_EQ(*ParseByteSize("+64", "--kv-cache-memory"), 64);
+  EXPECT_EQ(*ParseByteSize("1.001k", "--kv-cache-memory"), 1000);   // int(1.001 * 1000) in doubles
+  EXPECT_EQ(*ParseByteSize("1.001kb", "--kv-cache-memory"), 1001);  // kvtopo's own spelling
   EXPECT_EQ(ParseByteSize("-1", "--kv-cache-memory").status().message(),
             "--kv-cache-memory '-1' is not a size; give bytes or a size such as 12GiB, 512MiB, "
             "16G");
