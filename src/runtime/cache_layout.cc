@@ -225,15 +225,13 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "replicated", lg.replicated));
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "volatile_last_block", lg.volatile_last_block));
     if (g.contains("mamba_cache_mode")) {
-      if (!g["mamba_cache_mode"].is_string()) {
-        return InvalidArgument(where +
-                               ": 'mamba_cache_mode' must be \"none\", \"align\" or \"all\"");
-      }
-      Result<RecurrentMode> mode = ParseRecurrentMode(g["mamba_cache_mode"].get<std::string>());
+      const nlohmann::json& given = g["mamba_cache_mode"];
+      // A value that is not a string reads as "", which no mode is.
+      const Result<RecurrentMode> mode =
+          ParseRecurrentMode(given.is_string() ? given.get<std::string>() : std::string());
       if (!mode.ok()) {
-        return InvalidArgument(
-            fmt::format("{}: 'mamba_cache_mode' must be none, align or all, got {}", where,
-                        g["mamba_cache_mode"].dump()));
+        return InvalidArgument(fmt::format(
+            "{}: 'mamba_cache_mode' must be none, align or all, got {}", where, given.dump()));
       }
       lg.mamba_cache_mode = *mode;
     }

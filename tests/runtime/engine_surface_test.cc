@@ -122,6 +122,36 @@ TEST(CacheLayout, ErrorsNameTheKey) {
                 .message()
                 .substr(0, 48),
             "cache layout group 0: unknown key 'windw'; accep");
+  const std::pair<const char*, const char*> refused[] = {
+      {R"("groups": [])", "cache layout: 'groups' must be a non-empty list of group objects"},
+      {R"("groups": [{"block_size": 16, "page_size_bytes": 64}])",
+       "cache layout group 0: 'kind' is missing or not a string"},
+      {R"("groups": [{"kind": "mla", "block_size": 16}])",
+       "cache layout group 0: 'page_size_bytes' is missing"},
+      {R"("groups": [{"kind": "mamba", "block_size": 16, "page_size_bytes": 64,
+          "mamba_cache_mode": 3}])",
+       "cache layout group 0: 'mamba_cache_mode' must be none, align or all, got 3"},
+      {R"("groups": [{"kind": "mamba", "block_size": 16, "page_size_bytes": 64,
+          "mamba_cache_mode": "some"}])",
+       "cache layout group 0: 'mamba_cache_mode' must be none, align or all, got \"some\""},
+      {R"("groups": [{"kind": "sliding_window", "block_size": 16, "page_size_bytes": 64}])",
+       "cache layout group 0: a sliding-window group needs 'sliding_window'"},
+      {R"("groups": [{"kind": "chunked_local", "block_size": 16, "page_size_bytes": 64}])",
+       "cache layout group 0: a chunked-local group needs 'attention_chunk_size'"},
+      {R"("log_stats": "yes", "groups": [{"kind": "mla", "block_size": 16,
+          "page_size_bytes": 64}])",
+       "cache layout: 'log_stats' must be true or false"},
+  };
+  for (const auto& [body, message] : refused) {
+    const std::string json = std::string(R"({"num_blocks": 4, "max_model_len": 64, )") + body + "}";
+    Result<std::unique_ptr<KVCacheManager>> m = [&]() -> Result<std::unique_ptr<KVCacheManager>> {
+      KVTOPO_ASSIGN_OR_RETURN(const CacheLayout layout, ParseCacheLayoutJson(json));
+      KVTOPO_ASSIGN_OR_RETURN(KVCacheManagerOptions options,
+                              KVCacheManagerOptions::FromLayout(layout));
+      return KVCacheManager::Create(std::move(options));
+    }();
+    EXPECT_EQ(m.status().message(), message) << json;
+  }
   auto layout = ParseCacheLayoutJson(R"({"num_blocks": 4, "max_model_len": 64,
       "decode_context_parallel_size": 2, "groups": [
       {"kind": "sliding_window", "block_size": 16, "sliding_window": 8, "page_size_bytes": 1}]})");

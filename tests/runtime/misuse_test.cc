@@ -2,6 +2,7 @@
 // refused call changes nothing (the free count, the rows and the invariants are as before).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -23,6 +24,30 @@ std::unique_ptr<KVCacheManager> Make(int32_t num_blocks = 16) {
 void ExpectStatus(const Status& s, StatusCode code, const std::string& message) {
   EXPECT_EQ(s.code(), code) << s.ToString();
   EXPECT_EQ(s.message(), message);
+}
+
+// Options an embedding engine builds by hand are checked when the manager is made.
+TEST(ManagerMisuse, OptionsAreCheckedAtCreate) {
+  auto refused = [](const std::function<void(KVCacheManagerOptions&)>& change) {
+    KVCacheManagerOptions o{.num_blocks = 16, .hash_block_size = 16, .max_model_len = 4096};
+    o.groups.push_back(MakeGroup({.kind = CacheKind::kFullAttention, .block_size = 16}));
+    change(o);
+    return KVCacheManager::Create(o).status();
+  };
+  ExpectStatus(refused([](auto& o) { o.groups.clear(); }), StatusCode::kInvalidArgument,
+               "KVCacheManagerOptions.groups is empty; the plan has no cache groups");
+  ExpectStatus(refused([](auto& o) { o.num_blocks = 0; }), StatusCode::kInvalidArgument,
+               "KVCacheManagerOptions.num_blocks must be at least 1 (the null block), got 0");
+  ExpectStatus(refused([](auto& o) { o.max_model_len = 0; }), StatusCode::kInvalidArgument,
+               "--max-model-len must be positive, got 0");
+  ExpectStatus(refused([](auto& o) { o.hash_block_size = 0; }), StatusCode::kInvalidArgument,
+               "hash block size must be positive with --enable-prefix-caching, got 0");
+  ExpectStatus(refused([](auto& o) { o.groups.push_back(CacheGroup{}); }),
+               StatusCode::kInvalidArgument, "cache group 1: block size must be positive");
+  EXPECT_TRUE(refused([](auto& o) {
+                o.hash_block_size = 0;
+                o.enable_prefix_caching = false;
+              }).ok());
 }
 
 TEST(ManagerMisuse, UnknownRequestIsNotFound) {
@@ -132,6 +157,14 @@ TEST(ManagerMisuse, PrefixHitsMustBeCurrentOwnAndOnTheFirstAllocation) {
   tampered.computed = &holed;  // a fresh lookup's stamp, but other blocks: checked in full
   ExpectStatus(m->AllocateSlots(RequestId{2}, tampered).status(), StatusCode::kInvalidArgument,
                "computed blocks of group 0 hold the null block at column 0");
+  ComputedBlocks outside = hits;
+  outside.blocks[0][1] = BlockId{16};  // the pool is blocks 0..15
+  ExpectStatus(m->ValidateComputedBlocks(RequestId{2}, outside), StatusCode::kInvalidArgument,
+               "computed block 16 is not in the pool");
+  ComputedBlocks two_groups = hits;
+  two_groups.blocks.push_back(hits.blocks[0]);
+  ExpectStatus(m->ValidateComputedBlocks(RequestId{2}, two_groups), StatusCode::kInvalidArgument,
+               "computed blocks hold 2 groups; the manager has 1");
   ComputedBlocks cut = hits;
   cut.blocks[0].pop_back();
   ExpectStatus(m->ValidateComputedBlocks(RequestId{2}, cut), StatusCode::kInvalidArgument,
