@@ -13,6 +13,12 @@ def full_layout(num_blocks=11, **extra):
             **extra}
 
 
+# A full-attention group beside a sliding window of 5 tokens, both of 4-token blocks.
+HYBRID_LAYOUT = {"num_blocks": 40, "max_model_len": 128, "groups": [
+    {"kind": "full_attention", "block_size": 4, "page_size_bytes": 64},
+    {"kind": "sliding_window", "block_size": 4, "sliding_window": 5, "page_size_bytes": 64}]}
+
+
 def ids(blocks):
     return blocks.get_block_ids()
 
@@ -77,11 +83,7 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual(m.native.num_free_blocks, 7)
 
     def test_hybrid_hit_full_and_sliding_window(self):
-        layout = {"num_blocks": 40, "max_model_len": 128, "groups": [
-            {"kind": "full_attention", "block_size": 4, "page_size_bytes": 64},
-            {"kind": "sliding_window", "block_size": 4, "sliding_window": 5,
-             "page_size_bytes": 64}]}
-        m = KVCacheManager(layout=layout)
+        m = KVCacheManager(layout=HYBRID_LAYOUT)
         a = Request("a", range(20))
         self.assertEqual(ids(m.allocate_slots(a, 20)),
                          ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]))
@@ -119,11 +121,7 @@ class SchedulerSequences(unittest.TestCase):
         self.assertIsNone(KVCacheBlock(3).block_hash)  # made without a manager
 
     def test_connector_reads_unhashed_blocks_of_every_group(self):
-        layout = {"num_blocks": 40, "max_model_len": 128, "groups": [
-            {"kind": "full_attention", "block_size": 4, "page_size_bytes": 64},
-            {"kind": "sliding_window", "block_size": 4, "sliding_window": 5,
-             "page_size_bytes": 64}]}
-        m = KVCacheManager(layout=layout)
+        m = KVCacheManager(layout=HYBRID_LAYOUT)
         m.allocate_slots(Request("a", range(20)), 20)
         b = Request("b", list(range(16)) + list(range(200, 208)))
         blocks, n = m.get_computed_blocks(b)
