@@ -41,6 +41,22 @@ class ReliabilityTest(unittest.TestCase):
         self.assertEqual(table.row_length(0), 0)
         self.assertEqual(list(table.row(0))[:2], [0, 0])
 
+    def test_worker_arguments_name_the_bad_value(self):
+        geometry = self.group.geometry
+        table = kvtopo.BlockTable(self.group, num_rows=2)
+        for call, message in [
+                (lambda: kvtopo.BlockTable(self.group, num_rows=0),
+                 "num_rows must be in [1, 2^31), got 0"),
+                (lambda: table.slot_mapping(0, 0, [3, -1]), "positions must be non-negative, got -1"),
+                (lambda: kvtopo.holds_position(geometry, 0, -1),
+                 "position must be non-negative, got -1"),
+                (lambda: kvtopo.local_seq_len(geometry, 0, -1), "seq_len must be non-negative, got -1"),
+                (lambda: kvtopo.local_seq_len(geometry, 4, 1),
+                 "rank must be in [0, 4) (the DCP size), got 4")]:
+            with self.assertRaises(ValueError) as e:
+                call()
+            self.assertEqual(str(e.exception), message)
+
     def test_block_table_too_large(self):
         with self.assertRaises(ValueError) as e:
             kvtopo.BlockTable(self.group, num_rows=2**31 - 1)
