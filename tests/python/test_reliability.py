@@ -47,10 +47,12 @@ class ReliabilityTest(unittest.TestCase):
         for call, message in [
                 (lambda: kvtopo.BlockTable(self.group, num_rows=0),
                  "num_rows must be in [1, 2^31), got 0"),
-                (lambda: table.slot_mapping(0, 0, [3, -1]), "positions must be non-negative, got -1"),
+                (lambda: table.slot_mapping(0, 0, [3, -1]),
+                 "positions must be non-negative, got -1"),
                 (lambda: kvtopo.holds_position(geometry, 0, -1),
                  "position must be non-negative, got -1"),
-                (lambda: kvtopo.local_seq_len(geometry, 0, -1), "seq_len must be non-negative, got -1"),
+                (lambda: kvtopo.local_seq_len(geometry, 0, -1),
+                 "seq_len must be non-negative, got -1"),
                 (lambda: kvtopo.local_seq_len(geometry, 4, 1),
                  "rank must be in [0, 4) (the DCP size), got 4")]:
             with self.assertRaises(ValueError) as e:
