@@ -231,6 +231,21 @@ nlohmann::json NemotronNano9B() {
     "mamba_head_dim": 80, "max_position_embeddings": 131072})");
 }
 
+// NemotronHConfig reads a null num_key_value_heads as the attention heads (its backward
+// compatibility); the attention reads a null head_dim as hidden_size / num_attention_heads.
+TEST(MambaHybrids, NemotronHNullKvHeadsAndHeadDim) {
+  nlohmann::json config = NemotronNano9B();
+  config["num_key_value_heads"] = nullptr;
+  config["head_dim"] = nullptr;
+  auto plan = PlanWith(config, Launch(1, 80 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  const LayerSpec& attention = plan->groups.back().layer_specs.front();
+  EXPECT_EQ(attention.kind, CacheKind::kFullAttention);
+  EXPECT_EQ(attention.num_kv_heads, 40);
+  EXPECT_EQ(attention.head_size, 112);  // 4480 / 40
+}
+
 // The Mamba2 state per layer: conv (3, 128 x 80 + 2 x 8 x 128) in bfloat16 = 73,728 B, and the
 // SSM state (128, 80, 128) in float32, the engine's NemotronH default = 5,242,880 B; 5,316,608 B
 // in all. An attention token is 2 x 8 x 128 x 2 B = 4,096 B: 1,298 tokens hold the state. With
