@@ -219,6 +219,26 @@ TEST(TransformersBackend, ModelImplTransformers) {
             "config.json 'config.json': field 'layer_types' has 2 entries but num_hidden_layers "
             "is 32");
 
+  // Over custom code (a config class kvtopo does not know, so no class default fills head_dim),
+  // the head size as the engine's get_head_size reads it: head_dim, else hidden_size_per_head
+  // (PLaMo 2.1), else hidden_size / num_attention_heads; a null head_dim counts as absent, and
+  // no K/V head count means every attention head has its own.
+  auto head = [](const nlohmann::json& config) -> std::pair<int64_t, int64_t> {
+    auto p = PlanWith(config, Launch(64 * kGiB, "auto", /*trust_remote_code=*/true));
+    if (!p.ok() || p->model.layers.empty()) return {-1, -1};
+    return {p->model.layers[0].head_size, p->model.layers[0].num_kv_heads};
+  };
+  nlohmann::json custom = CustomModel();  // Llama 3.1 8B's shape: 4096 / 32 = 128, 8 K/V heads
+  custom["head_dim"] = nullptr;
+  custom["hidden_size_per_head"] = 96;
+  EXPECT_EQ(head(custom), (std::pair<int64_t, int64_t>{96, 8}));
+  custom["head_dim"] = 80;
+  EXPECT_EQ(head(custom), (std::pair<int64_t, int64_t>{80, 8}));
+  custom.erase("head_dim");
+  custom.erase("hidden_size_per_head");
+  custom.erase("num_key_value_heads");
+  EXPECT_EQ(head(custom), (std::pair<int64_t, int64_t>{128, 32}));
+
   LaunchConfig deepseek = Launch(16 * kGiB, "transformers");
   deepseek.model = "deepseek-v3.2";
   deepseek.parallel.tensor_parallel_size = 8;
