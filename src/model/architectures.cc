@@ -1689,7 +1689,19 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
                     r.file(), f.name));
     return windows;
   }
-  // Sliding layers need a window: the config's, or its class's default.
+  // Sliding layers need a window: the config's, or its class's default. A null one is the
+  // layers' None: each falls back to the cache-wide window, which mixed layer types leave unset,
+  // so every layer is full attention.
+  if (window == 0 && r.IsNull("sliding_window")) {
+    m.config_warnings.emplace_back(
+        "config-window-null",
+        fmt::format("config.json '{}' names sliding_attention layers in layer_types but gives a "
+                    "null sliding_window: the engine's {} layers take that None as no window of "
+                    "their own and, with mixed layer types, find no cache-wide one, so every "
+                    "layer attends over the whole request",
+                    r.file(), f.name));
+    return windows;
+  }
   int64_t per_layer = window;
   if (per_layer == 0) {
     KVTOPO_ASSIGN_OR_RETURN(per_layer, Positive(r, "sliding_window", kMaxModelLen));

@@ -2869,6 +2869,29 @@ TEST(DenseModels, Exaone4SlidesPerItsPattern) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->groups.size(), 1u);
   EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  // With layer_types stating sliding layers, a null window is each layer's None: the layers fall
+  // back to the cache-wide window, which mixed types leave unset, so they are full too (was
+  // refused as "'sliding_window' is missing").
+  exaone.erase("sliding_window_pattern");
+  for (int i = 0; i < 64; ++i) {
+    exaone["layer_types"].push_back(i % 4 == 3 ? "full_attention" : "sliding_attention");
+  }
+  plan = PlanConfig(exaone, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "config.json 'config.json' names sliding_attention layers in layer_types but gives a "
+            "null sliding_window: the engine's EXAONE 4 layers take that None as no window of "
+            "their own and, with mixed layer types, find no cache-wide one, so every layer "
+            "attends over the whole request");
+  exaone["sliding_window"] = 0;  // a window of 0 would reach the attention as one: refused
+  EXPECT_EQ(ConfigError(exaone),
+            "config.json 'config.json': field 'sliding_window' must be in [1, 2147483647], got 0");
+  exaone.erase("layer_types");
+  exaone["sliding_window"] = nullptr;
   exaone.erase("num_key_value_heads");  // the config class's 32, which 40 heads do not divide
   EXPECT_EQ(ConfigError(exaone),
             "config.json 'config.json': field 'num_key_value_heads' is 32, which does not divide "
