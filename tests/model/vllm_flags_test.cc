@@ -180,6 +180,22 @@ TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config",
                           {R"({"backend": "guidance", "disable_any_whitespace": 1})"})}),
             "");
+  EXPECT_EQ(Refusal({Flag("--structured-outputs-config",
+                          {R"({"backend": "xgrammar", "disable_additional_properties": true})"})}),
+            "--structured-outputs-config {\"backend\": \"xgrammar\", "
+            "\"disable_additional_properties\": true}: the engine's parser refuses it "
+            "(StructuredOutputsConfig: disable_additional_properties is only supported for the "
+            "guidance backend.)");
+  // PoolerConfig's deprecated names beside their replacements (__post_init__).
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_bias": 1.0, "logit_mean": 2.0})"})}),
+            "--pooler-config {\"logit_bias\": 1.0, \"logit_mean\": 2.0}: the engine's parser "
+            "refuses it (PoolerConfig: Cannot set both `logit_bias` and `logit_mean`. "
+            "`logit_bias` is deprecated, use `logit_mean` instead.)");
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_scale": 2, "logit_sigma": 0.5})"})}),
+            "--pooler-config {\"logit_scale\": 2, \"logit_sigma\": 0.5}: the engine's parser "
+            "refuses it (PoolerConfig: Cannot set both `logit_scale` and `logit_sigma`. "
+            "`logit_scale` is deprecated, use `logit_sigma` instead.)");
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"logit_bias": null, "logit_mean": 2.0})"})}), "");
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {"None"})}),
             "--structured-outputs-config None: not JSON (the engine's parser refuses it); give a "
             "JSON object of StructuredOutputsConfig's fields");
