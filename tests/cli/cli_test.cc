@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli_runner.h"
+#include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 
 namespace kvtopo {
@@ -421,6 +422,21 @@ TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
             "value of their own that replaces it, so the plan uses "
             "{\"method\":\"eagle3\",\"num_speculative_tokens\":4} only; give every key in one "
             "form");
+  // Dotted keys fold as the engine's recursive_dict_update folds them: A.B nests, objects merge,
+  // and KEY+ lists (comma-separated) append.
+  auto folded =
+      RunCli("check " + std::string(KVTOPO_SOURCE_DIR) +
+                 "/fuzz/corpus/config_plan/llama-3.1-8b.json --max-model-len 8192 --hf-overrides "
+                 "'{\"q\": 1}' --hf-overrides.a.b 1 --hf-overrides.a.c 2k --hf-overrides.xs+ a,b "
+                 "--hf-overrides.xs+ c",
+             true);
+  EXPECT_EQ(folded.exit_code, 0) << folded.out;
+  EXPECT_NE(folded.out.find("warning [hf-overrides-replaced] --hf-overrides {\"q\": 1} is dropped: "
+                            "the engine's parser folds the --hf-overrides.KEY arguments into a "
+                            "value of their own that replaces it, so the plan uses "
+                            "{\"a\":{\"b\":1,\"c\":2000},\"xs\":[\"a\",\"b\",\"c\"]} only"),
+            std::string::npos)
+      << folded.out;
   auto r = RunCli(
       "check kimi-k2.6 --served-model-name kimi k26 --cudagraph-capture-sizes 1 2 4 -n 1 -r 0 "
       "--kernel-config '{}' -cc.mode 3 -cc.cudagraph_mode=FULL -O3 --hf-token --seed -1 "
@@ -898,6 +914,22 @@ TEST(ProfilesCli, ListsTheArchitectures) {
   EXPECT_EQ(names.front(), "AXK1ForCausalLM");
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_TRUE(std::binary_search(names.begin(), names.end(), "DeepseekV4ForCausalLM"));
+}
+
+// `kvtopo options`: a line per launch option (flag, value kind, help); --markdown is the page in
+// docs/launch-options.md.
+TEST(ProfilesCli, OptionsListsTheLaunchOptionTable) {
+  auto r = ::kvtopo::testing::RunCli("options");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("--tensor-parallel-size             integer  TP size; default 1\n", 0), 0u);
+  EXPECT_EQ(static_cast<size_t>(std::count(r.out.begin(), r.out.end(), '\n')),
+            LaunchOptionTable().size());
+  r = ::kvtopo::testing::RunCli("options --markdown");
+  ASSERT_EQ(r.exit_code, 0);
+  std::ifstream in(std::string(KVTOPO_SOURCE_DIR) + "/docs/launch-options.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_EQ(r.out, doc.str());
 }
 
 }  // namespace
