@@ -775,6 +775,27 @@ TEST(SimulateCli, ALongRunOnAMidSizePoolKeepsItsWalksWithinTheBudget) {
   EXPECT_EQ(j["pool_checks"], 773);
 }
 
+// With DCP the report gives rank 0's and the last rank's figures; a workload file's error names
+// the file and the line.
+TEST(SimulateCli, DcpRanksAndWorkloadFileErrors) {
+  auto r = RunCli(
+      "simulate kimi-k2.6 -tp 4 -dcp 4 --max-model-len 8192 --kv-cache-memory 1GiB --workload "
+      "prefix-hit");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\nranks      4, 58 free pages each at the end; peak local tokens rank 0 "
+                       "58968, rank 3 58930\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nprefix     94.02% hit (4091904 of 4352000 prompt tokens)\n"),
+            std::string::npos);
+  const std::string path = ::testing::TempDir() + "/kvtopo_bad_workload.jsonl";
+  std::ofstream(path) << "{\"prompt_len\": 300}\n{\"prompt_len\": -3}\n";
+  ExpectUsageError("simulate qwen3-next-80b -tp 4 --max-model-len 4096 --workload-file " + path,
+                   "kvtopo: --workload-file '" + path +
+                       "': workload line 2: field 'prompt_len' must be an integer in [1, "
+                       "2147483647], got -3\n");
+}
+
 TEST(SimulateCli, WorkloadFileRuns) {
   const std::string path = ::testing::TempDir() + "/kvtopo_workload.jsonl";
   std::ofstream(path) << "{\"prompt_len\": 300, \"decode_steps\": 5}\n"

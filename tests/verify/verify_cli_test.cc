@@ -40,6 +40,15 @@ TEST(VerifyCli, ForeignSlotMappingExitsOneNamingGroupRequestAndPosition) {
                        "position 0: the position is held by 2 ranks (0, 1), expected 1"),
             std::string::npos)
       << r.out;
+  // The same failure as JSON.
+  r = RunCli(std::string(kSmallLaunch) + " --inject foreign-slot-mapping --json");
+  EXPECT_EQ(r.exit_code, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["passed"].get<bool>());
+  EXPECT_EQ(j["failure"].dump(),
+            R"({"check":"ownership","group":0,"message":"group 0 (mla target, sharded), )"
+            R"(request 0, position 0: the position is held by 2 ranks (0, 1), expected 1",)"
+            R"("position":0,"rank":-1,"request":0})");
 }
 
 TEST(VerifyCli, DcpScaledRecurrentTableOnTheDefaultLaunchExitsOne) {
