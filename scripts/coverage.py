@@ -49,7 +49,7 @@ def main():
     parser.add_argument("--missed", nargs="*", default=[], metavar="SUFFIX",
                         help="print the lines no test ran of the files ending with SUFFIX")
     args = parser.parse_args()
-    counts = line_counts(args.build)
+    counts = line_counts(os.path.abspath(args.build))
     if not counts:
         sys.exit(f"no coverage counters under {args.build}: build it with --coverage and run "
                  "its tests first (make coverage)")
