@@ -34,7 +34,10 @@ def line_counts(build):
                 for f in json.loads(text)["files"]:
                     path = os.path.normpath(os.path.join(build, f["file"]))
                     rel = os.path.relpath(path, ROOT)
-                    if rel.startswith("..") or rel.startswith("tests" + os.sep):
+                    # Only the sources: not the tests, nor what the build generates (the
+                    # embedded profiles) when its directory lies in the tree.
+                    if (rel.startswith("..") or rel.startswith("tests" + os.sep)
+                            or os.path.commonpath([path, build]) == build):
                         continue
                     lines = counts.setdefault(rel, {})
                     for line in f["lines"]:
