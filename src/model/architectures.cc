@@ -1692,7 +1692,7 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
   // Sliding layers need a window: the config's, or its class's default. A null one is the
   // layers' None: each falls back to the cache-wide window, which mixed layer types leave unset,
   // so every layer is full attention.
-  if (window == 0 && r.IsNull("sliding_window")) {
+  if (r.IsNull("sliding_window")) {
     m.config_warnings.emplace_back(
         "config-window-null",
         fmt::format("config.json '{}' names sliding_attention layers in layer_types but gives a "

@@ -939,7 +939,7 @@ TEST(ProfilesCli, ListsTheArchitectures) {
 
 // `kvtopo options`: a line per launch option (flag, value kind, help); --markdown is the page in
 // docs/launch-options.md.
-TEST(ProfilesCli, OptionsListsTheLaunchOptionTable) {
+TEST(OptionsCli, ListsTheLaunchOptionTable) {
   auto r = ::kvtopo::testing::RunCli("options");
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("--tensor-parallel-size             integer  TP size; default 1\n", 0), 0u);

@@ -79,15 +79,26 @@ std::string SpecsError(const std::string& model, const std::string& format = "au
 // deepseek_v3): 61 layers of one 576-wide latent, the YaRN length 8,192 x 36.
 TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
   Checkpoint ckpt("ml3");
-  ckpt.Write("params.json", MistralLarge3Params().dump());
-  Result<ModelCacheSpecs> specs = Specs(ckpt.file("params.json"));
-  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
-  EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
+  // Converts `params` and checks the Mistral Large 3 shape: 61 MLA layers of 576.
+  auto large3 = [&](const nlohmann::json& params) {
+    ckpt.Write("params.json", params.dump());
+    Result<ModelCacheSpecs> specs = Specs(ckpt.file("params.json"));
+    EXPECT_TRUE(specs.ok()) << specs.status().ToString();
+    if (!specs.ok()) return specs;
+    EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
+    EXPECT_EQ(specs->layers.size(), 61u);
+    EXPECT_EQ(specs->layers.back().name, "model.layers.60.self_attn");
+    EXPECT_EQ(specs->layers.back().kind, CacheKind::kMla);
+    EXPECT_EQ(specs->layers.back().head_size, 576);
+    return specs;
+  };
+  const std::string needs_scaling =
+      "config.json '" + ckpt.file("params.json") +
+      "': field 'llama_4_scaling' is missing: the engine's converter asserts it for Mistral Large "
+      "3 (MoE with shared experts, or MLA)";
+  Result<ModelCacheSpecs> specs = large3(MistralLarge3Params());
+  ASSERT_TRUE(specs.ok());
   EXPECT_EQ(specs->max_model_len, 294912);
-  ASSERT_EQ(specs->layers.size(), 61u);
-  EXPECT_EQ(specs->layers[60].name, "model.layers.60.self_attn");
-  EXPECT_EQ(specs->layers[60].kind, CacheKind::kMla);
-  EXPECT_EQ(specs->layers[60].head_size, 576);
 
   LaunchConfig c;
   c.model = ckpt.file("params.json");
@@ -100,10 +111,7 @@ TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
   nlohmann::json params = MistralLarge3Params();
   params.erase("llama_4_scaling");
   ckpt.Write("params.json", params.dump());
-  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
-            "config.json '" + ckpt.file("params.json") +
-                "': field 'llama_4_scaling' is missing: the engine's converter asserts it for "
-                "Mistral Large 3 (MoE with shared experts, or MLA)");
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")), needs_scaling);
   // A YaRN key the converter does not know is its assertion too.
   params = MistralLarge3Params();
   params["yarn"]["mscale"] = 1;
@@ -117,19 +125,10 @@ TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
   // the model is Mistral Large 3 all the same, llama_4_scaling required.
   params = MistralLarge3Params();
   params.erase("moe");
-  ckpt.Write("params.json", params.dump());
-  specs = Specs(ckpt.file("params.json"));
-  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
-  EXPECT_EQ(specs->architecture, "MistralLarge3ForCausalLM");
-  ASSERT_EQ(specs->layers.size(), 61u);
-  EXPECT_EQ(specs->layers[0].kind, CacheKind::kMla);
-  EXPECT_EQ(specs->layers[0].head_size, 576);
+  EXPECT_TRUE(large3(params).ok());
   params.erase("llama_4_scaling");
   ckpt.Write("params.json", params.dump());
-  EXPECT_EQ(SpecsError(ckpt.file("params.json")),
-            "config.json '" + ckpt.file("params.json") +
-                "': field 'llama_4_scaling' is missing: the engine's converter asserts it for "
-                "Mistral Large 3 (MoE with shared experts, or MLA)");
+  EXPECT_EQ(SpecsError(ckpt.file("params.json")), needs_scaling);
 }
 
 // Mistral's EAGLE heads (method eagle): the engine prefixes the converted architecture with
