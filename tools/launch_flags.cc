@@ -34,6 +34,7 @@ constexpr const char* kEplbKey = "--eplb-config-key";
 constexpr const char* kIrOpPriorityKey = "--ir-op-priority-key";
 constexpr const char* kDefaultMmLorasKey = "--default-mm-loras-key";
 constexpr const char* kLaunchDiagnosticFlag = "--launch-diagnostic";
+constexpr const char* kTypedSpellingFlag = "--launch-option-spelling";
 
 // The launch options whose JSON value also takes dotted keys (--FLAG.KEY VALUE): the hidden
 // option NormalizeVllmArgs records each key in, where LaunchFlags keeps them, and the warning
@@ -175,7 +176,8 @@ void AddLaunchFlags(CLI::App* app, LaunchFlags& f) {
   // is not its value).
   for (auto [name, values] : {std::pair{kNotPlannedFlag, &f.not_planned},
                               std::pair{kNotPlannedValue, &f.not_planned_values},
-                              std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics}}) {
+                              std::pair{kLaunchDiagnosticFlag, &f.launch_diagnostics},
+                              std::pair{kTypedSpellingFlag, &f.typed_spellings}}) {
     app->add_option(name, *values)->group("")->allow_extra_args(false);
   }
   for (const DottedJsonOption& d : kDottedJsonOptions) {
@@ -234,12 +236,19 @@ nlohmann::json FoldDottedArguments(const std::vector<std::string>& entries) {
 Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   LaunchOptions o;
   o.model = f.model;
+  std::map<std::string, std::string, std::less<>> typed;  // canonical flag -> last spelling
+  for (const std::string& entry : f.typed_spellings) {
+    const size_t eq = entry.find('=');
+    typed[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
   const std::vector<LaunchOption>& table = LaunchOptionTable();
   for (size_t i = 0; i < table.size(); ++i) {
     const LaunchOption& option = table[i];
-    const CLI::Option* cli = f.app->get_option(FlagName(option.name));
+    const std::string canonical = FlagName(option.name);
+    const CLI::Option* cli = f.app->get_option(canonical);
     if (cli->count() == 0) continue;
-    const std::string source = fmt::format("--{}", cli->get_name().substr(2));
+    const auto spelled = typed.find(canonical);
+    const std::string source = spelled != typed.end() ? spelled->second : canonical;
     if (option.value == OptionValue::kSwitch) {
       KVTOPO_RETURN_IF_ERROR(SetLaunchOption(o, option, f.slots[i].on, source));
     } else {
@@ -411,12 +420,16 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
     const size_t dot = name.find('.');
     std::string key = dot == std::string::npos ? "" : name.substr(dot + 1);
     if (dot != std::string::npos) name.resize(dot);
+    std::string short_spelling;  // "-tp" when typed so
     if (name.starts_with("--")) {
       std::replace(name.begin() + 2, name.end(), '_', '-');
     } else if (name[1] != '-') {
       // vLLM's single-dash long aliases of launch options: -tp, -dcp, -sc, ...
       for (const LaunchOption& o : LaunchOptionTable()) {
-        if (!o.short_flag.empty() && name.substr(1) == o.short_flag) name = FlagName(o.name);
+        if (!o.short_flag.empty() && name.substr(1) == o.short_flag) {
+          short_spelling = name;
+          name = FlagName(o.name);
+        }
       }
     }
     if (key.empty()) {
@@ -490,9 +503,13 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
         continue;
       }
     }
-    out.push_back(attached ? name + "=" + *attached : name);
     // A flag's value is not a MODEL: pass it on as is.
     const LaunchOption* option = FindLaunchOption(name);
+    if (option != nullptr) {  // every occurrence: the last one's spelling names the value
+      out.push_back(fmt::format("{}={}={}", kTypedSpellingFlag, FlagName(option->name),
+                                short_spelling.empty() ? name : short_spelling));
+    }
+    out.push_back(attached ? name + "=" + *attached : name);
     if (option != nullptr && option->many_values && !attached) {
       // One or more values (argparse nargs "+"): every following argument that is not a flag.
       std::string values;

@@ -46,6 +46,9 @@ struct LaunchFlags {
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;
+  // Launch options typed by another spelling (an alias, a short flag) as CANONICAL=TYPED, the
+  // last occurrence last: messages about the value name the flag as it was typed.
+  std::vector<std::string> typed_spellings;
   CLI::App* app = nullptr;
 };
 

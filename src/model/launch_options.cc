@@ -1351,9 +1351,10 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
                 !ParseHumanInt(*text, source).ok()) {
               o.diagnostics.push_back(
                   {Severity::kWarning, "kv-cache-memory-spelling",
-                   fmt::format("{} '{}': the engine's parser reads the flag as "
-                               "--kv-cache-memory-bytes, which takes digits with one k/m/g/t or "
-                               "K/M/G/T suffix only and refuses this spelling; write {} there",
+                   fmt::format("{} '{}': the engine's parser reads --kv-cache-memory-bytes "
+                               "(--kv-cache-memory spells the same flag) as digits with one "
+                               "k/m/g/t or K/M/G/T suffix only and refuses this spelling; write "
+                               "{} there",
                                source, *text, EngineByteSpelling(*bytes))});
             }
           }

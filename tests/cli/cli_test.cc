@@ -320,11 +320,24 @@ TEST(PlanCli, IntegerAndByteSpellings) {
   const auto gib = RunCli("check kimi-k2.6 --max-model-len 32k --kv-cache-memory 20.5GiB");
   EXPECT_EQ(gib.exit_code, 0);
   EXPECT_NE(gib.out.find("warning [kv-cache-memory-spelling] --kv-cache-memory '20.5GiB': the "
-                         "engine's parser reads the flag as --kv-cache-memory-bytes, which takes "
-                         "digits with one k/m/g/t or K/M/G/T suffix only and refuses this "
-                         "spelling; write 20992M there"),
+                         "engine's parser reads --kv-cache-memory-bytes (--kv-cache-memory spells "
+                         "the same flag) as digits with one k/m/g/t or K/M/G/T suffix only and "
+                         "refuses this spelling; write 20992M there"),
             std::string::npos)
       << gib.out;
+  // The flag is named as it was typed: the alias, or the last of several spellings.
+  const auto alias = RunCli(
+      "check kimi-k2.6 --max-model-len 32k --kv-cache-memory 20G "
+      "--kv-cache-memory-bytes 12GiB");
+  EXPECT_EQ(alias.exit_code, 0);
+  EXPECT_NE(alias.out.find("warning [kv-cache-memory-spelling] --kv-cache-memory-bytes '12GiB': "
+                           "the engine's parser reads"),
+            std::string::npos)
+      << alias.out;
+  ExpectUsageError("check kimi-k2.6 --kv-cache-memory-bytes 12GiB --kv-cache-memory 0",
+                   "kvtopo: --kv-cache-memory must be in [1, 1125899906842624] bytes, got "
+                   "'0'\n");
+  ExpectUsageError("check kimi-k2.6 -tp x", "kvtopo: -tp: 'x' is not an integer\n");
   // A flag of older releases the fork no longer has: accepted, with the engine's refusal named.
   const auto swap = RunCli("check kimi-k2.6 --max-model-len 32k --swap-space 4 --json");
   ASSERT_EQ(swap.exit_code, 0) << swap.out;
@@ -369,7 +382,7 @@ TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
             "folds the --compilation-config.KEY arguments into a value of their own that replaces "
             "it, so the plan uses {\"cudagraph_mode\":\"PIECEWISE\"} only; give every key in one "
             "form");
-  ExpectUsageError(launch + "-O4", "kvtopo: --optimization-level must be in [0, 3], got 4\n");
+  ExpectUsageError(launch + "-O4", "kvtopo: -O must be in [0, 3], got 4\n");
   ExpectUsageError(launch + "-cc.level=3",
                    "kvtopo: --compilation-config: 'level' is not a field the engine takes (its "
                    "parser refuses it: 'Unexpected keyword argument'); fields: mode, "
@@ -853,7 +866,7 @@ TEST(SlotsCli, JsonSchemaAndUsageErrors) {
                    "kvtopo slots: --block-ids: 'x' is not a block id (a comma-separated list of "
                    "non-negative integers)\n");
   ExpectUsageError("slots -dcp 0 --block-size 16 --seq-len 8 --block-ids 7",
-                   "kvtopo: --decode-context-parallel-size must be positive, got 0\n");
+                   "kvtopo: -dcp must be positive, got 0\n");
   ExpectUsageError("slots --block-size 16 --seq-len 8 --block-ids 2147483648",
                    "kvtopo slots: --block-ids: 2147483648 is beyond the largest block id, "
                    "2147483647 (block ids are 32-bit)\n");

@@ -141,8 +141,8 @@ TEST(ReliabilityCli, OutOfRangeFlagsNameTheFlagAndTheRange) {
             "4611686018427387904\n"},
            {"check --max-num-seqs 1099511627776", 2,
             "kvtopo: --max-num-seqs must be in [1, 1048576], got 1099511627776\n"},
-           {"check -dcp 8192", 2,
-            "kvtopo: --decode-context-parallel-size must be in [1, 4096], got 8192\n"},
+           {"check -dcp 8192", 2,  // named as typed
+            "kvtopo: -dcp must be in [1, 4096], got 8192\n"},
            {"check --kv-cache-memory 2048TiB", 2,
             "kvtopo: --kv-cache-memory must be in [1, 1125899906842624] bytes, got '2048TiB'\n"},
            {"check kimi-k2.6 --speculative-config "
