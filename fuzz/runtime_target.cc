@@ -232,8 +232,19 @@ class Harness {
       prompt[i] = i < shared ? static_cast<int32_t>((prefix * 7919 + i * 31) % 50000)
                              : static_cast<int32_t>(next_token_++ % 1000000);
     }
+    // One in four is given as embeddings over its first rows (two bytes each, few values, so
+    // equal rows recur and hit).
+    RequestOptions options;
+    std::vector<std::byte> embeds;
+    if (in.Byte() % 4 == 0) {
+      options.prompt_embeds_rows = in.Range(0, len);
+      for (int64_t i = 0; i < 2 * options.prompt_embeds_rows; ++i) {
+        embeds.push_back(std::byte(in.Byte() % 3));
+      }
+      options.prompt_embeds = embeds;
+    }
     const int64_t id = next_id_++;
-    Must(m_.AddRequest(RequestId{id}, prompt), "AddRequest");
+    Must(m_.AddRequest(RequestId{id}, prompt, std::move(options)), "AddRequest");
     live_[id] = Request{.row = free_rows_.back(), .running = false};
     free_rows_.pop_back();
   }

@@ -287,14 +287,14 @@ class PyKVCacheManager {
 
   int64_t AddRequest(py::handle request_id, py::handle token_ids, int64_t lora_id,
                      std::string cache_salt, py::handle mm_items, bool skip_reading_prefix_cache,
-                     int64_t num_preemptions) {
+                     int64_t num_preemptions, py::handle prompt_embeds) {
     const Busy busy(*this, "add_request");
     return AddOne(request_id, token_ids, lora_id, std::move(cache_salt), mm_items,
-                  skip_reading_prefix_cache, num_preemptions);
+                  skip_reading_prefix_cache, num_preemptions, prompt_embeds);
   }
   int64_t AddOne(py::handle request_id, py::handle token_ids, int64_t lora_id,
                  std::string cache_salt, py::handle mm_items, bool skip_reading_prefix_cache,
-                 int64_t num_preemptions) {
+                 int64_t num_preemptions, py::handle prompt_embeds = py::handle()) {
     CheckIdType(request_id);
     if (PyDict_Contains(ids_.ptr(), request_id.ptr()) == 1) {
       RaisePython(PyExc_ValueError, "request " + py::repr(request_id).cast<std::string>() +
@@ -347,6 +347,24 @@ class PyKVCacheManager {
           [](const MultimodalItem& a, const MultimodalItem& b) { return a.offset < b.offset; });
     }
     const IntsIn<int32_t> tokens(token_ids, "token_ids", tokens_);
+    // Prompt embeddings: any C-contiguous buffer, one row per prompt token along its first
+    // dimension (a 1-D buffer: one row per token id given).
+    Py_buffer view{};
+    std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> held(nullptr, PyBuffer_Release);
+    if (prompt_embeds && !prompt_embeds.is_none()) {
+      if (PyObject_GetBuffer(prompt_embeds.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+        PyErr_Clear();
+        RaisePython(PyExc_TypeError,
+                    "prompt_embeds must be a C-contiguous buffer (bytes, a numpy array: one row "
+                    "per prompt token), got " +
+                        TypeName(prompt_embeds));
+      }
+      held.reset(&view);
+      options.prompt_embeds =
+          std::span(static_cast<const std::byte*>(view.buf), static_cast<size_t>(view.len));
+      options.prompt_embeds_rows = view.ndim >= 2 ? static_cast<int64_t>(view.shape[0])
+                                                  : static_cast<int64_t>(tokens.values().size());
+    }
     const int64_t handle = next_handle_;
     Check(manager_->AddRequest(RequestId{handle}, tokens.values(), std::move(options)));
     ++next_handle_;
@@ -829,8 +847,11 @@ void BindRuntime(py::module_& m) {
       .def("add_request", &M::AddRequest, py::arg("request_id"), py::arg("token_ids"),
            py::kw_only(), py::arg("lora_id") = 0, py::arg("cache_salt") = "",
            py::arg("mm_items") = py::none(), py::arg("skip_reading_prefix_cache") = false,
-           py::arg("num_preemptions") = 0,
-           "Registers a request with its prompt token ids; returns its integer handle.")
+           py::arg("num_preemptions") = 0, py::arg("prompt_embeds") = py::none(),
+           "Registers a request with its prompt token ids; returns its integer handle. "
+           "prompt_embeds (a C-contiguous buffer, one row per prompt token along its first "
+           "dimension) keys each hash block by its rows, as the token ids of a request given as "
+           "embeddings are placeholders.")
       .def("add_requests", &M::AddRequests, py::arg("request_ids"), py::arg("prompts"),
            "Registers several requests; returns their handles (int64 memoryview).")
       .def("handle", &M::Handle, py::arg("request_id"))

@@ -30,6 +30,7 @@
 // Thread safety: none; the scheduler thread owns the manager.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -165,6 +166,12 @@ struct RequestOptions {
   // Prompt-logprobs and pooling requests: GetComputedBlocks finds no hit (blocks still cache).
   bool skip_reading_prefix_cache = false;
   int64_t num_preemptions = 0;  // > 0: lookups count as a resumed request's (stats)
+  // Prompt embeddings behind the first prompt_embeds_rows token ids, rows back to back (the
+  // engine's ids are placeholders then): each hash block's rows are digested into its hash
+  // (extra_keys.block_keys), so equal ids over different embeddings never share a cached block.
+  // Read during AddRequest only; rows may not exceed the prompt's tokens.
+  std::span<const std::byte> prompt_embeds;
+  int64_t prompt_embeds_rows = 0;
 };
 
 class KVCacheManager {

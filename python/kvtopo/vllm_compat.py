@@ -93,9 +93,10 @@ class Request:
     """The request fields this layer reads (a stand-in for vLLM's Request in tests and ports)."""
 
     def __init__(self, request_id, prompt_token_ids, *, lora_id=0, cache_salt="",
-                 skip_reading_prefix_cache=False):
+                 skip_reading_prefix_cache=False, prompt_embeds=None):
         self.request_id = request_id
         self.prompt_token_ids = list(prompt_token_ids)
+        self.prompt_embeds = prompt_embeds
         self.output_token_ids = []
         self.num_computed_tokens = 0
         self.num_preemptions = 0
@@ -134,6 +135,18 @@ def _mm_items(request):
     if not features:
         return None
     return [(f.identifier, f.mm_position.offset, f.mm_position.length) for f in features]
+
+
+def _prompt_embeds(request):
+    """vLLM's ``prompt_embeds`` as a buffer with one row per prompt token: a tensor's bytes, as
+    vLLM's block hashes read them; anything else (bytes, a numpy array) as given."""
+    embeds = getattr(request, "prompt_embeds", None)
+    if embeds is None:
+        return None
+    if not hasattr(embeds, "detach"):
+        return embeds  # a buffer, or what the native call names as not one
+    import torch  # noqa: PLC0415 (a tensor: only a torch-based scheduler passes one)
+    return embeds.detach().cpu().contiguous().view(torch.uint8).numpy()
 
 
 class _Hits:
@@ -181,7 +194,8 @@ class KVCacheManager:
                           mm_items=_mm_items(request),
                           skip_reading_prefix_cache=getattr(request, "skip_reading_prefix_cache",
                                                             False),
-                          num_preemptions=getattr(request, "num_preemptions", 0))
+                          num_preemptions=getattr(request, "num_preemptions", 0),
+                          prompt_embeds=_prompt_embeds(request))
             return
         have = m.num_tokens(rid)
         if request.num_tokens > have:
@@ -259,10 +273,16 @@ class KVCacheManager:
         return self.native.take_events()
 
     def get_blocks(self, request_id):
+        """The request's blocks; none for a request the manager does not hold (vLLM's
+        per-request rows default to empty)."""
+        if request_id not in self.native:
+            return self.empty_kv_cache_blocks
         blocks = self.native.get_blocks(request_id)
         return KVCacheBlocks(_blocks(g, self._inspector) for g in blocks)
 
     def get_block_ids(self, request_id):
+        if request_id not in self.native:
+            return tuple([] for _ in range(self.num_kv_cache_groups))
         return tuple(self.native.get_blocks(request_id))
 
     def cache_blocks(self, request, num_computed_tokens):

@@ -1,5 +1,7 @@
 #include "kvtopo/block_hash.h"
 
+#include <algorithm>
+
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
@@ -11,7 +13,7 @@ namespace {
 BlockHash FromXxh(XXH128_hash_t h) { return BlockHash{.low = h.low64, .high = h.high64}; }
 
 // Type tags keep e.g. a LoRA id from colliding with the bytes of a multimodal offset.
-enum : uint8_t { kTagLora = 1, kTagMm = 2, kTagSalt = 3 };
+enum : uint8_t { kTagLora = 1, kTagMm = 2, kTagSalt = 3, kTagBlockKey = 4 };
 
 void UpdateTagged(XXH3_state_t* state, uint8_t tag, const void* data, size_t size) {
   XXH3_128bits_update(state, &tag, 1);
@@ -50,6 +52,12 @@ BlockHash HashBlockTokens(const BlockHash& parent, std::span<const int32_t> toke
   if (start == 0 && !extra.cache_salt.empty()) {
     UpdateTagged(&state, kTagSalt, extra.cache_salt.data(), extra.cache_salt.size());
   }
+  if (!extra.block_keys.empty() && !tokens.empty()) {
+    const size_t k = static_cast<size_t>(start) / tokens.size();
+    if (k < extra.block_keys.size()) {
+      UpdateTagged(&state, kTagBlockKey, &extra.block_keys[k], sizeof(BlockHash));
+    }
+  }
   return FromXxh(XXH3_128bits_digest(&state));
 }
 
@@ -57,6 +65,23 @@ BlockHash CombineBlockHashes(std::span<const BlockHash> fine) {
   KVTOPO_CHECK(!fine.empty());
   if (fine.size() == 1) return fine[0];
   return FromXxh(XXH3_128bits(fine.data(), fine.size_bytes()));
+}
+
+std::vector<BlockHash> DigestRowsPerBlock(std::span<const std::byte> rows, int64_t num_rows,
+                                          int64_t hash_block_size) {
+  KVTOPO_CHECK(hash_block_size > 0 && num_rows >= 0);
+  std::vector<BlockHash> keys;
+  if (num_rows == 0) return keys;
+  KVTOPO_CHECK(rows.size() % static_cast<size_t>(num_rows) == 0);
+  const size_t row_bytes = rows.size() / static_cast<size_t>(num_rows);
+  keys.reserve(static_cast<size_t>((num_rows + hash_block_size - 1) / hash_block_size));
+  for (int64_t first = 0; first < num_rows; first += hash_block_size) {
+    const int64_t count = std::min(hash_block_size, num_rows - first);
+    const std::span<const std::byte> block = rows.subspan(static_cast<size_t>(first) * row_bytes,
+                                                          static_cast<size_t>(count) * row_bytes);
+    keys.push_back(FromXxh(XXH3_128bits(block.data(), block.size())));
+  }
+  return keys;
 }
 
 void ExtendBlockHashes(std::span<const int32_t> tokens, int64_t hash_block_size,

@@ -880,6 +880,20 @@ Status KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> pr
           i, offset, length));
     }
   }
+  const int64_t rows = request_options.prompt_embeds_rows;
+  const size_t embeds_bytes = request_options.prompt_embeds.size();
+  if (rows < 0 || rows > static_cast<int64_t>(prompt_token_ids.size()) ||
+      (rows == 0) != (embeds_bytes == 0) ||
+      (rows > 0 && embeds_bytes % static_cast<size_t>(rows) != 0)) {
+    return InvalidArgument(fmt::format(
+        "prompt_embeds: {} bytes as {} rows for a prompt of {} tokens; give one equal-sized row "
+        "per prompt token, at most as many rows as tokens",
+        embeds_bytes, rows, prompt_token_ids.size()));
+  }
+  if (rows > 0 && m.caching()) {
+    request_options.extra_keys.block_keys =
+        DigestRowsPerBlock(request_options.prompt_embeds, rows, m.options.hash_block_size);
+  }
   int32_t slot;
   if (!m.free_states.empty()) {
     slot = m.free_states.back();

@@ -1,5 +1,6 @@
 """Scheduler sequences ported to kvtopo.vllm_compat, asserting exact block ids."""
 
+import sys
 import unittest
 from types import SimpleNamespace
 
@@ -119,6 +120,67 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual((new.get_unhashed_block_ids(), held.get_unhashed_block_ids()), ([], []))
         self.assertEqual(new.blocks[0][1].block_hash, (m.native.request_block_hashes("r")[2], 0))
         self.assertIsNone(KVCacheBlock(3).block_hash)  # made without a manager
+
+    def test_prompt_embeddings_key_their_blocks(self):
+        # A request given as embeddings carries placeholder ids (vLLM's are zeros): its blocks
+        # are keyed by their rows, as vLLM's hashes are, so other embeddings never hit them.
+        m = KVCacheManager(layout=full_layout())
+        rows = bytes(range(40))  # 10 rows of 4 bytes, one per prompt token
+        a = Request("a", [0] * 10, prompt_embeds=memoryview(rows).cast("B", (10, 4)))
+        self.assertEqual(ids(m.allocate_slots(a, 10)), ([1, 2, 3],))
+        a.num_computed_tokens = 10
+        m.free(a)
+        same = Request("same", [0] * 10, prompt_embeds=rows)  # 1-D: a row per token id
+        self.assertEqual(ids(m.get_computed_blocks(same)[0]), ([1, 2],))
+        changed = Request("changed", [0] * 10, prompt_embeds=rows[:20] + b"x" + rows[21:])
+        self.assertEqual(m.get_computed_blocks(changed)[1], 4)  # row 5 sits in block 1
+        self.assertEqual(m.get_computed_blocks(Request("ids", [0] * 10))[1], 0)
+        with self.assertRaisesRegex(ValueError, "^prompt_embeds: 39 bytes as 10 rows for a "
+                                                "prompt of 10 tokens; give one equal-sized row"):
+            m.get_computed_blocks(Request("odd", [0] * 10, prompt_embeds=rows[:39]))
+        with self.assertRaisesRegex(TypeError, "^prompt_embeds must be a C-contiguous buffer "
+                                               r"\(bytes, a numpy array: one row per prompt "
+                                               r"token\), got str$"):
+            m.get_computed_blocks(Request("text", [0] * 10, prompt_embeds="rows"))
+
+    def test_prompt_embeddings_tensor_bytes(self):
+        # A tensor is read as vLLM's hashes read it: its bytes, row by row (a stand-in torch).
+        calls = []
+
+        class Tensor:
+            def __init__(self, data):
+                self.data = data
+
+            def __getattr__(self, name):
+                def step(*args):
+                    calls.append((name, args))
+                    return self.data if name == "numpy" else self
+                return step
+
+        fake_torch = SimpleNamespace(uint8="uint8")
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = fake_torch
+        try:
+            m = KVCacheManager(layout=full_layout())
+            rows = memoryview(bytes(range(16))).cast("B", (4, 4))
+            m.allocate_slots(Request("a", [0] * 4, prompt_embeds=Tensor(rows)), 4)
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+        self.assertEqual([c[0] for c in calls], ["detach", "cpu", "contiguous", "view", "numpy"])
+        self.assertEqual(calls[3][1], ("uint8",))
+        m.allocate_slots(Request("b", [0] * 5, prompt_embeds=bytes(range(16)) + b"\0\0\0\0"), 5)
+        self.assertEqual(m.native.request_block_hashes("a")[0],
+                         m.native.request_block_hashes("b")[0])
+
+    def test_blocks_of_an_unknown_request_are_empty(self):
+        # vLLM's per-request rows default to empty lists.
+        m = KVCacheManager(layout=HYBRID_LAYOUT)
+        self.assertEqual(ids(m.get_blocks("nobody")), ([], []))
+        self.assertEqual(m.get_block_ids("nobody"), ([], []))
+        self.assertNotIn("nobody", m.native)
 
     def test_connector_reads_unhashed_blocks_of_every_group(self):
         m = KVCacheManager(layout=HYBRID_LAYOUT)

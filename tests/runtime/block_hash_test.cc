@@ -44,6 +44,27 @@ TEST(BlockHash, ExtraKeysSeparateEntries) {
   EXPECT_NE(plain[1], mm[1]);
 }
 
+// Prompt embeddings: one digest per hash block of rows, the last block's over its rows only;
+// a digest keys block k alone (the chain carries it on).
+TEST(BlockHash, RowDigestsKeyTheirBlocks) {
+  std::vector<std::byte> rows(10);  // 5 rows of 2 bytes
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::byte(i);
+  const std::vector<BlockHash> keys = DigestRowsPerBlock(rows, 5, 2);
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_EQ(keys[2], DigestRowsPerBlock(std::span(rows).subspan(8), 1, 2)[0]);
+  EXPECT_EQ(keys[0], DigestRowsPerBlock(std::span(rows).first(4), 2, 2)[0]);
+  EXPECT_NE(keys[0], keys[1]);
+  EXPECT_TRUE(DigestRowsPerBlock({}, 0, 2).empty());
+
+  std::vector<int32_t> tokens(8, 0);  // placeholder ids
+  std::vector<BlockHash> plain, keyed;
+  ExtendBlockHashes(tokens, 2, {}, plain);
+  ExtendBlockHashes(tokens, 2, {.block_keys = keys}, keyed);
+  ASSERT_EQ(keyed.size(), 4u);
+  EXPECT_NE(plain[0], keyed[0]);
+  EXPECT_EQ(keyed[3], HashBlockTokens(keyed[2], std::span(tokens).subspan(6, 2), TokenPos{6}, {}));
+}
+
 TEST(BlockHash, CoarseningCombinesConsecutiveHashes) {
   const BlockHash a{1, 2}, b{3, 4};
   const BlockHash ab[] = {a, b};

@@ -126,6 +126,47 @@ TEST(KVCacheManager, PrefixHitStillRecomputesTheLastPromptToken) {
   m->CheckInvariants();
 }
 
+// A request given as prompt embeddings has placeholder ids: its hash blocks are keyed by their
+// rows, so equal ids over different embeddings share no block (vLLM keys them by the rows too).
+TEST(KVCacheManager, PromptEmbeddingsKeyTheirBlocks) {
+  auto m = Make({MakeGroup({.block_size = 16})}, 12);
+  std::vector<std::byte> embeds(40 * 8);  // 40 rows of 8 bytes
+  for (size_t i = 0; i < embeds.size(); ++i) embeds[i] = std::byte(i % 251);
+  const std::vector<int32_t> zeros(40, 0);
+  auto add = [&](int64_t id, std::span<const std::byte> rows, int64_t num_rows) {
+    return m->AddRequest(RequestId{id}, zeros,
+                         RequestOptions{.prompt_embeds = rows, .prompt_embeds_rows = num_rows});
+  };
+  auto hit = [&](int64_t id) { return m->GetComputedBlocks(RequestId{id}).value().num_tokens; };
+  ASSERT_TRUE(add(1, embeds, 40).ok());
+  ASSERT_TRUE(Step(*m, 1, 40));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{1, 2, 3}));
+  ASSERT_TRUE(m->Free(RequestId{1}).ok());
+
+  ASSERT_TRUE(add(2, embeds, 40).ok());
+  EXPECT_EQ(hit(2), TokenCount{32});
+  std::vector<std::byte> other = embeds;
+  other[20 * 8] = std::byte{0xff};  // row 20: hash block 1
+  ASSERT_TRUE(add(3, other, 40).ok());
+  EXPECT_EQ(hit(3), TokenCount{16});
+  ASSERT_TRUE(m->AddRequest(RequestId{4}, zeros).ok());  // the ids alone
+  EXPECT_EQ(hit(4), TokenCount{0});
+  // Rows for the first 20 tokens only (the rest generated): block 1 digests rows 16-19.
+  ASSERT_TRUE(add(5, std::span(embeds).first(20 * 8), 20).ok());
+  EXPECT_EQ(hit(5), TokenCount{16});
+
+  const Status more_rows = add(6, std::span(embeds), 80);
+  EXPECT_EQ(more_rows.message(),
+            "prompt_embeds: 320 bytes as 80 rows for a prompt of 40 tokens; give one equal-sized "
+            "row per prompt token, at most as many rows as tokens");
+  EXPECT_EQ(add(6, std::span(embeds).first(81), 40).message(),
+            "prompt_embeds: 81 bytes as 40 rows for a prompt of 40 tokens; give one equal-sized "
+            "row per prompt token, at most as many rows as tokens");
+  EXPECT_EQ(add(6, {}, 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(m->Contains(RequestId{6}));
+  m->CheckInvariants();
+}
+
 TEST(KVCacheManager, EvictsLeastRecentlyFreedChainTailFirst) {
   auto m = Make({MakeGroup({.block_size = 16})}, 10);
   EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(48)).ok());
