@@ -177,13 +177,18 @@ FusedMoeMethod CompressedTensorsMoe(const nlohmann::json& config, const MoeShape
     if (strategy == "group" && (actorder == "group" || actorder == "dynamic")) return {};
     return {"CompressedTensorsWNA16MoEMethod", true};
   }
+  const std::string in_strategy = Text(input, "strategy");
+  const std::string in_type = Text(input, "type").empty() ? "int" : Text(input, "type");
   if (strategy == "tensor_group" && type == "float" && bits == 4 && group_size == 16 && symmetric) {
+    // NVFP4 weights take NVFP4 input quantization or none (NVFP4A16); other input raises there.
+    const bool nvfp4_input = in_strategy == "tensor_group" && in_type == "float" &&
+                             Int(input, "num_bits", 8) == 4 && Int(input, "group_size", 0) == 16 &&
+                             Bool(input, "symmetric", true);
+    if (has_input && !nvfp4_input) return {};
     return {"CompressedTensorsW4A4Nvfp4MoEMethod", false, "NvFP4", kNvfp4};
   }
   if (!has_input) return {};
-  const std::string in_strategy = Text(input, "strategy");
   const bool in_dynamic = Bool(input, "dynamic", false);
-  const std::string in_type = Text(input, "type").empty() ? "int" : Text(input, "type");
   const bool fp8_weights = type == "float" && symmetric && !dynamic &&
                            (strategy == "tensor" || strategy == "channel" || strategy == "block");
   if (fp8_weights && in_type == "float" &&

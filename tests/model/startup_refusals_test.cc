@@ -484,6 +484,32 @@ TEST(StartupRefusals, MoeKernelsAndLoadBalancing) {
             "(FP8 MoE kernels): the engine raises as it builds the model ('moe_backend='b12x' is "
             "not supported for FP8 MoE.'); pass one of triton, deep_gemm, cutlass, "
             "flashinfer_trtllm, flashinfer_cutlass, marlin, aiter, or auto");
+  // NVFP4 weights run the NvFP4 method with NVFP4 input quantization or none; other input
+  // quantization raises there ('For NVFP4 weights, input quantization must also be NVFP4'), so
+  // the method stays unknown and no backend is refused by it.
+  qwen["quantization_config"] = nlohmann::json::parse(R"({
+      "quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"],
+          "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                      "group_size": 16, "symmetric": true, "dynamic": false},
+          "input_activations": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                "group_size": 16, "symmetric": true, "dynamic": "local"}}}})");
+  c.moe_backend = "deep_gemm";
+  c.enable_eplb = false;
+  const std::string nvfp4_refusal =
+      "--moe-backend deep_gemm with 'config.json' (Qwen3_5MoeForConditionalGeneration), whose "
+      "experts run CompressedTensorsW4A4Nvfp4MoEMethod for its compressed-tensors weights (NvFP4 "
+      "MoE kernels): the engine raises as it builds the model ('moe_backend='deep_gemm' is not "
+      "supported for NvFP4 MoE.'); pass one of b12x, cutlass, flashinfer_trtllm, "
+      "flashinfer_cutlass, flashinfer_cutedsl, marlin, emulation, or auto";
+  EXPECT_EQ(DiagnosticMessage(*testing_configs::PlanWith(qwen, c), "moe-backend"), nvfp4_refusal);
+  qwen["quantization_config"]["config_groups"]["group_0"].erase("input_activations");  // W4A16
+  EXPECT_EQ(DiagnosticMessage(*testing_configs::PlanWith(qwen, c), "moe-backend"), nvfp4_refusal);
+  qwen["quantization_config"]["config_groups"]["group_0"]["input_activations"] = {
+      {"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}};
+  EXPECT_EQ(ConfigErrors(qwen, c), "");
+  c.enable_eplb = true;
+  c.moe_backend = "b12x";
   // ModelOpt FP8 by quant_algo: FP8 builds ModelOptFp8MoEMethod without the vLLM CUTLASS
   // kernels; FP8_PB_WO builds ModelOptFp8PbWoMoEMethod with them, and runs b12x as auto.
   qwen["quantization_config"] =
