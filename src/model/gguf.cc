@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <type_traits>
 
@@ -70,8 +72,9 @@ class GgufReader {
   uint64_t offset() const { return offset_; }
   uint64_t remaining() const { return size_ - offset_; }
 
-  Status Error(std::string_view what) const {
-    return InvalidArgument(fmt::format("GGUF file '{}': {} (at byte {})", file_, what, offset_));
+  Status Error(std::string_view what) const { return ErrorAt(offset_, what); }
+  Status ErrorAt(uint64_t offset, std::string_view what) const {
+    return InvalidArgument(fmt::format("GGUF file '{}': {} (at byte {})", file_, what, offset));
   }
 
   Status Bytes(void* out, uint64_t n) {
@@ -133,6 +136,50 @@ class GgufReader {
 
 Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth);
 
+// Whether `s` is UTF-8 as Python's strict decoder takes it: no overlong forms, no surrogates
+// (U+D800 to U+DFFF), nothing past U+10FFFF.
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the lead
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= static_cast<size_t>(extra)) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += static_cast<size_t>(extra) + 1;
+  }
+  return true;
+}
+
+// Whether every string `v` holds (itself, or an array's at any depth) is UTF-8.
+bool HoldsOnlyUtf8(const nlohmann::json& v) {
+  if (v.is_string()) return IsUtf8(v.get_ref<const std::string&>());
+  if (v.is_array()) {
+    return std::all_of(v.begin(), v.end(),
+                       [](const nlohmann::json& e) { return HoldsOnlyUtf8(e); });
+  }
+  return true;
+}
+
 // One scalar of C++ type T as JSON (a float that is not finite as null).
 template <typename T>
 Result<nlohmann::json> ScalarJson(GgufReader& r) {
@@ -167,10 +214,9 @@ Result<nlohmann::json> ReadScalar(GgufReader& r, uint32_t type) {
       return ScalarJson<float>(r);
     case kFloat64:
       return ScalarJson<double>(r);
-    case kBool: {
+    case kBool: {  // gguf-py reads the byte as numpy's bool: any byte but 0 is true
       KVTOPO_ASSIGN_OR_RETURN(const uint8_t v, r.Scalar<uint8_t>());
-      if (v > 1) return r.Error(fmt::format("a bool is {}", v));
-      return nlohmann::json(v == 1);
+      return nlohmann::json(v != 0);
     }
     default:
       return r.Error(fmt::format("value type {} is not one of GGUF's (0 to 12)", type));
@@ -266,10 +312,32 @@ Result<nlohmann::json> ReadGgufMetadata(std::istream& in, uint64_t size, const s
         fmt::format("{} metadata pairs cannot fit in the {} bytes left", pairs, r.remaining()));
   }
   nlohmann::json out = nlohmann::json::object();
+  std::map<std::string, uint64_t, std::less<>> starts;  // each key's pair, by its first byte
   for (uint64_t i = 0; i < pairs; ++i) {
+    const uint64_t start = r.offset();
     KVTOPO_ASSIGN_OR_RETURN(std::string key, r.String(kMaxKeyBytes, "a key"));
+    // gguf-py's GGUFReader decodes each key as UTF-8 and raises on a key given twice;
+    // Transformers' GGUF reader then decodes every string value it parses.
+    if (!IsUtf8(key)) {
+      return r.ErrorAt(start,
+                       "a key is not UTF-8 text, which the engine's GGUF reader (gguf-py) "
+                       "raises on as it decodes it");
+    }
+    if (const auto first = starts.find(key); first != starts.end()) {
+      return r.ErrorAt(start, fmt::format("key '{}' is given twice (first at byte {}): the "
+                                          "engine's GGUF reader (gguf-py) raises on a duplicate "
+                                          "key",
+                                          key, first->second));
+    }
+    starts.emplace(key, start);
     KVTOPO_ASSIGN_OR_RETURN(const uint32_t type, r.Scalar<uint32_t>());
     KVTOPO_ASSIGN_OR_RETURN(nlohmann::json value, ReadValue(r, type, 0));
+    if (!HoldsOnlyUtf8(value)) {
+      return r.ErrorAt(start, fmt::format("'{}' holds a string that is not UTF-8 text: "
+                                          "Transformers' GGUF reader decodes every string value "
+                                          "as UTF-8 and raises (UnicodeDecodeError)",
+                                          key));
+    }
     out[std::move(key)] = std::move(value);
   }
   return out;

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -31,7 +33,18 @@ using Value =
     std::variant<uint32_t, float, std::string, std::vector<int32_t>, std::vector<std::string>>;
 class GgufBytes {
  public:
+  // Sets `key` (in its place when already given).
   GgufBytes& Add(const std::string& key, const Value& v) {
+    for (auto& [k, old] : pairs_) {
+      if (k == key) {
+        old = v;
+        return *this;
+      }
+    }
+    return Append(key, v);
+  }
+  // Appends a pair, a key given before included.
+  GgufBytes& Append(const std::string& key, const Value& v) {
     pairs_.emplace_back(key, v);
     return *this;
   }
@@ -353,6 +366,159 @@ TEST(Gguf, MetadataArraysAndStrings) {
   EXPECT_EQ(*meta, nlohmann::json::parse(R"({
     "a.ints": [1, -2, 3], "a.names": ["x", "y"], "tokenizer.ggml.tokens": {"gguf_skipped": 5000},
     "a.text": "hello"})"));
+}
+
+// Raw metadata pairs of any value type, for the reader alone.
+class RawPairs {
+ public:
+  template <typename T>
+  RawPairs& Scalar(const std::string& key, uint32_t type, T v) {
+    Key(key, type);
+    Put(v);
+    return *this;
+  }
+  RawPairs& Text(const std::string& key, const std::string& text) {
+    Key(key, 8);
+    PutString(text);
+    return *this;
+  }
+  // An array header: element type and count; its elements follow through Element/ElementText.
+  RawPairs& Array(const std::string& key, uint32_t element, uint64_t n) {
+    Key(key, 9);
+    return ArrayHeader(element, n);
+  }
+  RawPairs& ArrayHeader(uint32_t element, uint64_t n) {
+    Put(element);
+    Put(n);
+    return *this;
+  }
+  template <typename T>
+  RawPairs& Element(T v) {
+    Put(v);
+    return *this;
+  }
+  RawPairs& ElementText(const std::string& text) {
+    PutString(text);
+    return *this;
+  }
+  std::string Bytes() const {
+    std::string out = "GGUF";
+    Append(out, uint32_t{3});
+    Append(out, uint64_t{0});
+    Append(out, pairs_);
+    return out + body_;
+  }
+  Result<nlohmann::json> Read() const {
+    std::istringstream in(Bytes());
+    return internal::ReadGgufMetadata(in, Bytes().size(), "F");
+  }
+
+ private:
+  template <typename T>
+  static void Append(std::string& out, T v) {
+    char b[sizeof v];
+    std::memcpy(b, &v, sizeof v);
+    out.append(b, sizeof v);
+  }
+  template <typename T>
+  void Put(T v) {
+    Append(body_, v);
+  }
+  void PutString(const std::string& text) {
+    Put(static_cast<uint64_t>(text.size()));
+    body_ += text;
+  }
+  void Key(const std::string& key, uint32_t type) {
+    ++pairs_;
+    PutString(key);
+    Put(type);
+  }
+  uint64_t pairs_ = 0;
+  std::string body_;
+};
+
+// Every value type GGUF has, as the engine's readers take them: integers of each width and sign,
+// floats (not finite: null), bools (any byte but 0 is true, as numpy's bool reads it), arrays of
+// arrays, long strings and arrays skipped with their size.
+TEST(Gguf, EveryValueType) {
+  RawPairs raw;
+  raw.Scalar("u8", 0, uint8_t{200})
+      .Scalar("i8", 1, int8_t{-5})
+      .Scalar("u16", 2, uint16_t{60000})
+      .Scalar("i16", 3, int16_t{-300})
+      .Scalar("u32", 4, uint32_t{4000000000})
+      .Scalar("i32", 5, int32_t{-70000})
+      .Scalar("f32", 6, 0.5f)
+      .Scalar("nan", 6, std::nanf(""))
+      .Scalar("yes", 7, uint8_t{1})
+      .Scalar("two", 7, uint8_t{2})
+      .Scalar("no", 7, uint8_t{0})
+      .Scalar("u64", 10, uint64_t{9223372036854775809u})
+      .Scalar("i64", 11, int64_t{-1099511627776})
+      .Scalar("f64", 12, 0.25)
+      .Array("bools", 7, 2)
+      .Element(uint8_t{0})
+      .Element(uint8_t{1})
+      .Array("nested", 9, 2)
+      .ArrayHeader(4, 2)
+      .Element(uint32_t{1})
+      .Element(uint32_t{2})
+      .ArrayHeader(8, 1)
+      .ElementText("x")
+      .Text("long", std::string(internal::kMaxGgufStringKept + 1, 'a'))
+      .Array("many", 10, internal::kMaxGgufArrayKept + 1);
+  for (uint64_t i = 0; i <= internal::kMaxGgufArrayKept; ++i) raw.Element(uint64_t{i});
+  auto meta = raw.Read();
+  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+  EXPECT_EQ(*meta, nlohmann::json::parse(R"({
+    "u8": 200, "i8": -5, "u16": 60000, "i16": -300, "u32": 4000000000, "i32": -70000,
+    "f32": 0.5, "nan": null, "yes": true, "two": true, "no": false,
+    "u64": 9223372036854775809, "i64": -1099511627776, "f64": 0.25, "bools": [false, true],
+    "nested": [[1, 2], ["x"]], "long": {"gguf_skipped": 1048577},
+    "many": {"gguf_skipped": 4097}})"));
+}
+
+// Files the engine's readers refuse, refused with the byte where the pair or value starts: a key
+// given twice (gguf-py raises), text that is not UTF-8 (gguf-py decodes keys, Transformers every
+// string value), arrays nested too deep, of an unknown element type or longer than the file.
+TEST(Gguf, MalformedValues) {
+  auto error = [](const RawPairs& raw) {
+    auto meta = raw.Read();
+    return meta.ok() ? std::string("(read)") : std::string(meta.status().message());
+  };
+  // 24 header bytes; the first pair "k" (8 + 1 bytes of key, 4 of type, 4 of value) ends at 41.
+  EXPECT_EQ(error(RawPairs().Scalar("k", 4, uint32_t{1}).Scalar("k", 4, uint32_t{2})),
+            "GGUF file 'F': key 'k' is given twice (first at byte 24): the engine's GGUF reader "
+            "(gguf-py) raises on a duplicate key (at byte 41)");
+  EXPECT_EQ(error(RawPairs().Scalar("k", 4, uint32_t{1}).Text("n\xff", "x")),
+            "GGUF file 'F': a key is not UTF-8 text, which the engine's GGUF reader (gguf-py) "
+            "raises on as it decodes it (at byte 41)");
+  for (const char* bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    EXPECT_EQ(error(RawPairs().Text("name", std::string("ok ") + bad)),
+              "GGUF file 'F': 'name' holds a string that is not UTF-8 text: Transformers' GGUF "
+              "reader decodes every string value as UTF-8 and raises (UnicodeDecodeError) (at "
+              "byte 24)")
+        << bad;
+  }
+  EXPECT_EQ(error(RawPairs().Text("name", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82")), "(read)");
+  EXPECT_EQ(error(RawPairs().Array("names", 8, 1).ElementText("\xff")),
+            "GGUF file 'F': 'names' holds a string that is not UTF-8 text: Transformers' GGUF "
+            "reader decodes every string value as UTF-8 and raises (UnicodeDecodeError) (at "
+            "byte 24)");
+  RawPairs deep;
+  deep.Array("deep", 9, 1);
+  for (int i = 0; i < 4; ++i) deep.ArrayHeader(9, 1);
+  EXPECT_EQ(error(deep), "GGUF file 'F': arrays are nested deeper than 4 (at byte 88)");
+  EXPECT_EQ(error(RawPairs().Array("odd", 13, 1)),
+            "GGUF file 'F': array element type 13 is not one of GGUF's (0 to 12) (at byte 51)");
+  EXPECT_EQ(error(RawPairs().Array("short", 5, 3).Element(int32_t{1})),
+            "GGUF file 'F': an array of 3 elements runs past the end (4 bytes left) (at byte 53)");
+  EXPECT_EQ(error(RawPairs().Text("s", "abc").Scalar("t", 8, uint64_t{100})),
+            "GGUF file 'F': a string of 100 bytes runs past the end (0 left) (at byte 69)");
+  const auto missing = internal::ReadGgufMetadata(std::filesystem::path("/nonexistent/x.gguf"));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message().substr(0, 48),
+            "cannot read GGUF file '/nonexistent/x.gguf': No ");
 }
 
 }  // namespace
