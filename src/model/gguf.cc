@@ -338,6 +338,22 @@ Result<nlohmann::json> ReadGgufMetadata(std::istream& in, uint64_t size, const s
                                           "as UTF-8 and raises (UnicodeDecodeError)",
                                           key));
     }
+    if (key == "general.alignment") {
+      // gguf-py's GGUFReader checks the alignment it lays the tensors out by.
+      if (type != kUint32) {
+        return r.ErrorAt(start, fmt::format("general.alignment is of value type {}, not uint32 "
+                                            "(4): gguf-py raises 'Bad type for general.alignment "
+                                            "field'",
+                                            type));
+      }
+      const uint64_t alignment = value.get<uint64_t>();
+      if (!std::has_single_bit(alignment)) {
+        return r.ErrorAt(start, fmt::format("general.alignment {} is not a power of two: gguf-py "
+                                            "raises 'Invalid alignment: must be a non-zero power "
+                                            "of two'",
+                                            alignment));
+      }
+    }
     out[std::move(key)] = std::move(value);
   }
   return out;

@@ -505,6 +505,16 @@ TEST(Gguf, MalformedValues) {
             "GGUF file 'F': 'names' holds a string that is not UTF-8 text: Transformers' GGUF "
             "reader decodes every string value as UTF-8 and raises (UnicodeDecodeError) (at "
             "byte 24)");
+  // The alignment the tensors are laid out by: uint32, a power of two.
+  EXPECT_EQ(error(RawPairs().Scalar("general.alignment", 4, uint32_t{64})), "(read)");
+  EXPECT_EQ(error(RawPairs().Scalar("general.alignment", 4, uint32_t{48})),
+            "GGUF file 'F': general.alignment 48 is not a power of two: gguf-py raises 'Invalid "
+            "alignment: must be a non-zero power of two' (at byte 24)");
+  EXPECT_EQ(error(RawPairs().Scalar("general.alignment", 4, uint32_t{0})).substr(0, 51),
+            "GGUF file 'F': general.alignment 0 is not a power o");
+  EXPECT_EQ(error(RawPairs().Scalar("general.alignment", 10, uint64_t{32})),
+            "GGUF file 'F': general.alignment is of value type 10, not uint32 (4): gguf-py raises "
+            "'Bad type for general.alignment field' (at byte 24)");
   RawPairs deep;
   deep.Array("deep", 9, 1);
   for (int i = 0; i < 4; ++i) deep.ArrayHeader(9, 1);
