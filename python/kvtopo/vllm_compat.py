@@ -149,6 +149,26 @@ def _prompt_embeds(request):
     return embeds.detach().cpu().contiguous().view(torch.uint8).numpy()
 
 
+class _NativeBlockPool:
+    """What ``KVCacheManager.block_pool`` gives: vLLM's scheduler binds it to its KV connector
+    (``bind_gpu_block_pool``), which every connector but the simple CPU offload one ignores; that
+    one drives vLLM's BlockPool internals (its blocks, free queue, touch, free_blocks), which a
+    native pool does not have, and its first use of them raises NotImplementedError."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotImplementedError(
+            f"block_pool.{name}: kvtopo's pool is native and has no vLLM BlockPool internals; the "
+            "simple CPU offload connector, which drives them, is not supported (other KV "
+            "connectors ignore the pool)")
+
+    def __repr__(self):
+        return "<kvtopo native block pool>"
+
+
 class _Hits:
     __slots__ = ("computed",)
 
@@ -209,6 +229,11 @@ class KVCacheManager:
                 f"manager allocated {computed}: allocate_slots must cover every computed token")
 
     # ---- vLLM's calls ----------------------------------------------------------------------
+
+    @property
+    def block_pool(self):
+        """Bound to the scheduler's KV connector; see _NativeBlockPool."""
+        return _NativeBlockPool()
 
     @property
     def usage(self):

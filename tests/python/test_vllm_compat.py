@@ -175,6 +175,17 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual(m.native.request_block_hashes("a")[0],
                          m.native.request_block_hashes("b")[0])
 
+    def test_block_pool_binds_and_refuses_internals(self):
+        # vLLM's scheduler binds the pool to any KV connector; only simple CPU offload reads it.
+        m = KVCacheManager(layout=full_layout())
+        pool = m.block_pool
+        self.assertEqual(repr(pool), "<kvtopo native block pool>")
+        with self.assertRaisesRegex(NotImplementedError,
+                                    "^block_pool.free_block_queue: kvtopo's pool is native and has "
+                                    "no vLLM BlockPool internals; the simple CPU offload connector"):
+            pool.free_block_queue
+        self.assertFalse(hasattr(pool, "__deepcopy__"))
+
     def test_blocks_of_an_unknown_request_are_empty(self):
         # vLLM's per-request rows default to empty lists.
         m = KVCacheManager(layout=HYBRID_LAYOUT)
