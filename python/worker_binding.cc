@@ -146,6 +146,25 @@ struct PyBlockTable {
     return SlotMapping(geometry, rank, table.Row(r).first(table.row_length(r)), read, num_slots);
   }
 
+  // The whole batch's slots in one call, request i on row i (compute_slot_mapping).
+  py::object BatchSlots(int64_t rank, py::handle query_start_loc, py::handle positions,
+                        std::optional<int64_t> num_slots) const {
+    std::vector<int64_t> starts_scratch;
+    const IntsIn<int64_t> starts_in(query_start_loc, "query_start_loc", starts_scratch);
+    const std::vector<int64_t> starts(starts_in.values().begin(), starts_in.values().end());
+    const std::vector<TokenPos> read = PositionsIn(positions);
+    const SlotLayout layout = geometry.SlotLayoutFor(CheckedRank(geometry, rank));
+    const int64_t size = num_slots.value_or(static_cast<int64_t>(read.size()));
+    if (size < static_cast<int64_t>(read.size()) || size > kMaxTableEntries) {
+      RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
+                                        std::to_string(kMaxTableEntries) + "], got " +
+                                        std::to_string(size));
+    }
+    std::vector<int64_t> out(size, kPadSlot);
+    ThrowIfError(ComputeBatchSlotMapping(layout, table, starts, read, out));
+    return ToMemoryView(std::move(out));
+  }
+
   GroupGeometry geometry;
   BlockTable table;
 };
@@ -192,6 +211,12 @@ void BindWorker(py::module_& m) {
            py::arg("num_slots") = py::none(),
            "Slots (int64 memoryview) of the row's positions on `rank`; -1 where the rank does "
            "not hold the position, and for padding up to num_slots.")
+      .def("compute_slot_mapping", &T::BatchSlots, py::arg("rank"), py::arg("query_start_loc"),
+           py::arg("positions"), py::arg("num_slots") = py::none(),
+           "The batch's slots (int64 memoryview) on `rank`, request i on row i: its tokens are "
+           "positions[query_start_loc[i]:query_start_loc[i + 1]]; -1 where the rank does not "
+           "hold a position, past the last request's tokens and up to num_slots (the engine "
+           "worker's compute_slot_mapping).")
       .def("check_invariants", [](const T& t) { t.table.CheckInvariants(); });
 
   m.def(

@@ -20,6 +20,7 @@
 
 #include "kvtopo/geometry.h"
 #include "kvtopo/ids.h"
+#include "kvtopo/slot_mapping.h"
 #include "kvtopo/status.h"
 
 namespace kvtopo {
@@ -59,5 +60,17 @@ class BlockTable {
   std::vector<int32_t> data_;     // num_rows_ * width_
   std::vector<int64_t> lengths_;  // kernel entries used per row
 };
+
+// The slot mapping of a batch whose request i holds row i (the engine worker's
+// compute_slot_mapping): request i's tokens are positions[query_start_loc[i] ..
+// query_start_loc[i + 1]), and out[t] is token t's slot on `layout.rank` (GroupGeometry::
+// SlotLayoutFor of the table's group), -1 where another rank holds the position; out past the
+// last request's tokens is -1. query_start_loc holds num_reqs + 1 non-decreasing offsets, the
+// last at most positions.size(), with num_reqs at most the table's rows; out.size() >=
+// positions.size(). InvalidArgument for offsets that break this; OutOfRange naming the request
+// when a position needs a column past its row's block ids. `out` is unspecified after an error.
+Status ComputeBatchSlotMapping(const SlotLayout& layout, const BlockTable& table,
+                               std::span<const int64_t> query_start_loc,
+                               std::span<const TokenPos> positions, std::span<int64_t> out);
 
 }  // namespace kvtopo

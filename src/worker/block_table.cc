@@ -83,4 +83,43 @@ void BlockTable::CheckInvariants() const {
   }
 }
 
+Status ComputeBatchSlotMapping(const SlotLayout& layout, const BlockTable& table,
+                               std::span<const int64_t> query_start_loc,
+                               std::span<const TokenPos> positions, std::span<int64_t> out) {
+  KVTOPO_CHECK(out.size() >= positions.size());
+  if (query_start_loc.empty()) {
+    return InvalidArgument("query_start_loc is empty; it holds num_reqs + 1 offsets");
+  }
+  const size_t num_reqs = query_start_loc.size() - 1;
+  if (num_reqs > static_cast<size_t>(table.num_rows())) {
+    return InvalidArgument(fmt::format(
+        "query_start_loc holds {} requests but the table has {} rows", num_reqs, table.num_rows()));
+  }
+  const int64_t num_tokens = static_cast<int64_t>(positions.size());
+  for (size_t i = 0; i <= num_reqs; ++i) {
+    const int64_t at = query_start_loc[i];
+    const int64_t low = i == 0 ? 0 : query_start_loc[i - 1];
+    if (at < low || at > num_tokens) {
+      return InvalidArgument(fmt::format(
+          "query_start_loc[{}] is {}; offsets must not decrease and must lie in [0, {}] (the "
+          "positions given)",
+          i, at, num_tokens));
+    }
+  }
+  std::fill(out.begin(), out.begin() + query_start_loc[0], kPadSlot);
+  for (size_t i = 0; i < num_reqs; ++i) {
+    const auto row = static_cast<int32_t>(i);
+    const size_t begin = static_cast<size_t>(query_start_loc[i]);
+    const size_t count = static_cast<size_t>(query_start_loc[i + 1]) - begin;
+    const Status status =
+        ComputeSlotMapping(layout, table.Row(row).first(table.row_length(row)),
+                           positions.subspan(begin, count), out.subspan(begin, count));
+    if (!status.ok()) {
+      return Status(status.code(), fmt::format("request {} (row {}): {}", i, i, status.message()));
+    }
+  }
+  std::fill(out.begin() + query_start_loc[num_reqs], out.end(), kPadSlot);
+  return Status::Ok();
+}
+
 }  // namespace kvtopo

@@ -3,6 +3,7 @@
 Run: PYTHONPATH=build/python python3 -m unittest discover -s tests/python -v
 """
 
+import array
 import json
 import os
 import subprocess
@@ -1067,6 +1068,35 @@ class RuntimeTest(unittest.TestCase):
 
 
 class WorkerTest(unittest.TestCase):
+    def test_batch_slot_mapping_is_the_rows_one_after_another(self):
+        plan = small_plan()  # DCP 4, interleave 2, blocks of 16
+        geo = plan.groups[0].geometry
+        table = kvtopo.BlockTable(geo, num_rows=4)
+        table.append(0, [5])
+        table.append(1, [6, 7])
+        positions = [0, 1, 2, 8, 9, 64, 65, 100]
+        qsl = array.array("q", [0, 3, 8])  # request 0: 3 tokens; request 1: 5
+        for rank in range(4):
+            got = table.compute_slot_mapping(rank, qsl, positions, num_slots=10)
+            self.assertEqual(got.format, "q")
+            want = (list(table.slot_mapping(0, rank, positions[:3]))
+                    + list(table.slot_mapping(1, rank, positions[3:])) + [-1, -1])
+            self.assertEqual(list(got), want)
+        # Rank 0 holds 0, 1 and 8, 9 (5 * 16 + 0, 1; 6 * 16 + 2, 3) and 64, 65 (7 * 16 + 0, 1).
+        self.assertEqual(list(table.compute_slot_mapping(0, [0, 3, 8], positions)),
+                         [80, 81, -1, 98, 99, 112, 113, -1])
+        with self.assertRaisesRegex(ValueError, r"^query_start_loc\[1\] is 9; offsets must not "
+                                                r"decrease and must lie in \[0, 8\]"):
+            table.compute_slot_mapping(0, [0, 9], positions)
+        with self.assertRaisesRegex(ValueError, "^query_start_loc holds 5 requests but the "
+                                                "table has 4 rows$"):
+            table.compute_slot_mapping(0, [0] * 6, [])
+        with self.assertRaisesRegex(OverflowError, r"^request 0 \(row 0\): position 64 needs "
+                                                   "block-table column 1"):
+            table.compute_slot_mapping(0, [0, 1], [64])
+        with self.assertRaisesRegex(ValueError, r"^num_slots must be in \[len\(positions\)"):
+            table.compute_slot_mapping(0, [0, 1], [0], num_slots=0)
+
     def test_slot_mapping_on_four_ranks(self):
         plan = small_plan()
         geo = plan.groups[0].geometry

@@ -254,5 +254,67 @@ TEST(BlockTable, MovedAndSwappedRowsKeepTheirLengthsAndZeroTails) {
   table.CheckInvariants();
 }
 
+// The batch form: request i's tokens on row i, one call for the step; the same slots as a call
+// per row, -1 past the last request's tokens; offsets and short rows refused by request.
+TEST(SlotMapping, BatchFormIsTheRowsOneAfterAnother) {
+  const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = 4, .max_model_len = 128});
+  BlockTable table(g, 3);
+  const std::vector<BlockId> r0 = {BlockId{7}}, r1 = {BlockId{2}, BlockId{3}};
+  ASSERT_TRUE(table.Append(0, r0).ok());
+  ASSERT_TRUE(table.Append(1, r1).ok());
+  const std::vector<TokenPos> positions = {TokenPos{0}, TokenPos{5}, TokenPos{36}, TokenPos{17}};
+  const std::vector<int64_t> starts = {0, 2, 4};
+  std::vector<int64_t> out(6, 99);
+  ASSERT_TRUE(
+      ComputeBatchSlotMapping(g.SlotLayoutFor(Rank{1}), table, starts, positions, out).ok());
+  // Rank 1 holds p = 5 (7 * 16 + 1) and p = 17 (column 0 of row 1: 2 * 16 + 4).
+  EXPECT_EQ(out, (std::vector<int64_t>{-1, 113, -1, 36, -1, -1}));
+
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<int64_t> qsl = {0};
+    std::vector<TokenPos> batch;
+    for (int32_t row = 0; row < 2; ++row) {
+      const int64_t n = static_cast<int64_t>(rng() % 5);
+      const int64_t limit = row == 0 ? 64 : 128;  // the row's block ids cover this many
+      for (int64_t t = 0; t < n; ++t) batch.emplace_back(static_cast<int64_t>(rng() % limit));
+      qsl.push_back(static_cast<int64_t>(batch.size()));
+    }
+    for (int32_t rank = 0; rank < 4; ++rank) {
+      const SlotLayout layout = g.SlotLayoutFor(Rank{rank});
+      std::vector<int64_t> got(batch.size() + 3), want(batch.size() + 3, kPadSlot);
+      ASSERT_TRUE(ComputeBatchSlotMapping(layout, table, qsl, batch, got).ok());
+      for (int32_t row = 0; row < 2; ++row) {
+        const auto begin = static_cast<size_t>(qsl[row]);
+        const auto count = static_cast<size_t>(qsl[row + 1] - qsl[row]);
+        ASSERT_TRUE(ComputeSlotMapping(layout, table.Row(row).first(table.row_length(row)),
+                                       std::span(batch).subspan(begin, count),
+                                       std::span(want).subspan(begin, count))
+                        .ok());
+      }
+      ASSERT_EQ(got, want) << "trial " << trial << " rank " << rank;
+    }
+  }
+
+  const SlotLayout layout = g.SlotLayoutFor(Rank{0});
+  auto error = [&](std::vector<int64_t> qsl, std::vector<TokenPos> at) {
+    std::vector<int64_t> slots(at.size());
+    return ComputeBatchSlotMapping(layout, table, qsl, at, slots).ToString();
+  };
+  EXPECT_EQ(error({}, {}),
+            "invalid argument: query_start_loc is empty; it holds num_reqs + 1 offsets");
+  EXPECT_EQ(error({0, 1, 1, 1, 1}, {TokenPos{0}}),
+            "invalid argument: query_start_loc holds 4 requests but the table has 3 rows");
+  EXPECT_EQ(error({0, 2, 1}, positions),
+            "invalid argument: query_start_loc[2] is 1; offsets must not decrease and must lie in "
+            "[0, 4] (the positions given)");
+  EXPECT_EQ(error({0, 5}, positions),
+            "invalid argument: query_start_loc[1] is 5; offsets must not decrease and must lie in "
+            "[0, 4] (the positions given)");
+  EXPECT_EQ(error({0, 1, 2}, {TokenPos{3}, TokenPos{128}}),
+            "out of range: request 1 (row 1): position 128 needs block-table column 2 but the row "
+            "has only 2 block ids");
+}
+
 }  // namespace
 }  // namespace kvtopo
