@@ -896,6 +896,17 @@ void BindRuntime(py::module_& m) {
       .def_property_readonly("num_free_blocks", &M::Get<&KVCacheManager::num_free_blocks>)
       .def_property_readonly("num_blocks", &M::Get<&KVCacheManager::num_blocks>)
       .def_property_readonly("num_groups", &M::Get<&KVCacheManager::num_groups>)
+      .def_property_readonly(
+          "geometries",
+          [](M& self) {
+            std::vector<GroupGeometry> out;
+            for (int32_t g = 0; g < self.manager().num_groups(); ++g) {
+              out.push_back(self.manager().group(GroupId{g}).geometry);
+            }
+            return out;
+          },
+          "Each group's GroupGeometry (a worker's BlockTable takes one), in group order; the "
+          "plan's for a manager made from a plan, the layout's for one made from a layout.")
       .def_property_readonly("max_model_len", &M::Get<&KVCacheManager::max_model_len>)
       .def_property_readonly("scheduler_block_size", &M::Get<&KVCacheManager::scheduler_block_size>)
       .def_property_readonly("hash_block_size", &M::Get<&KVCacheManager::hash_block_size>)

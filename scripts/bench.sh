@@ -25,7 +25,7 @@ for w in $workloads; do
   "./$build/kvtopo" simulate --workload "$w" --json --no-invariant-checks > "$out/$w.timing.json"
 done
 
-for w in w1 w2 w3 w4; do
+for w in w1 w2 w3 w4 w1-slots; do
   echo "== bench/python/workloads.py --workload $w"
   PYTHONPATH="$build/python" "$python" bench/python/workloads.py --workload "$w" --mode both \
     --runs 3 --json | tee "$out/py_$w.json"
@@ -95,7 +95,7 @@ for w in ["million", "w1", "w2", "w3", "w4"]:
 lines += ["", f"`PYTHONPATH={build}/python python3 bench/python/workloads.py --workload W "
           "--mode both --runs 3` (best of 3, spread in brackets; shapes in the section above):",
           "", "| workload | unit | single calls | batched |", "|---|---|---|---|"]
-for w in ["w1", "w2", "w3", "w4"]:
+for w in ["w1", "w2", "w3", "w4", "w1-slots"]:
     r = load("py_" + w)
     cells = []
     for mode in ("single", "batched"):

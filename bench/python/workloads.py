@@ -16,6 +16,11 @@ figure:
       chunks of 8,192, then 256 decode steps. Figure: one decode step (64 allocate_slots).
   W4  one request grown to 1,000,000 tokens in 768-token chunks, one full group, B = 64
       (1,303 allocate_slots, then free). Figure: the whole growth.
+  W1-slots  the worker side of a W1 decode step: the slot mapping on rank 0 of DCP 4
+      (interleave 1, B = 16) of 256 requests at 2,048 tokens, each with its 1 new + 3 lookahead
+      positions (1,024 positions); `single` calls slot_mapping once per row, `batched`
+      compute_slot_mapping once for the step. Figure: one step's slot mapping (the module's
+      calls only, the inputs held in buffers between steps).
 
 Modes: `single` is the one-call-per-request loop (the form every binding since the first has
 accepted: string request ids, keyword lookahead, list results), `batched` the step API. Both
@@ -268,7 +273,50 @@ def w4(mode):
             "per_unit_us": total / 1e3, "calls": len(sizes)}
 
 
-WORKLOADS = {"w1": w1, "w2": w2, "w3": w3, "w4": w4}
+# ---- W1-slots ------------------------------------------------------------------------------
+
+def w1_slots(mode):
+    if not hasattr(kvtopo.BlockTable, "compute_slot_mapping") and mode == "batched":
+        return {"unit": "µs per step's slot mapping (1,024 positions, 256 rows)",
+                "per_unit_us": None}
+    if hasattr(kvtopo.KVCacheManager, "geometries"):
+        m = kvtopo.KVCacheManager.from_layout({
+            "num_blocks": 64, "max_model_len": 4096, "decode_context_parallel_size": 4,
+            "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 65536}]})
+        geometry = m.geometries[0]
+    else:
+        geometry = kvtopo.plan("kimi-k2.6", tensor_parallel_size=4, block_size=16,
+                               decode_context_parallel_size=4, max_model_len=4096,
+                               kv_cache_memory="1GiB").groups[0].geometry
+    table = kvtopo.BlockTable(geometry, num_rows=W1_REQUESTS)
+    columns = (W1_PROMPT + 1 + W1_LOOKAHEAD + 4 * 16 - 1) // (4 * 16)  # DCP 4: 64 tokens each
+    for r in range(W1_REQUESTS):
+        table.append(r, range(r * columns + 1, (r + 1) * columns + 1))
+    step = range(W1_PROMPT, W1_PROMPT + 1 + W1_LOOKAHEAD)
+    per_row = [kvtopo.int_buffer(step, int64=True) if hasattr(kvtopo, "int_buffer")
+               else list(step) for _ in range(W1_REQUESTS)]
+    step_ns = []
+    if mode == "single":
+        slots = table.slot_mapping
+        for _ in range(W1_STEPS):
+            t = now()
+            for r in range(W1_REQUESTS):
+                slots(r, 0, per_row[r])
+            step_ns.append(now() - t)
+    else:
+        starts = kvtopo.int_buffer(range(0, W1_REQUESTS * len(step) + 1, len(step)), int64=True)
+        positions = kvtopo.int_buffer([p for _ in range(W1_REQUESTS) for p in step], int64=True)
+        batch = table.compute_slot_mapping
+        for _ in range(W1_STEPS):
+            t = now()
+            batch(0, starts, positions)
+            step_ns.append(now() - t)
+    return {"unit": "µs per step's slot mapping (1,024 positions, 256 rows)",
+            "per_unit_us": sum(step_ns) / len(step_ns) / 1e3,
+            "best_step_us": min(step_ns) / 1e3, "steps": len(step_ns)}
+
+
+WORKLOADS = {"w1": w1, "w2": w2, "w3": w3, "w4": w4, "w1-slots": w1_slots}
 
 
 def best_and_spread(figures):

@@ -1068,6 +1068,24 @@ class RuntimeTest(unittest.TestCase):
 
 
 class WorkerTest(unittest.TestCase):
+    def test_manager_geometries_feed_worker_tables(self):
+        # A manager made from a layout gives its groups' geometries to the worker side.
+        m = kvtopo.KVCacheManager.from_layout({
+            "num_blocks": 16, "max_model_len": 256, "decode_context_parallel_size": 2,
+            "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 4096},
+                       {"kind": "sliding_window", "block_size": 16, "sliding_window": 32,
+                        "replicated": True, "page_size_bytes": 4096}]})
+        full, window = m.geometries
+        self.assertEqual((full.dcp_size, full.dcp_shard_count, full.manager_block_size),
+                         (2, 2, 32))
+        self.assertEqual((window.dcp_shard_count, window.manager_block_size), (1, 16))
+        plan = small_plan()
+        self.assertEqual(kvtopo.KVCacheManager(plan).geometries, plan.geometries)
+        m.add_request("r", range(40))
+        table = kvtopo.BlockTable(full, num_rows=2)
+        table.append(0, m.allocate_slots("r", 40)[0])
+        self.assertEqual(list(table.compute_slot_mapping(1, [0, 2], [0, 1])), [-1, 16])
+
     def test_batch_slot_mapping_is_the_rows_one_after_another(self):
         plan = small_plan()  # DCP 4, interleave 2, blocks of 16
         geo = plan.groups[0].geometry
