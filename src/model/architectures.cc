@@ -284,10 +284,11 @@ Status ReadMaxLength(const ConfigReader& r, ModelDescription& m, int64_t default
         fmt::format("{} (the engine's length for a config without one)", kUnstatedDefaultLength);
     m.config_warnings.emplace_back(
         "config-length-default",
-        fmt::format("config.json '{}' states none of the engine's length fields "
+        fmt::format("{} states none of the engine's length fields "
                     "(max_position_embeddings, {}, model_max_length): without --max-model-len "
                     "the engine assumes {} tokens, and it accepts any --max-model-len",
-                    r.file(), fmt::join(kLengthKeys, ", "), kUnstatedDefaultLength));
+                    ConfigFileLabel(r.file()), fmt::join(kLengthKeys, ", "),
+                    kUnstatedDefaultLength));
     return Status::Ok();
   }
   const std::string key = r.Has("rope_scaling") ? "rope_scaling" : "rope_parameters";
@@ -1624,11 +1625,11 @@ Result<int64_t> ClassWindow(const ConfigReader& r, int64_t class_default) {
 void WarnEveryLayerSlides(const ConfigReader& r, ModelDescription& m) {
   m.config_warnings.emplace_back(
       "config-window-every-layer",
-      fmt::format("config.json '{}' has every layer of type full_attention (its layer_types, or "
+      fmt::format("{} has every layer of type full_attention (its layer_types, or "
                   "the list its config class derives) and a sliding_window of {}: with layer "
                   "types of one kind the engine sets that window cache-wide, and every layer "
                   "slides; set sliding_window to null for full layers",
-                  r.file(), m.text_sliding_window));
+                  ConfigFileLabel(r.file()), m.text_sliding_window));
 }
 
 Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const DenseFamily& f,
@@ -1683,10 +1684,10 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
     // a config whose layer_types are of one kind (arg_utils, is_interleaved): every layer is full.
     m.config_warnings.emplace_back(
         "config-window-unused",
-        fmt::format("config.json '{}' gives layer_types that mix sliding and full layers, which "
+        fmt::format("{} gives layer_types that mix sliding and full layers, which "
                     "the engine's {} layers do not read; with mixed layer types the engine sets "
                     "no cache-wide window, so every layer attends over the whole request",
-                    r.file(), f.name));
+                    ConfigFileLabel(r.file()), f.name));
     return windows;
   }
   // Sliding layers need a window: the config's, or its class's default. A null one is the
@@ -1695,11 +1696,11 @@ Result<std::vector<int64_t>> ReadDenseWindows(const ConfigReader& r, const Dense
   if (r.IsNull("sliding_window")) {
     m.config_warnings.emplace_back(
         "config-window-null",
-        fmt::format("config.json '{}' names sliding_attention layers in layer_types but gives a "
+        fmt::format("{} names sliding_attention layers in layer_types but gives a "
                     "null sliding_window: the engine's {} layers take that None as no window of "
                     "their own and, with mixed layer types, find no cache-wide one, so every "
                     "layer attends over the whole request",
-                    r.file(), f.name));
+                    ConfigFileLabel(r.file()), f.name));
     return windows;
   }
   int64_t per_layer = window;
@@ -2847,10 +2848,10 @@ Status ReadStep3p5(const ConfigReader& r, ModelDescription& m) {
       m.max_position_embeddings > 4096) {
     m.config_warnings.emplace_back(
         "config-length-default",
-        fmt::format("config.json '{}' states no max_seq_len: Step3p5Config's 4096 applies, and "
+        fmt::format("{} states no max_seq_len: Step3p5Config's 4096 applies, and "
                     "the engine takes the smallest length field, so its maximum length is 4096, "
                     "not max_position_embeddings {}",
-                    r.file(), m.max_position_embeddings));
+                    ConfigFileLabel(r.file()), m.max_position_embeddings));
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string impl, c.StringOr("att_impl_type", "GQA"));
   if (impl != "GQA") {
@@ -2897,10 +2898,10 @@ Status ReadStep3p5(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t mtp, NumMtpLayers(c, n, m));
   if (mtp > 0 && !types.empty()) {
     m.mtp_unavailable = fmt::format(
-        "config.json '{}' gives layer_types, of which the engine's Step3p5Config keeps the first "
+        "{} gives layer_types, of which the engine's Step3p5Config keeps the first "
         "num_hidden_layers ({}); its MTP layers, {} to {}, look up their own index in it, which "
         "fails (IndexError) as the engine builds the draft; kvtopo does not plan it",
-        r.file(), n, n, n + mtp - 1);
+        ConfigFileLabel(r.file()), n, n, n + mtp - 1);
   }
   for (int64_t j = 0; j < mtp && types.empty(); ++j) {
     RawLayer layer = KvAttentionLayer(n + j, m, head, window > 0 && (n + j) % 2 == 0 ? window : 0);
@@ -2935,7 +2936,7 @@ Status ReadDeciLm(const ConfigReader& r, ModelDescription& m) {
     const std::string where = fmt::format("{}[{}]", r.Path("block_configs"), i);
     if (!blocks[static_cast<size_t>(i)].is_object()) {
       return InvalidArgument(
-          fmt::format("config.json '{}': field '{}' must be an object", r.file(), where));
+          fmt::format("{}: field '{}' must be an object", ConfigFileLabel(r.file()), where));
     }
     const ConfigReader block(blocks[static_cast<size_t>(i)], r.file(), where);
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader attention, block.Object("attention"));
@@ -4557,9 +4558,9 @@ Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
   if (sliding.back()) {
     m.config_warnings.emplace_back(
         "config-layer-type-changed",
-        fmt::format("config.json '{}': {} the last layer ({}) sliding_attention; the config "
+        fmt::format("{}: {} the last layer ({}) sliding_attention; the config "
                     "class forces it to full_attention (and warns), which the engine runs",
-                    r.file(),
+                    ConfigFileLabel(r.file()),
                     r.Has("layer_types")
                         ? fmt::format("{} names", r.Path("layer_types"))
                         : std::string("the config class's default pattern (a full layer in six) "
@@ -6854,7 +6855,7 @@ Result<std::optional<ModelDescription::KvCacheScheme>> ReadKvCacheScheme(
   const auto it = q->find("kv_cache_scheme");
   if (it == q->end() || it->is_null()) return std::optional<ModelDescription::KvCacheScheme>();
   const std::string field =
-      fmt::format("config.json '{}': field 'quantization_config.kv_cache_scheme'", file);
+      fmt::format("{}: field 'quantization_config.kv_cache_scheme'", ConfigFileLabel(file));
   const nlohmann::json& scheme = *it;
   if (!scheme.is_object()) {
     return InvalidArgument(fmt::format(
@@ -7352,23 +7353,23 @@ Status UnsupportedArchitectures(const std::string& file, const std::vector<std::
     for (const auto& [name, version] : kPreviouslySupported) {
       if (arch == name) {
         return InvalidArgument(fmt::format(
-            "config.json '{}': architecture '{}' was supported by the engine until v{} and is "
+            "{}: architecture '{}' was supported by the engine until v{} and is "
             "not anymore ('Model architecture {} was supported in vLLM until v{}, and is not "
             "supported anymore'); kvtopo plans the engine of today",
-            file, arch, version, arch, version));
+            ConfigFileLabel(file), arch, version, arch, version));
       }
     }
     for (const auto& [name, plugin] : kPluginSupported) {
       if (arch == name) {
-        return InvalidArgument(fmt::format(
-            "config.json '{}': architecture '{}' is served only by the engine's plugin at {} "
-            "('not supported in-tree anymore'); kvtopo does not plan plugins' models",
-            file, arch, plugin));
+        return InvalidArgument(
+            fmt::format("{}: architecture '{}' is served only by the engine's plugin at {} "
+                        "('not supported in-tree anymore'); kvtopo does not plan plugins' models",
+                        ConfigFileLabel(file), arch, plugin));
       }
     }
   }
   if (const std::string pooling = PoolingRunner(archs, options.runner); !pooling.empty()) {
-    return InvalidArgument(fmt::format("config.json '{}': {}", file, pooling));
+    return InvalidArgument(fmt::format("{}: {}", ConfigFileLabel(file), pooling));
   }
   const std::string fallback =
       options.model_impl == "vllm"
@@ -7376,12 +7377,13 @@ Status UnsupportedArchitectures(const std::string& file, const std::vector<std::
           : "if Transformers itself has the class, the engine may build it with its Transformers "
             "backend: pass --model-impl transformers to plan that";
   const std::string near = NearestArchitecture(archs.front());
-  return InvalidArgument(fmt::format(
-      "config.json '{}': architecture{} '{}' {} not supported ({}); {}kvtopo plans {} "
-      "architectures, which `kvtopo profiles --architectures` lists",
-      file, archs.size() > 1 ? "s" : "", fmt::join(archs, "', '"), archs.size() > 1 ? "are" : "is",
-      fallback, near.empty() ? "" : fmt::format("did you mean '{}'? ", near),
-      SupportedArchitectures().size()));
+  return InvalidArgument(
+      fmt::format("{}: architecture{} '{}' {} not supported ({}); {}kvtopo plans {} "
+                  "architectures, which `kvtopo profiles --architectures` lists",
+                  ConfigFileLabel(file), archs.size() > 1 ? "s" : "", fmt::join(archs, "', '"),
+                  archs.size() > 1 ? "are" : "is", fallback,
+                  near.empty() ? "" : fmt::format("did you mean '{}'? ", near),
+                  SupportedArchitectures().size()));
 }
 
 // What keeps a model kvtopo reads natively from the Transformers backend's one attention shape:
@@ -7430,18 +7432,18 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
   if (std::find(std::begin(kBackendPoolingClasses), std::end(kBackendPoolingClasses), arch) !=
       std::end(kBackendPoolingClasses)) {
     return InvalidArgument(
-        fmt::format("config.json '{}': {} is the Transformers backend's pooling "
+        fmt::format("{}: {} is the Transformers backend's pooling "
                     "class (embeddings or classification), which kvtopo does "
                     "not plan",
-                    root.file(), arch));
+                    ConfigFileLabel(root.file()), arch));
   }
   const std::string custom = AutoMapModelEntry(config);
   const bool backend_named = IsBackendClass(arch);
   if (!backend_named && !custom.empty() && !options.trust_remote_code) {
-    return InvalidArgument(fmt::format(
-        "config.json '{}': {}'s class is custom code (auto_map {}), which the engine loads for "
-        "its Transformers backend only with --trust-remote-code",
-        root.file(), arch, custom));
+    return InvalidArgument(
+        fmt::format("{}: {}'s class is custom code (auto_map {}), which the engine loads for "
+                    "its Transformers backend only with --trust-remote-code",
+                    ConfigFileLabel(root.file()), arch, custom));
   }
   if (root.Has("quantization_config")) {
     KVTOPO_ASSIGN_OR_RETURN(const ConfigReader q, root.Object("quantization_config"));
@@ -7467,9 +7469,9 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
     KVTOPO_ASSIGN_OR_RETURN(ModelDescription read, DescribeModel(config, root.file(), vllm));
     if (const std::string why = NotOneAttentionShape(read); !why.empty()) {
       return InvalidArgument(fmt::format(
-          "config.json '{}': --model-impl transformers: the Transformers backend gives every "
+          "{}: --model-impl transformers: the Transformers backend gives every "
           "layer one attention shape, and {} ({}); kvtopo does not plan it on that backend",
-          root.file(), arch, why));
+          ConfigFileLabel(root.file()), arch, why));
     }
     const bool had_mtp = std::any_of(read.layers.begin(), read.layers.end(),
                                      [](const RawLayer& l) { return l.mtp; });
@@ -7559,10 +7561,10 @@ Result<ModelDescription> DescribeOnTransformersBackend(const nlohmann::json& con
   if (!checks.empty()) {
     m.config_warnings.emplace_back(
         "transformers-backend",
-        fmt::format("config.json '{}' ({}) is built by the engine's Transformers backend as {}{}: "
+        fmt::format("{} ({}) is built by the engine's Transformers backend as {}{}: "
                     "kvtopo plans the cache that backend gives it, and does not check {}",
-                    root.file(), archs.front(), cls, forced ? " (--model-impl transformers)" : "",
-                    fmt::join(checks, ", nor ")));
+                    ConfigFileLabel(root.file()), archs.front(), cls,
+                    forced ? " (--model-impl transformers)" : "", fmt::join(checks, ", nor ")));
   }
   return m;
 }
@@ -7791,7 +7793,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   }
   ConfigReader root(config, file);
   if (!config.is_object()) {
-    return InvalidArgument(fmt::format("config.json '{}' must hold a JSON object", file));
+    return InvalidArgument(fmt::format("{} must hold a JSON object", ConfigFileLabel(file)));
   }
   KVTOPO_ASSIGN_OR_RETURN(std::vector<std::string> archs, root.StringList("architectures"));
   if (archs.empty()) return root.Invalid("architectures", "is empty");
@@ -7820,10 +7822,10 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   if (picked == archs.end()) {
     if (!root.Has("model_type") && root.Has("speculators_config")) {
       return InvalidArgument(fmt::format(
-          "config.json '{}' is a speculators-format draft ({}): the engine serves it as the "
+          "{} is a speculators-format draft ({}): the engine serves it as the "
           "draft of the verifier its speculators_config names; plan that model with "
           "--speculative-config '{{\"model\": \"{}\"}}' (and its method and token count)",
-          file, m.architecture, file));
+          ConfigFileLabel(file), m.architecture, file));
     }
     if (options.model_impl == "auto" && !AutoMapModelEntry(config).empty()) {
       return DescribeOnTransformersBackend(config, root, archs, options, /*forced=*/false,
@@ -7838,7 +7840,7 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
   }
   for (const Refusal& refusal : kRefusals) {
     if (m.architecture == refusal.architecture) {
-      return InvalidArgument(fmt::format("config.json '{}': {} is not planned: {}", file,
+      return InvalidArgument(fmt::format("{}: {} is not planned: {}", ConfigFileLabel(file),
                                          m.architecture, refusal.reason));
     }
   }
@@ -8172,8 +8174,8 @@ Result<nlohmann::json> ApplyHfOverrides(
   auto skip = [&](const std::string& why) {
     warnings.emplace_back("not-modelled",
                           fmt::format("--hf-overrides: {}, so it is not applied; the plan "
-                                      "reads config.json '{}' without it",
-                                      why, file));
+                                      "reads {} without it",
+                                      why, ConfigFileLabel(file)));
   };
   for (const auto& [key, value] : parsed.items()) {
     std::string why;
@@ -8199,9 +8201,9 @@ Result<nlohmann::json> ApplyHfOverrides(
   }
   if (!applied.empty()) {
     warnings.emplace_back("hf-overrides-applied",
-                          fmt::format("config.json '{}' is read with --hf-overrides {}, as the "
+                          fmt::format("{} is read with --hf-overrides {}, as the "
                                       "engine sets them on its config",
-                                      file, fmt::join(applied, ", ")));
+                                      ConfigFileLabel(file), fmt::join(applied, ", ")));
   }
   return out;
 }

@@ -9,6 +9,12 @@
 
 namespace kvtopo::internal {
 
+std::string ConfigFileLabel(std::string_view file) {
+  if (file.ends_with("params.json")) return fmt::format("params.json '{}'", file);
+  if (file.ends_with(".gguf")) return fmt::format("GGUF file '{}'", file);
+  return fmt::format("config.json '{}'", file);
+}
+
 ConfigReader::ConfigReader(const nlohmann::json& obj, std::string file, std::string prefix)
     : obj_(&obj), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
@@ -17,19 +23,20 @@ std::string ConfigReader::Path(std::string_view key) const {
 }
 
 Status ConfigReader::Missing(std::string_view key) const {
-  return InvalidArgument(fmt::format("config.json '{}': field '{}' is missing", file_, Path(key)));
+  return InvalidArgument(
+      fmt::format("{}: field '{}' is missing", ConfigFileLabel(file_), Path(key)));
 }
 
 Status ConfigReader::IllTyped(std::string_view key, std::string_view expected) const {
   const nlohmann::json* v = Find(key);
   std::string got = v ? v->dump() : "nothing";
   if (got.size() > 60) got = got.substr(0, 57) + "...";
-  return InvalidArgument(fmt::format("config.json '{}': field '{}' must be {}, got {}", file_,
+  return InvalidArgument(fmt::format("{}: field '{}' must be {}, got {}", ConfigFileLabel(file_),
                                      Path(key), expected, got));
 }
 
 Status ConfigReader::Invalid(std::string_view key, std::string_view rule) const {
-  return InvalidArgument(fmt::format("config.json '{}': field '{}' {}", file_, Path(key), rule));
+  return InvalidArgument(fmt::format("{}: field '{}' {}", ConfigFileLabel(file_), Path(key), rule));
 }
 
 const nlohmann::json* ConfigReader::Find(std::string_view key) const {

@@ -2729,9 +2729,9 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
   if (spec.num_speculative_tokens == 0) {
     if (n <= 0) {
       return InvalidArgument(fmt::format(
-          "--speculative-config: 'num_speculative_tokens' is required: config.json '{}' states "
-          "no MTP module count ({}) for the engine to default it to",
-          file, model.mtp_key));
+          "--speculative-config: 'num_speculative_tokens' is required: {} states no MTP module "
+          "count ({}) for the engine to default it to",
+          internal::ConfigFileLabel(file), model.mtp_key));
     }
     spec.num_speculative_tokens = n;
     b.Add(Severity::kInfo, "num-speculative-tokens-default",
@@ -2743,9 +2743,8 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
   if (n > 0 && spec.num_speculative_tokens > n && spec.num_speculative_tokens % n != 0) {
     return InvalidArgument(fmt::format(
         "--speculative-config: num_speculative_tokens {} must be divisible by the {} MTP modules "
-        "config.json '{}' states ({}): the engine runs them in turn; choose a multiple of {} or "
-        "at most {}",
-        spec.num_speculative_tokens, n, file, model.mtp_key, n, n));
+        "{} states ({}): the engine runs them in turn; choose a multiple of {} or at most {}",
+        spec.num_speculative_tokens, n, internal::ConfigFileLabel(file), model.mtp_key, n, n));
   }
   return Status::Ok();
 }
@@ -2760,10 +2759,10 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
                            SpeculativeConfig& spec, Builder& b) {
   if (spec.model.empty()) {
     return InvalidArgument(fmt::format(
-        "--speculative-config: method 'mtp' needs a 'model' here: config.json '{}' has no MTP "
-        "layers; {} drafts with its assistant checkpoint (model type {}), whose layers read "
-        "the target's KV cache",
-        file, model.architecture, model.mtp_assistant));
+        "--speculative-config: method 'mtp' needs a 'model' here: {} has no MTP layers; {} "
+        "drafts with its assistant checkpoint (model type {}), whose layers read the target's "
+        "KV cache",
+        internal::ConfigFileLabel(file), model.architecture, model.mtp_assistant));
   }
   Result<internal::LoadedConfig> draft = internal::LoadModelConfig(
       spec.model, b.config.config_format, spec.revision, "--speculative-config revision");
@@ -4164,10 +4163,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       rec.ssm_dtype = model.mamba_ssm_dtype;
     } else if (rec.ssm_dtype != model.mamba_ssm_dtype && model.mamba_ssm_dtype_warns) {
       b.Add(Severity::kWarning, "mamba-ssm-dtype-override",
-            fmt::format("config.json '{}' states mamba_ssm_dtype {}, but --mamba-ssm-cache-dtype "
-                        "{} was passed; the recurrent state uses {}",
-                        target.file, KvCacheDtypeName(model.mamba_ssm_dtype),
-                        KvCacheDtypeName(rec.ssm_dtype), KvCacheDtypeName(rec.ssm_dtype)));
+            fmt::format("{} states mamba_ssm_dtype {}, but --mamba-ssm-cache-dtype {} was "
+                        "passed; the recurrent state uses {}",
+                        internal::ConfigFileLabel(target.file),
+                        KvCacheDtypeName(model.mamba_ssm_dtype), KvCacheDtypeName(rec.ssm_dtype),
+                        KvCacheDtypeName(rec.ssm_dtype)));
     }
   }
   // The engine leaves prefix caching off by default for hybrid and attention-free models
@@ -4398,9 +4398,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     if (mtp) {
       if (!has_mtp_layers) {
         return InvalidArgument(fmt::format(
-            "--speculative-config method 'mtp' needs in-model MTP layers, but config.json '{}' "
-            "declares none ({}); choose another method",
-            target.file, model.mtp_key));
+            "--speculative-config method 'mtp' needs in-model MTP layers, but {} declares none "
+            "({}); choose another method",
+            internal::ConfigFileLabel(target.file), model.mtp_key));
       }
       b.out.draft_name = target.name + " (mtp)";
       CheckMtpMoeKernels(config, model, target, b.out.quantization, b.quantization_config, *spec,

@@ -8,6 +8,7 @@
 
 #include "internal/ascii_case.h"
 #include "internal/json_text.h"
+#include "model/config_reader.h"
 
 namespace kvtopo::internal {
 namespace {
@@ -79,7 +80,7 @@ Result<QuantKvCacheDtype> KvCacheDtypeFromQuantization(const nlohmann::json& con
   QuantKvCacheDtype out;
   // Where the values are named: config.json's quantization_config, or the legacy file's root.
   const std::string source = legacy_file.empty()
-                                 ? fmt::format("config.json '{}'", file)
+                                 ? ConfigFileLabel(file)
                                  : fmt::format("hf_quant_config.json '{}'", legacy_file);
   const std::string root = legacy_file.empty() ? "quantization_config" : "";
   auto at = [&](const std::string& key) { return root.empty() ? key : root + "." + key; };

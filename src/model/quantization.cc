@@ -8,6 +8,7 @@
 
 #include "internal/ascii_case.h"
 #include "internal/json_text.h"
+#include "model/config_reader.h"
 #include "model/quant_kv_cache.h"
 
 namespace kvtopo::internal {
@@ -215,7 +216,7 @@ Result<QuantizationOutcome> CheckQuantization(const nlohmann::json& config, cons
   auto error = [&](std::string code, std::string message) {
     out.diagnostics.push_back(Diagnostic{Severity::kError, std::move(code), std::move(message)});
   };
-  const std::string source = fmt::format("config.json '{}'", file);
+  const std::string source = ConfigFileLabel(file);
   // EngineArgs: a GGUF file runs as --quantization gguf; the flag's text is compared as given.
   std::optional<std::string> asked;
   if (launch.gguf_file) {

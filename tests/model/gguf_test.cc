@@ -334,6 +334,15 @@ TEST(Gguf, RefusalsAndMalformedFiles) {
             "byte 56)");
   // A file not named .gguf is GGUF by its magic bytes.
   EXPECT_EQ(LoadError(good, ".bin"), "(loaded)");
+  // The config built from the file is named by the file, with the converted config's fields.
+  GgufBytes seven = Qwen3Small();
+  seven.Add("qwen3.attention.head_count_kv", 7u);
+  const std::string path = WriteFile(seven.Bytes());
+  const auto plan = PlanFile(path, 16 * kGiB);
+  std::filesystem::remove(path);
+  EXPECT_EQ(plan.status().message(), "GGUF file '" + path +
+                                         "': field 'num_key_value_heads' is 7, which does not "
+                                         "divide num_attention_heads 16");
 }
 
 // The metadata is kept in memory: at most 2^20 values. 257 arrays of 4,096 pass it at the first

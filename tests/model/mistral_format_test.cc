@@ -93,7 +93,7 @@ TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
     return specs;
   };
   const std::string needs_scaling =
-      "config.json '" + ckpt.file("params.json") +
+      "params.json '" + ckpt.file("params.json") +
       "': field 'llama_4_scaling' is missing: the engine's converter asserts it for Mistral Large "
       "3 (MoE with shared experts, or MLA)";
   Result<ModelCacheSpecs> specs = large3(MistralLarge3Params());
@@ -117,7 +117,7 @@ TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
   params["yarn"]["mscale"] = 1;
   ckpt.Write("params.json", params.dump());
   EXPECT_EQ(SpecsError(ckpt.file("params.json")),
-            "config.json '" + ckpt.file("params.json") +
+            "params.json '" + ckpt.file("params.json") +
                 "': field 'yarn.mscale' is not a YaRN key the engine converts (factor, "
                 "original_max_position_embeddings, beta, alpha, apply_scale); its converter "
                 "asserts");
@@ -298,11 +298,11 @@ TEST(MistralFormat, SlidingWindowList) {
   }
   EXPECT_EQ(specs->layers[1].sliding_window, 1024);
 
-  // What converting `p` is refused with, after the "config.json '<path>': " of every message
+  // What converting `p` is refused with, after the "params.json '<path>': " of every message
   // ("accepted" when it converts).
   auto refusal = [&](const nlohmann::json& p) {
     ckpt.Write("params.json", p.dump());
-    const std::string prefix = "config.json '" + ckpt.file("params.json") + "': ";
+    const std::string prefix = "params.json '" + ckpt.file("params.json") + "': ";
     const std::string error = SpecsError(ckpt.file("params.json"));
     return error.starts_with(prefix) ? error.substr(prefix.size()) : error;
   };
@@ -425,7 +425,7 @@ TEST(MistralFormat, MixtralPixtralAndVoxtral) {
   params["multimodal"]["whisper_model_args"]["encoder_args"]["causal"] = true;
   ckpt.Write("params.json", params.dump());
   EXPECT_EQ(SpecsError(ckpt.file("params.json")),
-            "config.json '" + ckpt.file("params.json") +
+            "params.json '" + ckpt.file("params.json") +
                 "': field 'multimodal.whisper_model_args.encoder_args.causal' is true: the "
                 "engine serves it as VoxtralRealtimeGeneration, whose causal audio encoder keeps "
                 "a paged sliding-window cache pooled over downsample_factor blocks; kvtopo does "
