@@ -466,6 +466,49 @@ TEST(VllmFlags, MultimodalModelsOnly) {
   EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-fp8-scale-path", {"/scales.json"}),
                             Flag("--mm-encoder-attn-dtype", {"fp8"})}),
             "");
+  // The scale paths need the fp8 encoder attention, and one of them only.
+  const std::string kScaleDtype =
+      ", a model with multimodal inputs: the engine refuses it as it builds its multimodal "
+      "config (\"'mm_encoder_fp8_scale_path' and 'mm_encoder_fp8_scale_save_path' require "
+      "'mm_encoder_attn_dtype' to be 'fp8'.\")";
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-fp8-scale-path", {"/scales.json"})}),
+            "\n  error [multimodal-options] --mm-encoder-fp8-scale-path without "
+            "--mm-encoder-attn-dtype fp8 with " +
+                what + kScaleDtype);
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-fp8-scale-save-path", {"/out.json"})}),
+            "\n  error [multimodal-options] --mm-encoder-fp8-scale-save-path without "
+            "--mm-encoder-attn-dtype fp8 with " +
+                what + kScaleDtype);
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-fp8-scale-path", {"/scales.json"}),
+                            Flag("--mm-encoder-fp8-scale-save-path", {"/out.json"}),
+                            Flag("--mm-encoder-attn-dtype", {"fp8"})}),
+            "\n  error [multimodal-options] --mm-encoder-fp8-scale-path with "
+            "--mm-encoder-fp8-scale-save-path with " +
+                what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config (\"'mm_encoder_fp8_scale_save_path' cannot be used with "
+                "'mm_encoder_fp8_scale_path' (saving requires dynamic scaling).\")");
+  // The kwargs flags take objects (each of --media-io-kwargs' values one too); the encoder's
+  // backend one of the engine's names.
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-processor-kwargs", {"[1]"})}),
+            "\n  error [multimodal-options] --mm-processor-kwargs [1] with " + what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config ('Input should be a valid dictionary')");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--media-io-kwargs", {R"({"video": 1})"})}),
+            "\n  error [multimodal-options] --media-io-kwargs {\"video\": 1} with " + what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config ('Input should be a valid dictionary')");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--media-io-kwargs", {R"({"video": {"num_frames": 8}})"})}), "");
+  EXPECT_EQ(PlanErrors(vl, {Flag("--mm-encoder-attn-backend", {"foo"})}),
+            "\n  error [multimodal-options] --mm-encoder-attn-backend foo with " + what +
+                ", a model with multimodal inputs: the engine refuses it as it builds its "
+                "multimodal config (\"Unknown attention backend: 'FOO'. Valid options are: "
+                "FLASH_ATTN, FLASH_ATTN_DIFFKV, TRITON_ATTN, ROCM_ATTN, ROCM_AITER_MLA, "
+                "ROCM_AITER_TRITON_MLA, ROCM_AITER_FA, ROCM_AITER_MLA_SPARSE, XPU_MLA_SPARSE, "
+                "TORCH_SDPA, FLASHINFER, FLASHINFER_MLA, TOKENSPEED_MLA, FLASHINFER_MLA_SPARSE, "
+                "TRITON_MLA, CUTLASS_MLA, FLASHMLA, FLASHMLA_SPARSE, B12X_MLA_SPARSE, "
+                "FLASH_ATTN_MLA, NO_ATTENTION, FLEX_ATTENTION, ROCM_AITER_UNIFIED_ATTN, CPU_ATTN, "
+                "TURBOQUANT, CUSTOM\")");
   // An encoder-decoder model runs without the processor cache.
   EXPECT_EQ(
       PlanErrors(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/whisper-large-v3.json",
