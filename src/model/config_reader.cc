@@ -10,7 +10,9 @@
 namespace kvtopo::internal {
 
 std::string ConfigFileLabel(std::string_view file) {
-  if (file.ends_with("params.json")) return fmt::format("params.json '{}'", file);
+  if (file == "params.json" || file.ends_with("/params.json")) {
+    return fmt::format("params.json '{}'", file);
+  }
   if (file.ends_with(".gguf")) return fmt::format("GGUF file '{}'", file);
   return fmt::format("config.json '{}'", file);
 }

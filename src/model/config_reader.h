@@ -16,8 +16,9 @@
 namespace kvtopo::internal {
 
 // How messages name the file a model's config came from: "config.json '<path>'", or, for the
-// files the engine converts into one, "params.json '<path>'" (Mistral's format) and "GGUF file
-// '<path>'" (a .gguf file's metadata); their fields are then named as the converted config's.
+// files the engine converts into one, "params.json '<path>'" (a file of that name: Mistral's
+// format) and "GGUF file '<path>'" (a .gguf file's metadata); their fields are then named as the
+// converted config's.
 std::string ConfigFileLabel(std::string_view file);
 
 class ConfigReader {

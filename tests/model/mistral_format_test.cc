@@ -13,6 +13,7 @@
 #include "kvtopo/launch_options.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "model/config_reader.h"
 
 namespace kvtopo {
 namespace {
@@ -77,6 +78,18 @@ std::string SpecsError(const std::string& model, const std::string& format = "au
 
 // Mistral Large 3: MLA with shared experts, so the engine's DeepSeek-V3 model (model type
 // deepseek_v3): 61 layers of one 576-wide latent, the YaRN length 8,192 x 36.
+// Messages name a converted config by the file it came from: a file named params.json (not one
+// whose name merely ends so, which is read as a config.json), a .gguf file.
+TEST(MistralFormat, MessagesNameTheFileKind) {
+  EXPECT_EQ(internal::ConfigFileLabel("/m/params.json"), "params.json '/m/params.json'");
+  EXPECT_EQ(internal::ConfigFileLabel("params.json"), "params.json 'params.json'");
+  EXPECT_EQ(internal::ConfigFileLabel("/m/large-params.json"),
+            "config.json '/m/large-params.json'");
+  EXPECT_EQ(internal::ConfigFileLabel("/m/q.gguf"), "GGUF file '/m/q.gguf'");
+  EXPECT_EQ(internal::ConfigFileLabel("profiles/kimi-k3.json"),
+            "config.json 'profiles/kimi-k3.json'");
+}
+
 TEST(MistralFormat, MistralLarge3IsMlaAtItsYarnLength) {
   Checkpoint ckpt("ml3");
   // Converts `params` and checks the Mistral Large 3 shape: 61 MLA layers of 576.
