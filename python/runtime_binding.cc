@@ -166,7 +166,28 @@ PyGetSetDef kStepFields[] = {
     {"block_ids", GetStepField, nullptr, "int32, flat.", reinterpret_cast<void*>(kIds)},
 };
 
-py::dict EventDict(const KVCacheEvent& e) {
+// What vLLM's KV-cache events say of a group (get_kv_cache_spec_kind and
+// get_kv_cache_spec_sliding_window): its kind's name and, for a sliding window, the window.
+std::pair<const char*, py::object> GroupEventKind(const GroupGeometry& g) {
+  if (g.cross_attention()) return {"cross_attention", py::none()};
+  switch (g.kind()) {
+    case CacheKind::kFullAttention:
+      return {"full_attention", py::none()};
+    case CacheKind::kMla:
+      return {"mla_attention", py::none()};
+    case CacheKind::kSlidingWindow:
+      return {"sliding_window", py::int_(g.sliding_window())};
+    case CacheKind::kSlidingWindowMla:
+      return {"sliding_window_mla", py::int_(g.sliding_window())};
+    case CacheKind::kChunkedLocal:
+      return {"chunked_local_attention", py::none()};
+    case CacheKind::kRecurrent:
+      return {"mamba", py::none()};
+  }
+  return {"unknown", py::none()};
+}
+
+py::dict EventDict(const KVCacheEvent& e, const KVCacheManager& manager) {
   static constexpr const char* kNames[] = {"BlockStored", "BlockRemoved", "AllBlocksCleared"};
   py::dict d;
   d["type"] = kNames[static_cast<int>(e.type)];
@@ -182,6 +203,9 @@ py::dict EventDict(const KVCacheEvent& e) {
     d["token_ids"] = e.token_ids;
     d["block_size"] = e.block_size;
     d["lora_id"] = e.lora_id == 0 ? py::object(py::none()) : py::object(py::int_(e.lora_id));
+    const auto [kind, window] = GroupEventKind(manager.group(e.group).geometry);
+    d["kv_cache_spec_kind"] = kind;
+    d["kv_cache_spec_sliding_window"] = window;
   }
   return d;
 }
@@ -577,7 +601,7 @@ class PyKVCacheManager {
   py::list TakeNewBlockIds() { return ToList(manager_->TakeNewBlockIds()); }
   py::list TakeEvents() {
     py::list out;
-    for (const KVCacheEvent& e : manager_->TakeEvents()) out.append(EventDict(e));
+    for (const KVCacheEvent& e : manager_->TakeEvents()) out.append(EventDict(e, *manager_));
     return out;
   }
   py::object MakePrefixCacheStats() {

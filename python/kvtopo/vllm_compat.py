@@ -203,12 +203,16 @@ class KVCacheManager:
         self.empty_kv_cache_blocks = KVCacheBlocks(() for _ in range(self.num_kv_cache_groups))
         self._inspector = self.native.inspector()  # what each handed-out block reads its hash from
         self._hits = {}  # request id -> the native ComputedBlocks behind get_computed_blocks
+        self._lora_names = {}  # vLLM's lora_int_id -> lora_name, for the events
 
     # ---- mirroring the scheduler's Request -------------------------------------------------
 
     def _sync(self, request):
         m, rid = self.native, request.request_id
         if rid not in m:
+            lora = getattr(request, "lora_request", None)
+            if lora is not None and getattr(request, "lora_id", None) is None:
+                self._lora_names[lora.lora_int_id] = lora.lora_name
             m.add_request(rid, request.all_token_ids, lora_id=_lora_id(request),
                           cache_salt=getattr(request, "cache_salt", "") or "",
                           mm_items=_mm_items(request),
@@ -295,7 +299,13 @@ class KVCacheManager:
         return self.native.get_num_common_prefix_blocks(running_request_id)
 
     def take_events(self):
-        return self.native.take_events()
+        """The native events, each BlockStored also naming its adapter as vLLM's events do
+        (``lora_name``: the name of vLLM's ``lora_request``, None without one)."""
+        events = self.native.take_events()
+        for event in events:
+            if event["type"] == "BlockStored":
+                event["lora_name"] = self._lora_names.get(event["lora_id"])
+        return events
 
     def get_blocks(self, request_id):
         """The request's blocks; none for a request the manager does not hold (vLLM's

@@ -247,6 +247,9 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual((stored["block_size"], stored["lora_id"], stored["medium"]), (4, 3, "GPU"))
         self.assertIsNone(stored["parent_block_hash"])
         self.assertEqual(stored["block_hashes"], m.native.request_block_hashes("a")[:2])
+        # The group as vLLM's events name it; no adapter name for this module's lora_id.
+        self.assertEqual((stored["kv_cache_spec_kind"], stored["kv_cache_spec_sliding_window"],
+                          stored["lora_name"]), ("full_attention", None, None))
         self.assertEqual(m.take_events(), [])
         b = Request("b", range(9), skip_reading_prefix_cache=True)
         self.assertEqual(m.get_computed_blocks(b)[1], 0)
@@ -255,6 +258,17 @@ class SchedulerSequences(unittest.TestCase):
         self.assertTrue(m.reset_prefix_cache())
         self.assertEqual(m.take_events(), [{"type": "AllBlocksCleared"}])
         self.assertIsNone(m.make_prefix_cache_stats())  # log_stats off, as vLLM's default
+
+    def test_events_name_the_group_and_the_adapter(self):
+        m = KVCacheManager(layout=HYBRID_LAYOUT, enable_kv_cache_events=True)
+        r = SimpleNamespace(request_id="r", all_token_ids=list(range(8)), num_tokens=8,
+                            num_computed_tokens=0, num_preemptions=0, cache_salt=None,
+                            lora_request=SimpleNamespace(lora_int_id=7, lora_name="sql-adapter"))
+        m.allocate_slots(r, 8)
+        stored = [(e["kv_cache_spec_kind"], e["kv_cache_spec_sliding_window"], e["lora_id"],
+                   e["lora_name"]) for e in m.take_events()]
+        self.assertEqual(stored, [("full_attention", None, 7, "sql-adapter"),
+                                  ("sliding_window", 5, 7, "sql-adapter")])
 
     def test_stale_hits_are_a_clear_error(self):
         m = KVCacheManager(layout=full_layout(num_blocks=5))
