@@ -236,6 +236,11 @@ TEST(Workload, JsonLinesParseAndErrors) {
             "read: '{o'; expected string literal");
   EXPECT_EQ(ParseWorkloadJsonl("[4]").status().message(),
             "workload line 1: expected a JSON object, got array");
+  EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": 4, \"accepted_drafts\": 2}").status().message(),
+            "workload line 1: field 'accepted_drafts' must be a list");
+  EXPECT_EQ(
+      ParseWorkloadJsonl("{\"prompt_len\": 4, \"accepted_drafts\": [1, -1]}").status().message(),
+      "workload line 1: 'accepted_drafts' holds integers in [0, 1024], got -1");
   EXPECT_EQ(ParseWorkloadJsonl("{\"prompt_len\": -4}").status().message(),
             "workload line 1: field 'prompt_len' must be an integer in [1, 2147483647], got -4");
   // Values past 2^63 - 1 used to wrap: shared_prefix_id 2^64 - 1 was read as -1 (no prefix).
