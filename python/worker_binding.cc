@@ -61,16 +61,21 @@ std::vector<TokenPos> PositionsIn(py::handle positions_obj) {
   return positions;
 }
 
-py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int32_t> kernel_row,
-                       std::span<const TokenPos> positions, std::optional<int64_t> num_slots) {
-  const SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
-  const int64_t size = num_slots.value_or(static_cast<int64_t>(positions.size()));
-  if (size < static_cast<int64_t>(positions.size()) || size > kMaxTableEntries) {
+// The slots' buffer: num_slots entries (default: one per position), all padding.
+std::vector<int64_t> SlotBuffer(size_t num_positions, std::optional<int64_t> num_slots) {
+  const int64_t size = num_slots.value_or(static_cast<int64_t>(num_positions));
+  if (size < static_cast<int64_t>(num_positions) || size > kMaxTableEntries) {
     RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
                                       std::to_string(kMaxTableEntries) + "], got " +
                                       std::to_string(size));
   }
-  std::vector<int64_t> out(size, kPadSlot);
+  return std::vector<int64_t>(static_cast<size_t>(size), kPadSlot);
+}
+
+py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int32_t> kernel_row,
+                       std::span<const TokenPos> positions, std::optional<int64_t> num_slots) {
+  const SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
+  std::vector<int64_t> out = SlotBuffer(positions.size(), num_slots);
   ThrowIfError(ComputeSlotMapping(layout, kernel_row, positions, out));
   return ToMemoryView(std::move(out));
 }
@@ -154,13 +159,7 @@ struct PyBlockTable {
     const std::vector<int64_t> starts(starts_in.values().begin(), starts_in.values().end());
     const std::vector<TokenPos> read = PositionsIn(positions);
     const SlotLayout layout = geometry.SlotLayoutFor(CheckedRank(geometry, rank));
-    const int64_t size = num_slots.value_or(static_cast<int64_t>(read.size()));
-    if (size < static_cast<int64_t>(read.size()) || size > kMaxTableEntries) {
-      RaisePython(PyExc_ValueError, "num_slots must be in [len(positions), " +
-                                        std::to_string(kMaxTableEntries) + "], got " +
-                                        std::to_string(size));
-    }
-    std::vector<int64_t> out(size, kPadSlot);
+    std::vector<int64_t> out = SlotBuffer(read.size(), num_slots);
     ThrowIfError(ComputeBatchSlotMapping(layout, table, starts, read, out));
     return ToMemoryView(std::move(out));
   }

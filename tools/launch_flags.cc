@@ -503,13 +503,13 @@ Result<std::vector<std::string>> NormalizeVllmArgs(int argc, char** argv, const 
         continue;
       }
     }
-    // A flag's value is not a MODEL: pass it on as is.
     const LaunchOption* option = FindLaunchOption(name);
     if (option != nullptr) {  // every occurrence: the last one's spelling names the value
       out.push_back(fmt::format("{}={}={}", kTypedSpellingFlag, FlagName(option->name),
                                 short_spelling.empty() ? name : short_spelling));
     }
     out.push_back(attached ? name + "=" + *attached : name);
+    // A flag's value is not a MODEL: pass it on as is.
     if (option != nullptr && option->many_values && !attached) {
       // One or more values (argparse nargs "+"): every following argument that is not a flag.
       std::string values;

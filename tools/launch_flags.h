@@ -46,8 +46,8 @@ struct LaunchFlags {
   // Warnings NormalizeVllmArgs found (a --config file's dropped switches, --config=FILE), as
   // JSON {code, message}.
   std::vector<std::string> launch_diagnostics;
-  // Launch options typed by another spelling (an alias, a short flag) as CANONICAL=TYPED, the
-  // last occurrence last: messages about the value name the flag as it was typed.
+  // Each launch-option occurrence as CANONICAL=TYPED (the name, an alias or a short flag, as
+  // typed), in order: messages about a value name the flag as its last occurrence spelled it.
   std::vector<std::string> typed_spellings;
   CLI::App* app = nullptr;
 };

@@ -145,7 +145,7 @@ def _prompt_embeds(request):
         return None
     if not hasattr(embeds, "detach"):
         return embeds  # a buffer, or what the native call names as not one
-    import torch  # noqa: PLC0415 (a tensor: only a torch-based scheduler passes one)
+    import torch  # a tensor: only a torch-based scheduler passes one
     return embeds.detach().cpu().contiguous().view(torch.uint8).numpy()
 
 

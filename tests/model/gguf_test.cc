@@ -27,6 +27,14 @@ namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
+// Appends v's bytes (little-endian, as this machine and GGUF lay them out).
+template <typename T>
+void AppendBytes(std::string& out, T v) {
+  char b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  out.append(b, sizeof v);
+}
+
 // A GGUF version 3 file's bytes: the header (no tensors) and these pairs. Integers are written as
 // uint32 (type 4), floats as float32 (6), strings (8), lists of int32 (9 of 5) or of strings.
 using Value =
@@ -83,9 +91,7 @@ class GgufBytes {
  private:
   template <typename T>
   static void Put(std::string& out, T v) {
-    char b[sizeof v];
-    std::memcpy(b, &v, sizeof v);
-    out.append(b, sizeof v);
+    AppendBytes(out, v);
   }
   static void PutString(std::string& out, const std::string& s) {
     Put(out, static_cast<uint64_t>(s.size()));
@@ -412,9 +418,9 @@ class RawPairs {
   }
   std::string Bytes() const {
     std::string out = "GGUF";
-    Append(out, uint32_t{3});
-    Append(out, uint64_t{0});
-    Append(out, pairs_);
+    AppendBytes(out, uint32_t{3});
+    AppendBytes(out, uint64_t{0});
+    AppendBytes(out, pairs_);
     return out + body_;
   }
   Result<nlohmann::json> Read() const {
@@ -424,14 +430,8 @@ class RawPairs {
 
  private:
   template <typename T>
-  static void Append(std::string& out, T v) {
-    char b[sizeof v];
-    std::memcpy(b, &v, sizeof v);
-    out.append(b, sizeof v);
-  }
-  template <typename T>
   void Put(T v) {
-    Append(body_, v);
+    AppendBytes(body_, v);
   }
   void PutString(const std::string& text) {
     Put(static_cast<uint64_t>(text.size()));
