@@ -169,6 +169,76 @@ class _NativeBlockPool:
         return "<kvtopo native block pool>"
 
 
+# vLLM's KV-cache spec classes (vllm/v1/kv_cache_interface.py) -> the layout's group kind; a
+# subclass takes its nearest listed base (TQFullAttentionSpec is full attention,
+# HiddenStateCacheSpec MLA). SinkFullAttentionSpec and EncoderOnlyAttentionSpec have no kind here.
+_SPEC_KINDS = {
+    "SlidingWindowMLASpec": "sliding_window_mla",
+    "SlidingWindowSpec": "sliding_window",
+    "MLAAttentionSpec": "mla",
+    "ChunkedLocalAttentionSpec": "chunked_local",
+    "MambaSpec": "mamba",
+    "CrossAttentionSpec": "cross_attention",
+    "FullAttentionSpec": "full_attention",
+}
+_UNSUPPORTED_SPECS = ("SinkFullAttentionSpec", "EncoderOnlyAttentionSpec")
+
+
+def _spec_kind(spec, where):
+    names = [c.__name__ for c in type(spec).__mro__]
+    if names[0] == "UniformTypeKVCacheSpecs":
+        kinds = {_spec_kind(inner, where) for inner in spec.kv_cache_specs.values()}
+        if len(kinds) != 1:
+            raise ValueError(f"{where}: UniformTypeKVCacheSpecs of kinds {sorted(kinds)}; a group "
+                             "holds one kind")
+        return kinds.pop()
+    for name in names:
+        if name in _UNSUPPORTED_SPECS:
+            raise ValueError(f"{where}: {names[0]} is not a cache kind kvtopo manages")
+        if name in _SPEC_KINDS:
+            return _SPEC_KINDS[name]
+    raise ValueError(f"{where}: {names[0]} is not one of vLLM's KV-cache specs kvtopo reads "
+                     f"({', '.join(_SPEC_KINDS)})")
+
+
+def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num_batched_tokens,
+                                 use_eagle, dcp_world_size, pcp_world_size):
+    """vLLM's KVCacheConfig (num_blocks, kv_cache_groups of layer_names and kv_cache_spec) as a
+    cache layout: each spec's kind, per-rank block_size and page_size_bytes, window, chunk and
+    Mamba mode; the EAGLE groups (is_eagle_group, or every group under use_eagle when none is
+    flagged, as vLLM's coordinator picks them) drop their last hit block."""
+    if pcp_world_size != 1:
+        raise ValueError(f"pcp_world_size {pcp_world_size}: cache layouts take decode context "
+                         "parallelism only; plan prefill context parallelism with kvtopo.plan")
+    groups = list(config.kv_cache_groups)
+    eagle = {i for i, g in enumerate(groups) if getattr(g, "is_eagle_group", False)}
+    if use_eagle and not eagle:
+        eagle = set(range(len(groups)))
+    layout_groups = []
+    for i, group in enumerate(groups):
+        spec = group.kv_cache_spec
+        where = f"kv_cache_config.kv_cache_groups[{i}]"
+        kind = _spec_kind(spec, where)
+        inner = (next(iter(spec.kv_cache_specs.values()))
+                 if type(spec).__name__ == "UniformTypeKVCacheSpecs" else spec)
+        g = {"kind": kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes,
+             "layers": list(group.layer_names), "volatile_last_block": i in eagle}
+        if kind in ("sliding_window", "sliding_window_mla"):
+            g["sliding_window"] = inner.sliding_window
+        elif kind == "chunked_local":
+            g["attention_chunk_size"] = inner.attention_chunk_size
+        elif kind == "mamba":
+            g["mamba_cache_mode"] = inner.mamba_cache_mode
+            g["num_speculative_blocks"] = inner.num_speculative_blocks
+        layout_groups.append(g)
+    layout = {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
+              "hash_block_size": hash_block_size, "groups": layout_groups,
+              "decode_context_parallel_size": dcp_world_size}
+    if max_num_batched_tokens is not None:
+        layout["max_num_batched_tokens"] = max_num_batched_tokens
+    return layout
+
+
 class _Hits:
     __slots__ = ("computed",)
 
@@ -176,14 +246,35 @@ class _Hits:
 class KVCacheManager:
     """vLLM's KVCacheManager interface on a native kvtopo.KVCacheManager.
 
-    Build it from a kvtopo plan or an explicit layout dict (``layout=``); ``log_stats`` and
-    ``enable_kv_cache_events`` mean what they mean in vLLM.
+    Build it from a kvtopo plan, an explicit layout dict (``layout=``), or vLLM's own arguments
+    (``kv_cache_config=`` with ``max_model_len``, ``hash_block_size``, ``max_num_batched_tokens``,
+    ``use_eagle``, ``dcp_world_size``, ``pcp_world_size``: a scheduler's call as it is);
+    ``log_stats`` and ``enable_kv_cache_events`` mean what they mean in vLLM.
     """
 
     def __init__(self, plan=None, *, layout=None, num_blocks=None, enable_caching=None,
-                 log_stats=False, enable_kv_cache_events=False):
-        if (plan is None) == (layout is None):
-            raise TypeError("pass exactly one of plan or layout=")
+                 log_stats=False, enable_kv_cache_events=False, kv_cache_config=None,
+                 max_model_len=None, hash_block_size=None, max_num_batched_tokens=None,
+                 use_eagle=False, dcp_world_size=1, pcp_world_size=1, metrics_collector=None):
+        if plan is not None and hasattr(plan, "kv_cache_groups"):  # vLLM's positional form
+            plan, kv_cache_config = None, plan
+        if kv_cache_config is not None:
+            if plan is not None or layout is not None:
+                raise TypeError("pass exactly one of plan, layout= or kv_cache_config=")
+            if max_model_len is None or hash_block_size is None:
+                raise TypeError("kv_cache_config= needs max_model_len= and hash_block_size=, as "
+                                "vLLM's KVCacheManager does")
+            if metrics_collector is not None:
+                raise NotImplementedError(
+                    "metrics_collector: vLLM's KV-cache residency metrics are not collected by "
+                    "kvtopo's manager; pass None")
+            layout = _layout_from_kv_cache_config(
+                kv_cache_config, max_model_len, hash_block_size, max_num_batched_tokens,
+                use_eagle, dcp_world_size, pcp_world_size)
+            if enable_caching is None:
+                enable_caching = True  # vLLM's default
+        elif (plan is None) == (layout is None):
+            raise TypeError("pass exactly one of plan, layout= or kv_cache_config=")
         if layout is not None:
             layout = dict(layout)
             layout.setdefault("log_stats", log_stats)

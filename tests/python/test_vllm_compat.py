@@ -24,6 +24,41 @@ def ids(blocks):
     return blocks.get_block_ids()
 
 
+# Stand-ins for vLLM's KV-cache spec classes (vllm/v1/kv_cache_interface.py): the layout reads
+# their class names, block_size, page_size_bytes and kind fields.
+class KVCacheSpec:
+    def __init__(self, block_size=4, page_size_bytes=64, **fields):
+        self.block_size, self.page_size_bytes = block_size, page_size_bytes
+        self.__dict__.update(fields)
+
+
+class AttentionSpec(KVCacheSpec):
+    pass
+
+
+class FullAttentionSpec(AttentionSpec):
+    pass
+
+
+class TQFullAttentionSpec(FullAttentionSpec):
+    pass
+
+
+class SinkFullAttentionSpec(FullAttentionSpec):
+    pass
+
+
+class SlidingWindowSpec(AttentionSpec):
+    pass
+
+
+def kv_cache_config(*specs, num_blocks=40, eagle=()):
+    return SimpleNamespace(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[
+        SimpleNamespace(layer_names=[f"layers.{i}.attn"], kv_cache_spec=spec,
+                        is_eagle_group=i in eagle)
+        for i, spec in enumerate(specs)])
+
+
 class SchedulerSequences(unittest.TestCase):
     def test_prefill_decode_preempt_resume(self):
         m = KVCacheManager(layout=full_layout(), log_stats=True)
@@ -185,6 +220,71 @@ class SchedulerSequences(unittest.TestCase):
                                     "no vLLM BlockPool internals; the simple CPU offload connector"):
             pool.free_block_queue
         self.assertFalse(hasattr(pool, "__deepcopy__"))
+
+    def test_built_as_vllm_scheduler_builds_it(self):
+        # The scheduler's own call: vLLM's KVCacheConfig and keywords give the manager the
+        # explicit layout would (TQ full attention is full attention).
+        config = kv_cache_config(TQFullAttentionSpec(),
+                                 SlidingWindowSpec(sliding_window=5))
+        m = KVCacheManager(kv_cache_config=config, max_model_len=128,
+                           max_num_batched_tokens=64, enable_caching=True, use_eagle=False,
+                           log_stats=False, enable_kv_cache_events=False, dcp_world_size=1,
+                           pcp_world_size=1, hash_block_size=4, metrics_collector=None)
+        same = KVCacheManager(layout=HYBRID_LAYOUT)
+        for manager in (m, same):
+            manager.allocate_slots(Request("a", range(20)), 20)
+        self.assertEqual(m.get_block_ids("a"), same.get_block_ids("a"))
+        b = Request("b", list(range(16)) + [99])
+        self.assertEqual(ids(m.get_computed_blocks(b)[0]), ([1, 2, 3, 4], [0, 0, 0, 9]))
+        positional = KVCacheManager(config, max_model_len=128, hash_block_size=4)
+        self.assertEqual(positional.num_kv_cache_groups, 2)
+        # Under DCP the spec's block is one rank's; the manager's spans the ranks (vLLM
+        # multiplies it by dcp_world_size too).
+        dcp = KVCacheManager(kv_cache_config=kv_cache_config(FullAttentionSpec(block_size=16)),
+                             max_model_len=256, hash_block_size=32, dcp_world_size=2)
+        self.assertEqual((dcp.native.geometries[0].block_size,
+                          dcp.native.geometries[0].manager_block_size), (16, 32))
+
+    def test_eagle_groups_from_the_kv_cache_config(self):
+        # An EAGLE group drops its last hit block: the flagged ones, or every group under
+        # use_eagle when none is flagged, as vLLM's coordinator picks them.
+        def hit(**kwargs):
+            m = KVCacheManager(kv_cache_config(FullAttentionSpec(), num_blocks=11,
+                                               eagle=kwargs.pop("eagle", ())),
+                               max_model_len=64, hash_block_size=4, **kwargs)
+            a = Request("a", range(12))
+            m.allocate_slots(a, 12)
+            a.num_computed_tokens = 12
+            m.free(a)
+            return m.get_computed_blocks(Request("b", list(range(12)) + [5]))[1]
+        self.assertEqual((hit(), hit(use_eagle=True), hit(eagle=(0,))), (12, 8, 8))
+
+    def test_kv_cache_config_refusals(self):
+        config = kv_cache_config(FullAttentionSpec())
+        with self.assertRaisesRegex(ValueError, r"^kv_cache_config.kv_cache_groups\[0\]: "
+                                                "SinkFullAttentionSpec is not a cache kind kvtopo "
+                                                "manages$"):
+            KVCacheManager(kv_cache_config=kv_cache_config(SinkFullAttentionSpec()),
+                           max_model_len=64, hash_block_size=4)
+        with self.assertRaisesRegex(ValueError, r"^kv_cache_config.kv_cache_groups\[0\]: "
+                                                "KVCacheSpec is not one of vLLM's KV-cache specs"):
+            KVCacheManager(kv_cache_config=kv_cache_config(KVCacheSpec()), max_model_len=64,
+                           hash_block_size=4)
+        with self.assertRaisesRegex(ValueError, "^pcp_world_size 2: cache layouts take decode "
+                                                "context parallelism only"):
+            KVCacheManager(kv_cache_config=config, max_model_len=64, hash_block_size=4,
+                           pcp_world_size=2)
+        with self.assertRaisesRegex(NotImplementedError, "^metrics_collector: vLLM's KV-cache "
+                                                         "residency metrics are not collected"):
+            KVCacheManager(kv_cache_config=config, max_model_len=64, hash_block_size=4,
+                           metrics_collector=object())
+        with self.assertRaisesRegex(TypeError, "^kv_cache_config= needs max_model_len= and "
+                                               "hash_block_size="):
+            KVCacheManager(kv_cache_config=config, max_model_len=64)
+        with self.assertRaisesRegex(TypeError, "^pass exactly one of plan, layout= or "
+                                               "kv_cache_config=$"):
+            KVCacheManager(kv_cache_config=config, layout=full_layout(), max_model_len=64,
+                           hash_block_size=4)
 
     def test_blocks_of_an_unknown_request_are_empty(self):
         # vLLM's per-request rows default to empty lists.
