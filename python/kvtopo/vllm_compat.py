@@ -219,17 +219,20 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
         spec = group.kv_cache_spec
         where = f"kv_cache_config.kv_cache_groups[{i}]"
         kind = _spec_kind(spec, where)
-        inner = (next(iter(spec.kv_cache_specs.values()))
-                 if type(spec).__name__ == "UniformTypeKVCacheSpecs" else spec)
+        inners = (list(spec.kv_cache_specs.values())
+                  if type(spec).__name__ == "UniformTypeKVCacheSpecs" else [spec])
         g = {"kind": kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes,
              "layers": list(group.layer_names), "volatile_last_block": i in eagle}
-        if kind in ("sliding_window", "sliding_window_mla"):
-            g["sliding_window"] = inner.sliding_window
-        elif kind == "chunked_local":
-            g["attention_chunk_size"] = inner.attention_chunk_size
-        elif kind == "mamba":
-            g["mamba_cache_mode"] = inner.mamba_cache_mode
-            g["num_speculative_blocks"] = inner.num_speculative_blocks
+        fields = {"sliding_window": ("sliding_window",),
+                  "sliding_window_mla": ("sliding_window",),
+                  "chunked_local": ("attention_chunk_size",),
+                  "mamba": ("mamba_cache_mode", "num_speculative_blocks")}.get(kind, ())
+        for field in fields:
+            values = {getattr(inner, field) for inner in inners}
+            if len(values) != 1:
+                raise ValueError(f"{where}: its layers' {field} differ ({sorted(values)}); a "
+                                 "group holds one")
+            g[field] = values.pop()
         layout_groups.append(g)
     layout = {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
               "hash_block_size": hash_block_size, "groups": layout_groups,

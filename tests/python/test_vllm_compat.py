@@ -52,6 +52,22 @@ class SlidingWindowSpec(AttentionSpec):
     pass
 
 
+class MLAAttentionSpec(FullAttentionSpec):
+    pass
+
+
+class ChunkedLocalAttentionSpec(AttentionSpec):
+    pass
+
+
+class MambaSpec(KVCacheSpec):
+    pass
+
+
+class UniformTypeKVCacheSpecs(KVCacheSpec):
+    pass
+
+
 def kv_cache_config(*specs, num_blocks=40, eagle=()):
     return SimpleNamespace(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=[
         SimpleNamespace(layer_names=[f"layers.{i}.attn"], kv_cache_spec=spec,
@@ -216,8 +232,9 @@ class SchedulerSequences(unittest.TestCase):
         pool = m.block_pool
         self.assertEqual(repr(pool), "<kvtopo native block pool>")
         with self.assertRaisesRegex(NotImplementedError,
-                                    "^block_pool.free_block_queue: kvtopo's pool is native and has "
-                                    "no vLLM BlockPool internals; the simple CPU offload connector"):
+                                    "^block_pool.free_block_queue: kvtopo's pool is native and "
+                                    "has no vLLM BlockPool internals; the simple CPU offload "
+                                    "connector"):
             pool.free_block_queue
         self.assertFalse(hasattr(pool, "__deepcopy__"))
 
@@ -244,6 +261,24 @@ class SchedulerSequences(unittest.TestCase):
                              max_model_len=256, hash_block_size=32, dcp_world_size=2)
         self.assertEqual((dcp.native.geometries[0].block_size,
                           dcp.native.geometries[0].manager_block_size), (16, 32))
+
+    def test_kv_cache_config_kinds(self):
+        # Each spec class's kind and fields; a uniform-type group reads its layers' one kind.
+        m = KVCacheManager(kv_cache_config(
+            MLAAttentionSpec(), ChunkedLocalAttentionSpec(attention_chunk_size=8),
+            MambaSpec(mamba_cache_mode="align", num_speculative_blocks=2),
+            UniformTypeKVCacheSpecs(kv_cache_specs={"a": SlidingWindowSpec(sliding_window=8),
+                                                     "b": SlidingWindowSpec(sliding_window=8)})),
+            max_model_len=64, hash_block_size=4)
+        self.assertEqual([(g.kind, g.attention_chunk_size, g.sliding_window, g.recurrent_mode,
+                           g.num_speculative_blocks) for g in m.native.geometries],
+                         [("mla", 0, 0, "align", 0), ("chunked_local", 8, 0, "align", 0),
+                          ("recurrent", 0, 0, "align", 2), ("sliding_window", 0, 8, "align", 0)])
+        mixed = UniformTypeKVCacheSpecs(kv_cache_specs={
+            "a": SlidingWindowSpec(sliding_window=8), "b": SlidingWindowSpec(sliding_window=16)})
+        with self.assertRaisesRegex(ValueError, r"^kv_cache_config.kv_cache_groups\[0\]: its "
+                                                r"layers' sliding_window differ \(\[8, 16\]\)"):
+            KVCacheManager(kv_cache_config(mixed), max_model_len=64, hash_block_size=4)
 
     def test_eagle_groups_from_the_kv_cache_config(self):
         # An EAGLE group drops its last hit block: the flagged ones, or every group under
