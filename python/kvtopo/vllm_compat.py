@@ -139,14 +139,27 @@ def _mm_items(request):
 
 def _prompt_embeds(request):
     """vLLM's ``prompt_embeds`` as a buffer with one row per prompt token: a tensor's bytes, as
-    vLLM's block hashes read them; anything else (bytes, a numpy array) as given."""
+    vLLM's block hashes read them; a buffer (bytes, a numpy array) as given, a flat one split
+    into the prompt's rows (the request's tokens may include outputs by now: a resumed one)."""
     embeds = getattr(request, "prompt_embeds", None)
     if embeds is None:
         return None
-    if not hasattr(embeds, "detach"):
-        return embeds  # a buffer, or what the native call names as not one
-    import torch  # a tensor: only a torch-based scheduler passes one
-    return embeds.detach().cpu().contiguous().view(torch.uint8).numpy()
+    if hasattr(embeds, "detach"):
+        import torch  # a tensor: only a torch-based scheduler passes one
+        return embeds.detach().cpu().contiguous().view(torch.uint8).numpy()
+    try:
+        view = memoryview(embeds)
+    except TypeError:
+        return embeds  # not a buffer: the native call names it
+    rows = getattr(request, "num_prompt_tokens", None)
+    if rows is None:
+        rows = len(request.prompt_token_ids)
+    if view.ndim != 1 or not view.c_contiguous or rows == 0:
+        return embeds
+    if view.nbytes % rows:
+        raise ValueError(f"prompt_embeds of request {request.request_id!r}: {view.nbytes} bytes "
+                         f"do not split into its {rows} prompt tokens' rows")
+    return view.cast("B").cast("B", (rows, view.nbytes // rows))
 
 
 class _NativeBlockPool:

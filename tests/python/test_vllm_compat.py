@@ -186,13 +186,29 @@ class SchedulerSequences(unittest.TestCase):
         changed = Request("changed", [0] * 10, prompt_embeds=rows[:20] + b"x" + rows[21:])
         self.assertEqual(m.get_computed_blocks(changed)[1], 4)  # row 5 sits in block 1
         self.assertEqual(m.get_computed_blocks(Request("ids", [0] * 10))[1], 0)
-        with self.assertRaisesRegex(ValueError, "^prompt_embeds: 39 bytes as 10 rows for a "
-                                                "prompt of 10 tokens; give one equal-sized row"):
+        with self.assertRaisesRegex(ValueError, "^prompt_embeds of request 'odd': 39 bytes do "
+                                                "not split into its 10 prompt tokens' rows$"):
             m.get_computed_blocks(Request("odd", [0] * 10, prompt_embeds=rows[:39]))
+
         with self.assertRaisesRegex(TypeError, "^prompt_embeds must be a C-contiguous buffer "
                                                r"\(bytes, a numpy array: one row per prompt "
                                                r"token\), got str$"):
             m.get_computed_blocks(Request("text", [0] * 10, prompt_embeds="rows"))
+
+    def test_prompt_embeddings_of_a_resumed_request(self):
+        # Resumed after preemption, the request's tokens include its outputs; its flat
+        # embeddings are still the prompt's rows.
+        m = KVCacheManager(layout=full_layout())
+        a = Request("a", [0] * 10, prompt_embeds=bytes(range(40)))
+        self.assertEqual(ids(m.allocate_slots(a, 10)), ([1, 2, 3],))
+        a.num_computed_tokens = 10
+        a.append_output_token_ids([7, 8])
+        self.assertEqual(ids(m.allocate_slots(a, 2)), ([],))
+        a.num_computed_tokens = 12
+        m.free(a)
+        a.num_computed_tokens, a.num_preemptions = 0, 1
+        blocks, n = m.get_computed_blocks(a)  # 12 tokens: at most 8 hit
+        self.assertEqual((ids(blocks), n), (([1, 2],), 8))
 
     def test_prompt_embeddings_tensor_bytes(self):
         # A tensor is read as vLLM's hashes read it: its bytes, row by row (a stand-in torch).
