@@ -154,13 +154,13 @@ struct PyBlockTable {
   // The whole batch's slots in one call, request i on row i (compute_slot_mapping).
   py::object BatchSlots(int64_t rank, py::handle query_start_loc, py::handle positions,
                         std::optional<int64_t> num_slots) const {
-    std::vector<int64_t> starts_scratch;
-    const IntsIn<int64_t> starts_in(query_start_loc, "query_start_loc", starts_scratch);
-    const std::vector<int64_t> starts(starts_in.values().begin(), starts_in.values().end());
+    // Positions first (copied): reading the offsets runs no Python code after them.
     const std::vector<TokenPos> read = PositionsIn(positions);
+    std::vector<int64_t> scratch;
+    const IntsIn<int64_t> starts(query_start_loc, "query_start_loc", scratch);
     const SlotLayout layout = geometry.SlotLayoutFor(CheckedRank(geometry, rank));
     std::vector<int64_t> out = SlotBuffer(read.size(), num_slots);
-    ThrowIfError(ComputeBatchSlotMapping(layout, table, starts, read, out));
+    ThrowIfError(ComputeBatchSlotMapping(layout, table, starts.values(), read, out));
     return ToMemoryView(std::move(out));
   }
 

@@ -289,7 +289,8 @@ def w1_slots(mode):
                                decode_context_parallel_size=4, max_model_len=4096,
                                kv_cache_memory="1GiB").groups[0].geometry
     table = kvtopo.BlockTable(geometry, num_rows=W1_REQUESTS)
-    columns = (W1_PROMPT + 1 + W1_LOOKAHEAD + 4 * 16 - 1) // (4 * 16)  # DCP 4: 64 tokens each
+    per_block = geometry.manager_block_size  # tokens a block id covers across the ranks
+    columns = (W1_PROMPT + 1 + W1_LOOKAHEAD + per_block - 1) // per_block
     for r in range(W1_REQUESTS):
         table.append(r, range(r * columns + 1, (r + 1) * columns + 1))
     step = range(W1_PROMPT, W1_PROMPT + 1 + W1_LOOKAHEAD)

@@ -58,30 +58,30 @@ class GgufBytes {
   }
   std::string Bytes(uint32_t version = 3) const {
     std::string out = "GGUF";
-    Put(out, version);
-    Put(out, uint64_t{0});
-    Put(out, static_cast<uint64_t>(pairs_.size()));
+    AppendBytes(out, version);
+    AppendBytes(out, uint64_t{0});
+    AppendBytes(out, static_cast<uint64_t>(pairs_.size()));
     for (const auto& [key, v] : pairs_) {
       PutString(out, key);
       if (const auto* u = std::get_if<uint32_t>(&v)) {
-        Put(out, uint32_t{4});
-        Put(out, *u);
+        AppendBytes(out, uint32_t{4});
+        AppendBytes(out, *u);
       } else if (const auto* f = std::get_if<float>(&v)) {
-        Put(out, uint32_t{6});
-        Put(out, *f);
+        AppendBytes(out, uint32_t{6});
+        AppendBytes(out, *f);
       } else if (const auto* s = std::get_if<std::string>(&v)) {
-        Put(out, uint32_t{8});
+        AppendBytes(out, uint32_t{8});
         PutString(out, *s);
       } else if (const auto* ints = std::get_if<std::vector<int32_t>>(&v)) {
-        Put(out, uint32_t{9});
-        Put(out, uint32_t{5});
-        Put(out, static_cast<uint64_t>(ints->size()));
-        for (int32_t i : *ints) Put(out, i);
+        AppendBytes(out, uint32_t{9});
+        AppendBytes(out, uint32_t{5});
+        AppendBytes(out, static_cast<uint64_t>(ints->size()));
+        for (int32_t i : *ints) AppendBytes(out, i);
       } else {
         const auto& strings = std::get<std::vector<std::string>>(v);
-        Put(out, uint32_t{9});
-        Put(out, uint32_t{8});
-        Put(out, static_cast<uint64_t>(strings.size()));
+        AppendBytes(out, uint32_t{9});
+        AppendBytes(out, uint32_t{8});
+        AppendBytes(out, static_cast<uint64_t>(strings.size()));
         for (const std::string& s2 : strings) PutString(out, s2);
       }
     }
@@ -89,12 +89,8 @@ class GgufBytes {
   }
 
  private:
-  template <typename T>
-  static void Put(std::string& out, T v) {
-    AppendBytes(out, v);
-  }
   static void PutString(std::string& out, const std::string& s) {
-    Put(out, static_cast<uint64_t>(s.size()));
+    AppendBytes(out, static_cast<uint64_t>(s.size()));
     out += s;
   }
   std::vector<std::pair<std::string, Value>> pairs_;
