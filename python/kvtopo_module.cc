@@ -234,6 +234,8 @@ constexpr GeometryField kGeometryFields[] = {
     {"attention_chunk_size", &GroupGeometry::attention_chunk_size},
     {"max_encoder_tokens", &GroupGeometry::max_encoder_tokens},
     {"extra_retained_tokens", &GroupGeometry::extra_retained_tokens},
+    {"sink_tokens", &GroupGeometry::sink_tokens},
+    {"sink_blocks", &GroupGeometry::sink_blocks},
 };
 
 py::dict GeometryDict(const GroupGeometry& g) {

@@ -931,6 +931,18 @@ void BindRuntime(py::module_& m) {
           },
           "Each group's GroupGeometry (a worker's BlockTable takes one), in group order; the "
           "plan's for a manager made from a plan, the layout's for one made from a layout.")
+      .def_property_readonly(
+          "sink_block_ids",
+          [](M& self) {
+            std::vector<std::vector<int32_t>> out;
+            for (int32_t g = 0; g < self.manager().num_groups(); ++g) {
+              std::vector<int32_t>& ids = out.emplace_back();
+              for (BlockId b : self.manager().sink_block_ids(GroupId{g})) ids.push_back(b.value());
+            }
+            return out;
+          },
+          "Per group, in group order, the blocks holding its static attention sinks, taken from "
+          "the pool when the manager starts and held until it ends (empty without sinks).")
       .def_property_readonly("max_model_len", &M::Get<&KVCacheManager::max_model_len>)
       .def_property_readonly("scheduler_block_size", &M::Get<&KVCacheManager::scheduler_block_size>)
       .def_property_readonly("hash_block_size", &M::Get<&KVCacheManager::hash_block_size>)

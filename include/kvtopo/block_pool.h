@@ -110,8 +110,9 @@ class BlockPool {
   }
   // How many of the non-null blocks are free (a prefix hit on them shrinks the free count).
   int64_t CountFree(std::span<const BlockId> blocks) const;
-  // Clears every hash; succeeds only when every non-null block is free.
-  [[nodiscard]] bool ResetPrefixCache();
+  // Clears every hash; succeeds only when every non-null block but the `held` its owner keeps
+  // for the pool's life (attention sinks, never cached) is free.
+  [[nodiscard]] bool ResetPrefixCache(int64_t held = 0);
   // Drops the block's hash, if any (in use or free); the block stays where it is.
   void EvictCached(BlockId block);
 

@@ -14,6 +14,8 @@
 //                       cross-attention cdiv(E, B), E the encoder tokens a request may hold
 //   manager_table_width required_columns, aligned to 128 tokens when B <= 128
 //   block_table_width   manager_table_width * (B / kernel_block_size)
+//   sink_blocks         static attention sinks: sink_tokens / manager_block_size blocks the
+//                       group's manager takes from the pool at start (0 without sinks)
 //
 // Positions of sharded and partial groups are striped round-robin over the n slices in chunks of
 // I = interleave tokens: slice(p) = (p / I) mod n, and rank r holds slice r mod n. Replicated and
@@ -112,6 +114,11 @@ class GroupGeometry {
   // tokens, at most max_encoder_tokens (E), whatever the sequence length.
   bool cross_attention() const { return cross_attention_; }
   int64_t max_encoder_tokens() const { return max_encoder_tokens_; }
+  // Static attention sinks (LayerSpec::sink_tokens): the sink tokens, and the blocks that hold
+  // them, which the group's manager takes from the pool when it starts and never frees (the
+  // engine's SinkFullAttentionManager pops sink_len / block_size blocks off the free queue).
+  int64_t sink_tokens() const { return sink_tokens_; }
+  int64_t sink_blocks() const { return sink_blocks_; }
   // Sharded and partial groups map slots by the interleaved ownership rule; the others are
   // local on every rank.
   bool interleaved_slots() const {
@@ -204,6 +211,8 @@ class GroupGeometry {
   int64_t extra_retained_tokens_ = 0;
   bool cross_attention_ = false;
   int64_t max_encoder_tokens_ = 0;
+  int64_t sink_tokens_ = 0;
+  int64_t sink_blocks_ = 0;
 };
 
 // Token-position shards of `spec` under DCP size `dcp_size`, validating its DcpLayout.
@@ -213,7 +222,8 @@ Result<Placement> PlacementOf(const LayerSpec& spec, int64_t dcp_size);
 // The geometry of a group whose merged spec is `spec` (block size and padding as planned).
 // Errors name the value and the flag: a non-positive size, a kernel block that does not divide
 // the block, a block or kernel block that is not a multiple of the interleave (sharded groups),
-// a window under DCP that is not replicated (Rejected), an overflowing width.
+// a window under DCP that is not replicated (Rejected), attention sinks under context parallelism
+// or in a block size that does not divide them (Rejected), an overflowing width.
 Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const ParallelConfig& parallel,
                                            const GeometryOptions& options);
 

@@ -104,6 +104,9 @@ struct CacheLayoutGroup {
   bool replicated = false;                                 // every DCP rank holds every position
   int64_t kv_shard_count = 0;  // 0: all DCP ranks; else a divisor of the DCP size
   bool volatile_last_block = false;
+  // full_attention: static attention sink tokens (the engine's SinkFullAttentionSpec.sink_len),
+  // whose sink_len / B blocks the manager takes from the pool at start; 0: none.
+  int64_t sink_len = 0;
   std::vector<std::string> layer_names;
 };
 
@@ -185,6 +188,9 @@ class KVCacheManager {
 
   int32_t num_groups() const;
   const CacheGroup& group(GroupId group) const;
+  // The blocks holding the group's static attention sinks (GroupGeometry::sink_blocks of them),
+  // taken from the pool when the manager starts and held until it ends; empty without sinks.
+  std::span<const BlockId> sink_block_ids(GroupId group) const;
 
   // Caller misuse is an error value, never an abort: a call naming a request that is not
   // registered returns NotFound; arguments outside their domain (negative counts, prefix hits

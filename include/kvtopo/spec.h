@@ -125,6 +125,11 @@ struct LayerSpec {
   // encoder's output, cdiv(max_num_encoder_input_tokens, B) pages per request (the engine's
   // CrossAttentionSpec), allocated once when the encoder input is scheduled.
   bool cross_attention = false;
+  // Static attention sinks (full attention, kind kFullAttention): the layer's attention reads
+  // `sink_tokens` learned K/V rows kept in pages of their own, which the engine's manager for the
+  // group (SinkFullAttentionManager) takes from the pool once, at start, and never frees (the
+  // engine's SinkFullAttentionSpec; openPangu's param_sink_number). 0: none.
+  int64_t sink_tokens = 0;
   std::string attention_backend;  // registry name, e.g. "B12X_MLA"; empty for recurrent
 
   bool operator==(const LayerSpec&) const = default;

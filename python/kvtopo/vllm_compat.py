@@ -184,7 +184,9 @@ class _NativeBlockPool:
 
 # vLLM's KV-cache spec classes (vllm/v1/kv_cache_interface.py) -> the layout's group kind; a
 # subclass takes its nearest listed base (TQFullAttentionSpec is full attention,
-# HiddenStateCacheSpec MLA). SinkFullAttentionSpec and EncoderOnlyAttentionSpec have no kind here.
+# HiddenStateCacheSpec MLA). SinkFullAttentionSpec is full attention with its sink_len (the
+# manager holds sink_len / block_size blocks from the start); EncoderOnlyAttentionSpec has no
+# kind here.
 _SPEC_KINDS = {
     "SlidingWindowMLASpec": "sliding_window_mla",
     "SlidingWindowSpec": "sliding_window",
@@ -194,7 +196,7 @@ _SPEC_KINDS = {
     "CrossAttentionSpec": "cross_attention",
     "FullAttentionSpec": "full_attention",
 }
-_UNSUPPORTED_SPECS = ("SinkFullAttentionSpec", "EncoderOnlyAttentionSpec")
+_UNSUPPORTED_SPECS = ("EncoderOnlyAttentionSpec",)
 
 
 def _spec_kind(spec, where):
@@ -246,6 +248,14 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
                 raise ValueError(f"{where}: its layers' {field} differ ({sorted(values)}); a "
                                  "group holds one")
             g[field] = values.pop()
+        if kind == "full_attention":
+            sinks = {getattr(inner, "sink_len", None) or 0 for inner in inners}
+            if len(sinks) != 1:
+                raise ValueError(f"{where}: its layers' sink_len differ ({sorted(sinks)}); a "
+                                 "group holds one")
+            sink_len = sinks.pop()
+            if sink_len:
+                g["sink_len"] = sink_len
         layout_groups.append(g)
     layout = {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
               "hash_block_size": hash_block_size, "groups": layout_groups,

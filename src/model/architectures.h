@@ -61,6 +61,9 @@ struct RawLayer {
   // Learned attention sinks (a per-head bias in the softmax): gpt-oss, Laguna's and MiMo-V2's
   // sliding layers when their configs ask for them.
   bool has_sinks = false;
+  // Static attention sinks: learned K/V rows the layer keeps in pages of their own
+  // (LayerSpec::sink_tokens; openPangu's param_sink_number); 0: none.
+  int64_t sink_tokens = 0;
   // The backend the model's code builds the layer on itself (its Attention's attn_backend),
   // without the engine's selection: no --attention-backend reaches the layer. Empty: selected.
   std::string built_backend;

@@ -467,6 +467,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
       s.sliding_window = raw.sliding_window;
       s.attention_chunk_size = raw.attention_chunk_size;
       s.cross_attention = raw.cross_attention;
+      s.sink_tokens = raw.sink_tokens;
       break;
     case LayerType::kKda:
     case LayerType::kGdn:

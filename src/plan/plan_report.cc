@@ -113,6 +113,8 @@ nlohmann::json PlanToJson(const Plan& plan) {
         {"sliding_window", IsWindowed(g.spec.kind) ? json(g.spec.sliding_window) : json(nullptr)},
         {"max_encoder_tokens",
          geo.cross_attention() ? json(geo.max_encoder_tokens()) : json(nullptr)},
+        {"sink_tokens", geo.sink_tokens() > 0 ? json(geo.sink_tokens()) : json(nullptr)},
+        {"sink_blocks", geo.sink_blocks()},
     });
   }
   j["groups"] = std::move(groups);
@@ -248,6 +250,13 @@ std::string FormatPlanTable(const Plan& plan) {
                       ? fmt::format("{} layer tuples of {} B pages", plan.pool.layer_tuples,
                                     fmt::join(plan.pool.tuple_page_bytes, " + "))
                       : std::string("the largest group's pages"));
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.geometry.sink_blocks() == 0) continue;
+    out += fmt::format(
+        "sinks      group {} keeps {} attention sink tokens in {} blocks, taken from "
+        "the pool at start\n",
+        g.id.value(), g.geometry.sink_tokens(), g.geometry.sink_blocks());
+  }
   for (const PipelineStage& s : plan.pipeline_stages) {
     out += fmt::format("stage {:<4} {}: {} cache layers, {} per block{}\n", s.stage,
                        s.num_layers == 0 ? std::string("no hidden layers")

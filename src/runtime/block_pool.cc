@@ -103,8 +103,8 @@ void BlockPool::MapErase(int32_t block) {
   --map_size_;
 }
 
-bool BlockPool::ResetPrefixCache() {
-  if (num_free_ != num_blocks_ - 1) return false;
+bool BlockPool::ResetPrefixCache(int64_t held) {
+  if (num_free_ != num_blocks_ - 1 - held) return false;
   for (Slot& slot : map_) slot = Slot{};
   map_size_ = 0;
   for (Meta& m : meta_) {

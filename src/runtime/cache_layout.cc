@@ -76,7 +76,8 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
                    .num_speculative_blocks = lg.num_speculative_blocks,
                    .dcp = {.replicated = lg.replicated, .kv_shard_count = lg.kv_shard_count},
                    .volatile_last_block = lg.volatile_last_block,
-                   .cross_attention = lg.cross_attention};
+                   .cross_attention = lg.cross_attention,
+                   .sink_tokens = lg.sink_len};
     if (lg.kind == CacheKind::kRecurrent) spec.state = {{{1}, ElementType::kBfloat16}};
     Result<GroupGeometry> geometry =
         ComputeGroupGeometry(spec, parallel,
@@ -176,7 +177,8 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
   static const char* kGroupKeys[] = {
       "kind",           "block_size",           "kernel_block_size",   "page_size_bytes",
       "sliding_window", "attention_chunk_size", "mamba_cache_mode",    "num_speculative_blocks",
-      "replicated",     "kv_shard_count",       "volatile_last_block", "layers"};
+      "replicated",     "kv_shard_count",       "volatile_last_block", "sink_len",
+      "layers"};
   for (size_t i = 0; i < j["groups"].size(); ++i) {
     const nlohmann::json& g = j["groups"][i];
     const std::string where = fmt::format("cache layout group {}", i);
@@ -222,6 +224,7 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
     KVTOPO_RETURN_IF_ERROR(
         integer(g, where, "num_speculative_blocks", 0, 1 << 16, lg.num_speculative_blocks));
     KVTOPO_RETURN_IF_ERROR(integer(g, where, "kv_shard_count", 1, 1 << 20, lg.kv_shard_count));
+    KVTOPO_RETURN_IF_ERROR(integer(g, where, "sink_len", 0, 1 << 30, lg.sink_len));
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "replicated", lg.replicated));
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "volatile_last_block", lg.volatile_last_block));
     if (g.contains("mamba_cache_mode")) {

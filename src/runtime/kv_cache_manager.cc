@@ -154,6 +154,9 @@ struct KVCacheManager::Impl {
     // `cache_period` columns, only the columns a hit consults: the last WindowHitBlocks of the
     // segment, and under EAGLE the first of the next (the block its hit drops); 0: every column.
     int64_t cache_period = 0;
+    // The blocks holding the group's static attention sinks (geometry.sink_blocks()), taken
+    // from the pool at start and held for the manager's life.
+    std::vector<BlockId> sink_blocks;
     // Whether column i is one a hit can consult (CacheBlocks leaves the others out).
     bool Reachable(int64_t i) const {
       if (cache_period == 0) return true;
@@ -836,6 +839,20 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
       if (full == (pass == 0)) impl->lookup_order.push_back(static_cast<int32_t>(i));
     }
   }
+  // Static attention sinks: each such group takes its blocks off the free queue at start, in
+  // group order, as the engine's SinkFullAttentionManager does when the coordinator builds it
+  // (the first group's are blocks 1 to k, which the engine's sink attention reads).
+  for (size_t i = 0; i < impl->groups.size(); ++i) {
+    Impl::Group& g = impl->groups[i];
+    const int64_t k = g.spec.geometry.sink_blocks();
+    if (k > impl->pool.num_free_blocks()) {
+      return InvalidArgument(fmt::format(
+          "cache group {} keeps {} attention sink tokens in {} blocks, more than the {} free "
+          "blocks of a pool of {}; give the pool more blocks",
+          i, g.spec.geometry.sink_tokens(), k, impl->pool.num_free_blocks(), options.num_blocks));
+    }
+    for (int64_t j = 0; j < k; ++j) g.sink_blocks.push_back(impl->pool.AllocateOne());
+  }
   impl->recurrent_cached_step.assign(options.num_blocks, 0);
   if (options.enable_kv_cache_events) impl->pool.set_event_sink(&impl->events);
   return std::unique_ptr<KVCacheManager>(new KVCacheManager(std::move(impl)));
@@ -1497,7 +1514,17 @@ int32_t KVCacheManager::num_blocks() const { return impl_->pool.num_blocks(); }
 int32_t KVCacheManager::num_free_blocks() const { return impl_->pool.num_free_blocks(); }
 double KVCacheManager::Usage() const { return impl_->pool.Usage(); }
 const PrefixCacheStats& KVCacheManager::prefix_cache_stats() const { return impl_->pool.stats(); }
-bool KVCacheManager::ResetPrefixCache() { return impl_->pool.ResetPrefixCache(); }
+bool KVCacheManager::ResetPrefixCache() {
+  // The sink blocks are held for the manager's life and never cached: a pool whose other blocks
+  // are all free resets (the engine's BlockPool counts them as blocks not yet freed and refuses).
+  int64_t sink_blocks = 0;
+  for (const Impl::Group& g : impl_->groups) sink_blocks += g.spec.geometry.sink_blocks();
+  return impl_->pool.ResetPrefixCache(sink_blocks);
+}
+
+std::span<const BlockId> KVCacheManager::sink_block_ids(GroupId group) const {
+  return impl_->groups.at(group.value()).sink_blocks;
+}
 
 void KVCacheManager::CheckInvariants() const {
   const Impl& m = *impl_;
@@ -1545,6 +1572,15 @@ void KVCacheManager::CheckInvariants() const {
       if (g.behavior == Behavior::kRecurrentNone) {
         KVTOPO_CHECK(resident <= 1 + g.spec_blocks);
       }
+    }
+  }
+  for (size_t gi = 0; gi < m.groups.size(); ++gi) {
+    for (BlockId b : m.groups[gi].sink_blocks) {
+      const int32_t i = b.value();
+      KVTOPO_CHECK(i > 0 && i < n);
+      KVTOPO_CHECK_MSG(owner_group[i] == -1, "a sink block is held by a request's row");
+      owner_group[i] = static_cast<int32_t>(gi);
+      ++refs[i];
     }
   }
   for (int32_t i = 1; i < n; ++i) {

@@ -89,6 +89,50 @@ Result<Placement> PlacementOf(const LayerSpec& spec, int64_t dcp_size) {
   return shards == 1 ? Placement::kReplicated : Placement::kPartial;
 }
 
+// Static attention sinks (SinkFullAttentionManager and the static-sink attention builder,
+// single_type_kv_cache_manager.py and static_sink_attention.py at 28be48fa9): the manager pops
+// sink_len / its block size (B x N x P) blocks off the free queue at start, asserting that they
+// divide; the attention puts block ids 1 to sink_len / B in front of every row and writes the sink
+// rows there. Under context parallelism the manager reserves fewer blocks than the attention
+// reads, so requests' blocks would overwrite the sink: refused.
+namespace {
+Result<int64_t> SinkBlocks(const LayerSpec& spec, const ParallelConfig& parallel,
+                           int64_t manager_block_size, int64_t context_parallel) {
+  const int64_t sink = spec.sink_tokens;
+  if (sink < 0) {
+    return InvalidArgument(fmt::format(
+        "layer '{}': attention sink tokens must not be negative, got {}", spec.name, sink));
+  }
+  if (spec.kind != CacheKind::kFullAttention || spec.cross_attention) {
+    return InvalidArgument(
+        fmt::format("layer '{}': static attention sinks ({} tokens) belong to full attention "
+                    "layers, not {}",
+                    spec.name, sink, SpecKindName(spec)));
+  }
+  const int64_t N = parallel.decode_context_parallel_size;
+  const int64_t P = parallel.prefill_context_parallel_size;
+  if (N > 1 || P > 1) {
+    return Rejected(
+        fmt::format("layer '{}' keeps {} static attention sink tokens under "
+                    "--decode-context-parallel-size {} and --prefill-context-parallel-size {}: "
+                    "the engine's sink manager reserves sink tokens / (block size x {}) blocks "
+                    "while its attention reads sink tokens / block size block ids, so requests' "
+                    "blocks would overwrite the sink; set both to 1",
+                    spec.name, sink, N, P, context_parallel),
+        "sink-attention-context-parallel");
+  }
+  if (sink % manager_block_size != 0) {
+    return Rejected(
+        fmt::format("layer '{}' keeps {} static attention sink tokens, which --block-size {} "
+                    "does not divide: the engine's sink manager asserts that whole blocks hold "
+                    "them; choose a block size that divides {}",
+                    spec.name, sink, manager_block_size, sink),
+        "sink-block-size");
+  }
+  return sink / manager_block_size;
+}
+}  // namespace
+
 Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const ParallelConfig& parallel,
                                            const GeometryOptions& options) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(parallel));
@@ -184,6 +228,11 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
   KVTOPO_ASSIGN_OR_RETURN(
       g.context_parallel_block_size_,
       internal::CheckedMul(B, context_parallel, "block size times the context-parallel ranks"));
+  if (spec.sink_tokens != 0) {
+    KVTOPO_ASSIGN_OR_RETURN(g.sink_blocks_,
+                            SinkBlocks(spec, parallel, g.manager_block_size_, context_parallel));
+    g.sink_tokens_ = spec.sink_tokens;
+  }
   if (std::has_single_bit(static_cast<uint64_t>(g.manager_block_size_))) {
     g.manager_block_shift_ = std::countr_zero(static_cast<uint64_t>(g.manager_block_size_));
   }

@@ -48,6 +48,10 @@ class SinkFullAttentionSpec(FullAttentionSpec):
     pass
 
 
+class EncoderOnlyAttentionSpec(AttentionSpec):
+    pass
+
+
 class SlidingWindowSpec(AttentionSpec):
     pass
 
@@ -310,12 +314,42 @@ class SchedulerSequences(unittest.TestCase):
             return m.get_computed_blocks(Request("b", list(range(12)) + [5]))[1]
         self.assertEqual((hit(), hit(use_eagle=True), hit(eagle=(0,))), (12, 8, 8))
 
+    def test_sink_full_attention_holds_its_sink_blocks(self):
+        # SinkFullAttentionSpec: full attention whose manager takes sink_len / block_size blocks
+        # off the free queue at start (blocks 1 and 2 here) and never frees them.
+        m = KVCacheManager(kv_cache_config(SinkFullAttentionSpec(sink_len=8), num_blocks=11),
+                           max_model_len=64, hash_block_size=4)
+        self.assertEqual(m.native.sink_block_ids, [[1, 2]])
+        self.assertEqual((m.native.geometries[0].sink_tokens,
+                          m.native.geometries[0].sink_blocks), (8, 2))
+        self.assertEqual(m.native.num_free_blocks, 8)
+        a = Request("a", range(12))
+        self.assertEqual(ids(m.allocate_slots(a, 12)), ([3, 4, 5],))
+        a.num_computed_tokens = 12
+        m.free(a)
+        self.assertTrue(m.reset_prefix_cache())
+        self.assertEqual(m.native.num_free_blocks, 8)
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"keeps 6 static attention sink "
+                                                          r"tokens, which --block-size 4 does "
+                                                          r"not divide"):
+            KVCacheManager(kv_cache_config(SinkFullAttentionSpec(sink_len=6)), max_model_len=64,
+                           hash_block_size=4)
+        with self.assertRaisesRegex(kvtopo.RejectedError,
+                                    r"under --decode-context-parallel-size 2"):
+            KVCacheManager(kv_cache_config(SinkFullAttentionSpec(sink_len=8)), max_model_len=64,
+                           hash_block_size=4, dcp_world_size=2)
+        mixed = UniformTypeKVCacheSpecs(kv_cache_specs={
+            "a": SinkFullAttentionSpec(sink_len=8), "b": FullAttentionSpec()})
+        with self.assertRaisesRegex(ValueError, r"^kv_cache_config.kv_cache_groups\[0\]: its "
+                                                r"layers' sink_len differ \(\[0, 8\]\)"):
+            KVCacheManager(kv_cache_config(mixed), max_model_len=64, hash_block_size=4)
+
     def test_kv_cache_config_refusals(self):
         config = kv_cache_config(FullAttentionSpec())
         with self.assertRaisesRegex(ValueError, r"^kv_cache_config.kv_cache_groups\[0\]: "
-                                                "SinkFullAttentionSpec is not a cache kind kvtopo "
-                                                "manages$"):
-            KVCacheManager(kv_cache_config=kv_cache_config(SinkFullAttentionSpec()),
+                                                "EncoderOnlyAttentionSpec is not a cache kind "
+                                                "kvtopo manages$"):
+            KVCacheManager(kv_cache_config=kv_cache_config(EncoderOnlyAttentionSpec()),
                            max_model_len=64, hash_block_size=4)
         with self.assertRaisesRegex(ValueError, r"^kv_cache_config.kv_cache_groups\[0\]: "
                                                 "KVCacheSpec is not one of vLLM's KV-cache specs"):

@@ -141,6 +141,22 @@ TEST(CacheLayout, ErrorsNameTheKey) {
       {R"("log_stats": "yes", "groups": [{"kind": "mla", "block_size": 16,
           "page_size_bytes": 64}])",
        "cache layout: 'log_stats' must be true or false"},
+      {R"("groups": [{"kind": "full_attention", "block_size": 16, "sink_len": -16,
+          "page_size_bytes": 64}])",
+       "cache layout group 0: 'sink_len' must be an integer in [0, 1073741824], got -16"},
+      {R"("groups": [{"kind": "mla", "block_size": 16, "sink_len": 32,
+          "page_size_bytes": 64}])",
+       "cache layout group 0: layer 'group0': static attention sinks (32 tokens) belong to full "
+       "attention layers, not mla"},
+      {R"("groups": [{"kind": "full_attention", "block_size": 16, "sink_len": 24,
+          "page_size_bytes": 64}])",
+       "cache layout group 0: layer 'group0' keeps 24 static attention sink tokens, which "
+       "--block-size 16 does not divide: the engine's sink manager asserts that whole blocks "
+       "hold them; choose a block size that divides 24"},
+      {R"("groups": [{"kind": "full_attention", "block_size": 16, "sink_len": 64,
+          "page_size_bytes": 64}])",
+       "cache group 0 keeps 64 attention sink tokens in 4 blocks, more than the 3 free blocks of "
+       "a pool of 4; give the pool more blocks"},
   };
   for (const auto& [body, message] : refused) {
     const std::string json = std::string(R"({"num_blocks": 4, "max_model_len": 64, )") + body + "}";
@@ -161,6 +177,41 @@ TEST(CacheLayout, ErrorsNameTheKey) {
   EXPECT_NE(options.status().message().find("cache layout group 0: sliding_window layer"),
             std::string::npos)
       << options.status().message();
+}
+
+// Static attention sinks (the engine's SinkFullAttentionSpec): the group's manager takes
+// sink_len / B blocks off the free queue at start, in group order after the null block, and
+// holds them; requests allocate after them, and the prefix cache resets once every other block
+// is free.
+TEST(CacheLayout, SinkBlocksAreTakenAtStartAndHeld) {
+  auto m = FromJson(R"({"num_blocks": 16, "max_model_len": 256, "enable_kv_cache_events": true,
+      "groups": [
+      {"kind": "full_attention", "block_size": 16, "sink_len": 32, "page_size_bytes": 64},
+      {"kind": "sliding_window", "block_size": 16, "sliding_window": 32, "page_size_bytes": 64}]})");
+  EXPECT_EQ(Ids(m->sink_block_ids(GroupId{0})), (std::vector<int32_t>{1, 2}));
+  EXPECT_TRUE(m->sink_block_ids(GroupId{1}).empty());
+  EXPECT_EQ(m->group(GroupId{0}).geometry.sink_blocks(), 2);
+  EXPECT_EQ(m->num_free_blocks(), 13);  // 16 - the null block - 2 sink blocks
+  EXPECT_DOUBLE_EQ(m->Usage(),
+                   2.0 / 15.0);          // the sinks count as used, as the engine's pool has them
+  EXPECT_TRUE(m->TakeEvents().empty());  // taken before any request: no stored block
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 40)).ok());
+  ASSERT_TRUE(Alloc(*m, 1, 40));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{0})), (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{1}, GroupId{1})), (std::vector<int32_t>{6, 7, 8}));
+  m->CheckInvariants();
+  EXPECT_FALSE(m->ResetPrefixCache());  // request 1 still holds blocks
+  ASSERT_TRUE(m->Free(RequestId{1}).ok());
+  EXPECT_EQ(m->num_free_blocks(), 13);
+  EXPECT_TRUE(m->ResetPrefixCache());
+  EXPECT_EQ(Ids(m->sink_block_ids(GroupId{0})), (std::vector<int32_t>{1, 2}));
+  m->CheckInvariants();
+  // Out of blocks is a value: 13 blocks serve at most 13 pages a step, never the sinks'.
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(100, 256)).ok());
+  EXPECT_FALSE(Alloc(*m, 2, 256));
+  EXPECT_TRUE(Alloc(*m, 2, 96));
+  EXPECT_EQ(m->num_free_blocks(), 1);
+  m->CheckInvariants();
 }
 
 TEST(CacheLayout, MambaNoneHoldsOnePlusSpeculativeAndNeverHits) {

@@ -291,5 +291,53 @@ TEST(GroupGeometry, PropertyWidthCoversLongestManagerRow) {
   }
 }
 
+// Static attention sinks (openPangu's SinkFullAttentionSpec): sink_len / B blocks taken from the
+// pool at start, refused when B does not divide them and under context parallelism, where the
+// engine's manager would reserve fewer blocks than its attention reads.
+TEST(GroupGeometry, SinkBlocksAndTheirRules) {
+  LayerSpec sink{.name = "model.layers.0.self_attn",
+                 .block_size = 16,
+                 .num_kv_heads = 4,
+                 .head_size = 192,
+                 .head_size_v = 128,
+                 .sink_tokens = 128};
+  const GeometryOptions options{.max_model_len = 4096};
+  auto g = ComputeGroupGeometry(sink, {}, options);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ((std::pair{g->sink_tokens(), g->sink_blocks()}), (std::pair<int64_t, int64_t>{128, 8}));
+  EXPECT_EQ(g->max_pages_per_request(), 256);  // the sinks are the group's, not a request's
+  sink.block_size = 128;
+  EXPECT_EQ(ComputeGroupGeometry(sink, {}, options)->sink_blocks(), 1);
+  sink.block_size = 48;
+  EXPECT_EQ(ComputeGroupGeometry(sink, {}, options).status(),
+            Rejected("layer 'model.layers.0.self_attn' keeps 128 static attention sink tokens, "
+                     "which --block-size 48 does not divide: the engine's sink manager asserts "
+                     "that whole blocks hold them; choose a block size that divides 128",
+                     "sink-block-size"));
+  sink.block_size = 16;
+  EXPECT_EQ(ComputeGroupGeometry(
+                sink, {.tensor_parallel_size = 8, .decode_context_parallel_size = 8}, options)
+                .status(),
+            Rejected("layer 'model.layers.0.self_attn' keeps 128 static attention sink tokens "
+                     "under --decode-context-parallel-size 8 and --prefill-context-parallel-size "
+                     "1: the engine's sink manager reserves sink tokens / (block size x 8) blocks "
+                     "while its attention reads sink tokens / block size block ids, so requests' "
+                     "blocks would overwrite the sink; set both to 1",
+                     "sink-attention-context-parallel"));
+  EXPECT_EQ(
+      ComputeGroupGeometry(sink, {.prefill_context_parallel_size = 2}, options).status().rule(),
+      "sink-attention-context-parallel");
+  LayerSpec windowed = sink;
+  windowed.kind = CacheKind::kSlidingWindow;
+  windowed.sliding_window = 1024;
+  EXPECT_EQ(ComputeGroupGeometry(windowed, {}, options).status(),
+            InvalidArgument("layer 'model.layers.0.self_attn': static attention sinks (128 "
+                            "tokens) belong to full attention layers, not sliding_window"));
+  sink.sink_tokens = -16;
+  EXPECT_EQ(ComputeGroupGeometry(sink, {}, options).status(),
+            InvalidArgument("layer 'model.layers.0.self_attn': attention sink tokens must not be "
+                            "negative, got -16"));
+}
+
 }  // namespace
 }  // namespace kvtopo
