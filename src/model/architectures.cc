@@ -2574,18 +2574,14 @@ Status ReadOlmoHybrid(const ConfigReader& r, ModelDescription& m) {
 
 // openPangu Embedded (PanguEmbeddedForCausalLM, openpangu.py; its PanguEmbeddedConfig comes with
 // the checkpoint: 8 K/V heads, 32768 positions): K/V attention of head_dim, else hidden_size /
-// heads. Its MLA and attention-sink variants, and per-layer windows, are not planned.
+// heads; with param_sink_number above 0, the sink attention (ReadPanguSink). Its MLA variant, and
+// per-layer windows without sinks, are not planned.
 constexpr DenseFamily kPanguEmbedded{.name = "openPangu Embedded",
                                      .default_positions = 32768,
                                      .absent_kv_heads = 8,
                                      .windows = DenseWindows::kUniform};
-// openPangu's K/V layers: attention sinks and per-layer windows are not planned.
+// openPangu's K/V layers without sinks: per-layer windows are not planned.
 Status CheckPanguLayers(const ConfigReader& r) {
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, r.IntInOr("param_sink_number", 0, 0, kMaxModelLen));
-  if (sinks > 0) {
-    return r.Invalid("param_sink_number",
-                     fmt::format("is {}: kvtopo does not plan openPangu's attention sinks", sinks));
-  }
   // The attention reads the window whenever the config has the attribute (hasattr), and takes
   // only an int or a list: a null one does not build.
   if (r.json().contains("interleaved_sliding_window")) {
@@ -2595,6 +2591,58 @@ Status CheckPanguLayers(const ConfigReader& r) {
                          : "is null: the engine's openPangu attention takes an int or a list");
   }
   return Status::Ok();
+}
+// openPangu's sink attention (OpenPanguSinkAttention in openpangu.py at 28be48fa9), which the
+// decoder layers build when param_sink_number is above 0 and the MLA fields are absent: keys
+// qk_nope_dim + qk_rope_dim wide, values v_channels, num_key_value_heads K/V heads
+// (num_attention_heads when absent), on FLASH_ATTN_DIFFKV whatever the selection, in the cache
+// config's dtype. Every layer caches a SinkFullAttentionSpec of param_sink_number sink tokens,
+// full attention without a window: interleaved_sliding_window (an int, or a list read at
+// layer index mod its length; the engine refuses anything else) reaches the kernel only. The
+// layers raise for is_causal false, and split the K/V heads over TP without replicating them.
+Status ReadPanguSink(const ConfigReader& r, const DenseFamily& f, int64_t sinks,
+                     ModelDescription& m) {
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, kMultiHead, m));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t nope, r.IntIn("qk_nope_dim", 0, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t rope, r.IntIn("qk_rope_dim", 0, kMaxModelDim));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t v_channels, Positive(r, "v_channels"));
+  if (nope + rope == 0) {
+    return r.Invalid("qk_rope_dim",
+                     "is 0 with qk_nope_dim 0: the sink attention's keys, "
+                     "qk_nope_dim + qk_rope_dim wide, would be empty");
+  }
+  if (r.json().contains("is_causal") && !internal::PythonTruth(r.json()["is_causal"])) {
+    return r.Invalid("is_causal",
+                     fmt::format("is {}: the engine's openPangu sink attention runs causal only "
+                                 "(it raises 'is not support for attention with sink')",
+                                 r.json()["is_causal"].dump()));
+  }
+  if (r.json().contains("interleaved_sliding_window")) {
+    const nlohmann::json& w = r.json()["interleaved_sliding_window"];
+    if (w.is_array() ? w.empty() : !w.is_number_integer() && !w.is_boolean()) {
+      return r.Invalid("interleaved_sliding_window",
+                       w.is_array() ? "is an empty list: the engine reads layer i's window at i "
+                                      "mod the list's length"
+                                    : fmt::format("is {}: the engine's openPangu sink attention "
+                                                  "takes an int or a list",
+                                                  w.dump()));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    RawLayer layer = KvAttentionLayer(i, m, nope + rope, 0);
+    layer.head_size_v = v_channels;
+    layer.sink_tokens = sinks;
+    layer.built_backend = "FLASH_ATTN_DIFFKV";
+    m.layers.push_back(std::move(layer));
+  }
+  m.built_backend_reason = "openPangu's sink attention layers";
+  m.kv_heads_split_only = true;
+  return Status::Ok();
+}
+Result<int64_t> PanguSinkTokens(const ConfigReader& r) {
+  return r.IntInOr("param_sink_number", 0, 0, kMaxModelLen);
 }
 // The engine picks openPangu's MLA when the config has the four MLA attributes (hasattr), so a
 // key that is present counts even when null.
@@ -2608,6 +2656,8 @@ Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
                      "is present with the other MLA fields: kvtopo does not plan openPangu's MLA "
                      "attention");
   }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, PanguSinkTokens(r));
+  if (sinks > 0) return ReadPanguSink(r, kPanguEmbedded, sinks, m);
   KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
   return ReadDense(r, kPanguEmbedded, m);
 }
@@ -2619,13 +2669,16 @@ Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
 // model type pangu_ultra_moe (in the engine's MLA list), with its num_nextn_predict_layers MTP
 // layers after the trunk, MLA too (the draft's model type pangu_ultra_moe_mtp is in the list as
 // well). Without the MLA fields the layers are openPangu Embedded's, with no class defaults:
-// K/V heads required, any length field (2048 tokens without one); attention sinks (Pro MoE V2's
-// param_sink_number) and per-layer windows are not planned.
+// K/V heads required, any length field (2048 tokens without one); with attention sinks (Pro MoE
+// V2's param_sink_number) the sink attention (ReadPanguSink); per-layer windows without sinks are
+// not planned.
 constexpr DenseFamily kPanguMoe{.name = "openPangu MoE",
                                 .default_positions = kAnyLengthField,
                                 .windows = DenseWindows::kUniform};
 Status ReadPanguMoe(const ConfigReader& r, ModelDescription& m) {
   if (!HasPanguMlaFields(r)) {
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, PanguSinkTokens(r));
+    if (sinks > 0) return ReadPanguSink(r, kPanguMoe, sinks, m);
     KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
     return ReadDense(r, kPanguMoe, m);
   }

@@ -17,6 +17,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
+#include "kvtopo/plan_report.h"
 #include "model/architectures.h"
 #include "model/test_configs.h"
 
@@ -4307,12 +4308,37 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
             "model splits them and cannot replicate them; choose a tensor-parallel size that "
             "divides 8");
 
-  // openPangu's other attentions are refused.
+  // With attention sinks the layers are openPangu's sink attention, which reads its own widths
+  // (qk_nope_dim + qk_rope_dim keys, v_channels values) and refuses a config without them, a
+  // non-causal one, and windows other than an int or a non-empty list.
   nlohmann::json pangu = CorpusConfig("openpangu-embedded-7b");
   pangu["param_sink_number"] = 128;
+  EXPECT_EQ(ConfigError(pangu), "config.json 'config.json': field 'qk_nope_dim' is missing");
+  pangu.update(nlohmann::json{{"qk_nope_dim", 128}, {"qk_rope_dim", 64}, {"v_channels", 128}});
+  pangu["interleaved_sliding_window"] = {4096, nullptr};  // the kernel's, not the cache's
+  plan = PlanConfig(pangu, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 34u);
+  // 8 heads x (192 + 128) x 2 B x 16 tokens = 81,920 B pages; 34 of them per block.
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 81920);
+  EXPECT_EQ(plan->pool.num_blocks, 7710);
+  EXPECT_EQ(plan->groups[0].geometry.sink_blocks(), 8);
+  pangu["is_causal"] = false;
   EXPECT_EQ(ConfigError(pangu),
-            "config.json 'config.json': field 'param_sink_number' is 128: kvtopo does not plan "
-            "openPangu's attention sinks");
+            "config.json 'config.json': field 'is_causal' is false: the engine's openPangu sink "
+            "attention runs causal only (it raises 'is not support for attention with sink')");
+  pangu["is_causal"] = true;
+  pangu["interleaved_sliding_window"] = nlohmann::json::array();
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'interleaved_sliding_window' is an empty list: the "
+            "engine reads layer i's window at i mod the list's length");
+  pangu["interleaved_sliding_window"] = "4096";
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'interleaved_sliding_window' is \"4096\": the "
+            "engine's openPangu sink attention takes an int or a list");
+  // openPangu's MLA attention is refused.
   // The engine tests the MLA fields and the window with hasattr: a null one counts as present.
   pangu = CorpusConfig("openpangu-embedded-7b");
   for (const char* key : {"qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
@@ -4490,15 +4516,38 @@ TEST(DenseModels, SarvamMlaPanguUltraMoeAndAxk1) {
             "config.json 'config.json': field 'model_type' is 'PanguProMoE' with openPangu's MLA "
             "fields: the engine treats only model type pangu_ultra_moe as MLA, and kvtopo does not "
             "plan these MLA layers under another");
-  // Pro MoE V2 (openPangu-R-72B-2512): K/V layers with attention sinks, not planned.
-  nlohmann::json pro = nlohmann::json::parse(R"({
-    "architectures": ["PanguProMoEV2ForCausalLM"], "model_type": "PanguProMoE",
-    "torch_dtype": "bfloat16", "hidden_size": 5120, "num_hidden_layers": 50,
-    "num_attention_heads": 64, "num_key_value_heads": 4, "qk_nope_dim": 128, "qk_rope_dim": 64,
-    "v_channels": 128, "param_sink_number": 128, "max_position_embeddings": 131072})");
-  EXPECT_EQ(ConfigError(pro),
-            "config.json 'config.json': field 'param_sink_number' is 128: kvtopo does not plan "
-            "openPangu's attention sinks");
+  // Pro MoE V2 (openPangu-R-72B-2512): sink attention, 4 K/V heads of 192-wide keys and
+  // 128-wide values on FLASH_ATTN_DIFFKV, 4 x 320 x 2 B x 16 = 40,960 B pages, 50 per block:
+  // 20 GiB holds 10,485 blocks, of which the sink manager takes 128 / 16 = 8 at start.
+  nlohmann::json pro = CorpusConfig("pangu-pro-moe-v2-sinks");
+  plan = PlanConfig(pro, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 50u);
+  EXPECT_EQ(plan->groups[0].spec.attention_backend, "FLASH_ATTN_DIFFKV");
+  EXPECT_EQ((std::pair{plan->groups[0].spec.head_size, plan->groups[0].spec.head_size_v}),
+            (std::pair<int64_t, int64_t>{192, 128}));
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 40960);
+  EXPECT_EQ(plan->pool.num_blocks, 10485);
+  EXPECT_EQ(plan->capacity.max_tokens, 167760);  // the engine's figure: the sinks not deducted
+  EXPECT_EQ(plan->groups[0].geometry.sink_tokens(), 128);
+  EXPECT_EQ(plan->groups[0].geometry.sink_blocks(), 8);
+  EXPECT_NE(FormatPlanTable(*plan).find("\nsinks      group 0 keeps 128 attention sink tokens in 8 "
+                                        "blocks, taken from the pool at start\n"),
+            std::string::npos)
+      << FormatPlanTable(*plan);
+  const nlohmann::json group = nlohmann::json::parse(PlanToJsonText(*plan))["groups"][0];
+  EXPECT_EQ((std::pair{group["sink_tokens"], group["sink_blocks"]}),
+            (std::pair{nlohmann::json(128), nlohmann::json(8)}));
+  // The layers split the 4 K/V heads over TP and cannot replicate them.
+  plan = PlanConfig(pro, 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "tp-kv-heads"),
+            "--tensor-parallel-size 8 does not divide the 4 KV heads of layer "
+            "'model.layers.0.self_attn' ('config.json'), and the engine's "
+            "PanguProMoEV2ForCausalLM model splits them and cannot replicate them; choose a "
+            "tensor-parallel size that divides 4");
   pro.erase("param_sink_number");
   pro["head_dim"] = 128;
   plan = PlanConfig(pro, 1, 1, 20 * kGiB, 1024);

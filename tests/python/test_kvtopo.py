@@ -209,6 +209,30 @@ class PlanTest(unittest.TestCase):
         self.assertEqual([d.code for d in diagnostics if d.severity == "error"],
                          ["enable-prefix-caching"])
 
+    def test_sink_attention_model(self):
+        # openPangu Pro MoE V2's sink attention: one full-attention group on FLASH_ATTN_DIFFKV
+        # whose manager takes 128 / 16 = 8 blocks at start; DCP would leave the sink unguarded.
+        pro = {"architectures": ["PanguProMoEV2ForCausalLM"], "model_type": "PanguProMoE",
+               "torch_dtype": "bfloat16", "hidden_size": 5120, "num_hidden_layers": 50,
+               "num_attention_heads": 64, "num_key_value_heads": 4, "qk_nope_dim": 128,
+               "qk_rope_dim": 64, "v_channels": 128, "param_sink_number": 128,
+               "max_position_embeddings": 131072}
+        plan = kvtopo.plan(pro, kv_cache_memory="20GiB", max_model_len=1024)
+        group = plan.groups[0]
+        self.assertEqual((group.sink_tokens, group.sink_blocks, group.geometry.sink_blocks,
+                          group.attention_backend), (128, 8, 8, "FLASH_ATTN_DIFFKV"))
+        self.assertEqual(group.geometry.to_dict()["sink_tokens"], 128)
+        self.assertEqual((plan.pool.num_blocks, plan.capacity.max_tokens), (10485, 167760))
+        m = kvtopo.KVCacheManager(plan, num_blocks=64)
+        self.assertEqual((m.sink_block_ids, m.num_free_blocks), ([[1, 2, 3, 4, 5, 6, 7, 8]], 55))
+        m.add_request("a", range(20))
+        self.assertEqual(m.allocate_slots("a", 20), [[9, 10]])
+        with self.assertRaisesRegex(kvtopo.RejectedError, r"\[sink-attention-context-parallel\] "
+                                                          r"layer 'model.layers.0.self_attn' "
+                                                          r"keeps 128 static attention sink"):
+            kvtopo.plan(pro, kv_cache_memory="20GiB", max_model_len=1024,
+                        tensor_parallel_size=4, decode_context_parallel_size=2)
+
     def test_dict_model_that_is_not_json(self):
         # json.dumps writes NaN, which is not JSON; nesting deeper than 64 levels is refused.
         with self.assertRaisesRegex(ValueError, r"^model dict is not valid JSON: .*invalid literal"):
