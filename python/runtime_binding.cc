@@ -172,7 +172,7 @@ std::pair<const char*, py::object> GroupEventKind(const GroupGeometry& g) {
   if (g.cross_attention()) return {"cross_attention", py::none()};
   switch (g.kind()) {
     case CacheKind::kFullAttention:
-      return {"full_attention", py::none()};
+      return {g.sink_tokens() > 0 ? "sink_full_attention" : "full_attention", py::none()};
     case CacheKind::kMla:
       return {"mla_attention", py::none()};
     case CacheKind::kSlidingWindow:

@@ -318,13 +318,17 @@ class SchedulerSequences(unittest.TestCase):
         # SinkFullAttentionSpec: full attention whose manager takes sink_len / block_size blocks
         # off the free queue at start (blocks 1 and 2 here) and never frees them.
         m = KVCacheManager(kv_cache_config(SinkFullAttentionSpec(sink_len=8), num_blocks=11),
-                           max_model_len=64, hash_block_size=4)
+                           max_model_len=64, hash_block_size=4, enable_kv_cache_events=True)
         self.assertEqual(m.native.sink_block_ids, [[1, 2]])
+        self.assertEqual(m.take_events(), [])  # the sinks are taken, not stored
         self.assertEqual((m.native.geometries[0].sink_tokens,
                           m.native.geometries[0].sink_blocks), (8, 2))
         self.assertEqual(m.native.num_free_blocks, 8)
         a = Request("a", range(12))
         self.assertEqual(ids(m.allocate_slots(a, 12)), ([3, 4, 5],))
+        # vLLM's events name the group's kind sink_full_attention.
+        self.assertEqual([e["kv_cache_spec_kind"] for e in m.take_events()],
+                         ["sink_full_attention"])
         a.num_computed_tokens = 12
         m.free(a)
         self.assertTrue(m.reset_prefix_cache())
