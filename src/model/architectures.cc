@@ -2462,14 +2462,12 @@ Status ReadBailingV25(const ConfigReader& r, ModelDescription& m) {
 // sliding_attention and a window is stated; every other layer is full attention, since the model
 // clears the cache-wide window. The config class rewrites RoPE parameters given per layer type
 // into a default entry without a factor, so those leave the length at max_position_embeddings.
-// Per-layer head counts (num_attention_heads_per_layer) are not planned.
+// num_attention_heads_per_layer (Laguna-XS: 64 heads on its full layers, 48 on its sliding ones)
+// gives layer i entry i's query heads, which TP must divide (LagunaAttention asserts it), and,
+// with a null head_dim, its head size: hidden_size / those heads.
 constexpr DenseFamily kLaguna{
     .name = "Laguna", .default_positions = 131072, .absent_kv_heads = 8, .absent_head_dim = 128};
 Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
-  if (r.Has("num_attention_heads_per_layer")) {
-    return r.Invalid("num_attention_heads_per_layer",
-                     "is set: kvtopo does not plan Laguna layers of different head counts");
-  }
   const std::array<ClassField, 2> fields = {{
       {"num_hidden_layers", nullptr, 40, kMaxLayers},
       {"num_attention_heads", nullptr, 48, kMaxModelDim},
@@ -2484,7 +2482,38 @@ Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
   if (r.Has("rope_parameters") && PerLayerTypeRope(r.json()["rope_parameters"])) {
     filled.erase("rope_parameters");
   }
+  // With per-layer heads and a null head_dim, each layer's head size comes from its own heads.
+  if (r.Has("num_attention_heads_per_layer") && r.IsNull("head_dim")) filled["head_dim"] = 1;
   KVTOPO_RETURN_IF_ERROR(ReadDense(r.Over(filled), kLaguna, m));
+  if (r.Has("num_attention_heads_per_layer")) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> heads,
+                            r.IntList("num_attention_heads_per_layer"));
+    if (heads.size() < m.layers.size()) {
+      return r.Invalid("num_attention_heads_per_layer",
+                       fmt::format("has {} entries for {} layers: the engine reads layer i's "
+                                   "heads at entry i",
+                                   heads.size(), m.layers.size()));
+    }
+    const bool head_from_heads = r.IsNull("head_dim");
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r.Over(filled), "hidden_size"));
+    for (size_t i = 0; i < m.layers.size(); ++i) {
+      const int64_t h = heads[i];
+      if (h <= 0 || h > kMaxModelDim) {
+        return r.Invalid("num_attention_heads_per_layer",
+                         fmt::format("entry {} is {}: a layer's attention heads must be 1 to {}", i,
+                                     h, kMaxModelDim));
+      }
+      if (head_from_heads && hidden % h != 0) {
+        return r.Invalid("num_attention_heads_per_layer",
+                         fmt::format("entry {} is {}, which does not divide hidden_size {}, and "
+                                     "with a null head_dim the layer's head size is hidden_size / "
+                                     "its heads",
+                                     i, h, hidden));
+      }
+      m.layers[i].num_q_heads_total = h;
+      if (head_from_heads) m.layers[i].head_size = m.layers[i].head_size_v = hidden / h;
+    }
+  }
   // A stated window no layer uses still caps the length under --disable-sliding-window.
   if (!windows) {
     KVTOPO_ASSIGN_OR_RETURN(m.text_sliding_window, r.IntInOr("sliding_window", 0, 0, kMaxModelLen));
@@ -2574,21 +2603,54 @@ Status ReadOlmoHybrid(const ConfigReader& r, ModelDescription& m) {
 
 // openPangu Embedded (PanguEmbeddedForCausalLM, openpangu.py; its PanguEmbeddedConfig comes with
 // the checkpoint: 8 K/V heads, 32768 positions): K/V attention of head_dim, else hidden_size /
-// heads; with param_sink_number above 0, the sink attention (ReadPanguSink). Its MLA variant, and
-// per-layer windows without sinks, are not planned.
+// heads, each layer windowed as interleaved_sliding_window says (ApplyPanguWindows); with
+// param_sink_number above 0, the sink attention (ReadPanguSink). Its MLA variant is not planned.
 constexpr DenseFamily kPanguEmbedded{.name = "openPangu Embedded",
                                      .default_positions = 32768,
                                      .absent_kv_heads = 8,
                                      .windows = DenseWindows::kUniform};
-// openPangu's K/V layers without sinks: per-layer windows are not planned.
-Status CheckPanguLayers(const ConfigReader& r) {
-  // The attention reads the window whenever the config has the attribute (hasattr), and takes
-  // only an int or a list: a null one does not build.
-  if (r.json().contains("interleaved_sliding_window")) {
+// openPangu's interleaved_sliding_window, which its attentions read whenever the config has the
+// attribute (hasattr): an int for every layer, or a list read at layer index mod its length;
+// anything else (null included) raises, and an empty list cannot be indexed. Null when absent.
+Result<nlohmann::json> PanguWindows(const ConfigReader& r) {
+  if (!r.json().contains("interleaved_sliding_window")) return nlohmann::json();
+  const nlohmann::json& w = r.json()["interleaved_sliding_window"];
+  if (w.is_array() && w.empty()) {
     return r.Invalid("interleaved_sliding_window",
-                     r.Has("interleaved_sliding_window")
-                         ? "is set: kvtopo does not plan openPangu's per-layer windows"
-                         : "is null: the engine's openPangu attention takes an int or a list");
+                     "is an empty list: the engine reads layer i's window at i mod the list's "
+                     "length");
+  }
+  if (!w.is_array() && !w.is_number_integer() && !w.is_boolean()) {
+    return r.Invalid(
+        "interleaved_sliding_window",
+        fmt::format("is {}: the engine's openPangu attention takes an int or a list", w.dump()));
+  }
+  return w;
+}
+// openPangu's K/V layers without sinks (OpenPanguEmbeddedAttention): layer i's window is the
+// int, or entry i mod the list's length; a null entry leaves the layer the cache-wide window (its
+// Attention's per_layer_sliding_window None). A window the model gives survives
+// --disable-sliding-window.
+Status ApplyPanguWindows(const ConfigReader& r, ModelDescription& m) {
+  KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json w, PanguWindows(r));
+  if (w.is_null()) return Status::Ok();
+  int64_t i = 0;
+  for (RawLayer& layer : m.layers) {
+    const size_t k = w.is_array() ? static_cast<size_t>(i % static_cast<int64_t>(w.size())) : 0;
+    const nlohmann::json& entry = w.is_array() ? w[k] : w;
+    ++i;
+    if (entry.is_null()) continue;
+    const std::optional<int64_t> window = JsonIntIn(entry, 1, kMaxModelLen);
+    if (!window || entry.is_boolean()) {
+      return r.Invalid("interleaved_sliding_window",
+                       fmt::format("{} is {}: kvtopo plans a window of 1 to {} tokens, or null "
+                                   "for the cache-wide one",
+                                   w.is_array() ? fmt::format("entry {}", k) : "the window",
+                                   entry.dump(), kMaxModelLen));
+    }
+    layer.type = LayerType::kSlidingWindow;
+    layer.sliding_window = *window;
+    layer.keeps_window = true;
   }
   return Status::Ok();
 }
@@ -2619,17 +2681,7 @@ Status ReadPanguSink(const ConfigReader& r, const DenseFamily& f, int64_t sinks,
                                  "(it raises 'is not support for attention with sink')",
                                  r.json()["is_causal"].dump()));
   }
-  if (r.json().contains("interleaved_sliding_window")) {
-    const nlohmann::json& w = r.json()["interleaved_sliding_window"];
-    if (w.is_array() ? w.empty() : !w.is_number_integer() && !w.is_boolean()) {
-      return r.Invalid("interleaved_sliding_window",
-                       w.is_array() ? "is an empty list: the engine reads layer i's window at i "
-                                      "mod the list's length"
-                                    : fmt::format("is {}: the engine's openPangu sink attention "
-                                                  "takes an int or a list",
-                                                  w.dump()));
-    }
-  }
+  KVTOPO_RETURN_IF_ERROR(PanguWindows(r).status());  // read by the kernel, not the cache
   for (int64_t i = 0; i < n; ++i) {
     RawLayer layer = KvAttentionLayer(i, m, nope + rope, 0);
     layer.head_size_v = v_channels;
@@ -2658,8 +2710,8 @@ Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
   }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, PanguSinkTokens(r));
   if (sinks > 0) return ReadPanguSink(r, kPanguEmbedded, sinks, m);
-  KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
-  return ReadDense(r, kPanguEmbedded, m);
+  KVTOPO_RETURN_IF_ERROR(ReadDense(r, kPanguEmbedded, m));
+  return ApplyPanguWindows(r, m);
 }
 
 // openPangu's MoE models (PanguUltraMoEForCausalLM, PanguProMoEV2ForCausalLM; openpangu.py and
@@ -2670,8 +2722,7 @@ Status ReadPanguEmbedded(const ConfigReader& r, ModelDescription& m) {
 // layers after the trunk, MLA too (the draft's model type pangu_ultra_moe_mtp is in the list as
 // well). Without the MLA fields the layers are openPangu Embedded's, with no class defaults:
 // K/V heads required, any length field (2048 tokens without one); with attention sinks (Pro MoE
-// V2's param_sink_number) the sink attention (ReadPanguSink); per-layer windows without sinks are
-// not planned.
+// V2's param_sink_number) the sink attention (ReadPanguSink).
 constexpr DenseFamily kPanguMoe{.name = "openPangu MoE",
                                 .default_positions = kAnyLengthField,
                                 .windows = DenseWindows::kUniform};
@@ -2679,8 +2730,8 @@ Status ReadPanguMoe(const ConfigReader& r, ModelDescription& m) {
   if (!HasPanguMlaFields(r)) {
     KVTOPO_ASSIGN_OR_RETURN(const int64_t sinks, PanguSinkTokens(r));
     if (sinks > 0) return ReadPanguSink(r, kPanguMoe, sinks, m);
-    KVTOPO_RETURN_IF_ERROR(CheckPanguLayers(r));
-    return ReadDense(r, kPanguMoe, m);
+    KVTOPO_RETURN_IF_ERROR(ReadDense(r, kPanguMoe, m));
+    return ApplyPanguWindows(r, m);
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
   if (type != "pangu_ultra_moe") {

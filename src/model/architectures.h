@@ -46,6 +46,9 @@ struct RawLayer {
   LayerType type = LayerType::kAttention;
   bool mtp = false;  // in-model MTP layer: cached only when the launch speculates with MTP
   int64_t num_kv_heads_total = 1;  // K/V attention; MLA and indexer: 1
+  // The layer's own query heads, where the model sets them per layer (Laguna-XS's
+  // num_attention_heads_per_layer); 0: the model's num_attention_heads.
+  int64_t num_q_heads_total = 0;
   int64_t head_size = 0;
   int64_t head_size_v = 0;
   int64_t sliding_window = 0;

@@ -435,7 +435,7 @@ LayerSpec AttentionSpec(const RawLayer& raw, const ModelDescription& m, int64_t 
   s.volatile_last_block = o.volatile_last_block;
   s.attention_backend = o.backend->name;
   s.dcp.replicated = o.replicated;
-  s.num_q_heads_total = m.num_attention_heads;
+  s.num_q_heads_total = raw.num_q_heads_total > 0 ? raw.num_q_heads_total : m.num_attention_heads;
   s.num_kv_heads_total =
       raw.type == LayerType::kMla || raw.type == LayerType::kIndexer ? 0 : raw.num_kv_heads_total;
   s.sparse_indexer = raw.type == LayerType::kIndexer;
@@ -2439,6 +2439,15 @@ void CheckTensorParallelHeads(const ModelDescription& m, const std::string& whos
     if (raw.type != LayerType::kAttention && raw.type != LayerType::kSlidingWindow &&
         raw.type != LayerType::kChunkedLocal) {
       continue;
+    }
+    if (raw.num_q_heads_total > 0 && raw.num_q_heads_total % tp != 0) {
+      b.Error("tp-attention-heads",
+              fmt::format("--tensor-parallel-size {} does not divide the {} attention heads of "
+                          "layer '{}' ({}), and the engine's {} attention asserts that it does; "
+                          "choose a tensor-parallel size that divides {}",
+                          tp, raw.num_q_heads_total, raw.name, whose, m.architecture,
+                          raw.num_q_heads_total));
+      return;
     }
     const int64_t kv = raw.num_kv_heads_total;
     if (kv <= 0) continue;

@@ -85,10 +85,13 @@ Diagnostic Error(std::string code, std::string message) {
   return Diagnostic{Severity::kError, std::move(code), std::move(message)};
 }
 
-// Two specs that differ only by layer name share a bucket.
+// Two specs that differ only by layer name share a bucket; so do two that differ only by their
+// layers' query heads (Laguna-XS's per-layer heads), which the engine's KV-cache specs do not
+// hold: the launch rules read them per layer.
 bool SameSpec(const LayerSpec& a, const LayerSpec& b) {
   LayerSpec x = a;
   x.name = b.name;
+  x.num_q_heads_total = b.num_q_heads_total;
   return x == b;
 }
 

@@ -4337,7 +4337,7 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   pangu["interleaved_sliding_window"] = "4096";
   EXPECT_EQ(ConfigError(pangu),
             "config.json 'config.json': field 'interleaved_sliding_window' is \"4096\": the "
-            "engine's openPangu sink attention takes an int or a list");
+            "engine's openPangu attention takes an int or a list");
   // openPangu's MLA attention is refused.
   // The engine tests the MLA fields and the window with hasattr: a null one counts as present.
   pangu = CorpusConfig("openpangu-embedded-7b");
@@ -4348,7 +4348,22 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   EXPECT_EQ(ConfigError(pangu),
             "config.json 'config.json': field 'kv_lora_rank' is present with the other MLA fields: "
             "kvtopo does not plan openPangu's MLA attention");
+  // Without sinks, layer i slides over interleaved_sliding_window (an int, or entry i mod the
+  // list's length; a null entry: the cache-wide window, none here): 17 sliding and 17 full layers.
   pangu = CorpusConfig("openpangu-embedded-7b");
+  pangu["interleaved_sliding_window"] = {4096, nullptr};
+  plan = PlanConfig(pangu, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 17u);
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 17u);
+  EXPECT_EQ(plan->groups[0].layers[1], "model.layers.2.self_attn");
+  EXPECT_EQ(plan->groups[0].geometry.sliding_window(), 4096);
+  EXPECT_EQ(plan->pool.num_blocks, 19275);
+  pangu["interleaved_sliding_window"] = {4096, 0};
+  EXPECT_EQ(ConfigError(pangu),
+            "config.json 'config.json': field 'interleaved_sliding_window' entry 1 is 0: kvtopo "
+            "plans a window of 1 to 2147483647 tokens, or null for the cache-wide one");
   pangu["interleaved_sliding_window"] = nullptr;
   EXPECT_EQ(ConfigError(pangu),
             "config.json 'config.json': field 'interleaved_sliding_window' is null: the engine's "
@@ -4610,10 +4625,51 @@ TEST(DenseModels, LagunaSlidesOnlyWhereLayerTypesSay) {
   plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(LayerCount(*plan, CacheKind::kFullAttention), 40u);
+
+  // Per-layer query heads (Laguna-XS's num_attention_heads_per_layer: 64 on the full layers, 48
+  // on the sliding ones): the caches stay as they are, each layer keeps its own heads, and TP
+  // must divide every layer's (LagunaAttention asserts it).
+  laguna = CorpusConfig("laguna-xs.2");
+  nlohmann::json heads = nlohmann::json::array();
+  for (const auto& type : laguna["layer_types"])
+    heads.push_back(type == "full_attention" ? 64 : 48);
+  laguna["num_attention_heads_per_layer"] = heads;
+  plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->pool.num_blocks, 32768);
+  EXPECT_EQ(plan->groups[0].spec.num_q_heads_total, 64);
+  EXPECT_EQ(plan->groups[1].spec.num_q_heads_total, 48);
+  heads[1] = 40;  // heads differ within the sliding layers: the engine's groups do not change
+  laguna["num_attention_heads_per_layer"] = heads;
+  plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[1].layers.size(), 10u);
+  EXPECT_EQ(plan->groups[1].layer_specs[0].num_q_heads_total, 40);
+  EXPECT_EQ(plan->groups[1].layer_specs[1].num_q_heads_total, 48);
+  plan = PlanConfig(laguna, 16, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "tp-attention-heads"),
+            "--tensor-parallel-size 16 does not divide the 40 attention heads of layer "
+            "'model.layers.1.self_attn' ('config.json'), and the engine's LagunaForCausalLM "
+            "attention asserts that it does; choose a tensor-parallel size that divides 40");
+  // With a null head_dim a layer's head size is hidden_size / its own heads: 2048 / 64 = 32.
+  laguna["num_attention_heads_per_layer"] = nlohmann::json(std::vector<int>(40, 64));
+  laguna["head_dim"] = nullptr;
+  plan = PlanConfig(laguna, 1, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].spec.head_size, 32);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16384);  // 8 x 32 x 2 x 2 B x 16
   laguna["num_attention_heads_per_layer"] = nlohmann::json::array({48, 64});
   EXPECT_EQ(ConfigError(laguna),
-            "config.json 'config.json': field 'num_attention_heads_per_layer' is set: kvtopo does "
-            "not plan Laguna layers of different head counts");
+            "config.json 'config.json': field 'num_attention_heads_per_layer' has 2 entries for "
+            "40 layers: the engine reads layer i's heads at entry i");
+  laguna["num_attention_heads_per_layer"] = nlohmann::json(std::vector<int>(40, 0));
+  EXPECT_EQ(ConfigError(laguna),
+            "config.json 'config.json': field 'num_attention_heads_per_layer' entry 0 is 0: a "
+            "layer's attention heads must be 1 to 65536");
 }
 
 // PLaMo 3 (plamo-3-nict-2b-base-shaped: 24 layers, 4 K/V heads of 128, window_size 2048, a full
