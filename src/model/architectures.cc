@@ -2824,9 +2824,13 @@ Status ReadHyV3(const ConfigReader& r, ModelDescription& m) {
 // attentions, "model.layers.i.self_attn.0" and "model.layers.i.self_attn.1" in that order (the
 // engine's model type longcat_flash is in its MLA list), so 2 x num_hidden_layers MLA layers;
 // num_hidden_layers is the checkpoint's num_layers when it states no other (FlashConfig, and the
-// checkpoint's class, which aliases the one to the other). The MTP draft is not planned: the
-// fork builds it from the draft's own model config, whose type (longcat_flash_mtp) is not in the
-// engine's MLA list, so its attention would not be MLA; kvtopo has not verified what it caches.
+// checkpoint's class, which aliases the one to the other). The MTP draft (longcat_flash_mtp.py,
+// the draft's n_predict num_nextn_predict_layers or 1) builds one layer, "model.layers.{2n}",
+// whatever that count, a DeepseekV2DecoderLayer under the draft's own model config: its type,
+// longcat_flash_mtp, is not in the engine's MLA list (is_deepseek_mla), so use_mla is false and
+// the layer is DeepseekV2Attention, which caches K and V of every query head (num_attention_heads
+// K/V heads of qk_nope_head_dim + qk_rope_head_dim, the value padded to the key's width) on a K/V
+// backend.
 Status ReadLongcatFlash(const ConfigReader& r, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
   const bool stated = r.Has("num_hidden_layers");
@@ -2846,11 +2850,22 @@ Status ReadLongcatFlash(const ConfigReader& r, ModelDescription& m) {
                                   .mla_rope_dim = row.rope_dim});
     }
   }
-  m.mtp_unavailable = fmt::format(
-      "the engine builds LongCat-Flash's MTP layer from the draft's own model config, whose "
-      "model type longcat_flash_mtp is not in the engine's MLA list, so the layer would not be "
-      "MLA; kvtopo has not verified what it caches and does not plan it ('{}')",
-      r.file());
+  KVTOPO_ASSIGN_OR_RETURN(m.mtp_n_predict, r.IntInOr("num_nextn_predict_layers", 1, 1, kMaxLayers));
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t nope, r.IntInOr("qk_nope_head_dim", 0, 0, kMaxModelDim));
+  if (nope + row.rope_dim == 0) {
+    m.mtp_unavailable = fmt::format(
+        "LongCat-Flash's MTP layer with qk_nope_head_dim and qk_rope_head_dim 0 in '{}' runs "
+        "DeepSeek's multi-head attention, which kvtopo does not plan for it",
+        r.file());
+    return Status::Ok();
+  }
+  RawLayer mtp{.name = LayerName(2 * n, "self_attn"),
+               .type = LayerType::kAttention,
+               .mtp = true,
+               .num_kv_heads_total = m.num_attention_heads,
+               .head_size = nope + row.rope_dim,
+               .head_size_v = nope + row.rope_dim};
+  m.layers.push_back(std::move(mtp));
   return Status::Ok();
 }
 

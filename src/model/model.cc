@@ -4507,8 +4507,21 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       KVTOPO_ASSIGN_OR_RETURN(draft_backend_name, TurboQuantBackendName());
     } else if (draft_backend_name.empty() || draft_backend_name == "auto") {
       // MTP layers are selected with their own cache dtype, as the target's layers are with
-      // theirs.
-      const ModelDescription& picked_for = mtp ? model : *draft_model;
+      // theirs. K/V MTP layers behind an MLA trunk (LongCat-Flash's, whose draft config is not
+      // MLA) are selected among the K/V backends, by their own layers, without the target's
+      // profile backend.
+      ModelDescription kv_mtp;
+      const bool kv_mtp_layers =
+          mtp && HasMla(model) &&
+          std::none_of(model.layers.begin(), model.layers.end(), [](const RawLayer& l) {
+            return l.mtp && (l.type == LayerType::kMla || l.type == LayerType::kIndexer);
+          });
+      if (kv_mtp_layers) {
+        kv_mtp = model;
+        std::erase_if(kv_mtp.layers, [](const RawLayer& l) { return !l.mtp; });
+        kv_mtp.default_backend.clear();
+      }
+      const ModelDescription& picked_for = kv_mtp_layers ? kv_mtp : mtp ? model : *draft_model;
       std::vector<std::string> none_took;
       KVTOPO_ASSIGN_OR_RETURN(
           draft_backend_name,

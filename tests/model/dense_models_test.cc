@@ -4406,7 +4406,7 @@ TEST(DenseModels, HyV3AndItsMtpLayer) {
 }
 
 // LongCat-Flash: two MLA attentions in each of its 28 decoder layers (num_layers), a 576-wide
-// latent row: 56 x 16 x 576 x 2 B a block, 20,805 blocks in 20 GiB. Its MTP draft is refused.
+// latent row: 56 x 16 x 576 x 2 B a block, 20,805 blocks in 20 GiB; its MTP draft below.
 TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
   nlohmann::json longcat = CorpusConfig("longcat-flash-chat");
   auto plan = PlanConfig(longcat, 8, 1, 20 * kGiB, 1024);
@@ -4437,14 +4437,35 @@ TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
   c.kv_cache_memory_bytes = 20 * kGiB;
   c.speculative =
       ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 1})").value();
-  Result<ModelCacheSpecs> specs =
-      BuildModelCacheSpecsFromJson(CorpusConfig("longcat-flash-chat"), c);
-  ASSERT_FALSE(specs.ok());
-  EXPECT_EQ(specs.status().message(),
-            "--speculative-config method 'mtp': the engine builds LongCat-Flash's MTP layer from "
-            "the draft's own model config, whose model type longcat_flash_mtp is not in the "
-            "engine's MLA list, so the layer would not be MLA; kvtopo has not verified what it "
-            "caches and does not plan it ('config.json')");
+  c.parallel.tensor_parallel_size = 8;
+  c.cache.max_model_len = 1024;
+  plan = PlanWith(CorpusConfig("longcat-flash-chat"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  // The draft config's model type (longcat_flash_mtp) is not MLA to the engine: its one layer
+  // caches K and V of the 64 query heads, 64 / 8 per rank of 128 + 64, on a K/V backend, and
+  // shares one uniform-type group with the MLA layers (MLA specs are full-attention specs):
+  // 56 x 18,432 B + 16 x 8 x 192 x 2 x 2 B = 1,130,496 B a block, 18,995 blocks in 20 GiB.
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_TRUE(plan->groups[0].uniform_type);
+  const LayerSpec& mtp = plan->groups[0].layer_specs.back();
+  EXPECT_EQ(mtp.name, "model.layers.56.self_attn");
+  EXPECT_EQ(mtp.role, Role::kDraft);
+  EXPECT_EQ(mtp.kind, CacheKind::kFullAttention);
+  EXPECT_EQ((std::tuple{mtp.num_kv_heads, mtp.head_size, mtp.head_size_v}),
+            (std::tuple<int64_t, int64_t, int64_t>{8, 192, 192}));
+  EXPECT_EQ(mtp.attention_backend, "FLASH_ATTN");
+  EXPECT_EQ(plan->pool.bytes_per_block, 1130496);
+  EXPECT_EQ(plan->pool.num_blocks, 18995);
+  // An MLA backend named for the target reaches the draft, as the engine's draft config keeps
+  // the attention config, and cannot serve its K/V layer.
+  c.cache.attention_backend = "FLASHMLA";
+  plan = PlanWith(CorpusConfig("longcat-flash-chat"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "backend-kind"),
+            "draft layer 'model.layers.56.self_attn' is a K/V attention cache but backend "
+            "FLASHMLA serves MLA caches; choose a matching backend with the speculative config's "
+            "draft_attention_backend");
 }
 
 // IQuest Loop-Coder (iquest-loop-coder-40b: 80 layers run twice, 8 K/V heads of 5120 / 40): the
