@@ -555,11 +555,25 @@ Reached FuzzRuntime(const uint8_t* data, size_t size) {
   const int64_t window = in.Pick(kWindow);
   const int64_t chunk = in.Pick(kChunk);
   layout.groups = Mix(mix, B, dcp, S, window, chunk, in);
+  // Static attention sinks on a leading full-attention group, without DCP (which refuses them):
+  // the manager holds 1 to 3 blocks of them from the start.
+  CacheLayoutGroup& first = layout.groups.front();
+  if (dcp == 1 && first.kind == CacheKind::kFullAttention && !first.cross_attention && in.Bool()) {
+    first.sink_len = B * in.Range(1, 3);
+  }
   Result<KVCacheManagerOptions> options = KVCacheManagerOptions::FromLayout(layout);
   if (!options.ok()) return Reached::kStopped;
   Result<std::unique_ptr<KVCacheManager>> created = KVCacheManager::Create(*std::move(options));
   if (!created.ok()) return Reached::kStopped;
   KVCacheManager& m = **created;
+  // The sinks are blocks 1 to sink_len / B, taken before any request (the engine's sink
+  // attention reads exactly those).
+  const std::span<const BlockId> sinks = m.sink_block_ids(GroupId{0});
+  KVTOPO_CHECK_MSG(static_cast<int64_t>(sinks.size()) == layout.groups.front().sink_len / B,
+                   "sink blocks: not sink_len / B of them");
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    KVTOPO_CHECK_MSG(sinks[i].value() == static_cast<int32_t>(i) + 1, "sink blocks: not 1 to k");
+  }
   Harness harness(m, 8);
   harness.set_free_at_start(m.num_free_blocks());
   harness.Run(in);
