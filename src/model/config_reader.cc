@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 
 #include "internal/json_int.h"
+#include "model/gguf.h"
 
 namespace kvtopo::internal {
 
@@ -13,7 +15,10 @@ std::string ConfigFileLabel(std::string_view file) {
   if (file == "params.json" || file.ends_with("/params.json")) {
     return fmt::format("params.json '{}'", file);
   }
-  if (file.ends_with(".gguf")) return fmt::format("GGUF file '{}'", file);
+  // A GGUF file by its name or, as the engine's check_gguf_file tells one, by its magic bytes.
+  if (file.ends_with(".gguf") || IsGgufFile(std::filesystem::path(std::string(file)))) {
+    return fmt::format("GGUF file '{}'", file);
+  }
   return fmt::format("config.json '{}'", file);
 }
 

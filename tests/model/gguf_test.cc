@@ -345,6 +345,13 @@ TEST(Gguf, RefusalsAndMalformedFiles) {
   EXPECT_EQ(plan.status().message(), "GGUF file '" + path +
                                          "': field 'num_key_value_heads' is 7, which does not "
                                          "divide num_attention_heads 16");
+  // So is one without the .gguf name, told by its magic bytes as the loader tells it.
+  const std::string bin = WriteFile(seven.Bytes(), ".bin");
+  const auto bin_plan = PlanFile(bin, 16 * kGiB);
+  std::filesystem::remove(bin);
+  EXPECT_EQ(bin_plan.status().message(), "GGUF file '" + bin +
+                                             "': field 'num_key_value_heads' is 7, which does "
+                                             "not divide num_attention_heads 16");
 }
 
 // The metadata is kept in memory: at most 2^20 values. 257 arrays of 4,096 pass it at the first
