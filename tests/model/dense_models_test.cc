@@ -4325,6 +4325,12 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 81920);
   EXPECT_EQ(plan->pool.num_blocks, 7710);
   EXPECT_EQ(plan->groups[0].geometry.sink_blocks(), 8);
+  nlohmann::json no_keys = pangu;
+  no_keys["qk_nope_dim"] = 0;
+  no_keys["qk_rope_dim"] = 0;
+  EXPECT_EQ(ConfigError(no_keys),
+            "config.json 'config.json': field 'qk_rope_dim' is 0 with qk_nope_dim 0: the sink "
+            "attention's keys, qk_nope_dim + qk_rope_dim wide, would be empty");
   pangu["is_causal"] = false;
   EXPECT_EQ(ConfigError(pangu),
             "config.json 'config.json': field 'is_causal' is false: the engine's openPangu sink "
@@ -4360,6 +4366,10 @@ TEST(DenseModels, ChatGlmStepOuroAndMore) {
   EXPECT_EQ(plan->groups[0].layers[1], "model.layers.2.self_attn");
   EXPECT_EQ(plan->groups[0].geometry.sliding_window(), 4096);
   EXPECT_EQ(plan->pool.num_blocks, 19275);
+  pangu["interleaved_sliding_window"] = 4096;  // an int windows every layer
+  plan = PlanConfig(pangu, 1, 1, 20 * kGiB, 32768);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan, CacheKind::kSlidingWindow), 34u);
   pangu["interleaved_sliding_window"] = {4096, 0};
   EXPECT_EQ(ConfigError(pangu),
             "config.json 'config.json': field 'interleaved_sliding_window' entry 1 is 0: kvtopo "
