@@ -1440,6 +1440,23 @@ Result<Plan> Planner::Run() {
                       lcm, fmt::join(lost, "; "))});
     }
   }
+  // Static attention sinks: each sink group's manager takes its own sink blocks in group order,
+  // but every sink layer's attention reads blocks 1 to k (static_sink_attention.py), so a second
+  // sink group would write its sink rows into the first group's blocks, which its layers' tensors
+  // share.
+  std::vector<std::string> sink_groups;
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.geometry.sink_blocks() > 0) sink_groups.push_back(std::to_string(g.id.value()));
+  }
+  if (sink_groups.size() > 1) {
+    diagnostics_.push_back(Error(
+        "sink-groups",
+        fmt::format("groups {} keep static attention sinks: the engine's sink managers take "
+                    "their blocks in group order, but every sink layer's attention reads blocks "
+                    "1 to sink tokens / block size, so the later groups would write their sinks "
+                    "over the first group's; kvtopo plans one sink group",
+                    fmt::join(sink_groups, ", "))));
+  }
   if (inputs_.cache.prefix_match_unit > 0) {
     std::string sizes;
     bool divides = true;

@@ -306,6 +306,45 @@ TEST(Planner, SplitPoolModeReportsItsOwnCapacity) {
   EXPECT_GT(plan->split_pools.capacity.max_tokens, plan->capacity.max_tokens);
 }
 
+// Sink layers split over two groups (20 full layers beside 10 sliding ones: groups of 10) would
+// each reserve their own sink blocks while every sink layer's attention reads blocks 1 to k.
+TEST(Planner, StaticSinksInOneGroupOnly) {
+  std::vector<LayerSpec> layers;
+  for (int i = 0; i < 20; ++i) {
+    layers.push_back(LayerSpec{.name = "f." + std::to_string(i),
+                               .block_size = 16,
+                               .num_kv_heads = 8,
+                               .head_size = 128,
+                               .head_size_v = 128,
+                               .sink_tokens = 32});
+  }
+  for (int i = 0; i < 10; ++i) {
+    layers.push_back(LayerSpec{.name = "s." + std::to_string(i),
+                               .kind = CacheKind::kSlidingWindow,
+                               .block_size = 16,
+                               .num_kv_heads = 8,
+                               .head_size = 128,
+                               .head_size_v = 128,
+                               .sliding_window = 4096});
+  }
+  auto plan = PlanFromSpecs(Specs(layers, 32768), Inputs(1, 1, 4 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->groups.size(), 3u);
+  EXPECT_EQ(plan->groups[1].geometry.sink_blocks(), 2);
+  ASSERT_FALSE(plan->accepted());
+  EXPECT_EQ(plan->diagnostics.back().code, "sink-groups");
+  EXPECT_EQ(plan->diagnostics.back().message,
+            "groups 0, 1 keep static attention sinks: the engine's sink managers take their "
+            "blocks in group order, but every sink layer's attention reads blocks 1 to sink "
+            "tokens / block size, so the later groups would write their sinks over the first "
+            "group's; kvtopo plans one sink group");
+  layers.resize(10);  // ten sink layers and no sliding ones: one group
+  plan = PlanFromSpecs(Specs(layers, 32768), Inputs(1, 1, 4 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups.size(), 1u);
+}
+
 TEST(Planner, RejectsNonPositiveMemory) {
   auto plan = PlanFromSpecs(Specs({Mla("t.0", 64)}, 4096), Inputs(1, 1, 0));
   EXPECT_EQ(plan.status().message(), "--kv-cache-memory must be positive, got 0");
