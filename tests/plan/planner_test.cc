@@ -263,25 +263,28 @@ TEST(Planner, UnpaddableMlaPageIsADiagnostic) {
             "attention backend");
 }
 
+// `full` full-attention layers "f.i" (with `sink_tokens` sinks each), then `sliding` ones "s.i"
+// over a 4,096-token window: 8 K/V heads of 128, 16-token blocks, equal pages.
+std::vector<LayerSpec> FullAndSliding(int full, int sliding, int64_t sink_tokens = 0) {
+  std::vector<LayerSpec> layers;
+  for (int i = 0; i < full + sliding; ++i) {
+    const bool slides = i >= full;
+    layers.push_back(
+        LayerSpec{.name = (slides ? "s." : "f.") + std::to_string(slides ? i - full : i),
+                  .kind = slides ? CacheKind::kSlidingWindow : CacheKind::kFullAttention,
+                  .block_size = 16,
+                  .num_kv_heads = 8,
+                  .head_size = 128,
+                  .head_size_v = 128,
+                  .sliding_window = slides ? 4096 : 0,
+                  .sink_tokens = slides ? 0 : sink_tokens});
+  }
+  return layers;
+}
+
 TEST(Planner, UniformPageGroupingSplitsBucketsStrided) {
   // 10 full + 20 sliding-window layers, equal pages: group size 10 -> full x10, sw even, sw odd.
-  std::vector<LayerSpec> layers;
-  for (int i = 0; i < 10; ++i) {
-    layers.push_back(LayerSpec{.name = "f." + std::to_string(i),
-                               .block_size = 16,
-                               .num_kv_heads = 8,
-                               .head_size = 128,
-                               .head_size_v = 128});
-  }
-  for (int i = 0; i < 20; ++i) {
-    layers.push_back(LayerSpec{.name = "s." + std::to_string(i),
-                               .kind = CacheKind::kSlidingWindow,
-                               .block_size = 16,
-                               .num_kv_heads = 8,
-                               .head_size = 128,
-                               .head_size_v = 128,
-                               .sliding_window = 4096});
-  }
+  std::vector<LayerSpec> layers = FullAndSliding(10, 20);
   auto plan = PlanFromSpecs(Specs(layers, 32768), Inputs(1, 1, 4 * kGiB));
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(plan->accepted());
@@ -309,24 +312,7 @@ TEST(Planner, SplitPoolModeReportsItsOwnCapacity) {
 // Sink layers split over two groups (20 full layers beside 10 sliding ones: groups of 10) would
 // each reserve their own sink blocks while every sink layer's attention reads blocks 1 to k.
 TEST(Planner, StaticSinksInOneGroupOnly) {
-  std::vector<LayerSpec> layers;
-  for (int i = 0; i < 20; ++i) {
-    layers.push_back(LayerSpec{.name = "f." + std::to_string(i),
-                               .block_size = 16,
-                               .num_kv_heads = 8,
-                               .head_size = 128,
-                               .head_size_v = 128,
-                               .sink_tokens = 32});
-  }
-  for (int i = 0; i < 10; ++i) {
-    layers.push_back(LayerSpec{.name = "s." + std::to_string(i),
-                               .kind = CacheKind::kSlidingWindow,
-                               .block_size = 16,
-                               .num_kv_heads = 8,
-                               .head_size = 128,
-                               .head_size_v = 128,
-                               .sliding_window = 4096});
-  }
+  std::vector<LayerSpec> layers = FullAndSliding(20, 10, /*sink_tokens=*/32);
   auto plan = PlanFromSpecs(Specs(layers, 32768), Inputs(1, 1, 4 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->groups.size(), 3u);
@@ -338,8 +324,8 @@ TEST(Planner, StaticSinksInOneGroupOnly) {
             "blocks in group order, but every sink layer's attention reads blocks 1 to sink "
             "tokens / block size, so the later groups would write their sinks over the first "
             "group's; kvtopo plans one sink group");
-  layers.resize(10);  // ten sink layers and no sliding ones: one group
-  plan = PlanFromSpecs(Specs(layers, 32768), Inputs(1, 1, 4 * kGiB));
+  // Ten sink layers and no sliding ones: one group.
+  plan = PlanFromSpecs(Specs(FullAndSliding(10, 0, 32), 32768), Inputs(1, 1, 4 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->groups.size(), 1u);
