@@ -140,6 +140,10 @@ struct PyBlockTable {
     }
     ThrowIfError(table.WriteFrom(r, first_column, blocks));
   }
+  void AddRow(int64_t row, py::handle block_ids) {
+    const std::vector<BlockId> blocks = Blocks(block_ids);
+    ThrowIfError(table.AddRow(Row(row), blocks));
+  }
   void ClearRow(int64_t row) { table.ClearRow(Row(row)); }
   void MoveRow(int64_t src, int64_t dst) { table.MoveRow(Row(src), Row(dst)); }
   void SwapRow(int64_t a, int64_t b) { table.SwapRow(Row(a), Row(b)); }
@@ -193,7 +197,12 @@ void BindWorker(py::module_& m) {
       .def("write_from", &T::WriteFrom, py::arg("row"), py::arg("first_column"),
            py::arg("block_ids"),
            "Writes manager block ids from a manager column (see KVCacheManager.last_update).")
+      .def("add_row", &T::AddRow, py::arg("row"), py::arg("block_ids"),
+           "Replaces the row with these manager block ids (a new request taking the row, the "
+           "engine worker's add_row); a row they would not fit raises and is left as it was.")
       .def("clear_row", &T::ClearRow, py::arg("row"))
+      .def(
+          "clear", [](T& t) { t.table.Clear(); }, "Clears every row.")
       .def("move_row", &T::MoveRow, py::arg("src"), py::arg("dst"),
            "Copies row src to row dst (entries past src's length become 0); src is unchanged.")
       .def("swap_row", &T::SwapRow, py::arg("a"), py::arg("b"), "Exchanges two rows.")

@@ -39,7 +39,12 @@ class BlockTable {
   // column must not lie past the row's current end. The row then ends at the written suffix's
   // end, or keeps its length if that is longer.
   Status WriteFrom(int32_t row, int64_t first_column, std::span<const BlockId> manager_blocks);
+  // Replaces the row with these manager blocks (a new request taking the row: the engine
+  // worker's add_row); a row they would not fit is refused and left as it was.
+  Status AddRow(int32_t row, std::span<const BlockId> manager_blocks);
   void ClearRow(int32_t row);
+  // Clears every row.
+  void Clear();
   // Copies `src`'s entries to `dst`, which ends where `src` ends (its entries past that become 0);
   // `src` is unchanged. The persistent batch's condensing: a finished request's row is taken by
   // a later one.

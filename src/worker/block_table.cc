@@ -42,6 +42,23 @@ Status BlockTable::WriteFrom(int32_t row, int64_t first_column,
   return Status::Ok();
 }
 
+Status BlockTable::AddRow(int32_t row, std::span<const BlockId> manager_blocks) {
+  KVTOPO_CHECK(row >= 0 && row < num_rows_);
+  const int64_t end = static_cast<int64_t>(manager_blocks.size()) * k_;
+  if (end > width_) {
+    return OutOfRange(fmt::format(
+        "block-table row {} would need {} kernel entries but the group's block-table width is "
+        "{}; the plan's geometry is too narrow for this request (check --max-model-len)",
+        row, end, width_));
+  }
+  ClearRow(row);
+  return WriteFrom(row, 0, manager_blocks);
+}
+
+void BlockTable::Clear() {
+  for (int32_t row = 0; row < num_rows_; ++row) ClearRow(row);
+}
+
 void BlockTable::ClearRow(int32_t row) {
   KVTOPO_CHECK(row >= 0 && row < num_rows_);
   std::fill_n(data_.begin() + static_cast<size_t>(row) * width_, lengths_[row], 0);

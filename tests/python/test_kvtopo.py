@@ -1110,6 +1110,21 @@ class WorkerTest(unittest.TestCase):
         table.append(0, m.allocate_slots("r", 40)[0])
         self.assertEqual(list(table.compute_slot_mapping(1, [0, 2], [0, 1])), [-1, 16])
 
+    def test_block_table_add_row_and_clear(self):
+        # add_row replaces the row (the engine worker's add_row); clear empties the table.
+        geo = small_plan().groups[0].geometry
+        table = kvtopo.BlockTable(geo, num_rows=2)
+        table.add_row(0, [6, 7])
+        table.add_row(0, [5])
+        self.assertEqual((table.row_length(0), list(table.row(0))[:3]), (1, [5, 0, 0]))
+        with self.assertRaisesRegex(OverflowError, r"^block-table row 1 would need 65 "):
+            table.add_row(1, range(table.width + 1))
+        self.assertEqual(table.row_length(1), 0)
+        table.add_row(1, [9])
+        table.clear()
+        self.assertEqual((table.row_length(0), table.row_length(1)), (0, 0))
+        self.assertEqual(set(memoryview(table).cast("B").tobytes()), {0})
+
     def test_batch_slot_mapping_is_the_rows_one_after_another(self):
         plan = small_plan()  # DCP 4, interleave 2, blocks of 16
         geo = plan.groups[0].geometry

@@ -217,6 +217,33 @@ TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   table.CheckInvariants();
 }
 
+// add_row replaces a row (a new request taking it): a shorter row leaves no stale tail, a row
+// too long for the width is refused with the old row kept; clear empties every row.
+TEST(BlockTable, AddRowReplacesTheRowAndClearEmptiesTheTable) {
+  const GroupGeometry g =
+      MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
+  BlockTable table(g, 2);
+  const auto row = [&](int32_t r) {
+    return std::vector<int32_t>(table.Row(r).begin(), table.Row(r).end());
+  };
+  const std::vector<BlockId> six_seven = {BlockId{6}, BlockId{7}};
+  const std::vector<BlockId> five = {BlockId{5}};
+  ASSERT_TRUE(table.AddRow(0, six_seven).ok());
+  ASSERT_TRUE(table.AddRow(0, five).ok());
+  EXPECT_EQ(row(0), (std::vector<int32_t>{20, 21, 22, 23, 0, 0, 0, 0}));
+  EXPECT_EQ(table.row_length(0), 4);
+  const std::vector<BlockId> three = {BlockId{1}, BlockId{2}, BlockId{3}};
+  EXPECT_EQ(table.AddRow(0, three).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(row(0), (std::vector<int32_t>{20, 21, 22, 23, 0, 0, 0, 0}));  // kept
+  ASSERT_TRUE(table.AddRow(1, six_seven).ok());
+  table.Clear();
+  EXPECT_EQ(row(0), std::vector<int32_t>(8, 0));
+  EXPECT_EQ(row(1), std::vector<int32_t>(8, 0));
+  EXPECT_EQ((std::pair{table.row_length(0), table.row_length(1)}),
+            (std::pair<int64_t, int64_t>{0, 0}));
+  table.CheckInvariants();
+}
+
 TEST(BlockTable, MovedAndSwappedRowsKeepTheirLengthsAndZeroTails) {
   const GroupGeometry g =
       MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
