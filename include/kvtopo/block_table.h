@@ -59,6 +59,9 @@ class BlockTable {
   void CheckInvariants() const;
 
  private:
+  // OK when a row ending at kernel entry `end` fits the width; else the OutOfRange a write gets.
+  Status FitsWidth(int32_t row, int64_t end) const;
+
   int64_t width_;
   int64_t k_;
   int32_t num_rows_;

@@ -2495,7 +2495,10 @@ Status ReadLaguna(const ConfigReader& r, ModelDescription& m) {
                                    heads.size(), m.layers.size()));
     }
     const bool head_from_heads = r.IsNull("head_dim");
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r.Over(filled), "hidden_size"));
+    int64_t hidden = 0;  // read only where a layer's head size comes from it
+    if (head_from_heads) {
+      KVTOPO_ASSIGN_OR_RETURN(hidden, Positive(r.Over(filled), "hidden_size"));
+    }
     for (size_t i = 0; i < m.layers.size(); ++i) {
       const int64_t h = heads[i];
       if (h <= 0 || h > kMaxModelDim) {
@@ -2641,7 +2644,7 @@ Status ApplyPanguWindows(const ConfigReader& r, ModelDescription& m) {
     ++i;
     if (entry.is_null()) continue;
     const std::optional<int64_t> window = JsonIntIn(entry, 1, kMaxModelLen);
-    if (!window || entry.is_boolean()) {
+    if (!window) {
       return r.Invalid("interleaved_sliding_window",
                        fmt::format("{} is {}: kvtopo plans a window of 1 to {} tokens, or null "
                                    "for the cache-wide one",

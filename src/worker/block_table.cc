@@ -15,6 +15,15 @@ BlockTable::BlockTable(const GroupGeometry& geometry, int32_t num_rows)
   lengths_.assign(num_rows, 0);
 }
 
+Status BlockTable::FitsWidth(int32_t row, int64_t end) const {
+  if (end <= width_) return Status::Ok();
+  return OutOfRange(
+      fmt::format("block-table row {} would need {} kernel entries but the group's block-table "
+                  "width is {}; the plan's geometry is too narrow for this request (check "
+                  "--max-model-len)",
+                  row, end, width_));
+}
+
 Status BlockTable::Append(int32_t row, std::span<const BlockId> manager_blocks) {
   KVTOPO_CHECK(row >= 0 && row < num_rows_);
   return WriteFrom(row, lengths_[row] / k_, manager_blocks);
@@ -27,12 +36,7 @@ Status BlockTable::WriteFrom(int32_t row, int64_t first_column,
   KVTOPO_CHECK_MSG(first_column >= 0 && start <= lengths_[row],
                    "block-table write leaves a gap in the row");
   const int64_t end = start + static_cast<int64_t>(manager_blocks.size()) * k_;
-  if (end > width_) {
-    return OutOfRange(fmt::format(
-        "block-table row {} would need {} kernel entries but the group's block-table width is "
-        "{}; the plan's geometry is too narrow for this request (check --max-model-len)",
-        row, end, width_));
-  }
+  KVTOPO_RETURN_IF_ERROR(FitsWidth(row, end));
   int32_t* out = data_.data() + static_cast<size_t>(row) * width_ + start;
   for (BlockId b : manager_blocks) {
     const int32_t base = b.value() * static_cast<int32_t>(k_);
@@ -44,13 +48,7 @@ Status BlockTable::WriteFrom(int32_t row, int64_t first_column,
 
 Status BlockTable::AddRow(int32_t row, std::span<const BlockId> manager_blocks) {
   KVTOPO_CHECK(row >= 0 && row < num_rows_);
-  const int64_t end = static_cast<int64_t>(manager_blocks.size()) * k_;
-  if (end > width_) {
-    return OutOfRange(fmt::format(
-        "block-table row {} would need {} kernel entries but the group's block-table width is "
-        "{}; the plan's geometry is too narrow for this request (check --max-model-len)",
-        row, end, width_));
-  }
+  KVTOPO_RETURN_IF_ERROR(FitsWidth(row, static_cast<int64_t>(manager_blocks.size()) * k_));
   ClearRow(row);
   return WriteFrom(row, 0, manager_blocks);
 }
