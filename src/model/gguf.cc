@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace kvtopo::internal {
 namespace {
@@ -63,6 +64,53 @@ constexpr uint64_t kMaxKeyBytes = 65535;  // the format's bound on a key
 constexpr uint64_t kMaxKeptValues = uint64_t{1} << 20;
 constexpr uint64_t kMaxKeptBytes = uint64_t{64} << 20;
 
+// Whether `s` is UTF-8 as Python's strict decoder takes it: no overlong forms, no surrogates
+// (U+D800 to U+DFFF), nothing past U+10FFFF.
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the lead
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= static_cast<size_t>(extra)) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += static_cast<size_t>(extra) + 1;
+  }
+  return true;
+}
+
+// Where `s` stops holding whole sequences: its size, or the start of a multi-byte sequence its
+// last bytes begin and do not finish (a lead byte's count of bytes past the end).
+size_t Utf8CompleteEnd(std::string_view s) {
+  for (size_t k = 1; k <= 3 && k <= s.size(); ++k) {
+    const auto c = static_cast<unsigned char>(s[s.size() - k]);
+    if (c < 0x80) break;
+    if (c < 0xC0) continue;  // a continuation byte: look further back
+    const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    return len > k ? s.size() - k : s.size();
+  }
+  return s.size();
+}
+
 // Reads the file front to back, every read checked against the file's size.
 class GgufReader {
  public:
@@ -95,6 +143,30 @@ class GgufReader {
     offset_ += n;
     return Status::Ok();
   }
+  // Reads a string of `n` bytes that is not kept, in chunks, and notes whether it is UTF-8 text
+  // (Transformers' GGUF reader decodes every string value it parses, long ones too).
+  Status SkipText(uint64_t n) {
+    if (n > remaining()) {
+      return Error(fmt::format("needs {} more bytes and the file has {} left", n, remaining()));
+    }
+    constexpr uint64_t kChunk = uint64_t{64} << 10;
+    std::string carry;  // a sequence the previous chunk cut short: at most 3 bytes
+    std::string buf;
+    while (n > 0) {
+      const uint64_t take = std::min(n, kChunk);
+      buf.assign(carry);
+      buf.resize(carry.size() + static_cast<size_t>(take));
+      KVTOPO_RETURN_IF_ERROR(Bytes(buf.data() + carry.size(), take));
+      n -= take;
+      const size_t cut = n > 0 ? Utf8CompleteEnd(buf) : buf.size();
+      if (!IsUtf8(std::string_view(buf).substr(0, cut))) NoteSkippedTextNotUtf8();
+      carry.assign(buf, cut, std::string::npos);
+    }
+    return Status::Ok();
+  }
+  // Notes text that is not UTF-8 in a value not kept; Take... reports it once, and forgets it.
+  void NoteSkippedTextNotUtf8() { skipped_text_not_utf8_ = true; }
+  bool TakeSkippedTextNotUtf8() { return std::exchange(skipped_text_not_utf8_, false); }
   template <typename T>
   Result<T> Scalar() {
     T v{};
@@ -132,43 +204,10 @@ class GgufReader {
   std::string file_;
   uint64_t kept_values_ = 0;
   uint64_t kept_bytes_ = 0;
+  bool skipped_text_not_utf8_ = false;
 };
 
 Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth);
-
-// Whether `s` is UTF-8 as Python's strict decoder takes it: no overlong forms, no surrogates
-// (U+D800 to U+DFFF), nothing past U+10FFFF.
-bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int extra = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the range of the byte after the lead
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      extra = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      extra = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      extra = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= static_cast<size_t>(extra)) return false;
-    for (int k = 1; k <= extra; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
-    }
-    i += static_cast<size_t>(extra) + 1;
-  }
-  return true;
-}
 
 // Whether every string `v` holds (itself, or an array's at any depth) is UTF-8.
 bool HoldsOnlyUtf8(const nlohmann::json& v) {
@@ -231,7 +270,7 @@ Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth) {
           fmt::format("a string of {} bytes runs past the end ({} left)", n, r.remaining()));
     }
     if (n > kMaxGgufStringKept) {
-      KVTOPO_RETURN_IF_ERROR(r.Skip(n));
+      KVTOPO_RETURN_IF_ERROR(r.SkipText(n));
       return nlohmann::json{{"gguf_skipped", n}};
     }
     KVTOPO_RETURN_IF_ERROR(r.Keep(n));
@@ -263,9 +302,10 @@ Result<nlohmann::json> ReadValue(GgufReader& r, uint32_t type, int depth) {
       for (uint64_t i = 0; i < n; ++i) {
         if (element == kString) {
           KVTOPO_ASSIGN_OR_RETURN(const uint64_t bytes, r.Count());
-          KVTOPO_RETURN_IF_ERROR(r.Skip(bytes));
+          KVTOPO_RETURN_IF_ERROR(r.SkipText(bytes));
         } else {
-          KVTOPO_RETURN_IF_ERROR(ReadValue(r, kArray, depth + 1).status());
+          KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json inner, ReadValue(r, kArray, depth + 1));
+          if (!HoldsOnlyUtf8(inner)) r.NoteSkippedTextNotUtf8();
         }
       }
     }
@@ -332,7 +372,7 @@ Result<nlohmann::json> ReadGgufMetadata(std::istream& in, uint64_t size, const s
     starts.emplace(key, start);
     KVTOPO_ASSIGN_OR_RETURN(const uint32_t type, r.Scalar<uint32_t>());
     KVTOPO_ASSIGN_OR_RETURN(nlohmann::json value, ReadValue(r, type, 0));
-    if (!HoldsOnlyUtf8(value)) {
+    if (r.TakeSkippedTextNotUtf8() || !HoldsOnlyUtf8(value)) {
       return r.ErrorAt(start, fmt::format("'{}' holds a string that is not UTF-8 text: "
                                           "Transformers' GGUF reader decodes every string value "
                                           "as UTF-8 and raises (UnicodeDecodeError)",

@@ -17,6 +17,7 @@ namespace kvtopo::internal {
 
 // Arrays of more elements than this (a tokenizer's vocabulary) and strings longer than
 // kMaxGgufStringKept bytes are not kept: the key then holds {"gguf_skipped": <elements or bytes>}.
+// Their text is still read and refused when it is not UTF-8, as the engine's reader decodes it.
 inline constexpr uint64_t kMaxGgufArrayKept = 4096;
 inline constexpr uint64_t kMaxGgufStringKept = uint64_t{1} << 20;
 

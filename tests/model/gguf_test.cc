@@ -517,6 +517,37 @@ TEST(Gguf, MalformedValues) {
             "GGUF file 'F': 'names' holds a string that is not UTF-8 text: Transformers' GGUF "
             "reader decodes every string value as UTF-8 and raises (UnicodeDecodeError) (at "
             "byte 24)");
+  // Long strings and long arrays are not kept, but their text is checked all the same: read in
+  // 64 KiB chunks, a sequence cut by a chunk's end is whole in the next.
+  const std::string bad_text =
+      "GGUF file 'F': 'long' holds a string that is not UTF-8 text: Transformers' GGUF reader "
+      "decodes every string value as UTF-8 and raises (UnicodeDecodeError) (at byte 24)";
+  const size_t chunk = size_t{64} << 10;
+  std::string text(internal::kMaxGgufStringKept + 7, 'a');
+  for (size_t at : {chunk - 1, 2 * chunk - 2, 3 * chunk - 3}) {
+    text.replace(at, 4, "\xf0\x9f\x99\x82");
+  }
+  EXPECT_EQ(error(RawPairs().Text("long", text)), "(read)");
+  for (size_t at : {size_t{0}, chunk - 1, text.size() - 1}) {
+    std::string bad = text;
+    bad[at] = '\xff';
+    EXPECT_EQ(error(RawPairs().Text("long", bad)), bad_text) << at;
+  }
+  std::string cut = text;
+  cut.back() = '\xe2';  // a sequence the string's end cuts short
+  EXPECT_EQ(error(RawPairs().Text("long", cut)), bad_text);
+  RawPairs vocabulary;
+  vocabulary.Array("long", 8, internal::kMaxGgufArrayKept + 1);
+  for (uint64_t i = 0; i <= internal::kMaxGgufArrayKept; ++i) {
+    vocabulary.ElementText(i == 4000 ? "\xc3(" : "tok");
+  }
+  EXPECT_EQ(error(vocabulary), bad_text);
+  RawPairs nested;
+  nested.Array("long", 9, internal::kMaxGgufArrayKept + 1);
+  for (uint64_t i = 0; i <= internal::kMaxGgufArrayKept; ++i) {
+    nested.ArrayHeader(8, 1).ElementText(i == 7 ? "\xed\xa0\x80" : "x");
+  }
+  EXPECT_EQ(error(nested), bad_text);
   // The alignment the tensors are laid out by: uint32, a power of two.
   EXPECT_EQ(error(RawPairs().Scalar("general.alignment", 4, uint32_t{64})), "(read)");
   EXPECT_EQ(error(RawPairs().Scalar("general.alignment", 4, uint32_t{48})),
