@@ -2729,33 +2729,62 @@ Result<KeptLayers> ResolveKeptLayers(const ModelDescription& model, const CacheO
   return kept;
 }
 
+// An MTP launch whose speculative config leaves num_speculative_tokens out. It is unset here only
+// when 'model' was given, as the engine requires; the engine's method detection
+// (SpeculativeConfig.__post_init__ at 28be48fa9) then compares the unset count with 1 as it
+// takes the draft for MTP, before it would fill the count in from the draft config's n_predict,
+// and raises TypeError (vllm-project/vllm#55323). `choose` says which counts run.
+Status UnsetMtpTokenCount(std::string_view choose) {
+  return InvalidArgument(fmt::format(
+      "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
+      "'model', the engine's method detection compares it with 1 before it takes the count "
+      "from the draft config's n_predict, and raises TypeError ('>' not supported between "
+      "instances of 'NoneType' and 'int'); set it: {}",
+      choose));
+}
+
+// The engine's warning for an MTP count above 1 (SpeculativeConfig.__post_init__: "Enabling
+// num_speculative_tokens > 1 will run multiple times of forward on same MTP layer, which may
+// result in lower acceptance rate"), with `runs`: what runs a step, when kvtopo can tell.
+void WarnMtpTokenCount(int64_t count, std::string_view runs, Builder& b) {
+  if (count <= 1) return;
+  b.Add(Severity::kWarning, "mtp-token-count",
+        fmt::format("num_speculative_tokens {}: the engine warns that it runs the same MTP layer "
+                    "several times a step, which may lower the acceptance rate{}{}",
+                    count, runs.empty() ? "" : "; ", runs));
+}
+
 // vLLM's n_predict rules for an MTP draft (SpeculativeConfig.__post_init__, with n_predict from
-// hf_config_override): without a count, the draft config's n_predict is the count (the count is
-// missing here only when 'model' was given, as the engine requires); a count above n_predict
-// must be a multiple of it, the modules running in turn.
+// hf_config_override): a count above n_predict must be a multiple of it, the modules taking the
+// steps in turn.
 Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::string& file,
                             SpeculativeConfig& spec, Builder& b) {
   const int64_t n = model.mtp_n_predict.value_or(0);
+  const std::string label = internal::ConfigFileLabel(file);
+  const std::string modules =
+      n == 1 ? fmt::format("the one MTP module {} states ({})", label, model.mtp_key)
+             : fmt::format("the {} MTP modules {} states ({})", n, label, model.mtp_key);
   if (spec.num_speculative_tokens == 0) {
-    if (n <= 0) {
-      return InvalidArgument(fmt::format(
-          "--speculative-config: 'num_speculative_tokens' is required: {} states no MTP module "
-          "count ({}) for the engine to default it to",
-          internal::ConfigFileLabel(file), model.mtp_key));
-    }
-    spec.num_speculative_tokens = n;
-    b.Add(Severity::kInfo, "num-speculative-tokens-default",
-          fmt::format("num_speculative_tokens defaults to {}, the MTP modules config.json states "
-                      "({}), as the engine's does",
-                      n, model.mtp_key));
-    return Status::Ok();
+    return UnsetMtpTokenCount(
+        n == 1  ? fmt::format("{} runs every step, so any count", modules)
+        : n > 1 ? fmt::format("{} take the steps in turn, so at most {} or a multiple of {}",
+                              modules, n, n)
+                : "the count of draft tokens a step");
   }
-  if (n > 0 && spec.num_speculative_tokens > n && spec.num_speculative_tokens % n != 0) {
+  const int64_t count = spec.num_speculative_tokens;
+  if (n > 0 && count > n && count % n != 0) {
     return InvalidArgument(fmt::format(
-        "--speculative-config: num_speculative_tokens {} must be divisible by the {} MTP modules "
-        "{} states ({}): the engine runs them in turn; choose a multiple of {} or at most {}",
-        spec.num_speculative_tokens, n, internal::ConfigFileLabel(file), model.mtp_key, n, n));
+        "--speculative-config: num_speculative_tokens {} must be divisible by {}: the engine "
+        "runs them in turn; choose a multiple of {} or at most {}",
+        count, modules, n, n));
   }
+  std::string runs;
+  if (n >= count) {
+    runs = fmt::format("of {}, the first {} run once a step", modules, count);
+  } else if (n > 0) {
+    runs = fmt::format("{} run{} {} times a step", modules, n == 1 ? "s" : "", count / n);
+  }
+  WarnMtpTokenCount(count, runs, b);
   return Status::Ok();
 }
 
@@ -2797,12 +2826,15 @@ Status ResolveMtpAssistant(const internal::ModelDescription& model, const std::s
     return draft.status();
   }
   if (spec.num_speculative_tokens == 0) {
-    spec.num_speculative_tokens = 1;
-    b.Add(Severity::kInfo, "num-speculative-tokens-default",
-          fmt::format("num_speculative_tokens defaults to 1, the n_predict the engine sets for "
-                      "a {} draft",
-                      model.mtp_assistant));
+    return UnsetMtpTokenCount(
+        fmt::format("the engine sets a {} draft's n_predict to 1, so any count runs its layers "
+                    "once a draft token",
+                    model.mtp_assistant));
   }
+  WarnMtpTokenCount(spec.num_speculative_tokens,
+                    fmt::format("the {} draft's layers run {} times a step", model.mtp_assistant,
+                                spec.num_speculative_tokens),
+                    b);
   return Status::Ok();
 }
 
@@ -4107,9 +4139,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   if (spec && S == 0 && !spec->model.empty()) {
     // Left unset for a draft model that did not turn out to run as MTP.
     return InvalidArgument(fmt::format(
-        "--speculative-config: 'num_speculative_tokens' is not set, and the engine fills it in "
-        "only for MTP with a 'model', from the MTP modules its config states: draft '{}' runs "
-        "as method '{}' (the engine refuses the launch: 'A speculative model was provided, but "
+        "--speculative-config: 'num_speculative_tokens' is not set: draft '{}' runs as method "
+        "'{}' (the engine refuses the launch: 'A speculative model was provided, but "
         "num_speculative_tokens was not provided')",
         spec->model, spec->method));
   }

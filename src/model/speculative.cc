@@ -463,18 +463,16 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
     spec.num_speculative_tokens = suffix_depth;
   } else if (!tokens_given && (spec.method == "mtp" || spec.method == "draft_model") &&
              !spec.model.empty()) {
-    // The engine loads 'model' as the draft config, whose n_predict (the MTP modules the config
-    // states) becomes the count; the model's reader knows it (0 here: not yet known). A draft
-    // model may run as MTP (internal::DetectDraftMethod); the model build refuses it otherwise.
+    // Left unset (0) for the model build, which names what the engine does with it: its method
+    // detection raises for a draft that runs as MTP, and a draft model without a count is
+    // refused.
     spec.num_speculative_tokens = 0;
   } else if (!num_tokens) {
-    return Bad("num_speculative_tokens",
-               fmt::format("must be an integer in [1, {}], got {}{}", kMaxSpeculativeTokens,
-                           tokens_given ? j["num_speculative_tokens"].dump() : "nothing",
-                           tokens_given ? ""
-                                        : "; the engine fills it in only for MTP with a 'model', "
-                                          "from the MTP modules its config states, and for "
-                                          "suffix decoding"));
+    return Bad(
+        "num_speculative_tokens",
+        fmt::format("must be an integer in [1, {}], got {}{}", kMaxSpeculativeTokens,
+                    tokens_given ? j["num_speculative_tokens"].dump() : "nothing",
+                    tokens_given ? "" : "; the engine fills it in only for suffix decoding"));
   } else {
     spec.num_speculative_tokens = *num_tokens;
   }

@@ -775,17 +775,26 @@ TEST(DenseModels, DraftModelMethodDetection) {
                 "; kvtopo plans MTP layers of the target's own checkpoint only, and this one is "
                 "not 'deepseek-v3.2'");
 
-  // Neither a method nor a count: the engine's draft model runs as MTP, counted by its config.
-  auto counted = launch(qwen, 4, R"({"model": "qwen3-next-80b"})");
+  // Neither a method nor a count: the engine's draft model runs as MTP, whose detection
+  // compares the unset count with 1 and raises; with a count it plans.
+  auto uncounted = launch(qwen, 4, R"({"model": "qwen3-next-80b"})");
+  EXPECT_EQ(uncounted.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(uncounted.status().message(),
+            "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
+            "'model', the engine's method detection compares it with 1 before it takes the count "
+            "from the draft config's n_predict, and raises TypeError ('>' not supported between "
+            "instances of 'NoneType' and 'int'); set it: the one MTP module config.json "
+            "'profiles/qwen3-next-80b.json' states (num_nextn_predict_layers) runs every step, so "
+            "any count");
+  auto counted = launch(qwen, 4, R"({"model": "qwen3-next-80b", "num_speculative_tokens": 1})");
   ASSERT_TRUE(counted.ok()) << counted.status().ToString();
   EXPECT_EQ(counted->model.speculative_method, "mtp");
   EXPECT_EQ(counted->model.num_speculative_tokens, 1);
   EXPECT_EQ(counted->capacity.max_tokens, 2565720);
   EXPECT_EQ(launch(qwen, 4, R"({"model": "gpt-oss-120b"})").status().message(),
-            "--speculative-config: 'num_speculative_tokens' is not set, and the engine fills it "
-            "in only for MTP with a 'model', from the MTP modules its config states: draft "
-            "'gpt-oss-120b' runs as method 'draft_model' (the engine refuses the launch: 'A "
-            "speculative model was provided, but num_speculative_tokens was not provided')");
+            "--speculative-config: 'num_speculative_tokens' is not set: draft 'gpt-oss-120b' "
+            "runs as method 'draft_model' (the engine refuses the launch: 'A speculative model "
+            "was provided, but num_speculative_tokens was not provided')");
 
   // Method mtp naming a checkpoint: the target's own plans, another's is refused.
   auto own = launch(qwen, 4,
@@ -2007,8 +2016,10 @@ TEST(DenseModels, Gemma2AndTheModelDtype) {
 }
 
 // An MTP draft's n_predict is the MTP modules the config states (num_nextn_predict_layers): a
-// launch that names the draft 'model' without a count gets that count, as the engine's
-// SpeculativeConfig gives it; a count above it must be a multiple of it.
+// count above it must be a multiple of it, the modules taking the steps in turn. A launch that
+// names the draft 'model' without a count is refused: the engine's method detection compares the
+// unset count with 1 before it would take n_predict (TypeError). A count above 1 gets the
+// engine's warning, with what runs a step.
 TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
   nlohmann::json glm = nlohmann::json::parse(R"({
     "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "head_dim": 128,
@@ -2022,19 +2033,36 @@ TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
     c.speculative = ParseSpeculativeConfig(spec).value();
     return PlanWith(glm, c);
   };
+  const std::string unset =
+      "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
+      "'model', the engine's method detection compares it with 1 before it takes the count from "
+      "the draft config's n_predict, and raises TypeError ('>' not supported between instances "
+      "of 'NoneType' and 'int'); set it: ";
   auto plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message(),
+            unset +
+                "the 2 MTP modules config.json 'config.json' states (num_nextn_predict_layers) "
+                "take the steps in turn, so at most 2 or a multiple of 2");
+  const std::string warns =
+      "the engine warns that it runs the same MTP layer several times a step, which may lower "
+      "the acceptance rate";
+  plan = with(R"({"method": "mtp", "num_speculative_tokens": 1})");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->model.num_speculative_tokens, 2);
-  ASSERT_FALSE(plan->diagnostics.empty());
-  EXPECT_EQ(plan->diagnostics[0].code, "num-speculative-tokens-default");
-  EXPECT_EQ(plan->diagnostics[0].message,
-            "num_speculative_tokens defaults to 2, the MTP modules config.json states "
-            "(num_nextn_predict_layers), as the engine's does");
-  for (const char* ok : {R"({"method": "mtp", "num_speculative_tokens": 1})",
-                         R"({"method": "mtp", "num_speculative_tokens": 4})"}) {
-    plan = with(ok);
-    ASSERT_TRUE(plan.ok()) << ok << ": " << plan.status().ToString();
-  }
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-token-count"), "");
+  plan = with(R"({"method": "mtp", "num_speculative_tokens": 2})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-token-count"),
+            "num_speculative_tokens 2: " + warns +
+                "; of the 2 MTP modules config.json 'config.json' states "
+                "(num_nextn_predict_layers), the first 2 run once a step");
+  plan = with(R"({"method": "mtp", "num_speculative_tokens": 4})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-token-count"),
+            "num_speculative_tokens 4: " + warns +
+                "; the 2 MTP modules config.json 'config.json' states (num_nextn_predict_layers) "
+                "run 2 times a step");
+  EXPECT_EQ(plan->model.num_speculative_tokens, 4);
   plan = with(R"({"method": "glm4_moe_mtp", "num_speculative_tokens": 3})");
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(plan.status().message(),
@@ -2044,9 +2072,20 @@ TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
   // Without a 'model', the engine has no draft config to take a count from.
   EXPECT_EQ(ParseSpeculativeConfig(R"({"method": "mtp"})").status().message(),
             "--speculative-config: 'num_speculative_tokens' must be an integer in [1, 1024], got "
-            "nothing; the engine fills it in only for MTP with a 'model', from the MTP modules "
-            "its config states, and for suffix decoding");
-  // A config that does not state the count leaves nothing to default to.
+            "nothing; the engine fills it in only for suffix decoding");
+  // One module runs every step; a config that states no count says nothing of what runs.
+  glm["num_nextn_predict_layers"] = 1;
+  plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
+  EXPECT_EQ(plan.status().message(),
+            unset +
+                "the one MTP module config.json 'config.json' states "
+                "(num_nextn_predict_layers) runs every step, so any count");
+  plan = with(R"({"method": "mtp", "num_speculative_tokens": 3})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-token-count"),
+            "num_speculative_tokens 3: " + warns +
+                "; the one MTP module config.json 'config.json' states "
+                "(num_nextn_predict_layers) runs 3 times a step");
   glm.erase("num_nextn_predict_layers");
   plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
@@ -3376,7 +3415,9 @@ TEST(DenseModels, MimoIsQwen2WithMtpLayers) {
   EXPECT_EQ(plan->groups[0].layers.size(), 36u);
   EXPECT_EQ(plan->pool.num_blocks, 9102);  // 20 GiB / (36 x 64 KiB)
   c.speculative =
-      ParseSpeculativeConfig(R"({"method": "mtp", "model": "XiaomiMiMo/MiMo-7B-RL"})").value();
+      ParseSpeculativeConfig(
+          R"({"method": "mtp", "model": "XiaomiMiMo/MiMo-7B-RL", "num_speculative_tokens": 1})")
+          .value();
   plan = PlanWith(mimo, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
@@ -3413,7 +3454,17 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
     c.speculative = ParseSpeculativeConfig(spec).value();
     return PlanWith(gemma, c);
   };
+  // Without a count, the engine's method detection raises before it would take n_predict.
   auto plan = with(R"({"method": "gemma4_mtp", "model": ")" + assistant.string() + R"("})");
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
+            "'model', the engine's method detection compares it with 1 before it takes the count "
+            "from the draft config's n_predict, and raises TypeError ('>' not supported between "
+            "instances of 'NoneType' and 'int'); set it: the engine sets a gemma4_assistant "
+            "draft's n_predict to 1, so any count runs its layers once a draft token");
+  plan = with(R"({"method": "gemma4_mtp", "num_speculative_tokens": 1, "model": ")" +
+              assistant.string() + R"("})");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->model.num_speculative_tokens, 1);
@@ -3421,10 +3472,14 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
   ASSERT_EQ(plan->groups.size(), 6u);
   for (const PlannedGroup& g : plan->groups) EXPECT_EQ(g.role, Role::kTarget);
   EXPECT_EQ(plan->pool.num_blocks, 8192);  // as without a draft
-  ASSERT_EQ(plan->diagnostics.size(), 1u);
-  EXPECT_EQ(plan->diagnostics[0].message,
-            "num_speculative_tokens defaults to 1, the n_predict the engine sets for a "
-            "gemma4_assistant draft");
+  EXPECT_TRUE(plan->diagnostics.empty());
+  plan = with(R"({"method": "gemma4_mtp", "num_speculative_tokens": 2, "model": ")" +
+              assistant.string() + R"("})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-token-count"),
+            "num_speculative_tokens 2: the engine warns that it runs the same MTP layer several "
+            "times a step, which may lower the acceptance rate; the gemma4_assistant draft's "
+            "layers run 2 times a step");
 
   // As a draft model, the assistant runs as the target's MTP assistant (method detection).
   plan = with(R"({"method": "draft_model", "num_speculative_tokens": 1, "model": ")" +
@@ -3445,9 +3500,8 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
                   "num_speculative_tokens": 3})");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->model.num_lookahead_tokens, 3);
-  ASSERT_EQ(plan->diagnostics.size(), 1u);
-  EXPECT_EQ(plan->diagnostics[0].code, "mtp-assistant-unread");
-  EXPECT_EQ(plan->diagnostics[0].message,
+  ASSERT_EQ(plan->diagnostics.size(), 2u);  // and the engine's mtp-token-count warning
+  EXPECT_EQ(DiagnosticMessage(*plan, "mtp-assistant-unread"),
             "--speculative-config 'model' 'google/gemma-4-31B-it-assistant' is not a config "
             "kvtopo can read; it is taken as Gemma4ForConditionalGeneration's MTP assistant "
             "(model type gemma4_assistant), whose layers read the target's KV cache and keep "
@@ -3683,7 +3737,8 @@ TEST(DenseModels, Glm47FlashIsMlaWithMtp) {
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 576 * 2);
   EXPECT_EQ(plan->pool.num_blocks, 24789);  // 20 GiB / (47 x 18 KiB)
   c.speculative =
-      ParseSpeculativeConfig(R"({"method": "glm4_moe_lite_mtp", "model": "zai-org/GLM-4.7-Flash"})")
+      ParseSpeculativeConfig(R"({"method": "glm4_moe_lite_mtp", "model": "zai-org/GLM-4.7-Flash",
+                                  "num_speculative_tokens": 1})")
           .value();
   plan = PlanWith(glm, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -3750,7 +3805,8 @@ TEST(DenseModels, ExaoneMoeMtpLayerSlidesAndKeepsTheModelDtype) {
 
   c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
   c.speculative = ParseSpeculativeConfig(
-                      R"({"method": "exaone_moe_mtp", "model": "LGAI-EXAONE/K-EXAONE-236B-A23B"})")
+                      R"({"method": "exaone_moe_mtp", "model": "LGAI-EXAONE/K-EXAONE-236B-A23B",
+                        "num_speculative_tokens": 1})")
                       .value();
   plan = PlanWith(exaone, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
