@@ -2788,6 +2788,54 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
   return Status::Ok();
 }
 
+// Architectures kvtopo plans that the fork at 28be48fa9 does not register (Kimi-K3 and
+// GLM-5.3-Flash, planned from the project's specifications): the engine that serves them
+// detects their MTP drafts by rules kvtopo cannot read at 28be48fa9. Sorted.
+constexpr std::string_view kUnregisteredAtFork[] = {"Glm5NextForConditionalGeneration",
+                                                    "KimiK3ForConditionalGeneration"};
+static_assert(std::is_sorted(std::begin(kUnregisteredAtFork), std::end(kUnregisteredAtFork)));
+// Model types whose entry the fork's hf_config_override lost at 28be48fa9 and vLLM's keeps:
+// deepseek_v4 becomes deepseek_mtp with DeepSeekV4MTPModel in vLLM's (vllm-project/vllm#40860),
+// an entry the fork's cherry-pick 9230570c8 removed. Sorted.
+constexpr std::string_view kMtpTypesLostAtFork[] = {"deepseek_v4"};
+
+// The engine's method detection (SpeculativeConfig.__post_init__ at 28be48fa9) takes the draft of
+// method 'mtp' (the target's own checkpoint) for MTP only when its config's model type, after
+// SpeculativeConfig.hf_config_override, is one of the engine's MTP types
+// (internal::MtpTypeAfterOverride); for another type it raises NotImplementedError
+// ("Unsupported speculative method: 'mtp'") before it builds a layer. The MTP layers are planned
+// all the same, under this error (a warning for a type vLLM's override keeps and the fork's lost);
+// without a count the refusal comes first (the count's own TypeError needs an MTP type) and ends
+// the plan.
+Status CheckMtpModelType(const internal::ModelDescription& model,
+                         const internal::LoadedConfig& target, const SpeculativeConfig& spec,
+                         Builder& b) {
+  if (std::binary_search(std::begin(kUnregisteredAtFork), std::end(kUnregisteredAtFork),
+                         model.architecture) ||
+      !internal::MtpTypeAfterOverride(target.json).empty()) {
+    return Status::Ok();
+  }
+  std::string type;
+  if (const auto t = target.json.find("model_type"); t != target.json.end() && t->is_string()) {
+    type = t->get<std::string>();
+  }
+  const bool lost =
+      std::binary_search(std::begin(kMtpTypesLostAtFork), std::end(kMtpTypesLostAtFork), type);
+  const std::string message = fmt::format(
+      "--speculative-config method 'mtp': {} has model type {}, which the engine's "
+      "SpeculativeConfig.hf_config_override does not turn into one of its MTP types, so its "
+      "method detection raises NotImplementedError ('Unsupported speculative method: 'mtp'') "
+      "before it builds the MTP layers planned here{}",
+      internal::ConfigFileLabel(target.file), type.empty() ? "none" : type,
+      lost ? fmt::format("; the fork at 28be48fa9 lost the {} entry of vLLM's override "
+                         "(vllm-project/vllm#40860), and an engine that keeps it builds them",
+                         type)
+           : "");
+  if (spec.num_speculative_tokens == 0) return Rejected(message);
+  b.Add(lost ? Severity::kWarning : Severity::kError, "speculative-mtp-model-type", message);
+  return Status::Ok();
+}
+
 // MTP through a separate assistant checkpoint (Gemma 4; the engine's
 // SpeculativeConfig.hf_config_override and Gemma4Proposer): the draft config is the 'model' of
 // model type `model.mtp_assistant`, whose n_predict the engine sets to 1 (so any count runs it in
@@ -3716,6 +3764,7 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
           "--speculative-config method 'mtp': {} states no MTP layers (num_nextn_predict_layers)",
           what));
     }
+    KVTOPO_RETURN_IF_ERROR(CheckMtpModelType(model, target, *spec, b));
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
     b.out.draft_name = target.name + " (mtp)";
     b.out.draft_attention_backend = "DEEPSEEK_SPARSE_SWA";
@@ -4133,6 +4182,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_RETURN_IF_ERROR(ResolveMtpAssistant(model, target.file, *spec, b));
     b.out.draft_name = spec->model + " (" + model.mtp_assistant + ", reads the target's KV cache)";
   } else if (spec && spec->method == "mtp") {
+    KVTOPO_RETURN_IF_ERROR(CheckMtpModelType(model, target, *spec, b));
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
   const int64_t S = spec ? spec->num_speculative_tokens : 0;

@@ -2091,6 +2091,53 @@ TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
 }
 
+// Method 'mtp' drafts with the target's own checkpoint only when its model type, after the
+// engine's hf_config_override, is one of the engine's MTP types; otherwise the engine's method
+// detection raises NotImplementedError. The layers are planned under the error; without a count
+// the refusal ends the plan. A type vLLM's override keeps and the fork's lost (deepseek_v4) gets
+// a warning; the architectures kvtopo plans that the fork does not register are not checked.
+TEST(DenseModels, MtpDraftsNeedOneOfTheEnginesMtpTypes) {
+  nlohmann::json kimi = CorpusConfig("kimi-linear-48b");
+  kimi["num_nextn_predict_layers"] = 1;
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 4096;
+  c.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+  const std::string refusal =
+      "--speculative-config method 'mtp': config.json 'config.json' has model type kimi_linear, "
+      "which the engine's SpeculativeConfig.hf_config_override does not turn into one of its MTP "
+      "types, so its method detection raises NotImplementedError ('Unsupported speculative "
+      "method: 'mtp'') before it builds the MTP layers planned here";
+  auto plan = PlanWith(kimi, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "\n  error [speculative-mtp-model-type] " + refusal);
+  EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+  c.speculative =
+      ParseSpeculativeConfig(R"({"method": "mtp", "model": "moonshotai/Kimi-Linear-48B-A3B"})")
+          .value();
+  plan = PlanWith(kimi, c);
+  EXPECT_EQ(plan.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(plan.status().message(), refusal);
+
+  c.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-mtp-model-type"),
+            "--speculative-config method 'mtp': config.json 'config.json' has model type "
+            "deepseek_v4, which the engine's SpeculativeConfig.hf_config_override does not turn "
+            "into one of its MTP types, so its method detection raises NotImplementedError "
+            "('Unsupported speculative method: 'mtp'') before it builds the MTP layers planned "
+            "here; the fork at 28be48fa9 lost the deepseek_v4 entry of vLLM's override "
+            "(vllm-project/vllm#40860), and an engine that keeps it builds them");
+
+  plan = PlanWith(CorpusConfig("glm-5.3-flash"), c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-mtp-model-type"), "");
+  EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+}
+
 // GLM-4.5 (Glm4MoeForCausalLM) is a dense K/V model to the cache: 92 layers of 8 KV heads of 128,
 // one per rank at TP8 (8 KiB pages, 92 a block: 40 GiB is 56,987 blocks), and its MTP layer
 // joins the group under an MTP method. Qwen2-MoE takes Qwen2's head size (2048 / 16).
