@@ -2745,7 +2745,7 @@ Status UnsetMtpTokenCount(std::string_view choose) {
 
 // The engine's warning for an MTP count above 1 (SpeculativeConfig.__post_init__: "Enabling
 // num_speculative_tokens > 1 will run multiple times of forward on same MTP layer, which may
-// result in lower acceptance rate"), with `runs`: what runs a step, when kvtopo can tell.
+// result in lower acceptance rate"), with `runs`: what runs a step.
 void WarnMtpTokenCount(int64_t count, std::string_view runs, Builder& b) {
   if (count <= 1) return;
   b.Add(Severity::kWarning, "mtp-token-count",
@@ -2755,8 +2755,7 @@ void WarnMtpTokenCount(int64_t count, std::string_view runs, Builder& b) {
 }
 
 // vLLM's n_predict rules for an MTP draft (SpeculativeConfig.__post_init__, with n_predict from
-// hf_config_override): a count above n_predict must be a multiple of it, the modules taking the
-// steps in turn.
+// hf_config_override): a count above n_predict must be a multiple of it.
 Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::string& file,
                             SpeculativeConfig& spec, Builder& b) {
   const int64_t n = model.mtp_n_predict.value_or(0);
@@ -2766,23 +2765,28 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
              : fmt::format("the {} MTP modules {} states ({})", n, label, model.mtp_key);
   if (spec.num_speculative_tokens == 0) {
     return UnsetMtpTokenCount(
-        n == 1  ? fmt::format("{} runs every step, so any count", modules)
-        : n > 1 ? fmt::format("{} take the steps in turn, so at most {} or a multiple of {}",
-                              modules, n, n)
-                : "the count of draft tokens a step");
+        n == 1 ? fmt::format("{} runs every step, so any count", modules)
+        : n > 1
+            ? fmt::format("with {}, the engine takes at most {} or a multiple of {}", modules, n, n)
+            : "the count of draft tokens a step");
   }
   const int64_t count = spec.num_speculative_tokens;
   if (n > 0 && count > n && count % n != 0) {
     return InvalidArgument(fmt::format(
         "--speculative-config: num_speculative_tokens {} must be divisible by {}: the engine "
-        "runs them in turn; choose a multiple of {} or at most {}",
-        count, modules, n, n));
+        "refuses it ('num_speculative_tokens:{} must be divisible by n_predict={}'); choose a "
+        "multiple of {} or at most {}",
+        count, modules, count, n, n, n));
   }
-  std::string runs;
-  if (n >= count) {
-    runs = fmt::format("of {}, the first {} run once a step", modules, count);
-  } else if (n > 0) {
-    runs = fmt::format("{} run{} {} times a step", modules, n == 1 ? "s" : "", count / n);
+  // The engine's drafter (llm_base_proposer.py) calls the MTP model without a step index, so
+  // every draft step runs the first MTP module (spec_step_idx 0); the others are built and
+  // cached but never run.
+  std::string runs = fmt::format(
+      "its drafter passes the MTP model no step index, so the first MTP module runs all {} "
+      "draft steps",
+      count);
+  if (n > 1) {
+    runs += fmt::format(", and the other {} of {} keep their caches but never run", n - 1, modules);
   }
   WarnMtpTokenCount(count, runs, b);
   return Status::Ok();
