@@ -2792,6 +2792,30 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
   return Status::Ok();
 }
 
+// The count the engine takes for a draft that does not run as MTP when the speculative config
+// leaves num_speculative_tokens out (SpeculativeConfig.__post_init__ at 28be48fa9): the draft
+// config's n_predict when it has one (a key of config.json, which the engine's config classes
+// keep, EAGLEConfig copying the draft's keys; MLPSpeculatorConfig's default is 3); without one
+// the engine refuses the launch. 0 when the config states none; `where` names where it came from.
+Result<int64_t> DraftNPredict(const SpeculativeConfig& spec, const std::string& config_format,
+                              std::string& where) {
+  Result<internal::LoadedConfig> draft = internal::LoadModelConfig(
+      spec.model, config_format, spec.revision, "--speculative-config revision");
+  if (!draft.ok()) return int64_t{0};
+  const internal::ConfigReader r(draft->json, draft->file);
+  if (r.Has("n_predict")) {
+    where = fmt::format("the n_predict of {}", internal::ConfigFileLabel(draft->file));
+    return r.IntIn("n_predict", 1, kMaxSpeculativeTokens);
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
+  if (type == "mlp_speculator") {
+    where = fmt::format("MLPSpeculatorConfig's default n_predict ({} states none)",
+                        internal::ConfigFileLabel(draft->file));
+    return int64_t{3};
+  }
+  return int64_t{0};
+}
+
 // Architectures kvtopo plans that the fork at 28be48fa9 does not register (Kimi-K3 and
 // GLM-5.3-Flash, planned from the project's specifications): the engine that serves them
 // detects their MTP drafts by rules kvtopo cannot read at 28be48fa9. Sorted.
@@ -4189,15 +4213,25 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_RETURN_IF_ERROR(CheckMtpModelType(model, target, *spec, b));
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
-  const int64_t S = spec ? spec->num_speculative_tokens : 0;
-  if (spec && S == 0 && !spec->model.empty()) {
-    // Left unset for a draft model that did not turn out to run as MTP.
-    return InvalidArgument(fmt::format(
-        "--speculative-config: 'num_speculative_tokens' is not set: draft '{}' runs as method "
-        "'{}' (the engine refuses the launch: 'A speculative model was provided, but "
-        "num_speculative_tokens was not provided')",
-        spec->model, spec->method));
+  if (spec && spec->num_speculative_tokens == 0 && !spec->model.empty()) {
+    // Left unset for a draft that does not run as MTP: the draft config's n_predict, if any.
+    std::string where;
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t n, DraftNPredict(*spec, config.config_format, where));
+    if (n == 0) {
+      return InvalidArgument(fmt::format(
+          "--speculative-config: 'num_speculative_tokens' is not set: draft '{}' runs as method "
+          "'{}' and its config states no n_predict for the engine to take (the engine refuses "
+          "the launch: 'A speculative model was provided, but num_speculative_tokens was not "
+          "provided')",
+          spec->model, spec->method));
+    }
+    spec->num_speculative_tokens = n;
+    b.Add(Severity::kInfo, "num-speculative-tokens-default",
+          fmt::format("num_speculative_tokens defaults to {}, {}, as the engine takes it for "
+                      "draft '{}' (method '{}')",
+                      n, where, spec->model, spec->method));
   }
+  const int64_t S = spec ? spec->num_speculative_tokens : 0;
   if (spec && S <= 0) {
     return InvalidArgument(
         fmt::format("--speculative-config: 'num_speculative_tokens' must be positive, got {}", S));

@@ -90,6 +90,10 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
+// The methods whose 'model' the engine loads as a draft config, from which it takes n_predict
+// when num_speculative_tokens is left out (SpeculativeConfig.__post_init__ at 28be48fa9).
+constexpr std::array<std::string_view, 7> kDraftCountMethods = {
+    "eagle", "eagle3", "dflash", "draft_model", "mtp", "medusa", "mlp_speculator"};
 constexpr std::array<std::string_view, 16> kKeys = {"method",
                                                     "model",
                                                     "revision",
@@ -461,18 +465,19 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   if (!tokens_given && spec.method == "suffix") {
     spec.num_speculative_tokens = suffix_depth;
-  } else if (!tokens_given && (spec.method == "mtp" || spec.method == "draft_model") &&
-             !spec.model.empty()) {
+  } else if (!tokens_given && !spec.model.empty() && Contains(kDraftCountMethods, spec.method)) {
     // Left unset (0) for the model build, which names what the engine does with it: its method
-    // detection raises for a draft that runs as MTP, and a draft model without a count is
-    // refused.
+    // detection raises for a draft that runs as MTP; another draft takes its config's n_predict,
+    // and without one the launch is refused.
     spec.num_speculative_tokens = 0;
   } else if (!num_tokens) {
     return Bad(
         "num_speculative_tokens",
         fmt::format("must be an integer in [1, {}], got {}{}", kMaxSpeculativeTokens,
                     tokens_given ? j["num_speculative_tokens"].dump() : "nothing",
-                    tokens_given ? "" : "; the engine fills it in only for suffix decoding"));
+                    tokens_given ? ""
+                                 : "; the engine fills it in only for suffix decoding and from "
+                                   "the n_predict of a draft 'model''s config"));
   } else {
     spec.num_speculative_tokens = *num_tokens;
   }

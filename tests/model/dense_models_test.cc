@@ -793,8 +793,9 @@ TEST(DenseModels, DraftModelMethodDetection) {
   EXPECT_EQ(counted->capacity.max_tokens, 2565720);
   EXPECT_EQ(launch(qwen, 4, R"({"model": "gpt-oss-120b"})").status().message(),
             "--speculative-config: 'num_speculative_tokens' is not set: draft 'gpt-oss-120b' "
-            "runs as method 'draft_model' (the engine refuses the launch: 'A speculative model "
-            "was provided, but num_speculative_tokens was not provided')");
+            "runs as method 'draft_model' and its config states no n_predict for the engine to "
+            "take (the engine refuses the launch: 'A speculative model was provided, but "
+            "num_speculative_tokens was not provided')");
 
   // Method mtp naming a checkpoint: the target's own plans, another's is refused.
   auto own = launch(qwen, 4,
@@ -2069,7 +2070,8 @@ TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
   // Without a 'model', the engine has no draft config to take a count from.
   EXPECT_EQ(ParseSpeculativeConfig(R"({"method": "mtp"})").status().message(),
             "--speculative-config: 'num_speculative_tokens' must be an integer in [1, 1024], got "
-            "nothing; the engine fills it in only for suffix decoding");
+            "nothing; the engine fills it in only for suffix decoding and from the n_predict of "
+            "a draft 'model''s config");
   // One module runs every step; a config that states no count says nothing of the others.
   glm["num_nextn_predict_layers"] = 1;
   plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
@@ -2131,6 +2133,68 @@ TEST(DenseModels, MtpDraftsNeedOneOfTheEnginesMtpTypes) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*plan, "speculative-mtp-model-type"), "");
   EXPECT_EQ(plan->model.num_speculative_tokens, 1);
+}
+
+// A draft that does not run as MTP takes the n_predict its config states when the speculative
+// config leaves num_speculative_tokens out (an MLP speculator's config class defaults it to 3);
+// without one the engine refuses the launch. A stated n_predict must be a count.
+TEST(DenseModels, DraftsWithoutACountTakeTheirConfigsNPredict) {
+  const auto dir = std::filesystem::temp_directory_path() / "kvtopo_n_predict";
+  std::filesystem::create_directories(dir / "mlp");
+  std::filesystem::create_directories(dir / "eagle3");
+  std::ofstream(dir / "mlp" / "config.json")
+      << R"({"architectures": ["MLPSpeculatorPreTrainedModel"], "model_type": "mlp_speculator",
+             "emb_dim": 4096, "inner_dim": 3072, "vocab_size": 128256})";
+  nlohmann::json eagle = nlohmann::json::parse(R"({
+    "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+    "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 131072, "vocab_size": 128256, "torch_dtype": "bfloat16"})");
+  const auto write_eagle = [&] { std::ofstream(dir / "eagle3" / "config.json") << eagle.dump(); };
+  write_eagle();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 4096;
+  const auto with = [&](const std::string& spec) {
+    c.speculative = ParseSpeculativeConfig(spec).value();
+    return PlanWith(Llama31_8B(), c);
+  };
+  const std::string mlp = (dir / "mlp").string();
+  auto plan = with(R"({"model": ")" + mlp + R"("})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.speculative_method, "mlp_speculator");
+  EXPECT_EQ(plan->model.num_speculative_tokens, 3);
+  EXPECT_EQ(DiagnosticMessage(*plan, "num-speculative-tokens-default"),
+            "num_speculative_tokens defaults to 3, MLPSpeculatorConfig's default n_predict "
+            "(config.json '" +
+                mlp +
+                "/config.json' states none), as the engine takes it for "
+                "draft '" +
+                mlp + "' (method 'mlp_speculator')");
+
+  const std::string head = (dir / "eagle3").string();
+  const std::string spec = R"({"method": "eagle3", "model": ")" + head + R"("})";
+  plan = with(spec);
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config: 'num_speculative_tokens' is not set: draft '" + head +
+                "' runs as method 'eagle3' and its config states no n_predict for the engine "
+                "to take (the engine refuses the launch: 'A speculative model was provided, but "
+                "num_speculative_tokens was not provided')");
+  eagle["n_predict"] = 5;
+  write_eagle();
+  plan = with(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 5);
+  EXPECT_EQ(plan->model.num_lookahead_tokens, 5);
+  EXPECT_EQ(DiagnosticMessage(*plan, "num-speculative-tokens-default"),
+            "num_speculative_tokens defaults to 5, the n_predict of config.json '" + head +
+                "/config.json', as the engine takes it for draft '" + head + "' (method 'eagle3')");
+  eagle["n_predict"] = 0;
+  write_eagle();
+  EXPECT_EQ(
+      with(spec).status().message(),
+      "config.json '" + head + "/config.json': field 'n_predict' must be in [1, 1024], got 0");
+  std::filesystem::remove_all(dir);
 }
 
 // GLM-4.5 (Glm4MoeForCausalLM) is a dense K/V model to the cache: 92 layers of 8 KV heads of 128,
