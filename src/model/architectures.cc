@@ -6180,7 +6180,13 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
     }
   }
   const bool mtp = spec.method == "mtp";
-  if ((spec.method != "draft_model" && !mtp) || spec.model.empty()) return std::string();
+  // The methods whose draft the engine's detection chain takes (all but eagle, eagle3 and
+  // dflash, which it keeps, and those without a draft model); a method other than draft_model
+  // that the chain does not confirm raises NotImplementedError.
+  const bool by_type = spec.method == "medusa" || spec.method == "mlp_speculator";
+  if ((spec.method != "draft_model" && !mtp && !by_type) || spec.model.empty()) {
+    return std::string();
+  }
   const std::string name = AsciiLower(spec.model);
   constexpr std::pair<std::string_view, std::string_view> kByName[] = {
       {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
@@ -6199,6 +6205,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   const std::string stated = type_stated.empty() ? "(none)" : type_stated;
   if (stated == "medusa" || stated == "mlp_speculator") {
     const std::string given = spec.method;
+    if (given == stated) return std::string();
     spec.method = stated;
     return fmt::format(
         "the engine runs --speculative-config method '{}' with draft '{}' as method '{}': the "
@@ -6208,6 +6215,15 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   const std::string type = MtpTypeAfterOverride(draft->json);
   // A Gemma 4 assistant is a checkpoint of its own that the mtp plan checks against the target.
   const bool assistant = type == "gemma4_mtp";
+  if (by_type && type.empty()) {
+    return Rejected(fmt::format(
+        "--speculative-config method '{}': draft '{}' has model type {}, which is neither "
+        "{} nor one the engine's SpeculativeConfig.hf_config_override turns into an MTP type, "
+        "so its method detection raises NotImplementedError ('Unsupported speculative method: "
+        "'{}''); name a checkpoint of model type {}, or drop 'method' to run it as a draft "
+        "model",
+        spec.method, spec.model, stated, spec.method, spec.method, spec.method));
+  }
   if ((mtp && assistant) || (!mtp && type.empty())) return std::string();
   // The target as the caller read it, else as loaded here.
   std::optional<LoadedConfig> loaded_target;
@@ -6226,29 +6242,30 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
         "and kvtopo plans the target's own; drop 'model' to draft with the target's MTP layers",
         spec.model, target_model));
   }
+  const std::string given = spec.method;
   const std::string why = fmt::format(
       "its config (model type {}) becomes model type {} under SpeculativeConfig's "
       "hf_config_override, one of the engine's MTP types, so SpeculativeConfig's method "
-      "detection runs it as method 'mtp' over that checkpoint's MTP layers, not as a draft model",
-      stated, type);
+      "detection runs it as method 'mtp' over that checkpoint's MTP layers, not as {}",
+      stated, type, by_type ? "method '" + given + "'" : std::string("a draft model"));
   if (assistant) {
     spec.method = "mtp";
     return fmt::format(
-        "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans it as the "
+        "--speculative-config method '{}': draft '{}': {}; kvtopo plans it as the "
         "target's MTP assistant",
-        spec.model, why);
+        given, spec.model, why);
   }
   if (!own) {
-    return Rejected(fmt::format(
-        "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans MTP layers of "
-        "the target's own checkpoint only, and this one is not '{}'",
-        spec.model, why, target_model));
+    return Rejected(
+        fmt::format("--speculative-config method '{}': draft '{}': {}; kvtopo plans MTP layers of "
+                    "the target's own checkpoint only, and this one is not '{}'",
+                    given, spec.model, why, target_model));
   }
   spec.method = "mtp";
   return fmt::format(
-      "--speculative-config method 'draft_model': draft '{}': {}; kvtopo plans "
+      "--speculative-config method '{}': draft '{}': {}; kvtopo plans "
       "the target's MTP layers",
-      spec.model, why);
+      given, spec.model, why);
 }
 
 static_assert(std::is_sorted(std::begin(kEngineEagleDrafts), std::end(kEngineEagleDrafts)));

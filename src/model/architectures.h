@@ -449,7 +449,9 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 // builds that checkpoint's MTP layers, which kvtopo plans for the target's own checkpoint
 // (`target`, else `target_model` loaded under `config_format`) and refuses (Rejected) for
 // another. Method mtp naming a model is taken the same way: the name rule applies, and a readable
-// checkpoint other than the target's (a Gemma 4 assistant aside) is refused. Sets spec.method
+// checkpoint other than the target's (a Gemma 4 assistant aside) is refused. Methods medusa and
+// mlp_speculator go through the same chain, and a config it does not take for either or for MTP
+// is refused (the engine raises NotImplementedError). Sets spec.method
 // and returns the info to report ("" when the method stays); a config that does not load is
 // left to the planner to report.
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,

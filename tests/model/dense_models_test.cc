@@ -839,6 +839,70 @@ TEST(DenseModels, DraftModelMethodDetection) {
   EXPECT_EQ(type_of(R"({"model_type": "qwen3"})"), "");
 }
 
+// Methods medusa and mlp_speculator go through the same detection: a config of the other type
+// switches the method, an MTP type runs the checkpoint's MTP layers, and any other type makes
+// the engine raise NotImplementedError.
+TEST(DenseModels, MedusaAndMlpSpeculatorMethodsAreDetectedToo) {
+  const auto dir = std::filesystem::temp_directory_path() / "kvtopo_detect_by_type";
+  std::filesystem::create_directories(dir / "medusa");
+  std::filesystem::create_directories(dir / "mlp");
+  std::ofstream(dir / "medusa" / "config.json")
+      << R"({"architectures": ["MedusaModel"], "model_type": "medusa"})";
+  std::ofstream(dir / "mlp" / "config.json")
+      << R"({"architectures": ["MLPSpeculatorPreTrainedModel"], "model_type": "mlp_speculator",
+             "n_predict": 3})";
+  const std::string llama_file = (dir / "llama.json").string();
+  std::ofstream(llama_file) << Llama31_8B().dump();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  const auto with = [&](const nlohmann::json& target, const std::string& method,
+                        const std::string& model) {
+    c.speculative =
+        ParseSpeculativeConfig(
+            nlohmann::json{{"method", method}, {"model", model}, {"num_speculative_tokens", 3}}
+                .dump())
+            .value();
+    return PlanWith(target, c);
+  };
+  auto plan = with(Llama31_8B(), "medusa", (dir / "medusa").string());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.speculative_method, "medusa");
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-method-detected"), "");
+  plan = with(Llama31_8B(), "medusa", (dir / "mlp").string());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.speculative_method, "mlp_speculator");
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-method-detected"),
+            "the engine runs --speculative-config method 'medusa' with draft '" +
+                (dir / "mlp").string() +
+                "' as method 'mlp_speculator': the draft's config has that model type "
+                "(SpeculativeConfig's method detection)");
+  plan = with(Llama31_8B(), "mlp_speculator", llama_file);
+  EXPECT_EQ(plan.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(plan.status().message(),
+            "--speculative-config method 'mlp_speculator': draft '" + llama_file +
+                "' has model type llama, which is neither mlp_speculator nor one the engine's "
+                "SpeculativeConfig.hf_config_override turns into an MTP type, so its method "
+                "detection raises NotImplementedError ('Unsupported speculative method: "
+                "'mlp_speculator''); name a checkpoint of model type mlp_speculator, or drop "
+                "'method' to run it as a draft model");
+  // The target's own checkpoint, of an MTP type: its MTP layers run.
+  const nlohmann::json glm = CorpusConfig("glm-4.7-flash");
+  const std::string glm_file = (dir / "glm.json").string();
+  std::ofstream(glm_file) << glm.dump();
+  c.cache.max_model_len = 4096;
+  plan = with(glm, "medusa", glm_file);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.speculative_method, "mtp");
+  EXPECT_EQ(DiagnosticMessage(*plan, "speculative-method-detected"),
+            "--speculative-config method 'medusa': draft '" + glm_file +
+                "': its config (model type glm4_moe_lite) becomes model type glm4_moe_lite_mtp "
+                "under SpeculativeConfig's hf_config_override, one of the engine's MTP types, so "
+                "SpeculativeConfig's method detection runs it as method 'mtp' over that "
+                "checkpoint's MTP layers, not as method 'medusa'; kvtopo plans the target's MTP "
+                "layers");
+}
+
 TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
   for (const char* arch :
        {"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM"}) {
