@@ -6184,14 +6184,24 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   // dflash, which it keeps, and those without a draft model); a method other than draft_model
   // that the chain does not confirm raises NotImplementedError.
   const bool by_type = spec.method == "medusa" || spec.method == "mlp_speculator";
-  if ((spec.method != "draft_model" && !mtp && !by_type) || spec.model.empty()) {
+  // Method mtp without a model drafts with the target's checkpoint, whose name the chain reads.
+  const bool target_named = mtp && spec.model.empty() && !target_model.empty();
+  if ((spec.method != "draft_model" && !mtp && !by_type) || (spec.model.empty() && !target_named)) {
     return std::string();
   }
-  const std::string name = AsciiLower(spec.model);
+  const std::string name = AsciiLower(target_named ? target_model : spec.model);
   constexpr std::pair<std::string_view, std::string_view> kByName[] = {
       {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
   for (const auto& [needle, method] : kByName) {
     if (name.find(needle) == std::string::npos) continue;
+    if (target_named) {
+      return Rejected(fmt::format(
+          "--speculative-config method 'mtp': the target's name '{}' contains '{}', so the "
+          "engine's method detection (SpeculativeConfig.__post_init__) runs method '{}' with the "
+          "target's checkpoint as its draft model instead of the target's MTP layers, which "
+          "kvtopo does not plan; serve the checkpoint from a path or name without '{}'",
+          target_model, needle, method, needle));
+    }
     const std::string given = spec.method;
     spec.method = method;
     return fmt::format(
@@ -6199,6 +6209,7 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
         "draft's name contains '{}' (SpeculativeConfig's method detection)",
         given, spec.model, method, needle);
   }
+  if (target_named) return std::string();
   Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format, spec.revision);
   if (!draft.ok()) return std::string();
   const std::string type_stated = StringOrEmpty(draft->json, "model_type");

@@ -439,21 +439,21 @@ struct LoadedConfig {
 // kvtopo plans.
 Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 
-// The engine's method detection for a draft model (SpeculativeConfig.__post_init__ at
-// 28be48fa9): any method becomes custom_class when the model names a module path (a dot, no
-// slash, no URL scheme) that kvtopo cannot read as a config; method draft_model (given, or the
-// default) becomes eagle when the draft's name, as given and lowercased, contains "eagle-", eagle3
-// when it contains "eagle3", dflash when it contains "dflash"; else medusa or mlp_speculator when
-// its config has that model type; else mtp when its config's model type after
-// SpeculativeConfig.hf_config_override is an MTP type (MtpTypeAfterOverride). The engine then
-// builds that checkpoint's MTP layers, which kvtopo plans for the target's own checkpoint
-// (`target`, else `target_model` loaded under `config_format`) and refuses (Rejected) for
-// another. Method mtp naming a model is taken the same way: the name rule applies, and a readable
-// checkpoint other than the target's (a Gemma 4 assistant aside) is refused. Methods medusa and
-// mlp_speculator go through the same chain, and a config it does not take for either or for MTP
-// is refused (the engine raises NotImplementedError). Sets spec.method
-// and returns the info to report ("" when the method stays); a config that does not load is
-// left to the planner to report.
+// The engine's method detection for a draft model (SpeculativeConfig.__post_init__ at 28be48fa9):
+// any method becomes custom_class when the model names a module path (a dot, no slash, no URL
+// scheme) that kvtopo cannot read as a config; method draft_model (given, or the default) becomes
+// eagle when the draft's name, as given and lowercased, contains "eagle-", eagle3 when it contains
+// "eagle3", dflash when it contains "dflash"; else medusa or mlp_speculator when its config has
+// that model type; else mtp when its config's model type after SpeculativeConfig.hf_config_override
+// is an MTP type (MtpTypeAfterOverride). The engine then builds that checkpoint's MTP layers, which
+// kvtopo plans for the target's own checkpoint (`target`, else `target_model` loaded under
+// `config_format`) and refuses (Rejected) for another. Method mtp naming a model is taken the same
+// way: the name rule applies, and a readable checkpoint other than the target's (a Gemma 4
+// assistant aside) is refused; without a model the name rule reads `target_model`, the checkpoint
+// method mtp drafts with, and a match is refused. Methods medusa and mlp_speculator go through the
+// same chain, and a config it does not take for either or for MTP is refused (the engine raises
+// NotImplementedError). Sets spec.method and returns the info to report ("" when the method stays);
+// a config that does not load is left to the planner to report.
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
                                       const LoadedConfig* target = nullptr,

@@ -903,6 +903,28 @@ TEST(DenseModels, MedusaAndMlpSpeculatorMethodsAreDetectedToo) {
                 "layers");
 }
 
+// Method mtp without a model drafts with the target's checkpoint, whose name the engine's
+// detection reads: a name with "eagle3" in it makes it an eagle3 draft of itself.
+TEST(DenseModels, MtpOnATargetNamedLikeAnEagleHead) {
+  const auto dir = std::filesystem::temp_directory_path() / "kvtopo_GLM-Flash-eagle3-merged";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << CorpusConfig("glm-4.7-flash").dump();
+  LaunchConfig c;
+  c.model = dir.string();
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.cache.max_model_len = 4096;
+  c.speculative = SpeculativeConfig{.method = "mtp", .num_speculative_tokens = 1};
+  const auto specs = BuildModelCacheSpecs(c);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(specs.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(specs.status().message(),
+            "--speculative-config method 'mtp': the target's name '" + dir.string() +
+                "' contains 'eagle3', so the engine's method detection "
+                "(SpeculativeConfig.__post_init__) runs method 'eagle3' with the target's "
+                "checkpoint as its draft model instead of the target's MTP layers, which kvtopo "
+                "does not plan; serve the checkpoint from a path or name without 'eagle3'");
+}
+
 TEST(DenseModels, EagleDraftsAsTheEngineNamesThem) {
   for (const char* arch :
        {"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM"}) {
