@@ -105,6 +105,9 @@ struct SpeculativeConfig {
   // draft KV cache (ngram, ngram_gpu, suffix, medusa, mlp_speculator). The per-model MTP names
   // (deepseek_mtp, qwen3_next_mtp, ...) become mtp as in vLLM.
   std::string method;
+  // The per-model MTP name given for method mtp (deepseek_mtp, ...), which the engine warns is
+  // deprecated; empty when the method was given as it is.
+  std::string method_alias;
   std::string model;  // a draft profile name, repo id or config path; empty: the default draft
   // revision: the branch, tag or commit of a draft repo id read from the Hugging Face cache;
   // empty: main (not the target's --revision, as in the engine).

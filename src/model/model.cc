@@ -3409,9 +3409,16 @@ void SetOffloadingConnector(const LaunchConfig& config, ModelCacheSpecs& out) {
 }
 
 // The flags and keys the launch accepted that kvtopo does not plan with, which leave the cache as
-// it is: an info.
+// it is: an info. And the engine's warning for a per-model MTP method name
+// (SpeculativeConfig.__post_init__: "method `...` is deprecated and replaced with mtp.").
 void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec, Builder& b) {
   std::vector<std::string> unused = config.not_planned_flags;
+  if (spec && !spec->method_alias.empty()) {
+    b.Add(Severity::kWarning, "speculative-method-deprecated",
+          fmt::format("--speculative-config method '{}': the engine warns that it is deprecated "
+                      "and replaced with mtp, and runs it as method 'mtp'",
+                      spec->method_alias));
+  }
   if (spec) {
     for (const std::string& key : spec->not_planned_keys) {
       unused.push_back("--speculative-config '" + key + "'");

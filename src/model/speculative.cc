@@ -403,7 +403,10 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
                            MethodNames(), kMtpAliases.front()));
   }
   if (spec.method == "[ngram]") spec.method = "ngram";
-  if (Contains(kMtpAliases, spec.method)) spec.method = "mtp";
+  if (Contains(kMtpAliases, spec.method)) {
+    spec.method_alias = spec.method;
+    spec.method = "mtp";
+  }
   if (!internal::FindSpeculativeMethod(spec.method)) {
     return Bad("method", fmt::format("'{}' is not accepted; accepted: {}, and the per-model MTP "
                                      "names {}",

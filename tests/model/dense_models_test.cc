@@ -3664,7 +3664,11 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
   ASSERT_EQ(plan->groups.size(), 6u);
   for (const PlannedGroup& g : plan->groups) EXPECT_EQ(g.role, Role::kTarget);
   EXPECT_EQ(plan->pool.num_blocks, 8192);  // as without a draft
-  EXPECT_TRUE(plan->diagnostics.empty());
+  ASSERT_EQ(plan->diagnostics.size(), 1u);
+  EXPECT_EQ(plan->diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--speculative-config method 'gemma4_mtp': the engine warns that it is deprecated and "
+            "replaced with mtp, and runs it as method 'mtp'");
   plan = with(R"({"method": "gemma4_mtp", "num_speculative_tokens": 2, "model": ")" +
               assistant.string() + R"("})");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
