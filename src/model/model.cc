@@ -2796,24 +2796,26 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
 // leaves num_speculative_tokens out (SpeculativeConfig.__post_init__ at 28be48fa9): the draft
 // config's n_predict when it has one (a key of config.json, which the engine's config classes
 // keep, EAGLEConfig copying the draft's keys; MLPSpeculatorConfig's default is 3); without one
-// the engine refuses the launch. 0 when the config states none; `where` names where it came from.
-Result<int64_t> DraftNPredict(const SpeculativeConfig& spec, const std::string& config_format,
-                              std::string& where) {
+// the engine refuses the launch. 0 when the config states none, nullopt when kvtopo cannot read
+// it; `where` names where a count came from.
+Result<std::optional<int64_t>> DraftNPredict(const SpeculativeConfig& spec,
+                                             const std::string& config_format, std::string& where) {
   Result<internal::LoadedConfig> draft = internal::LoadModelConfig(
       spec.model, config_format, spec.revision, "--speculative-config revision");
-  if (!draft.ok()) return int64_t{0};
+  if (!draft.ok()) return std::optional<int64_t>();
   const internal::ConfigReader r(draft->json, draft->file);
   if (r.Has("n_predict")) {
     where = fmt::format("the n_predict of {}", internal::ConfigFileLabel(draft->file));
-    return r.IntIn("n_predict", 1, kMaxSpeculativeTokens);
+    KVTOPO_ASSIGN_OR_RETURN(const int64_t n, r.IntIn("n_predict", 1, kMaxSpeculativeTokens));
+    return std::optional<int64_t>(n);
   }
   KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
   if (type == "mlp_speculator") {
     where = fmt::format("MLPSpeculatorConfig's default n_predict ({} states none)",
                         internal::ConfigFileLabel(draft->file));
-    return int64_t{3};
+    return std::optional<int64_t>(3);
   }
-  return int64_t{0};
+  return std::optional<int64_t>(0);
 }
 
 // Architectures kvtopo plans that the fork at 28be48fa9 does not register (Kimi-K3 and
@@ -4221,22 +4223,33 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
   if (spec && spec->num_speculative_tokens == 0 && !spec->model.empty()) {
-    // Left unset for a draft that does not run as MTP: the draft config's n_predict, if any.
+    // Left unset for a draft that does not run as MTP: the draft config's n_predict, if any. A
+    // proposer class (custom_class) has no draft config, and the engine's _verify_args refuses.
     std::string where;
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t n, DraftNPredict(*spec, config.config_format, where));
-    if (n == 0) {
+    std::optional<int64_t> n = 0;
+    if (spec->method != "custom_class") {
+      KVTOPO_ASSIGN_OR_RETURN(n, DraftNPredict(*spec, config.config_format, where));
+    }
+    if (n.value_or(0) == 0) {
+      const bool proposer = spec->method == "custom_class";
       return InvalidArgument(fmt::format(
           "--speculative-config: 'num_speculative_tokens' is not set: draft '{}' runs as method "
-          "'{}' and its config states no n_predict for the engine to take (the engine refuses "
-          "the launch: 'A speculative model was provided, but num_speculative_tokens was not "
-          "provided')",
-          spec->model, spec->method));
+          "'{}' and {} ({}the engine refuses the launch: '{}')",
+          spec->model, spec->method,
+          proposer ? "a proposer class has no draft config to take n_predict from"
+          : n      ? "its config states no n_predict for the engine to take"
+                   : "kvtopo cannot read its config for the n_predict the engine would take",
+          !proposer && !n ? "unless that config states one, " : "",
+          proposer ? "num_speculative_tokens must be provided with speculative model unless the "
+                     "draft model config contains an n_predict parameter"
+                   : "A speculative model was provided, but num_speculative_tokens was not "
+                     "provided"));
     }
-    spec->num_speculative_tokens = n;
+    spec->num_speculative_tokens = *n;
     b.Add(Severity::kInfo, "num-speculative-tokens-default",
           fmt::format("num_speculative_tokens defaults to {}, {}, as the engine takes it for "
                       "draft '{}' (method '{}')",
-                      n, where, spec->model, spec->method));
+                      *n, where, spec->model, spec->method));
   }
   const int64_t S = spec ? spec->num_speculative_tokens : 0;
   if (spec && S <= 0) {

@@ -2280,7 +2280,21 @@ TEST(DenseModels, DraftsWithoutACountTakeTheirConfigsNPredict) {
   EXPECT_EQ(
       with(spec).status().message(),
       "config.json '" + head + "/config.json': field 'n_predict' must be in [1, 1024], got 0");
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(
+      dir);  // A config kvtopo cannot read, and a proposer class, which has none.
+  EXPECT_EQ(
+      with(R"({"method": "eagle3", "model": "someorg/unread-eagle3-head"})").status().message(),
+      "--speculative-config: 'num_speculative_tokens' is not set: draft "
+      "'someorg/unread-eagle3-head' runs as method 'eagle3' and kvtopo cannot read its "
+      "config for the n_predict the engine would take (unless that config states one, the "
+      "engine refuses the launch: 'A speculative model was provided, but "
+      "num_speculative_tokens was not provided')");
+  EXPECT_EQ(with(R"({"model": "my_pkg.MyProposer"})").status().message(),
+            "--speculative-config: 'num_speculative_tokens' is not set: draft "
+            "'my_pkg.MyProposer' runs as method 'custom_class' and a proposer class has no draft "
+            "config to take n_predict from (the engine refuses the launch: "
+            "'num_speculative_tokens must be provided with speculative model unless the draft "
+            "model config contains an n_predict parameter')");
 }
 
 // GLM-4.5 (Glm4MoeForCausalLM) is a dense K/V model to the cache: 92 layers of 8 KV heads of 128,
