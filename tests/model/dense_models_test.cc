@@ -26,6 +26,13 @@ namespace {
 
 using testing_configs::CorpusConfig;
 using testing_configs::DiagnosticMessage;
+
+// The start of the refusal of an MTP launch that leaves num_speculative_tokens out.
+const std::string kMtpCountUnset =
+    "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a 'model', "
+    "the engine's method detection compares it with 1 before it takes the count from the draft "
+    "config's n_predict, and raises TypeError ('>' not supported between instances of 'NoneType' "
+    "and 'int'); set it: ";
 using testing_configs::Llama31_8B;
 using testing_configs::PlanWith;
 
@@ -779,13 +786,12 @@ TEST(DenseModels, DraftModelMethodDetection) {
   // compares the unset count with 1 and raises; with a count it plans.
   auto uncounted = launch(qwen, 4, R"({"model": "qwen3-next-80b"})");
   EXPECT_EQ(uncounted.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(uncounted.status().message(),
-            "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
-            "'model', the engine's method detection compares it with 1 before it takes the count "
-            "from the draft config's n_predict, and raises TypeError ('>' not supported between "
-            "instances of 'NoneType' and 'int'); set it: the one MTP module config.json "
-            "'profiles/qwen3-next-80b.json' states (num_nextn_predict_layers) runs every step, so "
-            "any count");
+  EXPECT_EQ(
+      uncounted.status().message(),
+      kMtpCountUnset +
+          "the one MTP module config.json "
+          "'profiles/qwen3-next-80b.json' states (num_nextn_predict_layers) runs every step, so "
+          "any count");
   auto counted = launch(qwen, 4, R"({"model": "qwen3-next-80b", "num_speculative_tokens": 1})");
   ASSERT_TRUE(counted.ok()) << counted.status().ToString();
   EXPECT_EQ(counted->model.speculative_method, "mtp");
@@ -2120,11 +2126,7 @@ TEST(DenseModels, MtpTokenCountFollowsTheModulesTheConfigStates) {
     c.speculative = ParseSpeculativeConfig(spec).value();
     return PlanWith(glm, c);
   };
-  const std::string unset =
-      "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
-      "'model', the engine's method detection compares it with 1 before it takes the count from "
-      "the draft config's n_predict, and raises TypeError ('>' not supported between instances "
-      "of 'NoneType' and 'int'); set it: ";
+  const std::string& unset = kMtpCountUnset;
   auto plan = with(R"({"method": "mtp", "model": "zai-org/GLM-4.5"})");
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(plan.status().message(),
@@ -3664,11 +3666,9 @@ TEST(DenseModels, Gemma4MtpAssistantKeepsNoCache) {
   auto plan = with(R"({"method": "gemma4_mtp", "model": ")" + assistant.string() + R"("})");
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(plan.status().message(),
-            "--speculative-config: 'num_speculative_tokens' is not set: with method 'mtp' and a "
-            "'model', the engine's method detection compares it with 1 before it takes the count "
-            "from the draft config's n_predict, and raises TypeError ('>' not supported between "
-            "instances of 'NoneType' and 'int'); set it: the engine sets a gemma4_assistant "
-            "draft's n_predict to 1, so any count runs its layers once a draft token");
+            kMtpCountUnset +
+                "the engine sets a gemma4_assistant "
+                "draft's n_predict to 1, so any count runs its layers once a draft token");
   plan = with(R"({"method": "gemma4_mtp", "num_speculative_tokens": 1, "model": ")" +
               assistant.string() + R"("})");
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
