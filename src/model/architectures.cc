@@ -6157,6 +6157,16 @@ std::string MtpTypeAfterOverride(const nlohmann::json& config) {
   return IsMtpModelType(type) ? type : "";
 }
 
+std::optional<DraftMethodName> DraftMethodByName(std::string_view model) {
+  const std::string name = AsciiLower(model);
+  constexpr DraftMethodName kByName[] = {
+      {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
+  for (const DraftMethodName& m : kByName) {
+    if (name.find(m.word) != std::string::npos) return m;
+  }
+  return std::nullopt;
+}
+
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format, const LoadedConfig* target,
                                       const std::string& target_revision) {
@@ -6184,32 +6194,17 @@ Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string
   // dflash, which it keeps, and those without a draft model); a method other than draft_model
   // that the chain does not confirm raises NotImplementedError.
   const bool by_type = spec.method == "medusa" || spec.method == "mlp_speculator";
-  // Method mtp without a model drafts with the target's checkpoint, whose name the chain reads.
-  const bool target_named = mtp && spec.model.empty() && !target_model.empty();
-  if ((spec.method != "draft_model" && !mtp && !by_type) || (spec.model.empty() && !target_named)) {
+  if ((spec.method != "draft_model" && !mtp && !by_type) || spec.model.empty()) {
     return std::string();
   }
-  const std::string name = AsciiLower(target_named ? target_model : spec.model);
-  constexpr std::pair<std::string_view, std::string_view> kByName[] = {
-      {"eagle-", "eagle"}, {"eagle3", "eagle3"}, {"dflash", "dflash"}};
-  for (const auto& [needle, method] : kByName) {
-    if (name.find(needle) == std::string::npos) continue;
-    if (target_named) {
-      return Rejected(fmt::format(
-          "--speculative-config method 'mtp': the target's name '{}' contains '{}', so the "
-          "engine's method detection (SpeculativeConfig.__post_init__) runs method '{}' with the "
-          "target's checkpoint as its draft model instead of the target's MTP layers, which "
-          "kvtopo does not plan; serve the checkpoint from a path or name without '{}'",
-          target_model, needle, method, needle));
-    }
+  if (const std::optional<DraftMethodName> by_name = DraftMethodByName(spec.model)) {
     const std::string given = spec.method;
-    spec.method = method;
+    spec.method = by_name->method;
     return fmt::format(
         "the engine runs --speculative-config method '{}' with draft '{}' as method '{}': the "
         "draft's name contains '{}' (SpeculativeConfig's method detection)",
-        given, spec.model, method, needle);
+        given, spec.model, by_name->method, by_name->word);
   }
-  if (target_named) return std::string();
   Result<LoadedConfig> draft = LoadModelConfig(spec.model, config_format, spec.revision);
   if (!draft.ok()) return std::string();
   const std::string type_stated = StringOrEmpty(draft->json, "model_type");

@@ -449,11 +449,18 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 // kvtopo plans for the target's own checkpoint (`target`, else `target_model` loaded under
 // `config_format`) and refuses (Rejected) for another. Method mtp naming a model is taken the same
 // way: the name rule applies, and a readable checkpoint other than the target's (a Gemma 4
-// assistant aside) is refused; without a model the name rule reads `target_model`, the checkpoint
-// method mtp drafts with, and a match is refused. Methods medusa and mlp_speculator go through the
-// same chain, and a config it does not take for either or for MTP is refused (the engine raises
-// NotImplementedError). Sets spec.method and returns the info to report ("" when the method stays);
-// a config that does not load is left to the planner to report.
+// assistant aside) is refused (without a model, the model build applies the name rule to the
+// target's name). Methods medusa and mlp_speculator go through the same chain, and a config it does
+// not take for either or for MTP is refused (the engine raises NotImplementedError). Sets
+// spec.method and returns the info to report ("" when the method stays); a config that does not
+// load is left to the planner to report.
+// The method the engine's detection gives a draft by its name (the model string, lowercased):
+// eagle when it contains "eagle-", eagle3 for "eagle3", dflash for "dflash", in that order, with
+// the word found; nullopt for another name.
+struct DraftMethodName {
+  std::string_view word, method;
+};
+std::optional<DraftMethodName> DraftMethodByName(std::string_view model);
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
                                       const LoadedConfig* target = nullptr,

@@ -2818,6 +2818,24 @@ Result<std::optional<int64_t>> DraftNPredict(const SpeculativeConfig& spec,
   return std::optional<int64_t>(0);
 }
 
+// Method mtp without a 'model' drafts with the target's checkpoint (the engine sets the draft's
+// model to the target's), whose name the engine's method detection reads before the model type
+// (SpeculativeConfig.__post_init__ at 28be48fa9): a name with "eagle-", "eagle3" or "dflash" in
+// it runs that method with the target's checkpoint as its draft model, which kvtopo does not
+// plan.
+Status CheckMtpTargetName(const std::string& target_model, const SpeculativeConfig& spec) {
+  if (!spec.model.empty()) return Status::Ok();
+  const std::optional<internal::DraftMethodName> by_name =
+      internal::DraftMethodByName(target_model);
+  if (!by_name) return Status::Ok();
+  return Rejected(fmt::format(
+      "--speculative-config method 'mtp': the target's name '{}' contains '{}', so the engine's "
+      "method detection (SpeculativeConfig.__post_init__) runs method '{}' with the target's "
+      "checkpoint as its draft model instead of the target's MTP layers, which kvtopo does not "
+      "plan; serve the checkpoint from a path or name without '{}'",
+      target_model, by_name->word, by_name->method, by_name->word));
+}
+
 // Architectures kvtopo plans that the fork at 28be48fa9 does not register (Kimi-K3 and
 // GLM-5.3-Flash, planned from the project's specifications): the engine that serves them
 // detects their MTP drafts by rules kvtopo cannot read at 28be48fa9. Sorted.
@@ -3801,6 +3819,7 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
           "--speculative-config method 'mtp': {} states no MTP layers (num_nextn_predict_layers)",
           what));
     }
+    KVTOPO_RETURN_IF_ERROR(CheckMtpTargetName(config.model, *spec));
     KVTOPO_RETURN_IF_ERROR(CheckMtpModelType(model, target, *spec, b));
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
     b.out.draft_name = target.name + " (mtp)";
@@ -4219,6 +4238,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_RETURN_IF_ERROR(ResolveMtpAssistant(model, target.file, *spec, b));
     b.out.draft_name = spec->model + " (" + model.mtp_assistant + ", reads the target's KV cache)";
   } else if (spec && spec->method == "mtp") {
+    KVTOPO_RETURN_IF_ERROR(CheckMtpTargetName(config.model, *spec));
     KVTOPO_RETURN_IF_ERROR(CheckMtpModelType(model, target, *spec, b));
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
