@@ -2792,30 +2792,45 @@ Status ResolveMtpTokenCount(const internal::ModelDescription& model, const std::
   return Status::Ok();
 }
 
-// The count the engine takes for a draft that does not run as MTP when the speculative config
-// leaves num_speculative_tokens out (SpeculativeConfig.__post_init__ at 28be48fa9): the draft
-// config's n_predict when it has one (a key of config.json, which the engine's config classes
-// keep, EAGLEConfig copying the draft's keys; MLPSpeculatorConfig's default is 3); without one
-// the engine refuses the launch. 0 when the config states none, nullopt when kvtopo cannot read
-// it; `where` names where a count came from.
+// The n_predict of a draft that does not run as MTP (SpeculativeConfig.__post_init__ at
+// 28be48fa9): a key of its config.json, which the engine's config classes keep (EAGLEConfig
+// copying the draft's keys), or MLPSpeculatorConfig's default 3. The engine takes it for an unset
+// num_speculative_tokens, refuses a larger count that it does not divide, and
+// MLPSpeculatorConfig asserts that top_k_tokens_per_head (default [5, 4, 3]) has as many
+// entries. 0 when the config states none, nullopt when kvtopo cannot read it; `where` names where
+// it came from.
 Result<std::optional<int64_t>> DraftNPredict(const SpeculativeConfig& spec,
                                              const std::string& config_format, std::string& where) {
   Result<internal::LoadedConfig> draft = internal::LoadModelConfig(
       spec.model, config_format, spec.revision, "--speculative-config revision");
   if (!draft.ok()) return std::optional<int64_t>();
   const internal::ConfigReader r(draft->json, draft->file);
-  if (r.Has("n_predict")) {
-    where = fmt::format("the n_predict of {}", internal::ConfigFileLabel(draft->file));
-    KVTOPO_ASSIGN_OR_RETURN(const int64_t n, r.IntIn("n_predict", 1, kMaxSpeculativeTokens));
-    return std::optional<int64_t>(n);
-  }
+  const std::string label = internal::ConfigFileLabel(draft->file);
   KVTOPO_ASSIGN_OR_RETURN(const std::string type, r.StringOr("model_type", ""));
-  if (type == "mlp_speculator") {
-    where = fmt::format("MLPSpeculatorConfig's default n_predict ({} states none)",
-                        internal::ConfigFileLabel(draft->file));
-    return std::optional<int64_t>(3);
+  int64_t n = 0;
+  if (r.Has("n_predict")) {
+    where = fmt::format("the n_predict of {}", label);
+    KVTOPO_ASSIGN_OR_RETURN(n, r.IntIn("n_predict", 1, kMaxSpeculativeTokens));
+  } else if (type == "mlp_speculator") {
+    where = fmt::format("MLPSpeculatorConfig's default n_predict ({} states none)", label);
+    n = 3;
   }
-  return std::optional<int64_t>(0);
+  if (type == "mlp_speculator") {
+    int64_t top_k = 3;
+    if (r.Has("top_k_tokens_per_head")) {
+      KVTOPO_ASSIGN_OR_RETURN(const std::vector<int64_t> given, r.IntList("top_k_tokens_per_head"));
+      top_k = static_cast<int64_t>(given.size());
+    }
+    if (top_k != n) {
+      return r.Invalid(
+          "top_k_tokens_per_head",
+          fmt::format("has {} entries{} for n_predict {}: the engine's "
+                      "MLPSpeculatorConfig asserts as many as n_predict as it "
+                      "loads the draft",
+                      top_k, r.Has("top_k_tokens_per_head") ? "" : " (its default)", n));
+    }
+  }
+  return std::optional<int64_t>(n);
 }
 
 // Method mtp without a 'model' drafts with the target's checkpoint (the engine sets the draft's
@@ -4242,14 +4257,29 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
     KVTOPO_RETURN_IF_ERROR(CheckMtpModelType(model, target, *spec, b));
     KVTOPO_RETURN_IF_ERROR(ResolveMtpTokenCount(model, target.file, *spec, b));
   }
+  // A draft that does not run as MTP and whose config the engine loads: its n_predict fills an
+  // unset count in and must divide a larger one. A proposer class (custom_class) has no draft
+  // config, and the engine's _verify_args refuses an unset count.
+  constexpr std::string_view kDraftConfigMethods[] = {"dflash", "draft_model", "eagle",
+                                                      "eagle3", "medusa",      "mlp_speculator"};
+  const bool reads_draft_config =
+      spec && !spec->model.empty() &&
+      std::find(std::begin(kDraftConfigMethods), std::end(kDraftConfigMethods), spec->method) !=
+          std::end(kDraftConfigMethods);
+  std::string where;
+  std::optional<int64_t> n = 0;
+  if (reads_draft_config) {
+    KVTOPO_ASSIGN_OR_RETURN(n, DraftNPredict(*spec, config.config_format, where));
+  }
+  if (spec && n.value_or(0) > 0 && spec->num_speculative_tokens > *n &&
+      spec->num_speculative_tokens % *n != 0) {
+    return InvalidArgument(fmt::format(
+        "--speculative-config: num_speculative_tokens {} must be divisible by {}, {}: the "
+        "engine refuses it ('num_speculative_tokens:{} must be divisible by n_predict={}'); "
+        "choose a multiple of {} or at most {}",
+        spec->num_speculative_tokens, *n, where, spec->num_speculative_tokens, *n, *n, *n));
+  }
   if (spec && spec->num_speculative_tokens == 0 && !spec->model.empty()) {
-    // Left unset for a draft that does not run as MTP: the draft config's n_predict, if any. A
-    // proposer class (custom_class) has no draft config, and the engine's _verify_args refuses.
-    std::string where;
-    std::optional<int64_t> n = 0;
-    if (spec->method != "custom_class") {
-      KVTOPO_ASSIGN_OR_RETURN(n, DraftNPredict(*spec, config.config_format, where));
-    }
     if (n.value_or(0) == 0) {
       const bool proposer = spec->method == "custom_class";
       return InvalidArgument(fmt::format(

@@ -2259,6 +2259,25 @@ TEST(DenseModels, DraftsWithoutACountTakeTheirConfigsNPredict) {
                 "draft '" +
                 mlp + "' (method 'mlp_speculator')");
 
+  // A larger count must be a multiple of n_predict; the speculator's heads, as many.
+  EXPECT_EQ(with(R"({"num_speculative_tokens": 4, "model": ")" + mlp + R"("})").status().message(),
+            "--speculative-config: num_speculative_tokens 4 must be divisible by 3, "
+            "MLPSpeculatorConfig's default n_predict (config.json '" +
+                mlp +
+                "/config.json' states none): the engine refuses it ('num_speculative_tokens:4 "
+                "must be divisible by n_predict=3'); choose a multiple of 3 or at most 3");
+  plan = with(R"({"num_speculative_tokens": 6, "model": ")" + mlp + R"("})");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->model.num_speculative_tokens, 6);
+  std::ofstream(dir / "mlp" / "config.json")
+      << R"({"architectures": ["MLPSpeculatorPreTrainedModel"], "model_type": "mlp_speculator",
+             "n_predict": 4, "emb_dim": 4096, "inner_dim": 3072, "vocab_size": 128256})";
+  EXPECT_EQ(with(R"({"model": ")" + mlp + R"("})").status().message(),
+            "config.json '" + mlp +
+                "/config.json': field 'top_k_tokens_per_head' has 3 entries (its default) for "
+                "n_predict 4: the engine's MLPSpeculatorConfig asserts as many as n_predict as it "
+                "loads the draft");
+
   const std::string head = (dir / "eagle3").string();
   const std::string spec = R"({"method": "eagle3", "model": ")" + head + R"("})";
   plan = with(spec);
