@@ -439,6 +439,14 @@ struct LoadedConfig {
 // kvtopo plans.
 Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 
+// The method the engine's detection gives a draft by its name (the model string, lowercased):
+// eagle when it contains "eagle-", eagle3 for "eagle3", dflash for "dflash", in that order, with
+// the word found; nullopt for another name.
+struct DraftMethodName {
+  std::string_view word, method;
+};
+std::optional<DraftMethodName> DraftMethodByName(std::string_view model);
+
 // The engine's method detection for a draft model (SpeculativeConfig.__post_init__ at 28be48fa9):
 // any method becomes custom_class when the model names a module path (a dot, no slash, no URL
 // scheme) that kvtopo cannot read as a config; method draft_model (given, or the default) becomes
@@ -454,13 +462,6 @@ Status ResolveDraftConfig(std::string_view method, LoadedConfig& draft);
 // not take for either or for MTP is refused (the engine raises NotImplementedError). Sets
 // spec.method and returns the info to report ("" when the method stays); a config that does not
 // load is left to the planner to report.
-// The method the engine's detection gives a draft by its name (the model string, lowercased):
-// eagle when it contains "eagle-", eagle3 for "eagle3", dflash for "dflash", in that order, with
-// the word found; nullopt for another name.
-struct DraftMethodName {
-  std::string_view word, method;
-};
-std::optional<DraftMethodName> DraftMethodByName(std::string_view model);
 Result<std::string> DetectDraftMethod(SpeculativeConfig& spec, const std::string& target_model,
                                       const std::string& config_format,
                                       const LoadedConfig* target = nullptr,
