@@ -4260,12 +4260,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // A draft that does not run as MTP and whose config the engine loads: its n_predict fills an
   // unset count in and must divide a larger one. A proposer class (custom_class) has no draft
   // config, and the engine's _verify_args refuses an unset count.
-  constexpr std::string_view kDraftConfigMethods[] = {"dflash", "draft_model", "eagle",
-                                                      "eagle3", "medusa",      "mlp_speculator"};
   const bool reads_draft_config =
-      spec && !spec->model.empty() &&
-      std::find(std::begin(kDraftConfigMethods), std::end(kDraftConfigMethods), spec->method) !=
-          std::end(kDraftConfigMethods);
+      spec && !spec->model.empty() && internal::TakesDraftNPredict(spec->method);
   std::string where;
   std::optional<int64_t> n = 0;
   if (reads_draft_config) {

@@ -90,10 +90,10 @@ constexpr std::array<std::string_view, 16> kMtpAliases = {
     "glm_ocr_mtp",         "ernie_mtp",      "nemotron_h_mtp", "exaone_moe_mtp",
     "exaone4_5_mtp",       "qwen3_next_mtp", "qwen3_5_mtp",    "longcat_flash_mtp",
     "pangu_ultra_moe_mtp", "step3p5_mtp",    "hy_v3_mtp",      "gemma4_mtp"};
-// The methods whose 'model' the engine loads as a draft config, from which it takes n_predict
-// when num_speculative_tokens is left out (SpeculativeConfig.__post_init__ at 28be48fa9).
-constexpr std::array<std::string_view, 7> kDraftCountMethods = {
-    "eagle", "eagle3", "dflash", "draft_model", "mtp", "medusa", "mlp_speculator"};
+// The methods whose 'model' the engine loads as a draft config with an n_predict
+// (TakesDraftNPredict).
+constexpr std::array<std::string_view, 6> kDraftNPredictMethods = {
+    "eagle", "eagle3", "dflash", "draft_model", "medusa", "mlp_speculator"};
 constexpr std::array<std::string_view, 16> kKeys = {"method",
                                                     "model",
                                                     "revision",
@@ -182,6 +182,8 @@ const SpeculativeMethod* FindSpeculativeMethod(std::string_view name) {
   }
   return nullptr;
 }
+
+bool TakesDraftNPredict(std::string_view method) { return Contains(kDraftNPredictMethods, method); }
 
 bool IsMtpModelType(std::string_view model_type) {
   return model_type == "mtp" || Contains(kMtpAliases, model_type);
@@ -468,7 +470,8 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   }
   if (!tokens_given && spec.method == "suffix") {
     spec.num_speculative_tokens = suffix_depth;
-  } else if (!tokens_given && !spec.model.empty() && Contains(kDraftCountMethods, spec.method)) {
+  } else if (!tokens_given && !spec.model.empty() &&
+             (spec.method == "mtp" || internal::TakesDraftNPredict(spec.method))) {
     // Left unset (0) for the model build, which names what the engine does with it: its method
     // detection raises for a draft that runs as MTP; another draft takes its config's n_predict,
     // and without one the launch is refused.

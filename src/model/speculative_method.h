@@ -84,6 +84,12 @@ const SpeculativeMethod* FindSpeculativeMethod(std::string_view name);
 // per-model names, which --speculative-config also takes as methods).
 bool IsMtpModelType(std::string_view model_type);
 
+// Whether the engine takes `method`'s 'model' as a draft config whose n_predict fills an unset
+// num_speculative_tokens in and must divide a larger one (SpeculativeConfig.__post_init__ at
+// 28be48fa9): eagle, eagle3, dflash, draft_model, medusa and mlp_speculator. MTP reads its
+// n_predict from the MTP modules the model states instead.
+bool TakesDraftNPredict(std::string_view method);
+
 // Whether the draft cache of `method` is replicated under DCP > 1, for a draft of causality
 // `causal` and the launch's sharding request.
 bool DraftIsReplicated(const SpeculativeMethod& method, bool causal, ShardDraftRequest request);

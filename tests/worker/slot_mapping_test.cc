@@ -217,15 +217,18 @@ TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   table.CheckInvariants();
 }
 
+// Row `r` of `table`, copied.
+std::vector<int32_t> RowOf(const BlockTable& table, int32_t r) {
+  return std::vector<int32_t>(table.Row(r).begin(), table.Row(r).end());
+}
+
 // add_row replaces a row (a new request taking it): a shorter row leaves no stale tail, a row
 // too long for the width is refused with the old row kept; clear empties every row.
 TEST(BlockTable, AddRowReplacesTheRowAndClearEmptiesTheTable) {
   const GroupGeometry g =
       MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
   BlockTable table(g, 2);
-  const auto row = [&](int32_t r) {
-    return std::vector<int32_t>(table.Row(r).begin(), table.Row(r).end());
-  };
+  const auto row = [&](int32_t r) { return RowOf(table, r); };
   const std::vector<BlockId> six_seven = {BlockId{6}, BlockId{7}};
   const std::vector<BlockId> five = {BlockId{5}};
   ASSERT_TRUE(table.AddRow(0, six_seven).ok());
@@ -248,9 +251,7 @@ TEST(BlockTable, MovedAndSwappedRowsKeepTheirLengthsAndZeroTails) {
   const GroupGeometry g =
       MakeGeometry({.block_size = 64, .max_model_len = 128, .kernel_block_size = 16});
   BlockTable table(g, 3);
-  const auto row = [&](int32_t r) {
-    return std::vector<int32_t>(table.Row(r).begin(), table.Row(r).end());
-  };
+  const auto row = [&](int32_t r) { return RowOf(table, r); };
   const std::vector<BlockId> five = {BlockId{5}};
   const std::vector<BlockId> six_seven = {BlockId{6}, BlockId{7}};
   ASSERT_TRUE(table.Append(0, five).ok());
