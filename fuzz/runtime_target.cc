@@ -574,9 +574,18 @@ Reached FuzzRuntime(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < sinks.size(); ++i) {
     KVTOPO_CHECK_MSG(sinks[i].value() == static_cast<int32_t>(i) + 1, "sink blocks: not 1 to k");
   }
+  // Residency metrics follow half the blocks (reading no input, so the corpus keeps its meaning);
+  // the pool's invariants check their records after every operation.
+  KVTOPO_CHECK(m.EnableResidencyMetrics({.sample_rate = 0.5, .seed = 1}).ok());
   Harness harness(m, 8);
   harness.set_free_at_start(m.num_free_blocks());
   harness.Run(in);
+  for (const BlockResidencyEvent& e : m.TakeResidencyEvents()) {
+    KVTOPO_CHECK_MSG(e.idle_seconds >= 0 && e.lifetime_seconds >= e.idle_seconds,
+                     "a residency event's idle time exceeds its lifetime");
+    KVTOPO_CHECK(e.num_reuse_gaps >= 0 && e.num_reuse_gaps <= 3);
+    for (int32_t k = 0; k < e.num_reuse_gaps; ++k) KVTOPO_CHECK(e.reuse_gaps_seconds[k] >= 0);
+  }
   return Reached::kExercised;
 }
 

@@ -604,6 +604,18 @@ class PyKVCacheManager {
     for (const KVCacheEvent& e : manager_->TakeEvents()) out.append(EventDict(e, *manager_));
     return out;
   }
+  void EnableResidencyMetrics(double sample_rate, uint64_t seed) {
+    Check(manager_->EnableResidencyMetrics({.sample_rate = sample_rate, .seed = seed}));
+  }
+  py::list TakeResidencyEvents() {
+    py::list out;
+    for (const BlockResidencyEvent& e : manager_->TakeResidencyEvents()) {
+      py::tuple gaps(e.num_reuse_gaps);
+      for (int32_t k = 0; k < e.num_reuse_gaps; ++k) gaps[k] = e.reuse_gaps_seconds[k];
+      out.append(py::make_tuple(e.lifetime_seconds, e.idle_seconds, std::move(gaps)));
+    }
+    return out;
+  }
   py::object MakePrefixCacheStats() {
     const std::optional<PrefixCacheStats> s = manager_->MakePrefixCacheStats();
     if (!s) return py::none();
@@ -898,6 +910,14 @@ void BindRuntime(py::module_& m) {
            py::arg("running_request_id"))
       .def("take_new_block_ids", &M::TakeNewBlockIds)
       .def("take_events", &M::TakeEvents)
+      .def("enable_residency_metrics", &M::EnableResidencyMetrics, py::arg("sample_rate") = 0.01,
+           py::arg("seed") = 0,
+           "vLLM's KV-cache residency metrics (--kv-cache-metrics): follows each block the pool "
+           "hands out from now on with probability sample_rate, in (0, 1] (seed: the sampler's; "
+           "0 draws one), dropping what was followed before.")
+      .def("take_residency_events", &M::TakeResidencyEvents,
+           "Eviction samples since the last call, as (lifetime_seconds, idle_seconds, "
+           "reuse_gaps_seconds) tuples: vLLM's KVCacheEvictionEvent fields.")
       .def("make_prefix_cache_stats", &M::MakePrefixCacheStats,
            "Stats since the last call (vLLM's PrefixCacheStats fields), or None when log_stats "
            "is off.")

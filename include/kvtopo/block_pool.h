@@ -21,7 +21,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <utility>
@@ -64,10 +66,35 @@ struct KVCacheEvent {
 // The storage medium every event names: kvtopo manages device pages.
 inline constexpr const char* kKVCacheEventMedium = "GPU";
 
+// KV-cache residency metrics, as vLLM's KVCacheMetricsCollector samples them under
+// --kv-cache-metrics: a share of the blocks the pool hands out is followed from allocation; a
+// followed block's prefix hits are timed; when it leaves the pool's cache (handed out again with
+// prefix caching on, or dropped by EvictCached) one event records how long it lived, how long
+// since its last hit (since its allocation without one) and the gaps between its last four hits.
+struct BlockResidencyEvent {
+  double lifetime_seconds = 0;
+  double idle_seconds = 0;
+  int32_t num_reuse_gaps = 0;  // 0 to 3: the first num_reuse_gaps of reuse_gaps_seconds
+  std::array<double, 3> reuse_gaps_seconds{};
+  bool operator==(const BlockResidencyEvent&) const = default;
+};
+
+struct ResidencyMetricsOptions {
+  double sample_rate = 0.01;        // (0, 1]: the chance that an allocated block is followed
+  uint64_t seed = 0;                // the sampling generator's seed; 0: one drawn from the system
+  int64_t (*clock_ns)() = nullptr;  // monotonic nanoseconds; nullptr: std::chrono::steady_clock
+};
+// Events wait in the pool until taken; past this many the newest are dropped (and counted), so
+// a caller that never takes them holds bounded memory.
+inline constexpr size_t kMaxPendingResidencyEvents = 1 << 16;
+
 class BlockPool {
  public:
   // `num_blocks` includes the null block; it must be at least 1.
   BlockPool(int32_t num_blocks, bool enable_caching);
+  ~BlockPool();
+  BlockPool(BlockPool&&) noexcept;
+  BlockPool& operator=(BlockPool&&) noexcept;
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t num_free_blocks() const { return num_free_; }
@@ -118,6 +145,15 @@ class BlockPool {
 
   // Events are recorded into `sink` while it is set (nullptr: off, the default).
   void set_event_sink(std::vector<KVCacheEvent>* sink) { events_ = sink; }
+
+  // Residency metrics (BlockResidencyEvent): starts sampling the blocks allocated from now on,
+  // dropping whatever an earlier call followed. Errors: a sample rate outside (0, 1].
+  [[nodiscard]] Status EnableResidencyMetrics(const ResidencyMetricsOptions& options);
+  bool residency_metrics_enabled() const { return residency_ != nullptr; }
+  // The events since the last call (none when residency metrics are off).
+  std::vector<BlockResidencyEvent> TakeResidencyEvents();
+  // Events dropped because kMaxPendingResidencyEvents were waiting.
+  uint64_t residency_events_dropped() const;
 
   void RecordLookup(TokenCount query_tokens, TokenCount hit_tokens, bool preempted = false);
   const PrefixCacheStats& stats() const { return stats_; }
@@ -171,6 +207,10 @@ class BlockPool {
   template <bool kReversed>
   void FreeInOrder(std::span<const BlockId> blocks);
   void Evict(int32_t i);
+  // The residency hooks, called only while residency metrics are on.
+  struct Residency;
+  void ResidencyAllocated(const BlockId* ids, int32_t count);
+  void ResidencyTouched(std::span<const BlockId> blocks);
   static uint32_t KeyOf(uint64_t hash_low, int32_t group) {
     // The hash is already uniform; fold the group in so groups do not share probe runs.
     return static_cast<uint32_t>(hash_low ^ (static_cast<uint64_t>(group) * 0x9E3779B97F4A7C15ull));
@@ -198,6 +238,7 @@ class BlockPool {
   uint64_t evictions_ = 0;
   PrefixCacheStats stats_;
   std::vector<KVCacheEvent>* events_ = nullptr;
+  std::unique_ptr<Residency> residency_;
 };
 
 // The hot calls are defined here so that the manager's loops inline them.
@@ -222,6 +263,8 @@ inline void BlockPool::Touch(std::span<const BlockId> blocks) {
     ++m.ref_count;
   }
   num_free_ -= unlinked;
+  if (residency_ != nullptr) [[unlikely]]
+    ResidencyTouched(blocks);
 }
 
 inline void BlockPool::FreeOne(BlockId block) { FreeInOrder<false>({&block, 1}); }

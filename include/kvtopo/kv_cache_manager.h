@@ -290,6 +290,12 @@ class KVCacheManager {
   std::vector<KVCacheEvent> TakeEvents();
   // Statistics since the last call, or nothing when log_stats is off.
   std::optional<PrefixCacheStats> MakePrefixCacheStats();
+  // vLLM's KV-cache residency metrics (--kv-cache-metrics; BlockResidencyEvent in
+  // block_pool.h): starts sampling the pool's blocks, dropping what an earlier call followed.
+  // Errors: a sample rate outside (0, 1].
+  [[nodiscard]] Status EnableResidencyMetrics(const ResidencyMetricsOptions& options);
+  // Eviction samples since the last call (none while residency metrics are off).
+  std::vector<BlockResidencyEvent> TakeResidencyEvents();
   // The scheduler block size: the LCM of the groups' manager block sizes.
   int64_t scheduler_block_size() const;
   int64_t hash_block_size() const;

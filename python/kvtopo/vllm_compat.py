@@ -11,6 +11,7 @@ handed out as KVCacheBlocks of KVCacheBlock(block_id) like vLLM's. docs/runtime.
 call with its native counterpart and the differences.
 """
 
+import dataclasses
 import itertools
 
 from . import _kvtopo
@@ -269,13 +270,67 @@ class _Hits:
     __slots__ = ("computed",)
 
 
+@dataclasses.dataclass
+class KVCacheEvictionEvent:
+    """One eviction sample, with the fields of vLLM's KVCacheEvictionEvent."""
+
+    lifetime_seconds: float
+    idle_seconds: float
+    reuse_gaps_seconds: tuple
+
+
+def _drain(native):
+    return [KVCacheEvictionEvent(*e) for e in native.take_residency_events()]
+
+
+class KVCacheMetricsCollector:
+    """vLLM's KVCacheMetricsCollector (--kv-cache-metrics) over kvtopo's pool.
+
+    Passed to a KVCacheManager as ``metrics_collector``, it samples the manager's blocks natively
+    (each allocated block with probability ``sample_rate``); ``drain_events()`` returns the
+    eviction samples since the last call as KVCacheEvictionEvent, as vLLM's scheduler reads them.
+    """
+
+    def __init__(self, sample_rate=0.01):
+        if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, float)):
+            raise TypeError(f"sample_rate must be a number, got {type(sample_rate).__name__}")
+        if not 0 < sample_rate <= 1.0:
+            raise ValueError(f"sample_rate must be in (0, 1.0], got {sample_rate}")
+        self.sample_rate = float(sample_rate)
+        self._native = None
+
+    def drain_events(self):
+        return [] if self._native is None else _drain(self._native)
+
+    def reset(self):
+        """Drops what is followed and every sample not yet drained."""
+        if self._native is not None:
+            self._native.enable_residency_metrics(self.sample_rate)
+
+
+def _bind_metrics(collector, native):
+    rate = getattr(collector, "sample_rate", None)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        raise TypeError("metrics_collector must be a KVCacheMetricsCollector (kvtopo.vllm_compat's "
+                        "or vLLM's, with a numeric sample_rate), got "
+                        f"{type(collector).__name__}")
+    native.enable_residency_metrics(float(rate))
+    if isinstance(collector, KVCacheMetricsCollector):
+        collector._native = native
+    else:
+        # vLLM's own collector, as its scheduler builds it: the scheduler reads the samples
+        # through drain_events(), which now reads this manager's pool.
+        collector.drain_events = lambda: _drain(native)
+
+
 class KVCacheManager:
     """vLLM's KVCacheManager interface on a native kvtopo.KVCacheManager.
 
     Build it from a kvtopo plan, an explicit layout dict (``layout=``), or vLLM's own arguments
     (``kv_cache_config=`` with ``max_model_len``, ``hash_block_size``, ``max_num_batched_tokens``,
     ``use_eagle``, ``dcp_world_size``, ``pcp_world_size``: a scheduler's call as it is);
-    ``log_stats`` and ``enable_kv_cache_events`` mean what they mean in vLLM.
+    ``log_stats``, ``enable_kv_cache_events`` and ``metrics_collector`` (a
+    KVCacheMetricsCollector, this module's or vLLM's) mean what they mean in vLLM.
     """
 
     def __init__(self, plan=None, *, layout=None, num_blocks=None, enable_caching=None,
@@ -290,10 +345,6 @@ class KVCacheManager:
             if max_model_len is None or hash_block_size is None:
                 raise TypeError("kv_cache_config= needs max_model_len= and hash_block_size=, as "
                                 "vLLM's KVCacheManager does")
-            if metrics_collector is not None:
-                raise NotImplementedError(
-                    "metrics_collector: vLLM's KV-cache residency metrics are not collected by "
-                    "kvtopo's manager; pass None")
             layout = _layout_from_kv_cache_config(
                 kv_cache_config, max_model_len, hash_block_size, max_num_batched_tokens,
                 use_eagle, dcp_world_size, pcp_world_size)
@@ -314,6 +365,9 @@ class KVCacheManager:
             self.native = _kvtopo.KVCacheManager(
                 plan, num_blocks=num_blocks, enable_prefix_caching=enable_caching,
                 log_stats=log_stats, enable_kv_cache_events=enable_kv_cache_events)
+        if metrics_collector is not None:
+            _bind_metrics(metrics_collector, self.native)
+        self.metrics_collector = metrics_collector
         self.log_stats = log_stats
         self.enable_kv_cache_events = enable_kv_cache_events
         self.num_kv_cache_groups = self.native.num_groups

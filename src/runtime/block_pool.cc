@@ -1,10 +1,103 @@
 #include "kvtopo/block_pool.h"
 
+#include <fmt/format.h>
+
 #include <bit>
+#include <chrono>
+#include <random>
 
 #include "kvtopo/status.h"
 
 namespace kvtopo {
+
+// The followed blocks' times (vLLM's BlockMetricsState: its birth, its last access and its last
+// four accesses), in slots reused through a free list; per block, the slot or -1.
+struct BlockPool::Residency {
+  struct Followed {
+    int64_t birth_ns = 0;
+    int64_t last_access_ns = 0;
+    std::array<int64_t, 4> accesses{};  // a ring: the last `num_accesses` (at most 4) hits
+    int32_t num_accesses = 0;
+    int32_t next_access = 0;  // where the next hit goes
+  };
+  ResidencyMetricsOptions options;
+  uint64_t rng = 0;        // splitmix64 state
+  uint64_t threshold = 0;  // follow when the next 53-bit draw is below this (rate x 2^53)
+  std::vector<int32_t> slot_of;
+  std::vector<Followed> slots;
+  std::vector<int32_t> free_slots;
+  std::vector<BlockResidencyEvent> events;
+  uint64_t dropped = 0;
+
+  int64_t Now() const {
+    if (options.clock_ns != nullptr) return options.clock_ns();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  bool Draw() {
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (z >> 11) < threshold;
+  }
+  // vLLM's on_block_allocated: a sampled block starts being followed (replacing what was
+  // followed of it); an unsampled one keeps any earlier record.
+  void Allocated(int32_t block, int64_t now) {
+    if (!Draw()) return;
+    int32_t& s = slot_of[block];
+    if (s < 0) {
+      if (free_slots.empty()) {
+        s = static_cast<int32_t>(slots.size());
+        slots.emplace_back();
+      } else {
+        s = free_slots.back();
+        free_slots.pop_back();
+      }
+    }
+    slots[s] = Followed{.birth_ns = now, .last_access_ns = now};
+  }
+  // vLLM's on_block_accessed.
+  void Touched(int32_t block, int64_t now) {
+    const int32_t s = slot_of[block];
+    if (s < 0) return;
+    Followed& f = slots[s];
+    f.last_access_ns = now;
+    f.accesses[f.next_access] = now;
+    f.next_access = (f.next_access + 1) % 4;
+    f.num_accesses = std::min(f.num_accesses + 1, 4);
+  }
+  // vLLM's on_block_evicted: a followed block's record becomes an event.
+  void Evicted(int32_t block, int64_t now) {
+    int32_t& s = slot_of[block];
+    if (s < 0) return;
+    const Followed& f = slots[s];
+    free_slots.push_back(s);
+    s = -1;
+    if (events.size() >= kMaxPendingResidencyEvents) {
+      ++dropped;
+      return;
+    }
+    BlockResidencyEvent& e = events.emplace_back();
+    e.lifetime_seconds = static_cast<double>(now - f.birth_ns) / 1e9;
+    e.idle_seconds = static_cast<double>(now - f.last_access_ns) / 1e9;
+    e.num_reuse_gaps = std::max(f.num_accesses - 1, 0);
+    // The oldest kept hit is where the ring writes next once it is full.
+    const int32_t oldest = f.num_accesses < 4 ? 0 : f.next_access;
+    for (int32_t k = 0; k < e.num_reuse_gaps; ++k) {
+      const int64_t a = f.accesses[(oldest + k) % 4];
+      const int64_t b = f.accesses[(oldest + k + 1) % 4];
+      e.reuse_gaps_seconds[k] = static_cast<double>(b - a) / 1e9;
+    }
+  }
+  void Clear() {
+    std::fill(slot_of.begin(), slot_of.end(), -1);
+    slots.clear();
+    free_slots.clear();
+    events.clear();
+  }
+};
 
 BlockPool::BlockPool(int32_t num_blocks, bool enable_caching)
     : num_blocks_(num_blocks), caching_(enable_caching) {
@@ -23,6 +116,55 @@ BlockPool::BlockPool(int32_t num_blocks, bool enable_caching)
   const size_t capacity = std::bit_ceil(static_cast<size_t>(num_blocks) * 2);
   map_.resize(capacity);
   map_mask_ = capacity - 1;
+}
+
+BlockPool::~BlockPool() = default;
+BlockPool::BlockPool(BlockPool&&) noexcept = default;
+BlockPool& BlockPool::operator=(BlockPool&&) noexcept = default;
+
+Status BlockPool::EnableResidencyMetrics(const ResidencyMetricsOptions& options) {
+  if (!(options.sample_rate > 0 && options.sample_rate <= 1)) {
+    return InvalidArgument(
+        fmt::format("residency metrics sample rate {} is not in (0, 1] (vLLM's "
+                    "--kv-cache-metrics-sample takes the same range)",
+                    options.sample_rate));
+  }
+  auto r = std::make_unique<Residency>();
+  r->options = options;
+  r->rng = options.seed != 0 ? options.seed
+                             : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  // A 53-bit draw d is followed when d / 2^53 < rate, the test vLLM makes of random.random().
+  r->threshold = static_cast<uint64_t>(options.sample_rate * 9007199254740992.0);
+  r->slot_of.assign(static_cast<size_t>(num_blocks_), -1);
+  residency_ = std::move(r);
+  return Status::Ok();
+}
+
+std::vector<BlockResidencyEvent> BlockPool::TakeResidencyEvents() {
+  std::vector<BlockResidencyEvent> out;
+  if (residency_ != nullptr) out.swap(residency_->events);
+  return out;
+}
+
+uint64_t BlockPool::residency_events_dropped() const {
+  return residency_ != nullptr ? residency_->dropped : 0;
+}
+
+void BlockPool::ResidencyAllocated(const BlockId* ids, int32_t count) {
+  // vLLM's get_new_blocks: with caching on, each block leaves the cache, then is allocated.
+  Residency& r = *residency_;
+  const int64_t now = r.Now();
+  for (int32_t k = 0; k < count; ++k) {
+    const int32_t i = ids[k].value();
+    if (caching_) r.Evicted(i, now);
+    r.Allocated(i, now);
+  }
+}
+
+void BlockPool::ResidencyTouched(std::span<const BlockId> blocks) {
+  Residency& r = *residency_;
+  const int64_t now = r.Now();
+  for (BlockId b : blocks) r.Touched(b.value(), now);
 }
 
 double BlockPool::Usage() const {
@@ -69,6 +211,8 @@ bool BlockPool::Allocate(int32_t count, std::vector<BlockId>& out) {
     m.ref_count = 1;
     if (m.group >= 0) Evict(ids[k].value());
   }
+  if (residency_ != nullptr) [[unlikely]]
+    ResidencyAllocated(ids, count);
   return true;
 }
 
@@ -78,7 +222,10 @@ BlockId BlockPool::AllocateOne() {
   Unlink(i);
   Evict(i);
   meta_[i].ref_count = 1;
-  return BlockId{i};
+  const BlockId block{i};
+  if (residency_ != nullptr) [[unlikely]]
+    ResidencyAllocated(&block, 1);
+  return block;
 }
 
 void BlockPool::MapErase(int32_t block) {
@@ -113,6 +260,7 @@ bool BlockPool::ResetPrefixCache(int64_t held) {
   }
   stats_.reset = true;
   ++evictions_;
+  if (residency_ != nullptr) residency_->Clear();
   if (events_ != nullptr) events_->push_back({.type = KVCacheEvent::Type::kAllBlocksCleared});
   return true;
 }
@@ -121,6 +269,7 @@ void BlockPool::EvictCached(BlockId block) {
   const int32_t i = Index(block);
   KVTOPO_CHECK(i >= 0 && i < num_blocks_);
   if (i != 0) Evict(i);
+  if (residency_ != nullptr) residency_->Evicted(i, residency_->Now());
 }
 
 std::optional<std::pair<BlockHash, GroupId>> BlockPool::cached_as(BlockId block) const {
@@ -200,6 +349,24 @@ void BlockPool::CheckInvariants() const {
     KVTOPO_CHECK(m.group >= 0 && slot.key == KeyOf(m.hash.low, m.group));
   }
   KVTOPO_CHECK(entries == hashed && entries == map_size_);
+  if (residency_ != nullptr) {
+    // Each record slot is a block's or free, never both; the null block is never followed.
+    const Residency& r = *residency_;
+    KVTOPO_CHECK(r.slot_of.size() == static_cast<size_t>(n) && r.slot_of[0] == -1);
+    std::vector<int8_t> owner(r.slots.size(), 0);
+    for (const int32_t s : r.slot_of) {
+      if (s < 0) continue;
+      KVTOPO_CHECK(static_cast<size_t>(s) < owner.size() && owner[s] == 0);
+      owner[s] = 1;
+    }
+    for (const int32_t s : r.free_slots) {
+      KVTOPO_CHECK(static_cast<size_t>(s) < owner.size() && owner[s] == 0);
+      owner[s] = 2;
+    }
+    KVTOPO_CHECK_MSG(std::find(owner.begin(), owner.end(), 0) == owner.end(),
+                     "a residency record slot is neither a block's nor free");
+    KVTOPO_CHECK(r.events.size() <= kMaxPendingResidencyEvents);
+  }
 }
 
 }  // namespace kvtopo

@@ -1455,6 +1455,14 @@ std::vector<KVCacheEvent> KVCacheManager::TakeEvents() {
   return out;
 }
 
+Status KVCacheManager::EnableResidencyMetrics(const ResidencyMetricsOptions& options) {
+  return impl_->pool.EnableResidencyMetrics(options);
+}
+
+std::vector<BlockResidencyEvent> KVCacheManager::TakeResidencyEvents() {
+  return impl_->pool.TakeResidencyEvents();
+}
+
 std::optional<PrefixCacheStats> KVCacheManager::MakePrefixCacheStats() {
   if (!impl_->options.log_stats) return std::nullopt;
   return impl_->pool.TakeStats();

@@ -1047,6 +1047,40 @@ class RuntimeTest(unittest.TestCase):
         self.assertGreater(m.prefix_cache_stats["hit_tokens"], 0)
         m.free("second")
 
+    def test_residency_metrics_sample_hits_and_reuse(self):
+        m = kvtopo.KVCacheManager.from_layout({
+            "num_blocks": 5, "max_model_len": 64,
+            "groups": [{"kind": "full_attention", "block_size": 4, "page_size_bytes": 64}]})
+        for rate in (0, 1.5, float("nan")):
+            with self.assertRaisesRegex(ValueError, f"^residency metrics sample rate {rate} is not "
+                                                    r"in \(0, 1\] \(vLLM's "
+                                                    "--kv-cache-metrics-sample"):
+                m.enable_residency_metrics(rate)
+        with self.assertRaises(TypeError):
+            m.enable_residency_metrics("0.5")
+        self.assertEqual(m.take_residency_events(), [])  # off
+        m.enable_residency_metrics(1.0, seed=5)
+        m.add_request("a", range(8))
+        self.assertEqual(m.allocate_slots("a", 8), [[1, 2]])
+        m.free("a")  # free list: 3 4 2 1
+        m.add_request("b", range(12))
+        computed = m.get_computed_blocks("b")
+        self.assertEqual(tuple(computed), (8, [[1, 2]]))
+        self.assertEqual(m.allocate_slots("b", 4, 8, computed), [[1, 2, 3]])
+        m.free("b")  # free list: 4 3 2 1
+        self.assertEqual(m.take_residency_events(), [])
+        m.add_request("c", range(100, 116))
+        self.assertEqual(m.allocate_slots("c", 16), [[4, 3, 2, 1]])
+        events = m.take_residency_events()
+        # Blocks 3, 2 and 1 were followed (4 was never handed out before); 2 and 1 had one hit
+        # each, so no gap between hits.
+        self.assertEqual(len(events), 3)
+        for lifetime, idle, gaps in events:
+            self.assertGreaterEqual(lifetime, idle)
+            self.assertGreaterEqual(idle, 0.0)
+            self.assertEqual(gaps, ())
+        self.assertEqual(m.take_residency_events(), [])
+
     def test_not_enough_blocks_returns_none(self):
         m = kvtopo.KVCacheManager(self.plan, num_blocks=4)  # 3 usable blocks of 64 tokens
         m.add_request(1, range(150))

@@ -5,7 +5,8 @@ import unittest
 from types import SimpleNamespace
 
 import kvtopo
-from kvtopo.vllm_compat import KVCacheBlock, KVCacheManager, Request
+from kvtopo.vllm_compat import (KVCacheBlock, KVCacheEvictionEvent, KVCacheManager,
+                                KVCacheMetricsCollector, Request)
 
 
 def full_layout(num_blocks=11, **extra):
@@ -363,8 +364,8 @@ class SchedulerSequences(unittest.TestCase):
                                                 "context parallelism only"):
             KVCacheManager(kv_cache_config=config, max_model_len=64, hash_block_size=4,
                            pcp_world_size=2)
-        with self.assertRaisesRegex(NotImplementedError, "^metrics_collector: vLLM's KV-cache "
-                                                         "residency metrics are not collected"):
+        with self.assertRaisesRegex(TypeError, "^metrics_collector must be a "
+                                               "KVCacheMetricsCollector .*, got object$"):
             KVCacheManager(kv_cache_config=config, max_model_len=64, hash_block_size=4,
                            metrics_collector=object())
         with self.assertRaisesRegex(TypeError, "^kv_cache_config= needs max_model_len= and "
@@ -425,6 +426,42 @@ class SchedulerSequences(unittest.TestCase):
                              (vllm_request("e", lora=1, images=[("other", 4)]), 4),
                              (vllm_request("f", lora=1, images=[("img", 4)]), 8)]:
             self.assertEqual(m.get_computed_blocks(request)[1], hit, request.request_id)
+
+    def test_residency_metrics_reach_the_schedulers_collector(self):
+        # vLLM's scheduler builds its own collector under --kv-cache-metrics, hands it to the
+        # manager and later drains it; this module's collector is served the same way.
+        class VllmCollector:  # vLLM's KVCacheMetricsCollector as the scheduler holds it
+            def __init__(self, sample_rate):
+                self.sample_rate = sample_rate
+
+            def drain_events(self):
+                return ["vLLM's own pool is not used"]
+
+        for collector in (KVCacheMetricsCollector(1.0), VllmCollector(1.0)):
+            m = KVCacheManager(kv_cache_config=kv_cache_config(FullAttentionSpec(), num_blocks=3),
+                               max_model_len=64, hash_block_size=4,
+                               metrics_collector=collector)
+            self.assertIs(m.metrics_collector, collector)
+            a = Request("a", range(8))
+            self.assertEqual(ids(m.allocate_slots(a, 8)), ([1, 2],))
+            m.free(a)
+            self.assertEqual(collector.drain_events(), [])
+            b = Request("b", range(100, 108))
+            self.assertEqual(ids(m.allocate_slots(b, 8)), ([2, 1],))
+            events = collector.drain_events()
+            self.assertEqual(len(events), 2)
+            for e in events:
+                self.assertIsInstance(e, KVCacheEvictionEvent)
+                self.assertGreaterEqual(e.lifetime_seconds, e.idle_seconds)
+                self.assertEqual(e.reuse_gaps_seconds, ())
+            self.assertEqual(collector.drain_events(), [])
+        self.assertEqual(KVCacheMetricsCollector().drain_events(), [])  # bound to no manager
+        with self.assertRaisesRegex(ValueError, r"^sample_rate must be in \(0, 1.0\], got 0$"):
+            KVCacheMetricsCollector(0)
+        with self.assertRaisesRegex(TypeError, "^sample_rate must be a number, got str$"):
+            KVCacheMetricsCollector("0.5")
+        with self.assertRaisesRegex(ValueError, "^residency metrics sample rate 2 is not in"):
+            KVCacheManager(layout=full_layout(), metrics_collector=VllmCollector(2))
 
     def test_events_and_skip_reading(self):
         m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)

@@ -485,5 +485,52 @@ TEST(EngineSurface, EventsOffRecordNothing) {
   EXPECT_TRUE(m->TakeNewBlockIds().empty());
 }
 
+int64_t residency_now_ns = 0;
+int64_t ResidencyClock() { return residency_now_ns; }
+
+// vLLM's residency metrics through the manager: a prefix hit is an access, and a block handed out
+// again ends its record (one event per followed block, in allocation order).
+TEST(EngineSurface, ResidencyMetricsTimeHitsAndReuse) {
+  auto m = FromJson(R"({"num_blocks": 5, "max_model_len": 64, "groups": [
+      {"kind": "full_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  EXPECT_EQ(m->EnableResidencyMetrics({.sample_rate = 2}).message(),
+            "residency metrics sample rate 2 is not in (0, 1] (vLLM's --kv-cache-metrics-sample "
+            "takes the same range)");
+  ASSERT_TRUE(
+      m->EnableResidencyMetrics({.sample_rate = 1, .seed = 3, .clock_ns = &ResidencyClock}).ok());
+  const auto at = [](int64_t seconds) { residency_now_ns = seconds * 1'000'000'000; };
+  at(1);
+  EXPECT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 32)).ok());
+  ASSERT_TRUE(Alloc(*m, 1, 32));  // blocks 1 and 2, both full and cached
+  at(2);
+  EXPECT_TRUE(m->Free(RequestId{1}).ok());  // free list: 3 4 2 1
+  at(3);
+  EXPECT_TRUE(m->AddRequest(RequestId{2}, Tokens(0, 40)).ok());
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{2}).value();
+  ASSERT_EQ(hits.num_tokens.value(), 32);
+  ASSERT_TRUE(Alloc(*m, 2, 8,
+                    SlotRequest{.num_new_computed_tokens = TokenCount{32},
+                                .computed = &hits}));  // hits 1 and 2, new block 3
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{2}, GroupId{0})), (std::vector<int32_t>{1, 2, 3}));
+  at(4);
+  EXPECT_TRUE(m->Free(RequestId{2}).ok());  // free list: 4 3 2 1
+  EXPECT_TRUE(m->TakeResidencyEvents().empty());
+  at(10);
+  EXPECT_TRUE(m->AddRequest(RequestId{3}, Tokens(100, 64)).ok());
+  ASSERT_TRUE(Alloc(*m, 3, 64));
+  EXPECT_EQ(Ids(m->BlockIds(RequestId{3}, GroupId{0})), (std::vector<int32_t>{4, 3, 2, 1}));
+  const std::vector<BlockResidencyEvent> events = m->TakeResidencyEvents();
+  ASSERT_EQ(events.size(), 3u);  // block 4 was never allocated before
+  EXPECT_EQ(events[0], (BlockResidencyEvent{.lifetime_seconds = 7, .idle_seconds = 7}));
+  EXPECT_EQ(events[1], (BlockResidencyEvent{.lifetime_seconds = 9, .idle_seconds = 7}));
+  EXPECT_EQ(events[2], (BlockResidencyEvent{.lifetime_seconds = 9, .idle_seconds = 7}));
+  EXPECT_TRUE(m->Free(RequestId{3}).ok());
+  EXPECT_TRUE(m->ResetPrefixCache());
+  EXPECT_TRUE(m->AddRequest(RequestId{4}, Tokens(200, 16)).ok());
+  ASSERT_TRUE(Alloc(*m, 4, 16));  // block 1 again: its record was dropped by the reset
+  EXPECT_TRUE(m->TakeResidencyEvents().empty());
+  m->CheckInvariants();
+}
+
 }  // namespace
 }  // namespace kvtopo
