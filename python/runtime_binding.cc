@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -187,6 +188,42 @@ std::pair<const char*, py::object> GroupEventKind(const GroupGeometry& g) {
   return {"unknown", py::none()};
 }
 
+// Text the engine passed in (identifiers, salts): UTF-8 from Python; other bytes a C++ caller
+// gave come back as surrogate escapes rather than failing the whole event list.
+py::str TextOf(const std::string& s) {
+  PyObject* o =
+      PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+// vLLM's BlockStored.extra_keys: None, or per block None or a tuple of its keys in vLLM's order
+// (multimodal (identifier, offset) pairs, the cache salt, the prompt-embedding digest as bytes).
+py::object ExtraKeysList(const std::vector<BlockEventKeys>& keys) {
+  if (keys.empty()) return py::none();
+  py::list out;
+  for (const BlockEventKeys& k : keys) {
+    if (k.empty()) {
+      out.append(py::none());
+      continue;
+    }
+    py::list items;
+    for (const auto& [identifier, offset] : k.mm_items) {
+      items.append(py::make_tuple(TextOf(identifier), offset));
+    }
+    if (!k.cache_salt.empty()) items.append(TextOf(k.cache_salt));
+    if (k.content_digest) {
+      const BlockHash& h = *k.content_digest;
+      char bytes[16];
+      std::memcpy(bytes, &h.low, 8);
+      std::memcpy(bytes + 8, &h.high, 8);
+      items.append(py::bytes(bytes, sizeof(bytes)));
+    }
+    out.append(py::tuple(items));
+  }
+  return out;
+}
+
 py::dict EventDict(const KVCacheEvent& e, const KVCacheManager& manager) {
   static constexpr const char* kNames[] = {"BlockStored", "BlockRemoved", "AllBlocksCleared"};
   py::dict d;
@@ -206,6 +243,7 @@ py::dict EventDict(const KVCacheEvent& e, const KVCacheManager& manager) {
     const auto [kind, window] = GroupEventKind(manager.group(e.group).geometry);
     d["kv_cache_spec_kind"] = kind;
     d["kv_cache_spec_sliding_window"] = window;
+    d["extra_keys"] = ExtraKeysList(e.extra_keys);
   }
   return d;
 }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -48,10 +49,24 @@ struct PrefixCacheStats {
   bool operator==(const PrefixCacheStats&) const = default;
 };
 
+// What, besides its token ids, keyed one stored block's hash, as vLLM's BlockStored.extra_keys
+// lists it per block (the adapter is the event's lora_id).
+struct BlockEventKeys {
+  // Each multimodal item overlapping the block: (identifier, item offset - block start).
+  std::vector<std::pair<std::string, int64_t>> mm_items;
+  std::string cache_salt;  // a request's first block only
+  // The digest of the prompt embeddings the block holds (BlockHashExtraKeys::block_keys; a
+  // block spanning several hash blocks: their CombineBlockHashes).
+  std::optional<BlockHash> content_digest;
+  bool empty() const { return mm_items.empty() && cache_salt.empty() && !content_digest; }
+  bool operator==(const BlockEventKeys&) const = default;
+};
+
 // A KV-cache event for prefix-aware routers (vLLM's BlockStored / BlockRemoved /
 // AllBlocksCleared). Stored: the hashes of consecutive newly cached blocks of one group, the
-// hash of the block before the first (absent for a request's first block), their token ids and
-// the group's block size. Removed: hashes that lost their cache entry.
+// hash of the block before the first (absent for a request's first block), their token ids, the
+// group's block size and, when any block has some, each block's extra keys. Removed: hashes that
+// lost their cache entry.
 struct KVCacheEvent {
   enum class Type { kBlockStored, kBlockRemoved, kAllBlocksCleared };
   Type type = Type::kBlockStored;
@@ -61,6 +76,7 @@ struct KVCacheEvent {
   std::vector<int32_t> token_ids;
   int64_t block_size = 0;  // tokens per block (the group's manager block)
   int64_t lora_id = 0;
+  std::vector<BlockEventKeys> extra_keys;  // one per block_hashes entry, or none at all
   bool operator==(const KVCacheEvent&) const = default;
 };
 // The storage medium every event names: kvtopo manages device pages.

@@ -471,11 +471,15 @@ class KVCacheManager:
 
     def take_events(self):
         """The native events, each BlockStored also naming its adapter as vLLM's events do
-        (``lora_name``: the name of vLLM's ``lora_request``, None without one)."""
+        (``lora_name``: the name of vLLM's ``lora_request``, None without one, and first in
+        every block's ``extra_keys``, where vLLM's block keys start with it)."""
         events = self.native.take_events()
         for event in events:
             if event["type"] == "BlockStored":
-                event["lora_name"] = self._lora_names.get(event["lora_id"])
+                name = event["lora_name"] = self._lora_names.get(event["lora_id"])
+                if name is not None:
+                    keys = event["extra_keys"] or [None] * len(event["block_hashes"])
+                    event["extra_keys"] = [(name,) + (k or ()) for k in keys]
         return events
 
     def get_blocks(self, request_id):

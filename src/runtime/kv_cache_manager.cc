@@ -510,7 +510,37 @@ struct KVCacheManager::Impl {
     for (int64_t i = begin; i < end; ++i) e.block_hashes.push_back(CoarseHash(g, st, i));
     if (begin > 0) e.parent_block_hash = CoarseHash(g, st, begin - 1);
     e.token_ids.assign(st.tokens.begin() + begin * g.bs, st.tokens.begin() + end * g.bs);
+    const BlockHashExtraKeys& extra = st.extra;
+    if (!extra.mm_items.empty() || !extra.cache_salt.empty() || !extra.block_keys.empty()) {
+      bool any = false;
+      for (int64_t i = begin; i < end; ++i) {
+        any |= !e.extra_keys.emplace_back(EventKeys(g, extra, i)).empty();
+      }
+      if (!any) e.extra_keys.clear();
+    }
     events.push_back(std::move(e));
+  }
+
+  // Column i's extra keys, by the rules HashBlockTokens keys its hash blocks with.
+  BlockEventKeys EventKeys(const Group& g, const BlockHashExtraKeys& extra, int64_t i) const {
+    BlockEventKeys k;
+    const int64_t start = i * g.bs;
+    const int64_t end = start + g.bs;
+    for (const MultimodalItem& item : extra.mm_items) {
+      const int64_t item_start = item.offset.value();
+      if (item_start + item.length.value() <= start || item_start >= end) continue;
+      k.mm_items.emplace_back(item.identifier, item_start - start);
+    }
+    if (start == 0) k.cache_salt = extra.cache_salt;
+    const int64_t s = g.hashes_per_block;
+    const int64_t first = i * s;
+    const int64_t have =
+        std::min<int64_t>(static_cast<int64_t>(extra.block_keys.size()), first + s);
+    if (have > first) {
+      k.content_digest = CombineBlockHashes(
+          std::span<const BlockHash>(extra.block_keys).subspan(first, have - first));
+    }
+    return k;
   }
 
   void CacheOne(const Group& g, BlockId b, const BlockHash& hash) {

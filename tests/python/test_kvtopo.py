@@ -1047,6 +1047,29 @@ class RuntimeTest(unittest.TestCase):
         self.assertGreater(m.prefix_cache_stats["hit_tokens"], 0)
         m.free("second")
 
+    def test_stored_events_list_extra_keys(self):
+        m = kvtopo.KVCacheManager.from_layout({
+            "num_blocks": 20, "max_model_len": 64, "enable_kv_cache_events": True,
+            "groups": [{"kind": "full_attention", "block_size": 4, "page_size_bytes": 64}]})
+        rows = bytes(range(6 * 2))  # six 2-byte rows: embeddings behind the first 6 tokens
+        m.add_request("a", range(12), cache_salt="s", mm_items=[("img", 5, 4)],
+                      prompt_embeds=memoryview(rows).cast("B", (6, 2)))
+        m.allocate_slots("a", 12)
+        (stored,) = m.take_events()
+        keys = stored["extra_keys"]
+        self.assertEqual(len(keys), 3)
+        # The digests are kvtopo's XXH3-128 of each block's rows (16 bytes), one per block.
+        self.assertEqual([k[-1].__class__ for k in keys[:2]], [bytes, bytes])
+        self.assertEqual([len(k[-1]) for k in keys[:2]], [16, 16])
+        self.assertNotEqual(keys[0][-1], keys[1][-1])
+        self.assertEqual(keys[0][:-1], ("s",))
+        self.assertEqual(keys[1][:-1], (("img", 1),))
+        self.assertEqual(keys[2], (("img", -3),))
+        m.add_request("b", range(12))
+        m.allocate_slots("b", 12)
+        (stored,) = m.take_events()
+        self.assertIsNone(stored["extra_keys"])
+
     def test_residency_metrics_sample_hits_and_reuse(self):
         m = kvtopo.KVCacheManager.from_layout({
             "num_blocks": 5, "max_model_len": 64,

@@ -476,6 +476,7 @@ class SchedulerSequences(unittest.TestCase):
         # The group as vLLM's events name it; no adapter name for this module's lora_id.
         self.assertEqual((stored["kv_cache_spec_kind"], stored["kv_cache_spec_sliding_window"],
                           stored["lora_name"]), ("full_attention", None, None))
+        self.assertIsNone(stored["extra_keys"])  # no adapter name, image or salt keys a block
         self.assertEqual(m.take_events(), [])
         b = Request("b", range(9), skip_reading_prefix_cache=True)
         self.assertEqual(m.get_computed_blocks(b)[1], 0)
@@ -495,6 +496,27 @@ class SchedulerSequences(unittest.TestCase):
                    e["lora_name"]) for e in m.take_events()]
         self.assertEqual(stored, [("full_attention", None, 7, "sql-adapter"),
                                   ("sliding_window", 5, 7, "sql-adapter")])
+
+    def test_events_list_each_blocks_extra_keys_as_vllm_does(self):
+        # vLLM's BlockStored.extra_keys, per block: the adapter's name, each image the block
+        # overlaps as (identifier, offset from the block's start), the salt on the first block.
+        m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
+        r = SimpleNamespace(
+            request_id="r", all_token_ids=list(range(12)), num_tokens=12, num_computed_tokens=0,
+            num_preemptions=0, cache_salt="tenant-7",
+            lora_request=SimpleNamespace(lora_int_id=7, lora_name="sql-adapter"),
+            mm_features=[SimpleNamespace(identifier="img", mm_position=SimpleNamespace(
+                offset=2, length=4))])
+        m.allocate_slots(r, 12)
+        (stored,) = m.take_events()
+        self.assertEqual(stored["extra_keys"], [("sql-adapter", ("img", 2), "tenant-7"),
+                                                ("sql-adapter", ("img", -2)),
+                                                ("sql-adapter",)])
+        # Without the adapter, a block no image overlaps has no keys.
+        r2 = Request("r2", range(100, 112), cache_salt="tenant-7")
+        m.allocate_slots(r2, 12)
+        (stored,) = m.take_events()
+        self.assertEqual(stored["extra_keys"], [("tenant-7",), None, None])
 
     def test_stale_hits_are_a_clear_error(self):
         m = KVCacheManager(layout=full_layout(num_blocks=5))

@@ -485,6 +485,44 @@ TEST(EngineSurface, EventsOffRecordNothing) {
   EXPECT_TRUE(m->TakeNewBlockIds().empty());
 }
 
+// vLLM's BlockStored.extra_keys: per block, each multimodal item it overlaps with the item's
+// offset from the block's start, the cache salt on the first block, and the digest of the prompt
+// embeddings it holds (a 32-token block spanning two 16-token hash blocks combines their two).
+TEST(EngineSurface, StoredEventsListEachBlocksExtraKeys) {
+  auto m = FromJson(R"({"num_blocks": 16, "max_model_len": 256, "hash_block_size": 16,
+      "enable_kv_cache_events": true, "groups": [
+      {"kind": "full_attention", "block_size": 32, "page_size_bytes": 64}]})");
+  std::vector<std::byte> rows(40 * 4);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::byte>(i * 7);
+  RequestOptions options;
+  options.extra_keys.cache_salt = "salt";
+  options.extra_keys.mm_items = {
+      {.identifier = "img", .offset = TokenPos{20}, .length = TokenCount{30}}};
+  options.prompt_embeds = rows;
+  options.prompt_embeds_rows = 40;
+  ASSERT_TRUE(m->AddRequest(RequestId{1}, Tokens(0, 100), options).ok());
+  ASSERT_TRUE(Alloc(*m, 1, 100));
+  const std::vector<BlockHash> digests = DigestRowsPerBlock(rows, 40, 16);
+  ASSERT_EQ(digests.size(), 3u);
+  std::vector<KVCacheEvent> events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events[0].block_hashes.size(), 3u);
+  EXPECT_EQ(events[0].extra_keys,
+            (std::vector<BlockEventKeys>{
+                {.mm_items = {{"img", 20}},
+                 .cache_salt = "salt",
+                 .content_digest = CombineBlockHashes(std::span(digests).first(2))},
+                {.mm_items = {{"img", -12}}, .content_digest = digests[2]},
+                {}}));
+  // A request with nothing but token ids: no extra keys at all.
+  ASSERT_TRUE(m->AddRequest(RequestId{2}, Tokens(500, 64)).ok());
+  ASSERT_TRUE(Alloc(*m, 2, 64));
+  events = m->TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].block_hashes.size(), 2u);
+  EXPECT_TRUE(events[0].extra_keys.empty());
+}
+
 int64_t residency_now_ns = 0;
 int64_t ResidencyClock() { return residency_now_ns; }
 
