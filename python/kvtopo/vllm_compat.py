@@ -13,6 +13,7 @@ call with its native counterpart and the differences.
 
 import dataclasses
 import itertools
+import os
 
 from . import _kvtopo
 
@@ -270,6 +271,27 @@ class _Hits:
     __slots__ = ("computed",)
 
 
+# ---- vLLM's event and statistics types ----------------------------------------------------
+#
+# A scheduler hands make_prefix_cache_stats()'s result to vLLM's loggers (which read its
+# attributes), take_events()'s to its KV-event publisher (msgpack of vLLM's tagged structs) and
+# the collector's drain_events() to SchedulerStats. Inside vLLM they are vLLM's own classes;
+# without vLLM, the stand-ins below, of the same names and fields.
+
+
+@dataclasses.dataclass
+class PrefixCacheStats:
+    """vLLM's PrefixCacheStats: lookups of never-preempted requests, then of resumed ones."""
+
+    reset: bool = False
+    requests: int = 0
+    queries: int = 0
+    hits: int = 0
+    preempted_requests: int = 0
+    preempted_queries: int = 0
+    preempted_hits: int = 0
+
+
 @dataclasses.dataclass
 class KVCacheEvictionEvent:
     """One eviction sample, with the fields of vLLM's KVCacheEvictionEvent."""
@@ -279,8 +301,78 @@ class KVCacheEvictionEvent:
     reuse_gaps_seconds: tuple
 
 
+@dataclasses.dataclass
+class BlockStored:
+    """vLLM's BlockStored KV-cache event."""
+
+    block_hashes: list
+    parent_block_hash: object
+    token_ids: list
+    block_size: int
+    lora_id: object
+    medium: object
+    lora_name: object
+    extra_keys: object = None
+    group_idx: object = None
+    kv_cache_spec_kind: object = None
+    kv_cache_spec_sliding_window: object = None
+
+
+@dataclasses.dataclass
+class BlockRemoved:
+    """vLLM's BlockRemoved KV-cache event."""
+
+    block_hashes: list
+    medium: object
+    group_idx: object = None
+
+
+@dataclasses.dataclass
+class AllBlocksCleared:
+    """vLLM's AllBlocksCleared KV-cache event."""
+
+
+_TYPES = None  # name -> class: vLLM's when it is importable, else the stand-ins; looked up once
+
+
+def _engine_types():
+    global _TYPES
+    if _TYPES is None:
+        try:
+            from vllm.distributed import kv_events
+            from vllm.v1.metrics import stats
+            _TYPES = {"BlockStored": kv_events.BlockStored, "BlockRemoved": kv_events.BlockRemoved,
+                      "AllBlocksCleared": kv_events.AllBlocksCleared,
+                      "PrefixCacheStats": stats.PrefixCacheStats,
+                      "KVCacheEvictionEvent": stats.KVCacheEvictionEvent}
+        except ImportError:
+            _TYPES = {"BlockStored": BlockStored, "BlockRemoved": BlockRemoved,
+                      "AllBlocksCleared": AllBlocksCleared, "PrefixCacheStats": PrefixCacheStats,
+                      "KVCacheEvictionEvent": KVCacheEvictionEvent}
+    return _TYPES
+
+
+_LOW_64 = (1 << 64) - 1
+
+
+def _event_hash():
+    """How vLLM's events carry a block hash (VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES, on unless set
+    to 0): the hash's low 64 bits as an int, which msgpack encodes; off, its bytes (kvtopo's 16,
+    big-endian)."""
+    value = os.environ.get("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES", "1")
+    try:
+        as_int = bool(int(value))
+    except ValueError:
+        raise ValueError(f"VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES={value!r} is not an integer "
+                         "(vLLM reads it with int(): 1 or 0)") from None
+    if as_int:
+        return lambda h: h & _LOW_64
+    return lambda h: h.to_bytes(16, "big")
+
+
 def _drain(native):
-    return [KVCacheEvictionEvent(*e) for e in native.take_residency_events()]
+    event = _engine_types()["KVCacheEvictionEvent"]
+    return [event(*e) for e in native.take_residency_events()]
 
 
 class KVCacheMetricsCollector:
@@ -415,7 +507,9 @@ class KVCacheManager:
         return self.native.usage
 
     def make_prefix_cache_stats(self):
-        return self.native.make_prefix_cache_stats()
+        """vLLM's PrefixCacheStats since the last call, or None when log_stats is off."""
+        stats = self.native.make_prefix_cache_stats()
+        return None if stats is None else _engine_types()["PrefixCacheStats"](**stats)
 
     def get_computed_blocks(self, request):
         """(KVCacheBlocks, num_computed_tokens), in vLLM's order."""
@@ -470,17 +564,37 @@ class KVCacheManager:
         return self.native.get_num_common_prefix_blocks(running_request_id)
 
     def take_events(self):
-        """The native events, each BlockStored also naming its adapter as vLLM's events do
-        (``lora_name``: the name of vLLM's ``lora_request``, None without one, and first in
-        every block's ``extra_keys``, where vLLM's block keys start with it)."""
+        """The native events as vLLM's BlockStored, BlockRemoved and AllBlocksCleared, their
+        hashes as vLLM's events carry them (see _event_hash); a BlockStored names its adapter as
+        vLLM's does (``lora_name``: the name of vLLM's ``lora_request``, None without one, and
+        first in every block's ``extra_keys``, where vLLM's block keys start with it)."""
         events = self.native.take_events()
-        for event in events:
-            if event["type"] == "BlockStored":
-                name = event["lora_name"] = self._lora_names.get(event["lora_id"])
-                if name is not None:
-                    keys = event["extra_keys"] or [None] * len(event["block_hashes"])
-                    event["extra_keys"] = [(name,) + (k or ()) for k in keys]
-        return events
+        if not events:
+            return []
+        types, external = _engine_types(), _event_hash()
+        out = []
+        for e in events:
+            kind = e["type"]
+            if kind == "AllBlocksCleared":
+                out.append(types[kind]())
+                continue
+            hashes = [external(h) for h in e["block_hashes"]]
+            if kind == "BlockRemoved":
+                out.append(types[kind](block_hashes=hashes, medium=e["medium"],
+                                       group_idx=e["group_idx"]))
+                continue
+            name = self._lora_names.get(e["lora_id"])
+            keys = e["extra_keys"]
+            if name is not None:
+                keys = [(name,) + (k or ()) for k in (keys or [None] * len(hashes))]
+            parent = e["parent_block_hash"]
+            out.append(types[kind](
+                block_hashes=hashes, parent_block_hash=None if parent is None else external(parent),
+                token_ids=e["token_ids"], block_size=e["block_size"], lora_id=e["lora_id"],
+                medium=e["medium"], lora_name=name, extra_keys=keys, group_idx=e["group_idx"],
+                kv_cache_spec_kind=e["kv_cache_spec_kind"],
+                kv_cache_spec_sliding_window=e["kv_cache_spec_sliding_window"]))
+        return out
 
     def get_blocks(self, request_id):
         """The request's blocks; none for a request the manager does not hold (vLLM's

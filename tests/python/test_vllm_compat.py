@@ -1,12 +1,14 @@
 """Scheduler sequences ported to kvtopo.vllm_compat, asserting exact block ids."""
 
+import os
 import sys
 import unittest
 from types import SimpleNamespace
 
 import kvtopo
-from kvtopo.vllm_compat import (KVCacheBlock, KVCacheEvictionEvent, KVCacheManager,
-                                KVCacheMetricsCollector, Request)
+from kvtopo import vllm_compat
+from kvtopo.vllm_compat import (AllBlocksCleared, BlockStored, KVCacheBlock, KVCacheEvictionEvent,
+                                KVCacheManager, KVCacheMetricsCollector, PrefixCacheStats, Request)
 
 
 def full_layout(num_blocks=11, **extra):
@@ -106,9 +108,10 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual(ids(new), ([4],))  # 3 went back to the tail; 4 is the queue's head
         self.assertEqual(ids(m.get_blocks("r0")), ([1, 2, 4],))
         stats = m.make_prefix_cache_stats()
-        self.assertEqual((stats["requests"], stats["queries"], stats["hits"]), (1, 7, 0))
-        self.assertEqual((stats["preempted_requests"], stats["preempted_queries"],
-                          stats["preempted_hits"]), (1, 9, 8))
+        self.assertIsInstance(stats, PrefixCacheStats)  # vLLM's loggers read its attributes
+        self.assertEqual((stats.requests, stats.queries, stats.hits), (1, 7, 0))
+        self.assertEqual((stats.preempted_requests, stats.preempted_queries,
+                          stats.preempted_hits), (1, 9, 8))
 
     def test_spec_decode_rewind(self):
         m = KVCacheManager(layout=full_layout())
@@ -328,7 +331,7 @@ class SchedulerSequences(unittest.TestCase):
         a = Request("a", range(12))
         self.assertEqual(ids(m.allocate_slots(a, 12)), ([3, 4, 5],))
         # vLLM's events name the group's kind sink_full_attention.
-        self.assertEqual([e["kv_cache_spec_kind"] for e in m.take_events()],
+        self.assertEqual([e.kv_cache_spec_kind for e in m.take_events()],
                          ["sink_full_attention"])
         a.num_computed_tokens = 12
         m.free(a)
@@ -468,22 +471,24 @@ class SchedulerSequences(unittest.TestCase):
         a = Request("a", range(9), lora_id=3)
         m.allocate_slots(a, 9)
         (stored,) = m.take_events()
-        self.assertEqual(stored["type"], "BlockStored")
-        self.assertEqual(stored["token_ids"], list(range(8)))
-        self.assertEqual((stored["block_size"], stored["lora_id"], stored["medium"]), (4, 3, "GPU"))
-        self.assertIsNone(stored["parent_block_hash"])
-        self.assertEqual(stored["block_hashes"], m.native.request_block_hashes("a")[:2])
+        self.assertIsInstance(stored, BlockStored)
+        self.assertEqual(stored.token_ids, list(range(8)))
+        self.assertEqual((stored.block_size, stored.lora_id, stored.medium), (4, 3, "GPU"))
+        self.assertIsNone(stored.parent_block_hash)
+        # As vLLM's events carry hashes by default: the low 64 bits, which msgpack encodes.
+        self.assertEqual(stored.block_hashes,
+                         [h & (2**64 - 1) for h in m.native.request_block_hashes("a")[:2]])
         # The group as vLLM's events name it; no adapter name for this module's lora_id.
-        self.assertEqual((stored["kv_cache_spec_kind"], stored["kv_cache_spec_sliding_window"],
-                          stored["lora_name"]), ("full_attention", None, None))
-        self.assertIsNone(stored["extra_keys"])  # no adapter name, image or salt keys a block
+        self.assertEqual((stored.kv_cache_spec_kind, stored.kv_cache_spec_sliding_window,
+                          stored.lora_name), ("full_attention", None, None))
+        self.assertIsNone(stored.extra_keys)  # no adapter name, image or salt keys a block
         self.assertEqual(m.take_events(), [])
         b = Request("b", range(9), skip_reading_prefix_cache=True)
         self.assertEqual(m.get_computed_blocks(b)[1], 0)
         m.free(a)
         m.free(b)
         self.assertTrue(m.reset_prefix_cache())
-        self.assertEqual(m.take_events(), [{"type": "AllBlocksCleared"}])
+        self.assertEqual(m.take_events(), [AllBlocksCleared()])
         self.assertIsNone(m.make_prefix_cache_stats())  # log_stats off, as vLLM's default
 
     def test_events_name_the_group_and_the_adapter(self):
@@ -492,8 +497,8 @@ class SchedulerSequences(unittest.TestCase):
                             num_computed_tokens=0, num_preemptions=0, cache_salt=None,
                             lora_request=SimpleNamespace(lora_int_id=7, lora_name="sql-adapter"))
         m.allocate_slots(r, 8)
-        stored = [(e["kv_cache_spec_kind"], e["kv_cache_spec_sliding_window"], e["lora_id"],
-                   e["lora_name"]) for e in m.take_events()]
+        stored = [(e.kv_cache_spec_kind, e.kv_cache_spec_sliding_window, e.lora_id, e.lora_name)
+                  for e in m.take_events()]
         self.assertEqual(stored, [("full_attention", None, 7, "sql-adapter"),
                                   ("sliding_window", 5, 7, "sql-adapter")])
 
@@ -509,14 +514,85 @@ class SchedulerSequences(unittest.TestCase):
                 offset=2, length=4))])
         m.allocate_slots(r, 12)
         (stored,) = m.take_events()
-        self.assertEqual(stored["extra_keys"], [("sql-adapter", ("img", 2), "tenant-7"),
+        self.assertEqual(stored.extra_keys, [("sql-adapter", ("img", 2), "tenant-7"),
                                                 ("sql-adapter", ("img", -2)),
                                                 ("sql-adapter",)])
         # Without the adapter, a block no image overlaps has no keys.
         r2 = Request("r2", range(100, 112), cache_salt="tenant-7")
         m.allocate_slots(r2, 12)
         (stored,) = m.take_events()
-        self.assertEqual(stored["extra_keys"], [("tenant-7",), None, None])
+        self.assertEqual(stored.extra_keys, [("tenant-7",), None, None])
+
+    def test_events_and_stats_are_vllms_own_types_inside_vllm(self):
+        # Inside vLLM, its publisher encodes its tagged structs and its loggers read its stats:
+        # the port hands out vLLM's classes (stand-ins of vLLM's modules here).
+        made = []
+
+        def record(name):
+            def build(*args, **kwargs):
+                made.append((name, args, kwargs))
+                return name
+            return build
+
+        kv_events = SimpleNamespace(**{n: record(n) for n in (
+            "BlockStored", "BlockRemoved", "AllBlocksCleared")})
+        stats = SimpleNamespace(PrefixCacheStats=record("PrefixCacheStats"),
+                                KVCacheEvictionEvent=record("KVCacheEvictionEvent"))
+        modules = {"vllm": SimpleNamespace(), "vllm.distributed": SimpleNamespace(
+            kv_events=kv_events), "vllm.distributed.kv_events": kv_events,
+            "vllm.v1": SimpleNamespace(), "vllm.v1.metrics": SimpleNamespace(stats=stats),
+            "vllm.v1.metrics.stats": stats}
+        saved = {name: sys.modules.get(name) for name in modules}
+        sys.modules.update(modules)
+        vllm_compat._TYPES = None
+        try:
+            collector = KVCacheMetricsCollector(1.0)
+            m = KVCacheManager(layout=full_layout(num_blocks=3), log_stats=True,
+                               enable_kv_cache_events=True, metrics_collector=collector)
+            a = Request("a", range(8))
+            m.get_computed_blocks(a)
+            m.allocate_slots(a, 8)
+            m.free(a)
+            m.allocate_slots(Request("b", range(100, 104)), 4)  # block 2 loses its hash
+            self.assertEqual(m.take_events(), ["BlockStored", "BlockRemoved", "BlockStored"])
+            self.assertEqual(m.make_prefix_cache_stats(), "PrefixCacheStats")
+            self.assertEqual(collector.drain_events(), ["KVCacheEvictionEvent"])
+        finally:
+            for name, module in saved.items():
+                if module is None:
+                    del sys.modules[name]
+                else:
+                    sys.modules[name] = module
+            vllm_compat._TYPES = None
+        self.assertEqual([name for name, _, _ in made],
+                         ["BlockStored", "BlockRemoved", "BlockStored", "PrefixCacheStats",
+                          "KVCacheEvictionEvent"])
+        self.assertEqual(set(made[0][2]), {
+            "block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
+            "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind",
+            "kv_cache_spec_sliding_window"})
+        self.assertEqual(made[1][2]["medium"], "GPU")
+        self.assertEqual(made[3][2]["requests"], 1)
+
+    def test_event_hashes_follow_vllms_variable(self):
+        m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
+        full = m.native.request_block_hashes
+        saved = os.environ.get("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES")
+        try:
+            os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = "0"
+            m.allocate_slots(Request("a", range(4)), 4)
+            (stored,) = m.take_events()
+            self.assertEqual(stored.block_hashes, [full("a")[0].to_bytes(16, "big")])
+            os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = "yes"
+            m.allocate_slots(Request("b", range(50, 54)), 4)
+            with self.assertRaisesRegex(ValueError, "^VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES='yes' "
+                                                    "is not an integer"):
+                m.take_events()
+        finally:
+            if saved is None:
+                del os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"]
+            else:
+                os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = saved
 
     def test_stale_hits_are_a_clear_error(self):
         m = KVCacheManager(layout=full_layout(num_blocks=5))
