@@ -552,7 +552,11 @@ class KVCacheManager:
             self.native.free(request.request_id)
 
     def remove_skipped_blocks(self, request_id, total_computed_tokens):
-        self.native.remove_skipped_blocks(request_id, total_computed_tokens)
+        """Releases the request's blocks outside its window; a request the manager does not
+        hold has none (vLLM's scheduler calls this for every finished request when a KV
+        connector is set, one aborted before its first allocation included)."""
+        if request_id in self.native:
+            self.native.remove_skipped_blocks(request_id, total_computed_tokens)
 
     def evict_blocks(self, block_ids):
         self.native.evict_blocks(sorted(block_ids))

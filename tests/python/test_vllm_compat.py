@@ -594,6 +594,16 @@ class SchedulerSequences(unittest.TestCase):
             else:
                 os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = saved
 
+    def test_finishing_a_request_never_allocated(self):
+        # With a KV connector, vLLM's scheduler calls remove_skipped_blocks and get_block_ids
+        # for every finished request before free: one aborted while waiting holds no blocks.
+        m = KVCacheManager(layout=HYBRID_LAYOUT)
+        m.remove_skipped_blocks("aborted", 0)
+        m.remove_skipped_blocks("aborted", 40)
+        self.assertEqual(m.get_block_ids("aborted"), ([], []))
+        m.free(Request("aborted", range(4)))
+        self.assertNotIn("aborted", m.native)
+
     def test_stale_hits_are_a_clear_error(self):
         m = KVCacheManager(layout=full_layout(num_blocks=5))
         a = Request("a", range(8))
