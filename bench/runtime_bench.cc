@@ -244,7 +244,9 @@ BENCHMARK(BM_GrowOneRequestToAMillionTokens)
 // not: each request is added with its 16 decode tokens already appended (the block ids, hits
 // and cached blocks are those of appending one token before each decode step, since a step
 // only caches tokens up to its own count), 8 requests per untimed setup.
-void BM_W2PrefixHitRequest(benchmark::State& state) {
+// `residency_percent` > 0: vLLM's residency metrics (--kv-cache-metrics) follow that share of the
+// allocated blocks.
+void RunW2PrefixHitRequests(benchmark::State& state, int64_t residency_percent) {
   constexpr int32_t kShared = 4096, kUnique = 256, kDecode = 16, kBatch = 8;
   // The plan `kvtopo simulate --workload w2` runs (a 32-layer dense model, one group of
   // 16-token blocks) on a pool of 4,096 blocks.
@@ -252,6 +254,10 @@ void BM_W2PrefixHitRequest(benchmark::State& state) {
       KVCacheManager::Create(
           KVCacheManagerOptions::FromPlan(DefaultPlanForWorkload("w2", 0).value(), 4096).value())
           .value();
+  if (residency_percent > 0) {
+    Must(m->EnableResidencyMetrics(
+        {.sample_rate = static_cast<double>(residency_percent) / 100, .seed = 1}));
+  }
   std::vector<int32_t> tokens(kShared + kUnique + kDecode, 5);
   std::iota(tokens.begin(), tokens.begin() + kShared, 100000);
   int64_t next = 0;
@@ -278,10 +284,17 @@ void BM_W2PrefixHitRequest(benchmark::State& state) {
       if (!ok) state.SkipWithError("out of blocks");
       Must(m->Free(id));
     }
+    if (residency_percent > 0) benchmark::DoNotOptimize(m->TakeResidencyEvents());
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
+void BM_W2PrefixHitRequest(benchmark::State& state) { RunW2PrefixHitRequests(state, 0); }
 BENCHMARK(BM_W2PrefixHitRequest);
+// The same requests with residency metrics on: at vLLM's default sample of 1% and at 100%.
+void BM_W2PrefixHitRequestResidency(benchmark::State& state) {
+  RunW2PrefixHitRequests(state, state.range(0));
+}
+BENCHMARK(BM_W2PrefixHitRequestResidency)->Arg(1)->Arg(100);
 
 void BM_SlotMapping8192Tokens16Ranks(benchmark::State& state) {
   const GroupGeometry g = MlaGeometry(64, 16, 1 << 20);

@@ -35,6 +35,16 @@ struct BlockPool::Residency {
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  // One pool call's time, read from the clock the first time a followed block needs it (most
+  // calls at a low sample rate touch no followed block).
+  struct CallTime {
+    const Residency& r;
+    std::optional<int64_t> t;
+    int64_t operator()() {
+      if (!t) t = r.Now();
+      return *t;
+    }
+  };
   bool Draw() {
     uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -44,7 +54,7 @@ struct BlockPool::Residency {
   }
   // vLLM's on_block_allocated: a sampled block starts being followed (replacing what was
   // followed of it); an unsampled one keeps any earlier record.
-  void Allocated(int32_t block, int64_t now) {
+  void Allocated(int32_t block, CallTime& now) {
     if (!Draw()) return;
     int32_t& s = slot_of[block];
     if (s < 0) {
@@ -56,22 +66,23 @@ struct BlockPool::Residency {
         free_slots.pop_back();
       }
     }
-    slots[s] = Followed{.birth_ns = now, .last_access_ns = now};
+    slots[s] = Followed{.birth_ns = now(), .last_access_ns = now()};
   }
   // vLLM's on_block_accessed.
-  void Touched(int32_t block, int64_t now) {
+  void Touched(int32_t block, CallTime& now) {
     const int32_t s = slot_of[block];
     if (s < 0) return;
     Followed& f = slots[s];
-    f.last_access_ns = now;
-    f.accesses[f.next_access] = now;
+    f.last_access_ns = now();
+    f.accesses[f.next_access] = now();
     f.next_access = (f.next_access + 1) % 4;
     f.num_accesses = std::min(f.num_accesses + 1, 4);
   }
   // vLLM's on_block_evicted: a followed block's record becomes an event.
-  void Evicted(int32_t block, int64_t now) {
+  void Evicted(int32_t block, CallTime& call_time) {
     int32_t& s = slot_of[block];
     if (s < 0) return;
+    const int64_t now = call_time();
     const Followed& f = slots[s];
     free_slots.push_back(s);
     s = -1;
@@ -153,7 +164,7 @@ uint64_t BlockPool::residency_events_dropped() const {
 void BlockPool::ResidencyAllocated(const BlockId* ids, int32_t count) {
   // vLLM's get_new_blocks: with caching on, each block leaves the cache, then is allocated.
   Residency& r = *residency_;
-  const int64_t now = r.Now();
+  Residency::CallTime now{r};
   for (int32_t k = 0; k < count; ++k) {
     const int32_t i = ids[k].value();
     if (caching_) r.Evicted(i, now);
@@ -163,7 +174,7 @@ void BlockPool::ResidencyAllocated(const BlockId* ids, int32_t count) {
 
 void BlockPool::ResidencyTouched(std::span<const BlockId> blocks) {
   Residency& r = *residency_;
-  const int64_t now = r.Now();
+  Residency::CallTime now{r};
   for (BlockId b : blocks) r.Touched(b.value(), now);
 }
 
@@ -269,7 +280,10 @@ void BlockPool::EvictCached(BlockId block) {
   const int32_t i = Index(block);
   KVTOPO_CHECK(i >= 0 && i < num_blocks_);
   if (i != 0) Evict(i);
-  if (residency_ != nullptr) residency_->Evicted(i, residency_->Now());
+  if (residency_ != nullptr) {
+    Residency::CallTime now{*residency_};
+    residency_->Evicted(i, now);
+  }
 }
 
 std::optional<std::pair<BlockHash, GroupId>> BlockPool::cached_as(BlockId block) const {
