@@ -956,6 +956,10 @@ void BindRuntime(py::module_& m) {
       .def("take_residency_events", &M::TakeResidencyEvents,
            "Eviction samples since the last call, as (lifetime_seconds, idle_seconds, "
            "reuse_gaps_seconds) tuples: vLLM's KVCacheEvictionEvent fields.")
+      .def_property_readonly(
+          "residency_events_dropped",
+          [](M& self) { return self.manager().residency_events_dropped(); },
+          "Eviction samples dropped because 65,536 were waiting untaken.")
       .def("make_prefix_cache_stats", &M::MakePrefixCacheStats,
            "Stats since the last call (vLLM's PrefixCacheStats fields), or None when log_stats "
            "is off.")

@@ -296,6 +296,8 @@ class KVCacheManager {
   [[nodiscard]] Status EnableResidencyMetrics(const ResidencyMetricsOptions& options);
   // Eviction samples since the last call (none while residency metrics are off).
   std::vector<BlockResidencyEvent> TakeResidencyEvents();
+  // Samples dropped because kMaxPendingResidencyEvents were waiting untaken.
+  uint64_t residency_events_dropped() const;
   // The scheduler block size: the LCM of the groups' manager block sizes.
   int64_t scheduler_block_size() const;
   int64_t hash_block_size() const;

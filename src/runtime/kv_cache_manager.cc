@@ -1493,6 +1493,10 @@ std::vector<BlockResidencyEvent> KVCacheManager::TakeResidencyEvents() {
   return impl_->pool.TakeResidencyEvents();
 }
 
+uint64_t KVCacheManager::residency_events_dropped() const {
+  return impl_->pool.residency_events_dropped();
+}
+
 std::optional<PrefixCacheStats> KVCacheManager::MakePrefixCacheStats() {
   if (!impl_->options.log_stats) return std::nullopt;
   return impl_->pool.TakeStats();

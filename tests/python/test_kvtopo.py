@@ -1103,6 +1103,7 @@ class RuntimeTest(unittest.TestCase):
             self.assertGreaterEqual(idle, 0.0)
             self.assertEqual(gaps, ())
         self.assertEqual(m.take_residency_events(), [])
+        self.assertEqual(m.residency_events_dropped, 0)
 
     def test_not_enough_blocks_returns_none(self):
         m = kvtopo.KVCacheManager(self.plan, num_blocks=4)  # 3 usable blocks of 64 tokens

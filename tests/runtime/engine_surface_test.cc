@@ -567,6 +567,7 @@ TEST(EngineSurface, ResidencyMetricsTimeHitsAndReuse) {
   EXPECT_TRUE(m->AddRequest(RequestId{4}, Tokens(200, 16)).ok());
   ASSERT_TRUE(Alloc(*m, 4, 16));  // block 1 again: its record was dropped by the reset
   EXPECT_TRUE(m->TakeResidencyEvents().empty());
+  EXPECT_EQ(m->residency_events_dropped(), 0u);
   m->CheckInvariants();
 }
 
