@@ -259,12 +259,13 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
             if sink_len:
                 g["sink_len"] = sink_len
         layout_groups.append(g)
-    layout = {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
-              "hash_block_size": hash_block_size, "groups": layout_groups,
-              "decode_context_parallel_size": dcp_world_size}
-    if max_num_batched_tokens is not None:
-        layout["max_num_batched_tokens"] = max_num_batched_tokens
-    return layout
+    # Unset, vLLM's manager takes max_model_len (its windowed groups' admission cap then counts
+    # no chunk bound).
+    return {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
+            "hash_block_size": hash_block_size, "groups": layout_groups,
+            "decode_context_parallel_size": dcp_world_size,
+            "max_num_batched_tokens": max_model_len if max_num_batched_tokens is None
+            else max_num_batched_tokens}
 
 
 class _Hits:

@@ -594,6 +594,16 @@ class SchedulerSequences(unittest.TestCase):
             else:
                 os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = saved
 
+    def test_unset_max_num_batched_tokens_is_max_model_len(self):
+        # vLLM's manager: "When unset, fall back to max_model_len"; a sliding window's
+        # admission cap is then the whole length, not a window beside 8,192 scheduled tokens.
+        config = kv_cache_config(SlidingWindowSpec(sliding_window=8))
+        pages = [KVCacheManager(kv_cache_config=config, max_model_len=16384, hash_block_size=4,
+                                **extra).native.geometries[0].to_dict()["max_pages_per_request"]
+                 for extra in ({}, {"max_num_batched_tokens": 16384},
+                               {"max_num_batched_tokens": 8192})]
+        self.assertEqual(pages, [4097, 4097, 2051])
+
     def test_finishing_a_request_never_allocated(self):
         # With a KV connector, vLLM's scheduler calls remove_skipped_blocks and get_block_ids
         # for every finished request before free: one aborted while waiting holds no blocks.
