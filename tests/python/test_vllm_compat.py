@@ -628,5 +628,386 @@ class SchedulerSequences(unittest.TestCase):
             m.allocate_slots(b, 1, 8, blocks)
 
 
+def mm_request(request_id, token_ids, items, cache_salt=None):
+    """vLLM's Request with images: items are (identifier, offset, length)."""
+    return SimpleNamespace(
+        request_id=request_id, all_token_ids=list(token_ids), num_tokens=len(token_ids),
+        num_computed_tokens=0, num_preemptions=0, cache_salt=cache_salt, lora_request=None,
+        mm_features=[SimpleNamespace(identifier=i, mm_position=SimpleNamespace(
+            offset=offset, length=length)) for i, offset, length in items])
+
+
+class EngineScenarios(unittest.TestCase):
+    """Sequences vLLM's own prefix-caching tests (tests/v1/core/test_prefix_caching.py at the
+    fork's 28be48fa9) run on its KVCacheManager, run here through the scheduler's call: the block
+    ids, free-queue orders, hits and failures asserted are the engine's results."""
+
+    @staticmethod
+    def manager(block_size, num_blocks, enable_caching=True):
+        return KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=block_size),
+                                              num_blocks=num_blocks),
+                              max_model_len=8192, hash_block_size=block_size,
+                              enable_caching=enable_caching)
+
+    @staticmethod
+    def drop_keys(m, hashes, keys):
+        """Takes each (hash block index, group) out of the prefix cache: every block cached
+        under it is evicted, as removing the key from vLLM's map does."""
+        inspect = m.native.inspector()
+        for k, group in keys:
+            while (block := inspect.lookup(hashes[k], group)) is not None:
+                m.evict_blocks({block})
+
+    def admit(self, m, request, num_new_tokens=None):
+        blocks, hit = m.get_computed_blocks(request)
+        n = request.num_tokens - hit if num_new_tokens is None else num_new_tokens
+        return m.allocate_slots(request, n, hit, blocks), blocks, hit
+
+    def test_prefill_shares_full_blocks_and_frees_tails_first(self):
+        m = self.manager(16, 11)
+        common = [i for i in range(3) for _ in range(16)]
+        r0 = Request("0", common + [3] * 7)
+        new, _, hit = self.admit(m, r0)
+        self.assertEqual((ids(new), hit), (([1, 2, 3, 4],), 0))
+        inspect = m.native.inspector()
+        self.assertEqual([inspect.block_hash(b) is not None for b in (1, 2, 3, 4)],
+                         [True, True, True, False])
+        r1 = Request("1", common + [3] * 5)
+        new, hits, hit = self.admit(m, r1)
+        self.assertEqual((ids(hits), hit, ids(new)), (([1, 2, 3],), 48, ([5],)))
+        self.assertEqual([inspect.ref_count(b) for b in (1, 2, 3)], [2, 2, 2])
+        self.assertEqual(m.native.num_free_blocks, 5)
+        m.free(r0)
+        m.free(r1)
+        self.assertEqual(inspect.free_queue(), [6, 7, 8, 9, 10, 4, 5, 3, 2, 1])
+        r2 = Request("2", common + [3] * 6)
+        new, hits, hit = self.admit(m, r2)
+        self.assertEqual((ids(hits), hit, ids(new)), (([1, 2, 3],), 48, ([6],)))
+        self.assertEqual(m.native.num_free_blocks, 6)
+        m.free(r2)
+        new, _, hit = self.admit(m, Request("3", [99] * 160))
+        self.assertEqual((ids(new), hit), (([7, 8, 9, 10, 4, 5, 6, 3, 2, 1],), 0))
+        self.assertEqual(inspect.free_queue(), [])
+
+    def test_decode_caches_a_block_once_it_fills(self):
+        m = self.manager(16, 11)
+        r0 = Request("0", [i for i in range(3) for _ in range(16)] + [3] * 7)
+        new, _, _ = self.admit(m, r0)
+        self.assertEqual(ids(new), ([1, 2, 3, 4],))
+        inspect = m.native.inspector()
+        r0.num_computed_tokens = 55
+        r0.append_output_token_ids([8] * 4)
+        self.assertEqual(ids(m.allocate_slots(r0, 4)), ([],))
+        self.assertIsNone(inspect.block_hash(4))
+        r0.num_computed_tokens = 59
+        r0.append_output_token_ids([7] * 19)
+        self.assertEqual(ids(m.allocate_slots(r0, 19)), ([5],))
+        self.assertIsNotNone(inspect.block_hash(4))
+        self.assertIsNone(inspect.block_hash(5))
+
+    def test_evict_reuses_the_least_recently_freed_block(self):
+        m = self.manager(16, 11)
+        r0 = Request("0", range(5 * 16 + 7))
+        new, _, _ = self.admit(m, r0)
+        self.assertEqual(len(ids(new)[0]), 6)
+        r1 = Request("1", range(5 * 16 + 7, 5 * 16 + 7 + 3 * 16))
+        new, _, _ = self.admit(m, r1)
+        self.assertEqual(len(ids(new)[0]), 3)
+        self.assertEqual(m.native.num_free_blocks, 1)
+        m.free(r0)
+        m.free(r1)
+        self.assertEqual(m.native.inspector().free_queue(), [10, 6, 5, 4, 3, 2, 1, 9, 8, 7])
+        new, hits, hit = self.admit(m, Request("2", range(2 * 16 + 3)))
+        self.assertEqual((ids(hits), hit, ids(new)), (([1, 2],), 32, ([10],)))
+        self.assertEqual(m.native.num_free_blocks, 7)
+
+    def test_a_reused_block_loses_its_old_hash(self):
+        m = self.manager(16, 2)
+        r = Request("0", range(16))
+        self.admit(m, r)
+        m.free(r)
+        new, _, hit = self.admit(m, Request("1", range(15)))
+        self.assertEqual(hit, 0)
+        self.assertIsNone(m.native.inspector().block_hash(ids(new)[0][0]))
+
+    def test_hits_are_not_evicted_while_other_blocks_are_free(self):
+        m = self.manager(16, 3)
+        r0, r1 = Request("0", range(16)), Request("1", range(16, 32))
+        self.assertEqual(ids(self.admit(m, r0)[0]), ([1],))
+        self.assertEqual(ids(self.admit(m, r1)[0]), ([2],))
+        m.free(r0)
+        m.free(r1)
+        new, hits, hit = self.admit(m, Request("2", range(32)))
+        self.assertEqual((ids(hits), hit, ids(new)), (([1],), 16, ([2],)))
+
+    def test_without_prefix_caching_nothing_hits(self):
+        m = self.manager(4, 5, enable_caching=False)
+        r1 = Request("1", range(10))
+        self.assertEqual(len(ids(self.admit(m, r1)[0])[0]), 3)
+        m.free(r1)
+        new, _, hit = self.admit(m, Request("2", range(16)))
+        self.assertEqual((hit, len(ids(new)[0])), (0, 4))
+        self.assertIsNone(self.admit(m, Request("3", range(4)))[0])
+
+    def test_images_key_the_blocks_they_overlap(self):
+        m = self.manager(16, 11)
+        common = (list(range(10)) + [-1] * 6 + [-1] * 4 + list(range(10, 20)) + [-1] * 2
+                  + [-1] * 16)
+        items = [("aaa", 11, 10), ("bbb", 30, 18), ("ccc", 48, 7)]
+        r0 = mm_request("0", common + [-1] * 7 + [100] * 4, items)
+        new, _, _ = self.admit(m, r0)
+        self.assertEqual(ids(new), ([1, 2, 3, 4],))
+        r1 = mm_request("1", common + [-1] * 7 + [200] * 5, items)
+        self.assertEqual(m.get_computed_blocks(r1)[1], 48)
+        # Another image where "bbb" was: only the block before it hits.
+        r2 = mm_request("2", common + [-1] * 7 + [200] * 5,
+                        [("aaa", 11, 10), ("zzz", 30, 18), ("ccc", 48, 7)])
+        self.assertEqual(m.get_computed_blocks(r2)[1], 16)
+
+    def test_a_cache_salt_separates_the_cache(self):
+        m = self.manager(16, 11)
+        common = [i for i in range(3) for _ in range(16)]
+        new, _, _ = self.admit(m, Request("0", common + [3] * 11, cache_salt="salt1"))
+        self.assertEqual(ids(new), ([1, 2, 3, 4],))
+        self.assertEqual(m.get_computed_blocks(
+            Request("1", common + [4] * 11, cache_salt="salt1"))[1], 48)
+        self.assertEqual(m.get_computed_blocks(
+            Request("2", common + [4] * 11, cache_salt="salt2"))[1], 0)
+
+    def test_a_failed_admission_leaves_its_hits_untouched(self):
+        m = self.manager(16, 11)
+        inspect = m.native.inspector()
+        common = [i for i in range(3) for _ in range(16)]
+        r0 = Request("0", common)
+        self.admit(m, r0, 48)
+        r1 = Request("1", common * 2)
+        _, hits, hit = self.admit(m, r1, 48)
+        self.assertEqual((ids(hits), hit), (([1, 2, 3],), 48))
+        part1 = m.get_block_ids("1")[0]
+        m.free(r1)
+        self.assertEqual([inspect.ref_count(b) for b in part1], [1, 1, 1, 0, 0, 0])
+        self.admit(m, Request("2", [7] * 32))
+        self.assertEqual(m.native.num_free_blocks, 5)
+        r3 = Request("3", common * 3)
+        blocks, hit = m.get_computed_blocks(r3)
+        self.assertEqual((ids(blocks), hit), ((part1,), 96))
+        self.assertIsNone(m.allocate_slots(r3, 48, hit, blocks))
+        self.assertEqual([inspect.ref_count(b) for b in part1], [1, 1, 1, 0, 0, 0])
+
+    def test_eagle_drops_the_last_hit_block(self):
+        # 48 equal tokens: a hit stops a token short (2 blocks), EAGLE drops the last (1); 37
+        # tokens likewise.
+        for n in (48, 37):
+            m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16), num_blocks=10),
+                               max_model_len=8192, hash_block_size=16, use_eagle=True)
+            r = Request("a", [0] * n)
+            self.admit(m, r)
+            m.free(r)
+            blocks, hit = m.get_computed_blocks(Request("b", [0] * n))
+            self.assertEqual((len(ids(blocks)[0]), hit), (1, 16), n)
+
+    def test_eagle_on_a_sliding_window(self):
+        m = KVCacheManager(kv_cache_config(SlidingWindowSpec(block_size=16, sliding_window=16),
+                                           num_blocks=10),
+                           max_model_len=8192, hash_block_size=16, use_eagle=True)
+        r = Request("a", [0] * 37)
+        self.admit(m, r)
+        first = m.native.request_block_hashes("a")[0]
+        m.free(r)
+        blocks, hit = m.get_computed_blocks(Request("b", [0] * 37))
+        self.assertEqual((len(ids(blocks)[0]), hit), (1, 16))
+        holder = m.native.inspector().lookup(first, 0)
+        self.assertIsNotNone(holder)
+        m.evict_blocks({holder})
+        self.assertEqual(m.get_computed_blocks(Request("c", [0] * 37))[1], 0)
+
+    def test_events_of_a_full_pool_reused(self):
+        for n in (2, 3, 10):
+            m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
+                                               num_blocks=n + 1),
+                               max_model_len=8192, hash_block_size=16,
+                               enable_kv_cache_events=True)
+            r0 = Request("0", range(16 * n))
+            m.allocate_slots(r0, 16 * n)
+            (stored,) = m.take_events()
+            self.assertIsInstance(stored, BlockStored)
+            self.assertEqual((len(stored.block_hashes), len(stored.token_ids),
+                              stored.kv_cache_spec_kind), (n, 16 * n, "full_attention"))
+            m.free(r0)
+            # The same tokens again, without a lookup: every cached block is handed out anew.
+            m.allocate_slots(Request("1", range(16 * n)), 16 * n)
+            events = m.take_events()
+            self.assertEqual(len(events), n + 1)
+            self.assertEqual([type(e).__name__ for e in events],
+                             ["BlockRemoved"] * n + ["BlockStored"])
+            self.assertEqual(sorted(e.block_hashes[0] for e in events[:-1]),
+                             sorted(stored.block_hashes))
+            self.assertEqual(len(events[-1].block_hashes), n)
+            m.free(Request("1", ()))
+            self.assertTrue(m.reset_prefix_cache())
+            self.assertEqual(m.take_events(), [AllBlocksCleared()])
+
+    def test_events_name_the_adapter_id(self):
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16), num_blocks=4),
+                           max_model_len=8192, hash_block_size=16, enable_kv_cache_events=True)
+        lora = SimpleNamespace(
+            request_id="lora", all_token_ids=list(range(48)), num_tokens=48,
+            num_computed_tokens=0, num_preemptions=0, cache_salt=None,
+            lora_request=SimpleNamespace(lora_int_id=42, lora_name="test_lora"))
+        m.allocate_slots(lora, 48)
+        (stored,) = m.take_events()
+        self.assertEqual((stored.lora_id, len(stored.block_hashes), stored.block_size),
+                         (42, 3, 16))
+        m.free(lora)
+        m.allocate_slots(Request("plain", range(48)), 48)
+        stored = m.take_events()[-1]
+        self.assertEqual((stored.lora_id, len(stored.block_hashes), stored.block_size),
+                         (None, 3, 16))
+
+    def hybrid_after_two_requests(self, window, num_blocks, full_blocks, use_eagle):
+        """Full attention beside two groups of one window, 16-token blocks: a request of
+        `full_blocks` distinct full blocks and 7 more tokens, then one of the same full blocks
+        and 5 more, both freed. Returns the manager, the first request's blocks, the second's
+        hits, hit tokens and new blocks, and the second's block hashes."""
+        spec = SlidingWindowSpec(block_size=16, sliding_window=window)
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16), spec, spec,
+                                           num_blocks=num_blocks),
+                           max_model_len=8192, hash_block_size=16, use_eagle=use_eagle)
+        common = [i for i in range(full_blocks) for _ in range(16)]
+        r0 = Request("0", common + [full_blocks] * 7)
+        new, _, _ = self.admit(m, r0)
+        r1 = Request("1", common + [full_blocks] * 5)
+        new1, hits, hit = self.admit(m, r1)
+        hashes = m.native.request_block_hashes("1")
+        m.free(r0)
+        m.free(r1)
+        return m, ids(new), (ids(hits), hit, ids(new1)), hashes
+
+    def check_partial_hits(self, setup, tokens, cases):
+        """Each case drops some (hash block, group) keys from a fresh setup's cache: `tokens`
+        (the second request's) then hit the longest prefix every group can serve."""
+        for keys, hit_blocks in cases:
+            m, _, _, hashes = setup()
+            self.drop_keys(m, hashes, keys)
+            blocks, hit = m.get_computed_blocks(Request("x", tokens))
+            self.assertEqual(hit, 16 * hit_blocks, keys)
+            self.assertEqual([len(g) for g in ids(blocks)], [hit_blocks] * 3, keys)
+
+    def test_hybrid_prefill_and_partial_hits(self):
+        # A 32-token window: the windows need only their last blocks of a hit.
+        def setup():
+            return self.hybrid_after_two_requests(32, 21, 3, use_eagle=False)
+
+        _, first, second, _ = setup()
+        self.assertEqual(first, ([1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]))
+        self.assertEqual(second, (([1, 2, 3], [0, 6, 7], [0, 10, 11]), 48, ([13], [14], [15])))
+        tokens = [i for i in range(3) for _ in range(16)] + [3] * 5
+        self.check_partial_hits(setup, tokens, [
+            ([(0, 1), (0, 2)], 3), ([(0, 0)], 0), ([(2, 0), (2, 1), (2, 2)], 2), ([(2, 0)], 2),
+            ([(2, 1)], 2), ([(2, 2)], 2), ([(2, 0), (0, 1), (0, 2)], 0)])
+
+    def test_hybrid_eagle_prefill_and_partial_hits(self):
+        # A 48-token window under EAGLE: every group drops its last hit block.
+        def setup():
+            return self.hybrid_after_two_requests(48, 31, 6, use_eagle=True)
+
+        _, first, second, _ = setup()
+        self.assertEqual(first, ([1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14],
+                                 [15, 16, 17, 18, 19, 20, 21]))
+        self.assertEqual(second, (([1, 2, 3, 4, 5], [0, 0, 10, 11, 12], [0, 0, 17, 18, 19]), 80,
+                                  ([22, 23], [24, 25], [26, 27])))
+        tokens = [i for i in range(6) for _ in range(16)] + [6] * 5
+        self.check_partial_hits(setup, tokens, [
+            ([(0, 1), (0, 2)], 5), ([(0, 0)], 0), ([(5, 0), (5, 1), (5, 2)], 4), ([(5, 0)], 4),
+            ([(4, 1)], 3), ([(4, 2)], 3), ([(5, 0), (0, 1), (0, 2)], 4)])
+
+    @staticmethod
+    def two_sizes(full_block, window_block, window, num_blocks=100):
+        return KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=full_block),
+                                              SlidingWindowSpec(block_size=window_block,
+                                                                sliding_window=window),
+                                              num_blocks=num_blocks),
+                              max_model_len=8192, hash_block_size=window_block)
+
+    def test_groups_of_two_block_sizes_hit_at_their_lcm(self):
+        m = self.two_sizes(32, 16, 32)
+        tokens = [i for i in range(10) for _ in range(16)]
+        r0 = Request("0", tokens)
+        blocks, hit = m.get_computed_blocks(r0)
+        self.assertEqual(ids(m.allocate_slots(r0, 7 * 16, hit, blocks)),
+                         ([1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]))
+        for n in (7 * 16 + 1, 6 * 16 + 1):
+            blocks, hit = m.get_computed_blocks(Request(f"r{n}", tokens[:n]))
+            self.assertEqual(([len(g) for g in ids(blocks)], hit), ([3, 6], 96), n)
+        m.evict_blocks({11, 10})  # the window's blocks of hash blocks 6 and 5
+        blocks, hit = m.get_computed_blocks(Request("1", tokens[:7 * 16 + 1]))
+        self.assertEqual(([len(g) for g in ids(blocks)], hit), ([2, 4], 64))
+
+    def test_a_window_caches_only_blocks_a_hit_can_read(self):
+        # A one-block window beside 4-block full-attention blocks: within each 32-token segment
+        # only the window's last block can serve a hit, so only hash blocks 3 and 7 are cached.
+        m = self.two_sizes(32, 8, 8)
+        r = Request("0", [i for i in range(8) for _ in range(8)])
+        blocks, hit = m.get_computed_blocks(r)
+        self.assertIsNotNone(m.allocate_slots(r, 64, hit, blocks))
+        inspect, hashes = m.native.inspector(), m.native.request_block_hashes("0")
+        self.assertEqual([k for k in range(8) if inspect.lookup(hashes[k], 1) is not None],
+                         [3, 7])
+
+    def test_a_window_caches_nothing_past_the_lcm(self):
+        m = self.two_sizes(32, 16, 32)
+        r = Request("0", [i for i in range(7) for _ in range(16)])
+        blocks, hit = m.get_computed_blocks(r)
+        self.assertIsNotNone(m.allocate_slots(r, 7 * 16, hit, blocks))
+        inspect, hashes = m.native.inspector(), m.native.request_block_hashes("0")
+        self.assertEqual([k for k in range(7) if inspect.lookup(hashes[k], 1) is not None],
+                         [0, 1, 2, 3, 4, 5])
+
+    def test_whole_sequence_admission_counts_a_window_as_it_recycles(self):
+        # A 64-token window beside full attention, 128 tokens a step, up to 1,024 tokens: a
+        # 512-token prompt fits a pool of 64 + 13 blocks (the engine's case), since the window
+        # holds at most cdiv(63 + 128, 16) + 1 = 13 blocks at a time; a 256-token one does not
+        # fit 4 blocks. The two pools between, by the same rule: 32 + 13 blocks fit the 512
+        # tokens exactly, one fewer does not.
+        for num_blocks, prompt, fits in ((64 + 13 + 1, 512, True), (5, 256, False),
+                                         (32 + 13 + 1, 512, True), (32 + 13, 512, False)):
+            m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
+                                               SlidingWindowSpec(block_size=16,
+                                                                 sliding_window=64),
+                                               num_blocks=num_blocks),
+                               max_model_len=1024, max_num_batched_tokens=128,
+                               hash_block_size=16)
+            new = m.allocate_slots(Request("r", range(prompt)), 16, full_sequence_must_fit=True)
+            self.assertEqual(new is not None, fits, num_blocks)
+
+    def test_aligned_mamba_beside_full_attention(self):
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
+                                           MambaSpec(block_size=16, mamba_cache_mode="align",
+                                                     num_speculative_blocks=0),
+                                           num_blocks=30),
+                           max_model_len=8192, hash_block_size=16)
+        r = Request("0", [i for i in range(3) for _ in range(16)] + [3] * 7)
+        new, _, hit = self.admit(m, r)
+        self.assertEqual(hit, 0)
+        self.assertEqual(len(ids(new)), 2)
+        m.free(r)
+        self.assertEqual(m.native.num_free_blocks, 29)
+
+    def test_reset_waits_until_every_block_is_free(self):
+        m = self.manager(16, 11)
+        common = [i for i in range(3) for _ in range(16)]
+        r0 = Request("0", common + [3] * 7)
+        self.assertEqual(ids(m.allocate_slots(r0, 55)), ([1, 2, 3, 4],))
+        r1 = Request("1", common + [4] * 7)
+        new, hits, hit = self.admit(m, r1)
+        self.assertEqual((len(ids(hits)[0]), ids(new)), (3, ([5],)))
+        self.assertFalse(m.reset_prefix_cache())
+        m.free(r0)
+        m.free(r1)
+        self.assertTrue(m.reset_prefix_cache())
+        inspect = m.native.inspector()
+        self.assertEqual([inspect.block_hash(b) for b in range(11)], [None] * 11)
+
+
 if __name__ == "__main__":
     unittest.main()
