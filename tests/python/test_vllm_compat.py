@@ -993,6 +993,25 @@ class EngineScenarios(unittest.TestCase):
         m.free(r)
         self.assertEqual(m.native.num_free_blocks, 29)
 
+    def test_blocks_left_behind_by_a_window_and_a_chunk(self):
+        # vLLM's test_single_type_kv_cache_manager: 2-token blocks, 11 of them in a row, the
+        # computed count growing; a 4-token window keeps the blocks of the last 3 tokens, a
+        # 4-token chunk the blocks of the current chunk.
+        for spec, steps in [
+                (SlidingWindowSpec(block_size=2, sliding_window=4),
+                 [(0, 0), (4, 0), (5, 1), (6, 1), (7, 2), (11, 4)]),
+                (ChunkedLocalAttentionSpec(block_size=2, attention_chunk_size=4),
+                 [(0, 0), (4, 2), (6, 2), (12, 6)])]:
+            m = KVCacheManager(kv_cache_config(spec, num_blocks=20), max_model_len=64,
+                               hash_block_size=2)
+            r = Request("test", range(22))
+            self.assertEqual(ids(m.allocate_slots(r, 22)), (list(range(1, 12)),))
+            for computed, skipped in steps:
+                m.remove_skipped_blocks("test", computed)
+                self.assertEqual(m.get_block_ids("test"),
+                                 ([0] * skipped + list(range(1 + skipped, 12)),),
+                                 (type(spec).__name__, computed))
+
     def test_reset_waits_until_every_block_is_free(self):
         m = self.manager(16, 11)
         common = [i for i in range(3) for _ in range(16)]
