@@ -250,6 +250,11 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
                 raise ValueError(f"{where}: its layers' {field} differ ({sorted(values)}); a "
                                  "group holds one")
             g[field] = values.pop()
+        if g.get("mamba_cache_mode") == "none":
+            # vLLM's MambaManager runs every mode but align alike: cdiv(tokens, block) blocks
+            # plus the speculative ones, the older released, the full ones cached (none differs
+            # from all only in the config: prefix caching off, one block of max_model_len).
+            g["mamba_cache_mode"] = "all"
         if kind == "full_attention":
             sinks = {getattr(inner, "sink_len", None) or 0 for inner in inners}
             if len(sinks) != 1:

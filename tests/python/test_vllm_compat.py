@@ -980,6 +980,37 @@ class EngineScenarios(unittest.TestCase):
             new = m.allocate_slots(Request("r", range(prompt)), 16, full_sequence_must_fit=True)
             self.assertEqual(new is not None, fits, num_blocks)
 
+    def test_hybrid_combinations_hit_every_full_block(self):
+        # vLLM's test_prefill_hybrid_model_combinations: 16-token blocks, windows of 2 and 4
+        # blocks, Mamba in its default mode (none, which vLLM's manager runs as all), 10 blocks
+        # a group; after 55 tokens, 53 tokens sharing the first 48 hit all 48 in every mix.
+        def spec(kind):
+            if kind == "mamba":
+                return MambaSpec(block_size=16, mamba_cache_mode="none", num_speculative_blocks=0)
+            if kind == "full":
+                return FullAttentionSpec(block_size=16)
+            return SlidingWindowSpec(block_size=16, sliding_window={"sw": 32, "sw_large": 64}[kind])
+
+        for kinds in (["full", "sw"], ["full", "mamba"], ["sw", "mamba"], ["sw", "sw_large"],
+                      ["full", "sw", "sw"], ["full", "mamba", "mamba"], ["full", "sw", "mamba"],
+                      ["full", "sw", "sw_large"], ["full", "full", "sw"],
+                      ["full", "full", "mamba"], ["full", "sw", "full", "sw_large"],
+                      ["full", "mamba", "full", "mamba"], ["sw", "mamba", "sw_large", "mamba"],
+                      ["full", "full", "sw", "mamba"]):
+            m = KVCacheManager(kv_cache_config(*map(spec, kinds), num_blocks=10 * len(kinds)),
+                               max_model_len=8192, hash_block_size=16)
+            common = [i for i in range(3) for _ in range(16)]
+            r0 = Request("0", common + [3] * 7)
+            new, _, hit = self.admit(m, r0)
+            self.assertEqual((hit, len(ids(new))), (0, len(kinds)), kinds)
+            m.new_step_starts()
+            r1 = Request("1", common + [4] * 5)
+            new, hits, hit = self.admit(m, r1)
+            self.assertEqual((hit, len(ids(hits)), len(ids(new))), (48, len(kinds), len(kinds)),
+                             kinds)
+            m.free(r0)
+            m.free(r1)
+
     def test_aligned_mamba_beside_full_attention(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
                                            MambaSpec(block_size=16, mamba_cache_mode="align",
