@@ -1011,6 +1011,49 @@ class EngineScenarios(unittest.TestCase):
             m.free(r0)
             m.free(r1)
 
+    def test_hybrid_eagle_combination(self):
+        # Full attention beside a 32-token window under EAGLE: 64 shared tokens hit 3 blocks.
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
+                                           SlidingWindowSpec(block_size=16, sliding_window=32),
+                                           num_blocks=20),
+                           max_model_len=8192, hash_block_size=16, use_eagle=True)
+        common = [i for i in range(4) for _ in range(16)]
+        self.admit(m, Request("0", common + [4] * 7))
+        new, hits, hit = self.admit(m, Request("1", common + [6] * 5))
+        self.assertEqual((hit, [len(g) for g in ids(hits)], len(ids(new))), (48, [3, 3], 2))
+
+    def test_prompt_logprobs_requests_read_no_hits_but_cache(self):
+        # vLLM's test_prefill_plp: a request asking for prompt logprobs skips the lookup, and its
+        # fresh blocks cache the same hashes as the first request's.
+        m = self.manager(16, 11)
+        inspect = m.native.inspector()
+        common = [i for i in range(3) for _ in range(16)]
+        r0 = Request("0", common + [3] * 7, skip_reading_prefix_cache=True)
+        new, _, hit = self.admit(m, r0)
+        self.assertEqual((ids(new), hit), (([1, 2, 3, 4],), 0))
+        first = [inspect.block_hash(b) for b in (1, 2, 3, 4)]
+        r1 = Request("1", common + [3] * 5)
+        new, hits, hit = self.admit(m, r1)
+        self.assertEqual((ids(hits), hit, ids(new)), (([1, 2, 3],), 48, ([5],)))
+        m.free(r0)
+        m.free(r1)
+        self.assertEqual(inspect.free_queue(), [6, 7, 8, 9, 10, 4, 5, 3, 2, 1])
+        r2 = Request("2", common + [3] * 6, skip_reading_prefix_cache=True)
+        new, _, hit = self.admit(m, r2)
+        self.assertEqual((ids(new), hit), (([6, 7, 8, 9],), 0))
+        self.assertEqual([inspect.block_hash(b) for b in (6, 7, 8, 9)], first)
+        self.assertEqual([inspect.ref_count(b) for b in (6, 7, 8, 9)], [1, 1, 1, 1])
+
+    def test_stored_events_name_each_group(self):
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4),
+                                           SlidingWindowSpec(block_size=4, sliding_window=128),
+                                           num_blocks=5),
+                           max_model_len=8192, hash_block_size=4, enable_kv_cache_events=True)
+        m.allocate_slots(Request("r", range(8)), 8)
+        self.assertEqual([(e.group_idx, e.kv_cache_spec_kind, e.kv_cache_spec_sliding_window,
+                           len(e.block_hashes)) for e in m.take_events()],
+                         [(0, "full_attention", None, 2), (1, "sliding_window", 128, 2)])
+
     def test_aligned_mamba_beside_full_attention(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
                                            MambaSpec(block_size=16, mamba_cache_mode="align",
