@@ -239,7 +239,10 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
         inners = (list(spec.kv_cache_specs.values())
                   if type(spec).__name__ == "UniformTypeKVCacheSpecs" else [spec])
         g = {"kind": kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes,
-             "layers": list(group.layer_names), "volatile_last_block": i in eagle}
+             "layers": list(group.layer_names),
+             # vLLM's Mamba manager takes use_eagle and ignores it: a state block is never
+             # recomputed, so only attention groups drop their last hit block.
+             "volatile_last_block": i in eagle and kind != "mamba"}
         fields = {"sliding_window": ("sliding_window",),
                   "sliding_window_mla": ("sliding_window",),
                   "chunked_local": ("attention_chunk_size",),

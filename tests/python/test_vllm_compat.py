@@ -1054,6 +1054,21 @@ class EngineScenarios(unittest.TestCase):
                            len(e.block_hashes)) for e in m.take_events()],
                          [(0, "full_attention", None, 2), (1, "sliding_window", 128, 2)])
 
+    def test_eagle_beside_mamba_drops_attention_blocks_only(self):
+        # vLLM's scheduler sets use_eagle for MTP too (Qwen3-Next's own drafter); its Mamba
+        # manager takes the flag and ignores it. The port refused the whole config.
+        config = kv_cache_config(FullAttentionSpec(block_size=16),
+                                 MambaSpec(block_size=16, mamba_cache_mode="align",
+                                           num_speculative_blocks=3), num_blocks=40)
+        layout = vllm_compat._layout_from_kv_cache_config(config, 8192, 16, None, True, 1, 1)
+        self.assertEqual([g["volatile_last_block"] for g in layout["groups"]], [True, False])
+        m = KVCacheManager(kv_cache_config=config, max_model_len=8192, hash_block_size=16,
+                           use_eagle=True)
+        new, _, _ = self.admit(m, Request("0", range(55)))
+        # Align mode: the state in the last of cdiv(55, 16) columns, nulls before it, then the
+        # 3 speculative blocks.
+        self.assertEqual(ids(new), ([1, 2, 3, 4], [0, 0, 0, 5, 6, 7, 8]))
+
     def test_aligned_mamba_beside_full_attention(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
                                            MambaSpec(block_size=16, mamba_cache_mode="align",
