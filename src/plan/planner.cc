@@ -86,12 +86,17 @@ Diagnostic Error(std::string code, std::string message) {
 }
 
 // Two specs that differ only by layer name share a bucket; so do two that differ only by their
-// layers' query heads (Laguna-XS's per-layer heads), which the engine's KV-cache specs do not
-// hold: the launch rules read them per layer.
+// layers' query heads (Laguna-XS's per-layer heads) or by the model they belong to (a draft
+// layer whose cache is the target's, as an EAGLE head's or an MTP layer's beside a hybrid
+// target), which the engine's KV-cache specs do not hold: it buckets layers by spec equality
+// (_get_kv_cache_groups_uniform_page_size at 28be48fa9, whose own example is gpt-oss with an
+// EAGLE layer: 12 windowed + 13 full layers, padded to two groups of 13). Drafts the engine
+// does keep apart differ in their spec or their partition (DCP-replicated).
 bool SameSpec(const LayerSpec& a, const LayerSpec& b) {
   LayerSpec x = a;
   x.name = b.name;
   x.num_q_heads_total = b.num_q_heads_total;
+  x.role = b.role;
   return x == b;
 }
 
@@ -529,7 +534,11 @@ Status Planner::AddGroup(const std::vector<const LayerSpec*>& members, int parti
   g.id = GroupId(static_cast<int32_t>(out.size()));
   g.partition = partition;
   g.spec = *members.front();
-  g.role = g.spec.role;
+  // A group holding target layers is the target's, draft layers beside them included.
+  g.role = std::any_of(members.begin(), members.end(),
+                       [](const LayerSpec* m) { return m->role == Role::kTarget; })
+               ? Role::kTarget
+               : Role::kDraft;
   g.uniform_type = uniform_type;
   for (const LayerSpec* m : members) {
     g.layers.push_back(m->name);

@@ -763,7 +763,7 @@ TEST(DenseModels, DraftModelMethodDetection) {
   ASSERT_TRUE(mtp.ok() && as_draft.ok());
   ASSERT_TRUE(as_draft->accepted()) << as_draft->ErrorLines();
   EXPECT_EQ(as_draft->model.speculative_method, "mtp");
-  EXPECT_EQ(as_draft->capacity.max_tokens, 2547916);
+  EXPECT_EQ(as_draft->capacity.max_tokens, 2545324);
   EXPECT_EQ(as_draft->capacity.max_tokens, mtp->capacity.max_tokens);
   const std::string why =
       "its config (model type qwen3_next) becomes model type qwen3_next_mtp under "
@@ -796,7 +796,7 @@ TEST(DenseModels, DraftModelMethodDetection) {
   ASSERT_TRUE(counted.ok()) << counted.status().ToString();
   EXPECT_EQ(counted->model.speculative_method, "mtp");
   EXPECT_EQ(counted->model.num_speculative_tokens, 1);
-  EXPECT_EQ(counted->capacity.max_tokens, 2565720);
+  EXPECT_EQ(counted->capacity.max_tokens, 2564416);
   EXPECT_EQ(launch(qwen, 4, R"({"model": "gpt-oss-120b"})").status().message(),
             "--speculative-config: 'num_speculative_tokens' is not set: draft 'gpt-oss-120b' "
             "runs as method 'draft_model' and its config states no n_predict for the engine to "
@@ -807,7 +807,7 @@ TEST(DenseModels, DraftModelMethodDetection) {
   auto own = launch(qwen, 4,
                     R"({"method": "mtp", "num_speculative_tokens": 3, "model": "qwen3-next-80b"})");
   ASSERT_TRUE(own.ok()) << own.status().ToString();
-  EXPECT_EQ(own->capacity.max_tokens, 2547916);
+  EXPECT_EQ(own->capacity.max_tokens, 2545324);
   EXPECT_EQ(detected(*own), "");
   other = launch(qwen, 4,
                  R"({"method": "mtp", "num_speculative_tokens": 3, "model": "deepseek-v3.2"})");
@@ -911,6 +911,32 @@ TEST(DenseModels, MedusaAndMlpSpeculatorMethodsAreDetectedToo) {
 
 // Method mtp without a model drafts with the target's checkpoint, whose name the engine's
 // detection reads: a name with "eagle3" in it makes it an eagle3 draft of itself.
+// The engine buckets layers by their KV-cache spec, which names no model: a draft layer whose
+// cache is a target layer's joins that layer's bucket (_get_kv_cache_groups_uniform_page_size at
+// 28be48fa9, whose own example is gpt-oss with an EAGLE layer, 12 windowed + 13 full, padded to
+// two groups of 13). gpt-oss-120b's 18 windowed and 18 full layers with a one-layer EAGLE-3 head
+// of its shape: 18 windowed + 19 full, under 1.5 x 18, so two groups, the windowed one padded to
+// 19 pages; 20 GiB / (19 x 32 KiB) = 34,492 blocks, each request 8,192 + 1,033 of them.
+TEST(DenseModels, DraftLayersJoinTheTargetsBuckets) {
+  nlohmann::json head = LlamaEagleHead("LlamaForCausalLMEagle3");
+  head["hidden_size"] = 2880;
+  head["num_attention_heads"] = 64;
+  head["head_dim"] = 64;
+  head["vocab_size"] = 201088;
+  Result<Plan> plan = PlanWithHead(CorpusConfig("gpt-oss-120b"), head, "eagle3");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+  EXPECT_EQ(plan->groups[0].layers.size(), 18u);
+  EXPECT_EQ(plan->groups[1].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[1].layers.size(), 19u);
+  EXPECT_EQ(plan->groups[1].layers.back(), "draft.model.layers.0.self_attn");
+  EXPECT_EQ(plan->groups[1].role, Role::kTarget);  // the target's group, the draft's layer in it
+  EXPECT_EQ(plan->pool.num_blocks, 34492);
+  EXPECT_EQ(plan->capacity.max_tokens, 490074);
+}
+
 TEST(DenseModels, MtpOnATargetNamedLikeAnEagleHead) {
   const auto dir = std::filesystem::temp_directory_path() / "kvtopo_GLM-Flash-eagle3-merged";
   std::filesystem::create_directories(dir);

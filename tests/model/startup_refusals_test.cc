@@ -734,12 +734,12 @@ TEST(StartupRefusals, EngineExpertParallelLoadBalancingLaunches) {
   o.speculative_config = R"({"method":"qwen3_next_mtp","num_speculative_tokens":1})";
   o.max_model_len = 2048;
   o.eplb_config = R"({"window_size":200,"step_interval":600,"use_async":true})";
-  EXPECT_EQ(AcceptedTokens(o), 1435473);
+  EXPECT_EQ(AcceptedTokens(o), 1388105);
   // test_eplb_spec_decode: 4 redundant experts, one a rank, 516 experts over 4 ranks.
   o.eplb_config = R"({"num_redundant_experts": 4, "window_size": 128, "step_interval": 1024, )"
                   R"("log_balancedness": false})";
   o.max_model_len = 4096;  // the hybrid log's tokens grow with it; the pool is the same
-  EXPECT_EQ(AcceptedTokens(o), 1804595);
+  EXPECT_EQ(AcceptedTokens(o), 1766679);
 }
 
 // Under --enable-eplb, FusedMoE experts that take EPLB hold the routed and redundant experts in
@@ -2536,12 +2536,13 @@ TEST(StartupRefusals, CudaGraphModeResolved) {
   // Speculative decoding replays uniform batches of 1 + k tokens, which FLASH_ATTN and the GDN
   // layers' graphs take: full graphs stay. On FLASHINFER, whose support depends on the GPU,
   // kvtopo cannot tell.
-  // With an MTP draft the pool holds 1,872 blocks.
+  // With an MTP draft the pool holds 144 blocks of 13 pages (the MTP layer joins the 12 full
+  // attention layers' bucket, and the group size grows to 13).
   o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
   o.max_num_seqs = 1873;
   Result<Plan> plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(), GraphBlocksError(1873, 1872, "FULL_AND_PIECEWISE, -O2's default"));
+  EXPECT_EQ(plan->ErrorLines(), GraphBlocksError(1873, 144, "FULL_AND_PIECEWISE, -O2's default"));
   o.attention_backend = "FLASHINFER";
   plan = PlanOptions(o);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -2553,11 +2554,11 @@ TEST(StartupRefusals, CudaGraphModeResolved) {
   ASSERT_NE(warning, nullptr);
   EXPECT_EQ(warning->severity, Severity::kWarning);
   EXPECT_EQ(warning->message,
-            "--max-num-seqs 1873 exceeds the 1872 blocks of the pool, and the engine's full "
+            "--max-num-seqs 1873 exceeds the 144 blocks of the pool, and the engine's full "
             "decode CUDA graphs need a recurrent-state block for each request: the engine refuses "
             "the launch if its decode steps replay full graphs, which kvtopo cannot tell here "
             "(speculative decoding on backend FLASHINFER, whose CUDA graph support kvtopo does "
-            "not know); lower --max-num-seqs to 1872 or fewer, give the KV cache more memory, or "
+            "not know); lower --max-num-seqs to 144 or fewer, give the KV cache more memory, or "
             "pass --enforce-eager");
 }
 

@@ -330,7 +330,7 @@ class PlanTest(unittest.TestCase):
         # its MTP layers; another checkpoint's MTP layers are refused.
         spec = {"method": "draft_model", "model": "qwen3-next-80b", "num_speculative_tokens": 3}
         plan = kvtopo.plan("qwen3-next-80b", tensor_parallel_size=4, speculative_config=spec)
-        self.assertEqual(plan.capacity.max_tokens, 2547916)
+        self.assertEqual(plan.capacity.max_tokens, 2545324)
         self.assertIn(("speculative-method-detected", "info"),
                       [(d.code, d.severity) for d in plan.diagnostics])
         with self.assertRaisesRegex(kvtopo.RejectedError,
