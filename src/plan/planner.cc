@@ -91,12 +91,15 @@ Diagnostic Error(std::string code, std::string message) {
 // target), which the engine's KV-cache specs do not hold: it buckets layers by spec equality
 // (_get_kv_cache_groups_uniform_page_size at 28be48fa9, whose own example is gpt-oss with an
 // EAGLE layer: 12 windowed + 13 full layers, padded to two groups of 13). Drafts the engine
-// does keep apart differ in their spec or their partition (DCP-replicated).
+// does keep apart differ in their spec or their partition (DCP-replicated). Whether the backend
+// picked a windowed draft layer's block (ResolveBackendSelectedBlocks, before grouping) is not
+// in the spec either: the block it picked is.
 bool SameSpec(const LayerSpec& a, const LayerSpec& b) {
   LayerSpec x = a;
   x.name = b.name;
   x.num_q_heads_total = b.num_q_heads_total;
   x.role = b.role;
+  x.backend_selects_block = b.backend_selects_block;
   return x == b;
 }
 

@@ -499,8 +499,9 @@ TEST(DeviceCapability, BackendTheModelBuildsItself) {
   mimo.max_model_len = 8192;
   Result<Plan> drafted = PlanOn(mimo);
   ASSERT_TRUE(drafted.ok()) << drafted.status().ToString();
-  ASSERT_EQ(drafted->groups.size(), 7u);  // the draft's full layers join the target's
-  EXPECT_EQ(drafted->groups.back().role, Role::kDraft);
+  // The draft's layers join the target's buckets (full 9 + 9, windowed 39 + 39: 1 + 5 groups).
+  ASSERT_EQ(drafted->groups.size(), 6u);
+  EXPECT_EQ(drafted->groups.back().layers.back(), "draft.model.layers.43.self_attn");  // strided
   EXPECT_EQ(drafted->groups.back().backends, std::vector<std::string>{"FLASH_ATTN_DIFFKV"});
   mimo.speculative_config.reset();
   mimo.max_model_len.reset();
