@@ -93,13 +93,17 @@ Diagnostic Error(std::string code, std::string message) {
 // EAGLE layer: 12 windowed + 13 full layers, padded to two groups of 13). Drafts the engine
 // does keep apart differ in their spec or their partition (DCP-replicated). Whether the backend
 // picked a windowed draft layer's block (ResolveBackendSelectedBlocks, before grouping) is not
-// in the spec either: the block it picked is.
+// in the spec either: the block it picked is. Nor is the attention backend (the engine runs a
+// group's layers of two backends as two attention groups, on a kernel block both take:
+// ComputeGeometries) or the model's total K/V heads (the per-rank heads are).
 bool SameSpec(const LayerSpec& a, const LayerSpec& b) {
   LayerSpec x = a;
   x.name = b.name;
   x.num_q_heads_total = b.num_q_heads_total;
+  x.num_kv_heads_total = b.num_kv_heads_total;
   x.role = b.role;
   x.backend_selects_block = b.backend_selects_block;
+  x.attention_backend = b.attention_backend;
   return x == b;
 }
 

@@ -935,6 +935,25 @@ TEST(DenseModels, DraftLayersJoinTheTargetsBuckets) {
   EXPECT_EQ(plan->groups[1].role, Role::kTarget);  // the target's group, the draft's layer in it
   EXPECT_EQ(plan->pool.num_blocks, 34492);
   EXPECT_EQ(plan->capacity.max_tokens, 490074);
+
+  // A draft attention backend of the same page shape: the engine's spec names no backend, so
+  // the head still joins the full group, which runs two attention groups.
+  const std::string path = HeadPath();
+  std::ofstream(path) << head.dump();
+  LaunchConfig c;
+  c.kv_cache_memory_bytes = 20 * kGiB;
+  c.speculative = ParseSpeculativeConfig(R"({"method": "eagle3", "num_speculative_tokens": 3,
+                                             "draft_attention_backend": "TRITON_ATTN",
+                                             "model": ")" +
+                                         path + R"("})")
+                      .value();
+  plan = PlanWith(CorpusConfig("gpt-oss-120b"), c);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[1].backends, (std::vector<std::string>{"FLASH_ATTN", "TRITON_ATTN"}));
+  EXPECT_EQ(plan->pool.num_blocks, 34492);
 }
 
 TEST(DenseModels, MtpOnATargetNamedLikeAnEagleHead) {
