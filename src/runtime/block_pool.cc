@@ -6,6 +6,7 @@
 #include <chrono>
 #include <random>
 
+#include "internal/split_mix.h"
 #include "kvtopo/status.h"
 
 namespace kvtopo {
@@ -29,6 +30,13 @@ struct BlockPool::Residency {
   std::vector<BlockResidencyEvent> events;
   uint64_t dropped = 0;
 
+  // Nanosecond readings of a caller's clock may lie anywhere in int64: their difference wraps
+  // (defined in unsigned arithmetic) instead of overflowing.
+  static double SecondsBetween(int64_t earlier_ns, int64_t later_ns) {
+    return static_cast<double>(static_cast<int64_t>(static_cast<uint64_t>(later_ns) -
+                                                    static_cast<uint64_t>(earlier_ns))) /
+           1e9;
+  }
   int64_t Now() const {
     if (options.clock_ns != nullptr) return options.clock_ns();
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -46,10 +54,8 @@ struct BlockPool::Residency {
     }
   };
   bool Draw() {
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    const uint64_t z = internal::SplitMix64(rng);  // the splitmix64 generator's next output
+    rng += 0x9E3779B97F4A7C15ull;
     return (z >> 11) < threshold;
   }
   // vLLM's on_block_allocated: a sampled block starts being followed (replacing what was
@@ -91,15 +97,15 @@ struct BlockPool::Residency {
       return;
     }
     BlockResidencyEvent& e = events.emplace_back();
-    e.lifetime_seconds = static_cast<double>(now - f.birth_ns) / 1e9;
-    e.idle_seconds = static_cast<double>(now - f.last_access_ns) / 1e9;
+    e.lifetime_seconds = SecondsBetween(f.birth_ns, now);
+    e.idle_seconds = SecondsBetween(f.last_access_ns, now);
     e.num_reuse_gaps = std::max(f.num_accesses - 1, 0);
     // The oldest kept hit is where the ring writes next once it is full.
     const int32_t oldest = f.num_accesses < 4 ? 0 : f.next_access;
     for (int32_t k = 0; k < e.num_reuse_gaps; ++k) {
       const int64_t a = f.accesses[(oldest + k) % 4];
       const int64_t b = f.accesses[(oldest + k + 1) % 4];
-      e.reuse_gaps_seconds[k] = static_cast<double>(b - a) / 1e9;
+      e.reuse_gaps_seconds[k] = SecondsBetween(a, b);
     }
   }
   void Clear() {

@@ -506,12 +506,8 @@ class SchedulerSequences(unittest.TestCase):
         # vLLM's BlockStored.extra_keys, per block: the adapter's name, each image the block
         # overlaps as (identifier, offset from the block's start), the salt on the first block.
         m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
-        r = SimpleNamespace(
-            request_id="r", all_token_ids=list(range(12)), num_tokens=12, num_computed_tokens=0,
-            num_preemptions=0, cache_salt="tenant-7",
-            lora_request=SimpleNamespace(lora_int_id=7, lora_name="sql-adapter"),
-            mm_features=[SimpleNamespace(identifier="img", mm_position=SimpleNamespace(
-                offset=2, length=4))])
+        r = mm_request("r", range(12), [("img", 2, 4)], cache_salt="tenant-7",
+                       lora=(7, "sql-adapter"))
         m.allocate_slots(r, 12)
         (stored,) = m.take_events()
         self.assertEqual(stored.extra_keys, [("sql-adapter", ("img", 2), "tenant-7"),
@@ -628,11 +624,13 @@ class SchedulerSequences(unittest.TestCase):
             m.allocate_slots(b, 1, 8, blocks)
 
 
-def mm_request(request_id, token_ids, items, cache_salt=None):
-    """vLLM's Request with images: items are (identifier, offset, length)."""
+def mm_request(request_id, token_ids, items=(), cache_salt=None, lora=None):
+    """vLLM's Request with images (items: (identifier, offset, length)) and an adapter (lora:
+    (lora_int_id, lora_name))."""
     return SimpleNamespace(
         request_id=request_id, all_token_ids=list(token_ids), num_tokens=len(token_ids),
-        num_computed_tokens=0, num_preemptions=0, cache_salt=cache_salt, lora_request=None,
+        num_computed_tokens=0, num_preemptions=0, cache_salt=cache_salt,
+        lora_request=lora and SimpleNamespace(lora_int_id=lora[0], lora_name=lora[1]),
         mm_features=[SimpleNamespace(identifier=i, mm_position=SimpleNamespace(
             offset=offset, length=length)) for i, offset, length in items])
 
@@ -850,10 +848,7 @@ class EngineScenarios(unittest.TestCase):
     def test_events_name_the_adapter_id(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16), num_blocks=4),
                            max_model_len=8192, hash_block_size=16, enable_kv_cache_events=True)
-        lora = SimpleNamespace(
-            request_id="lora", all_token_ids=list(range(48)), num_tokens=48,
-            num_computed_tokens=0, num_preemptions=0, cache_salt=None,
-            lora_request=SimpleNamespace(lora_int_id=42, lora_name="test_lora"))
+        lora = mm_request("lora", range(48), lora=(42, "test_lora"))
         m.allocate_slots(lora, 48)
         (stored,) = m.take_events()
         self.assertEqual((stored.lora_id, len(stored.block_hashes), stored.block_size),
@@ -1078,7 +1073,8 @@ class EngineScenarios(unittest.TestCase):
         r = Request("0", [i for i in range(3) for _ in range(16)] + [3] * 7)
         new, _, hit = self.admit(m, r)
         self.assertEqual(hit, 0)
-        self.assertEqual(len(ids(new)), 2)
+        # Align mode: the state in the last of cdiv(55, 16) columns, nulls before it.
+        self.assertEqual(ids(new), ([1, 2, 3, 4], [0, 0, 0, 5]))
         m.free(r)
         self.assertEqual(m.native.num_free_blocks, 29)
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -221,6 +222,25 @@ TEST(BlockPoolResidency, ReuseGapsAreTheLastFourHits) {
   // Accesses 3, 6, 10 and 15 are kept (the first, at 1, fell out).
   EXPECT_EQ(pool.TakeResidencyEvents(),
             (std::vector<BlockResidencyEvent>{Event(20, 5, {3, 4, 5})}));
+}
+
+// A caller's clock may read anywhere in int64: a jump as vLLM's test_huge_time_jump takes, and
+// readings that wrap past INT64_MAX, give their difference without overflow.
+TEST(BlockPoolResidency, ClockReadingsAnywhereInInt64) {
+  BlockPool pool(2, /*enable_caching=*/true);
+  ASSERT_TRUE(pool.EnableResidencyMetrics(EveryBlock()).ok());
+  fake_now_ns = 1'000'000'000;
+  const BlockId b = pool.AllocateOne();
+  fake_now_ns = 9'999'999'999'999'999;
+  pool.EvictCached(b);
+  fake_now_ns = std::numeric_limits<int64_t>::max() - 999'999'999;
+  pool.FreeOne(b);
+  ASSERT_EQ(pool.AllocateOne(), b);
+  fake_now_ns = std::numeric_limits<int64_t>::min() + 1'000'000'000;
+  pool.EvictCached(b);
+  const double kJump = static_cast<double>(int64_t{9'999'998'999'999'999}) / 1e9;
+  EXPECT_EQ(pool.TakeResidencyEvents(),
+            (std::vector<BlockResidencyEvent>{Event(kJump, kJump), Event(2, 2)}));
 }
 
 // Without prefix caching vLLM's pool evicts nothing when it reallocates: only evict_blocks ends
