@@ -8,14 +8,18 @@
 //   recently freed first), freeing appends to the tail, a prefix hit unlinks from the middle in
 //   O(1). The list holds truly free blocks and evictable cached ones (ref count 0, still hashed).
 // - The prefix-cache map is a flat open-addressing table from (128-bit block hash, group id) to
-//   block, 8 bytes a slot. Duplicates among blocks in use are allowed (a newly full block is not
-//   deduplicated, so block tables stay append-only); a lookup returns one of them. A cached block
-//   stays hit-able after it is freed and loses its hash lazily, when it is reallocated, or when a
-//   new block caches the same (hash, group): the new block then takes the free block's entry.
+//   block, 8 bytes a slot. A cached block stays hit-able after it is freed and loses its hash
+//   lazily, when it is reallocated or evicted. A newly full block is not deduplicated (block
+//   tables stay append-only): several blocks may cache the same (hash, group), as in vLLM's
+//   BlockHashToBlockMap, and a lookup returns the one that cached it first of those still
+//   cached. The map's entry names that block; the later ones follow it in a chain in caching
+//   order (dups_, allocated when the first duplicate is cached), so evicting any of them is O(1)
+//   besides the map's own erase.
 //
 // Invariants (CheckInvariants): a block is in the free list iff its ref count is 0; the free
 // list is a well-formed cycle through the sentinel and its length is num_free_blocks(); every
-// hashed block has exactly one map entry and every entry points at a block with that hash.
+// (hash, group) cached has exactly one map entry, naming the first of its blocks, whose chain
+// holds the others in caching order.
 //
 // Thread safety: none; one scheduler thread owns a pool.
 #pragma once
@@ -200,6 +204,14 @@ class BlockPool {
     int32_t group = -1;  // cached under (hash, group) when >= 0
     BlockHash hash;
   };
+  // A block's place among the blocks caching the same (hash, group): a circular list in caching
+  // order whose head (the first, the map's entry) has head = true; prev = next = 0 for a block
+  // that caches its content alone.
+  struct Dup {
+    int32_t prev = 0;
+    int32_t next = 0;
+    bool head = false;
+  };
   // A map entry: 32 bits of the key (the hash's low word mixed with the group; its low bits are
   // the home slot) and the block. A key match is confirmed through the block's metadata (the
   // full hash), which a hit reads next anyway.
@@ -243,6 +255,10 @@ class BlockPool {
     return slot.key == key && meta_[slot.block].hash == hash;
   }
   void MapErase(int32_t block);
+  // Caches block i after `head`'s chain (the map's entry for the same content stays `head`).
+  void AppendDup(int32_t head, int32_t i);
+  // Drops block i from the map: its entry, or its place in a chain.
+  void Unmap(int32_t i);
 
   int32_t num_blocks_;
   std::vector<Meta> meta_;  // num_blocks_ + 1 entries: the blocks, then the sentinel
@@ -250,7 +266,8 @@ class BlockPool {
   bool caching_;
   std::vector<Slot> map_;  // power-of-two capacity, linear probing, backward-shift deletion
   size_t map_mask_ = 0;
-  int32_t map_size_ = 0;
+  int32_t map_size_ = 0;   // entries: distinct (hash, group) cached
+  std::vector<Dup> dups_;  // num_blocks_ entries once a duplicate is cached; empty before
   uint64_t evictions_ = 0;
   PrefixCacheStats stats_;
   std::vector<KVCacheEvent>* events_ = nullptr;
@@ -356,16 +373,9 @@ inline void BlockPool::Insert(int32_t i, const BlockHash& hash, int32_t g) {
   const uint32_t key = KeyOf(hash.low, g);
   size_t s = key & map_mask_;
   for (; map_[s].block != 0; s = (s + 1) & map_mask_) {
-    Slot& slot = map_[s];
-    if (Matches(slot, key, hash) && meta_[slot.block].ref_count == 0) {
-      // The same content is cached by a free (evictable) block: the new block takes its entry
-      // and the old one becomes a plain free block. Every lookup still finds this content, and
-      // re-caching a prompt does not pile duplicate keys into one probe run.
-      Meta& old = meta_[slot.block];
-      ++evictions_;
-      old.group = -1;
-      old.hash = BlockHash{};
-      slot.block = i;
+    if (Matches(map_[s], key, hash)) [[unlikely]] {
+      // Content another block caches already: both stay cached, the first stays the entry.
+      AppendDup(map_[s].block, i);
       return;
     }
   }

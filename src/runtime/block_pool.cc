@@ -196,7 +196,7 @@ void BlockPool::Evict(int32_t i) {
                           .group = GroupId{meta_[i].group},
                           .block_hashes = {meta_[i].hash}});
     }
-    MapErase(i);
+    Unmap(i);
     ++evictions_;
     meta_[i].group = -1;
     meta_[i].hash = BlockHash{};
@@ -267,10 +267,46 @@ void BlockPool::MapErase(int32_t block) {
   --map_size_;
 }
 
+void BlockPool::AppendDup(int32_t head, int32_t i) {
+  if (dups_.empty()) dups_.resize(static_cast<size_t>(num_blocks_));
+  Dup& h = dups_[head];
+  if (h.prev == 0) {  // alone so far: a chain of one
+    h = Dup{.prev = head, .next = head, .head = true};
+  }
+  const int32_t tail = h.prev;
+  dups_[i] = Dup{.prev = tail, .next = head, .head = false};
+  dups_[tail].next = i;
+  h.prev = i;
+}
+
+void BlockPool::Unmap(int32_t i) {
+  if (dups_.empty() || dups_[i].prev == 0) {
+    MapErase(i);
+    return;
+  }
+  const Dup d = dups_[i];
+  dups_[i] = Dup{};
+  if (d.head) {
+    // The next block in caching order becomes the map's entry.
+    size_t s = SlotOf(meta_[i].hash.low, meta_[i].group);
+    while (map_[s].block != i) {
+      KVTOPO_CHECK(map_[s].block != 0);
+      s = (s + 1) & map_mask_;
+    }
+    map_[s].block = d.next;
+    dups_[d.next].head = true;
+  }
+  dups_[d.prev].next = d.next;
+  dups_[d.next].prev = d.prev;
+  // A block left alone leaves the chain.
+  if (d.next == d.prev) dups_[d.next] = Dup{};
+}
+
 bool BlockPool::ResetPrefixCache(int64_t held) {
   if (num_free_ != num_blocks_ - 1 - held) return false;
   for (Slot& slot : map_) slot = Slot{};
   map_size_ = 0;
+  dups_.clear();
   for (Meta& m : meta_) {
     m.group = -1;
     m.hash = BlockHash{};
@@ -340,25 +376,53 @@ void BlockPool::CheckInvariants() const {
   }
   KVTOPO_CHECK(meta_[sentinel()].prev == prev);
   KVTOPO_CHECK(count == num_free_);
+  KVTOPO_CHECK(dups_.empty() || dups_.size() == static_cast<size_t>(n));
+  const auto dup = [&](int32_t i) { return dups_.empty() ? Dup{} : dups_[i]; };
   int32_t hashed = 0;
+  int32_t followers = 0;  // cached blocks in a chain behind its first
   for (int32_t i = 1; i < n; ++i) {
     const Meta& m = meta_[i];
     KVTOPO_CHECK(m.ref_count >= 0);
     KVTOPO_CHECK_MSG((m.ref_count == 0) == (m.prev != -1), "free-list membership != ref 0");
-    if (m.group >= 0) {
-      KVTOPO_CHECK(caching_);
-      ++hashed;
-      size_t s = SlotOf(m.hash.low, m.group);
-      bool found = false;
-      for (; map_[s].block != 0; s = (s + 1) & map_mask_) {
-        if (map_[s].block == i) {
-          KVTOPO_CHECK(map_[s].key == KeyOf(m.hash.low, m.group));
-          found = true;
-          break;
-        }
-      }
-      KVTOPO_CHECK_MSG(found, "a hashed block is missing from the prefix-cache map");
+    const Dup d = dup(i);
+    if (m.group < 0) {
+      KVTOPO_CHECK_MSG(d.prev == 0 && d.next == 0 && !d.head, "an uncached block is in a chain");
+      continue;
     }
+    KVTOPO_CHECK(caching_);
+    ++hashed;
+    if (d.prev != 0) {
+      // A chain: linked both ways, every block caching the head's content, one head.
+      KVTOPO_CHECK(d.prev > 0 && d.prev < n && d.next > 0 && d.next < n && d.next != i);
+      KVTOPO_CHECK(dups_[d.next].prev == i && dups_[d.prev].next == i);
+      KVTOPO_CHECK(meta_[d.next].group == m.group && meta_[d.next].hash == m.hash);
+      if (!d.head) {
+        ++followers;
+        continue;
+      }
+      int32_t heads = 0, length = 0;
+      for (int32_t j = i;;) {
+        heads += dups_[j].head ? 1 : 0;
+        KVTOPO_CHECK_MSG(++length <= n, "a duplicate chain has a cycle");
+        j = dups_[j].next;
+        if (j == i) break;
+      }
+      KVTOPO_CHECK_MSG(heads == 1 && length >= 2, "a duplicate chain needs one head");
+    } else {
+      KVTOPO_CHECK_MSG(!d.head && d.next == 0, "a block alone is marked as a chain's");
+    }
+    size_t s = SlotOf(m.hash.low, m.group);
+    bool found = false;
+    for (; map_[s].block != 0; s = (s + 1) & map_mask_) {
+      if (map_[s].block == i) {
+        KVTOPO_CHECK(map_[s].key == KeyOf(m.hash.low, m.group));
+        found = true;
+        break;
+      }
+      KVTOPO_CHECK_MSG(!Matches(map_[s], KeyOf(m.hash.low, m.group), m.hash),
+                       "two map entries cache the same content");
+    }
+    KVTOPO_CHECK_MSG(found, "a hashed block is missing from the prefix-cache map");
   }
   int32_t entries = 0;
   for (const Slot& slot : map_) {
@@ -367,8 +431,10 @@ void BlockPool::CheckInvariants() const {
     KVTOPO_CHECK(slot.block > 0 && slot.block < n);
     const Meta& m = meta_[slot.block];
     KVTOPO_CHECK(m.group >= 0 && slot.key == KeyOf(m.hash.low, m.group));
+    KVTOPO_CHECK_MSG(dup(slot.block).prev == 0 || dup(slot.block).head,
+                     "a map entry names a block that is not the first of its chain");
   }
-  KVTOPO_CHECK(entries == hashed && entries == map_size_);
+  KVTOPO_CHECK(entries == hashed - followers && entries == map_size_);
   if (residency_ != nullptr) {
     // Each record slot is a block's or free, never both; the null block is never followed.
     const Residency& r = *residency_;

@@ -73,53 +73,59 @@ TEST(BlockPool, StatsCountQueriesAndHits) {
 }
 
 // The flat map against std::multimap over random cache / reallocate / reset operations.
+// The oracle is vLLM's BlockHashToBlockMap: every block caching a (hash, group) stays cached
+// until it is reallocated or evicted, and a lookup finds the one that cached it first of those
+// left.
 TEST(BlockPool, RandomizedHashMapMatchesOracle) {
   std::mt19937_64 rng(7);
-  BlockPool pool(64, true);
-  std::vector<BlockId> held;
-  std::map<int32_t, std::pair<uint64_t, int32_t>> hashed;  // block -> (key, group)
-  for (int step = 0; step < 3000; ++step) {
-    const int op = static_cast<int>(rng() % 4);
-    if (op == 0 && pool.num_free_blocks() > 0) {
-      const BlockId b = pool.AllocateOne();
-      hashed.erase(b.value());
-      held.push_back(b);
-    } else if (op == 1 && !held.empty()) {
-      const size_t i = rng() % held.size();
-      if (!pool.is_cached(held[i])) {
-        const uint64_t key = rng() % 40;  // collisions and duplicates on purpose
+  for (const int keys : {40, 6}) {  // collisions; then long chains of duplicates
+    BlockPool pool(64, true);
+    std::vector<BlockId> held;
+    std::map<std::pair<uint64_t, int32_t>, std::vector<int32_t>> cached;  // in caching order
+    const auto forget = [&](int32_t block) {
+      for (auto& [kg, blocks] : cached) std::erase(blocks, block);
+    };
+    for (int step = 0; step < 6000; ++step) {
+      const int op = static_cast<int>(rng() % 5);
+      if (op == 0 && pool.num_free_blocks() > 0) {
+        const BlockId b = pool.AllocateOne();
+        forget(b.value());
+        held.push_back(b);
+      } else if (op == 1 && !held.empty()) {
+        const size_t i = rng() % held.size();
+        if (!pool.is_cached(held[i])) {
+          const uint64_t key = rng() % keys;
+          const int32_t group = static_cast<int32_t>(rng() % 2);
+          pool.Cache(held[i], H(key), GroupId{group});
+          cached[{key, group}].push_back(held[i].value());
+        }
+      } else if (op == 2 && !held.empty()) {
+        const size_t i = rng() % held.size();
+        pool.FreeOne(held[i]);
+        held.erase(held.begin() + i);
+      } else if (op == 3) {
+        const uint64_t key = rng() % keys;
         const int32_t group = static_cast<int32_t>(rng() % 2);
-        pool.Cache(held[i], H(key), GroupId{group});
-        hashed[held[i].value()] = {key, group};
+        const std::optional<BlockId> got = pool.Lookup(H(key), GroupId{group});
+        const std::vector<int32_t>& blocks = cached[{key, group}];
+        ASSERT_EQ(got.has_value(), !blocks.empty());
+        if (got) {
+          ASSERT_EQ(got->value(), blocks.front()) << "step " << step;
+        }
+      } else if (op == 4) {
+        const BlockId b{static_cast<int32_t>(1 + rng() % 63)};
+        pool.EvictCached(b);
+        forget(b.value());
       }
-    } else if (op == 2 && !held.empty()) {
-      const size_t i = rng() % held.size();
-      pool.FreeOne(held[i]);
-      held.erase(held.begin() + i);
-    } else if (op == 3) {
-      const uint64_t key = rng() % 40;
-      const int32_t group = static_cast<int32_t>(rng() % 2);
-      auto got = pool.Lookup(H(key), GroupId{group});
-      bool expected = false;
-      for (const auto& [block, kg] : hashed) expected |= kg == std::make_pair(key, group);
-      ASSERT_EQ(got.has_value(), expected);
-      if (got) {
-        ASSERT_EQ(hashed.at(got->value()), std::make_pair(key, group));
-      }
+      pool.CheckInvariants();
     }
-    pool.CheckInvariants();
   }
 }
 
-}  // namespace
-}  // namespace kvtopo
-
-namespace kvtopo {
-namespace {
-
-// Re-caching content that a free block still caches moves the entry to the new block; content
-// cached by blocks in use may repeat.
-TEST(BlockPool, NewBlockTakesTheEntryOfAFreeDuplicate) {
+// Content cached again while a free block still caches it: both stay cached, the first is what
+// a lookup finds until it leaves, and each copy is evicted on its own (vLLM keeps every copy in
+// BlockHashToBlockMap and returns the first).
+TEST(BlockPool, DuplicatesStayCachedInCachingOrder) {
   BlockPool pool(8, /*enable_caching=*/true);
   const BlockHash h{.low = 42, .high = 7};
   const BlockId a = pool.AllocateOne();
@@ -129,15 +135,22 @@ TEST(BlockPool, NewBlockTakesTheEntryOfAFreeDuplicate) {
   const BlockId b = pool.AllocateOne();      // the head of the free list: not a
   ASSERT_NE(b, a);
   pool.Cache(b, h, GroupId{0});
-  EXPECT_EQ(pool.Lookup(h, GroupId{0}), b);
-  EXPECT_FALSE(pool.is_cached(a));
+  EXPECT_EQ(pool.Lookup(h, GroupId{0}), a);
+  EXPECT_TRUE(pool.is_cached(a));
   EXPECT_TRUE(pool.is_cached(b));
   const BlockId c = pool.AllocateOne();
-  pool.Cache(c, h, GroupId{0});  // b is in use: both stay cached
-  EXPECT_TRUE(pool.is_cached(b));
-  EXPECT_TRUE(pool.is_cached(c));
+  pool.Cache(c, h, GroupId{0});
   EXPECT_EQ(pool.Lookup(h, GroupId{1}), std::nullopt);
   pool.CheckInvariants();
+  pool.EvictCached(b);  // the middle copy
+  EXPECT_EQ(pool.Lookup(h, GroupId{0}), a);
+  pool.EvictCached(a);  // the first: c is found now
+  EXPECT_EQ(pool.Lookup(h, GroupId{0}), c);
+  pool.Cache(b, h, GroupId{0});  // cached again: after c
+  pool.EvictCached(c);
+  EXPECT_EQ(pool.Lookup(h, GroupId{0}), b);
+  pool.CheckInvariants();
+  EXPECT_EQ(pool.evictions(), 3u);
 }
 
 }  // namespace

@@ -107,18 +107,20 @@ TEST(KVCacheManager, PrefixHitStillRecomputesTheLastPromptToken) {
   EXPECT_EQ(Row(*m, 2), (std::vector<int32_t>{1, 3}));  // 1 reused, 3 fresh from the head
   EXPECT_EQ(m->num_computed_tokens(RequestId{2}), TokenCount{32});
 
-  // Block 3 now holds the content free block 2 cached, so 3 took over 2's cache entry.
-  // One more token and both blocks hit: the two requests share blocks 1 and 3.
+  // Block 3 now caches the content free block 2 still caches: both stay cached, and a lookup
+  // finds 2, which cached it first (vLLM's BlockHashToBlockMap). One more token and both blocks
+  // hit: 2 leaves the free list although 3 holds the same content.
   EXPECT_TRUE(m->AddRequest(RequestId{3}, Tokens(33)).ok());
   hits = m->GetComputedBlocks(RequestId{3}).value();
   EXPECT_EQ(hits.num_tokens, TokenCount{32});
-  EXPECT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{3}}));
+  EXPECT_EQ(hits.blocks[0], (std::vector<BlockId>{BlockId{1}, BlockId{2}}));
   ASSERT_TRUE(m->AllocateSlots(RequestId{3}, {.num_new_tokens = TokenCount{1},
                                               .num_new_computed_tokens = hits.num_tokens,
                                               .computed = &hits})
                   .value());
   m->CheckInvariants();
-  EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{1, 3, 4}));  // 4: the head of the free list
+  EXPECT_EQ(Row(*m, 3), (std::vector<int32_t>{1, 2, 4}));  // 4: the head of the free list
+  EXPECT_EQ(m->num_free_blocks(), 5);                      // 1, 2, 3 and 4 in use
   EXPECT_EQ(m->prefix_cache_stats().hit_tokens, 48);
   EXPECT_TRUE(m->Free(RequestId{2}).ok());
   EXPECT_TRUE(m->Free(RequestId{3}).ok());

@@ -50,6 +50,16 @@ void AddEvents(Digest& d, const std::vector<KVCacheEvent>& events) {
   }
 }
 
+// The block hashes stored and removed by `events`.
+std::pair<size_t, size_t> StoredAndRemoved(const std::vector<KVCacheEvent>& events) {
+  std::pair<size_t, size_t> n{0, 0};
+  for (const KVCacheEvent& e : events) {
+    if (e.type == KVCacheEvent::Type::kBlockStored) n.first += e.block_hashes.size();
+    if (e.type == KVCacheEvent::Type::kBlockRemoved) n.second += e.block_hashes.size();
+  }
+  return n;
+}
+
 std::vector<int32_t> Ids(std::span<const BlockId> blocks) {
   std::vector<int32_t> out;
   for (BlockId b : blocks) out.push_back(b.value());
@@ -241,29 +251,36 @@ TEST(ReferenceShapes, W4BlockIdsAndEvictionsArePinned) {
   EXPECT_EQ(std::vector<int32_t>(queue.begin(), queue.begin() + 3),
             (std::vector<int32_t>{kW4Blocks + 1, kW4Blocks, kW4Blocks - 1}));
   Digest events;
-  AddEvents(events, m->TakeEvents());
+  std::vector<KVCacheEvent> taken = m->TakeEvents();
+  EXPECT_EQ(StoredAndRemoved(taken), std::make_pair(size_t{kW4Blocks}, size_t{0}));
+  AddEvents(events, taken);
 
-  // The same prompt again (no lookup): 15,626, 15,625, ..., 2. Each new block caches content
-  // a free block still caches and takes its map entry over, so nothing is evicted.
+  // The same prompt again (no lookup): 15,626, 15,625, ..., 2. Each new block caches content a
+  // free block still caches; both stay cached, and every reallocated block that caches the
+  // first run's content is evicted: all but 15,626 (never used) and 1 (not reallocated).
   const W4Growth warm = Grow(*m, RequestId{1}, prompt);
   std::vector<int32_t> expected_warm = Range(2, kW4Blocks + 1);
   std::reverse(expected_warm.begin(), expected_warm.end());
   EXPECT_EQ(warm.row, expected_warm);
-  AddEvents(events, m->TakeEvents());
+  taken = m->TakeEvents();
+  EXPECT_EQ(StoredAndRemoved(taken), std::make_pair(size_t{kW4Blocks}, size_t{kW4Blocks - 1}));
+  AddEvents(events, taken);
 
-  // Other content: every reallocated block that still caches the first prompt is evicted.
+  // Other content: 1, 2, ..., 15,625, each evicting what it cached (1 the first run's first
+  // block, the others the second run's); 15,626 keeps the second run's first block.
   for (int32_t& t : prompt) t += 7;
   const W4Growth other = Grow(*m, RequestId{2}, prompt);
-  EXPECT_EQ(std::vector<int32_t>(other.row.begin(), other.row.begin() + 3),
-            (std::vector<int32_t>{1, 2, 3}));
-  AddEvents(events, m->TakeEvents());
+  EXPECT_EQ(other.row, Range(1, kW4Blocks));
+  taken = m->TakeEvents();
+  EXPECT_EQ(StoredAndRemoved(taken), std::make_pair(size_t{kW4Blocks}, size_t{kW4Blocks}));
+  AddEvents(events, taken);
   Digest rows;
   for (const auto* g : {&fresh, &warm, &other}) {
     rows.Add(g->updates.value);
     for (int32_t b : g->row) rows.Add(static_cast<uint64_t>(b));
   }
   EXPECT_EQ(rows.value, 11710822303218761925u);
-  EXPECT_EQ(events.value, 2001972649147549071u);
+  EXPECT_EQ(events.value, 13478600747962615497u);
   queue = Ids(KVCacheInspector(*m).FreeQueue());
   Digest q;
   for (int32_t b : queue) q.Add(static_cast<uint64_t>(b));
