@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import kvtopo
 from kvtopo import vllm_compat
-from kvtopo.vllm_compat import (AllBlocksCleared, BlockStored, KVCacheBlock, KVCacheEvictionEvent,
-                                KVCacheManager, KVCacheMetricsCollector, PrefixCacheStats, Request)
+from kvtopo.vllm_compat import (AllBlocksCleared, BlockRemoved, BlockStored, KVCacheBlock,
+                                KVCacheEvictionEvent, KVCacheManager, KVCacheMetricsCollector,
+                                PrefixCacheStats, Request)
 
 
 def full_layout(num_blocks=11, **extra):
@@ -686,6 +687,35 @@ class EngineScenarios(unittest.TestCase):
         new, _, hit = self.admit(m, Request("3", [99] * 160))
         self.assertEqual((ids(new), hit), (([7, 8, 9, 10, 4, 5, 6, 3, 2, 1],), 0))
         self.assertEqual(inspect.free_queue(), [])
+
+    def test_a_recomputed_block_keeps_both_copies_cached(self):
+        # A prompt given twice recomputes its last block (a hit never covers the whole prompt):
+        # both copies stay cached, a lookup finds the first (vLLM's BlockHashToBlockMap), and
+        # each copy is removed with its own event when its block is reused.
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16), num_blocks=8),
+                           max_model_len=8192, hash_block_size=16, enable_kv_cache_events=True)
+        prompt = list(range(32))
+        r0 = Request("0", prompt)
+        self.assertEqual(ids(self.admit(m, r0)[0]), ([1, 2],))
+        m.free(r0)
+        r1 = Request("1", prompt)
+        new, hits, hit = self.admit(m, r1)
+        self.assertEqual((ids(hits), hit, ids(new)), (([1],), 16, ([3],)))
+        inspect = m.native.inspector()
+        self.assertEqual(inspect.block_hash(2), inspect.block_hash(3))
+        h0, h1 = (h & (2**64 - 1) for h in m.native.request_block_hashes("1")[:2])
+        r2 = Request("2", prompt + [7])
+        new, hits, hit = self.admit(m, r2)
+        self.assertEqual((ids(hits), hit, ids(new)), (([1, 2],), 32, ([4],)))
+        self.assertEqual(m.native.num_free_blocks, 3)  # 1, 2, 3 and 4 in use
+        for r in (r1, r2):
+            m.free(r)
+        m.take_events()
+        self.assertEqual(inspect.free_queue(), [5, 6, 7, 3, 4, 2, 1])
+        new, _, _ = self.admit(m, Request("3", [99] * 112))
+        self.assertEqual(ids(new), ([5, 6, 7, 3, 4, 2, 1],))
+        removed = [e.block_hashes for e in m.take_events() if isinstance(e, BlockRemoved)]
+        self.assertEqual(removed, [[h1], [h1], [h0]])  # blocks 3 and 2 held the same content
 
     def test_decode_caches_a_block_once_it_fills(self):
         m = self.manager(16, 11)
