@@ -77,6 +77,9 @@ struct SlotLayout {
   int64_t interleave = 1;         // I
   int64_t kernel_block_size = 0;  // b: tokens per kernel page on one rank
   Rank rank{0};                   // this rank, in [0, N)
+  // c: positions per row of a compressed cache (LayerSpec::compress_ratio, DeepSeek-V4's
+  // compressed MLA and indexer caches), which the caller sets for the layer; 1 for every other.
+  int64_t compress_ratio = 1;
 };
 
 class GroupGeometry {

@@ -14,6 +14,12 @@
 //   slot(p) = row[j] * b + local_off on a rank holding slice(p), else -1 (the write is skipped).
 // Requires I | b when n > 1 (the planner validates it).
 //
+// Compressed caches (compress_ratio c > 1, one row per c positions; the engine's
+// get_compressed_slot_mapping): position p writes a row only when (p + 1) mod c == 0, row
+// q = p / c, and a kernel block holds b / c rows:
+//   slot(p) = row[q / (b/c)] * (b/c) + q mod (b/c), else -1.
+// Requires c | b and n = 1 (the engine runs no compressed cache under DCP).
+//
 // Rank-local lengths: GroupGeometry::LocalLength / LocalLengths.
 //
 // Thread safety: pure functions.
@@ -33,8 +39,13 @@ inline constexpr int64_t kPadSlot = -1;
 // Slot of each position of one request on `layout.rank` (GroupGeometry::SlotLayoutFor) whose
 // kernel block row is `kernel_row` (row_length entries). out.size() >= positions.size(); out past
 // positions.size() is padded with -1, and so is every position another rank holds. Error when a
-// position needs a column at or past row_length (too few block ids).
+// position needs a column at or past row_length (too few block ids), and InvalidArgument for a
+// compress_ratio below 1, not dividing the kernel block, or above 1 in a layout of n > 1.
 Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> kernel_row,
                           std::span<const TokenPos> positions, std::span<int64_t> out);
+
+// OK for compress_ratio 1, or above 1 dividing the kernel block in a layout of one shard; else
+// the InvalidArgument ComputeSlotMapping returns for it.
+Status CheckCompressRatio(const SlotLayout& layout);
 
 }  // namespace kvtopo

@@ -10,8 +10,61 @@
 
 namespace kvtopo {
 
+Status CheckCompressRatio(const SlotLayout& layout) {
+  const int64_t c = layout.compress_ratio;
+  if (c == 1) return Status::Ok();
+  if (c < 1) return InvalidArgument(fmt::format("compress_ratio must be at least 1, got {}", c));
+  if (layout.kernel_block_size % c != 0) {
+    return InvalidArgument(
+        fmt::format("compress_ratio {} does not divide the kernel block of {} "
+                    "tokens",
+                    c, layout.kernel_block_size));
+  }
+  if (layout.num_shards != 1) {
+    return InvalidArgument(fmt::format(
+        "compress_ratio {} on a layout of {} DCP shards: compressed caches run without DCP", c,
+        layout.num_shards));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// A compressed cache's slots: one row per c positions, b / c rows per kernel block.
+Status CompressedSlots(const SlotLayout& layout, std::span<const int32_t> kernel_row,
+                       std::span<const TokenPos> positions, std::span<int64_t> out) {
+  KVTOPO_RETURN_IF_ERROR(CheckCompressRatio(layout));
+  const int64_t c = layout.compress_ratio;
+  const int64_t rows = layout.kernel_block_size / c;
+  const int64_t columns = static_cast<int64_t>(kernel_row.size());
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const int64_t p = positions[i].value();
+    KVTOPO_CHECK(p >= 0);
+    if ((p + 1) % c != 0) {
+      out[i] = kPadSlot;
+      continue;
+    }
+    const int64_t q = p / c;
+    const int64_t j = q / rows;
+    if (j >= columns) {
+      return OutOfRange(
+          fmt::format("position {} needs block-table column {} but the row has only {} block ids",
+                      p, j, columns));
+    }
+    out[i] = static_cast<int64_t>(kernel_row[j]) * rows + q % rows;
+  }
+  std::fill(out.begin() + positions.size(), out.end(), kPadSlot);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> kernel_row,
                           std::span<const TokenPos> positions, std::span<int64_t> out) {
+  if (layout.compress_ratio != 1) {
+    KVTOPO_CHECK(layout.kernel_block_size >= 1 && out.size() >= positions.size());
+    return CompressedSlots(layout, kernel_row, positions, out);
+  }
   const int64_t n = layout.num_shards;
   const int64_t I = n == 1 ? 1 : layout.interleave;
   const int64_t b = layout.kernel_block_size;

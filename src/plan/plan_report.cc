@@ -131,7 +131,8 @@ nlohmann::json PlanToJson(const Plan& plan) {
                         {"attention_backend", l.attention_backend},
                         {"block_size", l.block_size},
                         {"page_size_bytes", g.layer_page_bytes[i]},
-                        {"natural_page_size_bytes", g.layer_natural_page_bytes[i]}});
+                        {"natural_page_size_bytes", g.layer_natural_page_bytes[i]},
+                        {"compress_ratio", l.compress_ratio}});
     }
   }
   j["layers"] = std::move(layers);

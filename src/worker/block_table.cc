@@ -102,6 +102,7 @@ Status ComputeBatchSlotMapping(const SlotLayout& layout, const BlockTable& table
                                std::span<const int64_t> query_start_loc,
                                std::span<const TokenPos> positions, std::span<int64_t> out) {
   KVTOPO_CHECK(out.size() >= positions.size());
+  KVTOPO_RETURN_IF_ERROR(CheckCompressRatio(layout));
   if (query_start_loc.empty()) {
     return InvalidArgument("query_start_loc is empty; it holds num_reqs + 1 offsets");
   }

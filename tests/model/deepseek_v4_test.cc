@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kvtopo/block_table.h"
 #include "kvtopo/launch.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/simulate.h"
@@ -77,6 +79,32 @@ TEST(DeepseekV4, FlashPlansInLayerTuples) {
 
 // vllm-project/vllm#44376: at 30,000 tokens it needs 6.66 GiB (7,152,076,800 B), and the
 // 5.44 GiB its GPUs held fit 13,528 tokens.
+// A compressed layer's slots from its planned group's table: layer 2's MLA cache keeps one row
+// per 4 positions (64 a 256-token block), layer 3's one per 128.
+TEST(DeepseekV4, CompressedLayersSlotsFromTheirGroupsTable) {
+  Result<Plan> plan =
+      PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), Flash(30000, int64_t{10} << 30));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const PlannedGroup& g = plan->groups[0];
+  std::map<std::string, int64_t> ratios;
+  for (const LayerSpec& l : g.layer_specs) ratios[l.name] = l.compress_ratio;
+  EXPECT_EQ(ratios.at("model.layers.2.attn"), 4);
+  EXPECT_EQ(ratios.at("model.layers.3.attn"), 128);
+  BlockTable table(g.geometry, 2);
+  const std::vector<BlockId> blocks = {BlockId{5}, BlockId{7}};
+  ASSERT_TRUE(table.Append(1, blocks).ok());
+  const std::vector<TokenPos> positions = {TokenPos{255}, TokenPos{259}, TokenPos{511}};
+  const std::vector<int64_t> starts = {0, 0, 3};  // request 1 on row 1
+  std::vector<int64_t> out(3);
+  SlotLayout layout = g.geometry.SlotLayoutFor(Rank{0});
+  layout.compress_ratio = ratios.at("model.layers.2.attn");
+  ASSERT_TRUE(ComputeBatchSlotMapping(layout, table, starts, positions, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{5 * 64 + 63, 7 * 64 + 0, 7 * 64 + 63}));
+  layout.compress_ratio = ratios.at("model.layers.3.attn");
+  ASSERT_TRUE(ComputeBatchSlotMapping(layout, table, starts, positions, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{5 * 2 + 1, -1, 7 * 2 + 1}));
+}
+
 TEST(DeepseekV4, FlashMemoryCheck) {
   Result<Plan> plan = PlanWith(CorpusConfig("deepseek-v4-flash-shaped"), Flash(30000, 5841563904));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

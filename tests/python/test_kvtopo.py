@@ -640,6 +640,32 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^--moe-backend \"megamoe\" is not one of"):
             kvtopo.plan(flash, moe_backend="megamoe", **launch)
 
+    def test_deepseek_v4_compressed_slots(self):
+        # Layer 2's MLA cache keeps one row per 4 positions, layer 3's one per 128 (the plan's
+        # layers name them); slots come from their group's table with compress_ratio.
+        flash = os.path.join(REPO, "fuzz", "corpus", "config_plan",
+                             "deepseek-v4-flash-shaped.json")
+        plan = kvtopo.plan(flash, tensor_parallel_size=2, kv_cache_dtype="fp8",
+                           max_model_len=30000, kv_cache_memory="10GiB")
+        ratios = {l["name"]: l["compress_ratio"] for l in json.loads(plan.to_json())["layers"]}
+        self.assertEqual((ratios["model.layers.2.attn"], ratios["model.layers.3.attn"],
+                          ratios["model.layers.2.attn.swa_cache"]), (4, 128, 1))
+        table = kvtopo.BlockTable(plan.groups[0], num_rows=1)
+        table.append(0, [5, 7])
+        positions = list(range(240, 280))
+        slots = table.compute_slot_mapping(0, [0, 40], positions, compress_ratio=4)
+        self.assertEqual([s for s in slots if s >= 0],
+                         [5 * 64 + q for q in range(60, 64)] + [7 * 64 + q for q in range(6)])
+        self.assertEqual(list(table.slot_mapping(0, 0, [255, 259, 511], compress_ratio=128)),
+                         [5 * 2 + 1, -1, 7 * 2 + 1])
+        self.assertEqual(list(kvtopo.slot_mapping(plan.groups[0].geometry, 0, [5], [3, 4],
+                                                  compress_ratio=4)), [5 * 64, -1])
+        with self.assertRaisesRegex(ValueError, r"^compress_ratio 3 does not divide the kernel "
+                                                r"block of 256 tokens$"):
+            table.slot_mapping(0, 0, [2], compress_ratio=3)
+        with self.assertRaisesRegex(ValueError, r"^compress_ratio must be at least 1, got -4$"):
+            table.compute_slot_mapping(0, [0, 1], [3], compress_ratio=-4)
+
     def test_moe_kernels(self):
         # gpt-oss's MXFP4 experts take the MXFP4 kernel family only; its model passes no EPLB
         # to them.

@@ -16,10 +16,10 @@ LAYOUT = {"num_blocks": 64, "max_model_len": 4096, "groups": [
 KEYWORDS = ["num_lookahead_tokens", "num_new_computed_tokens", "new_computed_blocks",
             "num_external_computed_tokens", "delay_cache_blocks", "full_sequence_must_fit",
             "num_encoder_tokens", "handles", "num_new_tokens", "token_ids", "counts", "group",
-            "rank", "positions", "num_slots", "block_size", "tensor_parallel_size",
-            "decode_context_parallel_size", "max_model_len", "kv_cache_memory", "model", "dtype",
-            "num_blocks", "enable_prefix_caching", "lora_name", "mm_features", "cache_salt",
-            "no_such_keyword"]
+            "rank", "positions", "num_slots", "compress_ratio", "block_size",
+            "tensor_parallel_size", "decode_context_parallel_size", "max_model_len",
+            "kv_cache_memory", "model", "dtype", "num_blocks", "enable_prefix_caching",
+            "lora_name", "mm_features", "cache_salt", "no_such_keyword"]
 
 
 def values(manager, handles, rng):

@@ -194,6 +194,48 @@ TEST(SlotMapping, WorkedExampleDcp4Interleave1) {
   EXPECT_FALSE(ComputeSlotMapping(g.SlotLayoutFor(Rank{0}), row, too_far, out).ok());
 }
 
+// A compressed cache keeps one row per c positions (the engine's get_compressed_slot_mapping);
+// the engine's regression test: 256-token blocks compressed 4 times (64 rows a block), 40
+// tokens after 240 computed, compressed rows 60..69 across the boundary of blocks 5 and 7.
+TEST(SlotMapping, CompressedCachesWriteOneRowPerRatioPositions) {
+  const GroupGeometry g = MakeGeometry({.block_size = 256, .max_model_len = 1024});
+  SlotLayout layout = g.SlotLayoutFor(Rank{0});
+  layout.compress_ratio = 4;
+  const std::vector<int32_t> row = {5, 7};
+  std::vector<TokenPos> positions;
+  for (int64_t p = 240; p < 280; ++p) positions.emplace_back(p);
+  std::vector<int64_t> out(42, 99);
+  ASSERT_TRUE(ComputeSlotMapping(layout, row, positions, out).ok());
+  std::vector<int64_t> want(42, kPadSlot);
+  const std::vector<int64_t> rows = {5 * 64 + 60, 5 * 64 + 61, 5 * 64 + 62, 5 * 64 + 63,
+                                     7 * 64,      7 * 64 + 1,  7 * 64 + 2,  7 * 64 + 3,
+                                     7 * 64 + 4,  7 * 64 + 5};
+  for (size_t k = 0; k < rows.size(); ++k) want[4 * k + 3] = rows[k];  // p = 243, 247, ...
+  EXPECT_EQ(out, want);
+
+  // Compressed 128 times: two rows a block; position 511 needs row 3, the second column's.
+  layout.compress_ratio = 128;
+  const std::vector<TokenPos> ends = {TokenPos{127}, TokenPos{255}, TokenPos{300}, TokenPos{511}};
+  out.assign(4, 99);
+  ASSERT_TRUE(ComputeSlotMapping(layout, row, ends, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{5 * 2, 5 * 2 + 1, -1, 7 * 2 + 1}));
+  const std::vector<TokenPos> past = {TokenPos{639}};
+  EXPECT_EQ(ComputeSlotMapping(layout, row, past, out).ToString(),
+            "out of range: position 639 needs block-table column 2 but the row has only 2 block "
+            "ids");
+  layout.compress_ratio = 3;
+  EXPECT_EQ(ComputeSlotMapping(layout, row, ends, out).ToString(),
+            "invalid argument: compress_ratio 3 does not divide the kernel block of 256 tokens");
+  layout.compress_ratio = 0;
+  EXPECT_EQ(ComputeSlotMapping(layout, row, ends, out).ToString(),
+            "invalid argument: compress_ratio must be at least 1, got 0");
+  SlotLayout sharded = MakeGeometry({.block_size = 256, .dcp = 2}).SlotLayoutFor(Rank{1});
+  sharded.compress_ratio = 4;
+  EXPECT_EQ(ComputeSlotMapping(sharded, row, ends, out).ToString(),
+            "invalid argument: compress_ratio 4 on a layout of 2 DCP shards: compressed caches "
+            "run without DCP");
+}
+
 TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
   // B = 64, kernel 16: manager block m -> kernel blocks 4m .. 4m+3; width from the geometry.
   const GroupGeometry g =
