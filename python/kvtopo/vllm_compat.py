@@ -326,6 +326,14 @@ class BlockStored:
     kv_cache_spec_kind: object = None
     kv_cache_spec_sliding_window: object = None
 
+    def __hash__(self):
+        # vLLM's BlockStored.__hash__ (its data-parallel KVEventAggregator counts events by it):
+        # every field but lora_name.
+        return hash((tuple(self.block_hashes), self.parent_block_hash, tuple(self.token_ids),
+                     self.block_size, self.lora_id, self.medium,
+                     tuple(self.extra_keys) if self.extra_keys else None, self.group_idx,
+                     self.kv_cache_spec_kind, self.kv_cache_spec_sliding_window))
+
 
 @dataclasses.dataclass
 class BlockRemoved:
@@ -334,6 +342,9 @@ class BlockRemoved:
     block_hashes: list
     medium: object
     group_idx: object = None
+
+    def __hash__(self):
+        return hash((tuple(self.block_hashes), self.medium, self.group_idx))  # as vLLM's
 
 
 @dataclasses.dataclass

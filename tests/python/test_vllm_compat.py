@@ -484,6 +484,12 @@ class SchedulerSequences(unittest.TestCase):
                           stored.lora_name), ("full_attention", None, None))
         self.assertIsNone(stored.extra_keys)  # no adapter name, image or salt keys a block
         self.assertEqual(m.take_events(), [])
+        # Hashable as vLLM's events are (its data-parallel aggregator counts them by hash), on
+        # every field but lora_name.
+        twin = BlockStored(**{**vars(stored), "lora_name": "other"})
+        self.assertEqual(hash(twin), hash(stored))
+        removed = BlockRemoved(block_hashes=[5], medium="GPU", group_idx=0)
+        self.assertEqual(len({removed, BlockRemoved([5], "GPU", 0), stored}), 2)
         b = Request("b", range(9), skip_reading_prefix_cache=True)
         self.assertEqual(m.get_computed_blocks(b)[1], 0)
         m.free(a)
