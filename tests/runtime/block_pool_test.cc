@@ -85,12 +85,52 @@ TEST(BlockPool, RandomizedHashMapMatchesOracle) {
     const auto forget = [&](int32_t block) {
       for (auto& [kg, blocks] : cached) std::erase(blocks, block);
     };
-    for (int step = 0; step < 6000; ++step) {
-      const int op = static_cast<int>(rng() % 5);
+    for (int step = 0; step < 8000; ++step) {
+      const int op = static_cast<int>(rng() % 8);
       if (op == 0 && pool.num_free_blocks() > 0) {
         const BlockId b = pool.AllocateOne();
         forget(b.value());
         held.push_back(b);
+      } else if (op == 5) {
+        // A run of blocks, cached as a request caches its full blocks: chained hashes of a
+        // prefix, some of which other blocks cache already.
+        std::vector<BlockId> run;
+        const auto count = static_cast<int32_t>(1 + rng() % 4);
+        if (!pool.Allocate(count, run)) continue;
+        const uint64_t first = rng() % keys;
+        const int32_t group = static_cast<int32_t>(rng() % 2);
+        std::vector<BlockHash> hashes;
+        for (int32_t k = 0; k < count; ++k) {
+          forget(run[k].value());
+          hashes.push_back(H((first + k) % keys));
+        }
+        pool.CacheRun(run, hashes, GroupId{group});
+        for (int32_t k = 0; k < count; ++k) {
+          cached[{(first + k) % keys, group}].push_back(run[k].value());
+        }
+        held.insert(held.end(), run.begin(), run.end());
+      } else if (op == 6) {
+        // The longest cached prefix of a chain of hashes, each block the first copy.
+        const uint64_t first = rng() % keys;
+        const int32_t group = static_cast<int32_t>(rng() % 2);
+        std::vector<BlockHash> hashes;
+        for (uint64_t k = 0; k < 5; ++k) hashes.push_back(H((first + k) % keys));
+        std::vector<BlockId> got(hashes.size());
+        const int64_t n = pool.MatchPrefix(hashes, GroupId{group}, got.data());
+        for (int64_t k = 0; k <= n && k < 5; ++k) {
+          const std::vector<int32_t>& blocks = cached[{(first + k) % keys, group}];
+          if (k == n) {
+            ASSERT_TRUE(blocks.empty()) << "step " << step;
+          } else {
+            ASSERT_FALSE(blocks.empty());
+            ASSERT_EQ(got[k].value(), blocks.front()) << "step " << step;
+          }
+        }
+      } else if (op == 7 && rng() % 16 == 0) {
+        for (const BlockId b : held) pool.FreeOne(b);
+        held.clear();
+        ASSERT_TRUE(pool.ResetPrefixCache());
+        cached.clear();
       } else if (op == 1 && !held.empty()) {
         const size_t i = rng() % held.size();
         if (!pool.is_cached(held[i])) {
