@@ -118,8 +118,8 @@ class BlockPool {
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t num_free_blocks() const { return num_free_; }
-  // How many times a block has lost its cached hash (evictions, take-overs, resets): a lookup's
-  // hits are all still cached while this is unchanged.
+  // How many times a block has lost its cached hash (evictions, resets): a lookup's hits are all
+  // still cached while this is unchanged.
   uint64_t evictions() const { return evictions_; }
   bool caching_enabled() const { return caching_; }
   // Fraction of the non-null blocks in use, in [0, 1].

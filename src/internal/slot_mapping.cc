@@ -40,7 +40,7 @@ Status CompressedSlots(const SlotLayout& layout, std::span<const int32_t> kernel
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t p = positions[i].value();
     KVTOPO_CHECK(p >= 0);
-    if ((p + 1) % c != 0) {
+    if (p % c != c - 1) {  // (p + 1) mod c != 0, without overflowing at INT64_MAX
       out[i] = kPadSlot;
       continue;
     }

@@ -380,6 +380,7 @@ void BlockPool::CheckInvariants() const {
   const auto dup = [&](int32_t i) { return dups_.empty() ? Dup{} : dups_[i]; };
   int32_t hashed = 0;
   int32_t followers = 0;  // cached blocks in a chain behind its first
+  int32_t walked = 0;     // the same, reached from the chains' heads
   for (int32_t i = 1; i < n; ++i) {
     const Meta& m = meta_[i];
     KVTOPO_CHECK(m.ref_count >= 0);
@@ -408,6 +409,7 @@ void BlockPool::CheckInvariants() const {
         if (j == i) break;
       }
       KVTOPO_CHECK_MSG(heads == 1 && length >= 2, "a duplicate chain needs one head");
+      walked += length - 1;
     } else {
       KVTOPO_CHECK_MSG(!d.head && d.next == 0, "a block alone is marked as a chain's");
     }
@@ -419,6 +421,7 @@ void BlockPool::CheckInvariants() const {
         found = true;
         break;
       }
+      KVTOPO_CHECK(map_[s].block > 0 && map_[s].block < n);
       KVTOPO_CHECK_MSG(!Matches(map_[s], KeyOf(m.hash.low, m.group), m.hash),
                        "two map entries cache the same content");
     }
@@ -434,6 +437,8 @@ void BlockPool::CheckInvariants() const {
     KVTOPO_CHECK_MSG(dup(slot.block).prev == 0 || dup(slot.block).head,
                      "a map entry names a block that is not the first of its chain");
   }
+  // Every follower sits in a headed chain (a cycle of followers alone is unreachable).
+  KVTOPO_CHECK_MSG(walked == followers, "a duplicate chain has no head");
   KVTOPO_CHECK(entries == hashed - followers && entries == map_size_);
   if (residency_ != nullptr) {
     // Each record slot is a block's or free, never both; the null block is never followed.

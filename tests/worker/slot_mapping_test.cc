@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -223,6 +224,11 @@ TEST(SlotMapping, CompressedCachesWriteOneRowPerRatioPositions) {
   EXPECT_EQ(ComputeSlotMapping(layout, row, past, out).ToString(),
             "out of range: position 639 needs block-table column 2 but the row has only 2 block "
             "ids");
+  layout.compress_ratio = 4;
+  const std::vector<TokenPos> last = {TokenPos{std::numeric_limits<int64_t>::max()}};
+  EXPECT_EQ(ComputeSlotMapping(layout, row, last, out).ToString(),
+            "out of range: position 9223372036854775807 needs block-table column "
+            "36028797018963967 but the row has only 2 block ids");
   layout.compress_ratio = 3;
   EXPECT_EQ(ComputeSlotMapping(layout, row, ends, out).ToString(),
             "invalid argument: compress_ratio 3 does not divide the kernel block of 256 tokens");
