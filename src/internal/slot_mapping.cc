@@ -16,9 +16,8 @@ Status CheckCompressRatio(const SlotLayout& layout) {
   if (c < 1) return InvalidArgument(fmt::format("compress_ratio must be at least 1, got {}", c));
   if (layout.kernel_block_size % c != 0) {
     return InvalidArgument(
-        fmt::format("compress_ratio {} does not divide the kernel block of {} "
-                    "tokens",
-                    c, layout.kernel_block_size));
+        fmt::format("compress_ratio {} does not divide the kernel block of {} tokens", c,
+                    layout.kernel_block_size));
   }
   if (layout.num_shards != 1) {
     return InvalidArgument(fmt::format(

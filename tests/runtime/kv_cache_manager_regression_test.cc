@@ -84,18 +84,18 @@ TEST(KVCacheManagerRegression, AlignRowKeepsTwoPlusSPagesAfterUnalignedChunks) {
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   KVCacheManager& m = **created;
   ASSERT_TRUE(m.AddRequest(RequestId{1}, Tokens(L)).ok());
-  ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{759},
-                                             .num_lookahead_tokens = TokenCount{3}})
+  ASSERT_TRUE(m.AllocateSlots(
+      RequestId{1}, {.num_new_tokens = TokenCount{759}, .num_lookahead_tokens = TokenCount{3}})
                   .value());
   m.CheckInvariants();
   EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{47, 48, 49}));
-  ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{10},
-                                             .num_lookahead_tokens = TokenCount{2}})
+  ASSERT_TRUE(m.AllocateSlots(
+      RequestId{1}, {.num_new_tokens = TokenCount{10}, .num_lookahead_tokens = TokenCount{2}})
                   .value());
   m.CheckInvariants();
   EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{47, 48, 49, 50}));
-  ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{55},
-                                             .num_lookahead_tokens = TokenCount{3}})
+  ASSERT_TRUE(m.AllocateSlots(
+      RequestId{1}, {.num_new_tokens = TokenCount{55}, .num_lookahead_tokens = TokenCount{3}})
                   .value());
   m.CheckInvariants();
   EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{48, 51, 52, 53}));
