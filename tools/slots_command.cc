@@ -1,9 +1,12 @@
 // `kvtopo slots`: where does each token of one request live under DCP?
 //
-// Takes a sharded group's layout from flags, or, with a MODEL and/or --group, the geometry of a
-// planned group (the launch flags of `kvtopo plan` apply). Prints, per rank, the local length
-// and, per position, the owning rank and its slot; --json prints
-//   {"local_lens": [per rank], "slot_mapping": [[per position, -1 if not owned], per rank]}.
+// Takes a sharded group's layout from flags, or, with a MODEL, --group and/or --layer, the
+// geometry of a planned group (the launch flags of `kvtopo plan` apply); --layer names one layer,
+// whose compress ratio then applies (DeepSeek-V4's compressed caches: a row per that many
+// positions). Prints, per rank, the local length (rows, for a compressed layer) and, per
+// position, the owning rank and its slot; --json prints
+//   {"local_lens": [per rank], "slot_mapping": [[per position, -1 if not owned], per rank],
+//    "compress_ratio": c}.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -24,6 +27,7 @@ namespace {
 struct SlotsArgs {
   LaunchFlags launch;  // MODEL and the launch flags; dcp, interleave and block size also here
   int64_t group = -1;  // a planned group; -1: the flags' own sharded layout
+  std::string layer;   // a planned layer (its group, and its compress ratio); empty: none
   int64_t seq_len = 0;
   // The two as given: CLI11 would clamp an out-of-range integer silently.
   std::string group_text;
@@ -70,10 +74,18 @@ Result<std::vector<int32_t>> ParseBlockIds(const std::string& text) {
 // Slots stay exact in JSON readers that parse numbers as doubles.
 constexpr int64_t kMaxSlot = int64_t{1} << 53;
 
-// Prints, for every rank of `geometry`'s group, the local length and the slot of each position
+// A planned group's geometry, and the compress ratio of the layer asked for (1 for none).
+struct SlotsLayout {
+  GroupGeometry geometry;
+  int64_t compress_ratio = 1;
+};
+
+// Prints, for every rank of `layout`'s group, the local length and the slot of each position
 // of a `seq_len`-token request whose block ids are `ids`.
-int PrintSlots(const GroupGeometry& geometry, int64_t seq_len, const std::vector<int32_t>& ids,
+int PrintSlots(const SlotsLayout& layout, int64_t seq_len, const std::vector<int32_t>& ids,
                bool json) {
+  const GroupGeometry& geometry = layout.geometry;
+  const int64_t c = layout.compress_ratio;
   if (geometry.kind() == CacheKind::kRecurrent) {
     return Usage("a recurrent group's state has no token slots; choose an attention group");
   }
@@ -109,18 +121,23 @@ int PrintSlots(const GroupGeometry& geometry, int64_t seq_len, const std::vector
   std::vector<std::vector<int64_t>> slots(num_ranks, std::vector<int64_t>(seq_len));
   for (int64_t r = 0; r < num_ranks; ++r) {
     const Rank rank{static_cast<int32_t>(r)};
-    Status status = ComputeSlotMapping(geometry.SlotLayoutFor(rank), row, positions, slots[r]);
+    SlotLayout slot_layout = geometry.SlotLayoutFor(rank);
+    slot_layout.compress_ratio = c;
+    Status status = ComputeSlotMapping(slot_layout, row, positions, slots[r]);
+    if (status.code() == StatusCode::kInvalidArgument) return ReportError(status);
     if (!status.ok()) return Usage(status.message() + "; pass more --block-ids");
-    local_lens[r] = geometry.LocalLength(rank, TokenCount{seq_len}).value();
+    // A compressed layer (one shard) holds a row per c positions: seq_len / c of them.
+    local_lens[r] = c > 1 ? seq_len / c : geometry.LocalLength(rank, TokenCount{seq_len}).value();
   }
   if (json) {
-    nlohmann::json out{{"local_lens", local_lens}, {"slot_mapping", slots}};
+    nlohmann::json out{{"local_lens", local_lens}, {"slot_mapping", slots}, {"compress_ratio", c}};
     std::puts(out.dump().c_str());
     return kExitOk;
   }
   for (int64_t r = 0; r < num_ranks; ++r) {
-    std::printf("rank %lld: local length %lld\n", static_cast<long long>(r),
-                static_cast<long long>(local_lens[r]));
+    std::printf("rank %lld: local length %lld%s\n", static_cast<long long>(r),
+                static_cast<long long>(local_lens[r]),
+                c > 1 ? fmt::format(" (rows, one per {} positions)", c).c_str() : "");
   }
   std::puts("position  rank  slot");
   for (int64_t p = 0; p < seq_len; ++p) {
@@ -133,13 +150,28 @@ int PrintSlots(const GroupGeometry& geometry, int64_t seq_len, const std::vector
   return kExitOk;
 }
 
-// The MODEL / --group form: a planned group's geometry.
-Result<GroupGeometry> PlannedGeometry(const SlotsArgs& args) {
+// The MODEL / --group / --layer form: a planned group's geometry.
+Result<SlotsLayout> PlannedGeometry(const SlotsArgs& args) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchConfig config, ToLaunchConfig(args.launch));
   KVTOPO_ASSIGN_OR_RETURN(Plan plan, PlanLaunch(config));
   if (!plan.accepted()) {
     return Rejected(fmt::format("the launch is rejected: {} (run kvtopo check)",
                                 plan.diagnostics.front().message));
+  }
+  if (!args.layer.empty()) {
+    for (const PlannedGroup& g : plan.groups) {
+      for (const LayerSpec& s : g.layer_specs) {
+        if (s.name != args.layer) continue;
+        if (args.group >= 0 && args.group != g.id.value()) {
+          return InvalidArgument(fmt::format("--layer '{}' is in group {}, not in --group {}",
+                                             args.layer, g.id.value(), args.group));
+        }
+        return SlotsLayout{.geometry = g.geometry, .compress_ratio = s.compress_ratio};
+      }
+    }
+    return InvalidArgument(fmt::format(
+        "--layer '{}' is no layer of the plan (kvtopo plan --json lists them under \"layers\")",
+        args.layer));
   }
   const int64_t group = args.group < 0 ? 0 : args.group;
   if (group >= static_cast<int64_t>(plan.groups.size())) {
@@ -150,13 +182,13 @@ Result<GroupGeometry> PlannedGeometry(const SlotsArgs& args) {
   for (const LayerSpec& s : g.layer_specs) {
     if (s.compress_ratio > 1) {
       return Rejected(fmt::format(
-          "group {} holds layer '{}', compressed {} times (a row per {} positions): kvtopo slots "
-          "maps each position to a slot of its own; choose a group of uncompressed layers with "
-          "--group",
+          "group {} holds layer '{}', compressed {} times (a row per {} positions), whose slots "
+          "are not a position's each: name the layer with --layer (its compress ratio applies), "
+          "or choose a group of uncompressed layers with --group",
           group, s.name, s.compress_ratio, s.compress_ratio));
     }
   }
-  return g.geometry;
+  return SlotsLayout{.geometry = g.geometry};
 }
 
 // The flags form: one sharded full-attention layer of B-token pages over N ranks with
@@ -186,17 +218,24 @@ int RunSlots(SlotsArgs args) {
   const Result<int64_t> seq_len = ParseIntFlag(args.seq_len_text, "--seq-len", 0, kMaxModelLen);
   if (!seq_len.ok()) return Usage(seq_len.status().message());
   args.seq_len = *seq_len;
-  const bool planned = !args.launch.model.empty() || group_given;
-  auto geometry = planned ? PlannedGeometry(args) : FlagGeometry(args);
-  if (!geometry.ok()) {
+  const bool planned = !args.launch.model.empty() || group_given || !args.layer.empty();
+  Result<SlotsLayout> layout = InvalidArgument("unplanned");
+  if (planned) {
+    layout = PlannedGeometry(args);
+  } else {
+    Result<GroupGeometry> geometry = FlagGeometry(args);
+    layout = geometry.ok() ? Result<SlotsLayout>(SlotsLayout{.geometry = *geometry})
+                           : Result<SlotsLayout>(geometry.status());
+  }
+  if (!layout.ok()) {
     // A flag layout the geometry rejects is a usage error of this command.
-    return !planned && geometry.status().code() == StatusCode::kRejected
-               ? Usage(geometry.status().message())
-               : ReportError(geometry.status());
+    return !planned && layout.status().code() == StatusCode::kRejected
+               ? Usage(layout.status().message())
+               : ReportError(layout.status());
   }
   auto ids = ParseBlockIds(args.block_ids);
   if (!ids.ok()) return Usage(ids.status().message());
-  return PrintSlots(*geometry, args.seq_len, *ids, args.json);
+  return PrintSlots(*layout, args.seq_len, *ids, args.json);
 }
 
 }  // namespace
@@ -209,6 +248,10 @@ void RegisterSlotsCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--group", args->group_text,
                   "a planned group of MODEL (default launch without MODEL): its geometry gives "
                   "the layout");
+  sub->add_option("--layer", args->layer,
+                  "a planned layer of MODEL (its name in kvtopo plan --json): its group's "
+                  "geometry and its compress ratio (DeepSeek-V4's compressed caches keep a row "
+                  "per that many positions) give the layout");
   sub->add_option("--seq-len", args->seq_len_text, "tokens in the request")->required();
   sub->add_option("--block-ids", args->block_ids, "the request's block ids, e.g. 7,3,9")
       ->required();

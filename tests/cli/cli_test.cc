@@ -900,20 +900,43 @@ TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
   EXPECT_EQ(RunCli("slots --group 0 --seq-len 20 --block-ids 5").exit_code, 2);  // recurrent
   EXPECT_EQ(RunCli("slots --group 17 --seq-len 20 --block-ids 5").exit_code, 2);
   EXPECT_EQ(RunCli("slots --group 12 --seq-len 20000 --block-ids 5").exit_code, 2);  // 2 ids
-  // DeepSeek-V4's compressed group holds several positions a row: refused (exit 1); its sliding
-  // windows map a slot per position.
+  // DeepSeek-V4's compressed group holds several positions a row: refused as a group (exit 1),
+  // mapped for one layer with --layer (its compress ratio applies); its sliding windows map a
+  // slot per position.
   const std::string v4 = std::string(KVTOPO_SOURCE_DIR) +
                          "/fuzz/corpus/config_plan/deepseek-v4-flash-shaped.json -tp 2 "
-                         "--kv-cache-dtype fp8 --max-model-len 30000 --seq-len 4 --block-ids 3";
-  r = RunCli("slots " + v4, /*merge_stderr=*/true);
+                         "--kv-cache-dtype fp8 --max-model-len 30000";
+  r = RunCli("slots " + v4 + " --seq-len 4 --block-ids 3", /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out,
             "kvtopo: group 0 holds layer 'model.layers.2.attn.indexer.k_cache', compressed 4 "
-            "times (a row per 4 positions): kvtopo slots maps each position to a slot of its "
-            "own; choose a group of uncompressed layers with --group\n");
-  r = RunCli("slots " + v4 + " --group 1 --json");
+            "times (a row per 4 positions), whose slots are not a position's each: name the "
+            "layer with --layer (its compress ratio applies), or choose a group of uncompressed "
+            "layers with --group\n");
+  r = RunCli("slots " + v4 + " --seq-len 4 --block-ids 3 --group 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["slot_mapping"][0], nlohmann::json({192, 193, 194, 195}));
+  // Layer 2's MLA cache: a row per 4 positions, 64 rows a 256-token block.
+  r = RunCli("slots " + v4 + " --seq-len 12 --block-ids 5 --layer model.layers.2.attn --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "{\"compress_ratio\":4,\"local_lens\":[3],\"slot_mapping\":[[-1,-1,-1,320,-1,-1,"
+            "-1,321,-1,-1,-1,322]]}\n");
+  // Layer 3's: a row per 128 positions, 2 a block; position 383 is row 2, block 7's first.
+  r = RunCli("slots " + v4 + " --seq-len 520 --block-ids 5,7,9 --layer model.layers.3.attn");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "rank 0: local length 4 (rows, one per 128 positions)\nposition  rank  slot\n"
+            "     127     0  10\n     255     0  11\n     383     0  14\n     511     0  15\n");
+  r = RunCli("slots " + v4 + " --seq-len 12 --block-ids 5 --layer nope", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "kvtopo: --layer 'nope' is no layer of the plan (kvtopo plan --json lists them under "
+            "\"layers\")\n");
+  r = RunCli("slots " + v4 + " --seq-len 12 --block-ids 5 --layer model.layers.2.attn --group 1",
+             /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "kvtopo: --layer 'model.layers.2.attn' is in group 0, not in --group 1\n");
 }
 
 }  // namespace
