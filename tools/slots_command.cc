@@ -218,7 +218,9 @@ int RunSlots(SlotsArgs args) {
   const Result<int64_t> seq_len = ParseIntFlag(args.seq_len_text, "--seq-len", 0, kMaxModelLen);
   if (!seq_len.ok()) return Usage(seq_len.status().message());
   args.seq_len = *seq_len;
-  const bool planned = !args.launch.model.empty() || group_given || !args.layer.empty();
+  const bool layer_given = args.launch.app->count("--layer") > 0;
+  if (layer_given && args.layer.empty()) return Usage("--layer needs a layer's name, got ''");
+  const bool planned = !args.launch.model.empty() || group_given || layer_given;
   Result<SlotsLayout> layout = InvalidArgument("unplanned");
   if (planned) {
     layout = PlannedGeometry(args);

@@ -937,6 +937,8 @@ TEST(SlotsCli, PlannedGroupUsesItsGeometry) {
              /*merge_stderr=*/true);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "kvtopo: --layer 'model.layers.2.attn' is in group 0, not in --group 1\n");
+  ExpectUsageError("slots --seq-len 4 --block-ids 3 --layer ''",
+                   "kvtopo slots: --layer needs a layer's name, got ''\n");
 }
 
 }  // namespace
