@@ -9,6 +9,7 @@
 //    "compress_ratio": c}.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -126,8 +127,10 @@ int PrintSlots(const SlotsLayout& layout, int64_t seq_len, const std::vector<int
     Status status = ComputeSlotMapping(slot_layout, row, positions, slots[r]);
     if (status.code() == StatusCode::kInvalidArgument) return ReportError(status);
     if (!status.ok()) return Usage(status.message() + "; pass more --block-ids");
-    // A compressed layer (one shard) holds a row per c positions: seq_len / c of them.
-    local_lens[r] = c > 1 ? seq_len / c : geometry.LocalLength(rank, TokenCount{seq_len}).value();
+    // A compressed layer's local length is its rows: the positions given a slot.
+    local_lens[r] = c > 1 ? std::count_if(slots[r].begin(), slots[r].end(),
+                                          [](int64_t slot) { return slot != kPadSlot; })
+                          : geometry.LocalLength(rank, TokenCount{seq_len}).value();
   }
   if (json) {
     nlohmann::json out{{"local_lens", local_lens}, {"slot_mapping", slots}, {"compress_ratio", c}};

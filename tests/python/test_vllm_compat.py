@@ -4,6 +4,7 @@ import os
 import sys
 import unittest
 from types import SimpleNamespace
+from unittest import mock
 
 import kvtopo
 from kvtopo import vllm_compat
@@ -580,9 +581,7 @@ class SchedulerSequences(unittest.TestCase):
     def test_event_hashes_follow_vllms_variable(self):
         m = KVCacheManager(layout=full_layout(), enable_kv_cache_events=True)
         full = m.native.request_block_hashes
-        saved = os.environ.get("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES")
-        try:
-            os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = "0"
+        with mock.patch.dict(os.environ, {"VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES": "0"}):
             m.allocate_slots(Request("a", range(4)), 4)
             (stored,) = m.take_events()
             self.assertEqual(stored.block_hashes, [full("a")[0].to_bytes(16, "big")])
@@ -591,11 +590,6 @@ class SchedulerSequences(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "^VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES='yes' "
                                                     "is not an integer"):
                 m.take_events()
-        finally:
-            if saved is None:
-                del os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"]
-            else:
-                os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = saved
 
     def test_unset_max_num_batched_tokens_is_max_model_len(self):
         # vLLM's manager: "When unset, fall back to max_model_len"; a sliding window's
