@@ -629,6 +629,14 @@ class PyKVCacheManager {
     const auto u = manager_->LastUpdate(id, CheckedGroup(group));
     return py::make_tuple(u.first_column, ToList(u.block_ids));
   }
+  py::list AppendedBlocks(py::handle request_id) const {
+    const RequestId id = Id(request_id);
+    py::list out;
+    for (int32_t g = 0; g < manager_->num_groups(); ++g) {
+      out.append(ToList(manager_->AppendedBlocks(id, GroupId{g})));
+    }
+    return out;
+  }
   py::list RequestBlockHashes(py::handle request_id) const {
     py::list out;
     for (const BlockHash& h : KVCacheInspector(*manager_).RequestBlockHashes(Id(request_id))) {
@@ -968,6 +976,9 @@ void BindRuntime(py::module_& m) {
       .def("block_ids", &M::BlockIds, py::arg("request_id"), py::arg("group"))
       .def("last_update", &M::LastUpdate, py::arg("request_id"), py::arg("group"),
            "(first_column, block_ids) the last allocate_slots changed in the group's row.")
+      .def("appended_blocks", &M::AppendedBlocks, py::arg("request_id"),
+           "Per group, the blocks the last allocate_slots appended past the request's computed "
+           "prefix (hits, skipped columns, external tokens' blocks): vLLM's return value.")
       .def("request_block_hashes", &M::RequestBlockHashes, py::arg("request_id"))
       .def(
           "inspector", [](M& self) { return KVCacheInspector(self.manager()); },

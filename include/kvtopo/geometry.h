@@ -12,7 +12,8 @@
 //   required_columns    sharded/partial cdiv(L, B*shards); replicated cdiv(L, B);
 //                       recurrent align/all cdiv(L, B) + S, none 1 + S (never divided by N);
 //                       cross-attention cdiv(E, B), E the encoder tokens a request may hold
-//   manager_table_width required_columns, aligned to 128 tokens when B <= 128
+//   manager_table_width required_columns (in an encoder-decoder model: the columns of
+//                       max(L, E) tokens), aligned to 128 tokens when B <= 128
 //   block_table_width   manager_table_width * (B / kernel_block_size)
 //   sink_blocks         static attention sinks: sink_tokens / manager_block_size blocks the
 //                       group's manager takes from the pool at start (0 without sinks)
@@ -69,6 +70,11 @@ struct GeometryOptions {
   // E: encoder tokens a cross-attention group holds per request (the engine's
   // max_num_encoder_input_tokens); required, positive, for a cross-attention spec.
   int64_t max_encoder_tokens = 0;
+  // The group belongs to an encoder-decoder model (one with a cross-attention group): the
+  // engine's worker sizes every group's rows, self-attention too, for max(L, E) tokens
+  // (GPUModelRunner's input batch), so manager_table_width counts those; required_columns and
+  // the pages a request holds stay as the group's kind gives them. Needs E positive.
+  bool encoder_decoder = false;
 };
 
 // How one rank maps positions of one group to slots (GroupGeometry::SlotLayoutFor).

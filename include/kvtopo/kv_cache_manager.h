@@ -24,7 +24,7 @@
 //
 // Invariants (CheckInvariants): every non-null block is referenced by exactly ref_count
 // (request, group, column) cells — exactly one unless a prefix hit shares it — or is free /
-// evictable-cached; recurrent align rows hold at most 2 + S resident pages; the pool's free list
+// evictable-cached; recurrent none rows hold at most 1 + S resident pages; the pool's free list
 // and hash map are consistent.
 //
 // Thread safety: none; the scheduler thread owns the manager.
@@ -74,7 +74,7 @@ struct KVCacheManagerOptions {
   bool log_stats = true;
   // KV-cache events for TakeEvents(); off by default, and then nothing is recorded.
   bool enable_kv_cache_events = false;
-  // Fresh attention block ids for TakeNewBlockIds() (blocks a worker zeroes before use).
+  // Fresh full-attention block ids for TakeNewBlockIds() (blocks a worker zeroes before use).
   bool record_new_block_ids = false;
 
   // Options from an explicit cache layout (groups described directly, not planned).
@@ -282,9 +282,11 @@ class KVCacheManager {
   // Errors: a block id outside the pool (nothing changed).
   [[nodiscard]] Status EvictBlocks(std::span<const BlockId> blocks);
   // Per group: leading blocks of `request`'s row shared by every request holding blocks
-  // (cascade attention); 0 for groups other than full attention.
+  // (cascade attention); 0 for groups other than full attention, and for every group without
+  // prefix caching.
   [[nodiscard]] Status GetNumCommonPrefixBlocks(RequestId request, std::vector<int64_t>& out) const;
-  // Fresh attention block ids allocated since the last call (record_new_block_ids).
+  // Fresh block ids of plain full-attention groups (not MLA, sinks or cross attention)
+  // allocated since the last call, external tokens' included (record_new_block_ids).
   std::vector<BlockId> TakeNewBlockIds();
   // Events recorded since the last call (enable_kv_cache_events).
   std::vector<KVCacheEvent> TakeEvents();
@@ -313,6 +315,11 @@ class KVCacheManager {
     std::span<const BlockId> block_ids;
   };
   RowUpdate LastUpdate(RequestId request, GroupId group) const;
+  // The blocks the last successful AllocateSlots appended past the request's computed prefix
+  // (its hits, skipped columns and external tokens' blocks), as the engine's allocate_slots
+  // returns them: a recurrent align row's moved speculative blocks are among them, the nulls
+  // they leave are not.
+  std::span<const BlockId> AppendedBlocks(RequestId request, GroupId group) const;
   TokenCount num_computed_tokens(RequestId request) const;
   TokenCount num_tokens(RequestId request) const;
 

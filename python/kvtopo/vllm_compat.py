@@ -269,8 +269,13 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
         layout_groups.append(g)
     # Unset, vLLM's manager takes max_model_len (its windowed groups' admission cap then counts
     # no chunk bound).
+    # vLLM's scheduler takes the fresh full-attention blocks every step to zero them when a
+    # Mamba group shares their pages (needs_kv_cache_zeroing); without one nothing takes them,
+    # and vLLM's list grows for good, so kvtopo records them only then.
+    record = any(g["kind"] == "mamba" for g in layout_groups)
     return {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
             "hash_block_size": hash_block_size, "groups": layout_groups,
+            "record_new_block_ids": record,
             "decode_context_parallel_size": dcp_world_size,
             "max_num_batched_tokens": max_model_len if max_num_batched_tokens is None
             else max_num_batched_tokens}
@@ -562,8 +567,9 @@ class KVCacheManager:
         if new is None:
             return None
         self._hits.pop(rid, None)
-        if computed is not None:  # vLLM returns only the newly allocated blocks
-            new = [g[len(h):] for g, h in zip(new, computed.blocks)]
+        # vLLM returns the blocks appended past the computed prefix (hits, skipped columns,
+        # external tokens' blocks), moved speculative blocks of an aligned Mamba row included.
+        new = self.native.appended_blocks(rid)
         return KVCacheBlocks(_blocks(g, self._inspector) for g in new)
 
     def free(self, request):

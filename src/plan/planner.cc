@@ -851,6 +851,8 @@ Result<int64_t> Planner::CheckedBytesPerBlock(const Plan& plan) const {
 }
 
 Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
+  const bool encoder_decoder = std::any_of(
+      groups.begin(), groups.end(), [](const PlannedGroup& g) { return g.spec.cross_attention; });
   for (PlannedGroup& g : groups) {
     int64_t kernel_block = g.spec.block_size;
     if (IsAttention(g.spec.kind)) {
@@ -879,7 +881,8 @@ Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
                            : 0,
         // The engine sizes cross-attention by scheduler_config.max_num_encoder_input_tokens, which
         // is max_num_batched_tokens when the KV cache is sized (SchedulerConfig.__post_init__).
-        .max_encoder_tokens = inputs_.cache.max_num_batched_tokens};
+        .max_encoder_tokens = inputs_.cache.max_num_batched_tokens,
+        .encoder_decoder = encoder_decoder};
     auto geometry = ComputeGroupGeometry(g.spec, inputs_.parallel, options);
     if (!geometry.ok()) {
       if (geometry.status().code() != StatusCode::kRejected) return geometry.status();

@@ -55,6 +55,9 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
     return InvalidArgument(
         fmt::format("cache layout: max_model_len must be positive, got {}", layout.max_model_len));
   }
+  const bool encoder_decoder =
+      std::any_of(layout.groups.begin(), layout.groups.end(),
+                  [](const CacheLayoutGroup& lg) { return lg.cross_attention; });
   int64_t gcd = 0;
   for (size_t i = 0; i < layout.groups.size(); ++i) {
     const CacheLayoutGroup& lg = layout.groups[i];
@@ -88,7 +91,8 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
                               // The page size is given, not derived from head shapes.
                               .page_size_bytes = lg.page_size_bytes,
                               // The engine's max_num_encoder_input_tokens.
-                              .max_encoder_tokens = layout.max_num_batched_tokens});
+                              .max_encoder_tokens = layout.max_num_batched_tokens,
+                              .encoder_decoder = encoder_decoder});
     if (!geometry.ok()) {
       return Status(geometry.status().code(),
                     fmt::format("cache layout group {}: {}", i, geometry.status().message()));

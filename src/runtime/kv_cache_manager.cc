@@ -87,6 +87,9 @@ struct Row {
   std::vector<BlockId> blocks;
   int64_t num_cached = 0;   // columns already offered to the prefix cache
   int64_t update_from = 0;  // first column the last allocation changed
+  // First column the last allocation appended past the computed prefix (hits, skipped columns
+  // and external tokens' blocks): what the engine's allocate_slots returns.
+  int64_t appended_from = 0;
   int64_t last_state = -1;  // recurrent align: the previous running-state column
   bool allocated = false;   // allocated at least once: a running request
 };
@@ -149,7 +152,10 @@ struct KVCacheManager::Impl {
     int64_t hashes_per_block = 1;  // s: hash blocks per manager block
     int64_t spec_blocks = 0;       // S (recurrent)
     int64_t admission_cap = 0;     // windowed kinds: geometry.max_pages_per_request()
-    int64_t reserve_columns = 0;   // row capacity reserved per request
+    // record_new_block_ids covers this group: plain full attention (no MLA, sinks or cross
+    // attention), as the engine records its FullAttentionSpec groups' fresh blocks only.
+    bool records_new_blocks = false;
+    int64_t reserve_columns = 0;  // row capacity reserved per request
     // A sliding window beside groups of larger blocks caches, of each hit-alignment segment of
     // `cache_period` columns, only the columns a hit consults: the last WindowHitBlocks of the
     // segment, and under EAGLE the first of the next (the block its hit drops); 0: every column.
@@ -177,11 +183,10 @@ struct KVCacheManager::Impl {
   int64_t alignment = 1;              // hybrid hit granularity: lcm of manager blocks
   std::vector<RequestState> states;
   std::vector<int32_t> free_states;
-  internal::FlatIdMap index;                    // request id -> states slot
-  bool quiet_path_enabled = true;               // tests compare against the full rules with it off
-  std::vector<uint32_t> recurrent_cached_step;  // per block: step a recurrent group cached it
-  uint32_t step = 1;
-  std::vector<BlockId> scratch;             // align-mode speculative blocks being moved
+  internal::FlatIdMap index;       // request id -> states slot
+  bool quiet_path_enabled = true;  // tests compare against the full rules with it off
+  // The content (hash, group) recurrent groups cached in this step, whichever block holds it.
+  std::vector<std::pair<BlockHash, int32_t>> recurrent_cached_this_step;
   int64_t num_running = 0;                  // requests holding rows (allocated, not freed)
   std::vector<KVCacheEvent> events;         // enable_kv_cache_events
   std::vector<BlockId> new_block_ids;       // record_new_block_ids
@@ -265,7 +270,7 @@ struct KVCacheManager::Impl {
     for (Row& row : st.rows) {
       pool.FreeReversed(row.blocks);
       row.blocks.clear();
-      row.num_cached = row.update_from = 0;
+      row.num_cached = row.update_from = row.appended_from = 0;
       row.last_state = -1;
       row.allocated = false;
     }
@@ -305,14 +310,22 @@ struct KVCacheManager::Impl {
     if (g.behavior == Behavior::kRecurrentNone) return row.allocated ? 0 : 1 + g.spec_blocks;
     if (g.behavior == Behavior::kCross) return row.allocated ? 0 : g.CeilBlocks(num_encoder);
     if (g.behavior == Behavior::kRecurrentAlign) {
-      if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
+      if (!row.allocated && !hits.empty() && DeferredHit(g, hits)) return pool.num_blocks() + 1;
       const int64_t required = g.CeilBlocks(num_main) + g.spec_blocks;
       int64_t fresh = required - num_hits - have;
       if (fresh > 0) fresh = row.allocated ? 1 : 1 + g.spec_blocks;
+      // A new row's external tokens take their block besides (the engine's count leaves it out
+      // and its allocation then raises on a pool that holds only the counted blocks).
+      if (!row.allocated && total_computed > num_hits * g.bs) {
+        fresh += std::max<int64_t>(
+            g.CeilBlocks(total_computed) -
+                std::max(g.FloorBlocks(SkippedTokens(g, total_computed)), num_hits + have),
+            0);
+      }
       return std::max<int64_t>(fresh, 0) + pool.CountFree(hits);
     }
     if (g.behavior == Behavior::kRecurrentAll) {
-      if (!row.allocated && !hits.empty() && DeferredHit(hits)) return pool.num_blocks() + 1;
+      if (!row.allocated && !hits.empty() && DeferredHit(g, hits)) return pool.num_blocks() + 1;
       num_tokens += g.spec_blocks * g.bs;
     }
     int64_t need = g.CeilBlocks(num_tokens);
@@ -324,10 +337,16 @@ struct KVCacheManager::Impl {
     return fresh + pool.CountFree(hits.subspan(skip_hits));
   }
 
-  // A recurrent hit whose state another request cached in this same step is not readable yet.
-  bool DeferredHit(std::span<const BlockId> hits) const {
+  // A recurrent hit whose content some request cached in this same step, in this block or in
+  // another copy, waits for the next step (the engine's MambaManager keys this by the hash).
+  bool DeferredHit(const Group& g, std::span<const BlockId> hits) const {
     const BlockId last = hits.back();
-    return last != kNullBlock && recurrent_cached_step[last.value()] == step;
+    if (last == kNullBlock) return false;
+    const auto cached = pool.cached_as(last);
+    if (!cached.has_value() || cached->second != g.id) return false;
+    const std::pair<BlockHash, int32_t> key{cached->first, g.id.value()};
+    return std::find(recurrent_cached_this_step.begin(), recurrent_cached_this_step.end(), key) !=
+           recurrent_cached_this_step.end();
   }
 
   void RemoveSkippedBlocks(const Group& g, Row& row, int64_t total_computed) {
@@ -353,7 +372,7 @@ struct KVCacheManager::Impl {
   }
 
   // A new request's prefix: null placeholders for the skipped columns (hit or external), then
-  // the hits it keeps. External tokens' blocks past the hits come from AllocateNewBlocks.
+  // the hits it keeps. External tokens' blocks past the hits come from AllocateExternalBlocks.
   void AllocateNewComputedBlocks(const Group& g, Row& row, std::span<const BlockId> hits,
                                  int64_t total_computed) {
     KVTOPO_CHECK_MSG(row.blocks.empty(), "prefix hits for a request that already has blocks");
@@ -368,6 +387,31 @@ struct KVCacheManager::Impl {
     row.blocks.resize(at + kept.size());
     std::copy(kept.begin(), kept.end(), row.blocks.begin() + static_cast<ptrdiff_t>(at));
     row.num_cached = static_cast<int64_t>(row.blocks.size());
+  }
+
+  // A new request's external tokens (a KV connector loads them): fresh blocks for the columns
+  // up to cdiv(total_computed, B) past its hits, as the engine's allocate_new_computed_blocks
+  // takes them before any new token's block; none when the window or chunk skips every
+  // external token. A recurrent align row's block there holds the loaded state (the prefix
+  // state the next allocation copies from).
+  int64_t ExternalBlocks(const Group& g, const Row& row, int64_t total_computed,
+                         int64_t num_external) const {
+    if (g.behavior == Behavior::kCross || g.behavior == Behavior::kRecurrentNone) return 0;
+    const int64_t skipped = SkippedTokens(g, total_computed);
+    if (g.FloorBlocks(skipped) > 0) num_external = std::min(total_computed - skipped, num_external);
+    if (num_external <= 0) return 0;
+    return std::max<int64_t>(g.CeilBlocks(total_computed) - static_cast<int64_t>(row.blocks.size()),
+                             0);
+  }
+  void AllocateExternalBlocks(const Group& g, Row& row, int64_t total_computed,
+                              int64_t num_external) {
+    const int64_t n = ExternalBlocks(g, row, total_computed, num_external);
+    if (n == 0) return;
+    const size_t prev = row.blocks.size();
+    KVTOPO_CHECK(pool.Allocate(static_cast<int32_t>(n), row.blocks));
+    if (g.records_new_blocks) [[unlikely]] {
+      new_block_ids.insert(new_block_ids.end(), row.blocks.begin() + prev, row.blocks.end());
+    }
   }
 
   void AllocateNewBlocks(const Group& g, Row& row, int64_t num_tokens, int64_t num_main,
@@ -391,7 +435,7 @@ struct KVCacheManager::Impl {
         const int64_t need = g.CeilBlocks(num_tokens);
         if (need > prev) {
           KVTOPO_CHECK(pool.Allocate(static_cast<int32_t>(need - prev), row.blocks));
-          if (options.record_new_block_ids && !IsRecurrent(g.behavior)) [[unlikely]] {
+          if (g.records_new_blocks) [[unlikely]] {
             new_block_ids.insert(new_block_ids.end(), row.blocks.begin() + prev, row.blocks.end());
           }
         }
@@ -400,38 +444,35 @@ struct KVCacheManager::Impl {
     row.allocated = true;
   }
 
-  // Align mode: column cdiv(n, B) - 1 holds the running state, the S speculative blocks follow
-  // it, older checkpoints are null except the previous running state (kept for the copy).
+  // Align mode, as the engine's MambaManager allocates it: column cdiv(n, B) - 1 holds the
+  // running state and the S speculative columns follow it. A running request keeps its
+  // previous speculative blocks in place once the running column reaches them (the first one
+  // becomes the running state) and moves those the running column passes to the row's end, each
+  // leaving a null behind; fresh blocks complete the row (one for a running request, 1 + S for a
+  // new one). The previous running state stays for the state copy until RemoveSkippedBlocks
+  // releases it.
   void AllocateAlign(const Group& g, Row& row, int64_t num_main) {
     const int64_t S = g.spec_blocks;
     const int64_t required = g.CeilBlocks(num_main) + S;
     const int64_t prev = static_cast<int64_t>(row.blocks.size());
     if (required <= prev) return;
-    scratch.clear();
     if (row.allocated) {
-      // The state two moves back is no longer needed once the running state moves again; a
-      // step that moves it before RemoveSkippedBlocks released it (a prefill chunk ending
-      // inside a block, or steps longer than a block) releases it here, which keeps a row at
-      // 2 + S resident pages.
-      if (row.last_state >= 0 && row.last_state != prev - 1 - S &&
-          row.blocks[row.last_state] != kNullBlock) {
-        pool.FreeOne(row.blocks[row.last_state]);
-        row.blocks[row.last_state] = kNullBlock;
-      }
       row.last_state = prev - 1 - S;
-      for (int64_t i = prev - S; i < prev; ++i) {
-        scratch.push_back(row.blocks[i]);
-        row.blocks[i] = kNullBlock;
-      }
-      row.update_from = std::min(row.update_from, prev - S);
     } else if (prev > 0) {
       row.last_state = prev - 1;  // the prefix-hit state
     }
     const int64_t skip = required - S - 1;
-    row.blocks.resize(required, kNullBlock);
-    row.blocks[skip] = pool.AllocateOne();
-    for (int64_t i = 0; i < S; ++i) {
-      row.blocks[skip + 1 + i] = row.allocated ? scratch[i] : pool.AllocateOne();
+    if (prev < skip) row.blocks.resize(skip, kNullBlock);
+    if (row.allocated) {
+      for (int64_t i = prev - S; i < prev && i < skip; ++i) {
+        const BlockId moved = row.blocks[i];
+        row.blocks[i] = kNullBlock;
+        row.blocks.push_back(moved);
+        row.update_from = std::min(row.update_from, i);
+      }
+    }
+    while (static_cast<int64_t>(row.blocks.size()) < required) {
+      row.blocks.push_back(pool.AllocateOne());
     }
   }
 
@@ -441,29 +482,13 @@ struct KVCacheManager::Impl {
     return CombineBlockHashes(std::span<const BlockHash>(st.hashes).subspan(column * s, s));
   }
 
-  void CacheBlocks(const Group& g, Row& row, const RequestState& st, int64_t num_tokens,
-                   int64_t num_main) {
+  void CacheBlocks(const Group& g, Row& row, const RequestState& st, int64_t num_tokens) {
     if (g.behavior == Behavior::kRecurrentNone || g.behavior == Behavior::kCross) return;
     const int64_t num_hashes = static_cast<int64_t>(st.hashes.size());
     const int64_t available =
         g.hashes_per_block == 1 ? num_hashes : num_hashes / g.hashes_per_block;
     const int64_t full = std::min<int64_t>(
         {g.FloorBlocks(num_tokens), available, static_cast<int64_t>(row.blocks.size())});
-    if (g.behavior == Behavior::kRecurrentAlign) {
-      // Only the running state holds a checkpoint, and only when it sits exactly on a block
-      // boundary with no unverified tokens behind it.
-      const int64_t running = g.CeilBlocks(num_main) - 1;
-      if (num_tokens == num_main && num_main % g.bs == 0 && full == running + 1 &&
-          running >= row.num_cached && row.blocks[running] != kNullBlock &&
-          !pool.is_cached(row.blocks[running])) {
-        CacheOne(g, row.blocks[running], CoarseHash(g, st, running));
-        if (options.enable_kv_cache_events) [[unlikely]] {
-          RecordStored(g, st, running, running + 1);
-        }
-      }
-      row.num_cached = std::max(row.num_cached, full);
-      return;
-    }
     const bool events_on = options.enable_kv_cache_events;
     if (g.hashes_per_block == 1 && !events_on && !IsRecurrent(g.behavior) && g.cache_period == 0) {
       if (full > row.num_cached) {
@@ -545,7 +570,7 @@ struct KVCacheManager::Impl {
 
   void CacheOne(const Group& g, BlockId b, const BlockHash& hash) {
     pool.Cache(b, hash, g.id);
-    if (IsRecurrent(g.behavior)) recurrent_cached_step[b.value()] = step;
+    if (IsRecurrent(g.behavior)) recurrent_cached_this_step.emplace_back(hash, g.id.value());
   }
 
   // ---- quiet window ----------------------------------------------------------------------
@@ -829,6 +854,9 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     g.hashes_per_block = caching ? geo.manager_block_size() / options.hash_block_size : 1;
     g.spec_blocks = geo.kind() == CacheKind::kRecurrent ? geo.num_speculative_blocks() : 0;
     g.admission_cap = IsWindowed(geo.kind()) ? geo.max_pages_per_request() : 0;
+    g.records_new_blocks = options.record_new_block_ids &&
+                           geo.kind() == CacheKind::kFullAttention && !geo.cross_attention() &&
+                           geo.sink_blocks() == 0;
     g.reserve_columns = std::clamp<int64_t>(geo.manager_table_width(), 0, kMaxReservedColumns);
     if (IsRecurrent(g.behavior) && options.groups[i].volatile_last_block) {
       // A recurrent group's hit is one state checkpoint, never a run of blocks whose last one a
@@ -883,7 +911,6 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     }
     for (int64_t j = 0; j < k; ++j) g.sink_blocks.push_back(impl->pool.AllocateOne());
   }
-  impl->recurrent_cached_step.assign(options.num_blocks, 0);
   if (options.enable_kv_cache_events) impl->pool.set_event_sink(&impl->events);
   return std::unique_ptr<KVCacheManager>(new KVCacheManager(std::move(impl)));
 }
@@ -968,7 +995,7 @@ Status KVCacheManager::AddRequest(RequestId request, std::span<const int32_t> pr
     Row& row = st.rows[gi];
     row.blocks.clear();
     row.blocks.reserve(m.groups[gi].reserve_columns);  // once per recycled slot
-    row.num_cached = row.update_from = 0;
+    row.num_cached = row.update_from = row.appended_from = 0;
     row.last_state = -1;
     row.allocated = false;
   }
@@ -1059,10 +1086,10 @@ Status KVCacheManager::CheckSlotRequest(const RequestState& st, const SlotReques
     if (g.CeilBlocks(num_encoder) > geo.manager_table_width()) {
       return InvalidArgument(fmt::format(
           "num_encoder_tokens {} needs {} blocks of cache group {}, more than its block-table "
-          "row of {} columns holds (the cross-attention group is sized for {} encoder tokens, "
-          "the launch's max_num_batched_tokens)",
+          "row of {} columns holds (an encoder-decoder model's rows are sized for the larger "
+          "of max_model_len {} and the launch's max_num_batched_tokens {})",
           num_encoder, g.CeilBlocks(num_encoder), g.id.value(), geo.manager_table_width(),
-          geo.max_encoder_tokens()));
+          geo.max_model_len(), geo.max_encoder_tokens()));
     }
   }
   if (step.num_new_tokens.value() == 0 && step.num_external_computed_tokens.value() == 0) {
@@ -1156,8 +1183,19 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
     }
   }
   if (!st.running) ++m.num_running;
+  // Then every group's external tokens, group by group, before any new token's block (the
+  // engine's order, but with every hit already taken).
+  if (num_external > 0) {
+    for (size_t gi = 0; gi < num_groups; ++gi) {
+      if (!st.rows[gi].allocated) {
+        m.AllocateExternalBlocks(m.groups[gi], st.rows[gi], total_computed, num_external);
+      }
+    }
+  }
   for (size_t gi = 0; gi < num_groups; ++gi) {
-    m.AllocateNewBlocks(m.groups[gi], st.rows[gi], need_slots, num_main, num_encoder);
+    Row& row = st.rows[gi];
+    row.appended_from = static_cast<int64_t>(row.blocks.size());
+    m.AllocateNewBlocks(m.groups[gi], row, need_slots, num_main, num_encoder);
   }
   if (m.caching() && !step.delay_cache_blocks) {
     // Commit only known tokens, never unverified drafts; hybrids cache at hit granularity.
@@ -1167,7 +1205,7 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
                                                                   : n / m.alignment * m.alignment;
     }
     for (size_t gi = 0; gi < num_groups; ++gi) {
-      m.CacheBlocks(m.groups[gi], st.rows[gi], st, n, num_main);
+      m.CacheBlocks(m.groups[gi], st.rows[gi], st, n);
     }
   }
   st.num_computed = local + num_external + num_new;
@@ -1407,7 +1445,7 @@ Status KVCacheManager::Preempt(RequestId request) {
   return Status::Ok();
 }
 
-void KVCacheManager::NewStep() { ++impl_->step; }
+void KVCacheManager::NewStep() { impl_->recurrent_cached_this_step.clear(); }
 
 Status KVCacheManager::RemoveSkippedBlocks(RequestId request, TokenCount total_computed_tokens) {
   Impl& m = *impl_;
@@ -1438,7 +1476,7 @@ Status KVCacheManager::CacheBlocks(RequestId request, TokenCount num_computed_to
                                  static_cast<int64_t>(st->tokens.size()), m.options.max_model_len});
   if (m.groups.size() > 1) n = n / m.alignment * m.alignment;
   for (size_t gi = 0; gi < m.groups.size(); ++gi) {
-    m.CacheBlocks(m.groups[gi], st->rows[gi], *st, n, n);
+    m.CacheBlocks(m.groups[gi], st->rows[gi], *st, n);
   }
   st->quiet = QuietWindow{};
   return Status::Ok();
@@ -1461,6 +1499,9 @@ Status KVCacheManager::GetNumCommonPrefixBlocks(RequestId request,
   const RequestState* st = const_cast<Impl&>(m).Find(request);
   if (st == nullptr) return UnknownRequest(request);
   out.assign(m.groups.size(), 0);
+  // Without prefix caching no block is shared: the engine's coordinator answers 0 outright
+  // (a single running request's blocks would otherwise all count).
+  if (!m.caching()) return Status::Ok();
   for (size_t gi = 0; gi < m.groups.size(); ++gi) {
     if (m.groups[gi].behavior != Behavior::kFull) continue;
     int64_t count = 0;
@@ -1546,6 +1587,14 @@ KVCacheManager::RowUpdate KVCacheManager::LastUpdateAt(const RequestState& st,
                    .block_ids = std::span<const BlockId>(row.blocks).subspan(from)};
 }
 
+std::span<const BlockId> KVCacheManager::AppendedBlocks(RequestId request, GroupId group) const {
+  const RequestState& st = impl_->State(request);
+  const Row& row = st.rows.at(group.value());
+  const int64_t size = static_cast<int64_t>(row.blocks.size());
+  const int64_t from = st.last_quiet ? size : std::min<int64_t>(row.appended_from, size);
+  return std::span<const BlockId>(row.blocks).subspan(from);
+}
+
 TokenCount KVCacheManager::num_computed_tokens(RequestId request) const {
   return TokenCount{impl_->State(request).num_computed};
 }
@@ -1607,9 +1656,6 @@ void KVCacheManager::CheckInvariants() const {
         owner_group[i] = static_cast<int32_t>(gi);
         ++refs[i];
         ++resident;
-      }
-      if (g.behavior == Behavior::kRecurrentAlign) {
-        KVTOPO_CHECK_MSG(resident <= 2 + g.spec_blocks, "align row holds more than 2 + S pages");
       }
       if (g.behavior == Behavior::kRecurrentNone) {
         KVTOPO_CHECK(resident <= 1 + g.spec_blocks);

@@ -150,6 +150,12 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
     return InvalidArgument(
         fmt::format("tokens in flight must not be negative, got {}", options.max_tokens_in_flight));
   }
+  if (options.encoder_decoder && options.max_encoder_tokens <= 0) {
+    return InvalidArgument(
+        fmt::format("layer '{}': an encoder-decoder model's groups need the encoder tokens per "
+                    "request (max_num_encoder_input_tokens) positive, got {}",
+                    spec.name, options.max_encoder_tokens));
+  }
   if (spec.block_size <= 0) {
     return InvalidArgument(fmt::format("layer '{}': --block-size must be positive, got {}",
                                        spec.name, spec.block_size));
@@ -272,6 +278,13 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
 
   g.required_columns_ = g.ColumnsFor(options.max_model_len);  // recurrent none: 1 + S
   g.manager_table_width_ = g.required_columns_;
+  if (options.encoder_decoder) {
+    // The engine's worker sizes an encoder-decoder model's rows for max(max_model_len,
+    // max_encoder_len) tokens in every group (GPUModelRunner's InputBatch).
+    const int64_t row_tokens = std::max(options.max_model_len, options.max_encoder_tokens);
+    g.manager_table_width_ =
+        g.cross_attention_ ? CeilDiv(row_tokens, g.manager_block_size_) : g.ColumnsFor(row_tokens);
+  }
   if (B <= 128) {
     const int64_t align = 128 / B;
     g.manager_table_width_ = internal::RoundUp(g.manager_table_width_, align);

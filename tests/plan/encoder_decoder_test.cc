@@ -100,6 +100,11 @@ TEST(EncoderDecoder, WhisperCapacityCountsTheEncoderBudget) {
   EXPECT_EQ(plan->groups[1].geometry.max_pages_per_request(), 512);
   EXPECT_EQ(plan->groups[1].geometry.required_columns(), 512);
   EXPECT_EQ(plan->groups[0].geometry.max_pages_per_request(), 28);
+  // The worker's rows: the engine sizes every group's for max(448, 8192) tokens in an
+  // encoder-decoder model (GPUModelRunner's input batch), self-attention too.
+  EXPECT_EQ(plan->groups[0].geometry.required_columns(), 28);
+  EXPECT_EQ(plan->groups[0].geometry.block_table_width(), 512);
+  EXPECT_EQ(plan->groups[1].geometry.block_table_width(), 512);
   EXPECT_EQ(plan->groups[1].layers.size(), 32u);
   EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 81920);
   EXPECT_EQ(plan->pool.num_blocks, 8192);
@@ -116,6 +121,8 @@ TEST(EncoderDecoder, WhisperCapacityCountsTheEncoderBudget) {
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->capacity.blocks_per_request, 156);
   EXPECT_EQ(plan->capacity.max_tokens, 23525);  // int(8192 / 156 * 448)
+  EXPECT_EQ(plan->groups[0].geometry.block_table_width(), 128);
+  EXPECT_EQ(plan->groups[1].geometry.block_table_width(), 128);
 
   // The runtime gets the cross-attention group: cdiv(1500, 16) = 94 blocks at the first
   // allocation, none after.

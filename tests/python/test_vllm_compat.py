@@ -170,16 +170,18 @@ class SchedulerSequences(unittest.TestCase):
         self.assertEqual((ids(blocks), n, blocks.get_unhashed_block_ids()), (([1],), 4, []))
         self.assertEqual(blocks.blocks[0][0].block_hash,
                          (m.native.request_block_hashes("r")[0], 0))
+        # vLLM returns only the blocks past the external tokens' (none here); its scheduler
+        # hands the connector get_blocks().
         new = m.allocate_slots(r, 0, 4, blocks, num_external_computed_tokens=8,
                                delay_cache_blocks=True)
+        self.assertEqual(ids(new), ([],))
         held = m.get_blocks("r")
-        self.assertEqual((ids(new), new.get_unhashed_block_ids()), (([3, 4],), [3, 4]))
         self.assertEqual((ids(held), held.get_unhashed_block_ids()), (([1, 3, 4],), [3, 4]))
-        self.assertIsNone(new.blocks[0][1].block_hash)
+        self.assertIsNone(held.blocks[0][2].block_hash)
         r.num_computed_tokens = 12
         m.cache_blocks(r, 12)
-        self.assertEqual((new.get_unhashed_block_ids(), held.get_unhashed_block_ids()), ([], []))
-        self.assertEqual(new.blocks[0][1].block_hash, (m.native.request_block_hashes("r")[2], 0))
+        self.assertEqual(held.get_unhashed_block_ids(), [])
+        self.assertEqual(held.blocks[0][2].block_hash, (m.native.request_block_hashes("r")[2], 0))
         self.assertIsNone(KVCacheBlock(3).block_hash)  # made without a manager
 
     def test_prompt_embeddings_key_their_blocks(self):
@@ -397,7 +399,7 @@ class SchedulerSequences(unittest.TestCase):
         # 24 tokens with the 8 external: the window (5) skips columns 0-4 of the second group.
         new = m.allocate_slots(b, 0, 16, blocks, num_external_computed_tokens=8,
                                delay_cache_blocks=True)
-        self.assertEqual(ids(new), ([11, 12], [0, 13]))
+        self.assertEqual(ids(new), ([], []))
         held = m.get_blocks("b")
         self.assertEqual(ids(held), ([1, 2, 3, 4, 11, 12], [0, 0, 0, 0, 0, 13]))
         self.assertEqual(held.get_unhashed_block_ids_all_groups(), [[11, 12], [13]])
@@ -1141,6 +1143,130 @@ class EngineScenarios(unittest.TestCase):
         self.assertTrue(m.reset_prefix_cache())
         inspect = m.native.inspector()
         self.assertEqual([inspect.block_hash(b) for b in range(11)], [None] * 11)
+
+
+class EngineManagerRules(unittest.TestCase):
+    """Call sequences on which the fork's own manager files (vllm/v1/core/
+    single_type_kv_cache_manager.py, kv_cache_coordinator.py, kv_cache_manager.py at 28be48fa9),
+    run over the same calls, give these block ids, rows, returns and free-queue orders."""
+
+    def test_aligned_mamba_reuses_its_speculative_blocks(self):
+        # The running column reaching the speculative block makes that block the running state
+        # in place; one fresh block is appended and returned (what vLLM's worker appends).
+        for spec, rows, moved in [
+                (1, [[0, 1, 2], [0, 1, 2, 3], [0, 0, 2, 3], [0, 0, 2, 0, 3, 4]], [3, 4]),
+                (2, [[0, 1, 2, 3], [0, 1, 2, 3, 4], [0, 0, 2, 3, 4], [0, 0, 2, 0, 4, 3, 5]],
+                 [3, 5])]:
+            with self.subTest(num_speculative_blocks=spec):
+                m = KVCacheManager(kv_cache_config(
+                    MambaSpec(block_size=4, mamba_cache_mode="align", num_speculative_blocks=spec),
+                    num_blocks=16), max_model_len=64, hash_block_size=4)
+                r = Request("a", range(8))
+                self.assertEqual(ids(m.allocate_slots(r, 8)), (rows[0],))
+                r.num_computed_tokens = 8
+                r.append_output_token_ids([50])
+                self.assertEqual(ids(m.allocate_slots(r, 1)), ([rows[1][-1]],))
+                self.assertEqual(m.get_block_ids("a"), (rows[1],))
+                for k in range(3):
+                    r.num_computed_tokens += 1
+                    r.append_output_token_ids([51 + k])
+                    self.assertEqual(ids(m.allocate_slots(r, 1)), ([],))
+                self.assertEqual(m.get_block_ids("a"), (rows[2],))
+                # Two blocks further: the speculative blocks the running column passes move to
+                # the row's end, leaving nulls; the moved and the fresh blocks are returned.
+                new = m.allocate_slots(r, 8)
+                self.assertEqual(m.get_block_ids("a"), (rows[3],))
+                self.assertEqual(ids(new), (moved,))
+                self.assertEqual(m.native.inspector().free_queue()[-1], 1)
+
+    def test_aligned_mamba_keeps_the_previous_state_cached(self):
+        # The previous running state (column 2, written at token 10) is cached under the hash of
+        # tokens 0-11 once 13 tokens are known, as vLLM's cache_blocks caches every non-null
+        # block of the full columns.
+        m = KVCacheManager(kv_cache_config(
+            MambaSpec(block_size=4, mamba_cache_mode="align", num_speculative_blocks=2),
+            num_blocks=40), max_model_len=96, hash_block_size=4)
+        inspect = m.native.inspector()
+        r = Request("a", range(10))
+        self.assertEqual(ids(m.allocate_slots(r, 10, num_lookahead_tokens=2)), ([0, 0, 1, 2, 3],))
+        r.num_computed_tokens = 10
+        r.append_output_token_ids([900])
+        m.new_step_starts()
+        self.assertEqual(ids(m.allocate_slots(r, 3, num_lookahead_tokens=2)), ([4],))
+        self.assertEqual([b for b in range(1, 40) if inspect.block_hash(b) is not None], [])
+        r.num_computed_tokens = 12
+        r.append_output_token_ids([901, 902])
+        m.new_step_starts()
+        self.assertEqual(ids(m.allocate_slots(r, 3, num_lookahead_tokens=2)), ([],))
+        self.assertEqual(m.get_block_ids("a"), ([0, 0, 1, 2, 3, 4],))
+        self.assertEqual([b for b in range(1, 40) if inspect.block_hash(b) is not None], [1])
+        self.assertEqual(inspect.block_hash(1), (m.native.request_block_hashes("a")[2], 0))
+
+    def test_a_mamba_hit_cached_again_this_step_waits(self):
+        # c's hit (block 2, cached a step earlier by a) holds content b cached again, in block
+        # 3, this step: vLLM's Mamba manager defers any hit whose hash was cached this step.
+        m = KVCacheManager(kv_cache_config(MambaSpec(block_size=4, mamba_cache_mode="align",
+                                                     num_speculative_blocks=0),
+                                           num_blocks=16), max_model_len=64, hash_block_size=4)
+        prompt = list(range(100, 112))
+        a, b, c = (Request(n, prompt + [t]) for n, t in (("a", 1), ("b", 2), ("c", 3)))
+        m.new_step_starts()
+        self.assertEqual(ids(m.allocate_slots(b, 4)), ([1],))
+        b.num_computed_tokens = 4
+        m.new_step_starts()
+        hits, n = m.get_computed_blocks(a)
+        self.assertEqual((ids(hits), n), (([1],), 4))
+        self.assertEqual(ids(m.allocate_slots(a, 8, 4, hits)), ([0, 2],))
+        a.num_computed_tokens = 12
+        m.new_step_starts()
+        self.assertEqual(ids(m.allocate_slots(b, 8)), ([0, 3],))
+        b.num_computed_tokens = 12
+        hits, n = m.get_computed_blocks(c)
+        self.assertEqual((ids(hits), n), (([0, 0, 2],), 12))
+        self.assertIsNone(m.allocate_slots(c, 1, 12, hits))
+        m.new_step_starts()
+        self.assertEqual(ids(m.allocate_slots(c, 1, 12, hits)), ([4],))
+
+    def test_external_tokens_take_their_blocks_before_new_tokens(self):
+        # Every group's blocks for the 8 external tokens first, then each group's new-token
+        # block, which alone is returned.
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4),
+                                           SlidingWindowSpec(block_size=4, sliding_window=8)),
+                           max_model_len=128, hash_block_size=4)
+        self.assertEqual(ids(m.allocate_slots(Request("a", range(30)), 4,
+                                              num_external_computed_tokens=8)), ([5], [6]))
+        self.assertEqual(m.get_block_ids("a"), ([1, 2, 5], [3, 4, 6]))
+        # An aligned Mamba group's external block holds the loaded state (column 2 at 10
+        # tokens); the new tokens' state follows it.
+        for spec, mamba_row in [(0, [0, 0, 4, 6]), (1, [0, 0, 4, 6, 7])]:
+            with self.subTest(num_speculative_blocks=spec):
+                m = KVCacheManager(kv_cache_config(
+                    FullAttentionSpec(block_size=4),
+                    MambaSpec(block_size=4, mamba_cache_mode="align",
+                              num_speculative_blocks=spec)), max_model_len=128, hash_block_size=4)
+                new = m.allocate_slots(Request("a", range(30)), 4, num_external_computed_tokens=10)
+                self.assertEqual(ids(new), ([5], mamba_row[3:]))
+                self.assertEqual(m.get_block_ids("a"), ([1, 2, 3, 5], mamba_row))
+
+    def test_fresh_full_attention_blocks_to_zero_beside_mamba(self):
+        # vLLM's scheduler takes them every step to zero pages a Mamba state may have used:
+        # the full-attention group's only, external tokens' blocks included.
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=16),
+                                           MambaSpec(block_size=16, mamba_cache_mode="align",
+                                                     num_speculative_blocks=0),
+                                           num_blocks=30), max_model_len=1024, hash_block_size=16)
+        self.assertEqual(ids(m.allocate_slots(Request("a", range(40)), 40)), ([1, 2, 3], [0, 0, 4]))
+        self.assertEqual(m.take_new_block_ids(), [1, 2, 3])
+        self.assertEqual(ids(m.allocate_slots(Request("b", range(100, 120)), 4,
+                                              num_external_computed_tokens=16)), ([7], [8]))
+        self.assertEqual(m.take_new_block_ids(), [5, 7])
+        self.assertEqual(m.take_new_block_ids(), [])
+
+    def test_no_common_prefix_without_prefix_caching(self):
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=20),
+                           max_model_len=64, hash_block_size=4, enable_caching=False)
+        self.assertEqual(ids(m.allocate_slots(Request("a", range(10)), 10)), ([1, 2, 3],))
+        self.assertEqual(m.get_num_common_prefix_blocks("a"), [0])
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@
 #include <vector>
 
 #include "kvtopo/kv_cache_manager.h"
+#include "runtime/test_groups.h"
 
 namespace kvtopo {
 namespace {
+
+using testing::Ids;
 
 std::unique_ptr<KVCacheManager> FromJson(const std::string& json) {
   auto layout = ParseCacheLayoutJson(json);
@@ -19,12 +22,6 @@ std::unique_ptr<KVCacheManager> FromJson(const std::string& json) {
   auto m = KVCacheManager::Create(*options);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return std::move(m).value();
-}
-
-std::vector<int32_t> Ids(std::span<const BlockId> blocks) {
-  std::vector<int32_t> out;
-  for (BlockId b : blocks) out.push_back(b.value());
-  return out;
 }
 
 std::vector<int32_t> Tokens(int32_t first, int64_t n) {
@@ -289,11 +286,23 @@ TEST(EngineSurface, CrossAttentionGroupSizedByTheEncoder) {
                 .status()
                 .message(),
             "num_encoder_tokens 257 needs 17 blocks of cache group 1, more than its block-table "
-            "row of 16 columns holds (the cross-attention group is sized for 256 encoder "
-            "tokens, the launch's max_num_batched_tokens)");
+            "row of 16 columns holds (an encoder-decoder model's rows are sized for the larger "
+            "of max_model_len 64 and the launch's max_num_batched_tokens 256)");
   ASSERT_TRUE(Alloc(*small, 1, 4, {.num_encoder_tokens = TokenCount{256}}));
   EXPECT_EQ(small->BlockIds(RequestId{1}, GroupId{1}).size(), 16u);
   small->CheckInvariants();
+  // As the engine's worker, every group's rows hold max(max_model_len, encoder budget) tokens:
+  // here the model length's 1024 / 16 = 64 columns, though a request's cross-attention pages
+  // count 256 / 16.
+  auto layout_rows = ParseCacheLayoutJson(R"({"num_blocks": 64, "max_model_len": 1024,
+      "enable_prefix_caching": false, "max_num_batched_tokens": 256,
+      "groups": [{"kind": "full_attention", "block_size": 16, "page_size_bytes": 64},
+                 {"kind": "cross_attention", "block_size": 16, "page_size_bytes": 64}]})");
+  ASSERT_TRUE(layout_rows.ok()) << layout_rows.status().ToString();
+  auto rows = KVCacheManagerOptions::FromLayout(*layout_rows);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  for (const CacheGroup& g : rows->groups) EXPECT_EQ(g.geometry.block_table_width(), 64);
+  EXPECT_EQ(rows->groups[1].geometry.max_pages_per_request(), 16);
   // The engine runs encoder-decoder models without context parallelism.
   layout = ParseCacheLayoutJson(R"({"num_blocks": 32, "max_model_len": 64,
       "enable_prefix_caching": false, "decode_context_parallel_size": 2, "groups": [

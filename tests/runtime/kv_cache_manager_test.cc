@@ -11,6 +11,7 @@ namespace kvtopo {
 namespace {
 
 using testing::GroupParams;
+using testing::Ids;
 using testing::MakeGroup;
 using testing::Tokens;
 
@@ -228,24 +229,27 @@ TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{32}).ok());
   ASSERT_TRUE(Step(*m, 1, 1));
-  // New running state (9) in column 2, previous state kept in column 1, speculative blocks
-  // moved to the row's end.
-  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 1, 9, 2, 3, 4, 5, 6, 7, 8}));
+  // As the engine's MambaManager: the first speculative block (2) becomes the running state in
+  // column 2, the previous state stays in column 1, and one fresh block (9) is appended.
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   auto update = m->LastUpdate(RequestId{1}, GroupId{0});
-  EXPECT_EQ(update.first_column, 2);
-  EXPECT_EQ(update.block_ids.size(), 8u);
+  EXPECT_EQ(update.first_column, 9);
+  EXPECT_EQ(Ids(update.block_ids), (std::vector<int32_t>{9}));
+  EXPECT_EQ(Ids(m->AppendedBlocks(RequestId{1}, GroupId{0})), (std::vector<int32_t>{9}));
   for (int t = 33; t < 48; ++t) {
     EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{t}).ok());
     ASSERT_TRUE(Step(*m, 1, 1));
     EXPECT_EQ(Row(*m, 1).size(), 10u);
   }
   // By token 48 the state two steps back (block 1) is released.
-  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 9, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_TRUE(m->AppendTokens(RequestId{1}, std::vector<int32_t>{48}).ok());
   ASSERT_TRUE(Step(*m, 1, 1));
-  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 9, 10, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
   // 2 + S resident pages, position-indexed row cdiv(49, 16) + 7 = 11 columns.
   EXPECT_EQ(m->num_free_blocks(), 31 - 9);
+  const std::vector<BlockId> queue = KVCacheInspector(*m).FreeQueue();
+  EXPECT_EQ(Ids(std::span<const BlockId>(queue).last(1)), (std::vector<int32_t>{1}));
   EXPECT_TRUE(m->Free(RequestId{1}).ok());
   EXPECT_EQ(m->num_free_blocks(), 31);
 }

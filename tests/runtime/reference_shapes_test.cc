@@ -18,6 +18,7 @@
 namespace kvtopo {
 namespace {
 
+using testing::Ids;
 using testing::MakeGroup;
 
 // FNV-1a over 64-bit words.
@@ -58,12 +59,6 @@ std::pair<size_t, size_t> StoredAndRemoved(const std::vector<KVCacheEvent>& even
     if (e.type == KVCacheEvent::Type::kBlockRemoved) n.second += e.block_hashes.size();
   }
   return n;
-}
-
-std::vector<int32_t> Ids(std::span<const BlockId> blocks) {
-  std::vector<int32_t> out;
-  for (BlockId b : blocks) out.push_back(b.value());
-  return out;
 }
 
 std::vector<int32_t> Range(int32_t first, int32_t last) {  // [first, last]

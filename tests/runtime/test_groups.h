@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "kvtopo/geometry.h"
@@ -66,6 +67,13 @@ inline std::vector<int32_t> Tokens(int64_t n, int32_t first = 0) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   std::iota(t.begin(), t.end(), first);
   return t;
+}
+
+// Block ids as plain ints, for comparisons.
+inline std::vector<int32_t> Ids(std::span<const BlockId> blocks) {
+  std::vector<int32_t> out;
+  for (BlockId b : blocks) out.push_back(b.value());
+  return out;
 }
 
 }  // namespace kvtopo::testing
