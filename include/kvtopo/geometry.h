@@ -83,6 +83,9 @@ struct SlotLayout {
   int64_t interleave = 1;         // I
   int64_t kernel_block_size = 0;  // b: tokens per kernel page on one rank
   Rank rank{0};                   // this rank, in [0, N)
+  // B: tokens per cache block on one rank (a block is B / b kernel pages); 0 in a layout built
+  // by hand, taken as b.
+  int64_t block_size = 0;
   // c: positions per row of a compressed cache (LayerSpec::compress_ratio, DeepSeek-V4's
   // compressed MLA and indexer caches), which the caller sets for the layer; 1 for every other.
   int64_t compress_ratio = 1;

@@ -18,7 +18,8 @@
 // get_compressed_slot_mapping): position p writes a row only when (p + 1) mod c == 0, row
 // q = p / c, and a kernel block holds b / c rows:
 //   slot(p) = row[q / (b/c)] * (b/c) + q mod (b/c), else -1.
-// Requires c | b and n = 1 (the engine runs no compressed cache under DCP).
+// Requires c | b, n = 1 (the engine runs no compressed cache under DCP) and b = B (the
+// engine's mapping counts B / c rows per kernel block id, which holds only then).
 //
 // Rank-local lengths: GroupGeometry::LocalLength / LocalLengths.
 //

@@ -614,9 +614,11 @@ class KVCacheManager:
                                        group_idx=e["group_idx"]))
                 continue
             name = self._lora_names.get(e["lora_id"])
-            keys = e["extra_keys"]
-            if name is not None:
-                keys = [(name,) + (k or ()) for k in (keys or [None] * len(hashes))]
+            # vLLM lists one entry per stored block (None for a block without extra keys), and
+            # None only when the event stores no block.
+            keys = (e["extra_keys"] or [None] * len(hashes)) if hashes else None
+            if name is not None and keys is not None:
+                keys = [(name,) + (k or ()) for k in keys]
             parent = e["parent_block_hash"]
             out.append(types[kind](
                 block_hashes=hashes, parent_block_hash=None if parent is None else external(parent),

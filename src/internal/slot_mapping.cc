@@ -24,6 +24,15 @@ Status CheckCompressRatio(const SlotLayout& layout) {
         "compress_ratio {} on a layout of {} DCP shards: compressed caches run without DCP", c,
         layout.num_shards));
   }
+  if (layout.block_size != 0 && layout.block_size != layout.kernel_block_size) {
+    // The engine's get_compressed_slot_mapping counts B / c rows per id of the kernel block
+    // table, which addresses the cache only when the kernel block is the block (its one
+    // compressed-cache backend, FlashMLA sparse, runs 256-token kernels on 256-token blocks).
+    return InvalidArgument(fmt::format(
+        "compress_ratio {} with kernel blocks of {} tokens in blocks of {}: the engine maps "
+        "compressed caches only where the kernel block is the block",
+        c, layout.kernel_block_size, layout.block_size));
+  }
   return Status::Ok();
 }
 

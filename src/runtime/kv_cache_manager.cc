@@ -179,8 +179,18 @@ struct KVCacheManager::Impl {
   KVCacheManagerOptions options;
   BlockPool pool;
   std::vector<Group> groups;
-  std::vector<int32_t> lookup_order;  // full attention first
-  int64_t alignment = 1;              // hybrid hit granularity: lcm of manager blocks
+  // Hybrid hit lookup classes, as the engine's coordinator forms them: groups of equal spec
+  // (geometry) looked up together, full attention first, EAGLE when any member drops its last
+  // hit block.
+  struct LookupClass {
+    std::vector<int32_t> groups;
+    bool full = false;
+    bool eagle = false;
+  };
+  std::vector<LookupClass> lookup_classes;
+  std::vector<uint8_t> class_looked_up;       // FindHybridHit scratch
+  std::vector<uint8_t> class_eagle_verified;  // FindHybridHit scratch
+  int64_t alignment = 1;                      // hybrid hit granularity: lcm of manager blocks
   std::vector<RequestState> states;
   std::vector<int32_t> free_states;
   internal::FlatIdMap index;       // request id -> states slot
@@ -189,6 +199,7 @@ struct KVCacheManager::Impl {
   std::vector<std::pair<BlockHash, int32_t>> recurrent_cached_this_step;
   int64_t num_running = 0;                  // requests holding rows (allocated, not freed)
   std::vector<KVCacheEvent> events;         // enable_kv_cache_events
+  std::vector<int64_t> stored_columns;      // CacheBlocks: the columns one call cached (events)
   std::vector<BlockId> new_block_ids;       // record_new_block_ids
   ComputedBlocks admit_hits;                // AdmitBatch scratch
   std::vector<int32_t> batch_slots;         // batch calls: the requests' state slots
@@ -507,38 +518,35 @@ struct KVCacheManager::Impl {
       }
       return;
     }
-    int64_t run_begin = -1;  // events: the run of columns cached so far by this call
+    if (events_on) [[unlikely]]
+      stored_columns.clear();
     for (int64_t i = row.num_cached; i < full; ++i) {
       const BlockId b = row.blocks[i];
-      if (b == kNullBlock || pool.is_cached(b) || !g.Reachable(i)) {
-        if (events_on && run_begin >= 0) [[unlikely]] {
-          RecordStored(g, st, run_begin, i);
-          run_begin = -1;
-        }
-        continue;
-      }
+      if (b == kNullBlock || pool.is_cached(b) || !g.Reachable(i)) continue;
       CacheOne(g, b, CoarseHash(g, st, i));
-      if (events_on && run_begin < 0) [[unlikely]]
-        run_begin = i;
+      if (events_on) [[unlikely]]
+        stored_columns.push_back(i);
     }
-    if (events_on && run_begin >= 0) [[unlikely]]
-      RecordStored(g, st, run_begin, full);
+    if (events_on && full > row.num_cached) [[unlikely]]
+      RecordStored(g, st, row.num_cached, full);
     row.num_cached = std::max(row.num_cached, full);
   }
 
-  // One BlockStored event for columns [begin, end) of a group just cached.
+  // The BlockStored event of one caching call of a group, as the engine's cache_full_blocks
+  // records it: the hashes of the blocks it cached (stored_columns), the tokens of every column
+  // in [begin, end) (null and skipped columns' too), the parent the hash of column begin - 1.
   void RecordStored(const Group& g, const RequestState& st, int64_t begin, int64_t end) {
     KVCacheEvent e{.type = KVCacheEvent::Type::kBlockStored,
                    .group = g.id,
                    .block_size = g.bs,
                    .lora_id = st.extra.lora_id};
-    for (int64_t i = begin; i < end; ++i) e.block_hashes.push_back(CoarseHash(g, st, i));
+    for (int64_t i : stored_columns) e.block_hashes.push_back(CoarseHash(g, st, i));
     if (begin > 0) e.parent_block_hash = CoarseHash(g, st, begin - 1);
     e.token_ids.assign(st.tokens.begin() + begin * g.bs, st.tokens.begin() + end * g.bs);
     const BlockHashExtraKeys& extra = st.extra;
     if (!extra.mm_items.empty() || !extra.cache_salt.empty() || !extra.block_keys.empty()) {
       bool any = false;
-      for (int64_t i = begin; i < end; ++i) {
+      for (int64_t i : stored_columns) {
         any |= !e.extra_keys.emplace_back(EventKeys(g, extra, i)).empty();
       }
       if (!any) e.extra_keys.clear();
@@ -671,21 +679,31 @@ struct KVCacheManager::Impl {
     return false;
   }
 
-  // Longest hit for one group, at most max_len tokens, ending on a multiple of `align`.
-  // Fills `out` with the row prefix (nulls for skipped columns) and returns its token length.
-  int64_t FindLongestHit(const Group& g, const RequestState& st, int64_t max_len, int64_t align,
+  // Longest hit for group g and the groups `others` of its lookup class (a column hits only
+  // where every one of them caches it, as the engine looks up groups of one spec together), at
+  // most max_len tokens, ending on a multiple of `align`; `eagle`: drop the last hit block.
+  // Fills `out` with g's row prefix (nulls for skipped columns) and returns its token length.
+  int64_t FindLongestHit(const Group& g, std::span<const int32_t> others, const RequestState& st,
+                         int64_t max_len, int64_t align, bool eagle,
                          std::vector<BlockId>& out) const {
     out.clear();
     const int64_t bs = g.bs;
     const int64_t limit = std::min<int64_t>(
         g.FloorBlocks(max_len), static_cast<int64_t>(st.hashes.size()) / g.hashes_per_block);
-    auto lookup = [&](int64_t j) { return pool.Lookup(CoarseHash(g, st, j), g.id); };
+    auto lookup = [&](int64_t j) {
+      const BlockHash hash = CoarseHash(g, st, j);
+      std::optional<BlockId> hit = pool.Lookup(hash, g.id);
+      for (int32_t other : others) {
+        if (hit && !pool.Lookup(hash, GroupId{other})) hit.reset();
+      }
+      return hit;
+    };
     auto trim_to_alignment = [&] {
       while (!out.empty() && (static_cast<int64_t>(out.size()) * bs) % align != 0) out.pop_back();
     };
     switch (g.behavior) {
       case Behavior::kFull: {
-        if (g.hashes_per_block == 1) {
+        if (g.hashes_per_block == 1 && others.empty()) {
           out.resize(limit);
           out.resize(pool.MatchPrefix(std::span<const BlockHash>(st.hashes).first(limit), g.id,
                                       out.data()));
@@ -696,12 +714,11 @@ struct KVCacheManager::Impl {
             out.push_back(*hit);
           }
         }
-        if (g.spec.volatile_last_block && !out.empty()) out.pop_back();
+        if (eagle && !out.empty()) out.pop_back();
         trim_to_alignment();
         break;
       }
       case Behavior::kSliding: {
-        const bool eagle = g.spec.volatile_last_block;
         const int64_t need = g.spec.geometry.WindowHitBlocks() + (eagle ? 1 : 0);
         int64_t run = 0;  // hits in [i, run_end]
         int64_t run_end = -1;
@@ -724,18 +741,20 @@ struct KVCacheManager::Impl {
             return static_cast<int64_t>(out.size()) * bs;
           }
         }
-        // No full window found: the leading run from column 0 still counts.
-        for (int64_t j = 0; j < limit; ++j) {
-          auto hit = lookup(j);
-          if (!hit) break;
-          out.push_back(*hit);
-        }
-        if (eagle && !out.empty()) out.pop_back();
+        // No full window found: the run that reaches column 0 (counted, as a window is, from a
+        // column where the hit would end aligned) still counts. As the engine's
+        // SlidingWindowManager trims it: aligned, then under EAGLE its last block dropped and
+        // aligned again (a whole alignment segment shorter when the block is smaller).
+        for (int64_t j = 0; j < run; ++j) out.push_back(*lookup(j));
         trim_to_alignment();
+        if (eagle && !out.empty()) {
+          out.pop_back();
+          trim_to_alignment();
+        }
         break;
       }
       case Behavior::kChunked: {
-        if (bs != align || g.spec.volatile_last_block) break;
+        if (bs != align || eagle) break;
         const int64_t first = std::min(g.FloorBlocks(g.spec.geometry.FloorToChunk(max_len)), limit);
         out.assign(first, kNullBlock);
         for (int64_t j = first; j < limit; ++j) {
@@ -763,6 +782,66 @@ struct KVCacheManager::Impl {
     }
     return static_cast<int64_t>(out.size()) * bs;
   }
+  // The engine's hybrid lookup (HybridKVCacheCoordinator.find_longest_cache_hit): each lookup
+  // class, full attention first, accepts the candidate length or shrinks it, until a pass
+  // changes nothing (one pass for full attention beside one other class). A full-attention
+  // class is looked up once and then only trimmed; an EAGLE class looks one block further and
+  // drops its last hit block once per candidate length (another class shrinking the length
+  // makes it do so again).
+  int64_t FindHybridHit(const RequestState& st, int64_t max_hit, ComputedBlocks& out) {
+    const size_t num_classes = lookup_classes.size();
+    class_looked_up.assign(num_classes, 0);
+    class_eagle_verified.assign(num_classes, 0);
+    const bool simple = num_classes == 2 && lookup_classes[0].full;
+    int64_t hit_length = max_hit;
+    while (true) {
+      int64_t curr = hit_length;
+      for (size_t ci = 0; ci < num_classes; ++ci) {
+        const LookupClass& c = lookup_classes[ci];
+        const Group& g = groups[c.groups[0]];
+        if (c.full && class_looked_up[ci]) {
+          curr = curr / g.bs * g.bs;
+          continue;
+        }
+        const bool eagle = c.eagle && !class_eagle_verified[ci];
+        const int64_t max_len = eagle ? std::min(curr + g.bs, max_hit) : curr;
+        std::vector<BlockId>& first = out.blocks[c.groups[0]];
+        const int64_t hit = FindLongestHit(g, std::span<const int32_t>(c.groups).subspan(1), st,
+                                           max_len, alignment, eagle, first);
+        KVTOPO_CHECK(hit <= curr);
+        for (size_t k = 1; k < c.groups.size(); ++k) {
+          std::vector<BlockId>& blocks = out.blocks[c.groups[k]];
+          blocks.assign(first.size(), kNullBlock);
+          for (size_t j = 0; j < first.size(); ++j) {
+            if (first[j] == kNullBlock) continue;
+            blocks[j] =
+                *pool.Lookup(CoarseHash(g, st, static_cast<int64_t>(j)), GroupId{c.groups[k]});
+          }
+        }
+        if (eagle) {
+          class_eagle_verified[ci] = 1;
+        } else if (hit < curr) {
+          std::fill(class_eagle_verified.begin(), class_eagle_verified.end(), 0);
+        }
+        class_looked_up[ci] = 1;
+        curr = hit;
+      }
+      if (curr >= hit_length) break;
+      hit_length = curr;
+      if (simple) break;
+    }
+    // Full-attention rows were looked up once, at the longest length: trim them to the hit.
+    for (const LookupClass& c : lookup_classes) {
+      if (!c.full) continue;
+      for (int32_t gi : c.groups) {
+        std::vector<BlockId>& blocks = out.blocks[gi];
+        blocks.resize(
+            std::min<size_t>(blocks.size(), static_cast<size_t>(hit_length / groups[gi].bs)));
+      }
+    }
+    return hit_length;
+  }
+
   // The request's prefix hits (GetComputedBlocks without the stamp, which only calls that hand
   // the hits back to the caller need). False when the request reads no prefix cache.
   bool FindHits(const RequestState& st, ComputedBlocks& out) {
@@ -777,26 +856,9 @@ struct KVCacheManager::Impl {
     int64_t length = max_hit;
     if (groups.size() == 1) {
       const auto& g = groups[0];
-      length = FindLongestHit(g, st, length, g.bs, out.blocks[0]);
+      length = FindLongestHit(g, {}, st, length, g.bs, g.spec.volatile_last_block, out.blocks[0]);
     } else {
-      // Fixed point: each group accepts the current length or shrinks it; repeat until stable.
-      bool changed = true;
-      while (changed) {
-        changed = false;
-        for (int32_t gi : lookup_order) {
-          const Group& g = groups[gi];
-          // A group that drops its last hit block looks one block further, so that it can
-          // accept the current length instead of always shrinking it by a block.
-          const int64_t lookup_len =
-              g.spec.volatile_last_block ? std::min(length + g.bs, max_hit) : length;
-          const int64_t hit = FindLongestHit(g, st, lookup_len, alignment, out.blocks[gi]);
-          KVTOPO_CHECK(hit <= length);
-          if (hit < length) {
-            length = hit;
-            changed = true;
-          }
-        }
-      }
+      length = FindHybridHit(st, max_hit, out);
     }
     out.num_tokens = TokenCount{length};
     if (options.log_stats) {
@@ -893,8 +955,21 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
   }
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < impl->groups.size(); ++i) {
-      const bool full = impl->groups[i].behavior == Behavior::kFull;
-      if (full == (pass == 0)) impl->lookup_order.push_back(static_cast<int32_t>(i));
+      const Impl::Group& g = impl->groups[i];
+      const bool full = g.behavior == Behavior::kFull;
+      if (full != (pass == 0)) continue;
+      auto same =
+          std::find_if(impl->lookup_classes.begin(), impl->lookup_classes.end(),
+                       [&](const Impl::LookupClass& c) {
+                         const Impl::Group& h = impl->groups[c.groups[0]];
+                         return h.behavior == g.behavior && h.spec.geometry == g.spec.geometry;
+                       });
+      if (same == impl->lookup_classes.end()) {
+        impl->lookup_classes.push_back({.groups = {}, .full = full, .eagle = false});
+        same = impl->lookup_classes.end() - 1;
+      }
+      same->groups.push_back(static_cast<int32_t>(i));
+      same->eagle = same->eagle || g.spec.volatile_last_block;
     }
   }
   // Static attention sinks: each such group takes its blocks off the free queue at start, in

@@ -367,7 +367,8 @@ SlotLayout GroupGeometry::SlotLayoutFor(Rank rank) const {
   return SlotLayout{.num_shards = slot_shards(),
                     .interleave = interleave_,
                     .kernel_block_size = kernel_block_size_,
-                    .rank = rank};
+                    .rank = rank,
+                    .block_size = block_size_};
 }
 
 int64_t GroupGeometry::OwnerSlice(TokenPos position) const {

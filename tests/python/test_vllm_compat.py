@@ -485,7 +485,9 @@ class SchedulerSequences(unittest.TestCase):
         # The group as vLLM's events name it; no adapter name for this module's lora_id.
         self.assertEqual((stored.kv_cache_spec_kind, stored.kv_cache_spec_sliding_window,
                           stored.lora_name), ("full_attention", None, None))
-        self.assertIsNone(stored.extra_keys)  # no adapter name, image or salt keys a block
+        # One entry per stored block, None where no adapter name, image or salt keys it, as
+        # vLLM's cache_full_blocks lists them.
+        self.assertEqual(stored.extra_keys, [None, None])
         self.assertEqual(m.take_events(), [])
         # Hashable as vLLM's events are (its data-parallel aggregator counts them by hash), on
         # every field but lora_name.
@@ -1261,6 +1263,35 @@ class EngineManagerRules(unittest.TestCase):
                                               num_external_computed_tokens=16)), ([7], [8]))
         self.assertEqual(m.take_new_block_ids(), [5, 7])
         self.assertEqual(m.take_new_block_ids(), [])
+
+    def test_a_window_without_a_whole_window_drops_a_segment_under_eagle(self):
+        # The 25 shared tokens hold no whole window of 64 in the 4-token group: the run from
+        # column 0 (5 blocks) is aligned to 8 tokens (4), its EAGLE block dropped (3) and
+        # aligned again (2): 8 tokens, where dropping before aligning would give 16.
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=8),
+                                           SlidingWindowSpec(block_size=4, sliding_window=64),
+                                           eagle=(1,)),
+                           max_model_len=1024, hash_block_size=4)
+        self.assertEqual(ids(m.allocate_slots(Request("a", range(25)), 25)),
+                         ([1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]))
+        blocks, n = m.get_computed_blocks(Request("b", range(25)))
+        self.assertEqual((ids(blocks), n), (([1], [5, 6]), 8))
+
+    def test_an_eagle_window_drops_its_block_once_per_length(self):
+        # Two windows under EAGLE, blocks 6 (first group, column 5), 18 and 20 (second group,
+        # columns 6 and 8) evicted: the first group's lookup at 40 tokens gives 36, the second's
+        # 20; the next pass looks both up at 20 without the EAGLE block, and both accept it.
+        m = KVCacheManager(kv_cache_config(SlidingWindowSpec(block_size=4, sliding_window=9),
+                                           SlidingWindowSpec(block_size=4, sliding_window=5)),
+                           max_model_len=1024, hash_block_size=4, use_eagle=True)
+        a = Request("a", range(41))
+        self.assertEqual(ids(m.allocate_slots(a, 41)),
+                         (list(range(1, 12)), list(range(12, 23))))
+        a.num_computed_tokens = 41
+        m.free(a)
+        m.evict_blocks({6, 18, 20})
+        blocks, n = m.get_computed_blocks(Request("b", range(41)))
+        self.assertEqual((ids(blocks), n), (([0, 0, 0, 4, 5], [0, 0, 0, 0, 16]), 20))
 
     def test_no_common_prefix_without_prefix_caching(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=20),

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -305,11 +306,16 @@ TEST(KVCacheManager, SlidingWindowCachesOnlyTheBlocksAHitConsults) {
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_TRUE((*m)->AddRequest(RequestId{1}, Tokens(64)).ok());
     EXPECT_TRUE(Step(**m, 1, 64));
-    std::vector<int64_t> columns;  // the sliding group's stored columns
+    // The sliding group's stored columns: where its event's hashes sit among the request's
+    // (8-token hash blocks, one per column); the event's tokens span every column of the call.
+    const auto span = KVCacheInspector(**m).RequestBlockHashes(RequestId{1});
+    const std::vector<BlockHash> hashes(span.begin(), span.end());
+    std::vector<int64_t> columns;
     for (const KVCacheEvent& e : (*m)->TakeEvents()) {
       if (e.type != KVCacheEvent::Type::kBlockStored || e.group != GroupId{1}) continue;
-      for (size_t k = 0; k < e.block_hashes.size(); ++k) {
-        columns.push_back(e.token_ids[k * 8] / 8);
+      EXPECT_EQ(e.token_ids, Tokens(64));
+      for (const BlockHash& h : e.block_hashes) {
+        columns.push_back(std::find(hashes.begin(), hashes.end(), h) - hashes.begin());
       }
     }
     EXPECT_TRUE((*m)->Free(RequestId{1}).ok());

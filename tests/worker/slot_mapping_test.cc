@@ -240,6 +240,14 @@ TEST(SlotMapping, CompressedCachesWriteOneRowPerRatioPositions) {
   EXPECT_EQ(ComputeSlotMapping(sharded, row, ends, out).ToString(),
             "invalid argument: compress_ratio 4 on a layout of 2 DCP shards: compressed caches "
             "run without DCP");
+  // The engine's mapping counts B / c rows per kernel block id: with 64-token kernels in
+  // 256-token blocks it would give kernel id 20's row 3 slot 1280 + 3, not 20 x 16 + 3.
+  SlotLayout split =
+      MakeGeometry({.block_size = 256, .kernel_block_size = 64}).SlotLayoutFor(Rank{0});
+  split.compress_ratio = 4;
+  EXPECT_EQ(ComputeSlotMapping(split, row, ends, out).ToString(),
+            "invalid argument: compress_ratio 4 with kernel blocks of 64 tokens in blocks of 256: "
+            "the engine maps compressed caches only where the kernel block is the block");
 }
 
 TEST(BlockTable, ExpandsKernelBlocksAndRefusesWritesPastTheRow) {
