@@ -97,9 +97,14 @@ std::vector<CacheLayoutGroup> Mix(int mix, int64_t B, int64_t dcp, int64_t S, in
     case 3:
       groups = {Group(CacheKind::kFullAttention, B), recurrent(RecurrentMode::kNone)};
       break;
-    case 4:
-      groups = {Group(CacheKind::kFullAttention, B), windowed(CacheKind::kChunkedLocal)};
+    case 4: {
+      // Chunked local attention beside groups of its own block only (the engine's chunked
+      // manager refuses others at its first lookup): the full group is replicated under DCP too.
+      CacheLayoutGroup full = Group(CacheKind::kFullAttention, B);
+      full.replicated = dcp > 1;
+      groups = {full, windowed(CacheKind::kChunkedLocal)};
       break;
+    }
     case 5:
       groups = {Group(CacheKind::kMla, B), recurrent(RecurrentMode::kAll)};
       break;
@@ -133,7 +138,8 @@ std::vector<CacheLayoutGroup> Mix(int mix, int64_t B, int64_t dcp, int64_t S, in
   }
   for (CacheLayoutGroup& g : groups) {
     if (g.kind != CacheKind::kRecurrent) {
-      g.volatile_last_block = in.Bool();
+      // Chunked local attention never runs under EAGLE (the engine's manager refuses it).
+      g.volatile_last_block = in.Bool() && g.kind != CacheKind::kChunkedLocal;
       if (in.Bool()) g.kernel_block_size = B / 2;  // kernel pages smaller than the manager's
     }
   }

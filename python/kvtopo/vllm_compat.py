@@ -450,12 +450,44 @@ class KVCacheManager:
     KVCacheMetricsCollector, this module's or vLLM's) mean what they mean in vLLM.
     """
 
-    def __init__(self, plan=None, *, layout=None, num_blocks=None, enable_caching=None,
+    # vLLM's KVCacheManager parameters after kv_cache_config, in its order.
+    _VLLM_POSITIONAL = ("max_model_len", "hash_block_size", "max_num_batched_tokens",
+                        "enable_caching", "use_eagle", "log_stats", "enable_kv_cache_events",
+                        "dcp_world_size", "pcp_world_size", "metrics_collector")
+
+    def __init__(self, plan=None, *args, layout=None, num_blocks=None, enable_caching=None,
                  log_stats=False, enable_kv_cache_events=False, kv_cache_config=None,
                  max_model_len=None, hash_block_size=None, max_num_batched_tokens=None,
                  use_eagle=False, dcp_world_size=1, pcp_world_size=1, metrics_collector=None):
         if plan is not None and hasattr(plan, "kv_cache_groups"):  # vLLM's positional form
             plan, kv_cache_config = None, plan
+        if args:
+            # vLLM's positional arguments after the KVCacheConfig.
+            if kv_cache_config is None:
+                raise TypeError(f"{len(args)} positional arguments after the first need vLLM's "
+                                "KVCacheConfig first (a kvtopo plan takes keywords only)")
+            if len(args) > len(self._VLLM_POSITIONAL):
+                raise TypeError(f"vLLM's KVCacheManager takes at most "
+                                f"{len(self._VLLM_POSITIONAL) + 1} positional arguments, got "
+                                f"{len(args) + 1}")
+            given = dict(zip(self._VLLM_POSITIONAL, args))
+            keywords = dict(max_model_len=max_model_len, hash_block_size=hash_block_size,
+                            max_num_batched_tokens=max_num_batched_tokens,
+                            enable_caching=enable_caching, use_eagle=use_eagle,
+                            log_stats=log_stats, enable_kv_cache_events=enable_kv_cache_events,
+                            dcp_world_size=dcp_world_size, pcp_world_size=pcp_world_size,
+                            metrics_collector=metrics_collector)
+            defaults = dict(max_model_len=None, hash_block_size=None, max_num_batched_tokens=None,
+                            enable_caching=None, use_eagle=False, log_stats=False,
+                            enable_kv_cache_events=False, dcp_world_size=1, pcp_world_size=1,
+                            metrics_collector=None)
+            for name in given:
+                if keywords[name] != defaults[name]:
+                    raise TypeError(f"got multiple values for argument '{name}'")
+            keywords.update(given)
+            (max_model_len, hash_block_size, max_num_batched_tokens, enable_caching, use_eagle,
+             log_stats, enable_kv_cache_events, dcp_world_size, pcp_world_size,
+             metrics_collector) = (keywords[n] for n in self._VLLM_POSITIONAL)
         if kv_cache_config is not None:
             if plan is not None or layout is not None:
                 raise TypeError("pass exactly one of plan, layout= or kv_cache_config=")

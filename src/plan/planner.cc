@@ -1476,6 +1476,25 @@ Result<Plan> Planner::Run() {
                     "over the first group's; kvtopo plans one sink group",
                     fmt::join(sink_groups, ", "))));
   }
+  // The engine's ChunkedLocalAttentionManager asserts, at its first prefix-cache lookup, that
+  // hits align to its own block ("KV cache groups with different block sizes are not compatible
+  // with chunked local attention now").
+  if (plan.prefix_caching()) {
+    for (const PlannedGroup& g : plan.groups) {
+      if (g.geometry.kind() != CacheKind::kChunkedLocal ||
+          g.geometry.manager_block_size() == plan.scheduler_block_size) {
+        continue;
+      }
+      diagnostics_.push_back(Error(
+          "chunked-local-block-size",
+          fmt::format("group {} (chunked local attention) has {}-token blocks beside groups "
+                      "whose prefix-cache hits align to {} tokens: the engine's chunked-local "
+                      "manager refuses that at its first prefix-cache lookup, after the weights "
+                      "are loaded; pass --no-enable-prefix-caching or give every group one "
+                      "block size",
+                      g.id.value(), g.geometry.manager_block_size(), plan.scheduler_block_size)));
+    }
+  }
   if (inputs_.cache.prefix_match_unit > 0) {
     std::string sizes;
     bool divides = true;

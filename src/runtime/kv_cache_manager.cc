@@ -939,6 +939,29 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     impl->groups.push_back(std::move(g));
   }
   impl->alignment = lcm;
+  // The engine's ChunkedLocalAttentionManager asserts at its first prefix-cache lookup under
+  // EAGLE and where the hit alignment exceeds its block (find_longest_cache_hit: "Hybrid KV cache
+  // is not supported for eagle + chunked local attention", "KV cache groups with different
+  // block sizes are not compatible with chunked local attention now").
+  for (size_t i = 0; caching && i < impl->groups.size(); ++i) {
+    const Impl::Group& g = impl->groups[i];
+    if (g.behavior != Behavior::kChunked) continue;
+    if (g.spec.volatile_last_block) {
+      return InvalidArgument(fmt::format(
+          "cache group {} is chunked local attention with volatile_last_block (EAGLE): the "
+          "engine's chunked-local manager refuses EAGLE at its first prefix-cache lookup; set "
+          "volatile_last_block to false or enable_prefix_caching to false",
+          i));
+    }
+    if (lcm != g.bs) {
+      return InvalidArgument(fmt::format(
+          "cache group {} is chunked local attention with {}-token blocks beside groups whose "
+          "hits align to {} tokens: the engine's chunked-local manager refuses groups of other "
+          "block sizes at its first prefix-cache lookup; give every group one block size or set "
+          "enable_prefix_caching to false",
+          i, g.bs, lcm));
+    }
+  }
   // The engine's hybrid coordinator caches at hit granularity, and a sliding-window group there
   // leaves out of the prefix cache the blocks no hit consults: of each aligned segment, those
   // before its window's tail (HybridKVCacheCoordinator.cache_blocks, SlidingWindowManager

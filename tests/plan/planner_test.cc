@@ -64,6 +64,37 @@ ModelCacheSpecs Specs(std::vector<LayerSpec> layers, int64_t max_len) {
   return m;
 }
 
+// A replicated chunked-local layer keeps 64-token blocks beside sharded MLA's 64 x 4 under DCP
+// 4: with prefix caching the engine's chunked-local manager refuses the hit alignment at its
+// first lookup (chunked-local-block-size); without, the plan stands.
+TEST(Planner, ChunkedLocalBesideLargerBlocksNeedsPrefixCachingOff) {
+  std::vector<LayerSpec> layers = {Mla("t.0", 64), Mla("t.1", 64)};
+  layers.push_back(LayerSpec{.name = "chunked.0",
+                             .kind = CacheKind::kChunkedLocal,
+                             .block_size = 64,
+                             .num_kv_heads = 2,
+                             .head_size = 64,
+                             .head_size_v = 64,
+                             .cache_dtype = KvCacheDtype::kBfloat16,
+                             .attention_chunk_size = 128,
+                             .dcp = {.replicated = true},
+                             .attention_backend = "FLASH_ATTN"});
+  PlanInputs in = Inputs(4, 4, kGiB);
+  in.cache.enable_prefix_caching = true;
+  auto plan = PlanFromSpecs(Specs(layers, 4096), in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [chunked-local-block-size] group 1 (chunked local attention) has "
+            "64-token blocks beside groups whose prefix-cache hits align to 256 tokens: the "
+            "engine's chunked-local manager refuses that at its first prefix-cache lookup, after "
+            "the weights are loaded; pass --no-enable-prefix-caching or give every group one "
+            "block size");
+  in.cache.enable_prefix_caching = false;
+  plan = PlanFromSpecs(Specs(layers, 4096), in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+}
+
 TEST(Planner, TargetOnlySpecIsOneGroup) {
   std::vector<LayerSpec> layers;
   for (int i = 0; i < 4; ++i) layers.push_back(Mla("t." + std::to_string(i), 64));

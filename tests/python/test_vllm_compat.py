@@ -1293,6 +1293,41 @@ class EngineManagerRules(unittest.TestCase):
         blocks, n = m.get_computed_blocks(Request("b", range(41)))
         self.assertEqual((ids(blocks), n), (([0, 0, 0, 4, 5], [0, 0, 0, 0, 16]), 20))
 
+    def test_vllm_positional_constructor(self):
+        # vLLM's own order: kv_cache_config, max_model_len, hash_block_size,
+        # max_num_batched_tokens, enable_caching, use_eagle, log_stats, ...
+        config = kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=20)
+        m = KVCacheManager(config, 64, 4, None, False, False, True)
+        self.assertEqual(ids(m.allocate_slots(Request("a", range(10)), 10)), ([1, 2, 3],))
+        self.assertEqual(m.get_computed_blocks(Request("b", range(10))), (m.empty_kv_cache_blocks,
+                                                                           0))
+        self.assertIsNotNone(m.make_prefix_cache_stats())  # log_stats, the 7th
+        with self.assertRaisesRegex(TypeError, "^got multiple values for argument "
+                                    "'max_model_len'$"):
+            KVCacheManager(config, 64, 4, max_model_len=32)
+        with self.assertRaisesRegex(TypeError, "^vLLM's KVCacheManager takes at most 11 "
+                                    "positional arguments, got 12$"):
+            KVCacheManager(config, 64, 4, None, True, False, False, False, 1, 1, None, 0)
+        with self.assertRaisesRegex(TypeError, "^1 positional arguments after the first need "
+                                    "vLLM's KVCacheConfig first"):
+            KVCacheManager(None, 64)
+
+    def test_chunked_local_attention_the_engine_cannot_look_up(self):
+        # vLLM's chunked-local manager asserts at its first prefix lookup under EAGLE and beside
+        # groups of larger blocks; kvtopo refuses the manager up front, with prefix caching on.
+        chunked = ChunkedLocalAttentionSpec(block_size=4, attention_chunk_size=8)
+        with self.assertRaisesRegex(ValueError, "cache group 0 is chunked local attention with "
+                                    "volatile_last_block \\(EAGLE\\)"):
+            KVCacheManager(kv_cache_config(chunked), max_model_len=64, hash_block_size=4,
+                           use_eagle=True)
+        with self.assertRaisesRegex(ValueError, "cache group 1 is chunked local attention with "
+                                    "4-token blocks beside groups whose hits align to 8 tokens"):
+            KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=8), chunked),
+                           max_model_len=64, hash_block_size=4)
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=8), chunked),
+                           max_model_len=64, hash_block_size=4, enable_caching=False)
+        self.assertEqual(ids(m.allocate_slots(Request("a", range(10)), 10)), ([1, 2], [3, 4, 5]))
+
     def test_no_common_prefix_without_prefix_caching(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=20),
                            max_model_len=64, hash_block_size=4, enable_caching=False)

@@ -36,10 +36,21 @@ bool Alloc(KVCacheManager& m, int64_t id, int64_t n, SlotRequest step = {}) {
 }
 
 TEST(CacheLayout, MixedBlockSizesChunkedLocalAndSchedulerLcm) {
-  auto m = FromJson(R"({"num_blocks": 64, "max_model_len": 1024, "groups": [
+  const std::string groups = R"("groups": [
       {"kind": "full_attention", "block_size": 32, "page_size_bytes": 4096, "layers": ["l0"]},
       {"kind": "chunked_local", "block_size": 16, "attention_chunk_size": 64,
-       "page_size_bytes": 2048}]})");
+       "page_size_bytes": 2048}]})";
+  // With prefix caching the engine's chunked-local manager refuses a hit alignment (32) other
+  // than its block at the first lookup; kvtopo refuses the manager.
+  auto cached = ParseCacheLayoutJson(R"({"num_blocks": 64, "max_model_len": 1024, )" + groups);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(KVCacheManager::Create(*KVCacheManagerOptions::FromLayout(*cached)).status().message(),
+            "cache group 1 is chunked local attention with 16-token blocks beside groups whose "
+            "hits align to 32 tokens: the engine's chunked-local manager refuses groups of other "
+            "block sizes at its first prefix-cache lookup; give every group one block size or "
+            "set enable_prefix_caching to false");
+  auto m = FromJson(
+      R"({"num_blocks": 64, "max_model_len": 1024, "enable_prefix_caching": false, )" + groups);
   EXPECT_EQ(m->scheduler_block_size(), 32);
   EXPECT_EQ(m->hash_block_size(), 16);
   EXPECT_EQ(m->group(GroupId{0}).layer_names, std::vector<std::string>{"l0"});

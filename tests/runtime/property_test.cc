@@ -186,12 +186,14 @@ TEST_P(RuntimeProperty, MixedGroupsKeepInvariants) {
                   .mode = RecurrentMode::kAlign,
                   .spec_blocks = 3})},
       16, seed + 1, 400, /*aligned_prefill=*/16 * dcp);
-  // Full attention + replicated chunked local + recurrent all (S = 1) + recurrent none.
+  // Replicated full attention + replicated chunked local + recurrent all (S = 1) + recurrent
+  // none: one block size, as the engine's chunked-local manager needs for prefix hits.
   RunRandom({MakeGroup({.kind = CacheKind::kFullAttention,
                         .block_size = 16,
                         .dcp = dcp,
                         .interleave = interleave,
-                        .max_model_len = L}),
+                        .max_model_len = L,
+                        .replicated = dcp > 1}),
              MakeGroup({.kind = CacheKind::kChunkedLocal,
                         .block_size = 16,
                         .dcp = dcp,

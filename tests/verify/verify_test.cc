@@ -100,6 +100,9 @@ Plan SmallPlan(const SmallLaunch& l) {
   in.cache.max_num_seqs = 8;
   in.cache.max_num_batched_tokens = 256;
   in.kv_cache_memory_bytes = kGiB;
+  // A replicated chunked group keeps B-token blocks beside the sharded groups' B x N, which the
+  // engine's chunked-local manager refuses with prefix caching (chunked-local-block-size).
+  if (l.chunked_local && l.dcp > 1) in.cache.enable_prefix_caching = false;
   in.backends["MLA"] = {.kernel_block_sizes = {l.kernel_block > 0 ? l.kernel_block : l.block}};
   in.backends["FLASH_ATTN"] = {.kernel_block_multiple_of = 16, .indexes_kv_by_block_stride = true};
   auto plan = PlanFromSpecs(m, in);
