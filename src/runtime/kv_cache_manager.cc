@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <tuple>
 
 #include "internal/checked_math.h"
 #include "internal/flat_id_map.h"
@@ -578,7 +579,29 @@ struct KVCacheManager::Impl {
 
   void CacheOne(const Group& g, BlockId b, const BlockHash& hash) {
     pool.Cache(b, hash, g.id);
-    if (IsRecurrent(g.behavior)) recurrent_cached_this_step.emplace_back(hash, g.id.value());
+    if (IsRecurrent(g.behavior)) {
+      recurrent_cached_this_step.emplace_back(hash, g.id.value());
+      if (recurrent_cached_this_step.size() > 2 * static_cast<size_t>(pool.num_blocks())) {
+        PruneRecurrentCachedThisStep();
+      }
+    }
+  }
+
+  // Keeps recurrent_cached_this_step within twice the pool when steps are not marked (an engine
+  // that never calls NewStep): content no block caches any more can defer no hit, and a
+  // content listed twice defers as once, so dropping those changes no answer.
+  void PruneRecurrentCachedThisStep() {
+    auto& v = recurrent_cached_this_step;
+    std::erase_if(v, [&](const std::pair<BlockHash, int32_t>& e) {
+      return !pool.Lookup(e.first, GroupId{e.second}).has_value();
+    });
+    const auto less = [](const std::pair<BlockHash, int32_t>& a,
+                         const std::pair<BlockHash, int32_t>& b) {
+      return std::tie(a.first.low, a.first.high, a.second) <
+             std::tie(b.first.low, b.first.high, b.second);
+    };
+    std::sort(v.begin(), v.end(), less);
+    v.erase(std::unique(v.begin(), v.end()), v.end());
   }
 
   // ---- quiet window ----------------------------------------------------------------------

@@ -411,6 +411,30 @@ TEST(EngineSurface, StatsCountPreemptionsAndCanBeOff) {
 // sliding-window group caches only the two blocks of each 64-token segment a hit reads, one run
 // each; the Mamba group caches the running state on the block boundary, its 64-token hash
 // combining four 16-token ones.
+// A Mamba hit whose content was cached in this step waits for NewStep, however many steps go
+// unmarked before it: an engine that never calls NewStep keeps the manager's record of the
+// step's cached content bounded (content no block caches any more is dropped), and the record
+// still holds what is cached.
+TEST(EngineSurface, MambaHitCachedThisStepWaitsWithoutStepMarks) {
+  auto m = FromJson(R"({"num_blocks": 9, "max_model_len": 4096, "groups": [
+      {"kind": "mamba", "block_size": 16, "mamba_cache_mode": "all", "page_size_bytes": 64}]})");
+  for (int64_t id = 1; id <= 40; ++id) {  // 40 x 2 cached states through 8 blocks
+    ASSERT_TRUE(m->AddRequest(RequestId{id}, Tokens(static_cast<int32_t>(1000 * id), 33)).ok());
+    ASSERT_TRUE(Alloc(*m, id, 33));
+    ASSERT_TRUE(m->Free(RequestId{id}).ok());
+  }
+  ASSERT_TRUE(m->AddRequest(RequestId{41}, Tokens(7, 40)).ok());
+  ASSERT_TRUE(Alloc(*m, 41, 40));
+  ASSERT_TRUE(m->AddRequest(RequestId{42}, Tokens(7, 40)).ok());
+  const ComputedBlocks hits = m->GetComputedBlocks(RequestId{42}).value();
+  ASSERT_EQ(hits.num_tokens.value(), 32);
+  const SlotRequest step{.num_new_computed_tokens = hits.num_tokens, .computed = &hits};
+  EXPECT_FALSE(Alloc(*m, 42, 8, step));
+  m->NewStep();
+  EXPECT_TRUE(Alloc(*m, 42, 8, step));
+  m->CheckInvariants();
+}
+
 TEST(EngineSurface, EventsOfWindowTailsAndAlignedMambaStates) {
   auto m = FromJson(R"({"num_blocks": 200, "max_model_len": 4096,
       "enable_kv_cache_events": true, "groups": [
