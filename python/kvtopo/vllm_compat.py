@@ -267,12 +267,12 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
             if sink_len:
                 g["sink_len"] = sink_len
         layout_groups.append(g)
-    # Unset, vLLM's manager takes max_model_len (its windowed groups' admission cap then counts
-    # no chunk bound).
     # vLLM's scheduler takes the fresh full-attention blocks every step to zero them when a
     # Mamba group shares their pages (needs_kv_cache_zeroing); without one nothing takes them,
     # and vLLM's list grows for good, so kvtopo records them only then.
     record = any(g["kind"] == "mamba" for g in layout_groups)
+    # Unset, vLLM's manager takes max_model_len (its windowed groups' admission cap then counts
+    # no chunk bound).
     return {"num_blocks": config.num_blocks, "max_model_len": max_model_len,
             "hash_block_size": hash_block_size, "groups": layout_groups,
             "record_new_block_ids": record,
@@ -445,7 +445,8 @@ class KVCacheManager:
 
     Build it from a kvtopo plan, an explicit layout dict (``layout=``), or vLLM's own arguments
     (``kv_cache_config=`` with ``max_model_len``, ``hash_block_size``, ``max_num_batched_tokens``,
-    ``use_eagle``, ``dcp_world_size``, ``pcp_world_size``: a scheduler's call as it is);
+    ``use_eagle``, ``dcp_world_size``, ``pcp_world_size``: a scheduler's call as it is, by keyword
+    or in vLLM's positional order);
     ``log_stats``, ``enable_kv_cache_events`` and ``metrics_collector`` (a
     KVCacheMetricsCollector, this module's or vLLM's) mean what they mean in vLLM.
     """

@@ -218,7 +218,7 @@ TEST(KVCacheManager, SlidingWindowRecyclesOutOfWindowBlocks) {
   EXPECT_EQ(Row(*m, 1), (std::vector<int32_t>{0, 0, 0, 4, 2, 1}));
 }
 
-TEST(KVCacheManager, RecurrentAlignMovesSpeculativeColumnsWithSEqualsSeven) {
+TEST(KVCacheManager, RecurrentAlignReusesSpeculativeColumnsWithSEqualsSeven) {
   auto m = Make({MakeGroup({.kind = CacheKind::kRecurrent,
                             .block_size = 16,
                             .mode = RecurrentMode::kAlign,
