@@ -326,15 +326,18 @@ struct KVCacheManager::Impl {
       const int64_t required = g.CeilBlocks(num_main) + g.spec_blocks;
       int64_t fresh = required - num_hits - have;
       if (fresh > 0) fresh = row.allocated ? 1 : 1 + g.spec_blocks;
-      // A new row's external tokens take their block besides (the engine's count leaves it out
-      // and its allocation then raises on a pool that holds only the counted blocks).
-      if (!row.allocated && total_computed > num_hits * g.bs) {
-        fresh += std::max<int64_t>(
-            g.CeilBlocks(total_computed) -
-                std::max(g.FloorBlocks(SkippedTokens(g, total_computed)), num_hits + have),
-            0);
-      }
-      return std::max<int64_t>(fresh, 0) + pool.CountFree(hits);
+      fresh = std::max<int64_t>(fresh, 0);
+      const int64_t evictable = pool.CountFree(hits);
+      if (row.allocated || total_computed <= num_hits * g.bs) return fresh + evictable;
+      // A new row's external tokens take blocks of their own, and its hits they skip stay
+      // untouched. The engine counts the hits as evictable and not those blocks, and raises when
+      // the pool holds fewer than it takes; kvtopo counts the larger of the two, so it admits as
+      // the engine does wherever the engine's allocation succeeds.
+      const int64_t skipped = g.FloorBlocks(SkippedTokens(g, total_computed));
+      const int64_t external =
+          std::max<int64_t>(g.CeilBlocks(total_computed) - std::max(skipped, num_hits + have), 0);
+      const int64_t skip_hits = std::clamp<int64_t>(skipped - have, 0, num_hits);
+      return fresh + std::max(evictable, external + pool.CountFree(hits.subspan(skip_hits)));
     }
     if (g.behavior == Behavior::kRecurrentAll) {
       if (!row.allocated && !hits.empty() && DeferredHit(g, hits)) return pool.num_blocks() + 1;

@@ -1250,6 +1250,33 @@ class EngineManagerRules(unittest.TestCase):
                 self.assertEqual(ids(new), ([5], mamba_row[3:]))
                 self.assertEqual(m.get_block_ids("a"), ([1, 2, 3, 5], mamba_row))
 
+    def test_external_tokens_past_a_mamba_hit_count_as_vllm_does(self):
+        # 16 tokens hit (the state in block 5) and 4 external ones skip the hit: vLLM counts the
+        # skipped hit block as evictable and not the external state's block, which comes to the
+        # same here; 9 blocks admit (the skipped block 5 is reused), 8 do not.
+        for num_blocks, rows in [(8, None), (9, ([1, 2, 3, 4, 8, 7], [0, 0, 0, 0, 6, 5]))]:
+            with self.subTest(num_blocks=num_blocks):
+                m = KVCacheManager(kv_cache_config(
+                    FullAttentionSpec(block_size=4),
+                    MambaSpec(block_size=4, mamba_cache_mode="align", num_speculative_blocks=0),
+                    num_blocks=num_blocks), max_model_len=64, hash_block_size=4)
+                a = Request("a", range(17))
+                m.allocate_slots(a, 16)
+                a.num_computed_tokens = 16
+                m.allocate_slots(a, 1)
+                a.num_computed_tokens = 17
+                m.free(a)
+                m.new_step_starts()
+                b = Request("b", list(range(16)) + list(range(100, 108)))
+                hits, n = m.get_computed_blocks(b)
+                self.assertEqual((ids(hits), n), (([1, 2, 3, 4], [0, 0, 0, 5]), 16))
+                new = m.allocate_slots(b, 1, 16, hits, num_external_computed_tokens=4)
+                if rows is None:
+                    self.assertIsNone(new)
+                else:
+                    self.assertEqual(ids(new), ([rows[0][-1]], [rows[1][-1]]))
+                    self.assertEqual(m.get_block_ids("b"), rows)
+
     def test_fresh_full_attention_blocks_to_zero_beside_mamba(self):
         # vLLM's scheduler takes them every step to zero pages a Mamba state may have used:
         # the full-attention group's only, external tokens' blocks included.
