@@ -618,7 +618,9 @@ class KVCacheManager:
             self.native.remove_skipped_blocks(request_id, total_computed_tokens)
 
     def evict_blocks(self, block_ids):
-        self.native.evict_blocks(sorted(block_ids))
+        # In the set's own order, as vLLM's BlockPool.evict_blocks walks it (its BlockRemoved
+        # events come in that order).
+        self.native.evict_blocks(list(block_ids))
 
     def reset_prefix_cache(self):
         return self.native.reset_prefix_cache()

@@ -1355,6 +1355,21 @@ class EngineManagerRules(unittest.TestCase):
                            max_model_len=64, hash_block_size=4, enable_caching=False)
         self.assertEqual(ids(m.allocate_slots(Request("a", range(10)), 10)), ([1, 2], [3, 4, 5]))
 
+    def test_evicted_blocks_leave_in_the_sets_order(self):
+        # vLLM's BlockPool.evict_blocks walks the set it is given, one BlockRemoved per cached
+        # block in that order.
+        m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=16),
+                           max_model_len=64, hash_block_size=4, enable_kv_cache_events=True)
+        a = Request("a", range(41))
+        self.assertEqual(ids(m.allocate_slots(a, 41)), (list(range(1, 12)),))
+        hashes = m.native.request_block_hashes("a")
+        m.free(a)
+        m.take_events()
+        evicted = {9, 2, 5}
+        m.evict_blocks(evicted)
+        removed = [e.block_hashes[0] for e in m.take_events()]
+        self.assertEqual(removed, [hashes[b - 1] & (2**64 - 1) for b in evicted])
+
     def test_no_common_prefix_without_prefix_caching(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=20),
                            max_model_len=64, hash_block_size=4, enable_caching=False)
