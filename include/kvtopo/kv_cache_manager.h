@@ -57,6 +57,10 @@ struct CacheGroup {
   // allocated at a request's first allocation, never cached or released before Free. A
   // cross-attention geometry (GroupGeometry::cross_attention) implies it.
   bool cross_attention = false;
+  // Hybrid prefix lookups take groups of equal geometry together, as the engine takes groups of
+  // one spec; groups given different lookup classes stay apart even so (the engine's specs also
+  // compare head counts and sizes, which a geometry does not hold). -1: by geometry alone.
+  int32_t lookup_class = -1;
   std::vector<std::string> layer_names;  // informational
 };
 
@@ -107,6 +111,9 @@ struct CacheLayoutGroup {
   // full_attention: static attention sink tokens (the engine's SinkFullAttentionSpec.sink_len),
   // whose sink_len / B blocks the manager takes from the pool at start; 0: none.
   int64_t sink_len = 0;
+  // CacheGroup::lookup_class: groups of equal geometry but different classes are looked up
+  // apart (vllm_compat sets it from vLLM's spec equality); -1: by geometry alone.
+  int32_t lookup_class = -1;
   std::vector<std::string> layer_names;
 };
 

@@ -240,6 +240,9 @@ def _layout_from_kv_cache_config(config, max_model_len, hash_block_size, max_num
                   if type(spec).__name__ == "UniformTypeKVCacheSpecs" else [spec])
         g = {"kind": kind, "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes,
              "layers": list(group.layer_names),
+             # vLLM's hybrid coordinator looks groups of one spec (==) up together: the first
+             # group with this spec names the class.
+             "lookup_class": next(j for j in range(i + 1) if groups[j].kv_cache_spec == spec),
              # vLLM's Mamba manager takes use_eagle and ignores it: a state block is never
              # recomputed, so only attention groups drop their last hit block.
              "volatile_last_block": i in eagle and kind != "mamba"}

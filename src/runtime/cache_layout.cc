@@ -101,6 +101,7 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromLayout(const CacheLayou
     options.groups.push_back({.geometry = *geometry,
                               .volatile_last_block = lg.volatile_last_block,
                               .cross_attention = lg.cross_attention,
+                              .lookup_class = lg.lookup_class,
                               .layer_names = lg.layer_names});
   }
   options.hash_block_size = layout.hash_block_size > 0 ? layout.hash_block_size : gcd;
@@ -178,11 +179,20 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
   if (!j.contains("groups") || !j["groups"].is_array() || j["groups"].empty()) {
     return InvalidArgument("cache layout: 'groups' must be a non-empty list of group objects");
   }
-  static const char* kGroupKeys[] = {
-      "kind",           "block_size",           "kernel_block_size",   "page_size_bytes",
-      "sliding_window", "attention_chunk_size", "mamba_cache_mode",    "num_speculative_blocks",
-      "replicated",     "kv_shard_count",       "volatile_last_block", "sink_len",
-      "layers"};
+  static const char* kGroupKeys[] = {"kind",
+                                     "block_size",
+                                     "kernel_block_size",
+                                     "page_size_bytes",
+                                     "sliding_window",
+                                     "attention_chunk_size",
+                                     "mamba_cache_mode",
+                                     "num_speculative_blocks",
+                                     "replicated",
+                                     "kv_shard_count",
+                                     "volatile_last_block",
+                                     "sink_len",
+                                     "lookup_class",
+                                     "layers"};
   for (size_t i = 0; i < j["groups"].size(); ++i) {
     const nlohmann::json& g = j["groups"][i];
     const std::string where = fmt::format("cache layout group {}", i);
@@ -229,6 +239,9 @@ Result<CacheLayout> ParseCacheLayoutJson(std::string_view text) {
         integer(g, where, "num_speculative_blocks", 0, 1 << 16, lg.num_speculative_blocks));
     KVTOPO_RETURN_IF_ERROR(integer(g, where, "kv_shard_count", 1, 1 << 20, lg.kv_shard_count));
     KVTOPO_RETURN_IF_ERROR(integer(g, where, "sink_len", 0, 1 << 30, lg.sink_len));
+    int64_t lookup_class = -1;
+    KVTOPO_RETURN_IF_ERROR(integer(g, where, "lookup_class", 0, kMaxInt32, lookup_class));
+    lg.lookup_class = static_cast<int32_t>(lookup_class);
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "replicated", lg.replicated));
     KVTOPO_RETURN_IF_ERROR(boolean(g, where, "volatile_last_block", lg.volatile_last_block));
     if (g.contains("mamba_cache_mode")) {

@@ -1007,12 +1007,13 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
       const Impl::Group& g = impl->groups[i];
       const bool full = g.behavior == Behavior::kFull;
       if (full != (pass == 0)) continue;
-      auto same =
-          std::find_if(impl->lookup_classes.begin(), impl->lookup_classes.end(),
-                       [&](const Impl::LookupClass& c) {
-                         const Impl::Group& h = impl->groups[c.groups[0]];
-                         return h.behavior == g.behavior && h.spec.geometry == g.spec.geometry;
-                       });
+      auto same = std::find_if(impl->lookup_classes.begin(), impl->lookup_classes.end(),
+                               [&](const Impl::LookupClass& c) {
+                                 const Impl::Group& h = impl->groups[c.groups[0]];
+                                 return h.behavior == g.behavior &&
+                                        h.spec.geometry == g.spec.geometry &&
+                                        h.spec.lookup_class == g.spec.lookup_class;
+                               });
       if (same == impl->lookup_classes.end()) {
         impl->lookup_classes.push_back({.groups = {}, .full = full, .eagle = false});
         same = impl->lookup_classes.end() - 1;

@@ -36,6 +36,13 @@ class KVCacheSpec:
         self.block_size, self.page_size_bytes = block_size, page_size_bytes
         self.__dict__.update(fields)
 
+    # Equal as vLLM's frozen dataclasses are: the same class and fields.
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted(vars(self).items(), key=lambda kv: kv[0]))))
+
 
 class AttentionSpec(KVCacheSpec):
     pass
@@ -1369,6 +1376,24 @@ class EngineManagerRules(unittest.TestCase):
         m.evict_blocks(evicted)
         removed = [e.block_hashes[0] for e in m.take_events()]
         self.assertEqual(removed, [hashes[b - 1] & (2**64 - 1) for b in evicted])
+
+    def test_groups_of_other_specs_are_looked_up_apart(self):
+        # Two windows of one geometry but other head counts are two specs to vLLM's coordinator,
+        # looked up apart: group 1's EAGLE drop does not shorten group 2's lookup, and the hit is
+        # 8 tokens (looked up together, as groups of one spec are, it would be 4).
+        m = KVCacheManager(kv_cache_config(
+            FullAttentionSpec(block_size=4),
+            SlidingWindowSpec(block_size=4, sliding_window=5, num_kv_heads=1),
+            SlidingWindowSpec(block_size=4, sliding_window=5, num_kv_heads=2), eagle=(1,)),
+            max_model_len=1024, hash_block_size=4)
+        a = Request("a", range(20))
+        self.assertEqual(ids(m.allocate_slots(a, 20)),
+                         ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11, 12, 13, 14, 15]))
+        a.num_computed_tokens = 20
+        m.free(a)
+        m.evict_blocks({9, 13})
+        blocks, n = m.get_computed_blocks(Request("b", range(20)))
+        self.assertEqual((ids(blocks), n), (([1, 2], [0, 7], [0, 12]), 8))
 
     def test_no_common_prefix_without_prefix_caching(self):
         m = KVCacheManager(kv_cache_config(FullAttentionSpec(block_size=4), num_blocks=20),

@@ -152,6 +152,9 @@ TEST(CacheLayout, ErrorsNameTheKey) {
       {R"("groups": [{"kind": "full_attention", "block_size": 16, "sink_len": -16,
           "page_size_bytes": 64}])",
        "cache layout group 0: 'sink_len' must be an integer in [0, 1073741824], got -16"},
+      {R"("groups": [{"kind": "full_attention", "block_size": 16, "lookup_class": -1,
+          "page_size_bytes": 64}])",
+       "cache layout group 0: 'lookup_class' must be an integer in [0, 2147483647], got -1"},
       {R"("groups": [{"kind": "mla", "block_size": 16, "sink_len": 32,
           "page_size_bytes": 64}])",
        "cache layout group 0: layer 'group0': static attention sinks (32 tokens) belong to full "
