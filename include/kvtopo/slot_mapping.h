@@ -41,12 +41,13 @@ inline constexpr int64_t kPadSlot = -1;
 // kernel block row is `kernel_row` (row_length entries). out.size() >= positions.size(); out past
 // positions.size() is padded with -1, and so is every position another rank holds. Error when a
 // position needs a column at or past row_length (too few block ids), and InvalidArgument for a
-// compress_ratio below 1, not dividing the kernel block, or above 1 in a layout of n > 1.
+// compress_ratio below 1, not dividing the kernel block, or above 1 in a layout of n > 1 or with
+// a kernel block other than the block.
 Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> kernel_row,
                           std::span<const TokenPos> positions, std::span<int64_t> out);
 
-// OK for compress_ratio 1, or above 1 dividing the kernel block in a layout of one shard; else
-// the InvalidArgument ComputeSlotMapping returns for it.
+// OK for compress_ratio 1, or above 1 dividing the kernel block in a layout of one shard whose
+// kernel block is the block; else the InvalidArgument ComputeSlotMapping returns for it.
 Status CheckCompressRatio(const SlotLayout& layout);
 
 }  // namespace kvtopo

@@ -12,6 +12,7 @@ call with its native counterpart and the differences.
 """
 
 import dataclasses
+import inspect
 import itertools
 import os
 
@@ -475,23 +476,14 @@ class KVCacheManager:
                                 f"{len(self._VLLM_POSITIONAL) + 1} positional arguments, got "
                                 f"{len(args) + 1}")
             given = dict(zip(self._VLLM_POSITIONAL, args))
-            keywords = dict(max_model_len=max_model_len, hash_block_size=hash_block_size,
-                            max_num_batched_tokens=max_num_batched_tokens,
-                            enable_caching=enable_caching, use_eagle=use_eagle,
-                            log_stats=log_stats, enable_kv_cache_events=enable_kv_cache_events,
-                            dcp_world_size=dcp_world_size, pcp_world_size=pcp_world_size,
-                            metrics_collector=metrics_collector)
-            defaults = dict(max_model_len=None, hash_block_size=None, max_num_batched_tokens=None,
-                            enable_caching=None, use_eagle=False, log_stats=False,
-                            enable_kv_cache_events=False, dcp_world_size=1, pcp_world_size=1,
-                            metrics_collector=None)
+            passed = locals()
+            defaults = inspect.signature(KVCacheManager.__init__).parameters
             for name in given:
-                if keywords[name] != defaults[name]:
+                if passed[name] != defaults[name].default:
                     raise TypeError(f"got multiple values for argument '{name}'")
-            keywords.update(given)
             (max_model_len, hash_block_size, max_num_batched_tokens, enable_caching, use_eagle,
              log_stats, enable_kv_cache_events, dcp_world_size, pcp_world_size,
-             metrics_collector) = (keywords[n] for n in self._VLLM_POSITIONAL)
+             metrics_collector) = (given.get(n, passed[n]) for n in self._VLLM_POSITIONAL)
         if kv_cache_config is not None:
             if plan is not None or layout is not None:
                 raise TypeError("pass exactly one of plan, layout= or kv_cache_config=")

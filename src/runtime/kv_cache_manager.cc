@@ -185,9 +185,11 @@ struct KVCacheManager::Impl {
   // hit block.
   struct LookupClass {
     std::vector<int32_t> groups;
-    bool full = false;
     bool eagle = false;
   };
+  bool IsFullClass(const LookupClass& c) const {
+    return groups[c.groups[0]].behavior == Behavior::kFull;
+  }
   std::vector<LookupClass> lookup_classes;
   std::vector<uint8_t> class_looked_up;       // FindHybridHit scratch
   std::vector<uint8_t> class_eagle_verified;  // FindHybridHit scratch
@@ -314,6 +316,20 @@ struct KVCacheManager::Impl {
     return 0;
   }
 
+  // A new row's prefix at `total_computed` computed tokens: the columns a window, chunk or
+  // recurrent state skips (nulls, never touched) and, of the hits, those past them, which the
+  // row takes. `have`: the columns the row holds already.
+  struct NewPrefix {
+    int64_t skipped_columns = 0;
+    std::span<const BlockId> kept;
+  };
+  NewPrefix NewRowPrefix(const Group& g, int64_t have, std::span<const BlockId> hits,
+                         int64_t total_computed) const {
+    const int64_t skipped = g.FloorBlocks(SkippedTokens(g, total_computed));
+    return {skipped, hits.subspan(std::clamp<int64_t>(skipped - have, 0,
+                                                      static_cast<int64_t>(hits.size())))};
+  }
+
   int64_t NumBlocksToAllocate(const Group& g, const Row& row, int64_t num_tokens,
                               std::span<const BlockId> hits, int64_t total_computed,
                               int64_t num_main, bool cap, int64_t num_encoder) const {
@@ -333,11 +349,10 @@ struct KVCacheManager::Impl {
       // untouched. The engine counts the hits as evictable and not those blocks, and raises when
       // the pool holds fewer than it takes; kvtopo counts the larger of the two, so it admits as
       // the engine does wherever the engine's allocation succeeds.
-      const int64_t skipped = g.FloorBlocks(SkippedTokens(g, total_computed));
-      const int64_t external =
-          std::max<int64_t>(g.CeilBlocks(total_computed) - std::max(skipped, num_hits + have), 0);
-      const int64_t skip_hits = std::clamp<int64_t>(skipped - have, 0, num_hits);
-      return fresh + std::max(evictable, external + pool.CountFree(hits.subspan(skip_hits)));
+      const NewPrefix prefix = NewRowPrefix(g, have, hits, total_computed);
+      const int64_t external = std::max<int64_t>(
+          g.CeilBlocks(total_computed) - std::max(prefix.skipped_columns, num_hits + have), 0);
+      return fresh + std::max(evictable, external + pool.CountFree(prefix.kept));
     }
     if (g.behavior == Behavior::kRecurrentAll) {
       if (!row.allocated && !hits.empty() && DeferredHit(g, hits)) return pool.num_blocks() + 1;
@@ -346,10 +361,10 @@ struct KVCacheManager::Impl {
     int64_t need = g.CeilBlocks(num_tokens);
     if (cap && g.admission_cap > 0) need = std::min(need, g.admission_cap);
     if (row.allocated) return std::max<int64_t>(need - have, 0);
-    const int64_t skipped_blocks = g.FloorBlocks(SkippedTokens(g, total_computed));
-    const int64_t fresh = std::max<int64_t>(need - std::max(skipped_blocks, num_hits + have), 0);
-    const int64_t skip_hits = std::clamp<int64_t>(skipped_blocks - have, 0, num_hits);
-    return fresh + pool.CountFree(hits.subspan(skip_hits));
+    const NewPrefix prefix = NewRowPrefix(g, have, hits, total_computed);
+    const int64_t fresh =
+        std::max<int64_t>(need - std::max(prefix.skipped_columns, num_hits + have), 0);
+    return fresh + pool.CountFree(prefix.kept);
   }
 
   // A recurrent hit whose content some request cached in this same step, in this block or in
@@ -392,9 +407,9 @@ struct KVCacheManager::Impl {
                                  int64_t total_computed) {
     KVTOPO_CHECK_MSG(row.blocks.empty(), "prefix hits for a request that already has blocks");
     if (g.behavior == Behavior::kCross) return;
-    const int64_t skipped = g.FloorBlocks(SkippedTokens(g, total_computed));
-    row.blocks.insert(row.blocks.end(), skipped, kNullBlock);
-    const auto kept = hits.subspan(std::min<int64_t>(skipped, static_cast<int64_t>(hits.size())));
+    const NewPrefix prefix = NewRowPrefix(g, /*have=*/0, hits, total_computed);
+    row.blocks.insert(row.blocks.end(), prefix.skipped_columns, kNullBlock);
+    const std::span<const BlockId> kept = prefix.kept;
     if (caching()) pool.Touch(kept);
     // Copied as plain ids (BlockId is trivially copyable, not trivial: a range insert would
     // construct the hits one by one).
@@ -780,7 +795,8 @@ struct KVCacheManager::Impl {
         break;
       }
       case Behavior::kChunked: {
-        if (bs != align || eagle) break;
+        // Create refuses both under prefix caching, as the engine's chunked manager asserts.
+        KVTOPO_CHECK(bs == align && !eagle);
         const int64_t first = std::min(g.FloorBlocks(g.spec.geometry.FloorToChunk(max_len)), limit);
         out.assign(first, kNullBlock);
         for (int64_t j = first; j < limit; ++j) {
@@ -818,14 +834,14 @@ struct KVCacheManager::Impl {
     const size_t num_classes = lookup_classes.size();
     class_looked_up.assign(num_classes, 0);
     class_eagle_verified.assign(num_classes, 0);
-    const bool simple = num_classes == 2 && lookup_classes[0].full;
+    const bool simple = num_classes == 2 && IsFullClass(lookup_classes[0]);
     int64_t hit_length = max_hit;
     while (true) {
       int64_t curr = hit_length;
       for (size_t ci = 0; ci < num_classes; ++ci) {
         const LookupClass& c = lookup_classes[ci];
         const Group& g = groups[c.groups[0]];
-        if (c.full && class_looked_up[ci]) {
+        if (class_looked_up[ci] && g.behavior == Behavior::kFull) {
           curr = curr / g.bs * g.bs;
           continue;
         }
@@ -858,7 +874,7 @@ struct KVCacheManager::Impl {
     }
     // Full-attention rows were looked up once, at the longest length: trim them to the hit.
     for (const LookupClass& c : lookup_classes) {
-      if (!c.full) continue;
+      if (!IsFullClass(c)) continue;
       for (int32_t gi : c.groups) {
         std::vector<BlockId>& blocks = out.blocks[gi];
         blocks.resize(
@@ -1015,7 +1031,7 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
                                         h.spec.lookup_class == g.spec.lookup_class;
                                });
       if (same == impl->lookup_classes.end()) {
-        impl->lookup_classes.push_back({.groups = {}, .full = full, .eagle = false});
+        impl->lookup_classes.push_back({.groups = {}, .eagle = false});
         same = impl->lookup_classes.end() - 1;
       }
       same->groups.push_back(static_cast<int32_t>(i));

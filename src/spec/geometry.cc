@@ -276,18 +276,31 @@ Result<GroupGeometry> ComputeGroupGeometry(const LayerSpec& spec, const Parallel
     KVTOPO_ASSIGN_OR_RETURN(g.page_size_bytes_, PageSizeBytes(spec));
   }
 
-  g.required_columns_ = g.ColumnsFor(options.max_model_len);  // recurrent none: 1 + S
+  // ColumnsFor on a user's length, checked: a recurrent row adds S columns to cdiv(n, B).
+  const auto columns_for = [&g](int64_t tokens) -> Result<int64_t> {
+    if (g.kind_ == CacheKind::kRecurrent && g.recurrent_mode_ != RecurrentMode::kNone) {
+      return internal::CheckedAdd(CeilDiv(tokens, g.block_size_), g.num_speculative_blocks_,
+                                  "block-table columns");
+    }
+    return g.ColumnsFor(tokens);
+  };
+  KVTOPO_ASSIGN_OR_RETURN(g.required_columns_, columns_for(options.max_model_len));
   g.manager_table_width_ = g.required_columns_;
   if (options.encoder_decoder) {
     // The engine's worker sizes an encoder-decoder model's rows for max(max_model_len,
     // max_encoder_len) tokens in every group (GPUModelRunner's InputBatch).
     const int64_t row_tokens = std::max(options.max_model_len, options.max_encoder_tokens);
-    g.manager_table_width_ =
-        g.cross_attention_ ? CeilDiv(row_tokens, g.manager_block_size_) : g.ColumnsFor(row_tokens);
+    if (g.cross_attention_) {
+      g.manager_table_width_ = CeilDiv(row_tokens, g.manager_block_size_);
+    } else {
+      KVTOPO_ASSIGN_OR_RETURN(g.manager_table_width_, columns_for(row_tokens));
+    }
   }
   if (B <= 128) {
     const int64_t align = 128 / B;
-    g.manager_table_width_ = internal::RoundUp(g.manager_table_width_, align);
+    KVTOPO_ASSIGN_OR_RETURN(
+        g.manager_table_width_,
+        internal::CheckedMul(CeilDiv(g.manager_table_width_, align), align, "block-table columns"));
   }
   KVTOPO_ASSIGN_OR_RETURN(
       g.block_table_width_,

@@ -68,6 +68,28 @@ TEST(CacheLayout, MixedBlockSizesChunkedLocalAndSchedulerLcm) {
   m->CheckInvariants();
 }
 
+// Row widths of lengths near 2^63 are refused with the quantity named, not wrapped: a
+// recurrent row's S columns past cdiv(L, B), and an encoder-decoder row of the encoder budget
+// aligned to 128 tokens.
+TEST(CacheLayout, RowWidthsOfHugeLengthsAreRefused) {
+  const auto refusal = [](const std::string& json) {
+    Result<CacheLayout> layout = ParseCacheLayoutJson(json);
+    EXPECT_TRUE(layout.ok()) << layout.status().ToString();
+    return KVCacheManagerOptions::FromLayout(*layout).status().message();
+  };
+  EXPECT_EQ(refusal(R"({"num_blocks": 8, "max_model_len": 9223372036854775807,
+      "enable_prefix_caching": false, "groups": [{"kind": "mamba", "block_size": 1,
+      "mamba_cache_mode": "all", "num_speculative_blocks": 3, "page_size_bytes": 64}]})"),
+            "cache layout group 0: block-table columns overflows 64 bits "
+            "(9223372036854775807 + 3)");
+  EXPECT_EQ(refusal(R"({"num_blocks": 8, "max_model_len": 64, "enable_prefix_caching": false,
+      "max_num_batched_tokens": 9223372036854775807, "groups": [
+      {"kind": "full_attention", "block_size": 1, "page_size_bytes": 64},
+      {"kind": "cross_attention", "block_size": 1, "page_size_bytes": 64}]})"),
+            "cache layout group 0: block-table columns overflows 64 bits "
+            "(72057594037927936 x 128)");
+}
+
 TEST(CacheLayout, TwoSlidingWindowsAndBlockSizeTwelve) {
   auto m = FromJson(R"({"num_blocks": 64, "max_model_len": 1024, "enable_prefix_caching": false,
       "groups": [
