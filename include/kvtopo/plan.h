@@ -34,6 +34,10 @@ struct PlanInputs {
   int64_t kv_cache_memory_bytes = 0;  // per rank
   bool kv_cache_memory_is_default = false;
   std::map<std::string, BackendTraits> backends;  // by registry name; missing: kernel block = B
+  // The launch's KV connector (LaunchConfig::kv_connector; empty: none). The engine computes
+  // block hashes for a connector with prefix caching off too, which keeps the hash block of a
+  // layout of several groups at their GCD (Plan::hash_block_size).
+  std::string kv_connector;
 };
 
 struct PlannedGroup {
@@ -132,6 +136,10 @@ struct Plan {
   Promotion promotion;
   std::vector<PipelineStage> pipeline_stages;  // empty with one stage
   int64_t scheduler_block_size = 0;
+  // The tokens of one block hash (the engine's resolve_kv_cache_block_sizes): with one group its
+  // manager block; with several, --prefix-match-unit or the GCD of their manager blocks when the
+  // engine computes hashes (prefix caching or a KV connector) and every recurrent group has the
+  // smallest block, else the scheduler block.
   int64_t hash_block_size = 0;
   int64_t block_table_bytes_per_rank = 0;
   int64_t max_model_len_that_fits = 0;  // largest L one request fits in (0: none)

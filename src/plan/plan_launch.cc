@@ -143,6 +143,7 @@ Result<Plan> PlanLaunchSpecs(const ModelCacheSpecs& specs, const LaunchConfig& l
   inputs.parallel = launch.parallel;
   inputs.cache = launch.cache;
   inputs.cache.max_model_len = specs.max_model_len;
+  inputs.kv_connector = launch.kv_connector;
   if (specs.max_num_batched_tokens > 0) {
     inputs.cache.max_num_batched_tokens = specs.max_num_batched_tokens;
   }

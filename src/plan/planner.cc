@@ -455,6 +455,22 @@ void Planner::CheckOneWindowPerGroup(const std::vector<LayerSpec>& layers) {
   }
 }
 
+namespace {
+
+// What turns the hybrid KV cache manager back on, for a launch that has it off `why`.
+std::string_view HybridOffFix(const std::string& why) {
+  if (why.find("--disable-hybrid-kv-cache-manager") != std::string::npos) {
+    return "drop --disable-hybrid-kv-cache-manager";
+  }
+  if (why.find("KV connector") != std::string::npos) {
+    return "use a KV connector that supports it (--kv-offloading-backend native, NixlConnector, "
+           "...)";
+  }
+  return "keep the hybrid KV cache manager on";
+}
+
+}  // namespace
+
 // Without the hybrid KV cache manager (ModelCacheSpecs::hybrid_manager_off; vLLM's
 // unify_hybrid_kv_cache_specs and get_kv_cache_groups): when full-attention layers (K/V or MLA)
 // are present, sliding-window and chunked local layers are cached as full attention, a
@@ -467,7 +483,44 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
   auto full = std::find_if(layers.begin(), layers.end(),
                            [](const LayerSpec& s) { return ClassOf(s) == TypeClass::kFull; });
   int64_t windows = 0, chunks = 0;
+  // The engine's converted specs keep their windows and chunk sizes (FullAttentionSpec's
+  // sliding_window and attention_chunk_size), and merging one group's specs refuses two of either
+  // (FullAttentionSpec.merge_window_sizes): the first layer of each kind, and one that differs.
+  const LayerSpec* first_window[2] = {nullptr, nullptr};
+  const LayerSpec* other_window[2] = {nullptr, nullptr};
+  auto note_window = [&](const LayerSpec& s, int k, int64_t w) {
+    if (first_window[k] == nullptr) {
+      first_window[k] = &s;
+    } else if (other_window[k] == nullptr &&
+               (k == 0 ? first_window[k]->sliding_window : first_window[k]->attention_chunk_size) !=
+                   w) {
+      other_window[k] = &s;
+    }
+  };
   if (full != layers.end()) {
+    for (const LayerSpec& s : layers) {
+      if (s.kind == CacheKind::kSlidingWindow) note_window(s, 0, s.sliding_window);
+      if (s.kind == CacheKind::kChunkedLocal) note_window(s, 1, s.attention_chunk_size);
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (other_window[k] == nullptr) continue;
+      const bool chunk = k == 1;
+      const LayerSpec& a = *first_window[k];
+      const LayerSpec& b = *other_window[k];
+      diagnostics_.push_back(Error(
+          "hybrid-manager-off",
+          fmt::format("the hybrid KV cache manager is off {}, and without it the engine caches "
+                      "{} layers as full attention in one group that keeps their {}s, but "
+                      "layer '{}' has a {}-token {} and layer '{}' a {}-token one: the engine "
+                      "refuses the launch ('All attention layers in the same KV cache group must "
+                      "have the same window size.'); {}",
+                      why, chunk ? "chunked local" : "sliding-window",
+                      chunk ? "attention chunk" : "window", a.name,
+                      chunk ? a.attention_chunk_size : a.sliding_window,
+                      chunk ? "attention chunk" : "window", b.name,
+                      chunk ? b.attention_chunk_size : b.sliding_window, HybridOffFix(why))));
+      return Rejected("the layers do not share one cache type");
+    }
     const int64_t full_block = full->block_size;
     for (LayerSpec& s : layers) {
       switch (s.kind) {
@@ -511,13 +564,7 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
                     "block {} and layer '{}' is {} with block {}: the engine refuses the launch "
                     "(it fails to convert the KV cache specs to one unified type); {}",
                     why, f.name, SpecKindName(f), f.block_size, s.name, SpecKindName(s),
-                    s.block_size,
-                    why.find("--disable-hybrid-kv-cache-manager") != std::string::npos
-                        ? "drop --disable-hybrid-kv-cache-manager"
-                    : why.find("KV connector") != std::string::npos
-                        ? "use a KV connector that supports it (--kv-offloading-backend native, "
-                          "NixlConnector, ...)"
-                        : "keep the hybrid KV cache manager on")));
+                    s.block_size, HybridOffFix(why))));
     return Rejected("the layers do not share one cache type");
   }
   if (windows + chunks > 0) {
@@ -1428,6 +1475,45 @@ Result<Plan> Planner::Run() {
   }
   plan.scheduler_block_size = lcm;
   plan.hash_block_size = gcd;
+  // The engine's resolve_kv_cache_block_sizes (vllm/v1/core/kv_cache_utils.py at 28be48fa9):
+  // several groups hash at their GCD only when it computes hashes at all (prefix caching or a KV
+  // connector) and no recurrent group's block differs from the smallest group block (the cache
+  // block the engine core sets once the KV cache is sized); else at the scheduler block. With
+  // prefix caching, a hash block the groups' blocks do not all divide fails its hybrid
+  // coordinator's assertion as the engine starts.
+  if (plan.groups.size() > 1) {
+    int64_t smallest = 0;
+    for (const PlannedGroup& g : plan.groups) {
+      const int64_t b = g.geometry.manager_block_size();
+      if (smallest == 0 || b < smallest) smallest = b;
+    }
+    // Mode none kept beside prefix caching is kvtopo's own (the engine reads none as unset
+    // there): its groups never hit, so their blocks do not set the hash block.
+    const PlannedGroup* apart = nullptr;
+    for (const PlannedGroup& g : plan.groups) {
+      if (g.geometry.kind() == CacheKind::kRecurrent &&
+          g.geometry.manager_block_size() != smallest &&
+          !(plan.prefix_caching() && g.geometry.recurrent_mode() == RecurrentMode::kNone)) {
+        apart = &g;
+        break;
+      }
+    }
+    const bool hashed = plan.prefix_caching() || !inputs_.kv_connector.empty();
+    if (!hashed || apart != nullptr) plan.hash_block_size = lcm;
+    if (apart != nullptr && plan.prefix_caching()) {
+      diagnostics_.push_back(Error(
+          "hash-block-size",
+          fmt::format("recurrent group {} ('{}') has {}-token blocks where the smallest group "
+                      "block is {}: the engine then hashes prompts in blocks of the scheduler "
+                      "block, {} tokens, which the smaller groups' blocks cannot be built from, "
+                      "and its prefix cache asserts every group block is a multiple of it as "
+                      "the engine starts ('block_size must be divisible by hash_block_size'); "
+                      "give the recurrent layers the cache block (drop --mamba-block-size) or "
+                      "pass --no-enable-prefix-caching",
+                      apart->id.value(), apart->spec.name, apart->geometry.manager_block_size(),
+                      smallest, lcm)));
+    }
+  }
   // The engine's hybrid coordinator (HybridKVCacheCoordinator.cache_blocks at 28be48fa9) caches,
   // of a sliding-window group's blocks in each `lcm`-token segment its hits align to, only the
   // last WindowHitBlocks (SlidingWindowManager._cache_block_mask); an EAGLE group's hit also

@@ -342,6 +342,55 @@ TEST(EngineCases, HybridManagerOff) {
             "and layer 'layer_3' is chunked_local with block 16: the engine refuses the launch (it "
             "fails to convert the KV cache specs to one unified type); drop "
             "--disable-hybrid-kv-cache-manager");
+
+  // The converted layers keep their windows, and one group refuses two of them
+  // (FullAttentionSpec.merge_window_sizes); so do two chunk sizes.
+  m = Specs(
+      {Full("layer_1"), Swa("layer_2", 64, 128), Swa("layer_3", 64, 128), Swa("layer_4", 64, 256)});
+  m.hybrid_manager_off = "by --disable-hybrid-kv-cache-manager";
+  r = PlanFromSpecs(m, Memory(kPage * 4 * 10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ErrorLines(),
+            "\n  error [hybrid-manager-off] the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager, and without it the engine caches sliding-window "
+            "layers as full attention in one group that keeps their windows, but layer 'layer_2' "
+            "has a 128-token window and layer 'layer_4' a 256-token one: the engine refuses the "
+            "launch ('All attention layers in the same KV cache group must have the same window "
+            "size.'); drop --disable-hybrid-kv-cache-manager");
+  m.layers[3].sliding_window = 128;
+  EXPECT_EQ(MustPlan(m, Memory(kPage * 4 * 10)).pool.num_blocks, 10);
+  m.layers[1] = chunked;
+  m.layers[2] = chunked;
+  m.layers[2].name = "layer_5";
+  m.layers[2].attention_chunk_size = 8192;
+  r = PlanFromSpecs(m, Memory(kPage * 4 * 10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ErrorLines(),
+            "\n  error [hybrid-manager-off] the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager, and without it the engine caches chunked local "
+            "layers as full attention in one group that keeps their attention chunks, but layer "
+            "'layer_3' has a 512-token attention chunk and layer 'layer_5' a 8192-token one: the "
+            "engine refuses the launch ('All attention layers in the same KV cache group must "
+            "have the same window size.'); drop --disable-hybrid-kv-cache-manager");
+}
+
+// resolve_kv_cache_block_sizes: groups of 16- and 32-token blocks hash at their GCD when the
+// engine computes hashes (prefix caching, or a KV connector), else at the scheduler block.
+TEST(EngineCases, HashBlockSize) {
+  const ModelCacheSpecs m = Specs({Full("layer_1", 64), Swa("layer_2", 32)});
+  PlanInputs in = Memory(kPage * 32);
+  Plan p = MustPlan(m, in);
+  EXPECT_EQ(p.scheduler_block_size, 32);
+  EXPECT_EQ(p.hash_block_size, 16);
+  in.cache.enable_prefix_caching = false;
+  p = MustPlan(m, in);
+  EXPECT_EQ(p.scheduler_block_size, 32);
+  EXPECT_EQ(p.hash_block_size, 32);
+  in.kv_connector = "NixlConnector";
+  EXPECT_EQ(MustPlan(m, in).hash_block_size, 16);
+  // One group: its block, caching or not.
+  in.kv_connector.clear();
+  EXPECT_EQ(MustPlan(Specs({Full("layer_1"), Full("layer_2")}), in).hash_block_size, 16);
 }
 
 }  // namespace
