@@ -521,6 +521,35 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
                       chunk ? b.attention_chunk_size : b.sliding_window, HybridOffFix(why))));
       return Rejected("the layers do not share one cache type");
     }
+    // The engine builds a converted chunked layer's spec without its quantization
+    // (unify_hybrid_kv_cache_specs passes no kv_quant_mode to the FullAttentionSpec it makes):
+    // with nvfp4 or a per-token-head dtype its page is sized as plain bytes, and the worker's view
+    // of the allocated cache in the backend's quantized shape fails.
+    for (const LayerSpec& s : layers) {
+      if (s.kind != CacheKind::kChunkedLocal || QuantModeOf(s.cache_dtype) == KvQuantMode::kNone) {
+        continue;
+      }
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t quantized, RealPageSizeBytes(s));
+      LayerSpec plain = s;
+      plain.kind = CacheKind::kFullAttention;
+      plain.attention_chunk_size = 0;
+      plain.head_size_v = s.head_size;
+      plain.model_dtype = StorageElement(s.cache_dtype, s.model_dtype);
+      plain.cache_dtype = KvCacheDtype::kAuto;
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t sized, RealPageSizeBytes(plain));
+      diagnostics_.push_back(Error(
+          "hybrid-manager-off",
+          fmt::format("the hybrid KV cache manager is off {}, and without it the engine caches "
+                      "chunked local layers as full attention, but builds their spec without "
+                      "the KV-cache quantization (unify_hybrid_kv_cache_specs): layer '{}''s "
+                      "{}-token page is sized as {} B of plain bytes where its {} cache needs "
+                      "{} B, and the worker's view of the allocated cache in the attention "
+                      "backend's {} shape fails once the weights are loaded; {}, or choose "
+                      "another --kv-cache-dtype",
+                      why, s.name, s.block_size, sized, KvCacheDtypeName(s.cache_dtype), quantized,
+                      KvCacheDtypeName(s.cache_dtype), HybridOffFix(why))));
+      return Rejected("the engine's converted chunked pages lose their quantization");
+    }
     const int64_t full_block = full->block_size;
     for (LayerSpec& s : layers) {
       switch (s.kind) {

@@ -372,6 +372,27 @@ TEST(EngineCases, HybridManagerOff) {
             "'layer_3' has a 512-token attention chunk and layer 'layer_5' a 8192-token one: the "
             "engine refuses the launch ('All attention layers in the same KV cache group must "
             "have the same window size.'); drop --disable-hybrid-kv-cache-manager");
+
+  // A converted chunked layer loses its KV-cache quantization (the engine's FullAttentionSpec
+  // for it gets no kv_quant_mode): nvfp4 pages sized as plain bytes.
+  m = Specs({Full("layer_1"), chunked});
+  m.hybrid_manager_off = "by --disable-hybrid-kv-cache-manager";
+  for (LayerSpec& l : m.layers) {
+    l.cache_dtype = KvCacheDtype::kNvfp4;
+    l.page_size_padded = 0;
+  }
+  r = PlanFromSpecs(m, Memory(kPage * 4 * 10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ErrorLines(),
+            "\n  error [hybrid-manager-off] the hybrid KV cache manager is off by "
+            "--disable-hybrid-kv-cache-manager, and without it the engine caches chunked local "
+            "layers as full attention, but builds their spec without the KV-cache quantization "
+            "(unify_hybrid_kv_cache_specs): layer 'layer_3''s 16-token page is sized as 4096 B of "
+            "plain bytes where its nvfp4 cache needs 2304 B, and the worker's view of the "
+            "allocated cache in the attention backend's nvfp4 shape fails once the weights are "
+            "loaded; drop --disable-hybrid-kv-cache-manager, or choose another --kv-cache-dtype");
+  m.layers[1].cache_dtype = KvCacheDtype::kFp8;
+  EXPECT_EQ(MustPlan(m, Memory(kPage * 4 * 10)).groups.size(), 1u);
 }
 
 // resolve_kv_cache_block_sizes: groups of 16- and 32-token blocks hash at their GCD when the
