@@ -1719,6 +1719,28 @@ Result<Plan> Planner::Run() {
                           ? fmt::format("; the largest --max-model-len that fits is {}",
                                         plan.max_model_len_that_fits)
                           : "; not even a 1-token request fits";
+    // Pipeline stages: the engine checks each worker in stage order and its message gives the
+    // length the first worker that does not fit would take (_check_enough_kv_cache_memory with
+    // that worker's groups), which a later stage may still refuse.
+    const int stages = static_cast<int>(specs_.pipeline_partition.size());
+    for (int s = 0; s < stages; ++s) {
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t stride, BytesPerBlock(plan.groups, -1, s));
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t memory, CheckedMemory(stride));
+      KVTOPO_ASSIGN_OR_RETURN(
+          const int64_t stage_need,
+          internal::CheckedMul(plan.capacity.blocks_per_request, stride, "memory per request"));
+      if (stage_need <= memory) continue;
+      KVTOPO_ASSIGN_OR_RETURN(const int64_t stage_fit,
+                              MaxModelLenThatFits(plan.groups, stride, memory));
+      if (stage_fit > 0 && stage_fit != plan.max_model_len_that_fits) {
+        fit += fmt::format(
+            " (the engine's own message names {}: it stops at pipeline stage {}, "
+            "the first whose worker does not fit, and gives the longest request "
+            "that stage holds)",
+            stage_fit, s);
+      }
+      break;
+    }
     // Cross-attention groups hold pages for max_num_batched_tokens encoder tokens whatever the
     // length (GroupGeometry::max_encoder_tokens).
     const bool cross = std::any_of(plan.groups.begin(), plan.groups.end(),

@@ -193,6 +193,20 @@ TEST(EngineCases, PipelineWorkers) {
   sharded.max_model_len = 512;
   p = MustPlan(sharded, Memory(kPage * (512 / 16 + 1)));
   EXPECT_EQ(p.pool.num_blocks, 33);
+
+  // Too little memory: the engine checks the workers in stage order and names the length the
+  // first that does not fit would hold (768 for stage 0's one layer in 48 pages), where stage
+  // 1's two layers hold 384.
+  ModelCacheSpecs tight = Staged({Full("layer1"), Full("layer2"), Full("layer3")}, {0, 1, 1});
+  tight.max_model_len = 1024;
+  Result<Plan> r = PlanFromSpecs(tight, Memory(kPage * 48));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ErrorLines(),
+            "\n  error [kv-cache-memory] one request of --max-model-len 1024 needs 2097152 B of KV "
+            "cache per rank, more than the 786432 B the pool holds; the largest --max-model-len "
+            "that fits is 384 (the engine's own message names 768: it stops at pipeline stage 0, "
+            "the first whose worker does not fit, and gives the longest request that stage "
+            "holds); raise --kv-cache-memory or lower --max-model-len");
 }
 
 // Qwen1.5-7B's layers (32 K/V heads of 128, float16) at 16-token blocks: 256 KiB a page.
