@@ -136,10 +136,10 @@ struct Plan {
   Promotion promotion;
   std::vector<PipelineStage> pipeline_stages;  // empty with one stage
   int64_t scheduler_block_size = 0;
-  // The tokens of one block hash (the engine's resolve_kv_cache_block_sizes): with one group its
-  // manager block; with several, --prefix-match-unit or the GCD of their manager blocks when the
-  // engine computes hashes (prefix caching or a KV connector) and every recurrent group has the
-  // smallest block, else the scheduler block.
+  // The tokens of one block hash (the engine's resolve_kv_cache_block_sizes): --prefix-match-unit;
+  // else with one group its manager block; with several, the GCD of their manager blocks when the
+  // engine computes hashes (prefix caching, or a KV connector not beside a whole-length recurrent
+  // block), else the scheduler block (docs/planner.md §5).
   int64_t hash_block_size = 0;
   int64_t block_table_bytes_per_rank = 0;
   int64_t max_model_len_that_fits = 0;  // largest L one request fits in (0: none)

@@ -1505,42 +1505,26 @@ Result<Plan> Planner::Run() {
   plan.scheduler_block_size = lcm;
   plan.hash_block_size = gcd;
   // The engine's resolve_kv_cache_block_sizes (vllm/v1/core/kv_cache_utils.py at 28be48fa9):
-  // several groups hash at their GCD only when it computes hashes at all (prefix caching or a KV
-  // connector) and no recurrent group's block differs from the smallest group block (the cache
-  // block the engine core sets once the KV cache is sized); else at the scheduler block. With
-  // prefix caching, a hash block the groups' blocks do not all divide fails its hybrid
-  // coordinator's assertion as the engine starts.
+  // several groups hash at their GCD when it computes hashes at all (prefix caching or a KV
+  // connector), else at the scheduler block, which a connector beside a recurrent group of mode
+  // none (prefix caching off: one block of the whole length, not the cache block) keeps too.
+  // Recurrent blocks kept apart from the cache block in mode align (--mamba-block-size) are the
+  // research notes' later fork (its #457), whose resolver hashes at the GCD.
   if (plan.groups.size() > 1) {
     int64_t smallest = 0;
     for (const PlannedGroup& g : plan.groups) {
       const int64_t b = g.geometry.manager_block_size();
       if (smallest == 0 || b < smallest) smallest = b;
     }
-    // Mode none kept beside prefix caching is kvtopo's own (the engine reads none as unset
-    // there): its groups never hit, so their blocks do not set the hash block.
-    const PlannedGroup* apart = nullptr;
-    for (const PlannedGroup& g : plan.groups) {
-      if (g.geometry.kind() == CacheKind::kRecurrent &&
-          g.geometry.manager_block_size() != smallest &&
-          !(plan.prefix_caching() && g.geometry.recurrent_mode() == RecurrentMode::kNone)) {
-        apart = &g;
-        break;
-      }
-    }
-    const bool hashed = plan.prefix_caching() || !inputs_.kv_connector.empty();
-    if (!hashed || apart != nullptr) plan.hash_block_size = lcm;
-    if (apart != nullptr && plan.prefix_caching()) {
-      diagnostics_.push_back(Error(
-          "hash-block-size",
-          fmt::format("recurrent group {} ('{}') has {}-token blocks where the smallest group "
-                      "block is {}: the engine then hashes prompts in blocks of the scheduler "
-                      "block, {} tokens, which the smaller groups' blocks cannot be built from, "
-                      "and its prefix cache asserts every group block is a multiple of it as "
-                      "the engine starts ('block_size must be divisible by hash_block_size'); "
-                      "give the recurrent layers the cache block (drop --mamba-block-size) or "
-                      "pass --no-enable-prefix-caching",
-                      apart->id.value(), apart->spec.name, apart->geometry.manager_block_size(),
-                      smallest, lcm)));
+    const bool whole_length_state =
+        std::any_of(plan.groups.begin(), plan.groups.end(), [&](const PlannedGroup& g) {
+          return g.geometry.kind() == CacheKind::kRecurrent &&
+                 g.geometry.recurrent_mode() == RecurrentMode::kNone &&
+                 g.geometry.manager_block_size() != smallest;
+        });
+    const bool caching = plan.prefix_caching();
+    if (!(caching || !inputs_.kv_connector.empty()) || (whole_length_state && !caching)) {
+      plan.hash_block_size = lcm;
     }
   }
   // The engine's hybrid coordinator (HybridKVCacheCoordinator.cache_blocks at 28be48fa9) caches,

@@ -455,13 +455,6 @@ TEST(KvConnector, OffloadingSpecFromExtraConfig) {
   q.kv_offloading_size = "8";
   q.kv_transfer_config = transfer(R"("block_size": 1088)");
   EXPECT_EQ(errors(q),
-            "\n  error [hash-block-size] recurrent group 0 ('model.layers.0.linear_attn') has "
-            "1088-token blocks where the smallest group block is 544: the engine then hashes "
-            "prompts in blocks of the scheduler block, 1088 tokens, which the smaller groups' "
-            "blocks cannot be built from, and its prefix cache asserts every group block is a "
-            "multiple of it as the engine starts ('block_size must be divisible by "
-            "hash_block_size'); give the recurrent layers the cache block (drop "
-            "--mamba-block-size) or pass --no-enable-prefix-caching"
             "\n  error [kv-offloading-block-size] KV connector OffloadingConnector "
             "(--kv-offloading-size 8 --kv-offloading-backend native) with "
             "kv_connector_extra_config.block_size 1088 needs one block size over the groups, and "

@@ -426,6 +426,18 @@ TEST(EngineCases, HashBlockSize) {
   // One group: its block, caching or not.
   in.kv_connector.clear();
   EXPECT_EQ(MustPlan(Specs({Full("layer_1"), Full("layer_2")}), in).hash_block_size, 16);
+  // A recurrent group of mode none (one 64-token block, the whole length) beside a connector:
+  // the scheduler block, as the engine hashes beside a Mamba block that is not the cache block.
+  LayerSpec state = Mamba("layer_2", 0);
+  state.block_size = 64;
+  const ModelCacheSpecs hybrid = Specs({Full("layer_1"), state}, 64);
+  in.cache.max_num_seqs = 4;
+  in.kv_connector = "NixlConnector";
+  p = MustPlan(hybrid, in);
+  EXPECT_EQ(p.scheduler_block_size, 64);
+  EXPECT_EQ(p.hash_block_size, 64);
+  in.kv_connector.clear();
+  EXPECT_EQ(MustPlan(hybrid, in).hash_block_size, 64);
 }
 
 }  // namespace

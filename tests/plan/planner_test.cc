@@ -149,28 +149,12 @@ TEST(Planner, MlaTargetAndReplicatedSlidingDraftAreGroupedIndependently) {
 }
 
 // The case that used to raise "page size is not divisible by the maximum page size and cannot
-// be padded": an MLA + recurrent target and a replicated draft with an incompatible page. With
-// prefix caching the draft's 48-token blocks, smaller than the recurrent 768, make the engine
-// hash in scheduler blocks, which its prefix cache refuses; without, the plan stands.
+// be padded": an MLA + recurrent target and a replicated draft with an incompatible page.
 TEST(Planner, MlaRecurrentTargetWithIncompatibleReplicatedDraftPlans) {
   std::vector<LayerSpec> layers = {Mla("t.mla.0", 64), Kda("t.kda.0", 64, 3), Kda("t.kda.1", 64, 3),
                                    SwaDraft("d.0", 48, 3, 1024)};
-  PlanInputs in = Inputs(4, 4, 8 * kGiB);
-  auto plan = PlanFromSpecs(Specs(layers, 32768), in);
+  auto plan = PlanFromSpecs(Specs(layers, 32768), Inputs(4, 4, 8 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->ErrorLines(),
-            "\n  error [hash-block-size] recurrent group 1 ('t.kda.0') has 768-token blocks "
-            "where the smallest group block is 48: the engine then hashes prompts in blocks of "
-            "the scheduler block, 3072 tokens, which the smaller groups' blocks cannot be built "
-            "from, and its prefix cache asserts every group block is a multiple of it as the "
-            "engine starts ('block_size must be divisible by hash_block_size'); give the "
-            "recurrent layers the cache block (drop --mamba-block-size) or pass "
-            "--no-enable-prefix-caching");
-  EXPECT_EQ(plan->hash_block_size, 3072);
-  in.cache.enable_prefix_caching = false;
-  plan = PlanFromSpecs(Specs(layers, 32768), in);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->hash_block_size, 3072);
   ASSERT_TRUE(plan->accepted()) << plan->diagnostics.front().message;
   ASSERT_EQ(plan->groups.size(), 4u);
   // KDA state: 3 * 3 * 768 * 2 + 6 * 128 * 128 * 4 = 407,040 B; the MLA block grows to
