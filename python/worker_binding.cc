@@ -72,17 +72,26 @@ std::vector<int64_t> SlotBuffer(size_t num_positions, std::optional<int64_t> num
   return std::vector<int64_t>(static_cast<size_t>(size), kPadSlot);
 }
 
-// The rank's layout for a layer whose cache keeps one row per `compress_ratio` positions.
-SlotLayout LayoutFor(const GroupGeometry& g, int64_t rank, int64_t compress_ratio) {
+// The rank's layout for a layer whose cache keeps one row per `compress_ratio` positions, with
+// the positions at or past `max_model_len` (a draft step's) as padding.
+SlotLayout LayoutFor(const GroupGeometry& g, int64_t rank, int64_t compress_ratio,
+                     std::optional<int64_t> max_model_len) {
   SlotLayout layout = g.SlotLayoutFor(CheckedRank(g, rank));
   layout.compress_ratio = compress_ratio;
+  if (max_model_len) {
+    if (*max_model_len < 1) {
+      RaisePython(PyExc_ValueError,
+                  "max_model_len must be positive, got " + std::to_string(*max_model_len));
+    }
+    layout.pad_from = *max_model_len;
+  }
   return layout;
 }
 
 py::object SlotMapping(const GroupGeometry& g, int64_t rank, std::span<const int32_t> kernel_row,
                        std::span<const TokenPos> positions, std::optional<int64_t> num_slots,
-                       int64_t compress_ratio) {
-  const SlotLayout layout = LayoutFor(g, rank, compress_ratio);
+                       int64_t compress_ratio, std::optional<int64_t> max_model_len) {
+  const SlotLayout layout = LayoutFor(g, rank, compress_ratio, max_model_len);
   std::vector<int64_t> out = SlotBuffer(positions.size(), num_slots);
   ThrowIfError(ComputeSlotMapping(layout, kernel_row, positions, out));
   return ToMemoryView(std::move(out));
@@ -157,21 +166,23 @@ struct PyBlockTable {
   void SwapRow(int64_t a, int64_t b) { table.SwapRow(Row(a), Row(b)); }
   int64_t RowLength(int64_t row) const { return table.row_length(Row(row)); }
   py::object Slots(int64_t row, int64_t rank, py::handle positions,
-                   std::optional<int64_t> num_slots, int64_t compress_ratio) const {
+                   std::optional<int64_t> num_slots, int64_t compress_ratio,
+                   std::optional<int64_t> max_model_len) const {
     const std::vector<TokenPos> read = PositionsIn(positions);
     const int32_t r = Row(row);
     return SlotMapping(geometry, rank, table.Row(r).first(table.row_length(r)), read, num_slots,
-                       compress_ratio);
+                       compress_ratio, max_model_len);
   }
 
   // The whole batch's slots in one call, request i on row i (compute_slot_mapping).
   py::object BatchSlots(int64_t rank, py::handle query_start_loc, py::handle positions,
-                        std::optional<int64_t> num_slots, int64_t compress_ratio) const {
+                        std::optional<int64_t> num_slots, int64_t compress_ratio,
+                        std::optional<int64_t> max_model_len) const {
     // Positions first (copied): reading the offsets runs no Python code after them.
     const std::vector<TokenPos> read = PositionsIn(positions);
     std::vector<int64_t> scratch;
     const IntsIn<int64_t> starts(query_start_loc, "query_start_loc", scratch);
-    const SlotLayout layout = LayoutFor(geometry, rank, compress_ratio);
+    const SlotLayout layout = LayoutFor(geometry, rank, compress_ratio, max_model_len);
     std::vector<int64_t> out = SlotBuffer(read.size(), num_slots);
     ThrowIfError(ComputeBatchSlotMapping(layout, table, starts.values(), read, out));
     return ToMemoryView(std::move(out));
@@ -226,24 +237,29 @@ void BindWorker(py::module_& m) {
           py::arg("row"), "The row's kernel block ids, full width, as a read-only memoryview.")
       .def("slot_mapping", &T::Slots, py::arg("row"), py::arg("rank"), py::arg("positions"),
            py::arg("num_slots") = py::none(), py::kw_only(), py::arg("compress_ratio") = 1,
+           py::arg("max_model_len") = py::none(),
            "Slots (int64 memoryview) of the row's positions on `rank`; -1 where the rank does "
            "not hold the position, and for padding up to num_slots. compress_ratio: a layer "
            "keeping one row per that many positions (a plan layer's compress_ratio, DeepSeek-V4's "
-           "compressed caches): only positions p with (p + 1) % compress_ratio == 0 get a slot.")
+           "compressed caches): only positions p with (p + 1) % compress_ratio == 0 get a slot. "
+           "max_model_len: positions at or past it get -1 without a block id (a speculative "
+           "draft step's, as the engine's EAGLE proposer pads them).")
       .def("compute_slot_mapping", &T::BatchSlots, py::arg("rank"), py::arg("query_start_loc"),
            py::arg("positions"), py::arg("num_slots") = py::none(), py::kw_only(),
-           py::arg("compress_ratio") = 1,
+           py::arg("compress_ratio") = 1, py::arg("max_model_len") = py::none(),
            "The batch's slots (int64 memoryview) on `rank`, request i on row i: its tokens are "
            "positions[query_start_loc[i]:query_start_loc[i + 1]]; -1 where the rank does not "
            "hold a position, past the last request's tokens and up to num_slots (the engine "
            "worker's compute_slot_mapping; with compress_ratio, its "
-           "get_compressed_slot_mapping).")
+           "get_compressed_slot_mapping); with max_model_len, -1 at positions at or past it "
+           "(a speculative draft step's, which the engine's EAGLE proposer pads).")
       .def("check_invariants", [](const T& t) { t.table.CheckInvariants(); });
 
   m.def(
       "slot_mapping",
       [](const GroupGeometry& g, int64_t rank, py::handle kernel_row, py::handle positions,
-         std::optional<int64_t> num_slots, int64_t compress_ratio) {
+         std::optional<int64_t> num_slots, int64_t compress_ratio,
+         std::optional<int64_t> max_model_len) {
         // Positions first (copied): reading the row may be in place, with no Python code after.
         const std::vector<TokenPos> read = PositionsIn(positions);
         std::vector<int32_t> scratch;
@@ -255,14 +271,16 @@ void BindWorker(py::module_& m) {
                                               "; kernel block ids are non-negative");
           }
         }
-        return SlotMapping(g, rank, row.values(), read, num_slots, compress_ratio);
+        return SlotMapping(g, rank, row.values(), read, num_slots, compress_ratio, max_model_len);
       },
       py::arg("geometry"), py::arg("rank"), py::arg("kernel_row"), py::arg("positions"),
       py::arg("num_slots") = py::none(), py::kw_only(), py::arg("compress_ratio") = 1,
+      py::arg("max_model_len") = py::none(),
       "Slots (int64 memoryview) of `positions` on `rank` for a request whose kernel block "
       "row is `kernel_row` (only its used entries); -1 where the rank does not hold a "
-      "position, and with compress_ratio (a layer keeping one row per that many positions) "
-      "where p + 1 is not a multiple of it.");
+      "position, with compress_ratio (a layer keeping one row per that many positions) "
+      "where p + 1 is not a multiple of it, and with max_model_len at positions at or past "
+      "it (a speculative draft step's).");
   m.def(
       "holds_position",
       [](const GroupGeometry& g, int64_t rank, int64_t position) {

@@ -89,6 +89,10 @@ struct SlotLayout {
   // c: positions per row of a compressed cache (LayerSpec::compress_ratio, DeepSeek-V4's
   // compressed MLA and indexer caches), which the caller sets for the layer; 1 for every other.
   int64_t compress_ratio = 1;
+  // Positions at or past it map to -1 and need no block id: a speculative draft step's positions
+  // past the longest request, which the engine's EAGLE proposer pads (PADDING_SLOT_ID where a
+  // position reaches max_model_len). The caller sets it (max_model_len) for those steps; 0: none.
+  int64_t pad_from = 0;
 };
 
 class GroupGeometry {

@@ -21,6 +21,10 @@
 // Requires c | b, n = 1 (the engine runs no compressed cache under DCP) and b = B (the
 // engine's mapping counts B / c rows per kernel block id, which holds only then).
 //
+// A layout with pad_from set maps every position at or past it to -1 without reading the row
+// (a speculative draft step's positions past max_model_len, which the engine's EAGLE proposer
+// pads).
+//
 // Rank-local lengths: GroupGeometry::LocalLength / LocalLengths.
 //
 // Thread safety: pure functions.

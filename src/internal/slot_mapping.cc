@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace kvtopo {
 
@@ -38,6 +39,13 @@ Status CheckCompressRatio(const SlotLayout& layout) {
 
 namespace {
 
+// The first position mapped to padding (SlotLayout::pad_from), or past every int64 position:
+// positions are non-negative, so `uint64_t(p) >= PadLimit(layout)` tests both at once.
+uint64_t PadLimit(const SlotLayout& layout) {
+  return layout.pad_from > 0 ? static_cast<uint64_t>(layout.pad_from)
+                             : std::numeric_limits<uint64_t>::max();
+}
+
 // A compressed cache's slots: one row per c positions, b / c rows per kernel block.
 Status CompressedSlots(const SlotLayout& layout, std::span<const int32_t> kernel_row,
                        std::span<const TokenPos> positions, std::span<int64_t> out) {
@@ -45,10 +53,12 @@ Status CompressedSlots(const SlotLayout& layout, std::span<const int32_t> kernel
   const int64_t c = layout.compress_ratio;
   const int64_t rows = layout.kernel_block_size / c;
   const int64_t columns = static_cast<int64_t>(kernel_row.size());
+  const uint64_t limit = PadLimit(layout);
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t p = positions[i].value();
     KVTOPO_CHECK(p >= 0);
-    if (p % c != c - 1) {  // (p + 1) mod c != 0, without overflowing at INT64_MAX
+    // Padding, or (p + 1) mod c != 0 (written so that it does not overflow at INT64_MAX).
+    if (static_cast<uint64_t>(p) >= limit || p % c != c - 1) {
       out[i] = kPadSlot;
       continue;
     }
@@ -82,6 +92,7 @@ Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> ker
   const int64_t stripe = n * I;
   const int64_t virtual_block = b * n;
   const int64_t columns = static_cast<int64_t>(kernel_row.size());
+  const uint64_t limit = PadLimit(layout);
   if (std::has_single_bit(static_cast<uint64_t>(n)) &&
       std::has_single_bit(static_cast<uint64_t>(I)) &&
       std::has_single_bit(static_cast<uint64_t>(b))) {
@@ -94,6 +105,10 @@ Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> ker
     for (size_t i = 0; i < positions.size(); ++i) {
       const int64_t p = positions[i].value();
       KVTOPO_CHECK(p >= 0);
+      if (static_cast<uint64_t>(p) >= limit) {
+        out[i] = kPadSlot;
+        continue;
+      }
       const int64_t j = p >> vb_shift;
       if (j >= columns) {
         return OutOfRange(
@@ -119,6 +134,11 @@ Status ComputeSlotMapping(const SlotLayout& layout, std::span<const int32_t> ker
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t p = positions[i].value();
     KVTOPO_CHECK(p >= 0);
+    if (static_cast<uint64_t>(p) >= limit) {
+      out[i] = kPadSlot;
+      prev = -2;  // the next position recomputes its column and offsets
+      continue;
+    }
     if (p == prev + 1) {
       ++o;
       if (++in_stripe == stripe) {

@@ -1238,6 +1238,25 @@ class WorkerTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^num_slots must be in \[len\(positions\)"):
             table.compute_slot_mapping(0, [0, 1], [0], num_slots=0)
 
+    def test_draft_positions_past_the_length_are_padding(self):
+        # A draft step's positions at or past max_model_len get -1 and need no block id, as the
+        # engine's EAGLE proposer pads them.
+        geo = small_plan().groups[0].geometry  # DCP 4, interleave 2, blocks of 16
+        table = kvtopo.BlockTable(geo, num_rows=2)
+        table.append(0, [5])  # positions 0-63
+        drafts = [62, 63, 64, 65]
+        with self.assertRaisesRegex(OverflowError, r"^request 0 \(row 0\): position 64 needs "
+                                                   "block-table column 1"):
+            table.compute_slot_mapping(3, [0, 4], drafts)
+        # Rank 3 holds 62 and 63: local offsets 14 and 15 of kernel block 5.
+        self.assertEqual(list(table.compute_slot_mapping(3, [0, 4], drafts, max_model_len=64)),
+                         [94, 95, -1, -1])
+        self.assertEqual(list(table.slot_mapping(0, 3, [63, 64], max_model_len=64)), [95, -1])
+        self.assertEqual(list(kvtopo.slot_mapping(geo, 3, [5], [63, 99], max_model_len=64)),
+                         [95, -1])
+        with self.assertRaisesRegex(ValueError, "^max_model_len must be positive, got 0$"):
+            table.slot_mapping(0, 3, [1], max_model_len=0)
+
     def test_slot_mapping_on_four_ranks(self):
         plan = small_plan()
         geo = plan.groups[0].geometry

@@ -340,6 +340,64 @@ TEST(BlockTable, MovedAndSwappedRowsKeepTheirLengthsAndZeroTails) {
 
 // The batch form: request i's tokens on row i, one call for the step; the same slots as a call
 // per row, -1 past the last request's tokens; offsets and short rows refused by request.
+// A draft step's positions at or past max_model_len are padding and need no block id (the
+// engine's EAGLE proposer writes PADDING_SLOT_ID there), on the shift path (16-token blocks),
+// the divide path (24-token blocks, consecutive positions stepped) and compressed caches.
+TEST(SlotMapping, DraftPositionsPastTheLengthArePadding) {
+  const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = 2, .max_model_len = 40});
+  const std::vector<int32_t> row = {7, 9};  // cdiv(40, 32) columns
+  const std::vector<TokenPos> drafts = {TokenPos{38}, TokenPos{39}, TokenPos{40}, TokenPos{41},
+                                        TokenPos{70}};
+  std::vector<int64_t> out(5, 99);
+  SlotLayout layout = g.SlotLayoutFor(Rank{0});
+  EXPECT_EQ(ComputeSlotMapping(layout, row, drafts, out).ToString(),
+            "out of range: position 70 needs block-table column 2 but the row has only 2 block "
+            "ids");
+  layout.pad_from = 40;
+  ASSERT_TRUE(ComputeSlotMapping(layout, row, drafts, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{9 * 16 + 3, -1, -1, -1, -1}));
+  layout = g.SlotLayoutFor(Rank{1});
+  layout.pad_from = 40;
+  ASSERT_TRUE(ComputeSlotMapping(layout, row, drafts, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{-1, 9 * 16 + 3, -1, -1, -1}));
+
+  std::mt19937_64 rng(11);
+  for (const int64_t block : {16, 24}) {
+    for (const int64_t ratio : {1, 4}) {
+      const GroupGeometry geo =
+          MakeGeometry({.block_size = block, .dcp = ratio == 1 ? 2 : 1, .max_model_len = 200});
+      const std::vector<int32_t> ids = {3, 8, 5, 1, 6, 2, 4, 9, 11, 12, 13, 14, 15};
+      const int64_t limit = 150;
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<TokenPos> at;
+        int64_t p = static_cast<int64_t>(rng() % 160);
+        for (int k = 0; k < 12; ++k) {  // runs of consecutive positions, then a jump
+          at.emplace_back(p);
+          p = rng() % 4 == 0 ? static_cast<int64_t>(rng() % 160) : p + 1;
+        }
+        for (int32_t rank = 0; rank < geo.dcp_size(); ++rank) {
+          SlotLayout plain = geo.SlotLayoutFor(Rank{rank});
+          plain.compress_ratio = ratio;
+          SlotLayout padded = plain;
+          padded.pad_from = limit;
+          std::vector<int64_t> got(at.size());
+          ASSERT_TRUE(ComputeSlotMapping(padded, ids, at, got).ok());
+          for (size_t k = 0; k < at.size(); ++k) {
+            std::vector<int64_t> one(1);
+            if (at[k].value() < limit) {
+              ASSERT_TRUE(ComputeSlotMapping(plain, ids, std::span(at).subspan(k, 1), one).ok());
+            } else {
+              one[0] = kPadSlot;
+            }
+            ASSERT_EQ(got[k], one[0]) << "block " << block << " ratio " << ratio << " position "
+                                      << at[k].value() << " rank " << rank;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SlotMapping, BatchFormIsTheRowsOneAfterAnother) {
   const GroupGeometry g = MakeGeometry({.block_size = 16, .dcp = 4, .max_model_len = 128});
   BlockTable table(g, 3);
