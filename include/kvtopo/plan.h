@@ -35,8 +35,7 @@ struct PlanInputs {
   bool kv_cache_memory_is_default = false;
   std::map<std::string, BackendTraits> backends;  // by registry name; missing: kernel block = B
   // The launch's KV connector (LaunchConfig::kv_connector; empty: none). The engine computes
-  // block hashes for a connector with prefix caching off too, which keeps the hash block of a
-  // layout of several groups at their GCD (Plan::hash_block_size).
+  // block hashes for a connector with prefix caching off too (Plan::hash_block_size).
   std::string kv_connector;
 };
 

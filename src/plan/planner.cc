@@ -541,12 +541,12 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
           "hybrid-manager-off",
           fmt::format("the hybrid KV cache manager is off {}, and without it the engine caches "
                       "chunked local layers as full attention, but builds their spec without "
-                      "the KV-cache quantization (unify_hybrid_kv_cache_specs): layer '{}''s "
-                      "{}-token page is sized as {} B of plain bytes where its {} cache needs "
-                      "{} B, and the worker's view of the allocated cache in the attention "
+                      "the KV-cache quantization (unify_hybrid_kv_cache_specs): the {}-token "
+                      "page of layer '{}' is sized as {} B of plain bytes where its {} cache "
+                      "needs {} B, and the worker's view of the allocated cache in the attention "
                       "backend's {} shape fails once the weights are loaded; {}, or choose "
                       "another --kv-cache-dtype",
-                      why, s.name, s.block_size, sized, KvCacheDtypeName(s.cache_dtype), quantized,
+                      why, s.block_size, s.name, sized, KvCacheDtypeName(s.cache_dtype), quantized,
                       KvCacheDtypeName(s.cache_dtype), HybridOffFix(why))));
       return Rejected("the engine's converted chunked pages lose their quantization");
     }
@@ -1522,8 +1522,7 @@ Result<Plan> Planner::Run() {
                  g.geometry.recurrent_mode() == RecurrentMode::kNone &&
                  g.geometry.manager_block_size() != smallest;
         });
-    const bool caching = plan.prefix_caching();
-    if (!(caching || !inputs_.kv_connector.empty()) || (whole_length_state && !caching)) {
+    if (!plan.prefix_caching() && (inputs_.kv_connector.empty() || whole_length_state)) {
       plan.hash_block_size = lcm;
     }
   }

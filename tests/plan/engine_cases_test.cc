@@ -401,8 +401,8 @@ TEST(EngineCases, HybridManagerOff) {
             "\n  error [hybrid-manager-off] the hybrid KV cache manager is off by "
             "--disable-hybrid-kv-cache-manager, and without it the engine caches chunked local "
             "layers as full attention, but builds their spec without the KV-cache quantization "
-            "(unify_hybrid_kv_cache_specs): layer 'layer_3''s 16-token page is sized as 4096 B of "
-            "plain bytes where its nvfp4 cache needs 2304 B, and the worker's view of the "
+            "(unify_hybrid_kv_cache_specs): the 16-token page of layer 'layer_3' is sized as 4096 "
+            "B of plain bytes where its nvfp4 cache needs 2304 B, and the worker's view of the "
             "allocated cache in the attention backend's nvfp4 shape fails once the weights are "
             "loaded; drop --disable-hybrid-kv-cache-manager, or choose another --kv-cache-dtype");
   m.layers[1].cache_dtype = KvCacheDtype::kFp8;
