@@ -508,6 +508,20 @@ class Harness {
                               ", ownership by enumeration says " + std::to_string(expected)));
         holders_[i] += holds ? 1 : 0;
       }
+      // A draft step's padding (SlotLayout::pad_from): past the cut every position maps to -1,
+      // below it the slots stay as above.
+      SlotLayout padded = geo.SlotLayoutFor(Rank{static_cast<int32_t>(rank)});
+      padded.pad_from = check_begin_ + (end - check_begin_) / 2 + 1;
+      padded_.assign(positions_.size(), 0);
+      const Status sp = ComputeSlotMapping(padded, kernel_row, positions_, padded_);
+      KVTOPO_CHECK_MSG(sp.ok(), Fail("padded slot mapping: " + sp.ToString()));
+      for (size_t i = 0; i < positions_.size(); ++i) {
+        const int64_t want = positions_[i].value() >= padded.pad_from ? kPadSlot : slots_[i];
+        KVTOPO_CHECK_MSG(padded_[i] == want,
+                         Fail("padded slot of position " + std::to_string(positions_[i].value()) +
+                              " on rank " + std::to_string(rank) + " is " +
+                              std::to_string(padded_[i]) + ", expected " + std::to_string(want)));
+      }
     }
     // The oracle restates the replication rule: each slice is held by N / n ranks.
     for (size_t i = 0; i < positions_.size(); ++i) {
@@ -528,6 +542,7 @@ class Harness {
   int64_t check_begin_ = 0, check_end_ = 0;
   std::vector<int64_t> expected_slice_, expected_local_;
   std::vector<TokenPos> positions_;
+  std::vector<int64_t> padded_;
   std::vector<int64_t> slots_;
   std::vector<int64_t> holders_;
 };
