@@ -485,41 +485,34 @@ Status Planner::CacheAsOneType(std::vector<LayerSpec>& layers) {
   int64_t windows = 0, chunks = 0;
   // The engine's converted specs keep their windows and chunk sizes (FullAttentionSpec's
   // sliding_window and attention_chunk_size), and merging one group's specs refuses two of either
-  // (FullAttentionSpec.merge_window_sizes): the first layer of each kind, and one that differs.
-  const LayerSpec* first_window[2] = {nullptr, nullptr};
-  const LayerSpec* other_window[2] = {nullptr, nullptr};
-  auto note_window = [&](const LayerSpec& s, int k, int64_t w) {
-    if (first_window[k] == nullptr) {
-      first_window[k] = &s;
-    } else if (other_window[k] == nullptr &&
-               (k == 0 ? first_window[k]->sliding_window : first_window[k]->attention_chunk_size) !=
-                   w) {
-      other_window[k] = &s;
-    }
+  // (FullAttentionSpec.merge_window_sizes).
+  struct WindowKind {
+    CacheKind kind;
+    std::string_view layers, unit;
+    int64_t LayerSpec::*size;
   };
+  static constexpr WindowKind kWindowKinds[] = {
+      {CacheKind::kSlidingWindow, "sliding-window", "window", &LayerSpec::sliding_window},
+      {CacheKind::kChunkedLocal, "chunked local", "attention chunk",
+       &LayerSpec::attention_chunk_size}};
   if (full != layers.end()) {
-    for (const LayerSpec& s : layers) {
-      if (s.kind == CacheKind::kSlidingWindow) note_window(s, 0, s.sliding_window);
-      if (s.kind == CacheKind::kChunkedLocal) note_window(s, 1, s.attention_chunk_size);
-    }
-    for (int k = 0; k < 2; ++k) {
-      if (other_window[k] == nullptr) continue;
-      const bool chunk = k == 1;
-      const LayerSpec& a = *first_window[k];
-      const LayerSpec& b = *other_window[k];
-      diagnostics_.push_back(Error(
-          "hybrid-manager-off",
-          fmt::format("the hybrid KV cache manager is off {}, and without it the engine caches "
-                      "{} layers as full attention in one group that keeps their {}s, but "
-                      "layer '{}' has a {}-token {} and layer '{}' a {}-token one: the engine "
-                      "refuses the launch ('All attention layers in the same KV cache group must "
-                      "have the same window size.'); {}",
-                      why, chunk ? "chunked local" : "sliding-window",
-                      chunk ? "attention chunk" : "window", a.name,
-                      chunk ? a.attention_chunk_size : a.sliding_window,
-                      chunk ? "attention chunk" : "window", b.name,
-                      chunk ? b.attention_chunk_size : b.sliding_window, HybridOffFix(why))));
-      return Rejected("the layers do not share one cache type");
+    for (const WindowKind& k : kWindowKinds) {
+      const LayerSpec* first = nullptr;
+      for (const LayerSpec& s : layers) {
+        if (s.kind != k.kind) continue;
+        if (first == nullptr) first = &s;
+        if (s.*k.size == first->*k.size) continue;
+        diagnostics_.push_back(Error(
+            "hybrid-manager-off",
+            fmt::format("the hybrid KV cache manager is off {}, and without it the engine caches "
+                        "{} layers as full attention in one group that keeps their {}s, but "
+                        "layer '{}' has a {}-token {} and layer '{}' a {}-token one: the engine "
+                        "refuses the launch ('All attention layers in the same KV cache group "
+                        "must have the same window size.'); {}",
+                        why, k.layers, k.unit, first->name, first->*k.size, k.unit, s.name,
+                        s.*k.size, HybridOffFix(why))));
+        return Rejected("the layers do not share one cache type");
+      }
     }
     // The engine builds a converted chunked layer's spec without its quantization
     // (unify_hybrid_kv_cache_specs passes no kv_quant_mode to the FullAttentionSpec it makes):
@@ -1492,11 +1485,12 @@ Result<Plan> Planner::Run() {
   }
 
   // 4. Scheduler and hash block sizes, block-table memory, the enough-memory check.
-  int64_t lcm = 1, gcd = 0;
+  int64_t lcm = 1, gcd = 0, smallest = 0;
   for (const PlannedGroup& g : plan.groups) {
-    KVTOPO_ASSIGN_OR_RETURN(
-        lcm, internal::CheckedLcm(lcm, g.geometry.manager_block_size(), "scheduler block size"));
-    gcd = std::gcd(gcd, g.geometry.manager_block_size());
+    const int64_t block = g.geometry.manager_block_size();
+    KVTOPO_ASSIGN_OR_RETURN(lcm, internal::CheckedLcm(lcm, block, "scheduler block size"));
+    gcd = std::gcd(gcd, block);
+    smallest = smallest == 0 ? block : std::min(smallest, block);
     KVTOPO_ASSIGN_OR_RETURN(
         plan.block_table_bytes_per_rank,
         internal::CheckedAdd(plan.block_table_bytes_per_rank,
@@ -1511,11 +1505,6 @@ Result<Plan> Planner::Run() {
   // Recurrent blocks kept apart from the cache block in mode align (--mamba-block-size) are the
   // research notes' later fork (its #457), whose resolver hashes at the GCD.
   if (plan.groups.size() > 1) {
-    int64_t smallest = 0;
-    for (const PlannedGroup& g : plan.groups) {
-      const int64_t b = g.geometry.manager_block_size();
-      if (smallest == 0 || b < smallest) smallest = b;
-    }
     const bool whole_length_state =
         std::any_of(plan.groups.begin(), plan.groups.end(), [&](const PlannedGroup& g) {
           return g.geometry.kind() == CacheKind::kRecurrent &&
