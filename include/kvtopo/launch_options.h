@@ -41,9 +41,10 @@ struct LaunchOptions {
   std::optional<bool> async_scheduling;      // default: on unless the speculative method forbids it
   std::optional<int64_t> mamba_block_size;   // default: the attention block (align mode)
   std::optional<int64_t> prefix_match_unit;  // default: GCD of the group blocks
-  std::optional<int64_t> num_gpu_blocks_override;  // default: memory // bytes per block
-  std::optional<int64_t> kv_group_size;            // VLLM_K3_KV_GROUP_SIZE; default: min bucket
-  std::optional<int64_t> dspark_draft_kv_window;   // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
+  std::optional<int64_t> num_gpu_blocks_override;    // default: memory // bytes per block
+  std::optional<int64_t> kv_group_size;              // VLLM_K3_KV_GROUP_SIZE; default: min bucket
+  std::optional<int64_t> dspark_draft_kv_window;     // VLLM_DSPARK_DRAFT_KV_WINDOW; default 0
+  std::optional<std::string> ssm_conv_state_layout;  // VLLM_SSM_CONV_STATE_LAYOUT; default SD
   // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE; default on (the engine's 1)
   std::optional<bool> allow_chunked_local_attn_with_hybrid_kv_cache;
   std::optional<bool> allow_long_max_model_len;  // VLLM_ALLOW_LONG_MAX_MODEL_LEN; default off

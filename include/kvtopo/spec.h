@@ -50,6 +50,11 @@ enum class RecurrentMode { kNone, kAlign, kAll };
 std::string_view RecurrentModeName(RecurrentMode mode);
 Result<RecurrentMode> ParseRecurrentMode(std::string_view name);
 
+// How a recurrent layer's conv state orders its two dimensions (the engine's
+// VLLM_SSM_CONV_STATE_LAYOUT): kStateLenFirst (SD, the default) is (state_len, channels),
+// kChannelsFirst (DS) is (channels, state_len). The bytes are the same either way.
+enum class ConvStateLayout { kStateLenFirst, kChannelsFirst };
+
 // One tensor of a recurrent state (per request, per layer, per rank).
 struct StateTensor {
   std::vector<int64_t> shape;
@@ -105,9 +110,12 @@ struct LayerSpec {
   int64_t page_size_padded = 0;  // 0: none
   // A recurrent layer whose state the engine's hybrid alignment estimates apart from the state
   // itself (a class whose get_mamba_state_shape_from_config leaves out the speculative widening
-  // its layers keep): the estimated page in bytes, which sizes the attention block and the page
-  // padding; 0: the state's own page.
+  // its layers keep, or reads other dimensions than they take): the estimated page in bytes,
+  // which sizes the attention block and the page padding; 0: the state's own page.
   int64_t alignment_state_bytes = 0;
+  // How that estimate departs from the state, for messages ("get_mamba_state_shape_from_config
+  // passes no num_spec"); empty when alignment_state_bytes is 0.
+  std::string alignment_state_note;
   DcpLayout dcp;
   // Model facts the launch rules read (GQA/MQA and gathered-head rules under DCP): the layer's
   // model's query heads and K/V heads over all ranks (K/V 0 for MLA).

@@ -790,11 +790,12 @@ Status ReadNemotronH(const ConfigReader& r, ModelDescription& m) {
 // GraniteMoeHybridConfig, FalconH1Config; the engine's get_mamba_state_shape_from_config of
 // bamba.py, granitemoehybrid.py and falcon_h1.py at 28be48fa9): the inner channels are
 // mamba_expand (2) x hidden_size, or for Falcon-H1 `mamba_d_ssm` (1024 when absent; null: the
-// product); mamba_n_heads (128) heads of mamba_d_head ("auto": channels / heads), which the
-// config classes require to multiply to the channels; mamba_n_groups (1), mamba_d_state (256),
-// mamba_d_conv (4). The chunk size is mamba_chunk_size (256). The SSM state follows the conv
-// state's dtype unless --mamba-ssm-cache-dtype names one (the engine's "auto"). Each family
-// supports Mamba prefix caching.
+// product, whose factor may be fractional where the product is whole); mamba_n_heads (128) heads of
+// mamba_d_head ("auto": channels / heads), which the config classes require to multiply to the
+// channels; mamba_n_groups (1), mamba_d_state (256), mamba_d_conv (4). The chunk size is
+// mamba_chunk_size (256). The SSM state follows the conv state's dtype unless
+// --mamba-ssm-cache-dtype names one (the engine's "auto"). Each family supports Mamba prefix
+// caching.
 Result<Mamba2Dims> ReadMambaFields(const ConfigReader& r, bool reads_d_ssm, ModelDescription& m) {
   KVTOPO_ASSIGN_OR_RETURN(const int64_t hidden, Positive(r, "hidden_size"));
   Mamba2Dims d;
@@ -802,6 +803,22 @@ Result<Mamba2Dims> ReadMambaFields(const ConfigReader& r, bool reads_d_ssm, Mode
   if (reads_d_ssm && !r.IsNull("mamba_d_ssm")) {
     KVTOPO_ASSIGN_OR_RETURN(d.intermediate_size, r.IntInOr("mamba_d_ssm", 1024, 1, kMaxModelDim));
     channels_from = fmt::format("mamba_d_ssm {}", d.intermediate_size);
+  } else if (reads_d_ssm && r.Has("mamba_expand") &&
+             r.json().at("mamba_expand").is_number_float()) {
+    // Falcon-H1 takes int(mamba_expand * hidden_size), so a fractional factor works where the
+    // product is whole; FalconH1Config refuses another (mamba_n_heads divides no fraction).
+    const double expand = r.json().at("mamba_expand").get<double>();
+    const double product = expand * static_cast<double>(hidden);
+    if (!(expand > 0) || !(product <= static_cast<double>(kMaxModelDim)) ||
+        product != std::floor(product)) {
+      return r.Invalid(
+          "mamba_expand",
+          fmt::format("is {}, and mamba_expand x hidden_size {} is not a whole number of channels "
+                      "in [1, {}] (FalconH1Config refuses it: mamba_n_heads must divide it)",
+                      r.json().at("mamba_expand").dump(), hidden, kMaxModelDim));
+    }
+    d.intermediate_size = static_cast<int64_t>(product);
+    channels_from = fmt::format("mamba_expand x hidden_size {}", d.intermediate_size);
   } else {
     KVTOPO_ASSIGN_OR_RETURN(const int64_t expand, r.IntInOr("mamba_expand", 2, 1, kMaxModelDim));
     KVTOPO_ASSIGN_OR_RETURN(d.intermediate_size,
@@ -1219,7 +1236,9 @@ Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
 // (32) KV heads of 2 x hidden_size / num_attention_heads (the config class derives
 // attention_head_dim so; the heads must divide 2 x hidden_size). Mamba2: mamba_expand (2) x
 // hidden_size channels in n_mamba_heads (8) heads, mamba_ngroups (1), mamba_d_state (64),
-// mamba_d_conv (4); chunk size `chunk_size` (256). max_position_embeddings defaults to 4096;
+// mamba_d_conv (4); chunk size `chunk_size` (256). The class's state estimate (the hybrid block
+// alignment's) takes heads of mamba_headdim (64), which the config class does not tie to the
+// channels, and leaves out the speculative tokens. max_position_embeddings defaults to 4096;
 // `use_long_context` sets it to 16384 whatever the config states (Zamba2Config). The model
 // supports Mamba prefix caching. A config without a hybrid layer is refused, as for Bamba.
 Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
@@ -1250,6 +1269,8 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
                                  mamba.num_heads, mamba.intermediate_size));
   }
   mamba.head_dim = mamba.intermediate_size / mamba.num_heads;
+  KVTOPO_ASSIGN_OR_RETURN(m.mamba_estimate_head_dim,
+                          r.IntInOr("mamba_headdim", 64, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.n_groups, r.IntInOr("mamba_ngroups", 1, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("mamba_d_state", 64, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 2, kMaxModelDim));
@@ -4991,6 +5012,7 @@ Status ReadSmolLm3(const ConfigReader& r, ModelDescription& m);
 Status ReadEmu3(const ConfigReader& root, ModelDescription& m);
 void WithoutClassHooks(ModelDescription& m);
 void WithoutClassOrConfigHooks(ModelDescription& m);
+void EstimatesConvFromHiddenSize(ModelDescription& m);
 
 const std::vector<ArchitectureReader>& Readers() {
   static const std::vector<ArchitectureReader> kReaders = {
@@ -5148,7 +5170,8 @@ const std::vector<ArchitectureReader>& Readers() {
       {"InternVLForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
       {"InternS1ForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
       {"LightOnOCRForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
-      {"Lfm2VlForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
+      {"Lfm2VlForConditionalGeneration", TextModel::kNamedOrTyped, nullptr, false,
+       EstimatesConvFromHiddenSize},
       {"Eagle2_5_VLForConditionalGeneration", TextModel::kNamedOrTyped, nullptr},
       {"Llama_Nemotron_Nano_VL", TextModel::kNamedOrTyped, nullptr},
       {"Ovis", TextModel::kNamedOrTyped, nullptr},
@@ -5707,6 +5730,12 @@ void WithoutClassHooks(ModelDescription& m) {
       "kvtopo has not verified the engine's MTP draft for the multimodal wrapper {}, and does not "
       "plan it",
       m.architecture);
+}
+// LFM2-VL (lfm2_vl.py at 28be48fa9): its class estimates the short-convolution state for the
+// hybrid block alignment from text_config's hidden_size, while an LFM2 text model's layers keep
+// conv_dim channels (an LFM2-MoE text model's keep hidden_size).
+void EstimatesConvFromHiddenSize(ModelDescription& m) {
+  m.short_conv_estimate_channels = m.hidden_size;
 }
 void WithoutClassOrConfigHooks(ModelDescription& m) {
   WithoutClassHooks(m);

@@ -477,6 +477,15 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        &LO::dspark_draft_kv_window,
        0,
        kMaxModelLen},
+      {"ssm_conv_state_layout",
+       {},
+       "",
+       V::kText,
+       "VLLM_SSM_CONV_STATE_LAYOUT",
+       "the order of a recurrent layer's conv state: SD (state_len, channels), the engine's "
+       "default, or DS (channels, state_len); the same bytes either way (case-sensitive; another "
+       "value is refused for a model with a conv state)",
+       &LO::ssm_conv_state_layout},
       {"allow_chunked_local_attn_with_hybrid_kv_cache",
        {},
        "",
@@ -3502,6 +3511,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.num_gpu_blocks_override, c.cache.num_gpu_blocks_override);
   set(o.kv_group_size, c.cache.kv_group_size);
   set(o.dspark_draft_kv_window, c.dspark_draft_kv_window);
+  if (o.ssm_conv_state_layout) c.ssm_conv_state_layout = *o.ssm_conv_state_layout;
   if (o.allow_chunked_local_attn_with_hybrid_kv_cache) {
     c.allow_chunked_local_hybrid = *o.allow_chunked_local_attn_with_hybrid_kv_cache;
   }

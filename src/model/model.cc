@@ -489,8 +489,9 @@ struct RecurrentOptions {
   RecurrentMode mode = RecurrentMode::kAlign;
   int64_t block_size = 0;
   int64_t num_speculative_tokens = 0;
-  KvCacheDtype conv_dtype = KvCacheDtype::kAuto;  // --mamba-cache-dtype
-  KvCacheDtype ssm_dtype = KvCacheDtype::kAuto;   // --mamba-ssm-cache-dtype (GDN)
+  KvCacheDtype conv_dtype = KvCacheDtype::kAuto;                  // --mamba-cache-dtype
+  KvCacheDtype ssm_dtype = KvCacheDtype::kAuto;                   // --mamba-ssm-cache-dtype (GDN)
+  ConvStateLayout conv_layout = ConvStateLayout::kStateLenFirst;  // VLLM_SSM_CONV_STATE_LAYOUT
 };
 
 Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, int64_t tp,
@@ -504,7 +505,8 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   s.num_speculative_blocks = o.num_speculative_tokens;
   s.num_kv_heads = 0;
   if (raw.type == LayerType::kKda) {
-    KVTOPO_ASSIGN_OR_RETURN(s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype)));
+    KVTOPO_ASSIGN_OR_RETURN(
+        s.state, KdaState(raw.kda, tp, StorageElement(o.conv_dtype, m.dtype), o.conv_layout));
     return s;
   }
   if (raw.type == LayerType::kLinearAttention) {
@@ -513,8 +515,20 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
     return s;
   }
   if (raw.type == LayerType::kShortConv) {
-    KVTOPO_ASSIGN_OR_RETURN(
-        s.state, ShortConvState(raw.short_conv, tp, StorageElement(o.conv_dtype, m.dtype)));
+    const ElementType conv = StorageElement(o.conv_dtype, m.dtype);
+    KVTOPO_ASSIGN_OR_RETURN(s.state, ShortConvState(raw.short_conv, tp, conv, o.conv_layout));
+    if (m.short_conv_estimate_channels != 0 &&
+        m.short_conv_estimate_channels != raw.short_conv.channels) {
+      const ShortConvDims estimated{.channels = m.short_conv_estimate_channels,
+                                    .conv_kernel = raw.short_conv.conv_kernel};
+      KVTOPO_ASSIGN_OR_RETURN(const std::vector<StateTensor> estimate,
+                              ShortConvState(estimated, tp, conv));
+      KVTOPO_ASSIGN_OR_RETURN(s.alignment_state_bytes, StateBytes(estimate));
+      s.alignment_state_note = fmt::format(
+          "get_mamba_state_shape_from_config reads text_config's hidden_size {} for the "
+          "channels, where the layers keep conv_dim {}",
+          m.short_conv_estimate_channels, raw.short_conv.channels);
+    }
     return s;
   }
   // GDN and Mamba2 widen their conv state by the speculative tokens (Mamba1 does not); the SSM
@@ -524,16 +538,37 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
   const ElementType ssm =
       o.ssm_dtype == KvCacheDtype::kAuto ? conv : StorageElement(o.ssm_dtype, m.dtype);
   if (raw.type == LayerType::kGdn) {
-    KVTOPO_ASSIGN_OR_RETURN(s.state, GdnState(raw.gdn, tp, o.num_speculative_tokens, conv, ssm));
+    KVTOPO_ASSIGN_OR_RETURN(
+        s.state, GdnState(raw.gdn, tp, o.num_speculative_tokens, conv, ssm, o.conv_layout));
   } else if (raw.type == LayerType::kMamba1) {
-    KVTOPO_ASSIGN_OR_RETURN(s.state, Mamba1State(raw.mamba1, tp, conv, ssm));
+    KVTOPO_ASSIGN_OR_RETURN(s.state, Mamba1State(raw.mamba1, tp, conv, ssm, o.conv_layout));
   } else {
     const int64_t widened = m.mamba2_widens ? o.num_speculative_tokens : 0;
-    KVTOPO_ASSIGN_OR_RETURN(s.state, Mamba2State(raw.mamba2, tp, widened, conv, ssm));
-    if (widened > 0 && !m.mamba_estimate_widened) {
+    KVTOPO_ASSIGN_OR_RETURN(s.state,
+                            Mamba2State(raw.mamba2, tp, widened, conv, ssm, o.conv_layout));
+    // The class's estimate (the hybrid block alignment's): without the widening where its
+    // get_mamba_state_shape_from_config passes no num_spec, with heads of its own width where it
+    // reads one.
+    Mamba2Dims estimated = raw.mamba2;
+    if (m.mamba_estimate_head_dim != 0) estimated.head_dim = m.mamba_estimate_head_dim;
+    const int64_t estimate_widened = m.mamba_estimate_widened ? widened : 0;
+    if (estimate_widened != widened || estimated.head_dim != raw.mamba2.head_dim) {
       KVTOPO_ASSIGN_OR_RETURN(const std::vector<StateTensor> estimate,
-                              Mamba2State(raw.mamba2, tp, 0, conv, ssm));
+                              Mamba2State(estimated, tp, estimate_widened, conv, ssm));
       KVTOPO_ASSIGN_OR_RETURN(s.alignment_state_bytes, StateBytes(estimate));
+      std::vector<std::string> notes;
+      if (estimate_widened != widened) {
+        notes.push_back(
+            fmt::format("passes no num_spec, leaving out the conv state's {} "
+                        "speculative columns",
+                        widened));
+      }
+      if (estimated.head_dim != raw.mamba2.head_dim) {
+        notes.push_back(fmt::format("takes heads of mamba_headdim {} where the layers' are {} wide",
+                                    estimated.head_dim, raw.mamba2.head_dim));
+      }
+      s.alignment_state_note =
+          fmt::format("get_mamba_state_shape_from_config {}", fmt::join(notes, " and "));
     }
   }
   return s;
@@ -4350,6 +4385,23 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   rec.num_speculative_tokens = S;
   rec.conv_dtype = cache.mamba_cache_dtype;
   rec.ssm_dtype = cache.mamba_ssm_cache_dtype;
+  // The engine reads VLLM_SSM_CONV_STATE_LAYOUT where a layer sizes its conv state
+  // (mamba_utils.get_conv_state_layout) and refuses a value other than SD or DS there.
+  const bool has_conv_state = std::any_of(model.layers.begin(), model.layers.end(),
+                                          [](const RawLayer& l) { return HasConvState(l.type); });
+  if (config.ssm_conv_state_layout == "DS") {
+    rec.conv_layout = ConvStateLayout::kChannelsFirst;
+  } else if (has_conv_state && !config.ssm_conv_state_layout.empty() &&
+             config.ssm_conv_state_layout != "SD") {
+    b.Error("ssm-conv-state-layout",
+            fmt::format("VLLM_SSM_CONV_STATE_LAYOUT '{}' is not one of the engine's choices, SD "
+                        "or DS, and {} has recurrent layers with a conv state: the engine "
+                        "refuses it as it sizes them (\"Invalid value '{}' for "
+                        "VLLM_SSM_CONV_STATE_LAYOUT. Valid options: ['SD', 'DS'].\"); set SD, "
+                        "DS or unset it",
+                        config.ssm_conv_state_layout, model.architecture,
+                        config.ssm_conv_state_layout));
+  }
   // A model's own SSM state dtype replaces auto (the engine's
   // Qwen3_5ForConditionalGenerationConfig and NemotronHForCausalLMConfig); a flag naming another
   // wins, with the warning the engine logs for Qwen3.5.

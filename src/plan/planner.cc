@@ -303,7 +303,8 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     // The engine pads every Mamba page to the attention page where its estimate falls short of
     // it (cache_config.mamba_page_size_padded), and asserts no state exceeds the padded page
     // (MambaSpec.page_size_bytes) as it sizes the KV cache: a state the speculative tokens widen
-    // past an estimate that leaves them out can.
+    // past an estimate that leaves them out can, and so can one whose class estimates it from
+    // other dimensions (LayerSpec::alignment_state_note says which).
     if (raw > attn_page && state_page < attn_page) {
       std::string fix;
       if (mode != RecurrentMode::kAll) {
@@ -314,17 +315,20 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
                                                      "attention block holding the state"));
         fix = fmt::format(", or raise --block-size to {}, whose attention page holds it", holding);
       }
+      // Dropping the speculative tokens closes the gap where they make it.
+      if (s.num_speculative_blocks > 0) {
+        fix = "drop --speculative-config" + fix;
+      } else {
+        // ", or raise --block-size ..." -> "raise --block-size ..."
+        fix = fix.empty() ? std::string("no launch flag avoids it") : fix.substr(5);
+      }
       diagnostics_.push_back(Error(
           "mamba-page-padding",
-          fmt::format("layer '{}': under speculative decoding its conv state keeps {} more "
-                      "columns, {} B of state, but the engine sizes the {}-token attention block "
-                      "from its model class's estimate without them ({} B: "
-                      "get_mamba_state_shape_from_config passes no num_spec), pads every Mamba "
-                      "page to the {} B attention page and asserts no state exceeds it "
-                      "(MambaSpec.page_size_bytes) once the weights are loaded; drop "
-                      "--speculative-config{}",
-                      s.name, s.num_speculative_blocks, raw, new_block, state_page, attn_page,
-                      fix)));
+          fmt::format("layer '{}': its state takes {} B, but the engine sizes the {}-token "
+                      "attention block from its model class's estimate, {} B ({}), pads every "
+                      "Mamba page to the {} B attention page and asserts no state exceeds it "
+                      "(MambaSpec.page_size_bytes) once the weights are loaded; {}",
+                      s.name, raw, new_block, state_page, s.alignment_state_note, attn_page, fix)));
       return Rejected("the Mamba page exceeds its padding");
     }
   }

@@ -28,10 +28,18 @@ Result<int64_t> SplitByTp(int64_t dim, int64_t tp, const char* what, const char*
   return dim / tp;
 }
 
+// A conv state of `channels` over `state_len` positions, in `layout`'s order.
+StateTensor ConvState(int64_t state_len, int64_t channels, ElementType dtype,
+                      ConvStateLayout layout) {
+  if (layout == ConvStateLayout::kChannelsFirst) return {{channels, state_len}, dtype};
+  return {{state_len, channels}, dtype};
+}
+
 }  // namespace
 
 Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& d, int64_t tp, int64_t num_spec,
-                                             ElementType conv_dtype, ElementType ssm_dtype) {
+                                             ElementType conv_dtype, ElementType ssm_dtype,
+                                             ConvStateLayout layout) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"intermediate_size", d.intermediate_size},
                                         {"state_size", d.state_size},
                                         {"num_heads", d.num_heads},
@@ -58,13 +66,14 @@ Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& d, int64_t tp, in
   const int64_t conv_dim = d.intermediate_size + 2 * groups * d.state_size;
   KVTOPO_ASSIGN_OR_RETURN(int64_t conv_local, SplitByTp(conv_dim, tp, "conv dim", "Mamba2"));
   return std::vector<StateTensor>{
-      {{conv_local, d.conv_kernel - 1 + num_spec}, conv_dtype},
+      ConvState(d.conv_kernel - 1 + num_spec, conv_local, conv_dtype, layout),
       {{heads_local, d.head_dim, d.state_size}, ssm_dtype},
   };
 }
 
 Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& d, int64_t tp,
-                                             ElementType conv_dtype, ElementType ssm_dtype) {
+                                             ElementType conv_dtype, ElementType ssm_dtype,
+                                             ConvStateLayout layout) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"intermediate_size", d.intermediate_size},
                                         {"state_size", d.state_size},
                                         {"conv_kernel", d.conv_kernel},
@@ -73,18 +82,18 @@ Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& d, int64_t tp,
   KVTOPO_ASSIGN_OR_RETURN(int64_t channels,
                           SplitByTp(d.intermediate_size, tp, "intermediate size", "Mamba1"));
   return std::vector<StateTensor>{
-      {{channels, d.conv_kernel - 1}, conv_dtype},
+      ConvState(d.conv_kernel - 1, channels, conv_dtype, layout),
       {{channels, d.state_size}, ssm_dtype},
   };
 }
 
 Result<std::vector<StateTensor>> ShortConvState(const ShortConvDims& d, int64_t tp,
-                                                ElementType conv_dtype) {
+                                                ElementType conv_dtype, ConvStateLayout layout) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive(
       {{"channels", d.channels}, {"conv_kernel", d.conv_kernel}, {"tensor_parallel_size", tp}},
       "short conv"));
   KVTOPO_ASSIGN_OR_RETURN(int64_t channels, SplitByTp(d.channels, tp, "channels", "short conv"));
-  return std::vector<StateTensor>{{{channels, d.conv_kernel - 1}, conv_dtype}};
+  return std::vector<StateTensor>{ConvState(d.conv_kernel - 1, channels, conv_dtype, layout)};
 }
 
 Result<std::vector<StateTensor>> LinearAttentionState(const LinearAttentionDims& d, int64_t tp,
@@ -98,7 +107,8 @@ Result<std::vector<StateTensor>> LinearAttentionState(const LinearAttentionDims&
 }
 
 Result<std::vector<StateTensor>> GdnState(const GdnDims& d, int64_t tp, int64_t num_spec,
-                                          ElementType conv_dtype, ElementType ssm_dtype) {
+                                          ElementType conv_dtype, ElementType ssm_dtype,
+                                          ConvStateLayout layout) {
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"linear_num_key_heads", d.num_k_heads},
                                         {"linear_num_value_heads", d.num_v_heads},
                                         {"linear_key_head_dim", d.head_k_dim},
@@ -112,12 +122,13 @@ Result<std::vector<StateTensor>> GdnState(const GdnDims& d, int64_t tp, int64_t 
   KVTOPO_ASSIGN_OR_RETURN(int64_t v_local,
                           SplitByTp(d.num_v_heads, tp, "linear_num_value_heads", "GDN"));
   return std::vector<StateTensor>{
-      {{d.conv_kernel - 1 + num_spec, conv_local}, conv_dtype},
+      ConvState(d.conv_kernel - 1 + num_spec, conv_local, conv_dtype, layout),
       {{v_local, d.head_v_dim, d.head_k_dim}, ssm_dtype},
   };
 }
 
-Result<std::vector<StateTensor>> KdaState(const KdaDims& d, int64_t tp, ElementType conv_dtype) {
+Result<std::vector<StateTensor>> KdaState(const KdaDims& d, int64_t tp, ElementType conv_dtype,
+                                          ConvStateLayout layout) {
   const int64_t k_heads = d.num_k_heads ? d.num_k_heads : d.num_heads;
   const int64_t k_dim = d.head_k_dim ? d.head_k_dim : d.head_dim;
   KVTOPO_RETURN_IF_ERROR(CheckPositive({{"num_heads", d.num_heads},
@@ -133,9 +144,9 @@ Result<std::vector<StateTensor>> KdaState(const KdaDims& d, int64_t tp, ElementT
                           SplitByTp(k_heads * k_dim, tp, "num_k_heads * head_k_dim", "KDA"));
   KVTOPO_ASSIGN_OR_RETURN(int64_t heads_local, SplitByTp(d.num_heads, tp, "num_heads", "KDA"));
   return std::vector<StateTensor>{
-      {{d.conv_kernel - 1, v_local}, conv_dtype},
-      {{d.conv_kernel - 1, k_local}, conv_dtype},
-      {{d.conv_kernel - 1, k_local}, conv_dtype},
+      ConvState(d.conv_kernel - 1, v_local, conv_dtype, layout),
+      ConvState(d.conv_kernel - 1, k_local, conv_dtype, layout),
+      ConvState(d.conv_kernel - 1, k_local, conv_dtype, layout),
       {{heads_local, d.head_dim, d.head_dim}, ElementType::kFloat32},
   };
 }

@@ -20,29 +20,35 @@ struct Mamba2Dims {
   int64_t head_dim = 0;
   int64_t conv_kernel = 0;
 };
-// conv (( I + 2*G'*state) / tp, K - 1 + num_spec); ssm (heads / tp, head_dim, state),
+// Each conv state below is written (state_len, channels), the engine's default layout; `layout`
+// kChannelsFirst swaps the two (VLLM_SSM_CONV_STATE_LAYOUT=DS).
+//
+// conv (K - 1 + num_spec, (I + 2*G'*state) / tp); ssm (heads / tp, head_dim, state),
 // G' = n_groups + (n_groups % tp == 0 ? 0 : tp - n_groups); n_groups 0 (PLaMo 2) keeps no B/C
 // channels in the conv state. n_groups above 1 must divide by tp (rejected otherwise).
-Result<std::vector<StateTensor>> Mamba2State(const Mamba2Dims& dims, int64_t tp, int64_t num_spec,
-                                             ElementType conv_dtype, ElementType ssm_dtype);
+Result<std::vector<StateTensor>> Mamba2State(
+    const Mamba2Dims& dims, int64_t tp, int64_t num_spec, ElementType conv_dtype,
+    ElementType ssm_dtype, ConvStateLayout layout = ConvStateLayout::kStateLenFirst);
 
 struct Mamba1Dims {
   int64_t intermediate_size = 0;
   int64_t state_size = 0;
   int64_t conv_kernel = 0;
 };
-// conv (I / tp, K - 1); ssm (I / tp, state). Mamba1 does not widen its conv state by speculative
+// conv (K - 1, I / tp); ssm (I / tp, state). Mamba1 does not widen its conv state by speculative
 // tokens.
-Result<std::vector<StateTensor>> Mamba1State(const Mamba1Dims& dims, int64_t tp,
-                                             ElementType conv_dtype, ElementType ssm_dtype);
+Result<std::vector<StateTensor>> Mamba1State(
+    const Mamba1Dims& dims, int64_t tp, ElementType conv_dtype, ElementType ssm_dtype,
+    ConvStateLayout layout = ConvStateLayout::kStateLenFirst);
 
 struct ShortConvDims {
   int64_t channels = 0;
   int64_t conv_kernel = 0;
 };
-// One conv state (channels / tp, K - 1) in the conv dtype (LFM2's short convolutions).
-Result<std::vector<StateTensor>> ShortConvState(const ShortConvDims& dims, int64_t tp,
-                                                ElementType conv_dtype);
+// One conv state (K - 1, channels / tp) in the conv dtype (LFM2's short convolutions).
+Result<std::vector<StateTensor>> ShortConvState(
+    const ShortConvDims& dims, int64_t tp, ElementType conv_dtype,
+    ConvStateLayout layout = ConvStateLayout::kStateLenFirst);
 
 struct LinearAttentionDims {
   int64_t num_heads = 0;
@@ -63,7 +69,8 @@ struct GdnDims {
 // conv (K - 1 + num_spec, conv_dim / tp), conv_dim = 2*h_k*n_k + h_v*n_v;
 // recurrent (n_v / tp, h_v, h_k).
 Result<std::vector<StateTensor>> GdnState(const GdnDims& dims, int64_t tp, int64_t num_spec,
-                                          ElementType conv_dtype, ElementType ssm_dtype);
+                                          ElementType conv_dtype, ElementType ssm_dtype,
+                                          ConvStateLayout layout = ConvStateLayout::kStateLenFirst);
 
 struct KdaDims {
   int64_t num_heads = 0;  // value heads
@@ -74,7 +81,8 @@ struct KdaDims {
 };
 // Three conv states (K - 1, n*h / tp), (K - 1, n_k*h_k / tp) x 2 in `conv_dtype`, and the
 // recurrent state (n / tp, h, h) in float32.
-Result<std::vector<StateTensor>> KdaState(const KdaDims& dims, int64_t tp, ElementType conv_dtype);
+Result<std::vector<StateTensor>> KdaState(const KdaDims& dims, int64_t tp, ElementType conv_dtype,
+                                          ConvStateLayout layout = ConvStateLayout::kStateLenFirst);
 
 // Sum over tensors of prod(shape) * element bytes.
 Result<int64_t> StateBytes(const std::vector<StateTensor>& state);

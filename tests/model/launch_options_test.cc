@@ -166,7 +166,8 @@ TEST(LaunchOptions, ValuesAreRangeCheckedAndNameTheirSource) {
 TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
   const std::map<std::string, std::string> env = {{"VLLM_K3_KV_GROUP_SIZE", "6"},
                                                   {"VLLM_DSPARK_DRAFT_KV_WINDOW", "32768"},
-                                                  {"VLLM_DCP_SHARD_DRAFT", "0"}};
+                                                  {"VLLM_DCP_SHARD_DRAFT", "0"},
+                                                  {"VLLM_SSM_CONV_STATE_LAYOUT", "DS"}};
   auto getenv = [&](const char* name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
@@ -177,6 +178,8 @@ TEST(LaunchOptions, EnvironmentFillsOnlyWhatWasNotGiven) {
   EXPECT_EQ(o.kv_group_size, 5);  // the flag wins
   EXPECT_EQ(o.dspark_draft_kv_window, 32768);
   EXPECT_EQ(o.dcp_shard_draft, "0");
+  EXPECT_EQ(o.ssm_conv_state_layout, "DS");
+  EXPECT_EQ(ToLaunchConfig(o)->ssm_conv_state_layout, "DS");
   LaunchOptions bad;
   auto bad_env = [](const char* name) -> const char* {
     return std::string_view(name) == "VLLM_K3_KV_GROUP_SIZE" ? "six" : nullptr;

@@ -637,6 +637,18 @@ TEST(MambaFamilies, FalconH1ParallelAttentionAndMamba) {
   plan = PlanWith(falcon, HybridLaunch(1));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->groups[1].natural_page_size_bytes, (6144 + 512) * 3 * 2 + 24 * 256 * 256 * 2);
+  // The class takes int(mamba_expand x hidden_size): 1.5 x 3,072 = 4,608 channels in 24 heads
+  // of 192; a product that is no whole number is FalconH1Config's refusal.
+  falcon["mamba_expand"] = 1.5;
+  falcon["mamba_d_head"] = 192;
+  plan = PlanWith(falcon, HybridLaunch(1));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, (4608 + 512) * 3 * 2 + 24 * 192 * 256 * 2);
+  falcon["mamba_expand"] = 1.3;
+  EXPECT_EQ(ConfigError(falcon, HybridLaunch(1)),
+            "config.json 'config.json': field 'mamba_expand' is 1.3, and mamba_expand x "
+            "hidden_size 3072 is not a whole number of channels in [1, 65536] (FalconH1Config "
+            "refuses it: mamba_n_heads must divide it)");
 }
 
 // A Jamba-shaped config (32 layers, attention every 8th from layer 4; hidden 4096, 8 KV heads of
@@ -746,6 +758,49 @@ TEST(MambaFamilies, Lfm2ShortConvolutions) {
             "config.json 'config.json': field 'layer_types' is missing");
 }
 
+// VLLM_SSM_CONV_STATE_LAYOUT orders every conv state as the engine's get_conv_state_layout does:
+// SD (state_len, channels) unset or SD, DS (channels, state_len); any other value fails the
+// engine's start where a layer sizes its conv state, and is ignored by a model without one.
+TEST(MambaFamilies, ConvStateLayoutFollowsTheVariable) {
+  const nlohmann::json lfm2 = CorpusConfig("lfm2-350m");
+  auto first_state = [](const ModelCacheSpecs& specs) {
+    for (const LayerSpec& l : specs.layers) {
+      if (l.kind == CacheKind::kRecurrent) return l.state.front().shape;
+    }
+    return std::vector<int64_t>{};
+  };
+  LaunchConfig c = HybridLaunch(2);
+  Result<ModelCacheSpecs> specs = BuildModelCacheSpecsFromJson(lfm2, c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(first_state(*specs), (std::vector<int64_t>{2, 512}));
+  c.ssm_conv_state_layout = "SD";
+  EXPECT_EQ(first_state(*BuildModelCacheSpecsFromJson(lfm2, c)), (std::vector<int64_t>{2, 512}));
+  c.ssm_conv_state_layout = "DS";
+  specs = BuildModelCacheSpecsFromJson(lfm2, c);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  EXPECT_EQ(first_state(*specs), (std::vector<int64_t>{512, 2}));
+  auto plan = PlanWith(lfm2, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 2048);  // the same bytes either way
+
+  c.ssm_conv_state_layout = "ds";
+  plan = PlanWith(lfm2, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [ssm-conv-state-layout] VLLM_SSM_CONV_STATE_LAYOUT 'ds' is not one of the "
+            "engine's choices, SD or DS, and Lfm2ForCausalLM has recurrent layers with a conv "
+            "state: the engine refuses it as it sizes them (\"Invalid value 'ds' for "
+            "VLLM_SSM_CONV_STATE_LAYOUT. Valid options: ['SD', 'DS'].\"); set SD, DS or unset it");
+  // MiniMax-Text-01's lightning attention keeps no conv state: the engine never reads it.
+  nlohmann::json minimax = CorpusConfig("minimax-text-01");
+  LaunchConfig m = HybridLaunch(8);
+  m.ssm_conv_state_layout = "ds";
+  plan = PlanWith(minimax, m);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(HasCode(*plan, "ssm-conv-state-layout"));
+}
+
 // A MiniMax-Text-01-shaped config (80 layers, softmax attention every 8th, the rest lightning
 // attention; 64 heads and 8 KV heads of 128): a lightning layer keeps (64 / TP, 128, 128) in
 // bfloat16, 262,144 B at TP8; a softmax token is 2 x 1 x 128 x 2 B = 512 B at TP8, so the block
@@ -843,6 +898,21 @@ TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
   EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
             "config.json 'config.json': field 'num_attention_heads' is 3, which does not divide 2 "
             "x hidden_size 5120");
+  // The class estimates the SSM state with heads of mamba_headdim (64 by default, 80 x 64 =
+  // 5,120 channels here, as the layers'); Zamba2Config does not tie it to the channels. At 512
+  // the estimate, 31,488 + 80 x 512 x 64 x 2 = 5,274,368 B, needs 258 tokens of 20,480 B: the
+  // block grows to the next chunk of 256 while the layers keep their 686,848 B.
+  nlohmann::json wide = zamba;
+  wide["mamba_headdim"] = 512;
+  LaunchConfig wide_launch = Launch(1, 20 * kGiB);
+  wide_launch.cache.max_num_seqs = 128;  // the pool's 227 blocks hold 128 rows
+  plan = PlanWith(wide, wide_launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 512);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 10'485'760);
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 686'848);
+  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 10'485'760);
   // use_long_context sets max_position_embeddings to 16384 whatever the config states.
   nlohmann::json long_context = zamba;
   long_context["use_long_context"] = true;
@@ -916,11 +986,11 @@ TEST(MambaFamilies, SpeculativeWideningAgainstTheClassEstimate) {
   auto plan = PlanWith(Bamba9B(), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(),
-            "\n  error [mamba-page-padding] layer 'model.layers.0.mixer': under speculative "
-            "decoding its conv state keeps 1 more columns, 2164736 B of state, but the engine "
-            "sizes the 528-token attention block from its model class's estimate without them "
-            "(2147840 B: get_mamba_state_shape_from_config passes no num_spec), pads every Mamba "
-            "page to the 2162688 B attention page and asserts no state exceeds it "
+            "\n  error [mamba-page-padding] layer 'model.layers.0.mixer': its state takes "
+            "2164736 B, but the engine sizes the 528-token attention block from its model "
+            "class's estimate, 2147840 B (get_mamba_state_shape_from_config passes no num_spec, "
+            "leaving out the conv state's 1 speculative columns), pads every Mamba page to the "
+            "2162688 B attention page and asserts no state exceeds it "
             "(MambaSpec.page_size_bytes) once the weights are loaded; drop --speculative-config, "
             "or raise --block-size to 544, whose attention page holds it");
   c.cache.block_size = 544;
@@ -948,13 +1018,13 @@ TEST(MambaFamilies, SpeculativeWideningAgainstTheClassEstimate) {
   plan = PlanWith(falcon, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(DiagnosticMessage(*plan, "mamba-page-padding"),
-            "layer 'model.44.mixer': under speculative decoding its conv state keeps 2 more "
-            "columns, 1608704 B of state, but the engine sizes the 1568-token attention block "
-            "from its model class's estimate without them (1594368 B: "
-            "get_mamba_state_shape_from_config passes no num_spec), pads every Mamba page to the "
-            "1605632 B attention page and asserts no state exceeds it (MambaSpec.page_size_bytes) "
-            "once the weights are loaded; drop --speculative-config, or raise --block-size to "
-            "1584, whose attention page holds it");
+            "layer 'model.44.mixer': its state takes 1608704 B, but the engine sizes the "
+            "1568-token attention block from its model class's estimate, 1594368 B "
+            "(get_mamba_state_shape_from_config passes no num_spec, leaving out the conv state's "
+            "2 speculative columns), pads every Mamba page to the 1605632 B attention page and "
+            "asserts no state exceeds it (MambaSpec.page_size_bytes) once the weights are "
+            "loaded; drop --speculative-config, or raise --block-size to 1584, whose attention "
+            "page holds it");
 
   // PLaMo 2: 548,864 B of state with or without speculative tokens.
   const nlohmann::json plamo = CorpusConfig("plamo-2-1b");
@@ -1225,6 +1295,40 @@ TEST(HybridWrappers, KeepTheLayersButNotTheEngineHooks) {
                           "engine's MTP draft for the multimodal wrapper {}, and does not plan it",
                           wrapper));
   }
+  // LFM2-VL's class estimates the short-convolution state from text_config's hidden_size, its
+  // LFM2 layers keep conv_dim channels. hidden 4,096 (32 heads of 128, 8 KV heads: 4,096 B an
+  // attention token), conv_L_cache 32: the estimate (31, 4,096) x 2 B = 253,952 B needs 62
+  // tokens, so the block is 64 while the layers' state, (31, 1,024) x 2 B = 63,488 B, would fit
+  // in 16.
+  nlohmann::json lfm2 = CorpusConfig("lfm2-350m");
+  lfm2["hidden_size"] = 4096;
+  lfm2["num_attention_heads"] = 32;
+  lfm2["conv_L_cache"] = 32;
+  nlohmann::json lfm2_vl = {{"architectures", {"Lfm2VlForConditionalGeneration"}},
+                            {"model_type", "lfm2_vl"},
+                            {"text_config", lfm2}};
+  plan = PlanWith(lfm2_vl, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].natural_page_size_bytes, 63'488);
+  EXPECT_EQ(plan->groups.back().geometry.block_size(), 64);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 262'144);
+  plan = PlanWith(lfm2, Launch(1, 20 * kGiB));  // the text model alone sizes by its own state
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups.back().geometry.block_size(), 16);
+  // conv_dim above hidden_size: the estimate sizes a 262,144 B page the 507,904 B state does
+  // not fit, which the engine asserts once the weights are loaded.
+  lfm2_vl["text_config"]["conv_dim"] = 8192;
+  plan = PlanWith(lfm2_vl, Launch(1, 20 * kGiB));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mamba-page-padding"),
+            "layer 'model.layers.0.conv': its state takes 507904 B, but the engine sizes the "
+            "64-token attention block from its model class's estimate, 253952 B "
+            "(get_mamba_state_shape_from_config reads text_config's hidden_size 4096 for the "
+            "channels, where the layers keep conv_dim 8192), pads every Mamba page to the "
+            "262144 B attention page and asserts no state exceeds it "
+            "(MambaSpec.page_size_bytes) once the weights are loaded; raise --block-size to "
+            "128, whose attention page holds it");
   // MiniMax-VL-01's wrapper is not a hybrid to the engine: refused with the reason.
   EXPECT_EQ(ConfigError({{"architectures", {"MiniMaxVL01ForConditionalGeneration"}},
                          {"text_config", nlohmann::json::object()}},

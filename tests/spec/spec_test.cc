@@ -186,10 +186,45 @@ TEST(StateShapes, Mamba2PadsGroupsToTp) {
                         .conv_kernel = 4};
   auto s = Mamba2State(dims, 2, 2, ElementType::kBfloat16, ElementType::kFloat32);
   ASSERT_TRUE(s.ok());
-  // G' = 1 + (2 - 1) = 2: conv dim (4096 + 2*2*128) / 2 = 2304, width 3 + 2.
-  EXPECT_EQ((*s)[0].shape, (std::vector<int64_t>{2304, 5}));
+  // G' = 1 + (2 - 1) = 2: conv dim (4096 + 2*2*128) / 2 = 2304, width 3 + 2; the engine's
+  // default layout (SD) puts the width first.
+  EXPECT_EQ((*s)[0].shape, (std::vector<int64_t>{5, 2304}));
   EXPECT_EQ((*s)[1].shape, (std::vector<int64_t>{32, 64, 128}));
   EXPECT_EQ(*StateBytes(*s), 2304 * 5 * 2 + 32 * 64 * 128 * 4);
+  // VLLM_SSM_CONV_STATE_LAYOUT=DS: channels first, the same bytes; the SSM state is not a conv
+  // state and keeps its order.
+  auto ds = Mamba2State(dims, 2, 2, ElementType::kBfloat16, ElementType::kFloat32,
+                        ConvStateLayout::kChannelsFirst);
+  ASSERT_TRUE(ds.ok());
+  EXPECT_EQ((*ds)[0].shape, (std::vector<int64_t>{2304, 5}));
+  EXPECT_EQ((*ds)[1].shape, (std::vector<int64_t>{32, 64, 128}));
+  EXPECT_EQ(*StateBytes(*ds), *StateBytes(*s));
+}
+
+// Every conv state in the engine's two layouts: (state_len, channels) by default, swapped under
+// DS; Mamba1's SSM state (channels, state) and KDA's recurrent state stay as they are.
+TEST(StateShapes, ConvStateLayouts) {
+  using V = std::vector<int64_t>;
+  constexpr ElementType kBf16 = ElementType::kBfloat16;
+  constexpr ConvStateLayout kDs = ConvStateLayout::kChannelsFirst;
+  const Mamba1Dims m1{.intermediate_size = 8192, .state_size = 16, .conv_kernel = 4};
+  EXPECT_EQ((*Mamba1State(m1, 2, kBf16, kBf16))[0].shape, (V{3, 4096}));
+  EXPECT_EQ((*Mamba1State(m1, 2, kBf16, kBf16, kDs))[0].shape, (V{4096, 3}));
+  EXPECT_EQ((*Mamba1State(m1, 2, kBf16, kBf16, kDs))[1].shape, (V{4096, 16}));
+  const ShortConvDims sc{.channels = 1024, .conv_kernel = 3};
+  EXPECT_EQ((*ShortConvState(sc, 4, kBf16))[0].shape, (V{2, 256}));
+  EXPECT_EQ((*ShortConvState(sc, 4, kBf16, kDs))[0].shape, (V{256, 2}));
+  const GdnDims gdn{
+      .num_k_heads = 16, .num_v_heads = 32, .head_k_dim = 128, .head_v_dim = 128, .conv_kernel = 4};
+  // conv dim 2*128*16 + 128*32 = 8192 over TP 4, width 3 + 2 speculative tokens.
+  EXPECT_EQ((*GdnState(gdn, 4, 2, kBf16, kBf16, kDs))[0].shape, (V{2048, 5}));
+  EXPECT_EQ((*GdnState(gdn, 4, 2, kBf16, kBf16, kDs))[1].shape, (V{8, 128, 128}));
+  const KdaDims kda{.num_heads = 32, .head_dim = 128, .conv_kernel = 4};
+  const std::vector<StateTensor> k = *KdaState(kda, 2, kBf16, kDs);
+  ASSERT_EQ(k.size(), 4u);
+  EXPECT_EQ(k[0].shape, (V{2048, 3}));
+  EXPECT_EQ(k[2].shape, (V{2048, 3}));
+  EXPECT_EQ(k[3].shape, (V{16, 128, 128}));
 }
 
 // Pages one request holds (the geometry's PagesForLength at L) for `spec` under DCP `dcp` with
