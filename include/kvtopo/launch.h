@@ -401,6 +401,11 @@ struct ModelCacheSpecs {
   // --mamba-cache-mode all the hybrid attention block is a multiple of lcm(it, kernel block)
   // unless --mamba-block-size is given.
   int64_t mamba_chunk_size = 2048;
+  // A compressed-tensors checkpoint's kv_cache_scheme under --kv-cache-dtype auto: its K/V
+  // attention layers cache fp8 while the engine's cache config stays auto, so the hybrid block
+  // alignment, which sizes an attention token by the cache config's dtype, counts the model's
+  // dtype for them (docs/planner.md, "Hybrid alignment").
+  bool kv_cache_scheme_fp8 = false;
   // Prefix caching as the launch runs it: --[no-]enable-prefix-caching, else the engine's default
   // for the model (off for a hybrid model with recurrent layers).
   bool enable_prefix_caching = true;

@@ -116,6 +116,9 @@ struct LayerSpec {
   // How that estimate departs from the state, for messages ("get_mamba_state_shape_from_config
   // passes no num_spec"); empty when alignment_state_bytes is 0.
   std::string alignment_state_note;
+  // Whether the speculative widening alone makes that difference (dropping the speculative
+  // tokens closes it).
+  bool alignment_state_speculative_only = false;
   DcpLayout dcp;
   // Model facts the launch rules read (GQA/MQA and gathered-head rules under DCP): the layer's
   // model's query heads and K/V heads over all ranks (K/V 0 for MLA).

@@ -569,6 +569,7 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
       }
       s.alignment_state_note =
           fmt::format("get_mamba_state_shape_from_config {}", fmt::join(notes, " and "));
+      s.alignment_state_speculative_only = estimated.head_dim == raw.mamba2.head_dim;
     }
   }
   return s;
@@ -4610,6 +4611,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   }
 
   if (target_kv_layers) ReportKvCacheScheme(b, model, target_scheme_fp8);
+  b.out.kv_cache_scheme_fp8 = target_scheme_fp8;
 
   // Draft layers (an MTP assistant keeps none).
   ModelDescription draft;

@@ -252,7 +252,13 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
       state_page = std::max(state_page, page);
       if (!first_rec) first_rec = &s;
     } else {
-      KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, AttentionRecordBytesPerToken(s));
+      // The engine sizes an attention token by the cache config's dtype: a layer that caches
+      // fp8 only by the checkpoint's kv_cache_scheme counts the model's dtype here.
+      LayerSpec row = s;
+      if (specs_.kv_cache_scheme_fp8 && !IsMla(s.kind) && s.cache_dtype == KvCacheDtype::kFp8) {
+        row.cache_dtype = KvCacheDtype::kAuto;
+      }
+      KVTOPO_ASSIGN_OR_RETURN(int64_t per_token, AttentionRecordBytesPerToken(row));
       attn_1tok = std::max(attn_1tok, per_token);
       block = std::max(block, s.block_size);
       if (!first_attn) first_attn = &s;
@@ -315,8 +321,8 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
                                                      "attention block holding the state"));
         fix = fmt::format(", or raise --block-size to {}, whose attention page holds it", holding);
       }
-      // Dropping the speculative tokens closes the gap where they make it.
-      if (s.num_speculative_blocks > 0) {
+      // Dropping the speculative tokens closes the gap where they alone make it.
+      if (s.alignment_state_speculative_only) {
         fix = "drop --speculative-config" + fix;
       } else {
         // ", or raise --block-size ..." -> "raise --block-size ..."

@@ -758,6 +758,42 @@ TEST(MambaFamilies, Lfm2ShortConvolutions) {
             "config.json 'config.json': field 'layer_types' is missing");
 }
 
+// A compressed-tensors kv_cache_scheme caches fp8 in the K/V layers while the engine's cache
+// config stays auto, and its hybrid alignment sizes an attention token by that dtype (the model's
+// bfloat16: 2 x 1 x 256 x 2 B = 1,024 B at TP4): the 278,528 B state takes a 272-token block, to
+// which the recurrent layers align, while the fp8 attention page (139,264 B) doubles its block to
+// 544 to match the padded state page. Scheduler block 544, hash block 272, 10,280 blocks (the
+// engine's get_kv_cache_configs gives the same).
+TEST(GdnHybrids, CompressedTensorsKvSchemeAlignsAtTheModelDtype) {
+  nlohmann::json config = Qwen3Next80B();
+  config["quantization_config"] = nlohmann::json::parse(R"({
+    "quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {},
+    "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false,
+                        "symmetric": true}})");
+  LaunchConfig c = Launch(4, 32 * kGiB);
+  c.cache.max_model_len = 32768;
+  auto plan = PlanWith(config, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kRecurrent);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 272);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 278'528);
+  EXPECT_EQ(plan->groups[3].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[3].geometry.block_size(), 544);
+  EXPECT_EQ(plan->groups[3].geometry.page_size_bytes(), 278'528);
+  EXPECT_EQ(plan->scheduler_block_size, 544);
+  EXPECT_EQ(plan->hash_block_size, 272);
+  EXPECT_EQ(plan->pool.num_blocks, 10'280);
+  // --kv-cache-dtype fp8 is the cache config's own: the alignment counts fp8, block 544 for all.
+  c.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+  plan = PlanWith(config, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 544);
+  EXPECT_EQ(plan->groups[3].geometry.block_size(), 544);
+  EXPECT_EQ(plan->hash_block_size, 544);
+}
+
 // VLLM_SSM_CONV_STATE_LAYOUT orders every conv state as the engine's get_conv_state_layout does:
 // SD (state_len, channels) unset or SD, DS (channels, state_len); any other value fails the
 // engine's start where a layer sizes its conv state, and is ignored by a model without one.
@@ -913,6 +949,24 @@ TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 10'485'760);
   EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 686'848);
   EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 10'485'760);
+  // Narrower heads of mamba_headdim and a speculative token: the estimate misses both, and
+  // dropping the speculative tokens would not close the gap, so the refusal names the block.
+  nlohmann::json narrow = zamba;
+  narrow["mamba_headdim"] = 16;
+  LaunchConfig narrow_launch = Launch(1, 20 * kGiB);
+  narrow_launch.cache.mamba_cache_mode = RecurrentMode::kAlign;
+  narrow_launch.cache.async_scheduling = false;
+  narrow_launch.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 1};
+  plan = PlanWith(narrow, narrow_launch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "mamba-page-padding"),
+            "layer '9.mixer': its state takes 697344 B, but the engine sizes the 16-token "
+            "attention block from its model class's estimate, 195328 B "
+            "(get_mamba_state_shape_from_config passes no num_spec, leaving out the conv state's "
+            "1 speculative columns and takes heads of mamba_headdim 16 where the layers' are 64 "
+            "wide), pads every Mamba page to the 327680 B attention page and asserts no state "
+            "exceeds it (MambaSpec.page_size_bytes) once the weights are loaded; raise "
+            "--block-size to 48, whose attention page holds it");
   // use_long_context sets max_position_embeddings to 16384 whatever the config states.
   nlohmann::json long_context = zamba;
   long_context["use_long_context"] = true;
