@@ -483,4 +483,32 @@ TEST(KvConnector, OffloadingSpecFromExtraConfig) {
 }
 
 }  // namespace
+// NixlConnector moves a recurrent state's conv channels in three reads: its workers assert the DS
+// conv state layout for a KV cache with a recurrent group, whatever the model's attention.
+TEST(KvConnector, NixlNeedsTheChannelsFirstConvLayout) {
+  LaunchOptions o;
+  o.model = "qwen3-next-80b";
+  o.tensor_parallel_size = 4;
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both"})";
+  auto plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(),
+            "\n  error [kv-connector-conv-state-layout] --kv-transfer-config: NixlConnector "
+            "transfers a recurrent state's conv channels in three reads and its workers assert "
+            "the DS conv state layout ('3-read Mamba conv transfer requires DS conv state layout. "
+            "Set VLLM_SSM_CONV_STATE_LAYOUT=DS') once the weights are loaded, where "
+            "Qwen3NextForCausalLM keeps recurrent layers and VLLM_SSM_CONV_STATE_LAYOUT is unset "
+            "(SD); set VLLM_SSM_CONV_STATE_LAYOUT=DS (--ssm-conv-state-layout DS)");
+  o.ssm_conv_state_layout = "DS";
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  // gpt-oss keeps no recurrent layer: the layout is never asked for.
+  o = GptOss();
+  o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both"})";
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+}
+
 }  // namespace kvtopo
