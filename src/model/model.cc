@@ -558,10 +558,8 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
       KVTOPO_ASSIGN_OR_RETURN(s.alignment_state_bytes, StateBytes(estimate));
       std::vector<std::string> notes;
       if (estimate_widened != widened) {
-        notes.push_back(
-            fmt::format("passes no num_spec, leaving out the conv state's {} "
-                        "speculative columns",
-                        widened));
+        notes.push_back(fmt::format(
+            "passes no num_spec, leaving out the conv state's {} speculative columns", widened));
       }
       if (estimated.head_dim != raw.mamba2.head_dim) {
         notes.push_back(fmt::format("takes heads of mamba_headdim {} where the layers' are {} wide",

@@ -312,21 +312,21 @@ Status Planner::AlignHybridBlockSize(std::vector<LayerSpec>& layers) {
     // past an estimate that leaves them out can, and so can one whose class estimates it from
     // other dimensions (LayerSpec::alignment_state_note says which).
     if (raw > attn_page && state_page < attn_page) {
-      std::string fix;
+      // A block whose attention page holds the state (mode all aligns to the chunk instead);
+      // dropping the speculative tokens also closes the gap where they alone make it.
+      std::string raise;
       if (mode != RecurrentMode::kAll) {
         KVTOPO_ASSIGN_OR_RETURN(const int64_t align_bytes,
                                 internal::CheckedMul(kalign, attn_1tok, "hybrid block alignment"));
         KVTOPO_ASSIGN_OR_RETURN(const int64_t holding,
                                 internal::CheckedMul(kalign, CeilDiv(raw, align_bytes),
                                                      "attention block holding the state"));
-        fix = fmt::format(", or raise --block-size to {}, whose attention page holds it", holding);
+        raise = fmt::format("raise --block-size to {}, whose attention page holds it", holding);
       }
-      // Dropping the speculative tokens closes the gap where they alone make it.
+      std::string fix = raise.empty() ? "no launch flag avoids it" : raise;
       if (s.alignment_state_speculative_only) {
-        fix = "drop --speculative-config" + fix;
-      } else {
-        // ", or raise --block-size ..." -> "raise --block-size ..."
-        fix = fix.empty() ? std::string("no launch flag avoids it") : fix.substr(5);
+        fix =
+            raise.empty() ? "drop --speculative-config" : "drop --speculative-config, or " + raise;
       }
       diagnostics_.push_back(Error(
           "mamba-page-padding",
