@@ -256,6 +256,9 @@ struct LaunchConfig {
   std::string kv_connector;
   std::string kv_connector_source;
   std::optional<bool> kv_connector_hma;
+  // MultiConnector's sub-connectors (kv_connector_extra_config.connectors' kv_connector names, in
+  // order); empty for another connector.
+  std::vector<std::string> kv_sub_connectors;
   // OffloadingConnector's spec, from its kv_connector_extra_config (OffloadingSpecFactory and
   // OffloadingSpec at 28be48fa9): the class (spec_name; CPUOffloadingSpec unless named) and the
   // offloaded block's tokens (block_size; 0: not given, one cache block). Empty and 0 for other

@@ -4967,17 +4967,24 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // NixlConnector moves a Mamba state's conv channels in three reads, which needs the channels
   // first: its worker asserts VLLM_SSM_CONV_STATE_LAYOUT=DS for a KV cache with any recurrent
   // group (NixlConnectorWorker.__init__, as the workers allocate the KV cache).
-  if (config.kv_connector == "NixlConnector" && config.ssm_conv_state_layout != "DS" &&
+  // MultiConnector builds each of its connectors' workers the same way.
+  const bool nixl = config.kv_connector == "NixlConnector" ||
+                    std::find(config.kv_sub_connectors.begin(), config.kv_sub_connectors.end(),
+                              "NixlConnector") != config.kv_sub_connectors.end();
+  if (nixl && config.ssm_conv_state_layout != "DS" &&
       std::any_of(b.out.layers.begin(), b.out.layers.end(),
                   [](const LayerSpec& s) { return s.kind == CacheKind::kRecurrent; })) {
     b.Error("kv-connector-conv-state-layout",
-            fmt::format("{}: NixlConnector transfers a recurrent state's conv channels in three "
+            fmt::format("{}: {} transfers a recurrent state's conv channels in three "
                         "reads and its workers assert the DS conv state layout ('3-read Mamba "
                         "conv transfer requires DS conv state layout. Set "
                         "VLLM_SSM_CONV_STATE_LAYOUT=DS') once the weights are loaded, where {} "
                         "keeps recurrent layers and VLLM_SSM_CONV_STATE_LAYOUT is {}; set "
                         "VLLM_SSM_CONV_STATE_LAYOUT=DS (--ssm-conv-state-layout DS)",
-                        config.kv_connector_source, model.architecture,
+                        config.kv_connector_source,
+                        config.kv_connector == "NixlConnector" ? "NixlConnector"
+                                                               : "MultiConnector's NixlConnector",
+                        model.architecture,
                         config.ssm_conv_state_layout.empty()
                             ? std::string("unset (SD)")
                             : fmt::format("'{}'", config.ssm_conv_state_layout)));

@@ -13,6 +13,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
@@ -484,7 +485,8 @@ TEST(KvConnector, OffloadingSpecFromExtraConfig) {
 
 }  // namespace
 // NixlConnector moves a recurrent state's conv channels in three reads: its workers assert the DS
-// conv state layout for a KV cache with a recurrent group, whatever the model's attention.
+// conv state layout for a KV cache with a recurrent group, whatever the model's attention, also
+// as one of a MultiConnector's connectors.
 TEST(KvConnector, NixlNeedsTheChannelsFirstConvLayout) {
   LaunchOptions o;
   o.model = "qwen3-next-80b";
@@ -503,6 +505,21 @@ TEST(KvConnector, NixlNeedsTheChannelsFirstConvLayout) {
   plan = PlanLaunch(ToLaunchConfig(o).value());
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  // Inside a MultiConnector, the same workers.
+  o.ssm_conv_state_layout.reset();
+  o.kv_transfer_config = R"({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+      "kv_connector_extra_config": {"connectors": [
+          {"kv_connector": "OffloadingConnector", "kv_role": "kv_both"},
+          {"kv_connector": "NixlConnector", "kv_role": "kv_both"}]}})";
+  plan = PlanLaunch(ToLaunchConfig(o).value());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(testing_configs::DiagnosticMessage(*plan, "kv-connector-conv-state-layout"),
+            "--kv-transfer-config: MultiConnector's NixlConnector transfers a recurrent state's "
+            "conv channels in three reads and its workers assert the DS conv state layout "
+            "('3-read Mamba conv transfer requires DS conv state layout. Set "
+            "VLLM_SSM_CONV_STATE_LAYOUT=DS') once the weights are loaded, where "
+            "Qwen3NextForCausalLM keeps recurrent layers and VLLM_SSM_CONV_STATE_LAYOUT is unset "
+            "(SD); set VLLM_SSM_CONV_STATE_LAYOUT=DS (--ssm-conv-state-layout DS)");
   // gpt-oss keeps no recurrent layer: the layout is never asked for.
   o = GptOss();
   o.kv_transfer_config = R"({"kv_connector": "NixlConnector", "kv_role": "kv_both"})";
