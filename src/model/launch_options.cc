@@ -1917,9 +1917,10 @@ Status ResolveKvConnector(const LaunchOptions& o, LaunchConfig& c) {
   KVTOPO_ASSIGN_OR_RETURN(c.kv_connector_hma, ConnectorHma(transfer, c.kv_connector_source));
   c.kv_connector = transfer["kv_connector"].get<std::string>();
   if (c.kv_connector == "MultiConnector") {
-    const nlohmann::json& extra = transfer["kv_connector_extra_config"];
-    if (extra.is_object() && extra.contains("connectors") && extra["connectors"].is_array()) {
-      for (const nlohmann::json& sub : extra["connectors"]) {
+    const auto extra = transfer.find("kv_connector_extra_config");
+    if (extra != transfer.end() && extra->is_object() && extra->contains("connectors") &&
+        (*extra)["connectors"].is_array()) {
+      for (const nlohmann::json& sub : (*extra)["connectors"]) {
         if (sub.is_object() && sub.contains("kv_connector") && sub["kv_connector"].is_string()) {
           c.kv_sub_connectors.push_back(sub["kv_connector"].get<std::string>());
         }
