@@ -219,10 +219,10 @@ struct LaunchConfig {
   // VLLM_DSPARK_DRAFT_KV_WINDOW: > 0 bounds a DSpark draft's cache to a sliding window of this
   // many tokens (sliding-window MLA); 0 keeps the full draft cache.
   int64_t dspark_draft_kv_window = 0;
-  // VLLM_SSM_CONV_STATE_LAYOUT as given: SD (the engine's default when empty) or DS, the order
-  // of a recurrent layer's conv state (ConvStateLayout); any other value is refused for a model
-  // with a conv state, where the engine reads it as it sizes the cache.
-  std::string ssm_conv_state_layout;
+  // VLLM_SSM_CONV_STATE_LAYOUT as given: SD or DS, the order of a recurrent layer's conv state
+  // (ConvStateLayout); nullopt: unset, the engine's SD. Any other value, the empty one included,
+  // is refused for a model with a conv state, where the engine reads it as it sizes the cache.
+  std::optional<std::string> ssm_conv_state_layout;
   // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: keep chunked local attention layers
   // (Llama 4) chunked in the hybrid KV cache manager. On by default, as the engine's variable
   // defaults to 1; off (0), or under an EAGLE-family method, the engine runs without the manager

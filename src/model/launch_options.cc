@@ -3523,7 +3523,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.num_gpu_blocks_override, c.cache.num_gpu_blocks_override);
   set(o.kv_group_size, c.cache.kv_group_size);
   set(o.dspark_draft_kv_window, c.dspark_draft_kv_window);
-  if (o.ssm_conv_state_layout) c.ssm_conv_state_layout = *o.ssm_conv_state_layout;
+  c.ssm_conv_state_layout = o.ssm_conv_state_layout;
   if (o.allow_chunked_local_attn_with_hybrid_kv_cache) {
     c.allow_chunked_local_hybrid = *o.allow_chunked_local_attn_with_hybrid_kv_cache;
   }

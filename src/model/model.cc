@@ -4388,18 +4388,17 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   // (mamba_utils.get_conv_state_layout) and refuses a value other than SD or DS there.
   const bool has_conv_state = std::any_of(model.layers.begin(), model.layers.end(),
                                           [](const RawLayer& l) { return HasConvState(l.type); });
-  if (config.ssm_conv_state_layout == "DS") {
+  const std::optional<std::string>& layout = config.ssm_conv_state_layout;
+  if (layout == "DS") {
     rec.conv_layout = ConvStateLayout::kChannelsFirst;
-  } else if (has_conv_state && !config.ssm_conv_state_layout.empty() &&
-             config.ssm_conv_state_layout != "SD") {
+  } else if (has_conv_state && layout && *layout != "SD") {
     b.Error("ssm-conv-state-layout",
             fmt::format("VLLM_SSM_CONV_STATE_LAYOUT '{}' is not one of the engine's choices, SD "
                         "or DS, and {} has recurrent layers with a conv state: the engine "
                         "refuses it as it sizes them (\"Invalid value '{}' for "
                         "VLLM_SSM_CONV_STATE_LAYOUT. Valid options: ['SD', 'DS'].\"); set SD, "
                         "DS or unset it",
-                        config.ssm_conv_state_layout, model.architecture,
-                        config.ssm_conv_state_layout));
+                        *layout, model.architecture, *layout));
   }
   // A model's own SSM state dtype replaces auto (the engine's
   // Qwen3_5ForConditionalGenerationConfig and NemotronHForCausalLMConfig); a flag naming another
@@ -4971,9 +4970,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const bool nixl = config.kv_connector == "NixlConnector" ||
                     std::find(config.kv_sub_connectors.begin(), config.kv_sub_connectors.end(),
                               "NixlConnector") != config.kv_sub_connectors.end();
-  if (nixl && config.ssm_conv_state_layout != "DS" &&
-      std::any_of(b.out.layers.begin(), b.out.layers.end(),
-                  [](const LayerSpec& s) { return s.kind == CacheKind::kRecurrent; })) {
+  if (nixl && has_recurrent && layout != "DS") {
     b.Error("kv-connector-conv-state-layout",
             fmt::format("{}: {} transfers a recurrent state's conv channels in three "
                         "reads and its workers assert the DS conv state layout ('3-read Mamba "
@@ -4985,9 +4982,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
                         config.kv_connector == "NixlConnector" ? "NixlConnector"
                                                                : "MultiConnector's NixlConnector",
                         model.architecture,
-                        config.ssm_conv_state_layout.empty()
-                            ? std::string("unset (SD)")
-                            : fmt::format("'{}'", config.ssm_conv_state_layout)));
+                        layout ? fmt::format("'{}'", *layout) : std::string("unset (SD)")));
   }
   AddNotPlanned(config, spec ? &*spec : nullptr, b);
 

@@ -828,6 +828,15 @@ TEST(MambaFamilies, ConvStateLayoutFollowsTheVariable) {
             "engine's choices, SD or DS, and Lfm2ForCausalLM has recurrent layers with a conv "
             "state: the engine refuses it as it sizes them (\"Invalid value 'ds' for "
             "VLLM_SSM_CONV_STATE_LAYOUT. Valid options: ['SD', 'DS'].\"); set SD, DS or unset it");
+  // Set but empty is not unset: os.getenv gives '' and the engine refuses it too.
+  c.ssm_conv_state_layout = "";
+  plan = PlanWith(lfm2, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "ssm-conv-state-layout"),
+            "VLLM_SSM_CONV_STATE_LAYOUT '' is not one of the engine's choices, SD or DS, and "
+            "Lfm2ForCausalLM has recurrent layers with a conv state: the engine refuses it as it "
+            "sizes them (\"Invalid value '' for VLLM_SSM_CONV_STATE_LAYOUT. Valid options: "
+            "['SD', 'DS'].\"); set SD, DS or unset it");
   // MiniMax-Text-01's lightning attention keeps no conv state: the engine never reads it.
   nlohmann::json minimax = CorpusConfig("minimax-text-01");
   LaunchConfig m = HybridLaunch(8);
