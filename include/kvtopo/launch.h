@@ -221,7 +221,8 @@ struct LaunchConfig {
   int64_t dspark_draft_kv_window = 0;
   // VLLM_SSM_CONV_STATE_LAYOUT as given: SD or DS, the order of a recurrent layer's conv state
   // (ConvStateLayout); nullopt: unset, the engine's SD. Any other value, the empty one included,
-  // is refused for a model with a conv state, where the engine reads it as it sizes the cache.
+  // is refused: the engine reads it as it sizes a conv state, and for every model as its engine
+  // core ends its start.
   std::optional<std::string> ssm_conv_state_layout;
   // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: keep chunked local attention layers
   // (Llama 4) chunked in the hybrid KV cache manager. On by default, as the engine's variable

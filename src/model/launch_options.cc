@@ -484,8 +484,8 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "VLLM_SSM_CONV_STATE_LAYOUT",
        "the order of a recurrent layer's conv state: SD (state_len, channels), the engine's "
        "default, or DS (channels, state_len); the same bytes either way (case-sensitive; another "
-       "value is refused for a model with a conv state); NixlConnector needs DS beside recurrent "
-       "layers",
+       "value is refused, as the engine refuses it at startup); NixlConnector needs DS beside "
+       "recurrent layers",
        &LO::ssm_conv_state_layout},
       {"allow_chunked_local_attn_with_hybrid_kv_cache",
        {},

@@ -3962,6 +3962,32 @@ Result<ModelCacheSpecs> BuildDeepseekV4(const internal::LoadedConfig& target,
   return std::move(b.out);
 }
 
+// The engine reads VLLM_SSM_CONV_STATE_LAYOUT where a layer sizes its conv state
+// (mamba_utils.get_conv_state_layout) and refuses a value other than SD or DS there; every model
+// reads it once more when the engine core ends its start and caches every variable
+// (envs.enable_envs_cache), after the weights are loaded and the KV cache allocated.
+void CheckConvStateLayoutVariable(const internal::ModelDescription& model,
+                                  const LaunchConfig& config, Builder& b) {
+  const std::optional<std::string>& layout = config.ssm_conv_state_layout;
+  if (!layout || *layout == "SD" || *layout == "DS") return;
+  const bool has_conv_state = std::any_of(model.layers.begin(), model.layers.end(),
+                                          [](const RawLayer& l) { return HasConvState(l.type); });
+  const std::string where =
+      has_conv_state
+          ? fmt::format(
+                "{} has recurrent layers with a conv state: the engine refuses it as it "
+                "sizes them",
+                model.architecture)
+          : std::string(
+                "the engine refuses it as its engine core ends its start and reads every "
+                "variable, once the weights are loaded and the KV cache allocated");
+  b.Error("ssm-conv-state-layout",
+          fmt::format("VLLM_SSM_CONV_STATE_LAYOUT '{}' is not one of the engine's choices, SD or "
+                      "DS, and {} (\"Invalid value '{}' for VLLM_SSM_CONV_STATE_LAYOUT. Valid "
+                      "options: ['SD', 'DS'].\"); set SD, DS or unset it",
+                      *layout, where, *layout));
+}
+
 Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const LaunchConfig& config) {
   KVTOPO_RETURN_IF_ERROR(ValidateParallelConfig(config.parallel));
   // ModelConfig._get_default_runner_type asks get_pooling_config before the architecture, when
@@ -4130,6 +4156,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckV2ModelRunner(config, model, target.file, b);
   CheckLora(config, model, target.file, b);
   CheckMultimodalFlags(config, model, target.file, b);
+  CheckConvStateLayoutVariable(model, config, b);
   if (cache.block_size < 0) {
     return InvalidArgument(fmt::format("--block-size must be positive, got {}", cache.block_size));
   }
@@ -4384,22 +4411,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   rec.num_speculative_tokens = S;
   rec.conv_dtype = cache.mamba_cache_dtype;
   rec.ssm_dtype = cache.mamba_ssm_cache_dtype;
-  // The engine reads VLLM_SSM_CONV_STATE_LAYOUT where a layer sizes its conv state
-  // (mamba_utils.get_conv_state_layout) and refuses a value other than SD or DS there.
-  const bool has_conv_state = std::any_of(model.layers.begin(), model.layers.end(),
-                                          [](const RawLayer& l) { return HasConvState(l.type); });
-  const std::optional<std::string>& layout = config.ssm_conv_state_layout;
-  if (layout == "DS") {
-    rec.conv_layout = ConvStateLayout::kChannelsFirst;
-  } else if (has_conv_state && layout && *layout != "SD") {
-    b.Error("ssm-conv-state-layout",
-            fmt::format("VLLM_SSM_CONV_STATE_LAYOUT '{}' is not one of the engine's choices, SD "
-                        "or DS, and {} has recurrent layers with a conv state: the engine "
-                        "refuses it as it sizes them (\"Invalid value '{}' for "
-                        "VLLM_SSM_CONV_STATE_LAYOUT. Valid options: ['SD', 'DS'].\"); set SD, "
-                        "DS or unset it",
-                        *layout, model.architecture, *layout));
-  }
+  if (config.ssm_conv_state_layout == "DS") rec.conv_layout = ConvStateLayout::kChannelsFirst;
   // A model's own SSM state dtype replaces auto (the engine's
   // Qwen3_5ForConditionalGenerationConfig and NemotronHForCausalLMConfig); a flag naming another
   // wins, with the warning the engine logs for Qwen3.5.
@@ -4970,6 +4982,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   const bool nixl = config.kv_connector == "NixlConnector" ||
                     std::find(config.kv_sub_connectors.begin(), config.kv_sub_connectors.end(),
                               "NixlConnector") != config.kv_sub_connectors.end();
+  const std::optional<std::string>& layout = config.ssm_conv_state_layout;
   if (nixl && has_recurrent && layout != "DS") {
     b.Error("kv-connector-conv-state-layout",
             fmt::format("{}: {} transfers a recurrent state's conv channels in three "

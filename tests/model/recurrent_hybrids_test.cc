@@ -796,7 +796,8 @@ TEST(GdnHybrids, CompressedTensorsKvSchemeAlignsAtTheModelDtype) {
 
 // VLLM_SSM_CONV_STATE_LAYOUT orders every conv state as the engine's get_conv_state_layout does:
 // SD (state_len, channels) unset or SD, DS (channels, state_len); any other value fails the
-// engine's start where a layer sizes its conv state, and is ignored by a model without one.
+// engine's start where a layer sizes its conv state, or for a model without one where the engine
+// core ends its start.
 TEST(MambaFamilies, ConvStateLayoutFollowsTheVariable) {
   const nlohmann::json lfm2 = CorpusConfig("lfm2-350m");
   auto first_state = [](const ModelCacheSpecs& specs) {
@@ -837,13 +838,35 @@ TEST(MambaFamilies, ConvStateLayoutFollowsTheVariable) {
             "Lfm2ForCausalLM has recurrent layers with a conv state: the engine refuses it as it "
             "sizes them (\"Invalid value '' for VLLM_SSM_CONV_STATE_LAYOUT. Valid options: "
             "['SD', 'DS'].\"); set SD, DS or unset it");
-  // MiniMax-Text-01's lightning attention keeps no conv state: the engine never reads it.
+  // MiniMax-Text-01's lightning attention keeps no conv state: no layer reads it, but the engine
+  // core reads every variable as it ends its start (enable_envs_cache) and fails there.
   nlohmann::json minimax = CorpusConfig("minimax-text-01");
   LaunchConfig m = HybridLaunch(8);
   m.ssm_conv_state_layout = "ds";
   plan = PlanWith(minimax, m);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(DiagnosticMessage(*plan, "ssm-conv-state-layout"),
+            "VLLM_SSM_CONV_STATE_LAYOUT 'ds' is not one of the engine's choices, SD or DS, and "
+            "the engine refuses it as its engine core ends its start and reads every variable, "
+            "once the weights are loaded and the KV cache allocated (\"Invalid value 'ds' for "
+            "VLLM_SSM_CONV_STATE_LAYOUT. Valid options: ['SD', 'DS'].\"); set SD, DS or unset it");
+  m.ssm_conv_state_layout = "DS";
+  plan = PlanWith(minimax, m);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_FALSE(HasCode(*plan, "ssm-conv-state-layout"));
+  // A model without recurrent layers, and DeepSeek-V4, whose planner is its own, alike.
+  for (const char* name : {"llama-3.1-8b", "deepseek-v4-flash-shaped"}) {
+    LaunchConfig c8 = HybridLaunch(8);
+    c8.cache.kv_cache_dtype = KvCacheDtype::kFp8;
+    c8.ssm_conv_state_layout = "x";
+    plan = PlanWith(CorpusConfig(name), c8);
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().ToString();
+    EXPECT_TRUE(HasCode(*plan, "ssm-conv-state-layout")) << name;
+    c8.ssm_conv_state_layout.reset();
+    plan = PlanWith(CorpusConfig(name), c8);
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().ToString();
+    EXPECT_TRUE(plan->accepted()) << name << plan->ErrorLines();
+  }
 }
 
 // A MiniMax-Text-01-shaped config (80 layers, softmax attention every 8th, the rest lightning
