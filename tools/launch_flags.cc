@@ -313,10 +313,12 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   }
   KVTOPO_RETURN_IF_ERROR(
       ApplyLaunchEnvironment(o, [](const char* name) { return std::getenv(name); }));
+  const std::vector<std::string>& known = KnownVllmEnvironment();
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
-    if (variable.starts_with("VLLM_")) {
-      o.vllm_environment.emplace_back(variable.substr(0, variable.find('=')));
+    const std::string name(variable.substr(0, variable.find('=')));
+    if (name.starts_with("VLLM_") || std::binary_search(known.begin(), known.end(), name)) {
+      o.vllm_environment.emplace_back(variable);
     }
   }
   return o;

@@ -215,9 +215,11 @@ struct LaunchOptions {
   // `vllm serve` flags given that do not change the plan, as given ("--port"), in order.
   std::vector<std::string> not_planned;
   std::vector<VllmFlagValue> not_planned_values;  // their values, one entry a flag
-  // The names of the VLLM_ environment variables set where the engine starts, in the
-  // environment's order (the CLI fills them from its own): --fail-on-environ-validation refuses
-  // one the engine does not register.
+  // The environment variables set where the engine starts that it may read, NAME=VALUE (or a
+  // NAME alone, its value unknown), in the environment's order; the CLI fills them from its own
+  // (every VLLM_ name, and the others vllm/envs.py registers). A value the engine's reader
+  // cannot read (int() of "yes") refuses the launch; --fail-on-environ-validation refuses a
+  // VLLM_ name the engine does not register.
   std::vector<std::string> vllm_environment;
   // What a front end found in how the launch was spelled (e.g. a --speculative-config the
   // engine's parser drops); the plan reports them.

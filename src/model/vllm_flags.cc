@@ -505,6 +505,156 @@ Result<nlohmann::json> ParseConfigClassJson(std::string_view text, std::string_v
 
 namespace {
 
+// A variable vllm/envs.py reads with a reader that raises on a value it cannot read
+// (environment_reads in profiles/vllm-flags.json, in envs.py's order).
+struct EnvironmentRead {
+  std::string name;
+  std::string read;  // int, float, port, choice, choice_list
+  std::vector<std::string> choices;
+  bool case_sensitive = true;
+};
+
+const std::vector<EnvironmentRead>& EnvironmentReads() {
+  static const std::vector<EnvironmentRead> kReads = [] {
+    std::vector<EnvironmentRead> r;
+    const nlohmann::json& file = VllmFlagsFile();
+    if (!file.contains("environment_reads") || !file["environment_reads"].is_array()) return r;
+    for (const nlohmann::json& e : file["environment_reads"]) {
+      if (!e.is_object()) continue;
+      r.push_back({.name = e.value("name", ""),
+                   .read = e.value("read", ""),
+                   .choices = ReadChoices(e),
+                   .case_sensitive = e.value("case_sensitive", true)});
+    }
+    return r;
+  }();
+  return kReads;
+}
+
+// Text whose reading by int(), float() and str.strip() kvtopo knows: ASCII without the
+// separators U+001C to U+001F, which Python strips as whitespace where kvtopo does not.
+bool KnownText(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x80 && (u < 0x1c || u > 0x1f);
+  });
+}
+
+// Python's str.lower() where it can meet an ASCII choice: ASCII letters, and the Kelvin sign
+// (U+212A), which lowers to 'k'; other characters as they are.
+std::string LowerForChoice(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.substr(i, 3) == "\xE2\x84\xAA") {
+      out += 'k';
+      i += 2;
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+    }
+  }
+  return out;
+}
+
+// What the engine's reader raises for `value` of `r` (its message, quoted), and what to set
+// instead; nullopt when it reads the value, or when kvtopo cannot tell: int() and float() of text
+// beyond KnownText (Python reads Unicode digits and spaces), and a list item with such text at
+// its ends, which str.strip() may shorten.
+struct EnvironmentRefusal {
+  std::string raised;
+  std::string fix;
+};
+std::optional<EnvironmentRefusal> RefuseEnvironmentValue(const EnvironmentRead& r,
+                                                         std::string_view value) {
+  const std::string repr = internal::PythonRepr(nlohmann::json(std::string(value)));
+  const auto quoted = [](std::string text) { return internal::QuotedMessage(text); };
+  if (r.read == "int") {
+    if (!KnownText(value) || PythonInt(value)) return std::nullopt;
+    return EnvironmentRefusal{
+        quoted(fmt::format("invalid literal for int() with base 10: {}", repr)), "set an integer"};
+  }
+  if (r.read == "port") {
+    if (!KnownText(value) || PythonInt(value)) return std::nullopt;
+    // get_vllm_port's message depends on how urllib3's parse_url reads the text (a URI, not an
+    // integer, or its own parse error), so it is described rather than quoted.
+    return EnvironmentRefusal{
+        "get_vllm_port raises for anything but an integer, calling a value with a URL scheme a "
+        "URI",
+        "set a port number"};
+  }
+  if (r.read == "float") {
+    if (!KnownText(value) || ParsePythonFloat(value)) return std::nullopt;
+    return EnvironmentRefusal{quoted(fmt::format("could not convert string to float: {}", repr)),
+                              "set a number"};
+  }
+  const auto allowed = [&](std::string_view v) {
+    return std::any_of(r.choices.begin(), r.choices.end(), [&](const std::string& c) {
+      return r.case_sensitive ? c == v : LowerForChoice(c) == LowerForChoice(v);
+    });
+  };
+  const std::string choices = internal::PythonRepr(nlohmann::json(r.choices));
+  const std::string fix = fmt::format("set one of {}", fmt::join(r.choices, ", "));
+  if (r.read == "choice") {
+    if (allowed(value)) return std::nullopt;
+    return EnvironmentRefusal{quoted(fmt::format("Invalid value '{}' for {}. Valid options: {}.",
+                                                 value, r.name, choices)),
+                              fix};
+  }
+  if (r.read == "choice_list") {
+    for (const std::string& item : internal::SplitOnCommas(value)) {
+      const std::string_view v = internal::StripAsciiSpace(item);
+      if (v.empty() || allowed(v)) continue;
+      if (!KnownText(v.substr(0, 1)) || !KnownText(v.substr(v.size() - 1))) return std::nullopt;
+      return EnvironmentRefusal{
+          quoted(fmt::format("Invalid value '{}' in {}. Valid options: {}.", v, r.name, choices)),
+          fmt::format("set a comma-separated list of {}", fmt::join(r.choices, ", "))};
+    }
+  }
+  return std::nullopt;
+}
+
+// The engine core reads every variable vllm/envs.py registers as it ends its start
+// (enable_envs_cache), once the weights are loaded and the KV cache allocated, and a reader
+// that raises fails the start there if not before. Variables kvtopo reads as launch options
+// have their own checks.
+Status CheckEnvironmentValues(const LaunchOptions& o) {
+  std::vector<std::pair<std::string_view, std::string_view>> set;  // name, value
+  for (const std::string& entry : o.vllm_environment) {
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos)
+      set.emplace_back(std::string_view(entry).substr(0, eq),
+                       std::string_view(entry).substr(eq + 1));
+  }
+  if (set.empty()) return Status::Ok();
+  std::string first;
+  std::vector<std::string_view> more;
+  for (const EnvironmentRead& r : EnvironmentReads()) {
+    const auto it =
+        std::find_if(set.begin(), set.end(), [&](const auto& e) { return e.first == r.name; });
+    if (it == set.end()) continue;
+    const bool launch_option =
+        std::any_of(LaunchOptionTable().begin(), LaunchOptionTable().end(),
+                    [&](const LaunchOption& option) { return option.env == r.name; });
+    if (launch_option) continue;
+    const std::optional<EnvironmentRefusal> refusal = RefuseEnvironmentValue(r, it->second);
+    if (!refusal) continue;
+    if (!first.empty()) {
+      more.push_back(r.name);
+      continue;
+    }
+    first = fmt::format(
+        "{} is {}, which the engine cannot read: it fails to start ({}), at the latest as its "
+        "engine core ends its start and reads every variable vllm/envs.py registers, once the "
+        "weights are loaded and the KV cache allocated; {} or unset it",
+        r.name, internal::PythonRepr(nlohmann::json(std::string(it->second))), refusal->raised,
+        refusal->fix);
+  }
+  if (first.empty()) return Status::Ok();
+  if (!more.empty()) {
+    first += fmt::format(" (the engine cannot read {} either)", fmt::join(more, ", "));
+  }
+  return Rejected(first);
+}
+
 // The rules of the engine's configs that tie flags not planned with to each other and to the
 // launch options; each value has passed CheckValue.
 Status CheckFlagRules(const LaunchOptions& o) {
@@ -538,13 +688,15 @@ Status CheckFlagRules(const LaunchOptions& o) {
     return Rejected(message(what, config, text, fix));
   };
 
+  KVTOPO_RETURN_IF_ERROR(CheckEnvironmentValues(o));
   // EngineArgs.create_engine_config's validate_environ (vllm/envs.py): with the flag, a VLLM_
   // variable the engine does not register refuses the launch, the first in the environment's
   // order named.
   if (on("--fail-on-environ-validation")) {
     const std::vector<std::string>& known = KnownVllmEnvironment();
     std::vector<std::string> unknown;
-    for (const std::string& name : o.vllm_environment) {
+    for (const std::string& entry : o.vllm_environment) {
+      const std::string name = entry.substr(0, entry.find('='));
       if (name.starts_with("VLLM_") && !std::binary_search(known.begin(), known.end(), name)) {
         unknown.push_back(name);
       }

@@ -162,6 +162,93 @@ TEST(VllmFlags, EnvironmentValidation) {
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8", false, "-i VLLM_NOT_REGISTERED=1").exit_code, 0);
 }
 
+// The engine core reads every variable vllm/envs.py registers as it ends its start
+// (enable_envs_cache): a value its reader cannot read fails the start there, after the weights
+// load, if nothing read it before.
+TEST(VllmFlags, EnvironmentValuesTheEngineCannotRead) {
+  auto refusal = [](std::vector<std::string> environment) {
+    LaunchOptions o;
+    o.vllm_environment = std::move(environment);
+    return Refusal({}, o);
+  };
+  // int() and bool(int()), as Python's int() reads text.
+  EXPECT_EQ(refusal({"VERBOSE=yes"}),
+            "VERBOSE is 'yes', which the engine cannot read: it fails to start (\"invalid literal "
+            "for int() with base 10: 'yes'\"), at the latest as its engine core ends its start "
+            "and reads every variable vllm/envs.py registers, once the weights are loaded and "
+            "the KV cache allocated; set an integer or unset it");
+  EXPECT_EQ(refusal({"VERBOSE= 1_0 ", "VLLM_DP_SIZE=+2", "VLLM_USE_DEEP_GEMM"}), "");
+  EXPECT_EQ(refusal({"VERBOSE=\xd9\xa1"}), "");  // an Arabic-Indic 1: Python reads it
+  EXPECT_EQ(refusal({"VLLM_DP_SIZE="}),
+            "VLLM_DP_SIZE is '', which the engine cannot read: it fails to start (\"invalid "
+            "literal for int() with base 10: ''\"), at the latest as its engine core ends its "
+            "start and reads every variable vllm/envs.py registers, once the weights are loaded "
+            "and the KV cache allocated; set an integer or unset it");
+  // Every offender named, in vllm/envs.py's order; float() and the port.
+  EXPECT_EQ(refusal({"VLLM_RAY_PER_WORKER_GPUS=1e", "LOCAL_RANK=0x1", "VERBOSE=no"}),
+            "VERBOSE is 'no', which the engine cannot read: it fails to start (\"invalid literal "
+            "for int() with base 10: 'no'\"), at the latest as its engine core ends its start "
+            "and reads every variable vllm/envs.py registers, once the weights are loaded and "
+            "the KV cache allocated; set an integer or unset it (the engine cannot read "
+            "LOCAL_RANK, VLLM_RAY_PER_WORKER_GPUS either)");
+  EXPECT_EQ(refusal({"VLLM_RAY_PER_WORKER_GPUS=inf", "VLLM_LOG_STATS_INTERVAL=-1_0.5"}), "");
+  EXPECT_EQ(refusal({"VLLM_LOG_STATS_INTERVAL=ten"}),
+            "VLLM_LOG_STATS_INTERVAL is 'ten', which the engine cannot read: it fails to start "
+            "(\"could not convert string to float: 'ten'\"), at the latest as its engine core "
+            "ends its start and reads every variable vllm/envs.py registers, once the weights are "
+            "loaded and the KV cache allocated; set a number or unset it");
+  // get_vllm_port's message depends on how urllib3 parses the text: described, not quoted.
+  EXPECT_EQ(refusal({"VLLM_PORT=tcp://10.0.0.1:8000"}),
+            "VLLM_PORT is 'tcp://10.0.0.1:8000', which the engine cannot read: it fails to start "
+            "(get_vllm_port raises for anything but an integer, calling a value with a URL scheme "
+            "a URI), at the latest as its engine core ends its start and reads every variable "
+            "vllm/envs.py registers, once the weights are loaded and the KV cache allocated; set a "
+            "port number or unset it");
+  EXPECT_TRUE(refusal({"VLLM_PORT=80a"}).starts_with("VLLM_PORT is '80a', which"));
+  // env_with_choices: case-sensitive unless the variable says otherwise (Python's lower(),
+  // which takes the Kelvin sign to 'k').
+  EXPECT_EQ(refusal({"VLLM_KV_CACHE_LAYOUT=hnd"}),
+            "VLLM_KV_CACHE_LAYOUT is 'hnd', which the engine cannot read: it fails to start "
+            "(\"Invalid value 'hnd' for VLLM_KV_CACHE_LAYOUT. Valid options: ['NHD', 'HND'].\"), "
+            "at the latest as its engine core ends its start and reads every variable "
+            "vllm/envs.py registers, once the weights are loaded and the KV cache allocated; set "
+            "one of NHD, HND or unset it");
+  EXPECT_EQ(refusal({"VLLM_MM_HASHER_ALGORITHM=SHA256", "VLLM_KV_CACHE_LAYOUT=HND"}), "");
+  EXPECT_EQ(refusal({"VLLM_MM_HASHER_ALGORITHM=BLA\xe2\x84\xaa"
+                     "E3"}),
+            "");
+  EXPECT_EQ(refusal({"CMAKE_BUILD_TYPE=MinSizeRel"}),
+            "CMAKE_BUILD_TYPE is 'MinSizeRel', which the engine cannot read: it fails to start "
+            "(\"Invalid value 'MinSizeRel' for CMAKE_BUILD_TYPE. Valid options: ['Debug', "
+            "'Release', 'RelWithDebInfo'].\"), at the latest as its engine core ends its start and "
+            "reads every variable vllm/envs.py registers, once the weights are loaded and the KV "
+            "cache allocated; set one of Debug, Release, RelWithDebInfo or unset it");
+  // env_set_with_choices: each comma-separated item stripped, empty ones dropped.
+  EXPECT_EQ(refusal({"VLLM_GPT_OSS_SYSTEM_TOOL_MCP_LABELS= container, ,web_search_preview"}), "");
+  EXPECT_EQ(refusal({"VLLM_GPT_OSS_SYSTEM_TOOL_MCP_LABELS=container, browser "}),
+            "VLLM_GPT_OSS_SYSTEM_TOOL_MCP_LABELS is 'container, browser ', which the engine "
+            "cannot read: it fails to start (\"Invalid value 'browser' in "
+            "VLLM_GPT_OSS_SYSTEM_TOOL_MCP_LABELS. Valid options: ['container', "
+            "'code_interpreter', 'web_search_preview'].\"), at the latest as its engine core ends "
+            "its start and reads every variable vllm/envs.py registers, once the weights are "
+            "loaded and the KV cache allocated; set a comma-separated list of container, "
+            "code_interpreter, web_search_preview or unset it");
+  // Variables kvtopo reads as launch options keep their own messages; unregistered ones and text
+  // readers are not checked.
+  EXPECT_EQ(refusal({"VLLM_BATCH_INVARIANT=yes", "VLLM_SSM_CONV_STATE_LAYOUT=x",
+                     "VLLM_LOGGING_LEVEL=loud", "VLLM_NOT_REGISTERED=x"}),
+            "");
+  // The CLI passes its environment's values.
+  const testing::CliResult refused = RunCli("check kimi-k2.6 -tp 8", true, "-i VERBOSE=true");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out,
+            "kvtopo: VERBOSE is 'true', which the engine cannot read: it fails to start "
+            "(\"invalid literal for int() with base 10: 'true'\"), at the latest as its engine "
+            "core ends its start and reads every variable vllm/envs.py registers, once the "
+            "weights are loaded and the KV cache allocated; set an integer or unset it\n");
+  EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8", false, "-i VERBOSE=1 VLLM_PORT=8000").exit_code, 0);
+}
+
 TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "xgrammar", "x": 1})"})}),
             "--structured-outputs-config: 'x' is not a field of the engine's "
