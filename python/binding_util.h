@@ -24,8 +24,14 @@ namespace py = pybind11;
 // kvtopo.RejectedError; created in the module init and alive for the interpreter's lifetime.
 inline PyObject* g_rejected_error = nullptr;
 
+// The message's bytes that are not UTF-8 (a value from a file or the environment) are written as
+// \xNN escapes, as Python's backslashreplace error handler writes them.
 [[noreturn]] inline void RaisePython(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 

@@ -584,6 +584,37 @@ class PlanTest(unittest.TestCase):
                 else:
                     os.environ[k] = v
 
+    def test_environment_values_the_engine_cannot_read(self):
+        # The engine core reads every variable vllm/envs.py registers as it ends its start; the
+        # module passes os.environ's as the CLI passes its own, undecodable bytes as \xNN.
+        saved = {k: os.environb.get(k) for k in (b"VERBOSE", b"VLLM_KV_CACHE_LAYOUT")}
+        try:
+            os.environ["VERBOSE"] = "yes"
+            with self.assertRaises(kvtopo.RejectedError) as refused:
+                kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
+            self.assertEqual(
+                str(refused.exception),
+                "VERBOSE is 'yes', which the engine cannot read: it fails to start (\"invalid "
+                "literal for int() with base 10: 'yes'\"), at the latest as its engine core ends "
+                "its start and reads every variable vllm/envs.py registers, once the weights are "
+                "loaded and the KV cache allocated; set an integer or unset it")
+            os.environ["VERBOSE"] = "1"
+            os.environb[b"VLLM_KV_CACHE_LAYOUT"] = b"\xff"
+            with self.assertRaisesRegex(kvtopo.RejectedError,
+                                        r"^VLLM_KV_CACHE_LAYOUT is '\\xff', which the engine "
+                                        r"cannot read: it fails to start \(\"Invalid value "
+                                        r"'\\xff' for VLLM_KV_CACHE_LAYOUT\."):
+                kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
+            os.environ["VLLM_KV_CACHE_LAYOUT"] = "HND"
+            plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
+            self.assertEqual(plan.capacity.max_tokens, 6621558)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environb.pop(k, None)
+                else:
+                    os.environb[k] = v
+
     def test_pipeline_parallel(self):
         # TP 4 x PP 2: each stage holds 18 of gpt-oss-120b's 36 layers, so the pool is TP 8's.
         plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=4, pipeline_parallel_size=2)
