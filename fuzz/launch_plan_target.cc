@@ -1,8 +1,9 @@
 // launch_plan: launch options as `name=value` lines, set through the launch-option table exactly
 // as the CLI and Python set them (`model=<profile>`, `speculative_config=<JSON>`, integers with
-// vLLM's suffixes, switches as true/false), and `vllm serve` flags not planned with as
-// `--flag=value` lines (their values checked) -> LaunchConfig -> plan. An accepted plan must give a
-// manager that takes a request (an oracle: the plan's numbers are usable by the runtime).
+// vLLM's suffixes, switches as true/false), `vllm serve` flags not planned with as
+// `--flag=value` lines (their values checked) and the engine's environment as `env:NAME=VALUE`
+// lines -> LaunchConfig -> plan. An accepted plan must give a manager that takes a request (an
+// oracle: the plan's numbers are usable by the runtime).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -78,6 +79,11 @@ Reached FuzzLaunchPlan(const uint8_t* data, size_t size) {
     if (eq == std::string_view::npos) continue;
     const std::string_view name = line.substr(0, eq);
     const std::string value(line.substr(eq + 1));
+    // An environment variable where the engine starts: `env:NAME=VALUE`.
+    if (name.starts_with("env:")) {
+      options.vllm_environment.push_back(std::string(name.substr(4)) + "=" + value);
+      continue;
+    }
     if (name == "model") {
       if (!IsProfile(value)) return Reached::kStopped;
       options.model = value;
