@@ -509,7 +509,7 @@ namespace {
 // (environment_reads in profiles/vllm-flags.json, in envs.py's order).
 struct EnvironmentRead {
   std::string name;
-  std::string read;  // int, float, port, choice, choice_list
+  std::string read;  // int, float, port, json, choice, choice_list
   std::vector<std::string> choices;
   bool case_sensitive = true;
 };
@@ -555,6 +555,38 @@ std::string LowerForChoice(std::string_view s) {
   return out;
 }
 
+// Reads JSON text without building it: sax_parse returns whether it is JSON; `undecided` notes
+// what json.loads reads otherwise (a number past the double range) and nesting past 100 levels.
+struct JsonTextCheck : nlohmann::json_sax<nlohmann::json> {
+  bool undecided = false;
+  int depth = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return Enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return Leave(); }
+  bool start_array(std::size_t) override { return Enter(); }
+  bool end_array() override { return Leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    undecided = undecided || e.id == 406;  // out_of_range.406: number overflow
+    return false;
+  }
+  bool Enter() {
+    if (++depth <= 100) return true;
+    undecided = true;
+    return false;
+  }
+  bool Leave() {
+    --depth;
+    return true;
+  }
+};
+
 // What the engine's reader raises for `value` of `r` (its message, quoted), and what to set
 // instead; nullopt when it reads the value, or when kvtopo cannot tell: int() and float() of text
 // beyond KnownText (Python reads Unicode digits and spaces), and a list item with such text at
@@ -585,6 +617,18 @@ std::optional<EnvironmentRefusal> RefuseEnvironmentValue(const EnvironmentRead& 
     if (!KnownText(value) || ParsePythonFloat(value)) return std::nullopt;
     return EnvironmentRefusal{quoted(fmt::format("could not convert string to float: {}", repr)),
                               "set a number"};
+  }
+  if (r.read == "json") {
+    // json.loads reads what RFC 8259 allows, and NaN, Infinity, unpaired surrogate escapes and
+    // numbers past the double range (as inf) beside it; it raises RecursionError past about a
+    // thousand levels. Text holding those is left to the engine.
+    const bool python_only = value.find("NaN") != std::string_view::npos ||
+                             value.find("Infinity") != std::string_view::npos ||
+                             value.find("\\u") != std::string_view::npos;
+    if (!KnownText(value) || python_only) return std::nullopt;
+    JsonTextCheck check;
+    if (nlohmann::json::sax_parse(value, &check) || check.undecided) return std::nullopt;
+    return EnvironmentRefusal{"json.loads refuses it", "set a JSON value"};
   }
   const auto allowed = [&](std::string_view v) {
     return std::any_of(r.choices.begin(), r.choices.end(), [&](const std::string& c) {
@@ -620,9 +664,10 @@ Status CheckEnvironmentValues(const LaunchOptions& o) {
   std::vector<std::pair<std::string_view, std::string_view>> set;  // name, value
   for (const std::string& entry : o.vllm_environment) {
     const size_t eq = entry.find('=');
-    if (eq != std::string::npos)
+    if (eq != std::string::npos) {
       set.emplace_back(std::string_view(entry).substr(0, eq),
                        std::string_view(entry).substr(eq + 1));
+    }
   }
   if (set.empty()) return Status::Ok();
   std::string first;

@@ -205,6 +205,18 @@ TEST(VllmFlags, EnvironmentValuesTheEngineCannotRead) {
             "vllm/envs.py registers, once the weights are loaded and the KV cache allocated; set a "
             "port number or unset it");
   EXPECT_TRUE(refusal({"VLLM_PORT=80a"}).starts_with("VLLM_PORT is '80a', which"));
+  // json.loads: what RFC 8259 refuses, unless Python reads it (NaN, numbers past the double
+  // range) or it nests deep enough for Python's recursion limit.
+  EXPECT_EQ(refusal({"VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB={\"4\": 64"}),
+            "VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB is '{\"4\": 64', which the engine "
+            "cannot read: it fails to start (json.loads refuses it), at the latest as its engine "
+            "core ends its start and reads every variable vllm/envs.py registers, once the "
+            "weights are loaded and the KV cache allocated; set a JSON value or unset it");
+  for (const std::string& json :
+       std::vector<std::string>{"{\"2\": 64, \"4\": 32}", " [] ", "{\"a\": NaN}", "1e400",
+                                std::string(150, '[') + std::string(150, ']')}) {
+    EXPECT_EQ(refusal({"VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB=" + json}), "") << json;
+  }
   // env_with_choices: case-sensitive unless the variable says otherwise (Python's lower(),
   // which takes the Kelvin sign to 'k').
   EXPECT_EQ(refusal({"VLLM_KV_CACHE_LAYOUT=hnd"}),
