@@ -1169,14 +1169,17 @@ Status ReadLfm2As(const ConfigReader& r, ModelDescription& m) {
 // 28be48fa9): layer i is lightning (linear) attention when its attention type is 0 and softmax
 // attention when 1, from the first non-empty of `attn_type_list`, `decoder_attention_types`, or
 // `layer_types` ("linear_attention" 0, "full_attention" 1); without any, every layer is softmax
-// attention. A linear-attention layer (named "model.layers.i") keeps one state (heads / TP,
-// head_dim, head_dim) in the conv dtype (linear_attention_state_shape reads the config's
-// `head_dim`, so it is required); a softmax layer ("model.layers.i.attn") is K/V attention with
-// num_key_value_heads (8) heads of head_dim (absent: hidden_size / num_attention_heads) over the
-// model-level window. The model has no Mamba prefix caching (mode align with caching); a config
-// of one layer kind is refused (BothLayerKinds).
+// attention, but for model_type `minimax`, whose Transformers class (MiniMaxConfig) derives
+// `layer_types` then: softmax at the even layers, linear at the odd ones; that class also gives
+// 131,072 positions when the config omits them. A linear-attention layer (named "model.layers.i")
+// keeps one state (heads / TP, head_dim, head_dim) in the conv dtype (linear_attention_state_shape
+// reads the config's `head_dim`, so it is required); a softmax layer ("model.layers.i.attn") is K/V
+// attention with num_key_value_heads (8) heads of head_dim (absent: hidden_size /
+// num_attention_heads) over the model-level window. The model has no Mamba prefix caching (mode
+// align with caching); a config of one layer kind is refused (BothLayerKinds).
 Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  const bool transformers_class = m.model_type == "minimax";
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, transformers_class ? 131072 : 0));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
   KVTOPO_RETURN_IF_ERROR(ReadHybridKvHeads(r, 8, m));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
@@ -1200,6 +1203,10 @@ Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
       }
       types.push_back(names[i] == "full_attention" ? 1 : 0);
     }
+  }
+  if (types.empty() && transformers_class) {
+    key = "layer_types";
+    for (int64_t i = 0; i < n; ++i) types.push_back((i + 1) % 2 != 0 ? 1 : 0);
   }
   if (types.empty()) types.assign(static_cast<size_t>(n), 1);
   if (static_cast<int64_t>(types.size()) < n) {
@@ -1237,8 +1244,9 @@ Status ReadMiniMaxText01(const ConfigReader& r, ModelDescription& m) {
 // attention_head_dim so; the heads must divide 2 x hidden_size). Mamba2: mamba_expand (2) x
 // hidden_size channels in n_mamba_heads (8) heads, mamba_ngroups (1), mamba_d_state (64),
 // mamba_d_conv (4); chunk size `chunk_size` (256). The class's state estimate (the hybrid block
-// alignment's) takes heads of mamba_headdim (64), which the config class does not tie to the
-// channels, and leaves out the speculative tokens. max_position_embeddings defaults to 4096;
+// alignment's) leaves out the speculative tokens; its heads of mamba_headdim are the layers',
+// as Zamba2Config sets mamba_headdim to mamba_expand x hidden_size / n_mamba_heads whatever the
+// config states. max_position_embeddings defaults to 4096;
 // `use_long_context` sets it to 16384 whatever the config states (Zamba2Config). The model
 // supports Mamba prefix caching. A config without a hybrid layer is refused, as for Bamba.
 Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
@@ -1269,8 +1277,6 @@ Status ReadZamba2(const ConfigReader& r, ModelDescription& m) {
                                  mamba.num_heads, mamba.intermediate_size));
   }
   mamba.head_dim = mamba.intermediate_size / mamba.num_heads;
-  KVTOPO_ASSIGN_OR_RETURN(m.mamba_estimate_head_dim,
-                          r.IntInOr("mamba_headdim", 64, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.n_groups, r.IntInOr("mamba_ngroups", 1, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.state_size, r.IntInOr("mamba_d_state", 64, 1, kMaxModelDim));
   KVTOPO_ASSIGN_OR_RETURN(mamba.conv_kernel, r.IntInOr("mamba_d_conv", 4, 2, kMaxModelDim));
@@ -4745,15 +4751,21 @@ Status ReadGemma4(const ConfigReader& r, ModelDescription& m) {
 // RoPE (`no_rope_layers[i]` 1) attends within chunks of `attention_chunk_size` tokens; a NoPE
 // layer (0) attends globally (the fork's llama4.py). An absent or empty `no_rope_layers` is the
 // list the config class derives: every `no_rope_layer_interval`-th layer (default 4) is NoPE.
-// Without `attention_chunk_size` every layer is global. `head_dim` defaults to
-// hidden_size / num_attention_heads, as the config class's does.
+// Fields a config omits take Llama4TextConfig's defaults: `attention_chunk_size` 8192 (null:
+// every layer global), `head_dim` 128 (null: hidden_size / num_attention_heads),
+// num_key_value_heads 8, max_position_embeddings 131072.
 Status ReadLlama4(const ConfigReader& r, ModelDescription& m) {
-  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m));
+  KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, /*default_positions=*/131072));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, kRequired, m));
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t head, ReadHeadSize(r, m, /*use_head_dim=*/true));
-  KVTOPO_ASSIGN_OR_RETURN(const int64_t chunk,
-                          r.IntInOr("attention_chunk_size", 0, 1, kMaxModelLen));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, 8, m));
+  int64_t head = 128;
+  if (r.Has("head_dim") || r.IsNull("head_dim")) {
+    KVTOPO_ASSIGN_OR_RETURN(head, ReadHeadSize(r, m, /*use_head_dim=*/true));
+  }
+  int64_t chunk = 0;
+  if (!r.IsNull("attention_chunk_size")) {
+    KVTOPO_ASSIGN_OR_RETURN(chunk, r.IntInOr("attention_chunk_size", 8192, 1, kMaxModelLen));
+  }
   std::vector<int64_t> listed;
   if (r.Has("no_rope_layers")) {
     KVTOPO_ASSIGN_OR_RETURN(listed, r.IntList("no_rope_layers"));

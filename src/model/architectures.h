@@ -199,10 +199,6 @@ struct ModelDescription {
   // Zamba2 (mamba_estimate_widened).
   bool mamba2_widens = true;
   bool mamba_estimate_widened = true;
-  // A Mamba2 model whose class estimates the SSM state from a head width of its own (Zamba2's
-  // get_mamba_state_shape_from_config reads mamba_headdim, its layers take mamba_expand x
-  // hidden_size / n_mamba_heads): that width; 0: the layers' own.
-  int64_t mamba_estimate_head_dim = 0;
   // A short-convolution model whose class estimates the conv state from other channels than its
   // layers keep (LFM2-VL's get_mamba_state_shape_from_config reads the text model's hidden_size
   // where LFM2's layers take conv_dim): those channels; 0: the layers' own.

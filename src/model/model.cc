@@ -547,27 +547,17 @@ Result<LayerSpec> RecurrentSpec(const RawLayer& raw, const ModelDescription& m, 
     KVTOPO_ASSIGN_OR_RETURN(s.state,
                             Mamba2State(raw.mamba2, tp, widened, conv, ssm, o.conv_layout));
     // The class's estimate (the hybrid block alignment's): without the widening where its
-    // get_mamba_state_shape_from_config passes no num_spec, with heads of its own width where it
-    // reads one.
-    Mamba2Dims estimated = raw.mamba2;
-    if (m.mamba_estimate_head_dim != 0) estimated.head_dim = m.mamba_estimate_head_dim;
+    // get_mamba_state_shape_from_config passes no num_spec.
     const int64_t estimate_widened = m.mamba_estimate_widened ? widened : 0;
-    if (estimate_widened != widened || estimated.head_dim != raw.mamba2.head_dim) {
+    if (estimate_widened != widened) {
       KVTOPO_ASSIGN_OR_RETURN(const std::vector<StateTensor> estimate,
-                              Mamba2State(estimated, tp, estimate_widened, conv, ssm));
+                              Mamba2State(raw.mamba2, tp, estimate_widened, conv, ssm));
       KVTOPO_ASSIGN_OR_RETURN(s.alignment_state_bytes, StateBytes(estimate));
-      std::vector<std::string> notes;
-      if (estimate_widened != widened) {
-        notes.push_back(fmt::format(
-            "passes no num_spec, leaving out the conv state's {} speculative columns", widened));
-      }
-      if (estimated.head_dim != raw.mamba2.head_dim) {
-        notes.push_back(fmt::format("takes heads of mamba_headdim {} where the layers' are {} wide",
-                                    estimated.head_dim, raw.mamba2.head_dim));
-      }
-      s.alignment_state_note =
-          fmt::format("get_mamba_state_shape_from_config {}", fmt::join(notes, " and "));
-      s.alignment_state_speculative_only = estimated.head_dim == raw.mamba2.head_dim;
+      s.alignment_state_note = fmt::format(
+          "get_mamba_state_shape_from_config passes no num_spec, leaving out the conv state's {} "
+          "speculative columns",
+          widened);
+      s.alignment_state_speculative_only = true;
     }
   }
   return s;

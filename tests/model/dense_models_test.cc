@@ -2602,6 +2602,46 @@ TEST(DenseModels, Llama4ChunkedLocalAttention) {
             "entry is 0 (NoPE) or 1");
 }
 
+// Fields a Llama 4 config omits take Llama4TextConfig's defaults (attention_chunk_size 8192,
+// head_dim 128, 8 KV heads, 131,072 positions), so Scout without them plans as Scout; a null
+// attention_chunk_size makes every layer global.
+TEST(DenseModels, Llama4ConfigClassDefaults) {
+  const nlohmann::json scout = nlohmann::json::parse(R"({
+    "architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
+    "torch_dtype": "bfloat16", "hidden_size": 5120, "num_attention_heads": 40,
+    "num_hidden_layers": 48})");
+  LaunchConfig c;
+  c.parallel.tensor_parallel_size = 8;
+  c.kv_cache_memory_bytes = 40 * kGiB;
+  auto plan = PlanWith(scout, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 131'072);
+  ASSERT_EQ(plan->groups.size(), 4u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kChunkedLocal);
+  EXPECT_EQ(plan->groups[0].geometry.attention_chunk_size(), 8192);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);  // 16 x 1 x 128 x 2 x 2 B
+  EXPECT_EQ(plan->pool.num_blocks, 436'906);
+  nlohmann::json narrow = scout;
+  narrow["head_dim"] = nullptr;  // null: hidden_size / num_attention_heads, also 128
+  narrow["attention_chunk_size"] = nullptr;
+  plan = PlanWith(narrow, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].geometry.kind(), CacheKind::kFullAttention);
+  EXPECT_EQ(plan->groups[0].layers.size(), 48u);
+  nlohmann::json wide = scout;
+  wide["hidden_size"] = 2560;  // heads of 64 where head_dim is null, 128 where it is absent
+  plan = PlanWith(wide, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 8192);
+  wide["head_dim"] = nullptr;
+  plan = PlanWith(wide, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 4096);
+}
+
 // Both Cohere generations. Cohere 2 (Command R7B / Command A) interleaves like Gemma 3 with a
 // pattern of 4: full layers 3, 7, ..., 31, the other 24 slide over 4,096 tokens, so three
 // sliding groups of 8 and one full group. Its attention takes hidden_size / heads = 128 even

@@ -922,6 +922,27 @@ TEST(MambaFamilies, MiniMaxText01LightningAttention) {
   EXPECT_EQ(ConfigError(minimax, HybridLaunch(3)),
             "linear attention state: num_heads = 64 is not divisible by --tensor-parallel-size "
             "3; choose a tensor-parallel size that divides it");
+  // Under model_type minimax the engine takes Transformers' MiniMaxConfig, which derives
+  // layer_types when no list is given (softmax at the even layers) and 131,072 positions.
+  nlohmann::json hf = named;
+  hf["architectures"] = {"MiniMaxForCausalLM"};
+  hf["model_type"] = "minimax";
+  hf.erase("max_position_embeddings");
+  plan = PlanWith(hf, HybridLaunch(8));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32'768);  // HybridLaunch's, below the class's 131,072
+  int softmax = 0;
+  for (const auto& g : plan->groups) {
+    for (const std::string& layer : g.layers) softmax += layer.ends_with(".attn") ? 1 : 0;
+  }
+  EXPECT_EQ(softmax, 40);
+  const auto attention = std::find_if(plan->groups.begin(), plan->groups.end(), [](const auto& g) {
+    return g.geometry.kind() == CacheKind::kFullAttention;
+  });
+  ASSERT_NE(attention, plan->groups.end());
+  EXPECT_EQ(attention->layers.front(), "model.layers.0.attn");
+  EXPECT_EQ(attention->layers.back(), "model.layers.78.attn");
 }
 
 // A Zamba2-2.7B-shaped config (54 layers in the config class's default list, 9 of them hybrid;
@@ -966,23 +987,20 @@ TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
   EXPECT_EQ(ConfigError(bad, Launch(1, 20 * kGiB)),
             "config.json 'config.json': field 'num_attention_heads' is 3, which does not divide 2 "
             "x hidden_size 5120");
-  // The class estimates the SSM state with heads of mamba_headdim (64 by default, 80 x 64 =
-  // 5,120 channels here, as the layers'); Zamba2Config does not tie it to the channels. At 512
-  // the estimate, 31,488 + 80 x 512 x 64 x 2 = 5,274,368 B, needs 258 tokens of 20,480 B: the
-  // block grows to the next chunk of 256 while the layers keep their 686,848 B.
+  // Zamba2Config sets mamba_headdim to mamba_expand x hidden_size / n_mamba_heads whatever the
+  // config states, so the class's estimate takes the layers' heads: a stated 512 changes nothing.
   nlohmann::json wide = zamba;
   wide["mamba_headdim"] = 512;
-  LaunchConfig wide_launch = Launch(1, 20 * kGiB);
-  wide_launch.cache.max_num_seqs = 128;  // the pool's 227 blocks hold 128 rows
-  plan = PlanWith(wide, wide_launch);
+  plan = PlanWith(wide, Launch(1, 20 * kGiB));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
-  EXPECT_EQ(plan->groups[0].geometry.block_size(), 512);
-  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 10'485'760);
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 256);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 5'242'880);
   EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 686'848);
-  EXPECT_EQ(plan->groups[1].geometry.page_size_bytes(), 10'485'760);
-  // Narrower heads of mamba_headdim and a speculative token: the estimate misses both, and
-  // dropping the speculative tokens would not close the gap, so the refusal names the block.
+  EXPECT_EQ(plan->pool.num_blocks, 455);
+  // A speculative token: the estimate, 686,848 B, leaves out the conv state's speculative column
+  // (697,344 B); both fit the 48-token block's 983,040 B page (a narrow stated head width is
+  // ignored too).
   nlohmann::json narrow = zamba;
   narrow["mamba_headdim"] = 16;
   LaunchConfig narrow_launch = Launch(1, 20 * kGiB);
@@ -991,14 +1009,10 @@ TEST(MambaFamilies, Zamba2SharedAttentionBlocks) {
   narrow_launch.speculative = SpeculativeConfig{.method = "ngram", .num_speculative_tokens = 1};
   plan = PlanWith(narrow, narrow_launch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(DiagnosticMessage(*plan, "mamba-page-padding"),
-            "layer '9.mixer': its state takes 697344 B, but the engine sizes the 16-token "
-            "attention block from its model class's estimate, 195328 B "
-            "(get_mamba_state_shape_from_config passes no num_spec, leaving out the conv state's "
-            "1 speculative columns and takes heads of mamba_headdim 16 where the layers' are 64 "
-            "wide), pads every Mamba page to the 327680 B attention page and asserts no state "
-            "exceeds it (MambaSpec.page_size_bytes) once the weights are loaded; raise "
-            "--block-size to 48, whose attention page holds it");
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->groups[0].geometry.block_size(), 48);
+  EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 983'040);
+  EXPECT_EQ(plan->groups[1].natural_page_size_bytes, 697'344);
   // use_long_context sets max_position_embeddings to 16384 whatever the config states.
   nlohmann::json long_context = zamba;
   long_context["use_long_context"] = true;
