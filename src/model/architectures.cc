@@ -1374,9 +1374,13 @@ constexpr DenseFamily kQwen2{
     .name = "Qwen2", .reads_head_dim = false, .windows = DenseWindows::kQwen};
 constexpr DenseFamily kQwen3{.name = "Qwen3", .windows = DenseWindows::kQwen};
 // Qwen3ForCausalLM over Transformers' Qwen3Config, whose head_dim is 128 when a config omits it
-// (a GGUF file's config states none: docs/profiles.md, "GGUF files").
-constexpr DenseFamily kQwen3Config{
-    .name = "Qwen3", .absent_head_dim = 128, .windows = DenseWindows::kQwen};
+// (a GGUF file's config states none: docs/profiles.md, "GGUF files"), with 32 KV heads and 32768
+// positions.
+constexpr DenseFamily kQwen3Config{.name = "Qwen3",
+                                   .default_positions = 32768,
+                                   .absent_kv_heads = 32,
+                                   .absent_head_dim = 128,
+                                   .windows = DenseWindows::kQwen};
 // MiMo (mimo.py: the engine's Qwen2 model; mimo_mtp.py: Qwen2 decoder layers): a config class
 // that comes with the checkpoint, so no defaults.
 constexpr DenseFamily kMimo{
@@ -1821,7 +1825,7 @@ Status ReadGemma(const ConfigReader& r, ModelDescription& m) {
 struct InterleavedFamily {
   int64_t default_positions;  // max_position_embeddings
   int64_t default_head_dim;   // 0: hidden_size / num_attention_heads, head_dim not read
-  bool mha_default;           // num_key_value_heads absent: num_attention_heads
+  int64_t absent_kv_heads;    // num_key_value_heads when absent (kMultiHead: the query heads)
   int64_t default_pattern;
   bool reads_pattern;      // sliding_window_pattern overrides default_pattern
   int64_t default_window;  // sliding_window
@@ -1834,18 +1838,19 @@ struct InterleavedFamily {
   const char* soft_cap_default = nullptr;
 };
 // Gemma 3: google/gemma-3-27b-it's text_config states neither max_position_embeddings nor the
-// pattern. Cohere 2: its attention takes hidden_size / heads (the fork's commandr.py). Gemma 3n:
+// pattern. KV heads when absent: Gemma2Config's and Gemma3TextConfig's 4, Gemma3nTextConfig's 2.
+// Cohere 2: its attention takes hidden_size / heads (the fork's commandr.py). Gemma 3n:
 // Transformers' Gemma3nTextConfig (32768 positions, window 512, a full layer in five, 15 of the
 // layers reusing an earlier layer's KV).
-constexpr InterleavedFamily kGemma2{8192, 256, false, 2, false, 4096, -1, "Gemma2Config", "50.0"};
-constexpr InterleavedFamily kGemma3{131072, 256, false, 6, true, 4096};
-constexpr InterleavedFamily kCohere2{8192, 0, true, 4, true, 4096};
-constexpr InterleavedFamily kGemma3n{32768, 256, false, 5, false, 512, 15, "Gemma3nTextConfig"};
+constexpr InterleavedFamily kGemma2{8192, 256, 4, 2, false, 4096, -1, "Gemma2Config", "50.0"};
+constexpr InterleavedFamily kGemma3{131072, 256, 4, 6, true, 4096};
+constexpr InterleavedFamily kCohere2{8192, 0, kMultiHead, 4, true, 4096};
+constexpr InterleavedFamily kGemma3n{32768, 256, 2, 5, false, 512, 15, "Gemma3nTextConfig"};
 
 Status ReadInterleaved(const ConfigReader& r, const InterleavedFamily& f, ModelDescription& m) {
   KVTOPO_RETURN_IF_ERROR(ReadCommon(r, m, f.default_positions));
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, NumLayers(r));
-  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.mha_default ? kMultiHead : kRequired, m));
+  KVTOPO_RETURN_IF_ERROR(ReadKvHeads(r, f.absent_kv_heads, m));
   int64_t head = f.default_head_dim;
   if (head > 0) {
     KVTOPO_ASSIGN_OR_RETURN(head, r.IntInOr("head_dim", head, 1, kMaxModelDim));

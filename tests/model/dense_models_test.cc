@@ -199,6 +199,16 @@ TEST(DenseModels, QwenHeadSizesAndDcp) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_FALSE(plan->accepted());
   EXPECT_EQ(plan->diagnostics[0].code, "gqa-dcp-size");
+  // Fields a Qwen3 config omits take Qwen3Config's defaults: 32 KV heads of 128, 32,768 positions.
+  for (const char* key : {"num_key_value_heads", "head_dim", "max_position_embeddings"}) {
+    qwen3.erase(key);
+  }
+  plan = PlanConfig(qwen3, 16, 1, 16 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->model.max_model_len, 32768);
+  EXPECT_EQ(plan->groups[0].spec.num_kv_heads, 2);  // 32 over TP16
+  EXPECT_EQ(plan->groups[0].spec.head_size, 128);
 }
 
 // Windows: a Mistral window with no layer_types covers every layer; mixed layer_types give
@@ -420,6 +430,13 @@ TEST(DenseModels, Gemma3InterleavesSlidingAndFullLayers) {
   EXPECT_EQ(plan->pool.num_blocks, 65536);
   EXPECT_EQ(plan->capacity.blocks_per_request, 14726);
   EXPECT_EQ(plan->capacity.max_tokens, 583'317);
+  // Without num_key_value_heads, Gemma3TextConfig's 4: 2 a rank at TP2, a quarter of the page.
+  nlohmann::json no_kv = Gemma3_27B();
+  no_kv["text_config"].erase("num_key_value_heads");
+  plan = PlanConfig(no_kv, 2, 1, 40 * kGiB);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->groups[6].spec.num_kv_heads, 2);
+  EXPECT_EQ(plan->groups[6].geometry.page_size_bytes(), 16384);
 
   // A config that lists layer_types is read as listed; sliding_window_pattern sets the default.
   nlohmann::json config = Gemma3_27B();
