@@ -2992,7 +2992,9 @@ Status ReadMimoV2Flash(const ConfigReader& r, ModelDescription& m) {
 Status ReadStep3p5(const ConfigReader& r, ModelDescription& m) {
   nlohmann::json filled = r.json();
   if (!r.Has("max_seq_len")) filled["max_seq_len"] = 4096;
-  if (!r.Has("max_position_embeddings")) {  // DbrxConfig's attribute_map: one field
+  // Step3p5Config keeps max_position_embeddings (None) beside max_seq_len (4096): without the
+  // former the engine's length is the latter, as here.
+  if (!r.Has("max_position_embeddings")) {
     KVTOPO_ASSIGN_OR_RETURN(filled["max_position_embeddings"],
                             r.Over(filled).IntIn("max_seq_len", 1, kMaxModelLen));
   }
