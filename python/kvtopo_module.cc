@@ -16,7 +16,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -174,7 +173,6 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
   }));
   // The variables the engine may read, as the CLI passes its own: every VLLM_ one and every other
   // vllm/envs.py registers, NAME=VALUE (as os.environ holds them, undecodable bytes kept).
-  const std::vector<std::string>& known = KnownVllmEnvironment();
   for (const py::handle item : environ.attr("items")()) {
     const auto bytes = [&](int i) {
       return py::reinterpret_borrow<py::tuple>(item)[i]
@@ -182,7 +180,7 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
           .cast<std::string>();
     };
     const std::string name = bytes(0);
-    if (name.starts_with("VLLM_") || std::binary_search(known.begin(), known.end(), name)) {
+    if (EngineEnvironmentName(name)) {
       o.vllm_environment.push_back(name + "=" + bytes(1));
     }
   }

@@ -313,11 +313,9 @@ Result<LaunchOptions> ToLaunchOptions(const LaunchFlags& f) {
   }
   KVTOPO_RETURN_IF_ERROR(
       ApplyLaunchEnvironment(o, [](const char* name) { return std::getenv(name); }));
-  const std::vector<std::string>& known = KnownVllmEnvironment();
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
-    const std::string name(variable.substr(0, variable.find('=')));
-    if (name.starts_with("VLLM_") || std::binary_search(known.begin(), known.end(), name)) {
+    if (EngineEnvironmentName(variable.substr(0, variable.find('=')))) {
       o.vllm_environment.emplace_back(variable);
     }
   }

@@ -345,6 +345,9 @@ std::optional<std::string> VllmFlagSetting(const std::vector<VllmFlagValue>& val
                                            std::string_view flag);
 // The environment variables vllm/envs.py registers (profiles/vllm-flags.json), sorted.
 const std::vector<std::string>& KnownVllmEnvironment();
+// Whether a front end passes the variable `name` in LaunchOptions::vllm_environment: every VLLM_
+// name, and the other names vllm/envs.py registers.
+bool EngineEnvironmentName(std::string_view name);
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
 // other and to the launch options. Errors name the flag, the value and the engine's message: a

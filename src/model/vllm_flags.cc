@@ -127,6 +127,11 @@ const std::vector<std::string>& KnownVllmEnvironment() {
   return kNames;
 }
 
+bool EngineEnvironmentName(std::string_view name) {
+  const std::vector<std::string>& known = KnownVllmEnvironment();
+  return name.starts_with("VLLM_") || std::binary_search(known.begin(), known.end(), name);
+}
+
 namespace {
 
 // Python's int() of text; ±inf past the 64-bit range (a number Python still takes).
@@ -543,16 +548,17 @@ bool KnownText(std::string_view s) {
 // Python's str.lower() where it can meet an ASCII choice: ASCII letters, and the Kelvin sign
 // (U+212A), which lowers to 'k'; other characters as they are.
 std::string LowerForChoice(std::string_view s) {
+  constexpr std::string_view kKelvin = "\xE2\x84\xAA";
   std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s.substr(i, 3) == "\xE2\x84\xAA") {
+  for (size_t at = 0; at < s.size();) {
+    if (s.substr(at, kKelvin.size()) == kKelvin) {
       out += 'k';
-      i += 2;
+      at += kKelvin.size();
     } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+      out += s[at++];
     }
   }
-  return out;
+  return internal::AsciiLower(out);
 }
 
 // Reads JSON text without building it: sax_parse returns whether it is JSON; `undecided` notes

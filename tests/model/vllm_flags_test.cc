@@ -204,7 +204,12 @@ TEST(VllmFlags, EnvironmentValuesTheEngineCannotRead) {
             "a URI), at the latest as its engine core ends its start and reads every variable "
             "vllm/envs.py registers, once the weights are loaded and the KV cache allocated; set a "
             "port number or unset it");
-  EXPECT_TRUE(refusal({"VLLM_PORT=80a"}).starts_with("VLLM_PORT is '80a', which"));
+  EXPECT_EQ(refusal({"VLLM_PORT=80a"}),
+            "VLLM_PORT is '80a', which the engine cannot read: it fails to start (get_vllm_port "
+            "raises for anything but an integer, calling a value with a URL scheme a URI), at the "
+            "latest as its engine core ends its start and reads every variable vllm/envs.py "
+            "registers, once the weights are loaded and the KV cache allocated; set a port number "
+            "or unset it");
   // json.loads: what RFC 8259 refuses, unless Python reads it (NaN, numbers past the double
   // range) or it nests deep enough for Python's recursion limit.
   EXPECT_EQ(refusal({"VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB={\"4\": 64"}),
