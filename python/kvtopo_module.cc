@@ -171,8 +171,8 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
     value = got.cast<std::string>();
     return value.c_str();
   }));
-  // The variables the engine may read, as the CLI passes its own: every VLLM_ one and every other
-  // vllm/envs.py registers, NAME=VALUE (as os.environ holds them, undecodable bytes kept).
+  // The variables the engine may read, as the CLI passes its own (EngineEnvironmentName),
+  // NAME=VALUE (as os.environ holds them, undecodable bytes kept).
   for (const py::handle item : environ.attr("items")()) {
     const auto bytes = [&](int i) {
       return py::reinterpret_borrow<py::tuple>(item)[i]

@@ -317,6 +317,10 @@ struct LaunchConfig {
   // processors", "prompt embeds", "logprobs mode 'raw_logits'", "KV sharing fast prefill",
   // "EC transfer". The cache is the same.
   std::vector<std::string> v2_runner_unsupported;
+  // The environment variables set where the engine starts that it may read, NAME=VALUE
+  // (LaunchOptions::vllm_environment): the values the engine's modules read as they are imported
+  // are checked against the modules this launch imports. The cache is the same.
+  std::vector<std::string> environment;
   // --kv-sharing-fast-prefill, which EAGLE-style drafts refuse. The cache is the same.
   bool kv_sharing_fast_prefill = false;
   // VLLM_WORKER_MULTIPROC_METHOD: fork or spawn. `vllm serve` sets spawn when the variable is

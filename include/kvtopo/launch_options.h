@@ -217,9 +217,10 @@ struct LaunchOptions {
   std::vector<VllmFlagValue> not_planned_values;  // their values, one entry a flag
   // The environment variables set where the engine starts that it may read, NAME=VALUE (or a
   // NAME alone, its value unknown), in the environment's order; the CLI fills them from its own
-  // (every VLLM_ name, and the others vllm/envs.py registers). A value the engine's reader
-  // cannot read (int() of "yes") refuses the launch; --fail-on-environ-validation refuses a
-  // VLLM_ name the engine does not register.
+  // (EngineEnvironmentName: every VLLM_ name, the others vllm/envs.py registers, and those the
+  // engine's modules read as they are imported). A value the engine's reader cannot read (int()
+  // of "yes") refuses the launch; --fail-on-environ-validation refuses a VLLM_ name the engine
+  // does not register.
   std::vector<std::string> vllm_environment;
   // What a front end found in how the launch was spelled (e.g. a --speculative-config the
   // engine's parser drops); the plan reports them.
@@ -346,8 +347,31 @@ std::optional<std::string> VllmFlagSetting(const std::vector<VllmFlagValue>& val
 // The environment variables vllm/envs.py registers (profiles/vllm-flags.json), sorted.
 const std::vector<std::string>& KnownVllmEnvironment();
 // Whether a front end passes the variable `name` in LaunchOptions::vllm_environment: every VLLM_
-// name, and the other names vllm/envs.py registers.
+// name, the other names vllm/envs.py registers, and those the engine's modules read as they are
+// imported (ImportedEnvironmentRefusals).
 bool EngineEnvironmentName(std::string_view name);
+// A variable a module of the engine reads outside vllm/envs.py as it is imported
+// (profiles/vllm-flags.json `import_reads`: int(os.getenv(...)) or an assert at module level),
+// set to a value its reader cannot read, so the import raises and the engine fails to start.
+struct ImportedEnvironmentRefusal {
+  enum class Where {
+    kModel,        // the model class's module imports it (the architecture's inspection)
+    kEveryWorker,  // every GPU worker imports it as it starts
+    kV1Runner,     // the workers of the V1 model runner import it as they start
+  };
+  std::string name;
+  std::string value;  // as Python's repr shows it
+  std::string reads;  // "<module> reads it as it is imported (<the reader's message>)"
+  std::string fix;    // "set an integer"
+  Where where = Where::kEveryWorker;
+  std::string model;  // kModel: the entry of `models` that imports it
+};
+// The refusals for `environment` (NAME=VALUE) where the engine imports the reading module: with
+// the model class of one of `models` (architectures, and MTP model types after the speculative
+// config's override), in every GPU worker, or in the V1 model runner's (for the caller to
+// decide whether that runner runs). In the order the engine imports them.
+std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
+    const std::vector<std::string>& environment, const std::vector<std::string>& models);
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
 // other and to the launch options. Errors name the flag, the value and the engine's message: a

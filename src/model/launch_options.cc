@@ -3548,6 +3548,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.data_parallel_size = o.data_parallel_size.value_or(1);
   c.enable_eplb = o.enable_eplb.value_or(false);
   c.use_v2_model_runner = o.use_v2_model_runner;
+  c.environment = o.vllm_environment;
   c.enable_return_routed_experts = o.enable_return_routed_experts.value_or(false);
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&

@@ -2376,6 +2376,77 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// Variables the engine's modules read as they are imported, outside vllm/envs.py
+// (ImportedEnvironmentRefusals): a value their reader cannot read fails the start where the
+// module is imported, before the weights load: with the model class of the architecture (or of
+// the MTP draft, its type after the speculative config's override), which the engine imports as
+// it inspects it, in every GPU worker, or in the workers of the V1 model runner. The engine runs
+// the V1 runner unless VLLM_USE_V2_MODEL_RUNNER=1, or, unset, for an architecture of
+// DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3ForCausalLM at 28be48fa9) that is neither MoE nor
+// quantized and whose launch that runner supports (VllmConfig.use_v2_model_runner): kvtopo does
+// not decide that last case and warns. A model run through the Transformers backend imports the
+// backend's class instead of the architecture's.
+void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription& m,
+                              const internal::LoadedConfig& target, Builder& b) {
+  if (config.environment.empty()) return;
+  std::vector<std::string> models;
+  if (m.transformers_backend.empty()) models.push_back(m.architecture);
+  if (config.speculative && config.speculative->method == "mtp") {
+    const std::string type = internal::MtpTypeAfterOverride(target.json);
+    if (!type.empty()) models.push_back(type);
+  }
+  // Whether the workers run the V1 model runner: 1 yes, 0 no, -1 not known.
+  int v1_runner = 1;
+  if (config.use_v2_model_runner) {
+    v1_runner = *config.use_v2_model_runner ? 0 : 1;
+  } else if (m.architecture == "Qwen3ForCausalLM") {
+    v1_runner = -1;
+  }
+  using Where = ImportedEnvironmentRefusal::Where;
+  std::string error;
+  std::vector<std::string> more;
+  for (const ImportedEnvironmentRefusal& r :
+       ImportedEnvironmentRefusals(config.environment, models)) {
+    if (r.where == Where::kV1Runner && v1_runner != 1) {
+      if (v1_runner == -1) {
+        b.Add(Severity::kWarning, "environment-import",
+              fmt::format("{} is {}, which the engine cannot read: {}, and the engine imports "
+                          "that module in the workers of its V1 model runner as they start; with "
+                          "VLLM_USE_V2_MODEL_RUNNER unset the engine runs {} on its V2 runner "
+                          "unless the model is quantized or the launch needs what that runner "
+                          "does not support, and on the V1 runner it fails to start before the "
+                          "weights load; {} or unset it",
+                          r.name, r.value, r.reads, m.architecture, r.fix));
+      }
+      continue;
+    }
+    if (!error.empty()) {
+      more.push_back(r.name);
+      continue;
+    }
+    const std::string where =
+        r.where == Where::kModel && r.model != m.architecture
+            ? fmt::format(
+                  "with the MTP draft's model class (model type {}) as it inspects the "
+                  "draft's architecture",
+                  r.model)
+        : r.where == Where::kModel
+            ? fmt::format("with the model class of {} as it inspects the architecture", r.model)
+        : r.where == Where::kEveryWorker
+            ? std::string("in every GPU worker as it starts")
+            : std::string("in the workers of its V1 model runner as they start");
+    error = fmt::format(
+        "{} is {}, which the engine cannot read: {}, and the engine imports that module {}, so it "
+        "fails to start before the weights load; {} or unset it",
+        r.name, r.value, r.reads, where, r.fix);
+  }
+  if (error.empty()) return;
+  if (!more.empty()) {
+    error += fmt::format(" (the engine cannot read {} either)", fmt::join(more, ", "));
+  }
+  b.Error("environment-import", error);
+}
+
 // The V2 model runner builds MTP layers under the target's config (load_eagle_model at
 // 28be48fa9), so the speculative config's moe_backend goes unread.
 void WarnDraftMoeBackendUnread(const std::string& backend, const std::string& mtp_layers,
@@ -4144,6 +4215,7 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckMlpActivation(model, target.file, /*draft=*/false, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
+  CheckImportedEnvironment(config, model, target, b);
   CheckLora(config, model, target.file, b);
   CheckMultimodalFlags(config, model, target.file, b);
   CheckConvStateLayoutVariable(model, config, b);

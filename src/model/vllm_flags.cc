@@ -127,11 +127,6 @@ const std::vector<std::string>& KnownVllmEnvironment() {
   return kNames;
 }
 
-bool EngineEnvironmentName(std::string_view name) {
-  const std::vector<std::string>& known = KnownVllmEnvironment();
-  return name.starts_with("VLLM_") || std::binary_search(known.begin(), known.end(), name);
-}
-
 namespace {
 
 // Python's int() of text; ±inf past the 64-bit range (a number Python still takes).
@@ -514,7 +509,7 @@ namespace {
 // (environment_reads in profiles/vllm-flags.json, in envs.py's order).
 struct EnvironmentRead {
   std::string name;
-  std::string read;  // int, float, port, json, choice, choice_list
+  std::string read;  // int, float, port, json, choice, choice_list; assert_choice (import_reads)
   std::vector<std::string> choices;
   bool case_sensitive = true;
 };
@@ -643,6 +638,15 @@ std::optional<EnvironmentRefusal> RefuseEnvironmentValue(const EnvironmentRead& 
   };
   const std::string choices = internal::PythonRepr(nlohmann::json(r.choices));
   const std::string fix = fmt::format("set one of {}", fmt::join(r.choices, ", "));
+  if (r.read == "assert_choice") {
+    // A module-level assert: `assert VALUE in CHOICES, f"{NAME} must be one of {CHOICES}, but
+    // got {VALUE}"`, compared as given.
+    if (std::find(r.choices.begin(), r.choices.end(), value) != r.choices.end()) {
+      return std::nullopt;
+    }
+    return EnvironmentRefusal{
+        quoted(fmt::format("{} must be one of {}, but got {}", r.name, choices, value)), fix};
+  }
   if (r.read == "choice") {
     if (allowed(value)) return std::nullopt;
     return EnvironmentRefusal{quoted(fmt::format("Invalid value '{}' for {}. Valid options: {}.",
@@ -704,6 +708,43 @@ Status CheckEnvironmentValues(const LaunchOptions& o) {
     first += fmt::format(" (the engine cannot read {} either)", fmt::join(more, ", "));
   }
   return Rejected(first);
+}
+
+// A variable a module of the engine reads outside vllm/envs.py as it is imported (import_reads
+// in profiles/vllm-flags.json, in the order the engine imports the modules).
+struct ImportRead {
+  EnvironmentRead read;
+  std::string module;
+  std::string workers;              // every (every GPU worker), v1 (the V1 model runner's), or ""
+  std::vector<std::string> models;  // architectures and MTP model types importing it, sorted
+};
+
+const std::vector<ImportRead>& ImportReads() {
+  static const std::vector<ImportRead> kReads = [] {
+    std::vector<ImportRead> r;
+    const nlohmann::json& file = VllmFlagsFile();
+    if (!file.contains("import_reads") || !file["import_reads"].is_array()) return r;
+    const nlohmann::json sets = file.value("import_read_models", nlohmann::json::object());
+    for (const nlohmann::json& e : file["import_reads"]) {
+      if (!e.is_object()) continue;
+      ImportRead read{.read = {.name = e.value("name", ""),
+                               .read = e.value("read", ""),
+                               .choices = ReadChoices(e),
+                               .case_sensitive = true},
+                      .module = e.value("module", ""),
+                      .workers = e.value("workers", "")};
+      const std::string set = e.value("models", "");
+      if (!set.empty() && sets.contains(set) && sets[set].is_array()) {
+        for (const nlohmann::json& m : sets[set]) {
+          if (m.is_string()) read.models.push_back(m.get<std::string>());
+        }
+        std::sort(read.models.begin(), read.models.end());
+      }
+      r.push_back(std::move(read));
+    }
+    return r;
+  }();
+  return kReads;
 }
 
 // The rules of the engine's configs that tie flags not planned with to each other and to the
@@ -952,6 +993,47 @@ Status CheckFlagRules(const LaunchOptions& o) {
 }
 
 }  // namespace
+
+bool EngineEnvironmentName(std::string_view name) {
+  const std::vector<std::string>& known = KnownVllmEnvironment();
+  return name.starts_with("VLLM_") || std::binary_search(known.begin(), known.end(), name) ||
+         std::any_of(ImportReads().begin(), ImportReads().end(),
+                     [&](const ImportRead& r) { return r.read.name == name; });
+}
+
+std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
+    const std::vector<std::string>& environment, const std::vector<std::string>& models) {
+  std::vector<ImportedEnvironmentRefusal> out;
+  for (const ImportRead& r : ImportReads()) {
+    const auto set = std::find_if(environment.begin(), environment.end(), [&](const auto& e) {
+      return e.size() > r.read.name.size() && e.starts_with(r.read.name) &&
+             e[r.read.name.size()] == '=';
+    });
+    if (set == environment.end()) continue;
+    const std::string_view value = std::string_view(*set).substr(r.read.name.size() + 1);
+    const auto model = std::find_if(models.begin(), models.end(), [&](const std::string& m) {
+      return std::binary_search(r.models.begin(), r.models.end(), m);
+    });
+    ImportedEnvironmentRefusal refusal{.name = r.read.name};
+    if (model != models.end()) {
+      refusal.where = ImportedEnvironmentRefusal::Where::kModel;
+      refusal.model = *model;
+    } else if (r.workers == "every") {
+      refusal.where = ImportedEnvironmentRefusal::Where::kEveryWorker;
+    } else if (r.workers == "v1") {
+      refusal.where = ImportedEnvironmentRefusal::Where::kV1Runner;
+    } else {
+      continue;
+    }
+    const std::optional<EnvironmentRefusal> refused = RefuseEnvironmentValue(r.read, value);
+    if (!refused) continue;
+    refusal.value = internal::PythonRepr(nlohmann::json(std::string(value)));
+    refusal.reads = fmt::format("{} reads it as it is imported ({})", r.module, refused->raised);
+    refusal.fix = refused->fix;
+    out.push_back(std::move(refusal));
+  }
+  return out;
+}
 
 std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::string_view model) {
   const auto value = [&](std::string_view flag) { return VllmFlagSetting(given, flag); };

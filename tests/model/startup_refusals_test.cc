@@ -886,6 +886,90 @@ TEST(StartupRefusals, V2ModelRunnerUnsupportedFeatures) {
 
 // Micro-batching needs a DeepEP all-to-all backend; --logprobs-mode takes the engine's four
 // modes.
+// A variable a module of the engine reads as it is imported fails the start where the launch
+// imports that module: every GPU worker's, the V1 model runner's (which the engine runs unless
+// VLLM_USE_V2_MODEL_RUNNER=1, or for Qwen3ForCausalLM unset, a case kvtopo warns about), the model
+// class's, or the MTP draft's.
+TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
+  LaunchOptions o = Model("gpt-oss-120b");
+  o.vllm_environment = {"VLLM_MTP_PROB_DIAG_MAX_CALLS=1e3", "VLLM_USE_SGL_KERNEL_FAST_TOPK=yes"};
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] VLLM_MTP_PROB_DIAG_MAX_CALLS is '1e3', which the "
+            "engine cannot read: vllm/v1/sample/rejection_sampler.py reads it as it is imported "
+            "(\"invalid literal for int() with base 10: '1e3'\"), and the engine imports that "
+            "module in the workers of its V1 model runner as they start, so it fails to start "
+            "before the weights load; set an integer or unset it (the engine cannot read "
+            "VLLM_USE_SGL_KERNEL_FAST_TOPK either)");
+  o.use_v2_model_runner = true;  // neither module is imported
+  EXPECT_EQ(Errors(o), "");
+  o.vllm_environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK_TRANSFORM=on"};  // every worker's
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] VLLM_USE_SGL_KERNEL_FAST_TOPK_TRANSFORM is 'on', "
+            "which the engine cannot read: vllm/v1/attention/backends/mla/indexer.py reads it as "
+            "it is imported (\"invalid literal for int() with base 10: 'on'\"), and the engine "
+            "imports that module in every GPU worker as it starts, so it fails to start before "
+            "the weights load; set an integer or unset it");
+  o.vllm_environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK_TRANSFORM=1"};
+  EXPECT_EQ(Errors(o), "");
+
+  // Qwen3-Next's class imports the FLA kernels, whatever the runner.
+  o = Model("qwen3-next-80b");
+  o.vllm_environment = {"GDN_RECOMPUTE_SUPPRESS_LEVEL=low", "FLA_TRIL_PRECISION=ieee"};
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] GDN_RECOMPUTE_SUPPRESS_LEVEL is 'low', which the "
+            "engine cannot read: vllm/model_executor/layers/fla/ops/utils.py reads it as it is "
+            "imported (\"invalid literal for int() with base 10: 'low'\"), and the engine imports "
+            "that module with the model class of Qwen3NextForCausalLM as it inspects the "
+            "architecture, so it fails to start before the weights load; set an integer or unset "
+            "it");
+  o.vllm_environment = {"GDN_RECOMPUTE_SUPPRESS_LEVEL=2", "FLA_TRIL_PRECISION=ieee"};
+  EXPECT_EQ(Errors(o), "");
+  o = Model("gpt-oss-120b");
+  o.vllm_environment = {"GDN_RECOMPUTE_SUPPRESS_LEVEL=low"};  // no FLA kernels
+  EXPECT_EQ(Errors(o), "");
+
+  // Pangu Ultra MoE's class does not import DeepSeek's sparse indexer; its MTP draft's does.
+  o = Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/pangu-ultra-moe-718b.json");
+  o.tensor_parallel_size = 16;
+  o.use_v2_model_runner = true;
+  o.vllm_environment = {"VLLM_NSA_INDEXER_DEBUG_MAX=x"};
+  EXPECT_EQ(Errors(o), "");
+  o.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 1})";
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "environment-import"),
+            "VLLM_NSA_INDEXER_DEBUG_MAX is 'x', which the engine cannot read: "
+            "vllm/model_executor/layers/sparse_attn_indexer.py reads it as it is imported "
+            "(\"invalid literal for int() with base 10: 'x'\"), and the engine imports that "
+            "module with the MTP draft's model class (model type pangu_ultra_moe_mtp) as it "
+            "inspects the draft's architecture, so it fails to start before the weights load; "
+            "set an integer or unset it");
+
+  // Qwen3ForCausalLM, with the runner variable unset, may run on the V2 runner: a warning.
+  const nlohmann::json qwen3 = nlohmann::json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096,
+    "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "max_position_embeddings": 40960, "torch_dtype": "bfloat16"})");
+  LaunchConfig c;
+  c.environment = {"BOB_PROFILE_PREFILL_INTERVAL=often"};
+  Result<Plan> plan = testing_configs::PlanWith(qwen3, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(DiagnosticMessage(*plan, "environment-import"),
+            "BOB_PROFILE_PREFILL_INTERVAL is 'often', which the engine cannot read: "
+            "vllm/v1/worker/gpu_model_runner.py reads it as it is imported (\"invalid literal for "
+            "int() with base 10: 'often'\"), and the engine imports that module in the workers "
+            "of its V1 model runner as they start; with VLLM_USE_V2_MODEL_RUNNER unset the engine "
+            "runs Qwen3ForCausalLM on its V2 runner unless the model is quantized or the launch "
+            "needs what that runner does not support, and on the V1 runner it fails to start "
+            "before the weights load; set an integer or unset it");
+  c.use_v2_model_runner = false;
+  EXPECT_EQ(ConfigErrors(qwen3, c),
+            "\n  error [environment-import] BOB_PROFILE_PREFILL_INTERVAL is 'often', which the "
+            "engine cannot read: vllm/v1/worker/gpu_model_runner.py reads it as it is imported "
+            "(\"invalid literal for int() with base 10: 'often'\"), and the engine imports that "
+            "module in the workers of its V1 model runner as they start, so it fails to start "
+            "before the weights load; set an integer or unset it");
+}
+
 TEST(StartupRefusals, MicroBatchingAndFastPrefill) {
   LaunchOptions o = Model("kimi-k2.6");
   o.tensor_parallel_size = 8;

@@ -266,6 +266,62 @@ TEST(VllmFlags, EnvironmentValuesTheEngineCannotRead) {
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8", false, "-i VERBOSE=1 VLLM_PORT=8000").exit_code, 0);
 }
 
+// Variables the engine's modules read as they are imported, outside vllm/envs.py: each with its
+// reader, and where the engine imports the module (the model class of an architecture or MTP
+// model type, every GPU worker, the V1 model runner's workers).
+TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
+  using Where = ImportedEnvironmentRefusal::Where;
+  EXPECT_TRUE(EngineEnvironmentName("BOB_PROFILE_PREFILL_INTERVAL"));
+  EXPECT_TRUE(EngineEnvironmentName("FLA_TRIL_PRECISION"));
+  EXPECT_TRUE(EngineEnvironmentName("GDN_RECOMPUTE_SUPPRESS_LEVEL"));
+  EXPECT_FALSE(EngineEnvironmentName("FLA_COMPILER_MODE"));  // compared to "1", never refused
+  const std::vector<std::string> environment = {
+      "FLA_TRIL_PRECISION=TF32", "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX=12.0",
+      "VLLM_NSA_INDEXER_DEBUG_MAX=", "BOB_PROFILE_PREFILL_INTERVAL= 50 ", "HOME=/root"};
+  std::vector<ImportedEnvironmentRefusal> r =
+      ImportedEnvironmentRefusals(environment, {"Qwen3NextForCausalLM"});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].name, "FLA_TRIL_PRECISION");
+  EXPECT_EQ(r[0].value, "'TF32'");
+  EXPECT_EQ(r[0].reads,
+            "vllm/model_executor/layers/fla/ops/solve_tril.py reads it as it is imported "
+            "(\"FLA_TRIL_PRECISION must be one of ['ieee', 'tf32', 'tf32x3'], but got TF32\")");
+  EXPECT_EQ(r[0].fix, "set one of ieee, tf32, tf32x3");
+  EXPECT_EQ(r[0].where, Where::kModel);
+  EXPECT_EQ(r[0].model, "Qwen3NextForCausalLM");
+  EXPECT_EQ(r[1].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
+  EXPECT_EQ(r[1].reads,
+            "vllm/v1/attention/backends/mla/indexer.py reads it as it is imported (\"invalid "
+            "literal for int() with base 10: '12.0'\")");
+  EXPECT_EQ(r[1].fix, "set an integer");
+  EXPECT_EQ(r[1].where, Where::kEveryWorker);
+  EXPECT_EQ(r[2].name, "VLLM_NSA_INDEXER_DEBUG_MAX");  // int('') raises; int(' 50 ') reads 50
+  EXPECT_EQ(r[2].value, "''");
+  EXPECT_EQ(r[2].where, Where::kV1Runner);
+  // The sparse indexer's module comes with DeepSeek's class and the MTP types that build it.
+  r = ImportedEnvironmentRefusals(environment, {"PanguUltraMoEForCausalLM", "pangu_ultra_moe_mtp"});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
+  EXPECT_EQ(r[1].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
+  EXPECT_EQ(r[1].where, Where::kModel);
+  EXPECT_EQ(r[1].model, "pangu_ultra_moe_mtp");
+  EXPECT_TRUE(ImportedEnvironmentRefusals({"FLA_TRIL_PRECISION=tf32x3", "USE_DEFAULT_FLA_NORM=1",
+                                           "VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=-0"},
+                                          {"KimiLinearForCausalLM"})
+                  .empty());
+  // The CLI passes the names that are not VLLM_ ones too.
+  const testing::CliResult refused =
+      RunCli("check gpt-oss-120b", true, "-i BOB_PROFILE_PREFILL_INTERVAL=fifty");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out,
+            "rejected: gpt-oss-120b\n"
+            "  error [environment-import] BOB_PROFILE_PREFILL_INTERVAL is 'fifty', which the "
+            "engine cannot read: vllm/v1/worker/gpu_model_runner.py reads it as it is imported "
+            "(\"invalid literal for int() with base 10: 'fifty'\"), and the engine imports that "
+            "module in the workers of its V1 model runner as they start, so it fails to start "
+            "before the weights load; set an integer or unset it\n");
+}
+
 TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "xgrammar", "x": 1})"})}),
             "--structured-outputs-config: 'x' is not a field of the engine's "

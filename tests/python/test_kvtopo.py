@@ -615,6 +615,26 @@ class PlanTest(unittest.TestCase):
                 else:
                     os.environb[k] = v
 
+    def test_variables_modules_read_as_they_are_imported(self):
+        # The engine's V1 model runner reads BOB_PROFILE_PREFILL_INTERVAL with int() as it is
+        # imported; the module passes it from os.environ though it is no VLLM_ name.
+        saved = os.environ.get("BOB_PROFILE_PREFILL_INTERVAL")
+        try:
+            os.environ["BOB_PROFILE_PREFILL_INTERVAL"] = "x"
+            with self.assertRaisesRegex(kvtopo.RejectedError,
+                                        r"error \[environment-import\] "
+                                        r"BOB_PROFILE_PREFILL_INTERVAL is 'x', which the engine "
+                                        r"cannot read: vllm/v1/worker/gpu_model_runner\.py reads "
+                                        r"it as it is imported"):
+                kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
+            plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, use_v2_model_runner=True)
+            self.assertEqual(plan.capacity.max_tokens, 6621558)
+        finally:
+            if saved is None:
+                os.environ.pop("BOB_PROFILE_PREFILL_INTERVAL", None)
+            else:
+                os.environ["BOB_PROFILE_PREFILL_INTERVAL"] = saved
+
     def test_pipeline_parallel(self):
         # TP 4 x PP 2: each stage holds 18 of gpt-oss-120b's 36 layers, so the pool is TP 8's.
         plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=4, pipeline_parallel_size=2)
