@@ -2904,6 +2904,39 @@ Status ReadLongcatFlash(const ConfigReader& r, ModelDescription& m) {
   return Status::Ok();
 }
 
+// The engine reads a LongCat-Flash config with Transformers' LongcatFlashConfig unless it may
+// load the checkpoint's own class (--trust-remote-code, and an auto_map naming an AutoConfig).
+// Transformers' class defaults num_hidden_layers to 56 whatever num_layers is (its model iterates
+// num_layers and sets num_hidden_layers to twice that), and the fork's FlashConfig takes that
+// count: for a config stating only num_layers (LongCat-Flash-Chat's 28) the engine builds 56
+// decoder layers and fails as it loads the checkpoint's weights, whose layers stop at num_layers
+// (DefaultModelLoader: "Following weights were not initialized from checkpoint").
+Status CheckLongcatConfigClass(const ConfigReader& r, const ModelClassOptions& options) {
+  const nlohmann::json& j = r.json();
+  const auto map = j.find("auto_map");
+  const bool own_class = map != j.end() && map->is_object() && map->contains("AutoConfig");
+  if ((options.trust_remote_code && own_class) || r.Has("num_hidden_layers") ||
+      !r.Has("num_layers")) {
+    return Status::Ok();
+  }
+  KVTOPO_ASSIGN_OR_RETURN(const int64_t n, Positive(r, "num_layers", kMaxLayers / 2));
+  if (n == 56) return Status::Ok();
+  return r.Invalid(
+      "num_layers",
+      fmt::format("is {} and num_hidden_layers is not stated: {} the engine reads the config "
+                  "with Transformers' LongcatFlashConfig, whose num_hidden_layers defaults to 56 "
+                  "whatever num_layers is, so it builds 56 decoder layers for a checkpoint of {} "
+                  "and fails as it loads the weights ('Following weights were not initialized "
+                  "from checkpoint'; a Transformers without that class refuses the config "
+                  "instead); {}state num_hidden_layers {}",
+                  n, own_class ? "without --trust-remote-code" : "with no AutoConfig in auto_map",
+                  n,
+                  own_class ? "pass --trust-remote-code (the checkpoint's class reads num_layers) "
+                              "or "
+                            : "",
+                  n));
+}
+
 // Jais 2 (Jais2ForCausalLM): windows only from interleaved_sliding_window, which Jais2Config does
 // not have; a config that adds it is not planned.
 Status ReadJais2(const ConfigReader& r, ModelDescription& m) {
@@ -8110,6 +8143,9 @@ Result<ModelDescription> DescribeModel(const nlohmann::json& config, const std::
     KVTOPO_RETURN_IF_ERROR(CheckCausal(m.architecture, root));
     RecordTextShape(config, m);
     KVTOPO_RETURN_IF_ERROR(RecordMoeBuild(root, m.architecture, options, m));
+  }
+  if (it->architecture == std::string_view("LongcatFlashForCausalLM")) {
+    KVTOPO_RETURN_IF_ERROR(CheckLongcatConfigClass(root, options));
   }
   if (it->adjust != nullptr) it->adjust(m);
   if (it->draft) m.kind = "draft";  // the engine builds it only as a speculative draft

@@ -1032,6 +1032,11 @@ std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
     refusal.fix = refused->fix;
     out.push_back(std::move(refusal));
   }
+  // The engine inspects the architecture as it builds its config, before its workers start.
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return (a.where == ImportedEnvironmentRefusal::Where::kModel) >
+           (b.where == ImportedEnvironmentRefusal::Where::kModel);
+  });
   return out;
 }
 

@@ -4802,11 +4802,17 @@ TEST(DenseModels, HyV3AndItsMtpLayer) {
             "'config.json' declares none (num_nextn_predict_layers); choose another method");
 }
 
-// LongCat-Flash: two MLA attentions in each of its 28 decoder layers (num_layers), a 576-wide
-// latent row: 56 x 16 x 576 x 2 B a block, 20,805 blocks in 20 GiB; its MTP draft below.
+// LongCat-Flash under its checkpoint's config class (--trust-remote-code): two MLA attentions in
+// each of its 28 decoder layers (num_layers), a 576-wide latent row: 56 x 16 x 576 x 2 B a
+// block, 20,805 blocks in 20 GiB; its MTP draft below.
 TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
   nlohmann::json longcat = CorpusConfig("longcat-flash-chat");
-  auto plan = PlanConfig(longcat, 8, 1, 20 * kGiB, 1024);
+  LaunchConfig trusted;
+  trusted.trust_remote_code = true;
+  trusted.parallel.tensor_parallel_size = 8;
+  trusted.kv_cache_memory_bytes = 20 * kGiB;
+  trusted.cache.max_model_len = 1024;
+  auto plan = PlanWith(longcat, trusted);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->model.max_model_len, 1024);
@@ -4819,6 +4825,31 @@ TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
   EXPECT_EQ(plan->groups[0].geometry.page_size_bytes(), 16 * 576 * 2);
   EXPECT_EQ(plan->pool.num_blocks, 20805);
 
+  // Without --trust-remote-code the engine reads Transformers' LongcatFlashConfig, whose
+  // num_hidden_layers (56 by default) the fork's model builds; without an AutoConfig of its own
+  // the checkpoint's class is never read.
+  const std::string transformers_class =
+      "Transformers' LongcatFlashConfig, whose num_hidden_layers defaults to 56 whatever "
+      "num_layers is, so it builds 56 decoder layers for a checkpoint of 28 and fails as it loads "
+      "the weights ('Following weights were not initialized from checkpoint'; a Transformers "
+      "without that class refuses the config instead); ";
+  EXPECT_EQ(ConfigError(longcat),
+            "config.json 'config.json': field 'num_layers' is 28 and num_hidden_layers is not "
+            "stated: without --trust-remote-code the engine reads the config with " +
+                transformers_class +
+                "pass --trust-remote-code (the checkpoint's class reads num_layers) or state "
+                "num_hidden_layers 28");
+  nlohmann::json no_class = longcat;
+  no_class.erase("auto_map");
+  EXPECT_EQ(PlanWith(no_class, trusted).status().message(),
+            "config.json 'config.json': field 'num_layers' is 28 and num_hidden_layers is not "
+            "stated: with no AutoConfig in auto_map the engine reads the config with " +
+                transformers_class + "state num_hidden_layers 28");
+  no_class["num_layers"] = 56;  // the class's default count
+  plan = PlanConfig(no_class, 8, 1, 20 * kGiB, 1024);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LayerCount(*plan), 112u);
+
   // A stated num_hidden_layers wins over num_layers.
   longcat["num_hidden_layers"] = 4;
   plan = PlanConfig(longcat, 1, 1, 20 * kGiB, 1024);
@@ -4829,13 +4860,9 @@ TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
             "config.json 'config.json': field 'num_hidden_layers' is 4000: two attention layers "
             "each exceed 4096 layers");
 
-  LaunchConfig c;
-  c.model = "config.json";
-  c.kv_cache_memory_bytes = 20 * kGiB;
+  LaunchConfig c = trusted;
   c.speculative =
       ParseSpeculativeConfig(R"({"method": "mtp", "num_speculative_tokens": 1})").value();
-  c.parallel.tensor_parallel_size = 8;
-  c.cache.max_model_len = 1024;
   plan = PlanWith(CorpusConfig("longcat-flash-chat"), c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();

@@ -298,13 +298,15 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
   EXPECT_EQ(r[2].name, "VLLM_NSA_INDEXER_DEBUG_MAX");  // int('') raises; int(' 50 ') reads 50
   EXPECT_EQ(r[2].value, "''");
   EXPECT_EQ(r[2].where, Where::kV1Runner);
-  // The sparse indexer's module comes with DeepSeek's class and the MTP types that build it.
+  // The sparse indexer's module comes with DeepSeek's class and the MTP types that build it, and
+  // the engine inspects those before its workers start.
   r = ImportedEnvironmentRefusals(environment, {"PanguUltraMoEForCausalLM", "pangu_ultra_moe_mtp"});
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
-  EXPECT_EQ(r[1].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
-  EXPECT_EQ(r[1].where, Where::kModel);
-  EXPECT_EQ(r[1].model, "pangu_ultra_moe_mtp");
+  EXPECT_EQ(r[0].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
+  EXPECT_EQ(r[0].where, Where::kModel);
+  EXPECT_EQ(r[0].model, "pangu_ultra_moe_mtp");
+  EXPECT_EQ(r[1].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
+  EXPECT_EQ(r[1].where, Where::kEveryWorker);
   EXPECT_TRUE(ImportedEnvironmentRefusals({"FLA_TRIL_PRECISION=tf32x3", "USE_DEFAULT_FLA_NORM=1",
                                            "VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=-0"},
                                           {"KimiLinearForCausalLM"})
