@@ -2926,13 +2926,13 @@ Status CheckLongcatConfigClass(const ConfigReader& r, const ModelClassOptions& o
       fmt::format("is {} and num_hidden_layers is not stated: {} the engine reads the config "
                   "with Transformers' LongcatFlashConfig, whose num_hidden_layers defaults to 56 "
                   "whatever num_layers is, so it builds 56 decoder layers for a checkpoint of {} "
-                  "and fails as it loads the weights ('Following weights were not initialized "
-                  "from checkpoint'; a Transformers without that class refuses the config "
-                  "instead); {}state num_hidden_layers {}",
+                  "layers and fails as it loads the weights ('Following weights were not "
+                  "initialized from checkpoint'; a Transformers without that class refuses the "
+                  "config instead); {}state num_hidden_layers {}",
                   n, own_class ? "without --trust-remote-code" : "with no AutoConfig in auto_map",
                   n,
-                  own_class ? "pass --trust-remote-code (the checkpoint's class reads num_layers) "
-                              "or "
+                  own_class ? "pass --trust-remote-code (the checkpoint's class reads "
+                              "num_layers) or "
                             : "",
                   n));
 }

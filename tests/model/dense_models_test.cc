@@ -4830,8 +4830,8 @@ TEST(DenseModels, LongcatFlashRunsTwoMlaAttentionsPerLayer) {
   // the checkpoint's class is never read.
   const std::string transformers_class =
       "Transformers' LongcatFlashConfig, whose num_hidden_layers defaults to 56 whatever "
-      "num_layers is, so it builds 56 decoder layers for a checkpoint of 28 and fails as it loads "
-      "the weights ('Following weights were not initialized from checkpoint'; a Transformers "
+      "num_layers is, so it builds 56 decoder layers for a checkpoint of 28 layers and fails as it "
+      "loads the weights ('Following weights were not initialized from checkpoint'; a Transformers "
       "without that class refuses the config instead); ";
   EXPECT_EQ(ConfigError(longcat),
             "config.json 'config.json': field 'num_layers' is 28 and num_hidden_layers is not "
