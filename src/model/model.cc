@@ -2383,9 +2383,9 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
 // it inspects it, in every GPU worker, or in the workers of the V1 model runner. The engine runs
 // the V1 runner unless VLLM_USE_V2_MODEL_RUNNER=1, or, unset, for an architecture of
 // DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3ForCausalLM at 28be48fa9) that is neither MoE nor
-// quantized and whose launch that runner supports (VllmConfig.use_v2_model_runner): kvtopo does
-// not decide that last case and warns. A model run through the Transformers backend imports the
-// backend's class instead of the architecture's.
+// quantized and whose launch that runner supports (VllmConfig.use_v2_model_runner), where
+// kvtopo warns. A model run through the Transformers backend imports the backend's class
+// instead of the architecture's.
 void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription& m,
                               const internal::LoadedConfig& target, Builder& b) {
   if (config.environment.empty()) return;
@@ -2395,12 +2395,20 @@ void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription
     const std::string type = internal::MtpTypeAfterOverride(target.json);
     if (!type.empty()) models.push_back(type);
   }
-  // Whether the workers run the V1 model runner: 1 yes, 0 no, -1 not known.
+  // Whether the workers run the V1 model runner: 1 yes, 0 no, -1 not known. Unset, the engine
+  // keeps V1 for a MoE model, a checkpoint with a quantization_config (is_quantized), and a
+  // launch with what the V2 runner does not yet support (LaunchConfig::v2_runner_unsupported,
+  // sequence parallelism that stays on); otherwise whether an installed logits-processor plugin
+  // keeps V1 is not known here.
   int v1_runner = 1;
   if (config.use_v2_model_runner) {
     v1_runner = *config.use_v2_model_runner ? 0 : 1;
   } else if (m.architecture == "Qwen3ForCausalLM") {
-    v1_runner = -1;
+    const auto q = target.json.find("quantization_config");
+    const bool quantized = q != target.json.end() && !q->is_null();
+    const bool keeps_v1 = m.num_experts > 0 || quantized || !config.v2_runner_unsupported.empty() ||
+                          SequenceParallelismOn(config, m) == true;
+    if (!keeps_v1) v1_runner = -1;
   }
   using Where = ImportedEnvironmentRefusal::Where;
   std::string error;
@@ -2413,9 +2421,9 @@ void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription
               fmt::format("{} is {}, which the engine cannot read: {}, and the engine imports "
                           "that module in the workers of its V1 model runner as they start; with "
                           "VLLM_USE_V2_MODEL_RUNNER unset the engine runs {} on its V2 runner "
-                          "unless the model is quantized or the launch needs what that runner "
-                          "does not support, and on the V1 runner it fails to start before the "
-                          "weights load; {} or unset it",
+                          "unless a logits-processor plugin installed where it runs keeps the V1 "
+                          "runner, on which it fails to start before the weights load; {} or "
+                          "unset it",
                           r.name, r.value, r.reads, m.architecture, r.fix));
       }
       continue;

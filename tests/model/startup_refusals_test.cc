@@ -953,21 +953,40 @@ TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
   Result<Plan> plan = testing_configs::PlanWith(qwen3, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
-  EXPECT_EQ(DiagnosticMessage(*plan, "environment-import"),
+  const std::string may_run_v2 = DiagnosticMessage(*plan, "environment-import");
+  EXPECT_EQ(may_run_v2,
             "BOB_PROFILE_PREFILL_INTERVAL is 'often', which the engine cannot read: "
             "vllm/v1/worker/gpu_model_runner.py reads it as it is imported (\"invalid literal for "
             "int() with base 10: 'often'\"), and the engine imports that module in the workers "
             "of its V1 model runner as they start; with VLLM_USE_V2_MODEL_RUNNER unset the engine "
-            "runs Qwen3ForCausalLM on its V2 runner unless the model is quantized or the launch "
-            "needs what that runner does not support, and on the V1 runner it fails to start "
-            "before the weights load; set an integer or unset it");
+            "runs Qwen3ForCausalLM on its V2 runner unless a logits-processor plugin installed "
+            "where it runs keeps the V1 runner, on which it fails to start before the weights "
+            "load; set an integer or unset it");
+  const std::string v1_refusal =
+      "\n  error [environment-import] BOB_PROFILE_PREFILL_INTERVAL is 'often', which the engine "
+      "cannot read: vllm/v1/worker/gpu_model_runner.py reads it as it is imported (\"invalid "
+      "literal for int() with base 10: 'often'\"), and the engine imports that module in the "
+      "workers of its V1 model runner as they start, so it fails to start before the weights "
+      "load; set an integer or unset it";
   c.use_v2_model_runner = false;
-  EXPECT_EQ(ConfigErrors(qwen3, c),
-            "\n  error [environment-import] BOB_PROFILE_PREFILL_INTERVAL is 'often', which the "
-            "engine cannot read: vllm/v1/worker/gpu_model_runner.py reads it as it is imported "
-            "(\"invalid literal for int() with base 10: 'often'\"), and the engine imports that "
-            "module in the workers of its V1 model runner as they start, so it fails to start "
-            "before the weights load; set an integer or unset it");
+  EXPECT_EQ(ConfigErrors(qwen3, c), v1_refusal);
+  // Unset, the engine keeps the V1 runner for a checkpoint with a quantization_config
+  // (ModelConfig.is_quantized) and for a draft method the V2 runner does not run.
+  c.use_v2_model_runner.reset();
+  nlohmann::json fp8 = qwen3;
+  fp8["quantization_config"] = {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}};
+  EXPECT_EQ(ConfigErrors(fp8, c), v1_refusal);
+  fp8["quantization_config"] = nullptr;  // getattr(...) is None: not quantized
+  plan = testing_configs::PlanWith(fp8, c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(DiagnosticMessage(*plan, "environment-import"), may_run_v2);
+  LaunchOptions ngram = Model("qwen3-next-80b");  // the launch's features, read as the CLI does
+  ngram.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 3})";
+  Result<LaunchConfig> with_ngram = ToLaunchConfig(ngram);
+  ASSERT_TRUE(with_ngram.ok()) << with_ngram.status().ToString();
+  with_ngram->environment = c.environment;
+  EXPECT_EQ(ConfigErrors(qwen3, *with_ngram), v1_refusal);
 }
 
 TEST(StartupRefusals, MicroBatchingAndFastPrefill) {
