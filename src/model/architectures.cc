@@ -2911,6 +2911,8 @@ Status ReadLongcatFlash(const ConfigReader& r, ModelDescription& m) {
 // count: for a config stating only num_layers (LongCat-Flash-Chat's 28) the engine builds 56
 // decoder layers and fails as it loads the checkpoint's weights, whose layers stop at num_layers
 // (DefaultModelLoader: "Following weights were not initialized from checkpoint").
+constexpr int64_t kTransformersLongcatHiddenLayers = 56;  // LongcatFlashConfig's default
+
 Status CheckLongcatConfigClass(const ConfigReader& r, const ModelClassOptions& options) {
   const nlohmann::json& j = r.json();
   const auto map = j.find("auto_map");
@@ -2920,17 +2922,17 @@ Status CheckLongcatConfigClass(const ConfigReader& r, const ModelClassOptions& o
     return Status::Ok();
   }
   KVTOPO_ASSIGN_OR_RETURN(const int64_t n, Positive(r, "num_layers", kMaxLayers / 2));
-  if (n == 56) return Status::Ok();
+  if (n == kTransformersLongcatHiddenLayers) return Status::Ok();
   return r.Invalid(
       "num_layers",
       fmt::format("is {} and num_hidden_layers is not stated: {} the engine reads the config "
-                  "with Transformers' LongcatFlashConfig, whose num_hidden_layers defaults to 56 "
-                  "whatever num_layers is, so it builds 56 decoder layers for a checkpoint of {} "
+                  "with Transformers' LongcatFlashConfig, whose num_hidden_layers defaults to {} "
+                  "whatever num_layers is, so it builds {} decoder layers for a checkpoint of {} "
                   "layers and fails as it loads the weights ('Following weights were not "
                   "initialized from checkpoint'; a Transformers without that class refuses the "
                   "config instead); {}state num_hidden_layers {}",
                   n, own_class ? "without --trust-remote-code" : "with no AutoConfig in auto_map",
-                  n,
+                  kTransformersLongcatHiddenLayers, kTransformersLongcatHiddenLayers, n,
                   own_class ? "pass --trust-remote-code (the checkpoint's class reads "
                               "num_layers) or "
                             : "",

@@ -2376,6 +2376,10 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
+// The architectures the engine runs on its V2 model runner when VLLM_USE_V2_MODEL_RUNNER is
+// unset (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES at 28be48fa9), given what that runner needs.
+constexpr std::string_view kDefaultV2RunnerArchitectures[] = {"Qwen3ForCausalLM"};
+
 // Variables the engine's modules read as they are imported, outside vllm/envs.py
 // (ImportedEnvironmentRefusals): a value their reader cannot read fails the start where the
 // module is imported, before the weights load: with the model class of the architecture (or of
@@ -2403,7 +2407,9 @@ void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription
   int v1_runner = 1;
   if (config.use_v2_model_runner) {
     v1_runner = *config.use_v2_model_runner ? 0 : 1;
-  } else if (m.architecture == "Qwen3ForCausalLM") {
+  } else if (std::find(std::begin(kDefaultV2RunnerArchitectures),
+                       std::end(kDefaultV2RunnerArchitectures),
+                       m.architecture) != std::end(kDefaultV2RunnerArchitectures)) {
     const auto q = target.json.find("quantization_config");
     const bool quantized = q != target.json.end() && !q->is_null();
     const bool keeps_v1 = m.num_experts > 0 || quantized || !config.v2_runner_unsupported.empty() ||

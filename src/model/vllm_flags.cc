@@ -666,31 +666,33 @@ std::optional<EnvironmentRefusal> RefuseEnvironmentValue(const EnvironmentRead& 
   return std::nullopt;
 }
 
+// The value of `name` in an environment of NAME=VALUE entries (the first that sets it); nullopt
+// when none does (a NAME alone gives no value).
+std::optional<std::string_view> EnvironmentValue(const std::vector<std::string>& environment,
+                                                 std::string_view name) {
+  for (const std::string& entry : environment) {
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return std::string_view(entry).substr(name.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
 // The engine core reads every variable vllm/envs.py registers as it ends its start
 // (enable_envs_cache), once the weights are loaded and the KV cache allocated, and a reader
 // that raises fails the start there if not before. Variables kvtopo reads as launch options
 // have their own checks.
 Status CheckEnvironmentValues(const LaunchOptions& o) {
-  std::vector<std::pair<std::string_view, std::string_view>> set;  // name, value
-  for (const std::string& entry : o.vllm_environment) {
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) {
-      set.emplace_back(std::string_view(entry).substr(0, eq),
-                       std::string_view(entry).substr(eq + 1));
-    }
-  }
-  if (set.empty()) return Status::Ok();
   std::string first;
   std::vector<std::string_view> more;
   for (const EnvironmentRead& r : EnvironmentReads()) {
-    const auto it =
-        std::find_if(set.begin(), set.end(), [&](const auto& e) { return e.first == r.name; });
-    if (it == set.end()) continue;
+    const std::optional<std::string_view> value = EnvironmentValue(o.vllm_environment, r.name);
+    if (!value) continue;
     const bool launch_option =
         std::any_of(LaunchOptionTable().begin(), LaunchOptionTable().end(),
                     [&](const LaunchOption& option) { return option.env == r.name; });
     if (launch_option) continue;
-    const std::optional<EnvironmentRefusal> refusal = RefuseEnvironmentValue(r, it->second);
+    const std::optional<EnvironmentRefusal> refusal = RefuseEnvironmentValue(r, *value);
     if (!refusal) continue;
     if (!first.empty()) {
       more.push_back(r.name);
@@ -700,7 +702,7 @@ Status CheckEnvironmentValues(const LaunchOptions& o) {
         "{} is {}, which the engine cannot read: it fails to start ({}), at the latest as its "
         "engine core ends its start and reads every variable vllm/envs.py registers, once the "
         "weights are loaded and the KV cache allocated; {} or unset it",
-        r.name, internal::PythonRepr(nlohmann::json(std::string(it->second))), refusal->raised,
+        r.name, internal::PythonRepr(nlohmann::json(std::string(*value))), refusal->raised,
         refusal->fix);
   }
   if (first.empty()) return Status::Ok();
@@ -715,7 +717,9 @@ Status CheckEnvironmentValues(const LaunchOptions& o) {
 struct ImportRead {
   EnvironmentRead read;
   std::string module;
-  std::string workers;              // every (every GPU worker), v1 (the V1 model runner's), or ""
+  // Which workers import it whatever the model: kEveryWorker ("every"), kV1Runner ("v1"), or
+  // none.
+  std::optional<ImportedEnvironmentRefusal::Where> workers;
   std::vector<std::string> models;  // architectures and MTP model types importing it, sorted
 };
 
@@ -731,8 +735,10 @@ const std::vector<ImportRead>& ImportReads() {
                                .read = e.value("read", ""),
                                .choices = ReadChoices(e),
                                .case_sensitive = true},
-                      .module = e.value("module", ""),
-                      .workers = e.value("workers", "")};
+                      .module = e.value("module", "")};
+      const std::string workers = e.value("workers", "");
+      if (workers == "every") read.workers = ImportedEnvironmentRefusal::Where::kEveryWorker;
+      if (workers == "v1") read.workers = ImportedEnvironmentRefusal::Where::kV1Runner;
       const std::string set = e.value("models", "");
       if (!set.empty() && sets.contains(set) && sets[set].is_array()) {
         for (const nlohmann::json& m : sets[set]) {
@@ -1005,12 +1011,8 @@ std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
     const std::vector<std::string>& environment, const std::vector<std::string>& models) {
   std::vector<ImportedEnvironmentRefusal> out;
   for (const ImportRead& r : ImportReads()) {
-    const auto set = std::find_if(environment.begin(), environment.end(), [&](const auto& e) {
-      return e.size() > r.read.name.size() && e.starts_with(r.read.name) &&
-             e[r.read.name.size()] == '=';
-    });
-    if (set == environment.end()) continue;
-    const std::string_view value = std::string_view(*set).substr(r.read.name.size() + 1);
+    const std::optional<std::string_view> value = EnvironmentValue(environment, r.read.name);
+    if (!value) continue;
     const auto model = std::find_if(models.begin(), models.end(), [&](const std::string& m) {
       return std::binary_search(r.models.begin(), r.models.end(), m);
     });
@@ -1018,16 +1020,14 @@ std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
     if (model != models.end()) {
       refusal.where = ImportedEnvironmentRefusal::Where::kModel;
       refusal.model = *model;
-    } else if (r.workers == "every") {
-      refusal.where = ImportedEnvironmentRefusal::Where::kEveryWorker;
-    } else if (r.workers == "v1") {
-      refusal.where = ImportedEnvironmentRefusal::Where::kV1Runner;
+    } else if (r.workers) {
+      refusal.where = *r.workers;
     } else {
       continue;
     }
-    const std::optional<EnvironmentRefusal> refused = RefuseEnvironmentValue(r.read, value);
+    const std::optional<EnvironmentRefusal> refused = RefuseEnvironmentValue(r.read, *value);
     if (!refused) continue;
-    refusal.value = internal::PythonRepr(nlohmann::json(std::string(value)));
+    refusal.value = internal::PythonRepr(nlohmann::json(std::string(*value)));
     refusal.reads = fmt::format("{} reads it as it is imported ({})", r.module, refused->raised);
     refusal.fix = refused->fix;
     out.push_back(std::move(refusal));

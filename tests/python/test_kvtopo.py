@@ -4,6 +4,7 @@ Run: PYTHONPATH=build/python python3 -m unittest discover -s tests/python -v
 """
 
 import array
+import contextlib
 import json
 import os
 import subprocess
@@ -32,6 +33,20 @@ def cli(*args):
         if build and os.path.isfile(path):
             return subprocess.run([path, *args], capture_output=True, text=True)
     return None
+
+
+@contextlib.contextmanager
+def restored_environ(*names):
+    """Runs a block that may set the variables `names` (bytes) in os.environb, restoring them."""
+    saved = {k: os.environb.get(k) for k in names}
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environb.pop(k, None)
+            else:
+                os.environb[k] = v
 
 
 class PlanTest(unittest.TestCase):
@@ -561,9 +576,7 @@ class PlanTest(unittest.TestCase):
     def test_kv_connector_beside_expandable_segments(self):
         # The engine refuses any KV connector beside expandable_segments:True unless sleep mode
         # is on; VLLM_USE_SIMPLE_KV_OFFLOAD picks the native backend's other class.
-        saved = {k: os.environ.get(k) for k in ("PYTORCH_CUDA_ALLOC_CONF",
-                                                "VLLM_USE_SIMPLE_KV_OFFLOAD")}
-        try:
+        with restored_environ(b"PYTORCH_CUDA_ALLOC_CONF", b"VLLM_USE_SIMPLE_KV_OFFLOAD"):
             os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
             os.environ["VLLM_USE_SIMPLE_KV_OFFLOAD"] = "1"
             with self.assertRaisesRegex(kvtopo.RejectedError,
@@ -577,18 +590,11 @@ class PlanTest(unittest.TestCase):
             plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, kv_offloading_size=8,
                                pytorch_cuda_alloc_conf="")
             self.assertEqual(plan.capacity.max_tokens, 6621558)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
     def test_environment_values_the_engine_cannot_read(self):
         # The engine core reads every variable vllm/envs.py registers as it ends its start; the
         # module passes os.environ's as the CLI passes its own, undecodable bytes as \xNN.
-        saved = {k: os.environb.get(k) for k in (b"VERBOSE", b"VLLM_KV_CACHE_LAYOUT")}
-        try:
+        with restored_environ(b"VERBOSE", b"VLLM_KV_CACHE_LAYOUT"):
             os.environ["VERBOSE"] = "yes"
             with self.assertRaises(kvtopo.RejectedError) as refused:
                 kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
@@ -608,18 +614,11 @@ class PlanTest(unittest.TestCase):
             os.environ["VLLM_KV_CACHE_LAYOUT"] = "HND"
             plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
             self.assertEqual(plan.capacity.max_tokens, 6621558)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environb.pop(k, None)
-                else:
-                    os.environb[k] = v
 
     def test_variables_modules_read_as_they_are_imported(self):
         # The engine's V1 model runner reads BOB_PROFILE_PREFILL_INTERVAL with int() as it is
         # imported; the module passes it from os.environ though it is no VLLM_ name.
-        saved = os.environ.get("BOB_PROFILE_PREFILL_INTERVAL")
-        try:
+        with restored_environ(b"BOB_PROFILE_PREFILL_INTERVAL"):
             os.environ["BOB_PROFILE_PREFILL_INTERVAL"] = "x"
             with self.assertRaisesRegex(kvtopo.RejectedError,
                                         r"error \[environment-import\] "
@@ -629,11 +628,6 @@ class PlanTest(unittest.TestCase):
                 kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8)
             plan = kvtopo.plan("gpt-oss-120b", tensor_parallel_size=8, use_v2_model_runner=True)
             self.assertEqual(plan.capacity.max_tokens, 6621558)
-        finally:
-            if saved is None:
-                os.environ.pop("BOB_PROFILE_PREFILL_INTERVAL", None)
-            else:
-                os.environ["BOB_PROFILE_PREFILL_INTERVAL"] = saved
 
     def test_pipeline_parallel(self):
         # TP 4 x PP 2: each stage holds 18 of gpt-oss-120b's 36 layers, so the pool is TP 8's.
