@@ -355,23 +355,51 @@ bool EngineEnvironmentName(std::string_view name);
 // set to a value its reader cannot read, so the import raises and the engine fails to start.
 struct ImportedEnvironmentRefusal {
   enum class Where {
-    kModel,        // the model class's module imports it (the architecture's inspection)
+    kModel,        // a model class's module imports it (inspected, and built by the workers)
     kEveryWorker,  // every GPU worker imports it as it starts
     kV1Runner,     // the workers of the V1 model runner import it as they start
+    kModelBuild,   // the workers import it as they build the model: a class or layers it builds
   };
   std::string name;
   std::string value;  // as Python's repr shows it
   std::string reads;  // "<module> reads it as it is imported (<the reader's message>)"
   std::string fix;    // "set an integer"
   Where where = Where::kEveryWorker;
-  std::string model;  // kModel: the entry of `models` that imports it
+  std::string model;  // kModel: the entry of ImportingModel::classes that imports it
+  // What imports it as the workers build the model, whatever the runner (kModelBuild, and
+  // kV1Runner where the model builds it too): an entry of ImportingModel::built_classes, else
+  // the name of a layer kind of ImportingModel::built_layers ("KDA"); empty where nothing does.
+  std::string built;
+  bool built_layers = false;  // `built` names layers, not a class
+};
+// What a launch imports with its model (and, checked on its own, with a separate draft).
+struct ImportingModel {
+  // The architectures and MTP model types (after the speculative config's override) whose model
+  // classes the engine loads: as it inspects each (where its model-info cache does not hold the
+  // class) and as its workers build the model.
+  std::vector<std::string> classes;
+  // The registered classes the model's class builds as the workers build the model (a wrapper's
+  // language model, init_vllm_registered_model).
+  std::vector<std::string> built_classes;
+  // The kinds of layers the workers build: "kda", "gdn", "indexer" (profiles/vllm-flags.json
+  // `import_read_layers`).
+  std::vector<std::string> built_layers;
 };
 // The refusals for `environment` (NAME=VALUE) where the engine imports the reading module: with
-// the model class of one of `models` (architectures, and MTP model types after the speculative
-// config's override), in every GPU worker, or in the V1 model runner's (for the caller to
-// decide whether that runner runs). In the order the engine imports them.
+// the model class of one of `model.classes`, in every GPU worker, in the V1 model runner's (for
+// the caller to decide whether that runner runs), or as the workers build a class or layers of
+// the model. In the order the engine imports them.
 std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
-    const std::vector<std::string>& environment, const std::vector<std::string>& models);
+    const std::vector<std::string>& environment, const ImportingModel& model);
+// The registered language model a wrapper's class builds as the workers build the model, where
+// it is a class of an `import_read_models` set (profiles/vllm-flags.json
+// `import_read_language_models`): the first architecture the config's `section` states, when
+// the wrapper builds what that section names and it names one, else `architecture`.
+struct ImportReadLanguageModel {
+  std::string architecture;
+  std::string section;  // empty: the wrapper names `architecture` itself
+};
+std::optional<ImportReadLanguageModel> ImportReadLanguageModelOf(std::string_view wrapper);
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
 // other and to the launch options. Errors name the flag, the value and the engine's message: a

@@ -2380,24 +2380,122 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
 // unset (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES at 28be48fa9), given what that runner needs.
 constexpr std::string_view kDefaultV2RunnerArchitectures[] = {"Qwen3ForCausalLM"};
 
+// The classes and layers whose modules the engine imports with model `m` (config `json`): its
+// class (none on the Transformers backend, whose class builds its own layers), the registered
+// language model a wrapper builds (language_model_architecture, else
+// import_read_language_models), and the kinds of layers the workers build (MTP layers come with
+// the MTP draft's class).
+ImportingModel ImportingModelOf(const ModelDescription& m, const nlohmann::json& json) {
+  ImportingModel out;
+  if (!m.transformers_backend.empty()) return out;
+  out.classes.push_back(m.architecture);
+  if (!m.language_model_architecture.empty()) {
+    out.built_classes.push_back(m.language_model_architecture);
+  } else if (const std::optional<ImportReadLanguageModel> lm =
+                 ImportReadLanguageModelOf(m.architecture)) {
+    std::string built = lm->architecture;
+    const auto section = lm->section.empty() ? json.end() : json.find(lm->section);
+    if (section != json.end() && section->is_object()) {
+      const auto named = section->find("architectures");
+      if (named != section->end() && named->is_array() && !named->empty() &&
+          named->front().is_string()) {
+        built = named->front().get<std::string>();
+      }
+    }
+    out.built_classes.push_back(std::move(built));
+  }
+  for (const RawLayer& l : m.layers) {
+    if (l.mtp) continue;
+    // An indexer key kept in the MLA page's tail is an indexer layer too.
+    const bool indexer = l.type == LayerType::kIndexer ||
+                         (l.type == LayerType::kMla && l.page_tail_bytes_per_token > 0);
+    const char* kind = l.type == LayerType::kKda   ? "kda"
+                       : l.type == LayerType::kGdn ? "gdn"
+                       : indexer                   ? "indexer"
+                                                   : nullptr;
+    if (kind != nullptr && std::find(out.built_layers.begin(), out.built_layers.end(), kind) ==
+                               out.built_layers.end()) {
+      out.built_layers.emplace_back(kind);
+    }
+  }
+  return out;
+}
+
+// Where the engine imports a refused variable's module, for the message: `m` is the target, or a
+// separate draft named `draft`.
+std::string ImportedModuleWhere(const ImportedEnvironmentRefusal& r, const ModelDescription& m,
+                                std::string_view draft) {
+  using Where = ImportedEnvironmentRefusal::Where;
+  const std::string_view model = draft.empty() ? "model" : "draft";
+  switch (r.where) {
+    case Where::kModel:
+      return fmt::format(
+          "with {}, which it loads as it inspects the {}architecture (unless its model-info "
+          "cache holds the class) and as its workers build the {}",
+          !draft.empty() ? fmt::format("the draft's model class {} (draft '{}')", r.model, draft)
+          : r.model != m.architecture
+              ? fmt::format("the MTP draft's model class (model type {})", r.model)
+              : fmt::format("the model class of {}", r.model),
+          draft.empty() && r.model == m.architecture ? "" : "draft's ",
+          draft.empty() && r.model == m.architecture ? "model" : "draft");
+    case Where::kEveryWorker:
+      return "in every GPU worker as it starts";
+    case Where::kV1Runner:
+      if (r.built.empty()) return "in the workers of its V1 model runner as they start";
+      [[fallthrough]];
+    case Where::kModelBuild:
+      if (r.built_layers) {
+        return fmt::format("as its workers build the {}'s {} layers", model, r.built);
+      }
+      return fmt::format(
+          "with the model class of {}, the language model {} builds, as its "
+          "workers build the {}",
+          r.built, m.architecture, model);
+  }
+  return "";
+}
+
+// One error for `refusals` of model `m` (a separate draft named `draft`, else the target): the
+// engine stops at the first; the others are named.
+void ReportImportRefusals(const std::vector<ImportedEnvironmentRefusal>& refusals,
+                          const ModelDescription& m, std::string_view draft, Builder& b) {
+  if (refusals.empty()) return;
+  const ImportedEnvironmentRefusal& r = refusals.front();
+  std::string error = fmt::format(
+      "{} is {}, which the engine cannot read: {}, and the engine imports that module {}, so it "
+      "fails to start before the weights load; {} or unset it",
+      r.name, r.value, r.reads, ImportedModuleWhere(r, m, draft), r.fix);
+  if (refusals.size() > 1) {
+    std::vector<std::string> more;
+    for (auto it = refusals.begin() + 1; it != refusals.end(); ++it) more.push_back(it->name);
+    error += fmt::format(" (the engine cannot read {} either)", fmt::join(more, ", "));
+  }
+  b.Error("environment-import", error);
+}
+
 // Variables the engine's modules read as they are imported, outside vllm/envs.py
 // (ImportedEnvironmentRefusals): a value their reader cannot read fails the start where the
 // module is imported, before the weights load: with the model class of the architecture (or of
-// the MTP draft, its type after the speculative config's override), which the engine imports as
-// it inspects it, in every GPU worker, or in the workers of the V1 model runner. The engine runs
-// the V1 runner unless VLLM_USE_V2_MODEL_RUNNER=1, or, unset, for an architecture of
+// the MTP draft, its type after the speculative config's override), which the engine loads as it
+// inspects it (in a subprocess, unless its model-info cache holds the class) and as its workers
+// build the model; with a class or layers the model builds (a wrapper's language model, KDA,
+// Gated DeltaNet or sparse-indexer layers), as the workers build it; in every GPU worker; or in
+// the workers of the V1 model runner. The engine runs the V1 runner unless
+// VLLM_USE_V2_MODEL_RUNNER=1, or, unset, for an architecture of
 // DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3ForCausalLM at 28be48fa9) that is neither MoE nor
 // quantized and whose launch that runner supports (VllmConfig.use_v2_model_runner), where
 // kvtopo warns. A model run through the Transformers backend imports the backend's class
-// instead of the architecture's.
-void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription& m,
-                              const internal::LoadedConfig& target, Builder& b) {
-  if (config.environment.empty()) return;
-  std::vector<std::string> models;
-  if (m.transformers_backend.empty()) models.push_back(m.architecture);
+// instead of the architecture's. Returns the variables refused, which a separate draft's check
+// (CheckDraftImportedEnvironment) leaves to this one.
+std::vector<std::string> CheckImportedEnvironment(const LaunchConfig& config,
+                                                  const ModelDescription& m,
+                                                  const internal::LoadedConfig& target,
+                                                  Builder& b) {
+  if (config.environment.empty()) return {};
+  ImportingModel models = ImportingModelOf(m, target.json);
   if (config.speculative && config.speculative->method == "mtp") {
     const std::string type = internal::MtpTypeAfterOverride(target.json);
-    if (!type.empty()) models.push_back(type);
+    if (!type.empty()) models.classes.push_back(type);
   }
   // Whether the workers run the V1 model runner: 1 yes, 0 no, -1 not known. Unset, the engine
   // keeps V1 for a MoE model, a checkpoint with a quantization_config (is_quantized), and a
@@ -2417,48 +2515,56 @@ void CheckImportedEnvironment(const LaunchConfig& config, const ModelDescription
     if (!keeps_v1) v1_runner = -1;
   }
   using Where = ImportedEnvironmentRefusal::Where;
-  std::string error;
-  std::vector<std::string> more;
-  for (const ImportedEnvironmentRefusal& r :
-       ImportedEnvironmentRefusals(config.environment, models)) {
+  std::vector<ImportedEnvironmentRefusal> refusals;
+  for (ImportedEnvironmentRefusal& r : ImportedEnvironmentRefusals(config.environment, models)) {
     if (r.where == Where::kV1Runner && v1_runner != 1) {
-      if (v1_runner == -1) {
-        b.Add(Severity::kWarning, "environment-import",
-              fmt::format("{} is {}, which the engine cannot read: {}, and the engine imports "
-                          "that module in the workers of its V1 model runner as they start; with "
-                          "VLLM_USE_V2_MODEL_RUNNER unset the engine runs {} on its V2 runner "
-                          "unless a logits-processor plugin installed where it runs keeps the V1 "
-                          "runner, on which it fails to start before the weights load; {} or "
-                          "unset it",
-                          r.name, r.value, r.reads, m.architecture, r.fix));
+      if (!r.built.empty()) {
+        r.where = Where::kModelBuild;  // the model builds it on either runner
+      } else {
+        if (v1_runner == -1) {
+          b.Add(Severity::kWarning, "environment-import",
+                fmt::format("{} is {}, which the engine cannot read: {}, and the engine imports "
+                            "that module in the workers of its V1 model runner as they start; "
+                            "with VLLM_USE_V2_MODEL_RUNNER unset the engine runs {} on its V2 "
+                            "runner unless a logits-processor plugin installed where it runs "
+                            "keeps the V1 runner, on which it fails to start before the weights "
+                            "load; {} or unset it",
+                            r.name, r.value, r.reads, m.architecture, r.fix));
+        }
+        continue;
       }
+    }
+    refusals.push_back(std::move(r));
+  }
+  std::stable_sort(refusals.begin(), refusals.end(),
+                   [](const auto& x, const auto& y) { return x.where < y.where; });
+  ReportImportRefusals(refusals, m, "", b);
+  std::vector<std::string> refused;
+  for (const ImportedEnvironmentRefusal& r : refusals) refused.push_back(r.name);
+  return refused;
+}
+
+// The same for a separate draft (named `name`, config `json`): its class, which the engine
+// loads as it inspects the draft's architecture and as its workers build the draft, and the
+// classes and layers the draft builds. What every worker and the V1 runner import is the
+// target's check's, as are the variables that check refused.
+void CheckDraftImportedEnvironment(const LaunchConfig& config, const ModelDescription& draft,
+                                   const nlohmann::json& json, const std::string& name,
+                                   const std::vector<std::string>& refused_for_target, Builder& b) {
+  if (config.environment.empty()) return;
+  using Where = ImportedEnvironmentRefusal::Where;
+  std::vector<ImportedEnvironmentRefusal> refusals;
+  for (ImportedEnvironmentRefusal& r :
+       ImportedEnvironmentRefusals(config.environment, ImportingModelOf(draft, json))) {
+    if (std::find(refused_for_target.begin(), refused_for_target.end(), r.name) !=
+            refused_for_target.end() ||
+        r.where == Where::kEveryWorker || (r.where == Where::kV1Runner && r.built.empty())) {
       continue;
     }
-    if (!error.empty()) {
-      more.push_back(r.name);
-      continue;
-    }
-    const std::string where =
-        r.where == Where::kModel && r.model != m.architecture
-            ? fmt::format(
-                  "with the MTP draft's model class (model type {}) as it inspects the "
-                  "draft's architecture",
-                  r.model)
-        : r.where == Where::kModel
-            ? fmt::format("with the model class of {} as it inspects the architecture", r.model)
-        : r.where == Where::kEveryWorker
-            ? std::string("in every GPU worker as it starts")
-            : std::string("in the workers of its V1 model runner as they start");
-    error = fmt::format(
-        "{} is {}, which the engine cannot read: {}, and the engine imports that module {}, so it "
-        "fails to start before the weights load; {} or unset it",
-        r.name, r.value, r.reads, where, r.fix);
+    if (r.where == Where::kV1Runner) r.where = Where::kModelBuild;
+    refusals.push_back(std::move(r));
   }
-  if (error.empty()) return;
-  if (!more.empty()) {
-    error += fmt::format(" (the engine cannot read {} either)", fmt::join(more, ", "));
-  }
-  b.Error("environment-import", error);
+  ReportImportRefusals(refusals, draft, name, b);
 }
 
 // The V2 model runner builds MTP layers under the target's config (load_eagle_model at
@@ -4229,7 +4335,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckMlpActivation(model, target.file, /*draft=*/false, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
-  CheckImportedEnvironment(config, model, target, b);
+  const std::vector<std::string> environment_refused =
+      CheckImportedEnvironment(config, model, target, b);
   CheckLora(config, model, target.file, b);
   CheckMultimodalFlags(config, model, target.file, b);
   CheckConvStateLayoutVariable(model, config, b);
@@ -4789,6 +4896,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
       CheckTensorParallelHeads(draft, fmt::format("draft '{}'", loaded.file), tp, b);
       CheckEagleLayerTypes(model, draft, loaded, b);
       CheckMlpActivation(draft, loaded.file, /*draft=*/true, b);
+      CheckDraftImportedEnvironment(config, draft, loaded.json, loaded.name, environment_refused,
+                                    b);
       if (method == "draft_model") CheckDraftModelVocab(model, draft, loaded.name, b);
       draft_model = &draft;
       b.out.draft_name = loaded.name;

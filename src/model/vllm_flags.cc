@@ -721,6 +721,8 @@ struct ImportRead {
   // none.
   std::optional<ImportedEnvironmentRefusal::Where> workers;
   std::vector<std::string> models;  // architectures and MTP model types importing it, sorted
+  // Kinds of layers whose modules import it ("kda"), with their names in messages ("KDA").
+  std::vector<std::pair<std::string, std::string>> layers;
 };
 
 const std::vector<ImportRead>& ImportReads() {
@@ -745,6 +747,12 @@ const std::vector<ImportRead>& ImportReads() {
           if (m.is_string()) read.models.push_back(m.get<std::string>());
         }
         std::sort(read.models.begin(), read.models.end());
+      }
+      const nlohmann::json layers = file.value("import_read_layers", nlohmann::json::object());
+      if (!set.empty() && layers.contains(set) && layers[set].is_object()) {
+        for (const auto& [kind, name] : layers[set].items()) {
+          if (name.is_string()) read.layers.emplace_back(kind, name.get<std::string>());
+        }
       }
       r.push_back(std::move(read));
     }
@@ -1008,20 +1016,39 @@ bool EngineEnvironmentName(std::string_view name) {
 }
 
 std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
-    const std::vector<std::string>& environment, const std::vector<std::string>& models) {
+    const std::vector<std::string>& environment, const ImportingModel& model) {
+  using Where = ImportedEnvironmentRefusal::Where;
   std::vector<ImportedEnvironmentRefusal> out;
   for (const ImportRead& r : ImportReads()) {
     const std::optional<std::string_view> value = EnvironmentValue(environment, r.read.name);
     if (!value) continue;
-    const auto model = std::find_if(models.begin(), models.end(), [&](const std::string& m) {
+    const auto in_set = [&](const std::string& m) {
       return std::binary_search(r.models.begin(), r.models.end(), m);
-    });
+    };
     ImportedEnvironmentRefusal refusal{.name = r.read.name};
-    if (model != models.end()) {
-      refusal.where = ImportedEnvironmentRefusal::Where::kModel;
-      refusal.model = *model;
+    const auto built = std::find_if(model.built_classes.begin(), model.built_classes.end(), in_set);
+    if (built != model.built_classes.end()) {
+      refusal.built = *built;
+    } else {
+      for (const std::string& kind : model.built_layers) {
+        const auto layer = std::find_if(r.layers.begin(), r.layers.end(),
+                                        [&](const auto& l) { return l.first == kind; });
+        if (layer == r.layers.end()) continue;
+        refusal.built = layer->second;
+        refusal.built_layers = true;
+        break;
+      }
+    }
+    const auto inspected = std::find_if(model.classes.begin(), model.classes.end(), in_set);
+    if (inspected != model.classes.end()) {
+      refusal.where = Where::kModel;
+      refusal.model = *inspected;
+      refusal.built.clear();
+      refusal.built_layers = false;
     } else if (r.workers) {
       refusal.where = *r.workers;
+    } else if (!refusal.built.empty()) {
+      refusal.where = Where::kModelBuild;
     } else {
       continue;
     }
@@ -1032,12 +1059,21 @@ std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
     refusal.fix = refused->fix;
     out.push_back(std::move(refusal));
   }
-  // The engine inspects the architecture as it builds its config, before its workers start.
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return (a.where == ImportedEnvironmentRefusal::Where::kModel) >
-           (b.where == ImportedEnvironmentRefusal::Where::kModel);
-  });
+  // The engine inspects the architecture as it builds its config, before its workers start; a
+  // worker imports its own modules and its runner's as it starts, then builds the model.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.where < b.where; });
   return out;
+}
+
+std::optional<ImportReadLanguageModel> ImportReadLanguageModelOf(std::string_view wrapper) {
+  const nlohmann::json& file = VllmFlagsFile();
+  const auto table = file.find("import_read_language_models");
+  if (table == file.end() || !table->is_object()) return std::nullopt;
+  const auto entry = table->find(std::string(wrapper));
+  if (entry == table->end() || !entry->is_object()) return std::nullopt;
+  return ImportReadLanguageModel{.architecture = entry->value("class", ""),
+                                 .section = entry->value("config", "")};
 }
 
 std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::string_view model) {

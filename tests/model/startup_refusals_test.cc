@@ -919,9 +919,10 @@ TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
             "\n  error [environment-import] GDN_RECOMPUTE_SUPPRESS_LEVEL is 'low', which the "
             "engine cannot read: vllm/model_executor/layers/fla/ops/utils.py reads it as it is "
             "imported (\"invalid literal for int() with base 10: 'low'\"), and the engine imports "
-            "that module with the model class of Qwen3NextForCausalLM as it inspects the "
-            "architecture, so it fails to start before the weights load; set an integer or unset "
-            "it");
+            "that module with the model class of Qwen3NextForCausalLM, which it loads as it "
+            "inspects the architecture (unless its model-info cache holds the class) and as its "
+            "workers build the model, so it fails to start before the weights load; set an "
+            "integer or unset it");
   o.vllm_environment = {"GDN_RECOMPUTE_SUPPRESS_LEVEL=2", "FLA_TRIL_PRECISION=ieee"};
   EXPECT_EQ(Errors(o), "");
   o = Model("gpt-oss-120b");
@@ -939,9 +940,93 @@ TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
             "VLLM_NSA_INDEXER_DEBUG_MAX is 'x', which the engine cannot read: "
             "vllm/model_executor/layers/sparse_attn_indexer.py reads it as it is imported "
             "(\"invalid literal for int() with base 10: 'x'\"), and the engine imports that "
-            "module with the MTP draft's model class (model type pangu_ultra_moe_mtp) as it "
-            "inspects the draft's architecture, so it fails to start before the weights load; "
-            "set an integer or unset it");
+            "module with the MTP draft's model class (model type pangu_ultra_moe_mtp), which it "
+            "loads as it inspects the draft's architecture (unless its model-info cache holds "
+            "the class) and as its workers build the draft, so it fails to start before the "
+            "weights load; set an integer or unset it");
+
+  // Kimi-K2.6's class builds DeepSeek's as its language model, whose module imports the sparse
+  // indexer: on the V2 runner too, as the workers build the model.
+  o = Model("kimi-k2.6");
+  o.tensor_parallel_size = 8;
+  o.use_v2_model_runner = true;
+  o.vllm_environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK=abc", "VLLM_NSA_INDEXER_DEBUG_MAX=x",
+                        "BOB_PROFILE_PREFILL_INTERVAL=x"};
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] VLLM_USE_SGL_KERNEL_FAST_TOPK is 'abc', which the "
+            "engine cannot read: vllm/model_executor/layers/sparse_attn_indexer.py reads it as it "
+            "is imported (\"invalid literal for int() with base 10: 'abc'\"), and the engine "
+            "imports that module with the model class of DeepseekV2ForCausalLM, the language "
+            "model KimiK25ForConditionalGeneration builds, as its workers build the model, so it "
+            "fails to start before the weights load; set an integer or unset it (the engine "
+            "cannot read VLLM_NSA_INDEXER_DEBUG_MAX either)");
+  // Its EAGLE-3 draft's class imports it too, as the engine inspects the draft.
+  o.vllm_environment = {"VLLM_NSA_INDEXER_DEBUG_MAX=x"};
+  o.speculative_config =
+      R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": 3})";
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] VLLM_NSA_INDEXER_DEBUG_MAX is 'x', which the engine "
+            "cannot read: vllm/model_executor/layers/sparse_attn_indexer.py reads it as it is "
+            "imported (\"invalid literal for int() with base 10: 'x'\"), and the engine imports "
+            "that module with the model class of DeepseekV2ForCausalLM, the language model "
+            "KimiK25ForConditionalGeneration builds, as its workers build the model, so it fails "
+            "to start before the weights load; set an integer or unset it");
+
+  // A separate draft's class, on its own: the engine inspects it and the workers build it.
+  o = Model("gpt-oss-120b");
+  o.use_v2_model_runner = true;
+  o.vllm_environment = {"VLLM_NSA_INDEXER_DEBUG_MAX=x"};
+  o.speculative_config =
+      R"({"method": "eagle3", "model": "kimi-k2.6-eagle3-mla", "num_speculative_tokens": 3})";
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "environment-import"),
+            "VLLM_NSA_INDEXER_DEBUG_MAX is 'x', which the engine cannot read: "
+            "vllm/model_executor/layers/sparse_attn_indexer.py reads it as it is imported "
+            "(\"invalid literal for int() with base 10: 'x'\"), and the engine imports that "
+            "module with the draft's model class Eagle3DeepseekV2ForCausalLM (draft "
+            "'kimi-k2.6-eagle3-mla'), which it loads as it inspects the draft's architecture "
+            "(unless its model-info cache holds the class) and as its workers build the draft, so "
+            "it fails to start before the weights load; set an integer or unset it");
+
+  // DeepSeek-OCR builds the class its language_config names, else DeepSeek-V2's.
+  nlohmann::json ocr = nlohmann::json::parse(std::ifstream(
+      std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/deepseek-ocr-shaped.json"));
+  LaunchConfig v2;
+  v2.use_v2_model_runner = true;
+  v2.environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=on"};
+  const std::string ocr_refusal =
+      "\n  error [environment-import] VLLM_USE_SGL_KERNEL_FAST_TOPK_V2 is 'on', which the engine "
+      "cannot read: vllm/model_executor/layers/sparse_attn_indexer.py reads it as it is imported "
+      "(\"invalid literal for int() with base 10: 'on'\"), and the engine imports that module "
+      "with the model class of {}, the language model DeepseekOCRForCausalLM builds, as its "
+      "workers build the model, so it fails to start before the weights load; set an integer or "
+      "unset it";
+  ocr["language_config"]["architectures"] = {"DeepseekV3ForCausalLM"};
+  EXPECT_EQ(ConfigErrors(ocr, v2), fmt::format(fmt::runtime(ocr_refusal), "DeepseekV3ForCausalLM"));
+  ocr["language_config"].erase("architectures");
+  EXPECT_EQ(ConfigErrors(ocr, v2), fmt::format(fmt::runtime(ocr_refusal), "DeepseekV2ForCausalLM"));
+  v2.environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=1"};
+  EXPECT_EQ(ConfigErrors(ocr, v2), "");
+
+  // Kimi-K3's KDA layers run the FLA kernels; GLM-5.3-Flash's sparse indexer layers import the
+  // indexer's module, as the workers build them, on either runner.
+  o = Model("kimi-k3");
+  o.vllm_environment = {"FLA_TRIL_PRECISION=fp32"};
+  EXPECT_EQ(DiagnosticMessage(*PlanOptions(o), "environment-import"),
+            "FLA_TRIL_PRECISION is 'fp32', which the engine cannot "
+            "read: vllm/model_executor/layers/fla/ops/solve_tril.py reads it as it is imported "
+            "(\"FLA_TRIL_PRECISION must be one of ['ieee', 'tf32', 'tf32x3'], but got fp32\"), "
+            "and the engine imports that module as its workers build the model's KDA layers, so "
+            "it fails to start before the weights load; set one of ieee, tf32, tf32x3 or unset "
+            "it");
+  o = Model("glm-5.3-flash");
+  o.use_v2_model_runner = true;
+  o.vllm_environment = {"VLLM_B12X_NSA_EXTEND_TOPK_SUPERTILE_K=4k"};
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] VLLM_B12X_NSA_EXTEND_TOPK_SUPERTILE_K is '4k', which "
+            "the engine cannot read: vllm/model_executor/layers/sparse_attn_indexer.py reads it "
+            "as it is imported (\"invalid literal for int() with base 10: '4k'\"), and the engine "
+            "imports that module as its workers build the model's sparse-attention indexer "
+            "layers, so it fails to start before the weights load; set an integer or unset it");
 
   // Qwen3ForCausalLM, with the runner variable unset, may run on the V2 runner: a warning.
   const nlohmann::json qwen3 = nlohmann::json::parse(R"({

@@ -279,7 +279,7 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
       "FLA_TRIL_PRECISION=TF32", "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX=12.0",
       "VLLM_NSA_INDEXER_DEBUG_MAX=", "BOB_PROFILE_PREFILL_INTERVAL= 50 ", "HOME=/root"};
   std::vector<ImportedEnvironmentRefusal> r =
-      ImportedEnvironmentRefusals(environment, {"Qwen3NextForCausalLM"});
+      ImportedEnvironmentRefusals(environment, {.classes = {"Qwen3NextForCausalLM"}});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].name, "FLA_TRIL_PRECISION");
   EXPECT_EQ(r[0].value, "'TF32'");
@@ -300,7 +300,8 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
   EXPECT_EQ(r[2].where, Where::kV1Runner);
   // The sparse indexer's module comes with DeepSeek's class and the MTP types that build it, and
   // the engine inspects those before its workers start.
-  r = ImportedEnvironmentRefusals(environment, {"PanguUltraMoEForCausalLM", "pangu_ultra_moe_mtp"});
+  r = ImportedEnvironmentRefusals(environment,
+                                  {.classes = {"PanguUltraMoEForCausalLM", "pangu_ultra_moe_mtp"}});
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
   EXPECT_EQ(r[0].where, Where::kModel);
@@ -309,8 +310,50 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
   EXPECT_EQ(r[1].where, Where::kEveryWorker);
   EXPECT_TRUE(ImportedEnvironmentRefusals({"FLA_TRIL_PRECISION=tf32x3", "USE_DEFAULT_FLA_NORM=1",
                                            "VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=-0"},
-                                          {"KimiLinearForCausalLM"})
+                                          {.classes = {"KimiLinearForCausalLM"}})
                   .empty());
+  // What the workers build: a wrapper's language model class, and layers whose modules import
+  // the FLA kernels or the sparse indexer. A V1-runner module the model builds too says so; a
+  // class the engine inspects comes first, and takes the place of what it builds.
+  r = ImportedEnvironmentRefusals(environment, {.classes = {"KimiK25ForConditionalGeneration"},
+                                                .built_classes = {"DeepseekV2ForCausalLM"}});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
+  EXPECT_EQ(r[0].where, Where::kEveryWorker);
+  EXPECT_EQ(r[0].built, "");
+  EXPECT_EQ(r[1].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
+  EXPECT_EQ(r[1].where, Where::kV1Runner);
+  EXPECT_EQ(r[1].built, "DeepseekV2ForCausalLM");
+  EXPECT_FALSE(r[1].built_layers);
+  r = ImportedEnvironmentRefusals(environment, {.classes = {"KimiK3ForConditionalGeneration"},
+                                                .built_layers = {"kda", "indexer"}});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
+  EXPECT_EQ(r[1].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
+  EXPECT_EQ(r[1].where, Where::kV1Runner);
+  EXPECT_EQ(r[1].built, "sparse-attention indexer");
+  EXPECT_TRUE(r[1].built_layers);
+  EXPECT_EQ(r[2].name, "FLA_TRIL_PRECISION");  // the workers build it last
+  EXPECT_EQ(r[2].where, Where::kModelBuild);
+  EXPECT_EQ(r[2].built, "KDA");
+  EXPECT_TRUE(r[2].built_layers);
+  r = ImportedEnvironmentRefusals(environment,
+                                  {.classes = {"Qwen3NextForCausalLM"}, .built_layers = {"gdn"}});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].where, Where::kModel);
+  EXPECT_EQ(r[0].built, "");
+  EXPECT_EQ(r[2].where, Where::kV1Runner);  // no indexer layers: the runner's only
+  EXPECT_EQ(r[2].built, "");
+  EXPECT_TRUE(
+      ImportedEnvironmentRefusals({"FLA_TRIL_PRECISION=ieee"}, {.built_layers = {"gdn"}}).empty());
+  // Wrappers whose class builds a language model of those sets as the workers build the model.
+  ASSERT_TRUE(ImportReadLanguageModelOf("KimiK25ForConditionalGeneration"));
+  EXPECT_EQ(ImportReadLanguageModelOf("KimiK25ForConditionalGeneration")->architecture,
+            "DeepseekV2ForCausalLM");
+  EXPECT_EQ(ImportReadLanguageModelOf("KimiK25ForConditionalGeneration")->section, "");
+  ASSERT_TRUE(ImportReadLanguageModelOf("DeepseekOCRForCausalLM"));
+  EXPECT_EQ(ImportReadLanguageModelOf("DeepseekOCRForCausalLM")->section, "language_config");
+  EXPECT_FALSE(ImportReadLanguageModelOf("LlavaForConditionalGeneration"));
   // The CLI passes the names that are not VLLM_ ones too.
   const testing::CliResult refused =
       RunCli("check gpt-oss-120b", true, "-i BOB_PROFILE_PREFILL_INTERVAL=fifty");
