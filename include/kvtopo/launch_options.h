@@ -368,7 +368,8 @@ struct ImportedEnvironmentRefusal {
   std::string model;  // kModel: the entry of ImportingModel::classes that imports it
   // What imports it as the workers build the model, whatever the runner (kModelBuild, and
   // kV1Runner where the model builds it too): an entry of ImportingModel::built_classes, else
-  // the name of a layer kind of ImportingModel::built_layers ("KDA"); empty where nothing does.
+  // what a layer kind of ImportingModel::built_layers names ("KDA layers"); empty where nothing
+  // does.
   std::string built;
   bool built_layers = false;  // `built` names layers, not a class
 };
@@ -381,7 +382,8 @@ struct ImportingModel {
   // The registered classes the model's class builds as the workers build the model (a wrapper's
   // language model, init_vllm_registered_model).
   std::vector<std::string> built_classes;
-  // The kinds of layers the workers build: "kda", "gdn", "indexer" (profiles/vllm-flags.json
+  // The kinds of layers the workers build: "kda", "gdn", "indexer", "nvfp4_moe_b12x" (NvFP4 MoE
+  // layers whose kernel choice imports the b12x kernels; profiles/vllm-flags.json
   // `import_read_layers`).
   std::vector<std::string> built_layers;
 };
@@ -400,6 +402,10 @@ struct ImportReadLanguageModel {
   std::string section;  // empty: the wrapper names `architecture` itself
 };
 std::optional<ImportReadLanguageModel> ImportReadLanguageModelOf(std::string_view wrapper);
+// A variable of `environment` (NAME=VALUE) as vllm/envs.py's bool(int(value)) reads it; nullopt
+// where it is not set, or set to text int() cannot read.
+std::optional<bool> EnvironmentBool(const std::vector<std::string>& environment,
+                                    std::string_view name);
 // What the engine's parser and config check of the flags not planned with: each value against
 // its flag's type, choices, bounds and (a JSON flag) keys, and the rules that tie them to each
 // other and to the launch options. Errors name the flag, the value and the engine's message: a

@@ -1884,6 +1884,25 @@ void CheckExpertPlacement(const LaunchConfig& config, const ModelDescription& m,
 // own MoE raises with --enable-eplb. DeepSeek-V4 has checks of its own (BuildDeepseekV4). An
 // embedded profile that states no quantization stands for checkpoints of several methods (its
 // Hugging Face repos), so its weights' method is not known unless --quantization names it.
+// The FusedMoE method the engine builds for the target's experts, where kvtopo reads it: a model
+// whose experts are FusedMoE layers and whose weights are known (a quantization method, or a
+// checkpoint rather than an embedded profile); nullopt otherwise.
+std::optional<internal::FusedMoeMethod> TargetFusedMoeMethod(
+    const LaunchConfig& config, const ModelDescription& m, const std::string& file,
+    const std::optional<std::string>& quantization, const nlohmann::json& quantization_config) {
+  if (m.BuiltExperts() == 0 || m.deepseek_v4) return std::nullopt;
+  const bool weights_known = quantization || !file.starts_with("profiles/");
+  if (!weights_known || !internal::ExpertsAreFusedMoe(m.architecture)) return std::nullopt;
+  // The experts' width per rank, which compressed-tensors' choice of MoE method reads: whole
+  // under expert parallelism (not known otherwise).
+  const internal::MoeShape shape{
+      .hidden_size = m.hidden_size,
+      .intermediate_per_rank = config.enable_expert_parallel ? m.moe_intermediate_size : 0,
+      .router_weight_on_input = m.architecture.starts_with("Llama4For")};
+  return internal::FusedMoeMethodFor(quantization, config.enable_lora, "fp4", quantization_config,
+                                     shape);
+}
+
 void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
                      const internal::LoadedConfig& target,
                      const std::optional<std::string>& quantization,
@@ -1902,16 +1921,10 @@ void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
   if (config.enable_eplb && internal::ExpertsAreFusedMoe(m.architecture)) {
     CheckExpertPlacement(config, m, what, b);
   }
-  const bool weights_known = quantization || !file.starts_with("profiles/");
-  if (!weights_known || !internal::ExpertsAreFusedMoe(m.architecture)) return;
-  // The experts' width per rank, which compressed-tensors' choice of MoE method reads: whole
-  // under expert parallelism (not known otherwise).
-  const internal::MoeShape shape{
-      .hidden_size = m.hidden_size,
-      .intermediate_per_rank = config.enable_expert_parallel ? m.moe_intermediate_size : 0,
-      .router_weight_on_input = m.architecture.starts_with("Llama4For")};
-  const internal::FusedMoeMethod method = internal::FusedMoeMethodFor(
-      quantization, config.enable_lora, "fp4", quantization_config, shape);
+  const std::optional<internal::FusedMoeMethod> built =
+      TargetFusedMoeMethod(config, m, file, quantization, quantization_config);
+  if (!built) return;
+  const internal::FusedMoeMethod& method = *built;
   const std::string weights =
       quantization ? fmt::format("its {} weights", *quantization) : "its unquantized weights";
   CheckNamedMoeBackend(method, config.moe_backend, config.moe_backend_from, what,
@@ -2444,9 +2457,7 @@ std::string ImportedModuleWhere(const ImportedEnvironmentRefusal& r, const Model
       if (r.built.empty()) return "in the workers of its V1 model runner as they start";
       [[fallthrough]];
     case Where::kModelBuild:
-      if (r.built_layers) {
-        return fmt::format("as its workers build the {}'s {} layers", model, r.built);
-      }
+      if (r.built_layers) return fmt::format("as its workers build the {}'s {}", model, r.built);
       return fmt::format(
           "with the model class of {}, the language model {} builds, as its "
           "workers build the {}",
@@ -2493,6 +2504,19 @@ std::vector<std::string> CheckImportedEnvironment(const LaunchConfig& config,
                                                   Builder& b) {
   if (config.environment.empty()) return {};
   ImportingModel models = ImportingModelOf(m, target.json);
+  // NvFP4 experts import the b12x kernels' module as their method picks its kernels
+  // (select_nvfp4_moe_backend): --moe-backend b12x, or auto, which tries b12x first unless
+  // VLLM_USE_FLASHINFER_MOE_FP4 is true (FlashInfer's kernels only) or VLLM_TEST_FORCE_FP8_MARLIN
+  // is (Marlin only).
+  const std::optional<internal::FusedMoeMethod> moe =
+      TargetFusedMoeMethod(config, m, target.file, b.out.quantization, b.quantization_config);
+  if (moe && moe->family == "NvFP4" &&
+      (config.moe_backend == "b12x" ||
+       (config.moe_backend == "auto" &&
+        EnvironmentBool(config.environment, "VLLM_USE_FLASHINFER_MOE_FP4") != true &&
+        EnvironmentBool(config.environment, "VLLM_TEST_FORCE_FP8_MARLIN") != true))) {
+    models.built_layers.emplace_back("nvfp4_moe_b12x");
+  }
   if (config.speculative && config.speculative->method == "mtp") {
     const std::string type = internal::MtpTypeAfterOverride(target.json);
     if (!type.empty()) models.classes.push_back(type);

@@ -1066,6 +1066,15 @@ std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
   return out;
 }
 
+std::optional<bool> EnvironmentBool(const std::vector<std::string>& environment,
+                                    std::string_view name) {
+  const std::optional<std::string_view> value = EnvironmentValue(environment, name);
+  if (!value) return std::nullopt;
+  const std::optional<double> number = PythonInt(*value);
+  if (!number) return std::nullopt;
+  return *number != 0;
+}
+
 std::optional<ImportReadLanguageModel> ImportReadLanguageModelOf(std::string_view wrapper) {
   const nlohmann::json& file = VllmFlagsFile();
   const auto table = file.find("import_read_language_models");

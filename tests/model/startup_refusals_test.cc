@@ -1007,6 +1007,39 @@ TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
   v2.environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=1"};
   EXPECT_EQ(ConfigErrors(ocr, v2), "");
 
+  // NvFP4 experts import the b12x kernels' module as they pick their kernels: with b12x named,
+  // and with auto, which tries b12x first unless the FlashInfer variable or the Marlin test
+  // variable restricts the choice.
+  o = Model("glm-5.1");  // the fork's run-glm51-vllm launch
+  o.quantization = "modelopt_fp4";
+  o.moe_backend = "b12x";
+  o.attention_backend = "B12X_MLA_SPARSE";
+  o.device_capability = "12.0";
+  o.tensor_parallel_size = 8;
+  o.vllm_environment = {"VLLM_B12X_MOE_A16_MIN_LAYER=layer3", "VLLM_B12X_MOE_A16_MAX_LAYER=60"};
+  const std::string b12x_refusal =
+      "\n  error [environment-import] VLLM_B12X_MOE_A16_MIN_LAYER is 'layer3', which the engine "
+      "cannot read: vllm/model_executor/layers/fused_moe/b12x_moe.py reads it as it is imported "
+      "(\"invalid literal for int() with base 10: 'layer3'\"), and the engine imports that "
+      "module as its workers build the model's NvFP4 MoE layers, whose choice of kernels imports "
+      "the b12x kernels' module (--moe-backend b12x, or auto, which tries b12x first), so it "
+      "fails to start before the weights load; set an integer or unset it";
+  EXPECT_EQ(Errors(o), b12x_refusal);
+  o.moe_backend = "auto";
+  EXPECT_EQ(Errors(o), b12x_refusal);
+  o.vllm_environment.push_back("VLLM_USE_FLASHINFER_MOE_FP4=0");  // FlashInfer's taken away
+  EXPECT_EQ(Errors(o), b12x_refusal);
+  o.vllm_environment.back() = "VLLM_USE_FLASHINFER_MOE_FP4=1";  // FlashInfer's kernels only
+  EXPECT_EQ(Errors(o), "");
+  o.vllm_environment.back() = "VLLM_TEST_FORCE_FP8_MARLIN=1";  // Marlin only
+  EXPECT_EQ(Errors(o), "");
+  o.vllm_environment.pop_back();
+  o.moe_backend = "flashinfer_cutlass";
+  EXPECT_EQ(Errors(o), "");
+  o.moe_backend = "b12x";
+  o.quantization.reset();  // the profile's weights are not known
+  EXPECT_EQ(Errors(o), "");
+
   // Kimi-K3's KDA layers run the FLA kernels; GLM-5.3-Flash's sparse indexer layers import the
   // indexer's module, as the workers build them, on either runner.
   o = Model("kimi-k3");

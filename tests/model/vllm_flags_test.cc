@@ -331,11 +331,11 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
   EXPECT_EQ(r[0].name, "VLLM_DEBUG_INDEXER_BLOCK_WIDTH_MAX");
   EXPECT_EQ(r[1].name, "VLLM_NSA_INDEXER_DEBUG_MAX");
   EXPECT_EQ(r[1].where, Where::kV1Runner);
-  EXPECT_EQ(r[1].built, "sparse-attention indexer");
+  EXPECT_EQ(r[1].built, "sparse-attention indexer layers");
   EXPECT_TRUE(r[1].built_layers);
   EXPECT_EQ(r[2].name, "FLA_TRIL_PRECISION");  // the workers build it last
   EXPECT_EQ(r[2].where, Where::kModelBuild);
-  EXPECT_EQ(r[2].built, "KDA");
+  EXPECT_EQ(r[2].built, "KDA layers");
   EXPECT_TRUE(r[2].built_layers);
   r = ImportedEnvironmentRefusals(environment,
                                   {.classes = {"Qwen3NextForCausalLM"}, .built_layers = {"gdn"}});
@@ -354,6 +354,15 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
   ASSERT_TRUE(ImportReadLanguageModelOf("DeepseekOCRForCausalLM"));
   EXPECT_EQ(ImportReadLanguageModelOf("DeepseekOCRForCausalLM")->section, "language_config");
   EXPECT_FALSE(ImportReadLanguageModelOf("LlavaForConditionalGeneration"));
+  // A variable as envs.py's bool(int(value)) reads it.
+  EXPECT_EQ(EnvironmentBool({"VLLM_USE_FLASHINFER_MOE_FP4= 1_0 "}, "VLLM_USE_FLASHINFER_MOE_FP4"),
+            std::optional<bool>(true));
+  EXPECT_EQ(EnvironmentBool({"VLLM_USE_FLASHINFER_MOE_FP4=-0"}, "VLLM_USE_FLASHINFER_MOE_FP4"),
+            std::optional<bool>(false));
+  EXPECT_EQ(EnvironmentBool({"VLLM_USE_FLASHINFER_MOE_FP4=true"}, "VLLM_USE_FLASHINFER_MOE_FP4"),
+            std::nullopt);
+  EXPECT_EQ(EnvironmentBool({"VLLM_TEST_FORCE_FP8_MARLIN=1"}, "VLLM_USE_FLASHINFER_MOE_FP4"),
+            std::nullopt);
   // The CLI passes the names that are not VLLM_ ones too.
   const testing::CliResult refused =
       RunCli("check gpt-oss-120b", true, "-i BOB_PROFILE_PREFILL_INTERVAL=fifty");
