@@ -1876,14 +1876,6 @@ void CheckExpertPlacement(const LaunchConfig& config, const ModelDescription& m,
   }
 }
 
-// A MoE target's experts as the engine builds them (the fork at 28be48fa9; none where the model
-// builds no expert layers, whatever count its config states: BuiltExperts): FusedMoE layers map
-// a --moe-backend other than auto through their quantization method's kernel family and raise
-// for a name outside it, and raise with --enable-eplb where the model passes it on
-// (ExpertsTakeEplb) and the method does not support it (internal::FusedMoeMethodFor); MiniCPM's
-// own MoE raises with --enable-eplb. DeepSeek-V4 has checks of its own (BuildDeepseekV4). An
-// embedded profile that states no quantization stands for checkpoints of several methods (its
-// Hugging Face repos), so its weights' method is not known unless --quantization names it.
 // The FusedMoE method the engine builds for the target's experts, where kvtopo reads it: a model
 // whose experts are FusedMoE layers and whose weights are known (a quantization method, or a
 // checkpoint rather than an embedded profile); nullopt otherwise.
@@ -1903,6 +1895,14 @@ std::optional<internal::FusedMoeMethod> TargetFusedMoeMethod(
                                      shape);
 }
 
+// A MoE target's experts as the engine builds them (the fork at 28be48fa9; none where the model
+// builds no expert layers, whatever count its config states: BuiltExperts): FusedMoE layers map
+// a --moe-backend other than auto through their quantization method's kernel family and raise
+// for a name outside it, and raise with --enable-eplb where the model passes it on
+// (ExpertsTakeEplb) and the method does not support it (internal::FusedMoeMethodFor); MiniCPM's
+// own MoE raises with --enable-eplb. DeepSeek-V4 has checks of its own (BuildDeepseekV4). An
+// embedded profile that states no quantization stands for checkpoints of several methods (its
+// Hugging Face repos), so its weights' method is not known unless --quantization names it.
 void CheckMoeKernels(const LaunchConfig& config, const ModelDescription& m,
                      const internal::LoadedConfig& target,
                      const std::optional<std::string>& quantization,

@@ -721,7 +721,7 @@ struct ImportRead {
   // none.
   std::optional<ImportedEnvironmentRefusal::Where> workers;
   std::vector<std::string> models;  // architectures and MTP model types importing it, sorted
-  // Kinds of layers whose modules import it ("kda"), with their names in messages ("KDA").
+  // Kinds of layers whose modules import it ("kda"), with what messages call them ("KDA layers").
   std::vector<std::pair<std::string, std::string>> layers;
 };
 
@@ -731,6 +731,7 @@ const std::vector<ImportRead>& ImportReads() {
     const nlohmann::json& file = VllmFlagsFile();
     if (!file.contains("import_reads") || !file["import_reads"].is_array()) return r;
     const nlohmann::json sets = file.value("import_read_models", nlohmann::json::object());
+    const nlohmann::json layers = file.value("import_read_layers", nlohmann::json::object());
     for (const nlohmann::json& e : file["import_reads"]) {
       if (!e.is_object()) continue;
       ImportRead read{.read = {.name = e.value("name", ""),
@@ -748,7 +749,6 @@ const std::vector<ImportRead>& ImportReads() {
         }
         std::sort(read.models.begin(), read.models.end());
       }
-      const nlohmann::json layers = file.value("import_read_layers", nlohmann::json::object());
       if (!set.empty() && layers.contains(set) && layers[set].is_object()) {
         for (const auto& [kind, name] : layers[set].items()) {
           if (name.is_string()) read.layers.emplace_back(kind, name.get<std::string>());
