@@ -84,7 +84,8 @@ struct KVCacheManagerOptions {
   // Options from an explicit cache layout (groups described directly, not planned).
   static Result<KVCacheManagerOptions> FromLayout(const CacheLayout& layout);
   // Options from an accepted plan: its groups, hash block size and max_model_len; the pool
-  // size is the plan's unless given. Errors: a rejected plan, a pool below 1 or above 2^31 - 1.
+  // size is the plan's unless given. Errors: a rejected plan, a pool below 1 or above 2^31 - 1,
+  // prefix caching turned on for a plan made without it whose recurrent groups keep mode none.
   static Result<KVCacheManagerOptions> FromPlan(
       const Plan& plan, std::optional<int64_t> num_blocks = std::nullopt,
       std::optional<bool> enable_prefix_caching = std::nullopt);

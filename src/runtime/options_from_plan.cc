@@ -28,6 +28,22 @@ Result<KVCacheManagerOptions> KVCacheManagerOptions::FromPlan(
   KVCacheManagerOptions options;
   options.num_blocks = static_cast<int32_t>(blocks);
   options.enable_prefix_caching = enable_prefix_caching.value_or(plan.prefix_caching());
+  // A plan made without prefix caching keeps its recurrent groups in mode none: one state per
+  // request in a block of the whole length, which no prefix can hit (the planner turns mode
+  // align on with prefix caching, and with it a block the hash unit divides).
+  if (options.enable_prefix_caching && !plan.prefix_caching()) {
+    for (size_t i = 0; i < plan.groups.size(); ++i) {
+      const GroupGeometry& geo = plan.groups[i].geometry;
+      if (geo.kind() == CacheKind::kRecurrent && geo.recurrent_mode() == RecurrentMode::kNone) {
+        return InvalidArgument(fmt::format(
+            "enable_prefix_caching on a plan of {} made without prefix caching: its recurrent "
+            "cache group {} keeps one state per request (mamba cache mode none, {}-token "
+            "blocks), which no prefix can hit; plan with enable_prefix_caching (mamba cache "
+            "mode align) instead",
+            plan.model.model_name, i, geo.manager_block_size()));
+      }
+    }
+  }
   options.hash_block_size = plan.hash_block_size;
   options.max_model_len = plan.model.max_model_len;
   for (const PlannedGroup& g : plan.groups) {

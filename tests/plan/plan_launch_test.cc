@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvtopo/kv_cache_manager.h"
 #include "kvtopo/model.h"
 #include "kvtopo/plan.h"
 #include "kvtopo/plan_report.h"
@@ -201,6 +202,36 @@ TEST(PlanLaunch, DcpOneKeepsTheDraftInTheTargetPartition) {
     EXPECT_NE(g.geometry.placement(), Placement::kReplicated);
   }
   EXPECT_FALSE(plan->promotion.considered);
+}
+
+// A plan made without prefix caching keeps its recurrent groups in mode none, so the runtime's
+// options refuse prefix caching turned on for it; an attention-only plan takes it.
+TEST(PlanLaunch, PrefixCachingOnlyForAPlanMadeWithItWhereRecurrentGroupsAre) {
+  LaunchConfig c = Launch("kimi-linear-48b", 1, 1);
+  c.cache.max_model_len = 32768;
+  Result<Plan> plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_FALSE(plan->prefix_caching());
+  const Status refused = KVCacheManagerOptions::FromPlan(*plan, 64, true).status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "enable_prefix_caching on a plan of kimi-linear-48b made without prefix caching: its "
+            "recurrent cache group 0 keeps one state per request (mamba cache mode none, "
+            "32768-token blocks), which no prefix can hit; plan with enable_prefix_caching "
+            "(mamba cache mode align) instead");
+  EXPECT_TRUE(KVCacheManagerOptions::FromPlan(*plan, 64, false).ok());
+  c.cache.enable_prefix_caching = true;
+  plan = PlanLaunch(c);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(KVCacheManagerOptions::FromPlan(*plan, 64, true).ok());
+  LaunchConfig attention = Launch("gpt-oss-120b", 8, 1);
+  attention.cache.enable_prefix_caching = false;
+  plan = PlanLaunch(attention);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  Result<KVCacheManagerOptions> on = KVCacheManagerOptions::FromPlan(*plan, 64, true);
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->enable_prefix_caching);
+  EXPECT_TRUE(KVCacheManager::Create(*on).ok());
 }
 
 // Every embedded target profile plans (accepted or with diagnostics) on a common layout.

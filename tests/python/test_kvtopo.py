@@ -1039,6 +1039,22 @@ class ErrorTest(unittest.TestCase):
         with self.assertRaises(kvtopo.RejectedError):
             kvtopo.KVCacheManager(cm.exception.plan)
 
+    def test_prefix_caching_on_a_plan_made_without_it(self):
+        # Its recurrent groups keep mode none (one state per request), which no prefix can hit.
+        plan = kvtopo.plan("kimi-linear-48b", max_model_len=32768)
+        self.assertFalse(plan.enable_prefix_caching)
+        with self.assertRaisesRegex(ValueError, r"^enable_prefix_caching on a plan of "
+                                                r"kimi-linear-48b made without prefix caching: its "
+                                                r"recurrent cache group 0 keeps one state per "
+                                                r"request \(mamba cache mode none, 32768-token "
+                                                r"blocks\)"):
+            kvtopo.KVCacheManager(plan, enable_prefix_caching=True)
+        self.assertEqual(kvtopo.KVCacheManager(plan, num_blocks=8).num_free_blocks, 7)
+        plan = kvtopo.plan("kimi-linear-48b", max_model_len=32768, enable_prefix_caching=True)
+        self.assertEqual(plan.groups[0].geometry.recurrent_mode, "align")
+        self.assertEqual(kvtopo.KVCacheManager(plan, num_blocks=64,
+                                               enable_prefix_caching=True).hash_block_size, 1888)
+
 
 class RuntimeTest(unittest.TestCase):
     def setUp(self):
