@@ -1296,8 +1296,12 @@ bool KVCacheManager::AllocateSlotsAt(RequestState& st, const SlotRequest& step) 
       return false;
     }
   }
-  const int64_t num_main = total_computed + num_new;
-  const int64_t need_slots = std::min(num_main + step.num_lookahead_tokens.value(), L);
+  // The engine's scheduler keeps a request's tokens within max_model_len; slots are capped there
+  // as the engine caps them, and so is the recurrent align row, which num_main sizes, so a caller
+  // asking for more cannot grow a row past its block-table width.
+  const int64_t num_main = std::min(total_computed + num_new, L);
+  const int64_t need_slots =
+      std::min(total_computed + num_new + step.num_lookahead_tokens.value(), L);
 
   // Free out-of-window blocks first so this step can reuse them.
   for (size_t gi = 0; gi < num_groups; ++gi) {

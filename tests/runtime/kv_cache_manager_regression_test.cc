@@ -147,5 +147,39 @@ TEST(KVCacheManagerRegression, AlignRowWhenStepsCrossBlocks) {
   }
 }
 
+// A step past max_model_len (found by a Python fuzz of the module: 2^31 new tokens on Qwen3-Next's
+// plan): the engine's scheduler never asks it, and its manager caps the slots at max_model_len;
+// the recurrent align row, sized by the tokens of the step, grew 3,947,581 columns past its
+// 61-column block-table row (16 MB; the 2^40 tokens a step may ask would take gigabytes) and the
+// invariant check aborted. The row is capped as the slots are.
+TEST(KVCacheManagerRegression, AlignRowOfAStepPastMaxModelLen) {
+  const int64_t L = 64;
+  auto created = KVCacheManager::Create(
+      {.num_blocks = 40,
+       .hash_block_size = 4,
+       .max_model_len = L,
+       .groups = {MakeGroup({.kind = CacheKind::kMla, .block_size = 4, .max_model_len = L}),
+                  MakeGroup({.kind = CacheKind::kRecurrent,
+                             .block_size = 4,
+                             .max_model_len = L,
+                             .mode = RecurrentMode::kAlign,
+                             .spec_blocks = 1})}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  KVCacheManager& m = **created;
+  ASSERT_TRUE(m.AddRequest(RequestId{1}, Tokens(10)).ok());
+  ASSERT_TRUE(m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{10}}).value());
+  ASSERT_TRUE(
+      m.AllocateSlots(RequestId{1}, {.num_new_tokens = TokenCount{int64_t{1} << 31}}).value());
+  m.CheckInvariants();
+  // 16 attention columns (64 tokens); the align row: the previous state (kept for the state
+  // copy), 15 columns skipped, the state and the speculative block: cdiv(64, 4) + 1 = 17, what
+  // max_model_len needs (uncapped it grew 536,870,916 columns).
+  EXPECT_EQ(m.BlockIds(RequestId{1}, GroupId{0}).size(), 16u);
+  EXPECT_EQ(ResidentColumns(m, 1, 1), (std::vector<int64_t>{2, 15, 16}));
+  ASSERT_TRUE(m.Free(RequestId{1}).ok());
+  m.CheckInvariants();
+  EXPECT_EQ(m.num_free_blocks(), 39);
+}
+
 }  // namespace
 }  // namespace kvtopo
