@@ -184,7 +184,11 @@ class Harness {
           break;
         case 8:
           m_.NewStep();
-          if (in.Byte() % 16 == 0) (void)m_.ResetPrefixCache();
+          if (const uint8_t b = in.Byte() % 16; b == 0) {
+            (void)m_.ResetPrefixCache();
+          } else if (b == 1) {
+            Overreach(in);
+          }
           break;
         case 9:
           AdmitBatch(in);
@@ -319,6 +323,19 @@ class Harness {
     std::vector<int32_t> tokens(static_cast<size_t>(accepted));
     for (int32_t& t : tokens) t = static_cast<int32_t>(next_token_++ % 1000000);
     Must(m_.AppendTokens(rid, tokens), "AppendTokens");
+  }
+
+  // A step past max_model_len, which the engine's scheduler never asks: the manager caps it, so
+  // every row stays within its block-table width. The request is then freed, as its worker rows
+  // do not mirror the step.
+  void Overreach(Input& in) {
+    const auto id = PickLive(in, true);
+    if (!id) return;
+    const int64_t past = in.Bool() ? in.Range(1, 64) : int64_t{1} << in.Range(20, 39);
+    (void)Must(m_.AllocateSlots(RequestId{*id}, {.num_new_tokens = TokenCount{L() + past}}),
+               "AllocateSlots");
+    m_.CheckInvariants();
+    Release(*id, /*free=*/true);
   }
 
   void Release(int64_t id, bool free) {
