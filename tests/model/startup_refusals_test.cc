@@ -1006,6 +1006,29 @@ TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
   EXPECT_EQ(ConfigErrors(ocr, v2), fmt::format(fmt::runtime(ocr_refusal), "DeepseekV2ForCausalLM"));
   v2.environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK_V2=1"};
   EXPECT_EQ(ConfigErrors(ocr, v2), "");
+  // A wrapper that builds what its text config names: InternVL's chat model over Qwen3-Next.
+  const nlohmann::json internvl = {{"architectures", {"InternVLChatModel"}},
+                                   {"model_type", "internvl_chat"},
+                                   {"torch_dtype", "bfloat16"},
+                                   {"llm_config", CorpusConfig("qwen3-next-80b")},
+                                   {"vision_config",
+                                    {{"hidden_size", 1024},
+                                     {"image_size", 448},
+                                     {"patch_size", 14},
+                                     {"num_hidden_layers", 2},
+                                     {"num_attention_heads", 16}}},
+                                   {"downsample_ratio", 0.5},
+                                   {"force_image_size", 448}};
+  LaunchConfig tp2;
+  tp2.parallel.tensor_parallel_size = 2;
+  tp2.environment = {"FLA_TRIL_PRECISION=x"};
+  EXPECT_EQ(ConfigErrors(internvl, tp2),
+            "\n  error [environment-import] FLA_TRIL_PRECISION is 'x', which the engine cannot "
+            "read: vllm/model_executor/layers/fla/ops/solve_tril.py reads it as it is imported "
+            "(\"FLA_TRIL_PRECISION must be one of ['ieee', 'tf32', 'tf32x3'], but got x\"), and "
+            "the engine imports that module with the model class of Qwen3NextForCausalLM, the "
+            "language model InternVLChatModel builds, as its workers build the model, so it fails "
+            "to start before the weights load; set one of ieee, tf32, tf32x3 or unset it");
 
   // NvFP4 experts import the b12x kernels' module as they pick their kernels: with b12x named,
   // and with auto, which tries b12x first unless the FlashInfer variable or the Marlin test
