@@ -940,8 +940,8 @@ Result<std::unique_ptr<KVCacheManager>> KVCacheManager::Create(KVCacheManagerOpt
     }
     if (caching && geo.manager_block_size() % options.hash_block_size != 0) {
       return InvalidArgument(fmt::format(
-          "hash block size {} does not divide the manager block size {} of cache group {}; set "
-          "a prefix-match unit that divides every group's block",
+          "hash_block_size {} does not divide the manager block size {} of cache group {}; set "
+          "it to a divisor of every group's manager block (a layout's default is their GCD)",
           options.hash_block_size, geo.manager_block_size(), i));
     }
     Impl::Group g;

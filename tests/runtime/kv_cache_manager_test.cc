@@ -50,7 +50,8 @@ TEST(KVCacheManager, RejectsBadOptions) {
                                           .max_model_len = 4096,
                                           .groups = {MakeGroup({.block_size = 16})}});
   ASSERT_FALSE(bad_hash.ok());
-  EXPECT_NE(bad_hash.status().message().find("hash block size 24"), std::string::npos);
+  EXPECT_NE(bad_hash.status().message().find("hash_block_size 24 does not divide"),
+            std::string::npos);
 }
 
 TEST(KVCacheManager, AllocatesPositionalBlocksAndGrowsOnDecode) {

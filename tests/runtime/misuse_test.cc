@@ -42,6 +42,10 @@ TEST(ManagerMisuse, OptionsAreCheckedAtCreate) {
                "--max-model-len must be positive, got 0");
   ExpectStatus(refused([](auto& o) { o.hash_block_size = 0; }), StatusCode::kInvalidArgument,
                "hash block size must be positive with --enable-prefix-caching, got 0");
+  ExpectStatus(refused([](auto& o) { o.hash_block_size = 12; }), StatusCode::kInvalidArgument,
+               "hash_block_size 12 does not divide the manager block size 16 of cache group 0; "
+               "set it to a divisor of every group's manager block (a layout's default is their "
+               "GCD)");
   ExpectStatus(refused([](auto& o) { o.groups.push_back(CacheGroup{}); }),
                StatusCode::kInvalidArgument, "cache group 1: block size must be positive");
   EXPECT_TRUE(refused([](auto& o) {
