@@ -2441,16 +2441,18 @@ std::string ImportedModuleWhere(const ImportedEnvironmentRefusal& r, const Model
   using Where = ImportedEnvironmentRefusal::Where;
   const std::string_view model = draft.empty() ? "model" : "draft";
   switch (r.where) {
-    case Where::kModel:
+    case Where::kModel: {
+      // The target's own class, else a draft's: a separate draft, or the MTP draft's type.
+      const bool target = draft.empty() && r.model == m.architecture;
+      const std::string cls =
+          target          ? fmt::format("the model class of {}", r.model)
+          : draft.empty() ? fmt::format("the MTP draft's model class (model type {})", r.model)
+                          : fmt::format("the draft's model class {} (draft '{}')", r.model, draft);
       return fmt::format(
-          "with {}, which it loads as it inspects the {}architecture (unless its model-info "
-          "cache holds the class) and as its workers build the {}",
-          !draft.empty() ? fmt::format("the draft's model class {} (draft '{}')", r.model, draft)
-          : r.model != m.architecture
-              ? fmt::format("the MTP draft's model class (model type {})", r.model)
-              : fmt::format("the model class of {}", r.model),
-          draft.empty() && r.model == m.architecture ? "" : "draft's ",
-          draft.empty() && r.model == m.architecture ? "model" : "draft");
+          "with {}, which it loads as it inspects the {} (unless its model-info cache holds the "
+          "class) and as its workers build the {}",
+          cls, target ? "architecture" : "draft's architecture", target ? "model" : "draft");
+    }
     case Where::kEveryWorker:
       return "in every GPU worker as it starts";
     case Where::kV1Runner:

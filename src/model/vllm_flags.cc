@@ -1026,31 +1026,33 @@ std::vector<ImportedEnvironmentRefusal> ImportedEnvironmentRefusals(
       return std::binary_search(r.models.begin(), r.models.end(), m);
     };
     ImportedEnvironmentRefusal refusal{.name = r.read.name};
-    const auto built = std::find_if(model.built_classes.begin(), model.built_classes.end(), in_set);
-    if (built != model.built_classes.end()) {
-      refusal.built = *built;
-    } else {
-      for (const std::string& kind : model.built_layers) {
-        const auto layer = std::find_if(r.layers.begin(), r.layers.end(),
-                                        [&](const auto& l) { return l.first == kind; });
-        if (layer == r.layers.end()) continue;
-        refusal.built = layer->second;
-        refusal.built_layers = true;
-        break;
-      }
-    }
     const auto inspected = std::find_if(model.classes.begin(), model.classes.end(), in_set);
     if (inspected != model.classes.end()) {
       refusal.where = Where::kModel;
       refusal.model = *inspected;
-      refusal.built.clear();
-      refusal.built_layers = false;
-    } else if (r.workers) {
-      refusal.where = *r.workers;
-    } else if (!refusal.built.empty()) {
-      refusal.where = Where::kModelBuild;
     } else {
-      continue;
+      // What the workers build that imports it, which a V1-runner read keeps beside its place.
+      const auto built =
+          std::find_if(model.built_classes.begin(), model.built_classes.end(), in_set);
+      if (built != model.built_classes.end()) {
+        refusal.built = *built;
+      } else {
+        for (const std::string& kind : model.built_layers) {
+          const auto layer = std::find_if(r.layers.begin(), r.layers.end(),
+                                          [&](const auto& l) { return l.first == kind; });
+          if (layer == r.layers.end()) continue;
+          refusal.built = layer->second;
+          refusal.built_layers = true;
+          break;
+        }
+      }
+      if (r.workers) {
+        refusal.where = *r.workers;
+      } else if (!refusal.built.empty()) {
+        refusal.where = Where::kModelBuild;
+      } else {
+        continue;
+      }
     }
     const std::optional<EnvironmentRefusal> refused = RefuseEnvironmentValue(r.read, *value);
     if (!refused) continue;
