@@ -366,10 +366,10 @@ struct ImportedEnvironmentRefusal {
   std::string fix;    // "set an integer"
   Where where = Where::kEveryWorker;
   std::string model;  // kModel: the entry of ImportingModel::classes that imports it
-  // What imports it as the workers build the model, whatever the runner (kModelBuild, and
-  // kV1Runner where the model builds it too): an entry of ImportingModel::built_classes, else
-  // what a layer kind of ImportingModel::built_layers names ("KDA layers"); empty where nothing
-  // does.
+  // What imports it as the workers build the model, whatever the runner (kModelBuild; for
+  // kV1Runner, its place where the V1 runner does not run): an entry of
+  // ImportingModel::built_classes, else what a layer kind of ImportingModel::built_layers names
+  // ("KDA layers"); empty where nothing does.
   std::string built;
   bool built_layers = false;  // `built` names layers, not a class
 };

@@ -2455,9 +2455,8 @@ std::string ImportedModuleWhere(const ImportedEnvironmentRefusal& r, const Model
     }
     case Where::kEveryWorker:
       return "in every GPU worker as it starts";
-    case Where::kV1Runner:
-      if (r.built.empty()) return "in the workers of its V1 model runner as they start";
-      [[fallthrough]];
+    case Where::kV1Runner:  // they import it as they start, before they build the model
+      return "in the workers of its V1 model runner as they start";
     case Where::kModelBuild:
       if (r.built_layers) return fmt::format("as its workers build the {}'s {}", model, r.built);
       return fmt::format(

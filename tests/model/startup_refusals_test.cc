@@ -960,6 +960,16 @@ TEST(StartupRefusals, VariablesModulesReadAsTheyAreImported) {
             "model KimiK25ForConditionalGeneration builds, as its workers build the model, so it "
             "fails to start before the weights load; set an integer or unset it (the engine "
             "cannot read VLLM_NSA_INDEXER_DEBUG_MAX either)");
+  // On the V1 runner its workers import the module as they start, before they build the model.
+  o.use_v2_model_runner.reset();
+  o.vllm_environment = {"VLLM_USE_SGL_KERNEL_FAST_TOPK=abc"};
+  EXPECT_EQ(Errors(o),
+            "\n  error [environment-import] VLLM_USE_SGL_KERNEL_FAST_TOPK is 'abc', which the "
+            "engine cannot read: vllm/model_executor/layers/sparse_attn_indexer.py reads it as it "
+            "is imported (\"invalid literal for int() with base 10: 'abc'\"), and the engine "
+            "imports that module in the workers of its V1 model runner as they start, so it fails "
+            "to start before the weights load; set an integer or unset it");
+  o.use_v2_model_runner = true;
   // Its EAGLE-3 draft's class imports it too, as the engine inspects the draft.
   o.vllm_environment = {"VLLM_NSA_INDEXER_DEBUG_MAX=x"};
   o.speculative_config =
