@@ -86,8 +86,8 @@ bool IsFlagLike(std::string_view arg) {
 // argparse's allow_abbrev, which the engine's parser keeps: a long flag that names no flag but
 // begins exactly one flag's spellings is that flag ("--max-model" is --max-model-len); one that
 // begins several is an error naming them, as argparse's "ambiguous option". The flags are the
-// launch options (and their --no- forms), the serve flags not planned, --model, --config, and the
-// subcommand's own.
+// launch options (and their --no- forms), the serve flags not planned (but those of older
+// releases), --model, --config, and the subcommand's own.
 Result<std::string> ExpandAbbreviation(const std::string& name, const CLI::App* sub) {
   if (!name.starts_with("--") || name.size() < 3) return name;
   if (FindLaunchOption(name) || FindVllmFlagNotPlanned(name) || name == "--model" ||
@@ -113,7 +113,8 @@ Result<std::string> ExpandAbbreviation(const std::string& name, const CLI::App* 
     }
   }
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
-    if (!f.name.starts_with("--")) continue;
+    // A removed flag is read by its whole name only: the engine's parser no longer has it.
+    if (!f.name.starts_with("--") || f.removed) continue;
     consider(f.name, f.name);
     if (!f.takes_value) consider("--no-" + f.name.substr(2), "--no-" + f.name.substr(2));
   }

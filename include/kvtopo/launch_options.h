@@ -293,8 +293,10 @@ struct VllmFlag {
   // The value is a JSON object; the engine folds dotted --FLAG.KEY VALUE arguments into it.
   bool json = false;
   // A flag of older releases the fork at 28be48fa9 no longer has: its parser refuses it
-  // ("unrecognized arguments"); accepted with a warning.
+  // ("unrecognized arguments"); accepted with a warning, which names the fork's form where it
+  // has one (`instead`: a flag or JSON key, followed by the value given, or a whole text).
   bool removed = false;
+  std::string instead;
   // How the engine's parser reads the value ("type" in the file): text as given; an integer
   // ("int": Python's int(); "human int": with the k/K suffixes of human_readable_int); a number
   // ("float": float()); a config class ("json": bare 80m-style numbers expanded, then the JSON

@@ -1534,7 +1534,14 @@ std::string LaunchOptionsMarkdown() {
           fmt::format("a `None` item is refused ({}{})", f.none_item_class,
                       f.none_item_class == "LoRAConfig" ? ", with --enable-lora" : ""));
     }
-    if (f.removed) checks.push_back("of older releases; the fork's parser refuses it: a warning");
+    if (f.removed) {
+      checks.push_back(
+          f.instead.empty()
+              ? std::string("of older releases; the fork's parser refuses it: a warning")
+              : fmt::format("of older releases; the fork's parser refuses it: a warning naming "
+                            "the fork's `{}`",
+                            f.instead));
+    }
     md += fmt::format("- `{}`{}{}\n", f.name, value,
                       checks.empty() ? "" : fmt::format(": {}", fmt::join(checks, "; ")));
   }
@@ -3475,6 +3482,31 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
   return Status::Ok();
 }
 
+// A value as a shell word: as given when it holds no character a shell reads, else in single
+// quotes.
+std::string ShellWord(const std::string& value) {
+  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) ||
+           std::string_view("_./:=,+@%-").find(ch) != std::string_view::npos;
+  });
+  if (plain) return value;
+  std::string quoted = "'";
+  for (char ch : value) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return quoted + "'";
+}
+
+// The fork's form of a removed flag as given: its `instead`, followed by the value or values
+// given where that names one flag or JSON key (no space) and the flag took them; empty where the
+// fork has none, or for a switch given in its --no- form (the fork's default).
+std::string RemovedFlagReplacement(const VllmFlag& flag, const VllmFlagValue* given) {
+  if (flag.instead.empty()) return "";
+  if (!flag.takes_value) return given != nullptr && given->on == false ? "" : flag.instead;
+  std::string text = flag.instead;
+  if (text.find(' ') != std::string::npos || given == nullptr) return text;
+  for (const std::string& value : given->values) text += " " + ShellWord(value);
+  return text;
+}
+
 }  // namespace
 
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
@@ -3864,11 +3896,15 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   for (const std::string& name : o.not_planned) {
     if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {
+      const std::string replacement =
+          RemovedFlagReplacement(*flag, FindVllmFlagValue(o.not_planned_values, flag->name));
       diagnostics.push_back(
           {Severity::kWarning, "removed-flag",
            fmt::format("{} is a flag of older releases the engine no longer has: its parser "
-                       "refuses the launch ('unrecognized arguments: {}'); drop it",
-                       flag->name, flag->name)});
+                       "refuses the launch ('unrecognized arguments: {}'); {}",
+                       flag->name, flag->name,
+                       replacement.empty() ? std::string("drop it")
+                                           : fmt::format("give {} instead", replacement))});
     }
   }
   c.launch_diagnostics = std::move(diagnostics);

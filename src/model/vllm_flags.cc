@@ -77,6 +77,7 @@ const std::vector<VllmFlag>& Flags() {
                                                         : VllmFlag::Values::kOne,
                       .json = e.value("json", false),
                       .removed = e.value("removed", false),
+                      .instead = e.value("instead", ""),
                       .type = type == "int"            ? VllmFlag::Type::kInteger
                               : type == "human int"    ? VllmFlag::Type::kHumanInteger
                               : type == "float"        ? VllmFlag::Type::kNumber

@@ -348,6 +348,43 @@ TEST(PlanCli, IntegerAndByteSpellings) {
             "--swap-space is a flag of older releases the engine no longer has: its parser "
             "refuses the launch ('unrecognized arguments: --swap-space'); drop it");
   EXPECT_EQ(j["diagnostics"][1]["message"], "accepted, not used for planning: --swap-space");
+  // An older `vllm serve` line: each removed flag read with the arity it had (the four sizes of
+  // --cuda-graph-sizes, a switch in either form, a JSON value), and the fork's form named with
+  // the value given; a switch's --no- form (the fork's default) is dropped.
+  const auto old_line = RunCli(
+      "check kimi-k2.6 --max-model-len 32k --cuda-graph-sizes 1 2 4 8 --num-scheduler-steps 8 "
+      "--num-redundant-experts 32 --no-enable-reasoning --eplb-log-balancedness "
+      "--override-pooler-config '{\"pooling_type\": \"MEAN\"}' "
+      "--guided-decoding-disable-any-whitespace False --device cuda --json");
+  ASSERT_EQ(old_line.exit_code, 0) << old_line.out;
+  const auto old_json = nlohmann::json::parse(old_line.out);
+  std::vector<std::string> removed;
+  for (const auto& d : old_json["diagnostics"]) {
+    if (d["code"] == "removed-flag") removed.push_back(d["message"]);
+  }
+  const auto refused = [](std::string_view flag, std::string_view fix) {
+    return fmt::format(
+        "{} is a flag of older releases the engine no longer has: its parser "
+        "refuses the launch ('unrecognized arguments: {}'); {}",
+        flag, flag, fix);
+  };
+  EXPECT_EQ(
+      removed,
+      (std::vector<std::string>{
+          refused("--cuda-graph-sizes", "give --cudagraph-capture-sizes 1 2 4 8 instead"),
+          refused("--num-scheduler-steps", "drop it"),
+          refused("--num-redundant-experts", "give --eplb-config.num_redundant_experts 32 instead"),
+          refused("--enable-reasoning", "drop it"),
+          refused("--eplb-log-balancedness", "give --eplb-config.log_balancedness true instead"),
+          refused("--override-pooler-config",
+                  "give --pooler-config '{\"pooling_type\": \"MEAN\"}' instead"),
+          refused("--guided-decoding-disable-any-whitespace",
+                  "give --structured-outputs-config.disable_any_whitespace true instead"),
+          refused("--device", "drop it")}));
+  // A removed flag is read by its whole name only: the engine's parser expands abbreviations of
+  // the flags it has, and a prefix of one it no longer has is an unrecognized argument there.
+  ExpectUsageError("check kimi-k2.6 --num-lookahead 3",
+                   "kvtopo: The following arguments were not expected: 3 --num-lookahead\n");
   EXPECT_EQ(RunCli("check kimi-k2.6 --max-model-len 32k --kv-cache-memory 20992M")
                 .out.find("kv-cache-memory-spelling"),
             std::string::npos);
