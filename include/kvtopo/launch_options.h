@@ -294,7 +294,7 @@ struct VllmFlag {
   bool json = false;
   // A flag of older releases the fork at 28be48fa9 no longer has: its parser refuses it
   // ("unrecognized arguments"); accepted with a warning, which names the fork's form where it
-  // has one (`instead`: a flag or JSON key, followed by the value given, or a whole text).
+  // has one (`instead`, where {} stands for the value or values given).
   bool removed = false;
   std::string instead;
   // How the engine's parser reads the value ("type" in the file): text as given; an integer
@@ -348,6 +348,17 @@ std::optional<std::string> VllmFlagSetting(const std::vector<VllmFlagValue>& val
                                            std::string_view flag);
 // The environment variables vllm/envs.py registers (profiles/vllm-flags.json), sorted.
 const std::vector<std::string>& KnownVllmEnvironment();
+// A variable of older releases that vllm/envs.py no longer registers and no module of the fork at
+// 28be48fa9 reads (profiles/vllm-flags.json `removed_environment`): the engine warns of it as it
+// starts ("Unknown vLLM environment variable detected") and runs without it.
+struct RemovedVllmVariable {
+  std::string name;
+  std::string removed_by;  // the fork's commit that dropped it from vllm/envs.py
+  std::string instead;     // the fork's form, {} standing for the value; empty: none
+};
+const std::vector<RemovedVllmVariable>& RemovedVllmEnvironment();
+// The variable `name`, or nullptr when it is not one of those.
+const RemovedVllmVariable* FindRemovedVllmVariable(std::string_view name);
 // Whether a front end passes the variable `name` in LaunchOptions::vllm_environment: every VLLM_
 // name, the other names vllm/envs.py registers, and those the engine's modules read as they are
 // imported (ImportedEnvironmentRefusals).

@@ -1497,6 +1497,11 @@ std::string LaunchOptionsMarkdown() {
     if (b.below) out.push_back(fmt::format("< {}", *b.below));
     return fmt::format("{}", fmt::join(out, ", "));
   };
+  // The fork's form of an older release's flag or variable, {} standing for its value.
+  const auto with_value = [](std::string text) {
+    if (const size_t at = text.find("{}"); at != std::string::npos) text.replace(at, 2, "VALUE");
+    return text;
+  };
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
@@ -1540,10 +1545,23 @@ std::string LaunchOptionsMarkdown() {
               ? std::string("of older releases; the fork's parser refuses it: a warning")
               : fmt::format("of older releases; the fork's parser refuses it: a warning naming "
                             "the fork's `{}`",
-                            f.instead));
+                            with_value(f.instead)));
     }
     md += fmt::format("- `{}`{}{}\n", f.name, value,
                       checks.empty() ? "" : fmt::format(": {}", fmt::join(checks, "; ")));
+  }
+  md +=
+      "\n## Environment variables of older releases\n\n"
+      "Variables that vllm/envs.py no longer registers and no module of the fork reads: the "
+      "engine warns of each as it starts ('Unknown vLLM environment variable detected') and "
+      "runs without it, and so does the plan, with a `removed-environment` warning that names "
+      "the fork's form where it has one (profiles/vllm-flags.json, `removed_environment`). "
+      "`--fail-on-environ-validation` refuses them, as it refuses any `VLLM_` variable the "
+      "engine does not register.\n\n";
+  for (const RemovedVllmVariable& v : RemovedVllmEnvironment()) {
+    md += fmt::format(
+        "- `{}`: dropped by {}{}\n", v.name, v.removed_by,
+        v.instead.empty() ? "" : fmt::format("; the fork's form: `{}`", with_value(v.instead)));
   }
   return md;
 }
@@ -3495,16 +3513,25 @@ std::string ShellWord(const std::string& value) {
   return quoted + "'";
 }
 
-// The fork's form of a removed flag as given: its `instead`, followed by the value or values
-// given where that names one flag or JSON key (no space) and the flag took them; empty where the
-// fork has none, or for a switch given in its --no- form (the fork's default).
+// The fork's form of what an older release took: `instead`, {} standing for the value or values
+// given (VALUE where none was).
+std::string FormInstead(std::string_view instead, const std::vector<std::string>& values) {
+  const size_t at = instead.find("{}");
+  if (at == std::string_view::npos) return std::string(instead);
+  std::vector<std::string> words;
+  for (const std::string& value : values) words.push_back(ShellWord(value));
+  return fmt::format(
+      "{}{}{}", instead.substr(0, at),
+      words.empty() ? std::string("VALUE") : fmt::format("{}", fmt::join(words, " ")),
+      instead.substr(at + 2));
+}
+
+// A removed flag's form in the fork, as given; empty where the fork has none, or for a switch
+// given in its --no- form (the fork's default).
 std::string RemovedFlagReplacement(const VllmFlag& flag, const VllmFlagValue* given) {
   if (flag.instead.empty()) return "";
-  if (!flag.takes_value) return given != nullptr && given->on == false ? "" : flag.instead;
-  std::string text = flag.instead;
-  if (text.find(' ') != std::string::npos || given == nullptr) return text;
-  for (const std::string& value : given->values) text += " " + ShellWord(value);
-  return text;
+  if (!flag.takes_value && given != nullptr && given->on == false) return "";
+  return FormInstead(flag.instead, given != nullptr ? given->values : std::vector<std::string>{});
 }
 
 }  // namespace
@@ -3893,6 +3920,27 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
                      "VLLM_API_KEY, so it serves without authentication; give the key, or drop "
                      "--api-key to use VLLM_API_KEY",
                      fmt::join(shown, " "))});
+  }
+  // Variables of older releases the engine no longer reads: it warns of each as it starts
+  // (validate_environ), and runs, as the plan does, without them.
+  for (const std::string& entry : o.vllm_environment) {
+    const size_t eq = entry.find('=');
+    const RemovedVllmVariable* removed = FindRemovedVllmVariable(entry.substr(0, eq));
+    if (removed == nullptr) continue;
+    std::vector<std::string> value;
+    if (eq != std::string::npos) value.push_back(entry.substr(eq + 1));
+    diagnostics.push_back(
+        {Severity::kWarning, "removed-environment",
+         fmt::format("{} is a variable of older releases the engine no longer reads (the fork's "
+                     "{} dropped it from vllm/envs.py): it warns as it starts ('Unknown vLLM "
+                     "environment variable detected: {}') and runs without it, as this plan "
+                     "does; {}",
+                     value.empty() ? removed->name
+                                   : fmt::format("{}={}", removed->name, ShellWord(value[0])),
+                     removed->removed_by, removed->name,
+                     removed->instead.empty()
+                         ? std::string("unset it")
+                         : fmt::format("give {} instead", FormInstead(removed->instead, value)))});
   }
   for (const std::string& name : o.not_planned) {
     if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {

@@ -128,6 +128,30 @@ const std::vector<std::string>& KnownVllmEnvironment() {
   return kNames;
 }
 
+const std::vector<RemovedVllmVariable>& RemovedVllmEnvironment() {
+  static const std::vector<RemovedVllmVariable> kRemoved = [] {
+    std::vector<RemovedVllmVariable> r;
+    const nlohmann::json& file = VllmFlagsFile();
+    if (file.contains("removed_environment") && file["removed_environment"].is_array()) {
+      for (const nlohmann::json& e : file["removed_environment"]) {
+        if (!e.is_object()) continue;
+        r.push_back({.name = e.value("name", ""),
+                     .removed_by = e.value("removed_by", ""),
+                     .instead = e.value("instead", "")});
+      }
+    }
+    return r;
+  }();
+  return kRemoved;
+}
+
+const RemovedVllmVariable* FindRemovedVllmVariable(std::string_view name) {
+  for (const RemovedVllmVariable& v : RemovedVllmEnvironment()) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
 namespace {
 
 // Python's int() of text; ±inf past the 64-bit range (a number Python still takes).

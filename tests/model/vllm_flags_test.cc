@@ -1,5 +1,6 @@
 // The `vllm serve` flags kvtopo does not plan with: their values checked as the engine's parser
 // and configs check them (profiles/vllm-flags.json, src/model/vllm_flags.cc).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -160,6 +161,53 @@ TEST(VllmFlags, EnvironmentValidation) {
                 .exit_code,
             0);
   EXPECT_EQ(RunCli("check kimi-k2.6 -tp 8", false, "-i VLLM_NOT_REGISTERED=1").exit_code, 0);
+}
+
+// A variable of older releases that the fork no longer registers or reads: the engine warns as
+// it starts and runs without it, which the plan says, with the fork's form of the value where it
+// has one (AttentionConfig's and ProfilerConfig's fields, --all2all-backend, ...). The fork's own
+// variables, which envs.py does not register either but its modules read, are not among them.
+TEST(VllmFlags, EnvironmentOfOlderReleases) {
+  LaunchOptions o;
+  o.model = "kimi-k2.6";
+  o.max_model_len = 32768;
+  o.vllm_environment = {"VLLM_ATTENTION_BACKEND=FLASHINFER_MLA",
+                        "VLLM_USE_V1=0",
+                        "VLLM_TORCH_PROFILER_DIR=/tmp/a b",
+                        "VLLM_ALL2ALL_BACKEND",
+                        "VLLM_K3_KV_GROUP_SIZE=4",
+                        "VLLM_NOT_REGISTERED=1"};
+  const Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  std::vector<std::string> messages;
+  for (const Diagnostic& d : c->launch_diagnostics) {
+    EXPECT_EQ(d.code, "removed-environment");
+    EXPECT_EQ(d.severity, Severity::kWarning);
+    messages.push_back(d.message);
+  }
+  const auto warned = [](std::string_view given, std::string_view name, std::string_view commit,
+                         std::string_view fix) {
+    return fmt::format(
+        "{} is a variable of older releases the engine no longer reads (the fork's {} dropped "
+        "it from vllm/envs.py): it warns as it starts ('Unknown vLLM environment variable "
+        "detected: {}') and runs without it, as this plan does; {}",
+        given, commit, name, fix);
+  };
+  EXPECT_EQ(messages,
+            (std::vector<std::string>{
+                warned("VLLM_ATTENTION_BACKEND=FLASHINFER_MLA", "VLLM_ATTENTION_BACKEND",
+                       "6437ff1fb", "give --attention-backend FLASHINFER_MLA instead"),
+                warned("VLLM_USE_V1=0", "VLLM_USE_V1", "e1710393c", "unset it"),
+                warned("VLLM_TORCH_PROFILER_DIR='/tmp/a b'", "VLLM_TORCH_PROFILER_DIR", "d88a1df69",
+                       "give --profiler-config.profiler torch --profiler-config.torch_profiler_dir "
+                       "'/tmp/a b' instead"),
+                warned("VLLM_ALL2ALL_BACKEND", "VLLM_ALL2ALL_BACKEND", "b95cc5014",
+                       "give --all2all-backend VALUE instead")}));
+  // The plan is the one without them: the engine's own backend pick, B12X_MLA's 488,704
+  // tokens, not FLASHINFER_MLA's 488,928.
+  const Result<Plan> plan = PlanLaunch(*c);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->capacity.max_tokens, 488704);
 }
 
 // The engine core reads every variable vllm/envs.py registers as it ends its start

@@ -908,6 +908,29 @@ class PlanTest(unittest.TestCase):
             else:
                 os.environ["VLLM_DCP_SHARD_DRAFT"] = saved
 
+    def test_environment_of_older_releases(self):
+        # The engine no longer reads VLLM_ATTENTION_BACKEND (it warns as it starts): the module
+        # reads os.environ as the CLI reads its environment, and says so with the fork's form.
+        saved = os.environ.get("VLLM_ATTENTION_BACKEND")
+        os.environ["VLLM_ATTENTION_BACKEND"] = "FLASHINFER_MLA"
+        try:
+            result = kvtopo.check("kimi-k2.6", max_model_len=32768)
+        finally:
+            if saved is None:
+                del os.environ["VLLM_ATTENTION_BACKEND"]
+            else:
+                os.environ["VLLM_ATTENTION_BACKEND"] = saved
+        self.assertTrue(result.accepted)
+        removed = [d for d in result.diagnostics if d.code == "removed-environment"]
+        self.assertEqual(len(removed), 1)
+        self.assertEqual(removed[0].severity, "warning")
+        self.assertEqual(
+            removed[0].message,
+            "VLLM_ATTENTION_BACKEND=FLASHINFER_MLA is a variable of older releases the engine no "
+            "longer reads (the fork's 6437ff1fb dropped it from vllm/envs.py): it warns as it "
+            "starts ('Unknown vLLM environment variable detected: VLLM_ATTENTION_BACKEND') and "
+            "runs without it, as this plan does; give --attention-backend FLASHINFER_MLA instead")
+
     def test_check(self):
         result = kvtopo.check()
         self.assertTrue(result.accepted)
