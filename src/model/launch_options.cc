@@ -2026,6 +2026,34 @@ constexpr std::string_view kCompilationModes[] = {"NONE", "STOCK_TORCH_COMPILE",
 constexpr std::string_view kCudagraphModes[] = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY",
                                                 "FULL_AND_PIECEWISE"};
 
+// A CompilationConfig field of older releases that the fork at 28be48fa9 no longer has (each
+// stood 30 days or more since 2025-03-31), refused as the engine's parser refuses it, with the
+// form its deprecation named for the value given: level is mode (until d6e04f4c4),
+// use_cudagraph false is cudagraph_mode NONE and full_cuda_graph true FULL (edb59a947),
+// use_inductor is backend inductor or eager (888152bf8), compile_ranges_split_points is
+// compile_ranges_endpoints (renamed by 4b87ffbef). OK for any other key.
+Status CheckOlderCompilationField(std::string_view where, const std::string& key,
+                                  const nlohmann::json& value) {
+  std::string form;
+  const std::optional<bool> on = internal::PydanticBool(value);
+  if (key == "level" || key == "compile_ranges_split_points") {
+    form = fmt::format("\"{}\": {}", key == "level" ? "mode" : "compile_ranges_endpoints",
+                       internal::JsonText(value));
+  } else if (key == "use_cudagraph") {
+    form = on == false ? "\"cudagraph_mode\": \"NONE\"" : "";
+  } else if (key == "full_cuda_graph") {
+    form = on == true ? "\"cudagraph_mode\": \"FULL\"" : "";
+  } else if (key == "use_inductor") {
+    form = on ? fmt::format("\"backend\": \"{}\"", *on ? "inductor" : "eager") : "";
+  } else {
+    return Status::Ok();
+  }
+  return InvalidArgument(fmt::format(
+      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
+      "'Unexpected keyword argument'); {}",
+      where, key, form.empty() ? std::string("drop it") : fmt::format("give {} instead", form)));
+}
+
 // A key of a JSON config flag, refused where its config class does not have it (the engine's
 // @config classes forbid extra fields).
 template <size_t N>
@@ -2494,6 +2522,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
     return *b;
   };
   for (const auto& [key, value] : cc.items()) {
+    KVTOPO_RETURN_IF_ERROR(CheckOlderCompilationField(kWhere, key, value));
     KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kCompilationFields));
     if (key == "mode") {
       if (value.is_null()) continue;

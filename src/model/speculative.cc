@@ -111,9 +111,8 @@ constexpr std::array<std::string_view, 16> kKeys = {"method",
                                                     "suffix_decoding_max_tree_depth",
                                                     "moe_backend"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
-// SpeculativeConfig fields at 28be48fa9, and disable_by_batch_size and speculative_token_tree
-// of older releases).
-constexpr std::array<std::string_view, 15> kNotPlannedKeys = {"code_revision",
+// SpeculativeConfig fields at 28be48fa9, and the keys of older releases below).
+constexpr std::array<std::string_view, 20> kNotPlannedKeys = {"code_revision",
                                                               "disable_by_batch_size",
                                                               "prompt_lookup_max",
                                                               "prompt_lookup_min",
@@ -127,7 +126,20 @@ constexpr std::array<std::string_view, 15> kNotPlannedKeys = {"code_revision",
                                                               "draft_load_config",
                                                               "synthetic_acceptance_rates",
                                                               "synthetic_acceptance_length",
-                                                              "draft_sample_method"};
+                                                              "draft_sample_method",
+                                                              "acceptance_method",
+                                                              "disable_mqa_scorer",
+                                                              "posterior_threshold",
+                                                              "posterior_alpha",
+                                                              "disable_logprobs"};
+// SpeculativeConfig fields of older releases that the fork at 28be48fa9 no longer has (each
+// stood 30 days or more since 2025-03-31): acceptance_method, disable_mqa_scorer and the typical
+// acceptance sampler's posterior_threshold and posterior_alpha until 2025-07-19 (V0's),
+// disable_logprobs until 2025-10-30, disable_by_batch_size until 2026-02-22,
+// speculative_token_tree until 2026-05-07.
+constexpr std::array<std::string_view, 7> kRemovedKeys = {
+    "acceptance_method", "disable_mqa_scorer",    "posterior_threshold",   "posterior_alpha",
+    "disable_logprobs",  "disable_by_batch_size", "speculative_token_tree"};
 
 template <size_t N>
 bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
@@ -373,6 +385,7 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
   for (const auto& [key, value] : j.items()) {
     if (Contains(kNotPlannedKeys, key)) {
       spec.not_planned_keys.push_back(key);
+      if (Contains(kRemovedKeys, key)) spec.removed_keys.push_back(key);
     } else if (!Contains(kKeys, key)) {
       return InvalidArgument(fmt::format(
           "--speculative-config: unknown key '{}'; accepted: {} (and, not used for planning: {})",

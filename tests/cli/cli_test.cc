@@ -421,7 +421,11 @@ TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
             "form");
   ExpectUsageError(launch + "-O4", "kvtopo: -O must be in [0, 3], got 4\n");
   ExpectUsageError(launch + "-cc.level=3",
-                   "kvtopo: --compilation-config: 'level' is not a field the engine takes (its "
+                   "kvtopo: --compilation-config: 'level' is a field of older releases the engine "
+                   "no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+                   "\"mode\": 3 instead\n");
+  ExpectUsageError(launch + "-cc.lvl=3",
+                   "kvtopo: --compilation-config: 'lvl' is not a field the engine takes (its "
                    "parser refuses it: 'Unexpected keyword argument'); fields: mode, "
                    "debug_dump_path, cache_dir, compile_cache_save_format, backend, custom_ops, "
                    "ir_enable_torch_wrap, splitting_ops, compile_mm_encoder, cudagraph_mm_encoder, "

@@ -60,6 +60,18 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
   ASSERT_TRUE(fork_keys.ok()) << fork_keys.status().ToString();
   EXPECT_EQ(fork_keys->not_planned_keys,
             (std::vector<std::string>{"draft_sample_method", "use_local_argmax_reduction"}));
+  EXPECT_TRUE(fork_keys->removed_keys.empty());
+  // Keys of older releases: accepted, not planned, and marked for the plan's warning.
+  auto older = ParseSpeculativeConfig(
+      R"({"method":"eagle3","num_speculative_tokens":2,"acceptance_method":"rejection_sampler",)"
+      R"("disable_logprobs":false,"prompt_lookup_max":4,"disable_by_batch_size":8})");
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  EXPECT_EQ(older->not_planned_keys,
+            (std::vector<std::string>{"acceptance_method", "disable_by_batch_size",
+                                      "disable_logprobs", "prompt_lookup_max"}));
+  EXPECT_EQ(
+      older->removed_keys,
+      (std::vector<std::string>{"acceptance_method", "disable_by_batch_size", "disable_logprobs"}));
   EXPECT_FALSE(fork_keys->moe_backend.has_value());
   // moe_backend: the draft's MoE kernels, a MoEBackend name exactly (no normalizing).
   auto moe =

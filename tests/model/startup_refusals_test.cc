@@ -4058,6 +4058,33 @@ TEST(StartupRefusals, AttentionSinksNeedTheBackend) {
             "(turboquant_4bit_nc) run only on it, so choose another cache dtype");
 }
 
+// --speculative-config keys of older releases, which the fork's SpeculativeConfig refuses: a
+// warning each, as the flags of older releases get, and the plan made without them.
+TEST(StartupRefusals, SpeculativeConfigKeysOfOlderReleases) {
+  LaunchOptions o = Model("kimi-k2.6");
+  o.max_model_len = 32768;
+  o.speculative_config =
+      R"({"method": "eagle3", "model": "festr2/kimi-k2.6-eagle3-mla-fp8", )"
+      R"("num_speculative_tokens": 3, "posterior_alpha": 0.3, "disable_mqa_scorer": true})";
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted());
+  std::vector<std::string> removed;
+  for (const Diagnostic& d : plan->diagnostics) {
+    if (d.code == "removed-flag") removed.push_back(d.message);
+  }
+  const auto warned = [](std::string_view key) {
+    return fmt::format(
+        "--speculative-config '{}' is a key of older releases the engine no longer has: it "
+        "refuses the launch as it builds the speculative config ('Unexpected keyword "
+        "argument'); drop it",
+        key);
+  };
+  EXPECT_EQ(removed,
+            (std::vector<std::string>{warned("disable_mqa_scorer"), warned("posterior_alpha")}));
+  EXPECT_EQ(plan->capacity.max_tokens, 481024);
+}
+
 // -O and --compilation-config are checked as the engine's parser checks them; keys that do not
 // decide the graph mode are reported, not used.
 TEST(StartupRefusals, CompilationConfigChecked) {
@@ -4067,8 +4094,8 @@ TEST(StartupRefusals, CompilationConfigChecked) {
     return ToLaunchConfig(o).status().message();
   };
   EXPECT_EQ(message("[3]"), "--compilation-config must be a JSON object, got [3]");
-  EXPECT_EQ(message(R"({"level": 3})"),
-            "--compilation-config: 'level' is not a field the engine takes (its parser refuses "
+  EXPECT_EQ(message(R"({"lvl": 3})"),
+            "--compilation-config: 'lvl' is not a field the engine takes (its parser refuses "
             "it: 'Unexpected keyword argument'); fields: mode, debug_dump_path, cache_dir, "
             "compile_cache_save_format, backend, custom_ops, ir_enable_torch_wrap, splitting_ops, "
             "compile_mm_encoder, cudagraph_mm_encoder, encoder_cudagraph_token_budgets, "
@@ -4078,6 +4105,30 @@ TEST(StartupRefusals, CompilationConfigChecked) {
             "cudagraph_capture_sizes, cudagraph_copy_inputs, cudagraph_specialize_lora, "
             "use_inductor_graph_partition, pass_config, max_cudagraph_capture_size, "
             "dynamic_shapes_config, fast_moe_cold_start");
+  // Fields of older releases: the form their deprecation named, for the value given.
+  EXPECT_EQ(message(R"({"level": 3})"),
+            "--compilation-config: 'level' is a field of older releases the engine no longer "
+            "takes (its parser refuses it: 'Unexpected keyword argument'); give \"mode\": 3 "
+            "instead");
+  EXPECT_EQ(message(R"({"use_cudagraph": false})"),
+            "--compilation-config: 'use_cudagraph' is a field of older releases the engine no "
+            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"cudagraph_mode\": \"NONE\" instead");
+  EXPECT_EQ(message(R"({"use_cudagraph": true})"),
+            "--compilation-config: 'use_cudagraph' is a field of older releases the engine no "
+            "longer takes (its parser refuses it: 'Unexpected keyword argument'); drop it");
+  EXPECT_EQ(message(R"({"full_cuda_graph": 1})"),
+            "--compilation-config: 'full_cuda_graph' is a field of older releases the engine no "
+            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"cudagraph_mode\": \"FULL\" instead");
+  EXPECT_EQ(message(R"({"use_inductor": "false"})"),
+            "--compilation-config: 'use_inductor' is a field of older releases the engine no "
+            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"backend\": \"eager\" instead");
+  EXPECT_EQ(message(R"({"compile_ranges_split_points": [8, 64]})"),
+            "--compilation-config: 'compile_ranges_split_points' is a field of older releases the "
+            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"compile_ranges_endpoints\": [8,64] instead");
   EXPECT_EQ(message(R"({"pass_config": {"enable_fusion": true}})"),
             "--compilation-config's pass_config: 'enable_fusion' is not a field the engine takes "
             "(its parser refuses it: 'Unexpected keyword argument'); fields: fuse_norm_quant, "

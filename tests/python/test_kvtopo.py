@@ -870,7 +870,8 @@ class PlanTest(unittest.TestCase):
                                    speculative_config=eagle3, cudagraph_capture_sizes=[1, 2, 4, 8],
                                    max_cudagraph_capture_size=8)
         self.assertTrue(accepted)
-        with self.assertRaisesRegex(ValueError, "'level' is not a field the engine takes"):
+        with self.assertRaisesRegex(ValueError, "'level' is a field of older releases the engine "
+                                                "no longer takes .*; give \"mode\": 3 instead"):
             kvtopo.check("qwen3-next-80b", compilation_config={"level": 3})
         with self.assertRaisesRegex(ValueError, r"optimization_level must be in \[0, 3\], got 4"):
             kvtopo.check("qwen3-next-80b", optimization_level=4)
