@@ -2026,32 +2026,65 @@ constexpr std::string_view kCompilationModes[] = {"NONE", "STOCK_TORCH_COMPILE",
 constexpr std::string_view kCudagraphModes[] = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY",
                                                 "FULL_AND_PIECEWISE"};
 
-// A CompilationConfig field of older releases that the fork at 28be48fa9 no longer has (each
-// stood 30 days or more since 2025-03-31), refused as the engine's parser refuses it, with the
-// form its deprecation named for the value given: level is mode (until d6e04f4c4),
-// use_cudagraph false is cudagraph_mode NONE and full_cuda_graph true FULL (edb59a947),
-// use_inductor is backend inductor or eager (888152bf8), compile_ranges_split_points is
-// compile_ranges_endpoints (renamed by 4b87ffbef). OK for any other key.
-Status CheckOlderCompilationField(std::string_view where, const std::string& key,
-                                  const nlohmann::json& value) {
-  std::string form;
-  const std::optional<bool> on = internal::PydanticBool(value);
-  if (key == "level" || key == "compile_ranges_split_points") {
-    form = fmt::format("\"{}\": {}", key == "level" ? "mode" : "compile_ranges_endpoints",
-                       internal::JsonText(value));
-  } else if (key == "use_cudagraph") {
-    form = on == false ? "\"cudagraph_mode\": \"NONE\"" : "";
-  } else if (key == "full_cuda_graph") {
-    form = on == true ? "\"cudagraph_mode\": \"FULL\"" : "";
-  } else if (key == "use_inductor") {
-    form = on ? fmt::format("\"backend\": \"{}\"", *on ? "inductor" : "eager") : "";
-  } else {
-    return Status::Ok();
-  }
+// A field of older releases that the fork at 28be48fa9 no longer has, refused as its parser
+// refuses it ('Unexpected keyword argument'), naming the form its deprecation gave the value
+// given (`form`; empty: none, or the value was the default).
+Status OlderFieldRefusal(std::string_view where, const std::string& key, const std::string& form) {
   return InvalidArgument(fmt::format(
       "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
       "'Unexpected keyword argument'); {}",
       where, key, form.empty() ? std::string("drop it") : fmt::format("give {} instead", form)));
+}
+
+// CompilationConfig's fields of older releases (each stood 30 days or more since 2025-03-31):
+// level is mode (until d6e04f4c4), use_cudagraph false is cudagraph_mode NONE and
+// full_cuda_graph true FULL (edb59a947), use_inductor is backend inductor or eager (888152bf8),
+// compile_ranges_split_points is compile_ranges_endpoints (renamed by 4b87ffbef). OK for any
+// other key.
+Status CheckOlderCompilationField(std::string_view where, const std::string& key,
+                                  const nlohmann::json& value) {
+  const std::optional<bool> on = internal::PydanticBool(value);
+  if (key == "level" || key == "compile_ranges_split_points") {
+    return OlderFieldRefusal(
+        where, key,
+        fmt::format("\"{}\": {}", key == "level" ? "mode" : "compile_ranges_endpoints",
+                    internal::JsonText(value)));
+  }
+  if (key == "use_cudagraph") {
+    return OlderFieldRefusal(where, key, on == false ? "\"cudagraph_mode\": \"NONE\"" : "");
+  }
+  if (key == "full_cuda_graph") {
+    return OlderFieldRefusal(where, key, on == true ? "\"cudagraph_mode\": \"FULL\"" : "");
+  }
+  if (key == "use_inductor") {
+    return OlderFieldRefusal(
+        where, key, on ? fmt::format("\"backend\": \"{}\"", *on ? "inductor" : "eager") : "");
+  }
+  return Status::Ok();
+}
+
+// AttentionConfig's MLA prefill fields of older releases (2025-12-05 to 9898f94ab, 2026-05-14),
+// which its __post_init__ migrated to mla_prefill_backend: use_trtllm_ragged_deepseek_prefill
+// true is TRTLLM_RAGGED, disable_flashinfer_prefill true is FLASH_ATTN; use_cudnn_prefill true
+// it already refused (the cuDNN prefill backend was gone). OK for any other key.
+Status CheckOlderAttentionField(std::string_view where, const std::string& key,
+                                const nlohmann::json& value) {
+  const bool on = internal::PydanticBool(value) == true;
+  if (key == "use_trtllm_ragged_deepseek_prefill" || key == "disable_flashinfer_prefill") {
+    return OlderFieldRefusal(
+        where, key,
+        on ? fmt::format("\"mla_prefill_backend\": \"{}\"",
+                         key == "disable_flashinfer_prefill" ? "FLASH_ATTN" : "TRTLLM_RAGGED")
+           : "");
+  }
+  if (key == "use_cudnn_prefill") {
+    return OlderFieldRefusal(
+        where, key,
+        on ? "\"mla_prefill_backend\": \"FLASH_ATTN\", \"FLASHINFER\" or \"TRTLLM_RAGGED\" (the "
+             "cuDNN prefill backend is gone)"
+           : "");
+  }
+  return Status::Ok();
 }
 
 // A key of a JSON config flag, refused where its config class does not have it (the engine's
@@ -2670,6 +2703,7 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
   KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json ac,
                           ParseJsonObjectFlag(*o.attention_config, kWhere));
   for (const auto& [key, value] : ac.items()) {
+    KVTOPO_RETURN_IF_ERROR(CheckOlderAttentionField(kWhere, key, value));
     KVTOPO_RETURN_IF_ERROR(CheckConfigField(kWhere, key, kAttentionFields));
     const std::string shown = internal::JsonText(value);
     if (key == "backend") {

@@ -1086,6 +1086,24 @@ TEST(LaunchOptions, AttentionConfig) {
             "use_prefill_query_quantization, use_fp4_indexer_cache, use_non_causal, "
             "flex_attn_block_m, flex_attn_block_n, flex_attn_q_block_size, "
             "flex_attn_kv_block_size");
+  // The MLA prefill fields of older releases: the mla_prefill_backend their migration set.
+  EXPECT_EQ(error(R"({"use_trtllm_ragged_deepseek_prefill": true})"),
+            "--attention-config: 'use_trtllm_ragged_deepseek_prefill' is a field of older releases "
+            "the engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); "
+            "give \"mla_prefill_backend\": \"TRTLLM_RAGGED\" instead");
+  EXPECT_EQ(error(R"({"disable_flashinfer_prefill": "yes"})"),
+            "--attention-config: 'disable_flashinfer_prefill' is a field of older releases the "
+            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"mla_prefill_backend\": \"FLASH_ATTN\" instead");
+  EXPECT_EQ(error(R"({"disable_flashinfer_prefill": false})"),
+            "--attention-config: 'disable_flashinfer_prefill' is a field of older releases the "
+            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); drop "
+            "it");
+  EXPECT_EQ(error(R"({"use_cudnn_prefill": 1})"),
+            "--attention-config: 'use_cudnn_prefill' is a field of older releases the engine no "
+            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"mla_prefill_backend\": \"FLASH_ATTN\", \"FLASHINFER\" or \"TRTLLM_RAGGED\" "
+            "(the cuDNN prefill backend is gone) instead");
   LaunchOptions both;
   both.attention_backend = "FLASHMLA";
   both.attention_config = R"({"backend": "TRITON_MLA"})";
