@@ -1447,6 +1447,36 @@ Status ApplyLaunchEnvironment(LaunchOptions& o,
   return Status::Ok();
 }
 
+namespace {
+
+// A value as a shell word: as given when it holds no character a shell reads, else in single
+// quotes.
+std::string ShellWord(const std::string& value) {
+  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) ||
+           std::string_view("_./:=,+@%-").find(ch) != std::string_view::npos;
+  });
+  if (plain) return value;
+  std::string quoted = "'";
+  for (char ch : value) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return quoted + "'";
+}
+
+// The fork's form of what an older release took: `instead`, {} standing for the value or values
+// given (VALUE where none was).
+std::string FormInstead(std::string_view instead, const std::vector<std::string>& values) {
+  const size_t at = instead.find("{}");
+  if (at == std::string_view::npos) return std::string(instead);
+  std::vector<std::string> words;
+  for (const std::string& value : values) words.push_back(ShellWord(value));
+  return fmt::format(
+      "{}{}{}", instead.substr(0, at),
+      words.empty() ? std::string("VALUE") : fmt::format("{}", fmt::join(words, " ")),
+      instead.substr(at + 2));
+}
+
+}  // namespace
+
 std::string LaunchOptionsMarkdown() {
   auto flag = [](std::string_view name) {
     std::string out(name);
@@ -1497,11 +1527,6 @@ std::string LaunchOptionsMarkdown() {
     if (b.below) out.push_back(fmt::format("< {}", *b.below));
     return fmt::format("{}", fmt::join(out, ", "));
   };
-  // The fork's form of an older release's flag or variable, {} standing for its value.
-  const auto with_value = [](std::string text) {
-    if (const size_t at = text.find("{}"); at != std::string::npos) text.replace(at, 2, "VALUE");
-    return text;
-  };
   for (const VllmFlag& f : VllmFlagsNotPlanned()) {
     std::string_view value = !f.takes_value ? "" : f.json ? " JSON" : " VALUE";
     if (f.values == VllmFlag::Values::kOneOrMore) value = " VALUE...";
@@ -1545,7 +1570,7 @@ std::string LaunchOptionsMarkdown() {
               ? std::string("of older releases; the fork's parser refuses it: a warning")
               : fmt::format("of older releases; the fork's parser refuses it: a warning naming "
                             "the fork's `{}`",
-                            with_value(f.instead)));
+                            FormInstead(f.instead, {})));
     }
     md += fmt::format("- `{}`{}{}\n", f.name, value,
                       checks.empty() ? "" : fmt::format(": {}", fmt::join(checks, "; ")));
@@ -1559,9 +1584,10 @@ std::string LaunchOptionsMarkdown() {
       "`--fail-on-environ-validation` refuses them, as it refuses any `VLLM_` variable the "
       "engine does not register.\n\n";
   for (const RemovedVllmVariable& v : RemovedVllmEnvironment()) {
-    md += fmt::format(
-        "- `{}`: dropped by {}{}\n", v.name, v.removed_by,
-        v.instead.empty() ? "" : fmt::format("; the fork's form: `{}`", with_value(v.instead)));
+    md += fmt::format("- `{}`: dropped by {}{}\n", v.name, v.removed_by,
+                      v.instead.empty()
+                          ? ""
+                          : fmt::format("; the fork's form: `{}`", FormInstead(v.instead, {})));
   }
   return md;
 }
@@ -3561,32 +3587,6 @@ Status CheckServingFlags(const LaunchOptions& o, LaunchConfig& c) {
     }
   }
   return Status::Ok();
-}
-
-// A value as a shell word: as given when it holds no character a shell reads, else in single
-// quotes.
-std::string ShellWord(const std::string& value) {
-  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) ||
-           std::string_view("_./:=,+@%-").find(ch) != std::string_view::npos;
-  });
-  if (plain) return value;
-  std::string quoted = "'";
-  for (char ch : value) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return quoted + "'";
-}
-
-// The fork's form of what an older release took: `instead`, {} standing for the value or values
-// given (VALUE where none was).
-std::string FormInstead(std::string_view instead, const std::vector<std::string>& values) {
-  const size_t at = instead.find("{}");
-  if (at == std::string_view::npos) return std::string(instead);
-  std::vector<std::string> words;
-  for (const std::string& value : values) words.push_back(ShellWord(value));
-  return fmt::format(
-      "{}{}{}", instead.substr(0, at),
-      words.empty() ? std::string("VALUE") : fmt::format("{}", fmt::join(words, " ")),
-      instead.substr(at + 2));
 }
 
 // A removed flag's form in the fork, as given; empty where the fork has none, or for a switch

@@ -111,12 +111,10 @@ constexpr std::array<std::string_view, 16> kKeys = {"method",
                                                     "suffix_decoding_max_tree_depth",
                                                     "moe_backend"};
 // vLLM keys that do not change the KV-cache plan: accepted and reported as not used (the fork's
-// SpeculativeConfig fields at 28be48fa9, and the keys of older releases below).
-constexpr std::array<std::string_view, 20> kNotPlannedKeys = {"code_revision",
-                                                              "disable_by_batch_size",
+// SpeculativeConfig fields at 28be48fa9).
+constexpr std::array<std::string_view, 13> kNotPlannedKeys = {"code_revision",
                                                               "prompt_lookup_max",
                                                               "prompt_lookup_min",
-                                                              "speculative_token_tree",
                                                               "enforce_eager",
                                                               "suffix_decoding_max_cached_requests",
                                                               "suffix_decoding_max_spec_factor",
@@ -126,17 +124,12 @@ constexpr std::array<std::string_view, 20> kNotPlannedKeys = {"code_revision",
                                                               "draft_load_config",
                                                               "synthetic_acceptance_rates",
                                                               "synthetic_acceptance_length",
-                                                              "draft_sample_method",
-                                                              "acceptance_method",
-                                                              "disable_mqa_scorer",
-                                                              "posterior_threshold",
-                                                              "posterior_alpha",
-                                                              "disable_logprobs"};
+                                                              "draft_sample_method"};
 // SpeculativeConfig fields of older releases that the fork at 28be48fa9 no longer has (each
-// stood 30 days or more since 2025-03-31): acceptance_method, disable_mqa_scorer and the typical
-// acceptance sampler's posterior_threshold and posterior_alpha until 2025-07-19 (V0's),
-// disable_logprobs until 2025-10-30, disable_by_batch_size until 2026-02-22,
-// speculative_token_tree until 2026-05-07.
+// stood 30 days or more since 2025-03-31), accepted and reported as not used, with a warning:
+// acceptance_method, disable_mqa_scorer and the typical acceptance sampler's
+// posterior_threshold and posterior_alpha until 2025-07-19 (V0's), disable_logprobs until
+// 2025-10-30, disable_by_batch_size until 2026-02-22, speculative_token_tree until 2026-05-07.
 constexpr std::array<std::string_view, 7> kRemovedKeys = {
     "acceptance_method", "disable_mqa_scorer",    "posterior_threshold",   "posterior_alpha",
     "disable_logprobs",  "disable_by_batch_size", "speculative_token_tree"};
@@ -383,13 +376,16 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
                "'draft_tensor_parallel_size' instead");
   }
   for (const auto& [key, value] : j.items()) {
-    if (Contains(kNotPlannedKeys, key)) {
+    const bool removed = Contains(kRemovedKeys, key);
+    if (removed || Contains(kNotPlannedKeys, key)) {
       spec.not_planned_keys.push_back(key);
-      if (Contains(kRemovedKeys, key)) spec.removed_keys.push_back(key);
+      if (removed) spec.removed_keys.push_back(key);
     } else if (!Contains(kKeys, key)) {
       return InvalidArgument(fmt::format(
-          "--speculative-config: unknown key '{}'; accepted: {} (and, not used for planning: {})",
-          key, fmt::join(kKeys, ", "), fmt::join(kNotPlannedKeys, ", ")));
+          "--speculative-config: unknown key '{}'; accepted: {} (and, not used for planning: {}; "
+          "of older releases, with a warning: {})",
+          key, fmt::join(kKeys, ", "), fmt::join(kNotPlannedKeys, ", "),
+          fmt::join(kRemovedKeys, ", ")));
     }
   }
   const bool method_given = j.contains("method") && !j["method"].is_null();

@@ -51,6 +51,12 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
   EXPECT_EQ(key.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(key.status().message().find("unknown key 'foo'"), std::string::npos);
   EXPECT_NE(key.status().message().find("draft_kv_cache_dtype"), std::string::npos);
+  EXPECT_NE(key.status().message().find(
+                "draft_sample_method; of older releases, with a warning: acceptance_method, "
+                "disable_mqa_scorer, posterior_threshold, posterior_alpha, disable_logprobs, "
+                "disable_by_batch_size, speculative_token_tree)"),
+            std::string::npos)
+      << key.status().message();
 
   // The fork's own fields are accepted (not planned); tensor_parallel_size it keeps only to
   // refuse it.
