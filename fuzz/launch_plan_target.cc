@@ -101,6 +101,7 @@ Reached FuzzLaunchPlan(const uint8_t* data, size_t size) {
           v.on = value == "true";
         }
         options.not_planned_values.push_back(std::move(v));
+        options.not_planned.emplace_back(name);  // as typed, as the CLI lists them
       }
       continue;
     }
