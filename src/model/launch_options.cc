@@ -2089,6 +2089,39 @@ Status CheckOlderCompilationField(std::string_view where, const std::string& key
   return Status::Ok();
 }
 
+// PassConfig's fields of older releases (each stood 30 days or more since 2025-03-31), which
+// its handle_deprecated copied to the fields named until 5a87d8b9b: enable_fusion is
+// fuse_norm_quant and fuse_act_quant, enable_attn_fusion fuse_attn_quant,
+// enable_sequence_parallelism enable_sp, enable_async_tp fuse_gemm_comms,
+// enable_fi_allreduce_fusion fuse_allreduce_rms, enable_noop eliminate_noops; dump_graph_dir,
+// dump_graph_stages (until 5d09152ff) and fi_allreduce_fusion_max_token_num (until d17ecc6b1,
+// which measures in megabytes instead) have no form. OK for any other key.
+Status CheckOlderPassField(std::string_view where, const std::string& key,
+                           const nlohmann::json& value) {
+  static constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"enable_fusion", "fuse_norm_quant"},
+      {"enable_attn_fusion", "fuse_attn_quant"},
+      {"enable_sequence_parallelism", "enable_sp"},
+      {"enable_async_tp", "fuse_gemm_comms"},
+      {"enable_fi_allreduce_fusion", "fuse_allreduce_rms"},
+      {"enable_noop", "eliminate_noops"}};
+  const std::string shown = internal::JsonText(value);
+  for (const auto& [old_name, name] : kRenamed) {
+    if (key != old_name) continue;
+    if (value.is_null()) return OlderFieldRefusal(where, key, "");  // the deprecated default
+    return OlderFieldRefusal(
+        where, key,
+        key == "enable_fusion"
+            ? fmt::format("\"fuse_norm_quant\": {}, \"fuse_act_quant\": {}", shown, shown)
+            : fmt::format("\"{}\": {}", name, shown));
+  }
+  if (key == "dump_graph_dir" || key == "dump_graph_stages" ||
+      key == "fi_allreduce_fusion_max_token_num") {
+    return OlderFieldRefusal(where, key, "");
+  }
+  return Status::Ok();
+}
+
 // AttentionConfig's MLA prefill fields of older releases (2025-12-05 to 9898f94ab, 2026-05-14),
 // which its __post_init__ migrated to mla_prefill_backend: use_trtllm_ragged_deepseek_prefill
 // true is TRTLLM_RAGGED, disable_flashinfer_prefill true is FLASH_ATTN; use_cudnn_prefill true
@@ -2678,6 +2711,7 @@ Status ReadCompilationConfig(const LaunchOptions& o, LaunchConfig& c) {
       }
       constexpr std::string_view kPassWhere = "--compilation-config's pass_config";
       for (const auto& [pass, setting] : value.items()) {
+        KVTOPO_RETURN_IF_ERROR(CheckOlderPassField(kPassWhere, pass, setting));
         KVTOPO_RETURN_IF_ERROR(CheckConfigField(kPassWhere, pass, kPassFields));
         if (pass == "fuse_attn_quant") {
           KVTOPO_ASSIGN_OR_RETURN(out.fuse_attn_quant, bool_field(kPassWhere, pass, setting));

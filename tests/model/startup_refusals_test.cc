@@ -4130,7 +4130,23 @@ TEST(StartupRefusals, CompilationConfigChecked) {
             "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
             "\"compile_ranges_endpoints\": [8,64] instead");
   EXPECT_EQ(message(R"({"pass_config": {"enable_fusion": true}})"),
-            "--compilation-config's pass_config: 'enable_fusion' is not a field the engine takes "
+            "--compilation-config's pass_config: 'enable_fusion' is a field of older releases the "
+            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
+            "\"fuse_norm_quant\": true, \"fuse_act_quant\": true instead");
+  EXPECT_EQ(message(R"({"pass_config": {"enable_sequence_parallelism": false}})"),
+            "--compilation-config's pass_config: 'enable_sequence_parallelism' is a field of older "
+            "releases the engine no longer takes (its parser refuses it: 'Unexpected keyword "
+            "argument'); give \"enable_sp\": false instead");
+  EXPECT_EQ(message(R"({"pass_config": {"enable_async_tp": null}})"),
+            "--compilation-config's pass_config: 'enable_async_tp' is a field of older releases "
+            "the engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); "
+            "drop it");
+  EXPECT_EQ(message(R"({"pass_config": {"fi_allreduce_fusion_max_token_num": 4096}})"),
+            "--compilation-config's pass_config: 'fi_allreduce_fusion_max_token_num' is a field "
+            "of older releases the engine no longer takes (its parser refuses it: 'Unexpected "
+            "keyword argument'); drop it");
+  EXPECT_EQ(message(R"({"pass_config": {"fuse_norm": true}})"),
+            "--compilation-config's pass_config: 'fuse_norm' is not a field the engine takes "
             "(its parser refuses it: 'Unexpected keyword argument'); fields: fuse_norm_quant, "
             "fuse_act_quant, fuse_attn_quant, eliminate_noops, enable_sp, fuse_gemm_comms, "
             "fuse_allreduce_rms, fuse_minimax_qk_norm, enable_qk_norm_rope_fusion, "
