@@ -1308,6 +1308,17 @@ Status SetLaunchOption(LaunchOptions& o, const LaunchOption& option, const Launc
     return InvalidArgument(fmt::format("{} takes {}", source, expected));
   };
   const std::string* given = std::get_if<std::string>(&value);
+  // Releases before the fork's read a JSON compilation config as -O; the fork's -O is the
+  // optimization level, and its parser refuses anything but 0 to 3 there (-O{...} as an
+  // invalid level, -O {...} as an unrecognized argument).
+  if (option.name == "optimization_level" && given != nullptr &&
+      internal::StripAsciiSpace(*given).starts_with('{')) {
+    return InvalidArgument(fmt::format(
+        "{} '{}' is a compilation config, which older releases read as -O: the fork's -O is the "
+        "optimization level (0 to 3), and its parser refuses this; give it as --compilation-config "
+        "(-cc)",
+        source, *given));
+  }
   if (option.none && given != nullptr && (given->empty() || *given == "None") &&
       source.starts_with('-')) {
     std::visit([&](auto member) { (o.*member).reset(); }, option.field);

@@ -420,6 +420,11 @@ TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
             "it, so the plan uses {\"cudagraph_mode\":\"PIECEWISE\"} only; give every key in one "
             "form");
   ExpectUsageError(launch + "-O4", "kvtopo: -O must be in [0, 3], got 4\n");
+  // Older releases' -O took the compilation config; the fork's takes the level only.
+  ExpectUsageError(launch + "-O '{\"mode\": 3}'",
+                   "kvtopo: -O '{\"mode\": 3}' is a compilation config, which older releases "
+                   "read as -O: the fork's -O is the optimization level (0 to 3), and its parser "
+                   "refuses this; give it as --compilation-config (-cc)\n");
   ExpectUsageError(launch + "-cc.level=3",
                    "kvtopo: --compilation-config: 'level' is a field of older releases the engine "
                    "no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
