@@ -3,7 +3,8 @@ results, the manager, its inspector, block tables, geometries), with plausible a
 half of the calls, one odd one: integers far outside 64 bits, negative counts, NaN, bytes,
 strided and two-dimensional memoryviews, sequences of the wrong type, arbitrary objects. A call
 returns or raises an ordinary Python exception (never SystemError, MemoryError, or a message
-naming a C++ type), and every manager's invariants hold throughout."""
+naming a C++ type), every manager's invariants hold throughout, and each seed both runs and
+refuses a tenth of its draws or more (requests among what it adds)."""
 
 import array
 import random
@@ -82,6 +83,7 @@ class SurfaceFuzzTest(unittest.TestCase):
         tables = [kvtopo.BlockTable(g, rng.choice([1, 4, 16])) for g in geometries[:4]]
         ids = ["r%d" % i for i in range(6)]
         handles, hits = [], []
+        returned = refused = 0
 
         def plausible(name, owner):
             if "request_id" in name:
@@ -153,7 +155,9 @@ class SurfaceFuzzTest(unittest.TestCase):
                 self.fail(f"seed {seed}: {function.__name__}{tuple(args)!r:.300} raised {e!r}")
             except Exception as e:  # any ordinary exception is a refusal
                 self.assertIsNone(CPP_NAMES.search(str(e)), f"seed {seed}: {e}")
+                refused += 1
             else:
+                returned += 1
                 name = getattr(function, "__name__", "")
                 if name == "get_computed_blocks":
                     hits.append(result)
@@ -162,6 +166,11 @@ class SurfaceFuzzTest(unittest.TestCase):
             if rng.random() < 0.05:
                 for manager in managers:
                     manager.check_invariants()
+        # The draws reach the surface both ways: calls that run (the manager takes requests), and
+        # calls refused.
+        self.assertGreater(returned, calls // 10, f"seed {seed}")
+        self.assertGreater(refused, calls // 10, f"seed {seed}")
+        self.assertTrue(handles, f"seed {seed}: no request was added")
 
     def test_seeds(self):
         for seed in range(1, 9):
