@@ -16,6 +16,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,28 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
     const std::string name = py::str(key);
     const LaunchOption* option = FindLaunchOption(name);
     if (option == nullptr || name.find('-') != std::string::npos || name == option->short_flag) {
+      // A keyword of older releases (EngineArgs' field for a flag the fork removed): refused as
+      // the fork's EngineArgs refuses it, naming the fork's form.
+      std::string flag_name = "--" + name;
+      std::replace(flag_name.begin() + 2, flag_name.end(), '_', '-');
+      if (const VllmFlag* flag = FindVllmFlagNotPlanned(flag_name);
+          option == nullptr && name.find('-') == std::string::npos && flag != nullptr &&
+          flag->removed && flag->name == flag_name) {
+        LaunchOptions removed;
+        removed.not_planned = {flag->name};
+        VllmFlagValue& v =
+            removed.not_planned_values.emplace_back(VllmFlagValue{.flag = flag->name});
+        if (PyBool_Check(value.ptr())) {
+          v.on = value.ptr() == Py_True;
+        } else if (PyUnicode_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
+                   PyFloat_Check(value.ptr())) {
+          v.values = {py::str(value)};
+        } else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
+          for (py::handle item : value) v.values.push_back(py::str(item));
+        }
+        RaisePython(PyExc_TypeError, "unknown option '" + name + "': " +
+                                         std::string(RefuseRemovedFlags(removed).message()));
+      }
       std::string list;
       for (const LaunchOption& o : LaunchOptionTable()) {
         if (!list.empty()) list += ", ";

@@ -139,9 +139,6 @@ struct SpeculativeConfig {
   std::optional<std::string> moe_backend;
   // vLLM keys given that do not change the plan (e.g. prompt_lookup_max), in order.
   std::vector<std::string> not_planned_keys;
-  // Those of them that only older releases had: the fork's SpeculativeConfig refuses them as it
-  // is built (extra="forbid"), which the plan warns of.
-  std::vector<std::string> removed_keys;
 
   // Whether the method runs a draft model with a KV cache of its own (or in-model MTP layers).
   bool HasDraftCache() const;

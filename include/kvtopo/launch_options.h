@@ -74,8 +74,9 @@ struct LaunchOptions {
   std::optional<std::string> revision;                 // a repo id's revision; default main
   std::optional<std::string> hf_config_path;           // the target's config; default: model
   std::optional<std::string> hf_overrides;             // --hf-overrides: a JSON object
-  // Releases before the fork's removed --rope-scaling (a JSON object) and --rope-theta (a
-  // number) set them on the config as --hf-overrides keys; planned that way, with a warning.
+  // --rope-scaling (a JSON object) and --rope-theta (a number), which releases before the fork's
+  // set on the config as --hf-overrides keys: refused, as the fork's parser refuses them, naming
+  // the --hf-overrides object they made.
   std::optional<std::string> rope_scaling;
   std::optional<std::string> rope_theta;
   std::optional<std::string> kv_cache_dtype;   // default "auto"
@@ -293,8 +294,8 @@ struct VllmFlag {
   // The value is a JSON object; the engine folds dotted --FLAG.KEY VALUE arguments into it.
   bool json = false;
   // A flag of older releases the fork at 28be48fa9 no longer has: its parser refuses it
-  // ("unrecognized arguments"); accepted with a warning, which names the fork's form where it
-  // has one (`instead`, where {} stands for the value or values given).
+  // ("unrecognized arguments"), and so does kvtopo, naming the fork's form where it has one
+  // (`instead`, where {} stands for the value or values given).
   bool removed = false;
   std::string instead;
   // How the engine's parser reads the value ("type" in the file): text as given; an integer
@@ -452,8 +453,12 @@ Result<VllmConfigFileArgs> VllmConfigFileArgsFromYaml(std::string_view text, std
 std::string LaunchOptionsMarkdown();
 
 // Errors name the option: a non-positive size, an unknown dtype or mode, a malformed speculative
-// config.
+// config, a flag of older releases (RefuseRemovedFlags).
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& options);
+// Flags of older releases given (VllmFlag::removed among `not_planned`, --rope-scaling,
+// --rope-theta): the engine's parser refuses them before anything else, and so does this, with
+// one message naming the fork's form of each as given ("drop" where it has none); OK for none.
+Status RefuseRemovedFlags(const LaunchOptions& options);
 // --kv-cache-memory in bytes; 0 when not given.
 Result<int64_t> KvCacheMemoryBytes(const LaunchOptions& options);
 

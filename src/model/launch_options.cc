@@ -269,17 +269,18 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "",
-       "a JSON object set as the config's rope_scaling, as releases before the fork's set it "
-       "(a warning: the fork removed the flag; --hf-overrides '{\"rope_scaling\": ...}' is its "
-       "form); a YaRN or linear factor scales the derived maximum length",
+       "a flag of older releases (a JSON object they set as the config's rope_scaling), which "
+       "the fork removed: refused as its parser refuses it, naming its form, the --hf-overrides "
+       "object it made",
        &LO::rope_scaling},
       {"rope_theta",
        {},
        "",
        V::kText,
        "",
-       "a positive number set as the config's rope_theta, as releases before the fork's set it (a "
-       "warning: the fork removed the flag; --hf-overrides '{\"rope_theta\": ...}' is its form)",
+       "a flag of older releases (a positive number they set as the config's rope_theta), which "
+       "the fork removed: refused as its parser refuses it, naming its form, the --hf-overrides "
+       "object it made",
        &LO::rope_theta},
       {"kv_cache_dtype",
        {},
@@ -1529,7 +1530,8 @@ std::string LaunchOptionsMarkdown() {
       "as the engine's parser and configs check it: what it reads, its choices, its bounds, a "
       "config class's fields (bare `80m`-style numbers expanded first), and the rules that tie "
       "the flags together (docs/planner.md, \"The launch surface\"); `None` means unset where "
-      "noted.\n\n";
+      "noted. A flag of older releases the fork no longer has is refused, as the fork's "
+      "parser refuses it (exit 2), naming the fork's form of it as given.\n\n";
   const auto bounds = [](const VllmFlag::Bounds& b) {
     std::vector<std::string> out;
     if (b.min) out.push_back(fmt::format(">= {}", *b.min));
@@ -1578,8 +1580,8 @@ std::string LaunchOptionsMarkdown() {
     if (f.removed) {
       checks.push_back(
           f.instead.empty()
-              ? std::string("of older releases; the fork's parser refuses it: a warning")
-              : fmt::format("of older releases; the fork's parser refuses it: a warning naming "
+              ? std::string("of older releases; refused, as the fork's parser refuses it")
+              : fmt::format("of older releases; refused, as the fork's parser refuses it, naming "
                             "the fork's `{}`",
                             FormInstead(f.instead, {})));
     }
@@ -2837,29 +2839,16 @@ Status ReadAttentionConfig(const LaunchOptions& o, LaunchConfig& c) {
   return Status::Ok();
 }
 
-// --rope-scaling and --rope-theta, which releases before the fork's (28be48fa9 removed them)
-// set on the model's config as hf_overrides keys after the --hf-overrides object
-// (ModelConfig.__post_init__ before that removal): an empty rope_scaling object sets nothing.
-// Each given is planned so, with a warning naming the --hf-overrides form the fork takes.
-Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
-                             std::vector<Diagnostic>& diagnostics) {
-  if (!o.rope_scaling && !o.rope_theta) return Status::Ok();
+// --rope-scaling and --rope-theta, which releases before the fork's (28be48fa9 removed them) set
+// on the model's config as hf_overrides keys after the --hf-overrides object
+// (ModelConfig.__post_init__ before that removal; an empty rope_scaling object set nothing): the
+// fork's form of those given, the --hf-overrides object they made, or "" where they set nothing.
+Result<std::string> RopeFlagsInstead(const LaunchOptions& o) {
   nlohmann::json overrides = nlohmann::json::object();
-  if (!c.hf_overrides.empty()) {
-    KVTOPO_ASSIGN_OR_RETURN(overrides, internal::ParseHfOverrides(c.hf_overrides));
+  if (o.hf_overrides) {
+    KVTOPO_ASSIGN_OR_RETURN(overrides, internal::ParseHfOverrides(*o.hf_overrides));
   }
   bool set = false;
-  auto removed = [&](std::string_view flag, std::string_view key, const nlohmann::json& value) {
-    overrides[std::string(key)] = value;
-    set = true;
-    diagnostics.push_back(
-        {Severity::kWarning, "removed-flag",
-         fmt::format("{} {} is planned as releases before the fork's set it, as --hf-overrides "
-                     "'{}': the fork (28be48fa9) removed --rope-scaling and --rope-theta, and its "
-                     "`vllm serve` refuses them as unrecognized arguments; give --hf-overrides "
-                     "instead",
-                     flag, value.dump(), nlohmann::json{{key, value}}.dump())});
-  };
   if (o.rope_scaling) {
     KVTOPO_ASSIGN_OR_RETURN(const nlohmann::json scaling,
                             internal::ParseJsonText(*o.rope_scaling, "--rope-scaling"));
@@ -2869,7 +2858,10 @@ Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
                       "\"factor\": 4.0}}', got {}",
                       *o.rope_scaling));
     }
-    if (!scaling.empty()) removed("--rope-scaling", "rope_scaling", scaling);
+    if (!scaling.empty()) {
+      overrides["rope_scaling"] = scaling;
+      set = true;
+    }
   }
   if (o.rope_theta) {
     const std::string& text = *o.rope_theta;
@@ -2878,10 +2870,11 @@ Status ApplyRemovedRopeFlags(const LaunchOptions& o, LaunchConfig& c,
       return InvalidArgument(
           fmt::format("--rope-theta must be a positive number such as 1000000, got '{}'", text));
     }
-    removed("--rope-theta", "rope_theta", *theta);
+    overrides["rope_theta"] = *theta;
+    set = true;
   }
-  if (set) c.hf_overrides = internal::JsonText(overrides);
-  return Status::Ok();
+  if (!set) return std::string();
+  return fmt::format("--hf-overrides {}", ShellWord(internal::JsonText(overrides)));
 }
 
 // Features the engine refuses at startup in these launches, though they leave the cache as it is
@@ -3644,7 +3637,64 @@ std::string RemovedFlagReplacement(const VllmFlag& flag, const VllmFlagValue* gi
 
 }  // namespace
 
+Status RefuseRemovedFlags(const LaunchOptions& o) {
+  // Each flag given once, in the order given, with its form ("" for none: drop it).
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const std::string& name : o.not_planned) {
+    const VllmFlag* flag = FindVllmFlagNotPlanned(name);
+    if (flag == nullptr || !flag->removed ||
+        std::any_of(given.begin(), given.end(),
+                    [&](const auto& g) { return g.first == flag->name; })) {
+      continue;
+    }
+    given.emplace_back(flag->name, RemovedFlagReplacement(
+                                       *flag, FindVllmFlagValue(o.not_planned_values, flag->name)));
+  }
+  if (o.rope_scaling || o.rope_theta) {
+    KVTOPO_ASSIGN_OR_RETURN(const std::string form, RopeFlagsInstead(o));
+    if (o.rope_scaling) given.emplace_back("--rope-scaling", form);
+    if (o.rope_theta) given.emplace_back("--rope-theta", form);
+  }
+  if (given.empty()) return Status::Ok();
+  const auto names = [](const std::vector<std::string>& flags) {
+    if (flags.size() == 1) return flags[0];
+    return fmt::format("{} and {}", fmt::join(flags.begin(), flags.end() - 1, ", "), flags.back());
+  };
+  if (given.size() == 1) {
+    return InvalidArgument(fmt::format(
+        "{} is a flag of older releases the engine no longer has: its parser refuses it as an "
+        "unrecognized argument; {}",
+        given[0].first,
+        given[0].second.empty() ? std::string("drop it")
+                                : fmt::format("give {} instead", given[0].second)));
+  }
+  // Several: the flags to drop together, then each form with the flags it stands for.
+  std::vector<std::string> all, dropped, steps;
+  std::vector<std::pair<std::string, std::vector<std::string>>> forms;
+  for (const auto& [flag, form] : given) {
+    all.push_back(flag);
+    if (form.empty()) {
+      dropped.push_back(flag);
+      continue;
+    }
+    auto it =
+        std::find_if(forms.begin(), forms.end(), [&](const auto& f) { return f.first == form; });
+    if (it == forms.end()) it = forms.insert(forms.end(), {form, {}});
+    it->second.push_back(flag);
+  }
+  if (!dropped.empty()) steps.push_back("drop " + names(dropped));
+  for (const auto& [form, flags] : forms) {
+    steps.push_back(fmt::format("give {} for {}", form, names(flags)));
+  }
+  return InvalidArgument(fmt::format(
+      "{} are flags of older releases the engine no longer has: its parser refuses them as "
+      "unrecognized arguments; {}",
+      names(all), fmt::join(steps, "; ")));
+}
+
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
+  // The engine's parser refuses these before it reads anything else.
+  KVTOPO_RETURN_IF_ERROR(RefuseRemovedFlags(o));
   LaunchConfig c = o.model.empty() ? DefaultLaunchConfig() : LaunchConfig{};
   if (!o.model.empty()) c.model = o.model;
   // A choice among named values: checked, then kept.
@@ -3748,7 +3798,6 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         *o.performance_mode));
   }
   std::vector<Diagnostic> diagnostics = o.diagnostics;
-  KVTOPO_RETURN_IF_ERROR(ApplyRemovedRopeFlags(o, c, diagnostics));
   KVTOPO_ASSIGN_OR_RETURN(const std::string all2all_backend, ResolveAll2AllBackend(o, diagnostics));
   c.all2all_backend = all2all_backend;
   KVTOPO_RETURN_IF_ERROR(ApplyStepDefaults(o, all2all_backend, c, diagnostics));
@@ -4049,19 +4098,6 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
                      removed->instead.empty()
                          ? std::string("unset it")
                          : fmt::format("give {} instead", FormInstead(removed->instead, value)))});
-  }
-  for (const std::string& name : o.not_planned) {
-    if (const VllmFlag* flag = FindVllmFlagNotPlanned(name); flag != nullptr && flag->removed) {
-      const std::string replacement =
-          RemovedFlagReplacement(*flag, FindVllmFlagValue(o.not_planned_values, flag->name));
-      diagnostics.push_back(
-          {Severity::kWarning, "removed-flag",
-           fmt::format("{} is a flag of older releases the engine no longer has: its parser "
-                       "refuses the launch ('unrecognized arguments: {}'); {}",
-                       flag->name, flag->name,
-                       replacement.empty() ? std::string("drop it")
-                                           : fmt::format("give {} instead", replacement))});
-    }
   }
   c.launch_diagnostics = std::move(diagnostics);
   return c;

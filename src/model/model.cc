@@ -3698,15 +3698,6 @@ void AddNotPlanned(const LaunchConfig& config, const SpeculativeConfig* spec, Bu
     for (const std::string& key : spec->not_planned_keys) {
       unused.push_back("--speculative-config '" + key + "'");
     }
-    // Fields of older releases: SpeculativeConfig at 28be48fa9 has none of them, and its
-    // extra="forbid" refuses them; a warning, as the flags of older releases get.
-    for (const std::string& key : spec->removed_keys) {
-      b.Add(Severity::kWarning, "removed-flag",
-            fmt::format("--speculative-config '{}' is a key of older releases the engine no "
-                        "longer has: it refuses the launch as it builds the speculative config "
-                        "('Unexpected keyword argument'); drop it",
-                        key));
-    }
   }
   for (const std::string& key : config.compilation.keys_not_planned) {
     unused.push_back("--compilation-config '" + key + "'");

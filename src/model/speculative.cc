@@ -126,7 +126,8 @@ constexpr std::array<std::string_view, 13> kNotPlannedKeys = {"code_revision",
                                                               "synthetic_acceptance_length",
                                                               "draft_sample_method"};
 // SpeculativeConfig fields of older releases that the fork at 28be48fa9 no longer has (each
-// stood 30 days or more since 2025-03-31), accepted and reported as not used, with a warning:
+// stood 30 days or more since 2025-03-31), which its SpeculativeConfig (extra="forbid") refuses
+// as it is built, and so does kvtopo, saying what they are:
 // acceptance_method, disable_mqa_scorer and the typical acceptance sampler's
 // posterior_threshold and posterior_alpha until 2025-07-19 (V0's), disable_logprobs until
 // 2025-10-30, disable_by_batch_size until 2026-02-22, speculative_token_tree until 2026-05-07.
@@ -376,16 +377,17 @@ Result<SpeculativeConfig> ParseSpeculativeConfig(std::string_view text) {
                "'draft_tensor_parallel_size' instead");
   }
   for (const auto& [key, value] : j.items()) {
-    const bool removed = Contains(kRemovedKeys, key);
-    if (removed || Contains(kNotPlannedKeys, key)) {
+    if (Contains(kRemovedKeys, key)) {
+      return Bad(key,
+                 "is a key of older releases the engine no longer has: it refuses it as it "
+                 "builds the speculative config ('Unexpected keyword argument'); drop it");
+    }
+    if (Contains(kNotPlannedKeys, key)) {
       spec.not_planned_keys.push_back(key);
-      if (removed) spec.removed_keys.push_back(key);
     } else if (!Contains(kKeys, key)) {
       return InvalidArgument(fmt::format(
-          "--speculative-config: unknown key '{}'; accepted: {} (and, not used for planning: {}; "
-          "of older releases, with a warning: {})",
-          key, fmt::join(kKeys, ", "), fmt::join(kNotPlannedKeys, ", "),
-          fmt::join(kRemovedKeys, ", ")));
+          "--speculative-config: unknown key '{}'; accepted: {} (and, not used for planning: {})",
+          key, fmt::join(kKeys, ", "), fmt::join(kNotPlannedKeys, ", ")));
     }
   }
   const bool method_given = j.contains("method") && !j["method"].is_null();

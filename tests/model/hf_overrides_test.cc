@@ -125,9 +125,10 @@ TEST(HfOverrides, NestedConfigsMergeAndUnmodelledKeysWarn) {
             "expected string literal");
 }
 
-// --rope-scaling and --rope-theta, which the fork removed: set after --hf-overrides' own keys,
-// as releases before it set them, each with a warning naming the --hf-overrides form.
-TEST(HfOverrides, RemovedRopeFlagsAreSetAsEarlierReleasesSetThem) {
+// --rope-scaling and --rope-theta, which the fork removed: refused as its parser refuses them,
+// naming the --hf-overrides object they made as releases before it set them (after
+// --hf-overrides' own keys), which plans as they did.
+TEST(HfOverrides, RemovedRopeFlagsAreRefusedNamingTheObjectTheyMade) {
   LaunchOptions o;
   o.model = "config.json";
   o.hf_overrides = R"({"rope_scaling": {"rope_type": "linear", "factor": 2.0},
@@ -136,27 +137,22 @@ TEST(HfOverrides, RemovedRopeFlagsAreSetAsEarlierReleasesSetThem) {
                        "original_max_position_embeddings": 32768})";
   o.rope_theta = "1e6";
   auto c = ToLaunchConfig(o);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(
-      c->hf_overrides,
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  const std::string made =
       R"({"num_hidden_layers":12,"rope_scaling":{"factor":4.0,)"
-      R"("original_max_position_embeddings":32768,"rope_type":"yarn"},"rope_theta":1000000.0})");
-  std::vector<std::string> warnings;
-  for (const Diagnostic& d : c->launch_diagnostics) warnings.push_back(d.code + ": " + d.message);
-  EXPECT_EQ(
-      warnings,
-      (std::vector<std::string>{
-          R"(removed-flag: --rope-scaling {"factor":4.0,"original_max_position_embeddings":)"
-          R"(32768,"rope_type":"yarn"} is planned as releases before the fork's set it, as )"
-          R"(--hf-overrides '{"rope_scaling":{"factor":4.0,"original_max_position_embeddings")"
-          R"(:32768,"rope_type":"yarn"}}': the fork (28be48fa9) removed --rope-scaling and )"
-          "--rope-theta, and its `vllm serve` refuses them as unrecognized arguments; give "
-          "--hf-overrides instead",
-          R"(removed-flag: --rope-theta 1000000.0 is planned as releases before the fork's )"
-          R"(set it, as --hf-overrides '{"rope_theta":1000000.0}': the fork (28be48fa9) )"
-          "removed --rope-scaling and --rope-theta, and its `vllm serve` refuses them as "
-          "unrecognized arguments; give --hf-overrides instead"}));
-  // The YaRN factor reaches 131,072 tokens (the linear factor 2 would stop at 81,920).
+      R"("original_max_position_embeddings":32768,"rope_type":"yarn"},"rope_theta":1000000.0})";
+  EXPECT_EQ(c.status().message(),
+            "--rope-scaling and --rope-theta are flags of older releases the engine no longer "
+            "has: its parser refuses them as unrecognized arguments; give --hf-overrides '" +
+                made + "' for --rope-scaling and --rope-theta");
+  // The form named plans as the releases did: the YaRN factor reaches 131,072 tokens (the
+  // linear factor 2 would stop at 81,920).
+  o.rope_scaling.reset();
+  o.rope_theta.reset();
+  o.hf_overrides = made;
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   c->kv_cache_memory_bytes = 20 * kGiB;
   c->cache.max_model_len = 131072;
   auto specs = BuildModelCacheSpecsFromJson(Qwen3(), *c);
@@ -166,14 +162,13 @@ TEST(HfOverrides, RemovedRopeFlagsAreSetAsEarlierReleasesSetThem) {
   ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
   EXPECT_EQ(plan->groups[0].layers.size(), 12u);
 
-  // An empty object sets nothing, as the releases' `if self.rope_scaling` skipped it.
+  // An empty object set nothing, as the releases' `if self.rope_scaling` skipped it: drop it.
   o = LaunchOptions();
   o.model = "config.json";
   o.rope_scaling = "{}";
-  c = ToLaunchConfig(o);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->hf_overrides, "");
-  EXPECT_TRUE(c->launch_diagnostics.empty());
+  EXPECT_EQ(ToLaunchConfig(o).status().message(),
+            "--rope-scaling is a flag of older releases the engine no longer has: its parser "
+            "refuses it as an unrecognized argument; drop it");
   o.rope_scaling = "[4]";
   EXPECT_EQ(ToLaunchConfig(o).status().message(),
             R"(--rope-scaling must be a JSON object such as '{"rope_type": "yarn", )"

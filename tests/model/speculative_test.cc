@@ -51,10 +51,7 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
   EXPECT_EQ(key.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(key.status().message().find("unknown key 'foo'"), std::string::npos);
   EXPECT_NE(key.status().message().find("draft_kv_cache_dtype"), std::string::npos);
-  EXPECT_NE(key.status().message().find(
-                "draft_sample_method; of older releases, with a warning: acceptance_method, "
-                "disable_mqa_scorer, posterior_threshold, posterior_alpha, disable_logprobs, "
-                "disable_by_batch_size, speculative_token_tree)"),
+  EXPECT_NE(key.status().message().find("synthetic_acceptance_length, draft_sample_method)"),
             std::string::npos)
       << key.status().message();
 
@@ -66,18 +63,20 @@ TEST(SpeculativeConfig, UnknownKeysAndValuesListTheAcceptedOnes) {
   ASSERT_TRUE(fork_keys.ok()) << fork_keys.status().ToString();
   EXPECT_EQ(fork_keys->not_planned_keys,
             (std::vector<std::string>{"draft_sample_method", "use_local_argmax_reduction"}));
-  EXPECT_TRUE(fork_keys->removed_keys.empty());
-  // Keys of older releases: accepted, not planned, and marked for the plan's warning.
-  auto older = ParseSpeculativeConfig(
-      R"({"method":"eagle3","num_speculative_tokens":2,"acceptance_method":"rejection_sampler",)"
-      R"("disable_logprobs":false,"prompt_lookup_max":4,"disable_by_batch_size":8})");
-  ASSERT_TRUE(older.ok()) << older.status().ToString();
-  EXPECT_EQ(older->not_planned_keys,
-            (std::vector<std::string>{"acceptance_method", "disable_by_batch_size",
-                                      "disable_logprobs", "prompt_lookup_max"}));
-  EXPECT_EQ(
-      older->removed_keys,
-      (std::vector<std::string>{"acceptance_method", "disable_by_batch_size", "disable_logprobs"}));
+  // Keys of older releases: refused, as the fork's SpeculativeConfig refuses them, each saying
+  // what it is (the first in the object's key order).
+  for (const std::string key :
+       {"acceptance_method", "disable_mqa_scorer", "posterior_threshold", "posterior_alpha",
+        "disable_logprobs", "disable_by_batch_size", "speculative_token_tree"}) {
+    auto older = ParseSpeculativeConfig(R"({"method":"eagle3","num_speculative_tokens":2,")" + key +
+                                        R"(":1,"prompt_lookup_max":4})");
+    ASSERT_FALSE(older.ok()) << key;
+    EXPECT_EQ(older.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(older.status().message(),
+              "--speculative-config: '" + key +
+                  "' is a key of older releases the engine no longer has: it refuses it as it "
+                  "builds the speculative config ('Unexpected keyword argument'); drop it");
+  }
   EXPECT_FALSE(fork_keys->moe_backend.has_value());
   // moe_backend: the draft's MoE kernels, a MoEBackend name exactly (no normalizing).
   auto moe =

@@ -553,20 +553,27 @@ class PlanTest(unittest.TestCase):
             kvtopo.plan(qwen3, hf_overrides="[1]")
 
     def test_removed_rope_flags(self):
-        # rope_scaling (a dict) and rope_theta (a number), which the fork removed, are set on the
-        # config as earlier releases set them, each with a warning.
+        # rope_scaling (a dict) and rope_theta (a number), which the fork removed, are refused as
+        # its parser refuses them, naming the hf_overrides object they made in older releases.
         qwen3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
                  "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
                  "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960,
                  "torch_dtype": "bfloat16"}
         yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+        made = ('{"rope_scaling":{"factor":4.0,"original_max_position_embeddings":32768,'
+                '"rope_type":"yarn"},"rope_theta":1000000.0}')
+        with self.assertRaises(ValueError) as refused:
+            kvtopo.plan(qwen3, max_model_len=131072, kv_cache_memory="20GiB",
+                        rope_scaling=yarn, rope_theta=1e6)
+        self.assertEqual(str(refused.exception),
+                         "--rope-scaling and --rope-theta are flags of older releases the engine "
+                         "no longer has: its parser refuses them as unrecognized arguments; give "
+                         f"--hf-overrides '{made}' for --rope-scaling and --rope-theta")
         plan = kvtopo.plan(qwen3, max_model_len=131072, kv_cache_memory="20GiB",
-                           rope_scaling=yarn, rope_theta=1e6)
+                           hf_overrides=made)
         self.assertTrue(plan.accepted)
         self.assertEqual([(d.code, d.severity) for d in plan.diagnostics],
-                         [("hf-overrides-applied", "info"), ("removed-flag", "warning"),
-                          ("removed-flag", "warning")])
-        self.assertIn('as --hf-overrides \'{"rope_theta":1000000.0}\'', plan.diagnostics[2].message)
+                         [("hf-overrides-applied", "info")])
         with self.assertRaisesRegex(TypeError, r"^rope_theta must be a number or a str, got bool$"):
             kvtopo.plan(qwen3, rope_theta=True)
         with self.assertRaisesRegex(ValueError, r"^--rope-theta must be a positive number such as "
@@ -931,6 +938,37 @@ class PlanTest(unittest.TestCase):
             "longer reads (the fork's 6437ff1fb dropped it from vllm/envs.py): it warns as it "
             "starts ('Unknown vLLM environment variable detected: VLLM_ATTENTION_BACKEND') and "
             "runs without it, as this plan does; give --attention-backend FLASHINFER_MLA instead")
+
+    def test_keywords_of_older_releases(self):
+        # EngineArgs' fields for flags the fork removed: refused as the fork's EngineArgs refuses
+        # an unknown keyword (TypeError), naming the fork's form with the value given.
+        for kwargs, message in [
+                ({"swap_space": 4},
+                 "unknown option 'swap_space': --swap-space is a flag of older releases the "
+                 "engine no longer has: its parser refuses it as an unrecognized argument; drop "
+                 "it"),
+                ({"speculative_model": "org/m"},
+                 "unknown option 'speculative_model': --speculative-model is a flag of older "
+                 "releases the engine no longer has: its parser refuses it as an unrecognized "
+                 "argument; give --speculative-config.model org/m instead"),
+                ({"num_redundant_experts": 32},
+                 "unknown option 'num_redundant_experts': --num-redundant-experts is a flag of "
+                 "older releases the engine no longer has: its parser refuses it as an "
+                 "unrecognized argument; give --eplb-config.num_redundant_experts 32 instead"),
+                ({"cuda_graph_sizes": [1, 2, 4]},
+                 "unknown option 'cuda_graph_sizes': --cuda-graph-sizes is a flag of older "
+                 "releases the engine no longer has: its parser refuses it as an unrecognized "
+                 "argument; give --cudagraph-capture-sizes 1 2 4 instead"),
+                ({"enable_reasoning": False},
+                 "unknown option 'enable_reasoning': --enable-reasoning is a flag of older "
+                 "releases the engine no longer has: its parser refuses it as an unrecognized "
+                 "argument; drop it")]:
+            with self.assertRaises(TypeError) as refused:
+                kvtopo.plan("kimi-k2.6", max_model_len=32768, **kwargs)
+            self.assertEqual(str(refused.exception), message)
+        # A flag the fork has but kvtopo does not plan with stays an unknown option.
+        with self.assertRaisesRegex(TypeError, r"^unknown option 'port'; accepted options: "):
+            kvtopo.plan("kimi-k2.6", port=8000)
 
     def test_check(self):
         result = kvtopo.check()
