@@ -331,6 +331,15 @@ struct VllmFlag {
   };
   std::string json_class;
   std::vector<Key> keys;
+  // The class's fields of older releases (each stood 30 days or more since 2025-03-31), which
+  // its parser now refuses, in the order the deprecation read them: the commit that dropped it,
+  // and the field that took its value ({} standing for the value as JSON), empty where none did.
+  struct OlderKey {
+    std::string name;
+    std::string removed_by;
+    std::string instead;
+  };
+  std::vector<OlderKey> older_keys;
 };
 // The flags of `vllm serve` that do not affect the KV-cache plan (profiles/vllm-flags.json).
 const std::vector<VllmFlag>& VllmFlagsNotPlanned();

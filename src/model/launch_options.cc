@@ -1557,9 +1557,21 @@ std::string LaunchOptionsMarkdown() {
       case VllmFlag::Type::kNumber:
         checks.push_back("a number");
         break;
-      case VllmFlag::Type::kJsonConfig:
-        checks.push_back(fmt::format("an object of {}'s fields", f.json_class));
+      case VllmFlag::Type::kJsonConfig: {
+        std::vector<std::string> older;
+        for (const VllmFlag::OlderKey& k : f.older_keys) {
+          older.push_back(k.instead.empty()
+                              ? fmt::format("`{}`", k.name)
+                              : fmt::format("`{}` (`{}`)", k.name, FormInstead(k.instead, {})));
+        }
+        checks.push_back(
+            older.empty()
+                ? fmt::format("an object of {}'s fields", f.json_class)
+                : fmt::format("an object of {}'s fields; those of older releases refused, naming "
+                              "the field that took the value: {}",
+                              f.json_class, fmt::join(older, ", ")));
         break;
+      }
       case VllmFlag::Type::kJsonValue:
         checks.push_back("JSON");
         break;
@@ -2064,16 +2076,6 @@ constexpr std::string_view kCompilationModes[] = {"NONE", "STOCK_TORCH_COMPILE",
                                                   "DYNAMO_TRACE_ONCE", "VLLM_COMPILE"};
 constexpr std::string_view kCudagraphModes[] = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY",
                                                 "FULL_AND_PIECEWISE"};
-
-// A field of older releases that the fork at 28be48fa9 no longer has, refused as its parser
-// refuses it ('Unexpected keyword argument'), naming the form its deprecation gave the value
-// given (`form`; empty: none, or the value was the default).
-Status OlderFieldRefusal(std::string_view where, const std::string& key, const std::string& form) {
-  return InvalidArgument(fmt::format(
-      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
-      "'Unexpected keyword argument'); {}",
-      where, key, form.empty() ? std::string("drop it") : fmt::format("give {} instead", form)));
-}
 
 // CompilationConfig's fields of older releases (each stood 30 days or more since 2025-03-31):
 // level is mode (until d6e04f4c4), use_cudagraph false is cudagraph_mode NONE and

@@ -103,6 +103,13 @@ const std::vector<VllmFlag>& Flags() {
                                  .bounds = ReadBounds(k)});
           }
         }
+        if (e.contains("older_keys") && e["older_keys"].is_array()) {
+          for (const nlohmann::json& k : e["older_keys"]) {
+            flag.older_keys.push_back({.name = k.value("name", ""),
+                                       .removed_by = k.value("removed_by", ""),
+                                       .instead = k.value("instead", "")});
+          }
+        }
         r.push_back(std::move(flag));
       }
     }
@@ -332,6 +339,19 @@ Result<nlohmann::json> ConfigObject(const VllmFlag& flag, std::string_view text)
         "{} {}: {} (the engine's parser refuses it); give a JSON object of {}'s fields", flag.name,
         text, j.is_discarded() ? "not JSON" : "not a JSON object", flag.json_class));
   }
+  // A field of older releases, the first the deprecation read: the form it took, with the value
+  // given ("drop it" for null, which the deprecation passed over, or where none took it).
+  for (const VllmFlag::OlderKey& older : flag.older_keys) {
+    const auto given = j.find(older.name);
+    if (given == j.end()) continue;
+    std::string form;
+    if (!given->is_null() && !older.instead.empty()) {
+      const size_t at = older.instead.find("{}");
+      form = older.instead;
+      if (at != std::string::npos) form.replace(at, 2, internal::JsonText(*given));
+    }
+    return OlderFieldRefusal(flag.name, older.name, form);
+  }
   for (const auto& item : j.items()) {
     const std::string& name = item.key();
     const nlohmann::json& value = item.value();
@@ -448,6 +468,13 @@ Status CheckValue(const VllmFlag& flag, const VllmFlagValue& given, bool lora) {
 }
 
 }  // namespace
+
+Status OlderFieldRefusal(std::string_view where, std::string_view key, std::string_view form) {
+  return InvalidArgument(fmt::format(
+      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
+      "'Unexpected keyword argument'); {}",
+      where, key, form.empty() ? std::string("drop it") : fmt::format("give {} instead", form)));
+}
 
 std::string ConfigFieldRefusal(const VllmFlag::Key& key, const nlohmann::json& v) {
   if (v.is_null()) return key.nullable || key.type == "any" ? "" : "Input should not be None";

@@ -424,6 +424,28 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
             "before the weights load; set an integer or unset it\n");
 }
 
+// Config-class fields of older releases: refused as the class refuses them, naming the field
+// that took the value, read in the deprecation's order (PoolerConfig's get_use_activation:
+// normalize, softmax, activation; a null one passed over, so dropped).
+TEST(VllmFlags, ConfigClassFieldsOfOlderReleases) {
+  const auto older = [](std::string_view flag, std::string_view key, std::string_view fix) {
+    return fmt::format(
+        "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses "
+        "it: 'Unexpected keyword argument'); {}",
+        flag, key, fix);
+  };
+  EXPECT_EQ(Refusal({Flag("--structured-outputs-config",
+                          {R"({"backend": "xgrammar", "disable_fallback": true})"})}),
+            older("--structured-outputs-config", "disable_fallback", "drop it"));
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"activation": false, "softmax": true})"})}),
+            older("--pooler-config", "softmax", "give \"use_activation\": true instead"));
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"activation": false})"})}),
+            older("--pooler-config", "activation", "give \"use_activation\": false instead"));
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"normalize": null, "softmax": 1.0})"})}),
+            older("--pooler-config", "normalize", "drop it"));
+  EXPECT_EQ(Refusal({Flag("--pooler-config", {R"({"use_activation": false})"})}), "");
+}
+
 TEST(VllmFlags, ConfigClassFields) {
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config", {R"({"backend": "xgrammar", "x": 1})"})}),
             "--structured-outputs-config: 'x' is not a field of the engine's "
