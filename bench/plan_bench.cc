@@ -20,7 +20,8 @@ void BM_PlanGlm53FlashDflash2(benchmark::State& state) {
   LaunchConfig config;
   config.model = "glm-5.3-flash";
   config.parallel = {.tensor_parallel_size = 4, .decode_context_parallel_size = 4};
-  config.speculative = *ParseSpeculativeConfig(R"({"method":"dflash","num_speculative_tokens":7})");
+  config.speculative = *ParseSpeculativeConfig(
+      R"({"method":"dflash","model":"glm-5.3-flash-dflash2","num_speculative_tokens":7})");
   for (auto _ : state) {
     auto plan = PlanLaunch(config, int64_t{12} << 30);
     benchmark::DoNotOptimize(plan);

@@ -4882,8 +4882,9 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
         }
         draft_ref = it->second;
         // SpeculativeConfig.__post_init__ refuses a method that needs a draft model without
-        // one; the profile's default draft is kvtopo's, for planning.
-        b.Add(Severity::kWarning, "speculative-default-draft",
+        // one: an error. The profile's default draft is kvtopo's, so that the rejected plan
+        // still shows the figures of the launch with that draft.
+        b.Add(Severity::kError, "speculative-default-draft",
               fmt::format("--speculative-config names no 'model', so kvtopo plans {}'s default "
                           "{} draft, profile '{}'; the engine refuses a speculative config "
                           "without one ('num_speculative_tokens was provided but without "

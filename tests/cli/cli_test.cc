@@ -433,30 +433,38 @@ TEST(PlanCli, OptimizationLevelAndCompilationConfigSpellings) {
 }
 
 TEST(PlanCli, VllmServeArgumentsAsTheEnginesParserReadsThem) {
-  auto plan = [](const std::string& args) {
+  // A plan's JSON; exit 1 where it is rejected.
+  auto plan = [](const std::string& args, int exit_code = 0) {
     auto r = RunCli("plan " + args + " --json", true);
-    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
-    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+    EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.out;
+    return r.exit_code == exit_code ? nlohmann::json::parse(r.out) : nlohmann::json::object();
   };
-  auto p =
-      plan("--model kimi-k2.6 -tp 2 -dcp 2 -tp 8 -sc.method eagle3 -sc.num_speculative_tokens=2");
+  auto p = plan(
+      "--model kimi-k2.6 -tp 2 -dcp 2 -tp 8 -sc.method eagle3 -sc.num_speculative_tokens=2 "
+      "-sc.model kimi-k2.6-eagle3-mla");
   EXPECT_EQ(p["model"]["name"], "kimi-k2.6");
   EXPECT_EQ(p["parallel"]["tensor_parallel_size"], 8);
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 2);
-  p = plan("kimi-k2.6 --spec-method eagle3 --spec-tokens 3");
+  p = plan("kimi-k2.6 --spec-method eagle3 --spec-tokens 3 --spec-model kimi-k2.6-eagle3-mla");
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 3);
-  p = plan("kimi-k2.6 -sc '{\"method\": \"eagle3\", \"num_speculative_tokens\": 1}'");
+  p = plan(
+      "kimi-k2.6 -sc '{\"method\": \"eagle3\", \"num_speculative_tokens\": 1, \"model\": "
+      "\"kimi-k2.6-eagle3-mla\"}'");
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 1);
   // Dotted keys replace a JSON --speculative-config: the engine appends them as a value of
   // their own, and the last value wins.
   p = plan(
       "kimi-k2.6 --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": "
-      "1}' --speculative-config.method eagle3 --speculative-config.num_speculative_tokens 4");
+      "1}' --speculative-config.method eagle3 --speculative-config.num_speculative_tokens 4",
+      1);
   EXPECT_EQ(p["model"]["num_speculative_tokens"], 4);
-  // No draft model named: kvtopo plans the profile's default draft and says the engine refuses
-  // that.
+  // No draft model named: the engine refuses that, so the launch is rejected; the plan shows the
+  // figures with the profile's default draft.
+  EXPECT_EQ(p["accepted"], false);
+  EXPECT_EQ(p["model"]["draft"], "kimi-k2.6-eagle3-mla");
   ASSERT_EQ(p["diagnostics"].size(), 2u) << p.dump();
   EXPECT_EQ(p["diagnostics"][0]["code"], "speculative-default-draft");
+  EXPECT_EQ(p["diagnostics"][0]["severity"], "error");
   EXPECT_EQ(p["diagnostics"][0]["message"],
             "--speculative-config names no 'model', so kvtopo plans kimi-k2.6's default eagle3 "
             "draft, profile 'kimi-k2.6-eagle3-mla'; the engine refuses a speculative config "
@@ -640,7 +648,8 @@ TEST(PlanCli, SvgDrawsEveryGroup) {
   const std::string path = ::testing::TempDir() + "/kvtopo_pool.svg";
   auto r = RunCli(
       "plan glm-5.3-flash -tp 4 -dcp 4 --kv-cache-memory 12GiB --speculative-config "
-      "'{\"method\":\"dflash\",\"num_speculative_tokens\":7}' --svg " +
+      "'{\"method\":\"dflash\",\"model\":\"glm-5.3-flash-dflash2\",\"num_speculative_tokens\":7}' "
+      "--svg " +
       path);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::ifstream in(path);

@@ -1648,6 +1648,7 @@ TEST(DenseModels, ProposersThatAddInputSlots) {
   glm.model = "glm-5.3-flash";
   glm.parallel.tensor_parallel_size = 8;
   glm.speculative = ParseSpeculativeConfig(R"({"method":"dflash","num_speculative_tokens":7,)"
+                                           R"("model":"glm-5.3-flash-dflash2",)"
                                            R"("disable_padded_drafter_batch":true})")
                         .value();
   p = PlanLaunch(glm);

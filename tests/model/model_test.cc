@@ -267,7 +267,7 @@ TEST(KimiK3, CachingOffUsesModeNoneOverTheWholeSequence) {
 
 TEST(KimiK26, Eagle3DraftOverridesApplyToTheDraftOnly) {
   auto spec = ParseSpeculativeConfig(
-      R"({"method":"eagle3","num_speculative_tokens":3,"draft_attention_backend":"TRITON_MLA","draft_kv_cache_dtype":"fp8"})");
+      R"({"method":"eagle3","model":"kimi-k2.6-eagle3-mla","num_speculative_tokens":3,"draft_attention_backend":"TRITON_MLA","draft_kv_cache_dtype":"fp8"})");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->method, "eagle3");
   EXPECT_EQ(spec->draft_attention_backend, "TRITON_MLA");
@@ -394,7 +394,8 @@ TEST(Profiles, KimiLinear) {
 
 TEST(Profiles, Glm53FlashWithDflash2UnderDcp4) {
   LaunchConfig c = Plain("glm-5.3-flash", 4, 4);
-  c.speculative = *ParseSpeculativeConfig(R"({"method":"dflash","num_speculative_tokens":15})");
+  c.speculative = *ParseSpeculativeConfig(
+      R"({"method":"dflash","model":"glm-5.3-flash-dflash2","num_speculative_tokens":15})");
   auto specs = BuildModelCacheSpecs(c);
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   EXPECT_EQ(CountErrors(*specs), 0) << Codes(*specs);

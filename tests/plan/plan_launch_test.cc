@@ -265,8 +265,8 @@ namespace {
 TEST(PlanLaunch, Eagle3DraftWithItsOwnDtypeJoinsAUniformTypeGroup) {
   LaunchConfig c = Launch("kimi-k2.6", 8, 4);
   c.speculative = *ParseSpeculativeConfig(
-      R"({"method":"eagle3","num_speculative_tokens":3,"draft_attention_backend":"TRITON_MLA",)"
-      R"("draft_kv_cache_dtype":"fp8"})");
+      R"({"method":"eagle3","model":"kimi-k2.6-eagle3-mla","num_speculative_tokens":3,)"
+      R"("draft_attention_backend":"TRITON_MLA","draft_kv_cache_dtype":"fp8"})");
   auto plan = PlanLaunch(c, 0);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_TRUE(plan->accepted());
