@@ -3673,16 +3673,16 @@ Status RefuseRemovedFlags(const LaunchOptions& o) {
   // Several: the flags to drop together, then each form with the flags it stands for.
   std::vector<std::string> all, dropped, steps;
   std::vector<std::pair<std::string, std::vector<std::string>>> forms;
-  for (const auto& [flag, form] : given) {
-    all.push_back(flag);
-    if (form.empty()) {
-      dropped.push_back(flag);
+  for (const std::pair<std::string, std::string>& g : given) {
+    all.push_back(g.first);
+    if (g.second.empty()) {
+      dropped.push_back(g.first);
       continue;
     }
-    auto it =
-        std::find_if(forms.begin(), forms.end(), [&](const auto& f) { return f.first == form; });
-    if (it == forms.end()) it = forms.insert(forms.end(), {form, {}});
-    it->second.push_back(flag);
+    auto it = std::find_if(forms.begin(), forms.end(),
+                           [&](const auto& f) { return f.first == g.second; });
+    if (it == forms.end()) it = forms.insert(forms.end(), {g.second, {}});
+    it->second.push_back(g.first);
   }
   if (!dropped.empty()) steps.push_back("drop " + names(dropped));
   for (const auto& [form, flags] : forms) {
