@@ -109,13 +109,30 @@ Launch ToLaunch(py::handle model, const py::kwargs& kwargs) {
         removed.not_planned = {flag->name};
         VllmFlagValue& v =
             removed.not_planned_values.emplace_back(VllmFlagValue{.flag = flag->name});
+        // The value as the form shows it: text (undecodable characters kept as bytes) and
+        // numbers as given, a list's items so; anything else is shown as VALUE.
+        const auto text = [](py::handle h) -> std::optional<std::string> {
+          if (PyUnicode_Check(h.ptr())) {
+            return h.attr("encode")("utf-8", "surrogateescape").cast<std::string>();
+          }
+          if ((PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) || PyFloat_Check(h.ptr())) {
+            return py::str(h).cast<std::string>();
+          }
+          return std::nullopt;
+        };
         if (PyBool_Check(value.ptr())) {
           v.on = value.ptr() == Py_True;
-        } else if (PyUnicode_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
-                   PyFloat_Check(value.ptr())) {
-          v.values = {py::str(value)};
+        } else if (const std::optional<std::string> one = text(value)) {
+          v.values = {*one};
         } else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
-          for (py::handle item : value) v.values.push_back(py::str(item));
+          for (py::handle item : value) {
+            const std::optional<std::string> shown = text(item);
+            if (!shown) {
+              v.values.clear();
+              break;
+            }
+            v.values.push_back(*shown);
+          }
         }
         RaisePython(PyExc_TypeError, "unknown option '" + name + "': " +
                                          std::string(RefuseRemovedFlags(removed).message()));

@@ -959,6 +959,14 @@ class PlanTest(unittest.TestCase):
                  "unknown option 'cuda_graph_sizes': --cuda-graph-sizes is a flag of older "
                  "releases the engine no longer has: its parser refuses it as an unrecognized "
                  "argument; give --cudagraph-capture-sizes 1 2 4 instead"),
+                ({"cuda_graph_sizes": (4, "\udcff")},
+                 "unknown option 'cuda_graph_sizes': --cuda-graph-sizes is a flag of older "
+                 "releases the engine no longer has: its parser refuses it as an unrecognized "
+                 "argument; give --cudagraph-capture-sizes 4 '\\xff' instead"),
+                ({"speculative_model": object()},
+                 "unknown option 'speculative_model': --speculative-model is a flag of older "
+                 "releases the engine no longer has: its parser refuses it as an unrecognized "
+                 "argument; give --speculative-config.model VALUE instead"),
                 ({"enable_reasoning": False},
                  "unknown option 'enable_reasoning': --enable-reasoning is a flag of older "
                  "releases the engine no longer has: its parser refuses it as an unrecognized "

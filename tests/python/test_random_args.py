@@ -19,7 +19,8 @@ KEYWORDS = ["num_lookahead_tokens", "num_new_computed_tokens", "new_computed_blo
             "rank", "positions", "num_slots", "compress_ratio", "block_size",
             "tensor_parallel_size", "decode_context_parallel_size", "max_model_len",
             "kv_cache_memory", "model", "dtype", "num_blocks", "enable_prefix_caching",
-            "lora_name", "mm_features", "cache_salt", "no_such_keyword"]
+            "lora_name", "mm_features", "cache_salt", "swap_space", "cuda_graph_sizes",
+            "speculative_model", "no_such_keyword"]
 
 
 def values(manager, handles, rng):
