@@ -203,10 +203,9 @@ Result<GroupGeometry> FlagGeometry(const SlotsArgs& args) {
                        .block_size = options.block_size.value_or(16),
                        .head_size = 1,
                        .head_size_v = 1};
-  const ParallelConfig parallel{
-      .tensor_parallel_size = dcp,
-      .decode_context_parallel_size = dcp,
-      .dcp_kv_cache_interleave_size = options.dcp_kv_cache_interleave_size.value_or(1)};
+  const ParallelConfig parallel{.tensor_parallel_size = dcp,
+                                .decode_context_parallel_size = dcp,
+                                .dcp_kv_cache_interleave_size = EngineInterleave(options, dcp)};
   return ComputeGroupGeometry(spec, parallel,
                               {.max_model_len = std::max<int64_t>(args.seq_len, 1)});
 }

@@ -82,7 +82,10 @@ struct BackendCaps {
   bool dspark_draft_under_dcp = false;      // serves an external DSpark draft when DCP > 1
   bool indexes_kv_by_block_stride = false;  // pages may be padded (page_size_padded)
   bool spec_decode_with_interleave = false;  // speculative decoding with interleave > 1
-  bool supports_pcp = false;                 // prefill context parallelism
+  // Under DCP its metadata builder computes each rank's local lengths with the engine's
+  // dcp_kv_cache_interleave_size as given, not the interleave the slot mapping stores with.
+  bool dcp_lengths_from_dcp_flag = false;
+  bool supports_pcp = false;  // prefill context parallelism
   bool supports_sliding_window = false;
   // Runs attention with learned sinks (the engine's supports_sink); nullopt where it depends on
   // the GPU (FlashAttention 3 and 4, FlashInfer's TRT-LLM kernels: gpu_dependence).

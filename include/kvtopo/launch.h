@@ -203,7 +203,11 @@ struct LaunchConfig {
   // --hf-overrides: a JSON object of config values the engine sets on the target model's config
   // after loading it (docs/profiles.md, "--hf-overrides"); empty: none.
   std::string hf_overrides;
-  ParallelConfig parallel;
+  ParallelConfig parallel;  // its interleave: the one the engine stores with (EngineInterleave)
+  // --dcp-kv-cache-interleave-size as given (1 where not; 0: parallel's interleave, for a launch
+  // built without the flags): FlashInfer's metadata builder reads it, not the interleave the slot
+  // mapping stores with, for each DCP rank's local lengths.
+  int64_t dcp_interleave_as_given = 0;
   int64_t pipeline_parallel_size = 1;  // --pipeline-parallel-size; kvtopo plans one stage
   // --dtype: the model's compute dtype, which an auto KV-cache dtype stores. Unset: auto, the
   // engine's rule (the config's torch_dtype; a float32 config runs as bfloat16).

@@ -33,11 +33,15 @@ struct LaunchOptions {
   std::optional<int64_t> pipeline_parallel_size;         // -pp; default 1 (only 1 is planned)
   std::optional<int64_t> decode_context_parallel_size;   // -dcp N; default 1
   std::optional<int64_t> prefill_context_parallel_size;  // -pcp; default 1
-  std::optional<int64_t> dcp_kv_cache_interleave_size;   // I; default 1
-  std::optional<int64_t> block_size;              // default: the target backend's cache block
-  std::optional<int64_t> max_model_len;           // default: the model's maximum length
-  std::optional<int64_t> max_num_seqs;            // block-table rows; default 256
-  std::optional<int64_t> max_num_batched_tokens;  // default 8192
+  // --dcp-kv-cache-interleave-size and --cp-kv-cache-interleave-size, two flags of the engine's:
+  // the interleave it stores with is the second, which a first above 1 replaces under DCP
+  // (EngineInterleave); FlashInfer reads the first as given.
+  std::optional<int64_t> dcp_kv_cache_interleave_size;  // default 1
+  std::optional<int64_t> cp_kv_cache_interleave_size;   // default 1
+  std::optional<int64_t> block_size;                    // default: the target backend's cache block
+  std::optional<int64_t> max_model_len;                 // default: the model's maximum length
+  std::optional<int64_t> max_num_seqs;                  // block-table rows; default 256
+  std::optional<int64_t> max_num_batched_tokens;        // default 8192
   std::optional<bool> async_scheduling;      // default: on unless the speculative method forbids it
   std::optional<int64_t> mamba_block_size;   // default: the attention block (align mode)
   std::optional<int64_t> prefix_match_unit;  // default: GCD of the group blocks
@@ -464,6 +468,10 @@ std::string LaunchOptionsMarkdown();
 // Errors name the option: a non-positive size, an unknown dtype or mode, a malformed speculative
 // config, a flag of older releases (RefuseRemovedFlags).
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& options);
+// The interleave I the engine stores tokens with (its cp_kv_cache_interleave_size, which
+// VllmConfig.__post_init__ replaces with dcp_kv_cache_interleave_size when that is above 1 and
+// differs, under DCP only), from the two flags as given (1 where not) and the DCP size.
+int64_t EngineInterleave(const LaunchOptions& options, int64_t dcp_size);
 // Flags of older releases given (VllmFlag::removed among `not_planned`, --rope-scaling,
 // --rope-theta): the engine's parser refuses them before anything else, and so does this, with
 // one message naming the fork's form of each as given ("drop" where it has none); OK for none.

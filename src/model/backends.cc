@@ -141,6 +141,8 @@ Result<BackendCaps> ParseBackend(const ConfigReader& r) {
                           r.BoolOr("indexes_kv_by_block_stride", false));
   KVTOPO_ASSIGN_OR_RETURN(b.spec_decode_with_interleave,
                           r.BoolOr("spec_decode_with_interleave", false));
+  KVTOPO_ASSIGN_OR_RETURN(b.dcp_lengths_from_dcp_flag,
+                          r.BoolOr("dcp_lengths_from_dcp_flag", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_pcp, r.BoolOr("supports_pcp", false));
   KVTOPO_ASSIGN_OR_RETURN(b.supports_sliding_window, r.BoolOr("supports_sliding_window", false));
   KVTOPO_RETURN_IF_ERROR(ReadOptionalBool(r, "supports_sinks", b.supports_sinks));

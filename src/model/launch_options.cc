@@ -140,12 +140,24 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        1,
        kMaxParallelSize},
       {"dcp_kv_cache_interleave_size",
-       {"cp_kv_cache_interleave_size"},
+       {},
        "",
        V::kInt,
        "",
-       "DCP interleave I: consecutive tokens a rank holds before the next; default 1",
+       "the engine's DCP interleave flag: above 1 under DCP it replaces "
+       "--cp-kv-cache-interleave-size (the engine warns that it will be deprecated); FlashInfer "
+       "reads it as given for each rank's local lengths; default 1",
        &LO::dcp_kv_cache_interleave_size,
+       1,
+       kMaxBlockSize},
+      {"cp_kv_cache_interleave_size",
+       {},
+       "",
+       V::kInt,
+       "",
+       "interleave I under DCP or PCP: consecutive tokens a rank holds before the next (a "
+       "--dcp-kv-cache-interleave-size above 1 takes its place under DCP); default 1",
+       &LO::cp_kv_cache_interleave_size,
        1,
        kMaxBlockSize},
       {"block_size",
@@ -3639,6 +3651,12 @@ std::string RemovedFlagReplacement(const VllmFlag& flag, const VllmFlagValue* gi
 
 }  // namespace
 
+int64_t EngineInterleave(const LaunchOptions& o, int64_t dcp_size) {
+  const int64_t dcp = o.dcp_kv_cache_interleave_size.value_or(1);
+  const int64_t cp = o.cp_kv_cache_interleave_size.value_or(1);
+  return dcp_size > 1 && dcp > 1 && cp != dcp ? dcp : cp;
+}
+
 Status RefuseRemovedFlags(const LaunchOptions& o) {
   // Each flag given once, in the order given, with its form ("" for none: drop it).
   std::vector<std::pair<std::string, std::string>> given;
@@ -3726,7 +3744,11 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   set(o.pipeline_parallel_size, c.pipeline_parallel_size);
   set(o.decode_context_parallel_size, c.parallel.decode_context_parallel_size);
   set(o.prefill_context_parallel_size, c.parallel.prefill_context_parallel_size);
-  set(o.dcp_kv_cache_interleave_size, c.parallel.dcp_kv_cache_interleave_size);
+  if (o.dcp_kv_cache_interleave_size || o.cp_kv_cache_interleave_size) {
+    c.parallel.dcp_kv_cache_interleave_size =
+        EngineInterleave(o, c.parallel.decode_context_parallel_size);
+    c.dcp_interleave_as_given = o.dcp_kv_cache_interleave_size.value_or(1);
+  }
   set(o.block_size, c.cache.block_size);
   set(o.max_model_len, c.cache.max_model_len);
   set(o.max_num_seqs, c.cache.max_num_seqs);
@@ -3800,6 +3822,18 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         *o.performance_mode));
   }
   std::vector<Diagnostic> diagnostics = o.diagnostics;
+  // A --cp-kv-cache-interleave-size given and replaced (VllmConfig.__post_init__ warns too).
+  if (o.cp_kv_cache_interleave_size &&
+      c.parallel.dcp_kv_cache_interleave_size != *o.cp_kv_cache_interleave_size) {
+    diagnostics.push_back(
+        {Severity::kWarning, "cp-interleave-replaced",
+         fmt::format("--cp-kv-cache-interleave-size {} is replaced by "
+                     "--dcp-kv-cache-interleave-size {} under --decode-context-parallel-size {}: "
+                     "the engine stores with the latter and warns ('cp_kv_cache_interleave_size is "
+                     "overridden by dcp_kv_cache_interleave_size'); give one interleave",
+                     *o.cp_kv_cache_interleave_size, c.parallel.dcp_kv_cache_interleave_size,
+                     c.parallel.decode_context_parallel_size)});
+  }
   KVTOPO_ASSIGN_OR_RETURN(const std::string all2all_backend, ResolveAll2AllBackend(o, diagnostics));
   c.all2all_backend = all2all_backend;
   KVTOPO_RETURN_IF_ERROR(ApplyStepDefaults(o, all2all_backend, c, diagnostics));

@@ -24,6 +24,7 @@ struct Layer {
   const BackendCaps& backend;
   const ParallelConfig& parallel;
   int64_t num_speculative_tokens = 0;
+  int64_t dcp_interleave_as_given = 0;  // LaunchConfig's; 0: the geometry's interleave
 };
 
 class Findings {
@@ -94,6 +95,21 @@ void CheckSharded(const Layer& l, Findings& f) {
                         "LSE needed to combine shards; choose another backend with {} or set "
                         "--decode-context-parallel-size 1",
                         role, s.name, be.name, RoleKnob(s)));
+  }
+  // FlashInfer's local lengths (get_dcp_local_seq_lens with the engine's
+  // dcp_kv_cache_interleave_size) against the interleave the slot mapping stores with (its
+  // cp_kv_cache_interleave_size, the launch's): apart only when --cp-kv-cache-interleave-size
+  // alone sets it; each rank then attends over lengths that are not the tokens it holds.
+  const int64_t stored = l.parallel.dcp_kv_cache_interleave_size;
+  if (be.dcp_lengths_from_dcp_flag && l.dcp_interleave_as_given > 0 &&
+      l.dcp_interleave_as_given != stored) {
+    f.Error("dcp-interleave-lengths",
+            fmt::format("{} layer '{}' runs on backend {}, which computes each DCP rank's local "
+                        "lengths with --dcp-kv-cache-interleave-size {} while the slot mapping "
+                        "stores with --cp-kv-cache-interleave-size {}: the engine starts, and "
+                        "each rank attends over lengths that are not the tokens it holds; give "
+                        "--dcp-kv-cache-interleave-size {} as well",
+                        role, s.name, be.name, l.dcp_interleave_as_given, stored, stored));
   }
   if (l.num_speculative_tokens > 0 && l.geometry.interleave() > 1 &&
       !be.spec_decode_with_interleave) {
@@ -238,7 +254,8 @@ Status CheckLaunchRules(const LaunchConfig& launch, Plan& plan) {
                         .geometry = g.geometry,
                         .backend = backend,
                         .parallel = p,
-                        .num_speculative_tokens = plan.model.num_speculative_tokens};
+                        .num_speculative_tokens = plan.model.num_speculative_tokens,
+                        .dcp_interleave_as_given = launch.dcp_interleave_as_given};
       CheckKernelBlock(layer, findings);
       CheckDraftWindow(layer, launch.dspark_draft_kv_window, findings);
       CheckMlaWorkspace(layer, findings);

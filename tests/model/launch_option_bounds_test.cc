@@ -10,7 +10,7 @@ namespace {
 
 // The option table's integer and byte-size options (docs/launch-options.md): 31 integers,
 // --kv-cache-memory and --device-memory.
-constexpr int kNumIntegerOptions = 33;
+constexpr int kNumIntegerOptions = 34;
 
 TEST(LaunchOptionBounds, EveryIntegerOptionIsBounded) {
   int checked = 0;

@@ -31,8 +31,11 @@ Status Set(LaunchOptions& o, std::string_view name, LaunchValue value) {
 
 TEST(LaunchOptions, NamesAliasesAndShortFlagsFindOneOption) {
   EXPECT_EQ(FindLaunchOption("--max-model-len"), FindLaunchOption("max_model_len"));
-  EXPECT_EQ(FindLaunchOption("--cp-kv-cache-interleave-size"),
+  // The engine's two interleave flags are two options (EngineInterleave resolves them).
+  EXPECT_NE(FindLaunchOption("--cp-kv-cache-interleave-size"),
             FindLaunchOption("dcp_kv_cache_interleave_size"));
+  EXPECT_EQ(FindLaunchOption("--cp-kv-cache-interleave-size"),
+            FindLaunchOption("cp_kv_cache_interleave_size"));
   EXPECT_EQ(FindLaunchOption("--kv-cache-memory-bytes"), FindLaunchOption("kv_cache_memory"));
   EXPECT_EQ(FindLaunchOption("-dcp"), FindLaunchOption("decode_context_parallel_size"));
   EXPECT_EQ(FindLaunchOption("--no-such-flag"), nullptr);

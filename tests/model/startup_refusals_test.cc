@@ -4058,6 +4058,63 @@ TEST(StartupRefusals, AttentionSinksNeedTheBackend) {
             "(turboquant_4bit_nc) run only on it, so choose another cache dtype");
 }
 
+// --dcp-kv-cache-interleave-size and --cp-kv-cache-interleave-size are two flags of the engine's:
+// it stores with the second, which the first replaces when above 1 and different, under DCP only
+// (VllmConfig.__post_init__); FlashInfer computes each rank's local lengths with the first as
+// given, so the second alone under DCP leaves its lengths apart from the tokens a rank holds.
+TEST(StartupRefusals, InterleaveFlagsAsTheEngineResolvesThem) {
+  const auto interleave = [](std::optional<int64_t> dcp, std::optional<int64_t> cp, int64_t n) {
+    LaunchOptions o;
+    o.dcp_kv_cache_interleave_size = dcp;
+    o.cp_kv_cache_interleave_size = cp;
+    return EngineInterleave(o, n);
+  };
+  EXPECT_EQ(interleave(std::nullopt, 4, 2), 4);
+  EXPECT_EQ(interleave(4, std::nullopt, 2), 4);
+  EXPECT_EQ(interleave(4, 2, 2), 4);
+  EXPECT_EQ(interleave(1, 4, 2), 4);  // the first at 1 replaces nothing
+  EXPECT_EQ(interleave(2, 4, 2), 2);
+  EXPECT_EQ(interleave(4, std::nullopt, 1), 1);  // without DCP the first is not read
+  EXPECT_EQ(interleave(4, 2, 1), 2);
+
+  LaunchOptions o =
+      Model(std::string(KVTOPO_SOURCE_DIR) + "/fuzz/corpus/config_plan/granite-3.3-8b.json");
+  o.tensor_parallel_size = 16;
+  o.decode_context_parallel_size = 2;
+  o.attention_backend = "FLASHINFER";
+  o.max_model_len = 32768;
+  o.cp_kv_cache_interleave_size = 4;
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->parallel.dcp_kv_cache_interleave_size, 4);
+  EXPECT_EQ(c->dcp_interleave_as_given, 1);
+  EXPECT_EQ(Errors(o),
+            "\n  error [dcp-interleave-lengths] target layer 'model.layers.0.self_attn' (and 39 "
+            "other layers) runs on backend FLASHINFER, which computes each DCP rank's local "
+            "lengths with --dcp-kv-cache-interleave-size 1 while the slot mapping stores with "
+            "--cp-kv-cache-interleave-size 4: the engine starts, and each rank attends over "
+            "lengths that are not the tokens it holds; give --dcp-kv-cache-interleave-size 4 as "
+            "well");
+  o.attention_backend = "FLASH_ATTN";  // reads the interleave it stores with
+  EXPECT_EQ(Errors(o), "");
+  o.attention_backend = "FLASHINFER";
+  o.dcp_kv_cache_interleave_size = 4;
+  EXPECT_EQ(Errors(o), "");
+  // Both given and apart: the first wins, and a warning says the second is dropped.
+  o.cp_kv_cache_interleave_size = 2;
+  Result<Plan> plan = PlanOptions(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->accepted()) << plan->ErrorLines();
+  EXPECT_EQ(plan->parallel.dcp_kv_cache_interleave_size, 4);
+  ASSERT_FALSE(plan->diagnostics.empty());
+  EXPECT_EQ(plan->diagnostics[0].code, "cp-interleave-replaced");
+  EXPECT_EQ(plan->diagnostics[0].message,
+            "--cp-kv-cache-interleave-size 2 is replaced by --dcp-kv-cache-interleave-size 4 "
+            "under --decode-context-parallel-size 2: the engine stores with the latter and warns "
+            "('cp_kv_cache_interleave_size is overridden by dcp_kv_cache_interleave_size'); give "
+            "one interleave");
+}
+
 // --speculative-config keys of older releases, which the fork's SpeculativeConfig refuses: refused
 // as it refuses them, naming the key; the launch without them plans.
 TEST(StartupRefusals, SpeculativeConfigKeysOfOlderReleases) {

@@ -1068,8 +1068,11 @@ class ErrorTest(unittest.TestCase):
             kvtopo.plan(dtype="bf16")
         self.assertEqual(kvtopo.plan(dtype="half").capacity.max_tokens,
                          kvtopo.plan(dtype="float16").capacity.max_tokens)
-        with self.assertRaises(ValueError):
-            kvtopo.plan(dcp_kv_cache_interleave_size=2, cp_kv_cache_interleave_size=4)
+        # The engine's two interleave flags: under DCP the first, above 1, replaces the second.
+        plan = kvtopo.plan(dcp_kv_cache_interleave_size=2, cp_kv_cache_interleave_size=4)
+        self.assertEqual(plan.parallel["dcp_kv_cache_interleave_size"], 2)
+        self.assertEqual([d.code for d in plan.diagnostics if d.severity == "warning"],
+                         ["cp-interleave-replaced"])
 
     def test_malformed_speculative_config(self):
         with self.assertRaisesRegex(ValueError, "--speculative-config is not valid JSON"):
