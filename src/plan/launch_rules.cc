@@ -24,7 +24,7 @@ struct Layer {
   const BackendCaps& backend;
   const ParallelConfig& parallel;
   int64_t num_speculative_tokens = 0;
-  int64_t dcp_interleave_as_given = 0;  // LaunchConfig's; 0: the geometry's interleave
+  int64_t dcp_interleave_as_given = 0;  // LaunchConfig's; 0: not given apart from the launch's
 };
 
 class Findings {
