@@ -1573,8 +1573,9 @@ std::string LaunchOptionsMarkdown() {
         std::vector<std::string> older;
         for (const VllmFlag::OlderKey& k : f.older_keys) {
           older.push_back(k.instead.empty()
-                              ? fmt::format("`{}`", k.name)
-                              : fmt::format("`{}` (`{}`)", k.name, FormInstead(k.instead, {})));
+                              ? fmt::format("`{}` (dropped by {})", k.name, k.removed_by)
+                              : fmt::format("`{}` (dropped by {}; `{}`)", k.name, k.removed_by,
+                                            FormInstead(k.instead, {})));
         }
         checks.push_back(
             older.empty()

@@ -1288,7 +1288,7 @@ std::string MultimodalFlagRefusal(const std::vector<VllmFlagValue>& given, std::
 Status CheckVllmFlagValues(const LaunchOptions& o) {
   for (const VllmFlagValue& given : o.not_planned_values) {
     const VllmFlag* flag = FindVllmFlagNotPlanned(given.flag);
-    if (flag == nullptr || flag->removed) continue;  // a removed flag warns instead
+    if (flag == nullptr || flag->removed) continue;  // refused before (RefuseRemovedFlags)
     KVTOPO_RETURN_IF_ERROR(CheckValue(*flag, given, o.enable_lora.value_or(false)));
   }
   return CheckFlagRules(o);

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,15 @@
 
 namespace kvtopo {
 namespace {
+
+// The refusal of a config field of older releases (OlderFieldRefusal's words): `fix` is "drop it"
+// or "give ... instead".
+std::string Older(std::string_view where, std::string_view key, std::string_view fix) {
+  return fmt::format(
+      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
+      "'Unexpected keyword argument'); {}",
+      where, key, fix);
+}
 
 Status Set(LaunchOptions& o, std::string_view name, LaunchValue value) {
   const LaunchOption* option = FindLaunchOption(name);
@@ -1091,22 +1101,17 @@ TEST(LaunchOptions, AttentionConfig) {
             "flex_attn_kv_block_size");
   // The MLA prefill fields of older releases: the mla_prefill_backend their migration set.
   EXPECT_EQ(error(R"({"use_trtllm_ragged_deepseek_prefill": true})"),
-            "--attention-config: 'use_trtllm_ragged_deepseek_prefill' is a field of older releases "
-            "the engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); "
-            "give \"mla_prefill_backend\": \"TRTLLM_RAGGED\" instead");
+            Older("--attention-config", "use_trtllm_ragged_deepseek_prefill",
+                  "give \"mla_prefill_backend\": \"TRTLLM_RAGGED\" instead"));
   EXPECT_EQ(error(R"({"disable_flashinfer_prefill": "yes"})"),
-            "--attention-config: 'disable_flashinfer_prefill' is a field of older releases the "
-            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"mla_prefill_backend\": \"FLASH_ATTN\" instead");
+            Older("--attention-config", "disable_flashinfer_prefill",
+                  "give \"mla_prefill_backend\": \"FLASH_ATTN\" instead"));
   EXPECT_EQ(error(R"({"disable_flashinfer_prefill": false})"),
-            "--attention-config: 'disable_flashinfer_prefill' is a field of older releases the "
-            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); drop "
-            "it");
+            Older("--attention-config", "disable_flashinfer_prefill", "drop it"));
   EXPECT_EQ(error(R"({"use_cudnn_prefill": 1})"),
-            "--attention-config: 'use_cudnn_prefill' is a field of older releases the engine no "
-            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"mla_prefill_backend\": \"FLASH_ATTN\", \"FLASHINFER\" or \"TRTLLM_RAGGED\" "
-            "(the cuDNN prefill backend is gone) instead");
+            Older("--attention-config", "use_cudnn_prefill",
+                  "give \"mla_prefill_backend\": \"FLASH_ATTN\", \"FLASHINFER\" or "
+                  "\"TRTLLM_RAGGED\" (the cuDNN prefill backend is gone) instead"));
   LaunchOptions both;
   both.attention_backend = "FLASHMLA";
   both.attention_config = R"({"backend": "TRITON_MLA"})";

@@ -25,6 +25,15 @@ namespace {
 using testing_configs::CorpusConfig;
 using testing_configs::DiagnosticMessage;
 
+// The refusal of a config field of older releases (OlderFieldRefusal's words): `fix` is "drop it"
+// or "give ... instead".
+std::string Older(std::string_view where, std::string_view key, std::string_view fix) {
+  return fmt::format(
+      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
+      "'Unexpected keyword argument'); {}",
+      where, key, fix);
+}
+
 Result<Plan> PlanOptions(const LaunchOptions& o) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));
   return PlanLaunch(c);
@@ -4160,44 +4169,31 @@ TEST(StartupRefusals, CompilationConfigChecked) {
             "dynamic_shapes_config, fast_moe_cold_start");
   // Fields of older releases: the form their deprecation named, for the value given.
   EXPECT_EQ(message(R"({"level": 3})"),
-            "--compilation-config: 'level' is a field of older releases the engine no longer "
-            "takes (its parser refuses it: 'Unexpected keyword argument'); give \"mode\": 3 "
-            "instead");
-  EXPECT_EQ(message(R"({"use_cudagraph": false})"),
-            "--compilation-config: 'use_cudagraph' is a field of older releases the engine no "
-            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"cudagraph_mode\": \"NONE\" instead");
+            Older("--compilation-config", "level", "give \"mode\": 3 instead"));
+  EXPECT_EQ(
+      message(R"({"use_cudagraph": false})"),
+      Older("--compilation-config", "use_cudagraph", "give \"cudagraph_mode\": \"NONE\" instead"));
   EXPECT_EQ(message(R"({"use_cudagraph": true})"),
-            "--compilation-config: 'use_cudagraph' is a field of older releases the engine no "
-            "longer takes (its parser refuses it: 'Unexpected keyword argument'); drop it");
+            Older("--compilation-config", "use_cudagraph", "drop it"));
   EXPECT_EQ(message(R"({"full_cuda_graph": 1})"),
-            "--compilation-config: 'full_cuda_graph' is a field of older releases the engine no "
-            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"cudagraph_mode\": \"FULL\" instead");
+            Older("--compilation-config", "full_cuda_graph",
+                  "give \"cudagraph_mode\": \"FULL\" instead"));
   EXPECT_EQ(message(R"({"use_inductor": "false"})"),
-            "--compilation-config: 'use_inductor' is a field of older releases the engine no "
-            "longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"backend\": \"eager\" instead");
+            Older("--compilation-config", "use_inductor", "give \"backend\": \"eager\" instead"));
   EXPECT_EQ(message(R"({"compile_ranges_split_points": [8, 64]})"),
-            "--compilation-config: 'compile_ranges_split_points' is a field of older releases the "
-            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"compile_ranges_endpoints\": [8,64] instead");
+            Older("--compilation-config", "compile_ranges_split_points",
+                  "give \"compile_ranges_endpoints\": [8,64] instead"));
   EXPECT_EQ(message(R"({"pass_config": {"enable_fusion": true}})"),
-            "--compilation-config's pass_config: 'enable_fusion' is a field of older releases the "
-            "engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); give "
-            "\"fuse_norm_quant\": true, \"fuse_act_quant\": true instead");
+            Older("--compilation-config's pass_config", "enable_fusion",
+                  "give \"fuse_norm_quant\": true, \"fuse_act_quant\": true instead"));
   EXPECT_EQ(message(R"({"pass_config": {"enable_sequence_parallelism": false}})"),
-            "--compilation-config's pass_config: 'enable_sequence_parallelism' is a field of older "
-            "releases the engine no longer takes (its parser refuses it: 'Unexpected keyword "
-            "argument'); give \"enable_sp\": false instead");
+            Older("--compilation-config's pass_config", "enable_sequence_parallelism",
+                  "give \"enable_sp\": false instead"));
   EXPECT_EQ(message(R"({"pass_config": {"enable_async_tp": null}})"),
-            "--compilation-config's pass_config: 'enable_async_tp' is a field of older releases "
-            "the engine no longer takes (its parser refuses it: 'Unexpected keyword argument'); "
-            "drop it");
-  EXPECT_EQ(message(R"({"pass_config": {"fi_allreduce_fusion_max_token_num": 4096}})"),
-            "--compilation-config's pass_config: 'fi_allreduce_fusion_max_token_num' is a field "
-            "of older releases the engine no longer takes (its parser refuses it: 'Unexpected "
-            "keyword argument'); drop it");
+            Older("--compilation-config's pass_config", "enable_async_tp", "drop it"));
+  EXPECT_EQ(
+      message(R"({"pass_config": {"fi_allreduce_fusion_max_token_num": 4096}})"),
+      Older("--compilation-config's pass_config", "fi_allreduce_fusion_max_token_num", "drop it"));
   EXPECT_EQ(message(R"({"pass_config": {"fuse_norm": true}})"),
             "--compilation-config's pass_config: 'fuse_norm' is not a field the engine takes "
             "(its parser refuses it: 'Unexpected keyword argument'); fields: fuse_norm_quant, "
