@@ -24,14 +24,7 @@
 namespace kvtopo {
 namespace {
 
-// The refusal of a config field of older releases (OlderFieldRefusal's words): `fix` is "drop it"
-// or "give ... instead".
-std::string Older(std::string_view where, std::string_view key, std::string_view fix) {
-  return fmt::format(
-      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
-      "'Unexpected keyword argument'); {}",
-      where, key, fix);
-}
+using testing_configs::Older;
 
 Status Set(LaunchOptions& o, std::string_view name, LaunchValue value) {
   const LaunchOption* option = FindLaunchOption(name);

@@ -24,15 +24,7 @@ namespace {
 
 using testing_configs::CorpusConfig;
 using testing_configs::DiagnosticMessage;
-
-// The refusal of a config field of older releases (OlderFieldRefusal's words): `fix` is "drop it"
-// or "give ... instead".
-std::string Older(std::string_view where, std::string_view key, std::string_view fix) {
-  return fmt::format(
-      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
-      "'Unexpected keyword argument'); {}",
-      where, key, fix);
-}
+using testing_configs::Older;
 
 Result<Plan> PlanOptions(const LaunchOptions& o) {
   KVTOPO_ASSIGN_OR_RETURN(LaunchConfig c, ToLaunchConfig(o));

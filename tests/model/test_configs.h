@@ -1,6 +1,8 @@
 // Configs and a plan helper the model tests share.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +13,15 @@
 #include "kvtopo/plan.h"
 
 namespace kvtopo::testing_configs {
+
+// The engine's refusal of a config field of older releases (OlderFieldRefusal's words): `fix` is
+// "drop it" or "give ... instead".
+inline std::string Older(std::string_view where, std::string_view key, std::string_view fix) {
+  return fmt::format(
+      "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses it: "
+      "'Unexpected keyword argument'); {}",
+      where, key, fix);
+}
 
 // Llama-3.1-8B's config.json (the fields the cache depends on).
 inline nlohmann::json Llama31_8B() {

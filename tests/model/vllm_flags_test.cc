@@ -13,6 +13,7 @@
 #include "kvtopo/launch.h"
 #include "kvtopo/launch_options.h"
 #include "kvtopo/plan.h"
+#include "model/test_configs.h"
 
 namespace kvtopo {
 namespace {
@@ -428,12 +429,7 @@ TEST(VllmFlags, VariablesModulesReadAsTheyAreImported) {
 // that took the value, read in the deprecation's order (PoolerConfig's get_use_activation:
 // normalize, softmax, activation; a null one passed over, so dropped).
 TEST(VllmFlags, ConfigClassFieldsOfOlderReleases) {
-  const auto older = [](std::string_view flag, std::string_view key, std::string_view fix) {
-    return fmt::format(
-        "{}: '{}' is a field of older releases the engine no longer takes (its parser refuses "
-        "it: 'Unexpected keyword argument'); {}",
-        flag, key, fix);
-  };
+  const auto older = testing_configs::Older;
   EXPECT_EQ(Refusal({Flag("--structured-outputs-config",
                           {R"({"backend": "xgrammar", "disable_fallback": true})"})}),
             older("--structured-outputs-config", "disable_fallback", "drop it"));
