@@ -4115,6 +4115,19 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
                      "--api-key to use VLLM_API_KEY",
                      fmt::join(shown, " "))});
   }
+  // --calculate-kv-scales: deprecated in the fork (CacheConfig's validator of the field warns
+  // when it is on); the scales it computes at the first forward pass leave the cache's pages as
+  // they are.
+  if (const VllmFlagValue* scales =
+          FindVllmFlagValue(o.not_planned_values, "--calculate-kv-scales");
+      scales != nullptr && scales->on.value_or(false)) {
+    diagnostics.push_back(
+        {Severity::kWarning, "calculate-kv-scales-deprecated",
+         "--calculate-kv-scales is deprecated: the engine warns as it builds its cache config "
+         "('The `--calculate-kv-scales` option is deprecated and will be removed in v0.19. The "
+         "scales will be loaded from the model checkpoint if available, otherwise they default "
+         "to 1.0.'); the cache's pages are the same either way; drop the flag"});
+  }
   // Variables of older releases the engine no longer reads: it warns of each as it starts
   // (validate_environ), and runs, as the plan does, without them.
   for (const std::string& entry : o.vllm_environment) {

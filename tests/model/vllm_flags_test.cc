@@ -132,6 +132,21 @@ TEST(VllmFlags, NoneItemsOfLists) {
   c = ToLaunchConfig(o);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->launch_diagnostics.empty());
+  // --calculate-kv-scales on: the engine's deprecation warning; off, nothing.
+  o.not_planned_values = {Switch("--calculate-kv-scales")};
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "calculate-kv-scales-deprecated");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--calculate-kv-scales is deprecated: the engine warns as it builds its cache config "
+            "('The `--calculate-kv-scales` option is deprecated and will be removed in v0.19. "
+            "The scales will be loaded from the model checkpoint if available, otherwise they "
+            "default to 1.0.'); the cache's pages are the same either way; drop the flag");
+  o.not_planned_values = {Switch("--calculate-kv-scales", false)};
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->launch_diagnostics.empty());
 }
 
 // --fail-on-environ-validation refuses a VLLM_ variable vllm/envs.py does not register; without
