@@ -8,6 +8,7 @@
 // pure except that BuildModelCacheSpecs reads files named by the config.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -49,7 +50,8 @@ struct CacheOptions {
   std::vector<std::string> kv_cache_dtype_skip_layers;
   int64_t max_num_seqs = 256;             // --max-num-seqs
   int64_t max_num_batched_tokens = 8192;  // --max-num-batched-tokens
-  // --[no-]async-scheduling: two batches in flight, so windowed caches hold two steps' tokens.
+  // --[no-]async-scheduling: batches overlap, so windowed caches hold more steps' tokens
+  // (MaxInFlightTokens).
   bool async_scheduling = true;
   int64_t num_gpu_blocks_override = 0;  // --num-gpu-blocks-override; 0: memory // bytes per block
   int64_t kv_group_size = 0;  // --kv-group-size / VLLM_K3_KV_GROUP_SIZE; 0: the min-bucket rule
@@ -89,10 +91,19 @@ struct CacheOptions {
     return DeviceCapabilityName(*device_capability) + " (" + device_capability_from + ")";
   }
 
-  // Tokens scheduled but not yet settled: one batch, or two under async scheduling.
-  // Saturates instead of overflowing (windows are capped by --max-model-len anyway).
-  int64_t MaxInFlightTokens() const {
-    const int64_t batches = async_scheduling ? 2 : 1;
+  // The batches the engine keeps in flight (VllmConfig.max_concurrent_batches): one per
+  // pipeline stage; under async scheduling one more on the V2 model runner, and two with one
+  // stage on the V1 runner.
+  int64_t MaxConcurrentBatches(int64_t pipeline_stages, bool v2_model_runner) const {
+    if (async_scheduling && v2_model_runner) return pipeline_stages + 1;
+    if (async_scheduling && pipeline_stages <= 1) return 2;
+    return pipeline_stages;
+  }
+  // Tokens scheduled but not yet settled (VllmConfig.max_in_flight_tokens): every batch in
+  // flight may hold a whole step. Saturates instead of overflowing (windows are capped by
+  // --max-model-len anyway).
+  int64_t MaxInFlightTokens(int64_t pipeline_stages, bool v2_model_runner) const {
+    const int64_t batches = MaxConcurrentBatches(pipeline_stages, v2_model_runner);
     return max_num_batched_tokens > std::numeric_limits<int64_t>::max() / batches
                ? std::numeric_limits<int64_t>::max()
                : batches * max_num_batched_tokens;
@@ -431,6 +442,13 @@ struct ModelCacheSpecs {
   // layers on the last, where the engine builds its drafter). Empty with one stage.
   std::vector<int64_t> pipeline_partition;
   std::vector<int> layer_stages;
+  int64_t pipeline_stages() const {
+    return std::max<int64_t>(1, static_cast<int64_t>(pipeline_partition.size()));
+  }
+  // Whether the engine's workers run its V2 model runner (VllmConfig.use_v2_model_runner:
+  // VLLM_USE_V2_MODEL_RUNNER, else its default for the model), which keeps one batch more in
+  // flight under async scheduling (CacheOptions::MaxConcurrentBatches).
+  bool v2_model_runner = false;
   // The engine's CUDA graph mode, as far as it decides whether decode steps replay full graphs,
   // which with recurrent layers need a block per running request
   // (CompilationConfig.resolve_cudagraph_mode_and_sizes): `full_cudagraphs_off` says why they do

@@ -146,6 +146,10 @@ struct Plan {
   std::vector<Diagnostic> diagnostics;  // model diagnostics first, then the planner's
 
   bool accepted() const;
+  // Tokens scheduled but not yet settled, which bound the windowed groups' pages: the launch's
+  // step times the batches the engine keeps in flight for the plan's pipeline stages and model
+  // runner (CacheOptions::MaxInFlightTokens).
+  int64_t max_tokens_in_flight() const;
   // Whether the launch caches prefixes: cache.enable_prefix_caching, which the planner resolves
   // (the launch's flag, else the engine's default for the model); for a plan built by hand that
   // leaves it unset, the model's resolved default (model.enable_prefix_caching).

@@ -345,8 +345,10 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kSwitch,
        "",
-       "two batches in flight (windows hold twice the batched tokens); default on unless the "
-       "speculative method rules it out",
+       "scheduling overlaps the batches in flight, whose tokens the windowed caches hold: two "
+       "with one pipeline stage, one per stage with more, and one more than the stages on the "
+       "V2 model runner (off: one per stage); default on unless the speculative method or the "
+       "executor rules it out (Ray's first one, VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0)",
        &LO::async_scheduling},
       {"enable_prefix_caching",
        {},
@@ -942,8 +944,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "(the cache is the same, but DeepSeek-V4's offloading connector fails on workers in "
        "processes of their own, mp and ray); the engine refuses any but mp, uni and "
        "external_launcher with --nnodes above 1, any but mp, ray and external_launcher with "
-       "pipeline stages, and uni, one worker, hangs with TP x PCP above 1 (refused); default: "
-       "the engine's choice, mp for more than one worker",
+       "pipeline stages, and uni, one worker, hangs with TP x PCP above 1 (refused); ray with "
+       "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0 runs without async scheduling; default: the engine's "
+       "choice, mp for more than one worker (ray under --data-parallel-backend ray)",
        &LO::distributed_executor_backend},
       {"enable_return_routed_experts",
        {},
@@ -3713,6 +3716,24 @@ Status RefuseRemovedFlags(const LaunchOptions& o) {
       names(all), fmt::join(steps, "; ")));
 }
 
+namespace {
+
+// The executor the engine runs its workers with (ParallelConfig.__post_init__):
+// --distributed-executor-backend; else, for more than one rank across the data-parallel
+// replicas, mp on several nodes, ray under --data-parallel-backend ray, else mp; uni for one rank.
+// (A Ray placement group the engine starts in also picks ray, which kvtopo cannot see.)
+std::string EngineExecutor(const LaunchOptions& o, const LaunchConfig& c) {
+  if (o.distributed_executor_backend) return *o.distributed_executor_backend;
+  // Each factor is at most 4,096 (the launch options' bounds): no overflow.
+  const int64_t world = c.parallel.tensor_parallel_size * c.pipeline_parallel_size *
+                        c.parallel.prefill_context_parallel_size * o.data_parallel_size.value_or(1);
+  if (world <= 1) return "uni";
+  if (o.nnodes.value_or(1) > 1) return "mp";
+  return o.data_parallel_backend.value_or("mp") == "ray" ? "ray" : "mp";
+}
+
+}  // namespace
+
 Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   // The engine's parser refuses these before it reads anything else.
   KVTOPO_RETURN_IF_ERROR(RefuseRemovedFlags(o));
@@ -3795,16 +3816,9 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   c.external_data_parallel_lb =
       o.data_parallel_size.value_or(1) > 1 &&
       (o.data_parallel_external_lb.value_or(false) || o.data_parallel_rank.has_value());
-  {
-    // Each factor is at most 4,096 (the launch options' bounds): no overflow.
-    const bool several = c.parallel.tensor_parallel_size * c.pipeline_parallel_size *
-                             c.parallel.prefill_context_parallel_size *
-                             o.data_parallel_size.value_or(1) >
-                         1;
-    const std::string executor = o.distributed_executor_backend.value_or(several ? "mp" : "uni");
-    if (executor == "mp" || executor == "ray") c.workers_in_own_processes = true;
-    if (executor == "uni" || executor == "external_launcher") c.workers_in_own_processes = false;
-  }
+  const std::string executor = EngineExecutor(o, c);
+  if (executor == "mp" || executor == "ray") c.workers_in_own_processes = true;
+  if (executor == "uni" || executor == "external_launcher") c.workers_in_own_processes = false;
   if (o.pytorch_cuda_alloc_conf) c.pytorch_cuda_alloc_conf = *o.pytorch_cuda_alloc_conf;
   c.pp_layer_partition = o.pp_layer_partition;
   if (o.disable_sliding_window) c.disable_sliding_window = *o.disable_sliding_window;
@@ -4010,7 +4024,7 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
   }
   // Async scheduling (vLLM check_and_set_default_async_scheduling): on by default unless the
   // speculative method runs without it; asking for it with such a method is an error.
-  const bool spec_allows_async = !c.speculative || c.speculative->AllowsAsyncScheduling();
+  bool async_by_default = !c.speculative || c.speculative->AllowsAsyncScheduling();
   const internal::SpeculativeMethod* method =
       c.speculative ? internal::FindSpeculativeMethod(c.speculative->method) : nullptr;
   if (o.async_scheduling && *o.async_scheduling && method &&
@@ -4028,8 +4042,40 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         "engine refuses the pair at startup ('Async scheduling is not compatible with "
         "disable_padded_drafter_batch=True'); drop one of them");
   }
+  // Executor.supports_async_scheduling: Ray's first executor (RayDistributedExecutor, which
+  // VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0 picks; the variable defaults to 1) does not schedule
+  // asynchronously; mp, uni, external_launcher and RayExecutorV2 do. An executor class named by
+  // its path is not known.
+  if (executor == "ray" &&
+      EnvironmentBool(o.vllm_environment, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND") == false) {
+    const std::string ray =
+        o.distributed_executor_backend
+            ? "--distributed-executor-backend ray"
+            : "--data-parallel-backend ray (which makes the engine's executor ray)";
+    if (o.async_scheduling == true) {
+      return Rejected(fmt::format(
+          "--async-scheduling with {} and VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: the engine runs "
+          "Ray's first executor (RayDistributedExecutor), which does not schedule "
+          "asynchronously, and refuses the launch as it builds its config ('`ray` does not "
+          "support async scheduling yet.'); drop --async-scheduling, or unset "
+          "VLLM_USE_RAY_V2_EXECUTOR_BACKEND",
+          ray));
+    }
+    if (!o.async_scheduling && !o.model.empty() && async_by_default) {
+      diagnostics.push_back(
+          {Severity::kWarning, "async-scheduling-executor",
+           fmt::format("{} with VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: the engine runs Ray's first "
+                       "executor (RayDistributedExecutor), which does not schedule "
+                       "asynchronously, and turns async scheduling off ('Async scheduling will "
+                       "be disabled because it is not supported with the `ray` distributed "
+                       "executor backend.'), as this plan does: fewer batches in flight; unset "
+                       "VLLM_USE_RAY_V2_EXECUTOR_BACKEND to keep it",
+                       ray)});
+      async_by_default = false;
+    }
+  }
   c.cache.async_scheduling =
-      o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : spec_allows_async);
+      o.async_scheduling.value_or(o.model.empty() ? c.cache.async_scheduling : async_by_default);
   KVTOPO_RETURN_IF_ERROR(ReadRunnerFeatures(o, all2all_backend, c));
   KVTOPO_RETURN_IF_ERROR(CheckServingFlags(o, c));
   if (o.dcp_shard_draft) {

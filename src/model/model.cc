@@ -2393,6 +2393,26 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
 // unset (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES at 28be48fa9), given what that runner needs.
 constexpr std::string_view kDefaultV2RunnerArchitectures[] = {"Qwen3ForCausalLM"};
 
+// Whether the workers run the V1 model runner with model `m` (config `json`): 1 yes, 0 no, -1
+// not known. With VLLM_USE_V2_MODEL_RUNNER unset the engine keeps V1 but for a default-V2
+// architecture, and for one of those with a MoE model, a checkpoint with a quantization_config
+// (is_quantized), or a launch with what the V2 runner does not yet support
+// (LaunchConfig::v2_runner_unsupported, sequence parallelism that stays on); otherwise whether an
+// installed logits-processor plugin keeps V1 is not known here.
+int V1RunnerState(const LaunchConfig& config, const ModelDescription& m,
+                  const nlohmann::json& json) {
+  if (config.use_v2_model_runner) return *config.use_v2_model_runner ? 0 : 1;
+  if (std::find(std::begin(kDefaultV2RunnerArchitectures), std::end(kDefaultV2RunnerArchitectures),
+                m.architecture) == std::end(kDefaultV2RunnerArchitectures)) {
+    return 1;
+  }
+  const auto q = json.find("quantization_config");
+  const bool quantized = q != json.end() && !q->is_null();
+  const bool keeps_v1 = m.num_experts > 0 || quantized || !config.v2_runner_unsupported.empty() ||
+                        SequenceParallelismOn(config, m) == true;
+  return keeps_v1 ? 1 : -1;
+}
+
 // The classes and layers whose modules the engine imports with model `m` (config `json`): its
 // class (none on the Transformers backend, whose class builds its own layers), the registered
 // language model a wrapper builds (language_model_architecture, else
@@ -2522,23 +2542,7 @@ std::vector<std::string> CheckImportedEnvironment(const LaunchConfig& config,
     const std::string type = internal::MtpTypeAfterOverride(target.json);
     if (!type.empty()) models.classes.push_back(type);
   }
-  // Whether the workers run the V1 model runner: 1 yes, 0 no, -1 not known. Unset, the engine
-  // keeps V1 for a MoE model, a checkpoint with a quantization_config (is_quantized), and a
-  // launch with what the V2 runner does not yet support (LaunchConfig::v2_runner_unsupported,
-  // sequence parallelism that stays on); otherwise whether an installed logits-processor plugin
-  // keeps V1 is not known here.
-  int v1_runner = 1;
-  if (config.use_v2_model_runner) {
-    v1_runner = *config.use_v2_model_runner ? 0 : 1;
-  } else if (std::find(std::begin(kDefaultV2RunnerArchitectures),
-                       std::end(kDefaultV2RunnerArchitectures),
-                       m.architecture) != std::end(kDefaultV2RunnerArchitectures)) {
-    const auto q = target.json.find("quantization_config");
-    const bool quantized = q != target.json.end() && !q->is_null();
-    const bool keeps_v1 = m.num_experts > 0 || quantized || !config.v2_runner_unsupported.empty() ||
-                          SequenceParallelismOn(config, m) == true;
-    if (!keeps_v1) v1_runner = -1;
-  }
+  const int v1_runner = V1RunnerState(config, m, target.json);
   using Where = ImportedEnvironmentRefusal::Where;
   std::vector<ImportedEnvironmentRefusal> refusals;
   for (ImportedEnvironmentRefusal& r : ImportedEnvironmentRefusals(config.environment, models)) {
@@ -4353,6 +4357,8 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckV2ModelRunner(config, model, target.file, b);
   const std::vector<std::string> environment_refused =
       CheckImportedEnvironment(config, model, target, b);
+  // The runner the engine picks where it may pick V2 (no plugin known to keep V1).
+  b.out.v2_model_runner = V1RunnerState(config, model, target.json) != 1;
   CheckLora(config, model, target.file, b);
   CheckMultimodalFlags(config, model, target.file, b);
   CheckConvStateLayoutVariable(model, config, b);

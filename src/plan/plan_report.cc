@@ -184,6 +184,7 @@ nlohmann::json PlanToJson(const Plan& plan) {
   j["hash_block_size"] = plan.hash_block_size;
   j["block_table_bytes_per_rank"] = plan.block_table_bytes_per_rank;
   j["max_num_batched_tokens"] = plan.cache.max_num_batched_tokens;
+  j["max_tokens_in_flight"] = plan.max_tokens_in_flight();
   j["max_num_seqs"] = plan.cache.max_num_seqs;
   j["device_capability"] = plan.cache.device_capability
                                ? json(DeviceCapabilityName(*plan.cache.device_capability))

@@ -31,6 +31,10 @@ std::string_view SeverityName(Severity severity) {
   return "?";
 }
 
+int64_t Plan::max_tokens_in_flight() const {
+  return cache.MaxInFlightTokens(model.pipeline_stages(), model.v2_model_runner);
+}
+
 bool Plan::accepted() const {
   return std::none_of(diagnostics.begin(), diagnostics.end(),
                       [](const Diagnostic& d) { return d.severity == Severity::kError; });
@@ -953,7 +957,8 @@ Status Planner::ComputeGeometries(std::vector<PlannedGroup>& groups) {
     const GeometryOptions options{
         .max_model_len = specs_.max_model_len,
         .max_num_seqs = inputs_.cache.max_num_seqs,
-        .max_tokens_in_flight = inputs_.cache.MaxInFlightTokens(),
+        .max_tokens_in_flight =
+            inputs_.cache.MaxInFlightTokens(specs_.pipeline_stages(), specs_.v2_model_runner),
         .kernel_block_size = kernel_block,
         .page_size_bytes =
             g.uniform_type ? *std::max_element(g.layer_page_bytes.begin(), g.layer_page_bytes.end())

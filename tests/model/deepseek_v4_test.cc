@@ -439,13 +439,16 @@ TEST(DeepseekV4, NgramAndSuffixPlanWithoutDraftLayers) {
   EXPECT_EQ(plan->pool.num_blocks, 10208);
   EXPECT_EQ(plan->capacity.max_tokens, 99203);
   EXPECT_EQ(DiagnosticMessage(*plan, "prefix-cache-eagle-window"), "");
+  // Two pipeline stages keep two batches in flight without async scheduling too: the windows
+  // hold 16,384 tokens, as with one stage under async scheduling (PipelineStagesProjectTheGroups).
   c.speculative = SpeculativeConfig{.method = "suffix", .num_speculative_tokens = 24};
   c.pipeline_parallel_size = 2;
   plan = PlanWith(flash, c);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->max_tokens_in_flight(), 16384);
   EXPECT_EQ(plan->pool.num_blocks, 20417);
-  EXPECT_EQ(plan->capacity.max_tokens, 195315);
+  EXPECT_EQ(plan->capacity.max_tokens, 99871);
 }
 
 // The runtime runs the layer-tuple groups as any other (each group's block size and window);
@@ -570,8 +573,9 @@ TEST(DeepseekV4, RefusalsNameTheEnginesFailure) {
 }
 
 // Pipeline stages: each worker lays out the groups projected onto its layers, and every worker
-// takes the fewest blocks any holds. Each figure is the engine's code's (get_kv_cache_configs at
-// 28be48fa9 on these caches split by stage).
+// takes the fewest blocks any holds. Each layout is the engine's code's (get_kv_cache_configs at
+// 28be48fa9 on these caches split by stage); the windows hold the tokens of the batches in flight,
+// one per stage (VllmConfig.max_concurrent_batches).
 TEST(DeepseekV4, PipelineStagesProjectTheGroups) {
   const nlohmann::json flash = CorpusConfig("deepseek-v4-flash-shaped");
   const auto plan_pp = [&](int pp, std::optional<std::string> partition, int64_t max_len,
@@ -599,14 +603,16 @@ TEST(DeepseekV4, PipelineStagesProjectTheGroups) {
   EXPECT_EQ(plan->pool.num_blocks, 20417);
   EXPECT_EQ(plan->capacity.max_tokens, 99871);
   // 16 stages: the first holds layers 0 and 1, their sliding windows alone, and keeps the full
-  // group's pages of the whole model.
-  plan = plan_pp(16, std::nullopt, 30000, int64_t{10} << 30);
+  // group's pages of the whole model. Sixteen batches in flight (one per stage) hold 131,072
+  // tokens, so every window holds the whole 30,000-token request.
+  plan = plan_pp(16, std::nullopt, 30000, int64_t{20} << 30);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->ErrorLines(), "");
+  EXPECT_EQ(plan->max_tokens_in_flight(), 131072);
   EXPECT_EQ(stages(*plan)[0], "0+2 2 47808");
   EXPECT_EQ(plan->pool.bytes_per_block, 95616);
-  EXPECT_EQ(plan->pool.num_blocks, 112297);
-  EXPECT_EQ(plan->capacity.max_tokens, 597536);
+  EXPECT_EQ(plan->pool.num_blocks, 224594);
+  EXPECT_EQ(plan->capacity.max_tokens, 660700);
   // The first stage's groups give the engine's line: 56,903 tokens with layers 2-42 on one.
   plan = plan_pp(2, "2,41", 30000, int64_t{10} << 30);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

@@ -276,6 +276,58 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
             "disable_padded_drafter_batch=True'); drop one of them");
 }
 
+// Ray's first executor (VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0) does not schedule asynchronously:
+// the engine turns the default off with a warning and refuses --async-scheduling. Ray is the
+// executor given, or the default under --data-parallel-backend ray with more than one rank.
+TEST(LaunchOptions, RayFirstExecutorRunsWithoutAsyncScheduling) {
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  o.tensor_parallel_size = 2;
+  o.distributed_executor_backend = "ray";
+  EXPECT_TRUE(ToLaunchConfig(o)->cache.async_scheduling);  // RayExecutorV2, the default
+  o.vllm_environment = {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0"};
+  Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->cache.async_scheduling);
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "async-scheduling-executor");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--distributed-executor-backend ray with VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: the "
+            "engine runs Ray's first executor (RayDistributedExecutor), which does not schedule "
+            "asynchronously, and turns async scheduling off ('Async scheduling will be disabled "
+            "because it is not supported with the `ray` distributed executor backend.'), as this "
+            "plan does: fewer batches in flight; unset VLLM_USE_RAY_V2_EXECUTOR_BACKEND to keep "
+            "it");
+  o.distributed_executor_backend = "mp";
+  EXPECT_TRUE(ToLaunchConfig(o)->cache.async_scheduling);
+  // Under --data-parallel-backend ray the engine picks ray for more than one rank.
+  o.distributed_executor_backend.reset();
+  o.tensor_parallel_size = 1;
+  o.data_parallel_backend = "ray";
+  EXPECT_TRUE(ToLaunchConfig(o)->cache.async_scheduling);  // one rank: uni
+  o.data_parallel_size = 2;
+  EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
+  o.async_scheduling = true;
+  Result<LaunchConfig> rejected = ToLaunchConfig(o);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(rejected.status().message(),
+            "--async-scheduling with --data-parallel-backend ray (which makes the engine's "
+            "executor ray) and VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: the engine runs Ray's first "
+            "executor (RayDistributedExecutor), which does not schedule asynchronously, and "
+            "refuses the launch as it builds its config ('`ray` does not support async "
+            "scheduling yet.'); drop --async-scheduling, or unset "
+            "VLLM_USE_RAY_V2_EXECUTOR_BACKEND");
+  // A speculative method that runs without async scheduling turns it off first (the engine's
+  // warning names the method): no executor warning.
+  o.async_scheduling.reset();
+  o.speculative_config = R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3})";
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->cache.async_scheduling);
+  EXPECT_TRUE(c->launch_diagnostics.empty());
+}
+
 // --language-model-only is a launch option: the last of it and its --no- form decides.
 TEST(LaunchOptions, LanguageModelOnlyIsPlanned) {
   LaunchOptions o;

@@ -45,6 +45,40 @@ std::vector<std::vector<int64_t>> Stages(const Plan& plan) {
   return out;
 }
 
+// The batches the engine keeps in flight (VllmConfig.max_concurrent_batches) bound the sliding
+// windows: one per stage, one more under async scheduling on the V2 model runner, two with one
+// stage on the V1 runner. gpt-oss-120b's 128-token windows at 32,000 tokens, 16-token blocks.
+TEST(PipelineParallel, BatchesInFlightBoundTheWindows) {
+  struct Case {
+    int64_t pp;
+    bool async;
+    bool v2;
+    int64_t in_flight;
+    int64_t window_pages;
+  };
+  for (const Case& k : std::vector<Case>{{1, true, false, 16'384, 1'033},
+                                         {1, false, false, 8'192, 521},
+                                         {1, true, true, 16'384, 1'033},
+                                         {2, false, false, 16'384, 1'033},
+                                         {2, true, false, 16'384, 1'033},
+                                         {2, true, true, 24'576, 1'545},
+                                         {4, true, false, 32'768, 2'001},
+                                         {4, false, true, 32'768, 2'001}}) {
+    SCOPED_TRACE(testing::Message() << "pp " << k.pp << " async " << k.async << " v2 " << k.v2);
+    LaunchOptions o = Model("gpt-oss-120b", 1, k.pp);
+    o.max_model_len = 32000;
+    o.async_scheduling = k.async;
+    o.use_v2_model_runner = k.v2;
+    auto plan = PlanOptions(o);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->accepted()) << plan->ErrorLines();
+    EXPECT_EQ(plan->max_tokens_in_flight(), k.in_flight);
+    EXPECT_EQ(nlohmann::json::parse(PlanToJsonText(*plan))["max_tokens_in_flight"], k.in_flight);
+    ASSERT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
+    EXPECT_EQ(plan->groups[0].geometry.max_pages_per_request(), k.window_pages);
+  }
+}
+
 // gpt-oss-120b at TP 4 x PP 2: 18 layers of 2 K/V heads a stage, 9 of each group: 9 x 8 KiB per
 // block, so the pool and the tokens are TP 8's (36 layers of 1 head).
 TEST(PipelineParallel, EvenStagesHoldHalfTheLayers) {

@@ -84,7 +84,7 @@ class ReliabilityTest(unittest.TestCase):
         # Plan.to_json(100000), found by tests/python/test_random_args.py.
         plan = kvtopo.plan("qwen3-next-80b", tensor_parallel_size=4, max_model_len=4096,
                            kv_cache_memory="8GiB")
-        self.assertEqual(plan.to_json(64).count("\n" + " " * 64 + '"'), 19)  # the top-level keys
+        self.assertEqual(plan.to_json(64).count("\n" + " " * 64 + '"'), 20)  # the top-level keys
         for obj in (plan, kvtopo.check("qwen3-next-80b", tensor_parallel_size=4)):
             with self.assertRaises(ValueError) as e:
                 obj.to_json(100000)
