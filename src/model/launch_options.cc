@@ -940,8 +940,9 @@ const std::vector<LaunchOption>& LaunchOptionTable() {
        "",
        V::kText,
        "",
-       "how the engine runs its workers: ray, mp, uni, external_launcher or an Executor class "
-       "(the cache is the same, but DeepSeek-V4's offloading connector fails on workers in "
+       "how the engine runs its workers: ray, mp, uni, external_launcher or an Executor class's "
+       "path, module.Class (another name without a dot is refused, as the engine fails on it; "
+       "the cache is the same, but DeepSeek-V4's offloading connector fails on workers in "
        "processes of their own, mp and ray); the engine refuses any but mp, uni and "
        "external_launcher with --nnodes above 1, any but mp, ray and external_launcher with "
        "pipeline stages, and uni, one worker, hangs with TP x PCP above 1 (refused); ray with "
@@ -3006,6 +3007,20 @@ Status CheckRefusedFeatures(const LaunchOptions& o, const LaunchConfig& c) {
         "can only be set when distributed executor backend is mp, uni or external_launcher.'); "
         "use mp, or one node per engine",
         nnodes, executor));
+  }
+  // Executor.get_class, which VllmConfig.__post_init__ calls for every launch: a name other than
+  // ray, mp, uni and external_launcher is an Executor class's path, module.Class, which
+  // resolve_obj_by_qualname splits at its last dot; without one the split raises. (Whether a path
+  // imports is not known here.)
+  if (const std::optional<std::string>& executor = o.distributed_executor_backend;
+      executor && *executor != "ray" && *executor != "mp" && *executor != "uni" &&
+      *executor != "external_launcher" && executor->find('.') == std::string::npos) {
+    return Rejected(fmt::format(
+        "--distributed-executor-backend '{}' is none of the engine's executors (ray, mp, uni, "
+        "external_launcher, as written), so the engine reads it as an Executor class's path, "
+        "module.Class, and fails as it builds its config ('not enough values to unpack "
+        "(expected 2, got 1)'); give one of them, or the class's module path",
+        *executor));
   }
   // EngineArgs._check_feature_supported: pipeline stages need an executor that supports them
   // (ray, mp, external_launcher; a class named on the command line is a string to it).

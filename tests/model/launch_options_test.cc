@@ -276,6 +276,26 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
             "disable_padded_drafter_batch=True'); drop one of them");
 }
 
+// An executor name the engine does not know is an Executor class's path, module.Class: without a
+// dot the engine's split of it raises as it builds its config.
+TEST(LaunchOptions, ExecutorNameWithoutAModulePathIsRefused) {
+  LaunchOptions o;
+  o.model = "gpt-oss-120b";
+  for (const char* name : {"mp", "uni", "ray", "external_launcher", "my_pkg.executors.Custom"}) {
+    o.distributed_executor_backend = name;
+    EXPECT_TRUE(ToLaunchConfig(o).ok()) << name;
+  }
+  o.distributed_executor_backend = "MP";
+  const Result<LaunchConfig> c = ToLaunchConfig(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kRejected);
+  EXPECT_EQ(c.status().message(),
+            "--distributed-executor-backend 'MP' is none of the engine's executors (ray, mp, uni, "
+            "external_launcher, as written), so the engine reads it as an Executor class's path, "
+            "module.Class, and fails as it builds its config ('not enough values to unpack "
+            "(expected 2, got 1)'); give one of them, or the class's module path");
+}
+
 // Ray's first executor (VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0) does not schedule asynchronously:
 // the engine turns the default off with a warning and refuses --async-scheduling. Ray is the
 // executor given, or the default under --data-parallel-backend ray with more than one rank.
