@@ -4057,6 +4057,24 @@ Result<LaunchConfig> ToLaunchConfig(const LaunchOptions& o) {
         "engine refuses the pair at startup ('Async scheduling is not compatible with "
         "disable_padded_drafter_batch=True'); drop one of them");
   }
+  // Unasked, the engine turns async scheduling off for such a method, or else for a drafter
+  // batch left unpadded, and warns.
+  if (!o.async_scheduling && !o.model.empty() && c.speculative && !async_by_default) {
+    const std::string& name = c.speculative->method;
+    diagnostics.push_back(
+        {Severity::kWarning, "async-scheduling-speculative",
+         method == nullptr || method->async != internal::AsyncScheduling::kDefault
+             ? fmt::format("--speculative-config method '{}' runs without async scheduling: the "
+                           "engine turns it off ('Async scheduling not supported with {}-based "
+                           "speculative decoding and will be disabled.'), as this plan does: one "
+                           "batch in flight per pipeline stage",
+                           name, name)
+             : std::string("--speculative-config 'disable_padded_drafter_batch' true runs "
+                           "without async scheduling: the engine turns it off ('Async "
+                           "scheduling is not compatible with disable_padded_drafter_batch=True "
+                           "and will be disabled.'), as this plan does: one batch in flight per "
+                           "pipeline stage")});
+  }
   // Executor.supports_async_scheduling: Ray's first executor (RayDistributedExecutor, which
   // VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0 picks; the variable defaults to 1) does not schedule
   // asynchronously; mp, uni, external_launcher and RayExecutorV2 do. An executor class named by

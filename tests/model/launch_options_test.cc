@@ -240,6 +240,20 @@ TEST(LaunchOptions, DraftModelMethodIsDetectedFirst) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->speculative->method, "draft_model");
   EXPECT_FALSE(c->cache.async_scheduling);
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "async-scheduling-speculative");
+  EXPECT_EQ(c->launch_diagnostics[0].message,
+            "--speculative-config method 'draft_model' runs without async scheduling: the engine "
+            "turns it off ('Async scheduling not supported with draft_model-based speculative "
+            "decoding and will be disabled.'), as this plan does: one batch in flight per "
+            "pipeline stage");
+  // Asked for either way, the engine says nothing.
+  o.async_scheduling = false;
+  EXPECT_TRUE(ToLaunchConfig(o)->launch_diagnostics.empty());
+  o.async_scheduling = true;
+  c = ToLaunchConfig(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->cache.async_scheduling);
   EXPECT_TRUE(c->launch_diagnostics.empty());
 }
 
@@ -265,7 +279,15 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
   o.async_scheduling.reset();
   o.speculative_config =
       R"({"method":"dspark","num_speculative_tokens":7,"disable_padded_drafter_batch":true})";
-  EXPECT_FALSE(ToLaunchConfig(o)->cache.async_scheduling);
+  Result<LaunchConfig> unpadded = ToLaunchConfig(o);
+  ASSERT_TRUE(unpadded.ok()) << unpadded.status().ToString();
+  EXPECT_FALSE(unpadded->cache.async_scheduling);
+  ASSERT_EQ(unpadded->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(unpadded->launch_diagnostics[0].message,
+            "--speculative-config 'disable_padded_drafter_batch' true runs without async "
+            "scheduling: the engine turns it off ('Async scheduling is not compatible with "
+            "disable_padded_drafter_batch=True and will be disabled.'), as this plan does: one "
+            "batch in flight per pipeline stage");
   o.async_scheduling = true;
   rejected = ToLaunchConfig(o);
   ASSERT_FALSE(rejected.ok());
@@ -338,14 +360,15 @@ TEST(LaunchOptions, RayFirstExecutorRunsWithoutAsyncScheduling) {
             "refuses the launch as it builds its config ('`ray` does not support async "
             "scheduling yet.'); drop --async-scheduling, or unset "
             "VLLM_USE_RAY_V2_EXECUTOR_BACKEND");
-  // A speculative method that runs without async scheduling turns it off first (the engine's
-  // warning names the method): no executor warning.
+  // A speculative method that runs without async scheduling turns it off first: the engine's
+  // warning names the method, not the executor.
   o.async_scheduling.reset();
   o.speculative_config = R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3})";
   c = ToLaunchConfig(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->cache.async_scheduling);
-  EXPECT_TRUE(c->launch_diagnostics.empty());
+  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
+  EXPECT_EQ(c->launch_diagnostics[0].code, "async-scheduling-speculative");
 }
 
 // --language-model-only is a launch option: the last of it and its --no- form decides.
