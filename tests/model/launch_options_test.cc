@@ -25,6 +25,7 @@ namespace kvtopo {
 namespace {
 
 using testing_configs::Older;
+using testing_configs::OnlyLaunchDiagnostic;
 
 Status Set(LaunchOptions& o, std::string_view name, LaunchValue value) {
   const LaunchOption* option = FindLaunchOption(name);
@@ -240,9 +241,7 @@ TEST(LaunchOptions, DraftModelMethodIsDetectedFirst) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->speculative->method, "draft_model");
   EXPECT_FALSE(c->cache.async_scheduling);
-  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
-  EXPECT_EQ(c->launch_diagnostics[0].code, "async-scheduling-speculative");
-  EXPECT_EQ(c->launch_diagnostics[0].message,
+  EXPECT_EQ(OnlyLaunchDiagnostic(c, "async-scheduling-speculative"),
             "--speculative-config method 'draft_model' runs without async scheduling: the engine "
             "turns it off ('Async scheduling not supported with draft_model-based speculative "
             "decoding and will be disabled.'), as this plan does: one batch in flight per "
@@ -282,8 +281,7 @@ TEST(LaunchOptions, AsyncSchedulingDefaultsAsTheEngine) {
   Result<LaunchConfig> unpadded = ToLaunchConfig(o);
   ASSERT_TRUE(unpadded.ok()) << unpadded.status().ToString();
   EXPECT_FALSE(unpadded->cache.async_scheduling);
-  ASSERT_EQ(unpadded->launch_diagnostics.size(), 1u);
-  EXPECT_EQ(unpadded->launch_diagnostics[0].message,
+  EXPECT_EQ(OnlyLaunchDiagnostic(unpadded, "async-scheduling-speculative"),
             "--speculative-config 'disable_padded_drafter_batch' true runs without async "
             "scheduling: the engine turns it off ('Async scheduling is not compatible with "
             "disable_padded_drafter_batch=True and will be disabled.'), as this plan does: one "
@@ -331,9 +329,7 @@ TEST(LaunchOptions, RayFirstExecutorRunsWithoutAsyncScheduling) {
   Result<LaunchConfig> c = ToLaunchConfig(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->cache.async_scheduling);
-  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
-  EXPECT_EQ(c->launch_diagnostics[0].code, "async-scheduling-executor");
-  EXPECT_EQ(c->launch_diagnostics[0].message,
+  EXPECT_EQ(OnlyLaunchDiagnostic(c, "async-scheduling-executor"),
             "--distributed-executor-backend ray with VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0: the "
             "engine runs Ray's first executor (RayDistributedExecutor), which does not schedule "
             "asynchronously, and turns async scheduling off ('Async scheduling will be disabled "
@@ -664,9 +660,7 @@ TEST(LaunchOptions, BatchedDataParallelMoeStepDefault) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cache.max_num_batched_tokens, 256);
   EXPECT_EQ(c->cache.max_num_seqs, 256);
-  ASSERT_EQ(c->launch_diagnostics.size(), 1u);
-  EXPECT_EQ(c->launch_diagnostics[0].code, "batched-dp-moe-step-default");
-  EXPECT_EQ(c->launch_diagnostics[0].message,
+  EXPECT_EQ(OnlyLaunchDiagnostic(c, "batched-dp-moe-step-default"),
             "--enable-expert-parallel with --data-parallel-size 8 and --all2all-backend "
             "deepep_low_latency runs batched data-parallel MoE, for which the engine defaults "
             "--max-num-batched-tokens to 256");

@@ -23,6 +23,17 @@ inline std::string Older(std::string_view where, std::string_view key, std::stri
       where, key, fix);
 }
 
+// The message of a launch's only diagnostic, which must have `code`; else what was found instead
+// (an error, or the codes of the diagnostics), which an assertion on the message then shows.
+inline std::string OnlyLaunchDiagnostic(const Result<LaunchConfig>& c, std::string_view code) {
+  if (!c.ok()) return "not read: " + c.status().ToString();
+  const std::vector<Diagnostic>& d = c->launch_diagnostics;
+  if (d.size() == 1 && d[0].code == code) return d[0].message;
+  std::string codes;
+  for (const Diagnostic& each : d) codes += " " + each.code;
+  return fmt::format("{} launch diagnostics, not one {}:{}", d.size(), code, codes);
+}
+
 // Llama-3.1-8B's config.json (the fields the cache depends on).
 inline nlohmann::json Llama31_8B() {
   return nlohmann::json::parse(R"({
