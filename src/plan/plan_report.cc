@@ -284,9 +284,14 @@ std::string FormatPlanTable(const Plan& plan) {
                        plan.split_pools.capacity.max_tokens,
                        plan.split_pools.capacity.max_concurrency);
   }
-  out += fmt::format("scheduler  block {} tokens, hash block {} tokens, {} tokens a step\n",
-                     plan.scheduler_block_size, plan.hash_block_size,
-                     plan.cache.max_num_batched_tokens);
+  // The windowed groups' pages hold the tokens of every batch in flight.
+  const bool windowed = std::any_of(plan.groups.begin(), plan.groups.end(),
+                                    [](const PlannedGroup& g) { return IsWindowed(g.spec.kind); });
+  out += fmt::format(
+      "scheduler  block {} tokens, hash block {} tokens, {} tokens a step{}\n",
+      plan.scheduler_block_size, plan.hash_block_size, plan.cache.max_num_batched_tokens,
+      windowed ? fmt::format(" ({} in flight, which the windows hold)", plan.max_tokens_in_flight())
+               : std::string());
   out += fmt::format("tables     {} of block tables per rank ({} rows)\n",
                      FormatBytes(plan.block_table_bytes_per_rank), plan.cache.max_num_seqs);
   if (plan.promotion.considered) {

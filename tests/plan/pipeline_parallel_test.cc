@@ -2,6 +2,7 @@
 // (get_pp_indices), each stage's pool holding its layers of the whole model's groups, every pool
 // the smallest block count any stage holds (get_kv_cache_configs), and the launches the engine
 // refuses (SupportsPP on the target's and the draft's classes).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -76,7 +77,15 @@ TEST(PipelineParallel, BatchesInFlightBoundTheWindows) {
     EXPECT_EQ(nlohmann::json::parse(PlanToJsonText(*plan))["max_tokens_in_flight"], k.in_flight);
     ASSERT_EQ(plan->groups[0].geometry.kind(), CacheKind::kSlidingWindow);
     EXPECT_EQ(plan->groups[0].geometry.max_pages_per_request(), k.window_pages);
+    // The table says so beside the step.
+    EXPECT_NE(FormatPlanTable(*plan).find(fmt::format(
+                  "8192 tokens a step ({} in flight, which the windows hold)\n", k.in_flight)),
+              std::string::npos);
   }
+  // Without a windowed group the table gives the step alone.
+  auto dense = PlanOptions(Model("kimi-k2.6", 8, 2));
+  ASSERT_TRUE(dense.ok()) << dense.status().ToString();
+  EXPECT_NE(FormatPlanTable(*dense).find("8192 tokens a step\n"), std::string::npos);
 }
 
 // gpt-oss-120b at TP 4 x PP 2: 18 layers of 2 K/V heads a stage, 9 of each group: 9 x 8 KiB per
