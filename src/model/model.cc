@@ -2394,11 +2394,11 @@ void CheckV2ModelRunner(const LaunchConfig& config, const ModelDescription& m,
 constexpr std::string_view kDefaultV2RunnerArchitectures[] = {"Qwen3ForCausalLM"};
 
 // Whether the workers run the V1 model runner with model `m` (config `json`): 1 yes, 0 no, -1
-// not known. With VLLM_USE_V2_MODEL_RUNNER unset the engine keeps V1 but for a default-V2
-// architecture, and for one of those with a MoE model, a checkpoint with a quantization_config
-// (is_quantized), or a launch with what the V2 runner does not yet support
-// (LaunchConfig::v2_runner_unsupported, sequence parallelism that stays on); otherwise whether an
-// installed logits-processor plugin keeps V1 is not known here.
+// not known. VLLM_USE_V2_MODEL_RUNNER decides where it is set. Unset, the engine runs V1 for an
+// architecture outside its default-V2 list, and for one inside it too when the model is MoE, the
+// checkpoint has a quantization_config (is_quantized) or the launch has what the V2 runner does
+// not yet support (LaunchConfig::v2_runner_unsupported, sequence parallelism that stays on);
+// otherwise V2, unless an installed logits-processor plugin keeps V1, which is not known here.
 int V1RunnerState(const LaunchConfig& config, const ModelDescription& m,
                   const nlohmann::json& json) {
   if (config.use_v2_model_runner) return *config.use_v2_model_runner ? 0 : 1;
@@ -2517,12 +2517,12 @@ void ReportImportRefusals(const std::vector<ImportedEnvironmentRefusal>& refusal
 // DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3ForCausalLM at 28be48fa9) that is neither MoE nor
 // quantized and whose launch that runner supports (VllmConfig.use_v2_model_runner), where
 // kvtopo warns. A model run through the Transformers backend imports the backend's class
-// instead of the architecture's. Returns the variables refused, which a separate draft's check
-// (CheckDraftImportedEnvironment) leaves to this one.
+// instead of the architecture's. `v1_runner` is V1RunnerState's. Returns the variables refused,
+// which a separate draft's check (CheckDraftImportedEnvironment) leaves to this one.
 std::vector<std::string> CheckImportedEnvironment(const LaunchConfig& config,
                                                   const ModelDescription& m,
                                                   const internal::LoadedConfig& target,
-                                                  Builder& b) {
+                                                  int v1_runner, Builder& b) {
   if (config.environment.empty()) return {};
   ImportingModel models = ImportingModelOf(m, target.json);
   // NvFP4 experts import the b12x kernels' module as their method picks its kernels
@@ -2542,7 +2542,6 @@ std::vector<std::string> CheckImportedEnvironment(const LaunchConfig& config,
     const std::string type = internal::MtpTypeAfterOverride(target.json);
     if (!type.empty()) models.classes.push_back(type);
   }
-  const int v1_runner = V1RunnerState(config, m, target.json);
   using Where = ImportedEnvironmentRefusal::Where;
   std::vector<ImportedEnvironmentRefusal> refusals;
   for (ImportedEnvironmentRefusal& r : ImportedEnvironmentRefusals(config.environment, models)) {
@@ -4355,10 +4354,11 @@ Result<ModelCacheSpecs> Build(const internal::LoadedConfig& target, const Launch
   CheckMlpActivation(model, target.file, /*draft=*/false, b);
   CheckEplbModel(config, model, target.file, b);
   CheckV2ModelRunner(config, model, target.file, b);
+  const int v1_runner = V1RunnerState(config, model, target.json);
   const std::vector<std::string> environment_refused =
-      CheckImportedEnvironment(config, model, target, b);
+      CheckImportedEnvironment(config, model, target, v1_runner, b);
   // The runner the engine picks where it may pick V2 (no plugin known to keep V1).
-  b.out.v2_model_runner = V1RunnerState(config, model, target.json) != 1;
+  b.out.v2_model_runner = v1_runner != 1;
   CheckLora(config, model, target.file, b);
   CheckMultimodalFlags(config, model, target.file, b);
   CheckConvStateLayoutVariable(model, config, b);
